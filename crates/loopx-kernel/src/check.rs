@@ -1,0 +1,120 @@
+//! The kernel's invariants, checked over a snapshot: used by `loopx doctor` and by the property
+//! tests, so that what the tests prove is what a user can verify on their own store.
+
+use std::collections::BTreeSet;
+
+use crate::errors::KernelError;
+use crate::model::{GateState, GoalStatus, TodoState};
+use crate::store::Snapshot;
+use crate::store::tables::counter;
+
+/// Every broken invariant, in words; empty when the state is consistent.
+pub fn check_consistency(snap: &Snapshot<'_>) -> Result<Vec<String>, KernelError> {
+    let mut problems = Vec::new();
+    let goals = snap.goals()?;
+    let goal_ids: BTreeSet<_> = goals.iter().map(|g| g.id).collect();
+    if goals
+        .iter()
+        .filter(|g| g.status == GoalStatus::Active)
+        .count()
+        > 1
+    {
+        problems.push("more than one goal is active".to_owned());
+    }
+    let todos = snap.todos()?;
+    let todo_ids: BTreeSet<_> = todos.iter().map(|t| t.id).collect();
+    for todo in &todos {
+        let id = todo.id;
+        match (&todo.state, &todo.lease) {
+            (TodoState::Claimed, None) => problems.push(format!("{id} is claimed without a lease")),
+            (TodoState::Claimed, Some(lease)) if lease.epoch != todo.epoch => {
+                problems.push(format!(
+                    "{id} lease carries epoch {} but the todo is at {}",
+                    lease.epoch, todo.epoch
+                ))
+            }
+            (TodoState::Open | TodoState::Done | TodoState::Dropped, Some(_)) => {
+                problems.push(format!(
+                    "{id} is {} but still has a lease",
+                    todo.state.as_str()
+                ));
+            }
+            _ => {}
+        }
+        if !goal_ids.contains(&todo.goal) {
+            problems.push(format!("{id} belongs to missing goal {}", todo.goal));
+        }
+        for dep in &todo.after {
+            if !todo_ids.contains(dep) {
+                problems.push(format!("{id} waits on missing todo {dep}"));
+            }
+        }
+    }
+    for gate in snap.gates()? {
+        if (gate.state == GateState::Answered) != gate.answer.is_some() {
+            problems.push(format!(
+                "gate {} is {} but its answer is {:?}",
+                gate.id,
+                gate.state.as_str(),
+                gate.answer
+            ));
+        }
+    }
+    for slice in snap.running_slices()? {
+        if slice.ended_at.is_some() {
+            problems.push(format!(
+                "slice {} is listed as running but has ended",
+                slice.id
+            ));
+        }
+    }
+    check_counters(snap, &mut problems, &todos)?;
+    check_events(snap, &mut problems)?;
+    Ok(problems)
+}
+
+fn check_counters(
+    snap: &Snapshot<'_>,
+    problems: &mut Vec<String>,
+    todos: &[crate::model::Todo],
+) -> Result<(), KernelError> {
+    let next_todo = snap.meta(counter::TODO)?.unwrap_or(0);
+    if let Some(max) = todos.iter().map(|t| t.id.0).max()
+        && max >= next_todo
+    {
+        problems.push(format!(
+            "todo counter {next_todo} is not above the newest todo t{max}"
+        ));
+    }
+    Ok(())
+}
+
+/// Events are numbered 1..=N without gaps, and the counter is N + 1.
+fn check_events(snap: &Snapshot<'_>, problems: &mut Vec<String>) -> Result<(), KernelError> {
+    let count = snap.event_count()?;
+    let next = snap.meta(counter::EVENT)?.unwrap_or(0);
+    if next != count + 1 {
+        problems.push(format!(
+            "the event counter is {next} but there are {count} events"
+        ));
+    }
+    let mut expected = 1;
+    loop {
+        let batch = snap.events_from(expected, 4096)?;
+        if batch.is_empty() {
+            break;
+        }
+        for event in &batch {
+            if event.seq != expected {
+                problems.push(format!(
+                    "event {} follows event {}: the log has a gap",
+                    event.seq,
+                    expected - 1
+                ));
+                return Ok(());
+            }
+            expected += 1;
+        }
+    }
+    Ok(())
+}

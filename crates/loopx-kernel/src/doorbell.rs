@@ -1,0 +1,110 @@
+//! The doorbell: a mutating command wakes sleeping supervisors within a second.
+//!
+//! Each sleeper binds a Unix datagram socket in `.loopx/bells/`; every committed change sends one
+//! byte to each of them. Ringing costs a directory read and a datagram per sleeper, is
+//! best-effort, and never fails the command that rang: a sleeper also wakes on its own timeout.
+//! Sockets of sleepers that died are removed by the next ring.
+
+use std::io::ErrorKind;
+use std::os::unix::net::UnixDatagram;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::project::Project;
+
+/// Wakes every listener of `project`.
+pub fn ring(project: &Project) {
+    let Ok(entries) = std::fs::read_dir(project.bells_dir()) else {
+        return;
+    };
+    let Ok(sender) = UnixDatagram::unbound() else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|ext| ext != "sock") {
+            continue;
+        }
+        if let Err(e) = sender.send_to(b"!", &path) {
+            // Nobody listens there any more: the sleeper died without cleaning up.
+            if e.kind() == ErrorKind::ConnectionRefused {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+}
+
+/// A sleeper's end of the doorbell. Dropping it removes its socket.
+#[derive(Debug)]
+pub struct Listener {
+    socket: Option<(UnixDatagram, PathBuf)>,
+}
+
+impl Listener {
+    /// Starts listening. When the socket cannot be bound (a path too long for a Unix socket, a
+    /// read-only directory), waiting degrades to sleeping for the timeout.
+    pub fn bind(project: &Project) -> Listener {
+        let path =
+            project
+                .bells_dir()
+                .join(format!("{}-{}.sock", std::process::id(), fastrand::u32(..)));
+        let socket = UnixDatagram::bind(&path).ok().map(|s| (s, path));
+        Listener { socket }
+    }
+
+    /// Waits until a ring or `timeout`; returns whether it was a ring.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        let Some((socket, _)) = &self.socket else {
+            std::thread::sleep(timeout);
+            return false;
+        };
+        let timeout = timeout.max(Duration::from_millis(1));
+        if socket.set_read_timeout(Some(timeout)).is_err() {
+            std::thread::sleep(timeout);
+            return false;
+        }
+        let mut buf = [0u8; 64];
+        let rang = socket.recv(&mut buf).is_ok();
+        // Several rings may have queued up; one wake-up covers them all.
+        let _ = socket.set_nonblocking(true);
+        while socket.recv(&mut buf).is_ok() {}
+        let _ = socket.set_nonblocking(false);
+        rang
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Some((_, path)) = &self.socket {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn a_ring_wakes_a_listener_and_silence_times_out() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let project = Project::create(tmp.path()).expect("project");
+        let listener = Listener::bind(&project);
+        assert!(!listener.wait(Duration::from_millis(20)), "nothing rang");
+        ring(&project);
+        let started = Instant::now();
+        assert!(listener.wait(Duration::from_secs(5)), "the ring arrives");
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn ringing_removes_dead_sockets() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let project = Project::create(tmp.path()).expect("project");
+        let stale = project.bells_dir().join("1-1.sock");
+        drop(UnixDatagram::bind(&stale).expect("bind"));
+        ring(&project);
+        assert!(!stale.exists());
+    }
+}

@@ -1,0 +1,236 @@
+//! Everything the kernel can refuse or fail at.
+//!
+//! Messages are lowercase fragments with the offending value in backticks and at most one
+//! `(hint: …)` line; a caller renders the `source()` chain after them.
+
+use std::path::PathBuf;
+
+use crate::ids::{AgentName, GateId, GoalId, TodoId};
+use crate::time::Timestamp;
+
+/// An id that does not follow the grammar.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {kind} `{value}`: expected {expected}")]
+pub struct InvalidId {
+    /// What kind of id was expected (`todo id`, `agent name`).
+    pub kind: &'static str,
+    /// The text that was given.
+    pub value: String,
+    /// What a valid one looks like.
+    pub expected: &'static str,
+}
+
+/// The project directory could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectError {
+    #[error(
+        "no loopx project in `{start}` or any parent directory\n(hint: run `loopx init` in the project root, or pass `--project DIR`)"
+    )]
+    NotFound { start: PathBuf },
+    #[error("`{path}` already holds a loopx project")]
+    AlreadyInitialised { path: PathBuf },
+    #[error(
+        "refusing `{path}`: it is a symbolic link\n(hint: loopx keeps its state only in a real directory; replace the link with the directory it points to)"
+    )]
+    Symlink { path: PathBuf },
+    #[error(
+        "refusing `{path}`: mode {mode:04o} lets other users write to it\n(hint: `chmod 700 {path}` if you trust its contents)"
+    )]
+    WritableByOthers { path: PathBuf, mode: u32 },
+    #[error(
+        "refusing `{path}`: it belongs to uid {owner}, not to you (uid {me})\n(hint: run loopx as the owner, or `chown` it)"
+    )]
+    ForeignOwner { path: PathBuf, owner: u32, me: u32 },
+    #[error("`{path}` is not a directory")]
+    NotADirectory { path: PathBuf },
+    #[error("failed to access `{path}`")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The state store could not be opened, read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "state store `{path}` is missing\n(hint: `loopx doctor` explains; `loopx init` creates a project)"
+    )]
+    Missing { path: PathBuf },
+    #[error(
+        "state store `{path}` is empty (0 bytes): it was never written or was truncated\n(hint: run `loopx doctor`; the file was left untouched, restore it from a backup)"
+    )]
+    Empty { path: PathBuf },
+    #[error(
+        "state store `{path}` is not a loopx state store ({why})\n(hint: run `loopx doctor`; the file was left untouched)"
+    )]
+    Corrupt { path: PathBuf, why: String },
+    #[error(
+        "state store `{path}` has format {found}, newer than this loopx supports ({supported})\n(hint: upgrade loopx)"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: u64,
+        supported: u64,
+    },
+    #[error(
+        "state store `{path}` stayed busy for {waited_ms} ms{holders}\n(hint: retry; `loopx doctor` shows who has it open)"
+    )]
+    Busy {
+        path: PathBuf,
+        waited_ms: u64,
+        holders: String,
+    },
+    #[error("failed to open state store `{path}`")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: redb::DatabaseError,
+    },
+    #[error("state store `{path}` failed")]
+    Redb {
+        path: PathBuf,
+        #[source]
+        source: redb::Error,
+    },
+    #[error("a record in table `{table}` could not be decoded ({why})\n(hint: run `loopx doctor`)")]
+    Decode { table: String, why: String },
+    #[error("failed to access `{path}`")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Another actor holds what was asked for, or the state moved on.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Conflict {
+    #[error(
+        "{todo} is claimed by `{agent}` (epoch {epoch}) until {until}\n(hint: the holder renews, releases or finishes it with `--epoch {epoch}`; otherwise it frees itself when the lease expires)"
+    )]
+    Claimed {
+        todo: TodoId,
+        agent: AgentName,
+        epoch: u64,
+        until: Timestamp,
+    },
+    #[error(
+        "stale epoch for {todo}: {by} presented epoch {presented}, the current one is {current}\n(hint: the claim was lost or moved on; `loopx todo show {todo}` shows who holds it)"
+    )]
+    StaleEpoch {
+        todo: TodoId,
+        by: String,
+        presented: u64,
+        current: u64,
+    },
+    #[error("{todo} is not claimed by `{agent}`")]
+    NotHolder { todo: TodoId, agent: AgentName },
+    #[error("{todo} is {state}, so it cannot be {action}")]
+    TodoState {
+        todo: TodoId,
+        state: &'static str,
+        action: &'static str,
+    },
+    #[error("{todo} waits on {after}, which is {state}")]
+    Waiting {
+        todo: TodoId,
+        after: TodoId,
+        state: &'static str,
+    },
+    #[error(
+        "{todo} is blocked by gate {gate}: {question}\n(hint: answer it with `loopx gate answer {gate} \"…\"`)"
+    )]
+    Gated {
+        todo: TodoId,
+        gate: GateId,
+        question: String,
+    },
+    #[error("goal {goal} is {state}, so it cannot be {action}")]
+    GoalState {
+        goal: GoalId,
+        state: &'static str,
+        action: &'static str,
+    },
+    #[error(
+        "goal {goal} is already active\n(hint: finish or pause it first: `loopx goal done {goal}` or `loopx goal pause {goal}`)"
+    )]
+    ActiveGoal { goal: GoalId },
+    #[error("gate {gate} is already {state}")]
+    GateState { gate: GateId, state: &'static str },
+    #[error("agent `{agent}` is already registered")]
+    AgentExists { agent: AgentName },
+    #[error("{todo} needs {missing:?}, which `{agent}` does not have")]
+    MissingCapability {
+        todo: TodoId,
+        agent: AgentName,
+        missing: Vec<String>,
+    },
+    #[error("{todo} is for role `{role}`, and `{agent}` is not")]
+    WrongRole {
+        todo: TodoId,
+        agent: AgentName,
+        role: String,
+    },
+    #[error("slice {slice} has already ended")]
+    SliceEnded { slice: String },
+}
+
+/// Input that the kernel refuses on its merits.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Invalid {
+    #[error(transparent)]
+    Id(#[from] InvalidId),
+    #[error("{what} `{id}` does not exist")]
+    NotFound { what: &'static str, id: String },
+    #[error("{field} is empty")]
+    Empty { field: &'static str },
+    #[error("{field} is {len} characters long; the limit is {max}{hint}")]
+    TooLong {
+        field: &'static str,
+        len: usize,
+        max: usize,
+        hint: &'static str,
+    },
+    #[error("{0}")]
+    Question(String),
+    #[error("option {given} does not exist: gate {gate} has {count} option(s)")]
+    NoSuchOption {
+        gate: GateId,
+        given: u32,
+        count: usize,
+    },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// A safety rule refused the action, whoever asked.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refused {
+    #[error(
+        "gates are answered by people, and this runs inside slice `{slice}`\n(hint: a human answers with `loopx gate answer` in their own terminal)"
+    )]
+    AnswerFromSlice { slice: String },
+}
+
+/// Any failure of a kernel operation.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    #[error(transparent)]
+    Project(#[from] ProjectError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Conflict(#[from] Conflict),
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error(transparent)]
+    Refused(#[from] Refused),
+}
+
+impl From<InvalidId> for KernelError {
+    fn from(e: InvalidId) -> Self {
+        KernelError::Invalid(Invalid::Id(e))
+    }
+}

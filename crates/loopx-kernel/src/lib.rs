@@ -1,0 +1,42 @@
+//! # Theory of operation
+//!
+//! `loopx-kernel` owns the durable state of a loopx project: goals, todos with their leases and
+//! epochs, gates (questions for humans), evidence, handoffs, agents, slice records, and the
+//! append-only event log (DESIGN §3). Everything else in loopx reads and changes state through it;
+//! it never runs a process.
+//!
+//! - [`Project`] finds the project root (like git finds `.git`) and keeps `.loopx/` private.
+//! - [`Store`] is the redb file `.loopx/state.redb`, opened per operation by every process in
+//!   redb's multi-writer mode. Reads take a [`Snapshot`]; the only mutation is
+//!   [`Store::apply`], which validates one [`Op`], writes the changed records and one [`Event`] in
+//!   a single durable transaction, and rings the [`doorbell`] so sleeping supervisors wake.
+//! - Leases carry an epoch that grows on every grant; writes with an old epoch are refused with
+//!   [`Conflict::StaleEpoch`], and the refusal is itself recorded as an event.
+//! - Every free text passes the [`Redactor`] before it is written, so the store file never holds
+//!   a credential.
+//! - [`check_consistency`] states the kernel's invariants; `loopx doctor` and the property tests
+//!   both use it.
+//!
+//! Stored values are versioned postcard records (see `docs/design/store-format.md`); ids are short
+//! and typeable (`t12`, `q3`) and follow `^[a-z][a-z0-9-]{0,63}$` (see [`ids`]).
+
+pub mod check;
+pub mod doorbell;
+pub mod errors;
+pub mod ids;
+mod limits;
+pub mod model;
+pub mod project;
+pub mod question;
+pub mod redact;
+pub mod store;
+pub mod time;
+
+pub use check::check_consistency;
+pub use errors::{Conflict, Invalid, KernelError, ProjectError, Refused, StoreError};
+pub use ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId, SliceId, TodoId};
+pub use model::{Event, EventKind};
+pub use project::Project;
+pub use redact::Redactor;
+pub use store::{Op, Snapshot, Store};
+pub use time::Timestamp;

@@ -1,0 +1,333 @@
+//! The entities of a project's state (DESIGN §3) and the events that record their changes.
+//!
+//! Every type here is stored (postcard, behind a one-byte record version, see `store/codec.rs`)
+//! and shown (`--json`). Ids and times serialize as numbers in the store and as text in JSON.
+//! Changing a stored type means a new record version: see `docs/design/store-format.md`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId, SliceId, TodoId};
+use crate::time::Timestamp;
+
+mod event;
+pub use event::{Event, EventKind};
+
+/// How much an agent may change, from nothing to everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionLevel {
+    ReadOnly,
+    WorkspaceWrite,
+    Full,
+}
+
+impl PermissionLevel {
+    /// The name used on the command line and in files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionLevel::ReadOnly => "read-only",
+            PermissionLevel::WorkspaceWrite => "workspace-write",
+            PermissionLevel::Full => "full",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GoalStatus {
+    Active,
+    Paused,
+    Done,
+    Archived,
+}
+
+impl GoalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GoalStatus::Active => "active",
+            GoalStatus::Paused => "paused",
+            GoalStatus::Done => "done",
+            GoalStatus::Archived => "archived",
+        }
+    }
+}
+
+/// What the agents work towards, and the bounds they work in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Goal {
+    pub id: GoalId,
+    pub objective: String,
+    /// Path globs, relative to the project root, that agents may change.
+    pub scope: Vec<String>,
+    pub permission: PermissionLevel,
+    /// Duty share of a rolling window, 0..=1 (0 pauses the goal's agents).
+    pub share: f64,
+    pub status: GoalStatus,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoState {
+    Open,
+    Claimed,
+    Done,
+    Dropped,
+}
+
+impl TodoState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TodoState::Open => "open",
+            TodoState::Claimed => "claimed",
+            TodoState::Done => "done",
+            TodoState::Dropped => "dropped",
+        }
+    }
+
+    /// Done and dropped todos never change again.
+    pub fn is_final(self) -> bool {
+        matches!(self, TodoState::Done | TodoState::Dropped)
+    }
+}
+
+/// The right of one agent to work on one todo until `expires_at`, fenced by `epoch`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    pub agent: AgentName,
+    pub epoch: u64,
+    pub granted_at: Timestamp,
+    pub expires_at: Timestamp,
+}
+
+impl Lease {
+    pub fn is_live(&self, now: Timestamp) -> bool {
+        now < self.expires_at
+    }
+}
+
+/// One unit of work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Todo {
+    pub id: TodoId,
+    pub goal: GoalId,
+    pub title: String,
+    pub detail: String,
+    /// Higher runs first.
+    pub priority: i32,
+    pub state: TodoState,
+    /// Capabilities an agent needs to take this todo.
+    pub needs: Vec<String>,
+    /// Todos that must be done (or dropped) first.
+    pub after: Vec<TodoId>,
+    /// The kind of agent that should take it (`reviewer`), if any.
+    pub role: Option<String>,
+    /// The epoch of the latest grant; it counts the grants and never decreases.
+    pub epoch: u64,
+    pub lease: Option<Lease>,
+    pub latest_handoff: Option<HandoffId>,
+    pub created_by: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateState {
+    Open,
+    Answered,
+    Withdrawn,
+}
+
+impl GateState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateState::Open => "open",
+            GateState::Answered => "answered",
+            GateState::Withdrawn => "withdrawn",
+        }
+    }
+}
+
+/// What an open gate holds back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Blocks {
+    /// Every agent.
+    Global,
+    /// One agent.
+    Agent(AgentName),
+    /// These todos.
+    Todos(Vec<TodoId>),
+}
+
+impl Blocks {
+    /// Whether this gate holds back `agent` working on `todo`.
+    pub fn blocks(&self, agent: Option<&AgentName>, todo: Option<TodoId>) -> bool {
+        match self {
+            Blocks::Global => true,
+            Blocks::Agent(name) => agent == Some(name),
+            Blocks::Todos(todos) => todo.is_some_and(|t| todos.contains(&t)),
+        }
+    }
+
+    /// `global`, `agent exec`, `t3, t4`.
+    pub fn describe(&self) -> String {
+        match self {
+            Blocks::Global => "global".to_owned(),
+            Blocks::Agent(name) => format!("agent {name}"),
+            Blocks::Todos(todos) => todos
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+}
+
+/// A person's answer to a gate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answer {
+    pub text: String,
+    /// 1-based index into the gate's options, when one was chosen.
+    pub option: Option<u32>,
+    pub by: String,
+    pub at: Timestamp,
+}
+
+/// A concrete question for a human.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gate {
+    pub id: GateId,
+    pub question: String,
+    pub options: Vec<String>,
+    pub context: String,
+    pub blocks: Blocks,
+    pub asked_by: String,
+    pub state: GateState,
+    pub answer: Option<Answer>,
+    pub created_at: Timestamp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EvidenceKind {
+    Slice,
+    Test,
+    Diff,
+    Note,
+    Artifact,
+    Quota,
+    Violation,
+}
+
+impl EvidenceKind {
+    pub const ALL: [EvidenceKind; 7] = [
+        EvidenceKind::Slice,
+        EvidenceKind::Test,
+        EvidenceKind::Diff,
+        EvidenceKind::Note,
+        EvidenceKind::Artifact,
+        EvidenceKind::Quota,
+        EvidenceKind::Violation,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvidenceKind::Slice => "slice",
+            EvidenceKind::Test => "test",
+            EvidenceKind::Diff => "diff",
+            EvidenceKind::Note => "note",
+            EvidenceKind::Artifact => "artifact",
+            EvidenceKind::Quota => "quota",
+            EvidenceKind::Violation => "violation",
+        }
+    }
+}
+
+/// A file that evidence points at, pinned by its content hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRef {
+    pub path: String,
+    pub sha256: String,
+    pub bytes: u64,
+}
+
+/// What a slice or a person showed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub id: EvidenceId,
+    pub kind: EvidenceKind,
+    pub summary: String,
+    pub detail: String,
+    pub files: Vec<FileRef>,
+    pub todo: Option<TodoId>,
+    pub slice: Option<SliceId>,
+    pub actor: String,
+    pub at: Timestamp,
+}
+
+/// What the next agent on a todo needs to know.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handoff {
+    pub id: HandoffId,
+    pub todo: Option<TodoId>,
+    pub done: String,
+    pub next: String,
+    pub files: Vec<String>,
+    pub questions: Vec<String>,
+    pub slice: Option<SliceId>,
+    pub actor: String,
+    pub at: Timestamp,
+}
+
+/// A registered peer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Agent {
+    pub name: AgentName,
+    pub profile: String,
+    pub capabilities: Vec<String>,
+    pub role: Option<String>,
+    pub added_at: Timestamp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SliceKind {
+    Work,
+    Plan,
+    Repair,
+}
+
+/// Enough to recognise a process after a restart: a pid alone may have been reused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessIdentity {
+    pub pid: u32,
+    /// Field 22 of `/proc/<pid>/stat`, in clock ticks since boot.
+    pub start_ticks: u64,
+    pub boot_id: String,
+}
+
+/// One bounded agent run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SliceRecord {
+    pub id: SliceId,
+    pub agent: AgentName,
+    pub todo: Option<TodoId>,
+    pub epoch: Option<u64>,
+    pub kind: SliceKind,
+    pub profile_hash: String,
+    pub argv: Vec<String>,
+    pub process: Option<ProcessIdentity>,
+    pub started_at: Timestamp,
+    /// The wall-time limit the slice runs under, in seconds (0 = none recorded).
+    pub limit_secs: u64,
+    pub ended_at: Option<Timestamp>,
+    pub outcome: Option<String>,
+    pub exit: Option<String>,
+    pub tokens: u64,
+    pub cost_usd: f64,
+    pub output_bytes: u64,
+    pub log: Option<String>,
+}

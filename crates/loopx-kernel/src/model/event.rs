@@ -1,0 +1,238 @@
+//! The append-only history: one event per transition, numbered without gaps.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Blocks, EvidenceKind, GoalStatus, PermissionLevel, SliceKind};
+use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId, SliceId, TodoId};
+use crate::time::Timestamp;
+
+/// One recorded transition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// 1, 2, 3, … with no gaps.
+    pub seq: u64,
+    pub at: Timestamp,
+    /// `human:<user>`, `agent:<name>` or `loopx`.
+    pub actor: String,
+    pub kind: EventKind,
+}
+
+/// What happened. New variants are only ever appended (the store encodes the variant index).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    ProjectCreated,
+    GoalStarted {
+        goal: GoalId,
+        objective: String,
+        scope: Vec<String>,
+        permission: PermissionLevel,
+        share: f64,
+    },
+    GoalStatusChanged {
+        goal: GoalId,
+        from: GoalStatus,
+        to: GoalStatus,
+    },
+    TodoAdded {
+        todo: TodoId,
+        goal: GoalId,
+        title: String,
+        priority: i32,
+    },
+    TodoClaimed {
+        todo: TodoId,
+        agent: AgentName,
+        epoch: u64,
+        expires_at: Timestamp,
+        /// The holder whose expired lease this claim replaced.
+        reclaimed_from: Option<AgentName>,
+    },
+    TodoRenewed {
+        todo: TodoId,
+        agent: AgentName,
+        epoch: u64,
+        expires_at: Timestamp,
+    },
+    TodoReleased {
+        todo: TodoId,
+        agent: AgentName,
+        epoch: u64,
+    },
+    TodoDone {
+        todo: TodoId,
+        epoch: Option<u64>,
+    },
+    TodoDropped {
+        todo: TodoId,
+        epoch: Option<u64>,
+    },
+    /// A write carrying an old epoch was refused.
+    StaleEpochRefused {
+        todo: TodoId,
+        agent: AgentName,
+        presented: u64,
+        current: u64,
+        action: String,
+    },
+    GateOpened {
+        gate: GateId,
+        question: String,
+        blocks: Blocks,
+    },
+    GateAnswered {
+        gate: GateId,
+        answer: String,
+    },
+    GateWithdrawn {
+        gate: GateId,
+    },
+    /// Someone tried to answer a gate from inside a slice.
+    GateAnswerRefused {
+        gate: GateId,
+        slice: String,
+    },
+    EvidenceAdded {
+        evidence: EvidenceId,
+        kind: EvidenceKind,
+        summary: String,
+        todo: Option<TodoId>,
+    },
+    HandoffWritten {
+        handoff: HandoffId,
+        todo: Option<TodoId>,
+    },
+    AgentAdded {
+        agent: AgentName,
+        profile: String,
+    },
+    SliceStarted {
+        slice: SliceId,
+        agent: AgentName,
+        todo: Option<TodoId>,
+        epoch: Option<u64>,
+        kind: SliceKind,
+    },
+    SliceSpawned {
+        slice: SliceId,
+        pid: u32,
+    },
+    SliceEnded {
+        slice: SliceId,
+        outcome: String,
+    },
+}
+
+impl EventKind {
+    /// The snake_case name used in `--json` and `loopx log`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::ProjectCreated => "project_created",
+            EventKind::GoalStarted { .. } => "goal_started",
+            EventKind::GoalStatusChanged { .. } => "goal_status_changed",
+            EventKind::TodoAdded { .. } => "todo_added",
+            EventKind::TodoClaimed { .. } => "todo_claimed",
+            EventKind::TodoRenewed { .. } => "todo_renewed",
+            EventKind::TodoReleased { .. } => "todo_released",
+            EventKind::TodoDone { .. } => "todo_done",
+            EventKind::TodoDropped { .. } => "todo_dropped",
+            EventKind::StaleEpochRefused { .. } => "stale_epoch_refused",
+            EventKind::GateOpened { .. } => "gate_opened",
+            EventKind::GateAnswered { .. } => "gate_answered",
+            EventKind::GateWithdrawn { .. } => "gate_withdrawn",
+            EventKind::GateAnswerRefused { .. } => "gate_answer_refused",
+            EventKind::EvidenceAdded { .. } => "evidence_added",
+            EventKind::HandoffWritten { .. } => "handoff_written",
+            EventKind::AgentAdded { .. } => "agent_added",
+            EventKind::SliceStarted { .. } => "slice_started",
+            EventKind::SliceSpawned { .. } => "slice_spawned",
+            EventKind::SliceEnded { .. } => "slice_ended",
+        }
+    }
+
+    /// One line for people: `t3 claimed by exec (epoch 2)`.
+    pub fn describe(&self) -> String {
+        match self {
+            EventKind::ProjectCreated => "project created".to_owned(),
+            EventKind::GoalStarted {
+                goal, objective, ..
+            } => format!("goal {goal} started: {objective}"),
+            EventKind::GoalStatusChanged { goal, from, to } => {
+                format!("goal {goal} {} → {}", from.as_str(), to.as_str())
+            }
+            EventKind::TodoAdded {
+                todo,
+                title,
+                priority,
+                ..
+            } => {
+                format!("{todo} added (priority {priority}): {title}")
+            }
+            EventKind::TodoClaimed {
+                todo,
+                agent,
+                epoch,
+                reclaimed_from,
+                ..
+            } => match reclaimed_from {
+                Some(old) => {
+                    format!("{todo} reclaimed by {agent} from expired {old} (epoch {epoch})")
+                }
+                None => format!("{todo} claimed by {agent} (epoch {epoch})"),
+            },
+            EventKind::TodoRenewed {
+                todo,
+                agent,
+                epoch,
+                expires_at,
+            } => {
+                format!("{todo} renewed by {agent} (epoch {epoch}) until {expires_at}")
+            }
+            EventKind::TodoReleased { todo, agent, epoch } => {
+                format!("{todo} released by {agent} (epoch {epoch})")
+            }
+            EventKind::TodoDone { todo, .. } => format!("{todo} done"),
+            EventKind::TodoDropped { todo, .. } => format!("{todo} dropped"),
+            EventKind::StaleEpochRefused {
+                todo,
+                agent,
+                presented,
+                current,
+                action,
+            } => format!(
+                "{action} of {todo} by {agent} refused: epoch {presented} is stale (current {current})"
+            ),
+            EventKind::GateOpened { gate, question, .. } => {
+                format!("gate {gate} opened: {question}")
+            }
+            EventKind::GateAnswered { gate, answer } => format!("gate {gate} answered: {answer}"),
+            EventKind::GateWithdrawn { gate } => format!("gate {gate} withdrawn"),
+            EventKind::GateAnswerRefused { gate, slice } => {
+                format!("answer to gate {gate} refused: it came from inside slice {slice}")
+            }
+            EventKind::EvidenceAdded {
+                evidence,
+                kind,
+                summary,
+                ..
+            } => {
+                format!("evidence {evidence} ({}): {summary}", kind.as_str())
+            }
+            EventKind::HandoffWritten { handoff, todo } => match todo {
+                Some(todo) => format!("handoff {handoff} written for {todo}"),
+                None => format!("handoff {handoff} written"),
+            },
+            EventKind::AgentAdded { agent, profile } => {
+                format!("agent {agent} added (profile {profile})")
+            }
+            EventKind::SliceStarted {
+                slice, agent, todo, ..
+            } => match todo {
+                Some(todo) => format!("slice {slice} started: {agent} on {todo}"),
+                None => format!("slice {slice} started: {agent}"),
+            },
+            EventKind::SliceSpawned { slice, pid } => format!("slice {slice} spawned pid {pid}"),
+            EventKind::SliceEnded { slice, outcome } => format!("slice {slice} ended: {outcome}"),
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! The redb store: one file, many processes, one transaction per change.
+//!
+//! See `docs/design/store-format.md`. In short:
+//! - the file is opened in redb's multi-writer mode, per operation, by every process that needs
+//!   it: readers never wait, and writers queue on redb's writer lock with jittered backoff up to a
+//!   deadline, after which the error names the processes that have the file open;
+//! - every change is an [`Op`] applied by [`Store::apply`]: validated, written, and recorded as
+//!   one event, in one write transaction with immediate durability (and two-phase commit, which
+//!   multi-writer mode always uses);
+//! - values are our own versioned bytes (`store/codec.rs`), and `meta.schema_version` is checked
+//!   on every open;
+//! - a missing, empty, truncated or foreign file is an error that leaves the file untouched.
+
+mod apply;
+mod codec;
+mod open;
+mod snapshot;
+pub(crate) mod tables;
+mod writer;
+
+pub use apply::{
+    AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff, NewSlice, NewTodo, Op, SliceEnd,
+};
+pub use open::{OpenOptions, SCHEMA_VERSION, Store};
+pub use snapshot::Snapshot;

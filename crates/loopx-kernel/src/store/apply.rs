@@ -1,0 +1,10 @@
+//! Transitions: every change to the kernel is an [`Op`], validated and applied in one write
+//! transaction that also appends its event.
+
+mod entities;
+mod op;
+mod todo;
+
+pub use op::{
+    AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff, NewSlice, NewTodo, Op, SliceEnd,
+};

@@ -1,0 +1,342 @@
+//! The operations, and the one entry point that applies them.
+
+use std::time::Duration;
+
+use super::{entities, todo};
+use crate::errors::{Conflict, KernelError, Refused};
+use crate::ids::{AgentName, GateId, GoalId, SliceId, TodoId};
+use crate::model::{
+    Agent, Blocks, EventKind, Evidence, EvidenceKind, FileRef, Gate, Goal, GoalStatus, Handoff,
+    PermissionLevel, ProcessIdentity, SliceKind, SliceRecord, Todo, TodoState,
+};
+use crate::redact::Redactor;
+use crate::store::Store;
+use crate::store::writer::Writer;
+use crate::time::Timestamp;
+
+/// A new todo.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTodo {
+    /// `None` adds it to the current goal.
+    pub goal: Option<GoalId>,
+    pub title: String,
+    pub detail: String,
+    pub priority: i32,
+    pub needs: Vec<String>,
+    pub after: Vec<TodoId>,
+    pub role: Option<String>,
+}
+
+/// A new gate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewGate {
+    pub question: String,
+    pub options: Vec<String>,
+    pub context: String,
+    pub blocks: Blocks,
+}
+
+/// How a gate is answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnswerChoice {
+    Text(String),
+    /// 1-based.
+    Option(u32),
+}
+
+/// New evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvidence {
+    pub kind: EvidenceKind,
+    pub summary: String,
+    pub detail: String,
+    pub files: Vec<FileRef>,
+    pub todo: Option<TodoId>,
+    pub slice: Option<SliceId>,
+}
+
+/// A new handoff note.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewHandoff {
+    pub todo: Option<TodoId>,
+    pub done: String,
+    pub next: String,
+    pub files: Vec<String>,
+    pub questions: Vec<String>,
+    pub slice: Option<SliceId>,
+}
+
+/// A slice about to be spawned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSlice {
+    pub agent: AgentName,
+    pub todo: Option<TodoId>,
+    pub epoch: Option<u64>,
+    pub kind: SliceKind,
+    pub profile_hash: String,
+    pub argv: Vec<String>,
+    pub limit_secs: u64,
+    pub log: Option<String>,
+}
+
+/// What a finished slice did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SliceEnd {
+    pub outcome: String,
+    pub exit: Option<String>,
+    pub tokens: u64,
+    pub cost_usd: f64,
+    pub output_bytes: u64,
+}
+
+/// Every change the kernel accepts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    GoalStart {
+        objective: String,
+        scope: Vec<String>,
+        permission: PermissionLevel,
+        share: f64,
+    },
+    /// `None` acts on the current goal.
+    GoalSetStatus {
+        goal: Option<GoalId>,
+        to: GoalStatus,
+    },
+    TodoAdd(NewTodo),
+    TodoClaim {
+        todo: TodoId,
+        agent: AgentName,
+        ttl: Duration,
+    },
+    TodoRenew {
+        todo: TodoId,
+        agent: AgentName,
+        epoch: u64,
+        ttl: Duration,
+    },
+    TodoRelease {
+        todo: TodoId,
+        agent: AgentName,
+        epoch: u64,
+    },
+    /// Done or dropped. Without an epoch only an unclaimed (or expired) todo may be finished.
+    TodoFinish {
+        todo: TodoId,
+        to: TodoState,
+        agent: Option<AgentName>,
+        epoch: Option<u64>,
+    },
+    GateAsk(NewGate),
+    /// `slice` is the slice the answer comes from, if any: such answers are refused.
+    GateAnswer {
+        gate: GateId,
+        choice: AnswerChoice,
+        slice: Option<String>,
+    },
+    GateWithdraw {
+        gate: GateId,
+    },
+    EvidenceAdd(NewEvidence),
+    HandoffAdd(NewHandoff),
+    AgentAdd {
+        name: AgentName,
+        profile: String,
+        capabilities: Vec<String>,
+        role: Option<String>,
+    },
+    SliceStart(NewSlice),
+    SliceSpawned {
+        slice: SliceId,
+        process: ProcessIdentity,
+    },
+    SliceEnd {
+        slice: SliceId,
+        end: SliceEnd,
+    },
+}
+
+/// The record an operation created or changed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Applied {
+    Goal(Goal),
+    Todo(Todo),
+    Gate(Gate),
+    Evidence(Evidence),
+    Handoff(Handoff),
+    Agent(Agent),
+    Slice(SliceRecord),
+}
+
+impl Op {
+    /// A short name for refusals: `renew`, `done`.
+    fn action(&self) -> &'static str {
+        match self {
+            Op::TodoRenew { .. } => "renew",
+            Op::TodoRelease { .. } => "release",
+            Op::TodoFinish {
+                to: TodoState::Dropped,
+                ..
+            } => "drop",
+            Op::TodoFinish { .. } => "done",
+            Op::SliceStart(_) => "slice start",
+            _ => "change",
+        }
+    }
+
+    /// Redacts every free text the operation would store.
+    fn redact(&mut self, r: &Redactor) {
+        let all = |texts: &mut Vec<String>| texts.iter_mut().for_each(|t| r.redact_in_place(t));
+        match self {
+            Op::GoalStart {
+                objective, scope, ..
+            } => {
+                r.redact_in_place(objective);
+                all(scope);
+            }
+            Op::TodoAdd(new) => {
+                r.redact_in_place(&mut new.title);
+                r.redact_in_place(&mut new.detail);
+            }
+            Op::GateAsk(new) => {
+                r.redact_in_place(&mut new.question);
+                r.redact_in_place(&mut new.context);
+                all(&mut new.options);
+            }
+            Op::GateAnswer {
+                choice: AnswerChoice::Text(text),
+                ..
+            } => r.redact_in_place(text),
+            Op::EvidenceAdd(new) => {
+                r.redact_in_place(&mut new.summary);
+                r.redact_in_place(&mut new.detail);
+                new.files
+                    .iter_mut()
+                    .for_each(|f| r.redact_in_place(&mut f.path));
+            }
+            Op::HandoffAdd(new) => {
+                r.redact_in_place(&mut new.done);
+                r.redact_in_place(&mut new.next);
+                all(&mut new.files);
+                all(&mut new.questions);
+            }
+            Op::AgentAdd { profile, .. } => r.redact_in_place(profile),
+            Op::SliceStart(new) => all(&mut new.argv),
+            Op::SliceEnd { end, .. } => {
+                r.redact_in_place(&mut end.outcome);
+                if let Some(exit) = &mut end.exit {
+                    r.redact_in_place(exit);
+                }
+            }
+            Op::GoalSetStatus { .. }
+            | Op::TodoClaim { .. }
+            | Op::TodoRenew { .. }
+            | Op::TodoRelease { .. }
+            | Op::TodoFinish { .. }
+            | Op::GateAnswer { .. }
+            | Op::GateWithdraw { .. }
+            | Op::SliceSpawned { .. } => {}
+        }
+    }
+}
+
+fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
+    match op {
+        Op::GoalStart {
+            objective,
+            scope,
+            permission,
+            share,
+        } => entities::goal_start(w, objective, scope, permission, share),
+        Op::GoalSetStatus { goal, to } => entities::goal_set_status(w, goal, to),
+        Op::TodoAdd(new) => todo::add(w, new),
+        Op::TodoClaim { todo, agent, ttl } => todo::claim(w, todo, &agent, ttl),
+        Op::TodoRenew {
+            todo,
+            agent,
+            epoch,
+            ttl,
+        } => todo::renew(w, todo, &agent, epoch, ttl),
+        Op::TodoRelease { todo, agent, epoch } => todo::release(w, todo, &agent, epoch),
+        Op::TodoFinish {
+            todo,
+            to,
+            agent,
+            epoch,
+        } => todo::finish(w, todo, to, agent.as_ref(), epoch),
+        Op::GateAsk(new) => entities::gate_ask(w, new),
+        Op::GateAnswer {
+            gate,
+            choice,
+            slice,
+        } => entities::gate_answer(w, gate, choice, slice),
+        Op::GateWithdraw { gate } => entities::gate_withdraw(w, gate),
+        Op::EvidenceAdd(new) => entities::evidence_add(w, new),
+        Op::HandoffAdd(new) => entities::handoff_add(w, new),
+        Op::AgentAdd {
+            name,
+            profile,
+            capabilities,
+            role,
+        } => entities::agent_add(w, name, profile, capabilities, role),
+        Op::SliceStart(new) => entities::slice_start(w, new),
+        Op::SliceSpawned { slice, process } => entities::slice_spawned(w, slice, process),
+        Op::SliceEnd { slice, end } => entities::slice_end(w, slice, end),
+    }
+}
+
+/// The event that records a refusal worth auditing, if `err` is one.
+fn refusal_event(op: &Op, err: &KernelError) -> Option<EventKind> {
+    match (err, op) {
+        (
+            KernelError::Conflict(Conflict::StaleEpoch {
+                todo,
+                by,
+                presented,
+                current,
+            }),
+            _,
+        ) => Some(EventKind::StaleEpochRefused {
+            todo: *todo,
+            agent: by.parse().ok()?,
+            presented: *presented,
+            current: *current,
+            action: op.action().to_owned(),
+        }),
+        (KernelError::Refused(Refused::AnswerFromSlice { slice }), Op::GateAnswer { gate, .. }) => {
+            Some(EventKind::GateAnswerRefused {
+                gate: *gate,
+                slice: slice.clone(),
+            })
+        }
+        _ => None,
+    }
+}
+
+impl Store {
+    /// Validates and applies one operation in one write transaction, with its event.
+    ///
+    /// A refusal worth auditing (a stale epoch, an answer from inside a slice) is recorded as an
+    /// event of its own, in a separate transaction, after the refused one was rolled back.
+    pub fn apply(&self, mut op: Op, actor: &str, now: Timestamp) -> Result<Applied, KernelError> {
+        op.redact(&self.redactor);
+        let txn = self.begin_write()?;
+        let result = dispatch(&Writer::new(&txn, self, now, actor), op.clone());
+        match result {
+            Ok(applied) => {
+                txn.commit().map_err(|e| self.redb(e))?;
+                crate::doorbell::ring(&self.project);
+                Ok(applied)
+            }
+            Err(err) => {
+                txn.abort().map_err(|e| self.redb(e))?;
+                if let Some(kind) = refusal_event(&op, &err) {
+                    let txn = self.begin_write()?;
+                    Writer::new(&txn, self, now, actor).event(kind)?;
+                    txn.commit().map_err(|e| self.redb(e))?;
+                }
+                Err(err)
+            }
+        }
+    }
+}

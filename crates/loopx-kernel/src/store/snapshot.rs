@@ -1,0 +1,241 @@
+//! Reading a consistent snapshot of the store.
+
+use std::path::Path;
+
+use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata, TableHandle};
+use serde::de::DeserializeOwned;
+
+use super::codec::decode;
+use super::tables::{self, META, Numbered};
+use crate::errors::{KernelError, StoreError};
+use crate::ids::{GateId, GoalId, HandoffId, SliceId, TodoId};
+use crate::model::{Agent, Event, Evidence, Gate, Goal, GoalStatus, Handoff, SliceRecord, Todo};
+
+/// A read transaction with typed accessors.
+pub struct Snapshot<'a> {
+    txn: ReadTransaction,
+    path: &'a Path,
+}
+
+impl std::fmt::Debug for Snapshot<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Snapshot<'a> {
+    pub(crate) fn new(txn: ReadTransaction, path: &'a Path) -> Self {
+        Snapshot { txn, path }
+    }
+
+    fn redb(&self, e: impl Into<redb::Error>) -> KernelError {
+        StoreError::Redb {
+            path: self.path.to_path_buf(),
+            source: e.into(),
+        }
+        .into()
+    }
+
+    fn get<T: DeserializeOwned>(
+        &self,
+        table: Numbered,
+        key: u64,
+    ) -> Result<Option<T>, KernelError> {
+        let t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
+        let Some(bytes) = t.get(key).map_err(|e| self.redb(e))? else {
+            return Ok(None);
+        };
+        Ok(Some(decode(table.name(), bytes.value())?))
+    }
+
+    /// Every record of a table in creation order, or the newest `limit` of them (newest first)
+    /// that pass `keep`.
+    fn scan<T: DeserializeOwned>(
+        &self,
+        table: Numbered,
+        newest_first: bool,
+        limit: usize,
+        mut keep: impl FnMut(&T) -> bool,
+    ) -> Result<Vec<T>, KernelError> {
+        let t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
+        let rows = t.iter().map_err(|e| self.redb(e))?;
+        let rows: Box<dyn Iterator<Item = _>> = if newest_first {
+            Box::new(rows.rev())
+        } else {
+            Box::new(rows)
+        };
+        let mut out = Vec::new();
+        for row in rows {
+            if out.len() >= limit {
+                break;
+            }
+            let (_, bytes) = row.map_err(|e| self.redb(e))?;
+            let value: T = decode(table.name(), bytes.value())?;
+            if keep(&value) {
+                out.push(value);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A value of the `meta` table (`schema_version`, `next_todo`, …).
+    pub fn meta(&self, key: &str) -> Result<Option<u64>, KernelError> {
+        let t = self.txn.open_table(META).map_err(|e| self.redb(e))?;
+        Ok(t.get(key).map_err(|e| self.redb(e))?.map(|v| v.value()))
+    }
+
+    pub fn goal(&self, id: GoalId) -> Result<Option<Goal>, KernelError> {
+        self.get(tables::GOALS, id.0)
+    }
+
+    pub fn goals(&self) -> Result<Vec<Goal>, KernelError> {
+        self.scan(tables::GOALS, false, usize::MAX, |_| true)
+    }
+
+    /// The goal commands act on by default: the active one, else the newest paused one.
+    pub fn current_goal(&self) -> Result<Option<Goal>, KernelError> {
+        let goals = self.scan::<Goal>(tables::GOALS, true, usize::MAX, |g| {
+            matches!(g.status, GoalStatus::Active | GoalStatus::Paused)
+        })?;
+        Ok(goals
+            .iter()
+            .find(|g| g.status == GoalStatus::Active)
+            .or(goals.first())
+            .cloned())
+    }
+
+    pub fn todo(&self, id: TodoId) -> Result<Option<Todo>, KernelError> {
+        self.get(tables::TODOS, id.0)
+    }
+
+    /// Every todo, oldest first.
+    pub fn todos(&self) -> Result<Vec<Todo>, KernelError> {
+        self.scan(tables::TODOS, false, usize::MAX, |_| true)
+    }
+
+    /// The todos that pass `keep`, oldest first.
+    pub fn todos_where(&self, keep: impl FnMut(&Todo) -> bool) -> Result<Vec<Todo>, KernelError> {
+        self.scan(tables::TODOS, false, usize::MAX, keep)
+    }
+
+    pub fn gate(&self, id: GateId) -> Result<Option<Gate>, KernelError> {
+        self.get(tables::GATES, id.0)
+    }
+
+    pub fn gates(&self) -> Result<Vec<Gate>, KernelError> {
+        self.scan(tables::GATES, false, usize::MAX, |_| true)
+    }
+
+    /// The newest `limit` pieces of evidence that pass `keep`, newest first.
+    pub fn evidence_newest(
+        &self,
+        limit: usize,
+        keep: impl FnMut(&Evidence) -> bool,
+    ) -> Result<Vec<Evidence>, KernelError> {
+        self.scan(tables::EVIDENCE, true, limit, keep)
+    }
+
+    pub fn handoff(&self, id: HandoffId) -> Result<Option<Handoff>, KernelError> {
+        self.get(tables::HANDOFFS, id.0)
+    }
+
+    /// The newest handoff for `todo`, or the newest one written for no todo.
+    pub fn latest_handoff(&self, todo: Option<TodoId>) -> Result<Option<Handoff>, KernelError> {
+        if let Some(id) = todo {
+            let Some(todo) = self.todo(id)? else {
+                return Ok(None);
+            };
+            return match todo.latest_handoff {
+                Some(h) => self.handoff(h),
+                None => Ok(None),
+            };
+        }
+        Ok(self
+            .scan::<Handoff>(tables::HANDOFFS, true, 1, |h| h.todo.is_none())?
+            .pop())
+    }
+
+    pub fn agent(&self, name: &str) -> Result<Option<Agent>, KernelError> {
+        let t = self
+            .txn
+            .open_table(tables::AGENTS)
+            .map_err(|e| self.redb(e))?;
+        let Some(bytes) = t.get(name).map_err(|e| self.redb(e))? else {
+            return Ok(None);
+        };
+        Ok(Some(decode("agents", bytes.value())?))
+    }
+
+    /// Every registered agent, by name.
+    pub fn agents(&self) -> Result<Vec<Agent>, KernelError> {
+        let t = self
+            .txn
+            .open_table(tables::AGENTS)
+            .map_err(|e| self.redb(e))?;
+        let mut out = Vec::new();
+        for row in t.iter().map_err(|e| self.redb(e))? {
+            let (_, bytes) = row.map_err(|e| self.redb(e))?;
+            out.push(decode("agents", bytes.value())?);
+        }
+        Ok(out)
+    }
+
+    pub fn slice(&self, id: SliceId) -> Result<Option<SliceRecord>, KernelError> {
+        self.get(tables::SLICES, id.0)
+    }
+
+    /// Slices recorded as running, oldest first.
+    pub fn running_slices(&self) -> Result<Vec<SliceRecord>, KernelError> {
+        let t = self
+            .txn
+            .open_table(tables::RUNNING)
+            .map_err(|e| self.redb(e))?;
+        let mut out = Vec::new();
+        for row in t.iter().map_err(|e| self.redb(e))? {
+            let (key, ()) = row
+                .map(|(k, v)| (k.value(), v.value()))
+                .map_err(|e| self.redb(e))?;
+            if let Some(slice) = self.slice(SliceId(key))? {
+                out.push(slice);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every slice, oldest first.
+    pub fn slices(&self) -> Result<Vec<SliceRecord>, KernelError> {
+        self.scan(tables::SLICES, false, usize::MAX, |_| true)
+    }
+
+    /// How many events there are (the newest has this `seq`).
+    pub fn event_count(&self) -> Result<u64, KernelError> {
+        let t = self
+            .txn
+            .open_table(tables::EVENTS)
+            .map_err(|e| self.redb(e))?;
+        t.len().map_err(|e| self.redb(e))
+    }
+
+    /// Events with `seq` in `from..`, at most `limit`, oldest first.
+    pub fn events_from(&self, from: u64, limit: usize) -> Result<Vec<Event>, KernelError> {
+        let t = self
+            .txn
+            .open_table(tables::EVENTS)
+            .map_err(|e| self.redb(e))?;
+        let mut out = Vec::new();
+        for row in t.range(from..).map_err(|e| self.redb(e))?.take(limit) {
+            let (_, bytes) = row.map_err(|e| self.redb(e))?;
+            out.push(decode("events", bytes.value())?);
+        }
+        Ok(out)
+    }
+
+    /// The newest `limit` events, oldest first.
+    pub fn events_tail(&self, limit: usize) -> Result<Vec<Event>, KernelError> {
+        let mut events: Vec<Event> = self.scan(tables::EVENTS, true, limit, |_| true)?;
+        events.reverse();
+        Ok(events)
+    }
+}

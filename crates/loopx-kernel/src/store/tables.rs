@@ -1,0 +1,34 @@
+//! Table definitions. Keys are numbers (the id without its letter) so that tables iterate in
+//! creation order; values are versioned bytes (`codec.rs`).
+
+use redb::TableDefinition;
+
+pub(crate) type Numbered = TableDefinition<'static, u64, &'static [u8]>;
+
+/// `schema_version`, `created_at`, and the `next_<kind>` counters.
+pub(crate) const META: TableDefinition<'static, &str, u64> = TableDefinition::new("meta");
+pub(crate) const GOALS: Numbered = TableDefinition::new("goals");
+pub(crate) const TODOS: Numbered = TableDefinition::new("todos");
+pub(crate) const GATES: Numbered = TableDefinition::new("gates");
+pub(crate) const EVIDENCE: Numbered = TableDefinition::new("evidence");
+pub(crate) const HANDOFFS: Numbered = TableDefinition::new("handoffs");
+pub(crate) const SLICES: Numbered = TableDefinition::new("slices");
+/// Slices recorded as running: the set `loopx status` and recovery read without a scan.
+pub(crate) const RUNNING: TableDefinition<'static, u64, ()> =
+    TableDefinition::new("running_slices");
+pub(crate) const EVENTS: Numbered = TableDefinition::new("events");
+pub(crate) const AGENTS: TableDefinition<'static, &str, &'static [u8]> =
+    TableDefinition::new("agents");
+
+/// Names of the counters in `META`, one per numbered kind.
+pub(crate) mod counter {
+    pub(crate) const GOAL: &str = "next_goal";
+    pub(crate) const TODO: &str = "next_todo";
+    pub(crate) const GATE: &str = "next_gate";
+    pub(crate) const EVIDENCE: &str = "next_evidence";
+    pub(crate) const HANDOFF: &str = "next_handoff";
+    pub(crate) const SLICE: &str = "next_slice";
+    pub(crate) const EVENT: &str = "next_event";
+}
+
+pub(crate) const SCHEMA_KEY: &str = "schema_version";

@@ -1,0 +1,150 @@
+//! Typed access inside one write transaction.
+
+use redb::{ReadableTable, TableHandle, WriteTransaction};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::codec::{decode, encode};
+use super::open::Store;
+use super::tables::{self, META, Numbered};
+use crate::errors::{Invalid, KernelError};
+use crate::model::{Agent, EventKind};
+use crate::time::Timestamp;
+
+/// One write transaction, with the time and actor every record of it carries.
+pub(crate) struct Writer<'t> {
+    txn: &'t WriteTransaction,
+    store: &'t Store,
+    pub(crate) now: Timestamp,
+    pub(crate) actor: &'t str,
+}
+
+impl<'t> Writer<'t> {
+    pub(crate) fn new(
+        txn: &'t WriteTransaction,
+        store: &'t Store,
+        now: Timestamp,
+        actor: &'t str,
+    ) -> Self {
+        Writer {
+            txn,
+            store,
+            now,
+            actor,
+        }
+    }
+
+    fn redb(&self, e: impl Into<redb::Error>) -> KernelError {
+        self.store.redb(e)
+    }
+
+    pub(crate) fn get<T: DeserializeOwned>(
+        &self,
+        table: Numbered,
+        key: u64,
+    ) -> Result<Option<T>, KernelError> {
+        let t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
+        let Some(bytes) = t.get(key).map_err(|e| self.redb(e))? else {
+            return Ok(None);
+        };
+        Ok(Some(decode(table.name(), bytes.value())?))
+    }
+
+    /// Like [`Self::get`], but a missing record is an error naming `what` and `id`.
+    pub(crate) fn require<T: DeserializeOwned>(
+        &self,
+        table: Numbered,
+        key: u64,
+        what: &'static str,
+        id: impl ToString,
+    ) -> Result<T, KernelError> {
+        self.get(table, key)?.ok_or_else(|| {
+            Invalid::NotFound {
+                what,
+                id: id.to_string(),
+            }
+            .into()
+        })
+    }
+
+    pub(crate) fn put<T: Serialize>(
+        &self,
+        table: Numbered,
+        key: u64,
+        value: &T,
+    ) -> Result<(), KernelError> {
+        let mut t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
+        t.insert(key, encode(value).as_slice())
+            .map_err(|e| self.redb(e))?;
+        Ok(())
+    }
+
+    /// Every record of a numbered table, in creation order.
+    pub(crate) fn all<T: DeserializeOwned>(&self, table: Numbered) -> Result<Vec<T>, KernelError> {
+        let t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
+        let mut out = Vec::new();
+        for row in t.iter().map_err(|e| self.redb(e))? {
+            let (_, bytes) = row.map_err(|e| self.redb(e))?;
+            out.push(decode(table.name(), bytes.value())?);
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn agent(&self, name: &str) -> Result<Option<Agent>, KernelError> {
+        let t = self
+            .txn
+            .open_table(tables::AGENTS)
+            .map_err(|e| self.redb(e))?;
+        let Some(bytes) = t.get(name).map_err(|e| self.redb(e))? else {
+            return Ok(None);
+        };
+        Ok(Some(decode("agents", bytes.value())?))
+    }
+
+    pub(crate) fn put_agent(&self, agent: &Agent) -> Result<(), KernelError> {
+        let mut t = self
+            .txn
+            .open_table(tables::AGENTS)
+            .map_err(|e| self.redb(e))?;
+        t.insert(agent.name.as_str(), encode(agent).as_slice())
+            .map_err(|e| self.redb(e))?;
+        Ok(())
+    }
+
+    pub(crate) fn set_running(&self, slice: u64, running: bool) -> Result<(), KernelError> {
+        let mut t = self
+            .txn
+            .open_table(tables::RUNNING)
+            .map_err(|e| self.redb(e))?;
+        if running {
+            t.insert(slice, ()).map_err(|e| self.redb(e))?;
+        } else {
+            t.remove(slice).map_err(|e| self.redb(e))?;
+        }
+        Ok(())
+    }
+
+    /// Takes the next number of a counter (`next_todo`, …).
+    pub(crate) fn next_id(&self, counter: &'static str) -> Result<u64, KernelError> {
+        let mut meta = self.txn.open_table(META).map_err(|e| self.redb(e))?;
+        let next = meta
+            .get(counter)
+            .map_err(|e| self.redb(e))?
+            .map_or(1, |v| v.value());
+        meta.insert(counter, next + 1).map_err(|e| self.redb(e))?;
+        Ok(next)
+    }
+
+    /// Appends the event that records this transaction's change.
+    pub(crate) fn event(&self, kind: EventKind) -> Result<u64, KernelError> {
+        let seq = self.next_id(tables::counter::EVENT)?;
+        let event = crate::model::Event {
+            seq,
+            at: self.now,
+            actor: self.actor.to_owned(),
+            kind,
+        };
+        self.put(tables::EVENTS, seq, &event)?;
+        Ok(seq)
+    }
+}

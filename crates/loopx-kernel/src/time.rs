@@ -1,0 +1,114 @@
+//! Wall-clock instants as stored and shown.
+//!
+//! Persisted times are wall time in milliseconds since the Unix epoch (durations inside one
+//! process use `Instant`). JSON shows RFC 3339 in UTC; the store keeps the integer.
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Milliseconds since the Unix epoch, UTC.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Timestamp(pub u64);
+
+impl Timestamp {
+    /// The current wall-clock time.
+    pub fn now() -> Self {
+        let since = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp(u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// This instant plus a duration, saturating.
+    pub fn plus(self, d: Duration) -> Self {
+        Timestamp(
+            self.0
+                .saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        )
+    }
+
+    /// Time from `earlier` to `self`, zero when `earlier` is later.
+    pub fn since(self, earlier: Timestamp) -> Duration {
+        Duration::from_millis(self.0.saturating_sub(earlier.0))
+    }
+
+    /// Parses RFC 3339 (`2026-11-30T04:00:00Z`).
+    pub fn parse_rfc3339(text: &str) -> Option<Self> {
+        let at = humantime::parse_rfc3339_weak(text).ok()?;
+        let since = at.duration_since(UNIX_EPOCH).ok()?;
+        Some(Timestamp(u64::try_from(since.as_millis()).ok()?))
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = UNIX_EPOCH + Duration::from_secs(self.0 / 1000);
+        write!(f, "{}", humantime::format_rfc3339_seconds(at))
+    }
+}
+
+impl fmt::Debug for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            s.collect_str(self)
+        } else {
+            s.serialize_u64(self.0)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if d.is_human_readable() {
+            let text = String::deserialize(d)?;
+            Timestamp::parse_rfc3339(&text)
+                .ok_or_else(|| serde::de::Error::custom(format!("not an RFC 3339 time: {text}")))
+        } else {
+            u64::deserialize(d).map(Timestamp)
+        }
+    }
+}
+
+/// A short human duration: `45s`, `12m`, `3h 5m`, `2d 4h`.
+pub fn short_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        3600..86400 if secs % 3600 / 60 == 0 => format!("{}h", secs / 3600),
+        3600..86400 => format!("{}h {}m", secs / 3600, secs % 3600 / 60),
+        _ if secs % 86400 / 3600 == 0 => format!("{}d", secs / 86400),
+        _ => format!("{}d {}h", secs / 86400, secs % 86400 / 3600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_round_trip() {
+        let t = Timestamp::parse_rfc3339("2026-09-21T15:20:00Z").expect("parses");
+        assert_eq!(t.0, 1_790_004_000_000);
+        assert_eq!(t.to_string(), "2026-09-21T15:20:00Z");
+    }
+
+    #[test]
+    fn short_durations_read_naturally() {
+        assert_eq!(short_duration(Duration::from_secs(45)), "45s");
+        assert_eq!(short_duration(Duration::from_secs(720)), "12m");
+        assert_eq!(short_duration(Duration::from_secs(3 * 3600 + 300)), "3h 5m");
+        assert_eq!(
+            short_duration(Duration::from_secs(2 * 86400 + 4 * 3600)),
+            "2d 4h"
+        );
+    }
+}

@@ -1,0 +1,247 @@
+//! Leases, epochs and fencing, through the real store.
+
+#[path = "support/common.rs"]
+mod common;
+
+use std::time::Duration;
+
+use common::{HUMAN, T0, fixture};
+use loopx_kernel::model::{EventKind, TodoState};
+use loopx_kernel::store::Applied;
+use loopx_kernel::{Conflict, KernelError, Op, Timestamp};
+
+#[test]
+fn a_claim_grants_a_lease_and_a_second_claim_conflicts() {
+    let f = fixture();
+    f.goal();
+    let (a, b) = (f.agent("a"), f.agent("b"));
+    let t = f.todo("Add retry to the HTTP client");
+    let todo = f.claim(t, &a, T0).expect("first claim");
+    assert_eq!((todo.state, todo.epoch), (TodoState::Claimed, 1));
+    let err = f.claim(t, &b, T0).expect_err("second claim");
+    assert!(
+        matches!(
+            err,
+            KernelError::Conflict(Conflict::Claimed { epoch: 1, .. })
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_expired_lease_is_reclaimed_once_and_fences_the_old_holder() {
+    let f = fixture();
+    f.goal();
+    let (a, b, c) = (f.agent("a"), f.agent("b"), f.agent("c"));
+    let t = f.todo("Migrate the schema");
+    f.claim(t, &a, T0).expect("a claims");
+    let later = T0.plus(Duration::from_secs(61));
+    let todo = f.claim(t, &b, later).expect("b reclaims the expired lease");
+    assert_eq!(todo.epoch, 2);
+    assert!(
+        f.claim(t, &c, later).is_err(),
+        "the new lease is live: exactly one reclaim"
+    );
+
+    // a's late writes carry epoch 1 and are refused, and the refusal is on record.
+    let err = f
+        .store
+        .apply(
+            Op::TodoFinish {
+                todo: t,
+                to: TodoState::Done,
+                agent: Some(a.clone()),
+                epoch: Some(1),
+            },
+            "agent:a",
+            later,
+        )
+        .expect_err("stale");
+    assert!(
+        matches!(
+            err,
+            KernelError::Conflict(Conflict::StaleEpoch {
+                presented: 1,
+                current: 2,
+                ..
+            })
+        ),
+        "{err}"
+    );
+    let refused = f
+        .store
+        .read(|s| s.events_tail(1))
+        .expect("events")
+        .pop()
+        .expect("an event");
+    assert!(
+        matches!(
+            refused.kind,
+            EventKind::StaleEpochRefused {
+                presented: 1,
+                current: 2,
+                ..
+            }
+        ),
+        "{refused:?}"
+    );
+    let todo = f.store.read(|s| s.todo(t)).expect("read").expect("todo");
+    assert_eq!(
+        todo.state,
+        TodoState::Claimed,
+        "the refused done changed nothing"
+    );
+}
+
+#[test]
+fn renew_release_and_done_need_the_current_epoch() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let t = f.todo("Write the changelog");
+    f.claim(t, &a, T0).expect("claim");
+    let at = Timestamp(T0.0 + 1_000);
+    let renewed = f
+        .store
+        .apply(
+            Op::TodoRenew {
+                todo: t,
+                agent: a.clone(),
+                epoch: 1,
+                ttl: Duration::from_secs(600),
+            },
+            HUMAN,
+            at,
+        )
+        .expect("renew");
+    let Applied::Todo(todo) = renewed else {
+        panic!("todo")
+    };
+    assert_eq!(
+        todo.lease.expect("lease").expires_at,
+        at.plus(Duration::from_secs(600))
+    );
+    assert!(
+        f.store
+            .apply(
+                Op::TodoRelease {
+                    todo: t,
+                    agent: a.clone(),
+                    epoch: 7
+                },
+                HUMAN,
+                at
+            )
+            .is_err()
+    );
+    f.store
+        .apply(
+            Op::TodoRelease {
+                todo: t,
+                agent: a.clone(),
+                epoch: 1,
+            },
+            HUMAN,
+            at,
+        )
+        .expect("release");
+    let todo = f.claim(t, &a, at).expect("claim again");
+    assert_eq!(todo.epoch, 2, "every grant bumps the epoch");
+    f.store
+        .apply(
+            Op::TodoFinish {
+                todo: t,
+                to: TodoState::Done,
+                agent: Some(a.clone()),
+                epoch: Some(2),
+            },
+            HUMAN,
+            at,
+        )
+        .expect("done");
+    let err = f.claim(t, &a, at).expect_err("done stays done");
+    assert!(
+        matches!(
+            err,
+            KernelError::Conflict(Conflict::TodoState { state: "done", .. })
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_human_cannot_finish_a_todo_under_a_live_lease_without_its_epoch() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let t = f.todo("Tidy the README");
+    f.claim(t, &a, T0).expect("claim");
+    let err = f
+        .store
+        .apply(
+            Op::TodoFinish {
+                todo: t,
+                to: TodoState::Dropped,
+                agent: None,
+                epoch: None,
+            },
+            HUMAN,
+            T0,
+        )
+        .expect_err("live lease");
+    assert!(
+        matches!(err, KernelError::Conflict(Conflict::Claimed { .. })),
+        "{err}"
+    );
+    let later = T0.plus(Duration::from_secs(120));
+    f.store
+        .apply(
+            Op::TodoFinish {
+                todo: t,
+                to: TodoState::Dropped,
+                agent: None,
+                epoch: None,
+            },
+            HUMAN,
+            later,
+        )
+        .expect("expired: allowed");
+}
+
+#[test]
+fn dependencies_gates_capabilities_and_roles_guard_a_claim() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let first = f.todo("Design the API");
+    let new = loopx_kernel::store::NewTodo {
+        goal: None,
+        title: "Implement the API".into(),
+        detail: String::new(),
+        priority: 5,
+        needs: vec![],
+        after: vec![first],
+        role: None,
+    };
+    let Applied::Todo(second) = f.store.apply(Op::TodoAdd(new), HUMAN, T0).expect("add") else {
+        panic!("todo")
+    };
+    let err = f.claim(second.id, &a, T0).expect_err("waits on first");
+    assert!(
+        matches!(err, KernelError::Conflict(Conflict::Waiting { .. })),
+        "{err}"
+    );
+
+    let gate = loopx_kernel::store::NewGate {
+        question: "Should the API use REST or gRPC for the public endpoints?".into(),
+        options: vec!["REST".into(), "gRPC".into()],
+        context: String::new(),
+        blocks: loopx_kernel::model::Blocks::Todos(vec![first]),
+    };
+    f.store.apply(Op::GateAsk(gate), HUMAN, T0).expect("gate");
+    let err = f.claim(first, &a, T0).expect_err("gated");
+    assert!(
+        matches!(err, KernelError::Conflict(Conflict::Gated { .. })),
+        "{err}"
+    );
+}
