@@ -1,0 +1,339 @@
+//! The command line, as clap sees it. Every argument has a doc line: it is the `--help` text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Supervise AI coding agents on goals that take days.
+#[derive(Debug, Parser)]
+#[command(name = "loopx", version, about, long_about = None, max_term_width = 100)]
+pub struct Cli {
+    /// The project root (default: walk up from the current directory to one with `.loopx/`).
+    #[arg(long, global = true, value_name = "DIR", env = "LOOPX_PROJECT")]
+    pub project: Option<PathBuf>,
+    /// Print results as JSON (one object; `log` prints JSON Lines).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// When to colour the output.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create `.loopx/` in the current directory (or `--project DIR`).
+    Init,
+    /// Start, show and change goals.
+    #[command(subcommand)]
+    Goal(GoalCommand),
+    /// Add, claim and finish todos.
+    #[command(subcommand)]
+    Todo(TodoCommand),
+    /// Ask people questions and answer them.
+    #[command(subcommand)]
+    Gate(GateCommand),
+    /// Record and list what slices and people showed.
+    #[command(subcommand)]
+    Evidence(EvidenceCommand),
+    /// Show the newest handoff, or write one.
+    Handoff(HandoffArgs),
+    /// Register and list agents.
+    #[command(subcommand)]
+    Agent(AgentCommand),
+    /// What needs you, what runs, what waits, what is next.
+    Status,
+    /// The event history.
+    Log(LogArgs),
+    /// Check the store, its integrity and its permissions.
+    Doctor,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GoalCommand {
+    /// Start a goal (only one goal is active at a time).
+    Start {
+        /// What the agents work towards.
+        objective: String,
+        /// A path glob the agents may change (repeatable; default: everything).
+        #[arg(long = "scope", value_name = "GLOB")]
+        scope: Vec<String>,
+        /// The most an agent may do: read-only, workspace-write or full.
+        #[arg(long, value_name = "LEVEL", default_value = "workspace-write", value_parser = ["read-only", "workspace-write", "full"])]
+        permission: String,
+        /// The goal's duty share of a rolling window, 0..1 (0 pauses it).
+        #[arg(long, value_name = "F", default_value_t = 1.0)]
+        share: f64,
+    },
+    /// List every goal.
+    List,
+    /// Show a goal (default: the current one).
+    Show {
+        /// The goal (`g1`).
+        id: Option<String>,
+    },
+    /// Pause a goal: its agents stop starting slices.
+    Pause {
+        /// The goal (default: the current one).
+        id: Option<String>,
+    },
+    /// Resume a paused goal.
+    Resume {
+        /// The goal (default: the current one).
+        id: Option<String>,
+    },
+    /// Mark a goal done.
+    Done {
+        /// The goal (default: the current one).
+        id: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct HolderArgs {
+    /// The agent holding the claim.
+    #[arg(long, value_name = "NAME", env = "LOOPX_AGENT")]
+    pub agent: String,
+    /// The epoch of the claim (printed by `todo claim`).
+    #[arg(long, value_name = "N", env = "LOOPX_EPOCH")]
+    pub epoch: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct FinishArgs {
+    /// The todo (`t3`).
+    pub id: String,
+    /// The agent holding the claim, when finishing under a claim.
+    #[arg(long, value_name = "NAME", env = "LOOPX_AGENT")]
+    pub agent: Option<String>,
+    /// The epoch of the claim; needed while another holds a live lease.
+    #[arg(long, value_name = "N", env = "LOOPX_EPOCH")]
+    pub epoch: Option<u64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TodoCommand {
+    /// Add a todo to the current goal.
+    Add {
+        /// A short title.
+        title: String,
+        /// Longer detail.
+        #[arg(long, default_value = "")]
+        detail: String,
+        /// Higher runs first.
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+        priority: i32,
+        /// A capability the agent needs (repeatable).
+        #[arg(long = "needs", value_name = "CAP")]
+        needs: Vec<String>,
+        /// A todo that must be finished first (repeatable).
+        #[arg(long = "after", value_name = "ID")]
+        after: Vec<String>,
+        /// The role of agent that should take it.
+        #[arg(long, value_name = "ROLE")]
+        role: Option<String>,
+        /// The goal (default: the current one).
+        #[arg(long, value_name = "ID")]
+        goal: Option<String>,
+    },
+    /// List todos (default: open and claimed).
+    List {
+        /// Only todos in this state.
+        #[arg(long, value_parser = ["open", "claimed", "done", "dropped"])]
+        state: Option<String>,
+        /// Every todo, finished ones too.
+        #[arg(long, conflicts_with = "state")]
+        all: bool,
+    },
+    /// Show one todo.
+    Show {
+        /// The todo (`t3`).
+        id: String,
+    },
+    /// Claim a todo for an agent: grants a lease and prints its epoch.
+    Claim {
+        /// The todo (`t3`).
+        id: String,
+        /// The agent taking it.
+        #[arg(long, value_name = "NAME", env = "LOOPX_AGENT")]
+        agent: String,
+        /// How long the lease lasts without renewal.
+        #[arg(long, value_name = "DURATION", default_value = "30m")]
+        ttl: String,
+    },
+    /// Extend a claim's lease.
+    Renew {
+        /// The todo (`t3`).
+        id: String,
+        #[command(flatten)]
+        holder: HolderArgs,
+        /// The new lease length, from now.
+        #[arg(long, value_name = "DURATION", default_value = "30m")]
+        ttl: String,
+    },
+    /// Give a claim back: the todo is open again.
+    Release {
+        /// The todo (`t3`).
+        id: String,
+        #[command(flatten)]
+        holder: HolderArgs,
+    },
+    /// Mark a todo done.
+    Done(FinishArgs),
+    /// Drop a todo: it will not be done.
+    Drop(FinishArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GateCommand {
+    /// Ask a person a concrete question; blocks work until answered.
+    Ask {
+        /// The question: names the decision and ends with `?`.
+        question: String,
+        /// A choice (repeatable); answer with `--option N`.
+        #[arg(long = "option", value_name = "TEXT")]
+        options: Vec<String>,
+        /// Background the person needs.
+        #[arg(long, default_value = "")]
+        context: String,
+        /// Block only these todos (repeatable).
+        #[arg(long = "blocks", value_name = "ID", conflicts_with_all = ["agent", "global"])]
+        blocks: Vec<String>,
+        /// Block only this agent.
+        #[arg(long, value_name = "NAME", conflicts_with = "global")]
+        agent: Option<String>,
+        /// Block every agent (the default outside a slice).
+        #[arg(long)]
+        global: bool,
+    },
+    /// List open gates (`--all` for answered and withdrawn too).
+    List {
+        /// Show answered and withdrawn gates too.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Show one gate.
+    Show {
+        /// The gate (`q1`).
+        id: String,
+    },
+    /// Answer a gate (people only; refused inside a slice).
+    Answer {
+        /// The gate (`q1`).
+        id: String,
+        /// The answer, in words.
+        #[arg(required_unless_present = "option", conflicts_with = "option")]
+        answer: Option<String>,
+        /// Choose option N (1-based).
+        #[arg(long, value_name = "N")]
+        option: Option<u32>,
+    },
+    /// Withdraw a question that no longer matters.
+    Withdraw {
+        /// The gate (`q1`).
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EvidenceCommand {
+    /// Record evidence.
+    Add {
+        /// One line: what was shown.
+        summary: String,
+        /// The todo it is about.
+        #[arg(long, value_name = "ID", env = "LOOPX_TODO")]
+        todo: Option<String>,
+        /// slice, test, diff, note, artifact, quota or violation.
+        #[arg(long, default_value = "note", value_parser = ["slice", "test", "diff", "note", "artifact", "quota", "violation"])]
+        kind: String,
+        /// Longer detail.
+        #[arg(long, default_value = "")]
+        detail: String,
+        /// A file it refers to, pinned by its sha256 (repeatable).
+        #[arg(long = "file", value_name = "PATH")]
+        files: Vec<PathBuf>,
+    },
+    /// List evidence, newest first.
+    List {
+        /// Only evidence about this todo.
+        #[arg(long, value_name = "ID")]
+        todo: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct HandoffArgs {
+    /// The todo whose newest handoff to show (default: the newest project-wide one).
+    #[arg(long, value_name = "ID")]
+    pub todo: Option<String>,
+    #[command(subcommand)]
+    pub write: Option<HandoffCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HandoffCommand {
+    /// Write a handoff for the next agent.
+    Write {
+        /// The todo it is about.
+        #[arg(long, value_name = "ID", env = "LOOPX_TODO")]
+        todo: Option<String>,
+        /// What was done.
+        #[arg(long, default_value = "")]
+        done: String,
+        /// What comes next.
+        #[arg(long, default_value = "")]
+        next: String,
+        /// A file touched (repeatable).
+        #[arg(long = "file", value_name = "PATH")]
+        files: Vec<String>,
+        /// An open question (repeatable).
+        #[arg(long = "question", value_name = "TEXT")]
+        questions: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Register an agent.
+    Add {
+        /// The agent's name (`exec`, `reviewer-2`).
+        name: String,
+        /// The profile it runs with.
+        #[arg(long, value_name = "PROFILE")]
+        profile: String,
+        /// A capability it has (repeatable).
+        #[arg(long = "capability", value_name = "CAP")]
+        capabilities: Vec<String>,
+        /// Its role (`executor`, `reviewer`).
+        #[arg(long, value_name = "ROLE")]
+        role: Option<String>,
+    },
+    /// List registered agents.
+    List,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Keep printing new events as they happen.
+    #[arg(long, short)]
+    pub follow: bool,
+    /// Show this many of the newest events.
+    #[arg(long, short = 'n', default_value_t = 50)]
+    pub limit: usize,
+    /// Only one slice: its events, then its recorded output.
+    #[arg(long, value_name = "ID")]
+    pub slice: Option<String>,
+}

@@ -1,0 +1,55 @@
+//! One module per command group; each takes the context and its parsed arguments.
+
+mod agent;
+mod doctor;
+mod evidence;
+mod gate;
+mod goal;
+mod init;
+mod log;
+mod status;
+mod todo;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use loopx_kernel::errors::InvalidId;
+
+use crate::args::Command;
+use crate::context::Ctx;
+use crate::errors::ExpectedError;
+
+/// Runs the chosen command.
+pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
+    match command {
+        Command::Init => init::run(ctx),
+        Command::Goal(cmd) => goal::run(ctx, cmd),
+        Command::Todo(cmd) => todo::run(ctx, cmd),
+        Command::Gate(cmd) => gate::run(ctx, cmd),
+        Command::Evidence(cmd) => evidence::run(ctx, cmd),
+        Command::Handoff(args) => evidence::handoff(ctx, args),
+        Command::Agent(cmd) => agent::run(ctx, cmd),
+        Command::Status => status::run(ctx),
+        Command::Log(args) => log::run(ctx, args),
+        Command::Doctor => doctor::run(ctx),
+    }
+}
+
+/// Parses an id (`t3`, `q1`, an agent name).
+fn id<T: FromStr<Err = InvalidId>>(text: &str) -> Result<T, ExpectedError> {
+    Ok(text.parse::<T>()?)
+}
+
+/// Parses ids given to a repeatable flag.
+fn ids<T: FromStr<Err = InvalidId>>(texts: &[String]) -> Result<Vec<T>, ExpectedError> {
+    texts.iter().map(|t| id(t)).collect()
+}
+
+/// Parses `30m`, `90s`, `2h`.
+fn duration(flag: &str, text: &str) -> Result<Duration, ExpectedError> {
+    humantime::parse_duration(text).map_err(|e| {
+        ExpectedError::Usage(format!(
+            "invalid duration `{text}` for {flag}: {e}\n(hint: use a duration like 30m, 90s or 2h)"
+        ))
+    })
+}

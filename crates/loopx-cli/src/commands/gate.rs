@@ -1,0 +1,155 @@
+//! `loopx gate ask|list|show|answer|withdraw`.
+
+use loopx_kernel::model::{Blocks, Gate, GateState};
+use loopx_kernel::store::{AnswerChoice, Applied, NewGate};
+use loopx_kernel::{GateId, Invalid, Op, TodoId};
+
+use super::{id, ids};
+use crate::args::GateCommand;
+use crate::context::{Ctx, slice_id};
+use crate::errors::ExpectedError;
+use crate::output::{document, views};
+
+pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
+    match cmd {
+        GateCommand::Ask {
+            question,
+            options,
+            context,
+            blocks,
+            agent,
+            global,
+        } => {
+            let blocks = if !blocks.is_empty() {
+                Blocks::Todos(ids(&blocks)?)
+            } else if let Some(agent) = agent {
+                Blocks::Agent(id(&agent)?)
+            } else if global {
+                Blocks::Global
+            } else {
+                default_blocks()?
+            };
+            let gate = apply(
+                ctx,
+                Op::GateAsk(NewGate {
+                    question,
+                    options,
+                    context,
+                    blocks,
+                }),
+            )?;
+            if ctx.json {
+                return ctx.json_out(&document("gate", &gate));
+            }
+            ctx.line(format!(
+                "Opened gate {} (blocks {})",
+                gate.id,
+                gate.blocks.describe()
+            ))?;
+            ctx.line(format!(
+                "A person answers with: {}",
+                views::answer_command(&gate)
+            ))
+        }
+        GateCommand::List { all } => {
+            let gates = ctx.store()?.read(|s| s.gates())?;
+            let gates: Vec<Gate> = gates
+                .into_iter()
+                .filter(|g| all || g.state == GateState::Open)
+                .collect();
+            if ctx.json {
+                return ctx.json_out(&document("gates", &gates));
+            }
+            if gates.is_empty() {
+                return ctx.line(if all {
+                    "No gates."
+                } else {
+                    "No open gates: nothing waits on you."
+                });
+            }
+            let now = ctx.now();
+            for gate in &gates {
+                for line in views::gate_lines(ctx.style, gate, now) {
+                    ctx.line(line)?;
+                }
+            }
+            Ok(())
+        }
+        GateCommand::Show { id: text } => {
+            let gid: GateId = id(&text)?;
+            let gate = ctx
+                .store()?
+                .read(|s| s.gate(gid))?
+                .ok_or_else(|| Invalid::NotFound {
+                    what: "gate",
+                    id: text,
+                })?;
+            if ctx.json {
+                return ctx.json_out(&document("gate", &gate));
+            }
+            for line in views::gate_lines(ctx.style, &gate, ctx.now()) {
+                ctx.line(line)?;
+            }
+            Ok(())
+        }
+        GateCommand::Answer {
+            id: text,
+            answer,
+            option,
+        } => {
+            let choice = match (option, answer) {
+                (Some(n), _) => AnswerChoice::Option(n),
+                (None, Some(text)) => AnswerChoice::Text(text),
+                (None, None) => {
+                    return Err(ExpectedError::Usage(
+                        "give an answer or --option N".to_owned(),
+                    ));
+                }
+            };
+            let gate = apply(
+                ctx,
+                Op::GateAnswer {
+                    gate: id(&text)?,
+                    choice,
+                    slice: slice_id(),
+                },
+            )?;
+            if ctx.json {
+                return ctx.json_out(&document("gate", &gate));
+            }
+            let answer = gate
+                .answer
+                .as_ref()
+                .map(|a| a.text.as_str())
+                .unwrap_or_default();
+            ctx.line(format!("Answered gate {}: {answer}", gate.id))
+        }
+        GateCommand::Withdraw { id: text } => {
+            let gate = apply(ctx, Op::GateWithdraw { gate: id(&text)? })?;
+            if ctx.json {
+                ctx.json_out(&document("gate", &gate))
+            } else {
+                ctx.line(format!("Withdrew gate {}", gate.id))
+            }
+        }
+    }
+}
+
+/// Inside a slice a question holds back the slice's todo; elsewhere, everyone.
+fn default_blocks() -> Result<Blocks, ExpectedError> {
+    match (
+        slice_id(),
+        std::env::var("LOOPX_TODO").ok().filter(|t| !t.is_empty()),
+    ) {
+        (Some(_), Some(todo)) => Ok(Blocks::Todos(vec![id::<TodoId>(&todo)?])),
+        _ => Ok(Blocks::Global),
+    }
+}
+
+fn apply(ctx: &Ctx, op: Op) -> Result<Gate, ExpectedError> {
+    let store = ctx.store()?;
+    match store.apply(op, &ctx.actor(), ctx.now())? {
+        Applied::Gate(gate) => Ok(gate),
+        other => unreachable!("gate operations yield a gate, not {other:?}"),
+    }
+}

@@ -1,0 +1,118 @@
+//! `loopx log [--follow] [-n N] [--slice ID]`.
+
+use std::time::Duration;
+
+use loopx_kernel::doorbell::Listener;
+use loopx_kernel::model::Event;
+use loopx_kernel::{EventKind, SliceId};
+
+use super::id;
+use crate::args::LogArgs;
+use crate::context::Ctx;
+use crate::errors::ExpectedError;
+
+pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
+    let slice: Option<SliceId> = args.slice.as_deref().map(id).transpose()?;
+    let project = ctx.project()?;
+    // Bind before the first read, so that nothing committed in between is missed.
+    let listener = args.follow.then(|| Listener::bind(&project));
+    let store = loopx_kernel::Store::open(&project)?;
+    let events = store.read(|s| {
+        if slice.is_some() {
+            let all = s.events_from(1, usize::MAX)?;
+            Ok(all
+                .into_iter()
+                .filter(|e| about_slice(e, slice))
+                .collect::<Vec<_>>())
+        } else {
+            s.events_tail(args.limit)
+        }
+    })?;
+    drop(store);
+    let mut first = true;
+    let mut next = events.last().map_or(1, |e| e.seq + 1);
+    for event in &events {
+        print_event(ctx, event, &mut first)?;
+    }
+    if let Some(slice) = slice
+        && !ctx.json
+    {
+        let log = project
+            .state_dir()
+            .join("slices")
+            .join(format!("{slice}.log"));
+        if let Ok(output) = std::fs::read(&log) {
+            ctx.line(format!("--- output of {slice} ({}) ---", log.display()))?;
+            ctx.line(String::from_utf8_lossy(&output))?;
+        }
+    }
+    ctx.flush()?;
+    let Some(listener) = listener else {
+        return Ok(());
+    };
+    if next == 1 {
+        next = store_next(&project)?;
+    }
+    loop {
+        listener.wait(Duration::from_secs(1));
+        let store = loopx_kernel::Store::open(&project)?;
+        let fresh = store.read(|s| s.events_from(next, 10_000))?;
+        drop(store);
+        for event in fresh.iter().filter(|e| about_slice(e, slice)) {
+            print_event(ctx, event, &mut first)?;
+        }
+        if let Some(last) = fresh.last() {
+            next = last.seq + 1;
+        }
+        ctx.flush()?;
+    }
+}
+
+fn store_next(project: &loopx_kernel::Project) -> Result<u64, ExpectedError> {
+    let store = loopx_kernel::Store::open(project)?;
+    Ok(store.read(|s| s.event_count())? + 1)
+}
+
+fn about_slice(event: &Event, slice: Option<SliceId>) -> bool {
+    let Some(wanted) = slice else { return true };
+    match &event.kind {
+        EventKind::SliceStarted { slice, .. }
+        | EventKind::SliceSpawned { slice, .. }
+        | EventKind::SliceEnded { slice, .. } => *slice == wanted,
+        _ => false,
+    }
+}
+
+fn print_event(ctx: &mut Ctx, event: &Event, first: &mut bool) -> Result<(), ExpectedError> {
+    if ctx.json {
+        let mut object = serde_json::json!({
+            "seq": event.seq,
+            "at": event.at.to_string(),
+            "actor": event.actor,
+            "kind": event.kind.name(),
+            "data": event_data(&event.kind),
+        });
+        if std::mem::take(first) {
+            object["format_version"] = 1.into();
+        }
+        return ctx.json_out(&object);
+    }
+    let line = format!(
+        "{:>6}  {}  {:<16}  {}",
+        event.seq,
+        event.at,
+        event.actor,
+        event.kind.describe()
+    );
+    ctx.line(line)
+}
+
+/// The variant's fields as an object (`{}` for a variant without fields).
+fn event_data(kind: &EventKind) -> serde_json::Value {
+    match serde_json::to_value(kind) {
+        Ok(serde_json::Value::Object(map)) => {
+            map.into_iter().next().map(|(_, v)| v).unwrap_or_default()
+        }
+        _ => serde_json::json!({}),
+    }
+}

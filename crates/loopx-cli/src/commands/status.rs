@@ -1,0 +1,321 @@
+//! `loopx status`: what needs you, what runs, what waits, what is next, the latest evidence.
+
+use loopx_kernel::model::{Evidence, Gate, GateState, Goal, SliceRecord, Todo, TodoState};
+use loopx_kernel::time::short_duration;
+use loopx_kernel::{Timestamp, TodoId};
+use serde::Serialize;
+
+use crate::context::Ctx;
+use crate::errors::ExpectedError;
+use crate::output::views;
+
+/// How many of the next todos and latest evidence the first screen shows.
+const FIRST_SCREEN: usize = 5;
+
+#[derive(Debug, Serialize)]
+struct Status {
+    format_version: u32,
+    project: String,
+    goal: Option<Goal>,
+    needs_you: Vec<NeedsYou>,
+    running: Vec<Running>,
+    claimed: Vec<Claimed>,
+    waiting: Vec<Waiting>,
+    next: Vec<Next>,
+    latest_evidence: Vec<Evidence>,
+    counts: Counts,
+}
+
+/// How many todos are in each state.
+#[derive(Debug, Default, Serialize)]
+struct Counts {
+    open: usize,
+    claimed: usize,
+    done: usize,
+    dropped: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct NeedsYou {
+    gate: Gate,
+    answer_command: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Running {
+    slice: SliceRecord,
+    elapsed_secs: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Claimed {
+    todo: TodoId,
+    title: String,
+    agent: String,
+    epoch: u64,
+    expires_at: Timestamp,
+    expired: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Waiting {
+    todo: TodoId,
+    title: String,
+    reason: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Next {
+    todo: TodoId,
+    title: String,
+    priority: i32,
+}
+
+pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
+    let project = ctx.project()?;
+    let now = ctx.now();
+    let store = loopx_kernel::Store::open(&project)?;
+    let (goal, gates, running, todos, latest_evidence) = store.read(|s| {
+        let open = |t: &Todo| !t.state.is_final();
+        let mut counts_source = Vec::new();
+        let todos = s.todos_where(|t| {
+            counts_source.push((t.id, t.state));
+            open(t)
+        })?;
+        Ok((
+            s.current_goal()?,
+            s.gates()?
+                .into_iter()
+                .filter(|g| g.state == GateState::Open)
+                .collect::<Vec<_>>(),
+            s.running_slices()?,
+            (todos, counts_source),
+            s.evidence_newest(FIRST_SCREEN, |_| true)?,
+        ))
+    })?;
+    drop(store);
+    let (todos, states) = todos;
+    let status = assemble(
+        project.root().display().to_string(),
+        now,
+        goal,
+        gates,
+        running,
+        &todos,
+        &states,
+        latest_evidence,
+    );
+    if ctx.json {
+        let value = serde_json::to_value(&status).map_err(std::io::Error::from)?;
+        return ctx.json_out(&value);
+    }
+    render(ctx, &status, now)
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site, which reads better with the parts named"
+)]
+fn assemble(
+    project: String,
+    now: Timestamp,
+    goal: Option<Goal>,
+    gates: Vec<Gate>,
+    running: Vec<SliceRecord>,
+    todos: &[Todo],
+    states: &[(TodoId, TodoState)],
+    latest_evidence: Vec<Evidence>,
+) -> Status {
+    let finished: std::collections::BTreeSet<TodoId> = states
+        .iter()
+        .filter(|(_, s)| s.is_final())
+        .map(|(id, _)| *id)
+        .collect();
+    let mut claimed = Vec::new();
+    let mut waiting = Vec::new();
+    let mut next = Vec::new();
+    for todo in todos {
+        if let Some(lease) = &todo.lease {
+            claimed.push(Claimed {
+                todo: todo.id,
+                title: todo.title.clone(),
+                agent: lease.agent.to_string(),
+                epoch: lease.epoch,
+                expires_at: lease.expires_at,
+                expired: !lease.is_live(now),
+            });
+            if lease.is_live(now) {
+                continue;
+            }
+        }
+        let blocked_on = todo.after.iter().find(|dep| !finished.contains(dep));
+        let gate = gates.iter().find(|g| {
+            g.blocks.blocks(None, Some(todo.id))
+                && !matches!(g.blocks, loopx_kernel::model::Blocks::Agent(_))
+        });
+        if let Some(dep) = blocked_on {
+            waiting.push(Waiting {
+                todo: todo.id,
+                title: todo.title.clone(),
+                reason: format!("waits on {dep}"),
+            });
+        } else if let Some(gate) = gate {
+            waiting.push(Waiting {
+                todo: todo.id,
+                title: todo.title.clone(),
+                reason: format!("blocked by gate {}", gate.id),
+            });
+        } else {
+            next.push(Next {
+                todo: todo.id,
+                title: todo.title.clone(),
+                priority: todo.priority,
+            });
+        }
+    }
+    next.sort_by_key(|n| (std::cmp::Reverse(n.priority), n.todo));
+    next.truncate(FIRST_SCREEN);
+    let count = |state| states.iter().filter(|(_, s)| *s == state).count();
+    let counts = Counts {
+        open: count(TodoState::Open),
+        claimed: count(TodoState::Claimed),
+        done: count(TodoState::Done),
+        dropped: count(TodoState::Dropped),
+    };
+    Status {
+        format_version: 1,
+        project,
+        goal,
+        needs_you: gates
+            .into_iter()
+            .map(|gate| NeedsYou {
+                answer_command: views::answer_command(&gate),
+                gate,
+            })
+            .collect(),
+        running: running
+            .into_iter()
+            .map(|slice| Running {
+                elapsed_secs: now.since(slice.started_at).as_secs(),
+                slice,
+            })
+            .collect(),
+        claimed,
+        waiting,
+        next,
+        latest_evidence,
+        counts,
+    }
+}
+
+fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), ExpectedError> {
+    let style = ctx.style;
+    match &status.goal {
+        Some(goal) => ctx.line(format!(
+            "{} {}",
+            style.bold(&format!("Goal {} ({}):", goal.id, goal.status.as_str())),
+            goal.objective
+        ))?,
+        None => ctx.line("No goal yet. Start one: loopx goal start \"OBJECTIVE\"")?,
+    }
+    ctx.line("")?;
+    ctx.line(style.bold(&format!("Needs you ({})", status.needs_you.len())))?;
+    if status.needs_you.is_empty() {
+        ctx.line(style.dim("  nothing: no open questions"))?;
+    }
+    for need in &status.needs_you {
+        for line in views::gate_lines(style, &need.gate, now) {
+            ctx.line(format!("  {line}"))?;
+        }
+    }
+    ctx.line("")?;
+    ctx.line(style.bold(&format!(
+        "Running ({})",
+        status.running.len() + status.claimed.iter().filter(|c| !c.expired).count()
+    )))?;
+    for run in &status.running {
+        let slice = &run.slice;
+        let on = slice.todo.map(|t| format!(" on {t}")).unwrap_or_default();
+        let limit = if slice.limit_secs > 0 {
+            format!(
+                " / {} limit",
+                short_duration(std::time::Duration::from_secs(slice.limit_secs))
+            )
+        } else {
+            String::new()
+        };
+        ctx.line(format!(
+            "  {:<5} {}{on}  {} elapsed{limit}",
+            slice.id.to_string(),
+            slice.agent,
+            short_duration(std::time::Duration::from_secs(run.elapsed_secs))
+        ))?;
+    }
+    for claim in status.claimed.iter().filter(|c| !c.expired) {
+        ctx.line(format!(
+            "  {:<5} claimed by {} (epoch {}), lease ends {}  {}",
+            claim.todo.to_string(),
+            claim.agent,
+            claim.epoch,
+            views::relative(now, claim.expires_at),
+            claim.title
+        ))?;
+    }
+    if status.running.is_empty() && status.claimed.iter().all(|c| c.expired) {
+        ctx.line(style.dim("  nothing"))?;
+    }
+    let expired: Vec<&Claimed> = status.claimed.iter().filter(|c| c.expired).collect();
+    if !status.waiting.is_empty() || !expired.is_empty() {
+        ctx.line("")?;
+        ctx.line(style.bold(&format!(
+            "Waiting ({})",
+            status.waiting.len() + expired.len()
+        )))?;
+        for wait in &status.waiting {
+            ctx.line(format!(
+                "  {:<5} {}  {}",
+                wait.todo.to_string(),
+                style.dim(&wait.reason),
+                wait.title
+            ))?;
+        }
+        for claim in expired {
+            ctx.line(format!(
+                "  {:<5} {}  {}",
+                claim.todo.to_string(),
+                style.yellow(&format!(
+                    "lease of {} expired {}: free to reclaim",
+                    claim.agent,
+                    views::relative(now, claim.expires_at)
+                )),
+                claim.title
+            ))?;
+        }
+    }
+    ctx.line("")?;
+    ctx.line(style.bold("Next"))?;
+    if status.next.is_empty() {
+        ctx.line(style.dim("  nothing open: add work with loopx todo add \"TITLE\""))?;
+    }
+    for next in &status.next {
+        ctx.line(format!(
+            "  {:<5} [{}] {}",
+            next.todo.to_string(),
+            next.priority,
+            next.title
+        ))?;
+    }
+    if !status.latest_evidence.is_empty() {
+        ctx.line("")?;
+        ctx.line(style.bold("Latest evidence"))?;
+        for e in &status.latest_evidence {
+            ctx.line(format!("  {}", views::evidence_line(style, e, now)))?;
+        }
+    }
+    ctx.line("")?;
+    let c = &status.counts;
+    ctx.line(style.dim(&format!(
+        "Todos: {} open · {} claimed · {} done · {} dropped",
+        c.open, c.claimed, c.done, c.dropped
+    )))
+}

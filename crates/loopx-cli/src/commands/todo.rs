@@ -1,0 +1,182 @@
+//! `loopx todo add|list|show|claim|renew|release|done|drop`.
+
+use loopx_kernel::model::{Todo, TodoState};
+use loopx_kernel::store::{Applied, NewTodo};
+use loopx_kernel::{AgentName, Invalid, Op, TodoId};
+
+use super::{duration, id, ids};
+use crate::args::{FinishArgs, TodoCommand};
+use crate::context::Ctx;
+use crate::errors::ExpectedError;
+use crate::output::{document, views};
+
+pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
+    match cmd {
+        TodoCommand::Add {
+            title,
+            detail,
+            priority,
+            needs,
+            after,
+            role,
+            goal,
+        } => {
+            let new = NewTodo {
+                goal: goal.as_deref().map(id).transpose()?,
+                title,
+                detail,
+                priority,
+                needs,
+                after: ids(&after)?,
+                role,
+            };
+            let todo = apply(ctx, Op::TodoAdd(new))?;
+            show(
+                ctx,
+                &todo,
+                format!("Added {} to goal {}: {}", todo.id, todo.goal, todo.title),
+            )
+        }
+        TodoCommand::List { state, all } => list(ctx, state.as_deref(), all),
+        TodoCommand::Show { id: text } => {
+            let tid: TodoId = id(&text)?;
+            let (todo, handoff) = ctx.store()?.read(|s| {
+                let todo = s.todo(tid)?.ok_or_else(|| Invalid::NotFound {
+                    what: "todo",
+                    id: text.clone(),
+                })?;
+                let handoff = match todo.latest_handoff {
+                    Some(h) => s.handoff(h)?,
+                    None => None,
+                };
+                Ok((todo, handoff))
+            })?;
+            if ctx.json {
+                let mut doc = document("todo", &todo);
+                doc["latest_handoff"] = serde_json::to_value(&handoff).unwrap_or_default();
+                return ctx.json_out(&doc);
+            }
+            for line in views::todo_detail(ctx.style, &todo, handoff.as_ref(), ctx.now()) {
+                ctx.line(line)?;
+            }
+            Ok(())
+        }
+        TodoCommand::Claim {
+            id: text,
+            agent,
+            ttl,
+        } => {
+            let op = Op::TodoClaim {
+                todo: id(&text)?,
+                agent: id(&agent)?,
+                ttl: duration("--ttl", &ttl)?,
+            };
+            let todo = apply(ctx, op)?;
+            let lease = todo.lease.clone().expect("a claimed todo has a lease");
+            show(
+                ctx,
+                &todo,
+                format!(
+                    "Claimed {} for {}: epoch {}, lease until {}\nRenew, release or finish it with --epoch {}.",
+                    todo.id, lease.agent, lease.epoch, lease.expires_at, lease.epoch
+                ),
+            )
+        }
+        TodoCommand::Renew {
+            id: text,
+            holder,
+            ttl,
+        } => {
+            let op = Op::TodoRenew {
+                todo: id(&text)?,
+                agent: id(&holder.agent)?,
+                epoch: holder.epoch,
+                ttl: duration("--ttl", &ttl)?,
+            };
+            let todo = apply(ctx, op)?;
+            let until = todo
+                .lease
+                .as_ref()
+                .map(|l| l.expires_at.to_string())
+                .unwrap_or_default();
+            show(ctx, &todo, format!("Renewed {} until {until}", todo.id))
+        }
+        TodoCommand::Release { id: text, holder } => {
+            let todo = apply(
+                ctx,
+                Op::TodoRelease {
+                    todo: id(&text)?,
+                    agent: id(&holder.agent)?,
+                    epoch: holder.epoch,
+                },
+            )?;
+            show(
+                ctx,
+                &todo,
+                format!("Released {}; it is open again", todo.id),
+            )
+        }
+        TodoCommand::Done(args) => finish(ctx, args, TodoState::Done),
+        TodoCommand::Drop(args) => finish(ctx, args, TodoState::Dropped),
+    }
+}
+
+fn finish(ctx: &mut Ctx, args: FinishArgs, to: TodoState) -> Result<(), ExpectedError> {
+    let agent: Option<AgentName> = args.agent.as_deref().map(id).transpose()?;
+    let todo = apply(
+        ctx,
+        Op::TodoFinish {
+            todo: id(&args.id)?,
+            to,
+            agent,
+            epoch: args.epoch,
+        },
+    )?;
+    let verb = if to == TodoState::Done {
+        "Done"
+    } else {
+        "Dropped"
+    };
+    show(ctx, &todo, format!("{verb}: {} {}", todo.id, todo.title))
+}
+
+fn apply(ctx: &Ctx, op: Op) -> Result<Todo, ExpectedError> {
+    let store = ctx.store()?;
+    match store.apply(op, &ctx.actor(), ctx.now())? {
+        Applied::Todo(todo) => Ok(todo),
+        other => unreachable!("todo operations yield a todo, not {other:?}"),
+    }
+}
+
+fn show(ctx: &mut Ctx, todo: &Todo, message: String) -> Result<(), ExpectedError> {
+    if ctx.json {
+        ctx.json_out(&document("todo", todo))
+    } else {
+        ctx.line(message)
+    }
+}
+
+fn list(ctx: &mut Ctx, state: Option<&str>, all: bool) -> Result<(), ExpectedError> {
+    let wanted = |todo: &Todo| match state {
+        Some(state) => todo.state.as_str() == state,
+        None => all || !todo.state.is_final(),
+    };
+    let todos = ctx.store()?.read(|s| s.todos_where(wanted))?;
+    if ctx.json {
+        return ctx.json_out(&document("todos", &todos));
+    }
+    if todos.is_empty() {
+        return ctx.line(match state {
+            Some(state) => format!("No {state} todos."),
+            None => "No open todos. Add one: loopx todo add \"TITLE\"".to_owned(),
+        });
+    }
+    let now = ctx.now();
+    let mut sorted = todos;
+    // Highest priority first, then oldest: the order agents take them in.
+    sorted.sort_by_key(|t| (std::cmp::Reverse(t.priority), t.id));
+    for todo in &sorted {
+        ctx.line(views::todo_line(ctx.style, todo, now))?;
+    }
+    Ok(())
+}

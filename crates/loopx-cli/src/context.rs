@@ -1,0 +1,111 @@
+//! What every command needs: where the project is, who is acting, and where output goes.
+
+use std::io::{BufWriter, IsTerminal, Stdout, Write};
+use std::path::PathBuf;
+
+use loopx_kernel::{Project, Store, Timestamp};
+
+use crate::args::{Cli, ColorChoice};
+use crate::errors::ExpectedError;
+use crate::output::Style;
+
+/// Per-invocation context.
+#[derive(Debug)]
+pub struct Ctx {
+    project_dir: Option<PathBuf>,
+    pub json: bool,
+    pub style: Style,
+    pub out: BufWriter<Stdout>,
+}
+
+impl Ctx {
+    pub fn new(cli: &Cli) -> Ctx {
+        let colour = match cli.color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+            }
+        };
+        Ctx {
+            project_dir: cli.project.clone(),
+            json: cli.json,
+            style: Style {
+                enabled: colour && !cli.json,
+            },
+            out: BufWriter::new(std::io::stdout()),
+        }
+    }
+
+    /// The directory `init` creates the project in.
+    pub fn init_dir(&self) -> Result<PathBuf, ExpectedError> {
+        match &self.project_dir {
+            Some(dir) => Ok(dir.clone()),
+            None => std::env::current_dir().map_err(|e| {
+                ExpectedError::Usage(format!("cannot read the current directory: {e}"))
+            }),
+        }
+    }
+
+    /// The project: `--project DIR` (or `LOOPX_PROJECT`), else found by walking up.
+    pub fn project(&self) -> Result<Project, ExpectedError> {
+        let project = match &self.project_dir {
+            Some(dir) => Project::at(dir),
+            None => Project::discover(&self.init_dir()?),
+        };
+        Ok(project.map_err(loopx_kernel::KernelError::from)?)
+    }
+
+    /// The project's store, opened for this one operation.
+    pub fn store(&self) -> Result<Store, ExpectedError> {
+        Ok(Store::open(&self.project()?)?)
+    }
+
+    /// Who is acting: `agent:<name>` inside a slice, else `human:<user>`.
+    pub fn actor(&self) -> String {
+        if let (Some(_), Ok(agent)) = (slice_id(), std::env::var("LOOPX_AGENT")) {
+            return format!("agent:{agent}");
+        }
+        let uid = nix::unistd::getuid();
+        let user = std::env::var("USER")
+            .or_else(|_| std::env::var("LOGNAME"))
+            .ok()
+            .filter(|u| !u.is_empty())
+            .or_else(|| {
+                nix::unistd::User::from_uid(uid)
+                    .ok()
+                    .flatten()
+                    .map(|u| u.name)
+            })
+            .unwrap_or_else(|| format!("uid{uid}"));
+        format!("human:{user}")
+    }
+
+    /// The current wall-clock time.
+    pub fn now(&self) -> Timestamp {
+        Timestamp::now()
+    }
+
+    /// Writes one line of human output.
+    pub fn line(&mut self, text: impl AsRef<str>) -> Result<(), ExpectedError> {
+        writeln!(self.out, "{}", text.as_ref())?;
+        Ok(())
+    }
+
+    /// Writes one JSON document (an object carrying `format_version`).
+    pub fn json_out(&mut self, value: &serde_json::Value) -> Result<(), ExpectedError> {
+        serde_json::to_writer(&mut self.out, value).map_err(std::io::Error::from)?;
+        writeln!(self.out)?;
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> Result<(), ExpectedError> {
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
+/// The slice this process runs in, if any (`LOOPX_SLICE`).
+pub fn slice_id() -> Option<String> {
+    std::env::var("LOOPX_SLICE").ok().filter(|s| !s.is_empty())
+}

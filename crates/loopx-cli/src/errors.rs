@@ -1,0 +1,104 @@
+//! The one error type the CLI expects, and how it becomes a message and an exit code.
+
+use std::error::Error as _;
+use std::io::Write;
+
+use loopx_kernel::KernelError;
+
+use crate::exit_code;
+
+/// Every failure a user can meet.
+#[derive(Debug, thiserror::Error)]
+pub enum ExpectedError {
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    /// Invalid input caught by the CLI itself (a duration, a file to hash).
+    #[error("{0}")]
+    Usage(String),
+    /// `loopx doctor` found problems; it has printed them.
+    #[error("doctor found {problems} problem(s)")]
+    Doctor { problems: usize, code: u8 },
+    /// Writing the output failed.
+    #[error("failed to write output")]
+    Output(#[source] std::io::Error),
+}
+
+impl From<std::io::Error> for ExpectedError {
+    fn from(e: std::io::Error) -> Self {
+        ExpectedError::Output(e)
+    }
+}
+
+impl From<loopx_kernel::Invalid> for ExpectedError {
+    fn from(e: loopx_kernel::Invalid) -> Self {
+        ExpectedError::Kernel(e.into())
+    }
+}
+
+impl From<loopx_kernel::errors::InvalidId> for ExpectedError {
+    fn from(e: loopx_kernel::errors::InvalidId) -> Self {
+        ExpectedError::Kernel(e.into())
+    }
+}
+
+impl ExpectedError {
+    /// The documented exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            ExpectedError::Kernel(KernelError::Project(_)) => exit_code::PROJECT,
+            ExpectedError::Kernel(KernelError::Store(_)) => exit_code::STORE,
+            ExpectedError::Kernel(KernelError::Conflict(_)) => exit_code::CONFLICT,
+            ExpectedError::Kernel(KernelError::Invalid(_)) => exit_code::USAGE,
+            ExpectedError::Kernel(KernelError::Refused(_)) => exit_code::REFUSED,
+            ExpectedError::Usage(_) => exit_code::USAGE,
+            ExpectedError::Doctor { code, .. } => *code,
+            ExpectedError::Output(_) => exit_code::INTERNAL,
+        }
+    }
+
+    /// A short stable name for `--json` (`conflict`, `store`).
+    pub fn code_name(&self) -> &'static str {
+        match self.exit_code() {
+            exit_code::USAGE => "usage",
+            exit_code::PROJECT => "project",
+            exit_code::STORE => "store",
+            exit_code::CONFLICT => "conflict",
+            exit_code::REFUSED => "refused",
+            _ => "internal",
+        }
+    }
+
+    /// The message with its causes, one per line.
+    pub fn render(&self) -> String {
+        render_chain(self.to_string(), self.source())
+    }
+
+    /// Prints `error: …` to stderr, and with `--json` an error object to stdout.
+    pub fn report(&self, json: bool) {
+        let message = self.render();
+        let _ = writeln!(std::io::stderr(), "error: {message}");
+        if json {
+            let object = serde_json::json!({
+                "format_version": 1,
+                "error": { "code": self.code_name(), "exit_code": self.exit_code(), "message": message },
+            });
+            let _ = writeln!(std::io::stdout(), "{object}");
+        }
+    }
+}
+
+/// `message`, then each cause not already part of it. `transparent` variants forward `source()`
+/// to the inner error's source, so the chain starts below the message already shown.
+fn render_chain(
+    mut text: String,
+    mut source: Option<&(dyn std::error::Error + 'static)>,
+) -> String {
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(&format!("\n  caused by: {line}"));
+        }
+        source = cause.source();
+    }
+    text
+}

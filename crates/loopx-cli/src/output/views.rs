@@ -1,0 +1,232 @@
+//! How records read to people: one line in a list, a few lines when shown.
+
+use loopx_kernel::Timestamp;
+use loopx_kernel::model::{Agent, Evidence, Gate, GateState, Goal, Handoff, Todo, TodoState};
+use loopx_kernel::time::short_duration;
+
+use super::Style;
+
+/// `3m ago`, `in 12m`, `now`.
+pub fn relative(now: Timestamp, at: Timestamp) -> String {
+    if at.0 + 1_000 < now.0 {
+        format!("{} ago", short_duration(now.since(at)))
+    } else if at.0 > now.0 + 1_000 {
+        format!("in {}", short_duration(at.since(now)))
+    } else {
+        "now".to_owned()
+    }
+}
+
+/// The exact command that answers a gate.
+pub fn answer_command(gate: &Gate) -> String {
+    if gate.options.is_empty() {
+        format!("loopx gate answer {} \"…\"", gate.id)
+    } else {
+        format!("loopx gate answer {} --option N", gate.id)
+    }
+}
+
+fn state_word(style: Style, state: TodoState) -> String {
+    let word = format!("{:<7}", state.as_str());
+    match state {
+        TodoState::Open => style.yellow(&word),
+        TodoState::Claimed => style.cyan(&word),
+        TodoState::Done => style.green(&word),
+        TodoState::Dropped => style.dim(&word),
+    }
+}
+
+/// `t3   [5] open     Add retry to the HTTP client`
+pub fn todo_line(style: Style, todo: &Todo, now: Timestamp) -> String {
+    let mut line = format!(
+        "{:<5} [{}] {} {}",
+        todo.id.to_string(),
+        todo.priority,
+        state_word(style, todo.state),
+        todo.title
+    );
+    if let Some(lease) = &todo.lease {
+        let lease_text = if lease.is_live(now) {
+            format!(
+                "{} · epoch {} · lease {}",
+                lease.agent,
+                lease.epoch,
+                relative(now, lease.expires_at).replace("in ", "ends in ")
+            )
+        } else {
+            format!(
+                "{} · epoch {} · lease expired {}",
+                lease.agent,
+                lease.epoch,
+                relative(now, lease.expires_at)
+            )
+        };
+        line.push_str(&style.dim(&format!("  ({lease_text})")));
+    }
+    line
+}
+
+/// Every field of a todo, for `todo show`.
+pub fn todo_detail(
+    style: Style,
+    todo: &Todo,
+    handoff: Option<&Handoff>,
+    now: Timestamp,
+) -> Vec<String> {
+    let mut lines = vec![
+        style.bold(&format!("{} · {}", todo.id, todo.title)),
+        format!("state     {}", todo.state.as_str()),
+        format!("goal      {}", todo.goal),
+        format!("priority  {}", todo.priority),
+        format!("epoch     {} (grants so far)", todo.epoch),
+    ];
+    if let Some(lease) = &todo.lease {
+        lines.push(format!(
+            "lease     {} until {} ({})",
+            lease.agent,
+            lease.expires_at,
+            relative(now, lease.expires_at)
+        ));
+    }
+    if !todo.needs.is_empty() {
+        lines.push(format!("needs     {}", todo.needs.join(", ")));
+    }
+    if !todo.after.is_empty() {
+        lines.push(format!(
+            "after     {}",
+            todo.after
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if let Some(role) = &todo.role {
+        lines.push(format!("role      {role}"));
+    }
+    lines.push(format!(
+        "added     {} by {}",
+        todo.created_at, todo.created_by
+    ));
+    if !todo.detail.is_empty() {
+        lines.push(String::new());
+        lines.extend(todo.detail.lines().map(|l| format!("  {l}")));
+    }
+    if let Some(handoff) = handoff {
+        lines.push(String::new());
+        lines.extend(handoff_lines(style, handoff, now));
+    }
+    lines
+}
+
+/// A gate with its options and the command that answers it.
+pub fn gate_lines(style: Style, gate: &Gate, now: Timestamp) -> Vec<String> {
+    let mut lines = vec![format!(
+        "{}  {}  {}",
+        style.bold(&gate.id.to_string()),
+        gate.question,
+        style.dim(&format!(
+            "[blocks {} · asked by {} {}]",
+            gate.blocks.describe(),
+            gate.asked_by,
+            relative(now, gate.created_at)
+        ))
+    )];
+    if !gate.options.is_empty() {
+        let options: Vec<String> = gate
+            .options
+            .iter()
+            .enumerate()
+            .map(|(i, o)| format!("{}) {o}", i + 1))
+            .collect();
+        lines.push(format!("    options: {}", options.join("  ")));
+    }
+    if !gate.context.is_empty() {
+        lines.push(format!("    context: {}", gate.context));
+    }
+    match (&gate.state, &gate.answer) {
+        (GateState::Open, _) => lines.push(format!(
+            "    answer:  {}",
+            style.yellow(&answer_command(gate))
+        )),
+        (_, Some(answer)) => lines.push(format!(
+            "    answered by {} {}: {}",
+            answer.by,
+            relative(now, answer.at),
+            answer.text
+        )),
+        (state, None) => lines.push(format!("    {}", state.as_str())),
+    }
+    lines
+}
+
+/// `e3  test      cargo test: 41 passed  (t3 · 2m ago)`
+pub fn evidence_line(style: Style, evidence: &Evidence, now: Timestamp) -> String {
+    let about = evidence.todo.map(|t| format!("{t} · ")).unwrap_or_default();
+    format!(
+        "{:<5} {:<9} {}  {}",
+        evidence.id.to_string(),
+        evidence.kind.as_str(),
+        evidence.summary,
+        style.dim(&format!(
+            "({about}{} · {})",
+            evidence.actor,
+            relative(now, evidence.at)
+        ))
+    )
+}
+
+pub fn handoff_lines(style: Style, handoff: &Handoff, now: Timestamp) -> Vec<String> {
+    let about = handoff
+        .todo
+        .map(|t| format!(" for {t}"))
+        .unwrap_or_default();
+    let mut lines = vec![style.bold(&format!(
+        "handoff {}{about} · {} · {}",
+        handoff.id,
+        handoff.actor,
+        relative(now, handoff.at)
+    ))];
+    if !handoff.done.is_empty() {
+        lines.push(format!("done:  {}", handoff.done));
+    }
+    if !handoff.next.is_empty() {
+        lines.push(format!("next:  {}", handoff.next));
+    }
+    if !handoff.files.is_empty() {
+        lines.push(format!("files: {}", handoff.files.join(", ")));
+    }
+    for question in &handoff.questions {
+        lines.push(format!("open question: {question}"));
+    }
+    lines
+}
+
+pub fn goal_line(style: Style, goal: &Goal) -> String {
+    format!(
+        "{:<4} {:<8} {}  {}",
+        goal.id.to_string(),
+        goal.status.as_str(),
+        style.bold(&goal.objective),
+        style.dim(&format!(
+            "(scope {} · {} · share {})",
+            goal.scope.join(" "),
+            goal.permission.as_str(),
+            goal.share
+        ))
+    )
+}
+
+pub fn agent_line(agent: &Agent) -> String {
+    let caps = if agent.capabilities.is_empty() {
+        "-".to_owned()
+    } else {
+        agent.capabilities.join(",")
+    };
+    format!(
+        "{:<16} profile {:<12} role {:<10} capabilities {caps}",
+        agent.name.to_string(),
+        agent.profile,
+        agent.role.as_deref().unwrap_or("-")
+    )
+}
