@@ -1,1 +1,9 @@
+//! End-to-end tests: the real `loopx` binary against real projects in temporary directories.
 
+mod support;
+
+mod concurrency;
+mod docs;
+mod errors;
+mod output;
+mod store_files;

@@ -56,9 +56,14 @@ impl Ctx {
         Ok(project.map_err(loopx_kernel::KernelError::from)?)
     }
 
-    /// The project's store, opened for this one operation.
+    /// The project's store, opened read-write for this one change.
     pub fn store(&self) -> Result<Store, ExpectedError> {
         Ok(Store::open(&self.project()?)?)
+    }
+
+    /// The project's store, opened read-only: never waits for writers, never modifies the file.
+    pub fn store_read(&self) -> Result<Store, ExpectedError> {
+        Ok(Store::open_read(&self.project()?)?)
     }
 
     /// Who is acting: `agent:<name>` inside a slice, else `human:<user>`.

@@ -34,7 +34,7 @@ pub fn run(ctx: &mut Ctx, cmd: AgentCommand) -> Result<(), ExpectedError> {
             }
         }
         AgentCommand::List => {
-            let agents = ctx.store()?.read(|s| s.agents())?;
+            let agents = ctx.store_read()?.read(|s| s.agents())?;
             if ctx.json {
                 return ctx.json_out(&document("agents", &agents));
             }

@@ -58,7 +58,7 @@ pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
         EvidenceCommand::List { todo, limit } => {
             let todo: Option<TodoId> = todo.as_deref().map(id).transpose()?;
             let evidence = ctx
-                .store()?
+                .store_read()?
                 .read(|s| s.evidence_newest(limit, |e| todo.is_none() || e.todo == todo))?;
             if ctx.json {
                 return ctx.json_out(&document("evidence", &evidence));
@@ -105,7 +105,7 @@ pub fn handoff(ctx: &mut Ctx, args: HandoffArgs) -> Result<(), ExpectedError> {
         };
     }
     let todo: Option<TodoId> = args.todo.as_deref().map(id).transpose()?;
-    let handoff = ctx.store()?.read(|s| {
+    let handoff = ctx.store_read()?.read(|s| {
         if let Some(t) = todo
             && s.todo(t)?.is_none()
         {

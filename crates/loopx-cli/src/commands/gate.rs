@@ -52,7 +52,7 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
             ))
         }
         GateCommand::List { all } => {
-            let gates = ctx.store()?.read(|s| s.gates())?;
+            let gates = ctx.store_read()?.read(|s| s.gates())?;
             let gates: Vec<Gate> = gates
                 .into_iter()
                 .filter(|g| all || g.state == GateState::Open)
@@ -77,13 +77,13 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
         }
         GateCommand::Show { id: text } => {
             let gid: GateId = id(&text)?;
-            let gate = ctx
-                .store()?
-                .read(|s| s.gate(gid))?
-                .ok_or_else(|| Invalid::NotFound {
-                    what: "gate",
-                    id: text,
-                })?;
+            let gate =
+                ctx.store_read()?
+                    .read(|s| s.gate(gid))?
+                    .ok_or_else(|| Invalid::NotFound {
+                        what: "gate",
+                        id: text,
+                    })?;
             if ctx.json {
                 return ctx.json_out(&document("gate", &gate));
             }

@@ -37,7 +37,7 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
             return show_applied(ctx, applied, "Started");
         }
         GoalCommand::List => {
-            let goals = ctx.store()?.read(|s| s.goals())?;
+            let goals = ctx.store_read()?.read(|s| s.goals())?;
             if ctx.json {
                 return ctx.json_out(&document("goals", &goals));
             }
@@ -53,16 +53,19 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
             let goal = match goal {
                 Some(text) => {
                     let gid: GoalId = id(&text)?;
-                    ctx.store()?
+                    ctx.store_read()?
                         .read(|s| s.goal(gid))?
                         .ok_or_else(|| not_found(&text))?
                 }
-                None => ctx.store()?.read(|s| s.current_goal())?.ok_or_else(|| {
-                    ExpectedError::Usage(
-                        "there is no current goal\n(hint: `loopx goal start \"OBJECTIVE\"`)"
-                            .to_owned(),
-                    )
-                })?,
+                None => ctx
+                    .store_read()?
+                    .read(|s| s.current_goal())?
+                    .ok_or_else(|| {
+                        ExpectedError::Usage(
+                            "there is no current goal\n(hint: `loopx goal start \"OBJECTIVE\"`)"
+                                .to_owned(),
+                        )
+                    })?,
             };
             return if ctx.json {
                 ctx.json_out(&document("goal", &goal))

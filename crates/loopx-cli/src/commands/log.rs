@@ -16,7 +16,7 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
     let project = ctx.project()?;
     // Bind before the first read, so that nothing committed in between is missed.
     let listener = args.follow.then(|| Listener::bind(&project));
-    let store = loopx_kernel::Store::open(&project)?;
+    let store = loopx_kernel::Store::open_read(&project)?;
     let events = store.read(|s| {
         if slice.is_some() {
             let all = s.events_from(1, usize::MAX)?;
@@ -55,7 +55,7 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
     }
     loop {
         listener.wait(Duration::from_secs(1));
-        let store = loopx_kernel::Store::open(&project)?;
+        let store = loopx_kernel::Store::open_read(&project)?;
         let fresh = store.read(|s| s.events_from(next, 10_000))?;
         drop(store);
         for event in fresh.iter().filter(|e| about_slice(e, slice)) {
@@ -69,7 +69,7 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
 }
 
 fn store_next(project: &loopx_kernel::Project) -> Result<u64, ExpectedError> {
-    let store = loopx_kernel::Store::open(project)?;
+    let store = loopx_kernel::Store::open_read(project)?;
     Ok(store.read(|s| s.event_count())? + 1)
 }
 

@@ -74,7 +74,7 @@ struct Next {
 pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     let project = ctx.project()?;
     let now = ctx.now();
-    let store = loopx_kernel::Store::open(&project)?;
+    let store = loopx_kernel::Store::open_read(&project)?;
     let (goal, gates, running, todos, latest_evidence) = store.read(|s| {
         let open = |t: &Todo| !t.state.is_final();
         let mut counts_source = Vec::new();

@@ -40,7 +40,7 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
         TodoCommand::List { state, all } => list(ctx, state.as_deref(), all),
         TodoCommand::Show { id: text } => {
             let tid: TodoId = id(&text)?;
-            let (todo, handoff) = ctx.store()?.read(|s| {
+            let (todo, handoff) = ctx.store_read()?.read(|s| {
                 let todo = s.todo(tid)?.ok_or_else(|| Invalid::NotFound {
                     what: "todo",
                     id: text.clone(),
@@ -161,7 +161,7 @@ fn list(ctx: &mut Ctx, state: Option<&str>, all: bool) -> Result<(), ExpectedErr
         Some(state) => todo.state.as_str() == state,
         None => all || !todo.state.is_final(),
     };
-    let todos = ctx.store()?.read(|s| s.todos_where(wanted))?;
+    let todos = ctx.store_read()?.read(|s| s.todos_where(wanted))?;
     if ctx.json {
         return ctx.json_out(&document("todos", &todos));
     }

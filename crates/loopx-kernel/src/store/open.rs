@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use redb::{
-    Builder, ConcurrencyMode, Database, DatabaseError, ReadableDatabase, TransactionError,
-    WriteTransaction,
+    Builder, ConcurrencyMode, Database, DatabaseError, ReadOnlyDatabase, ReadableDatabase,
+    TransactionError, WriteTransaction,
 };
 
 use super::snapshot::Snapshot;
@@ -41,10 +41,25 @@ impl Default for OpenOptions {
     }
 }
 
+/// The redb handle: read-write for changes, read-only (which never modifies the file) for reads.
+pub(crate) enum Handle {
+    Write(Database),
+    Read(ReadOnlyDatabase),
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Handle::Write(_) => "Handle::Write",
+            Handle::Read(_) => "Handle::Read",
+        })
+    }
+}
+
 /// An open state store. Open it per operation; do not hold it while waiting on anything else.
 #[derive(Debug)]
 pub struct Store {
-    pub(crate) db: Database,
+    pub(crate) db: Handle,
     pub(crate) project: Project,
     pub(crate) path: PathBuf,
     pub(crate) options: OpenOptions,
@@ -91,7 +106,7 @@ impl Store {
                 source,
             })?;
         let store = Store {
-            db,
+            db: Handle::Write(db),
             project: project.clone(),
             path,
             options: OpenOptions::default(),
@@ -110,28 +125,32 @@ impl Store {
     pub fn open_with(project: &Project, options: OpenOptions) -> Result<Store, KernelError> {
         let path = project.store_path();
         precheck(&path)?;
-        let started = Instant::now();
-        let mut backoff = Backoff::new();
-        let db = loop {
-            match builder().open(&path) {
-                Ok(db) => break db,
-                // Someone opened the file exclusively (an older loopx, or a repair): wait.
-                Err(DatabaseError::DatabaseAlreadyOpen) if started.elapsed() < options.wait => {
-                    backoff.sleep()
-                }
-                Err(DatabaseError::DatabaseAlreadyOpen) => return Err(busy(&path, started).into()),
-                Err(DatabaseError::Storage(redb::StorageError::Corrupted(why))) => {
-                    return Err(StoreError::Corrupt { path, why }.into());
-                }
-                Err(DatabaseError::UpgradeRequired(version)) => {
-                    return Err(StoreError::Corrupt {
-                        path,
-                        why: format!("redb file format {version} needs an upgrade"),
-                    }
-                    .into());
-                }
-                Err(source) => return Err(StoreError::Open { path, source }.into()),
-            }
+        let db = open_retrying(&path, &options, |path| builder().open(path))?;
+        let store = Store {
+            db: Handle::Write(db),
+            project: project.clone(),
+            path,
+            options,
+            redactor: default_redactor(),
+        };
+        store.check_schema()?;
+        Ok(store)
+    }
+
+    /// Opens an existing project's store for reading only: never waits for writers and never
+    /// modifies the file. A file that needs recovery after a crash is opened read-write instead,
+    /// which repairs it.
+    pub fn open_read(project: &Project) -> Result<Store, KernelError> {
+        let options = OpenOptions::default();
+        let path = project.store_path();
+        precheck(&path)?;
+        let db = match open_retrying(&path, &options, |path| builder().open_read_only(path)) {
+            Ok(db) => Handle::Read(db),
+            Err(StoreError::Open {
+                source: DatabaseError::RepairAborted,
+                ..
+            }) => Handle::Write(open_retrying(&path, &options, |path| builder().open(path))?),
+            Err(e) => return Err(e.into()),
         };
         let store = Store {
             db,
@@ -142,11 +161,6 @@ impl Store {
         };
         store.check_schema()?;
         Ok(store)
-    }
-
-    /// Replaces the redactor (e.g. with one that also knows a profile's secret names).
-    pub fn set_redactor(&mut self, redactor: crate::redact::Redactor) {
-        self.redactor = redactor;
     }
 
     /// The project this store belongs to.
@@ -164,20 +178,28 @@ impl Store {
         &self,
         f: impl FnOnce(&Snapshot<'_>) -> Result<T, KernelError>,
     ) -> Result<T, KernelError> {
-        let txn = self.db.begin_read().map_err(|e| self.redb(e))?;
+        let txn = self.begin_read()?;
         let snapshot = Snapshot::new(txn, &self.path);
         f(&snapshot)
     }
 
-    /// Checks redb's own integrity (checksums and allocator state).
+    /// Checks redb's own integrity (checksums and allocator state). Needs a read-write store.
     pub fn check_integrity(&mut self) -> Result<bool, KernelError> {
-        self.db.check_integrity().map_err(|source| {
-            StoreError::Open {
-                path: self.path.clone(),
-                source,
-            }
-            .into()
-        })
+        let path = self.path.clone();
+        match &mut self.db {
+            Handle::Write(db) => db
+                .check_integrity()
+                .map_err(|source| StoreError::Open { path, source }.into()),
+            Handle::Read(_) => Err(read_only(&path)),
+        }
+    }
+
+    fn begin_read(&self) -> Result<redb::ReadTransaction, KernelError> {
+        match &self.db {
+            Handle::Write(db) => db.begin_read(),
+            Handle::Read(db) => db.begin_read(),
+        }
+        .map_err(|e| self.redb(e))
     }
 
     pub(crate) fn redb(&self, e: impl Into<redb::Error>) -> KernelError {
@@ -192,8 +214,11 @@ impl Store {
     pub(crate) fn begin_write(&self) -> Result<WriteTransaction, KernelError> {
         let started = Instant::now();
         let mut backoff = Backoff::new();
+        let Handle::Write(db) = &self.db else {
+            return Err(read_only(&self.path));
+        };
         loop {
-            match self.db.try_begin_write() {
+            match db.try_begin_write() {
                 Ok(txn) => return Ok(txn),
                 Err(TransactionError::WouldBlock) if started.elapsed() < self.options.wait => {
                     backoff.sleep()
@@ -244,7 +269,7 @@ impl Store {
     }
 
     fn check_schema(&self) -> Result<(), KernelError> {
-        let txn = self.db.begin_read().map_err(|e| self.redb(e))?;
+        let txn = self.begin_read()?;
         let found = match txn.open_table(META) {
             Ok(meta) => meta
                 .get(SCHEMA_KEY)
@@ -266,6 +291,66 @@ impl Store {
             .into()),
         }
     }
+}
+
+fn read_only(path: &Path) -> KernelError {
+    StoreError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other("this store handle was opened read-only (a bug in loopx)"),
+    }
+    .into()
+}
+
+/// Opens with `open`, retrying while another process has the file exclusively, and gives up
+/// after the wait. The open runs on its own thread: redb's open blocks (without a timeout) while
+/// another process is inside a write transaction, and a stuck peer must become a clear error
+/// rather than a hung command.
+fn open_retrying<T: Send + 'static>(
+    path: &Path,
+    options: &OpenOptions,
+    open: impl Fn(&Path) -> Result<T, DatabaseError> + Send + 'static,
+) -> Result<T, StoreError> {
+    let started = Instant::now();
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let owned = path.to_path_buf();
+    let wait = options.wait;
+    std::thread::Builder::new()
+        .name("store-open".to_owned())
+        .spawn(move || {
+            let mut backoff = Backoff::new();
+            let result = loop {
+                match open(&owned) {
+                    Err(DatabaseError::DatabaseAlreadyOpen) if started.elapsed() < wait => {
+                        backoff.sleep()
+                    }
+                    other => break other,
+                }
+            };
+            let _ = tx.send(result);
+        })
+        .map_err(|source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let result = match rx.recv_timeout(options.wait + Duration::from_millis(50)) {
+        Ok(result) => result,
+        Err(_) => return Err(busy(path, started)),
+    };
+    result.map_err(|e| match e {
+        DatabaseError::DatabaseAlreadyOpen => busy(path, started),
+        DatabaseError::Storage(redb::StorageError::Corrupted(why)) => StoreError::Corrupt {
+            path: path.to_path_buf(),
+            why,
+        },
+        DatabaseError::UpgradeRequired(version) => StoreError::Corrupt {
+            path: path.to_path_buf(),
+            why: format!("redb file format {version} needs an upgrade"),
+        },
+        source => StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        },
+    })
 }
 
 /// Built-in patterns plus the values of this process's secret-looking environment variables.
