@@ -344,27 +344,46 @@ impl StreamSummary {
         }
     }
 
+    /// Keep the signal that binds: a rejection over a warning over "allowed". Between two
+    /// rejections, an exact (structured) reset time beats one read from prose, and otherwise the
+    /// later reset wins, since work can resume only when every refused window has reset.
+    /// Between two non-rejections, the fuller window wins.
     fn apply_limit(&mut self, signal: &LimitSignal) {
         let rank = |s: LimitStatus| match s {
             LimitStatus::Allowed => 0,
             LimitStatus::Warning => 1,
             LimitStatus::Rejected => 2,
         };
-        let keep_old = self
-            .limit
-            .as_ref()
-            .is_some_and(|old| rank(old.status) > rank(signal.status));
-        if keep_old {
-            // A later rejection without a reset time must not erase one we already know.
+        let Some(old) = self.limit.as_mut() else {
+            self.limit = Some(signal.clone());
             return;
-        }
-        let mut signal = signal.clone();
-        if let Some(old) = &self.limit {
-            if old.status == signal.status {
-                signal.resets_at = signal.resets_at.or(old.resets_at);
-                signal.window = signal.window.or_else(|| old.window.clone());
+        };
+        match rank(signal.status).cmp(&rank(old.status)) {
+            std::cmp::Ordering::Greater => *old = signal.clone(),
+            std::cmp::Ordering::Less => {}
+            std::cmp::Ordering::Equal if signal.status == LimitStatus::Rejected => {
+                let old_exact = old.text.is_none() && old.resets_at.is_some();
+                let new_exact = signal.text.is_none() && signal.resets_at.is_some();
+                let take_new_time = match (old_exact, new_exact) {
+                    (true, false) => false,
+                    (false, true) => true,
+                    _ => signal.resets_at > old.resets_at,
+                };
+                if take_new_time {
+                    old.resets_at = signal.resets_at;
+                }
+                if old.window.is_none() {
+                    old.window.clone_from(&signal.window);
+                }
+                if old.text.is_none() {
+                    old.text.clone_from(&signal.text);
+                }
+            }
+            std::cmp::Ordering::Equal => {
+                if signal.used_percent.unwrap_or(0.0) >= old.used_percent.unwrap_or(0.0) {
+                    *old = signal.clone();
+                }
             }
         }
-        self.limit = Some(signal);
     }
 }

@@ -140,6 +140,13 @@ fn rejected(resets_at: Option<Timestamp>, text: Option<&str>) -> LimitSignal {
 
 fn result(v: &Value, rules: &[SignalRule], now: Timestamp) -> Vec<AgentEvent> {
     let mut out = Vec::new();
+    // A result can be the only line (e.g. `error_max_turns`); its session id is the resume id.
+    if let Some(id) = str_at(v, "/session_id") {
+        out.push(AgentEvent::Session {
+            id: id.to_owned(),
+            model: None,
+        });
+    }
     if let Some(usage) = v.pointer("/usage").map(usage) {
         out.push(AgentEvent::Usage {
             usage,
