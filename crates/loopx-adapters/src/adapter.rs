@@ -7,7 +7,7 @@ mod spec;
 mod validate;
 
 pub(crate) use catalog::toml_stem;
-pub use catalog::{AdapterCatalog, BUILTIN_ADAPTERS, load_adapter_file};
+pub use catalog::{AdapterCatalog, BUILTIN_ADAPTERS, load_adapter_file, load_adapter_str};
 pub use spec::{
     Adapter, AdapterOptions, ExitMeaning, HealthCheck, OutputFormat, PromptDeliveryKind,
     SignalKind, SignalRule, SignalScope, StdinMode,

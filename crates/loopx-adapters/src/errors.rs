@@ -23,9 +23,12 @@ pub struct Problem {
     /// What to do about it.
     #[help]
     pub help: Option<String>,
-    #[label("{message}")]
+    #[label("{label}")]
     #[serde(skip)]
     pub(crate) span: SourceSpan,
+    /// What the label under the source line says (the key, so the message is not repeated).
+    #[serde(skip)]
+    pub(crate) label: String,
 }
 
 impl Problem {

@@ -44,7 +44,7 @@ mod signals;
 pub use adapter::{
     Adapter, AdapterCatalog, AdapterOptions, BUILTIN_ADAPTERS, ExitMeaning, HealthCheck,
     OutputFormat, PromptDeliveryKind, SignalKind, SignalRule, SignalScope, StdinMode,
-    load_adapter_file,
+    load_adapter_file, load_adapter_str,
 };
 pub use classify::{Classification, Outcome, classify};
 pub use errors::{ConfigKind, InvalidConfig, LaunchError, LoadError, Problem};

@@ -106,3 +106,8 @@ pub(crate) fn toml_stem(path: &Path) -> Option<&str> {
     (path.extension()? == "toml").then_some(())?;
     path.file_stem()?.to_str()
 }
+
+/// Parse and validate an adapter given as text. `file` is how errors name it.
+pub fn load_adapter_str(name: &str, file: &str, text: &str) -> Result<Adapter, LoadError> {
+    parse_adapter(name, file, text).map_err(LoadError::Invalid)
+}

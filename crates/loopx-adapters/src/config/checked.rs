@@ -12,28 +12,37 @@ use toml::Spanned;
 pub(crate) trait Expected {
     /// E.g. "an integer".
     const EXPECTED: &'static str;
+    /// A valid TOML value of this type, for the hint.
+    const EXAMPLE: &'static str;
 }
 
 impl Expected for String {
     const EXPECTED: &'static str = "a string";
+    const EXAMPLE: &'static str = r#""text""#;
 }
 impl Expected for bool {
     const EXPECTED: &'static str = "a boolean (true or false)";
+    const EXAMPLE: &'static str = r#"true"#;
 }
 impl Expected for u32 {
     const EXPECTED: &'static str = "a non-negative integer";
+    const EXAMPLE: &'static str = r#"40"#;
 }
 impl Expected for u64 {
     const EXPECTED: &'static str = "a non-negative integer";
+    const EXAMPLE: &'static str = r#"2_000_000"#;
 }
 impl Expected for f64 {
     const EXPECTED: &'static str = "a number";
+    const EXAMPLE: &'static str = r#"5.0"#;
 }
 impl Expected for Vec<String> {
     const EXPECTED: &'static str = "an array of strings";
+    const EXAMPLE: &'static str = r#"["a", "b"]"#;
 }
 impl Expected for BTreeMap<String, String> {
     const EXPECTED: &'static str = "a table of strings ({ NAME = \"value\" })";
+    const EXAMPLE: &'static str = r#"{ NAME = "value" }"#;
 }
 
 /// A value of type `T` read from TOML, or the reason it is not one.
@@ -41,6 +50,7 @@ impl Expected for BTreeMap<String, String> {
 pub(crate) struct Checked<T> {
     pub(crate) span: Range<usize>,
     pub(crate) value: Result<T, String>,
+    example: &'static str,
 }
 
 impl<'de, T: DeserializeOwned + Expected> Deserialize<'de> for Checked<T> {
@@ -49,7 +59,11 @@ impl<'de, T: DeserializeOwned + Expected> Deserialize<'de> for Checked<T> {
         let span = spanned.span();
         let raw = spanned.into_inner();
         let value = T::deserialize(raw.clone()).map_err(|err| mismatch::<T>(&raw, &err));
-        Ok(Self { span, value })
+        Ok(Self {
+            span,
+            value,
+            example: T::EXAMPLE,
+        })
     }
 }
 
@@ -102,11 +116,13 @@ impl<T> Checked<T> {
         match self.value {
             Ok(value) => Some((value, self.span)),
             Err(message) => {
+                let short_key = key.rsplit('.').next().unwrap_or(key);
+                let help = format!("for example `{short_key} = {}`", self.example);
                 problems.push(
                     self.span,
                     Some(key),
                     format!("wrong type for `{key}`: {message}"),
-                    None,
+                    Some(help),
                 );
                 None
             }

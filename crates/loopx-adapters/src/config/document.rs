@@ -46,6 +46,7 @@ impl Problems {
             line,
             column,
             key: key.map(str::to_owned),
+            label: key.map_or_else(|| "here".to_owned(), |k| format!("`{k}`")),
             message: message.into(),
             help,
             span: SourceSpan::new(start.into(), len),

@@ -110,4 +110,5 @@ impl<'de> serde::Deserialize<'de> for SizeValue {
 
 impl super::Expected for SizeValue {
     const EXPECTED: &'static str = "a size in bytes (16777216) or a string (\"16MiB\")";
+    const EXAMPLE: &'static str = r#""16MiB""#;
 }
