@@ -22,7 +22,7 @@ use regex::{Captures, Regex};
 /// Seconds-or-milliseconds epoch: values above 10^12 are milliseconds (some SDKs report Claude's
 /// `resetsAt` that way).
 pub fn epoch_to_timestamp(value: i64) -> Option<Timestamp> {
-    let seconds = if value.abs() > 1_000_000_000_000 {
+    let seconds = if value.unsigned_abs() > 1_000_000_000_000 {
         value / 1000
     } else {
         value

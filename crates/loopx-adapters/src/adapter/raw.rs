@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::config::Checked;
+use crate::config::{Checked, DurationText};
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct RawAdapter {
@@ -48,7 +48,7 @@ pub(crate) struct RawPermissions {
 pub(crate) struct RawHealth {
     pub(crate) args: Option<Checked<Vec<String>>>,
     pub(crate) expect: Option<Checked<String>>,
-    pub(crate) timeout: Option<Checked<String>>,
+    pub(crate) timeout: Option<Checked<DurationText>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -323,7 +323,7 @@ fn health(raw: Option<super::raw::RawHealth>, p: &mut Problems) -> HealthCheck {
         check.expect = regex(&pattern, span, "health.expect", p);
     }
     if let Some((text, span)) = take(raw.timeout, "health.timeout", p) {
-        check.timeout = duration(&text, span, "health.timeout", p).unwrap_or(check.timeout);
+        check.timeout = duration(&text.0, span, "health.timeout", p).unwrap_or(check.timeout);
     }
     check
 }

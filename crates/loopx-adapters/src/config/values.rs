@@ -112,3 +112,13 @@ impl super::Expected for SizeValue {
     const EXPECTED: &'static str = "a size in bytes (16777216) or a string (\"16MiB\")";
     const EXAMPLE: &'static str = r#""16MiB""#;
 }
+
+/// A duration as written (`"30m"`), parsed in stage two so a bad unit keeps its location.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(transparent)]
+pub(crate) struct DurationText(pub(crate) String);
+
+impl super::Expected for DurationText {
+    const EXPECTED: &'static str = "a duration string such as \"30m\"";
+    const EXAMPLE: &'static str = r#""30m""#;
+}

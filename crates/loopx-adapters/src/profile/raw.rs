@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::config::{Checked, SizeValue};
+use crate::config::{Checked, DurationText, SizeValue};
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct RawProfile {
@@ -30,9 +30,9 @@ pub(crate) struct RawPromptSettings {
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct RawLimits {
-    pub(crate) max_time: Option<Checked<String>>,
-    pub(crate) idle_timeout: Option<Checked<String>>,
-    pub(crate) grace: Option<Checked<String>>,
+    pub(crate) max_time: Option<Checked<DurationText>>,
+    pub(crate) idle_timeout: Option<Checked<DurationText>>,
+    pub(crate) grace: Option<Checked<DurationText>>,
     pub(crate) max_output: Option<Checked<SizeValue>>,
     pub(crate) max_turns: Option<Checked<u32>>,
 }
@@ -47,7 +47,7 @@ pub(crate) struct RawQuota {
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct RawWindow {
-    pub(crate) window: Option<Checked<String>>,
+    pub(crate) window: Option<Checked<DurationText>>,
     pub(crate) tokens: Option<Checked<u64>>,
     pub(crate) cost_usd: Option<Checked<f64>>,
 }

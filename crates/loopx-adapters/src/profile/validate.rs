@@ -11,7 +11,8 @@ use super::spec::{
 use crate::adapter::{Adapter, AdapterCatalog, check_placeholders};
 use crate::adapter::{duration, env_names, one_of};
 use crate::config::{
-    Checked, Problems, SizeValue, did_you_mean, is_env_name, is_id, parse_byte_size, take,
+    Checked, DurationText, Problems, SizeValue, did_you_mean, is_env_name, is_id, parse_byte_size,
+    take,
 };
 use crate::errors::LoadError;
 use crate::permission::{PermissionLevel, find_bypass};
@@ -221,12 +222,14 @@ fn workdir(field: Option<(String, Range<usize>)>, p: &mut Problems) -> PathBuf {
 fn limits(raw: Option<RawLimits>, adapter: Option<&Adapter>, p: &mut Problems) -> SliceLimits {
     let mut limits = SliceLimits::default();
     let Some(raw) = raw else { return limits };
-    let mut dur = |field: Option<Checked<String>>, key: &str, slot: &mut std::time::Duration| {
-        if let Some(d) = take(field, key, p).and_then(|(text, span)| duration(&text, span, key, p))
-        {
-            *slot = d;
-        }
-    };
+    let mut dur =
+        |field: Option<Checked<DurationText>>, key: &str, slot: &mut std::time::Duration| {
+            if let Some(d) =
+                take(field, key, p).and_then(|(text, span)| duration(&text.0, span, key, p))
+            {
+                *slot = d;
+            }
+        };
     dur(raw.max_time, "limits.max_time", &mut limits.max_time);
     dur(
         raw.idle_timeout,
@@ -340,7 +343,7 @@ fn quota(raw: Option<RawQuota>, default_account: String, p: &mut Problems) -> Qu
                 Some("add e.g. `tokens = 2_000_000`".to_owned()),
             );
         }
-        if let Some(window) = duration(&text, span, &key("window"), p) {
+        if let Some(window) = duration(&text.0, span, &key("window"), p) {
             quota.windows.push(QuotaWindow {
                 window,
                 tokens,
