@@ -136,10 +136,10 @@ impl Parser {
         if line.is_empty() {
             return Vec::new();
         }
-        if self.format == OutputFormat::GeminiJson {
-            if let Some(events) = self.collect_document(line, now) {
-                return events;
-            }
+        if self.format == OutputFormat::GeminiJson
+            && let Some(events) = self.collect_document(line, now)
+        {
+            return events;
         }
         let json = match line.starts_with('{') {
             true => serde_json::from_str::<serde_json::Value>(line).ok(),

@@ -61,38 +61,38 @@ pub(crate) fn validate(
             None
         }
     };
-    if let (Some(adapter), Some((level, span))) = (&adapter, &permission) {
-        if !adapter.permissions.contains_key(level) {
-            let supported = adapter
-                .supported_levels()
-                .iter()
-                .map(|l| format!("`{l}`"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            p.push(
-                span.clone(),
-                Some("permission"),
-                format!(
-                    "adapter `{}` cannot express permission level `{level}`",
-                    adapter.name
-                ),
-                Some(format!("`{}` supports {supported}", adapter.name)),
-            );
-        }
+    if let (Some(adapter), Some((level, span))) = (&adapter, &permission)
+        && !adapter.permissions.contains_key(level)
+    {
+        let supported = adapter
+            .supported_levels()
+            .iter()
+            .map(|l| format!("`{l}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        p.push(
+            span.clone(),
+            Some("permission"),
+            format!(
+                "adapter `{}` cannot express permission level `{level}`",
+                adapter.name
+            ),
+            Some(format!("`{}` supports {supported}", adapter.name)),
+        );
     }
     let description = take(raw.description, "description", p)
         .map(|(v, _)| v)
         .unwrap_or_default();
     let model = take(raw.model, "model", p);
-    if let (Some(adapter), Some((_, span))) = (&adapter, &model) {
-        if adapter.options.model.is_empty() {
-            p.push(
-                span.clone(),
-                Some("model"),
-                format!("adapter `{}` has no way to choose a model", adapter.name),
-                Some("remove `model`, or add `[options] model = [...]` to the adapter".to_owned()),
-            );
-        }
+    if let (Some(adapter), Some((_, span))) = (&adapter, &model)
+        && adapter.options.model.is_empty()
+    {
+        p.push(
+            span.clone(),
+            Some("model"),
+            format!("adapter `{}` has no way to choose a model", adapter.name),
+            Some("remove `model`, or add `[options] model = [...]` to the adapter".to_owned()),
+        );
     }
     let role = id_value(take(raw.role, "role", p), "role", p);
     let capabilities = match take(raw.capabilities, "capabilities", p) {
