@@ -46,8 +46,6 @@ static GEMINI_RETRY: LazyLock<Regex> = LazyLock::new(|| {
 static CODEX_RECONNECT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^reconnecting\.*\s*(\d+)/(\d+)").expect("static regex"));
 
-const STDIN_HANG: &str = "Reading additional input from stdin";
-
 /// A limit signal, when `text` is limit wording (with the reset time and window it names).
 pub fn limit_from_text(text: &str, now: Timestamp) -> Option<LimitSignal> {
     if !LIMIT.is_match(text) {
@@ -110,12 +108,6 @@ pub fn detect(
     scope: SignalScope,
 ) -> Vec<AgentEvent> {
     let mut out = Vec::new();
-    if text.contains(STDIN_HANG) {
-        out.push(AgentEvent::Waiting {
-            kind: WaitKind::Stdin,
-            text: bounded(text),
-        });
-    }
     if let Some(signal) = limit_from_text(text, now) {
         out.push(AgentEvent::Limit(signal));
     }
