@@ -68,3 +68,54 @@ pub(crate) fn placeholders(template: &str) -> Vec<&str> {
 fn is_placeholder_name(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c == '_')
 }
+
+/// Replace each `{name}` for which `value(name)` answers, in one pass: a substituted value is
+/// never scanned again, so a prompt that contains `{model}` stays as written. Other braces are
+/// kept as they are.
+pub(crate) fn fill_placeholders<'v>(
+    template: &str,
+    value: impl Fn(&str) -> Option<&'v str>,
+) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after
+            .find('}')
+            .and_then(|close| value(&after[..close]).map(|v| (v, close)))
+        {
+            Some((v, close)) => {
+                out.push_str(v);
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Read a config file whose stem is its name (an id).
+pub(crate) fn read_named_file(
+    path: &std::path::Path,
+    kind: crate::ConfigKind,
+) -> Result<(&str, String), crate::LoadError> {
+    let name = path
+        .extension()
+        .filter(|e| *e == "toml")
+        .and_then(|_| path.file_stem()?.to_str())
+        .filter(|n| is_id(n))
+        .ok_or_else(|| crate::LoadError::BadFileName {
+            path: path.to_owned(),
+            kind,
+        })?;
+    let text = std::fs::read_to_string(path).map_err(|source| crate::LoadError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok((name, text))
+}

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::PermissionLevel;
 use crate::adapter::{OutputFormat, PromptDeliveryKind, StdinMode};
+use crate::config::fill_placeholders;
 use crate::errors::LaunchError;
 use crate::profile::{ContentHash, LoadedProfile, SliceLimits};
 
@@ -182,30 +183,8 @@ pub fn render_launch(
     })
 }
 
-/// One pass over `template`: a substituted value is never scanned again, so a prompt that
-/// contains `{model}` stays as written.
 fn substitute(template: &str, values: &BTreeMap<&str, String>) -> String {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        match after
-            .find('}')
-            .and_then(|close| values.get(&after[..close]).map(|v| (v, close)))
-        {
-            Some((value, close)) => {
-                out.push_str(value);
-                rest = &after[close + 1..];
-            }
-            None => {
-                out.push('{');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+    fill_placeholders(template, |name| values.get(name).map(String::as_str))
 }
 
 fn union(a: &[String], b: &[String]) -> Vec<String> {

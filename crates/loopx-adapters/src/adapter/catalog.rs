@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::spec::Adapter;
 use super::validate::parse_adapter;
-use crate::config::is_id;
+use crate::config::{is_id, read_named_file};
 use crate::errors::{ConfigKind, LoadError};
 
 /// The shipped adapter files, as `(name, contents)`.
@@ -89,16 +89,7 @@ impl AdapterCatalog {
 
 /// Load and validate one adapter file; its name is the file stem.
 pub fn load_adapter_file(path: &Path) -> Result<Adapter, LoadError> {
-    let name = toml_stem(path)
-        .filter(|n| is_id(n))
-        .ok_or_else(|| LoadError::BadFileName {
-            path: path.to_owned(),
-            kind: ConfigKind::Adapter,
-        })?;
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+    let (name, text) = read_named_file(path, ConfigKind::Adapter)?;
     parse_adapter(name, &path.display().to_string(), &text).map_err(LoadError::Invalid)
 }
 

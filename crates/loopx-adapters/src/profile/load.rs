@@ -8,7 +8,7 @@ use super::raw::{RawProfile, known_keys};
 use super::spec::{ContentHash, Profile};
 use super::validate::validate;
 use crate::adapter::{Adapter, AdapterCatalog, toml_stem};
-use crate::config::{Problems, did_you_mean, is_id, parse_document};
+use crate::config::{Problems, did_you_mean, is_id, parse_document, read_named_file};
 use crate::errors::{ConfigKind, LoadError};
 
 /// A valid profile together with its adapter and the content hash of both files.
@@ -63,16 +63,7 @@ pub fn load_profile_file(
     path: &Path,
     catalog: &AdapterCatalog,
 ) -> Result<LoadedProfile, LoadError> {
-    let name = toml_stem(path)
-        .filter(|n| is_id(n))
-        .ok_or_else(|| LoadError::BadFileName {
-            path: path.to_owned(),
-            kind: ConfigKind::Profile,
-        })?;
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+    let (name, text) = read_named_file(path, ConfigKind::Profile)?;
     load_profile_str(name, &path.display().to_string(), &text, catalog)
 }
 

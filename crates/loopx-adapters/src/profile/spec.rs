@@ -180,24 +180,11 @@ fn hex<S: serde::Serializer>(bytes: &[u8; 32], s: S) -> Result<S::Ok, S::Error> 
 /// Fill a prompt template. Unknown `{names}` were refused when the profile loaded; missing
 /// values render as empty so a template never leaks a raw placeholder to the agent.
 pub fn render_prompt(template: &str, values: &BTreeMap<&str, String>) -> String {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        match after.find('}').map(|close| (&after[..close], close)) {
-            Some((name, close)) if PROMPT_PLACEHOLDERS.contains(&name) => {
-                out.push_str(values.get(name).map_or("", String::as_str));
-                rest = &after[close + 1..];
-            }
-            _ => {
-                out.push('{');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+    crate::config::fill_placeholders(template, |name| {
+        PROMPT_PLACEHOLDERS
+            .contains(&name)
+            .then(|| values.get(name).map_or("", String::as_str))
+    })
 }
 
 #[cfg(test)]
