@@ -1,0 +1,265 @@
+//! The recorded agent streams (copied from the shared fixtures into `tests/fixtures/streams/`)
+//! embedded with their expected classification, so `loopx adapter test` can replay them
+//! through an adapter's parser on any machine.
+
+use crate::adapter::OutputFormat;
+
+/// One recorded stream and what it must be classified as.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordedStream {
+    /// Path under `tests/fixtures/streams/`.
+    pub path: &'static str,
+    /// The parser it is read with.
+    pub format: OutputFormat,
+    /// The bytes (further files of the same run follow, e.g. stderr).
+    pub contents: &'static [&'static str],
+    /// The exit code the run had (`None`: killed or cut off).
+    pub exit_code: Option<i32>,
+    /// The `now` the run happened at (RFC 3339), for relative reset times.
+    pub now: &'static str,
+    /// The expected outcome name (`Outcome::name`), when the stream has one.
+    pub outcome: Option<&'static str>,
+    /// The expected reset time of the strongest limit signal (RFC 3339), when there is one.
+    pub resets_at: Option<&'static str>,
+}
+
+macro_rules! stream {
+    ($path:literal) => {
+        include_str!(concat!("../../../tests/fixtures/streams/", $path))
+    };
+}
+
+const SYNTHETIC_NOW: &str = "2026-09-21T10:00:00Z";
+/// The captured runs happened around this instant (their own timestamps say 03:19–03:20 UTC).
+const CAPTURED_NOW: &str = "2026-11-30T03:20:00Z";
+
+/// Every recorded stream with an expectation.
+pub const RECORDED_STREAMS: &[RecordedStream] = &[
+    RecordedStream {
+        path: "claude/stream-json-normal.jsonl",
+        format: OutputFormat::ClaudeStreamJson,
+        contents: &[stream!("claude/stream-json-normal.jsonl")],
+        exit_code: Some(0),
+        now: SYNTHETIC_NOW,
+        outcome: Some("completed"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "claude/stream-json-usage-limit.jsonl",
+        format: OutputFormat::ClaudeStreamJson,
+        contents: &[stream!("claude/stream-json-usage-limit.jsonl")],
+        exit_code: Some(0),
+        now: SYNTHETIC_NOW,
+        outcome: Some("usage_limited"),
+        resets_at: Some("2026-09-21T15:20:00Z"),
+    },
+    RecordedStream {
+        path: "claude/stream-json-max-turns-result.jsonl",
+        format: OutputFormat::ClaudeStreamJson,
+        contents: &[stream!("claude/stream-json-max-turns-result.jsonl")],
+        exit_code: Some(1),
+        now: SYNTHETIC_NOW,
+        outcome: Some("progress"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "claude/captured-claude429.jsonl",
+        format: OutputFormat::ClaudeStreamJson,
+        contents: &[stream!("claude/captured-claude429.jsonl")],
+        exit_code: Some(1),
+        now: CAPTURED_NOW,
+        outcome: Some("usage_limited"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "claude/captured-claude500.jsonl",
+        format: OutputFormat::ClaudeStreamJson,
+        contents: &[stream!("claude/captured-claude500.jsonl")],
+        exit_code: None,
+        now: CAPTURED_NOW,
+        outcome: Some("transient"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "claude/captured-subscription-limit.jsonl",
+        format: OutputFormat::ClaudeStreamJson,
+        contents: &[stream!("claude/captured-subscription-limit.jsonl")],
+        exit_code: Some(1),
+        now: CAPTURED_NOW,
+        outcome: Some("usage_limited"),
+        resets_at: Some("2026-11-30T04:20:06Z"),
+    },
+    RecordedStream {
+        path: "claude/captured-write-tool.jsonl",
+        format: OutputFormat::ClaudeStreamJson,
+        contents: &[stream!("claude/captured-write-tool.jsonl")],
+        exit_code: Some(0),
+        now: CAPTURED_NOW,
+        outcome: Some("completed"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "codex/exec-json-normal.jsonl",
+        format: OutputFormat::CodexJson,
+        contents: &[stream!("codex/exec-json-normal.jsonl")],
+        exit_code: Some(0),
+        now: SYNTHETIC_NOW,
+        outcome: Some("completed"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "codex/exec-json-usage-limit.jsonl",
+        format: OutputFormat::CodexJson,
+        contents: &[stream!("codex/exec-json-usage-limit.jsonl")],
+        exit_code: Some(1),
+        now: SYNTHETIC_NOW,
+        outcome: Some("usage_limited"),
+        resets_at: Some("2026-09-21T15:20:00Z"),
+    },
+    RecordedStream {
+        path: "codex/exec-usage-limit.stderr.txt",
+        format: OutputFormat::CodexJson,
+        contents: &[stream!("codex/exec-usage-limit.stderr.txt")],
+        exit_code: Some(1),
+        now: SYNTHETIC_NOW,
+        outcome: Some("usage_limited"),
+        resets_at: Some("2026-09-21T15:20:00Z"),
+    },
+    RecordedStream {
+        path: "codex/exec-stdin-hang.stderr.txt",
+        format: OutputFormat::CodexJson,
+        contents: &[stream!("codex/exec-stdin-hang.stderr.txt")],
+        exit_code: None,
+        now: SYNTHETIC_NOW,
+        outcome: Some("stalled"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "codex/captured-codex500.jsonl",
+        format: OutputFormat::CodexJson,
+        contents: &[stream!("codex/captured-codex500.jsonl")],
+        exit_code: Some(1),
+        now: CAPTURED_NOW,
+        outcome: Some("transient"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "codex/captured-text-report.jsonl",
+        format: OutputFormat::CodexJson,
+        contents: &[stream!("codex/captured-text-report.jsonl")],
+        exit_code: Some(0),
+        now: CAPTURED_NOW,
+        outcome: Some("completed"),
+        resets_at: None,
+    },
+    // Codex printed the reset as a local clock time; the capture ran in UTC.
+    RecordedStream {
+        path: "codex/captured-usage-limit.jsonl",
+        format: OutputFormat::CodexJson,
+        contents: &[
+            stream!("codex/captured-usage-limit.jsonl"),
+            stream!("codex/captured-usage-limit.stderr.txt"),
+        ],
+        exit_code: Some(1),
+        now: CAPTURED_NOW,
+        outcome: Some("usage_limited"),
+        resets_at: Some("2026-11-30T04:20:00Z"),
+    },
+    RecordedStream {
+        path: "codex/rollout-token-count.jsonl",
+        format: OutputFormat::CodexRollout,
+        contents: &[stream!("codex/rollout-token-count.jsonl")],
+        exit_code: None,
+        now: SYNTHETIC_NOW,
+        outcome: Some("usage_limited"),
+        resets_at: Some("2026-09-21T15:20:00Z"),
+    },
+    // 2025-10-29T01:00:38.856Z plus `resets_in_seconds: 16200`.
+    RecordedStream {
+        path: "codex/rollout-token-count-legacy.jsonl",
+        format: OutputFormat::CodexRollout,
+        contents: &[stream!("codex/rollout-token-count-legacy.jsonl")],
+        exit_code: None,
+        now: SYNTHETIC_NOW,
+        outcome: None,
+        resets_at: Some("2025-10-29T05:30:38.856Z"),
+    },
+    RecordedStream {
+        path: "gemini/stream-json-normal.jsonl",
+        format: OutputFormat::GeminiStreamJson,
+        contents: &[stream!("gemini/stream-json-normal.jsonl")],
+        exit_code: Some(0),
+        now: SYNTHETIC_NOW,
+        outcome: Some("completed"),
+        resets_at: None,
+    },
+    // "reset after 4h28m20s", counted from the result event's own timestamp (10:51:47.630Z).
+    RecordedStream {
+        path: "gemini/stream-json-quota-error.jsonl",
+        format: OutputFormat::GeminiStreamJson,
+        contents: &[stream!("gemini/stream-json-quota-error.jsonl")],
+        exit_code: Some(1),
+        now: SYNTHETIC_NOW,
+        outcome: Some("usage_limited"),
+        resets_at: Some("2026-09-21T15:20:07.63Z"),
+    },
+    RecordedStream {
+        path: "gemini/json-quota-error.json",
+        format: OutputFormat::GeminiJson,
+        contents: &[stream!("gemini/json-quota-error.json")],
+        exit_code: Some(1),
+        now: "2026-09-21T10:51:40Z",
+        outcome: Some("usage_limited"),
+        resets_at: Some("2026-09-21T15:20:00Z"),
+    },
+    RecordedStream {
+        path: "gemini/api-error-quota-exhausted.json",
+        format: OutputFormat::GeminiJson,
+        contents: &[stream!("gemini/api-error-quota-exhausted.json")],
+        exit_code: Some(1),
+        now: SYNTHETIC_NOW,
+        outcome: Some("usage_limited"),
+        resets_at: Some("2026-09-21T15:20:00Z"),
+    },
+    RecordedStream {
+        path: "gemini/quota-error.stderr.txt",
+        format: OutputFormat::GeminiStreamJson,
+        contents: &[stream!("gemini/quota-error.stderr.txt")],
+        exit_code: None,
+        now: SYNTHETIC_NOW,
+        outcome: Some("transient"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "gemini/captured-write-file.jsonl",
+        format: OutputFormat::GeminiStreamJson,
+        contents: &[stream!("gemini/captured-write-file.jsonl")],
+        exit_code: Some(0),
+        now: CAPTURED_NOW,
+        outcome: Some("completed"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "pty/claude-permission-dialog.screen.txt",
+        format: OutputFormat::Text,
+        contents: &[stream!("pty/claude-permission-dialog.screen.txt")],
+        exit_code: None,
+        now: SYNTHETIC_NOW,
+        outcome: Some("asked"),
+        resets_at: None,
+    },
+];
+
+/// The usage-limit wording table (`era <TAB> surface <TAB> text`, `#` comments).
+pub const USAGE_LIMIT_TEXT_VARIANTS: &str = stream!("claude/usage-limit-text-variants.txt");
+
+/// The recorded streams an adapter with output `format` can be tested against. Codex
+/// adapters also get the rollout files, which the supervisor reads after a Codex slice.
+pub fn streams_for(format: OutputFormat) -> impl Iterator<Item = &'static RecordedStream> {
+    RECORDED_STREAMS.iter().filter(move |s| {
+        s.format == format
+            || (format == OutputFormat::CodexJson && s.format == OutputFormat::CodexRollout)
+            || (format == OutputFormat::GeminiStreamJson && s.format == OutputFormat::GeminiJson)
+            || (format == OutputFormat::GeminiJson && s.format == OutputFormat::GeminiStreamJson)
+    })
+}

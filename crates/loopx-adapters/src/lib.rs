@@ -1,0 +1,69 @@
+//! # Theory of operation
+//!
+//! `loopx-adapters` owns everything loopx knows about agent CLIs, and never spawns a process.
+//!
+//! - **Adapters** (`adapters/*.toml`, embedded; a project may add `.loopx/adapters/*.toml`)
+//!   describe a runtime: program, argument template, prompt delivery, flags per
+//!   [`PermissionLevel`], output format, extra signal rules, exit-code meanings, health check.
+//! - **Profiles** (`profiles/*.toml` examples; a project's `.loopx/profiles/`) are one agent's
+//!   settings: adapter, model, role, permission, limits, quota, environment, prompt template.
+//!   Both load in two stages (`Raw*` serde shape with spans → validated types); every problem
+//!   of a file is collected and reported at once with `file:line:column`, the key and a hint
+//!   ([`InvalidConfig`]). A [`LoadedProfile`] carries a [`ContentHash`] over both files.
+//! - [`render_launch`] turns profile + adapter + permission + prompt into a [`LaunchPlan`]
+//!   (program, argv, environment allowlist, secret names, prompt delivery) for the PTY crate.
+//! - [`Parser`] reads an agent's output incrementally (lines or bytes; `\r\n` and ANSI noise are
+//!   tolerated; unknown events and non-JSON lines are skipped) into [`AgentEvent`]s and keeps a
+//!   [`StreamSummary`]. [`classify`] turns the summary and the exit code into an [`Outcome`]:
+//!   the stream first, the exit code last, because exit codes lie.
+//! - [`parse_reset_time`] reads vendor reset wording ("resets 3am (Europe/London)", "try again
+//!   in 5 days 22 hours", "reset after 8h44m7s") relative to a `now` it is given.
+//! - [`parse_report`] reads the agent's `loopx-report` block from the final message.
+//! - [`inspect`] holds what `loopx profile list|show|check` and `loopx adapter test` need, as
+//!   plain data for the CLI to render.
+//!
+//! Time is always a parameter (`now`), so everything here is a pure function of its input.
+//! Classification rules and their sources are in `docs/design/classification.md`; the file
+//! formats in `docs/profiles.md`.
+
+mod adapter;
+mod classify;
+mod config;
+mod errors;
+mod event;
+pub mod fixtures;
+pub mod inspect;
+mod launch;
+mod parse;
+mod permission;
+mod profile;
+mod report;
+mod reset;
+mod signals;
+
+pub use adapter::{
+    Adapter, AdapterCatalog, AdapterOptions, BUILTIN_ADAPTERS, ExitMeaning, HealthCheck,
+    OutputFormat, PromptDeliveryKind, SignalKind, SignalRule, SignalScope, StdinMode,
+    load_adapter_file, load_adapter_str,
+};
+pub use classify::{Classification, Outcome, classify};
+pub use errors::{ConfigKind, InvalidConfig, LaunchError, LoadError, Problem};
+pub use event::{
+    AgentEvent, Finish, FinishKind, LimitSignal, LimitStatus, LimitWindow, StreamSummary,
+    TokenUsage, UsageScope, WaitKind,
+};
+pub use launch::{LaunchContext, LaunchPlan, MAX_ARG_BYTES, PromptDelivery, render_launch};
+pub use parse::{MAX_LINE_BYTES, Parser, strip_ansi};
+pub use permission::{
+    BYPASS_MARKERS, PermissionLevel, WRITE_MARKERS, find_bypass, find_write_grant,
+};
+pub use profile::{
+    ContentHash, DEFAULT_ENV_ALLOW, DEFAULT_PROMPT_TEMPLATE, EnvPolicy, LoadedProfile,
+    PROMPT_PLACEHOLDERS, Profile, ProfileEntry, QuotaSettings, QuotaWindow, SliceLimits,
+    find_profile, load_profile_file, load_profile_str, load_profiles_dir, render_prompt,
+};
+pub use report::{
+    MalformedReport, Report, ReportEvidence, ReportQuestion, ReportStatus, ReportTodo, parse_report,
+};
+pub use reset::{epoch_to_timestamp, parse_reset_time};
+pub use signals::limit_from_text;

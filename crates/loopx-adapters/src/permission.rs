@@ -1,0 +1,79 @@
+//! Permission levels and the vendor flags that must never leak below `full`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// How much an agent may do. Ordered: `ReadOnly < WorkspaceWrite < Full`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionLevel {
+    /// Read files and run read-only commands; never write.
+    ReadOnly,
+    /// Write inside the working directory, with the vendor's sandbox on.
+    WorkspaceWrite,
+    /// The vendor's bypass mode. Runs only after a human approved the profile's content hash.
+    Full,
+}
+
+impl PermissionLevel {
+    /// Every level, lowest first.
+    pub const ALL: [Self; 3] = [Self::ReadOnly, Self::WorkspaceWrite, Self::Full];
+
+    /// The spelling used in TOML and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::WorkspaceWrite => "workspace-write",
+            Self::Full => "full",
+        }
+    }
+}
+
+impl fmt::Display for PermissionLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PermissionLevel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|level| level.as_str() == s)
+            .ok_or_else(|| format!("unknown permission level `{s}`"))
+    }
+}
+
+/// Vendor flags (or flag values) that switch off the agent's own safety: allowed only at `full`.
+pub const BYPASS_MARKERS: [&str; 5] = [
+    "--dangerously-skip-permissions",
+    "bypassPermissions",
+    "danger-full-access",
+    "--dangerously-bypass-approvals-and-sandbox",
+    "yolo",
+];
+
+/// Flags (or values) that let an agent write files: never allowed at `read-only`.
+pub const WRITE_MARKERS: [&str; 4] = ["acceptEdits", "workspace-write", "auto_edit", "--full-auto"];
+
+/// The first bypass marker found in `args`, if any.
+pub fn find_bypass(args: &[String]) -> Option<&'static str> {
+    find_marker(args, &BYPASS_MARKERS)
+}
+
+/// The first write-granting or bypass marker found in `args`, if any.
+pub fn find_write_grant(args: &[String]) -> Option<&'static str> {
+    find_marker(args, &WRITE_MARKERS).or_else(|| find_bypass(args))
+}
+
+fn find_marker(args: &[String], markers: &[&'static str]) -> Option<&'static str> {
+    // Substring match: `--permission-mode=bypassPermissions` and `--approval-mode=yolo` count.
+    markers
+        .iter()
+        .copied()
+        .find(|m| args.iter().any(|a| a.contains(m)))
+}

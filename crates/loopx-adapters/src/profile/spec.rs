@@ -1,0 +1,210 @@
+//! The validated profile.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::PermissionLevel;
+
+/// Environment variables passed when a profile sets no `env.allow`.
+pub const DEFAULT_ENV_ALLOW: [&str; 9] = [
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TMPDIR", "SHELL",
+];
+
+/// Placeholders a prompt template may use; the supervisor fills them.
+pub const PROMPT_PLACEHOLDERS: [&str; 9] = [
+    "agent",
+    "role",
+    "goal",
+    "scope",
+    "todo",
+    "handoff",
+    "gates",
+    "evidence",
+    "report_protocol",
+];
+
+/// The prompt template used when a profile sets none.
+pub const DEFAULT_PROMPT_TEMPLATE: &str = "\
+You are `{agent}`, working as {role} on this goal:
+{goal}
+
+You may change only: {scope}
+
+Your task:
+{todo}
+
+Handoff from the previous slice:
+{handoff}
+
+Answered questions:
+{gates}
+
+Recent evidence:
+{evidence}
+
+{report_protocol}
+";
+
+/// Hard limits loopx enforces on one slice, whatever the agent's own flags.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SliceLimits {
+    /// Wall-clock limit (default 30 min).
+    pub max_time: Duration,
+    /// No output for this long means stalled (default 5 min).
+    pub idle_timeout: Duration,
+    /// Between SIGTERM and SIGKILL (default 10 s).
+    pub grace: Duration,
+    /// Bytes of output kept and read (default 64 MiB).
+    pub max_output_bytes: u64,
+    /// Agent turns, when the adapter can limit them.
+    pub max_turns: Option<u32>,
+}
+
+impl Default for SliceLimits {
+    fn default() -> Self {
+        Self {
+            max_time: Duration::from_secs(30 * 60),
+            idle_timeout: Duration::from_secs(5 * 60),
+            grace: Duration::from_secs(10),
+            max_output_bytes: 64 << 20,
+            max_turns: None,
+        }
+    }
+}
+
+/// One token or cost window, like the vendors' (`tokens = 2_000_000` per `window = "5h"`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QuotaWindow {
+    /// The window length; it resets in full at its end.
+    pub window: Duration,
+    /// Tokens allowed per window.
+    pub tokens: Option<u64>,
+    /// US dollars allowed per window.
+    pub cost_usd: Option<f64>,
+}
+
+/// Pacing and windows for this agent (DESIGN §4).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QuotaSettings {
+    /// Vendor holds are keyed by account, so profiles sharing a subscription pause together
+    /// (default: the adapter name).
+    pub account: String,
+    /// Pacing; `None` means unpaced.
+    pub slices_per_hour: Option<u32>,
+    /// Slices allowed back to back (default 1).
+    pub burst: u32,
+    /// Token and cost windows.
+    pub windows: Vec<QuotaWindow>,
+}
+
+/// What reaches the agent's environment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EnvPolicy {
+    /// Names passed through from loopx's environment when present.
+    pub allow: Vec<String>,
+    /// Credential names: passed when present, values redacted everywhere.
+    pub secrets: Vec<String>,
+    /// Fixed values.
+    pub set: BTreeMap<String, String>,
+}
+
+/// A validated profile.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Profile {
+    /// The name (file stem).
+    pub name: String,
+    /// One line for `loopx profile list`.
+    pub description: String,
+    /// The adapter name.
+    pub adapter: String,
+    /// The model, passed through the adapter's `options.model`.
+    pub model: Option<String>,
+    /// Which todos this agent takes (`executor`, `reviewer`, `planner`, …).
+    pub role: Option<String>,
+    /// What it can do, matched against a todo's `needs`.
+    pub capabilities: Vec<String>,
+    /// The highest level this profile may run at.
+    pub permission: PermissionLevel,
+    /// Overrides the adapter's program (required for adapters without one).
+    pub program: Option<String>,
+    /// Appended where the adapter's `{flags}` goes.
+    pub extra_args: Vec<String>,
+    /// Working directory, relative to the project root.
+    pub workdir: PathBuf,
+    /// The prompt template.
+    pub prompt_template: String,
+    /// Slice limits.
+    pub limits: SliceLimits,
+    /// Quota settings.
+    pub quota: QuotaSettings,
+    /// Environment policy.
+    pub env: EnvPolicy,
+    /// Where it was loaded from.
+    pub file: String,
+}
+
+/// SHA-256 over a profile's bytes and its adapter's bytes: any edit to either changes it, so an
+/// approval bound to it (for `full`) asks again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct ContentHash(#[serde(serialize_with = "hex")] pub [u8; 32]);
+
+impl ContentHash {
+    /// Hash of a profile file and its adapter file. Lengths are included so no two different
+    /// pairs of files can produce the same input.
+    pub fn of(profile_bytes: &[u8], adapter_bytes: &[u8]) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(b"loopx-profile-v1\0");
+        hasher.update((profile_bytes.len() as u64).to_le_bytes());
+        hasher.update(profile_bytes);
+        hasher.update((adapter_bytes.len() as u64).to_le_bytes());
+        hasher.update(adapter_bytes);
+        Self(hasher.finalize().into())
+    }
+}
+
+impl fmt::Display for ContentHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+fn hex<S: serde::Serializer>(bytes: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&ContentHash(*bytes))
+}
+
+/// Fill a prompt template. Unknown `{names}` were refused when the profile loaded; missing
+/// values render as empty so a template never leaks a raw placeholder to the agent.
+pub fn render_prompt(template: &str, values: &BTreeMap<&str, String>) -> String {
+    crate::config::fill_placeholders(template, |name| {
+        PROMPT_PLACEHOLDERS
+            .contains(&name)
+            .then(|| values.get(name).map_or("", String::as_str))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_placeholders_are_filled_and_other_braces_kept() {
+        let values = BTreeMap::from([("goal", "ship it".to_owned())]);
+        let out = render_prompt("Goal: {goal}; json {\"a\":1}; todo: {todo}.", &values);
+        assert_eq!(out, "Goal: ship it; json {\"a\":1}; todo: .");
+    }
+
+    #[test]
+    fn content_hash_changes_with_either_file() {
+        let base = ContentHash::of(b"p", b"a");
+        assert_ne!(base, ContentHash::of(b"p ", b"a"));
+        assert_ne!(base, ContentHash::of(b"p", b"a "));
+        // Moving bytes from one file to the other must not collide.
+        assert_ne!(ContentHash::of(b"pa", b""), ContentHash::of(b"p", b"a"));
+        assert_eq!(base.to_string().len(), 64);
+    }
+}

@@ -1,0 +1,397 @@
+//! Stage two for profiles: raw shape → [`Profile`], checked against its adapter.
+
+use std::ops::Range;
+use std::path::{Component, PathBuf};
+
+use super::raw::{RawEnv, RawLimits, RawProfile, RawQuota};
+use super::spec::{
+    DEFAULT_ENV_ALLOW, DEFAULT_PROMPT_TEMPLATE, EnvPolicy, PROMPT_PLACEHOLDERS, Profile,
+    QuotaSettings, QuotaWindow, SliceLimits,
+};
+use crate::adapter::{Adapter, AdapterCatalog, check_placeholders};
+use crate::adapter::{duration, env_names, one_of};
+use crate::config::{
+    Checked, DurationText, Problems, SizeValue, did_you_mean, is_env_name, is_id, parse_byte_size,
+    take,
+};
+use crate::errors::LoadError;
+use crate::permission::{PermissionLevel, find_bypass};
+
+/// Validate a parsed profile. `Err` only when its adapter file itself cannot be loaded.
+pub(crate) fn validate(
+    name: &str,
+    raw: RawProfile,
+    catalog: &AdapterCatalog,
+    p: &mut Problems,
+) -> Result<Option<(Profile, Adapter)>, LoadError> {
+    let adapter = match take(raw.adapter, "adapter", p) {
+        Some((adapter_name, span)) => resolve_adapter(&adapter_name, span, catalog, p)?,
+        None => {
+            p.push(
+                0..0,
+                Some("adapter"),
+                "missing key `adapter`",
+                Some(format!(
+                    "add e.g. `adapter = \"claude-code\"` (available: {})",
+                    catalog.names().join(", ")
+                )),
+            );
+            None
+        }
+    };
+    let permission = match take(raw.permission, "permission", p) {
+        Some((v, span)) => one_of(
+            &v,
+            &span,
+            "permission",
+            &PermissionLevel::ALL.map(|l| (l, l.as_str())),
+            p,
+        )
+        .map(|l| (l, span)),
+        None => {
+            p.push(
+                0..0,
+                Some("permission"),
+                "missing key `permission`",
+                Some(
+                    "add `permission = \"read-only\"` (or \"workspace-write\", \"full\")"
+                        .to_owned(),
+                ),
+            );
+            None
+        }
+    };
+    if let (Some(adapter), Some((level, span))) = (&adapter, &permission)
+        && !adapter.permissions.contains_key(level)
+    {
+        let supported = adapter
+            .supported_levels()
+            .iter()
+            .map(|l| format!("`{l}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        p.push(
+            span.clone(),
+            Some("permission"),
+            format!(
+                "adapter `{}` cannot express permission level `{level}`",
+                adapter.name
+            ),
+            Some(format!("`{}` supports {supported}", adapter.name)),
+        );
+    }
+    let description = take(raw.description, "description", p)
+        .map(|(v, _)| v)
+        .unwrap_or_default();
+    let model = take(raw.model, "model", p);
+    if let (Some(adapter), Some((_, span))) = (&adapter, &model)
+        && adapter.options.model.is_empty()
+    {
+        p.push(
+            span.clone(),
+            Some("model"),
+            format!("adapter `{}` has no way to choose a model", adapter.name),
+            Some("remove `model`, or add `[options] model = [...]` to the adapter".to_owned()),
+        );
+    }
+    let role = id_value(take(raw.role, "role", p), "role", p);
+    let capabilities = match take(raw.capabilities, "capabilities", p) {
+        Some((caps, span)) => {
+            for cap in caps.iter().filter(|c| !is_id(c)) {
+                p.push(
+                    span.clone(),
+                    Some("capabilities"),
+                    format!("capability `{cap}` is not an id"),
+                    Some("ids match `^[a-z][a-z0-9-]{0,63}$`".to_owned()),
+                );
+            }
+            caps
+        }
+        None => Vec::new(),
+    };
+    let program = take(raw.program, "program", p);
+    if let Some(adapter) = adapter
+        .as_ref()
+        .filter(|a| a.program.is_none() && program.is_none())
+    {
+        p.push(
+            0..0,
+            Some("program"),
+            format!(
+                "adapter `{}` names no program, so the profile must",
+                adapter.name
+            ),
+            Some("add e.g. `program = \"aider\"`".to_owned()),
+        );
+    }
+    let extra_args = take(raw.extra_args, "extra_args", p).map(|(args, span)| {
+        if let Some(marker) = find_bypass(&args) {
+            p.push(span, Some("extra_args"), format!("`extra_args` contains the bypass flag `{marker}`, which would apply at every permission level"), Some("use `permission = \"full\"` with an adapter that maps it".to_owned()));
+        }
+        args
+    });
+    let workdir = workdir(take(raw.workdir, "workdir", p), p);
+    let prompt_template = match take(raw.prompt.and_then(|r| r.template), "prompt.template", p) {
+        Some((template, span)) => {
+            check_placeholders(&template, &PROMPT_PLACEHOLDERS, "prompt.template", &span, p);
+            template
+        }
+        None => DEFAULT_PROMPT_TEMPLATE.to_owned(),
+    };
+    let limits = limits(raw.limits, adapter.as_ref(), p);
+    let default_account = adapter
+        .as_ref()
+        .map_or_else(String::new, |a| a.name.clone());
+    let quota = quota(raw.quota, default_account, p);
+    let env = env(raw.env, p);
+    let (Some(adapter), Some((permission, _))) = (adapter, permission) else {
+        return Ok(None);
+    };
+    let profile = Profile {
+        name: name.to_owned(),
+        description,
+        adapter: adapter.name.clone(),
+        model: model.map(|(m, _)| m),
+        role,
+        capabilities,
+        permission,
+        program: program.map(|(v, _)| v),
+        extra_args: extra_args.unwrap_or_default(),
+        workdir,
+        prompt_template,
+        limits,
+        quota,
+        env,
+        file: String::new(),
+    };
+    Ok(Some((profile, adapter)))
+}
+
+fn resolve_adapter(
+    name: &str,
+    span: Range<usize>,
+    catalog: &AdapterCatalog,
+    p: &mut Problems,
+) -> Result<Option<Adapter>, LoadError> {
+    if let Some(adapter) = catalog.load(name)? {
+        return Ok(Some(adapter));
+    }
+    let names = catalog.names();
+    let help = match did_you_mean(name, names.iter().map(String::as_str)) {
+        Some(best) => format!("did you mean `{best}`?"),
+        None => format!("available adapters: {}", names.join(", ")),
+    };
+    p.push(
+        span,
+        Some("adapter"),
+        format!("unknown adapter `{name}`"),
+        Some(help),
+    );
+    Ok(None)
+}
+
+fn id_value(field: Option<(String, Range<usize>)>, key: &str, p: &mut Problems) -> Option<String> {
+    let (value, span) = field?;
+    if !is_id(&value) {
+        p.push(
+            span,
+            Some(key),
+            format!("`{value}` is not a valid {key}"),
+            Some("ids match `^[a-z][a-z0-9-]{0,63}$`, e.g. \"executor\"".to_owned()),
+        );
+    }
+    Some(value)
+}
+
+fn workdir(field: Option<(String, Range<usize>)>, p: &mut Problems) -> PathBuf {
+    let Some((dir, span)) = field else {
+        return PathBuf::from(".");
+    };
+    let path = PathBuf::from(&dir);
+    if path.is_absolute() || path.components().any(|c| matches!(c, Component::ParentDir)) {
+        p.push(
+            span,
+            Some("workdir"),
+            format!("`workdir = \"{dir}\"` leaves the project"),
+            Some("use a path relative to the project root, without `..`".to_owned()),
+        );
+    }
+    path
+}
+
+fn limits(raw: Option<RawLimits>, adapter: Option<&Adapter>, p: &mut Problems) -> SliceLimits {
+    let mut limits = SliceLimits::default();
+    let Some(raw) = raw else { return limits };
+    let mut dur =
+        |field: Option<Checked<DurationText>>, key: &str, slot: &mut std::time::Duration| {
+            if let Some(d) =
+                take(field, key, p).and_then(|(text, span)| duration(&text.0, span, key, p))
+            {
+                *slot = d;
+            }
+        };
+    dur(raw.max_time, "limits.max_time", &mut limits.max_time);
+    dur(
+        raw.idle_timeout,
+        "limits.idle_timeout",
+        &mut limits.idle_timeout,
+    );
+    dur(raw.grace, "limits.grace", &mut limits.grace);
+    if let Some((size, span)) = take(raw.max_output, "limits.max_output", p) {
+        let parsed = match size {
+            SizeValue::Bytes(b) => Ok(b),
+            SizeValue::Text(t) => parse_byte_size(&t),
+        };
+        match parsed {
+            Ok(0) => p.push(
+                span,
+                Some("limits.max_output"),
+                "`limits.max_output` is 0, so no output could be kept",
+                None,
+            ),
+            Ok(bytes) => limits.max_output_bytes = bytes,
+            Err(why) => p.push(
+                span,
+                Some("limits.max_output"),
+                format!("invalid size for `limits.max_output`: {why}"),
+                Some("use a size like \"16MiB\" or a number of bytes".to_owned()),
+            ),
+        }
+    }
+    if let Some((turns, span)) = take(raw.max_turns, "limits.max_turns", p) {
+        if turns == 0 {
+            p.push(
+                span.clone(),
+                Some("limits.max_turns"),
+                "`limits.max_turns` is 0, so the agent could not act",
+                None,
+            );
+        }
+        if let Some(adapter) = adapter.filter(|a| a.options.max_turns.is_empty()) {
+            p.push(
+                span,
+                Some("limits.max_turns"),
+                format!("adapter `{}` cannot limit turns", adapter.name),
+                Some("remove `max_turns`; `max_time` still bounds the slice".to_owned()),
+            );
+        }
+        limits.max_turns = Some(turns);
+    }
+    limits
+}
+
+fn quota(raw: Option<RawQuota>, default_account: String, p: &mut Problems) -> QuotaSettings {
+    let mut quota = QuotaSettings {
+        account: default_account,
+        slices_per_hour: None,
+        burst: 1,
+        windows: Vec::new(),
+    };
+    let Some(raw) = raw else { return quota };
+    if let Some(account) = id_value(take(raw.account, "quota.account", p), "quota.account", p) {
+        quota.account = account;
+    }
+    if let Some((rate, span)) = take(raw.slices_per_hour, "quota.slices_per_hour", p) {
+        if rate == 0 {
+            p.push(
+                span,
+                Some("quota.slices_per_hour"),
+                "`quota.slices_per_hour = 0` would never run a slice",
+                Some("to pause an agent use `loopx quota pause`".to_owned()),
+            );
+        }
+        quota.slices_per_hour = Some(rate);
+    }
+    if let Some((burst, span)) = take(raw.burst, "quota.burst", p) {
+        if burst == 0 {
+            p.push(
+                span,
+                Some("quota.burst"),
+                "`quota.burst` must be at least 1",
+                None,
+            );
+        }
+        quota.burst = burst;
+    }
+    for (i, w) in raw.windows.unwrap_or_default().into_iter().enumerate() {
+        let key = |k: &str| format!("quota.windows.{i}.{k}");
+        let window = take(w.window, &key("window"), p);
+        let tokens = take(w.tokens, &key("tokens"), p).map(|(t, _)| t);
+        let cost = take(w.cost_usd, &key("cost_usd"), p);
+        if let Some((_, span)) = cost.as_ref().filter(|(c, _)| !c.is_finite() || *c < 0.0) {
+            p.push(
+                span.clone(),
+                Some(&key("cost_usd")),
+                "`cost_usd` must be a non-negative number",
+                None,
+            );
+        }
+        let Some((text, span)) = window else {
+            p.push(
+                0..0,
+                Some(&key("window")),
+                format!("`[[quota.windows]]` entry {} has no `window`", i + 1),
+                Some("add e.g. `window = \"5h\"`".to_owned()),
+            );
+            continue;
+        };
+        if tokens.is_none() && cost.is_none() {
+            p.push(
+                span.clone(),
+                Some(&key("window")),
+                "a quota window limits nothing without `tokens` or `cost_usd`",
+                Some("add e.g. `tokens = 2_000_000`".to_owned()),
+            );
+        }
+        if let Some(window) = duration(&text.0, span, &key("window"), p) {
+            quota.windows.push(QuotaWindow {
+                window,
+                tokens,
+                cost_usd: cost.map(|(c, _)| c),
+            });
+        }
+    }
+    quota
+}
+
+fn env(raw: Option<RawEnv>, p: &mut Problems) -> EnvPolicy {
+    let default_allow = || DEFAULT_ENV_ALLOW.iter().map(|s| (*s).to_owned()).collect();
+    let Some(raw) = raw else {
+        return EnvPolicy {
+            allow: default_allow(),
+            secrets: Vec::new(),
+            set: Default::default(),
+        };
+    };
+    let allow = if raw.allow.is_some() {
+        env_names(raw.allow, "env.allow", false, p)
+    } else {
+        default_allow()
+    };
+    let secrets = env_names(raw.secrets, "env.secrets", true, p);
+    let set = take(raw.set, "env.set", p).map(|(set, span)| {
+        for name in set.keys() {
+            if !is_env_name(name) {
+                p.push(
+                    span.clone(),
+                    Some("env.set"),
+                    format!("`{name}` is not an environment variable name"),
+                    None,
+                );
+            } else if name.starts_with("LOOPX_") {
+                p.push(
+                    span.clone(),
+                    Some("env.set"),
+                    format!("`{name}` is set by loopx itself"),
+                    None,
+                );
+            }
+        }
+        set
+    });
+    EnvPolicy {
+        allow,
+        secrets,
+        set: set.unwrap_or_default(),
+    }
+}

@@ -1,0 +1,171 @@
+//! The agent's ```` ```loopx-report ```` block (DESIGN §6), read from its final message.
+
+use serde::{Deserialize, Serialize};
+
+/// Largest report block read; beyond it the block is malformed (it is evidence, not a log).
+const MAX_REPORT_BYTES: usize = 256 << 10;
+
+/// What the agent says about its slice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportStatus {
+    /// The todo is done.
+    Done,
+    /// Progress was made; more remains.
+    Progress,
+    /// It cannot go on without a decision.
+    Blocked,
+}
+
+/// One piece of evidence the agent reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportEvidence {
+    /// `test`, `diff`, `note`, …
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// What it shows.
+    pub summary: String,
+}
+
+/// A todo the agent proposes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportTodo {
+    /// Title.
+    pub title: String,
+    /// Detail.
+    #[serde(default)]
+    pub detail: Option<String>,
+    /// The role that should take it (`reviewer`, …).
+    #[serde(default)]
+    pub role: Option<String>,
+}
+
+/// A question for a human.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportQuestion {
+    /// The question.
+    pub text: String,
+    /// Suggested answers.
+    #[serde(default)]
+    pub options: Vec<String>,
+}
+
+/// A well-formed report. Unknown fields are ignored: agents embellish, and a report is still
+/// worth reading when they do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// Status.
+    pub status: ReportStatus,
+    /// One-paragraph summary.
+    pub summary: String,
+    /// Evidence.
+    #[serde(default)]
+    pub evidence: Vec<ReportEvidence>,
+    /// What the next agent on this todo needs.
+    #[serde(default)]
+    pub handoff: Option<String>,
+    /// Proposed todos.
+    #[serde(default)]
+    pub next_todos: Vec<ReportTodo>,
+    /// A question for a human.
+    #[serde(default)]
+    pub question: Option<ReportQuestion>,
+}
+
+/// A report block that could not be read: kept as evidence of what the agent wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MalformedReport {
+    /// Why it could not be read.
+    pub error: String,
+    /// The block's text (bounded).
+    pub raw: String,
+}
+
+const FENCE: &str = "```loopx-report";
+
+/// The last `loopx-report` block in `message`: `None` without one, `Err` when it is not a
+/// valid report. Never panics, whatever the text.
+pub fn parse_report(message: &str) -> Option<Result<Report, MalformedReport>> {
+    let start = message.rfind(FENCE)? + FENCE.len();
+    let body = &message[start..];
+    // The fence line may carry trailing spaces; the block ends at the next fence (or the end,
+    // when the agent was cut off).
+    let body = body.split_once('\n').map_or("", |(_, rest)| rest);
+    let body = match body.find("```") {
+        Some(end) => &body[..end],
+        None => body,
+    };
+    let body = body.trim();
+    if body.len() > MAX_REPORT_BYTES {
+        return Some(Err(MalformedReport {
+            error: format!(
+                "report block is {} bytes, over the {MAX_REPORT_BYTES} limit",
+                body.len()
+            ),
+            raw: head(body),
+        }));
+    }
+    Some(
+        serde_json::from_str::<Report>(body).map_err(|err| MalformedReport {
+            error: err.to_string(),
+            raw: head(body),
+        }),
+    )
+}
+
+fn head(text: &str) -> String {
+    let mut end = text.len().min(4096);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_full_shape() {
+        let msg = "Done.\n```loopx-report\n{\"status\":\"blocked\",\"summary\":\"s\",\"evidence\":[{\"kind\":\"test\",\"summary\":\"41 passed\"}],\"handoff\":\"h\",\"next_todos\":[{\"title\":\"t\",\"detail\":\"d\",\"role\":\"reviewer\"}],\"question\":{\"text\":\"Which?\",\"options\":[\"a\",\"b\"]}}\n```\n";
+        let report = parse_report(msg).expect("a block").expect("well formed");
+        assert_eq!(report.status, ReportStatus::Blocked);
+        assert_eq!(report.next_todos[0].role.as_deref(), Some("reviewer"));
+        assert_eq!(report.question.map(|q| q.options.len()), Some(2));
+    }
+
+    #[test]
+    fn last_block_wins() {
+        let msg = "```loopx-report\n{\"status\":\"progress\",\"summary\":\"first\"}\n```\nlater\n```loopx-report\n{\"status\":\"done\",\"summary\":\"second\"}\n```";
+        assert_eq!(
+            parse_report(msg).expect("a block").expect("ok").summary,
+            "second"
+        );
+    }
+
+    #[test]
+    fn malformed_json_is_a_value_not_a_crash() {
+        let malformed =
+            parse_report("```loopx-report\n{\"status\":\"done\",\n```").expect("a block");
+        let err = malformed.expect_err("truncated JSON");
+        assert!(err.raw.contains("status"));
+        let bad_status =
+            parse_report("```loopx-report\n{\"status\":\"finished\",\"summary\":\"x\"}\n```")
+                .expect("a block");
+        assert!(bad_status.is_err());
+    }
+
+    #[test]
+    fn no_block_is_none() {
+        assert_eq!(parse_report("all done, no report"), None);
+    }
+
+    #[test]
+    fn unclosed_block_reads_to_the_end() {
+        let msg = "```loopx-report\n{\"status\":\"done\",\"summary\":\"cut\"}";
+        assert_eq!(
+            parse_report(msg).expect("a block").expect("ok").summary,
+            "cut"
+        );
+    }
+}

@@ -1,0 +1,136 @@
+//! Error messages for invalid profiles and adapters: located, complete, with hints.
+
+use loopx_adapters::{AdapterCatalog, LoadError, load_profile_str};
+
+fn invalid(name: &str, text: &str) -> Box<loopx_adapters::InvalidConfig> {
+    match load_profile_str(
+        name,
+        &format!("profiles/{name}.toml"),
+        text,
+        &AdapterCatalog::builtin(),
+    ) {
+        Err(LoadError::Invalid(invalid)) => invalid,
+        Err(other) => panic!("expected an invalid-config error, got {other}"),
+        Ok(_) => panic!("expected `{name}` to be invalid"),
+    }
+}
+
+/// The one-line form and the full miette rendering, as a user sees them.
+fn rendered(invalid: &loopx_adapters::InvalidConfig) -> String {
+    format!("{}\n\n{}", invalid.one_line_each(), invalid.render_plain())
+}
+
+#[test]
+fn unknown_key() {
+    let err = invalid(
+        "nightly",
+        "adapter = \"claude-code\"\npermision = \"read-only\"\npermission = \"read-only\"\n",
+    );
+    assert_eq!(err.problems.len(), 1);
+    assert_eq!((err.problems[0].line, err.problems[0].column), (2, 1));
+    assert_eq!(
+        err.problems[0].help.as_deref(),
+        Some("did you mean `permission`?")
+    );
+    insta::assert_snapshot!(rendered(&err));
+}
+
+#[test]
+fn unknown_key_in_a_table() {
+    let err = invalid(
+        "nightly",
+        "adapter = \"claude-code\"\npermission = \"read-only\"\n[limits]\nmax_tme = \"30m\"\n",
+    );
+    assert_eq!(err.problems[0].key.as_deref(), Some("limits.max_tme"));
+    assert_eq!(
+        err.problems[0].help.as_deref(),
+        Some("did you mean `max_time`?")
+    );
+}
+
+#[test]
+fn wrong_type() {
+    let err = invalid(
+        "nightly",
+        "adapter = \"claude-code\"\npermission = \"read-only\"\n[limits]\nmax_turns = \"forty\"\n",
+    );
+    assert_eq!((err.problems[0].line, err.problems[0].column), (4, 13));
+    insta::assert_snapshot!(rendered(&err));
+}
+
+#[test]
+fn bad_duration() {
+    let err = invalid(
+        "nightly",
+        "adapter = \"claude-code\"\npermission = \"read-only\"\n\n[limits]\nmax_time = \"5 minuets\"\n",
+    );
+    assert!(err.problems[0].message.contains("minuets"));
+    insta::assert_snapshot!(rendered(&err));
+}
+
+#[test]
+fn missing_adapter() {
+    let err = invalid(
+        "nightly",
+        "adapter = \"cladue-code\"\npermission = \"read-only\"\n",
+    );
+    assert_eq!(
+        err.problems[0].help.as_deref(),
+        Some("did you mean `claude-code`?")
+    );
+    insta::assert_snapshot!(rendered(&err));
+}
+
+#[test]
+fn permission_the_adapter_cannot_express() {
+    let err = invalid("showcase", "adapter = \"demo\"\npermission = \"full\"\n");
+    insta::assert_snapshot!(rendered(&err));
+}
+
+#[test]
+fn every_error_in_a_file_is_reported_at_once() {
+    let text = "\
+adapter = \"codex\"
+permission = \"workspace-write\"
+modle = \"gpt-5\"
+capabilities = \"rust\"
+workdir = \"../elsewhere\"
+[limits]
+max_time = \"5 minuets\"
+idle_timeout = 30
+max_turns = 10
+[quota]
+slices_per_hour = 0
+[[quota.windows]]
+window = \"5h\"
+[env]
+allow = [\"PATH\", \"OPENAI_API_KEY\"]
+";
+    let err = invalid("many", text);
+    let lines: Vec<usize> = err.problems.iter().map(|p| p.line).collect();
+    assert_eq!(
+        lines,
+        vec![3, 4, 5, 7, 8, 9, 11, 13, 15],
+        "{}",
+        err.one_line_each()
+    );
+    insta::assert_snapshot!(err.one_line_each());
+}
+
+#[test]
+fn toml_syntax_errors_are_located() {
+    let err = invalid("broken", "adapter = \"codex\"\npermission = \n");
+    assert_eq!(err.problems.len(), 1);
+    assert_eq!(err.problems[0].line, 2);
+}
+
+#[test]
+fn adapter_errors_are_located_too() {
+    let text = "program = \"x\"\nargs = [\"{promt}\"]\noutput = \"jsonl\"\n[permissions]\nread-only = [\"--approval-mode\", \"yolo\"]\n";
+    let err = match loopx_adapters::load_adapter_str("bad", "adapters/bad.toml", text) {
+        Err(LoadError::Invalid(err)) => err,
+        Err(other) => panic!("expected an invalid-config error, got {other}"),
+        Ok(_) => panic!("adapter should be invalid"),
+    };
+    insta::assert_snapshot!(err.one_line_each());
+}

@@ -1,0 +1,262 @@
+//! Every recorded stream is classified as `tests/fixtures/streams/README.md` says, through the
+//! built-in adapter for its format.
+
+use jiff::Timestamp;
+use loopx_adapters::fixtures::{RECORDED_STREAMS, RecordedStream};
+use loopx_adapters::inspect::replay;
+use loopx_adapters::{
+    AdapterCatalog, AgentEvent, LimitWindow, Outcome, OutputFormat, Parser, ReportStatus,
+    StreamSummary, classify,
+};
+
+fn adapter_for(format: OutputFormat) -> loopx_adapters::Adapter {
+    let name = match format {
+        OutputFormat::ClaudeStreamJson => "claude-code",
+        OutputFormat::CodexJson | OutputFormat::CodexRollout => "codex",
+        OutputFormat::GeminiStreamJson | OutputFormat::GeminiJson => "gemini",
+        OutputFormat::Text => "generic",
+    };
+    AdapterCatalog::builtin()
+        .load(name)
+        .expect("builtin adapter loads")
+        .expect("builtin adapter exists")
+}
+
+fn summary_of(stream: &RecordedStream) -> StreamSummary {
+    let now: Timestamp = stream.now.parse().expect("fixture now is RFC 3339");
+    let mut parser = Parser::for_adapter(&adapter_for(stream.format)).with_format(stream.format);
+    for contents in stream.contents {
+        for line in contents.lines() {
+            parser.feed_line(line, now);
+        }
+    }
+    parser.finish(now);
+    parser.into_summary()
+}
+
+fn stream(path: &str) -> &'static RecordedStream {
+    RECORDED_STREAMS
+        .iter()
+        .find(|s| s.path == path)
+        .expect("fixture is listed")
+}
+
+#[test]
+fn every_recorded_stream_is_classified_as_documented() {
+    let mut failures = Vec::new();
+    for stream in RECORDED_STREAMS {
+        let replay = replay(&adapter_for(stream.format), stream);
+        if !replay.passed {
+            failures.push(format!(
+                "{}: expected {:?} (resets {:?}), got {} (resets {:?}); signals {:?}",
+                stream.path,
+                stream.outcome,
+                stream.resets_at,
+                replay.got,
+                replay.got_resets_at,
+                replay.signals
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_fixture_file_is_covered() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/streams");
+    for sub in ["claude", "codex", "gemini", "pty"] {
+        for entry in std::fs::read_dir(dir.join(sub)).expect("fixture dir exists") {
+            let name = format!(
+                "{sub}/{}",
+                entry.expect("dir entry").file_name().to_string_lossy()
+            );
+            let covered = RECORDED_STREAMS.iter().any(|s| s.path == name)
+                // Read together with its .jsonl, by the variants table test, or not a stream.
+                || ["codex/captured-usage-limit.stderr.txt", "claude/usage-limit-text-variants.txt", "pty/prompt-markers.tsv"].contains(&name.as_str());
+            assert!(covered, "{name} has no expectation in fixtures.rs");
+        }
+    }
+}
+
+#[test]
+fn claude_normal_stream_reports_session_cost_usage_and_tools() {
+    let s = summary_of(stream("claude/stream-json-normal.jsonl"));
+    assert_eq!(
+        s.session_id.as_deref(),
+        Some("f083f30c-3989-459d-b192-2b7fd7eb5c32")
+    );
+    assert_eq!(s.cost_usd, Some(0.0731));
+    assert_eq!(s.tool_calls, 3);
+    let usage = s.usage();
+    assert_eq!(
+        (usage.input, usage.output, usage.cached_input),
+        (18 + 3030, 348, 63820)
+    );
+    // The rate_limit_event says `allowed`: not a limit.
+    assert_eq!(classify(&s, Some(0)).outcome, Outcome::Completed);
+}
+
+#[test]
+fn claude_success_subtype_with_is_error_is_not_success() {
+    let s = summary_of(stream("claude/captured-claude429.jsonl"));
+    let finish = s.finish.as_ref().expect("a result event");
+    assert_eq!(finish.kind, loopx_adapters::FinishKind::Error);
+    assert_eq!(finish.api_status, Some(429));
+    // Exit 0 does not rescue it either.
+    assert!(matches!(
+        classify(&s, Some(0)).outcome,
+        Outcome::UsageLimited {
+            resets_at: None,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn claude_subscription_limit_uses_resets_at_and_window() {
+    let s = summary_of(stream("claude/captured-subscription-limit.jsonl"));
+    let outcome = classify(&s, Some(1)).outcome;
+    let expected: Timestamp = "2026-11-30T04:20:06Z".parse().expect("valid");
+    assert_eq!(
+        outcome,
+        Outcome::UsageLimited {
+            resets_at: Some(expected),
+            window: Some(LimitWindow::FiveHour)
+        }
+    );
+}
+
+#[test]
+fn claude_retries_are_counted_and_are_not_progress() {
+    let now = Timestamp::UNIX_EPOCH;
+    let mut parser = Parser::new(OutputFormat::ClaudeStreamJson);
+    let mut retries = 0;
+    for line in stream("claude/captured-claude500.jsonl").contents[0].lines() {
+        for event in parser.feed_line(line, now) {
+            if let AgentEvent::Retry { attempt, .. } = &event {
+                retries += 1;
+                assert_eq!(*attempt, Some(retries));
+                assert!(!event.is_progress());
+            }
+        }
+    }
+    assert_eq!(retries, 5);
+}
+
+#[test]
+fn claude_max_turns_is_progress_with_a_resume_hint() {
+    let s = summary_of(stream("claude/stream-json-max-turns-result.jsonl"));
+    let c = classify(&s, Some(1));
+    assert_eq!(c.outcome, Outcome::Progress);
+    assert!(
+        c.reason.contains("a7c2e9f1-5d3b-4e80-9f14-2b6d8c0a3e57"),
+        "{}",
+        c.reason
+    );
+}
+
+#[test]
+fn reports_are_read_from_the_final_message() {
+    for path in [
+        "claude/captured-write-tool.jsonl",
+        "codex/captured-text-report.jsonl",
+        "gemini/captured-write-file.jsonl",
+    ] {
+        let c = classify(&summary_of(stream(path)), Some(0));
+        let report = c.report.expect("a report block").expect("well formed");
+        assert_eq!(report.status, ReportStatus::Done, "{path}");
+    }
+}
+
+#[test]
+fn codex_reconnects_are_retries_then_transient() {
+    let s = summary_of(stream("codex/captured-codex500.jsonl"));
+    assert_eq!(s.retries, 5);
+    assert_eq!(classify(&s, Some(1)).outcome, Outcome::Transient);
+}
+
+#[test]
+fn codex_usage_and_thread_id() {
+    let s = summary_of(stream("codex/exec-json-normal.jsonl"));
+    assert_eq!(
+        s.session_id.as_deref(),
+        Some("0199f3a1-6c2e-7b40-9a15-3d8e0f7c2b61")
+    );
+    let usage = s.usage();
+    assert_eq!(
+        (usage.input, usage.cached_input, usage.output),
+        (31844 - 27392, 27392, 1206)
+    );
+    assert_eq!(s.tool_calls, 3);
+}
+
+#[test]
+fn gemini_deltas_join_into_the_final_message() {
+    let s = summary_of(stream("gemini/stream-json-normal.jsonl"));
+    assert_eq!(
+        s.final_message.as_deref(),
+        Some("Done: blank headers now return `HeaderError::Empty`; all 14 tests pass.")
+    );
+    assert_eq!(s.usage().cached_input, 18200);
+}
+
+#[test]
+fn limit_text_in_tool_output_is_never_a_limit() {
+    // A tool result quoting a limit sentence, then a clean result.
+    let lines = [
+        r#"{"type":"system","subtype":"init","session_id":"s1","model":"m"}"#,
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"You've hit your session limit · resets 3pm (UTC)"}]}}"#,
+        r#"{"type":"assistant","message":{"id":"m1","model":"claude","content":[{"type":"text","text":"The log says: Claude AI usage limit reached|1790004000"}]}}"#,
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"fixed"}"#,
+    ];
+    let mut parser = Parser::new(OutputFormat::ClaudeStreamJson);
+    for line in lines {
+        parser.feed_line(line, Timestamp::UNIX_EPOCH);
+    }
+    assert!(parser.summary().limit.is_none());
+    assert_eq!(
+        classify(parser.summary(), Some(0)).outcome,
+        Outcome::Completed
+    );
+}
+
+#[test]
+fn pty_noise_and_split_bytes_are_tolerated() {
+    let text = stream("claude/stream-json-usage-limit.jsonl").contents[0];
+    let noisy = text
+        .replace('\n', "\u{1b}[0m\r\n")
+        .replace("{\"type\":\"result\"", "\u{1b}[?25l{\"type\":\"result\"");
+    let now = Timestamp::UNIX_EPOCH;
+    let mut parser = Parser::new(OutputFormat::ClaudeStreamJson);
+    for chunk in noisy.as_bytes().chunks(7) {
+        parser.feed_bytes(chunk, now);
+    }
+    parser.finish(now);
+    assert!(matches!(
+        classify(parser.summary(), Some(1)).outcome,
+        Outcome::UsageLimited {
+            resets_at: Some(_),
+            ..
+        }
+    ));
+    assert_eq!(parser.summary().skipped_lines, 0);
+}
+
+#[test]
+fn unknown_events_and_garbage_are_skipped() {
+    let mut parser = Parser::new(OutputFormat::CodexJson);
+    let now = Timestamp::UNIX_EPOCH;
+    assert!(
+        parser
+            .feed_line(r#"{"type":"brand.new.event","x":1}"#, now)
+            .is_empty()
+    );
+    assert!(parser.feed_line("not json at all", now).is_empty());
+    assert!(
+        parser
+            .feed_line(r#"{"type":"turn.completed","usage":"wrong shape"}"#, now)
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Finished(_)))
+    );
+    assert_eq!(parser.summary().skipped_lines, 2);
+}
