@@ -56,7 +56,10 @@ async fn job_control_groups_are_all_stopped() {
     let spec = spec(tmp.path(), "job-control.sh", &[]);
     let grace = spec.limits.grace;
     let (mut slice, mut events) = spawn_slice(spec).expect("spawn");
-    let text = wait_for_text(&mut events, "ready pid=").await;
+    let mut text = wait_for_text(&mut events, "ready pid=").await;
+    if !text.contains("stubborn-ready") {
+        text.push_str(&wait_for_text(&mut events, "stubborn-ready").await);
+    }
     drop(events);
     let jobs = pids(&text, "job");
     assert_eq!(jobs.len(), 3, "{text}");
