@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::control::{Command, Control, KillGuard};
 use super::report::{ChildStatus, SliceEvent, SliceReport, StopReason};
 use crate::capture::CappedLog;
-use crate::capture::pump::{InputMsg, Pump, run_writer};
+use crate::capture::pump::{CaptureSummary, Chunk, InputMsg, Pump, run_writer};
 use crate::capture::screen::Screen;
 use crate::errors::{InputError, SpawnError, WaitError};
 use crate::launch::{SLICE_MARKER_VAR, launch};
@@ -71,36 +71,7 @@ pub fn spawn_slice(spec: LaunchSpec) -> Result<(RunningSlice, SliceEvents), Spaw
     let leader = i32::try_from(launched.pid).expect("pids fit in i32");
     tracing::info!(slice = %spec.slice_id, pid = leader, program = %launched.program.display(), "agent spawned");
 
-    let (exit_tx, exit_rx) = oneshot::channel();
-    spawn_thread("wait", &spec.slice_id, move || {
-        let _ = exit_tx.send(reap(leader));
-    })
-    .inspect_err(|_| abort_launch(leader, true))?;
-
-    let (input_tx, input_rx) = std::sync::mpsc::sync_channel(INPUT_QUEUE);
-    let writer = launched.writer;
-    spawn_thread("write", &spec.slice_id, move || {
-        run_writer(writer, input_rx)
-    })
-    .inspect_err(|_| abort_launch(leader, false))?;
-
-    let screen = Arc::new(Mutex::new(Screen::new(spec.size)));
-    let want_bytes = Arc::new(AtomicBool::new(true));
-    let (chunk_tx, chunk_rx) = mpsc::channel(CHUNK_QUEUE);
-    let (summary_tx, summary_rx) = oneshot::channel();
-    let pump = Pump {
-        reader: launched.reader,
-        log,
-        screen: Arc::clone(&screen),
-        chunks: chunk_tx,
-        input: input_tx.clone(),
-        want_bytes: Arc::clone(&want_bytes),
-    };
-    spawn_thread("read", &spec.slice_id, move || {
-        let _ = summary_tx.send(pump.run());
-    })
-    .inspect_err(|_| abort_launch(leader, false))?;
-
+    let threads = start_threads(&spec, leader, launched.reader, launched.writer, log)?;
     let (command_tx, command_rx) = mpsc::unbounded_channel();
     let (event_tx, event_rx) = mpsc::channel(EVENT_QUEUE);
     let (report_tx, report_rx) = oneshot::channel();
@@ -118,14 +89,14 @@ pub fn spawn_slice(spec: LaunchSpec) -> Result<(RunningSlice, SliceEvents), Spaw
         program: launched.program,
         spec,
         started,
-        chunks: chunk_rx,
-        summary: summary_rx,
-        exit: exit_rx,
+        chunks: threads.chunks,
+        summary: threads.summary,
+        exit: threads.exit,
         commands: command_rx,
         events: Some(event_tx),
-        want_bytes,
-        screen,
-        input: input_tx.clone(),
+        want_bytes: threads.want_bytes,
+        screen: threads.screen,
+        input: threads.input.clone(),
         master: launched.master,
         report: report_tx,
     };
@@ -133,7 +104,7 @@ pub fn spawn_slice(spec: LaunchSpec) -> Result<(RunningSlice, SliceEvents), Spaw
     let control = SliceControl {
         slice_id: slice_id.clone(),
         commands: command_tx,
-        input: input_tx,
+        input: threads.input,
     };
     Ok((
         RunningSlice {
@@ -144,6 +115,63 @@ pub fn spawn_slice(spec: LaunchSpec) -> Result<(RunningSlice, SliceEvents), Spaw
         },
         SliceEvents { rx: event_rx },
     ))
+}
+
+/// The channels to the per-slice threads.
+struct Threads {
+    exit: oneshot::Receiver<Option<ChildStatus>>,
+    input: SyncSender<InputMsg>,
+    chunks: mpsc::Receiver<Chunk>,
+    summary: oneshot::Receiver<CaptureSummary>,
+    screen: Arc<Mutex<Screen>>,
+    want_bytes: Arc<AtomicBool>,
+}
+
+/// Starts the waiter (reaps the leader by pid), the writer (owns the terminal's writer) and
+/// the reader (capture). If one cannot start, the agent is killed before returning.
+fn start_threads(
+    spec: &LaunchSpec,
+    leader: i32,
+    reader: Box<dyn std::io::Read + Send>,
+    writer: Box<dyn std::io::Write + Send>,
+    log: CappedLog,
+) -> Result<Threads, SpawnError> {
+    let (exit_tx, exit) = oneshot::channel();
+    spawn_thread("wait", &spec.slice_id, move || {
+        let _ = exit_tx.send(reap(leader));
+    })
+    .inspect_err(|_| abort_launch(leader, true))?;
+
+    let (input, input_rx) = std::sync::mpsc::sync_channel(INPUT_QUEUE);
+    spawn_thread("write", &spec.slice_id, move || {
+        run_writer(writer, input_rx)
+    })
+    .inspect_err(|_| abort_launch(leader, false))?;
+
+    let screen = Arc::new(Mutex::new(Screen::new(spec.size)));
+    let want_bytes = Arc::new(AtomicBool::new(true));
+    let (chunk_tx, chunks) = mpsc::channel(CHUNK_QUEUE);
+    let (summary_tx, summary) = oneshot::channel();
+    let pump = Pump {
+        reader,
+        log,
+        screen: Arc::clone(&screen),
+        chunks: chunk_tx,
+        input: input.clone(),
+        want_bytes: Arc::clone(&want_bytes),
+    };
+    spawn_thread("read", &spec.slice_id, move || {
+        let _ = summary_tx.send(pump.run());
+    })
+    .inspect_err(|_| abort_launch(leader, false))?;
+    Ok(Threads {
+        exit,
+        input,
+        chunks,
+        summary,
+        screen,
+        want_bytes,
+    })
 }
 
 fn spawn_thread(

@@ -194,3 +194,27 @@ async fn output_over_the_cap_stops_the_slice() {
     );
     assert_all_gone(&[report.pid]).await;
 }
+
+#[test]
+fn shutting_down_the_runtime_kills_the_slice() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (slice, pid) = runtime.block_on(async {
+        let spec = spec(tmp.path(), "ignores-sigterm.sh", &[]);
+        let (slice, mut events) = spawn_slice(spec).expect("spawn");
+        wait_for_text(&mut events, "ready pid=").await;
+        let pid = slice.pid();
+        (slice, pid)
+    });
+    // The control task is dropped mid-slice; its guard must kill everything synchronously.
+    drop(runtime);
+    let check = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    check.block_on(assert_all_gone(&[pid]));
+    drop(slice);
+}
