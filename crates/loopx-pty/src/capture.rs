@@ -1,0 +1,11 @@
+//! Capturing what the agent prints without ever running out of memory: a capped raw log with
+//! exact counts, an ANSI-stripped text view, and an emulated screen.
+
+mod log;
+pub(crate) mod pump;
+pub(crate) mod screen;
+mod text;
+
+pub(crate) use log::CappedLog;
+pub use log::LogCounts;
+pub use text::{AnsiStripper, clean_text};

@@ -1,0 +1,147 @@
+//! The reader thread: reads the terminal until EOF and feeds the log, the text view, the
+//! screen, and the slice's control loop. It is the only reader, so nothing else can block on
+//! the terminal; everything it sends onwards is bounded.
+
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::log::{CappedLog, LogCounts};
+use super::screen::Screen;
+use super::text::{AnsiStripper, clean_text};
+
+/// Read size; a pseudo-terminal rarely returns more than a few KiB at once.
+const READ_SIZE: usize = 64 << 10;
+
+/// One read's worth of output, as seen by the control loop.
+#[derive(Debug)]
+pub(crate) struct Chunk {
+    pub(crate) len: usize,
+    /// The bytes, only when someone listens for output events.
+    pub(crate) bytes: Option<Vec<u8>>,
+}
+
+/// What the reader knows when the terminal reaches EOF.
+#[derive(Debug)]
+pub(crate) struct CaptureSummary {
+    pub(crate) counts: LogCounts,
+    /// ANSI-stripped head and tail of the output.
+    pub(crate) text: String,
+    pub(crate) log_error: Option<std::io::Error>,
+    pub(crate) read_error: Option<std::io::Error>,
+}
+
+impl CaptureSummary {
+    /// The first capture problem, for the report.
+    pub(crate) fn error(&self) -> Option<String> {
+        match (&self.read_error, &self.log_error) {
+            (Some(err), _) => Some(format!("reading the terminal failed: {err}")),
+            (None, Some(err)) => Some(format!("writing the log failed: {err}")),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Messages to the writer thread.
+#[derive(Debug)]
+pub(crate) enum InputMsg {
+    Bytes(Vec<u8>),
+    /// The slice is over: drop the writer.
+    Close,
+}
+
+pub(crate) struct Pump {
+    pub(crate) reader: Box<dyn Read + Send>,
+    pub(crate) log: CappedLog,
+    pub(crate) screen: Arc<Mutex<Screen>>,
+    pub(crate) chunks: tokio::sync::mpsc::Sender<Chunk>,
+    pub(crate) input: SyncSender<InputMsg>,
+    pub(crate) want_bytes: Arc<AtomicBool>,
+}
+
+impl Pump {
+    /// Reads until EOF (Linux reports a hung-up terminal as EIO, which portable-pty maps to
+    /// EOF) and returns the summary.
+    pub(crate) fn run(mut self) -> CaptureSummary {
+        let mut buf = vec![0u8; READ_SIZE];
+        let mut stripper = AnsiStripper::default();
+        let mut head_text = Vec::new();
+        let mut read_error = None;
+        loop {
+            let len = match self.reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(len) => len,
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(err) => {
+                    read_error = Some(err);
+                    break;
+                }
+            };
+            let data = &buf[..len];
+            let to_head = self.log.write(data);
+            stripper.feed(&data[..to_head], &mut head_text);
+            let answers = self
+                .screen
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .process(data);
+            for answer in answers {
+                // A full queue means the agent is not reading its input; an answer it will
+                // never read can be dropped.
+                let _ = self.input.try_send(InputMsg::Bytes(answer));
+            }
+            let bytes = self
+                .want_bytes
+                .load(Ordering::Relaxed)
+                .then(|| data.to_vec());
+            // The control loop may be gone (slice dropped); keep draining so the agent never
+            // blocks on a full terminal while it is being killed.
+            let _ = self.chunks.blocking_send(Chunk { len, bytes });
+        }
+        let (counts, tail, log_error) = self.log.finish();
+        let text = if counts.bytes_dropped == 0 {
+            stripper.feed(&tail, &mut head_text);
+            clean_text(&head_text)
+        } else {
+            format!(
+                "{}\n[loopx: {} bytes dropped]\n{}",
+                clean_text(&head_text),
+                counts.bytes_dropped,
+                strip_tail(&tail)
+            )
+        };
+        CaptureSummary {
+            counts,
+            text,
+            log_error,
+            read_error,
+        }
+    }
+}
+
+/// The tail starts at an arbitrary byte, possibly inside an escape sequence; starting after
+/// its first newline resynchronises the stripper.
+fn strip_tail(tail: &[u8]) -> String {
+    let start = tail
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(0, |newline| newline + 1);
+    let mut out = Vec::new();
+    AnsiStripper::default().feed(&tail[start..], &mut out);
+    clean_text(&out)
+}
+
+/// The writer thread: owns the terminal's writer for the whole slice, because dropping it
+/// sends a newline and EOF to the agent.
+pub(crate) fn run_writer(mut writer: Box<dyn std::io::Write + Send>, input: Receiver<InputMsg>) {
+    for msg in input {
+        match msg {
+            InputMsg::Bytes(bytes) => {
+                // A write error means the agent is gone; later messages fail the same way.
+                let _ = writer.write_all(&bytes).and_then(|()| writer.flush());
+            }
+            InputMsg::Close => break,
+        }
+    }
+}

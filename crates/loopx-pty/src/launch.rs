@@ -1,0 +1,154 @@
+//! Starting the agent in a pseudo-terminal as a session leader, after checking everything
+//! portable-pty would otherwise get silently wrong.
+
+mod env;
+mod validate;
+
+use std::ffi::{OsStr, OsString};
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::PathBuf;
+
+use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+
+pub use env::{PROMPT_FILE_VAR, SLICE_MARKER_VAR};
+
+use crate::errors::SpawnError;
+use crate::spec::{LaunchSpec, PromptFile};
+
+/// The argument replaced by the prompt file's path.
+pub const PROMPT_FILE_ARG: &str = "{prompt_file}";
+
+/// A started agent and its side of the terminal.
+pub(crate) struct Launched {
+    /// Kept open until the slice ends: closing it hangs up the agent's terminal.
+    pub(crate) master: Box<dyn MasterPty + Send>,
+    pub(crate) reader: Box<dyn Read + Send>,
+    /// Kept alive until the slice ends: dropping it sends a newline and EOF to the agent.
+    pub(crate) writer: Box<dyn Write + Send>,
+    /// The session leader: pid = process group id = session id.
+    pub(crate) pid: u32,
+    /// The agent program after `PATH` resolution.
+    pub(crate) program: PathBuf,
+}
+
+/// Checks the spec, writes the prompt file, and spawns the agent (through the limit helper when
+/// limits are set). On error nothing has been started.
+pub(crate) fn launch(spec: &LaunchSpec) -> Result<Launched, SpawnError> {
+    validate::check_cwd(&spec.cwd)?;
+    let env = env::build_env(spec, |name| std::env::var_os(name))?;
+    let program = validate::resolve_program(
+        &spec.program,
+        &spec.cwd,
+        env.get(OsStr::new("PATH")).map(OsString::as_os_str),
+    )?;
+    let argv = build_argv(spec, &program)?;
+    if let Some(prompt) = &spec.prompt {
+        write_prompt(prompt)?;
+    }
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows: spec.size.rows,
+            cols: spec.size.cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .map_err(pty_err("open a pseudo-terminal", &program))?;
+    // Reader and writer are taken before spawning so that no failure can leave a child behind.
+    let reader = pair
+        .master
+        .try_clone_reader()
+        .map_err(pty_err("clone the terminal reader", &program))?;
+    let writer = pair
+        .master
+        .take_writer()
+        .map_err(pty_err("take the terminal writer", &program))?;
+    let mut command = CommandBuilder::from_argv(argv);
+    command.env_clear();
+    for (name, value) in &env {
+        command.env(name, value);
+    }
+    command.cwd(&spec.cwd);
+    let child = pair
+        .slave
+        .spawn_command(command)
+        .map_err(pty_err("spawn", &program))?;
+    // Our copy of the slave must close, or the reader never sees EOF.
+    drop(pair.slave);
+    let pid = child
+        .process_id()
+        .expect("a child spawned by portable-pty on unix has a pid");
+    // The child is reaped by pid (`waitpid`), not through portable-pty, whose `kill()` only
+    // sends SIGHUP to the leader; dropping its handle neither kills nor waits.
+    drop(child);
+    Ok(Launched {
+        master: pair.master,
+        reader,
+        writer,
+        pid,
+        program,
+    })
+}
+
+/// Maps portable-pty's `anyhow::Error` (not a `std::error::Error`) to a message.
+fn pty_err<E: std::fmt::Display>(
+    action: &'static str,
+    program: &std::path::Path,
+) -> impl FnOnce(E) -> SpawnError {
+    let program = program.to_owned();
+    move |err| SpawnError::Pty {
+        action,
+        program,
+        reason: format!("{err:#}"),
+    }
+}
+
+/// `[helper args --limit.. --] program args`, with `{prompt_file}` replaced.
+fn build_argv(spec: &LaunchSpec, program: &std::path::Path) -> Result<Vec<OsString>, SpawnError> {
+    let mut argv = Vec::new();
+    if !spec.resources.is_empty() {
+        let helper = spec
+            .exec_helper
+            .as_ref()
+            .ok_or(SpawnError::LimitsNeedHelper)?;
+        validate::check_executable(&helper.program, &spec.cwd)?;
+        argv.push(helper.program.clone().into_os_string());
+        argv.extend(helper.args.iter().cloned());
+        argv.extend(spec.resources.to_args());
+        argv.push("--".into());
+    }
+    argv.push(program.as_os_str().to_owned());
+    for arg in &spec.args {
+        match &spec.prompt {
+            Some(prompt) if arg == PROMPT_FILE_ARG => argv.push(prompt.path.clone().into()),
+            _ => argv.push(arg.clone()),
+        }
+    }
+    if let Some(bad) = argv.iter().find(|arg| arg.as_bytes().contains(&0)) {
+        return Err(SpawnError::BadArg {
+            arg: bad.to_string_lossy().into_owned(),
+        });
+    }
+    Ok(argv)
+}
+
+/// Writes the prompt readable by the owner only: prompts can carry private context.
+fn write_prompt(prompt: &PromptFile) -> Result<(), SpawnError> {
+    let err = |source| SpawnError::PromptFile {
+        path: prompt.path.clone(),
+        source,
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&prompt.path)
+        .map_err(err)?;
+    // `mode` applies only when the file is created; an existing file is tightened explicitly.
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(err)?;
+    file.write_all(&prompt.contents).map_err(err)?;
+    file.sync_all().map_err(err)
+}

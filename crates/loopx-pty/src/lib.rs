@@ -1,0 +1,59 @@
+//! # Theory of operation
+//!
+//! `loopx-pty` runs one *slice* of an agent: a single process tree in a fresh pseudo-terminal,
+//! bounded in time, output and resources, and gone without a trace when the slice ends. It
+//! takes a [`LaunchSpec`] and yields [`SliceEvent`]s and a [`SliceReport`]. It knows nothing
+//! about goals, profiles, TOML or the store.
+//!
+//! **Spawn** ([`spawn_slice`]). Everything portable-pty would get silently wrong is checked
+//! first: the program is resolved through the *slice's* `PATH` and must be executable, with an
+//! existing interpreter on its `#!` line; the working directory must exist. The environment is
+//! an allowlist ([`EnvSpec`]) plus `TERM` and the marker `LOOPX_SLICE=<id>`. The agent is a
+//! session leader (pid = process group = session id) whose stdin, stdout and stderr are the
+//! terminal, never a pipe. Resource limits ([`ResourceLimits`]) are applied by re-executing a
+//! helper ([`exec_with_limits`], wired as `loopx __exec`) that calls `setrlimit` and then
+//! `execv`s the agent. A failed exec shows up as an exit within 200 ms with 127 or SIGABRT and
+//! is reported as [`SliceExit::SpawnFailed`].
+//!
+//! **Capture.** One blocking reader thread per slice reads the terminal into a bounded channel.
+//! It writes the raw log with a head and tail cap and exact counts ([`LogCounts`]), keeps an
+//! ANSI-stripped text view ([`AnsiStripper`], [`clean_text`]), and feeds a `vt100` screen that
+//! answers cursor-position queries. Memory is bounded by the caps whatever the agent prints.
+//! A writer thread owns the terminal's writer for the whole slice (dropping it sends EOF).
+//!
+//! **Control.** One task per slice (on the caller's tokio runtime) selects over output, the
+//! agent's exit, requests ([`SliceControl`]) and timers: wall time, idle time, output cap, and
+//! waiting-for-input (screen unchanged for a threshold; reported, never answered).
+//!
+//! **Termination** (`docs/design/termination.md`). Stopping sends SIGTERM to every process
+//! group in the slice's session, waits the grace period, then SIGKILL; a second stop kills at
+//! once. After *every* slice, also a normal exit, a sweep finds what is left, by session and by
+//! the `LOOPX_SLICE` marker in `/proc/<pid>/environ` (which catches `setsid` escapees),
+//! terminates it the same way, and counts it ([`SliceReport::leftover_count`]). The leader is
+//! reaped by pid; orphans are reaped too when the process is a child subreaper
+//! ([`become_child_subreaper`]).
+//!
+//! This crate is Linux-only: the sweep reads `/proc`.
+
+mod capture;
+mod errors;
+mod exec;
+mod launch;
+mod rlimits;
+mod slice;
+mod spec;
+mod sweep;
+
+pub use capture::{AnsiStripper, LogCounts, clean_text};
+pub use errors::{ExecError, InputError, SpawnError, SpecError, WaitError};
+pub use exec::exec_with_limits;
+pub use launch::{PROMPT_FILE_ARG, PROMPT_FILE_VAR, SLICE_MARKER_VAR};
+pub use rlimits::ResourceLimits;
+pub use slice::{
+    ChildStatus, RunningSlice, SliceControl, SliceEvent, SliceEvents, SliceExit, SliceReport,
+    StopReason, spawn_slice,
+};
+pub use spec::{
+    EnvSpec, ExecHelper, LaunchSpec, LogSpec, PromptFile, SliceId, SliceLimits, TerminalSize,
+};
+pub use sweep::become_child_subreaper;

@@ -1,0 +1,339 @@
+//! The caller's side of a running slice: spawn it, steer it, observe it, wait for it.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::Pid;
+use tokio::sync::{mpsc, oneshot};
+
+use super::control::{Command, Control, KillGuard};
+use super::report::{ChildStatus, SliceEvent, SliceReport, StopReason};
+use crate::capture::CappedLog;
+use crate::capture::pump::{CaptureSummary, Chunk, InputMsg, Pump, run_writer};
+use crate::capture::screen::Screen;
+use crate::errors::{InputError, SpawnError, WaitError};
+use crate::launch::{SLICE_MARKER_VAR, launch};
+use crate::spec::{LaunchSpec, SliceId};
+use crate::sweep::SliceProcesses;
+
+/// Output chunks in flight between the reader thread and the control loop.
+const CHUNK_QUEUE: usize = 16;
+/// Events in flight to the caller.
+const EVENT_QUEUE: usize = 64;
+/// Input writes (and terminal query answers) in flight to the writer thread.
+const INPUT_QUEUE: usize = 256;
+
+/// Starts a slice: checks the spec, spawns the agent in a new pseudo-terminal as a session
+/// leader, and supervises it on a task of the current tokio runtime.
+///
+/// Returns the handle and the event stream. Read the events or drop them: while a
+/// [`SliceEvents`] is held but not read, output is not consumed (the agent blocks on its
+/// terminal, and the idle limit may fire). Dropping the [`RunningSlice`] kills the slice.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use loopx_pty::{LaunchSpec, SliceEvent, SliceId, spawn_slice};
+///
+/// let mut spec = LaunchSpec::new(SliceId::new("s1")?, "claude", "/work/repo", "/tmp/s1.log");
+/// spec.env.inherit = vec!["PATH".into(), "HOME".into()];
+/// spec.limits.wall = Some(Duration::from_secs(30 * 60));
+/// spec.limits.idle = Some(Duration::from_secs(5 * 60));
+/// let (mut slice, mut events) = spawn_slice(spec)?;
+/// let control = slice.control();
+/// while let Some(event) = events.next().await {
+///     match event {
+///         SliceEvent::Output(bytes) => { /* feed the adapter's parser */ }
+///         SliceEvent::WaitingForInput { screen } => { /* open a gate; never answer */ }
+///         _ => {}
+///     }
+///     # control.stop();
+/// }
+/// let report = slice.wait().await?;
+/// println!("{:?}, {} leftovers", report.exit, report.leftover_count);
+/// # Ok(()) }
+/// ```
+pub fn spawn_slice(spec: LaunchSpec) -> Result<(RunningSlice, SliceEvents), SpawnError> {
+    let runtime = tokio::runtime::Handle::try_current().map_err(|_| SpawnError::NoRuntime)?;
+    // The log is created first: a failure after spawning would have to undo the spawn.
+    let log = CappedLog::create(&spec.log.path, spec.log.head_bytes, spec.log.tail_bytes).map_err(
+        |source| SpawnError::Log {
+            path: spec.log.path.clone(),
+            source,
+        },
+    )?;
+    let launched = launch(&spec)?;
+    let started = tokio::time::Instant::now();
+    let leader = i32::try_from(launched.pid).expect("pids fit in i32");
+    tracing::info!(slice = %spec.slice_id, pid = leader, program = %launched.program.display(), "agent spawned");
+
+    let threads = start_threads(&spec, leader, launched.reader, launched.writer, log)?;
+    let (command_tx, command_rx) = mpsc::unbounded_channel();
+    let (event_tx, event_rx) = mpsc::channel(EVENT_QUEUE);
+    let (report_tx, report_rx) = oneshot::channel();
+    let slice_id = spec.slice_id.clone();
+    let marker = format!("{SLICE_MARKER_VAR}={}", spec.slice_id).into_bytes();
+    let control = Control {
+        guard: KillGuard {
+            procs: SliceProcesses {
+                session: leader,
+                marker: Some(marker),
+            },
+            leader,
+            armed: true,
+        },
+        program: launched.program,
+        spec,
+        started,
+        chunks: threads.chunks,
+        summary: threads.summary,
+        exit: threads.exit,
+        commands: command_rx,
+        events: Some(event_tx),
+        want_bytes: threads.want_bytes,
+        screen: threads.screen,
+        input: threads.input.clone(),
+        master: launched.master,
+        report: report_tx,
+    };
+    runtime.spawn(control.run());
+    let control = SliceControl {
+        slice_id: slice_id.clone(),
+        commands: command_tx,
+        input: threads.input,
+    };
+    Ok((
+        RunningSlice {
+            slice_id,
+            pid: launched.pid,
+            control,
+            report: Some(report_rx),
+        },
+        SliceEvents { rx: event_rx },
+    ))
+}
+
+/// The channels to the per-slice threads.
+struct Threads {
+    exit: oneshot::Receiver<Option<ChildStatus>>,
+    input: SyncSender<InputMsg>,
+    chunks: mpsc::Receiver<Chunk>,
+    summary: oneshot::Receiver<CaptureSummary>,
+    screen: Arc<Mutex<Screen>>,
+    want_bytes: Arc<AtomicBool>,
+}
+
+/// Starts the waiter (reaps the leader by pid), the writer (owns the terminal's writer) and
+/// the reader (capture). If one cannot start, the agent is killed before returning.
+fn start_threads(
+    spec: &LaunchSpec,
+    leader: i32,
+    reader: Box<dyn std::io::Read + Send>,
+    writer: Box<dyn std::io::Write + Send>,
+    log: CappedLog,
+) -> Result<Threads, SpawnError> {
+    let (exit_tx, exit) = oneshot::channel();
+    spawn_thread("wait", &spec.slice_id, move || {
+        let _ = exit_tx.send(reap(leader));
+    })
+    .inspect_err(|_| abort_launch(leader, true))?;
+
+    let (input, input_rx) = std::sync::mpsc::sync_channel(INPUT_QUEUE);
+    spawn_thread("write", &spec.slice_id, move || {
+        run_writer(writer, input_rx)
+    })
+    .inspect_err(|_| abort_launch(leader, false))?;
+
+    let screen = Arc::new(Mutex::new(Screen::new(spec.size)));
+    let want_bytes = Arc::new(AtomicBool::new(true));
+    let (chunk_tx, chunks) = mpsc::channel(CHUNK_QUEUE);
+    let (summary_tx, summary) = oneshot::channel();
+    let pump = Pump {
+        reader,
+        log,
+        screen: Arc::clone(&screen),
+        chunks: chunk_tx,
+        input: input.clone(),
+        want_bytes: Arc::clone(&want_bytes),
+    };
+    spawn_thread("read", &spec.slice_id, move || {
+        let _ = summary_tx.send(pump.run());
+    })
+    .inspect_err(|_| abort_launch(leader, false))?;
+    Ok(Threads {
+        exit,
+        input,
+        chunks,
+        summary,
+        screen,
+        want_bytes,
+    })
+}
+
+fn spawn_thread(
+    name: &'static str,
+    slice: &SliceId,
+    body: impl FnOnce() + Send + 'static,
+) -> Result<(), SpawnError> {
+    std::thread::Builder::new()
+        .name(format!("loopx-pty-{name}-{slice}"))
+        .spawn(body)
+        .map(drop)
+        .map_err(|source| SpawnError::Thread { name, source })
+}
+
+/// Undoes a spawn whose supervision could not be set up.
+fn abort_launch(leader: i32, reap_here: bool) {
+    let _ = killpg(Pid::from_raw(leader), Signal::SIGKILL);
+    if reap_here {
+        let _ = reap(leader);
+    }
+}
+
+/// Waits for the leader by pid. `None` if another waiter in this process took its status.
+fn reap(leader: i32) -> Option<ChildStatus> {
+    loop {
+        match waitpid(Pid::from_raw(leader), None) {
+            Ok(WaitStatus::Exited(_, code)) => return Some(ChildStatus::Exited(code)),
+            Ok(WaitStatus::Signaled(_, signal, _)) => return Some(ChildStatus::Signaled(signal)),
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(err) => {
+                tracing::warn!(pid = leader, error = %err, "could not reap the agent");
+                return None;
+            }
+        }
+    }
+}
+
+/// A cloneable remote control for a running slice; usable from any thread or task.
+#[derive(Debug, Clone)]
+pub struct SliceControl {
+    slice_id: SliceId,
+    commands: mpsc::UnboundedSender<Command>,
+    input: SyncSender<InputMsg>,
+}
+
+impl SliceControl {
+    /// Stops the slice: SIGTERM to all of it, the grace period, then SIGKILL. Calling it
+    /// again while it is stopping kills at once. Does nothing once the slice has ended.
+    pub fn stop(&self) {
+        let _ = self.commands.send(Command::Stop(StopReason::Requested));
+    }
+
+    /// Kills the slice at once (SIGKILL, no grace period).
+    pub fn kill_now(&self) {
+        let _ = self.commands.send(Command::KillNow(StopReason::Requested));
+    }
+
+    /// Types `bytes` into the agent's terminal (e.g. `b"y\r"`). Never blocks: fails with
+    /// [`InputError::Full`] when the agent has not read earlier input.
+    pub fn send_input(&self, bytes: impl Into<Vec<u8>>) -> Result<(), InputError> {
+        self.input
+            .try_send(InputMsg::Bytes(bytes.into()))
+            .map_err(|err| match err {
+                TrySendError::Full(_) => InputError::Full {
+                    slice: self.slice_id.to_string(),
+                },
+                TrySendError::Disconnected(_) => InputError::Ended {
+                    slice: self.slice_id.to_string(),
+                },
+            })
+    }
+}
+
+/// A running slice. Dropping it before the slice ends kills the slice (SIGKILL and sweep).
+#[derive(Debug)]
+pub struct RunningSlice {
+    slice_id: SliceId,
+    pid: u32,
+    control: SliceControl,
+    report: Option<oneshot::Receiver<SliceReport>>,
+}
+
+impl RunningSlice {
+    /// The slice id.
+    pub fn slice_id(&self) -> &SliceId {
+        &self.slice_id
+    }
+
+    /// The agent's pid, which is also its process group and session id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// A cloneable control (stop, kill, input) that does not borrow the handle.
+    pub fn control(&self) -> SliceControl {
+        self.control.clone()
+    }
+
+    /// See [`SliceControl::stop`].
+    pub fn stop(&self) {
+        self.control.stop();
+    }
+
+    /// See [`SliceControl::kill_now`].
+    pub fn kill_now(&self) {
+        self.control.kill_now();
+    }
+
+    /// See [`SliceControl::send_input`].
+    pub fn send_input(&self, bytes: impl Into<Vec<u8>>) -> Result<(), InputError> {
+        self.control.send_input(bytes)
+    }
+
+    /// Waits until the slice has ended and been swept. Cancel-safe: polling it again after
+    /// a cancelled call resumes the wait. After it returned once, it fails.
+    pub async fn wait(&mut self) -> Result<SliceReport, WaitError> {
+        let lost = || WaitError {
+            slice: self.slice_id.to_string(),
+        };
+        let rx = self.report.as_mut().ok_or_else(lost)?;
+        let report = rx.await.map_err(|_| lost());
+        self.report = None;
+        report
+    }
+
+    /// [`RunningSlice::wait`] for code outside the runtime (not on one of its threads).
+    pub fn wait_blocking(mut self) -> Result<SliceReport, WaitError> {
+        let lost = WaitError {
+            slice: self.slice_id.to_string(),
+        };
+        match self.report.take() {
+            Some(rx) => rx.blocking_recv().map_err(|_| lost),
+            None => Err(lost),
+        }
+    }
+}
+
+impl Drop for RunningSlice {
+    fn drop(&mut self) {
+        if self.report.is_some() {
+            let _ = self
+                .control
+                .commands
+                .send(Command::KillNow(StopReason::HandleDropped));
+        }
+    }
+}
+
+/// The events of one slice, in order; ends after [`SliceEvent::Exited`].
+#[derive(Debug)]
+pub struct SliceEvents {
+    rx: mpsc::Receiver<SliceEvent>,
+}
+
+impl SliceEvents {
+    /// The next event, or `None` once the slice has ended.
+    pub async fn next(&mut self) -> Option<SliceEvent> {
+        self.rx.recv().await
+    }
+
+    /// [`SliceEvents::next`] for code outside the runtime.
+    pub fn blocking_next(&mut self) -> Option<SliceEvent> {
+        self.rx.blocking_recv()
+    }
+}

@@ -1,0 +1,7 @@
+//! Real processes in real pseudo-terminals: fake agents from `tests/fixtures/agents/`.
+
+mod capture;
+mod input;
+mod spawn;
+mod support;
+mod termination;
