@@ -163,6 +163,11 @@ impl Store {
         Ok(store)
     }
 
+    /// Replaces the redactor (e.g. with one that also knows a profile's secret names).
+    pub fn set_redactor(&mut self, redactor: crate::redact::Redactor) {
+        self.redactor = redactor;
+    }
+
     /// The project this store belongs to.
     pub fn project(&self) -> &Project {
         &self.project
