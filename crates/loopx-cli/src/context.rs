@@ -98,7 +98,7 @@ impl Ctx {
     }
 
     /// Writes one JSON document (an object carrying `format_version`).
-    pub fn json_out(&mut self, value: &serde_json::Value) -> Result<(), ExpectedError> {
+    pub fn json_out(&mut self, value: &impl serde::Serialize) -> Result<(), ExpectedError> {
         serde_json::to_writer(&mut self.out, value).map_err(std::io::Error::from)?;
         writeln!(self.out)?;
         Ok(())

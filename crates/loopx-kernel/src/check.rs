@@ -69,6 +69,36 @@ pub fn check_consistency(snap: &Snapshot<'_>) -> Result<Vec<String>, KernelError
         }
     }
     check_counters(snap, &mut problems, &todos)?;
+    let mut indexed: Vec<_> = snap.active_todos_by_index()?;
+    indexed.sort_unstable();
+    let active: Vec<_> = todos
+        .iter()
+        .filter(|t| !t.state.is_final())
+        .map(|t| t.id.0)
+        .collect();
+    if indexed != active {
+        problems.push(format!(
+            "the active-todo index lists {indexed:?} but the open and claimed todos are {active:?}"
+        ));
+    }
+    let counts = snap.todo_counts(
+        &todos
+            .iter()
+            .filter(|t| !t.state.is_final())
+            .cloned()
+            .collect::<Vec<_>>(),
+    )?;
+    let dropped = todos
+        .iter()
+        .filter(|t| t.state == TodoState::Dropped)
+        .count() as u64;
+    let done = todos.iter().filter(|t| t.state == TodoState::Done).count() as u64;
+    if (counts.dropped, counts.done) != (dropped, done) {
+        problems.push(format!(
+            "counts say {} done and {} dropped, the todos {done} and {dropped}",
+            counts.done, counts.dropped
+        ));
+    }
     check_events(snap, &mut problems)?;
     Ok(problems)
 }

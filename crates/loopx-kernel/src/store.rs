@@ -22,4 +22,4 @@ pub use apply::{
     AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff, NewSlice, NewTodo, Op, SliceEnd,
 };
 pub use open::{OpenOptions, SCHEMA_VERSION, Store};
-pub use snapshot::Snapshot;
+pub use snapshot::{Snapshot, TodoCounts};

@@ -245,3 +245,51 @@ fn dependencies_gates_capabilities_and_roles_guard_a_claim() {
         "{err}"
     );
 }
+
+#[test]
+fn apply_all_is_all_or_nothing() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let t = f.todo("Write the release notes");
+    let before = f.store.read(|s| s.event_count()).expect("count");
+    let add = loopx_kernel::store::NewTodo {
+        goal: None,
+        title: "Follow-up".into(),
+        detail: String::new(),
+        priority: 0,
+        needs: vec![],
+        after: vec![],
+        role: None,
+    };
+    // The second operation fails (a stale epoch), so the first must not land either.
+    let ops = vec![
+        Op::TodoAdd(add),
+        Op::TodoRelease {
+            todo: t,
+            agent: a.clone(),
+            epoch: 9,
+        },
+    ];
+    assert!(f.store.apply_all(ops, HUMAN, T0).is_err());
+    let (todos, after) = f
+        .store
+        .read(|s| Ok((s.todos()?, s.event_count()?)))
+        .expect("read");
+    assert_eq!(todos.len(), 1, "the follow-up todo was rolled back");
+    assert_eq!(
+        after,
+        before + 1,
+        "only the refusal is recorded, not the rolled-back add"
+    );
+    let last = f
+        .store
+        .read(|s| s.events_tail(1))
+        .expect("events")
+        .pop()
+        .expect("event");
+    assert!(
+        matches!(last.kind, EventKind::StaleEpochRefused { presented: 9, .. }),
+        "{last:?}"
+    );
+}

@@ -1,6 +1,7 @@
 //! `loopx status`: what needs you, what runs, what waits, what is next, the latest evidence.
 
-use loopx_kernel::model::{Evidence, Gate, GateState, Goal, SliceRecord, Todo, TodoState};
+use loopx_kernel::model::{Evidence, Gate, GateState, Goal, SliceRecord, Todo};
+use loopx_kernel::store::TodoCounts;
 use loopx_kernel::time::short_duration;
 use loopx_kernel::{Timestamp, TodoId};
 use serde::Serialize;
@@ -23,16 +24,7 @@ struct Status {
     waiting: Vec<Waiting>,
     next: Vec<Next>,
     latest_evidence: Vec<Evidence>,
-    counts: Counts,
-}
-
-/// How many todos are in each state.
-#[derive(Debug, Default, Serialize)]
-struct Counts {
-    open: usize,
-    claimed: usize,
-    done: usize,
-    dropped: usize,
+    counts: TodoCounts,
 }
 
 #[derive(Debug, Serialize)]
@@ -76,12 +68,8 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     let now = ctx.now();
     let store = loopx_kernel::Store::open_read(&project)?;
     let (goal, gates, running, todos, latest_evidence) = store.read(|s| {
-        let open = |t: &Todo| !t.state.is_final();
-        let mut counts_source = Vec::new();
-        let todos = s.todos_where(|t| {
-            counts_source.push((t.id, t.state));
-            open(t)
-        })?;
+        let todos = s.active_todos()?;
+        let counts = s.todo_counts(&todos)?;
         Ok((
             s.current_goal()?,
             s.gates()?
@@ -89,12 +77,12 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
                 .filter(|g| g.state == GateState::Open)
                 .collect::<Vec<_>>(),
             s.running_slices()?,
-            (todos, counts_source),
+            (todos, counts),
             s.evidence_newest(FIRST_SCREEN, |_| true)?,
         ))
     })?;
     drop(store);
-    let (todos, states) = todos;
+    let (todos, counts) = todos;
     let status = assemble(
         project.root().display().to_string(),
         now,
@@ -102,12 +90,11 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
         gates,
         running,
         &todos,
-        &states,
+        counts,
         latest_evidence,
     );
     if ctx.json {
-        let value = serde_json::to_value(&status).map_err(std::io::Error::from)?;
-        return ctx.json_out(&value);
+        return ctx.json_out(&status);
     }
     render(ctx, &status, now)
 }
@@ -123,14 +110,11 @@ fn assemble(
     gates: Vec<Gate>,
     running: Vec<SliceRecord>,
     todos: &[Todo],
-    states: &[(TodoId, TodoState)],
+    counts: TodoCounts,
     latest_evidence: Vec<Evidence>,
 ) -> Status {
-    let finished: std::collections::BTreeSet<TodoId> = states
-        .iter()
-        .filter(|(_, s)| s.is_final())
-        .map(|(id, _)| *id)
-        .collect();
+    // Every todo not open or claimed is done or dropped.
+    let active: std::collections::BTreeSet<TodoId> = todos.iter().map(|t| t.id).collect();
     let mut claimed = Vec::new();
     let mut waiting = Vec::new();
     let mut next = Vec::new();
@@ -148,7 +132,7 @@ fn assemble(
                 continue;
             }
         }
-        let blocked_on = todo.after.iter().find(|dep| !finished.contains(dep));
+        let blocked_on = todo.after.iter().find(|dep| active.contains(dep));
         let gate = gates.iter().find(|g| {
             g.blocks.blocks(None, Some(todo.id))
                 && !matches!(g.blocks, loopx_kernel::model::Blocks::Agent(_))
@@ -175,13 +159,6 @@ fn assemble(
     }
     next.sort_by_key(|n| (std::cmp::Reverse(n.priority), n.todo));
     next.truncate(FIRST_SCREEN);
-    let count = |state| states.iter().filter(|(_, s)| *s == state).count();
-    let counts = Counts {
-        open: count(TodoState::Open),
-        claimed: count(TodoState::Claimed),
-        done: count(TodoState::Done),
-        dropped: count(TodoState::Dropped),
-    };
     Status {
         format_version: 1,
         project,

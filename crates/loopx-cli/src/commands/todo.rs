@@ -52,8 +52,7 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
                 Ok((todo, handoff))
             })?;
             if ctx.json {
-                let mut doc = document("todo", &todo);
-                doc["latest_handoff"] = serde_json::to_value(&handoff).unwrap_or_default();
+                let doc = serde_json::json!({ "format_version": 1, "todo": todo, "latest_handoff": handoff });
                 return ctx.json_out(&doc);
             }
             for line in views::todo_detail(ctx.style, &todo, handoff.as_ref(), ctx.now()) {
@@ -161,7 +160,16 @@ fn list(ctx: &mut Ctx, state: Option<&str>, all: bool) -> Result<(), ExpectedErr
         Some(state) => todo.state.as_str() == state,
         None => all || !todo.state.is_final(),
     };
-    let todos = ctx.store_read()?.read(|s| s.todos_where(wanted))?;
+    // Open and claimed todos come from the active index; finished ones need a full scan.
+    let finished_wanted = all || matches!(state, Some("done" | "dropped"));
+    let todos = ctx.store_read()?.read(|s| {
+        let todos = if finished_wanted {
+            s.todos_where(wanted)?
+        } else {
+            s.active_todos()?
+        };
+        Ok(todos.into_iter().filter(|t| wanted(t)).collect::<Vec<_>>())
+    })?;
     if ctx.json {
         return ctx.json_out(&document("todos", &todos));
     }

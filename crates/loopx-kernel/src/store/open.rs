@@ -252,6 +252,8 @@ impl Store {
             ] {
                 meta.insert(counter, 1).map_err(|e| self.redb(e))?;
             }
+            meta.insert(tables::DROPPED_KEY, 0)
+                .map_err(|e| self.redb(e))?;
         }
         // Create every table now, so that readers never meet a missing one.
         for def in [
@@ -266,6 +268,8 @@ impl Store {
             txn.open_table(def).map_err(|e| self.redb(e))?;
         }
         txn.open_table(tables::RUNNING).map_err(|e| self.redb(e))?;
+        txn.open_table(tables::ACTIVE_TODOS)
+            .map_err(|e| self.redb(e))?;
         txn.open_table(tables::AGENTS).map_err(|e| self.redb(e))?;
         let writer = super::writer::Writer::new(&txn, self, now, actor);
         writer.event(crate::model::EventKind::ProjectCreated)?;

@@ -11,6 +11,15 @@ use crate::errors::{KernelError, StoreError};
 use crate::ids::{GateId, GoalId, HandoffId, SliceId, TodoId};
 use crate::model::{Agent, Event, Evidence, Gate, Goal, GoalStatus, Handoff, SliceRecord, Todo};
 
+/// How many todos are in each state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TodoCounts {
+    pub open: u64,
+    pub claimed: u64,
+    pub done: u64,
+    pub dropped: u64,
+}
+
 /// A read transaction with typed accessors.
 pub struct Snapshot<'a> {
     txn: ReadTransaction,
@@ -118,6 +127,70 @@ impl<'a> Snapshot<'a> {
     /// The todos that pass `keep`, oldest first.
     pub fn todos_where(&self, keep: impl FnMut(&Todo) -> bool) -> Result<Vec<Todo>, KernelError> {
         self.scan(tables::TODOS, false, usize::MAX, keep)
+    }
+
+    /// Open and claimed todos, oldest first. Reads the active-todo index and only those todos,
+    /// unless most todos are active, when one sequential scan is cheaper than many lookups.
+    pub fn active_todos(&self) -> Result<Vec<Todo>, KernelError> {
+        let index = self
+            .txn
+            .open_table(tables::ACTIVE_TODOS)
+            .map_err(|e| self.redb(e))?;
+        let active = index.len().map_err(|e| self.redb(e))?;
+        let total = self
+            .meta(tables::counter::TODO)?
+            .unwrap_or(1)
+            .saturating_sub(1);
+        if active * 4 > total {
+            return self.todos_where(|t| !t.state.is_final());
+        }
+        let todos = self
+            .txn
+            .open_table(tables::TODOS)
+            .map_err(|e| self.redb(e))?;
+        let mut out = Vec::new();
+        for row in index.iter().map_err(|e| self.redb(e))? {
+            let (id, ()) = row
+                .map(|(k, v)| (k.value(), v.value()))
+                .map_err(|e| self.redb(e))?;
+            if let Some(bytes) = todos.get(id).map_err(|e| self.redb(e))? {
+                out.push(decode("todos", bytes.value())?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The ids in the active-todo index (for the consistency check).
+    pub(crate) fn active_todos_by_index(&self) -> Result<Vec<u64>, KernelError> {
+        let index = self
+            .txn
+            .open_table(tables::ACTIVE_TODOS)
+            .map_err(|e| self.redb(e))?;
+        let mut out = Vec::new();
+        for row in index.iter().map_err(|e| self.redb(e))? {
+            out.push(row.map_err(|e| self.redb(e))?.0.value());
+        }
+        Ok(out)
+    }
+
+    /// How many todos there are in each state, given the active ones.
+    pub fn todo_counts(&self, active: &[Todo]) -> Result<TodoCounts, KernelError> {
+        let total = self
+            .meta(tables::counter::TODO)?
+            .unwrap_or(1)
+            .saturating_sub(1);
+        let dropped = self.meta(tables::DROPPED_KEY)?.unwrap_or(0);
+        let claimed = active
+            .iter()
+            .filter(|t| t.state == crate::model::TodoState::Claimed)
+            .count() as u64;
+        let open = active.len() as u64 - claimed;
+        Ok(TodoCounts {
+            open,
+            claimed,
+            done: total.saturating_sub(active.len() as u64 + dropped),
+            dropped,
+        })
     }
 
     pub fn gate(&self, id: GateId) -> Result<Option<Gate>, KernelError> {

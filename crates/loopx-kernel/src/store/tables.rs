@@ -16,6 +16,9 @@ pub(crate) const SLICES: Numbered = TableDefinition::new("slices");
 /// Slices recorded as running: the set `loopx status` and recovery read without a scan.
 pub(crate) const RUNNING: TableDefinition<'static, u64, ()> =
     TableDefinition::new("running_slices");
+/// Todos that are open or claimed: what `status` and `todo list` read, without a full scan.
+pub(crate) const ACTIVE_TODOS: TableDefinition<'static, u64, ()> =
+    TableDefinition::new("active_todos");
 pub(crate) const EVENTS: Numbered = TableDefinition::new("events");
 pub(crate) const AGENTS: TableDefinition<'static, &str, &'static [u8]> =
     TableDefinition::new("agents");
@@ -32,3 +35,5 @@ pub(crate) mod counter {
 }
 
 pub(crate) const SCHEMA_KEY: &str = "schema_version";
+/// How many todos were dropped (done = all − active − dropped).
+pub(crate) const DROPPED_KEY: &str = "todos_dropped";

@@ -90,6 +90,32 @@ impl<'t> Writer<'t> {
         Ok(out)
     }
 
+    /// Writes a todo and keeps the active-todo index and the dropped count in step with it.
+    pub(crate) fn put_todo(&self, todo: &crate::model::Todo) -> Result<(), KernelError> {
+        let previous: Option<crate::model::Todo> = self.get(tables::TODOS, todo.id.0)?;
+        self.put(tables::TODOS, todo.id.0, todo)?;
+        let mut active = self
+            .txn
+            .open_table(tables::ACTIVE_TODOS)
+            .map_err(|e| self.redb(e))?;
+        if todo.state.is_final() {
+            active.remove(todo.id.0).map_err(|e| self.redb(e))?;
+        } else {
+            active.insert(todo.id.0, ()).map_err(|e| self.redb(e))?;
+        }
+        let was_dropped = previous.is_some_and(|p| p.state == crate::model::TodoState::Dropped);
+        if todo.state == crate::model::TodoState::Dropped && !was_dropped {
+            let mut meta = self.txn.open_table(META).map_err(|e| self.redb(e))?;
+            let dropped = meta
+                .get(tables::DROPPED_KEY)
+                .map_err(|e| self.redb(e))?
+                .map_or(0, |v| v.value());
+            meta.insert(tables::DROPPED_KEY, dropped + 1)
+                .map_err(|e| self.redb(e))?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn agent(&self, name: &str) -> Result<Option<Agent>, KernelError> {
         let t = self
             .txn

@@ -311,7 +311,7 @@ pub(super) fn handoff_add(w: &Writer<'_>, new: NewHandoff) -> Result<Applied, Ke
     w.put(tables::HANDOFFS, id.0, &handoff)?;
     if let Some(todo) = &mut todo {
         todo.latest_handoff = Some(id);
-        w.put(tables::TODOS, todo.id.0, todo)?;
+        w.put_todo(todo)?;
     }
     w.event(EventKind::HandoffWritten {
         handoff: id,

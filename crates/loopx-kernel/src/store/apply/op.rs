@@ -318,25 +318,47 @@ impl Store {
     ///
     /// A refusal worth auditing (a stale epoch, an answer from inside a slice) is recorded as an
     /// event of its own, in a separate transaction, after the refused one was rolled back.
-    pub fn apply(&self, mut op: Op, actor: &str, now: Timestamp) -> Result<Applied, KernelError> {
-        op.redact(&self.redactor);
+    pub fn apply(&self, op: Op, actor: &str, now: Timestamp) -> Result<Applied, KernelError> {
+        let mut applied = self.apply_all(vec![op], actor, now)?;
+        Ok(applied.pop().expect("one operation yields one record"))
+    }
+
+    /// Applies several operations atomically, in order, in one write transaction (one event
+    /// each): all of them, or none. A slice's writeback (evidence, handoff, new todos, the
+    /// lease's release) uses this, so a crash never leaves half of it.
+    pub fn apply_all(
+        &self,
+        mut ops: Vec<Op>,
+        actor: &str,
+        now: Timestamp,
+    ) -> Result<Vec<Applied>, KernelError> {
+        for op in &mut ops {
+            op.redact(&self.redactor);
+        }
         let txn = self.begin_write()?;
-        let result = dispatch(&Writer::new(&txn, self, now, actor), op.clone());
-        match result {
-            Ok(applied) => {
-                txn.commit().map_err(|e| self.redb(e))?;
-                crate::doorbell::ring(&self.project);
-                Ok(applied)
-            }
-            Err(err) => {
-                txn.abort().map_err(|e| self.redb(e))?;
-                if let Some(kind) = refusal_event(&op, &err) {
-                    let txn = self.begin_write()?;
-                    Writer::new(&txn, self, now, actor).event(kind)?;
-                    txn.commit().map_err(|e| self.redb(e))?;
+        let writer = Writer::new(&txn, self, now, actor);
+        let mut applied = Vec::with_capacity(ops.len());
+        let mut failure = None;
+        for op in &ops {
+            match dispatch(&writer, op.clone()) {
+                Ok(record) => applied.push(record),
+                Err(err) => {
+                    failure = Some((op, err));
+                    break;
                 }
-                Err(err)
             }
         }
+        let Some((op, err)) = failure else {
+            txn.commit().map_err(|e| self.redb(e))?;
+            crate::doorbell::ring(&self.project);
+            return Ok(applied);
+        };
+        txn.abort().map_err(|e| self.redb(e))?;
+        if let Some(kind) = refusal_event(op, &err) {
+            let txn = self.begin_write()?;
+            Writer::new(&txn, self, now, actor).event(kind)?;
+            txn.commit().map_err(|e| self.redb(e))?;
+        }
+        Err(err)
     }
 }

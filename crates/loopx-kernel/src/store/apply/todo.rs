@@ -58,7 +58,7 @@ pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> 
         created_at: w.now,
         updated_at: w.now,
     };
-    w.put(tables::TODOS, id.0, &todo)?;
+    w.put_todo(&todo)?;
     w.event(EventKind::TodoAdded {
         todo: id,
         goal: goal.id,
@@ -182,7 +182,7 @@ pub(super) fn claim(
     });
     todo.state = TodoState::Claimed;
     todo.updated_at = w.now;
-    w.put(tables::TODOS, id.0, &todo)?;
+    w.put_todo(&todo)?;
     w.event(EventKind::TodoClaimed {
         todo: id,
         agent: agent.clone(),
@@ -238,7 +238,7 @@ pub(super) fn renew(
     lease.expires_at = w.now.plus(ttl);
     let expires_at = lease.expires_at;
     todo.updated_at = w.now;
-    w.put(tables::TODOS, id.0, &todo)?;
+    w.put_todo(&todo)?;
     w.event(EventKind::TodoRenewed {
         todo: id,
         agent: agent.clone(),
@@ -259,7 +259,7 @@ pub(super) fn release(
     todo.lease = None;
     todo.state = TodoState::Open;
     todo.updated_at = w.now;
-    w.put(tables::TODOS, id.0, &todo)?;
+    w.put_todo(&todo)?;
     w.event(EventKind::TodoReleased {
         todo: id,
         agent: agent.clone(),
@@ -332,7 +332,7 @@ pub(super) fn finish(
     todo.state = to;
     todo.lease = None;
     todo.updated_at = w.now;
-    w.put(tables::TODOS, id.0, &todo)?;
+    w.put_todo(&todo)?;
     let kind = match to {
         TodoState::Dropped => EventKind::TodoDropped { todo: id, epoch },
         _ => EventKind::TodoDone { todo: id, epoch },
