@@ -27,43 +27,65 @@ fn docs_list_exactly_the_exit_codes() {
 }
 
 #[test]
-fn docs_mention_every_command() {
+fn docs_mention_every_command_and_flag() {
     let docs = cli_md();
     let loopx = Loopx::empty();
-    let help = loopx.ok(&["--help"]).stdout;
-    let commands: Vec<&str> = help
-        .lines()
+    let commands = subcommands(&loopx.ok(&["--help"]).stdout);
+    assert!(
+        commands.len() >= 10,
+        "parsed the command list: {commands:?}"
+    );
+    let mut checked_flags = 0;
+    for command in commands {
+        let subs = subcommands(&loopx.ok(&[&command, "--help"]).stdout);
+        let usages: Vec<Vec<String>> = if subs.is_empty() {
+            vec![vec![command.clone()]]
+        } else {
+            subs.into_iter()
+                .map(|sub| vec![command.clone(), sub])
+                .collect()
+        };
+        for usage in usages {
+            let shown = format!("loopx {}", usage.join(" "));
+            assert!(
+                docs.contains(&shown),
+                "docs/cli.md does not document `{shown}`"
+            );
+            let mut args: Vec<&str> = usage.iter().map(String::as_str).collect();
+            args.push("--help");
+            for flag in flags(&loopx.ok(&args).stdout) {
+                assert!(
+                    docs.contains(&flag),
+                    "docs/cli.md does not mention `{flag}` of `{shown}`"
+                );
+                checked_flags += 1;
+            }
+        }
+    }
+    assert!(
+        checked_flags > 40,
+        "the flag parser found the flags: {checked_flags}"
+    );
+}
+
+/// The names in the `Commands:` section of a `--help` text.
+fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
         .skip_while(|l| !l.starts_with("Commands:"))
         .skip(1)
         .take_while(|l| l.starts_with("  "))
         .filter_map(|l| l.split_whitespace().next())
         .filter(|c| *c != "help")
-        .collect();
-    assert!(
-        commands.len() >= 10,
-        "parsed the command list: {commands:?}"
-    );
-    for command in commands {
-        let sub_help = loopx.ok(&[command, "--help"]).stdout;
-        let subs: Vec<String> = sub_help
-            .lines()
-            .skip_while(|l| !l.starts_with("Commands:"))
-            .skip(1)
-            .take_while(|l| l.starts_with("  "))
-            .filter_map(|l| l.split_whitespace().next())
-            .filter(|c| *c != "help")
-            .map(|sub| format!("loopx {command} {sub}"))
-            .collect();
-        let wanted = if subs.is_empty() {
-            vec![format!("loopx {command}")]
-        } else {
-            subs
-        };
-        for usage in wanted {
-            assert!(
-                docs.contains(&usage),
-                "docs/cli.md does not document `{usage}`"
-            );
-        }
-    }
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The long flags in the `Options:` section of a `--help` text.
+fn flags(help: &str) -> Vec<String> {
+    let flag = regex::Regex::new(r"^\s+(?:-\w, )?(--[a-z][a-z-]*)").expect("regex");
+    help.lines()
+        .skip_while(|l| !l.starts_with("Options:"))
+        .filter_map(|l| flag.captures(l).map(|c| c[1].to_owned()))
+        .filter(|f| f != "--help" && f != "--version")
+        .collect()
 }

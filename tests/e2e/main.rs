@@ -6,4 +6,5 @@ mod concurrency;
 mod docs;
 mod errors;
 mod output;
+mod profiles;
 mod store_files;

@@ -55,6 +55,37 @@ pub enum Command {
     Log(LogArgs),
     /// Check the store, its integrity and its permissions.
     Doctor,
+    /// List, show and check agent profiles (`.loopx/profiles/*.toml`).
+    #[command(subcommand)]
+    Profile(ProfileCommand),
+    /// Test an adapter: replay recorded streams and run the installed CLI's health check.
+    #[command(subcommand)]
+    Adapter(AdapterCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// Every profile in `.loopx/profiles/`, valid or not.
+    List,
+    /// One profile: its adapter, permission, content hash and file.
+    Show {
+        /// The profile's name (its file name without `.toml`).
+        name: String,
+    },
+    /// Validate a profile file (default: every profile of the project); runs nothing.
+    Check {
+        /// The profile file to check.
+        file: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdapterCommand {
+    /// Replay the adapter's recorded streams through its parser and check the installed CLI.
+    Test {
+        /// The profile whose adapter to test.
+        profile: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -7,6 +7,7 @@ mod gate;
 mod goal;
 mod init;
 mod log;
+mod profile;
 mod status;
 mod todo;
 
@@ -32,6 +33,8 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Status => status::run(ctx),
         Command::Log(args) => log::run(ctx, args),
         Command::Doctor => doctor::run(ctx),
+        Command::Profile(cmd) => profile::run(ctx, cmd),
+        Command::Adapter(cmd) => profile::adapter(ctx, cmd),
     }
 }
 

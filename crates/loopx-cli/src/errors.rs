@@ -15,9 +15,13 @@ pub enum ExpectedError {
     /// Invalid input caught by the CLI itself (a duration, a file to hash).
     #[error("{0}")]
     Usage(String),
-    /// `loopx doctor` found problems; it has printed them.
-    #[error("doctor found {problems} problem(s)")]
-    Doctor { problems: usize, code: u8 },
+    /// The command printed its own (failing) result, `--json` included: doctor's checks, profile
+    /// check's diagnostics, adapter test's replays. Only this summary goes to stderr.
+    #[error("{summary}")]
+    Reported { summary: String, code: u8 },
+    /// A profile or adapter is invalid, or an adapter failed its test; the details are printed.
+    #[error("{0}")]
+    Config(String),
     /// Writing the output failed.
     #[error("failed to write output")]
     Output(#[source] std::io::Error),
@@ -45,13 +49,14 @@ impl ExpectedError {
     /// The documented exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            ExpectedError::Kernel(KernelError::Project(_)) => exit_code::PROJECT,
+            ExpectedError::Kernel(KernelError::Project(_)) => exit_code::CONFIG,
             ExpectedError::Kernel(KernelError::Store(_)) => exit_code::STORE,
             ExpectedError::Kernel(KernelError::Conflict(_)) => exit_code::CONFLICT,
             ExpectedError::Kernel(KernelError::Invalid(_)) => exit_code::USAGE,
             ExpectedError::Kernel(KernelError::Refused(_)) => exit_code::REFUSED,
             ExpectedError::Usage(_) => exit_code::USAGE,
-            ExpectedError::Doctor { code, .. } => *code,
+            ExpectedError::Config(_) => exit_code::CONFIG,
+            ExpectedError::Reported { code, .. } => *code,
             ExpectedError::Output(_) => exit_code::INTERNAL,
         }
     }
@@ -60,7 +65,7 @@ impl ExpectedError {
     pub fn code_name(&self) -> &'static str {
         match self.exit_code() {
             exit_code::USAGE => "usage",
-            exit_code::PROJECT => "project",
+            exit_code::CONFIG => "config",
             exit_code::STORE => "store",
             exit_code::CONFLICT => "conflict",
             exit_code::REFUSED => "refused",
@@ -77,7 +82,7 @@ impl ExpectedError {
     pub fn report(&self, json: bool) {
         let message = self.render();
         let _ = writeln!(std::io::stderr(), "error: {message}");
-        if json {
+        if json && !matches!(self, ExpectedError::Reported { .. }) {
             let object = serde_json::json!({
                 "format_version": 1,
                 "error": { "code": self.code_name(), "exit_code": self.exit_code(), "message": message },

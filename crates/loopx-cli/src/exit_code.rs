@@ -7,8 +7,9 @@ pub const OK: u8 = 0;
 pub const INTERNAL: u8 = 1;
 /// Bad usage or invalid input: unknown flag, malformed id, unknown todo, vague gate question.
 pub const USAGE: u8 = 2;
-/// No project here, or its `.loopx/` is unsafe (a symlink, writable by others, someone else's).
-pub const PROJECT: u8 = 3;
+/// Project or configuration: no project here, an unsafe `.loopx/` (a symlink, writable by
+/// others, someone else's), an invalid profile or adapter file, an adapter that fails its test.
+pub const CONFIG: u8 = 3;
 /// The state store is missing, corrupt, too new, or stayed busy too long.
 pub const STORE: u8 = 4;
 /// Someone else holds it, or the state moved on: claimed todo, stale epoch, finished todo.
@@ -21,7 +22,7 @@ pub const ALL: [(u8, &str); 7] = [
     (OK, "OK"),
     (INTERNAL, "INTERNAL"),
     (USAGE, "USAGE"),
-    (PROJECT, "PROJECT"),
+    (CONFIG, "CONFIG"),
     (STORE, "STORE"),
     (CONFLICT, "CONFLICT"),
     (REFUSED, "REFUSED"),

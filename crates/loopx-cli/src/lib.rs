@@ -13,6 +13,7 @@ pub mod errors;
 pub mod exit_code;
 mod output;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -21,6 +22,14 @@ pub use args::Cli;
 
 /// Runs `loopx` with the process's arguments.
 pub fn main() -> ExitCode {
+    // `loopx __exec [--limit NAME=VALUE]... -- PROGRAM [ARG]...`: the tiny helper a slice runs
+    // as to set resource limits before the agent starts (portable-pty has no pre_exec hook).
+    // Handled before clap so that nothing else runs in between.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "__exec") {
+        let Err(err) = loopx_pty::exec_with_limits(std::env::args_os().skip(2));
+        let _ = writeln!(std::io::stderr(), "loopx __exec: {err}");
+        return ExitCode::from(127);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -42,9 +51,7 @@ pub fn main() -> ExitCode {
         }
         Err(e) => {
             let _ = ctx.flush();
-            if !matches!(e, errors::ExpectedError::Doctor { .. }) || json {
-                e.report(json);
-            }
+            e.report(json);
             ExitCode::from(e.exit_code())
         }
     }

@@ -69,7 +69,7 @@ impl Redactor {
         I: IntoIterator<Item = (String, String)>,
     {
         for (name, value) in vars {
-            if is_secret_name(&name) || extra_names.iter().any(|n| *n == name) {
+            if is_secret_name(&name) || extra_names.contains(&name) {
                 self = self.with_value(value);
             }
         }

@@ -57,8 +57,8 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     }
     match failed.first() {
         None => Ok(()),
-        Some(first) => Err(ExpectedError::Doctor {
-            problems: failed.len(),
+        Some(first) => Err(ExpectedError::Reported {
+            summary: format!("doctor found {} problem(s)", failed.len()),
             code: first.code,
         }),
     }

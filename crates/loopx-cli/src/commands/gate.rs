@@ -77,13 +77,13 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
         }
         GateCommand::Show { id: text } => {
             let gid: GateId = id(&text)?;
-            let gate =
-                ctx.store_read()?
-                    .read(|s| s.gate(gid))?
-                    .ok_or_else(|| Invalid::NotFound {
-                        what: "gate",
-                        id: text,
-                    })?;
+            let gate = ctx
+                .store_read()?
+                .read(|s| s.gate(gid))?
+                .ok_or(Invalid::NotFound {
+                    what: "gate",
+                    id: text,
+                })?;
             if ctx.json {
                 return ctx.json_out(&document("gate", &gate));
             }

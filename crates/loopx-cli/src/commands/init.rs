@@ -1,6 +1,24 @@
 //! `loopx init`.
 
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+
 use loopx_kernel::{Project, Store};
+
+/// The example profiles shipped in `profiles/`, written into a new project so that
+/// `loopx profile list` shows something real to copy from.
+const EXAMPLE_PROFILES: [(&str, &str); 4] = [
+    (
+        "executor",
+        include_str!("../../../../profiles/executor.toml"),
+    ),
+    (
+        "reviewer",
+        include_str!("../../../../profiles/reviewer.toml"),
+    ),
+    ("planner", include_str!("../../../../profiles/planner.toml")),
+    ("demo", include_str!("../../../../profiles/demo.toml")),
+];
 
 use crate::context::Ctx;
 use crate::errors::ExpectedError;
@@ -9,11 +27,28 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     let dir = ctx.init_dir()?;
     let project = Project::create(&dir).map_err(loopx_kernel::KernelError::from)?;
     Store::create(&project, ctx.now(), &ctx.actor())?;
+    for (name, text) in EXAMPLE_PROFILES {
+        let path = project
+            .state_dir()
+            .join("profiles")
+            .join(format!("{name}.toml"));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .and_then(|mut file| file.write_all(text.as_bytes()));
+        written
+            .map_err(|e| ExpectedError::Usage(format!("cannot write `{}`: {e}", path.display())))?;
+    }
     if ctx.json {
         let path = project.state_dir().display().to_string();
         ctx.json_out(&serde_json::json!({ "format_version": 1, "project": { "root": project.root().display().to_string(), "state_dir": path } }))
     } else {
-        ctx.line(format!("Created {}", project.state_dir().display()))?;
+        ctx.line(format!(
+            "Created {} (example profiles in profiles/)",
+            project.state_dir().display()
+        ))?;
         ctx.line("Next: loopx goal start \"OBJECTIVE\"   then   loopx todo add \"TITLE\"")
     }
 }

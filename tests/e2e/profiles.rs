@@ -1,0 +1,130 @@
+//! Profiles and adapters from the command line, and the `__exec` helper.
+
+use crate::support::{LOOPX, Loopx};
+
+#[test]
+fn init_writes_example_profiles_that_validate() {
+    let loopx = Loopx::new();
+    let list = loopx.ok(&["profile", "list", "--json"]).json();
+    let names: Vec<&str> = list["profiles"]
+        .as_array()
+        .expect("profiles")
+        .iter()
+        .map(|p| p["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["demo", "executor", "planner", "reviewer"]);
+    for profile in list["profiles"].as_array().expect("profiles") {
+        assert_eq!(
+            profile["problems"].as_array().expect("problems").len(),
+            0,
+            "{profile}"
+        );
+        assert_eq!(profile["content_hash"].as_str().expect("hash").len(), 64);
+    }
+    let check = loopx.ok(&["profile", "check"]);
+    assert_eq!(
+        check
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("ok "))
+            .count(),
+        4,
+        "{}",
+        check.stdout
+    );
+    let show = loopx.ok(&["profile", "show", "executor"]);
+    assert!(
+        show.stdout.contains("adapter claude-code"),
+        "{}",
+        show.stdout
+    );
+}
+
+#[test]
+fn an_invalid_profile_is_refused_with_its_location() {
+    let loopx = Loopx::new();
+    let bad = loopx.path().join(".loopx/profiles/nightly.toml");
+    std::fs::write(
+        &bad,
+        "adapter = \"claude-code\"\npermision = \"read-only\"\n",
+    )
+    .expect("write");
+    let check = loopx.run(&["profile", "check", bad.to_str().expect("utf-8")]);
+    assert_eq!(check.code, 3, "{}{}", check.stdout, check.stderr);
+    assert!(
+        check.stdout.contains("nightly.toml:2:1"),
+        "names file:line:column: {}",
+        check.stdout
+    );
+    assert!(
+        check.stdout.contains("permission"),
+        "suggests the right key: {}",
+        check.stdout
+    );
+    let list = loopx.ok(&["profile", "list", "--json"]).json();
+    let nightly = list["profiles"]
+        .as_array()
+        .expect("profiles")
+        .iter()
+        .find(|p| p["name"] == "nightly")
+        .expect("listed");
+    assert!(
+        nightly["content_hash"].is_null(),
+        "an invalid profile has no hash to approve"
+    );
+}
+
+#[test]
+fn adapter_test_replays_recorded_streams_and_reports_a_missing_cli() {
+    let loopx = Loopx::new();
+    let run = loopx.run_env(
+        &["adapter", "test", "reviewer", "--json"],
+        &[("PATH", "/nonexistent")],
+    );
+    assert_eq!(run.code, 3, "the CLI is not installed here: {}", run.stderr);
+    let report = run.json();
+    let replays = report["adapter_test"]["replays"]
+        .as_array()
+        .expect("replays");
+    assert!(replays.len() >= 4, "codex streams replayed: {replays:?}");
+    assert!(replays.iter().all(|r| r["passed"] == true), "{replays:?}");
+    assert_eq!(report["health"]["ok"], false);
+    assert!(
+        report["health"]["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("not installed"),
+        "{report}"
+    );
+}
+
+#[test]
+fn exec_helper_sets_limits_then_runs_the_program() {
+    let out = std::process::Command::new(LOOPX)
+        .args([
+            "__exec",
+            "--limit",
+            "nofile=64",
+            "--",
+            "/bin/sh",
+            "-c",
+            "ulimit -n",
+        ])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "64");
+    let bad = std::process::Command::new(LOOPX)
+        .args(["__exec", "--limit", "bogus=1", "--", "/bin/true"])
+        .output()
+        .expect("run");
+    assert_eq!(
+        bad.status.code(),
+        Some(127),
+        "a refused limit is a spawn failure"
+    );
+}
