@@ -1,0 +1,382 @@
+//! The decision before every slice (DESIGN §4): a pure function of durable state and `now`.
+//!
+//! Order, first match wins:
+//! 1. the goal is missing or not active → `stop`;
+//! 2. an open gate blocks the agent (global, the agent, or every todo it could take), or its
+//!    todo has gone `stall_after` slices without progress → `ask`;
+//! 3. a hold, pacing, a token/cost window or the goal's share says not yet → `wait` until the
+//!    moment every one of them allows a slice (never before a hold ends);
+//! 4. the last slice on the todo the agent would take ended abnormally → `repair`;
+//! 5. its own claimed todo, or the best claimable one → `deliver` (`work`);
+//! 6. no open todo anywhere → `deliver` a planning slice, at most `max_plans_in_a_row` in a row;
+//! 7. otherwise → `quiet`.
+
+use serde::Serialize;
+
+use crate::pacing::{Pacing, pacing_check};
+use crate::share::share_wait;
+use crate::window::{WindowLimit, WindowState};
+use crate::Millis;
+
+/// Limits on retrying, stalling and planning.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Policy {
+    /// Slices in a row on one todo without progress before a person is asked.
+    pub stall_after: u32,
+    /// Planning slices in a row (with no todo created) before loopx stays quiet.
+    pub max_plans_in_a_row: u32,
+    /// The rolling window a goal's share is measured over.
+    pub share_window_ms: Millis,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy { stall_after: 3, max_plans_in_a_row: 3, share_window_ms: 3_600_000 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GoalView {
+    pub id: String,
+    /// `active`, `paused`, `done`, `archived`.
+    pub status: String,
+    pub share: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentView {
+    pub name: String,
+    pub capabilities: Vec<String>,
+    pub role: Option<String>,
+    /// Holds are keyed by account: every profile on one subscription pauses together.
+    pub account: String,
+    pub pacing: Option<Pacing>,
+    pub windows: Vec<WindowLimit>,
+}
+
+/// An open or claimed todo.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TodoView {
+    pub id: String,
+    pub title: String,
+    pub priority: i32,
+    /// Creation order (the todo's number): older first among equals.
+    pub order: u64,
+    pub needs: Vec<String>,
+    pub role: Option<String>,
+    /// A dependency that is not finished yet.
+    pub waits_on: Option<String>,
+    /// The lease: holder and expiry.
+    pub lease: Option<(String, Millis)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateBlocks {
+    Global,
+    Agent(String),
+    Todos(Vec<String>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GateView {
+    pub id: String,
+    pub question: String,
+    pub blocks: GateBlocks,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SliceKind {
+    Work,
+    Plan,
+    Repair,
+}
+
+/// A past (or running) slice, oldest first in [`DecideInput::slices`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SliceView {
+    pub agent: String,
+    pub todo: Option<String>,
+    pub kind: SliceKind,
+    /// `None` while running.
+    pub outcome: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldSource {
+    /// Parsed from the agent's output (`resets_at`).
+    Vendor,
+    /// Set by a person (`quota hold`, `quota pause`).
+    Manual,
+}
+
+/// A hold on an account (or on one agent, keyed `agent:<name>`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hold {
+    pub key: String,
+    /// `None`: until a person resumes.
+    pub until: Option<Millis>,
+    pub reason: String,
+    pub source: HoldSource,
+}
+
+/// Everything [`decide`] reads.
+#[derive(Debug, Clone)]
+pub struct DecideInput<'a> {
+    pub now: Millis,
+    pub agent: &'a AgentView,
+    pub goal: Option<&'a GoalView>,
+    /// Open and claimed todos of the goal.
+    pub todos: &'a [TodoView],
+    /// Open gates.
+    pub gates: &'a [GateView],
+    /// Recent slices, oldest first.
+    pub slices: &'a [SliceView],
+    /// Holds on the agent's account and on the agent.
+    pub holds: &'a [Hold],
+    pub pacing_tat: Option<Millis>,
+    /// The state of each of `agent.windows`, in the same order.
+    pub windows: &'a [WindowState],
+    /// The goal's slice time in the share window, as `(start, end)`.
+    pub busy: &'a [(Millis, Millis)],
+    pub policy: &'a Policy,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    Deliver,
+    Repair,
+    Ask,
+    Wait,
+    Quiet,
+    Stop,
+}
+
+/// What to do now, and why, in one sentence.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decision {
+    pub decision: DecisionKind,
+    /// For deliver and repair.
+    pub slice: Option<SliceKind>,
+    /// The todo concerned: `(id, title)`.
+    pub todo: Option<(String, String)>,
+    /// For ask: `(id, question)` of the blocking gate; `None` when the ask is a stall.
+    pub gate: Option<(String, String)>,
+    /// The todo that stalled, when a gate should be opened for it.
+    pub stalled: Option<String>,
+    /// For wait: when to decide again (`None`: until a person resumes).
+    pub wake_at: Option<Millis>,
+    /// The first slice after a vendor hold ended: keep it short, the limit may not be gone.
+    pub probe: bool,
+    pub reason: String,
+}
+
+impl Decision {
+    fn new(decision: DecisionKind, reason: String) -> Decision {
+        Decision { decision, slice: None, todo: None, gate: None, stalled: None, wake_at: None, probe: false, reason }
+    }
+}
+
+/// Slice outcomes that call for a repair slice.
+const ABNORMAL: [&str; 7] = ["interrupted", "timed_out", "failed", "stalled", "crashed", "violation", "spawn_failed"];
+/// Outcomes that count as progress and end a stall streak.
+const PROGRESS: [&str; 3] = ["completed", "progress", "asked"];
+
+/// Decides what `input.agent` should do at `input.now`.
+pub fn decide(input: &DecideInput<'_>) -> Decision {
+    let goal = match input.goal {
+        Some(goal) if goal.status == "active" => goal,
+        Some(goal) => return Decision::new(DecisionKind::Stop, format!("goal {} is {}", goal.id, goal.status)),
+        None => return Decision::new(DecisionKind::Stop, "there is no active goal".to_owned()),
+    };
+    let candidates = candidates(input);
+    if let Some(decision) = gate_blocks(input, &candidates) {
+        return decision;
+    }
+    let chosen = candidates.iter().find(|t| !blocked_by_gate(input, t));
+    if let Some(todo) = chosen
+        && stall_streak(input.slices, &todo.id) >= input.policy.stall_after
+    {
+        let mut d = Decision::new(
+            DecisionKind::Ask,
+            format!("{} went {} slices without progress; a person should look at it", todo.id, input.policy.stall_after),
+        );
+        d.todo = Some((todo.id.clone(), todo.title.clone()));
+        d.stalled = Some(todo.id.clone());
+        return d;
+    }
+    if let Some(decision) = quota_wait(input, goal) {
+        return decision;
+    }
+    let probe = input.holds.iter().any(|h| h.source == HoldSource::Vendor && h.until.is_some_and(|u| u <= input.now));
+    let mut decision = match chosen {
+        Some(todo) => work_on(input, todo),
+        None => plan_or_quiet(input),
+    };
+    decision.probe = probe && matches!(decision.decision, DecisionKind::Deliver | DecisionKind::Repair);
+    if decision.probe {
+        decision.reason.push_str("; a vendor hold just ended, so this is a short probe first");
+    }
+    decision
+}
+
+/// Todos the agent could take, best first: its own claim, then claimable ones by priority and age.
+fn candidates<'t>(input: &'t DecideInput<'_>) -> Vec<&'t TodoView> {
+    let agent = input.agent;
+    let mut own: Vec<&TodoView> = input.todos.iter().filter(|t| t.lease.as_ref().is_some_and(|(a, _)| *a == agent.name)).collect();
+    let mut claimable: Vec<&TodoView> = input
+        .todos
+        .iter()
+        .filter(|t| t.lease.as_ref().is_none_or(|(_, until)| *until <= input.now))
+        .filter(|t| t.lease.as_ref().is_none_or(|(a, _)| *a != agent.name))
+        .filter(|t| t.waits_on.is_none())
+        .filter(|t| t.needs.iter().all(|n| agent.capabilities.contains(n)))
+        .filter(|t| t.role.is_none() || t.role == agent.role)
+        .collect();
+    let best = |a: &&TodoView, b: &&TodoView| b.priority.cmp(&a.priority).then(a.order.cmp(&b.order));
+    own.sort_by(best);
+    claimable.sort_by(best);
+    own.extend(claimable);
+    own
+}
+
+fn blocked_by_gate(input: &DecideInput<'_>, todo: &TodoView) -> bool {
+    input.gates.iter().any(|g| matches!(&g.blocks, GateBlocks::Todos(ids) if ids.contains(&todo.id)))
+}
+
+fn ask(gate: &GateView, reason: String) -> Decision {
+    let mut d = Decision::new(DecisionKind::Ask, reason);
+    d.gate = Some((gate.id.clone(), gate.question.clone()));
+    d
+}
+
+fn gate_blocks(input: &DecideInput<'_>, candidates: &[&TodoView]) -> Option<Decision> {
+    let name = &input.agent.name;
+    for gate in input.gates {
+        match &gate.blocks {
+            GateBlocks::Global => return Some(ask(gate, format!("gate {} blocks every agent", gate.id))),
+            GateBlocks::Agent(agent) if agent == name => return Some(ask(gate, format!("gate {} blocks {name}", gate.id))),
+            _ => {}
+        }
+    }
+    let first = candidates.first()?;
+    if candidates.iter().all(|t| blocked_by_gate(input, t)) {
+        let gate = input.gates.iter().find(|g| matches!(&g.blocks, GateBlocks::Todos(ids) if ids.contains(&first.id)))?;
+        return Some(ask(gate, format!("gate {} blocks every todo {name} could take", gate.id)));
+    }
+    None
+}
+
+/// Abnormal slices in a row on `todo`, newest first; usage limits and other vendor trouble
+/// neither count nor break the streak.
+fn stall_streak(slices: &[SliceView], todo: &str) -> u32 {
+    let mut streak = 0;
+    for slice in slices.iter().rev().filter(|s| s.todo.as_deref() == Some(todo)) {
+        match slice.outcome.as_deref() {
+            Some(o) if ABNORMAL.contains(&o) => streak += 1,
+            Some(o) if PROGRESS.contains(&o) => break,
+            _ => {}
+        }
+    }
+    streak
+}
+
+/// The latest moment any quota constraint allows a slice, with the reason of the binding one.
+fn quota_wait(input: &DecideInput<'_>, goal: &GoalView) -> Option<Decision> {
+    let now = input.now;
+    let mut blockers: Vec<(Option<Millis>, String)> = Vec::new();
+    for hold in input.holds {
+        match hold.until {
+            None => blockers.push((None, format!("{} is paused by a person ({}); `loopx quota resume` lifts it", hold.key, hold.reason))),
+            Some(until) if until > now => blockers.push((Some(until), format!("{} is on hold: {}", hold.key, hold.reason))),
+            Some(_) => {}
+        }
+    }
+    if goal.share <= 0.0 {
+        blockers.push((None, format!("goal {} has a share of 0 (paused)", goal.id)));
+    } else if let Some(at) = share_wait(input.busy, goal.share, input.policy.share_window_ms, now) {
+        blockers.push((Some(at), format!("goal {} used its {:.0}% share of the last hour", goal.id, goal.share * 100.0)));
+    }
+    if let Some(pacing) = input.agent.pacing
+        && let Err(at) = pacing_check(pacing, input.pacing_tat, now)
+    {
+        blockers.push((Some(at), format!("{} is paced at {} slices an hour", input.agent.name, pacing.slices_per_hour)));
+    }
+    for (limit, state) in input.agent.windows.iter().zip(input.windows) {
+        if let Some(at) = state.exhausted_until(limit, now) {
+            blockers.push((Some(at), format!("the {} window of {} is spent", window_name(limit.period_ms), input.agent.account)));
+        }
+    }
+    // Indefinite blockers win; otherwise the latest time, since every constraint must allow it.
+    let binding = blockers.iter().find(|(at, _)| at.is_none()).or_else(|| blockers.iter().max_by_key(|(at, _)| *at))?;
+    let mut d = Decision::new(DecisionKind::Wait, binding.1.clone());
+    d.wake_at = binding.0;
+    Some(d)
+}
+
+fn window_name(period_ms: Millis) -> String {
+    let hours = period_ms / 3_600_000;
+    if hours >= 24 && hours % 24 == 0 { format!("{}d", hours / 24) } else { format!("{hours}h") }
+}
+
+fn work_on(input: &DecideInput<'_>, todo: &TodoView) -> Decision {
+    let last = input.slices.iter().rev().find(|s| s.todo.as_deref() == Some(todo.id.as_str()));
+    let own = todo.lease.as_ref().is_some_and(|(a, _)| *a == input.agent.name);
+    let mut d = match last.and_then(|s| s.outcome.as_deref()) {
+        Some(outcome) if ABNORMAL.contains(&outcome) => {
+            let mut d = Decision::new(DecisionKind::Repair, format!("the last slice on {} ended {outcome}: inspect, then finish or roll back", todo.id));
+            d.slice = Some(SliceKind::Repair);
+            d
+        }
+        _ => {
+            let why = if own {
+                format!("{} is claimed by {}: continue it", todo.id, input.agent.name)
+            } else {
+                format!("{} is the highest-priority open todo {} can take", todo.id, input.agent.name)
+            };
+            let mut d = Decision::new(DecisionKind::Deliver, why);
+            d.slice = Some(SliceKind::Work);
+            d
+        }
+    };
+    d.todo = Some((todo.id.clone(), todo.title.clone()));
+    d
+}
+
+fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
+    if input.todos.is_empty() {
+        let plans = input.slices.iter().rev().take_while(|s| s.kind == SliceKind::Plan && s.todo.is_none()).count() as u32;
+        if plans >= input.policy.max_plans_in_a_row {
+            return Decision::new(
+                DecisionKind::Quiet,
+                format!("{plans} planning slices in a row proposed no todo; add one or mark the goal done"),
+            );
+        }
+        let mut d = Decision::new(DecisionKind::Deliver, "no open todo: plan the next steps or declare the goal done".to_owned());
+        d.slice = Some(SliceKind::Plan);
+        return d;
+    }
+    let why = input
+        .todos
+        .iter()
+        .find_map(|t| {
+            if let Some(dep) = &t.waits_on {
+                Some(format!("{} waits on {dep}", t.id))
+            } else if !t.needs.iter().all(|n| input.agent.capabilities.contains(n)) {
+                Some(format!("{} needs {}", t.id, t.needs.join(", ")))
+            } else if t.role.is_some() && t.role != input.agent.role {
+                Some(format!("{} is for role {}", t.id, t.role.as_deref().unwrap_or("")))
+            } else {
+                t.lease.as_ref().map(|(a, _)| format!("{} is claimed by {a}", t.id))
+            }
+        })
+        .unwrap_or_else(|| "nothing to do".to_owned());
+    Decision::new(DecisionKind::Quiet, format!("nothing {} can take now: {why}", input.agent.name))
+}
+
+#[cfg(test)]
+#[path = "decide_tests.rs"]
+mod tests;

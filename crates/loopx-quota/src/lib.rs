@@ -1,0 +1,33 @@
+//! # Theory of operation
+//!
+//! `loopx-quota` is the quota model and the decision loopx makes before every slice
+//! (DESIGN §4). It does no I/O and never reads a clock: every function takes `now` (Unix
+//! milliseconds) and the state it needs, and returns new state for the caller to persist. The
+//! kernel stores that state (and applies spends inside its write transactions, so concurrent
+//! spends are serialised); the CLI and the supervisor build a [`DecideInput`] from the store and
+//! call [`decide`].
+//!
+//! - [`pacing`]: per-agent slices per hour with a burst, on governor's GCRA, with the arrival
+//!   time persisted instead of held in memory (a restart does not reset it).
+//! - [`window`]: fixed token and cost windows like the vendors' (the window starts with the
+//!   first spend and resets in full at its end); overspend carries into the next window as debt.
+//! - [`share`]: a goal's duty share of a rolling window of slice time.
+//! - [`decide`]: stop → ask → wait → repair → deliver → plan → quiet, with one human reason.
+//!
+//! See `docs/quota.md` for the model and a worked example.
+
+pub mod decide;
+pub mod pacing;
+pub mod share;
+pub mod window;
+
+pub use decide::{
+    AgentView, DecideInput, Decision, DecisionKind, GateView, GoalView, Hold, HoldSource, Policy, SliceKind, SliceView,
+    TodoView, decide,
+};
+pub use pacing::{Pacing, pacing_check};
+pub use share::share_wait;
+pub use window::{WindowLimit, WindowState};
+
+/// Milliseconds since the Unix epoch, UTC.
+pub type Millis = u64;

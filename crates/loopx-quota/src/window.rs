@@ -1,0 +1,114 @@
+//! Fixed token and cost windows, like the vendors' five-hour and weekly limits.
+//!
+//! A window opens with the first spend after the previous one ended and lasts `period`; at its
+//! end the allowance resets in full. A slice's real usage is only known after it ran, so a
+//! window can be overspent: the excess is carried into the next window as debt, so that a
+//! burst of expensive slices is paid back instead of forgotten.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Millis;
+
+/// An allowance per period. A window with neither limit only counts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WindowLimit {
+    pub period_ms: Millis,
+    pub tokens: Option<u64>,
+    pub cost_usd: Option<f64>,
+}
+
+/// Usage in the current window. Cost is kept in micro-dollars so that sums are exact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct WindowState {
+    /// When the current window opened (0: none yet).
+    pub start: Millis,
+    pub tokens: u64,
+    pub cost_micros: u64,
+}
+
+/// Micro-dollars in a dollar.
+pub const MICROS: f64 = 1_000_000.0;
+
+impl WindowState {
+    /// The state as seen at `now`: a window that has ended is replaced by a fresh one that
+    /// starts with the previous one's overspend.
+    pub fn rolled(self, limit: &WindowLimit, now: Millis) -> WindowState {
+        if self.start == 0 || now < self.start.saturating_add(limit.period_ms) {
+            return self;
+        }
+        let token_debt = limit.tokens.map_or(0, |max| self.tokens.saturating_sub(max));
+        let cost_debt = limit.cost_usd.map_or(0, |max| self.cost_micros.saturating_sub(to_micros(max)));
+        // The new window opens at the next spend; until then only the debt is on it.
+        WindowState { start: 0, tokens: token_debt, cost_micros: cost_debt }
+    }
+
+    /// Adds a spend at `now`, opening a window if none is open.
+    pub fn charged(self, limit: &WindowLimit, now: Millis, tokens: u64, cost_usd: f64) -> WindowState {
+        let mut state = self.rolled(limit, now);
+        if state.start == 0 {
+            state.start = now;
+        }
+        state.tokens = state.tokens.saturating_add(tokens);
+        state.cost_micros = state.cost_micros.saturating_add(to_micros(cost_usd));
+        state
+    }
+
+    /// When the window is exhausted at `now`, the moment it resets; `None` while there is room.
+    pub fn exhausted_until(self, limit: &WindowLimit, now: Millis) -> Option<Millis> {
+        let state = self.rolled(limit, now);
+        let over_tokens = limit.tokens.is_some_and(|max| state.tokens >= max);
+        let over_cost = limit.cost_usd.is_some_and(|max| state.cost_micros >= to_micros(max));
+        if !(over_tokens || over_cost) {
+            return None;
+        }
+        // Debt alone (no window open yet) means the next window is already spent: it ends one
+        // period after it opens, which would be now.
+        let start = if state.start == 0 { now } else { state.start };
+        Some(start.saturating_add(limit.period_ms))
+    }
+
+    /// What is left in the window at `now`: (tokens, dollars), `None` where unlimited.
+    pub fn remaining(self, limit: &WindowLimit, now: Millis) -> (Option<u64>, Option<f64>) {
+        let state = self.rolled(limit, now);
+        (
+            limit.tokens.map(|max| max.saturating_sub(state.tokens)),
+            limit.cost_usd.map(|max| (to_micros(max).saturating_sub(state.cost_micros)) as f64 / MICROS),
+        )
+    }
+}
+
+fn to_micros(usd: f64) -> u64 {
+    if usd.is_finite() && usd > 0.0 { (usd * MICROS).round() as u64 } else { 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H5: Millis = 5 * 3_600_000;
+    const T0: Millis = 1_790_000_000_000;
+
+    fn limit() -> WindowLimit {
+        WindowLimit { period_ms: H5, tokens: Some(1_000), cost_usd: None }
+    }
+
+    #[test]
+    fn a_window_opens_with_the_first_spend_and_resets_in_full() {
+        let l = limit();
+        let s = WindowState::default().charged(&l, T0, 400, 0.0);
+        assert_eq!(s.start, T0);
+        assert_eq!(s.exhausted_until(&l, T0 + 1), None);
+        let s = s.charged(&l, T0 + 10, 600, 0.0);
+        assert_eq!(s.exhausted_until(&l, T0 + 20), Some(T0 + H5));
+        assert_eq!(s.exhausted_until(&l, T0 + H5), None, "reset in full at the end");
+    }
+
+    #[test]
+    fn overspend_is_carried_as_debt() {
+        let l = limit();
+        let s = WindowState::default().charged(&l, T0, 2_500, 0.0);
+        let next = s.rolled(&l, T0 + H5);
+        assert_eq!(next.tokens, 1_500, "1,500 over the limit carries over");
+        assert_eq!(next.exhausted_until(&l, T0 + H5), Some(T0 + 2 * H5), "the next window is spent already");
+    }
+}
