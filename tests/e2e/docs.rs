@@ -73,7 +73,9 @@ fn subcommands(help: &str) -> Vec<String> {
     help.lines()
         .skip_while(|l| !l.starts_with("Commands:"))
         .skip(1)
-        .take_while(|l| l.starts_with("  "))
+        .take_while(|l| l.starts_with("  ") || l.trim().is_empty())
+        // A command sits two spaces in; wrapped descriptions are indented further.
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
         .filter_map(|l| l.split_whitespace().next())
         .filter(|c| *c != "help")
         .map(str::to_owned)

@@ -7,4 +7,5 @@ mod docs;
 mod errors;
 mod output;
 mod profiles;
+mod quota;
 mod store_files;

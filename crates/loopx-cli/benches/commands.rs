@@ -46,6 +46,8 @@ fn main() {
 /// (renewals, evidence) until the log holds `events` events.
 fn fill(dir: &Path, todos: u64, finished: u64, events: u64) {
     let project = Project::create(dir).expect("project");
+    let profile = include_str!("../../../profiles/executor.toml");
+    std::fs::write(project.state_dir().join("profiles/executor.toml"), profile).expect("profile");
     let store = Store::create(&project, Timestamp::now(), ACTOR).expect("store");
     let now = Timestamp::now();
     let worker: AgentName = "worker".parse().expect("name");
@@ -125,6 +127,15 @@ fn fill(dir: &Path, todos: u64, finished: u64, events: u64) {
 }
 
 fn measure_all(scale: &str, dir: &Path, runs: usize) {
+    report(
+        scale,
+        "loopx quota should-run --agent bench --json",
+        measure(dir, runs, |_| {
+            ["quota", "should-run", "--agent", "bench", "--json"]
+                .map(String::from)
+                .to_vec()
+        }),
+    );
     report(
         scale,
         "loopx status --json",

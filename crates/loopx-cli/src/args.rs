@@ -61,6 +61,75 @@ pub enum Command {
     /// Test an adapter: replay recorded streams and run the installed CLI's health check.
     #[command(subcommand)]
     Adapter(AdapterCommand),
+    /// Pacing, token and cost windows, holds, and the decision before a slice.
+    #[command(subcommand)]
+    Quota(QuotaCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QuotaCommand {
+    /// Per agent and account: what is left, what holds, until when.
+    Status,
+    /// What the agent should do now: deliver, repair, ask, wait, quiet or stop. Reads only.
+    ShouldRun {
+        /// The agent to decide for.
+        #[arg(long, value_name = "NAME", env = "LOOPX_AGENT")]
+        agent: String,
+    },
+    /// Admit one slice for an agent (refused with exit 5 when quota says wait), or with
+    /// `--charge` record usage after the fact.
+    Spend {
+        /// The agent spending.
+        #[arg(long, value_name = "NAME", env = "LOOPX_AGENT")]
+        agent: String,
+        /// Tokens used (or about to be).
+        #[arg(long, default_value_t = 0)]
+        tokens: u64,
+        /// US dollars spent (or about to be).
+        #[arg(long, value_name = "USD", default_value_t = 0.0)]
+        cost: f64,
+        /// Record usage known after a slice ran: never refused; overspend becomes debt.
+        #[arg(long)]
+        charge: bool,
+        /// How long the slice ran (counts toward the goal's share), with --charge.
+        #[arg(long, value_name = "DURATION", requires = "charge")]
+        ran: Option<String>,
+    },
+    /// Hold an account until a time: every agent on it waits.
+    Hold {
+        /// The account (see `loopx quota status`).
+        #[arg(long, value_name = "ACCOUNT")]
+        account: String,
+        /// When the hold ends: RFC 3339 (`2026-11-30T15:00:00Z`) or a duration from now (`2h`).
+        #[arg(long, value_name = "TIME")]
+        until: String,
+        /// Why, in a few words.
+        #[arg(long, default_value = "held by a person")]
+        reason: String,
+    },
+    /// Pause an agent or an account until resumed.
+    Pause {
+        /// The agent to pause.
+        #[arg(
+            long,
+            value_name = "NAME",
+            conflicts_with = "account",
+            required_unless_present = "account"
+        )]
+        agent: Option<String>,
+        /// The account to pause.
+        #[arg(long, value_name = "ACCOUNT")]
+        account: Option<String>,
+    },
+    /// Lift holds and pauses: of an agent, an account, or (without flags) all of them.
+    Resume {
+        /// The agent to resume.
+        #[arg(long, value_name = "NAME", conflicts_with = "account")]
+        agent: Option<String>,
+        /// The account to resume.
+        #[arg(long, value_name = "ACCOUNT")]
+        account: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -8,6 +8,7 @@ mod goal;
 mod init;
 mod log;
 mod profile;
+mod quota;
 mod status;
 mod todo;
 
@@ -35,6 +36,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Doctor => doctor::run(ctx),
         Command::Profile(cmd) => profile::run(ctx, cmd),
         Command::Adapter(cmd) => profile::adapter(ctx, cmd),
+        Command::Quota(cmd) => quota::run(ctx, cmd),
     }
 }
 

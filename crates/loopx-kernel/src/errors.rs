@@ -173,6 +173,11 @@ pub enum Conflict {
         agent: AgentName,
         role: String,
     },
+    #[error("quota says wait{}: {reason}", until.map(|u| format!(" until {u}")).unwrap_or_default())]
+    QuotaBlocked {
+        until: Option<Timestamp>,
+        reason: String,
+    },
     #[error("slice {slice} has already ended")]
     SliceEnded { slice: String },
 }

@@ -331,3 +331,41 @@ pub struct SliceRecord {
     pub output_bytes: u64,
     pub log: Option<String>,
 }
+
+/// Who set a hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldSource {
+    /// Parsed from an agent's output (a vendor's `resets_at`).
+    Vendor,
+    /// Set by a person.
+    Manual,
+}
+
+/// A hold on an account (every profile on it pauses) or on one agent (key `agent:<name>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuotaHold {
+    pub key: String,
+    /// `None`: until a person resumes.
+    pub until: Option<Timestamp>,
+    pub reason: String,
+    pub source: HoldSource,
+    pub set_by: String,
+    pub set_at: Timestamp,
+}
+
+/// One recorded spend: a slice admitted, or usage charged after it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spend {
+    pub seq: u64,
+    pub agent: AgentName,
+    pub account: String,
+    pub goal: Option<GoalId>,
+    /// `true` for an admission (a slice slot), `false` for usage charged afterwards.
+    pub admitted: bool,
+    pub tokens: u64,
+    pub cost_usd: f64,
+    /// When the slice ran, for the goal's share.
+    pub busy: Option<(Timestamp, Timestamp)>,
+    pub at: Timestamp,
+}

@@ -11,13 +11,14 @@
 //!   on every open;
 //! - a missing, empty, truncated or foreign file is an error that leaves the file untouched.
 
-mod apply;
+pub(crate) mod apply;
 mod codec;
 mod open;
 mod snapshot;
 pub(crate) mod tables;
 mod writer;
 
+pub use apply::quota::QuotaRequest;
 pub use apply::{
     AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff, NewSlice, NewTodo, Op, SliceEnd,
 };

@@ -13,10 +13,10 @@
 
 use serde::Serialize;
 
+use crate::Millis;
 use crate::pacing::{Pacing, pacing_check};
 use crate::share::share_wait;
 use crate::window::{WindowLimit, WindowState};
-use crate::Millis;
 
 /// Limits on retrying, stalling and planning.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -31,7 +31,11 @@ pub struct Policy {
 
 impl Default for Policy {
     fn default() -> Self {
-        Policy { stall_after: 3, max_plans_in_a_row: 3, share_window_ms: 3_600_000 }
+        Policy {
+            stall_after: 3,
+            max_plans_in_a_row: 3,
+            share_window_ms: 3_600_000,
+        }
     }
 }
 
@@ -176,22 +180,44 @@ pub struct Decision {
 
 impl Decision {
     fn new(decision: DecisionKind, reason: String) -> Decision {
-        Decision { decision, slice: None, todo: None, gate: None, stalled: None, wake_at: None, probe: false, reason }
+        Decision {
+            decision,
+            slice: None,
+            todo: None,
+            gate: None,
+            stalled: None,
+            wake_at: None,
+            probe: false,
+            reason,
+        }
     }
 }
 
 /// Slice outcomes that call for a repair slice.
-const ABNORMAL: [&str; 7] = ["interrupted", "timed_out", "failed", "stalled", "crashed", "violation", "spawn_failed"];
+const ABNORMAL: [&str; 7] = [
+    "interrupted",
+    "timed_out",
+    "failed",
+    "stalled",
+    "crashed",
+    "violation",
+    "spawn_failed",
+];
 /// Outcomes that count as progress and end a stall streak.
 const PROGRESS: [&str; 3] = ["completed", "progress", "asked"];
 
 /// Decides what `input.agent` should do at `input.now`.
 pub fn decide(input: &DecideInput<'_>) -> Decision {
-    let goal = match input.goal {
-        Some(goal) if goal.status == "active" => goal,
-        Some(goal) => return Decision::new(DecisionKind::Stop, format!("goal {} is {}", goal.id, goal.status)),
+    match input.goal {
+        Some(goal) if goal.status == "active" => {}
+        Some(goal) => {
+            return Decision::new(
+                DecisionKind::Stop,
+                format!("goal {} is {}", goal.id, goal.status),
+            );
+        }
         None => return Decision::new(DecisionKind::Stop, "there is no active goal".to_owned()),
-    };
+    }
     let candidates = candidates(input);
     if let Some(decision) = gate_blocks(input, &candidates) {
         return decision;
@@ -202,23 +228,35 @@ pub fn decide(input: &DecideInput<'_>) -> Decision {
     {
         let mut d = Decision::new(
             DecisionKind::Ask,
-            format!("{} went {} slices without progress; a person should look at it", todo.id, input.policy.stall_after),
+            format!(
+                "{} went {} slices without progress; a person should look at it",
+                todo.id, input.policy.stall_after
+            ),
         );
         d.todo = Some((todo.id.clone(), todo.title.clone()));
         d.stalled = Some(todo.id.clone());
         return d;
     }
-    if let Some(decision) = quota_wait(input, goal) {
+    if let Some(decision) = quota_wait(input) {
         return decision;
     }
-    let probe = input.holds.iter().any(|h| h.source == HoldSource::Vendor && h.until.is_some_and(|u| u <= input.now));
+    let probe = input
+        .holds
+        .iter()
+        .any(|h| h.source == HoldSource::Vendor && h.until.is_some_and(|u| u <= input.now));
     let mut decision = match chosen {
         Some(todo) => work_on(input, todo),
         None => plan_or_quiet(input),
     };
-    decision.probe = probe && matches!(decision.decision, DecisionKind::Deliver | DecisionKind::Repair);
+    decision.probe = probe
+        && matches!(
+            decision.decision,
+            DecisionKind::Deliver | DecisionKind::Repair
+        );
     if decision.probe {
-        decision.reason.push_str("; a vendor hold just ended, so this is a short probe first");
+        decision
+            .reason
+            .push_str("; a vendor hold just ended, so this is a short probe first");
     }
     decision
 }
@@ -226,17 +264,26 @@ pub fn decide(input: &DecideInput<'_>) -> Decision {
 /// Todos the agent could take, best first: its own claim, then claimable ones by priority and age.
 fn candidates<'t>(input: &'t DecideInput<'_>) -> Vec<&'t TodoView> {
     let agent = input.agent;
-    let mut own: Vec<&TodoView> = input.todos.iter().filter(|t| t.lease.as_ref().is_some_and(|(a, _)| *a == agent.name)).collect();
+    let mut own: Vec<&TodoView> = input
+        .todos
+        .iter()
+        .filter(|t| t.lease.as_ref().is_some_and(|(a, _)| *a == agent.name))
+        .collect();
     let mut claimable: Vec<&TodoView> = input
         .todos
         .iter()
-        .filter(|t| t.lease.as_ref().is_none_or(|(_, until)| *until <= input.now))
+        .filter(|t| {
+            t.lease
+                .as_ref()
+                .is_none_or(|(_, until)| *until <= input.now)
+        })
         .filter(|t| t.lease.as_ref().is_none_or(|(a, _)| *a != agent.name))
         .filter(|t| t.waits_on.is_none())
         .filter(|t| t.needs.iter().all(|n| agent.capabilities.contains(n)))
         .filter(|t| t.role.is_none() || t.role == agent.role)
         .collect();
-    let best = |a: &&TodoView, b: &&TodoView| b.priority.cmp(&a.priority).then(a.order.cmp(&b.order));
+    let best =
+        |a: &&TodoView, b: &&TodoView| b.priority.cmp(&a.priority).then(a.order.cmp(&b.order));
     own.sort_by(best);
     claimable.sort_by(best);
     own.extend(claimable);
@@ -244,7 +291,10 @@ fn candidates<'t>(input: &'t DecideInput<'_>) -> Vec<&'t TodoView> {
 }
 
 fn blocked_by_gate(input: &DecideInput<'_>, todo: &TodoView) -> bool {
-    input.gates.iter().any(|g| matches!(&g.blocks, GateBlocks::Todos(ids) if ids.contains(&todo.id)))
+    input
+        .gates
+        .iter()
+        .any(|g| matches!(&g.blocks, GateBlocks::Todos(ids) if ids.contains(&todo.id)))
 }
 
 fn ask(gate: &GateView, reason: String) -> Decision {
@@ -257,15 +307,25 @@ fn gate_blocks(input: &DecideInput<'_>, candidates: &[&TodoView]) -> Option<Deci
     let name = &input.agent.name;
     for gate in input.gates {
         match &gate.blocks {
-            GateBlocks::Global => return Some(ask(gate, format!("gate {} blocks every agent", gate.id))),
-            GateBlocks::Agent(agent) if agent == name => return Some(ask(gate, format!("gate {} blocks {name}", gate.id))),
+            GateBlocks::Global => {
+                return Some(ask(gate, format!("gate {} blocks every agent", gate.id)));
+            }
+            GateBlocks::Agent(agent) if agent == name => {
+                return Some(ask(gate, format!("gate {} blocks {name}", gate.id)));
+            }
             _ => {}
         }
     }
     let first = candidates.first()?;
     if candidates.iter().all(|t| blocked_by_gate(input, t)) {
-        let gate = input.gates.iter().find(|g| matches!(&g.blocks, GateBlocks::Todos(ids) if ids.contains(&first.id)))?;
-        return Some(ask(gate, format!("gate {} blocks every todo {name} could take", gate.id)));
+        let gate = input
+            .gates
+            .iter()
+            .find(|g| matches!(&g.blocks, GateBlocks::Todos(ids) if ids.contains(&first.id)))?;
+        return Some(ask(
+            gate,
+            format!("gate {} blocks every todo {name} could take", gate.id),
+        ));
     }
     None
 }
@@ -274,7 +334,11 @@ fn gate_blocks(input: &DecideInput<'_>, candidates: &[&TodoView]) -> Option<Deci
 /// neither count nor break the streak.
 fn stall_streak(slices: &[SliceView], todo: &str) -> u32 {
     let mut streak = 0;
-    for slice in slices.iter().rev().filter(|s| s.todo.as_deref() == Some(todo)) {
+    for slice in slices
+        .iter()
+        .rev()
+        .filter(|s| s.todo.as_deref() == Some(todo))
+    {
         match slice.outcome.as_deref() {
             Some(o) if ABNORMAL.contains(&o) => streak += 1,
             Some(o) if PROGRESS.contains(&o) => break,
@@ -284,58 +348,138 @@ fn stall_streak(slices: &[SliceView], todo: &str) -> u32 {
     streak
 }
 
-/// The latest moment any quota constraint allows a slice, with the reason of the binding one.
-fn quota_wait(input: &DecideInput<'_>, goal: &GoalView) -> Option<Decision> {
+/// Why quota does not allow a slice now, and until when (`None`: until a person resumes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Blocked {
+    pub until: Option<Millis>,
+    pub reason: String,
+}
+
+/// The quota part of the decision: holds, the goal's share, pacing and windows. `Ok` when all
+/// of them allow a slice at `input.now`; otherwise the moment they all do, with the reason of
+/// the binding one. The kernel calls this inside the write transaction that records a spend,
+/// so concurrent spends are admitted one at a time against the same budget.
+pub fn admission(input: &DecideInput<'_>) -> Result<(), Blocked> {
     let now = input.now;
     let mut blockers: Vec<(Option<Millis>, String)> = Vec::new();
     for hold in input.holds {
         match hold.until {
-            None => blockers.push((None, format!("{} is paused by a person ({}); `loopx quota resume` lifts it", hold.key, hold.reason))),
-            Some(until) if until > now => blockers.push((Some(until), format!("{} is on hold: {}", hold.key, hold.reason))),
+            None => blockers.push((
+                None,
+                format!(
+                    "{} is paused by a person ({}); `loopx quota resume` lifts it",
+                    hold.key, hold.reason
+                ),
+            )),
+            Some(until) if until > now => blockers.push((
+                Some(until),
+                format!("{} is on hold: {}", hold.key, hold.reason),
+            )),
             Some(_) => {}
         }
     }
-    if goal.share <= 0.0 {
-        blockers.push((None, format!("goal {} has a share of 0 (paused)", goal.id)));
-    } else if let Some(at) = share_wait(input.busy, goal.share, input.policy.share_window_ms, now) {
-        blockers.push((Some(at), format!("goal {} used its {:.0}% share of the last hour", goal.id, goal.share * 100.0)));
+    if let Some(goal) = input.goal {
+        if goal.share <= 0.0 {
+            blockers.push((None, format!("goal {} has a share of 0 (paused)", goal.id)));
+        } else if let Some(at) =
+            share_wait(input.busy, goal.share, input.policy.share_window_ms, now)
+        {
+            blockers.push((
+                Some(at),
+                format!(
+                    "goal {} used its {:.0}% share of the last hour",
+                    goal.id,
+                    goal.share * 100.0
+                ),
+            ));
+        }
     }
     if let Some(pacing) = input.agent.pacing
         && let Err(at) = pacing_check(pacing, input.pacing_tat, now)
     {
-        blockers.push((Some(at), format!("{} is paced at {} slices an hour", input.agent.name, pacing.slices_per_hour)));
+        blockers.push((
+            Some(at),
+            format!(
+                "{} is paced at {} slices an hour",
+                input.agent.name, pacing.slices_per_hour
+            ),
+        ));
     }
     for (limit, state) in input.agent.windows.iter().zip(input.windows) {
         if let Some(at) = state.exhausted_until(limit, now) {
-            blockers.push((Some(at), format!("the {} window of {} is spent", window_name(limit.period_ms), input.agent.account)));
+            blockers.push((
+                Some(at),
+                format!(
+                    "the {} window of {} is spent",
+                    window_name(limit.period_ms),
+                    input.agent.account
+                ),
+            ));
         }
     }
     // Indefinite blockers win; otherwise the latest time, since every constraint must allow it.
-    let binding = blockers.iter().find(|(at, _)| at.is_none()).or_else(|| blockers.iter().max_by_key(|(at, _)| *at))?;
-    let mut d = Decision::new(DecisionKind::Wait, binding.1.clone());
-    d.wake_at = binding.0;
+    let binding = blockers
+        .iter()
+        .find(|(at, _)| at.is_none())
+        .or_else(|| blockers.iter().max_by_key(|(at, _)| *at));
+    match binding {
+        None => Ok(()),
+        Some((until, reason)) => Err(Blocked {
+            until: *until,
+            reason: reason.clone(),
+        }),
+    }
+}
+
+fn quota_wait(input: &DecideInput<'_>) -> Option<Decision> {
+    let blocked = admission(input).err()?;
+    let mut d = Decision::new(DecisionKind::Wait, blocked.reason);
+    d.wake_at = blocked.until;
     Some(d)
 }
 
 fn window_name(period_ms: Millis) -> String {
     let hours = period_ms / 3_600_000;
-    if hours >= 24 && hours % 24 == 0 { format!("{}d", hours / 24) } else { format!("{hours}h") }
+    if hours >= 24 && hours.is_multiple_of(24) {
+        format!("{}d", hours / 24)
+    } else {
+        format!("{hours}h")
+    }
 }
 
 fn work_on(input: &DecideInput<'_>, todo: &TodoView) -> Decision {
-    let last = input.slices.iter().rev().find(|s| s.todo.as_deref() == Some(todo.id.as_str()));
-    let own = todo.lease.as_ref().is_some_and(|(a, _)| *a == input.agent.name);
+    let last = input
+        .slices
+        .iter()
+        .rev()
+        .find(|s| s.todo.as_deref() == Some(todo.id.as_str()));
+    let own = todo
+        .lease
+        .as_ref()
+        .is_some_and(|(a, _)| *a == input.agent.name);
     let mut d = match last.and_then(|s| s.outcome.as_deref()) {
         Some(outcome) if ABNORMAL.contains(&outcome) => {
-            let mut d = Decision::new(DecisionKind::Repair, format!("the last slice on {} ended {outcome}: inspect, then finish or roll back", todo.id));
+            let mut d = Decision::new(
+                DecisionKind::Repair,
+                format!(
+                    "the last slice on {} ended {outcome}: inspect, then finish or roll back",
+                    todo.id
+                ),
+            );
             d.slice = Some(SliceKind::Repair);
             d
         }
         _ => {
             let why = if own {
-                format!("{} is claimed by {}: continue it", todo.id, input.agent.name)
+                format!(
+                    "{} is claimed by {}: continue it",
+                    todo.id, input.agent.name
+                )
             } else {
-                format!("{} is the highest-priority open todo {} can take", todo.id, input.agent.name)
+                format!(
+                    "{} is the highest-priority open todo {} can take",
+                    todo.id, input.agent.name
+                )
             };
             let mut d = Decision::new(DecisionKind::Deliver, why);
             d.slice = Some(SliceKind::Work);
@@ -348,14 +492,24 @@ fn work_on(input: &DecideInput<'_>, todo: &TodoView) -> Decision {
 
 fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
     if input.todos.is_empty() {
-        let plans = input.slices.iter().rev().take_while(|s| s.kind == SliceKind::Plan && s.todo.is_none()).count() as u32;
+        let plans = input
+            .slices
+            .iter()
+            .rev()
+            .take_while(|s| s.kind == SliceKind::Plan && s.todo.is_none())
+            .count() as u32;
         if plans >= input.policy.max_plans_in_a_row {
             return Decision::new(
                 DecisionKind::Quiet,
-                format!("{plans} planning slices in a row proposed no todo; add one or mark the goal done"),
+                format!(
+                    "{plans} planning slices in a row proposed no todo; add one or mark the goal done"
+                ),
             );
         }
-        let mut d = Decision::new(DecisionKind::Deliver, "no open todo: plan the next steps or declare the goal done".to_owned());
+        let mut d = Decision::new(
+            DecisionKind::Deliver,
+            "no open todo: plan the next steps or declare the goal done".to_owned(),
+        );
         d.slice = Some(SliceKind::Plan);
         return d;
     }
@@ -368,13 +522,22 @@ fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
             } else if !t.needs.iter().all(|n| input.agent.capabilities.contains(n)) {
                 Some(format!("{} needs {}", t.id, t.needs.join(", ")))
             } else if t.role.is_some() && t.role != input.agent.role {
-                Some(format!("{} is for role {}", t.id, t.role.as_deref().unwrap_or("")))
+                Some(format!(
+                    "{} is for role {}",
+                    t.id,
+                    t.role.as_deref().unwrap_or("")
+                ))
             } else {
-                t.lease.as_ref().map(|(a, _)| format!("{} is claimed by {a}", t.id))
+                t.lease
+                    .as_ref()
+                    .map(|(a, _)| format!("{} is claimed by {a}", t.id))
             }
         })
         .unwrap_or_else(|| "nothing to do".to_owned());
-    Decision::new(DecisionKind::Quiet, format!("nothing {} can take now: {why}", input.agent.name))
+    Decision::new(
+        DecisionKind::Quiet,
+        format!("nothing {} can take now: {why}", input.agent.name),
+    )
 }
 
 #[cfg(test)]

@@ -19,13 +19,33 @@ struct World {
 }
 
 fn todo(id: &str, priority: i32) -> TodoView {
-    TodoView { id: id.into(), title: format!("title of {id}"), priority, order: id[1..].parse().expect("number"), needs: vec![], role: None, waits_on: None, lease: None }
+    TodoView {
+        id: id.into(),
+        title: format!("title of {id}"),
+        priority,
+        order: id[1..].parse().expect("number"),
+        needs: vec![],
+        role: None,
+        waits_on: None,
+        lease: None,
+    }
 }
 
 fn world() -> World {
     World {
-        agent: AgentView { name: "exec".into(), capabilities: vec!["rust".into()], role: Some("executor".into()), account: "anthropic-main".into(), pacing: None, windows: vec![] },
-        goal: Some(GoalView { id: "g1".into(), status: "active".into(), share: 1.0 }),
+        agent: AgentView {
+            name: "exec".into(),
+            capabilities: vec!["rust".into()],
+            role: Some("executor".into()),
+            account: "anthropic-main".into(),
+            pacing: None,
+            windows: vec![],
+        },
+        goal: Some(GoalView {
+            id: "g1".into(),
+            status: "active".into(),
+            share: 1.0,
+        }),
         todos: vec![todo("t1", 1), todo("t2", 5)],
         gates: vec![],
         slices: vec![],
@@ -54,23 +74,43 @@ fn run(w: &World) -> Decision {
 }
 
 fn gate(id: &str, blocks: GateBlocks) -> GateView {
-    GateView { id: id.into(), question: "Should the retry use backoff or fail fast?".into(), blocks }
+    GateView {
+        id: id.into(),
+        question: "Should the retry use backoff or fail fast?".into(),
+        blocks,
+    }
 }
 
 fn hold(until: Option<Millis>, source: HoldSource) -> Hold {
-    Hold { key: "anthropic-main".into(), until, reason: "five_hour limit".into(), source }
+    Hold {
+        key: "anthropic-main".into(),
+        until,
+        reason: "five_hour limit".into(),
+        source,
+    }
 }
 
 fn slice(todo: Option<&str>, kind: SliceKind, outcome: &str) -> SliceView {
-    SliceView { agent: "exec".into(), todo: todo.map(Into::into), kind, outcome: Some(outcome.into()) }
+    SliceView {
+        agent: "exec".into(),
+        todo: todo.map(Into::into),
+        kind,
+        outcome: Some(outcome.into()),
+    }
 }
 
 #[test]
 fn deliver_takes_the_highest_priority_todo() {
     let d = run(&world());
-    assert_eq!((d.decision, d.slice), (DecisionKind::Deliver, Some(SliceKind::Work)));
+    assert_eq!(
+        (d.decision, d.slice),
+        (DecisionKind::Deliver, Some(SliceKind::Work))
+    );
     assert_eq!(d.todo.expect("todo").0, "t2");
-    assert_eq!(d.reason, "t2 is the highest-priority open todo exec can take");
+    assert_eq!(
+        d.reason,
+        "t2 is the highest-priority open todo exec can take"
+    );
 }
 
 #[test]
@@ -78,7 +118,11 @@ fn its_own_claim_comes_first() {
     let mut w = world();
     w.todos[0].lease = Some(("exec".into(), T0 + 10 * MIN));
     let d = run(&w);
-    assert_eq!(d.todo.expect("todo").0, "t1", "continue the claimed todo before a higher-priority one");
+    assert_eq!(
+        d.todo.expect("todo").0,
+        "t1",
+        "continue the claimed todo before a higher-priority one"
+    );
 }
 
 #[test]
@@ -116,22 +160,39 @@ fn a_gate_beats_quota() {
 fn gates_on_the_agent_or_on_every_candidate_ask_and_others_do_not() {
     let mut w = world();
     w.gates.push(gate("q1", GateBlocks::Agent("rev".into())));
-    assert_eq!(run(&w).decision, DecisionKind::Deliver, "a gate for another agent");
+    assert_eq!(
+        run(&w).decision,
+        DecisionKind::Deliver,
+        "a gate for another agent"
+    );
     w.gates.push(gate("q2", GateBlocks::Agent("exec".into())));
     assert_eq!(run(&w).decision, DecisionKind::Ask);
 
     let mut w = world();
-    w.gates.push(gate("q3", GateBlocks::Todos(vec!["t2".into()])));
+    w.gates
+        .push(gate("q3", GateBlocks::Todos(vec!["t2".into()])));
     let d = run(&w);
-    assert_eq!((d.decision, d.todo.expect("todo").0), (DecisionKind::Deliver, "t1".into()), "take the unblocked one");
-    w.gates.push(gate("q4", GateBlocks::Todos(vec!["t1".into()])));
-    assert_eq!(run(&w).decision, DecisionKind::Ask, "every todo it could take is blocked");
+    assert_eq!(
+        (d.decision, d.todo.expect("todo").0),
+        (DecisionKind::Deliver, "t1".into()),
+        "take the unblocked one"
+    );
+    w.gates
+        .push(gate("q4", GateBlocks::Todos(vec!["t1".into()])));
+    assert_eq!(
+        run(&w).decision,
+        DecisionKind::Ask,
+        "every todo it could take is blocked"
+    );
 }
 
 #[test]
 fn a_hold_beats_pacing_and_wake_at_is_when_everything_allows() {
     let mut w = world();
-    w.agent.pacing = Some(Pacing { slices_per_hour: 6.0, burst: 1 });
+    w.agent.pacing = Some(Pacing {
+        slices_per_hour: 6.0,
+        burst: 1,
+    });
     w.tat = Some(T0 + 5 * MIN); // paced until T0 + 5 min
     w.holds.push(hold(Some(T0 + 30 * MIN), HoldSource::Vendor));
     let d = run(&w);
@@ -143,16 +204,33 @@ fn a_hold_beats_pacing_and_wake_at_is_when_everything_allows() {
 #[test]
 fn pacing_windows_share_and_pauses_wait() {
     let mut w = world();
-    w.agent.pacing = Some(Pacing { slices_per_hour: 6.0, burst: 1 });
+    w.agent.pacing = Some(Pacing {
+        slices_per_hour: 6.0,
+        burst: 1,
+    });
     w.tat = Some(T0 + 5 * MIN);
     let d = run(&w);
-    assert_eq!((d.decision, d.wake_at), (DecisionKind::Wait, Some(T0 + 5 * MIN)));
+    assert_eq!(
+        (d.decision, d.wake_at),
+        (DecisionKind::Wait, Some(T0 + 5 * MIN))
+    );
 
     let mut w = world();
-    w.agent.windows = vec![WindowLimit { period_ms: 300 * MIN, tokens: Some(1000), cost_usd: None }];
-    w.windows = vec![WindowState { start: T0 - MIN, tokens: 1000, cost_micros: 0 }];
+    w.agent.windows = vec![WindowLimit {
+        period_ms: 300 * MIN,
+        tokens: Some(1000),
+        cost_usd: None,
+    }];
+    w.windows = vec![WindowState {
+        start: T0 - MIN,
+        tokens: 1000,
+        cost_micros: 0,
+    }];
     let d = run(&w);
-    assert_eq!((d.decision, d.wake_at), (DecisionKind::Wait, Some(T0 + 299 * MIN)));
+    assert_eq!(
+        (d.decision, d.wake_at),
+        (DecisionKind::Wait, Some(T0 + 299 * MIN))
+    );
 
     let mut w = world();
     w.goal.as_mut().expect("goal").share = 0.5;
@@ -162,23 +240,32 @@ fn pacing_windows_share_and_pauses_wait() {
     let mut w = world();
     w.holds.push(hold(None, HoldSource::Manual));
     let d = run(&w);
-    assert_eq!((d.decision, d.wake_at), (DecisionKind::Wait, None), "paused until a person resumes");
+    assert_eq!(
+        (d.decision, d.wake_at),
+        (DecisionKind::Wait, None),
+        "paused until a person resumes"
+    );
 }
 
 #[test]
 fn repair_beats_new_work() {
     let mut w = world();
     w.todos[0].lease = Some(("exec".into(), T0 + 10 * MIN));
-    w.slices.push(slice(Some("t1"), SliceKind::Work, "timed_out"));
+    w.slices
+        .push(slice(Some("t1"), SliceKind::Work, "timed_out"));
     let d = run(&w);
-    assert_eq!((d.decision, d.slice), (DecisionKind::Repair, Some(SliceKind::Repair)));
+    assert_eq!(
+        (d.decision, d.slice),
+        (DecisionKind::Repair, Some(SliceKind::Repair))
+    );
     assert_eq!(d.todo.expect("todo").0, "t1");
 }
 
 #[test]
 fn an_interrupted_slice_gets_a_repair_even_after_its_lease_was_freed() {
     let mut w = world();
-    w.slices.push(slice(Some("t2"), SliceKind::Work, "interrupted"));
+    w.slices
+        .push(slice(Some("t2"), SliceKind::Work, "interrupted"));
     assert_eq!(run(&w).decision, DecisionKind::Repair);
 }
 
@@ -193,7 +280,8 @@ fn stall_guard_asks_after_k_slices_without_progress() {
     assert_eq!(d.decision, DecisionKind::Ask);
     assert_eq!(d.stalled.as_deref(), Some("t1"));
     // Progress resets the streak.
-    w.slices.push(slice(Some("t1"), SliceKind::Repair, "progress"));
+    w.slices
+        .push(slice(Some("t1"), SliceKind::Repair, "progress"));
     assert_eq!(run(&w).decision, DecisionKind::Deliver);
 }
 
@@ -202,32 +290,57 @@ fn planning_when_nothing_is_open_and_bounded() {
     let mut w = world();
     w.todos.clear();
     let d = run(&w);
-    assert_eq!((d.decision, d.slice), (DecisionKind::Deliver, Some(SliceKind::Plan)));
+    assert_eq!(
+        (d.decision, d.slice),
+        (DecisionKind::Deliver, Some(SliceKind::Plan))
+    );
     for _ in 0..3 {
         w.slices.push(slice(None, SliceKind::Plan, "completed"));
     }
-    assert_eq!(run(&w).decision, DecisionKind::Quiet, "three plans in a row proposed nothing");
+    assert_eq!(
+        run(&w).decision,
+        DecisionKind::Quiet,
+        "three plans in a row proposed nothing"
+    );
 }
 
 #[test]
 fn quiet_names_why_nothing_can_be_taken() {
     let mut w = world();
-    w.todos = vec![TodoView { needs: vec!["gpu".into()], ..todo("t7", 0) }, TodoView { waits_on: Some("t7".into()), ..todo("t8", 0) }];
+    w.todos = vec![
+        TodoView {
+            needs: vec!["gpu".into()],
+            ..todo("t7", 0)
+        },
+        TodoView {
+            waits_on: Some("t7".into()),
+            ..todo("t8", 0)
+        },
+    ];
     let d = run(&w);
     assert_eq!(d.decision, DecisionKind::Quiet);
     assert_eq!(d.reason, "nothing exec can take now: t7 needs gpu");
     let mut w = world();
-    w.todos = vec![TodoView { role: Some("reviewer".into()), ..todo("t9", 0) }];
+    w.todos = vec![TodoView {
+        role: Some("reviewer".into()),
+        ..todo("t9", 0)
+    }];
     assert!(run(&w).reason.contains("t9 is for role reviewer"));
     let mut w = world();
-    w.todos = vec![TodoView { lease: Some(("rev".into(), T0 + MIN)), ..todo("t4", 0) }];
+    w.todos = vec![TodoView {
+        lease: Some(("rev".into(), T0 + MIN)),
+        ..todo("t4", 0)
+    }];
     assert!(run(&w).reason.contains("t4 is claimed by rev"));
 }
 
 #[test]
 fn an_expired_lease_of_a_peer_is_claimable() {
     let mut w = world();
-    w.todos = vec![TodoView { lease: Some(("rev".into(), T0 - MIN)), ..todo("t4", 0) }];
+    w.todos = vec![TodoView {
+        lease: Some(("rev".into(), T0 - MIN)),
+        ..todo("t4", 0)
+    }];
     assert_eq!(run(&w).decision, DecisionKind::Deliver);
 }
 

@@ -22,8 +22,8 @@ pub mod share;
 pub mod window;
 
 pub use decide::{
-    AgentView, DecideInput, Decision, DecisionKind, GateView, GoalView, Hold, HoldSource, Policy, SliceKind, SliceView,
-    TodoView, decide,
+    AgentView, Blocked, DecideInput, Decision, DecisionKind, GateBlocks, GateView, GoalView, Hold,
+    HoldSource, Policy, SliceKind, SliceView, TodoView, admission, decide,
 };
 pub use pacing::{Pacing, pacing_check};
 pub use share::share_wait;

@@ -55,9 +55,13 @@ const NANOS_PER_MILLI: u64 = 1_000_000;
 /// first slice). `Ok(tat)` admits it and gives the arrival time to store; `Err(at)` is the
 /// earliest moment it would be admitted.
 pub fn pacing_check(pacing: Pacing, tat: Option<Millis>, now: Millis) -> Result<Millis, Millis> {
-    let Some(quota) = quota(pacing) else { return Ok(tat.unwrap_or(now)) };
+    let Some(quota) = quota(pacing) else {
+        return Ok(tat.unwrap_or(now));
+    };
     let clock = FakeRelativeClock::default();
-    let state = PersistedTat(AtomicU64::new(tat.map_or(UNSET, |t| t.saturating_mul(NANOS_PER_MILLI))));
+    let state = PersistedTat(AtomicU64::new(
+        tat.map_or(UNSET, |t| t.saturating_mul(NANOS_PER_MILLI)),
+    ));
     // Built at clock zero (= the epoch), then moved to `now`: governor measures from its start.
     let limiter: RateLimiter<NotKeyed, PersistedTat, FakeRelativeClock, NoOpMiddleware<Nanos>> =
         RateLimiter::new(quota, state, clock.clone());
@@ -93,17 +97,30 @@ mod tests {
 
     #[test]
     fn burst_then_one_per_period() {
-        let pacing = Pacing { slices_per_hour: 6.0, burst: 2 };
+        let pacing = Pacing {
+            slices_per_hour: 6.0,
+            burst: 2,
+        };
         let tat = pacing_check(pacing, None, T0).expect("first");
         let tat = pacing_check(pacing, Some(tat), T0).expect("second: the burst");
         let wake = pacing_check(pacing, Some(tat), T0).expect_err("third waits");
-        assert_eq!(wake, T0 + HOUR / 6, "one slice every ten minutes after the burst");
-        assert!(pacing_check(pacing, Some(tat), wake).is_ok(), "admitted at the wake time");
+        assert_eq!(
+            wake,
+            T0 + HOUR / 6,
+            "one slice every ten minutes after the burst"
+        );
+        assert!(
+            pacing_check(pacing, Some(tat), wake).is_ok(),
+            "admitted at the wake time"
+        );
     }
 
     #[test]
     fn state_survives_a_restart() {
-        let pacing = Pacing { slices_per_hour: 1.0, burst: 1 };
+        let pacing = Pacing {
+            slices_per_hour: 1.0,
+            burst: 1,
+        };
         let tat = pacing_check(pacing, None, T0).expect("first");
         // A "restart" is just a new call with the stored value.
         assert_eq!(pacing_check(pacing, Some(tat), T0 + 60_000), Err(T0 + HOUR));
@@ -111,7 +128,10 @@ mod tests {
 
     #[test]
     fn no_pacing_admits_everything() {
-        let pacing = Pacing { slices_per_hour: 0.0, burst: 0 };
+        let pacing = Pacing {
+            slices_per_hour: 0.0,
+            burst: 0,
+        };
         assert!(pacing_check(pacing, Some(T0 * 2), T0).is_ok());
     }
 }

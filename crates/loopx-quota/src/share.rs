@@ -7,14 +7,21 @@
 use crate::Millis;
 
 /// Given past slices as `(start, end)` intervals, when may the next slice start? `None`: now.
-pub fn share_wait(busy: &[(Millis, Millis)], share: f64, window_ms: Millis, now: Millis) -> Option<Millis> {
+pub fn share_wait(
+    busy: &[(Millis, Millis)],
+    share: f64,
+    window_ms: Millis,
+    now: Millis,
+) -> Option<Millis> {
     if share >= 1.0 || window_ms == 0 {
         return None;
     }
     let allowed = (share.max(0.0) * window_ms as f64) as u64;
     let used = |at: Millis| -> u64 {
         let from = at.saturating_sub(window_ms);
-        busy.iter().map(|&(s, e)| e.min(at).saturating_sub(s.max(from))).sum()
+        busy.iter()
+            .map(|&(s, e)| e.min(at).saturating_sub(s.max(from)))
+            .sum()
     };
     if used(now) < allowed {
         return None;
@@ -61,6 +68,30 @@ mod tests {
         // The busy half hour starts leaving the window at T0 + H.
         assert_eq!(wake, T0 + H + 1);
         assert_eq!(share_wait(&busy, 0.5, H, wake), None);
+    }
+
+    /// The worked example of `docs/quota.md`: three 12-minute slices from 09:00 at share 0.5.
+    #[test]
+    fn the_worked_example_waits_until_ten_past_six() {
+        let m = 60_000;
+        let nine = T0;
+        let busy = [
+            (nine, nine + 12 * m),
+            (nine + 12 * m, nine + 24 * m),
+            (nine + 24 * m, nine + 36 * m),
+        ];
+        let wake = share_wait(&busy, 0.5, H, nine + 36 * m).expect("over the share");
+        assert_eq!(wake, nine + 66 * m + 1, "just after 10:06");
+        let busy = [
+            (nine + 12 * m, nine + 24 * m),
+            (nine + 24 * m, nine + 36 * m),
+            (nine + 66 * m, nine + 78 * m),
+        ];
+        assert_eq!(
+            share_wait(&busy, 0.5, H, nine + 78 * m),
+            Some(nine + 78 * m + 1),
+            "at 10:18 slice 2 is leaving the hour: a millisecond later it fits"
+        );
     }
 
     #[test]

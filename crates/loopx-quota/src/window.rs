@@ -36,14 +36,28 @@ impl WindowState {
         if self.start == 0 || now < self.start.saturating_add(limit.period_ms) {
             return self;
         }
-        let token_debt = limit.tokens.map_or(0, |max| self.tokens.saturating_sub(max));
-        let cost_debt = limit.cost_usd.map_or(0, |max| self.cost_micros.saturating_sub(to_micros(max)));
+        let token_debt = limit
+            .tokens
+            .map_or(0, |max| self.tokens.saturating_sub(max));
+        let cost_debt = limit
+            .cost_usd
+            .map_or(0, |max| self.cost_micros.saturating_sub(to_micros(max)));
         // The new window opens at the next spend; until then only the debt is on it.
-        WindowState { start: 0, tokens: token_debt, cost_micros: cost_debt }
+        WindowState {
+            start: 0,
+            tokens: token_debt,
+            cost_micros: cost_debt,
+        }
     }
 
     /// Adds a spend at `now`, opening a window if none is open.
-    pub fn charged(self, limit: &WindowLimit, now: Millis, tokens: u64, cost_usd: f64) -> WindowState {
+    pub fn charged(
+        self,
+        limit: &WindowLimit,
+        now: Millis,
+        tokens: u64,
+        cost_usd: f64,
+    ) -> WindowState {
         let mut state = self.rolled(limit, now);
         if state.start == 0 {
             state.start = now;
@@ -57,7 +71,9 @@ impl WindowState {
     pub fn exhausted_until(self, limit: &WindowLimit, now: Millis) -> Option<Millis> {
         let state = self.rolled(limit, now);
         let over_tokens = limit.tokens.is_some_and(|max| state.tokens >= max);
-        let over_cost = limit.cost_usd.is_some_and(|max| state.cost_micros >= to_micros(max));
+        let over_cost = limit
+            .cost_usd
+            .is_some_and(|max| state.cost_micros >= to_micros(max));
         if !(over_tokens || over_cost) {
             return None;
         }
@@ -67,18 +83,51 @@ impl WindowState {
         Some(start.saturating_add(limit.period_ms))
     }
 
+    /// Whether a spend of `tokens` and `cost_usd` fits in the window at `now`; when not, the
+    /// moment the window resets. A spend whose size is known up front is never admitted past
+    /// the budget; usage learnt afterwards is charged regardless (and becomes debt).
+    pub fn fits(
+        self,
+        limit: &WindowLimit,
+        now: Millis,
+        tokens: u64,
+        cost_usd: f64,
+    ) -> Result<(), Millis> {
+        if let Some(at) = self.exhausted_until(limit, now) {
+            return Err(at);
+        }
+        let state = self.rolled(limit, now);
+        let over_tokens = limit
+            .tokens
+            .is_some_and(|max| state.tokens.saturating_add(tokens) > max);
+        let over_cost = limit.cost_usd.is_some_and(|max| {
+            state.cost_micros.saturating_add(to_micros(cost_usd)) > to_micros(max)
+        });
+        if over_tokens || over_cost {
+            let start = if state.start == 0 { now } else { state.start };
+            return Err(start.saturating_add(limit.period_ms));
+        }
+        Ok(())
+    }
+
     /// What is left in the window at `now`: (tokens, dollars), `None` where unlimited.
     pub fn remaining(self, limit: &WindowLimit, now: Millis) -> (Option<u64>, Option<f64>) {
         let state = self.rolled(limit, now);
         (
             limit.tokens.map(|max| max.saturating_sub(state.tokens)),
-            limit.cost_usd.map(|max| (to_micros(max).saturating_sub(state.cost_micros)) as f64 / MICROS),
+            limit
+                .cost_usd
+                .map(|max| (to_micros(max).saturating_sub(state.cost_micros)) as f64 / MICROS),
         )
     }
 }
 
 fn to_micros(usd: f64) -> u64 {
-    if usd.is_finite() && usd > 0.0 { (usd * MICROS).round() as u64 } else { 0 }
+    if usd.is_finite() && usd > 0.0 {
+        (usd * MICROS).round() as u64
+    } else {
+        0
+    }
 }
 
 #[cfg(test)]
@@ -89,7 +138,11 @@ mod tests {
     const T0: Millis = 1_790_000_000_000;
 
     fn limit() -> WindowLimit {
-        WindowLimit { period_ms: H5, tokens: Some(1_000), cost_usd: None }
+        WindowLimit {
+            period_ms: H5,
+            tokens: Some(1_000),
+            cost_usd: None,
+        }
     }
 
     #[test]
@@ -100,7 +153,11 @@ mod tests {
         assert_eq!(s.exhausted_until(&l, T0 + 1), None);
         let s = s.charged(&l, T0 + 10, 600, 0.0);
         assert_eq!(s.exhausted_until(&l, T0 + 20), Some(T0 + H5));
-        assert_eq!(s.exhausted_until(&l, T0 + H5), None, "reset in full at the end");
+        assert_eq!(
+            s.exhausted_until(&l, T0 + H5),
+            None,
+            "reset in full at the end"
+        );
     }
 
     #[test]
@@ -109,6 +166,10 @@ mod tests {
         let s = WindowState::default().charged(&l, T0, 2_500, 0.0);
         let next = s.rolled(&l, T0 + H5);
         assert_eq!(next.tokens, 1_500, "1,500 over the limit carries over");
-        assert_eq!(next.exhausted_until(&l, T0 + H5), Some(T0 + 2 * H5), "the next window is spent already");
+        assert_eq!(
+            next.exhausted_until(&l, T0 + H5),
+            Some(T0 + 2 * H5),
+            "the next window is spent already"
+        );
     }
 }

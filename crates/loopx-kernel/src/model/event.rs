@@ -121,6 +121,23 @@ pub enum EventKind {
         slice: SliceId,
         outcome: String,
     },
+    QuotaSpent {
+        spend: u64,
+        agent: AgentName,
+        account: String,
+        admitted: bool,
+        tokens: u64,
+        cost_usd: f64,
+    },
+    QuotaHeld {
+        key: String,
+        until: Option<Timestamp>,
+        reason: String,
+        source: super::HoldSource,
+    },
+    QuotaResumed {
+        keys: Vec<String>,
+    },
 }
 
 impl EventKind {
@@ -147,6 +164,9 @@ impl EventKind {
             EventKind::SliceStarted { .. } => "slice_started",
             EventKind::SliceSpawned { .. } => "slice_spawned",
             EventKind::SliceEnded { .. } => "slice_ended",
+            EventKind::QuotaSpent { .. } => "quota_spent",
+            EventKind::QuotaHeld { .. } => "quota_held",
+            EventKind::QuotaResumed { .. } => "quota_resumed",
         }
     }
 
@@ -233,6 +253,28 @@ impl EventKind {
             },
             EventKind::SliceSpawned { slice, pid } => format!("slice {slice} spawned pid {pid}"),
             EventKind::SliceEnded { slice, outcome } => format!("slice {slice} ended: {outcome}"),
+            EventKind::QuotaSpent {
+                agent,
+                account,
+                admitted,
+                tokens,
+                cost_usd,
+                ..
+            } => {
+                let what = if *admitted {
+                    "slice admitted"
+                } else {
+                    "usage charged"
+                };
+                format!("{what} for {agent} on {account}: {tokens} tokens, ${cost_usd:.4}")
+            }
+            EventKind::QuotaHeld {
+                key, until, reason, ..
+            } => match until {
+                Some(until) => format!("{key} on hold until {until}: {reason}"),
+                None => format!("{key} paused: {reason}"),
+            },
+            EventKind::QuotaResumed { keys } => format!("resumed {}", keys.join(", ")),
         }
     }
 }

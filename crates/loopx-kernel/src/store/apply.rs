@@ -3,6 +3,7 @@
 
 mod entities;
 mod op;
+pub mod quota;
 mod todo;
 
 pub use op::{

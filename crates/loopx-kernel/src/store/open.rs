@@ -249,6 +249,7 @@ impl Store {
                 tables::counter::HANDOFF,
                 tables::counter::SLICE,
                 tables::counter::EVENT,
+                tables::counter::SPEND,
             ] {
                 meta.insert(counter, 1).map_err(|e| self.redb(e))?;
             }
@@ -264,9 +265,11 @@ impl Store {
             tables::HANDOFFS,
             tables::SLICES,
             tables::EVENTS,
+            tables::SPENDS,
         ] {
             txn.open_table(def).map_err(|e| self.redb(e))?;
         }
+        txn.open_table(tables::QUOTA).map_err(|e| self.redb(e))?;
         txn.open_table(tables::RUNNING).map_err(|e| self.redb(e))?;
         txn.open_table(tables::ACTIVE_TODOS)
             .map_err(|e| self.redb(e))?;

@@ -160,6 +160,62 @@ impl<'a> Snapshot<'a> {
         Ok(out)
     }
 
+    /// A quota value (`pacing/<agent>`, `window/<account>/<ms>`), if set.
+    pub fn quota_value<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, KernelError> {
+        let t = self
+            .txn
+            .open_table(tables::QUOTA)
+            .map_err(|e| self.redb(e))?;
+        let Some(bytes) = t.get(key).map_err(|e| self.redb(e))? else {
+            return Ok(None);
+        };
+        Ok(Some(decode("quota", bytes.value())?))
+    }
+
+    /// Every hold, by key.
+    pub fn quota_holds(&self) -> Result<Vec<crate::model::QuotaHold>, KernelError> {
+        let t = self
+            .txn
+            .open_table(tables::QUOTA)
+            .map_err(|e| self.redb(e))?;
+        let mut out = Vec::new();
+        for row in t.range("hold/".."hold0").map_err(|e| self.redb(e))? {
+            let (_, bytes) = row.map_err(|e| self.redb(e))?;
+            out.push(decode("quota", bytes.value())?);
+        }
+        Ok(out)
+    }
+
+    /// Spends at or after `since`, oldest first.
+    pub fn spends_since(
+        &self,
+        since: crate::time::Timestamp,
+    ) -> Result<Vec<crate::model::Spend>, KernelError> {
+        let t = self
+            .txn
+            .open_table(tables::SPENDS)
+            .map_err(|e| self.redb(e))?;
+        let mut spends = Vec::new();
+        // Newest first, stopping at the first older spend: the ledger is in time order.
+        for row in t.iter().map_err(|e| self.redb(e))?.rev() {
+            let (_, bytes) = row.map_err(|e| self.redb(e))?;
+            let spend: crate::model::Spend = decode("spends", bytes.value())?;
+            if spend.at < since {
+                break;
+            }
+            spends.push(spend);
+        }
+        spends.reverse();
+        Ok(spends)
+    }
+
+    /// The newest `limit` slices, oldest first.
+    pub fn slices_tail(&self, limit: usize) -> Result<Vec<SliceRecord>, KernelError> {
+        let mut slices: Vec<SliceRecord> = self.scan(tables::SLICES, true, limit, |_| true)?;
+        slices.reverse();
+        Ok(slices)
+    }
+
     /// The ids in the active-todo index (for the consistency check).
     pub(crate) fn active_todos_by_index(&self) -> Result<Vec<u64>, KernelError> {
         let index = self

@@ -20,6 +20,11 @@ pub(crate) const RUNNING: TableDefinition<'static, u64, ()> =
 pub(crate) const ACTIVE_TODOS: TableDefinition<'static, u64, ()> =
     TableDefinition::new("active_todos");
 pub(crate) const EVENTS: Numbered = TableDefinition::new("events");
+/// Quota state by key: `pacing/<agent>`, `window/<account>/<period ms>`, `hold/<key>`.
+pub(crate) const QUOTA: TableDefinition<'static, &str, &'static [u8]> =
+    TableDefinition::new("quota");
+/// The spend ledger.
+pub(crate) const SPENDS: Numbered = TableDefinition::new("spends");
 pub(crate) const AGENTS: TableDefinition<'static, &str, &'static [u8]> =
     TableDefinition::new("agents");
 
@@ -32,6 +37,7 @@ pub(crate) mod counter {
     pub(crate) const HANDOFF: &str = "next_handoff";
     pub(crate) const SLICE: &str = "next_slice";
     pub(crate) const EVENT: &str = "next_event";
+    pub(crate) const SPEND: &str = "next_spend";
 }
 
 pub(crate) const SCHEMA_KEY: &str = "schema_version";

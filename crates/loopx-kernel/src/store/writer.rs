@@ -137,6 +137,74 @@ impl<'t> Writer<'t> {
         Ok(())
     }
 
+    pub(crate) fn quota_get<T: DeserializeOwned>(
+        &self,
+        key: &str,
+    ) -> Result<Option<T>, KernelError> {
+        let t = self
+            .txn
+            .open_table(tables::QUOTA)
+            .map_err(|e| self.redb(e))?;
+        let Some(bytes) = t.get(key).map_err(|e| self.redb(e))? else {
+            return Ok(None);
+        };
+        Ok(Some(decode("quota", bytes.value())?))
+    }
+
+    pub(crate) fn quota_put<T: Serialize>(&self, key: &str, value: &T) -> Result<(), KernelError> {
+        let mut t = self
+            .txn
+            .open_table(tables::QUOTA)
+            .map_err(|e| self.redb(e))?;
+        t.insert(key, encode(value).as_slice())
+            .map_err(|e| self.redb(e))?;
+        Ok(())
+    }
+
+    pub(crate) fn quota_remove(&self, key: &str) -> Result<bool, KernelError> {
+        let mut t = self
+            .txn
+            .open_table(tables::QUOTA)
+            .map_err(|e| self.redb(e))?;
+        Ok(t.remove(key).map_err(|e| self.redb(e))?.is_some())
+    }
+
+    /// Every hold, by key.
+    pub(crate) fn quota_holds(&self) -> Result<Vec<crate::model::QuotaHold>, KernelError> {
+        let t = self
+            .txn
+            .open_table(tables::QUOTA)
+            .map_err(|e| self.redb(e))?;
+        let mut out = Vec::new();
+        for row in t.range("hold/".."hold0").map_err(|e| self.redb(e))? {
+            let (_, bytes) = row.map_err(|e| self.redb(e))?;
+            out.push(decode("quota", bytes.value())?);
+        }
+        Ok(out)
+    }
+
+    /// Spends newer than `since`, oldest first (read backwards from the newest).
+    pub(crate) fn spends_since(
+        &self,
+        since: crate::time::Timestamp,
+    ) -> Result<Vec<crate::model::Spend>, KernelError> {
+        let t = self
+            .txn
+            .open_table(tables::SPENDS)
+            .map_err(|e| self.redb(e))?;
+        let mut out = Vec::new();
+        for row in t.iter().map_err(|e| self.redb(e))?.rev() {
+            let (_, bytes) = row.map_err(|e| self.redb(e))?;
+            let spend: crate::model::Spend = decode("spends", bytes.value())?;
+            if spend.at < since {
+                break;
+            }
+            out.push(spend);
+        }
+        out.reverse();
+        Ok(out)
+    }
+
     pub(crate) fn set_running(&self, slice: u64, running: bool) -> Result<(), KernelError> {
         let mut t = self
             .txn

@@ -154,6 +154,21 @@ pub enum Op {
         slice: SliceId,
         end: SliceEnd,
     },
+    /// Admit one slice against the agent's quota, recording it; refused when quota says wait.
+    QuotaAdmit(super::quota::QuotaRequest),
+    /// Record usage known after a slice ran (may overspend: the excess becomes debt).
+    QuotaCharge(super::quota::QuotaRequest),
+    /// Hold an account (or `agent:<name>`) until a time, or until resumed (`until: None`).
+    QuotaHold {
+        key: String,
+        until: Option<Timestamp>,
+        reason: String,
+        source: crate::model::HoldSource,
+    },
+    /// Lift the holds on a key, or every hold.
+    QuotaResume {
+        key: Option<String>,
+    },
 }
 
 /// The record an operation created or changed.
@@ -166,6 +181,10 @@ pub enum Applied {
     Handoff(Handoff),
     Agent(Agent),
     Slice(SliceRecord),
+    Spend(crate::model::Spend),
+    Hold(crate::model::QuotaHold),
+    /// The keys whose holds were lifted.
+    Resumed(Vec<String>),
 }
 
 impl Op {
@@ -235,7 +254,11 @@ impl Op {
             | Op::TodoFinish { .. }
             | Op::GateAnswer { .. }
             | Op::GateWithdraw { .. }
-            | Op::SliceSpawned { .. } => {}
+            | Op::SliceSpawned { .. }
+            | Op::QuotaAdmit(_)
+            | Op::QuotaCharge(_)
+            | Op::QuotaResume { .. } => {}
+            Op::QuotaHold { reason, .. } => r.redact_in_place(reason),
         }
     }
 }
@@ -282,6 +305,15 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
         Op::SliceStart(new) => entities::slice_start(w, new),
         Op::SliceSpawned { slice, process } => entities::slice_spawned(w, slice, process),
         Op::SliceEnd { slice, end } => entities::slice_end(w, slice, end),
+        Op::QuotaAdmit(req) => super::quota::spend(w, req, true),
+        Op::QuotaCharge(req) => super::quota::spend(w, req, false),
+        Op::QuotaHold {
+            key,
+            until,
+            reason,
+            source,
+        } => super::quota::hold(w, key, until, reason, source),
+        Op::QuotaResume { key } => super::quota::resume(w, key),
     }
 }
 

@@ -1,0 +1,161 @@
+//! Building the input of `loopx_quota::decide` from a snapshot of the store.
+//!
+//! The decision itself is pure and lives in `loopx-quota`; this module reads what it needs —
+//! the goal, open todos, open gates, recent slices, holds, pacing and window state, the goal's
+//! busy time — and converts kernel records into the quota crate's views. The agent's own
+//! settings (pacing, windows, account) come from its profile, which the caller loads.
+
+use loopx_quota::{
+    AgentView, DecideInput, Decision, GateBlocks, GateView, GoalView, Policy, SliceKind, SliceView,
+    TodoView, WindowState,
+};
+
+use crate::AgentName;
+use crate::errors::KernelError;
+use crate::model::{Blocks, GateState, GoalStatus, TodoState};
+use crate::store::Snapshot;
+use crate::store::apply::quota::{busy_intervals, hold_keys, hold_views, pacing_key, window_key};
+use crate::time::Timestamp;
+
+/// How many recent slices the decision looks at (stall streaks, planning runs, repairs).
+const RECENT_SLICES: usize = 200;
+
+/// Everything `decide` reads, owned, so that it can be built once and decided on.
+#[derive(Debug, Clone)]
+pub struct DecisionState {
+    pub now: Timestamp,
+    pub agent: AgentView,
+    pub goal: Option<GoalView>,
+    pub todos: Vec<TodoView>,
+    pub gates: Vec<GateView>,
+    pub slices: Vec<SliceView>,
+    pub holds: Vec<loopx_quota::Hold>,
+    pub pacing_tat: Option<u64>,
+    pub windows: Vec<WindowState>,
+    pub busy: Vec<(u64, u64)>,
+    pub policy: Policy,
+}
+
+impl DecisionState {
+    /// Reads the state `agent` is decided on at `now`.
+    pub fn read(
+        snap: &Snapshot<'_>,
+        agent: AgentView,
+        now: Timestamp,
+    ) -> Result<DecisionState, KernelError> {
+        let policy = Policy::default();
+        let name: AgentName = agent.name.parse()?;
+        let goal = snap.current_goal()?;
+        let active = snap.active_todos()?;
+        let finished = |id: &crate::ids::TodoId| !active.iter().any(|t| t.id == *id);
+        let todos = active
+            .iter()
+            .filter(|t| goal.as_ref().is_some_and(|g| g.id == t.goal))
+            .map(|t| TodoView {
+                id: t.id.to_string(),
+                title: t.title.clone(),
+                priority: t.priority,
+                order: t.id.0,
+                needs: t.needs.clone(),
+                role: t.role.clone(),
+                waits_on: t
+                    .after
+                    .iter()
+                    .find(|d| !finished(d))
+                    .map(ToString::to_string),
+                lease: t
+                    .lease
+                    .as_ref()
+                    .filter(|_| t.state == TodoState::Claimed)
+                    .map(|l| (l.agent.to_string(), l.expires_at.0)),
+            })
+            .collect();
+        let gates = snap
+            .gates()?
+            .into_iter()
+            .filter(|g| g.state == GateState::Open)
+            .map(|g| GateView {
+                id: g.id.to_string(),
+                question: g.question,
+                blocks: match g.blocks {
+                    Blocks::Global => GateBlocks::Global,
+                    Blocks::Agent(a) => GateBlocks::Agent(a.to_string()),
+                    Blocks::Todos(ts) => {
+                        GateBlocks::Todos(ts.iter().map(ToString::to_string).collect())
+                    }
+                },
+            })
+            .collect();
+        let slices = snap
+            .slices_tail(RECENT_SLICES)?
+            .into_iter()
+            .map(|s| SliceView {
+                agent: s.agent.to_string(),
+                todo: s.todo.map(|t| t.to_string()),
+                kind: match s.kind {
+                    crate::model::SliceKind::Work => SliceKind::Work,
+                    crate::model::SliceKind::Plan => SliceKind::Plan,
+                    crate::model::SliceKind::Repair => SliceKind::Repair,
+                },
+                outcome: s.outcome,
+            })
+            .collect();
+        let keys = hold_keys(&name, &agent.account);
+        let holds: Vec<_> = snap
+            .quota_holds()?
+            .into_iter()
+            .filter(|h| keys.contains(&h.key))
+            .collect();
+        let pacing_tat = snap.quota_value::<u64>(&pacing_key(&name))?;
+        let windows = agent
+            .windows
+            .iter()
+            .map(|l| {
+                snap.quota_value::<WindowState>(&window_key(&agent.account, l))
+                    .map(Option::unwrap_or_default)
+            })
+            .collect::<Result<_, _>>()?;
+        let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));
+        let busy = busy_intervals(&snap.spends_since(since)?, &snap.running_slices()?, now);
+        Ok(DecisionState {
+            now,
+            goal: goal.map(|g| GoalView {
+                id: g.id.to_string(),
+                status: match g.status {
+                    GoalStatus::Active => "active",
+                    GoalStatus::Paused => "paused",
+                    GoalStatus::Done => "done",
+                    GoalStatus::Archived => "archived",
+                }
+                .to_owned(),
+                share: g.share,
+            }),
+            agent,
+            todos,
+            gates,
+            slices,
+            holds: hold_views(&holds),
+            pacing_tat,
+            windows,
+            busy,
+            policy,
+        })
+    }
+
+    /// The decision.
+    pub fn decide(&self) -> Decision {
+        loopx_quota::decide(&DecideInput {
+            now: self.now.0,
+            agent: &self.agent,
+            goal: self.goal.as_ref(),
+            todos: &self.todos,
+            gates: &self.gates,
+            slices: &self.slices,
+            holds: &self.holds,
+            pacing_tat: self.pacing_tat,
+            windows: &self.windows,
+            busy: &self.busy,
+            policy: &self.policy,
+        })
+    }
+}

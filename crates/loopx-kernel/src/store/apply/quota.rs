@@ -1,0 +1,257 @@
+//! Quota transitions: admitting a slice, charging usage, holds.
+//!
+//! Admission runs `loopx_quota::admission` inside the write transaction, on the state as it is
+//! in that transaction: concurrent spends on one account are serialised by the store, so none
+//! is lost and none is admitted past the budget.
+
+use loopx_quota::{AgentView, DecideInput, GoalView, Pacing, Policy, WindowLimit, WindowState};
+
+use super::op::Applied;
+use crate::errors::{Conflict, KernelError};
+use crate::ids::{AgentName, GoalId};
+use crate::model::{EventKind, HoldSource, QuotaHold, SliceRecord, Spend};
+use crate::store::tables::{self, counter};
+use crate::store::writer::Writer;
+use crate::time::Timestamp;
+
+/// One agent's quota settings and what it spends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaRequest {
+    pub agent: AgentName,
+    pub account: String,
+    pub pacing: Option<Pacing>,
+    pub windows: Vec<WindowLimit>,
+    /// The goal and its share, when the spend belongs to one.
+    pub goal: Option<(GoalId, f64)>,
+    pub tokens: u64,
+    pub cost_usd: f64,
+    /// When the slice ran (for the goal's share), if it has.
+    pub busy: Option<(Timestamp, Timestamp)>,
+}
+
+pub(crate) fn pacing_key(agent: &AgentName) -> String {
+    format!("pacing/{agent}")
+}
+
+pub(crate) fn window_key(account: &str, limit: &WindowLimit) -> String {
+    format!("window/{account}/{}", limit.period_ms)
+}
+
+pub(crate) fn hold_key(key: &str) -> String {
+    format!("hold/{key}")
+}
+
+/// The hold keys that apply to an agent: its account's and its own.
+pub fn hold_keys(agent: &AgentName, account: &str) -> [String; 2] {
+    [account.to_owned(), format!("agent:{agent}")]
+}
+
+/// Converts kernel holds for `loopx_quota`.
+pub fn hold_views(holds: &[QuotaHold]) -> Vec<loopx_quota::Hold> {
+    holds
+        .iter()
+        .map(|h| loopx_quota::Hold {
+            key: h.key.clone(),
+            until: h.until.map(|t| t.0),
+            reason: h.reason.clone(),
+            source: match h.source {
+                HoldSource::Vendor => loopx_quota::HoldSource::Vendor,
+                HoldSource::Manual => loopx_quota::HoldSource::Manual,
+            },
+        })
+        .collect()
+}
+
+/// Slice time of the goal inside the share window: charged spends plus running slices.
+pub fn busy_intervals(
+    spends: &[Spend],
+    running: &[SliceRecord],
+    now: Timestamp,
+) -> Vec<(u64, u64)> {
+    let mut busy: Vec<(u64, u64)> = spends
+        .iter()
+        .filter_map(|s| s.busy.map(|(a, b)| (a.0, b.0)))
+        .collect();
+    busy.extend(running.iter().map(|s| (s.started_at.0, now.0)));
+    busy
+}
+
+pub(super) fn spend(
+    w: &Writer<'_>,
+    req: QuotaRequest,
+    admit: bool,
+) -> Result<Applied, KernelError> {
+    let now = w.now;
+    let tat: Option<u64> = w.quota_get(&pacing_key(&req.agent))?;
+    let states: Vec<WindowState> = req
+        .windows
+        .iter()
+        .map(|l| {
+            w.quota_get(&window_key(&req.account, l))
+                .map(Option::unwrap_or_default)
+        })
+        .collect::<Result<_, _>>()?;
+    let keys = hold_keys(&req.agent, &req.account);
+    let holds: Vec<QuotaHold> = w
+        .quota_holds()?
+        .into_iter()
+        .filter(|h| keys.contains(&h.key))
+        .collect();
+    if admit {
+        let policy = Policy::default();
+        let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));
+        let running: Vec<SliceRecord> = running_slices(w)?;
+        let busy = busy_intervals(&w.spends_since(since)?, &running, now);
+        let agent = AgentView {
+            name: req.agent.to_string(),
+            capabilities: vec![],
+            role: None,
+            account: req.account.clone(),
+            pacing: req.pacing,
+            windows: req.windows.clone(),
+        };
+        let goal = req.goal.map(|(id, share)| GoalView {
+            id: id.to_string(),
+            status: "active".into(),
+            share,
+        });
+        let input = DecideInput {
+            now: now.0,
+            agent: &agent,
+            goal: goal.as_ref(),
+            todos: &[],
+            gates: &[],
+            slices: &[],
+            holds: &hold_views(&holds),
+            pacing_tat: tat,
+            windows: &states,
+            busy: &busy,
+            policy: &policy,
+        };
+        if let Err(blocked) = loopx_quota::admission(&input) {
+            return Err(Conflict::QuotaBlocked {
+                until: blocked.until.map(Timestamp),
+                reason: blocked.reason,
+            }
+            .into());
+        }
+        for (limit, state) in req.windows.iter().zip(&states) {
+            if let Err(until) = state.fits(limit, now.0, req.tokens, req.cost_usd) {
+                let reason = format!(
+                    "a spend of {} tokens and ${:.2} does not fit in the window of {}",
+                    req.tokens, req.cost_usd, req.account
+                );
+                return Err(Conflict::QuotaBlocked {
+                    until: Some(Timestamp(until)),
+                    reason,
+                }
+                .into());
+            }
+        }
+        if let Some(pacing) = req.pacing {
+            let next = loopx_quota::pacing_check(pacing, tat, now.0).unwrap_or(now.0);
+            w.quota_put(&pacing_key(&req.agent), &next)?;
+        }
+        // The vendor hold that ended has been probed by this slice: forget it.
+        for hold in holds
+            .iter()
+            .filter(|h| h.source == HoldSource::Vendor && h.until.is_some_and(|u| u <= now))
+        {
+            w.quota_remove(&hold_key(&hold.key))?;
+        }
+    }
+    for (limit, state) in req.windows.iter().zip(&states) {
+        let charged = state.charged(limit, now.0, req.tokens, req.cost_usd);
+        w.quota_put(&window_key(&req.account, limit), &charged)?;
+    }
+    let seq = w.next_id(counter::SPEND)?;
+    let record = Spend {
+        seq,
+        agent: req.agent.clone(),
+        account: req.account.clone(),
+        goal: req.goal.map(|(id, _)| id),
+        admitted: admit,
+        tokens: req.tokens,
+        cost_usd: req.cost_usd,
+        busy: req.busy,
+        at: now,
+    };
+    w.put(tables::SPENDS, seq, &record)?;
+    w.event(EventKind::QuotaSpent {
+        spend: seq,
+        agent: req.agent,
+        account: req.account,
+        admitted: admit,
+        tokens: req.tokens,
+        cost_usd: req.cost_usd,
+    })?;
+    Ok(Applied::Spend(record))
+}
+
+fn running_slices(w: &Writer<'_>) -> Result<Vec<SliceRecord>, KernelError> {
+    Ok(w.all::<SliceRecord>(tables::SLICES)?
+        .into_iter()
+        .filter(|s| s.ended_at.is_none())
+        .collect())
+}
+
+pub(super) fn hold(
+    w: &Writer<'_>,
+    key: String,
+    until: Option<Timestamp>,
+    reason: String,
+    source: HoldSource,
+) -> Result<Applied, KernelError> {
+    if key.trim().is_empty() {
+        return Err(crate::errors::Invalid::Empty { field: "account" }.into());
+    }
+    crate::limits::check_text("reason", &reason, crate::limits::SUMMARY, "")?;
+    // A vendor's later reset extends a hold; an earlier one never shortens a person's.
+    let existing: Option<QuotaHold> = w.quota_get(&hold_key(&key))?;
+    let until = match (&existing, until, source) {
+        (Some(old), Some(new), HoldSource::Vendor) if old.until.is_none_or(|u| u > new) => {
+            old.until
+        }
+        _ => until,
+    };
+    let record = QuotaHold {
+        key: key.clone(),
+        until,
+        reason: reason.clone(),
+        source,
+        set_by: w.actor.to_owned(),
+        set_at: w.now,
+    };
+    w.quota_put(&hold_key(&key), &record)?;
+    w.event(EventKind::QuotaHeld {
+        key,
+        until,
+        reason,
+        source,
+    })?;
+    Ok(Applied::Hold(record))
+}
+
+pub(super) fn resume(w: &Writer<'_>, key: Option<String>) -> Result<Applied, KernelError> {
+    let holds = w.quota_holds()?;
+    let keys: Vec<String> = holds
+        .iter()
+        .map(|h| h.key.clone())
+        .filter(|k| key.as_ref().is_none_or(|want| want == k))
+        .collect();
+    if keys.is_empty() {
+        let what = key.map_or_else(
+            || "nothing is on hold".to_owned(),
+            |k| format!("`{k}` is not on hold"),
+        );
+        return Err(crate::errors::Invalid::Other(format!(
+            "{what}\n(hint: `loopx quota status` shows the holds)"
+        ))
+        .into());
+    }
+    for k in &keys {
+        w.quota_remove(&hold_key(k))?;
+    }
+    w.event(EventKind::QuotaResumed { keys: keys.clone() })?;
+    Ok(Applied::Resumed(keys))
+}
