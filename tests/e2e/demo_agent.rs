@@ -374,3 +374,21 @@ fn refuses_a_file_outside_the_working_directory() {
     assert!(matches!(run.class.outcome, Outcome::Asked { .. }));
     assert!(!outer.path().join("escape.md").exists());
 }
+
+#[test]
+fn delay_paces_the_lines() {
+    let dir = workdir();
+    let started = std::time::Instant::now();
+    let run = run_agent(
+        dir.path(),
+        &prompt("planner", "", "none"),
+        &[],
+        &[("LOOPX_DEMO_DELAY_MS", "20")],
+    );
+    let gaps = run.stdout.lines().count() - 1;
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(20 * gaps as u64),
+        "{gaps} pauses of 20 ms"
+    );
+    assert_eq!(run.class.outcome, Outcome::Progress);
+}

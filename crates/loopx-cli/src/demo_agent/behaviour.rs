@@ -121,44 +121,8 @@ fn work<W: Write>(task: &Task, ws: &Workspace, stream: &mut Stream<W>) -> Result
     let already = existing
         .as_deref()
         .is_some_and(|text| text.lines().any(|l| l == line));
-    if !already {
-        let (tool, input, text) = match &existing {
-            Some(old) => {
-                let last = old.lines().last().unwrap_or_default().to_owned();
-                let text = format!("{}{line}\n", with_newline(old));
-                let input = json!({ "file_path": file, "old_string": last,
-                                    "new_string": format!("{last}\n{line}") });
-                ("Edit", input, text)
-            }
-            None => {
-                let goal = task.goal.as_deref().unwrap_or("(no goal given)");
-                let text = format!("# Demo notes\n\nGoal: {goal}\n\n{line}\n");
-                ("Write", json!({ "file_path": file, "content": text }), text)
-            }
-        };
-        let mut failure = None;
-        stream.tool(&format!("Updating `{file}`."), tool, input, || {
-            match ws.write(file, &text) {
-                Ok(()) if existing.is_some() => {
-                    ToolResult::ok(format!("The file {file} has been updated."))
-                }
-                Ok(()) => ToolResult::ok(format!("File created successfully at: {file}")),
-                Err(reason) if ws.read_only() => {
-                    failure = Some(reason);
-                    ToolResult::denied(format!(
-                        "Claude requested permissions to write to {file}, but you haven't granted it yet."
-                    ))
-                }
-                Err(reason) => {
-                    let result = ToolResult::error(reason.clone());
-                    failure = Some(reason);
-                    result
-                }
-            }
-        })?;
-        if let Some(reason) = failure {
-            return Ok(cannot_write(file, &reason, ws.read_only()));
-        }
+    if !already && let Err(reason) = add_line(task, &line, existing.as_deref(), ws, stream)? {
+        return Ok(cannot_write(file, &reason, ws.read_only()));
     }
     let written = ws.read(file).ok().flatten().unwrap_or_default();
     let items = written.lines().filter(|l| l.starts_with("- ")).count();
@@ -190,6 +154,54 @@ fn work<W: Write>(task: &Task, ws: &Workspace, stream: &mut Stream<W>) -> Result
         lead: summary,
         report,
     })
+}
+
+/// A `Write` (new file) or `Edit` (append) turn adding `line` to the task's file; the inner
+/// error says why the write failed.
+fn add_line<W: Write>(
+    task: &Task,
+    line: &str,
+    existing: Option<&str>,
+    ws: &Workspace,
+    stream: &mut Stream<W>,
+) -> Result<Result<(), String>, Stop> {
+    let file = task.file.as_str();
+    let (tool, input, text) = match existing {
+        Some(old) => {
+            let last = old.lines().last().unwrap_or_default().to_owned();
+            let text = format!("{}{line}\n", with_newline(old));
+            let input = json!({ "file_path": file, "old_string": last,
+                                "new_string": format!("{last}\n{line}") });
+            ("Edit", input, text)
+        }
+        None => {
+            let goal = task.goal.as_deref().unwrap_or("(no goal given)");
+            let text = format!("# Demo notes\n\nGoal: {goal}\n\n{line}\n");
+            ("Write", json!({ "file_path": file, "content": text }), text)
+        }
+    };
+    let mut outcome = Ok(());
+    stream.tool(&format!("Updating `{file}`."), tool, input, || {
+        match ws.write(file, &text) {
+            Ok(()) if existing.is_some() => {
+                ToolResult::ok(format!("The file {file} has been updated."))
+            }
+            Ok(()) => ToolResult::ok(format!("File created successfully at: {file}")),
+            // Worded like Claude's own permission denial, which a real read-only run shows.
+            Err(reason) if ws.read_only() => {
+                outcome = Err(reason);
+                ToolResult::denied(format!(
+                    "Claude requested permissions to write to {file}, but you haven't granted it yet."
+                ))
+            }
+            Err(reason) => {
+                let result = ToolResult::error(reason.clone());
+                outcome = Err(reason);
+                result
+            }
+        }
+    })?;
+    Ok(outcome)
 }
 
 fn review<W: Write>(task: &Task, ws: &Workspace, stream: &mut Stream<W>) -> Result<Ending, Stop> {
