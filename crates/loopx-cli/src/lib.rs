@@ -9,6 +9,7 @@
 mod args;
 mod commands;
 mod context;
+mod demo_agent;
 pub mod errors;
 pub mod exit_code;
 mod output;
@@ -29,6 +30,14 @@ pub fn main() -> ExitCode {
         let Err(err) = loopx_pty::exec_with_limits(std::env::args_os().skip(2));
         let _ = writeln!(std::io::stderr(), "loopx __exec: {err}");
         return ExitCode::from(127);
+    }
+    // `loopx __demo-agent …`: the simulated agent behind `loopx demo`, launched by the supervisor
+    // through `adapters/demo.toml`. It is an agent, not a loopx command: no project, no store.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "__demo-agent")
+    {
+        return demo_agent::main(std::env::args_os().skip(2));
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
