@@ -22,6 +22,8 @@ pub enum ScriptError {
     Empty,
     #[error("turn {index}: status {status} is not an HTTP error status (400..=599)")]
     NotAnErrorStatus { index: usize, status: u16 },
+    #[error("turn {index}: custom tool call `{name}` needs a string `input`")]
+    CustomInputNotString { index: usize, name: String },
 }
 
 /// The server could not start.

@@ -37,5 +37,5 @@ mod server;
 
 pub use errors::{ScriptError, StartError};
 pub use record::{Answer, RecordedRequest};
-pub use script::{ErrorAnswer, Reply, Script, ToolCall, Turn, Usage, WhenDone};
+pub use script::{ErrorAnswer, Reply, Script, ToolCall, ToolKind, Turn, Usage, WhenDone};
 pub use server::ModelServer;

@@ -65,13 +65,35 @@ pub struct Reply {
     pub usage: Usage,
 }
 
-/// A tool call the model makes. `input` is the tool's argument object; the Responses API gets
-/// it as the JSON-encoded `arguments` string it expects.
+/// A tool call the model makes. For a function tool `input` is the argument object (the
+/// Responses API gets it as the JSON-encoded `arguments` string it expects).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
     pub name: String,
     pub input: Value,
+    #[serde(default, skip_serializing_if = "ToolKind::is_function")]
+    pub kind: ToolKind,
+}
+
+/// The Responses API's two tool shapes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// A JSON-schema tool: `function_call` with JSON `arguments` (Anthropic: `tool_use`).
+    #[default]
+    Function,
+    /// A free-form tool: `custom_tool_call` whose `input` is a string. Codex 0.171 reaches the
+    /// shell this way, through its `exec` tool taking JavaScript
+    /// (`await tools.exec_command({cmd: "…"})`). The Messages API has no such tool; there it
+    /// becomes a `tool_use` with input `{"input": "<the string>"}`.
+    Custom,
+}
+
+impl ToolKind {
+    fn is_function(&self) -> bool {
+        *self == ToolKind::Function
+    }
 }
 
 /// Token counts reported with a reply.
@@ -145,6 +167,17 @@ impl Script {
                     status: answer.status,
                 });
             }
+            if let Turn::Reply(reply) = turn
+                && let Some(call) = reply
+                    .tool_calls
+                    .iter()
+                    .find(|call| call.kind == ToolKind::Custom && !call.input.is_string())
+            {
+                return Err(ScriptError::CustomInputNotString {
+                    index,
+                    name: call.name.clone(),
+                });
+            }
         }
         Ok(())
     }
@@ -165,6 +198,7 @@ impl Turn {
             tool_calls: vec![ToolCall {
                 name: name.into(),
                 input,
+                kind: ToolKind::Function,
             }],
             ..Reply::default()
         })
@@ -277,6 +311,14 @@ mod tests {
         assert!(matches!(
             Script::new([Turn::Error(answer)]).check(),
             Err(ScriptError::NotAnErrorStatus { index: 0, status: 200 })
+        ));
+        let mut custom = Turn::tool_call("exec", json!({"not": "a string"}));
+        if let Turn::Reply(reply) = &mut custom {
+            reply.tool_calls[0].kind = ToolKind::Custom;
+        }
+        assert!(matches!(
+            Script::new([Turn::text("a"), custom]).check(),
+            Err(ScriptError::CustomInputNotString { index: 1, .. })
         ));
     }
 

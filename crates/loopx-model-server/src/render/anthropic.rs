@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::{pieces, push_event};
 use crate::http::Response;
-use crate::script::Reply;
+use crate::script::{Reply, ToolKind};
 
 /// Answers a Messages request with `reply`. `seq` makes the message and tool-use ids unique.
 pub(crate) fn anthropic_message(reply: &Reply, model: &str, stream: bool, seq: u64) -> Response {
@@ -69,9 +69,13 @@ fn content_blocks(reply: &Reply, seq: u64) -> Vec<Value> {
         blocks.push(json!({"type": "text", "text": text}));
     }
     for (i, call) in reply.tool_calls.iter().enumerate() {
+        let input = match call.kind {
+            ToolKind::Function => call.input.clone(),
+            ToolKind::Custom => json!({"input": call.input}),
+        };
         blocks.push(json!({
             "type": "tool_use", "id": format!("toolu_mock{seq:04}_{i}"),
-            "name": call.name, "input": call.input,
+            "name": call.name, "input": input,
         }));
     }
     blocks

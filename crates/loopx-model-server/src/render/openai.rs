@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{pieces, push_event};
 use crate::http::Response;
-use crate::script::Reply;
+use crate::script::{Reply, ToolKind};
 
 /// Answers a Responses request with `reply`. `seq` makes the response and item ids unique.
 pub(crate) fn openai_response(reply: &Reply, model: &str, stream: bool, seq: u64) -> Response {
@@ -52,11 +52,17 @@ fn output_items(reply: &Reply, seq: u64) -> Vec<Value> {
         }));
     }
     for (i, call) in reply.tool_calls.iter().enumerate() {
-        items.push(json!({
-            "id": format!("fc_mock{seq:04}_{i}"), "type": "function_call", "status": "completed",
-            "call_id": format!("call_mock{seq:04}_{i}"), "name": call.name,
-            "arguments": call.input.to_string(),
-        }));
+        let (id, call_id) = (format!("fc_mock{seq:04}_{i}"), format!("call_mock{seq:04}_{i}"));
+        items.push(match call.kind {
+            ToolKind::Function => json!({
+                "id": id, "type": "function_call", "status": "completed", "call_id": call_id,
+                "name": call.name, "arguments": call.input.to_string(),
+            }),
+            ToolKind::Custom => json!({
+                "id": id, "type": "custom_tool_call", "status": "completed", "call_id": call_id,
+                "name": call.name, "input": call.input.as_str().unwrap_or_default(),
+            }),
+        });
     }
     items
 }
@@ -80,10 +86,10 @@ impl Events {
         let item_id = item["id"].clone();
         let mut added = item.clone();
         added["status"] = json!("in_progress");
-        if item["type"] == "message" {
-            added["content"] = json!([]);
-        } else {
-            added["arguments"] = json!("");
+        match item["type"].as_str() {
+            Some("message") => added["content"] = json!([]),
+            Some("function_call") => added["arguments"] = json!(""),
+            _ => added["input"] = json!(""),
         }
         self.push(
             "response.output_item.added",
@@ -102,7 +108,7 @@ impl Events {
             }
             self.push("response.output_text.done", with(&at, "text", json!(text)));
             self.push("response.content_part.done", with(&at, "part", part.clone()));
-        } else {
+        } else if item["type"] == "function_call" {
             let arguments = item["arguments"].as_str().unwrap_or_default();
             let at = json!({"item_id": item_id, "output_index": index});
             for piece in pieces(arguments, 40) {
@@ -114,6 +120,19 @@ impl Events {
             self.push(
                 "response.function_call_arguments.done",
                 with(&at, "arguments", json!(arguments)),
+            );
+        } else {
+            let input = item["input"].as_str().unwrap_or_default();
+            let at = json!({"item_id": item_id, "output_index": index});
+            for piece in pieces(input, 40) {
+                self.push(
+                    "response.custom_tool_call_input.delta",
+                    with(&at, "delta", json!(piece)),
+                );
+            }
+            self.push(
+                "response.custom_tool_call_input.done",
+                with(&at, "input", json!(input)),
             );
         }
         self.push(
