@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use crate::{ModelServer, Script};
 
-const USAGE: &str = "usage: loopx-model-server --script FILE [--port N] [--port-file PATH] [--requests-log PATH]
+const USAGE: &str =
+    "usage: loopx-model-server --script FILE [--port N] [--port-file PATH] [--requests-log PATH]
 
   --script FILE         JSON script of turns (see the crate docs)
   --port N              port on 127.0.0.1 to listen on (default 0: any free port)
@@ -112,7 +113,14 @@ mod tests {
     #[test]
     fn parses_every_flag() {
         let parsed = args(&[
-            "--script", "s.json", "--port", "8080", "--port-file", "p", "--requests-log", "l",
+            "--script",
+            "s.json",
+            "--port",
+            "8080",
+            "--port-file",
+            "p",
+            "--requests-log",
+            "l",
         ])
         .expect("all flags are valid");
         assert_eq!(

@@ -18,7 +18,9 @@ pub enum ScriptError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("script has no turns\n(hint: add at least one `{{\"reply\": …}}` or `{{\"error\": …}}`)")]
+    #[error(
+        "script has no turns\n(hint: add at least one `{{\"reply\": …}}` or `{{\"error\": …}}`)"
+    )]
     Empty,
     #[error("turn {index}: status {status} is not an HTTP error status (400..=599)")]
     NotAnErrorStatus { index: usize, status: u16 },

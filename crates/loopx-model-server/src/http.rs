@@ -76,7 +76,9 @@ pub(crate) fn read_request(stream: impl Read) -> Result<Request, ReadError> {
             break;
         }
         let Some((name, value)) = line.split_once(':') else {
-            return Err(ReadError::Malformed(format!("malformed header line `{line}`")));
+            return Err(ReadError::Malformed(format!(
+                "malformed header line `{line}`"
+            )));
         };
         headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
     }
@@ -232,8 +234,9 @@ mod tests {
 
     #[test]
     fn reads_content_length_and_chunked_bodies() {
-        let request = parse(b"POST /v1/messages?beta=true HTTP/1.1\r\nContent-Length: 2\r\nX-A: b\r\n\r\n{}")
-            .expect("a well-formed request");
+        let request =
+            parse(b"POST /v1/messages?beta=true HTTP/1.1\r\nContent-Length: 2\r\nX-A: b\r\n\r\n{}")
+                .expect("a well-formed request");
         assert_eq!(request.path(), "/v1/messages");
         assert_eq!(request.header("x-a"), Some("b"));
         assert_eq!(request.body, b"{}");

@@ -289,10 +289,9 @@ mod tests {
             panic!("third turn should be an error, got {:?}", script.turns[2]);
         };
         assert_eq!(answer.headers["retry-after"], "3600");
-        let again: Script = serde_json::from_value(
-            serde_json::to_value(&script).expect("a script serialises"),
-        )
-        .expect("a serialised script parses");
+        let again: Script =
+            serde_json::from_value(serde_json::to_value(&script).expect("a script serialises"))
+                .expect("a serialised script parses");
         assert_eq!(again, script);
     }
 
@@ -310,7 +309,10 @@ mod tests {
         answer.status = 200;
         assert!(matches!(
             Script::new([Turn::Error(answer)]).check(),
-            Err(ScriptError::NotAnErrorStatus { index: 0, status: 200 })
+            Err(ScriptError::NotAnErrorStatus {
+                index: 0,
+                status: 200
+            })
         ));
         let mut custom = Turn::tool_call("exec", json!({"not": "a string"}));
         if let Turn::Reply(reply) = &mut custom {

@@ -47,7 +47,11 @@ fn anthropic_stream_has_the_messages_event_sequence() {
     // How many deltas a block takes depends on its length; the order of kinds does not.
     names.dedup();
     let mut want = vec!["message_start", "ping", "content_block_start"];
-    want.extend(["content_block_delta", "content_block_stop", "content_block_start"]);
+    want.extend([
+        "content_block_delta",
+        "content_block_stop",
+        "content_block_start",
+    ]);
     want.extend(["content_block_delta", "content_block_stop"]);
     want.extend(["message_delta", "message_stop"]);
     assert_eq!(names, want);
@@ -56,7 +60,10 @@ fn anthropic_stream_has_the_messages_event_sequence() {
     }
     assert_eq!(events[0].1["message"]["model"], "claude-test");
     assert_eq!(events[0].1["message"]["usage"]["input_tokens"], 1200);
-    assert_eq!(events[2].1["content_block"], json!({"type": "text", "text": ""}));
+    assert_eq!(
+        events[2].1["content_block"],
+        json!({"type": "text", "text": ""})
+    );
     assert_eq!(events[3].1["delta"]["text"], "Writing it.");
     let tool = &events[5].1["content_block"];
     assert_eq!(
@@ -70,14 +77,20 @@ fn anthropic_stream_has_the_messages_event_sequence() {
     assert!(pieces.len() > 1, "a long input arrives in several deltas");
     let partial: String = pieces.concat();
     let input: Value = serde_json::from_str(&partial).expect("the pieces join into JSON");
-    assert_eq!(input["content"], "hi, wörld — a long enough line to be split\n");
+    assert_eq!(
+        input["content"],
+        "hi, wörld — a long enough line to be split\n"
+    );
     let message_delta = &events[events.len() - 2].1;
     assert_eq!(message_delta["delta"]["stop_reason"], "tool_use");
     assert_eq!(message_delta["usage"]["output_tokens"], 30);
 
     let second = post_json(&server, "/v1/messages", &json!({"stream": true}));
     let events = sse_events(&second.body);
-    assert_eq!(events[events.len() - 2].1["delta"]["stop_reason"], "end_turn");
+    assert_eq!(
+        events[events.len() - 2].1["delta"]["stop_reason"],
+        "end_turn"
+    );
     assert_eq!(server.turns_played(), 2);
 }
 
@@ -89,7 +102,10 @@ fn anthropic_without_stream_answers_one_message() {
     let message: Value = serde_json::from_slice(&response.body).expect("a JSON message");
     assert_eq!(message["type"], "message");
     assert_eq!(message["stop_reason"], "tool_use");
-    assert_eq!(message["content"][0], json!({"type": "text", "text": "Writing it."}));
+    assert_eq!(
+        message["content"][0],
+        json!({"type": "text", "text": "Writing it."})
+    );
     assert_eq!(message["content"][1]["input"]["file_path"], "hello.txt");
     assert_eq!(message["usage"]["output_tokens"], 30);
 }
@@ -111,7 +127,10 @@ fn responses_stream_has_the_responses_event_sequence() {
     want.extend(["response.output_text.done", "response.content_part.done"]);
     want.extend(["response.output_item.done", "response.output_item.added"]);
     want.push("response.function_call_arguments.delta");
-    want.extend(["response.function_call_arguments.done", "response.output_item.done"]);
+    want.extend([
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+    ]);
     want.push("response.completed");
     assert_eq!(names, want);
     for (seq, (name, data)) in events.iter().enumerate() {
@@ -123,7 +142,10 @@ fn responses_stream_has_the_responses_event_sequence() {
     assert_eq!(message["content"][0]["text"], "Writing it.");
     let last = events.len() - 1;
     let call = &events[last - 1].1["item"];
-    assert_eq!((&call["type"], &call["name"]), (&json!("function_call"), &json!("Write")));
+    assert_eq!(
+        (&call["type"], &call["name"]),
+        (&json!("function_call"), &json!("Write"))
+    );
     let arguments: Value = serde_json::from_str(call["arguments"].as_str().expect("a string"))
         .expect("arguments are JSON text");
     assert_eq!(arguments["file_path"], "hello.txt");
@@ -154,7 +176,10 @@ fn responses_custom_tool_call_carries_string_input() {
         .find(|(name, _)| name == "response.output_item.done")
         .expect("the item is finished");
     assert_eq!(done.1["item"]["type"], "custom_tool_call");
-    assert_eq!(done.1["item"]["input"], "await tools.exec_command({cmd: \"true\"})");
+    assert_eq!(
+        done.1["item"]["input"],
+        "await tools.exec_command({cmd: \"true\"})"
+    );
 }
 
 #[test]
@@ -172,8 +197,14 @@ fn error_turns_are_sent_verbatim_and_repeat_when_done() {
 
     let second = post_json(&server, "/v1/messages", &json!({"stream": true}));
     assert_eq!(second.status, 429);
-    assert_eq!(second.header("anthropic-ratelimit-unified-status"), Some("rejected"));
-    assert_eq!(second.header("anthropic-ratelimit-unified-reset"), Some("1790004000"));
+    assert_eq!(
+        second.header("anthropic-ratelimit-unified-status"),
+        Some("rejected")
+    );
+    assert_eq!(
+        second.header("anthropic-ratelimit-unified-reset"),
+        Some("1790004000")
+    );
     assert_eq!(
         second.header("anthropic-ratelimit-unified-representative-claim"),
         Some("five_hour")
@@ -246,7 +277,9 @@ fn malformed_requests_get_400_with_a_message() {
         assert_eq!(response.status, 400, "{}", String::from_utf8_lossy(raw));
         let body: Value = serde_json::from_slice(&response.body).expect("a JSON error");
         assert!(
-            body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()),
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
             "{body}"
         );
     }
@@ -280,5 +313,21 @@ fn dropping_the_server_frees_the_port() {
     assert!(
         std::net::TcpStream::connect(&addr).is_err(),
         "nothing listens on {addr} after drop"
+    );
+}
+
+#[test]
+fn every_shipped_script_loads() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts");
+    let mut loaded = 0;
+    for entry in std::fs::read_dir(&dir).expect("tests/scripts exists") {
+        let path = entry.expect("a directory entry").path();
+        Script::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        loaded += 1;
+    }
+    assert!(
+        loaded >= 4,
+        "found only {loaded} scripts in {}",
+        dir.display()
     );
 }

@@ -52,7 +52,10 @@ fn output_items(reply: &Reply, seq: u64) -> Vec<Value> {
         }));
     }
     for (i, call) in reply.tool_calls.iter().enumerate() {
-        let (id, call_id) = (format!("fc_mock{seq:04}_{i}"), format!("call_mock{seq:04}_{i}"));
+        let (id, call_id) = (
+            format!("fc_mock{seq:04}_{i}"),
+            format!("call_mock{seq:04}_{i}"),
+        );
         items.push(match call.kind {
             ToolKind::Function => json!({
                 "id": id, "type": "function_call", "status": "completed", "call_id": call_id,
@@ -101,13 +104,23 @@ impl Events {
             let at = json!({"item_id": item_id, "output_index": index, "content_index": 0});
             self.push(
                 "response.content_part.added",
-                with(&at, "part", json!({"type": "output_text", "text": "", "annotations": []})),
+                with(
+                    &at,
+                    "part",
+                    json!({"type": "output_text", "text": "", "annotations": []}),
+                ),
             );
             for piece in pieces(text, 40) {
-                self.push("response.output_text.delta", with(&at, "delta", json!(piece)));
+                self.push(
+                    "response.output_text.delta",
+                    with(&at, "delta", json!(piece)),
+                );
             }
             self.push("response.output_text.done", with(&at, "text", json!(text)));
-            self.push("response.content_part.done", with(&at, "part", part.clone()));
+            self.push(
+                "response.content_part.done",
+                with(&at, "part", part.clone()),
+            );
         } else if item["type"] == "function_call" {
             let arguments = item["arguments"].as_str().unwrap_or_default();
             let at = json!({"item_id": item_id, "output_index": index});

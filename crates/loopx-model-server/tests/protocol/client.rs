@@ -60,7 +60,11 @@ pub fn send(server: &ModelServer, raw: &[u8]) -> RawResponse {
     if let Some(length) = response.header("content-length") {
         let length: usize = length.parse().expect("a numeric content-length");
         if !head.starts_with("HTTP/1.1 200") || !response.body.is_empty() {
-            assert_eq!(response.body.len(), length, "content-length matches the body");
+            assert_eq!(
+                response.body.len(),
+                length,
+                "content-length matches the body"
+            );
         }
     }
     response
@@ -78,7 +82,10 @@ pub fn post_json(server: &ModelServer, target: &str, body: &Value) -> RawRespons
 /// Splits an SSE body into (event name, JSON data) pairs, checking each event is well-formed.
 pub fn sse_events(body: &[u8]) -> Vec<(String, Value)> {
     let text = std::str::from_utf8(body).expect("SSE is UTF-8");
-    assert!(text.ends_with("\n\n"), "the stream ends with a complete event");
+    assert!(
+        text.ends_with("\n\n"),
+        "the stream ends with a complete event"
+    );
     text.split("\n\n")
         .filter(|block| !block.is_empty())
         .map(|block| {
