@@ -132,9 +132,11 @@ impl ModelServer {
 impl Drop for ModelServer {
     fn drop(&mut self) {
         self.shared.stopping.store(true, Ordering::SeqCst);
-        // Wake the blocking accept() so the thread sees the flag.
-        let _ = TcpStream::connect(self.addr);
-        if let Some(accept) = self.accept.take() {
+        // Wake the blocking accept() so the thread sees the flag. If that connect fails (say,
+        // loopback went down), joining would block forever: leave the thread to the process.
+        if TcpStream::connect(self.addr).is_ok()
+            && let Some(accept) = self.accept.take()
+        {
             let _ = accept.join();
         }
     }

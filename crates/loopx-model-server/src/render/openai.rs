@@ -110,48 +110,35 @@ impl Events {
                     json!({"type": "output_text", "text": "", "annotations": []}),
                 ),
             );
-            for piece in pieces(text, 40) {
-                self.push(
-                    "response.output_text.delta",
-                    with(&at, "delta", json!(piece)),
-                );
-            }
-            self.push("response.output_text.done", with(&at, "text", json!(text)));
+            self.push_streamed(&at, "response.output_text", "text", text);
             self.push(
                 "response.content_part.done",
                 with(&at, "part", part.clone()),
             );
-        } else if item["type"] == "function_call" {
-            let arguments = item["arguments"].as_str().unwrap_or_default();
-            let at = json!({"item_id": item_id, "output_index": index});
-            for piece in pieces(arguments, 40) {
-                self.push(
-                    "response.function_call_arguments.delta",
-                    with(&at, "delta", json!(piece)),
-                );
-            }
-            self.push(
-                "response.function_call_arguments.done",
-                with(&at, "arguments", json!(arguments)),
-            );
         } else {
-            let input = item["input"].as_str().unwrap_or_default();
             let at = json!({"item_id": item_id, "output_index": index});
-            for piece in pieces(input, 40) {
-                self.push(
-                    "response.custom_tool_call_input.delta",
-                    with(&at, "delta", json!(piece)),
-                );
-            }
-            self.push(
-                "response.custom_tool_call_input.done",
-                with(&at, "input", json!(input)),
-            );
+            let (event, field) = if item["type"] == "function_call" {
+                ("response.function_call_arguments", "arguments")
+            } else {
+                ("response.custom_tool_call_input", "input")
+            };
+            let value = item[field].as_str().unwrap_or_default();
+            self.push_streamed(&at, event, field, value);
         }
         self.push(
             "response.output_item.done",
             json!({"output_index": index, "item": item}),
         );
+    }
+}
+
+impl Events {
+    /// `{event}.delta` per piece of `value`, then `{event}.done` carrying it whole as `field`.
+    fn push_streamed(&mut self, at: &Value, event: &str, field: &str, value: &str) {
+        for piece in pieces(value, 40) {
+            self.push(&format!("{event}.delta"), with(at, "delta", json!(piece)));
+        }
+        self.push(&format!("{event}.done"), with(at, field, json!(value)));
     }
 }
 
