@@ -248,7 +248,7 @@ fn netns_claude_writes_a_file_with_its_write_tool() {
     let written = std::fs::read_to_string(run.work.path().join("hello.txt"))
         .unwrap_or_else(|e| panic!("hello.txt was not written ({e})\n{}", run.describe()));
     assert_eq!(written, "hi\n");
-    let tool_use = &run.last("assistant")["message"]["content"][0];
+    let final_message = &run.last("assistant")["message"]["content"][0];
     assert_eq!(
         tool_use["type"], "text",
         "the final assistant message is the text"
