@@ -250,7 +250,7 @@ fn netns_claude_writes_a_file_with_its_write_tool() {
     assert_eq!(written, "hi\n");
     let final_message = &run.last("assistant")["message"]["content"][0];
     assert_eq!(
-        tool_use["type"], "text",
+        final_message["type"], "text",
         "the final assistant message is the text"
     );
     let models = run.model_requests();
