@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the pinned agent CLIs that the real-CLI tests drive, into an ignored folder.
+#
+# The versions are pinned because the tests assert wire shapes (stream-json events, `codex exec
+# --json` items) that drift between releases; bump them deliberately and re-run smoke.sh.
+# These are the versions the captures in tests/fixtures/streams/*/captured-* came from.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+CLAUDE_CODE_VERSION=2.1.197
+CODEX_VERSION=0.171.0
+PREFIX=${LOOPX_AGENT_CLIS:-.ci-tools/agent-clis}
+
+mkdir -p "$PREFIX"
+# --no-save keeps no package.json churn; --no-fund/--no-audit avoid extra registry calls.
+npm install --prefix "$PREFIX" --no-fund --no-audit --no-save \
+    "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" \
+    "@openai/codex@$CODEX_VERSION"
+
+"$PREFIX/node_modules/.bin/claude" --version
+"$PREFIX/node_modules/.bin/codex" --version
+echo "installed into $PREFIX (set LOOPX_AGENT_CLIS=$(cd "$PREFIX" && pwd) to run the real-CLI tests)"
