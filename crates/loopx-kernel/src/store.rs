@@ -14,6 +14,7 @@
 pub(crate) mod apply;
 mod codec;
 mod open;
+mod reads;
 mod snapshot;
 pub(crate) mod tables;
 mod writer;

@@ -27,7 +27,9 @@ fn real_clis_in_netns() {
             std::env::var_os("CI").is_none(),
             "{CLIS_VAR} is not set under CI: run scripts/agent-clis/install.sh and set it (see .ci/run)"
         );
-        eprintln!("{CLIS_VAR} is not set: not running the real agent CLIs (scripts/agent-clis/install.sh)");
+        eprintln!(
+            "{CLIS_VAR} is not set: not running the real agent CLIs (scripts/agent-clis/install.sh)"
+        );
         return;
     };
     let bin = Path::new(&dir).join("node_modules/.bin");

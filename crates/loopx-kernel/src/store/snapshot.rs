@@ -178,12 +178,7 @@ impl<'a> Snapshot<'a> {
             .txn
             .open_table(tables::QUOTA)
             .map_err(|e| self.redb(e))?;
-        let mut out = Vec::new();
-        for row in t.range("hold/".."hold0").map_err(|e| self.redb(e))? {
-            let (_, bytes) = row.map_err(|e| self.redb(e))?;
-            out.push(decode("quota", bytes.value())?);
-        }
-        Ok(out)
+        super::reads::holds(&t, |e| self.redb(e))
     }
 
     /// Spends at or after `since`, oldest first.
@@ -195,18 +190,7 @@ impl<'a> Snapshot<'a> {
             .txn
             .open_table(tables::SPENDS)
             .map_err(|e| self.redb(e))?;
-        let mut spends = Vec::new();
-        // Newest first, stopping at the first older spend: the ledger is in time order.
-        for row in t.iter().map_err(|e| self.redb(e))?.rev() {
-            let (_, bytes) = row.map_err(|e| self.redb(e))?;
-            let spend: crate::model::Spend = decode("spends", bytes.value())?;
-            if spend.at < since {
-                break;
-            }
-            spends.push(spend);
-        }
-        spends.reverse();
-        Ok(spends)
+        super::reads::spends_since(&t, since, |e| self.redb(e))
     }
 
     /// The newest `limit` slices, oldest first.

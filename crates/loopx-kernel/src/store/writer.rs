@@ -175,15 +175,10 @@ impl<'t> Writer<'t> {
             .txn
             .open_table(tables::QUOTA)
             .map_err(|e| self.redb(e))?;
-        let mut out = Vec::new();
-        for row in t.range("hold/".."hold0").map_err(|e| self.redb(e))? {
-            let (_, bytes) = row.map_err(|e| self.redb(e))?;
-            out.push(decode("quota", bytes.value())?);
-        }
-        Ok(out)
+        super::reads::holds(&t, |e| self.redb(e))
     }
 
-    /// Spends newer than `since`, oldest first (read backwards from the newest).
+    /// Spends at or after `since`, oldest first.
     pub(crate) fn spends_since(
         &self,
         since: crate::time::Timestamp,
@@ -192,17 +187,7 @@ impl<'t> Writer<'t> {
             .txn
             .open_table(tables::SPENDS)
             .map_err(|e| self.redb(e))?;
-        let mut out = Vec::new();
-        for row in t.iter().map_err(|e| self.redb(e))?.rev() {
-            let (_, bytes) = row.map_err(|e| self.redb(e))?;
-            let spend: crate::model::Spend = decode("spends", bytes.value())?;
-            if spend.at < since {
-                break;
-            }
-            out.push(spend);
-        }
-        out.reverse();
-        Ok(out)
+        super::reads::spends_since(&t, since, |e| self.redb(e))
     }
 
     pub(crate) fn set_running(&self, slice: u64, running: bool) -> Result<(), KernelError> {
