@@ -152,6 +152,16 @@ pub const RECORDED_STREAMS: &[RecordedStream] = &[
         outcome: Some("completed"),
         resets_at: None,
     },
+    // A real `command_execution` (Codex 0.171's exec tool) that wrote a file, then a reply.
+    RecordedStream {
+        path: "codex/captured-shell-command.jsonl",
+        format: OutputFormat::CodexJson,
+        contents: &[stream!("codex/captured-shell-command.jsonl")],
+        exit_code: Some(0),
+        now: CAPTURED_NOW,
+        outcome: Some("completed"),
+        resets_at: None,
+    },
     // Codex printed the reset as a local clock time; the capture ran in UTC.
     RecordedStream {
         path: "codex/captured-usage-limit.jsonl",
