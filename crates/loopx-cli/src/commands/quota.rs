@@ -106,7 +106,7 @@ fn hold(
 }
 
 /// The agent's record and quota settings from its profile.
-fn agent_view(ctx: &Ctx, agent: &Agent) -> Result<AgentView, ExpectedError> {
+pub(super) fn agent_view(ctx: &Ctx, agent: &Agent) -> Result<AgentView, ExpectedError> {
     let project = ctx.project()?;
     let state = project.state_dir();
     let catalog = loopx_adapters::AdapterCatalog::with_dir(state.join("adapters"));
@@ -209,7 +209,7 @@ fn should_run_json<'a>(state: &'a DecisionState, d: &'a Decision) -> ShouldRun<'
 }
 
 /// `deliver t3 (work): …`, `wait until … (in 2h): …`.
-fn describe(d: &Decision, now: Timestamp) -> String {
+pub(super) fn describe(d: &Decision, now: Timestamp) -> String {
     let word = serde_json::to_value(d.decision)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))

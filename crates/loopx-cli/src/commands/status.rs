@@ -6,6 +6,8 @@ use loopx_kernel::time::short_duration;
 use loopx_kernel::{Timestamp, TodoId};
 use serde::Serialize;
 
+use loopx_kernel::decision::DecisionState;
+
 use crate::context::Ctx;
 use crate::errors::ExpectedError;
 use crate::output::views;
@@ -25,6 +27,19 @@ struct Status {
     next: Vec<Next>,
     latest_evidence: Vec<Evidence>,
     counts: TodoCounts,
+    /// What each registered agent would do now (the decision `quota should-run` prints).
+    agents: Vec<AgentNow>,
+}
+
+#[derive(Debug, Serialize)]
+struct AgentNow {
+    agent: String,
+    decision: Option<loopx_quota::DecisionKind>,
+    wake_at: Option<Timestamp>,
+    todo: Option<String>,
+    gate: Option<String>,
+    /// The decision in words, or why it could not be made (an invalid profile).
+    summary: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -81,6 +96,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
             s.evidence_newest(FIRST_SCREEN, |_| true)?,
         ))
     })?;
+    let agents = agents_now(ctx, &store, now)?;
     drop(store);
     let (todos, counts) = todos;
     let status = assemble(
@@ -92,6 +108,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
         &todos,
         counts,
         latest_evidence,
+        agents,
     );
     if ctx.json {
         return ctx.json_out(&status);
@@ -112,6 +129,7 @@ fn assemble(
     todos: &[Todo],
     counts: TodoCounts,
     latest_evidence: Vec<Evidence>,
+    agents: Vec<AgentNow>,
 ) -> Status {
     // Every todo not open or claimed is done or dropped.
     let active: std::collections::BTreeSet<TodoId> = todos.iter().map(|t| t.id).collect();
@@ -182,6 +200,7 @@ fn assemble(
         next,
         latest_evidence,
         counts,
+        agents,
     }
 }
 
@@ -241,6 +260,13 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
     if status.running.is_empty() && status.claimed.iter().all(|c| c.expired) {
         ctx.line(style.dim("  nothing"))?;
     }
+    if !status.agents.is_empty() {
+        ctx.line("")?;
+        ctx.line(style.bold("Agents"))?;
+        for a in &status.agents {
+            ctx.line(format!("  {:<12} {}", a.agent, a.summary))?;
+        }
+    }
     let expired: Vec<&Claimed> = status.claimed.iter().filter(|c| c.expired).collect();
     if !status.waiting.is_empty() || !expired.is_empty() {
         ctx.line("")?;
@@ -295,4 +321,30 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
         "Todos: {} open · {} claimed · {} done · {} dropped",
         c.open, c.claimed, c.done, c.dropped
     )))
+}
+
+/// Each registered agent's decision, read in the same snapshot as the rest of the screen.
+fn agents_now(ctx: &Ctx, store: &loopx_kernel::Store, now: Timestamp) -> Result<Vec<AgentNow>, ExpectedError> {
+    let agents = store.read(|s| s.agents())?;
+    let mut out = Vec::with_capacity(agents.len());
+    for agent in agents {
+        let view = match super::quota::agent_view(ctx, &agent) {
+            Ok(view) => view,
+            Err(e) => {
+                let summary = format!("cannot decide: {}", e.render().lines().next().unwrap_or_default());
+                out.push(AgentNow { agent: agent.name.to_string(), decision: None, wake_at: None, todo: None, gate: None, summary });
+                continue;
+            }
+        };
+        let d = store.read(|s| DecisionState::read(s, view, now))?.decide();
+        out.push(AgentNow {
+            agent: agent.name.to_string(),
+            decision: Some(d.decision),
+            wake_at: d.wake_at.map(Timestamp),
+            todo: d.todo.as_ref().map(|(id, _)| id.clone()),
+            gate: d.gate.as_ref().map(|(id, _)| id.clone()),
+            summary: super::quota::describe(&d, now),
+        });
+    }
+    Ok(out)
 }
