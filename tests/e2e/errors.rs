@@ -95,6 +95,35 @@ fn usage_errors() {
     );
     check(
         &loopx,
+        "ttl_too_long",
+        &[
+            "todo",
+            "claim",
+            "t1",
+            "--agent",
+            "exec",
+            "--ttl",
+            "10000years",
+        ],
+        &[],
+        2,
+    );
+    check(
+        &loopx,
+        "hold_in_the_past",
+        &[
+            "quota",
+            "hold",
+            "--account",
+            "x",
+            "--until",
+            "2020-01-01T00:00:00Z",
+        ],
+        &[],
+        2,
+    );
+    check(
+        &loopx,
         "clap_unknown_flag",
         &["todo", "list", "--colour"],
         &[],
@@ -211,7 +240,7 @@ fn conflicts() {
         &[],
         5,
     );
-    loopx.ok(&["todo", "add", "Tune the Rust build", "--needs", "rust"]);
+    loopx.ok(&["todo", "add", "Train the ranking model", "--needs", "gpu"]);
     check(
         &loopx,
         "missing_capability",
@@ -325,4 +354,30 @@ fn a_stale_epoch_refusal_is_recorded() {
     assert_eq!(event["data"]["presented"], 0);
     assert_eq!(event["data"]["current"], 1);
     assert_eq!(event["data"]["action"], "done");
+}
+
+#[test]
+fn a_non_utf8_environment_does_not_break_commands() {
+    use std::os::unix::ffi::OsStrExt;
+    let loopx = Loopx::with_work();
+    let value = std::ffi::OsStr::from_bytes(b"caf\xe9");
+    let out = loopx
+        .command(&["todo", "list"])
+        .env("LANG_NOTE", value)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn an_epoch_alone_does_not_finish_a_live_claim() {
+    let loopx = Loopx::with_work();
+    loopx.ok(&["todo", "claim", "t1", "--agent", "exec"]);
+    let run = loopx.run(&["todo", "drop", "t1", "--epoch", "1"]);
+    assert_eq!(run.code, 5, "the holder must name itself: {}", run.stderr);
+    loopx.ok(&["todo", "drop", "t1", "--epoch", "1", "--agent", "exec"]);
 }

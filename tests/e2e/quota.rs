@@ -229,3 +229,30 @@ fn charged_usage_is_never_refused_and_becomes_debt() {
         "{wait}"
     );
 }
+
+#[test]
+fn a_vendor_reset_never_shortens_a_persons_pause() {
+    let loopx = project("");
+    loopx.ok(&["quota", "pause", "--account", "shared"]);
+    // What a supervisor does with a parsed `resets_at`, through the kernel API.
+    let project = loopx_kernel::Project::at(loopx.path()).expect("project");
+    let store = loopx_kernel::Store::open(&project).expect("store");
+    let until = loopx_kernel::Timestamp::now().plus(std::time::Duration::from_secs(60));
+    let op = loopx_kernel::Op::QuotaHold {
+        key: "shared".into(),
+        until: Some(until),
+        reason: "five_hour limit".into(),
+        source: loopx_kernel::model::HoldSource::Vendor,
+    };
+    store
+        .apply(op, "agent:a", loopx_kernel::Timestamp::now())
+        .expect("hold");
+    drop(store);
+    let status = loopx.ok(&["quota", "status", "--json"]).json();
+    let hold = &status["holds"][0];
+    assert!(
+        hold["until"].is_null(),
+        "still paused until resumed: {hold}"
+    );
+    assert_eq!(hold["source"], "manual");
+}

@@ -50,8 +50,18 @@ fn ids<T: FromStr<Err = InvalidId>>(texts: &[String]) -> Result<Vec<T>, Expected
     texts.iter().map(|t| id(t)).collect()
 }
 
-/// Parses `30m`, `90s`, `2h`.
+/// Parses `30m`, `90s`, `2h`, up to a year.
 fn duration(flag: &str, text: &str) -> Result<Duration, ExpectedError> {
+    let parsed = parse_duration(flag, text)?;
+    if parsed > loopx_kernel::time::MAX_DURATION {
+        return Err(ExpectedError::Usage(format!(
+            "duration `{text}` for {flag} is longer than a year\n(hint: loopx plans in hours and days; pause with `loopx quota pause` for an open-ended hold)"
+        )));
+    }
+    Ok(parsed)
+}
+
+fn parse_duration(flag: &str, text: &str) -> Result<Duration, ExpectedError> {
     humantime::parse_duration(text).map_err(|e| {
         ExpectedError::Usage(format!(
             "invalid duration `{text}` for {flag}: {e}\n(hint: use a duration like 30m, 90s or 2h)"

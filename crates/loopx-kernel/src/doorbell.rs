@@ -20,6 +20,11 @@ pub fn ring(project: &Project) {
     let Ok(sender) = UnixDatagram::unbound() else {
         return;
     };
+    // Never wait: a sleeper that stopped reading (a suspended `log --follow`) has a full queue,
+    // and a full queue already means it will wake. Blocking here would hang every writer.
+    if sender.set_nonblocking(true).is_err() {
+        return;
+    }
     for entry in entries.flatten() {
         let path = entry.path();
         if path.extension().is_none_or(|ext| ext != "sock") {
@@ -96,6 +101,25 @@ mod tests {
         let started = Instant::now();
         assert!(listener.wait(Duration::from_secs(5)), "the ring arrives");
         assert!(started.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_listener_that_stopped_reading_never_blocks_a_ring() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let project = Project::create(tmp.path()).expect("project");
+        let _asleep = Listener::bind(&project);
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let ringer = project.clone();
+        std::thread::spawn(move || {
+            for _ in 0..100 {
+                ring(&ringer);
+            }
+            let _ = done_tx.send(());
+        });
+        assert!(
+            done_rx.recv_timeout(Duration::from_secs(5)).is_ok(),
+            "100 rings into a full queue returned"
+        );
     }
 
     #[test]

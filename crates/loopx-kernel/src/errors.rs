@@ -67,6 +67,10 @@ pub enum StoreError {
     )]
     Corrupt { path: PathBuf, why: String },
     #[error(
+        "state store `{path}` is damaged: {why}\n(hint: `loopx doctor` shows what; the file was left as it is)"
+    )]
+    Damaged { path: PathBuf, why: String },
+    #[error(
         "state store `{path}` has format {found}, newer than this loopx supports ({supported})\n(hint: upgrade loopx)"
     )]
     TooNew {

@@ -42,8 +42,16 @@ impl Timestamp {
     }
 }
 
+/// The latest time loopx stores: leases, holds and windows further out are refused as input.
+pub const MAX_DURATION: Duration = Duration::from_secs(366 * 86_400);
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // RFC 3339 stops at year 9999; a time past it (never stored by loopx itself) is shown
+        // as raw milliseconds rather than failing whatever prints it.
+        if self.0 >= 253_402_300_800_000 {
+            return write!(f, "@{}ms", self.0);
+        }
         let at = UNIX_EPOCH + Duration::from_secs(self.0 / 1000);
         write!(f, "{}", humantime::format_rfc3339_seconds(at))
     }

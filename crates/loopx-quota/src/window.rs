@@ -30,23 +30,32 @@ pub struct WindowState {
 pub const MICROS: f64 = 1_000_000.0;
 
 impl WindowState {
-    /// The state as seen at `now`: a window that has ended is replaced by a fresh one that
-    /// starts with the previous one's overspend.
+    /// The state as seen at `now`. Each window that ended since `start` pays back one
+    /// allowance of debt; debt that still fills a window keeps it anchored on the vendor's
+    /// schedule (`start + k × period`), so its reset time stays fixed instead of receding.
     pub fn rolled(self, limit: &WindowLimit, now: Millis) -> WindowState {
-        if self.start == 0 || now < self.start.saturating_add(limit.period_ms) {
+        let period = limit.period_ms;
+        if self.start == 0 || period == 0 || now < self.start.saturating_add(period) {
             return self;
         }
-        let token_debt = limit
-            .tokens
-            .map_or(0, |max| self.tokens.saturating_sub(max));
-        let cost_debt = limit
-            .cost_usd
-            .map_or(0, |max| self.cost_micros.saturating_sub(to_micros(max)));
-        // The new window opens at the next spend; until then only the debt is on it.
+        let ended = (now - self.start) / period;
+        let tokens = limit.tokens.map_or(0, |max| {
+            self.tokens.saturating_sub(max.saturating_mul(ended))
+        });
+        let cost_micros = limit.cost_usd.map_or(0, |max| {
+            self.cost_micros
+                .saturating_sub(to_micros(max).saturating_mul(ended))
+        });
+        // Without debt the next window opens at the next spend, as the vendors' do.
+        let start = if tokens == 0 && cost_micros == 0 {
+            0
+        } else {
+            self.start + ended * period
+        };
         WindowState {
-            start: 0,
-            tokens: token_debt,
-            cost_micros: cost_debt,
+            start,
+            tokens,
+            cost_micros,
         }
     }
 
@@ -77,10 +86,10 @@ impl WindowState {
         if !(over_tokens || over_cost) {
             return None;
         }
-        // Debt alone (no window open yet) means the next window is already spent: it ends one
-        // period after it opens, which would be now.
+        // A window is open whenever usage or debt is on it (see `rolled`); a zero allowance
+        // with nothing charged is spent from the start.
         let start = if state.start == 0 { now } else { state.start };
-        Some(start.saturating_add(limit.period_ms))
+        Some(start.saturating_add(limit.period_ms.max(1)))
     }
 
     /// Whether a spend of `tokens` and `cost_usd` fits in the window at `now`; when not, the
@@ -157,6 +166,35 @@ mod tests {
             s.exhausted_until(&l, T0 + H5),
             None,
             "reset in full at the end"
+        );
+    }
+
+    /// A slice charged far over the limit blocks for as many windows as it overspent, at
+    /// fixed reset times, and then the account is free again.
+    #[test]
+    fn large_debt_drains_one_allowance_per_window() {
+        let l = limit();
+        let s = WindowState::default().charged(&l, T0, 3_000, 0.0);
+        assert_eq!(
+            s.exhausted_until(&l, T0 + H5),
+            Some(T0 + 2 * H5),
+            "2,000 left after the first window"
+        );
+        assert_eq!(
+            s.exhausted_until(&l, T0 + H5 + 60_000),
+            Some(T0 + 2 * H5),
+            "the reset does not recede"
+        );
+        assert_eq!(
+            s.exhausted_until(&l, T0 + 2 * H5),
+            Some(T0 + 3 * H5),
+            "1,000 left: still a full window"
+        );
+        assert_eq!(s.exhausted_until(&l, T0 + 3 * H5), None, "paid back");
+        assert_eq!(
+            s.rolled(&l, T0 + 10 * H5),
+            WindowState::default(),
+            "long idle: nothing carried"
         );
     }
 

@@ -17,9 +17,20 @@ pub fn run(ctx: &mut Ctx, cmd: AgentCommand) -> Result<(), ExpectedError> {
             capabilities,
             role,
         } => {
+            let name = id(&name)?;
+            // The profile must load: an agent whose profile is missing or invalid could never
+            // run. Its role and capabilities are the defaults, stored on the agent so that the
+            // decision and the claim judge by the same record.
+            let loaded = super::quota::load_profile(ctx, &profile)?;
+            let capabilities = if capabilities.is_empty() {
+                loaded.profile.capabilities.clone()
+            } else {
+                capabilities
+            };
+            let role = role.or_else(|| loaded.profile.role.clone());
             let store = ctx.store()?;
             let op = Op::AgentAdd {
-                name: id(&name)?,
+                name,
                 profile,
                 capabilities,
                 role,

@@ -115,7 +115,7 @@ fn checks(ctx: &Ctx) -> Vec<Check> {
             ));
         }
         Ok(problems) => {
-            let error: KernelError = loopx_kernel::StoreError::Corrupt {
+            let error: KernelError = loopx_kernel::StoreError::Damaged {
                 path: store.path().to_path_buf(),
                 why: problems.join("; "),
             }

@@ -71,6 +71,16 @@ pub fn run(ctx: &mut Ctx, cmd: QuotaCommand) -> Result<(), ExpectedError> {
 /// `2026-11-30T15:00:00Z` or `2h` from now.
 fn parse_until(now: Timestamp, text: &str) -> Result<Timestamp, ExpectedError> {
     if let Some(at) = Timestamp::parse_rfc3339(text) {
+        if at <= now {
+            return Err(ExpectedError::Usage(format!(
+                "--until `{text}` is not in the future\n(hint: `loopx quota resume` lifts a hold)"
+            )));
+        }
+        if at > now.plus(loopx_kernel::time::MAX_DURATION) {
+            return Err(ExpectedError::Usage(format!(
+                "--until `{text}` is more than a year away\n(hint: `loopx quota pause` holds until resumed)"
+            )));
+        }
         return Ok(at);
     }
     duration("--until", text).map(|d| now.plus(d)).map_err(|_| {
@@ -105,22 +115,29 @@ fn hold(
     }
 }
 
-/// The agent's record and quota settings from its profile.
-pub(super) fn agent_view(ctx: &Ctx, agent: &Agent) -> Result<AgentView, ExpectedError> {
+/// Loads a profile of the project by name.
+pub(super) fn load_profile(
+    ctx: &Ctx,
+    name: &str,
+) -> Result<loopx_adapters::LoadedProfile, ExpectedError> {
     let project = ctx.project()?;
     let state = project.state_dir();
     let catalog = loopx_adapters::AdapterCatalog::with_dir(state.join("adapters"));
-    let loaded = loopx_adapters::find_profile(&state.join("profiles"), &agent.profile, &catalog).map_err(|e| {
-        ExpectedError::Config(format!(
-            "agent `{}` uses profile `{}`, which cannot be loaded: {e}\n(hint: `loopx profile check`)",
-            agent.name, agent.profile
-        ))
-    })?;
+    loopx_adapters::find_profile(&state.join("profiles"), name, &catalog).map_err(|e| {
+        ExpectedError::Config(format!("profile `{name}` cannot be loaded: {e}\n(hint: `loopx profile list` shows the profiles; `loopx profile check` explains)"))
+    })
+}
+
+/// The agent's record and the quota settings of its profile.
+pub(super) fn agent_view(ctx: &Ctx, agent: &Agent) -> Result<AgentView, ExpectedError> {
+    let loaded = load_profile(ctx, &agent.profile)?;
     let quota = &loaded.profile.quota;
     Ok(AgentView {
         name: agent.name.to_string(),
         capabilities: agent.capabilities.clone(),
-        role: agent.role.clone().or(loaded.profile.role.clone()),
+        // The agent record alone: `agent add` stored the profile's role there, and the claim
+        // checks the same record.
+        role: agent.role.clone(),
         account: quota.account.clone(),
         pacing: quota.slices_per_hour.map(|n| Pacing {
             slices_per_hour: f64::from(n),

@@ -82,7 +82,17 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     let project = ctx.project()?;
     let now = ctx.now();
     let store = loopx_kernel::Store::open_read(&project)?;
-    let (goal, gates, running, todos, latest_evidence) = store.read(|s| {
+    let views: Vec<(String, Result<loopx_quota::AgentView, String>)> = store
+        .read(|s| s.agents())?
+        .iter()
+        .map(|a| {
+            (
+                a.name.to_string(),
+                super::quota::agent_view(ctx, a).map_err(|e| e.render()),
+            )
+        })
+        .collect();
+    let (goal, gates, running, todos, latest_evidence, agents) = store.read(|s| {
         let todos = s.active_todos()?;
         let counts = s.todo_counts(&todos)?;
         Ok((
@@ -94,9 +104,9 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
             s.running_slices()?,
             (todos, counts),
             s.evidence_newest(FIRST_SCREEN, |_| true)?,
+            agents_now(s, &views, now)?,
         ))
     })?;
-    let agents = agents_now(ctx, &store, now)?;
     drop(store);
     let (todos, counts) = todos;
     let status = assemble(
@@ -323,27 +333,37 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
     )))
 }
 
-/// Each registered agent's decision, read in the same snapshot as the rest of the screen.
-fn agents_now(ctx: &Ctx, store: &loopx_kernel::Store, now: Timestamp) -> Result<Vec<AgentNow>, ExpectedError> {
-    let agents = store.read(|s| s.agents())?;
-    let mut out = Vec::with_capacity(agents.len());
-    for agent in agents {
-        let view = match super::quota::agent_view(ctx, &agent) {
-            Ok(view) => view,
-            Err(e) => {
-                let summary = format!("cannot decide: {}", e.render().lines().next().unwrap_or_default());
-                out.push(AgentNow { agent: agent.name.to_string(), decision: None, wake_at: None, todo: None, gate: None, summary });
-                continue;
-            }
-        };
-        let d = store.read(|s| DecisionState::read(s, view, now))?.decide();
-        out.push(AgentNow {
-            agent: agent.name.to_string(),
-            decision: Some(d.decision),
-            wake_at: d.wake_at.map(Timestamp),
-            todo: d.todo.as_ref().map(|(id, _)| id.clone()),
-            gate: d.gate.as_ref().map(|(id, _)| id.clone()),
-            summary: super::quota::describe(&d, now),
+/// Each registered agent's decision, made on the same snapshot as the rest of the screen.
+/// Profiles are read first (file I/O stays outside the read transaction).
+fn agents_now(
+    snap: &loopx_kernel::Snapshot<'_>,
+    views: &[(String, Result<loopx_quota::AgentView, String>)],
+    now: Timestamp,
+) -> Result<Vec<AgentNow>, loopx_kernel::KernelError> {
+    let mut out = Vec::with_capacity(views.len());
+    for (name, view) in views {
+        let decided = view.clone().and_then(|view| {
+            DecisionState::read(snap, view, now)
+                .map(|state| state.decide())
+                .map_err(|e| e.to_string())
+        });
+        out.push(match decided {
+            Ok(d) => AgentNow {
+                agent: name.clone(),
+                decision: Some(d.decision),
+                wake_at: d.wake_at.map(Timestamp),
+                todo: d.todo.as_ref().map(|(id, _)| id.clone()),
+                gate: d.gate.as_ref().map(|(id, _)| id.clone()),
+                summary: super::quota::describe(&d, now),
+            },
+            Err(why) => AgentNow {
+                agent: name.clone(),
+                decision: None,
+                wake_at: None,
+                todo: None,
+                gate: None,
+                summary: format!("cannot decide: {}", why.lines().next().unwrap_or_default()),
+            },
         });
     }
     Ok(out)

@@ -8,9 +8,9 @@ use super::Style;
 
 /// `3m ago`, `in 12m`, `now`.
 pub fn relative(now: Timestamp, at: Timestamp) -> String {
-    if at.0 + 1_000 < now.0 {
+    if at.0.saturating_add(1_000) < now.0 {
         format!("{} ago", short_duration(now.since(at)))
-    } else if at.0 > now.0 + 1_000 {
+    } else if at.0 > now.0.saturating_add(1_000) {
         format!("in {}", short_duration(at.since(now)))
     } else {
         "now".to_owned()

@@ -70,7 +70,8 @@ pub enum EventKind {
     /// A write carrying an old epoch was refused.
     StaleEpochRefused {
         todo: TodoId,
-        agent: AgentName,
+        /// The agent, or the actor when a person presented the epoch.
+        agent: String,
         presented: u64,
         current: u64,
         action: String,

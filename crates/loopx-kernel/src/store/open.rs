@@ -350,7 +350,7 @@ fn open_retrying<T: Send + 'static>(
     };
     result.map_err(|e| match e {
         DatabaseError::DatabaseAlreadyOpen => busy(path, started),
-        DatabaseError::Storage(redb::StorageError::Corrupted(why)) => StoreError::Corrupt {
+        DatabaseError::Storage(redb::StorageError::Corrupted(why)) => StoreError::Damaged {
             path: path.to_path_buf(),
             why,
         },
@@ -367,7 +367,12 @@ fn open_retrying<T: Send + 'static>(
 
 /// Built-in patterns plus the values of this process's secret-looking environment variables.
 fn default_redactor() -> crate::redact::Redactor {
-    crate::redact::Redactor::new().with_env(std::env::vars(), &[])
+    crate::redact::Redactor::new().with_env(
+        // `vars()` panics on a non-UTF-8 variable; such a value cannot appear in our text anyway.
+        std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+        &[],
+    )
 }
 
 /// Refuses files redb would misread or silently rewrite, without writing a byte.

@@ -330,7 +330,7 @@ fn refusal_event(op: &Op, err: &KernelError) -> Option<EventKind> {
             _,
         ) => Some(EventKind::StaleEpochRefused {
             todo: *todo,
-            agent: by.parse().ok()?,
+            agent: by.clone(),
             presented: *presented,
             current: *current,
             action: op.action().to_owned(),
@@ -346,6 +346,18 @@ fn refusal_event(op: &Op, err: &KernelError) -> Option<EventKind> {
 }
 
 impl Store {
+    fn record_refusal(
+        &self,
+        kind: EventKind,
+        actor: &str,
+        now: Timestamp,
+    ) -> Result<(), KernelError> {
+        let txn = self.begin_write()?;
+        Writer::new(&txn, self, now, actor).event(kind)?;
+        txn.commit().map_err(|e| self.redb(e))?;
+        Ok(())
+    }
+
     /// Validates and applies one operation in one write transaction, with its event.
     ///
     /// A refusal worth auditing (a stale epoch, an answer from inside a slice) is recorded as an
@@ -386,10 +398,10 @@ impl Store {
             return Ok(applied);
         };
         txn.abort().map_err(|e| self.redb(e))?;
+        // Best effort: the audit record must never replace the refusal the caller needs to see
+        // (a busy store here would turn a conflict into a store error).
         if let Some(kind) = refusal_event(op, &err) {
-            let txn = self.begin_write()?;
-            Writer::new(&txn, self, now, actor).event(kind)?;
-            txn.commit().map_err(|e| self.redb(e))?;
+            let _ = self.record_refusal(kind, actor, now);
         }
         Err(err)
     }

@@ -206,14 +206,24 @@ pub(super) fn hold(
         return Err(crate::errors::Invalid::Empty { field: "account" }.into());
     }
     crate::limits::check_text("reason", &reason, crate::limits::SUMMARY, "")?;
-    // A vendor's later reset extends a hold; an earlier one never shortens a person's.
+    if let Some(at) = until
+        && (at <= w.now || at > w.now.plus(crate::time::MAX_DURATION))
+        && source == HoldSource::Manual
+    {
+        return Err(crate::errors::Invalid::Other(format!(
+            "a hold until {at} is out of range: it must end after now and within a year\n(hint: `loopx quota pause` holds until resumed)"
+        ))
+        .into());
+    }
+    // A vendor's reset never shortens a hold that lasts longer (a person's pause, or a later
+    // reset already seen): the stronger hold stays as it is, with its own reason and source.
+    // A person's hold replaces whatever was there: they may know the limit is gone.
     let existing: Option<QuotaHold> = w.quota_get(&hold_key(&key))?;
-    let until = match (&existing, until, source) {
-        (Some(old), Some(new), HoldSource::Vendor) if old.until.is_none_or(|u| u > new) => {
-            old.until
-        }
-        _ => until,
-    };
+    if let (Some(old), Some(new), HoldSource::Vendor) = (&existing, until, source)
+        && old.until.is_none_or(|u| u >= new)
+    {
+        return Ok(Applied::Hold(old.clone()));
+    }
     let record = QuotaHold {
         key: key.clone(),
         until,

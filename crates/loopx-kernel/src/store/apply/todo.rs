@@ -82,12 +82,24 @@ fn current_goal(w: &Writer<'_>) -> Result<crate::model::Goal, KernelError> {
         })
 }
 
+/// A lease longer than a year is a typo, and its expiry would not print.
+fn check_ttl(ttl: Duration) -> Result<(), KernelError> {
+    if ttl > crate::time::MAX_DURATION || ttl.is_zero() {
+        return Err(Invalid::Other(format!(
+            "a lease of {ttl:?} is out of range: give between a second and a year"
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 pub(super) fn claim(
     w: &Writer<'_>,
     id: TodoId,
     agent: &AgentName,
     ttl: Duration,
 ) -> Result<Applied, KernelError> {
+    check_ttl(ttl)?;
     let mut todo: Todo = w.require(tables::TODOS, id.0, "todo", id)?;
     let Some(registered) = w.agent(agent.as_str())? else {
         return Err(Invalid::Other(format!(
@@ -233,6 +245,7 @@ pub(super) fn renew(
     epoch: u64,
     ttl: Duration,
 ) -> Result<Applied, KernelError> {
+    check_ttl(ttl)?;
     let mut todo: Todo = w.require(tables::TODOS, id.0, "todo", id)?;
     let lease = held_lease(&mut todo, agent, epoch, "renewed")?;
     lease.expires_at = w.now.plus(ttl);
@@ -308,14 +321,26 @@ pub(super) fn finish(
                 }
                 .into());
             }
-            if let (Some(agent), Some(lease)) = (agent, &todo.lease)
-                && &lease.agent != agent
-            {
-                return Err(Conflict::NotHolder {
-                    todo: id,
-                    agent: agent.clone(),
+            match (agent, &todo.lease) {
+                (Some(agent), Some(lease)) if &lease.agent != agent => {
+                    return Err(Conflict::NotHolder {
+                        todo: id,
+                        agent: agent.clone(),
+                    }
+                    .into());
                 }
-                .into());
+                // An epoch alone does not prove who is asking: under a live lease the holder
+                // must name itself.
+                (None, Some(lease)) if lease.is_live(w.now) => {
+                    return Err(Conflict::Claimed {
+                        todo: id,
+                        agent: lease.agent.clone(),
+                        epoch: lease.epoch,
+                        until: lease.expires_at,
+                    }
+                    .into());
+                }
+                _ => {}
             }
         }
         (None, Some(lease)) if lease.is_live(w.now) => {
