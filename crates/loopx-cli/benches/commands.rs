@@ -112,6 +112,7 @@ fn fill(dir: &Path, todos: u64, finished: u64, events: u64) {
             .map(|_| {
                 n += 1;
                 Op::EvidenceAdd(NewEvidence {
+                    epoch: None,
                     kind: EvidenceKind::Test,
                     summary: format!("cargo test run {n}: 41 passed"),
                     detail: String::new(),

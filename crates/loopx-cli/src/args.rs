@@ -352,6 +352,9 @@ pub enum EvidenceCommand {
         /// The todo it is about.
         #[arg(long, value_name = "ID", env = "LOOPX_TODO")]
         todo: Option<String>,
+        /// The epoch of the claim this is written under (refused when stale).
+        #[arg(long, value_name = "N", env = "LOOPX_EPOCH")]
+        epoch: Option<u64>,
         /// slice, test, diff, note, artifact, quota or violation.
         #[arg(long, default_value = "note", value_parser = ["slice", "test", "diff", "note", "artifact", "quota", "violation"])]
         kind: String,
@@ -390,6 +393,9 @@ pub enum HandoffCommand {
         /// The todo it is about.
         #[arg(long, value_name = "ID", env = "LOOPX_TODO")]
         todo: Option<String>,
+        /// The epoch of the claim this is written under (refused when stale).
+        #[arg(long, value_name = "N", env = "LOOPX_EPOCH")]
+        epoch: Option<u64>,
         /// What was done.
         #[arg(long, default_value = "")]
         done: String,

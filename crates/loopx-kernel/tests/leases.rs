@@ -293,3 +293,54 @@ fn apply_all_is_all_or_nothing() {
         "{last:?}"
     );
 }
+
+#[test]
+fn a_stale_holder_cannot_write_the_handoff_or_evidence() {
+    let f = fixture();
+    f.goal();
+    let (a, b) = (f.agent("a"), f.agent("b"));
+    let t = f.todo("Migrate the schema");
+    f.claim(t, &a, T0).expect("a claims");
+    let later = T0.plus(Duration::from_secs(61));
+    f.claim(t, &b, later).expect("b reclaims");
+    let handoff = loopx_kernel::store::NewHandoff {
+        todo: Some(t),
+        epoch: Some(1),
+        done: "a's stale view".into(),
+        next: String::new(),
+        files: vec![],
+        questions: vec![],
+        slice: None,
+    };
+    let err = f
+        .store
+        .apply(Op::HandoffAdd(handoff), "agent:a", later)
+        .expect_err("stale handoff");
+    assert!(
+        matches!(
+            err,
+            KernelError::Conflict(Conflict::StaleEpoch {
+                presented: 1,
+                current: 2,
+                ..
+            })
+        ),
+        "{err}"
+    );
+    let evidence = loopx_kernel::store::NewEvidence {
+        kind: loopx_kernel::model::EvidenceKind::Note,
+        summary: "late".into(),
+        detail: String::new(),
+        files: vec![],
+        todo: Some(t),
+        slice: None,
+        epoch: Some(1),
+    };
+    assert!(
+        f.store
+            .apply(Op::EvidenceAdd(evidence), "agent:a", later)
+            .is_err()
+    );
+    let todo = f.store.read(|s| s.todo(t)).expect("read").expect("todo");
+    assert_eq!(todo.latest_handoff, None, "the stale handoff did not land");
+}

@@ -115,6 +115,8 @@ proptest! {
                     let ok = !m.state.is_final() && match epoch {
                         Some(e) => e == m.epoch && match (agent, m.lease) {
                             (Some(a), Some((holder, _))) => a == holder,
+                                // An epoch alone may not finish a live claim.
+                                (None, Some(_)) => !m.live(now),
                             _ => true,
                         },
                         None => !m.live(now),

@@ -55,6 +55,7 @@ fn the_store_file_holds_no_secret_in_any_field() {
     };
     f.store.apply(Op::GateAsk(gate), HUMAN, T0).expect("gate");
     let evidence = NewEvidence {
+        epoch: None,
         kind: EvidenceKind::Note,
         summary: text(1),
         detail: text(2),
@@ -66,6 +67,7 @@ fn the_store_file_holds_no_secret_in_any_field() {
         .apply(Op::EvidenceAdd(evidence), HUMAN, T0)
         .expect("evidence");
     let handoff = NewHandoff {
+        epoch: None,
         todo: None,
         done: text(3),
         next: text(4),

@@ -19,6 +19,7 @@ pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
         EvidenceCommand::Add {
             summary,
             todo,
+            epoch,
             kind,
             detail,
             files,
@@ -33,6 +34,7 @@ pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
                 .map(|f| file_ref(project.root(), f))
                 .collect::<Result<Vec<_>, _>>()?;
             let new = NewEvidence {
+                epoch,
                 kind,
                 summary,
                 detail,
@@ -78,6 +80,7 @@ pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
 pub fn handoff(ctx: &mut Ctx, args: HandoffArgs) -> Result<(), ExpectedError> {
     if let Some(HandoffCommand::Write {
         todo,
+        epoch,
         done,
         next,
         files,
@@ -85,6 +88,7 @@ pub fn handoff(ctx: &mut Ctx, args: HandoffArgs) -> Result<(), ExpectedError> {
     }) = args.write
     {
         let new = NewHandoff {
+            epoch,
             todo: todo.as_deref().map(id).transpose()?,
             done,
             next,

@@ -257,7 +257,8 @@ pub(super) fn evidence_add(w: &Writer<'_>, new: NewEvidence) -> Result<Applied, 
         .into());
     }
     if let Some(todo) = new.todo {
-        w.require::<Todo>(tables::TODOS, todo.0, "todo", todo)?;
+        let record = w.require::<Todo>(tables::TODOS, todo.0, "todo", todo)?;
+        check_epoch(w, &record, new.epoch)?;
     }
     if let Some(slice) = new.slice {
         w.require::<SliceRecord>(tables::SLICES, slice.0, "slice", slice)?;
@@ -296,6 +297,9 @@ pub(super) fn handoff_add(w: &Writer<'_>, new: NewHandoff) -> Result<Applied, Ke
         Some(id) => Some(w.require::<Todo>(tables::TODOS, id.0, "todo", id)?),
         None => None,
     };
+    if let Some(record) = &todo {
+        check_epoch(w, record, new.epoch)?;
+    }
     let id = HandoffId(w.next_id(counter::HANDOFF)?);
     let handoff = Handoff {
         id,
@@ -457,4 +461,19 @@ pub(super) fn slice_end(
         outcome: end.outcome,
     })?;
     Ok(Applied::Slice(record))
+}
+
+/// A write made under a claim carries its epoch; after a peer reclaimed the todo the old
+/// holder's evidence and handoffs are refused like its other late writes.
+fn check_epoch(w: &Writer<'_>, todo: &Todo, epoch: Option<u64>) -> Result<(), KernelError> {
+    match epoch {
+        Some(epoch) if epoch != todo.epoch => Err(Conflict::StaleEpoch {
+            todo: todo.id,
+            by: w.actor.strip_prefix("agent:").unwrap_or(w.actor).to_owned(),
+            presented: epoch,
+            current: todo.epoch,
+        }
+        .into()),
+        _ => Ok(()),
+    }
 }

@@ -53,6 +53,8 @@ pub struct NewEvidence {
     pub files: Vec<FileRef>,
     pub todo: Option<TodoId>,
     pub slice: Option<SliceId>,
+    /// The epoch of the claim the writer works under: a stale one is refused.
+    pub epoch: Option<u64>,
 }
 
 /// A new handoff note.
@@ -64,6 +66,8 @@ pub struct NewHandoff {
     pub files: Vec<String>,
     pub questions: Vec<String>,
     pub slice: Option<SliceId>,
+    /// The epoch of the claim the writer works under: a stale one is refused.
+    pub epoch: Option<u64>,
 }
 
 /// A slice about to be spawned.
