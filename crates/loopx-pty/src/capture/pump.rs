@@ -12,7 +12,7 @@
 
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::log::{CappedLog, LogCounts};
@@ -21,9 +21,13 @@ use super::text::{AnsiStripper, clean_text};
 
 /// Read size; a pseudo-terminal rarely returns more than a few KiB at once.
 const READ_SIZE: usize = 64 << 10;
-/// Reads in flight from the reader to the screen thread: at most 1 MiB, which the emulator
-/// works through in about 10 ms, so a query answer waits no longer than that behind a flood.
+/// Batches in flight from the reader to the screen thread.
 pub(crate) const SCREEN_QUEUE: usize = 16;
+/// While the screen thread is busy, the reader appends reads to one batch up to this size
+/// before it waits. Handing over 4 KiB reads one by one costs a thread wake-up each; batches
+/// cost one per 64 KiB. Queue and batch hold at most about 1 MiB, which the emulator works
+/// through in about 10 ms: the longest a query answer waits behind a flood.
+const SCREEN_BATCH: usize = 64 << 10;
 
 /// One read's worth of output, as seen by the control loop.
 #[derive(Debug)]
@@ -70,6 +74,20 @@ pub(crate) struct Pump {
 }
 
 impl Pump {
+    /// Hands `batch` to the screen thread if it has room, or if the batch is full (then waiting
+    /// for room); otherwise returns it to be extended by the next read. Nothing is skipped:
+    /// only the granularity of chunks changes when the screen thread lags.
+    fn hand_over(&self, batch: Vec<u8>) -> Vec<u8> {
+        // A disconnected channel means the screen thread panicked; keep reading and logging
+        // anyway, so the agent never blocks on a full terminal.
+        if batch.len() >= SCREEN_BATCH {
+            let _ = self.screen.send(batch);
+        } else if let Err(TrySendError::Full(batch)) = self.screen.try_send(batch) {
+            return batch;
+        }
+        Vec::new()
+    }
+
     /// Reads until EOF (Linux reports a hung-up terminal as EIO, which portable-pty maps to
     /// EOF) and returns the summary.
     pub(crate) fn run(mut self) -> CaptureSummary {
@@ -77,6 +95,7 @@ impl Pump {
         let mut stripper = AnsiStripper::default();
         let mut head_text = Vec::new();
         let mut read_error = None;
+        let mut batch = Vec::new();
         loop {
             let len = match self.reader.read(&mut buf) {
                 Ok(0) => break,
@@ -90,9 +109,12 @@ impl Pump {
             let data = &buf[..len];
             let to_head = self.log.write(data);
             stripper.feed(&data[..to_head], &mut head_text);
-            // The screen thread is gone only if it panicked; keep reading and logging so the
-            // agent never blocks on a full terminal.
-            let _ = self.screen.send(data.to_vec());
+            batch.extend_from_slice(data);
+            batch = self.hand_over(batch);
+        }
+        if !batch.is_empty() {
+            // The screen thread is gone only if it panicked; see `hand_over`.
+            let _ = self.screen.send(batch);
         }
         drop(self.screen);
         let (counts, tail, log_error) = self.log.finish();
