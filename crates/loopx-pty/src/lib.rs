@@ -15,11 +15,23 @@
 //! `execv`s the agent. A failed exec shows up as an exit within 200 ms with 127 or SIGABRT and
 //! is reported as [`SliceExit::SpawnFailed`].
 //!
-//! **Capture.** One blocking reader thread per slice reads the terminal into a bounded channel.
-//! It writes the raw log with a head and tail cap and exact counts ([`LogCounts`]), keeps an
-//! ANSI-stripped text view ([`AnsiStripper`], [`clean_text`]), and feeds a `vt100` screen that
-//! answers cursor-position queries. Memory is bounded by the caps whatever the agent prints.
-//! A writer thread owns the terminal's writer for the whole slice (dropping it sends EOF).
+//! **Capture.** One blocking reader thread per slice reads the terminal, writes the raw log with
+//! a head and tail cap and exact counts ([`LogCounts`]), keeps an ANSI-stripped text view
+//! ([`AnsiStripper`], [`clean_text`]), and hands each read through a bounded channel to a
+//! screen thread. The screen thread feeds a `vt100` screen that answers cursor-position and
+//! device-attribute queries, then passes the chunk on to the control loop, so the control loop
+//! never sees output the screen has not taken in. The emulator costs about as much per byte as
+//! reading the terminal; on its own thread the two overlap. Memory is bounded by the caps and
+//! the channels whatever the agent prints. A writer thread owns the terminal's writer for the
+//! whole slice (dropping it sends EOF).
+//!
+//! *When the screen thread falls behind*, the reader gathers further reads into one batch (up to
+//! 64 KiB) while the channel is full, then waits: the agent is slowed, as by a slow real
+//! terminal, and no byte is ever skipped. Skipping would be cheaper but wrong: the answer to a
+//! cursor-position query depends on every byte before it, and a dropped mode switch (alternate
+//! screen, scroll region) would corrupt the screen for the rest of the slice. What changes
+//! under load is only the size of chunks (and of [`SliceEvent::Output`] events). A query waits
+//! at most for the queued batches (about 1 MiB, some 10 ms of emulation) before it is answered.
 //!
 //! **Control.** One task per slice (on the caller's tokio runtime) selects over output, the
 //! agent's exit, requests ([`SliceControl`]) and timers: wall time, idle time, output cap, and

@@ -1,10 +1,18 @@
-//! The reader thread: reads the terminal until EOF and feeds the log, the text view, the
-//! screen, and the slice's control loop. It is the only reader, so nothing else can block on
-//! the terminal; everything it sends onwards is bounded.
+//! The capture pipeline, two threads in series joined by a bounded channel:
+//!
+//! - the reader ([`Pump`]) reads the terminal until EOF, writes the log and the text view, and
+//!   hands each read to the screen thread;
+//! - the screen thread ([`ScreenFeed`]) runs the terminal emulator, sends query answers to the
+//!   writer, then passes the chunk on to the slice's control loop.
+//!
+//! The emulator costs about as much per byte as reading the terminal, so running it on its own
+//! thread lets the two overlap. The reader is the only reader, so nothing else can block on the
+//! terminal; everything it sends onwards is bounded. When the emulator falls behind, the full
+//! channel makes the reader wait, and so the agent: no byte is skipped (see `lib.rs`).
 
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::log::{CappedLog, LogCounts};
@@ -13,6 +21,13 @@ use super::text::{AnsiStripper, clean_text};
 
 /// Read size; a pseudo-terminal rarely returns more than a few KiB at once.
 const READ_SIZE: usize = 64 << 10;
+/// Batches in flight from the reader to the screen thread.
+pub(crate) const SCREEN_QUEUE: usize = 16;
+/// While the screen thread is busy, the reader appends reads to one batch up to this size
+/// before it waits. Handing over 4 KiB reads one by one costs a thread wake-up each; batches
+/// cost one per 64 KiB. Queue and batch hold at most about 1 MiB, which the emulator works
+/// through in about 10 ms: the longest a query answer waits behind a flood.
+const SCREEN_BATCH: usize = 64 << 10;
 
 /// One read's worth of output, as seen by the control loop.
 #[derive(Debug)]
@@ -54,13 +69,25 @@ pub(crate) enum InputMsg {
 pub(crate) struct Pump {
     pub(crate) reader: Box<dyn Read + Send>,
     pub(crate) log: CappedLog,
-    pub(crate) screen: Arc<Mutex<Screen>>,
-    pub(crate) chunks: tokio::sync::mpsc::Sender<Chunk>,
-    pub(crate) input: SyncSender<InputMsg>,
-    pub(crate) want_bytes: Arc<AtomicBool>,
+    /// To the screen thread; dropping it (at EOF) ends that thread.
+    pub(crate) screen: SyncSender<Vec<u8>>,
 }
 
 impl Pump {
+    /// Hands `batch` to the screen thread if it has room, or if the batch is full (then waiting
+    /// for room); otherwise returns it to be extended by the next read. Nothing is skipped:
+    /// only the granularity of chunks changes when the screen thread lags.
+    fn hand_over(&self, batch: Vec<u8>) -> Vec<u8> {
+        // A disconnected channel means the screen thread panicked; keep reading and logging
+        // anyway, so the agent never blocks on a full terminal.
+        if batch.len() >= SCREEN_BATCH {
+            let _ = self.screen.send(batch);
+        } else if let Err(TrySendError::Full(batch)) = self.screen.try_send(batch) {
+            return batch;
+        }
+        Vec::new()
+    }
+
     /// Reads until EOF (Linux reports a hung-up terminal as EIO, which portable-pty maps to
     /// EOF) and returns the summary.
     pub(crate) fn run(mut self) -> CaptureSummary {
@@ -68,6 +95,7 @@ impl Pump {
         let mut stripper = AnsiStripper::default();
         let mut head_text = Vec::new();
         let mut read_error = None;
+        let mut batch = Vec::new();
         loop {
             let len = match self.reader.read(&mut buf) {
                 Ok(0) => break,
@@ -81,24 +109,14 @@ impl Pump {
             let data = &buf[..len];
             let to_head = self.log.write(data);
             stripper.feed(&data[..to_head], &mut head_text);
-            let answers = self
-                .screen
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .process(data);
-            for answer in answers {
-                // A full queue means the agent is not reading its input; an answer it will
-                // never read can be dropped.
-                let _ = self.input.try_send(InputMsg::Bytes(answer));
-            }
-            let bytes = self
-                .want_bytes
-                .load(Ordering::Relaxed)
-                .then(|| data.to_vec());
-            // The control loop may be gone (slice dropped); keep draining so the agent never
-            // blocks on a full terminal while it is being killed.
-            let _ = self.chunks.blocking_send(Chunk { len, bytes });
+            batch.extend_from_slice(data);
+            batch = self.hand_over(batch);
         }
+        if !batch.is_empty() {
+            // The screen thread is gone only if it panicked; see `hand_over`.
+            let _ = self.screen.send(batch);
+        }
+        drop(self.screen);
         let (counts, tail, log_error) = self.log.finish();
         let text = if counts.bytes_dropped == 0 {
             stripper.feed(&tail, &mut head_text);
@@ -116,6 +134,41 @@ impl Pump {
             text,
             log_error,
             read_error,
+        }
+    }
+}
+
+/// The screen thread: emulates the screen from each chunk the reader hands over, answers
+/// terminal queries, and passes the chunk on to the control loop. The control loop receives a
+/// chunk only after the screen has taken it in, so a screen check after a chunk always sees
+/// that chunk's effect.
+pub(crate) struct ScreenFeed {
+    pub(crate) reads: Receiver<Vec<u8>>,
+    pub(crate) screen: Arc<Mutex<Screen>>,
+    pub(crate) chunks: tokio::sync::mpsc::Sender<Chunk>,
+    pub(crate) input: SyncSender<InputMsg>,
+    pub(crate) want_bytes: Arc<AtomicBool>,
+}
+
+impl ScreenFeed {
+    /// Runs until the reader hangs up.
+    pub(crate) fn run(self) {
+        for data in self.reads {
+            let answers = self
+                .screen
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .process(&data);
+            for answer in answers {
+                // A full queue means the agent is not reading its input; an answer it will
+                // never read can be dropped.
+                let _ = self.input.try_send(InputMsg::Bytes(answer));
+            }
+            let len = data.len();
+            let bytes = self.want_bytes.load(Ordering::Relaxed).then_some(data);
+            // The control loop may be gone (slice dropped); keep draining so the agent never
+            // blocks on a full terminal while it is being killed.
+            let _ = self.chunks.blocking_send(Chunk { len, bytes });
         }
     }
 }

@@ -13,14 +13,16 @@ use tokio::sync::{mpsc, oneshot};
 use super::control::{Command, Control, KillGuard};
 use super::report::{ChildStatus, SliceEvent, SliceReport, StopReason};
 use crate::capture::CappedLog;
-use crate::capture::pump::{CaptureSummary, Chunk, InputMsg, Pump, run_writer};
+use crate::capture::pump::{
+    CaptureSummary, Chunk, InputMsg, Pump, SCREEN_QUEUE, ScreenFeed, run_writer,
+};
 use crate::capture::screen::Screen;
 use crate::errors::{InputError, SpawnError, WaitError};
 use crate::launch::{SLICE_MARKER_VAR, launch};
 use crate::spec::{LaunchSpec, SliceId};
 use crate::sweep::SliceProcesses;
 
-/// Output chunks in flight between the reader thread and the control loop.
+/// Output chunks in flight between the screen thread and the control loop.
 const CHUNK_QUEUE: usize = 16;
 /// Events in flight to the caller.
 const EVENT_QUEUE: usize = 64;
@@ -127,8 +129,9 @@ struct Threads {
     want_bytes: Arc<AtomicBool>,
 }
 
-/// Starts the waiter (reaps the leader by pid), the writer (owns the terminal's writer) and
-/// the reader (capture). If one cannot start, the agent is killed before returning.
+/// Starts the waiter (reaps the leader by pid), the writer (owns the terminal's writer), the
+/// screen thread and the reader (capture). If one cannot start, the agent is killed before
+/// returning.
 fn start_threads(
     spec: &LaunchSpec,
     leader: i32,
@@ -151,14 +154,22 @@ fn start_threads(
     let screen = Arc::new(Mutex::new(Screen::new(spec.size)));
     let want_bytes = Arc::new(AtomicBool::new(true));
     let (chunk_tx, chunks) = mpsc::channel(CHUNK_QUEUE);
-    let (summary_tx, summary) = oneshot::channel();
-    let pump = Pump {
-        reader,
-        log,
+    let (reads_tx, reads) = std::sync::mpsc::sync_channel(SCREEN_QUEUE);
+    let feed = ScreenFeed {
+        reads,
         screen: Arc::clone(&screen),
         chunks: chunk_tx,
         input: input.clone(),
         want_bytes: Arc::clone(&want_bytes),
+    };
+    spawn_thread("screen", &spec.slice_id, move || feed.run())
+        .inspect_err(|_| abort_launch(leader, false))?;
+
+    let (summary_tx, summary) = oneshot::channel();
+    let pump = Pump {
+        reader,
+        log,
+        screen: reads_tx,
     };
     spawn_thread("read", &spec.slice_id, move || {
         let _ = summary_tx.send(pump.run());
