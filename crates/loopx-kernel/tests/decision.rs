@@ -90,3 +90,36 @@ proptest! {
         }
     }
 }
+
+/// Processes read the clock before they queue for the write lock, so commits can arrive with
+/// times out of order. The store never lets time run backwards: a burst of two admits two
+/// slices however the two processes' clocks interleave.
+#[test]
+fn spends_committed_out_of_clock_order_still_get_the_burst() {
+    let f = fixture();
+    f.goal();
+    let name = f.agent("a");
+    let req = || QuotaRequest {
+        agent: name.clone(),
+        account: "acct".into(),
+        pacing: Some(Pacing {
+            slices_per_hour: 6.0,
+            burst: 2,
+        }),
+        windows: vec![],
+        goal: None,
+        tokens: 0,
+        cost_usd: 0.0,
+        busy: None,
+    };
+    f.store
+        .apply(Op::QuotaAdmit(req()), HUMAN, Timestamp(T0.0 + 40))
+        .expect("the later clock commits first");
+    f.store
+        .apply(Op::QuotaAdmit(req()), HUMAN, T0)
+        .expect("the earlier clock commits second: still the burst");
+    assert!(
+        f.store.apply(Op::QuotaAdmit(req()), HUMAN, T0).is_err(),
+        "a third is paced"
+    );
+}

@@ -274,7 +274,7 @@ impl Store {
         txn.open_table(tables::ACTIVE_TODOS)
             .map_err(|e| self.redb(e))?;
         txn.open_table(tables::AGENTS).map_err(|e| self.redb(e))?;
-        let writer = super::writer::Writer::new(&txn, self, now, actor);
+        let writer = super::writer::Writer::new(&txn, self, now, actor)?;
         writer.event(crate::model::EventKind::ProjectCreated)?;
         txn.commit().map_err(|e| self.redb(e))?;
         Ok(())

@@ -41,5 +41,7 @@ pub(crate) mod counter {
 }
 
 pub(crate) const SCHEMA_KEY: &str = "schema_version";
+/// The time of the last committed change: the floor for the next one's `now`.
+pub(crate) const LAST_AT_KEY: &str = "last_at";
 /// How many todos were dropped (done = all − active − dropped).
 pub(crate) const DROPPED_KEY: &str = "todos_dropped";

@@ -20,18 +20,26 @@ pub(crate) struct Writer<'t> {
 }
 
 impl<'t> Writer<'t> {
+    /// A writer whose `now` is never earlier than the last committed change's: processes take
+    /// the time before they queue for the write lock, so without this a later commit could
+    /// carry an earlier time (and pacing would judge it against a future arrival time).
     pub(crate) fn new(
         txn: &'t WriteTransaction,
         store: &'t Store,
         now: Timestamp,
         actor: &'t str,
-    ) -> Self {
-        Writer {
+    ) -> Result<Self, KernelError> {
+        let meta = txn.open_table(META).map_err(|e| store.redb(e))?;
+        let last = meta
+            .get(tables::LAST_AT_KEY)
+            .map_err(|e| store.redb(e))?
+            .map_or(0, |v| v.value());
+        Ok(Writer {
             txn,
             store,
-            now,
+            now: now.max(Timestamp(last)),
             actor,
-        }
+        })
     }
 
     fn redb(&self, e: impl Into<redb::Error>) -> KernelError {
@@ -224,6 +232,9 @@ impl<'t> Writer<'t> {
             kind,
         };
         self.put(tables::EVENTS, seq, &event)?;
+        let mut meta = self.txn.open_table(META).map_err(|e| self.redb(e))?;
+        meta.insert(tables::LAST_AT_KEY, self.now.0)
+            .map_err(|e| self.redb(e))?;
         Ok(seq)
     }
 }

@@ -357,7 +357,7 @@ impl Store {
         now: Timestamp,
     ) -> Result<(), KernelError> {
         let txn = self.begin_write()?;
-        Writer::new(&txn, self, now, actor).event(kind)?;
+        Writer::new(&txn, self, now, actor)?.event(kind)?;
         txn.commit().map_err(|e| self.redb(e))?;
         Ok(())
     }
@@ -384,7 +384,7 @@ impl Store {
             op.redact(&self.redactor);
         }
         let txn = self.begin_write()?;
-        let writer = Writer::new(&txn, self, now, actor);
+        let writer = Writer::new(&txn, self, now, actor)?;
         let mut applied = Vec::with_capacity(ops.len());
         let mut failure = None;
         for op in &ops {
