@@ -116,26 +116,7 @@ pub(super) fn agent_view(ctx: &Ctx, agent: &Agent) -> Result<AgentView, Expected
             agent.name, agent.profile
         ))
     })?;
-    let quota = &loaded.profile.quota;
-    Ok(AgentView {
-        name: agent.name.to_string(),
-        capabilities: agent.capabilities.clone(),
-        role: agent.role.clone().or(loaded.profile.role.clone()),
-        account: quota.account.clone(),
-        pacing: quota.slices_per_hour.map(|n| Pacing {
-            slices_per_hour: f64::from(n),
-            burst: quota.burst,
-        }),
-        windows: quota
-            .windows
-            .iter()
-            .map(|w| WindowLimit {
-                period_ms: u64::try_from(w.window.as_millis()).unwrap_or(u64::MAX),
-                tokens: w.tokens,
-                cost_usd: w.cost_usd,
-            })
-            .collect(),
-    })
+    Ok(loopx_supervisor::agent_view(agent, &loaded))
 }
 
 fn registered(store: &loopx_kernel::Store, name: &str) -> Result<Agent, ExpectedError> {

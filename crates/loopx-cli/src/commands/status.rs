@@ -324,15 +324,29 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
 }
 
 /// Each registered agent's decision, read in the same snapshot as the rest of the screen.
-fn agents_now(ctx: &Ctx, store: &loopx_kernel::Store, now: Timestamp) -> Result<Vec<AgentNow>, ExpectedError> {
+fn agents_now(
+    ctx: &Ctx,
+    store: &loopx_kernel::Store,
+    now: Timestamp,
+) -> Result<Vec<AgentNow>, ExpectedError> {
     let agents = store.read(|s| s.agents())?;
     let mut out = Vec::with_capacity(agents.len());
     for agent in agents {
         let view = match super::quota::agent_view(ctx, &agent) {
             Ok(view) => view,
             Err(e) => {
-                let summary = format!("cannot decide: {}", e.render().lines().next().unwrap_or_default());
-                out.push(AgentNow { agent: agent.name.to_string(), decision: None, wake_at: None, todo: None, gate: None, summary });
+                let summary = format!(
+                    "cannot decide: {}",
+                    e.render().lines().next().unwrap_or_default()
+                );
+                out.push(AgentNow {
+                    agent: agent.name.to_string(),
+                    decision: None,
+                    wake_at: None,
+                    todo: None,
+                    gate: None,
+                    summary,
+                });
                 continue;
             }
         };
