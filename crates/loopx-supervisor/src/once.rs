@@ -74,7 +74,8 @@ pub enum Once {
     /// A slice ran.
     Ran {
         decision: Decision,
-        slice: SliceSummary,
+        /// Boxed: a summary is several times the size of the other variants.
+        slice: Box<SliceSummary>,
     },
 }
 
@@ -177,7 +178,10 @@ pub fn run_once(req: &RunOnce, on_step: &mut dyn FnMut(Step<'_>)) -> Result<Once
     }
     drop(store);
     let slice = run_slice_once(req, &setup, goal.as_ref(), claim, kind, permission, on_step)?;
-    Ok(Once::Ran { decision, slice })
+    Ok(Once::Ran {
+        decision,
+        slice: Box::new(slice),
+    })
 }
 
 /// The level the slice runs at: the profile's, capped by the goal's.
@@ -352,7 +356,7 @@ fn run_slice_once(
         log: &log,
         quota: setup.quota_request(goal.map(|g| (g.id, g.share)), 0, 0.0, None),
     };
-    let summary = write_back(&req.project, setup, &finished, pid)?;
+    let summary = write_back(&req.project, &actor(setup), &finished, pid)?;
     on_step(Step::Ended(&summary));
     Ok(summary)
 }
@@ -414,7 +418,7 @@ fn release_taken(store: &Store, setup: &AgentSetup, claim: Claim) {
             epoch,
         };
         if let Err(e) = store.apply(op, &actor(setup), Timestamp::now()) {
-            tracing::warn!(%todo, error = %e, "could not release the claim of a slice that never started");
+            tracing::warn!(%todo, error = %e, "could not release the claim of an unstarted slice");
         }
     }
 }
@@ -435,14 +439,14 @@ fn record_spawned(project: &Project, setup: &AgentSetup, slice: SliceId, pid: u3
 /// Applies the writeback batch; on a stale epoch, only what does not depend on the lease.
 fn write_back(
     project: &Project,
-    setup: &AgentSetup,
+    actor: &str,
     f: &Finished<'_>,
     pid: Option<u32>,
 ) -> Result<SliceSummary, SupervisorError> {
     let store = Store::open(project)?;
     let wb = writeback(f);
     let ops = wb.ops.clone();
-    let (applied, result) = match store.apply_all(ops.clone(), &actor(setup), f.ended_at) {
+    let (applied, result) = match store.apply_all(ops.clone(), actor, f.ended_at) {
         Ok(applied) => (applied, "applied"),
         Err(e) => {
             let stale = matches!(
@@ -458,7 +462,7 @@ fn write_back(
                         .cloned(),
                 )
                 .collect();
-            store.apply_all(fallback, &actor(setup), f.ended_at)?;
+            store.apply_all(fallback, actor, f.ended_at)?;
             (Vec::new(), if stale { "stale_epoch" } else { "refused" })
         }
     };
@@ -509,6 +513,153 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+
+    use loopx_kernel::model::PermissionLevel;
+    use loopx_kernel::store::QuotaRequest;
+    use loopx_kernel::{AgentName, Project};
+
+    const T0: Timestamp = Timestamp(1_790_000_000_000);
+
+    fn apply(store: &Store, op: Op) -> Applied {
+        store.apply(op, "human:tester", T0).expect("applies")
+    }
+
+    #[test]
+    fn a_writeback_after_the_claim_moved_on_records_only_the_end_and_the_usage() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let project = Project::create(dir.path()).expect("project");
+        let store = Store::create(&project, T0, "human:tester").expect("store");
+        let agent: AgentName = "exec".parse().expect("a name");
+        apply(
+            &store,
+            Op::GoalStart {
+                objective: "Ship".into(),
+                scope: vec![],
+                permission: PermissionLevel::WorkspaceWrite,
+                share: 1.0,
+            },
+        );
+        apply(
+            &store,
+            Op::AgentAdd {
+                name: agent.clone(),
+                profile: "demo".into(),
+                capabilities: vec![],
+                role: None,
+            },
+        );
+        let new = loopx_kernel::store::NewTodo {
+            goal: None,
+            title: "Write".into(),
+            detail: String::new(),
+            priority: 0,
+            needs: vec![],
+            after: vec![],
+            role: None,
+        };
+        let Applied::Todo(todo) = apply(&store, Op::TodoAdd(new)) else {
+            panic!("a todo")
+        };
+        let ttl = Duration::from_secs(600);
+        apply(
+            &store,
+            Op::TodoClaim {
+                todo: todo.id,
+                agent: agent.clone(),
+                ttl,
+            },
+        );
+        let new = NewSlice {
+            agent: agent.clone(),
+            todo: Some(todo.id),
+            epoch: Some(1),
+            kind: SliceKind::Work,
+            profile_hash: "h".into(),
+            argv: vec![],
+            limit_secs: 60,
+            log: None,
+        };
+        let Applied::Slice(slice) = apply(&store, Op::SliceStart(new)) else {
+            panic!("a slice")
+        };
+        // Someone takes the todo over while the slice runs: the epoch moves to 2.
+        apply(
+            &store,
+            Op::TodoRelease {
+                todo: todo.id,
+                agent: agent.clone(),
+                epoch: 1,
+            },
+        );
+        apply(
+            &store,
+            Op::TodoClaim {
+                todo: todo.id,
+                agent: agent.clone(),
+                ttl,
+            },
+        );
+        drop(store);
+        let quota = QuotaRequest {
+            agent: agent.clone(),
+            account: "demo".into(),
+            pacing: None,
+            windows: vec![],
+            goal: None,
+            tokens: 0,
+            cost_usd: 0.0,
+            busy: None,
+        };
+        let finished = Finished {
+            slice: slice.id,
+            agent: &agent,
+            todo: Some(todo.id),
+            epoch: Some(1),
+            kind: SliceKind::Work,
+            outcome: "completed",
+            reason: "done",
+            exit: None,
+            classification: None,
+            tokens: 42,
+            cost_usd: 0.1,
+            output_bytes: 7,
+            started_at: T0,
+            ended_at: T0.plus(Duration::from_secs(2)),
+            log: "l",
+            quota,
+        };
+        let summary =
+            write_back(&project, "agent:exec", &finished, None).expect("the end is written");
+        assert_eq!(summary.writeback, "stale_epoch");
+        assert_eq!(summary.todo_state, Some("unchanged"));
+        let store = Store::open(&project).expect("store");
+        let (slice, todo, evidence, spends) = store
+            .read(|s| {
+                Ok((
+                    s.slice(slice.id)?,
+                    s.todo(todo.id)?,
+                    s.evidence_newest(10, |_| true)?,
+                    s.spends_since(T0)?,
+                ))
+            })
+            .expect("reads");
+        assert_eq!(slice.and_then(|s| s.outcome).as_deref(), Some("completed"));
+        let todo = todo.expect("the todo");
+        assert_eq!(
+            (todo.epoch, todo.state.as_str()),
+            (2, "claimed"),
+            "the new holder keeps it"
+        );
+        assert!(
+            evidence.is_empty(),
+            "nothing written on the lost claim's behalf"
+        );
+        assert_eq!(
+            spends.iter().map(|s| s.tokens).sum::<u64>(),
+            42,
+            "the usage is charged"
+        );
+    }
 
     #[test]
     fn slice_files_live_in_the_state_directory() {

@@ -341,3 +341,205 @@ fn clip(text: &str, max: usize) -> String {
         None => text.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use loopx_adapters::{MalformedReport, ReportQuestion, ReportStatus, ReportTodo};
+
+    use super::*;
+
+    fn report(status: ReportStatus) -> Report {
+        Report {
+            status,
+            summary: "Wrote the notes".into(),
+            evidence: vec![],
+            handoff: Some("Review them".into()),
+            next_todos: vec![],
+            question: None,
+        }
+    }
+
+    fn classified(
+        outcome: Outcome,
+        report: Option<Result<Report, MalformedReport>>,
+    ) -> Classification {
+        Classification {
+            outcome,
+            reason: "because".into(),
+            report,
+        }
+    }
+
+    fn check(c: &Classification, outcome: &str, todo: bool) -> Writeback {
+        let agent: AgentName = "exec".parse().expect("a name");
+        writeback(&Finished {
+            slice: SliceId(4),
+            agent: &agent,
+            todo: todo.then_some(TodoId(2)),
+            epoch: todo.then_some(3),
+            kind: SliceKind::Work,
+            outcome,
+            reason: "because",
+            exit: Some("exit 0".into()),
+            classification: Some(c),
+            tokens: 10,
+            cost_usd: 0.5,
+            output_bytes: 100,
+            started_at: Timestamp(1_000),
+            ended_at: Timestamp(3_000),
+            log: ".loopx/slices/s4.log",
+            quota: QuotaRequest {
+                agent: agent.clone(),
+                account: "demo".into(),
+                pacing: None,
+                windows: vec![],
+                goal: None,
+                tokens: 0,
+                cost_usd: 0.0,
+                busy: None,
+            },
+        })
+    }
+
+    fn notes(wb: &Writeback) -> Vec<&str> {
+        wb.ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::EvidenceAdd(e) if e.kind == EvidenceKind::Note => Some(e.summary.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_done_report_finishes_the_todo_with_the_claims_epoch() {
+        let c = classified(Outcome::Completed, Some(Ok(report(ReportStatus::Done))));
+        let wb = check(&c, "completed", true);
+        assert!(wb.todo_done);
+        assert!(
+            matches!(wb.ops[0], Op::SliceEnd { .. }),
+            "the end comes first"
+        );
+        assert!(matches!(
+            wb.ops.last(),
+            Some(Op::TodoFinish {
+                to: TodoState::Done,
+                epoch: Some(3),
+                ..
+            })
+        ));
+        let charge = wb.ops.iter().find_map(|op| match op {
+            Op::QuotaCharge(req) => Some(req),
+            _ => None,
+        });
+        let charge = charge.expect("usage is charged");
+        assert_eq!(
+            (charge.tokens, charge.busy),
+            (10, Some((Timestamp(1_000), Timestamp(3_000))))
+        );
+    }
+
+    #[test]
+    fn done_without_a_completed_outcome_only_releases() {
+        let c = classified(Outcome::Progress, Some(Ok(report(ReportStatus::Done))));
+        let wb = check(&c, "timed_out", true);
+        assert!(!wb.todo_done);
+        assert!(matches!(
+            wb.ops.last(),
+            Some(Op::TodoRelease { epoch: 3, .. })
+        ));
+    }
+
+    #[test]
+    fn a_malformed_report_is_evidence_and_the_handoff_is_observed() {
+        let bad = MalformedReport {
+            error: "expected `,`".into(),
+            raw: "{\"status\":".into(),
+        };
+        let c = classified(Outcome::Progress, Some(Err(bad)));
+        let wb = check(&c, "progress", true);
+        assert_eq!(wb.report, "malformed");
+        assert!(notes(&wb)[0].contains("malformed"), "{:?}", notes(&wb));
+        let handoff = wb.ops.iter().find_map(|op| match op {
+            Op::HandoffAdd(h) => Some(h),
+            _ => None,
+        });
+        let handoff = handoff.expect("a handoff");
+        assert!(
+            handoff.done.contains("without a readable report"),
+            "{}",
+            handoff.done
+        );
+        assert!(handoff.next.contains(".loopx/slices/s4.log"));
+    }
+
+    #[test]
+    fn a_vague_question_is_evidence_not_a_gate() {
+        let mut r = report(ReportStatus::Blocked);
+        r.question = Some(ReportQuestion {
+            text: "what should I do?".into(),
+            options: vec![],
+        });
+        let c = classified(Outcome::Progress, Some(Ok(r)));
+        let wb = check(&c, "asked", true);
+        assert_eq!(wb.gate, None);
+        assert!(!wb.ops.iter().any(|op| matches!(op, Op::GateAsk(_))));
+        assert!(notes(&wb)[0].contains("cannot put to a person"));
+    }
+
+    #[test]
+    fn a_concrete_question_gates_the_todo_and_proposed_todos_are_added() {
+        let mut r = report(ReportStatus::Blocked);
+        r.question = Some(ReportQuestion {
+            text: "Should the notes be a Markdown list or a table?".into(),
+            options: vec!["list".into(), " ".into()],
+        });
+        r.next_todos = vec![
+            ReportTodo {
+                title: "Review the notes".into(),
+                detail: None,
+                role: Some("reviewer".into()),
+            },
+            ReportTodo {
+                title: "   ".into(),
+                detail: None,
+                role: None,
+            },
+        ];
+        let c = classified(Outcome::Progress, Some(Ok(r)));
+        let wb = check(&c, "asked", false);
+        assert_eq!(wb.new_todos, 1, "a blank title is skipped");
+        let gate = wb.ops.iter().find_map(|op| match op {
+            Op::GateAsk(g) => Some(g),
+            _ => None,
+        });
+        let gate = gate.expect("a gate");
+        assert_eq!(gate.options, ["list"]);
+        assert_eq!(gate.blocks, Blocks::Agent("exec".parse().expect("a name")));
+    }
+
+    #[test]
+    fn a_usage_limit_holds_the_account_until_it_resets() {
+        let at = jiff::Timestamp::from_second(1_790_000_000).expect("a time");
+        let c = classified(
+            Outcome::UsageLimited {
+                resets_at: Some(at),
+                window: None,
+            },
+            None,
+        );
+        let wb = check(&c, "usage_limited", true);
+        assert_eq!(wb.hold_until, Some(Timestamp(1_790_000_000_000)));
+        assert!(wb.ops.iter().any(|op| matches!(
+            op,
+            Op::QuotaHold { key, source: HoldSource::Vendor, .. } if key == "demo"
+        )));
+        assert!(matches!(wb.ops.last(), Some(Op::TodoRelease { .. })));
+    }
+
+    #[test]
+    fn clip_cuts_on_characters() {
+        assert_eq!(clip("héllo", 2), "hé");
+        assert_eq!(clip("hi", 5), "hi");
+    }
+}

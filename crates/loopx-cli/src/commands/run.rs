@@ -77,7 +77,7 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
             wait.reason = reason.clone();
             (agent.as_str(), wait, None)
         }
-        Once::Ran { decision, slice } => (slice.agent.as_str(), decision.clone(), Some(slice)),
+        Once::Ran { decision, slice } => (slice.agent.as_str(), decision.clone(), Some(&**slice)),
     };
     if ctx.json {
         let wake_at = match &once {
