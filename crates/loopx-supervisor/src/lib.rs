@@ -31,6 +31,7 @@
 //! status`, the agent's own `loopx` calls) use it meanwhile.
 
 mod agent;
+mod commit;
 mod errors;
 mod once;
 pub mod prompt;
@@ -38,5 +39,6 @@ mod slice;
 pub mod writeback;
 
 pub use agent::{AgentSetup, agent_view, load_agent};
+pub use commit::SliceSummary;
 pub use errors::SupervisorError;
-pub use once::{Once, RunOnce, SliceSummary, Step, run_once};
+pub use once::{Once, RunOnce, Step, run_once};
