@@ -126,17 +126,15 @@ fn the_json_object_describes_the_slice() {
     let loopx = project();
     loopx.ok(&["todo", "add", "Write the notes"]);
     let slice = run_once(&loopx, &[]);
-    assert_eq!(slice["id"], "s1");
-    assert_eq!(slice["agent"], "exec");
-    assert_eq!(slice["kind"], "work");
-    assert_eq!(slice["todo"], "t1");
-    assert_eq!(slice["epoch"], 1);
-    assert_eq!(slice["outcome"], "completed");
-    assert_eq!(slice["exit"], "exit 0");
-    assert_eq!(slice["report"], "done");
-    assert_eq!(slice["todo_state"], "done");
-    assert_eq!(slice["writeback"], "applied");
-    assert_eq!(slice["log"], ".loopx/slices/s1.log");
+    let expected = serde_json::json!({
+        "id": "s1", "agent": "exec", "kind": "work", "todo": "t1", "epoch": 1,
+        "outcome": "completed", "exit": "exit 0", "report": "done", "todo_state": "done",
+        "writeback": "applied", "log": ".loopx/slices/s1.log", "new_todos": [], "gate": null,
+        "hold_until": null,
+    });
+    for (key, want) in expected.as_object().expect("an object") {
+        assert_eq!(&slice[key], want, "`{key}` in {slice}");
+    }
     assert!(slice["tokens"].as_u64().expect("tokens") > 0);
     assert!(slice["cost_usd"].as_f64().expect("cost") > 0.0);
     assert!(slice["output_bytes"].as_u64().expect("bytes") > 0);

@@ -121,7 +121,6 @@ mod tests {
     use super::*;
 
     use loopx_kernel::model::PermissionLevel;
-    use loopx_kernel::store::QuotaRequest;
     use loopx_kernel::{AgentName, Project};
 
     const T0: Timestamp = Timestamp(1_790_000_000_000);
@@ -166,15 +165,12 @@ mod tests {
         let Applied::Todo(todo) = apply(&store, Op::TodoAdd(new)) else {
             panic!("a todo")
         };
-        let ttl = Duration::from_secs(600);
-        apply(
-            &store,
-            Op::TodoClaim {
-                todo: todo.id,
-                agent: agent.clone(),
-                ttl,
-            },
-        );
+        let claim = Op::TodoClaim {
+            todo: todo.id,
+            agent: agent.clone(),
+            ttl: Duration::from_secs(600),
+        };
+        apply(&store, claim.clone());
         let new = NewSlice {
             agent: agent.clone(),
             todo: Some(todo.id),
@@ -197,25 +193,9 @@ mod tests {
                 epoch: 1,
             },
         );
-        apply(
-            &store,
-            Op::TodoClaim {
-                todo: todo.id,
-                agent: agent.clone(),
-                ttl,
-            },
-        );
+        apply(&store, claim);
         drop(store);
-        let quota = QuotaRequest {
-            agent: agent.clone(),
-            account: "demo".into(),
-            pacing: None,
-            windows: vec![],
-            goal: None,
-            tokens: 0,
-            cost_usd: 0.0,
-            busy: None,
-        };
+        let quota = crate::writeback::unpaced_quota(&agent);
         let finished = Finished {
             slice: slice.id,
             agent: &agent,

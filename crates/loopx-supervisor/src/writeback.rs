@@ -342,6 +342,21 @@ fn clip(text: &str, max: usize) -> String {
     }
 }
 
+/// A quota request on the `demo` account with no pacing or windows, for tests.
+#[cfg(test)]
+pub(crate) fn unpaced_quota(agent: &AgentName) -> QuotaRequest {
+    QuotaRequest {
+        agent: agent.clone(),
+        account: "demo".into(),
+        pacing: None,
+        windows: vec![],
+        goal: None,
+        tokens: 0,
+        cost_usd: 0.0,
+        busy: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use loopx_adapters::{MalformedReport, ReportQuestion, ReportStatus, ReportTodo};
@@ -388,16 +403,7 @@ mod tests {
             started_at: Timestamp(1_000),
             ended_at: Timestamp(3_000),
             log: ".loopx/slices/s4.log",
-            quota: QuotaRequest {
-                agent: agent.clone(),
-                account: "demo".into(),
-                pacing: None,
-                windows: vec![],
-                goal: None,
-                tokens: 0,
-                cost_usd: 0.0,
-                busy: None,
-            },
+            quota: unpaced_quota(&agent),
         })
     }
 
