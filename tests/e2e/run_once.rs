@@ -71,6 +71,10 @@ fn a_work_slice_does_the_todo_and_writes_everything_back() {
     assert!(notes.contains("Write the notes"), "{notes}");
     let log = loopx.path().join(".loopx/slices/s1.log");
     let logged = std::fs::read_to_string(&log).expect("the slice log exists");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&log).expect("metadata").permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "agent output may hold secrets");
     assert!(logged.contains("loopx-report"), "the raw stream is logged");
 
     let evidence = loopx.ok(&["evidence", "list", "--json"]).json();
@@ -239,4 +243,24 @@ fn run_needs_once_and_a_registered_agent() {
         "{}",
         run.stderr
     );
+}
+
+#[test]
+fn an_agent_that_cannot_start_ends_its_slice_and_releases_the_todo() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Write the demo notes"]);
+    let profile =
+        "adapter = \"demo\"\nprogram = \"/nonexistent/agent\"\npermission = \"workspace-write\"\n";
+    std::fs::write(loopx.path().join(".loopx/profiles/broken.toml"), profile).expect("profile");
+    loopx.ok(&["agent", "add", "exec", "--profile", "broken"]);
+    loopx.ok(&["todo", "add", "Write the notes"]);
+    let slice = run_once(&loopx, &[]);
+    assert_eq!(slice["outcome"], "spawn_failed", "{slice}");
+    assert_eq!(slice["todo_state"], "released");
+    assert_eq!(slice["pid"], Value::Null);
+    assert_eq!(todo_state(&loopx, "t1"), "open");
+    let decision = loopx
+        .ok(&["quota", "should-run", "--agent", "exec", "--json"])
+        .json();
+    assert_eq!(decision["decision"], "repair", "{decision}");
 }

@@ -285,6 +285,7 @@ fn run_slice_once(
         epoch: claim.epoch,
     };
     let (spec, stdin) = launch_spec(&plan, &env, req.project.root().join(&log));
+    create_private(&spec.log.path);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -389,6 +390,22 @@ fn release_taken(store: &Store, setup: &AgentSetup, claim: Claim) {
         if let Err(e) = store.apply(op, &actor(setup), Timestamp::now()) {
             tracing::warn!(%todo, error = %e, "could not release the claim of an unstarted slice");
         }
+    }
+}
+
+/// Creates the slice's log as 0600 before the PTY crate opens it: agent output may hold
+/// secrets, and truncating an existing file keeps its mode. A failure here is left to the
+/// PTY crate, which reports it as a spawn failure.
+fn create_private(path: &std::path::Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path);
+    if let Err(e) = created {
+        tracing::warn!(path = %path.display(), error = %e, "cannot create the slice log");
     }
 }
 
