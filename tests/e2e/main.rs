@@ -9,4 +9,5 @@ mod errors;
 mod output;
 mod profiles;
 mod quota;
+mod run_once;
 mod store_files;

@@ -375,7 +375,13 @@ impl StreamSummary {
                 if old.window.is_none() {
                     old.window.clone_from(&signal.window);
                 }
-                if old.text.is_none() {
+                // A text marks a time read from prose. An exact time must stay recognisable as
+                // exact, or a later prose time (rounded to the minute, so perhaps "tomorrow")
+                // would replace it: Claude follows its structured reset with two prose ones.
+                let exact = if take_new_time { new_exact } else { old_exact };
+                if exact {
+                    old.text = None;
+                } else if old.text.is_none() {
                     old.text.clone_from(&signal.text);
                 }
             }
@@ -385,5 +391,31 @@ impl StreamSummary {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rejected(resets_at: i64, text: Option<&str>) -> AgentEvent {
+        AgentEvent::Limit(LimitSignal {
+            status: LimitStatus::Rejected,
+            resets_at: Timestamp::from_second(resets_at).ok(),
+            window: None,
+            used_percent: None,
+            text: text.map(str::to_owned),
+        })
+    }
+
+    #[test]
+    fn an_exact_reset_survives_two_later_prose_ones() {
+        let mut summary = StreamSummary::new(OutputFormat::ClaudeStreamJson);
+        summary.apply(&rejected(1_000, None));
+        // "resets 5:19am" read a few seconds after 5:19 rolls over to the next day.
+        summary.apply(&rejected(87_000, Some("resets 5:19am")));
+        summary.apply(&rejected(87_000, Some("resets 5:19am")));
+        let limit = summary.limit.expect("a limit");
+        assert_eq!(limit.resets_at.map(|t| t.as_second()), Some(1_000));
     }
 }

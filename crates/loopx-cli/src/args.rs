@@ -64,6 +64,19 @@ pub enum Command {
     /// Pacing, token and cost windows, holds, and the decision before a slice.
     #[command(subcommand)]
     Quota(QuotaCommand),
+    /// Run agents: decide, run one bounded slice, write back what it did.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Decide once and run at most one slice, then exit (required: the long-running loop is
+    /// not built yet).
+    #[arg(long)]
+    pub once: bool,
+    /// The agent to run (default: the first registered agent in name order).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

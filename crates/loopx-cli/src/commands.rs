@@ -9,6 +9,7 @@ mod init;
 mod log;
 mod profile;
 mod quota;
+mod run;
 mod status;
 mod todo;
 
@@ -37,6 +38,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Profile(cmd) => profile::run(ctx, cmd),
         Command::Adapter(cmd) => profile::adapter(ctx, cmd),
         Command::Quota(cmd) => quota::run(ctx, cmd),
+        Command::Run(args) => run::run(ctx, args),
     }
 }
 

@@ -25,6 +25,9 @@ pub enum ExpectedError {
     /// Writing the output failed.
     #[error("failed to write output")]
     Output(#[source] std::io::Error),
+    /// `loopx run` could not run a slice at all.
+    #[error(transparent)]
+    Supervisor(#[from] loopx_supervisor::SupervisorError),
 }
 
 impl From<std::io::Error> for ExpectedError {
@@ -49,15 +52,12 @@ impl ExpectedError {
     /// The documented exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            ExpectedError::Kernel(KernelError::Project(_)) => exit_code::CONFIG,
-            ExpectedError::Kernel(KernelError::Store(_)) => exit_code::STORE,
-            ExpectedError::Kernel(KernelError::Conflict(_)) => exit_code::CONFLICT,
-            ExpectedError::Kernel(KernelError::Invalid(_)) => exit_code::USAGE,
-            ExpectedError::Kernel(KernelError::Refused(_)) => exit_code::REFUSED,
+            ExpectedError::Kernel(e) => kernel_exit_code(e),
             ExpectedError::Usage(_) => exit_code::USAGE,
             ExpectedError::Config(_) => exit_code::CONFIG,
             ExpectedError::Reported { code, .. } => *code,
             ExpectedError::Output(_) => exit_code::INTERNAL,
+            ExpectedError::Supervisor(e) => supervisor_exit_code(e),
         }
     }
 
@@ -89,6 +89,26 @@ impl ExpectedError {
             });
             let _ = writeln!(std::io::stdout(), "{object}");
         }
+    }
+}
+
+fn kernel_exit_code(e: &KernelError) -> u8 {
+    match e {
+        KernelError::Project(_) => exit_code::CONFIG,
+        KernelError::Store(_) => exit_code::STORE,
+        KernelError::Conflict(_) => exit_code::CONFLICT,
+        KernelError::Invalid(_) => exit_code::USAGE,
+        KernelError::Refused(_) => exit_code::REFUSED,
+    }
+}
+
+fn supervisor_exit_code(e: &loopx_supervisor::SupervisorError) -> u8 {
+    use loopx_supervisor::SupervisorError as S;
+    match e {
+        S::Kernel(k) => kernel_exit_code(k),
+        S::NoAgent | S::UnknownAgent { .. } => exit_code::USAGE,
+        S::Profile { .. } | S::NeedsApproval { .. } | S::Launch { .. } => exit_code::CONFIG,
+        S::Runtime(_) => exit_code::INTERNAL,
     }
 }
 

@@ -344,3 +344,32 @@ fn a_stale_holder_cannot_write_the_handoff_or_evidence() {
     let todo = f.store.read(|s| s.todo(t)).expect("read").expect("todo");
     assert_eq!(todo.latest_handoff, None, "the stale handoff did not land");
 }
+
+#[test]
+fn a_slice_names_its_files_after_the_id_it_is_given() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let new = loopx_kernel::store::NewSlice {
+        agent: a,
+        todo: None,
+        epoch: None,
+        kind: loopx_kernel::model::SliceKind::Plan,
+        profile_hash: "h".into(),
+        argv: vec![
+            "--prompt-file".into(),
+            ".loopx/slices/{slice}.prompt".into(),
+        ],
+        limit_secs: 60,
+        log: Some(".loopx/slices/{slice}.log".into()),
+    };
+    let Applied::Slice(slice) = f
+        .store
+        .apply(Op::SliceStart(new), HUMAN, T0)
+        .expect("slice starts")
+    else {
+        panic!("a slice start yields the slice");
+    };
+    assert_eq!(slice.log.as_deref(), Some(".loopx/slices/s1.log"));
+    assert_eq!(slice.argv[1], ".loopx/slices/s1.prompt");
+}

@@ -131,28 +131,7 @@ pub(super) fn load_profile(
 /// The agent's record and the quota settings of its profile.
 pub(super) fn agent_view(ctx: &Ctx, agent: &Agent) -> Result<AgentView, ExpectedError> {
     let loaded = load_profile(ctx, &agent.profile)?;
-    let quota = &loaded.profile.quota;
-    Ok(AgentView {
-        name: agent.name.to_string(),
-        capabilities: agent.capabilities.clone(),
-        // The agent record alone: `agent add` stored the profile's role there, and the claim
-        // checks the same record.
-        role: agent.role.clone(),
-        account: quota.account.clone(),
-        pacing: quota.slices_per_hour.map(|n| Pacing {
-            slices_per_hour: f64::from(n),
-            burst: quota.burst,
-        }),
-        windows: quota
-            .windows
-            .iter()
-            .map(|w| WindowLimit {
-                period_ms: u64::try_from(w.window.as_millis()).unwrap_or(u64::MAX),
-                tokens: w.tokens,
-                cost_usd: w.cost_usd,
-            })
-            .collect(),
-    })
+    Ok(loopx_supervisor::agent_view(agent, &loaded))
 }
 
 fn registered(store: &loopx_kernel::Store, name: &str) -> Result<Agent, ExpectedError> {

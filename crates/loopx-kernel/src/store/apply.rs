@@ -7,5 +7,6 @@ pub mod quota;
 mod todo;
 
 pub use op::{
-    AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff, NewSlice, NewTodo, Op, SliceEnd,
+    AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff, NewSlice, NewTodo, Op,
+    SLICE_PLACEHOLDER, SliceEnd,
 };

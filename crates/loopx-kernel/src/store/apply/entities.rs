@@ -386,6 +386,7 @@ pub(super) fn slice_start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, Kern
         }
     }
     let id = SliceId(w.next_id(counter::SLICE)?);
+    let named = |text: String| text.replace(super::op::SLICE_PLACEHOLDER, &id.to_string());
     let record = SliceRecord {
         id,
         agent: new.agent,
@@ -393,7 +394,7 @@ pub(super) fn slice_start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, Kern
         epoch: new.epoch,
         kind: new.kind,
         profile_hash: new.profile_hash,
-        argv: new.argv,
+        argv: new.argv.into_iter().map(named).collect(),
         process: None,
         started_at: w.now,
         limit_secs: new.limit_secs,
@@ -403,7 +404,7 @@ pub(super) fn slice_start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, Kern
         tokens: 0,
         cost_usd: 0.0,
         output_bytes: 0,
-        log: new.log,
+        log: new.log.map(named),
     };
     w.put(tables::SLICES, id.0, &record)?;
     w.set_running(id.0, true)?;

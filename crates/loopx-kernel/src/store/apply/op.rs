@@ -70,7 +70,14 @@ pub struct NewHandoff {
     pub epoch: Option<u64>,
 }
 
-/// A slice about to be spawned.
+/// Stands for the slice's id in [`NewSlice::log`] and [`NewSlice::argv`].
+///
+/// The id is allocated inside the transaction that records the slice, yet the files a slice
+/// uses (its log, its prompt) are named after it and recorded in that same transaction.
+pub const SLICE_PLACEHOLDER: &str = "{slice}";
+
+/// A slice about to be spawned. Every [`SLICE_PLACEHOLDER`] in `log` and `argv` is replaced
+/// with the id the slice gets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewSlice {
     pub agent: AgentName,

@@ -1,0 +1,101 @@
+//! Which agent runs, and its settings: the kernel's record plus its profile.
+
+use loopx_adapters::{AdapterCatalog, LoadedProfile, find_profile};
+use loopx_kernel::model::Agent;
+use loopx_kernel::store::QuotaRequest;
+use loopx_kernel::{GoalId, Project, Timestamp};
+use loopx_quota::{AgentView, Pacing, WindowLimit};
+
+use crate::errors::SupervisorError;
+
+/// An agent ready to be decided on and launched.
+#[derive(Debug, Clone)]
+pub struct AgentSetup {
+    pub agent: Agent,
+    pub loaded: LoadedProfile,
+    pub view: AgentView,
+}
+
+impl AgentSetup {
+    /// A quota request for this agent: an admission (zero usage) or a charge.
+    pub fn quota_request(
+        &self,
+        goal: Option<(GoalId, f64)>,
+        tokens: u64,
+        cost_usd: f64,
+        busy: Option<(Timestamp, Timestamp)>,
+    ) -> QuotaRequest {
+        QuotaRequest {
+            agent: self.agent.name.clone(),
+            account: self.view.account.clone(),
+            pacing: self.view.pacing,
+            windows: self.view.windows.clone(),
+            goal,
+            tokens,
+            cost_usd,
+            busy,
+        }
+    }
+}
+
+/// The named agent, or the first registered one in name order.
+///
+/// `agents` is every registered agent in name order (`Snapshot::agents`).
+pub fn load_agent(
+    project: &Project,
+    agents: Vec<Agent>,
+    name: Option<&str>,
+) -> Result<AgentSetup, SupervisorError> {
+    let agent = match name {
+        Some(name) => agents
+            .into_iter()
+            .find(|a| a.name.as_str() == name)
+            .ok_or_else(|| SupervisorError::UnknownAgent {
+                name: name.to_owned(),
+            })?,
+        None => agents.into_iter().next().ok_or(SupervisorError::NoAgent)?,
+    };
+    let state = project.state_dir();
+    let catalog = AdapterCatalog::with_dir(state.join("adapters"));
+    let loaded =
+        find_profile(&state.join("profiles"), &agent.profile, &catalog).map_err(|source| {
+            SupervisorError::Profile {
+                agent: agent.name.to_string(),
+                profile: agent.profile.clone(),
+                source,
+            }
+        })?;
+    let view = agent_view(&agent, &loaded);
+    Ok(AgentSetup {
+        agent,
+        loaded,
+        view,
+    })
+}
+
+/// What the quota model knows of an agent: its record's capabilities and role (the profile's
+/// role when the record has none), and the profile's account, pacing and windows.
+pub fn agent_view(agent: &Agent, loaded: &LoadedProfile) -> AgentView {
+    let quota = &loaded.profile.quota;
+    AgentView {
+        name: agent.name.to_string(),
+        capabilities: agent.capabilities.clone(),
+        // The agent record alone: `agent add` stores the profile's role there, and the claim
+        // checks the same record.
+        role: agent.role.clone(),
+        account: quota.account.clone(),
+        pacing: quota.slices_per_hour.map(|n| Pacing {
+            slices_per_hour: f64::from(n),
+            burst: quota.burst,
+        }),
+        windows: quota
+            .windows
+            .iter()
+            .map(|w| WindowLimit {
+                period_ms: u64::try_from(w.window.as_millis()).unwrap_or(u64::MAX),
+                tokens: w.tokens,
+                cost_usd: w.cost_usd,
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,436 @@
+//! `run_once`: one decision and, when it says so, one slice of one agent, end to end.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use loopx_adapters::{LaunchContext, LaunchPlan, Parser, render_launch, render_prompt};
+use loopx_kernel::decision::DecisionState;
+use loopx_kernel::model::{Goal, SliceKind, Todo};
+use loopx_kernel::store::{Applied, NewSlice, SLICE_PLACEHOLDER};
+use loopx_kernel::{Conflict, KernelError, Op, Project, SliceId, Store, Timestamp, TodoId};
+use loopx_quota::{Decision, DecisionKind};
+
+use crate::agent::{AgentSetup, load_agent};
+use crate::commit::{SliceSummary, write_back};
+use crate::errors::SupervisorError;
+use crate::prompt::{PromptFor, prompt_values};
+use crate::slice::{SliceEnv, judge, launch_spec, process_identity, run_slice};
+use crate::writeback::Finished;
+
+/// A lease outlives the slice's wall-time limit by this much, so it cannot expire while the
+/// slice is still being stopped and written back.
+const LEASE_MARGIN: Duration = Duration::from_secs(60);
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunOnce {
+    pub project: Project,
+    /// The agent; default: the first registered agent in name order.
+    pub agent: Option<String>,
+    /// The running loopx executable (the demo adapter launches it).
+    pub loopx_exe: PathBuf,
+}
+
+/// A step worth telling the user about, as it happens.
+#[derive(Debug)]
+pub enum Step<'a> {
+    Decided {
+        agent: &'a str,
+        decision: &'a Decision,
+        now: Timestamp,
+    },
+    Claimed {
+        agent: &'a str,
+        todo: TodoId,
+        epoch: u64,
+        /// The agent already held the lease.
+        held: bool,
+    },
+    Started {
+        slice: SliceId,
+        kind: SliceKind,
+        todo: Option<TodoId>,
+        log: &'a str,
+    },
+    Spawned {
+        slice: SliceId,
+        pid: u32,
+    },
+    Ended(&'a SliceSummary),
+}
+
+/// How `run_once` ended.
+#[derive(Debug, Clone)]
+pub enum Once {
+    /// The decision was not to run (stop, ask, wait, quiet).
+    Decided { agent: String, decision: Decision },
+    /// The decision was to run, and quota admission said wait.
+    Refused {
+        agent: String,
+        decision: Decision,
+        until: Option<Timestamp>,
+        reason: String,
+    },
+    /// A slice ran.
+    Ran {
+        decision: Decision,
+        /// Boxed: a summary is several times the size of the other variants.
+        slice: Box<SliceSummary>,
+    },
+}
+
+/// The claim a slice runs under.
+#[derive(Debug, Clone, Copy)]
+struct Claim {
+    todo: Option<TodoId>,
+    epoch: Option<u64>,
+    /// This run took the lease (so it releases it if it cannot start the slice).
+    taken: bool,
+}
+
+/// Decides for the agent and, on `deliver` or `repair`, runs one slice and writes it back.
+pub fn run_once(req: &RunOnce, on_step: &mut dyn FnMut(Step<'_>)) -> Result<Once, SupervisorError> {
+    let now = Timestamp::now();
+    let store = Store::open(&req.project)?;
+    let agents = store.read(|s| s.agents())?;
+    let setup = load_agent(&req.project, agents, req.agent.as_deref())?;
+    let name = setup.agent.name.to_string();
+    let state = store.read(|s| DecisionState::read(s, setup.view.clone(), now))?;
+    let decision = state.decide();
+    on_step(Step::Decided {
+        agent: &name,
+        decision: &decision,
+        now,
+    });
+    let kind = match (decision.decision, decision.slice) {
+        (DecisionKind::Deliver | DecisionKind::Repair, Some(kind)) => match kind {
+            loopx_quota::SliceKind::Work => SliceKind::Work,
+            loopx_quota::SliceKind::Plan => SliceKind::Plan,
+            loopx_quota::SliceKind::Repair => SliceKind::Repair,
+        },
+        _ => {
+            return Ok(Once::Decided {
+                agent: name,
+                decision,
+            });
+        }
+    };
+    let goal = store.read(|s| s.current_goal())?;
+    let permission = permission(&setup, goal.as_ref())?;
+    let todo: Option<TodoId> = decision
+        .todo
+        .as_ref()
+        .map(|(id, _)| id.parse())
+        .transpose()
+        .map_err(KernelError::from)?;
+    let claim = claim(&store, &setup, todo, now)?;
+    if let Some(todo) = claim.todo {
+        on_step(Step::Claimed {
+            agent: &name,
+            todo,
+            epoch: claim.epoch.unwrap_or_default(),
+            held: !claim.taken,
+        });
+    }
+    let admit = setup.quota_request(goal.as_ref().map(|g| (g.id, g.share)), 0, 0.0, None);
+    match store.apply(Op::QuotaAdmit(admit), &actor(&setup), now) {
+        Ok(_) => {}
+        Err(KernelError::Conflict(Conflict::QuotaBlocked { until, reason })) => {
+            return Ok(Once::Refused {
+                agent: name,
+                decision,
+                until,
+                reason,
+            });
+        }
+        Err(e) => return Err(e.into()),
+    }
+    drop(store);
+    let slice = run_slice_once(req, &setup, goal.as_ref(), claim, kind, permission, on_step)?;
+    Ok(Once::Ran {
+        decision,
+        slice: Box::new(slice),
+    })
+}
+
+/// The level the slice runs at: the profile's, capped by the goal's.
+fn permission(
+    setup: &AgentSetup,
+    goal: Option<&Goal>,
+) -> Result<loopx_adapters::PermissionLevel, SupervisorError> {
+    use loopx_adapters::PermissionLevel as P;
+    use loopx_kernel::model::PermissionLevel as K;
+    let goal = goal.map_or(P::Full, |g| match g.permission {
+        K::ReadOnly => P::ReadOnly,
+        K::WorkspaceWrite => P::WorkspaceWrite,
+        K::Full => P::Full,
+    });
+    let level = setup.loaded.profile.permission.min(goal);
+    if level == P::Full {
+        return Err(SupervisorError::NeedsApproval {
+            agent: setup.agent.name.to_string(),
+        });
+    }
+    Ok(level)
+}
+
+/// Claims the todo unless the agent already holds a live lease on it.
+fn claim(
+    store: &Store,
+    setup: &AgentSetup,
+    todo: Option<TodoId>,
+    now: Timestamp,
+) -> Result<Claim, SupervisorError> {
+    let Some(id) = todo else {
+        return Ok(Claim {
+            todo: None,
+            epoch: None,
+            taken: false,
+        });
+    };
+    let me = &setup.agent.name;
+    let record = store.read(|s| s.todo(id))?;
+    let held = record.as_ref().and_then(|t| {
+        t.lease
+            .as_ref()
+            .filter(|l| &l.agent == me && l.is_live(now))
+            .map(|_| t.epoch)
+    });
+    if let Some(epoch) = held {
+        return Ok(Claim {
+            todo: Some(id),
+            epoch: Some(epoch),
+            taken: false,
+        });
+    }
+    let limits = &setup.loaded.profile.limits;
+    let op = Op::TodoClaim {
+        todo: id,
+        agent: me.clone(),
+        ttl: limits.max_time + limits.grace + LEASE_MARGIN,
+    };
+    let Applied::Todo(claimed) = store.apply(op, &actor(setup), now)? else {
+        unreachable!("a claim yields the todo")
+    };
+    Ok(Claim {
+        todo: Some(id),
+        epoch: Some(claimed.epoch),
+        taken: true,
+    })
+}
+
+/// Who writes on the slice's behalf.
+fn actor(setup: &AgentSetup) -> String {
+    format!("agent:{}", setup.agent.name)
+}
+
+/// Where a slice's files go: `.loopx/slices/<id>.<ext>`, relative to the project root.
+fn slice_file(slice: &str, ext: &str) -> String {
+    format!("{}/slices/{slice}.{ext}", loopx_kernel::project::STATE_DIR)
+}
+
+/// The launch for `slice` (the placeholder before the id is known, the id after).
+fn plan_for(
+    req: &RunOnce,
+    setup: &AgentSetup,
+    permission: loopx_adapters::PermissionLevel,
+    prompt: &str,
+    slice: &str,
+) -> Result<LaunchPlan, SupervisorError> {
+    let ctx = LaunchContext {
+        loopx_exe: req.loopx_exe.clone(),
+        project_root: req.project.root().to_path_buf(),
+        prompt_file: req.project.root().join(slice_file(slice, "prompt")),
+    };
+    render_launch(&setup.loaded, permission, prompt, &ctx).map_err(|source| {
+        SupervisorError::Launch {
+            agent: setup.agent.name.to_string(),
+            source,
+        }
+    })
+}
+
+/// Renders the prompt, records the slice, runs it and writes it back.
+fn run_slice_once(
+    req: &RunOnce,
+    setup: &AgentSetup,
+    goal: Option<&Goal>,
+    claim: Claim,
+    kind: SliceKind,
+    permission: loopx_adapters::PermissionLevel,
+    on_step: &mut dyn FnMut(Step<'_>),
+) -> Result<SliceSummary, SupervisorError> {
+    let store = Store::open(&req.project)?;
+    let (started, prompt) = match start(req, setup, &store, goal, claim, kind, permission) {
+        Ok(started) => started,
+        Err(e) => {
+            release_taken(&store, setup, claim);
+            return Err(e);
+        }
+    };
+    drop(store);
+    let log = started.log.clone().unwrap_or_default();
+    on_step(Step::Started {
+        slice: started.id,
+        kind,
+        todo: claim.todo,
+        log: &log,
+    });
+    let plan = plan_for(req, setup, permission, &prompt, &started.id.to_string())?;
+    let env = SliceEnv {
+        project_root: req.project.root(),
+        slice: started.id,
+        agent: &setup.agent.name,
+        todo: claim.todo,
+        epoch: claim.epoch,
+    };
+    let (spec, stdin) = launch_spec(&plan, &env, req.project.root().join(&log));
+    create_private(&spec.log.path);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(SupervisorError::Runtime)?;
+    // Orphans of the agent are re-parented to loopx, so the sweep can reap them.
+    if let Err(e) = loopx_pty::become_child_subreaper() {
+        tracing::warn!(error = %e, "cannot become a child subreaper; orphans go to init");
+    }
+    let mut pid = None;
+    let parser = Parser::for_adapter(&setup.loaded.adapter);
+    let ran = runtime.block_on(run_slice(spec, stdin, parser, |spawned| {
+        pid = Some(spawned);
+        record_spawned(&req.project, setup, started.id, spawned);
+        on_step(Step::Spawned {
+            slice: started.id,
+            pid: spawned,
+        });
+    }));
+    let ended_at = Timestamp::now();
+    let judged = judge(&ran);
+    let usage = ran.summary.usage();
+    let bytes = ran.report.as_ref().map_or(0, |r| r.bytes_total);
+    let finished = Finished {
+        slice: started.id,
+        agent: &setup.agent.name,
+        todo: claim.todo,
+        epoch: claim.epoch,
+        kind,
+        outcome: &judged.outcome,
+        reason: &judged.reason,
+        exit: judged.exit.clone(),
+        classification: judged.classification.as_ref(),
+        tokens: usage.input.saturating_add(usage.output),
+        cost_usd: ran.summary.cost_usd.unwrap_or(0.0),
+        output_bytes: bytes,
+        started_at: started.started_at,
+        ended_at,
+        log: &log,
+        quota: setup.quota_request(goal.map(|g| (g.id, g.share)), 0, 0.0, None),
+    };
+    let summary = write_back(&req.project, &actor(setup), &finished, pid)?;
+    on_step(Step::Ended(&summary));
+    Ok(summary)
+}
+
+/// Renders the prompt and records the slice as started (before anything is spawned).
+fn start(
+    req: &RunOnce,
+    setup: &AgentSetup,
+    store: &Store,
+    goal: Option<&Goal>,
+    claim: Claim,
+    kind: SliceKind,
+    permission: loopx_adapters::PermissionLevel,
+) -> Result<(loopx_kernel::model::SliceRecord, String), SupervisorError> {
+    let values = store.read(|s| {
+        let todo: Option<Todo> = match claim.todo {
+            Some(id) => s.todo(id)?,
+            None => None,
+        };
+        prompt_values(
+            s,
+            PromptFor {
+                agent: &setup.agent.name,
+                role: setup.view.role.as_deref(),
+                goal,
+                todo: todo.as_ref(),
+                kind,
+            },
+        )
+    })?;
+    let prompt = render_prompt(&setup.loaded.profile.prompt_template, &values);
+    let plan = plan_for(req, setup, permission, &prompt, SLICE_PLACEHOLDER)?;
+    let new = NewSlice {
+        agent: setup.agent.name.clone(),
+        todo: claim.todo,
+        epoch: claim.epoch,
+        kind,
+        profile_hash: setup.loaded.content_hash.to_string(),
+        argv: std::iter::once(plan.program.clone())
+            .chain(plan.args.iter().cloned())
+            .collect(),
+        limit_secs: plan.limits.max_time.as_secs(),
+        log: Some(slice_file(SLICE_PLACEHOLDER, "log")),
+    };
+    let Applied::Slice(record) =
+        store.apply(Op::SliceStart(new), &actor(setup), Timestamp::now())?
+    else {
+        unreachable!("a slice start yields the slice")
+    };
+    Ok((record, prompt))
+}
+
+/// Gives back a lease this run took for a slice that never started.
+fn release_taken(store: &Store, setup: &AgentSetup, claim: Claim) {
+    if let (true, Some(todo), Some(epoch)) = (claim.taken, claim.todo, claim.epoch) {
+        let op = Op::TodoRelease {
+            todo,
+            agent: setup.agent.name.clone(),
+            epoch,
+        };
+        if let Err(e) = store.apply(op, &actor(setup), Timestamp::now()) {
+            tracing::warn!(%todo, error = %e, "could not release the claim of an unstarted slice");
+        }
+    }
+}
+
+/// Creates the slice's log as 0600 before the PTY crate opens it: agent output may hold
+/// secrets, and truncating an existing file keeps its mode. A failure here is left to the
+/// PTY crate, which reports it as a spawn failure.
+fn create_private(path: &std::path::Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path);
+    if let Err(e) = created {
+        tracing::warn!(path = %path.display(), error = %e, "cannot create the slice log");
+    }
+}
+
+/// Records the process identity. A failure is logged, not fatal: the process runs either way,
+/// and its slice is already recorded as started.
+fn record_spawned(project: &Project, setup: &AgentSetup, slice: SliceId, pid: u32) {
+    let op = Op::SliceSpawned {
+        slice,
+        process: process_identity(pid),
+    };
+    let result = Store::open(project).and_then(|s| s.apply(op, &actor(setup), Timestamp::now()));
+    if let Err(e) = result {
+        tracing::warn!(%slice, pid, error = %e, "could not record the spawned process");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn slice_files_live_in_the_state_directory() {
+        assert_eq!(slice_file("s3", "log"), ".loopx/slices/s3.log");
+        assert!(Path::new(&slice_file(SLICE_PLACEHOLDER, "prompt")).starts_with(".loopx"));
+    }
+}

@@ -1,0 +1,150 @@
+//! The prompt of one slice: the profile's template filled from the kernel (DESIGN §6).
+//!
+//! Every section the template can name is rendered here: the goal and its scope, the task
+//! (the todo's title and detail, or the planning request) ending with a `Slice: work|plan|repair`
+//! line, the newest handoff, the answered questions that concern this agent or todo, recent
+//! evidence, and the report protocol. An empty section reads `none`, so a template never shows
+//! a blank where the agent expects text.
+
+use std::collections::BTreeMap;
+
+use loopx_kernel::model::{Blocks, GateState, Goal, SliceKind, Todo};
+use loopx_kernel::{AgentName, KernelError, Snapshot};
+
+/// How many evidence summaries the prompt carries.
+const RECENT_EVIDENCE: usize = 5;
+/// How many answered questions the prompt carries.
+const ANSWERED_GATES: usize = 5;
+
+/// What the agent must end its final message with.
+pub const REPORT_PROTOCOL: &str = r#"When you stop, end your final message with exactly one report block, JSON inside:
+
+```loopx-report
+{"status":"done|progress|blocked","summary":"…","evidence":[{"kind":"test","summary":"cargo test: 41 passed"}],
+ "handoff":"…","next_todos":[{"title":"…","detail":"…","role":"reviewer"}],"question":{"text":"…?","options":["…","…"]}}
+```
+
+- status: `done` when the task is complete, `progress` when more remains, `blocked` when a person
+  must decide; then ask one concrete question that ends with `?` and names the decision.
+- evidence: what you checked and how (kinds: test, diff, note, artifact).
+- handoff: what the next agent on this task needs to know.
+- next_todos: work you propose; `role` names who should take it (e.g. `reviewer`).
+- Only `status` and `summary` are required."#;
+
+/// The word for a slice kind, as the prompt and `--json` show it.
+pub fn kind_name(kind: SliceKind) -> &'static str {
+    match kind {
+        SliceKind::Work => "work",
+        SliceKind::Plan => "plan",
+        SliceKind::Repair => "repair",
+    }
+}
+
+/// What the prompt is about.
+#[derive(Debug, Clone, Copy)]
+pub struct PromptFor<'a> {
+    pub agent: &'a AgentName,
+    pub role: Option<&'a str>,
+    pub goal: Option<&'a Goal>,
+    pub todo: Option<&'a Todo>,
+    pub kind: SliceKind,
+}
+
+/// The values of the template's placeholders (`loopx_adapters::PROMPT_PLACEHOLDERS`).
+pub fn prompt_values(
+    snap: &Snapshot<'_>,
+    p: PromptFor<'_>,
+) -> Result<BTreeMap<&'static str, String>, KernelError> {
+    let todo_id = p.todo.map(|t| t.id);
+    let goal = p
+        .goal
+        .map_or_else(|| "none".to_owned(), |g| g.objective.clone());
+    let scope = match p.goal.map(|g| g.scope.as_slice()) {
+        Some(scope) if !scope.is_empty() => scope.join(", "),
+        _ => "anything in the project except `.loopx/`".to_owned(),
+    };
+    let handoff = snap
+        .latest_handoff(todo_id)?
+        .map(|h| {
+            let mut lines = Vec::new();
+            if !h.done.trim().is_empty() {
+                lines.push(format!("done: {}", h.done.trim()));
+            }
+            if !h.next.trim().is_empty() {
+                lines.push(format!("next: {}", h.next.trim()));
+            }
+            lines.extend(h.questions.iter().map(|q| format!("open question: {q}")));
+            lines.join("\n")
+        })
+        .unwrap_or_default();
+    let mut gates: Vec<_> = snap
+        .gates()?
+        .into_iter()
+        .filter(|g| g.state == GateState::Answered && concerns(&g.blocks, p.agent, todo_id))
+        .collect();
+    gates.reverse();
+    gates.truncate(ANSWERED_GATES);
+    // The answer on a line of its own: agents (and the demo agent) read `Answer:` lines.
+    let gates = gates
+        .iter()
+        .filter_map(|g| {
+            let answer = g.answer.as_ref()?;
+            Some(format!("{}: {}\nAnswer: {}", g.id, g.question, answer.text))
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let evidence = snap
+        .evidence_newest(RECENT_EVIDENCE, |e| todo_id.is_none() || e.todo == todo_id)?
+        .iter()
+        .map(|e| format!("- [{}] {} ({})", e.kind.as_str(), e.summary, e.id))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let values = BTreeMap::from([
+        ("agent", p.agent.to_string()),
+        ("role", p.role.unwrap_or("an agent").to_owned()),
+        ("goal", goal),
+        ("scope", scope),
+        ("todo", task(p.todo, p.kind)),
+        ("handoff", or_none(handoff)),
+        ("gates", or_none(gates)),
+        ("evidence", or_none(evidence)),
+        ("report_protocol", REPORT_PROTOCOL.to_owned()),
+    ]);
+    Ok(values)
+}
+
+/// Whether an answered gate is context for this agent on this todo.
+fn concerns(blocks: &Blocks, agent: &AgentName, todo: Option<loopx_kernel::TodoId>) -> bool {
+    match blocks {
+        Blocks::Global => true,
+        Blocks::Agent(name) => name == agent,
+        Blocks::Todos(todos) => todo.is_some_and(|t| todos.contains(&t)),
+    }
+}
+
+/// The task section: the todo's title first (agents read it as the task), then its detail,
+/// then the slice kind.
+fn task(todo: Option<&Todo>, kind: SliceKind) -> String {
+    let body = match todo {
+        Some(todo) if todo.detail.trim().is_empty() => format!("{}: {}", todo.id, todo.title),
+        Some(todo) => format!("{}: {}\n\n{}", todo.id, todo.title, todo.detail.trim()),
+        None => "No todo is open. Propose the next todos as `next_todos`, or report `done` with \
+                 none when the goal is met."
+            .to_owned(),
+    };
+    let repair = if kind == SliceKind::Repair {
+        "\n\nThe previous slice on this todo ended abnormally: check what it left before you \
+         continue."
+    } else {
+        ""
+    };
+    format!("{body}{repair}\n\nSlice: {}", kind_name(kind))
+}
+
+fn or_none(text: String) -> String {
+    if text.trim().is_empty() {
+        "none".to_owned()
+    } else {
+        text
+    }
+}

@@ -1,0 +1,9 @@
+//! Running one slice's process: its launch spec and identity, its output stream, its outcome.
+
+mod launch;
+mod outcome;
+mod stream;
+
+pub(crate) use launch::{SliceEnv, launch_spec, process_identity};
+pub(crate) use outcome::judge;
+pub(crate) use stream::run_slice;

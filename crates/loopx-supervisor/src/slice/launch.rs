@@ -1,0 +1,143 @@
+//! From the adapter's [`LaunchPlan`] to the PTY crate's [`LaunchSpec`], and the identity of the
+//! spawned process.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use loopx_adapters::{LaunchPlan, PromptDelivery};
+use loopx_kernel::model::ProcessIdentity;
+use loopx_kernel::{AgentName, SliceId, TodoId};
+use loopx_pty::{EnvSpec, LaunchSpec, LogSpec, PromptFile, SliceLimits};
+use sha2::{Digest, Sha256};
+
+/// Who the slice is, for its environment.
+#[derive(Debug, Clone)]
+pub(crate) struct SliceEnv<'a> {
+    pub project_root: &'a Path,
+    pub slice: SliceId,
+    pub agent: &'a AgentName,
+    pub todo: Option<TodoId>,
+    pub epoch: Option<u64>,
+}
+
+/// The `LOOPX_SLICE` marker: the slice id plus a digest of the project root.
+///
+/// The PTY crate sweeps leftovers by this marker in `/proc/<pid>/environ`, across the whole
+/// machine. Slice ids restart at `s1` in every project, so the id alone would let one project's
+/// sweep kill another project's agent. The digest is derived, not random, so recovery can
+/// compute it again from the slice record.
+pub(crate) fn marker(project_root: &Path, slice: SliceId) -> loopx_pty::SliceId {
+    let digest = Sha256::digest(project_root.as_os_str().as_encoded_bytes());
+    let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    loopx_pty::SliceId::new(format!("{slice}.{hex}"))
+        .expect("a kernel slice id and hex digits are a valid marker")
+}
+
+/// The spec to spawn, and the bytes to type into the terminal when the prompt goes by stdin.
+pub(crate) fn launch_spec(
+    plan: &LaunchPlan,
+    env: &SliceEnv<'_>,
+    log: PathBuf,
+) -> (LaunchSpec, Option<Vec<u8>>) {
+    let mut set: Vec<(String, OsString)> = plan
+        .env_set
+        .iter()
+        .map(|(k, v)| (k.clone(), OsString::from(v)))
+        .collect();
+    set.push(("LOOPX_PROJECT".into(), env.project_root.into()));
+    set.push(("LOOPX_AGENT".into(), env.agent.as_str().into()));
+    if let (Some(todo), Some(epoch)) = (env.todo, env.epoch) {
+        set.push(("LOOPX_TODO".into(), todo.to_string().into()));
+        set.push(("LOOPX_EPOCH".into(), epoch.to_string().into()));
+    }
+    let mut inherit = plan.env_allowlist.clone();
+    inherit.extend(plan.secret_env_names.iter().cloned());
+    let limits = &plan.limits;
+    let (prompt, stdin) = match &plan.prompt_delivery {
+        PromptDelivery::Argument => (None, None),
+        PromptDelivery::File { path, contents } => (
+            Some(PromptFile {
+                path: path.clone(),
+                contents: contents.clone().into_bytes(),
+            }),
+            None,
+        ),
+        // A terminal ends input with ^D at the start of a line.
+        PromptDelivery::Stdin { contents } => {
+            (None, Some(format!("{contents}\n\u{4}").into_bytes()))
+        }
+    };
+    let spec = LaunchSpec {
+        slice_id: marker(env.project_root, env.slice),
+        program: PathBuf::from(&plan.program),
+        args: plan.args.iter().map(OsString::from).collect(),
+        cwd: plan.workdir.clone(),
+        env: EnvSpec { inherit, set },
+        size: loopx_pty::TerminalSize::default(),
+        limits: SliceLimits {
+            wall: Some(limits.max_time),
+            idle: Some(limits.idle_timeout),
+            output_bytes: Some(limits.max_output_bytes),
+            grace: limits.grace,
+            ..SliceLimits::default()
+        },
+        resources: loopx_pty::ResourceLimits::default(),
+        exec_helper: None,
+        log: LogSpec::new(log),
+        prompt,
+    };
+    (spec, stdin)
+}
+
+/// Enough to recognise the process after a restart: pid, start time (field 22 of
+/// `/proc/<pid>/stat`, clock ticks since boot) and the boot id. A process that already exited
+/// gets start time 0, which matches no live process.
+pub(crate) fn process_identity(pid: u32) -> ProcessIdentity {
+    let start_ticks = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| start_ticks(&stat))
+        .unwrap_or(0);
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default();
+    ProcessIdentity {
+        pid,
+        start_ticks,
+        boot_id,
+    }
+}
+
+/// Field 22 of a `/proc/<pid>/stat` line. The command name (field 2) may hold spaces and
+/// parentheses, so fields are counted after its last `)`.
+fn start_ticks(stat: &str) -> Option<u64> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    // Fields 3.. follow the name; field 22 is the 20th of them.
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_ticks_are_read_after_the_command_name() {
+        let stat = "42 (a) b (c)) S 1 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 777 1234 56";
+        assert_eq!(start_ticks(stat), Some(777));
+        assert_eq!(start_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn own_process_has_an_identity() {
+        let me = process_identity(std::process::id());
+        assert!(me.start_ticks > 0);
+        assert!(!me.boot_id.is_empty());
+    }
+
+    #[test]
+    fn markers_differ_between_projects() {
+        let a = marker(Path::new("/p/a"), SliceId(1));
+        let b = marker(Path::new("/p/b"), SliceId(1));
+        assert_ne!(a, b);
+        assert!(a.as_str().starts_with("s1."));
+    }
+}

@@ -1,0 +1,555 @@
+//! What a finished slice writes to the kernel, as one batch of operations (DESIGN §6 step 7).
+//!
+//! Pure: the facts of the slice in, the [`Op`]s out. The caller applies them with
+//! `Store::apply_all`, so they all land or none does, and the todo's release (or finish)
+//! carries the claim's epoch: a slice whose lease moved on writes nothing but its end.
+//!
+//! The agent's report is untrusted input. Texts are clipped to what the kernel accepts, a
+//! question that is not a concrete question becomes evidence instead of a gate, a malformed
+//! report becomes evidence saying so, and evidence kinds an agent may not claim (`slice`,
+//! `quota`, `violation`) are recorded as notes.
+
+use loopx_adapters::{Classification, Outcome, Report};
+use loopx_kernel::model::{Blocks, EvidenceKind, HoldSource, SliceKind, TodoState};
+use loopx_kernel::store::{NewEvidence, NewGate, NewHandoff, NewTodo, Op, QuotaRequest, SliceEnd};
+use loopx_kernel::time::short_duration;
+use loopx_kernel::{AgentName, SliceId, Timestamp, TodoId};
+
+use crate::prompt::kind_name;
+
+// The kernel's bounds on one record (it refuses longer texts, which would refuse the batch).
+const SUMMARY: usize = 500;
+const TITLE: usize = 200;
+const OPTION: usize = 200;
+const OPTIONS: usize = 16;
+const QUESTION: usize = 1_000;
+const DETAIL: usize = 16 * 1024;
+/// At most this many proposed todos and evidence items are taken from one report.
+const REPORT_ITEMS: usize = 32;
+
+/// The facts of a finished slice.
+#[derive(Debug, Clone)]
+pub struct Finished<'a> {
+    pub slice: SliceId,
+    pub agent: &'a AgentName,
+    pub todo: Option<TodoId>,
+    pub epoch: Option<u64>,
+    pub kind: SliceKind,
+    /// The final outcome (`completed`, `usage_limited`, `timed_out`, …).
+    pub outcome: &'a str,
+    pub reason: &'a str,
+    /// `exit 0`, `signal SIGKILL`, `timed out`.
+    pub exit: Option<String>,
+    pub classification: Option<&'a Classification>,
+    pub tokens: u64,
+    pub cost_usd: f64,
+    pub output_bytes: u64,
+    pub started_at: Timestamp,
+    pub ended_at: Timestamp,
+    /// The slice's log, relative to the project root.
+    pub log: &'a str,
+    /// The agent's quota request; its usage and run time are filled in here.
+    pub quota: QuotaRequest,
+}
+
+/// The batch, and what it will do (for the caller's output).
+#[derive(Debug, Clone)]
+pub struct Writeback {
+    pub ops: Vec<Op>,
+    /// The todo is finished as done (else released).
+    pub todo_done: bool,
+    pub new_todos: usize,
+    pub gate: Option<String>,
+    pub hold_until: Option<Timestamp>,
+    /// `done`, `progress`, `blocked`, `malformed` or `none`.
+    pub report: &'static str,
+}
+
+/// The slice's end alone: what is written when the batch is refused.
+pub fn slice_end(f: &Finished<'_>) -> Op {
+    Op::SliceEnd {
+        slice: f.slice,
+        end: SliceEnd {
+            outcome: f.outcome.to_owned(),
+            exit: f.exit.clone(),
+            tokens: f.tokens,
+            cost_usd: f.cost_usd,
+            output_bytes: f.output_bytes,
+        },
+    }
+}
+
+/// Every operation of the writeback, in order.
+pub fn writeback(f: &Finished<'_>) -> Writeback {
+    let report = f.classification.and_then(|c| c.report.as_ref());
+    let mut ops = vec![slice_end(f), Op::EvidenceAdd(slice_evidence(f, report))];
+    let mut question = None;
+    let report_word =
+        match report {
+            Some(Ok(r)) => {
+                ops.extend(r.evidence.iter().take(REPORT_ITEMS).map(|e| {
+                    Op::EvidenceAdd(evidence(f, kind_of(e.kind.as_deref()), &e.summary, ""))
+                }));
+                question = r
+                    .question
+                    .as_ref()
+                    .map(|q| (q.text.clone(), q.options.clone()));
+                match r.status {
+                    loopx_adapters::ReportStatus::Done => "done",
+                    loopx_adapters::ReportStatus::Progress => "progress",
+                    loopx_adapters::ReportStatus::Blocked => "blocked",
+                }
+            }
+            Some(Err(bad)) => {
+                ops.push(Op::EvidenceAdd(evidence(
+                    f,
+                    EvidenceKind::Note,
+                    &format!("the agent's loopx-report block is malformed: {}", bad.error),
+                    &bad.raw,
+                )));
+                "malformed"
+            }
+            None => "none",
+        };
+    if question.is_none()
+        && let Some(Classification {
+            outcome:
+                Outcome::Asked {
+                    question: Some(text),
+                    options,
+                },
+            ..
+        }) = f.classification
+    {
+        question = Some((text.clone(), options.clone()));
+    }
+    ops.push(Op::HandoffAdd(handoff(f, report, question.as_ref())));
+    let mut new_todos = 0;
+    if let Some(Ok(r)) = report {
+        for todo in r.next_todos.iter().take(REPORT_ITEMS) {
+            let title = clip(todo.title.trim(), TITLE);
+            if title.is_empty() {
+                continue;
+            }
+            new_todos += 1;
+            ops.push(Op::TodoAdd(NewTodo {
+                goal: None,
+                title,
+                detail: clip(todo.detail.as_deref().unwrap_or("").trim(), DETAIL),
+                priority: 0,
+                needs: vec![],
+                after: vec![],
+                role: todo.role.clone().filter(|r| !r.trim().is_empty()),
+            }));
+        }
+    }
+    let gate = question.and_then(|(text, options)| {
+        let text = clip(text.trim(), QUESTION);
+        match loopx_kernel::question::check_question(&text) {
+            Ok(()) => {
+                ops.push(Op::GateAsk(gate(f, text.clone(), options)));
+                Some(text)
+            }
+            Err(why) => {
+                ops.push(Op::EvidenceAdd(evidence(
+                    f,
+                    EvidenceKind::Note,
+                    &format!("the agent asked a question loopx cannot put to a person: {why}"),
+                    &text,
+                )));
+                None
+            }
+        }
+    });
+    let mut charge = f.quota.clone();
+    charge.tokens = f.tokens;
+    charge.cost_usd = f.cost_usd;
+    charge.busy = Some((f.started_at, f.ended_at));
+    ops.push(Op::QuotaCharge(charge));
+    let hold_until = resets_at(f);
+    if let Some(until) = hold_until {
+        ops.push(Op::QuotaHold {
+            key: f.quota.account.clone(),
+            until: Some(until),
+            reason: format!("usage limit reported by `{}` in slice {}", f.agent, f.slice),
+            source: HoldSource::Vendor,
+        });
+    }
+    let todo_done = matches!(report, Some(Ok(r)) if r.status == loopx_adapters::ReportStatus::Done)
+        && f.outcome == "completed";
+    if let (Some(todo), Some(epoch)) = (f.todo, f.epoch) {
+        ops.push(if todo_done {
+            Op::TodoFinish {
+                todo,
+                to: TodoState::Done,
+                agent: Some(f.agent.clone()),
+                epoch: Some(epoch),
+            }
+        } else {
+            Op::TodoRelease {
+                todo,
+                agent: f.agent.clone(),
+                epoch,
+            }
+        });
+    }
+    Writeback {
+        ops,
+        todo_done: todo_done && f.todo.is_some(),
+        new_todos,
+        gate,
+        hold_until,
+        report: report_word,
+    }
+}
+
+/// The slice's own evidence: outcome, reason, usage and duration.
+fn slice_evidence(
+    f: &Finished<'_>,
+    report: Option<&Result<Report, loopx_adapters::MalformedReport>>,
+) -> NewEvidence {
+    let on = f.todo.map(|t| format!(" on {t}")).unwrap_or_default();
+    let took = short_duration(f.ended_at.since(f.started_at));
+    let summary = format!(
+        "{} slice {}{on}: {} in {took} ({} tokens, ${:.4})",
+        kind_name(f.kind),
+        f.slice,
+        f.outcome,
+        f.tokens,
+        f.cost_usd
+    );
+    let mut detail = format!("outcome: {}\nreason: {}\n", f.outcome, f.reason);
+    if let Some(exit) = &f.exit {
+        detail.push_str(&format!("exit: {exit}\n"));
+    }
+    detail.push_str(&format!(
+        "duration_ms: {}\noutput_bytes: {}\nlog: {}\n",
+        f.ended_at.0.saturating_sub(f.started_at.0),
+        f.output_bytes,
+        f.log
+    ));
+    if let Some(Ok(r)) = report {
+        detail.push_str(&format!("report: {}\n", r.summary.trim()));
+    }
+    evidence(f, EvidenceKind::Slice, &summary, &detail)
+}
+
+fn evidence(f: &Finished<'_>, kind: EvidenceKind, summary: &str, detail: &str) -> NewEvidence {
+    let summary = clip(summary.trim(), SUMMARY);
+    NewEvidence {
+        kind,
+        // The kernel refuses a blank summary, which would refuse the whole batch.
+        summary: if summary.is_empty() {
+            "(no summary)".to_owned()
+        } else {
+            summary
+        },
+        detail: clip(detail, DETAIL),
+        files: vec![],
+        todo: f.todo,
+        // The batch is checked against the claim's epoch as a whole (the release or done in it).
+        epoch: f.epoch,
+        slice: Some(f.slice),
+    }
+}
+
+/// Kinds an agent may report; the others are loopx's own to record.
+fn kind_of(kind: Option<&str>) -> EvidenceKind {
+    match kind.map(str::trim) {
+        Some("test") => EvidenceKind::Test,
+        Some("diff") => EvidenceKind::Diff,
+        Some("artifact") => EvidenceKind::Artifact,
+        _ => EvidenceKind::Note,
+    }
+}
+
+/// The report's handoff, else one written from what was observed.
+fn handoff(
+    f: &Finished<'_>,
+    report: Option<&Result<Report, loopx_adapters::MalformedReport>>,
+    question: Option<&(String, Vec<String>)>,
+) -> NewHandoff {
+    let (done, next) = match report {
+        Some(Ok(r)) => (
+            r.summary.trim().to_owned(),
+            r.handoff.as_deref().unwrap_or("").trim().to_owned(),
+        ),
+        _ => (
+            format!(
+                "Slice {} ended `{}` without a readable report: {}",
+                f.slice, f.outcome, f.reason
+            ),
+            format!("Read the slice's output in `{}` before going on.", f.log),
+        ),
+    };
+    let done = if done.is_empty() && next.is_empty() {
+        format!("Slice {} ended `{}`.", f.slice, f.outcome)
+    } else {
+        done
+    };
+    NewHandoff {
+        todo: f.todo,
+        // The batch is checked against the claim's epoch as a whole (the release or done in it).
+        epoch: f.epoch,
+        done: clip(&done, DETAIL),
+        next: clip(&next, DETAIL),
+        files: vec![],
+        questions: question
+            .map(|(q, _)| vec![clip(q, QUESTION)])
+            .unwrap_or_default(),
+        slice: Some(f.slice),
+    }
+}
+
+/// A gate for the agent's question: it blocks the todo, or the agent when there is none.
+fn gate(f: &Finished<'_>, question: String, options: Vec<String>) -> NewGate {
+    let blocks = match f.todo {
+        Some(todo) => Blocks::Todos(vec![todo]),
+        None => Blocks::Agent(f.agent.clone()),
+    };
+    let on = f.todo.map(|t| format!(" on {t}")).unwrap_or_default();
+    NewGate {
+        question,
+        options: options
+            .iter()
+            .map(|o| clip(o.trim(), OPTION))
+            .filter(|o| !o.is_empty())
+            .take(OPTIONS)
+            .collect(),
+        context: format!("asked by `{}` in slice {}{on}", f.agent, f.slice),
+        blocks,
+    }
+}
+
+/// When a vendor usage limit resets, if this slice hit one and the stream said when.
+fn resets_at(f: &Finished<'_>) -> Option<Timestamp> {
+    match f.classification {
+        Some(Classification {
+            outcome:
+                Outcome::UsageLimited {
+                    resets_at: Some(at),
+                    ..
+                },
+            ..
+        }) if f.outcome == "usage_limited" => {
+            u64::try_from(at.as_millisecond()).ok().map(Timestamp)
+        }
+        _ => None,
+    }
+}
+
+/// At most `max` characters, cut on a character boundary.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => text[..end].to_owned(),
+        None => text.to_owned(),
+    }
+}
+
+/// A quota request on the `demo` account with no pacing or windows, for tests.
+#[cfg(test)]
+pub(crate) fn unpaced_quota(agent: &AgentName) -> QuotaRequest {
+    QuotaRequest {
+        agent: agent.clone(),
+        account: "demo".into(),
+        pacing: None,
+        windows: vec![],
+        goal: None,
+        tokens: 0,
+        cost_usd: 0.0,
+        busy: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use loopx_adapters::{MalformedReport, ReportQuestion, ReportStatus, ReportTodo};
+
+    use super::*;
+
+    fn report(status: ReportStatus) -> Report {
+        Report {
+            status,
+            summary: "Wrote the notes".into(),
+            evidence: vec![],
+            handoff: Some("Review them".into()),
+            next_todos: vec![],
+            question: None,
+        }
+    }
+
+    fn classified(
+        outcome: Outcome,
+        report: Option<Result<Report, MalformedReport>>,
+    ) -> Classification {
+        Classification {
+            outcome,
+            reason: "because".into(),
+            report,
+        }
+    }
+
+    fn check(c: &Classification, outcome: &str, todo: bool) -> Writeback {
+        let agent: AgentName = "exec".parse().expect("a name");
+        writeback(&Finished {
+            slice: SliceId(4),
+            agent: &agent,
+            todo: todo.then_some(TodoId(2)),
+            epoch: todo.then_some(3),
+            kind: SliceKind::Work,
+            outcome,
+            reason: "because",
+            exit: Some("exit 0".into()),
+            classification: Some(c),
+            tokens: 10,
+            cost_usd: 0.5,
+            output_bytes: 100,
+            started_at: Timestamp(1_000),
+            ended_at: Timestamp(3_000),
+            log: ".loopx/slices/s4.log",
+            quota: unpaced_quota(&agent),
+        })
+    }
+
+    fn notes(wb: &Writeback) -> Vec<&str> {
+        wb.ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::EvidenceAdd(e) if e.kind == EvidenceKind::Note => Some(e.summary.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_done_report_finishes_the_todo_with_the_claims_epoch() {
+        let c = classified(Outcome::Completed, Some(Ok(report(ReportStatus::Done))));
+        let wb = check(&c, "completed", true);
+        assert!(wb.todo_done);
+        assert!(
+            matches!(wb.ops[0], Op::SliceEnd { .. }),
+            "the end comes first"
+        );
+        assert!(matches!(
+            wb.ops.last(),
+            Some(Op::TodoFinish {
+                to: TodoState::Done,
+                epoch: Some(3),
+                ..
+            })
+        ));
+        let charge = wb.ops.iter().find_map(|op| match op {
+            Op::QuotaCharge(req) => Some(req),
+            _ => None,
+        });
+        let charge = charge.expect("usage is charged");
+        assert_eq!(
+            (charge.tokens, charge.busy),
+            (10, Some((Timestamp(1_000), Timestamp(3_000))))
+        );
+    }
+
+    #[test]
+    fn done_without_a_completed_outcome_only_releases() {
+        let c = classified(Outcome::Progress, Some(Ok(report(ReportStatus::Done))));
+        let wb = check(&c, "timed_out", true);
+        assert!(!wb.todo_done);
+        assert!(matches!(
+            wb.ops.last(),
+            Some(Op::TodoRelease { epoch: 3, .. })
+        ));
+    }
+
+    #[test]
+    fn a_malformed_report_is_evidence_and_the_handoff_is_observed() {
+        let bad = MalformedReport {
+            error: "expected `,`".into(),
+            raw: "{\"status\":".into(),
+        };
+        let c = classified(Outcome::Progress, Some(Err(bad)));
+        let wb = check(&c, "progress", true);
+        assert_eq!(wb.report, "malformed");
+        assert!(notes(&wb)[0].contains("malformed"), "{:?}", notes(&wb));
+        let handoff = wb.ops.iter().find_map(|op| match op {
+            Op::HandoffAdd(h) => Some(h),
+            _ => None,
+        });
+        let handoff = handoff.expect("a handoff");
+        assert!(
+            handoff.done.contains("without a readable report"),
+            "{}",
+            handoff.done
+        );
+        assert!(handoff.next.contains(".loopx/slices/s4.log"));
+    }
+
+    #[test]
+    fn a_vague_question_is_evidence_not_a_gate() {
+        let mut r = report(ReportStatus::Blocked);
+        r.question = Some(ReportQuestion {
+            text: "what should I do?".into(),
+            options: vec![],
+        });
+        let c = classified(Outcome::Progress, Some(Ok(r)));
+        let wb = check(&c, "asked", true);
+        assert_eq!(wb.gate, None);
+        assert!(!wb.ops.iter().any(|op| matches!(op, Op::GateAsk(_))));
+        assert!(notes(&wb)[0].contains("cannot put to a person"));
+    }
+
+    #[test]
+    fn a_concrete_question_gates_the_todo_and_proposed_todos_are_added() {
+        let mut r = report(ReportStatus::Blocked);
+        r.question = Some(ReportQuestion {
+            text: "Should the notes be a Markdown list or a table?".into(),
+            options: vec!["list".into(), " ".into()],
+        });
+        r.next_todos = vec![
+            ReportTodo {
+                title: "Review the notes".into(),
+                detail: None,
+                role: Some("reviewer".into()),
+            },
+            ReportTodo {
+                title: "   ".into(),
+                detail: None,
+                role: None,
+            },
+        ];
+        let c = classified(Outcome::Progress, Some(Ok(r)));
+        let wb = check(&c, "asked", false);
+        assert_eq!(wb.new_todos, 1, "a blank title is skipped");
+        let gate = wb.ops.iter().find_map(|op| match op {
+            Op::GateAsk(g) => Some(g),
+            _ => None,
+        });
+        let gate = gate.expect("a gate");
+        assert_eq!(gate.options, ["list"]);
+        assert_eq!(gate.blocks, Blocks::Agent("exec".parse().expect("a name")));
+    }
+
+    #[test]
+    fn a_usage_limit_holds_the_account_until_it_resets() {
+        let at = jiff::Timestamp::from_second(1_790_000_000).expect("a time");
+        let c = classified(
+            Outcome::UsageLimited {
+                resets_at: Some(at),
+                window: None,
+            },
+            None,
+        );
+        let wb = check(&c, "usage_limited", true);
+        assert_eq!(wb.hold_until, Some(Timestamp(1_790_000_000_000)));
+        assert!(wb.ops.iter().any(|op| matches!(
+            op,
+            Op::QuotaHold { key, source: HoldSource::Vendor, .. } if key == "demo"
+        )));
+        assert!(matches!(wb.ops.last(), Some(Op::TodoRelease { .. })));
+    }
+
+    #[test]
+    fn clip_cuts_on_characters() {
+        assert_eq!(clip("héllo", 2), "hé");
+        assert_eq!(clip("hi", 5), "hi");
+    }
+}
