@@ -128,3 +128,18 @@ fn exec_helper_sets_limits_then_runs_the_program() {
         "a refused limit is a spawn failure"
     );
 }
+
+#[test]
+fn two_windows_with_one_period_are_refused() {
+    let loopx = Loopx::new();
+    let bad = loopx.path().join(".loopx/profiles/double.toml");
+    let text = "adapter = \"demo\"\npermission = \"workspace-write\"\n\n[quota]\naccount = \"x\"\n\n[[quota.windows]]\nwindow = \"5h\"\ntokens = 10\n\n[[quota.windows]]\nwindow = \"5h\"\ncost_usd = 1.0\n";
+    std::fs::write(&bad, text).expect("write");
+    let check = loopx.run(&["profile", "check", bad.to_str().expect("utf-8")]);
+    assert_eq!(check.code, 3, "{}", check.stdout);
+    assert!(
+        check.stdout.contains("a second quota window of `5h`"),
+        "{}",
+        check.stdout
+    );
+}

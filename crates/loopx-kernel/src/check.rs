@@ -106,15 +106,27 @@ pub fn check_consistency(snap: &Snapshot<'_>) -> Result<Vec<String>, KernelError
 fn check_counters(
     snap: &Snapshot<'_>,
     problems: &mut Vec<String>,
-    todos: &[crate::model::Todo],
+    _todos: &[crate::model::Todo],
 ) -> Result<(), KernelError> {
-    let next_todo = snap.meta(counter::TODO)?.unwrap_or(0);
-    if let Some(max) = todos.iter().map(|t| t.id.0).max()
-        && max >= next_todo
-    {
-        problems.push(format!(
-            "todo counter {next_todo} is not above the newest todo t{max}"
-        ));
+    for (table, last, next) in snap.counter_check()? {
+        if let Some(last) = last
+            && last >= next
+        {
+            problems.push(format!(
+                "the {table} counter {next} is not above the newest record {last}"
+            ));
+        }
+    }
+    let mut running = snap.running_by_index()?;
+    running.sort_unstable();
+    let unended: Vec<u64> = snap
+        .slices()?
+        .iter()
+        .filter(|s| s.ended_at.is_none())
+        .map(|s| s.id.0)
+        .collect();
+    if running != unended {
+        problems.push(format!("the running-slice index lists {running:?} but the slices without an end are {unended:?}"));
     }
     Ok(())
 }

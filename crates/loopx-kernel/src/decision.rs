@@ -116,7 +116,12 @@ impl DecisionState {
             })
             .collect::<Result<_, _>>()?;
         let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));
-        let busy = busy_intervals(&snap.spends_since(since)?, &snap.running_slices()?, now);
+        let busy = busy_intervals(
+            &snap.spends_since(since)?,
+            &snap.running_slices()?,
+            goal.as_ref().map(|g| g.id),
+            now,
+        );
         Ok(DecisionState {
             now,
             goal: goal.map(|g| GoalView {

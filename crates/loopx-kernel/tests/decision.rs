@@ -64,7 +64,7 @@ proptest! {
         for step in steps {
             let req = |tokens, busy| QuotaRequest {
                 agent: name.clone(), account: "acct".into(), pacing: agent().pacing, windows: agent().windows,
-                goal: None, tokens, cost_usd: 0.0, busy,
+                tokens, cost_usd: 0.0, busy,
             };
             let op = match step {
                 Step::Admit { tokens } => Op::QuotaAdmit(req(tokens, None)),
@@ -107,7 +107,6 @@ fn spends_committed_out_of_clock_order_still_get_the_burst() {
             burst: 2,
         }),
         windows: vec![],
-        goal: None,
         tokens: 0,
         cost_usd: 0.0,
         busy: None,

@@ -3,7 +3,7 @@
 use loopx_adapters::{AdapterCatalog, LoadedProfile, find_profile};
 use loopx_kernel::model::Agent;
 use loopx_kernel::store::QuotaRequest;
-use loopx_kernel::{GoalId, Project, Timestamp};
+use loopx_kernel::{Project, Timestamp};
 use loopx_quota::{AgentView, Pacing, WindowLimit};
 
 use crate::errors::SupervisorError;
@@ -20,7 +20,6 @@ impl AgentSetup {
     /// A quota request for this agent: an admission (zero usage) or a charge.
     pub fn quota_request(
         &self,
-        goal: Option<(GoalId, f64)>,
         tokens: u64,
         cost_usd: f64,
         busy: Option<(Timestamp, Timestamp)>,
@@ -30,7 +29,6 @@ impl AgentSetup {
             account: self.view.account.clone(),
             pacing: self.view.pacing,
             windows: self.view.windows.clone(),
-            goal,
             tokens,
             cost_usd,
             busy,

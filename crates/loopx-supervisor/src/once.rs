@@ -132,7 +132,7 @@ pub fn run_once(req: &RunOnce, on_step: &mut dyn FnMut(Step<'_>)) -> Result<Once
             held: !claim.taken,
         });
     }
-    let admit = setup.quota_request(goal.as_ref().map(|g| (g.id, g.share)), 0, 0.0, None);
+    let admit = setup.quota_request(0, 0.0, None);
     match store.apply(Op::QuotaAdmit(admit), &actor(&setup), now) {
         Ok(_) => {}
         Err(KernelError::Conflict(Conflict::QuotaBlocked { until, reason })) => {
@@ -324,7 +324,7 @@ fn run_slice_once(
         started_at: started.started_at,
         ended_at,
         log: &log,
-        quota: setup.quota_request(goal.map(|g| (g.id, g.share)), 0, 0.0, None),
+        quota: setup.quota_request(0, 0.0, None),
     };
     let summary = write_back(&req.project, &actor(setup), &finished, pid)?;
     on_step(Step::Ended(&summary));

@@ -354,7 +354,6 @@ pub(crate) fn unpaced_quota(agent: &AgentName) -> QuotaRequest {
         account: "demo".into(),
         pacing: None,
         windows: vec![],
-        goal: None,
         tokens: 0,
         cost_usd: 0.0,
         busy: None,

@@ -343,7 +343,30 @@ fn quota(raw: Option<RawQuota>, default_account: String, p: &mut Problems) -> Qu
                 Some("add e.g. `tokens = 2_000_000`".to_owned()),
             );
         }
-        if let Some(window) = duration(&text.0, span, &key("window"), p) {
+        if let Some(window) = duration(&text.0, span.clone(), &key("window"), p) {
+            // Windows are kept per account and period: two with one period would share (and
+            // overwrite) one usage record, and a zero-length one would never let time pass.
+            if window.is_zero() {
+                p.push(
+                    span.clone(),
+                    Some(&key("window")),
+                    "a quota window must last longer than zero",
+                    Some("use e.g. `window = \"5h\"`".to_owned()),
+                );
+                continue;
+            }
+            if quota.windows.iter().any(|w| w.window == window) {
+                p.push(
+                    span.clone(),
+                    Some(&key("window")),
+                    format!("a second quota window of `{}`", text.0),
+                    Some(
+                        "put `tokens` and `cost_usd` in one `[[quota.windows]]` entry per period"
+                            .to_owned(),
+                    ),
+                );
+                continue;
+            }
             quota.windows.push(QuotaWindow {
                 window,
                 tokens,

@@ -249,7 +249,6 @@ fn spend(
     let record = registered(&store, agent)?;
     let view = agent_view(ctx, &record)?;
     let now = ctx.now();
-    let goal = store.read(|s| s.current_goal())?.map(|g| (g.id, g.share));
     let busy = match ran {
         Some(text) => {
             let ran = duration("--ran", text)?;
@@ -268,7 +267,6 @@ fn spend(
         account: view.account.clone(),
         pacing: view.pacing,
         windows: view.windows.clone(),
-        goal,
         tokens,
         cost_usd: cost,
         busy,

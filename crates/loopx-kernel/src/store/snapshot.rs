@@ -200,6 +200,41 @@ impl<'a> Snapshot<'a> {
         Ok(slices)
     }
 
+    /// The highest key of a numbered table, and the counter that should be above it.
+    pub(crate) fn counter_check(
+        &self,
+    ) -> Result<Vec<(&'static str, Option<u64>, u64)>, KernelError> {
+        let pairs: [(&'static str, Numbered, &'static str); 7] = [
+            ("goals", tables::GOALS, tables::counter::GOAL),
+            ("todos", tables::TODOS, tables::counter::TODO),
+            ("gates", tables::GATES, tables::counter::GATE),
+            ("evidence", tables::EVIDENCE, tables::counter::EVIDENCE),
+            ("handoffs", tables::HANDOFFS, tables::counter::HANDOFF),
+            ("slices", tables::SLICES, tables::counter::SLICE),
+            ("spends", tables::SPENDS, tables::counter::SPEND),
+        ];
+        let mut out = Vec::new();
+        for (name, table, counter) in pairs {
+            let t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
+            let last = t.last().map_err(|e| self.redb(e))?.map(|(k, _)| k.value());
+            out.push((name, last, self.meta(counter)?.unwrap_or(0)));
+        }
+        Ok(out)
+    }
+
+    /// The ids in the running-slice index.
+    pub(crate) fn running_by_index(&self) -> Result<Vec<u64>, KernelError> {
+        let index = self
+            .txn
+            .open_table(tables::RUNNING)
+            .map_err(|e| self.redb(e))?;
+        let mut out = Vec::new();
+        for row in index.iter().map_err(|e| self.redb(e))? {
+            out.push(row.map_err(|e| self.redb(e))?.0.value());
+        }
+        Ok(out)
+    }
+
     /// The ids in the active-todo index (for the consistency check).
     pub(crate) fn active_todos_by_index(&self) -> Result<Vec<u64>, KernelError> {
         let index = self

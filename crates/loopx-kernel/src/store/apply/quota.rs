@@ -21,8 +21,6 @@ pub struct QuotaRequest {
     pub account: String,
     pub pacing: Option<Pacing>,
     pub windows: Vec<WindowLimit>,
-    /// The goal and its share, when the spend belongs to one.
-    pub goal: Option<(GoalId, f64)>,
     pub tokens: u64,
     pub cost_usd: f64,
     /// When the slice ran (for the goal's share), if it has.
@@ -66,10 +64,13 @@ pub fn hold_views(holds: &[QuotaHold]) -> Vec<loopx_quota::Hold> {
 pub fn busy_intervals(
     spends: &[Spend],
     running: &[SliceRecord],
+    goal: Option<GoalId>,
     now: Timestamp,
 ) -> Vec<(u64, u64)> {
     let mut busy: Vec<(u64, u64)> = spends
         .iter()
+        // Only the goal's own slice time counts against its share.
+        .filter(|s| goal.is_none() || s.goal == goal)
         .filter_map(|s| s.busy.map(|(a, b)| (a.0, b.0)))
         .collect();
     busy.extend(running.iter().map(|s| (s.started_at.0, now.0)));
@@ -92,6 +93,14 @@ pub(super) fn spend(
         })
         .collect::<Result<_, _>>()?;
     let keys = hold_keys(&req.agent, &req.account);
+    // The goal is the one active in this transaction: a `goal done` or `goal start` committed
+    // while the caller prepared the request must not leave the spend on a stale goal.
+    let goal = w
+        .all::<crate::model::Goal>(tables::GOALS)?
+        .into_iter()
+        .rev()
+        .find(|g| g.status == crate::model::GoalStatus::Active)
+        .map(|g| (g.id, g.share));
     let holds: Vec<QuotaHold> = w
         .quota_holds()?
         .into_iter()
@@ -101,7 +110,12 @@ pub(super) fn spend(
         let policy = Policy::default();
         let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));
         let running: Vec<SliceRecord> = running_slices(w)?;
-        let busy = busy_intervals(&w.spends_since(since)?, &running, now);
+        let busy = busy_intervals(
+            &w.spends_since(since)?,
+            &running,
+            goal.map(|(id, _)| id),
+            now,
+        );
         let agent = AgentView {
             name: req.agent.to_string(),
             capabilities: vec![],
@@ -110,7 +124,7 @@ pub(super) fn spend(
             pacing: req.pacing,
             windows: req.windows.clone(),
         };
-        let goal = req.goal.map(|(id, share)| GoalView {
+        let goal = goal.map(|(id, share)| GoalView {
             id: id.to_string(),
             status: "active".into(),
             share,
@@ -169,7 +183,7 @@ pub(super) fn spend(
         seq,
         agent: req.agent.clone(),
         account: req.account.clone(),
-        goal: req.goal.map(|(id, _)| id),
+        goal: goal.map(|(id, _)| id),
         admitted: admit,
         tokens: req.tokens,
         cost_usd: req.cost_usd,
