@@ -20,6 +20,9 @@ pub struct TodoCounts {
     pub dropped: u64,
 }
 
+/// A numbered table's name, its highest key, and the counter that must be above it.
+pub(crate) type CounterCheck = (&'static str, Option<u64>, u64);
+
 /// A read transaction with typed accessors.
 pub struct Snapshot<'a> {
     txn: ReadTransaction,
@@ -203,7 +206,7 @@ impl<'a> Snapshot<'a> {
     /// The highest key of a numbered table, and the counter that should be above it.
     pub(crate) fn counter_check(
         &self,
-    ) -> Result<Vec<(&'static str, Option<u64>, u64)>, KernelError> {
+    ) -> Result<Vec<CounterCheck>, KernelError> {
         let pairs: [(&'static str, Numbered, &'static str); 7] = [
             ("goals", tables::GOALS, tables::counter::GOAL),
             ("todos", tables::TODOS, tables::counter::TODO),
