@@ -8,6 +8,23 @@ use crate::errors::KernelError;
 use crate::model::{QuotaHold, Spend};
 use crate::time::Timestamp;
 
+/// One record by key, decoded; `None` when absent. `table_name` names it in decode errors.
+pub(crate) fn get<'k, K, T>(
+    table: &impl ReadableTable<K, &'static [u8]>,
+    key: impl std::borrow::Borrow<K::SelfType<'k>>,
+    table_name: &str,
+    redb: impl Fn(redb::StorageError) -> KernelError,
+) -> Result<Option<T>, KernelError>
+where
+    K: redb::Key + 'static,
+    T: serde::de::DeserializeOwned,
+{
+    let Some(bytes) = table.get(key).map_err(&redb)? else {
+        return Ok(None);
+    };
+    Ok(Some(decode(table_name, bytes.value())?))
+}
+
 /// Every hold in the quota table (keys `hold/…`), by key.
 pub(crate) fn holds(
     table: &impl ReadableTable<&'static str, &'static [u8]>,

@@ -56,10 +56,7 @@ impl<'a> Snapshot<'a> {
         key: u64,
     ) -> Result<Option<T>, KernelError> {
         let t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
-        let Some(bytes) = t.get(key).map_err(|e| self.redb(e))? else {
-            return Ok(None);
-        };
-        Ok(Some(decode(table.name(), bytes.value())?))
+        super::reads::get(&t, key, table.name(), |e| self.redb(e))
     }
 
     /// Every record of a table in creation order, or the newest `limit` of them (newest first)
@@ -169,10 +166,7 @@ impl<'a> Snapshot<'a> {
             .txn
             .open_table(tables::QUOTA)
             .map_err(|e| self.redb(e))?;
-        let Some(bytes) = t.get(key).map_err(|e| self.redb(e))? else {
-            return Ok(None);
-        };
-        Ok(Some(decode("quota", bytes.value())?))
+        super::reads::get(&t, key, "quota", |e| self.redb(e))
     }
 
     /// Every hold, by key.
@@ -204,9 +198,7 @@ impl<'a> Snapshot<'a> {
     }
 
     /// The highest key of a numbered table, and the counter that should be above it.
-    pub(crate) fn counter_check(
-        &self,
-    ) -> Result<Vec<CounterCheck>, KernelError> {
+    pub(crate) fn counter_check(&self) -> Result<Vec<CounterCheck>, KernelError> {
         let pairs: [(&'static str, Numbered, &'static str); 7] = [
             ("goals", tables::GOALS, tables::counter::GOAL),
             ("todos", tables::TODOS, tables::counter::TODO),
@@ -313,10 +305,7 @@ impl<'a> Snapshot<'a> {
             .txn
             .open_table(tables::AGENTS)
             .map_err(|e| self.redb(e))?;
-        let Some(bytes) = t.get(name).map_err(|e| self.redb(e))? else {
-            return Ok(None);
-        };
-        Ok(Some(decode("agents", bytes.value())?))
+        super::reads::get(&t, name, "agents", |e| self.redb(e))
     }
 
     /// Every registered agent, by name.

@@ -52,10 +52,7 @@ impl<'t> Writer<'t> {
         key: u64,
     ) -> Result<Option<T>, KernelError> {
         let t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
-        let Some(bytes) = t.get(key).map_err(|e| self.redb(e))? else {
-            return Ok(None);
-        };
-        Ok(Some(decode(table.name(), bytes.value())?))
+        super::reads::get(&t, key, table.name(), |e| self.redb(e))
     }
 
     /// Like [`Self::get`], but a missing record is an error naming `what` and `id`.
@@ -129,10 +126,7 @@ impl<'t> Writer<'t> {
             .txn
             .open_table(tables::AGENTS)
             .map_err(|e| self.redb(e))?;
-        let Some(bytes) = t.get(name).map_err(|e| self.redb(e))? else {
-            return Ok(None);
-        };
-        Ok(Some(decode("agents", bytes.value())?))
+        super::reads::get(&t, name, "agents", |e| self.redb(e))
     }
 
     pub(crate) fn put_agent(&self, agent: &Agent) -> Result<(), KernelError> {
@@ -153,10 +147,7 @@ impl<'t> Writer<'t> {
             .txn
             .open_table(tables::QUOTA)
             .map_err(|e| self.redb(e))?;
-        let Some(bytes) = t.get(key).map_err(|e| self.redb(e))? else {
-            return Ok(None);
-        };
-        Ok(Some(decode("quota", bytes.value())?))
+        super::reads::get(&t, key, "quota", |e| self.redb(e))
     }
 
     pub(crate) fn quota_put<T: Serialize>(&self, key: &str, value: &T) -> Result<(), KernelError> {
