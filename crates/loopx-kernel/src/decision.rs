@@ -20,31 +20,25 @@ use crate::time::Timestamp;
 /// How many recent slices the decision looks at (stall streaks, planning runs, repairs).
 const RECENT_SLICES: usize = 200;
 
-/// Everything `decide` reads, owned, so that it can be built once and decided on.
+/// What every agent's decision reads alike: the goal, open todos, open gates, recent slices,
+/// holds and the goal's busy time. Read once per snapshot and shared, so deciding for several
+/// agents (as `loopx status` does) decodes the todos once.
 #[derive(Debug, Clone)]
-pub struct DecisionState {
+pub struct SharedState {
     pub now: Timestamp,
-    pub agent: AgentView,
     pub goal: Option<GoalView>,
     pub todos: Vec<TodoView>,
     pub gates: Vec<GateView>,
     pub slices: Vec<SliceView>,
-    pub holds: Vec<loopx_quota::Hold>,
-    pub pacing_tat: Option<u64>,
-    pub windows: Vec<WindowState>,
+    pub holds: Vec<crate::model::QuotaHold>,
     pub busy: Vec<(u64, u64)>,
     pub policy: Policy,
 }
 
-impl DecisionState {
-    /// Reads the state `agent` is decided on at `now`.
-    pub fn read(
-        snap: &Snapshot<'_>,
-        agent: AgentView,
-        now: Timestamp,
-    ) -> Result<DecisionState, KernelError> {
+impl SharedState {
+    /// Reads the shared part of the decision at `now`.
+    pub fn read(snap: &Snapshot<'_>, now: Timestamp) -> Result<SharedState, KernelError> {
         let policy = Policy::default();
-        let name: AgentName = agent.name.parse()?;
         let goal = snap.current_goal()?;
         let active = snap.active_todos()?;
         let finished = |id: &crate::ids::TodoId| !active.iter().any(|t| t.id == *id);
@@ -100,21 +94,6 @@ impl DecisionState {
                 outcome: s.outcome,
             })
             .collect();
-        let keys = hold_keys(&name, &agent.account);
-        let holds: Vec<_> = snap
-            .quota_holds()?
-            .into_iter()
-            .filter(|h| keys.contains(&h.key))
-            .collect();
-        let pacing_tat = snap.quota_value::<u64>(&pacing_key(&name))?;
-        let windows = agent
-            .windows
-            .iter()
-            .map(|l| {
-                snap.quota_value::<WindowState>(&window_key(&agent.account, l))
-                    .map(Option::unwrap_or_default)
-            })
-            .collect::<Result<_, _>>()?;
         let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));
         let busy = busy_intervals(
             &snap.spends_since(since)?,
@@ -122,7 +101,7 @@ impl DecisionState {
             goal.as_ref().map(|g| g.id),
             now,
         );
-        Ok(DecisionState {
+        Ok(SharedState {
             now,
             goal: goal.map(|g| GoalView {
                 id: g.id.to_string(),
@@ -135,32 +114,87 @@ impl DecisionState {
                 .to_owned(),
                 share: g.share,
             }),
-            agent,
             todos,
             gates,
             slices,
+            holds: snap.quota_holds()?,
+            busy,
+            policy,
+        })
+    }
+}
+
+/// Everything `decide` reads for one agent: the shared state plus the agent's own quota state.
+#[derive(Debug, Clone)]
+pub struct DecisionState {
+    pub shared: std::sync::Arc<SharedState>,
+    pub agent: AgentView,
+    pub holds: Vec<loopx_quota::Hold>,
+    pub pacing_tat: Option<u64>,
+    pub windows: Vec<WindowState>,
+}
+
+impl DecisionState {
+    /// Reads the state `agent` is decided on at `now`.
+    pub fn read(
+        snap: &Snapshot<'_>,
+        agent: AgentView,
+        now: Timestamp,
+    ) -> Result<DecisionState, KernelError> {
+        DecisionState::for_agent(
+            std::sync::Arc::new(SharedState::read(snap, now)?),
+            snap,
+            agent,
+        )
+    }
+
+    /// The state of one agent, on shared state read from the same snapshot.
+    pub fn for_agent(
+        shared: std::sync::Arc<SharedState>,
+        snap: &Snapshot<'_>,
+        agent: AgentView,
+    ) -> Result<DecisionState, KernelError> {
+        let name: AgentName = agent.name.parse()?;
+        let keys = hold_keys(&name, &agent.account);
+        let holds: Vec<_> = shared
+            .holds
+            .iter()
+            .filter(|h| keys.contains(&h.key))
+            .cloned()
+            .collect();
+        let pacing_tat = snap.quota_value::<u64>(&pacing_key(&name))?;
+        let windows = agent
+            .windows
+            .iter()
+            .map(|l| {
+                snap.quota_value::<WindowState>(&window_key(&agent.account, l))
+                    .map(Option::unwrap_or_default)
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(DecisionState {
+            shared,
+            agent,
             holds: hold_views(&holds),
             pacing_tat,
             windows,
-            busy,
-            policy,
         })
     }
 
     /// The decision.
     pub fn decide(&self) -> Decision {
+        let shared = &self.shared;
         loopx_quota::decide(&DecideInput {
-            now: self.now.0,
+            now: shared.now.0,
             agent: &self.agent,
-            goal: self.goal.as_ref(),
-            todos: &self.todos,
-            gates: &self.gates,
-            slices: &self.slices,
+            goal: shared.goal.as_ref(),
+            todos: &shared.todos,
+            gates: &shared.gates,
+            slices: &shared.slices,
             holds: &self.holds,
             pacing_tat: self.pacing_tat,
             windows: &self.windows,
-            busy: &self.busy,
-            policy: &self.policy,
+            busy: &shared.busy,
+            policy: &shared.policy,
         })
     }
 }

@@ -190,7 +190,7 @@ fn should_run_json<'a>(state: &'a DecisionState, d: &'a Decision) -> ShouldRun<'
         format_version: 1,
         decision: d.decision,
         agent: &state.agent.name,
-        goal: state.goal.as_ref().map(|g| g.id.as_str()),
+        goal: state.shared.goal.as_ref().map(|g| g.id.as_str()),
         slice: d.slice,
         todo: d.todo.as_ref().map(|(id, title)| TodoRef { id, title }),
         gate: d
@@ -320,19 +320,25 @@ fn status(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     let store = ctx.store_read()?;
     let now = ctx.now();
     let (agents, holds) = store.read(|s| Ok((s.agents()?, s.quota_holds()?)))?;
-    let mut reports = Vec::new();
+    let mut views = Vec::new();
     let mut problems = Vec::new();
     for agent in &agents {
-        let view = match agent_view(ctx, agent) {
-            Ok(view) => view,
-            Err(e) => {
-                problems.push(e.render());
-                continue;
-            }
-        };
-        let state = store.read(|s| DecisionState::read(s, view, now))?;
-        reports.push(agent_quota(&state, now));
+        match agent_view(ctx, agent) {
+            Ok(view) => views.push(view),
+            Err(e) => problems.push(e.render()),
+        }
     }
+    // One snapshot for every agent, with the shared part read once.
+    let reports = store.read(|s| {
+        let shared = std::sync::Arc::new(loopx_kernel::decision::SharedState::read(s, now)?);
+        views
+            .into_iter()
+            .map(|view| {
+                DecisionState::for_agent(shared.clone(), s, view)
+                    .map(|state| agent_quota(&state, now))
+            })
+            .collect::<Result<Vec<_>, _>>()
+    })?;
     drop(store);
     if ctx.json {
         let doc = serde_json::json!({ "format_version": 1, "agents": reports, "holds": holds, "problems": problems });

@@ -82,13 +82,24 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     let project = ctx.project()?;
     let now = ctx.now();
     let store = loopx_kernel::Store::open_read(&project)?;
+    // Profiles are files: load each once (agents often share one), outside the read transaction.
+    let mut profiles: std::collections::HashMap<
+        String,
+        Result<loopx_adapters::LoadedProfile, String>,
+    > = std::collections::HashMap::new();
     let views: Vec<(String, Result<loopx_quota::AgentView, String>)> = store
         .read(|s| s.agents())?
         .iter()
         .map(|a| {
+            let loaded = profiles.entry(a.profile.clone()).or_insert_with(|| {
+                super::quota::load_profile(ctx, &a.profile).map_err(|e| e.render())
+            });
             (
                 a.name.to_string(),
-                super::quota::agent_view(ctx, a).map_err(|e| e.render()),
+                loaded
+                    .as_ref()
+                    .map(|l| loopx_supervisor::agent_view(a, l))
+                    .map_err(Clone::clone),
             )
         })
         .collect();
@@ -341,9 +352,13 @@ fn agents_now(
     now: Timestamp,
 ) -> Result<Vec<AgentNow>, loopx_kernel::KernelError> {
     let mut out = Vec::with_capacity(views.len());
+    if views.is_empty() {
+        return Ok(out);
+    }
+    let shared = std::sync::Arc::new(loopx_kernel::decision::SharedState::read(snap, now)?);
     for (name, view) in views {
         let decided = view.clone().and_then(|view| {
-            DecisionState::read(snap, view, now)
+            DecisionState::for_agent(shared.clone(), snap, view)
                 .map(|state| state.decide())
                 .map_err(|e| e.to_string())
         });
