@@ -38,9 +38,17 @@ pub struct SharedState {
 impl SharedState {
     /// Reads the shared part of the decision at `now`.
     pub fn read(snap: &Snapshot<'_>, now: Timestamp) -> Result<SharedState, KernelError> {
+        SharedState::read_with(snap, now, &snap.active_todos()?)
+    }
+
+    /// Like [`SharedState::read`], with the open and claimed todos already read from `snap`.
+    pub fn read_with(
+        snap: &Snapshot<'_>,
+        now: Timestamp,
+        active: &[crate::model::Todo],
+    ) -> Result<SharedState, KernelError> {
         let policy = Policy::default();
         let goal = snap.current_goal()?;
-        let active = snap.active_todos()?;
         let finished = |id: &crate::ids::TodoId| !active.iter().any(|t| t.id == *id);
         let todos = active
             .iter()

@@ -106,6 +106,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     let (goal, gates, running, todos, latest_evidence, agents) = store.read(|s| {
         let todos = s.active_todos()?;
         let counts = s.todo_counts(&todos)?;
+        let agents = agents_now(s, &views, &todos, now)?;
         Ok((
             s.current_goal()?,
             s.gates()?
@@ -115,7 +116,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
             s.running_slices()?,
             (todos, counts),
             s.evidence_newest(FIRST_SCREEN, |_| true)?,
-            agents_now(s, &views, now)?,
+            agents,
         ))
     })?;
     drop(store);
@@ -349,13 +350,16 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
 fn agents_now(
     snap: &loopx_kernel::Snapshot<'_>,
     views: &[(String, Result<loopx_quota::AgentView, String>)],
+    active: &[Todo],
     now: Timestamp,
 ) -> Result<Vec<AgentNow>, loopx_kernel::KernelError> {
     let mut out = Vec::with_capacity(views.len());
     if views.is_empty() {
         return Ok(out);
     }
-    let shared = std::sync::Arc::new(loopx_kernel::decision::SharedState::read(snap, now)?);
+    let shared = std::sync::Arc::new(loopx_kernel::decision::SharedState::read_with(
+        snap, now, active,
+    )?);
     for (name, view) in views {
         let decided = view.clone().and_then(|view| {
             DecisionState::for_agent(shared.clone(), snap, view)
