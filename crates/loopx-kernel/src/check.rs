@@ -68,7 +68,7 @@ pub fn check_consistency(snap: &Snapshot<'_>) -> Result<Vec<String>, KernelError
             ));
         }
     }
-    check_counters(snap, &mut problems, &todos)?;
+    check_counters(snap, &mut problems)?;
     let mut indexed: Vec<_> = snap.active_todos_by_index()?;
     indexed.sort_unstable();
     let active: Vec<_> = todos
@@ -103,11 +103,7 @@ pub fn check_consistency(snap: &Snapshot<'_>) -> Result<Vec<String>, KernelError
     Ok(problems)
 }
 
-fn check_counters(
-    snap: &Snapshot<'_>,
-    problems: &mut Vec<String>,
-    _todos: &[crate::model::Todo],
-) -> Result<(), KernelError> {
+fn check_counters(snap: &Snapshot<'_>, problems: &mut Vec<String>) -> Result<(), KernelError> {
     for (table, last, next) in snap.counter_check()? {
         if let Some(last) = last
             && last >= next
