@@ -50,6 +50,13 @@ impl SharedState {
         let policy = Policy::default();
         let goal = snap.current_goal()?;
         let finished = |id: &crate::ids::TodoId| !active.iter().any(|t| t.id == *id);
+        let running = snap.running_slices()?;
+        let running_on = |id: crate::ids::TodoId| {
+            running
+                .iter()
+                .find(|s| s.todo == Some(id))
+                .map(|s| s.id.to_string())
+        };
         let todos = active
             .iter()
             .filter(|t| goal.as_ref().is_some_and(|g| g.id == t.goal))
@@ -70,6 +77,7 @@ impl SharedState {
                     .as_ref()
                     .filter(|_| t.state == TodoState::Claimed)
                     .map(|l| (l.agent.to_string(), l.expires_at.0)),
+                running: running_on(t.id),
             })
             .collect();
         let gates = snap
@@ -105,7 +113,7 @@ impl SharedState {
         let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));
         let busy = busy_intervals(
             &snap.spends_since(since)?,
-            &snap.running_slices()?,
+            &running,
             goal.as_ref().map(|g| g.id),
             now,
         );

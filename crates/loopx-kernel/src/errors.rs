@@ -184,6 +184,8 @@ pub enum Conflict {
     },
     #[error("slice {slice} has already ended")]
     SliceEnded { slice: String },
+    #[error("{todo} already has a running slice, {slice}: one slice at a time per todo")]
+    SliceRunning { todo: TodoId, slice: String },
 }
 
 /// Input that the kernel refuses on its merits.

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{HUMAN, T0, fixture};
+use common::{Fixture, HUMAN, T0, fixture};
 use loopx_kernel::model::{EventKind, TodoState};
 use loopx_kernel::store::Applied;
 use loopx_kernel::{Conflict, KernelError, Op, Timestamp};
@@ -362,6 +362,7 @@ fn a_slice_names_its_files_after_the_id_it_is_given() {
         ],
         limit_secs: 60,
         log: Some(".loopx/slices/{slice}.log".into()),
+        owner: None,
     };
     let Applied::Slice(slice) = f
         .store
@@ -372,4 +373,85 @@ fn a_slice_names_its_files_after_the_id_it_is_given() {
     };
     assert_eq!(slice.log.as_deref(), Some(".loopx/slices/s1.log"));
     assert_eq!(slice.argv[1], ".loopx/slices/s1.prompt");
+}
+
+#[test]
+fn a_running_slice_names_its_supervisor_until_it_ends() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let owner = loopx_kernel::model::ProcessIdentity {
+        pid: 4242,
+        start_ticks: 99,
+        boot_id: "boot".into(),
+    };
+    let new = loopx_kernel::store::NewSlice {
+        agent: a,
+        todo: None,
+        epoch: None,
+        kind: loopx_kernel::model::SliceKind::Plan,
+        profile_hash: "h".into(),
+        argv: vec![],
+        limit_secs: 60,
+        log: None,
+        owner: Some(owner.clone()),
+    };
+    let Applied::Slice(slice) = f
+        .store
+        .apply(Op::SliceStart(new), HUMAN, T0)
+        .expect("slice starts")
+    else {
+        panic!("a slice start yields the slice");
+    };
+    let read = |f: &Fixture| f.store.read(|s| s.slice_owner(slice.id)).expect("reads");
+    assert_eq!(read(&f), Some(owner));
+    let end = loopx_kernel::store::SliceEnd {
+        outcome: "completed".into(),
+        exit: None,
+        tokens: 0,
+        cost_usd: 0.0,
+        output_bytes: 0,
+    };
+    f.store
+        .apply(
+            Op::SliceEnd {
+                slice: slice.id,
+                end,
+            },
+            HUMAN,
+            T0,
+        )
+        .expect("slice ends");
+    assert_eq!(read(&f), None, "an ended slice has no owner to check");
+}
+
+#[test]
+fn a_todo_never_has_two_running_slices_even_for_its_holder() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let t = f.todo("Write");
+    let claimed = f.claim(t, &a, T0).expect("claims");
+    let new = loopx_kernel::store::NewSlice {
+        agent: a,
+        todo: Some(t),
+        epoch: Some(claimed.epoch),
+        kind: loopx_kernel::model::SliceKind::Work,
+        profile_hash: "h".into(),
+        argv: vec![],
+        limit_secs: 60,
+        log: None,
+        owner: None,
+    };
+    f.store
+        .apply(Op::SliceStart(new.clone()), HUMAN, T0)
+        .expect("the first slice starts");
+    let second = f.store.apply(Op::SliceStart(new), HUMAN, T0);
+    assert!(
+        matches!(
+            second,
+            Err(KernelError::Conflict(Conflict::SliceRunning { .. }))
+        ),
+        "{second:?}"
+    );
 }

@@ -68,4 +68,4 @@ pub use slice::{
 pub use spec::{
     EnvSpec, ExecHelper, LaunchSpec, LogSpec, PromptFile, SliceId, SliceLimits, TerminalSize,
 };
-pub use sweep::become_child_subreaper;
+pub use sweep::{OrphanSweep, become_child_subreaper, stop_orphaned_slice};

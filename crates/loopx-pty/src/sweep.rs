@@ -33,6 +33,41 @@ pub fn become_child_subreaper() -> Result<(), nix::Error> {
     nix::sys::prctl::set_child_subreaper(true)
 }
 
+/// What [`stop_orphaned_slice`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OrphanSweep {
+    /// Every process of the slice it found alive (and stopped).
+    pub found: Vec<u32>,
+    /// Processes still alive after SIGKILL (uninterruptible I/O). Normally empty.
+    pub survivors: Vec<u32>,
+}
+
+/// Stops what is left of a slice whose supervisor died: every process carrying the slice's
+/// marker, and the session `session` leads. Pass `session` only when its leader was identified
+/// as the slice's agent by pid *and* start time *and* boot id: a bare pid may have been reused by
+/// an unrelated program since. SIGTERM, up to `grace` for them to exit, then SIGKILL.
+pub fn stop_orphaned_slice(
+    session: Option<u32>,
+    slice: &crate::SliceId,
+    grace: std::time::Duration,
+) -> OrphanSweep {
+    let procs = SliceProcesses {
+        // No process has a negative session id: -1 matches nothing.
+        session: session.and_then(|s| i32::try_from(s).ok()).unwrap_or(-1),
+        marker: Some(format!("{}={slice}", crate::SLICE_MARKER_VAR).into_bytes()),
+    };
+    let outcome = procs.sweep(-1, Instant::now() + grace, &AtomicBool::new(false));
+    let pids = |set: BTreeSet<i32>| {
+        set.into_iter()
+            .filter_map(|p| u32::try_from(p).ok())
+            .collect()
+    };
+    OrphanSweep {
+        found: pids(outcome.found),
+        survivors: pids(outcome.survivors),
+    }
+}
+
 /// Which processes belong to a slice.
 #[derive(Debug, Clone)]
 pub(crate) struct SliceProcesses {

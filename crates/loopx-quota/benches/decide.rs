@@ -49,6 +49,7 @@ fn main() {
             role: None,
             waits_on: None,
             lease: None,
+            running: None,
         })
         .collect();
     let gates: Vec<GateView> = (1..=20)

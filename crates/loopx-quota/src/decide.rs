@@ -72,6 +72,9 @@ pub struct TodoView {
     pub waits_on: Option<String>,
     /// The lease: holder and expiry.
     pub lease: Option<(String, Millis)>,
+    /// The slice running on it now, whoever's: nobody else may start one, not even another
+    /// supervisor running the same agent under its live lease.
+    pub running: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -268,6 +271,7 @@ fn candidates<'t>(input: &'t DecideInput<'_>) -> Vec<&'t TodoView> {
         .todos
         .iter()
         .filter(|t| t.lease.as_ref().is_some_and(|(a, _)| *a == agent.name))
+        .filter(|t| t.running.is_none())
         .collect();
     let mut claimable: Vec<&TodoView> = input
         .todos
@@ -279,6 +283,7 @@ fn candidates<'t>(input: &'t DecideInput<'_>) -> Vec<&'t TodoView> {
         })
         .filter(|t| t.lease.as_ref().is_none_or(|(a, _)| *a != agent.name))
         .filter(|t| t.waits_on.is_none())
+        .filter(|t| t.running.is_none())
         .filter(|t| t.needs.iter().all(|n| agent.capabilities.contains(n)))
         .filter(|t| t.role.is_none() || t.role == agent.role)
         .collect();
@@ -517,7 +522,9 @@ fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
         .todos
         .iter()
         .find_map(|t| {
-            if let Some(dep) = &t.waits_on {
+            if let Some(slice) = &t.running {
+                Some(format!("{} is being worked on in slice {slice}", t.id))
+            } else if let Some(dep) = &t.waits_on {
                 Some(format!("{} waits on {dep}", t.id))
             } else if !t.needs.iter().all(|n| input.agent.capabilities.contains(n)) {
                 Some(format!("{} needs {}", t.id, t.needs.join(", ")))

@@ -28,6 +28,7 @@ fn todo(id: &str, priority: i32) -> TodoView {
         role: None,
         waits_on: None,
         lease: None,
+        running: None,
     }
 }
 
@@ -351,4 +352,21 @@ fn the_first_slice_after_a_vendor_hold_is_a_probe() {
     let d = run(&w);
     assert_eq!(d.decision, DecisionKind::Deliver);
     assert!(d.probe, "{d:?}");
+}
+
+#[test]
+fn a_todo_with_a_running_slice_is_nobody_elses_to_start_even_under_its_own_lease() {
+    let mut w = world();
+    w.todos = vec![TodoView {
+        lease: Some(("exec".into(), T0 + MIN)),
+        running: Some("s4".into()),
+        ..todo("t4", 0)
+    }];
+    let d = run(&w);
+    assert_eq!(d.decision, DecisionKind::Quiet, "{}", d.reason);
+    assert!(
+        d.reason.contains("t4 is being worked on in slice s4"),
+        "{}",
+        d.reason
+    );
 }

@@ -180,6 +180,7 @@ mod tests {
             argv: vec![],
             limit_secs: 60,
             log: None,
+            owner: None,
         };
         let Applied::Slice(slice) = apply(&store, Op::SliceStart(new)) else {
             panic!("a slice")

@@ -271,6 +271,8 @@ impl Store {
         }
         txn.open_table(tables::QUOTA).map_err(|e| self.redb(e))?;
         txn.open_table(tables::RUNNING).map_err(|e| self.redb(e))?;
+        txn.open_table(tables::SLICE_OWNERS)
+            .map_err(|e| self.redb(e))?;
         txn.open_table(tables::ACTIVE_TODOS)
             .map_err(|e| self.redb(e))?;
         txn.open_table(tables::AGENTS).map_err(|e| self.redb(e))?;

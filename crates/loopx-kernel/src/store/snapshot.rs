@@ -344,6 +344,19 @@ impl<'a> Snapshot<'a> {
         Ok(out)
     }
 
+    /// The supervisor recorded as running a slice; `None` once it ended, or when the store
+    /// predates owners (then the table does not exist yet in a read-only open).
+    pub fn slice_owner(
+        &self,
+        id: SliceId,
+    ) -> Result<Option<crate::model::ProcessIdentity>, KernelError> {
+        match self.txn.open_table(tables::SLICE_OWNERS) {
+            Ok(t) => super::reads::get(&t, id.0, tables::SLICE_OWNERS.name(), |e| self.redb(e)),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(e) => Err(self.redb(e)),
+        }
+    }
+
     /// Every slice, oldest first.
     pub fn slices(&self) -> Result<Vec<SliceRecord>, KernelError> {
         self.scan(tables::SLICES, false, usize::MAX, |_| true)

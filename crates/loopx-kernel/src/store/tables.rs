@@ -16,6 +16,10 @@ pub(crate) const SLICES: Numbered = TableDefinition::new("slices");
 /// Slices recorded as running: the set `loopx status` and recovery read without a scan.
 pub(crate) const RUNNING: TableDefinition<'static, u64, ()> =
     TableDefinition::new("running_slices");
+/// The supervisor of each running slice (its process identity), so that recovery can tell a
+/// live peer's slice from an orphan. Its own table, added after `slices`, so that slice records
+/// written before it existed still decode; a store without it has no owners recorded.
+pub(crate) const SLICE_OWNERS: Numbered = TableDefinition::new("slice_owners");
 /// Todos that are open or claimed: what `status` and `todo list` read, without a full scan.
 pub(crate) const ACTIVE_TODOS: TableDefinition<'static, u64, ()> =
     TableDefinition::new("active_todos");

@@ -84,6 +84,12 @@ impl<'t> Writer<'t> {
         Ok(())
     }
 
+    pub(crate) fn remove(&self, table: Numbered, key: u64) -> Result<(), KernelError> {
+        let mut t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
+        t.remove(key).map_err(|e| self.redb(e))?;
+        Ok(())
+    }
+
     /// Every record of a numbered table, in creation order.
     pub(crate) fn all<T: DeserializeOwned>(&self, table: Numbered) -> Result<Vec<T>, KernelError> {
         let t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
@@ -187,6 +193,19 @@ impl<'t> Writer<'t> {
             .open_table(tables::SPENDS)
             .map_err(|e| self.redb(e))?;
         super::reads::spends_since(&t, since, |e| self.redb(e))
+    }
+
+    /// The ids of the slices recorded as running.
+    pub(crate) fn running_ids(&self) -> Result<Vec<u64>, KernelError> {
+        let t = self
+            .txn
+            .open_table(tables::RUNNING)
+            .map_err(|e| self.redb(e))?;
+        let mut out = Vec::new();
+        for row in t.iter().map_err(|e| self.redb(e))? {
+            out.push(row.map_err(|e| self.redb(e))?.0.value());
+        }
+        Ok(out)
     }
 
     pub(crate) fn set_running(&self, slice: u64, running: bool) -> Result<(), KernelError> {

@@ -384,6 +384,19 @@ pub(super) fn slice_start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, Kern
             }
             .into());
         }
+        // Two supervisors may run the same agent; its live lease must not let both work on
+        // the todo at once.
+        for running in w.running_ids()? {
+            let other: SliceRecord =
+                w.require(tables::SLICES, running, "slice", SliceId(running))?;
+            if other.todo == Some(todo_id) {
+                return Err(Conflict::SliceRunning {
+                    todo: todo_id,
+                    slice: other.id.to_string(),
+                }
+                .into());
+            }
+        }
     }
     let id = SliceId(w.next_id(counter::SLICE)?);
     let named = |text: String| text.replace(super::op::SLICE_PLACEHOLDER, &id.to_string());
@@ -408,6 +421,9 @@ pub(super) fn slice_start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, Kern
     };
     w.put(tables::SLICES, id.0, &record)?;
     w.set_running(id.0, true)?;
+    if let Some(owner) = &new.owner {
+        w.put(tables::SLICE_OWNERS, id.0, owner)?;
+    }
     w.event(EventKind::SliceStarted {
         slice: id,
         agent: record.agent.clone(),
@@ -457,6 +473,7 @@ pub(super) fn slice_end(
     record.output_bytes = end.output_bytes;
     w.put(tables::SLICES, id.0, &record)?;
     w.set_running(id.0, false)?;
+    w.remove(tables::SLICE_OWNERS, id.0)?;
     w.event(EventKind::SliceEnded {
         slice: id,
         outcome: end.outcome,

@@ -88,6 +88,8 @@ pub struct NewSlice {
     pub argv: Vec<String>,
     pub limit_secs: u64,
     pub log: Option<String>,
+    /// The supervisor running the slice, for recovery after it dies.
+    pub owner: Option<ProcessIdentity>,
 }
 
 /// What a finished slice did.
