@@ -70,13 +70,30 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Decide once and run at most one slice, then exit (required: the long-running loop is
-    /// not built yet).
-    #[arg(long)]
+    /// Decide once and run at most one slice of one agent, then exit.
+    #[arg(long, conflicts_with_all = ["max_slices", "run_for", "on_gate"])]
     pub once: bool,
-    /// The agent to run (default: the first registered agent in name order).
+    /// An agent to run (repeatable; default: every registered agent, or with `--once` the
+    /// first in name order).
     #[arg(long, value_name = "NAME")]
-    pub agent: Option<String>,
+    pub agent: Vec<String>,
+    /// Stop after N slices in all (every agent's together).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_slices: Option<u64>,
+    /// Start no slice after this long (e.g. `8h`); running slices finish first.
+    #[arg(long = "for", value_name = "DURATION")]
+    pub run_for: Option<String>,
+    /// When a person must answer: `wait` shows the question and keeps the other agents
+    /// going; `exit` exits with code 7 once no agent can go on.
+    #[arg(long, value_name = "WHAT", value_enum)]
+    pub on_gate: Option<OnGateArg>,
+}
+
+/// `--on-gate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnGateArg {
+    Wait,
+    Exit,
 }
 
 #[derive(Debug, Subcommand)]

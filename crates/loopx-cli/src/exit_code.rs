@@ -17,8 +17,14 @@ pub const CONFLICT: u8 = 5;
 /// A safety rule refused the action: a gate answered from inside a slice.
 pub const REFUSED: u8 = 6;
 
+/// `loopx run --on-gate exit` stopped because a person must answer a gate.
+pub const HALTED_ON_GATE: u8 = 7;
+/// `loopx run` was stopped by SIGINT or SIGTERM (its running slices were stopped and recorded
+/// `interrupted`).
+pub const INTERRUPTED: u8 = 8;
+
 /// Every code with its name, for the docs test.
-pub const ALL: [(u8, &str); 7] = [
+pub const ALL: [(u8, &str); 9] = [
     (OK, "OK"),
     (INTERNAL, "INTERNAL"),
     (USAGE, "USAGE"),
@@ -26,4 +32,6 @@ pub const ALL: [(u8, &str); 7] = [
     (STORE, "STORE"),
     (CONFLICT, "CONFLICT"),
     (REFUSED, "REFUSED"),
+    (HALTED_ON_GATE, "HALTED_ON_GATE"),
+    (INTERRUPTED, "INTERRUPTED"),
 ];

@@ -186,6 +186,8 @@ pub enum Conflict {
     SliceEnded { slice: String },
     #[error("{todo} already has a running slice, {slice}: one slice at a time per todo")]
     SliceRunning { todo: TodoId, slice: String },
+    #[error("`{agent}` is already planning in slice {slice}: one planning slice at a time")]
+    PlanRunning { agent: String, slice: String },
 }
 
 /// Input that the kernel refuses on its merits.

@@ -497,6 +497,20 @@ fn work_on(input: &DecideInput<'_>, todo: &TodoView) -> Decision {
 
 fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
     if input.todos.is_empty() {
+        // One planner at a time: two would propose the same todos twice.
+        if let Some(planner) = input
+            .slices
+            .iter()
+            .find(|s| s.kind == SliceKind::Plan && s.outcome.is_none())
+        {
+            return Decision::new(
+                DecisionKind::Quiet,
+                format!(
+                    "no open todo, and `{}` is planning the next steps now",
+                    planner.agent
+                ),
+            );
+        }
         let plans = input
             .slices
             .iter()

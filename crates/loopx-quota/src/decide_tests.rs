@@ -370,3 +370,24 @@ fn a_todo_with_a_running_slice_is_nobody_elses_to_start_even_under_its_own_lease
         d.reason
     );
 }
+
+#[test]
+fn one_agent_plans_at_a_time() {
+    let mut w = world();
+    w.todos.clear();
+    w.slices = vec![SliceView {
+        agent: "rev".into(),
+        todo: None,
+        kind: SliceKind::Plan,
+        outcome: None,
+    }];
+    let d = run(&w);
+    assert_eq!(d.decision, DecisionKind::Quiet, "{}", d.reason);
+    assert!(d.reason.contains("`rev` is planning"), "{}", d.reason);
+    w.slices[0].outcome = Some("progress".into());
+    assert_eq!(
+        run(&w).slice,
+        Some(SliceKind::Plan),
+        "once it ended, plan again"
+    );
+}

@@ -33,3 +33,15 @@ pub enum SupervisorError {
     #[error("cannot start the supervisor's runtime")]
     Runtime(#[source] std::io::Error),
 }
+
+/// An error and its causes on one line, for evidence and progress lines.
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

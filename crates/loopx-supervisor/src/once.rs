@@ -1,6 +1,7 @@
 //! `run_once`: one decision and, when it says so, one slice of one agent, end to end.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use loopx_adapters::{LaunchContext, LaunchPlan, Parser, render_launch, render_prompt};
@@ -14,12 +15,16 @@ use crate::agent::{AgentSetup, load_agent};
 use crate::commit::{SliceSummary, write_back};
 use crate::errors::SupervisorError;
 use crate::prompt::{PromptFor, prompt_values};
+use crate::renew::Renewal;
+use crate::shutdown::Shutdown;
 use crate::slice::{SliceEnv, judge, launch_spec, process_identity, run_slice};
 use crate::writeback::Finished;
 
 /// A lease outlives the slice's wall-time limit by this much, so it cannot expire while the
 /// slice is still being stopped and written back.
 const LEASE_MARGIN: Duration = Duration::from_secs(60);
+/// The longest claim taken at once; see [`lease_ttl`].
+const LEASE_MAX: Duration = Duration::from_secs(10 * 60);
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -29,6 +34,8 @@ pub struct RunOnce {
     pub agent: Option<String>,
     /// The running loopx executable (the demo adapter launches it).
     pub loopx_exe: PathBuf,
+    /// Stops the slice when the supervisor is asked to stop.
+    pub shutdown: Arc<Shutdown>,
 }
 
 /// A step worth telling the user about, as it happens.
@@ -47,6 +54,7 @@ pub enum Step<'a> {
         held: bool,
     },
     Started {
+        agent: &'a str,
         slice: SliceId,
         kind: SliceKind,
         todo: Option<TodoId>,
@@ -70,6 +78,13 @@ pub enum Once {
         decision: Decision,
         until: Option<Timestamp>,
         reason: String,
+    },
+    /// Someone else got there between the decision and the claim (a peer claimed the todo, or
+    /// another supervisor started a slice on it): decide again.
+    Contended {
+        agent: String,
+        decision: Decision,
+        why: String,
     },
     /// A slice ran.
     Ran {
@@ -96,7 +111,10 @@ pub fn run_once(req: &RunOnce, on_step: &mut dyn FnMut(Step<'_>)) -> Result<Once
     let setup = load_agent(&req.project, agents, req.agent.as_deref())?;
     let name = setup.agent.name.to_string();
     let state = store.read(|s| DecisionState::read(s, setup.view.clone(), now))?;
-    let decision = state.decide();
+    let mut decision = state.decide();
+    if decision.decision == DecisionKind::Ask && decision.gate.is_none() {
+        decision.gate = open_stall_gate(&store, &setup, &decision, now)?;
+    }
     on_step(Step::Decided {
         agent: &name,
         decision: &decision,
@@ -123,7 +141,17 @@ pub fn run_once(req: &RunOnce, on_step: &mut dyn FnMut(Step<'_>)) -> Result<Once
         .map(|(id, _)| id.parse())
         .transpose()
         .map_err(KernelError::from)?;
-    let claim = claim(&store, &setup, todo, now)?;
+    let claim = match claim(&store, &setup, todo, now) {
+        Ok(claim) => claim,
+        Err(SupervisorError::Kernel(KernelError::Conflict(c))) if lost_race(&c) => {
+            return Ok(Once::Contended {
+                agent: name,
+                decision,
+                why: c.to_string(),
+            });
+        }
+        Err(e) => return Err(e),
+    };
     if let Some(todo) = claim.todo {
         on_step(Step::Claimed {
             agent: &name,
@@ -146,11 +174,62 @@ pub fn run_once(req: &RunOnce, on_step: &mut dyn FnMut(Step<'_>)) -> Result<Once
         Err(e) => return Err(e.into()),
     }
     drop(store);
-    let slice = run_slice_once(req, &setup, goal.as_ref(), claim, kind, permission, on_step)?;
-    Ok(Once::Ran {
-        decision,
-        slice: Box::new(slice),
-    })
+    match run_slice_once(req, &setup, goal.as_ref(), claim, kind, permission, on_step) {
+        Ok(slice) => Ok(Once::Ran {
+            decision,
+            slice: Box::new(slice),
+        }),
+        Err(SupervisorError::Kernel(KernelError::Conflict(c))) if lost_race(&c) => {
+            Ok(Once::Contended {
+                agent: name,
+                decision,
+                why: c.to_string(),
+            })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Conflicts that mean a peer got there first, not that anything is wrong.
+fn lost_race(c: &Conflict) -> bool {
+    matches!(
+        c,
+        Conflict::Claimed { .. }
+            | Conflict::SliceRunning { .. }
+            | Conflict::PlanRunning { .. }
+            | Conflict::StaleEpoch { .. }
+            | Conflict::NotHolder { .. }
+    )
+}
+
+/// Opens the gate a stalled todo needs: the decision says ask, and no gate asks yet. Returns
+/// the gate as the decision shows it.
+fn open_stall_gate(
+    store: &Store,
+    setup: &AgentSetup,
+    decision: &Decision,
+    now: Timestamp,
+) -> Result<Option<(String, String)>, SupervisorError> {
+    let Some(todo) = decision.stalled.as_deref() else {
+        return Ok(None);
+    };
+    let id: TodoId = todo.parse().map_err(KernelError::from)?;
+    let title = store
+        .read(|s| s.todo(id))?
+        .map(|t| t.title)
+        .unwrap_or_default();
+    let gate = loopx_kernel::store::NewGate {
+        question: format!(
+            "Todo {id} ({title}) has gone several slices without progress: should agents retry it, or should it be dropped or reworded?"
+        ),
+        options: vec!["retry".into(), "drop it".into(), "reword it".into()],
+        context: decision.reason.clone(),
+        blocks: loopx_kernel::model::Blocks::Todos(vec![id]),
+    };
+    let Applied::Gate(gate) = store.apply(Op::GateAsk(gate), &actor(setup), now)? else {
+        unreachable!("a gate ask yields the gate")
+    };
+    Ok(Some((gate.id.to_string(), gate.question)))
 }
 
 /// The level the slice runs at: the profile's, capped by the goal's.
@@ -203,11 +282,10 @@ fn claim(
             taken: false,
         });
     }
-    let limits = &setup.loaded.profile.limits;
     let op = Op::TodoClaim {
         todo: id,
         agent: me.clone(),
-        ttl: limits.max_time + limits.grace + LEASE_MARGIN,
+        ttl: lease_ttl(setup),
     };
     let Applied::Todo(claimed) = store.apply(op, &actor(setup), now)? else {
         unreachable!("a claim yields the todo")
@@ -217,6 +295,14 @@ fn claim(
         epoch: Some(claimed.epoch),
         taken: true,
     })
+}
+
+/// How long a claim lasts before it must be renewed: the slice's whole run (wall time, grace,
+/// a margin) up to [`LEASE_MAX`]. A longer slice renews it while it runs, so a supervisor that
+/// dies frees its todo within minutes, not after the slice's whole limit.
+fn lease_ttl(setup: &AgentSetup) -> Duration {
+    let limits = &setup.loaded.profile.limits;
+    (limits.max_time + limits.grace + LEASE_MARGIN).min(LEASE_MAX)
 }
 
 /// Who writes on the slice's behalf.
@@ -271,6 +357,7 @@ fn run_slice_once(
     drop(store);
     let log = started.log.clone().unwrap_or_default();
     on_step(Step::Started {
+        agent: setup.agent.name.as_str(),
         slice: started.id,
         kind,
         todo: claim.todo,
@@ -296,16 +383,38 @@ fn run_slice_once(
     }
     let mut pid = None;
     let parser = Parser::for_adapter(&setup.loaded.adapter);
-    let ran = runtime.block_on(run_slice(spec, stdin, parser, |spawned| {
+    let renewal = claim.epoch.zip(claim.todo).map(|(epoch, todo)| {
+        Renewal::start(
+            req.project.clone(),
+            setup.agent.name.clone(),
+            todo,
+            epoch,
+            lease_ttl(setup),
+        )
+    });
+    let ran = runtime.block_on(run_slice(spec, stdin, parser, |spawned, control| {
         pid = Some(spawned);
+        if let Some(renewal) = &renewal {
+            renewal.stop_slice_if_lost(control.clone());
+        }
+        req.shutdown.register(started.id.0, control);
         record_spawned(&req.project, setup, started.id, spawned);
         on_step(Step::Spawned {
             slice: started.id,
             pid: spawned,
         });
     }));
+    req.shutdown.unregister(started.id.0);
+    let lost_claim = renewal.and_then(Renewal::finish);
     let ended_at = Timestamp::now();
-    let judged = judge(&ran);
+    let mut judged = judge(&ran);
+    if judged.outcome == "interrupted" {
+        if let Some(why) = lost_claim {
+            judged.reason = format!("the slice was stopped: it lost its claim ({why})");
+        } else if let Some(why) = req.shutdown.reason() {
+            judged.reason = format!("shutdown: loopx was stopped ({why}) during the slice");
+        }
+    }
     let usage = ran.summary.usage();
     let bytes = ran.report.as_ref().map_or(0, |r| r.bytes_total);
     let finished = Finished {
@@ -370,6 +479,7 @@ fn start(
             .collect(),
         limit_secs: plan.limits.max_time.as_secs(),
         log: Some(slice_file(SLICE_PLACEHOLDER, "log")),
+        owner: Some(process_identity(std::process::id())),
     };
     let Applied::Slice(record) =
         store.apply(Op::SliceStart(new), &actor(setup), Timestamp::now())?

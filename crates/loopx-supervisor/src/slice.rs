@@ -4,6 +4,6 @@ mod launch;
 mod outcome;
 mod stream;
 
-pub(crate) use launch::{SliceEnv, launch_spec, process_identity};
+pub(crate) use launch::{SliceEnv, is_alive, launch_spec, marker, process_identity};
 pub(crate) use outcome::judge;
 pub(crate) use stream::run_slice;

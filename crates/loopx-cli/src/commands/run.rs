@@ -1,19 +1,25 @@
-//! `loopx run --once`: one decision and at most one slice of one agent (DESIGN §1, §6).
+//! `loopx run`: every agent's loop until the goal is done (DESIGN §1, §6), and `loopx run
+//! --once`: one decision and at most one slice of one agent.
 //!
-//! The lifecycle lives in `loopx-supervisor`; this prints its steps, one line each on stderr,
-//! and with `--json` one object on stdout at the end (shape in `docs/cli.md`).
+//! The lifecycle lives in `loopx-supervisor`; this prints its progress, one line per event on
+//! stderr (with `--json`, the loop's events as JSON lines on stdout, and `--once`'s one object
+//! at the end; shapes in `docs/cli.md`), and maps how the loop ended to an exit code.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use loopx_kernel::Timestamp;
 use loopx_kernel::time::short_duration;
 use loopx_quota::DecisionKind;
-use loopx_supervisor::{Once, RunOnce, SliceSummary, Step};
+use loopx_supervisor::{
+    EndReason, OnGate, Once, RunEvent, RunLoop, RunOnce, Shutdown, SliceSummary, Step,
+};
 use serde::Serialize;
 
-use crate::args::RunArgs;
+use crate::args::{OnGateArg, RunArgs};
 use crate::context::{Ctx, slice_id};
 use crate::errors::ExpectedError;
+use crate::exit_code;
 
 /// `--json`: the decision, and the slice when one ran.
 #[derive(Debug, Serialize)]
@@ -34,11 +40,6 @@ struct GateJson<'a> {
 }
 
 pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
-    if !args.once {
-        return Err(ExpectedError::Usage(
-            "`loopx run` runs one slice at a time for now\n(hint: `loopx run --once`)".to_owned(),
-        ));
-    }
     // An agent that starts a supervisor would run agents of its own, outside every limit.
     if let Some(slice) = slice_id() {
         return Err(ExpectedError::Usage(format!(
@@ -47,10 +48,74 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
     }
     let loopx_exe = std::env::current_exe()
         .map_err(|e| ExpectedError::Usage(format!("cannot find the loopx executable: {e}")))?;
+    if args.once {
+        if args.agent.len() > 1 {
+            return Err(ExpectedError::Usage(
+                "`loopx run --once` runs one agent: give `--agent` at most once".to_owned(),
+            ));
+        }
+        return run_once(ctx, args.agent.into_iter().next(), loopx_exe);
+    }
+    let run_for = args
+        .run_for
+        .as_deref()
+        .map(|text| super::duration("--for", text))
+        .transpose()?;
+    let shutdown = Arc::new(Shutdown::new());
+    loopx_supervisor::handle_signals(Arc::clone(&shutdown))
+        .map_err(|e| ExpectedError::Usage(format!("cannot handle signals: {e}")))?;
+    let req = RunLoop {
+        project: ctx.project()?,
+        agents: args.agent,
+        loopx_exe,
+        max_slices: args.max_slices,
+        run_for,
+        on_gate: match args.on_gate {
+            Some(OnGateArg::Exit) => OnGate::Exit,
+            Some(OnGateArg::Wait) | None => OnGate::Wait,
+        },
+        shutdown,
+    };
+    let json = ctx.json;
+    let end = loopx_supervisor::run_loop(&req, &mut |event| {
+        if json {
+            let mut out = std::io::stdout().lock();
+            if serde_json::to_writer(&mut out, event).is_ok() {
+                let _ = writeln!(out);
+                let _ = out.flush();
+            }
+        } else {
+            say(&event_line(event));
+        }
+    })?;
+    match end.reason {
+        EndReason::Goal | EndReason::MaxSlices | EndReason::Time => Ok(()),
+        EndReason::Gate => Err(ExpectedError::Reported {
+            summary: "halted: a person must answer a gate (`loopx gate list`)".to_owned(),
+            code: exit_code::HALTED_ON_GATE,
+        }),
+        EndReason::Shutdown => Err(ExpectedError::Reported {
+            summary: "interrupted: running slices were stopped and recorded".to_owned(),
+            code: exit_code::INTERRUPTED,
+        }),
+        EndReason::Error => Err(end.error.map_or_else(
+            || ExpectedError::Usage("no agent could run".to_owned()),
+            ExpectedError::Supervisor,
+        )),
+    }
+}
+
+/// `loopx run --once`.
+fn run_once(
+    ctx: &mut Ctx,
+    agent: Option<String>,
+    loopx_exe: std::path::PathBuf,
+) -> Result<(), ExpectedError> {
     let req = RunOnce {
         project: ctx.project()?,
-        agent: args.agent,
+        agent,
         loopx_exe,
+        shutdown: Arc::new(Shutdown::new()),
     };
     let once = loopx_supervisor::run_once(&req, &mut |step| say(&step_line(&step)))?;
     let (agent, decision, slice) = match &once {
@@ -78,6 +143,17 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
             (agent.as_str(), wait, None)
         }
         Once::Ran { decision, slice } => (slice.agent.as_str(), decision.clone(), Some(&**slice)),
+        Once::Contended {
+            agent,
+            decision,
+            why,
+        } => {
+            say(&format!("{agent}: a peer got there first: {why}"));
+            let mut quiet = decision.clone();
+            quiet.decision = DecisionKind::Quiet;
+            quiet.reason = format!("a peer got there first: {why}");
+            (agent.as_str(), quiet, None)
+        }
     };
     if ctx.json {
         let wake_at = match &once {
@@ -126,6 +202,7 @@ fn step_line(step: &Step<'_>) -> String {
             kind,
             todo,
             log,
+            ..
         } => {
             let on = todo.map(|t| format!(" on {t}")).unwrap_or_default();
             let kind = loopx_supervisor::prompt::kind_name(*kind);
@@ -174,4 +251,90 @@ fn ended_line(s: &SliceSummary) -> String {
         line.push_str(&format!("\nslice {}: {}", s.id, wrote.join("; ")));
     }
     line
+}
+
+/// The progress line of a loop event.
+fn event_line(event: &RunEvent) -> String {
+    match event {
+        RunEvent::Running { agents, pid } => {
+            format!("loopx run (pid {pid}): agents {}", agents.join(", "))
+        }
+        RunEvent::Recovered(r) => {
+            let todo = r
+                .todo
+                .as_deref()
+                .map(|t| format!(" on {t}"))
+                .unwrap_or_default();
+            let stopped = if r.stopped.is_empty() {
+                String::new()
+            } else {
+                format!(", stopped {} leftover process(es)", r.stopped.len())
+            };
+            let released = if r.released { ", claim released" } else { "" };
+            format!(
+                "recovered slice {} of {}{todo}: its supervisor is gone; recorded interrupted{stopped}{released}",
+                r.slice, r.agent
+            )
+        }
+        RunEvent::SliceStarted {
+            agent,
+            slice,
+            kind,
+            todo,
+            log,
+        } => {
+            let on = todo
+                .as_deref()
+                .map(|t| format!(" on {t}"))
+                .unwrap_or_default();
+            format!("{agent}: slice {slice} started: {kind}{on} (log {log})")
+        }
+        RunEvent::SliceEnded(s) => format!("{}: {}", s.agent, ended_line(s)),
+        RunEvent::Paused {
+            agent,
+            until,
+            reason,
+        } => {
+            let until = until.map_or_else(|| "resumed by a person".to_owned(), |u| u.to_string());
+            format!("{agent}: paused until {until}: {reason}")
+        }
+        RunEvent::Resumed { agent } => format!("{agent}: resumed"),
+        RunEvent::Question {
+            agent,
+            gate,
+            question,
+            options,
+            answer_with,
+        } => {
+            let options = if options.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", options.join(" / "))
+            };
+            format!(
+                "{agent}: waiting on gate {gate}: {question}{options}\nanswer with: {answer_with}"
+            )
+        }
+        RunEvent::Quiet { agent, reason } => format!("{agent}: quiet: {reason}"),
+        RunEvent::AgentStopped { agent, reason } => format!("{agent}: stopped: {reason}"),
+        RunEvent::AgentError { agent, error } => format!("{agent}: error: {error}"),
+        RunEvent::Stopping { reason } => {
+            format!("{reason}: stopping running slices (again to kill them at once)")
+        }
+        RunEvent::Finished {
+            reason,
+            slices,
+            detail,
+        } => {
+            let why = match reason {
+                EndReason::Goal => "done",
+                EndReason::MaxSlices => "slice limit reached",
+                EndReason::Time => "time is up",
+                EndReason::Gate => "halted on a gate",
+                EndReason::Shutdown => "interrupted",
+                EndReason::Error => "no agent could run",
+            };
+            format!("loopx run ended ({why}) after {slices} slice(s): {detail}")
+        }
+    }
 }

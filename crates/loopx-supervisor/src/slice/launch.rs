@@ -107,6 +107,19 @@ pub(crate) fn process_identity(pid: u32) -> ProcessIdentity {
     }
 }
 
+/// Whether the process `id` names still runs: same pid, start time and boot, and not a zombie.
+/// A reused pid has another start time; a reboot has another boot id.
+pub(crate) fn is_alive(id: &ProcessIdentity) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", id.pid)) else {
+        return false;
+    };
+    let state = stat
+        .rfind(')')
+        .and_then(|end| stat[end + 1..].split_whitespace().next());
+    let dead = matches!(state, Some("Z" | "X" | "x"));
+    !dead && id.start_ticks != 0 && process_identity(id.pid) == *id
+}
+
 /// Field 22 of a `/proc/<pid>/stat` line. The command name (field 2) may hold spaces and
 /// parentheses, so fields are counted after its last `)`.
 fn start_ticks(stat: &str) -> Option<u64> {
@@ -131,6 +144,22 @@ mod tests {
         let me = process_identity(std::process::id());
         assert!(me.start_ticks > 0);
         assert!(!me.boot_id.is_empty());
+    }
+
+    #[test]
+    fn a_process_is_alive_only_with_its_own_start_time() {
+        let me = process_identity(std::process::id());
+        assert!(is_alive(&me));
+        let reused = ProcessIdentity {
+            start_ticks: me.start_ticks + 1,
+            ..me.clone()
+        };
+        assert!(!is_alive(&reused), "same pid, another start time");
+        let rebooted = ProcessIdentity {
+            boot_id: "another boot".into(),
+            ..me
+        };
+        assert!(!is_alive(&rebooted));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Spawning the slice and reading its output through the adapter's parser.
 
 use loopx_adapters::{Parser, StreamSummary};
-use loopx_pty::{LaunchSpec, SliceEvent, SliceExit, SliceReport, spawn_slice};
+use loopx_pty::{LaunchSpec, SliceControl, SliceEvent, SliceExit, SliceReport, spawn_slice};
 
 /// What running the process gave.
 #[derive(Debug)]
@@ -12,24 +12,25 @@ pub(crate) struct Ran {
     pub summary: StreamSummary,
 }
 
-/// Spawns `spec`, calls `spawned(pid)` once the process exists (to record it), feeds every
+/// Spawns `spec`, calls `spawned(pid, control)` once the process exists (to record it and
+/// make it stoppable), feeds every
 /// output chunk to `parser` as it arrives, and waits for the end and the sweep.
 pub(crate) async fn run_slice(
     spec: LaunchSpec,
     stdin: Option<Vec<u8>>,
     mut parser: Parser,
-    spawned: impl FnOnce(u32),
+    spawned: impl FnOnce(u32, SliceControl),
 ) -> Ran {
     let (mut slice, mut events) = match spawn_slice(spec) {
         Ok(pair) => pair,
         Err(e) => {
             return Ran {
-                report: Err(error_chain(&e)),
+                report: Err(crate::errors::chain(&e)),
                 summary: parser.into_summary(),
             };
         }
     };
-    spawned(slice.pid());
+    spawned(slice.pid(), slice.control());
     if let Some(bytes) = stdin
         && let Err(e) = slice.send_input(bytes)
     {
@@ -48,23 +49,11 @@ pub(crate) async fn run_slice(
         }
     }
     parser.finish(jiff::Timestamp::now());
-    let report = slice.wait().await.map_err(|e| error_chain(&e));
+    let report = slice.wait().await.map_err(|e| crate::errors::chain(&e));
     Ran {
         report,
         summary: parser.into_summary(),
     }
-}
-
-/// An error and its causes on one line, for evidence.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The exit code to classify with: the agent's own code when it exited by itself.

@@ -6,7 +6,7 @@ use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId, SliceId};
 use crate::limits;
 use crate::model::{
     Agent, Answer, Blocks, EventKind, Evidence, Gate, GateState, Goal, GoalStatus, Handoff,
-    PermissionLevel, ProcessIdentity, SliceRecord, Todo,
+    PermissionLevel, ProcessIdentity, SliceKind, SliceRecord, Todo,
 };
 use crate::store::tables::{self, counter};
 use crate::store::writer::Writer;
@@ -384,20 +384,8 @@ pub(super) fn slice_start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, Kern
             }
             .into());
         }
-        // Two supervisors may run the same agent; its live lease must not let both work on
-        // the todo at once.
-        for running in w.running_ids()? {
-            let other: SliceRecord =
-                w.require(tables::SLICES, running, "slice", SliceId(running))?;
-            if other.todo == Some(todo_id) {
-                return Err(Conflict::SliceRunning {
-                    todo: todo_id,
-                    slice: other.id.to_string(),
-                }
-                .into());
-            }
-        }
     }
+    refuse_overlap(w, &new)?;
     let id = SliceId(w.next_id(counter::SLICE)?);
     let named = |text: String| text.replace(super::op::SLICE_PLACEHOLDER, &id.to_string());
     let record = SliceRecord {
@@ -432,6 +420,30 @@ pub(super) fn slice_start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, Kern
         kind: record.kind,
     })?;
     Ok(Applied::Slice(record))
+}
+
+/// One slice at a time per todo, and one planning slice at a time. Two supervisors may run the
+/// same agent: its live lease alone must not let both work on the todo at once, and two
+/// planners would propose the same todos twice.
+fn refuse_overlap(w: &Writer<'_>, new: &NewSlice) -> Result<(), KernelError> {
+    for running in w.running_ids()? {
+        let other: SliceRecord = w.require(tables::SLICES, running, "slice", SliceId(running))?;
+        if let Some(todo) = new.todo.filter(|t| other.todo == Some(*t)) {
+            return Err(Conflict::SliceRunning {
+                todo,
+                slice: other.id.to_string(),
+            }
+            .into());
+        }
+        if new.kind == SliceKind::Plan && other.kind == SliceKind::Plan {
+            return Err(Conflict::PlanRunning {
+                agent: other.agent.to_string(),
+                slice: other.id.to_string(),
+            }
+            .into());
+        }
+    }
+    Ok(())
 }
 
 fn running_slice(w: &Writer<'_>, id: SliceId) -> Result<SliceRecord, KernelError> {

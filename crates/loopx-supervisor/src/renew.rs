@@ -1,0 +1,100 @@
+//! Renewing a slice's claim while it runs.
+//!
+//! A claim is taken for at most ten minutes (`once.rs`, `lease_ttl`), so a supervisor that dies
+//! frees its todo soon. While the slice runs, a thread renews the claim every third of that;
+//! if the kernel refuses (the claim moved on: a person released it, or it expired while the
+//! machine slept and a peer took it), the slice is stopped, because two agents must never work
+//! on one todo.
+
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use loopx_kernel::{AgentName, KernelError, Op, Project, Store, Timestamp, TodoId};
+use loopx_pty::SliceControl;
+
+#[derive(Debug, Default)]
+struct Shared {
+    control: Option<SliceControl>,
+    /// Why the claim was lost, once it was.
+    lost: Option<String>,
+}
+
+/// The renewing thread of one slice.
+#[derive(Debug)]
+pub(crate) struct Renewal {
+    done: mpsc::Sender<()>,
+    shared: Arc<Mutex<Shared>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Renewal {
+    pub(crate) fn start(
+        project: Project,
+        agent: AgentName,
+        todo: TodoId,
+        epoch: u64,
+        ttl: Duration,
+    ) -> Renewal {
+        let (done, stop) = mpsc::channel::<()>();
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let mine = Arc::clone(&shared);
+        let every = ttl / 3;
+        let thread = std::thread::Builder::new()
+            .name("loopx-renew".into())
+            .spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(every) {
+                    let op = Op::TodoRenew {
+                        todo,
+                        agent: agent.clone(),
+                        epoch,
+                        ttl,
+                    };
+                    let actor = format!("agent:{agent}");
+                    let renewed = Store::open(&project)
+                        .and_then(|s| s.apply(op, &actor, Timestamp::now()).map(drop));
+                    match renewed {
+                        Ok(()) => {}
+                        Err(KernelError::Conflict(c)) => {
+                            tracing::warn!(%todo, error = %c, "the slice lost its claim; stopping it");
+                            let mut shared = mine.lock().unwrap_or_else(|p| p.into_inner());
+                            shared.lost = Some(c.to_string());
+                            if let Some(control) = &shared.control {
+                                control.stop();
+                            }
+                            return;
+                        }
+                        // A busy or unreadable store: the claim still has two thirds of its
+                        // time; try again at the next turn.
+                        Err(e) => tracing::warn!(%todo, error = %e, "could not renew the claim"),
+                    }
+                }
+            })
+            .ok();
+        Renewal {
+            done,
+            shared,
+            thread,
+        }
+    }
+
+    /// The slice to stop if the claim is lost (at once if it already was).
+    pub(crate) fn stop_slice_if_lost(&self, control: SliceControl) {
+        let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        if shared.lost.is_some() {
+            control.stop();
+        }
+        shared.control = Some(control);
+    }
+
+    /// Stops renewing; returns why the claim was lost, if it was.
+    pub(crate) fn finish(mut self) -> Option<String> {
+        let _ = self.done.send(());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        let shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        shared.lost.clone()
+    }
+}

@@ -1,0 +1,679 @@
+//! `loopx run`: every agent's loop, concurrently, until the goal is done or a limit is reached
+//! (DESIGN §1).
+//!
+//! One coordinator thread owns the schedule; each decision-and-slice ([`run_once`]) runs on a
+//! worker thread of its own, so peers work at the same time. The coordinator keeps, per agent,
+//! only when to decide next and what it last showed the user; everything else is re-read from
+//! the kernel at every decision, so a second supervisor, a person at another terminal and the
+//! agents' own `loopx report` calls all act on the same state.
+//!
+//! Sleeping: an agent told to `wait` sleeps until its `wake_at`; `quiet` and `ask` sleep until
+//! something changes. Every committed change rings the project's doorbell
+//! ([`loopx_kernel::doorbell`]), which wakes the coordinator within a moment; a periodic
+//! re-check (and recovery of orphans) covers changes that ring nothing, such as a peer's lease
+//! expiring. A sleeping coordinator blocks in `recv_timeout` and uses no CPU.
+//!
+//! Messages from workers, the doorbell and the signal handler arrive on one channel, and the
+//! coordinator emits every [`RunEvent`] itself, so events are in the order things happened.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use loopx_kernel::doorbell::{self, Listener};
+use loopx_kernel::{KernelError, Project, Store, StoreError, Timestamp};
+use loopx_quota::{Decision, DecisionKind};
+use serde::Serialize;
+
+use crate::commit::SliceSummary;
+use crate::errors::SupervisorError;
+use crate::once::{Once, RunOnce, Step, run_once};
+use crate::prompt::kind_name;
+use crate::recover::{Recovered, recover};
+use crate::shutdown::Shutdown;
+
+/// How often an agent that is quiet, asked or held until resumed decides again even when
+/// nothing rang: a peer's lease may expire, and a doorbell may be unavailable.
+const RECHECK: Duration = Duration::from_secs(30);
+/// How often orphaned slices of dead peers are looked for while running.
+const RECOVER_EVERY: Duration = Duration::from_secs(60);
+/// How long a store that stayed busy, or another passing error, keeps an agent waiting.
+const RETRY_AFTER_ERROR: Duration = Duration::from_secs(5);
+
+/// What `--on-gate` says to do when a person must answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnGate {
+    /// Show the question once, keep the other agents working, wait for the answer.
+    #[default]
+    Wait,
+    /// Exit (with the "halted on a gate" code) once no agent can go on.
+    Exit,
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunLoop {
+    pub project: Project,
+    /// The agents to run; empty means every registered agent.
+    pub agents: Vec<String>,
+    pub loopx_exe: PathBuf,
+    /// Stop after this many slices (counting every agent's).
+    pub max_slices: Option<u64>,
+    /// Start no slice after this long; running ones finish.
+    pub run_for: Option<Duration>,
+    pub on_gate: OnGate,
+    pub shutdown: Arc<Shutdown>,
+}
+
+/// Why the loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// Every agent's loop ended: the goal is done, paused, or missing.
+    Goal,
+    /// `--max-slices` slices ran.
+    MaxSlices,
+    /// `--for` passed.
+    Time,
+    /// `--on-gate exit`: a person must answer and no agent can go on.
+    Gate,
+    /// A signal asked loopx to stop.
+    Shutdown,
+    /// Every agent failed to run (a broken profile, say): see the errors.
+    Error,
+}
+
+/// One line of progress (`--json`: one JSON object per line; fields in `docs/cli.md`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum RunEvent {
+    /// The loop started.
+    Running {
+        agents: Vec<String>,
+        pid: u32,
+    },
+    /// An orphaned slice of a dead supervisor was closed.
+    Recovered(Recovered),
+    SliceStarted {
+        agent: String,
+        slice: String,
+        kind: &'static str,
+        todo: Option<String>,
+        log: String,
+    },
+    SliceEnded(SliceSummary),
+    /// The agent waits for quota or a vendor limit (`until: None`: until a person resumes).
+    Paused {
+        agent: String,
+        until: Option<Timestamp>,
+        reason: String,
+    },
+    /// The agent runs again after a pause.
+    Resumed {
+        agent: String,
+    },
+    /// A person must answer; shown once per gate.
+    Question {
+        agent: String,
+        gate: String,
+        question: String,
+        options: Vec<String>,
+        answer_with: String,
+    },
+    /// Nothing for the agent to do now.
+    Quiet {
+        agent: String,
+        reason: String,
+    },
+    /// The agent's loop ended (the goal is done or paused, or the agent cannot run).
+    AgentStopped {
+        agent: String,
+        reason: String,
+    },
+    /// Something went wrong deciding for or running the agent; it tries again later.
+    AgentError {
+        agent: String,
+        error: String,
+    },
+    /// A stop was requested; running slices are being stopped.
+    Stopping {
+        reason: String,
+    },
+    /// The loop ended.
+    Finished {
+        reason: EndReason,
+        slices: u64,
+        detail: String,
+    },
+}
+
+/// How the loop ended.
+#[derive(Debug)]
+pub struct RunEnd {
+    pub reason: EndReason,
+    pub slices: u64,
+    /// The first error that stopped an agent, for [`EndReason::Error`].
+    pub error: Option<SupervisorError>,
+}
+
+/// What a worker or the outside world tells the coordinator.
+enum Msg {
+    /// The decision a worker made (it may go on to run a slice).
+    Decided(usize, Decision),
+    /// A worker's slice started.
+    Started(RunEvent),
+    /// A worker finished.
+    Done(usize, Result<Once, SupervisorError>),
+    /// The doorbell rang, or a stop was requested: look again.
+    Wake,
+}
+
+/// What the coordinator knows of one agent.
+#[derive(Debug)]
+struct Slot {
+    name: String,
+    busy: bool,
+    /// When to decide next; `None`: when something changes.
+    due: Option<Instant>,
+    /// The last decision, for `--on-gate exit`.
+    last: Option<DecisionKind>,
+    /// Paused (so the next slice is announced as a resume).
+    paused: bool,
+    /// What was last shown for it, so a repeated decision is not shown again.
+    shown: Option<String>,
+    /// The agent's loop ended, and why.
+    ended: Option<String>,
+}
+
+/// Runs every agent until the goal is done, a limit is reached, or a stop is requested.
+pub fn run_loop(req: &RunLoop, emit: &mut dyn FnMut(&RunEvent)) -> Result<RunEnd, SupervisorError> {
+    let names = agent_names(req)?;
+    if let Err(e) = loopx_pty::become_child_subreaper() {
+        tracing::warn!(error = %e, "cannot become a child subreaper; orphans go to init");
+    }
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let waker = tx.clone();
+    req.shutdown.wake_with(move || {
+        let _ = waker.send(Msg::Wake);
+    });
+    let bell = Bell::start(&req.project, tx.clone());
+    emit(&RunEvent::Running {
+        agents: names.clone(),
+        pid: std::process::id(),
+    });
+    let mut coordinator = Coordinator {
+        req,
+        slots: names
+            .into_iter()
+            .map(|name| Slot {
+                name,
+                busy: false,
+                due: Some(Instant::now()),
+                last: None,
+                paused: false,
+                shown: None,
+                ended: None,
+            })
+            .collect(),
+        tx,
+        slices: 0,
+        asked: BTreeSet::new(),
+        started: Instant::now(),
+        first_error: None,
+    };
+    coordinator.recover(emit);
+    let end = coordinator.run(&rx, emit);
+    bell.stop(&req.project);
+    end
+}
+
+/// The agents to run: the named ones (each must exist), or every registered one.
+fn agent_names(req: &RunLoop) -> Result<Vec<String>, SupervisorError> {
+    let registered: Vec<String> = Store::open_read(&req.project)?
+        .read(|s| s.agents())?
+        .into_iter()
+        .map(|a| a.name.to_string())
+        .collect();
+    if req.agents.is_empty() {
+        if registered.is_empty() {
+            return Err(SupervisorError::NoAgent);
+        }
+        return Ok(registered);
+    }
+    let mut names = Vec::new();
+    for name in &req.agents {
+        if !registered.contains(name) {
+            return Err(SupervisorError::UnknownAgent { name: name.clone() });
+        }
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    Ok(names)
+}
+
+struct Coordinator<'r> {
+    req: &'r RunLoop,
+    slots: Vec<Slot>,
+    tx: Sender<Msg>,
+    /// Slices run so far.
+    slices: u64,
+    /// Gates whose question was shown.
+    asked: BTreeSet<String>,
+    started: Instant,
+    first_error: Option<SupervisorError>,
+}
+
+impl Coordinator<'_> {
+    fn run(
+        &mut self,
+        rx: &Receiver<Msg>,
+        emit: &mut dyn FnMut(&RunEvent),
+    ) -> Result<RunEnd, SupervisorError> {
+        let mut announced_stop = false;
+        let mut last_recovery = Instant::now();
+        loop {
+            let now = Instant::now();
+            let stopping = self.req.shutdown.requested();
+            if stopping && !announced_stop {
+                announced_stop = true;
+                emit(&RunEvent::Stopping {
+                    reason: self.req.shutdown.reason().unwrap_or_default(),
+                });
+            }
+            let out_of_time = self.req.run_for.is_some_and(|d| now >= self.started + d);
+            let busy = self.slots.iter().filter(|s| s.busy).count() as u64;
+            let budget_spent = self
+                .req
+                .max_slices
+                .is_some_and(|max| self.slices + busy >= max);
+            if !stopping && !out_of_time && !budget_spent {
+                self.start_due(now);
+            }
+            if self.slots.iter().all(|s| !s.busy)
+                && let Some((reason, detail)) = self.end(stopping, out_of_time)
+            {
+                emit(&RunEvent::Finished {
+                    reason,
+                    slices: self.slices,
+                    detail,
+                });
+                return Ok(RunEnd {
+                    reason,
+                    slices: self.slices,
+                    error: self.first_error.take(),
+                });
+            }
+            let timeout = self.sleep_for(now, stopping || out_of_time || budget_spent);
+            match rx.recv_timeout(timeout) {
+                Ok(msg) => self.handle(msg, emit),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    unreachable!("the coordinator holds a sender")
+                }
+            }
+            while let Ok(msg) = rx.try_recv() {
+                self.handle(msg, emit);
+            }
+            if last_recovery.elapsed() >= RECOVER_EVERY && !stopping {
+                last_recovery = Instant::now();
+                self.recover(emit);
+            }
+        }
+    }
+
+    /// Starts a worker for every idle agent whose time has come.
+    fn start_due(&mut self, now: Instant) {
+        let budget = self.req.max_slices.map(|max| {
+            let busy = self.slots.iter().filter(|s| s.busy).count() as u64;
+            max.saturating_sub(self.slices + busy)
+        });
+        let mut left = budget.unwrap_or(u64::MAX);
+        for (idx, slot) in self.slots.iter_mut().enumerate() {
+            if left == 0 {
+                break;
+            }
+            if slot.busy || slot.ended.is_some() || slot.due.is_none_or(|due| due > now) {
+                continue;
+            }
+            slot.busy = true;
+            left -= 1;
+            let once = RunOnce {
+                project: self.req.project.clone(),
+                agent: Some(slot.name.clone()),
+                loopx_exe: self.req.loopx_exe.clone(),
+                shutdown: Arc::clone(&self.req.shutdown),
+            };
+            let tx = self.tx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("loopx-agent-{}", slot.name))
+                .spawn(move || {
+                    let result = run_once(&once, &mut |step| {
+                        if let Some(msg) = step_msg(idx, &step) {
+                            let _ = tx.send(msg);
+                        }
+                    });
+                    let _ = tx.send(Msg::Done(idx, result));
+                });
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "cannot start a worker thread");
+                slot.busy = false;
+                slot.due = Some(now + RETRY_AFTER_ERROR);
+            }
+        }
+    }
+
+    /// Whether the loop is over, once no worker runs.
+    fn end(&self, stopping: bool, out_of_time: bool) -> Option<(EndReason, String)> {
+        if stopping {
+            let why = self.req.shutdown.reason().unwrap_or_default();
+            return Some((EndReason::Shutdown, format!("stopped by {why}")));
+        }
+        if self.slots.iter().all(|s| s.ended.is_some()) {
+            let reasons: BTreeSet<&str> = self
+                .slots
+                .iter()
+                .filter_map(|s| s.ended.as_deref())
+                .collect();
+            let detail = reasons.into_iter().collect::<Vec<_>>().join("; ");
+            if self.first_error.is_some() && self.slots.iter().all(|s| s.last.is_none()) {
+                return Some((EndReason::Error, detail));
+            }
+            return Some((EndReason::Goal, detail));
+        }
+        if out_of_time {
+            return Some((EndReason::Time, "the --for time is up".to_owned()));
+        }
+        if let Some(max) = self.req.max_slices
+            && self.slices >= max
+        {
+            return Some((EndReason::MaxSlices, format!("{max} slice(s) ran")));
+        }
+        if self.req.on_gate == OnGate::Exit {
+            let waiting: Vec<&Slot> = self.slots.iter().filter(|s| s.ended.is_none()).collect();
+            let stuck = waiting
+                .iter()
+                .all(|s| matches!(s.last, Some(DecisionKind::Ask | DecisionKind::Quiet)));
+            let asked = waiting.iter().any(|s| s.last == Some(DecisionKind::Ask));
+            if stuck && asked {
+                return Some((
+                    EndReason::Gate,
+                    "a person must answer a gate, and no agent can go on until then".to_owned(),
+                ));
+            }
+        }
+        None
+    }
+
+    /// How long to block for the next message.
+    fn sleep_for(&self, now: Instant, draining: bool) -> Duration {
+        if draining {
+            // Only workers' ends matter now; they arrive as messages.
+            return RECOVER_EVERY;
+        }
+        let mut until = now + RECOVER_EVERY;
+        for slot in self.slots.iter().filter(|s| !s.busy && s.ended.is_none()) {
+            if let Some(due) = slot.due {
+                until = until.min(due);
+            }
+        }
+        if let Some(run_for) = self.req.run_for {
+            until = until.min(self.started + run_for);
+        }
+        until.saturating_duration_since(now)
+    }
+
+    fn handle(&mut self, msg: Msg, emit: &mut dyn FnMut(&RunEvent)) {
+        match msg {
+            Msg::Wake => {
+                let now = Instant::now();
+                for slot in self.slots.iter_mut().filter(|s| !s.busy) {
+                    slot.due = Some(now);
+                }
+            }
+            Msg::Decided(idx, decision) => {
+                let slot = &mut self.slots[idx];
+                if matches!(
+                    decision.decision,
+                    DecisionKind::Deliver | DecisionKind::Repair
+                ) && slot.paused
+                {
+                    slot.paused = false;
+                    slot.shown = None;
+                    emit(&RunEvent::Resumed {
+                        agent: slot.name.clone(),
+                    });
+                }
+            }
+            Msg::Started(event) => emit(&event),
+            Msg::Done(idx, result) => self.done(idx, result, emit),
+        }
+    }
+
+    fn done(
+        &mut self,
+        idx: usize,
+        result: Result<Once, SupervisorError>,
+        emit: &mut dyn FnMut(&RunEvent),
+    ) {
+        let now = Instant::now();
+        let slot = &mut self.slots[idx];
+        slot.busy = false;
+        let agent = slot.name.clone();
+        match result {
+            Ok(Once::Ran { decision, slice }) => {
+                self.slices += 1;
+                slot.last = Some(decision.decision);
+                slot.due = Some(now);
+                slot.shown = None;
+                emit(&RunEvent::SliceEnded(*slice));
+            }
+            Ok(Once::Contended { why, .. }) => {
+                tracing::debug!(agent, why, "a peer got there first; deciding again");
+                slot.due = Some(now + Duration::from_millis(fastrand::u64(50..250)));
+            }
+            Ok(Once::Refused {
+                decision,
+                until,
+                reason,
+                ..
+            }) => {
+                slot.last = Some(DecisionKind::Wait);
+                pause(slot, until, reason, emit);
+                tracing::debug!(agent, decided = ?decision.decision, "quota refused the slice");
+            }
+            Ok(Once::Decided { decision, .. }) => self.decided(idx, decision, emit),
+            Err(e) => self.failed(idx, e, emit),
+        }
+    }
+
+    fn decided(&mut self, idx: usize, decision: Decision, emit: &mut dyn FnMut(&RunEvent)) {
+        let now = Instant::now();
+        let slot = &mut self.slots[idx];
+        slot.last = Some(decision.decision);
+        let agent = slot.name.clone();
+        match decision.decision {
+            DecisionKind::Stop => {
+                slot.ended = Some(decision.reason.clone());
+                emit(&RunEvent::AgentStopped {
+                    agent,
+                    reason: decision.reason,
+                });
+            }
+            DecisionKind::Wait => {
+                let until = decision.wake_at.map(Timestamp);
+                pause(slot, until, decision.reason, emit);
+            }
+            DecisionKind::Ask => {
+                slot.due = Some(now + RECHECK);
+                if let Some((gate, question)) = decision.gate
+                    && self.asked.insert(gate.clone())
+                {
+                    let options = gate_options(&self.req.project, &gate);
+                    emit(&RunEvent::Question {
+                        agent,
+                        answer_with: format!("loopx gate answer {gate} \"ANSWER\""),
+                        gate,
+                        question,
+                        options,
+                    });
+                }
+            }
+            DecisionKind::Quiet => {
+                slot.due = Some(now + RECHECK);
+                if slot.shown.as_deref() != Some(decision.reason.as_str()) {
+                    slot.shown = Some(decision.reason.clone());
+                    emit(&RunEvent::Quiet {
+                        agent,
+                        reason: decision.reason,
+                    });
+                }
+            }
+            // `run_once` runs these; deciding them again at once is right if it did not.
+            DecisionKind::Deliver | DecisionKind::Repair => slot.due = Some(now),
+        }
+    }
+
+    fn failed(&mut self, idx: usize, e: SupervisorError, emit: &mut dyn FnMut(&RunEvent)) {
+        let slot = &mut self.slots[idx];
+        let agent = slot.name.clone();
+        let error = crate::errors::chain(&e);
+        let lasting = matches!(
+            e,
+            SupervisorError::Profile { .. }
+                | SupervisorError::UnknownAgent { .. }
+                | SupervisorError::NoAgent
+                | SupervisorError::Launch { .. }
+                | SupervisorError::NeedsApproval { .. }
+        ) || matches!(
+            e,
+            SupervisorError::Kernel(KernelError::Store(ref s)) if !matches!(s, StoreError::Busy { .. })
+        ) || matches!(e, SupervisorError::Kernel(KernelError::Project(_)));
+        emit(&RunEvent::AgentError {
+            agent: agent.clone(),
+            error: error.clone(),
+        });
+        if lasting {
+            slot.ended = Some(format!("{agent} cannot run: {error}"));
+            emit(&RunEvent::AgentStopped {
+                agent,
+                reason: format!("cannot run: {error}"),
+            });
+            if self.first_error.is_none() {
+                self.first_error = Some(e);
+            }
+        } else {
+            slot.due = Some(Instant::now() + RETRY_AFTER_ERROR);
+        }
+    }
+
+    /// Closes orphaned slices of dead supervisors.
+    fn recover(&mut self, emit: &mut dyn FnMut(&RunEvent)) {
+        match recover(&self.req.project) {
+            Ok(recovered) => {
+                for r in recovered {
+                    emit(&RunEvent::Recovered(r));
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "recovery of orphaned slices failed"),
+        }
+    }
+}
+
+/// Marks the agent paused until `until` and shows it once.
+fn pause(
+    slot: &mut Slot,
+    until: Option<Timestamp>,
+    reason: String,
+    emit: &mut dyn FnMut(&RunEvent),
+) {
+    let now = Instant::now();
+    slot.due = Some(match until {
+        Some(until) => {
+            let wait = until.0.saturating_sub(Timestamp::now().0);
+            now + Duration::from_millis(wait)
+        }
+        None => now + RECHECK,
+    });
+    slot.paused = true;
+    let key = format!("wait:{until:?}");
+    if slot.shown.as_deref() != Some(key.as_str()) {
+        slot.shown = Some(key);
+        emit(&RunEvent::Paused {
+            agent: slot.name.clone(),
+            until,
+            reason,
+        });
+    }
+}
+
+/// A gate's options, for showing its question.
+fn gate_options(project: &Project, gate: &str) -> Vec<String> {
+    let Ok(id) = gate.parse() else {
+        return Vec::new();
+    };
+    Store::open_read(project)
+        .and_then(|s| s.read(|s| s.gate(id)))
+        .ok()
+        .flatten()
+        .map(|g| g.options)
+        .unwrap_or_default()
+}
+
+/// The message a worker's step becomes, if the coordinator cares.
+fn step_msg(idx: usize, step: &Step<'_>) -> Option<Msg> {
+    match step {
+        Step::Decided { decision, .. } => Some(Msg::Decided(idx, (*decision).clone())),
+        Step::Started {
+            slice,
+            kind,
+            todo,
+            log,
+            agent,
+        } => Some(Msg::Started(RunEvent::SliceStarted {
+            agent: (*agent).to_owned(),
+            slice: slice.to_string(),
+            kind: kind_name(*kind),
+            todo: todo.map(|t| t.to_string()),
+            log: (*log).to_owned(),
+        })),
+        Step::Claimed { .. } | Step::Spawned { .. } | Step::Ended(_) => None,
+    }
+}
+
+/// The doorbell's listening thread: a ring becomes a [`Msg::Wake`].
+struct Bell {
+    closing: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Bell {
+    fn start(project: &Project, tx: Sender<Msg>) -> Bell {
+        let closing = Arc::new(AtomicBool::new(false));
+        let listener = Listener::bind(project);
+        let flag = Arc::clone(&closing);
+        let thread = std::thread::Builder::new()
+            .name("loopx-doorbell".into())
+            .spawn(move || {
+                while !flag.load(Ordering::SeqCst) {
+                    if listener.wait(RECOVER_EVERY) && tx.send(Msg::Wake).is_err() {
+                        return;
+                    }
+                }
+            })
+            .ok();
+        Bell { closing, thread }
+    }
+
+    /// Ends the thread (ringing it awake) and removes its socket.
+    fn stop(mut self, project: &Project) {
+        self.closing.store(true, Ordering::SeqCst);
+        doorbell::ring(project);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
