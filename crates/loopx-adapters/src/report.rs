@@ -86,31 +86,49 @@ const FENCE: &str = "```loopx-report";
 /// The last `loopx-report` block in `message`: `None` without one, `Err` when it is not a
 /// valid report. Never panics, whatever the text.
 pub fn parse_report(message: &str) -> Option<Result<Report, MalformedReport>> {
-    let start = message.rfind(FENCE)? + FENCE.len();
-    let body = &message[start..];
+    // The last block that is not the prompt's own example: an agent that echoes its prompt
+    // (a text CLI reading stdin through a terminal does) shows the example before its report,
+    // or instead of one.
+    let mut end = message.len();
+    loop {
+        let at = message[..end].rfind(FENCE)?;
+        let body = block_body(&message[at + FENCE.len()..]);
+        if !body.contains(PROTOCOL_EXAMPLE) {
+            return Some(parse_body(body));
+        }
+        end = at;
+    }
+}
+
+/// What the report protocol's example block says in place of a status.
+const PROTOCOL_EXAMPLE: &str = r#""status":"done|progress|blocked""#;
+
+/// The text of a block that starts right after its opening fence.
+fn block_body(after_fence: &str) -> &str {
     // The fence line may carry trailing spaces; the block ends at the next fence (or the end,
     // when the agent was cut off).
-    let body = body.split_once('\n').map_or("", |(_, rest)| rest);
+    let body = after_fence.split_once('\n').map_or("", |(_, rest)| rest);
     let body = match body.find("```") {
         Some(end) => &body[..end],
         None => body,
     };
-    let body = body.trim();
+    body.trim()
+}
+
+fn parse_body(body: &str) -> Result<Report, MalformedReport> {
     if body.len() > MAX_REPORT_BYTES {
-        return Some(Err(MalformedReport {
+        return Err(MalformedReport {
             error: format!(
                 "report block is {} bytes, over the {MAX_REPORT_BYTES} limit",
                 body.len()
             ),
             raw: head(body),
-        }));
+        });
     }
-    Some(
-        serde_json::from_str::<Report>(body).map_err(|err| MalformedReport {
-            error: err.to_string(),
-            raw: head(body),
-        }),
-    )
+    serde_json::from_str::<Report>(body).map_err(|err| MalformedReport {
+        error: err.to_string(),
+        raw: head(body),
+    })
 }
 
 fn head(text: &str) -> String {
@@ -124,6 +142,17 @@ fn head(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_echoed_protocol_example_is_not_a_report() {
+        let example =
+            "```loopx-report\n{\"status\":\"done|progress|blocked\",\"summary\":\"…\"}\n```\n";
+        assert!(parse_report(&format!("Your task…\n{example}looked, changed nothing\n")).is_none());
+        let real = "```loopx-report\n{\"status\":\"done\",\"summary\":\"ok\"}\n```\n";
+        let both = format!("{example}work\n{real}");
+        let report = parse_report(&both).expect("a block").expect("valid");
+        assert_eq!(report.status, ReportStatus::Done);
+    }
 
     #[test]
     fn reads_the_full_shape() {

@@ -34,6 +34,8 @@ pub struct SliceSummary {
     pub new_todos: Vec<String>,
     pub gate: Option<String>,
     pub hold_until: Option<Timestamp>,
+    /// A planning slice declared the goal met, and the goal is now done.
+    pub goal_done: bool,
     /// `applied`; `stale_epoch` when the claim moved on and only the end (and the quota
     /// usage) was recorded; `refused` when the kernel refused the batch for another reason.
     pub writeback: &'static str,
@@ -107,6 +109,7 @@ pub(crate) fn write_back(
         new_todos,
         gate,
         hold_until: wb.hold_until,
+        goal_done: wb.goal_done && applied_ok,
         writeback: result,
     })
 }

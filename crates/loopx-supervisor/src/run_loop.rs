@@ -104,7 +104,7 @@ pub enum RunEvent {
         todo: Option<String>,
         log: String,
     },
-    SliceEnded(SliceSummary),
+    SliceEnded(Box<SliceSummary>),
     /// The agent waits for quota or a vendor limit (`until: None`: until a person resumes).
     Paused {
         agent: String,
@@ -469,7 +469,7 @@ impl Coordinator<'_> {
                 slot.last = Some(decision.decision);
                 slot.due = Some(now);
                 slot.shown = None;
-                emit(&RunEvent::SliceEnded(*slice));
+                emit(&RunEvent::SliceEnded(slice));
             }
             Ok(Once::Contended { why, .. }) => {
                 tracing::debug!(agent, why, "a peer got there first; deciding again");

@@ -10,7 +10,7 @@
 //! `quota`, `violation`) are recorded as notes.
 
 use loopx_adapters::{Classification, Outcome, Report};
-use loopx_kernel::model::{Blocks, EvidenceKind, HoldSource, SliceKind, TodoState};
+use loopx_kernel::model::{Blocks, EvidenceKind, GoalStatus, HoldSource, SliceKind, TodoState};
 use loopx_kernel::store::{NewEvidence, NewGate, NewHandoff, NewTodo, Op, QuotaRequest, SliceEnd};
 use loopx_kernel::time::short_duration;
 use loopx_kernel::{AgentName, SliceId, Timestamp, TodoId};
@@ -58,6 +58,8 @@ pub struct Writeback {
     pub ops: Vec<Op>,
     /// The todo is finished as done (else released).
     pub todo_done: bool,
+    /// A planning slice declared the goal met; the goal is marked done.
+    pub goal_done: bool,
     pub new_todos: usize,
     pub gate: Option<String>,
     pub hold_until: Option<Timestamp>,
@@ -177,6 +179,15 @@ pub fn writeback(f: &Finished<'_>) -> Writeback {
     }
     let todo_done = matches!(report, Some(Ok(r)) if r.status == loopx_adapters::ReportStatus::Done)
         && f.outcome == "completed";
+    // A planning slice that reports `done` and proposes nothing says the goal is met: its
+    // prompt asks for exactly that when it is.
+    let goal_done = f.kind == SliceKind::Plan && todo_done && new_todos == 0;
+    if goal_done {
+        ops.push(Op::GoalSetStatus {
+            goal: None,
+            to: GoalStatus::Done,
+        });
+    }
     if let (Some(todo), Some(epoch)) = (f.todo, f.epoch) {
         ops.push(if todo_done {
             Op::TodoFinish {
@@ -196,6 +207,7 @@ pub fn writeback(f: &Finished<'_>) -> Writeback {
     Writeback {
         ops,
         todo_done: todo_done && f.todo.is_some(),
+        goal_done,
         new_todos,
         gate,
         hold_until,
@@ -389,13 +401,17 @@ mod tests {
     }
 
     fn check(c: &Classification, outcome: &str, todo: bool) -> Writeback {
+        check_kind(c, outcome, todo, SliceKind::Work)
+    }
+
+    fn check_kind(c: &Classification, outcome: &str, todo: bool, kind: SliceKind) -> Writeback {
         let agent: AgentName = "exec".parse().expect("a name");
         writeback(&Finished {
             slice: SliceId(4),
             agent: &agent,
             todo: todo.then_some(TodoId(2)),
             epoch: todo.then_some(3),
-            kind: SliceKind::Work,
+            kind,
             outcome,
             reason: "because",
             exit: Some("exit 0".into()),
@@ -446,6 +462,39 @@ mod tests {
             (charge.tokens, charge.busy),
             (10, Some((Timestamp(1_000), Timestamp(3_000))))
         );
+    }
+
+    #[test]
+    fn a_plan_that_reports_done_and_proposes_nothing_marks_the_goal_done() {
+        let done = |r: Report| classified(Outcome::Completed, Some(Ok(r)));
+        let is_goal_done = |wb: &Writeback| {
+            wb.ops.iter().any(|op| {
+                matches!(
+                    op,
+                    Op::GoalSetStatus {
+                        to: GoalStatus::Done,
+                        ..
+                    }
+                )
+            })
+        };
+        let wb = check_kind(
+            &done(report(ReportStatus::Done)),
+            "completed",
+            false,
+            SliceKind::Plan,
+        );
+        assert!(wb.goal_done && is_goal_done(&wb));
+        let mut more = report(ReportStatus::Done);
+        more.next_todos = vec![ReportTodo {
+            title: "Review".into(),
+            detail: None,
+            role: None,
+        }];
+        let wb = check_kind(&done(more), "completed", false, SliceKind::Plan);
+        assert!(!wb.goal_done && !is_goal_done(&wb), "it proposed more work");
+        let wb = check(&done(report(ReportStatus::Done)), "completed", true);
+        assert!(!is_goal_done(&wb), "a work slice's done is its todo's");
     }
 
     #[test]

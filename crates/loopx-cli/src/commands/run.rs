@@ -31,6 +31,8 @@ struct RunJson<'a> {
     wake_at: Option<Timestamp>,
     gate: Option<GateJson<'a>>,
     slice: Option<&'a SliceSummary>,
+    /// Orphaned slices of dead supervisors closed before deciding.
+    recovered: &'a [loopx_supervisor::Recovered],
 }
 
 #[derive(Debug, Serialize)]
@@ -117,6 +119,10 @@ fn run_once(
         loopx_exe,
         shutdown: Arc::new(Shutdown::new()),
     };
+    let recovered = loopx_supervisor::recover(&req.project)?;
+    for r in &recovered {
+        say(&event_line(&RunEvent::Recovered(r.clone())));
+    }
     let once = loopx_supervisor::run_once(&req, &mut |step| say(&step_line(&step)))?;
     let (agent, decision, slice) = match &once {
         Once::Decided { agent, decision } => {
@@ -171,6 +177,7 @@ fn run_once(
                 .as_ref()
                 .map(|(id, question)| GateJson { id, question }),
             slice,
+            recovered: &recovered,
         });
     }
     Ok(())
@@ -236,6 +243,9 @@ fn ended_line(s: &SliceSummary) -> String {
     }
     if let Some(until) = s.hold_until {
         wrote.push(format!("account held until {until}"));
+    }
+    if s.goal_done {
+        wrote.push("the goal is done".to_owned());
     }
     match s.writeback {
         "applied" => {}

@@ -1,0 +1,495 @@
+//! `loopx run`: the whole loop through the real binary, with the built-in demo agent and with
+//! shell-script agents (the `generic` adapter) that misbehave on purpose: hang, ignore SIGHUP
+//! and SIGTERM, leave children behind.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::Loopx;
+
+/// A project with a goal and the given demo agents.
+fn demo_project(agents: &[&str]) -> Loopx {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Write the demo notes"]);
+    for agent in agents {
+        loopx.ok(&["agent", "add", agent, "--profile", "demo"]);
+    }
+    loopx
+}
+
+/// Adds a profile running `script` (a shell script) through the generic adapter, and an agent
+/// `name` using it.
+fn script_agent(loopx: &Loopx, name: &str, script: &str, limits: &str) {
+    let path = loopx.path().join(format!("{name}.sh"));
+    std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).expect("script");
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&path, mode).expect("chmod");
+    let profile = format!(
+        "adapter = \"generic\"\nprogram = \"{}\"\npermission = \"workspace-write\"\n\n[limits]\n{limits}\n",
+        path.display()
+    );
+    std::fs::write(
+        loopx.path().join(format!(".loopx/profiles/{name}.toml")),
+        profile,
+    )
+    .expect("profile");
+    loopx.ok(&["agent", "add", name, "--profile", name]);
+}
+
+/// A `loopx run --json` in the background, its events read as they come.
+struct Background {
+    child: Child,
+    events: Receiver<Value>,
+    seen: Vec<Value>,
+}
+
+impl Background {
+    fn start(loopx: &Loopx, args: &[&str]) -> Background {
+        let mut cmd = loopx.command(&[&["run", "--json"], args].concat());
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("loopx run starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, events) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let event = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+                if tx.send(event).is_err() {
+                    return;
+                }
+            }
+        });
+        Background {
+            child,
+            events,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for the first event (not seen before) that `want` accepts.
+    fn wait_for(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(event) => {
+                    self.seen.push(event.clone());
+                    if want(&event) {
+                        return event;
+                    }
+                }
+                Err(_) => panic!("no {what} within a minute; events: {:#?}", self.seen),
+            }
+        }
+    }
+
+    /// Like [`Background::wait_for`], accepting an event already seen.
+    fn saw_or_wait_for(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        match self.seen.iter().find(|e| want(e)) {
+            Some(event) => event.clone(),
+            None => self.wait_for(what, want),
+        }
+    }
+
+    /// Waits for the process to exit; every remaining event is in `seen`.
+    fn finish(mut self) -> (i32, Vec<Value>) {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        let code = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status.code().unwrap_or(-1);
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("loopx run did not exit; events: {:#?}", self.seen);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        self.seen.extend(self.events.try_iter());
+        // The reader may still be draining the pipe.
+        while let Ok(event) = self.events.recv_timeout(Duration::from_millis(500)) {
+            self.seen.push(event);
+        }
+        (code, self.seen)
+    }
+
+    fn signal(&self, signal: nix::sys::signal::Signal) {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).expect("pid"));
+        nix::sys::signal::kill(pid, signal).expect("signal");
+    }
+}
+
+fn event<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["event"] == kind).collect()
+}
+
+fn todo_state(loopx: &Loopx, id: &str) -> String {
+    let todo = loopx.ok(&["todo", "show", id, "--json"]).json();
+    todo["todo"]["state"].as_str().expect("a state").to_owned()
+}
+
+fn decision(loopx: &Loopx, agent: &str) -> String {
+    let d = loopx
+        .ok(&["quota", "should-run", "--agent", agent, "--json"])
+        .json();
+    d["decision"].as_str().expect("a decision").to_owned()
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie is not alive: its stat says `Z`.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next().map(str::to_owned))
+        })
+        .is_some_and(|state| state != "Z" && state != "X")
+}
+
+fn read_pid(path: &std::path::Path) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "no pid in {}", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_loop_works_the_goal_through_and_exits_when_it_is_done() {
+    let loopx = demo_project(&["exec"]);
+    loopx.ok(&["todo", "add", "Write the notes"]);
+    let run = loopx.run(&["run"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for line in [
+        "exec: slice s1 started: work on t1",
+        "exec: slice s1 ended: completed",
+        "exec: slice s2 started: plan",
+        "the goal is done",
+        "loopx run ended (done) after 2 slice(s)",
+    ] {
+        assert!(run.stderr.contains(line), "no `{line}` in:\n{}", run.stderr);
+    }
+    assert_eq!(todo_state(&loopx, "t1"), "done");
+    let goals = loopx.ok(&["goal", "list", "--json"]).json();
+    assert_eq!(goals["goals"][0]["status"], "done", "{goals}");
+}
+
+#[test]
+fn an_agent_that_reports_nothing_leaves_what_loopx_observed() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    script_agent(
+        &loopx,
+        "mute",
+        "cat >/dev/null; echo 'looked around, changed nothing'",
+        "max_time = \"20s\"",
+    );
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    let mut bg = Background::start(&loopx, &["--max-slices", "1"]);
+    bg.wait_for("the slice's end", |e| e["event"] == "slice_ended");
+    let (code, events) = bg.finish();
+    assert_eq!(code, 0, "{events:#?}");
+    let ended = event(&events, "slice_ended");
+    assert_eq!(ended[0]["report"], "none", "{:#?}", ended[0]);
+    assert_eq!(ended[0]["todo_state"], "released");
+    let finished = event(&events, "finished");
+    assert_eq!(finished[0]["reason"], "max_slices");
+    assert_eq!(
+        todo_state(&loopx, "t1"),
+        "open",
+        "not done without a report"
+    );
+    let evidence = loopx.ok(&["evidence", "list", "--json"]).json();
+    let slice = evidence["evidence"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|e| e["kind"] == "slice")
+        .cloned()
+        .expect("slice evidence from what loopx observed");
+    assert_eq!(slice["todo"], "t1");
+    let handoff = loopx.ok(&["handoff", "--todo", "t1"]).stdout;
+    assert!(
+        !handoff.trim().is_empty() && !handoff.contains("no handoff"),
+        "{handoff}"
+    );
+}
+
+#[test]
+fn a_question_halts_its_todo_others_go_on_and_the_answer_wakes_the_loop() {
+    let loopx = demo_project(&["exec", "peer"]);
+    loopx.ok(&[
+        "todo",
+        "add",
+        "Choose the format [demo:ask]",
+        "--priority",
+        "5",
+    ]);
+    loopx.ok(&["todo", "add", "Write the intro"]);
+    loopx.ok(&["todo", "add", "Write the outro"]);
+    let mut bg = Background::start(&loopx, &[]);
+    let question = bg.wait_for("the question", |e| e["event"] == "question");
+    assert_eq!(question["gate"], "q1");
+    assert!(
+        question["answer_with"]
+            .as_str()
+            .expect("a command")
+            .starts_with("loopx gate answer q1"),
+        "{question}"
+    );
+    // The other todos get done while the question waits.
+    for todo in ["t2", "t3"] {
+        bg.saw_or_wait_for("the other todos", |e| {
+            e["event"] == "slice_ended" && e["todo"] == todo && e["todo_state"] == "done"
+        });
+    }
+    assert_eq!(todo_state(&loopx, "t1"), "open");
+    // Nothing to do but wait for the person: both agents are idle now.
+    std::thread::sleep(Duration::from_millis(500));
+    let answered = Instant::now();
+    loopx.ok(&["gate", "answer", "q1", "--option", "1"]);
+    let started = bg.wait_for("the answered todo's slice", |e| {
+        e["event"] == "slice_started" && e["todo"] == "t1"
+    });
+    let woke = answered.elapsed();
+    // The loop would re-check by itself after 30 s; the doorbell wakes it at once.
+    assert!(woke < Duration::from_secs(5), "woke after {woke:?}");
+    let (code, events) = bg.finish();
+    // The demo agent writes the answer it read in its prompt next to the todo's title.
+    let slice = started["slice"].as_str().expect("an id");
+    let notes = std::fs::read_to_string(loopx.path().join("demo/NOTES.md")).expect("notes");
+    assert!(
+        notes.contains("- t1: Choose the format: Markdown list"),
+        "slice {slice} did not get the answer: {notes}"
+    );
+    assert_eq!(code, 0, "{events:#?}");
+    assert_eq!(todo_state(&loopx, "t1"), "done");
+    assert_eq!(
+        event(&events, "question").len(),
+        1,
+        "the question is shown once: {events:#?}"
+    );
+}
+
+#[test]
+fn on_gate_exit_halts_with_its_own_code_once_nobody_can_go_on() {
+    let loopx = demo_project(&["exec"]);
+    loopx.ok(&["todo", "add", "Choose the format [demo:ask]"]);
+    let run = loopx.run(&["run", "--on-gate", "exit"]);
+    assert_eq!(
+        run.code,
+        i32::from(loopx_cli::exit_code::HALTED_ON_GATE),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("waiting on gate q1"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("answer with: loopx gate answer q1"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_usage_limit_pauses_the_whole_account_and_resumes_after_the_reset() {
+    let loopx = demo_project(&["exec", "peer"]);
+    loopx.ok(&["todo", "add", "Write the notes [demo:usage-limit]"]);
+    let mut bg = Background::start(&loopx, &[]);
+    let limited = bg.wait_for("the usage limit", |e| {
+        e["event"] == "slice_ended" && e["outcome"] == "usage_limited"
+    });
+    assert!(limited["hold_until"].is_string(), "{limited}");
+    let (code, events) = {
+        bg.wait_for("the resume", |e| e["event"] == "resumed");
+        bg.finish()
+    };
+    assert_eq!(code, 0, "{events:#?}");
+    let paused: Vec<&str> = event(&events, "paused")
+        .iter()
+        .filter_map(|e| e["agent"].as_str())
+        .collect();
+    assert!(
+        paused.contains(&"exec") && paused.contains(&"peer"),
+        "every agent on the account pauses: {paused:?}"
+    );
+    assert_eq!(todo_state(&loopx, "t1"), "done", "resumed by itself");
+}
+
+#[test]
+fn a_timed_out_agent_is_stopped_with_its_children_and_the_next_decision_is_repair() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    script_agent(
+        &loopx,
+        "slow",
+        "sleep 300 &\necho $! > child.pid\nwait",
+        "max_time = \"2s\"\ngrace = \"1s\"",
+    );
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    let run = loopx.run(&["run", "--max-slices", "1", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let ended: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .filter(|e| e["event"] == "slice_ended")
+        .collect();
+    assert_eq!(ended[0]["outcome"], "timed_out", "{:#?}", ended[0]);
+    let child = read_pid(&loopx.path().join("child.pid"));
+    assert!(!alive(child), "the agent's child {child} was stopped too");
+    assert_eq!(decision(&loopx, "slow"), "repair");
+}
+
+/// An agent that ignores SIGHUP (so it outlives a dead supervisor's terminal) and finishes at
+/// once when it is asked to repair.
+const SURVIVOR: &str = r#"prompt=$(cat)
+case "$prompt" in
+  *"Slice: repair"*) echo 'repaired'; exit 0 ;;
+esac
+trap '' HUP
+echo $$ > agent.pid
+sleep 300"#;
+
+#[test]
+fn a_killed_supervisor_s_slice_is_recovered_by_the_next_run() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    script_agent(
+        &loopx,
+        "tough",
+        SURVIVOR,
+        "max_time = \"5m\"\ngrace = \"1s\"",
+    );
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    let mut bg = Background::start(&loopx, &[]);
+    bg.wait_for("the slice", |e| e["event"] == "slice_started");
+    let agent = read_pid(&loopx.path().join("agent.pid"));
+    bg.signal(nix::sys::signal::Signal::SIGKILL);
+    let (code, _) = bg.finish();
+    assert_eq!(code, -1, "killed");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(alive(agent), "the agent outlived its supervisor");
+
+    let run = loopx.run(&["run", "--once", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = run.json();
+    let recovered = &out["recovered"][0];
+    assert_eq!(recovered["slice"], "s1", "{out}");
+    assert_eq!(recovered["released"], true);
+    assert!(!alive(agent), "recovery stopped the survivor {agent}");
+    assert_eq!(out["decision"], "repair", "{out}");
+    assert_eq!(out["slice"]["kind"], "repair");
+    assert_eq!(out["slice"]["todo"], "t1");
+    let s1 = loopx.ok(&["log", "--json"]).stdout;
+    let ended: Vec<Value> = s1
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .filter(|e| e["kind"] == "slice_ended" && e["data"]["slice"] == "s1")
+        .collect();
+    assert_eq!(ended.len(), 1, "{s1}");
+    assert_eq!(ended[0]["data"]["outcome"], "interrupted");
+    for kind in ["todo_claimed", "slice_started", "slice_spawned"] {
+        assert!(s1.contains(kind), "`{kind}` recorded before the kill: {s1}");
+    }
+}
+
+#[test]
+fn sigterm_stops_the_slice_within_its_grace_and_sighup_is_ignored() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    // Ignores SIGTERM (and SIGHUP): only the SIGKILL after the grace period ends it.
+    script_agent(
+        &loopx,
+        "stubborn",
+        "trap '' TERM HUP\necho $$ > agent.pid\nsleep 300",
+        "max_time = \"5m\"\ngrace = \"2s\"",
+    );
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    let mut bg = Background::start(&loopx, &[]);
+    bg.wait_for("the slice", |e| e["event"] == "slice_started");
+    let agent = read_pid(&loopx.path().join("agent.pid"));
+    bg.signal(nix::sys::signal::Signal::SIGHUP);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        bg.child.try_wait().expect("wait").is_none(),
+        "SIGHUP stopped loopx"
+    );
+    let signalled = Instant::now();
+    bg.signal(nix::sys::signal::Signal::SIGTERM);
+    let (code, events) = bg.finish();
+    let took = signalled.elapsed();
+    assert_eq!(
+        code,
+        i32::from(loopx_cli::exit_code::INTERRUPTED),
+        "{events:#?}"
+    );
+    assert!(
+        took < Duration::from_secs(3),
+        "exited {took:?} after SIGTERM (grace 2s)"
+    );
+    assert!(!alive(agent));
+    let ended = event(&events, "slice_ended");
+    assert_eq!(ended[0]["outcome"], "interrupted", "{:#?}", ended[0]);
+    assert!(
+        ended[0]["reason"]
+            .as_str()
+            .expect("a reason")
+            .contains("shutdown"),
+        "{:#?}",
+        ended[0]
+    );
+    assert_eq!(todo_state(&loopx, "t1"), "open");
+}
+
+#[test]
+fn two_supervisors_and_three_agents_do_eight_todos_exactly_once() {
+    let loopx = demo_project(&["a", "b", "c"]);
+    for n in 1..=8 {
+        loopx.ok(&["todo", "add", &format!("Write item {n}")]);
+    }
+    // `b` runs under both supervisors: its lease alone must not let both work one todo.
+    let first = Background::start(&loopx, &["--agent", "a", "--agent", "b"]);
+    let second = Background::start(&loopx, &["--agent", "b", "--agent", "c"]);
+    let (code1, events1) = first.finish();
+    let (code2, events2) = second.finish();
+    assert_eq!((code1, code2), (0, 0), "{events1:#?}\n{events2:#?}");
+    let log = loopx.ok(&["log", "--json", "--limit", "100000"]).stdout;
+    let events: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    for n in 1..=8 {
+        let todo = format!("t{n}");
+        let slices = events
+            .iter()
+            .filter(|e| e["kind"] == "slice_started" && e["data"]["todo"] == todo.as_str())
+            .count();
+        let done = events
+            .iter()
+            .filter(|e| e["kind"] == "todo_done" && e["data"]["todo"] == todo.as_str())
+            .count();
+        assert_eq!(
+            (slices, done),
+            (1, 1),
+            "{todo}: {slices} slices, done {done}x"
+        );
+    }
+    let workers: std::collections::BTreeSet<&str> = events
+        .iter()
+        .filter(|e| e["kind"] == "slice_started")
+        .filter_map(|e| e["data"]["agent"].as_str())
+        .collect();
+    assert!(workers.len() >= 2, "peers shared the work: {workers:?}");
+}
