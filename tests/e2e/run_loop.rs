@@ -493,3 +493,80 @@ fn two_supervisors_and_three_agents_do_eight_todos_exactly_once() {
         .collect();
     assert!(workers.len() >= 2, "peers shared the work: {workers:?}");
 }
+
+fn notified(loopx: &Loopx) -> Vec<Value> {
+    std::fs::read_to_string(loopx.path().join("notified.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+fn notify_into_a_file(loopx: &Loopx) {
+    std::fs::write(
+        loopx.path().join(".loopx/loopx.toml"),
+        "[notify]\ncommand = \"cat >> notified.jsonl\"\n",
+    )
+    .expect("config");
+}
+
+#[test]
+fn notifications_say_who_needs_what() {
+    let loopx = demo_project(&["exec"]);
+    notify_into_a_file(&loopx);
+    loopx.ok(&["todo", "add", "Write the notes [demo:usage-limit]"]);
+    loopx.ok(&["todo", "add", "Choose the format [demo:ask]"]);
+    let run = loopx.run_env(
+        &["run", "--on-gate", "exit"],
+        &[("LOOPX_DEMO_RESET_SECS", "2")],
+    );
+    assert_eq!(
+        run.code,
+        i32::from(loopx_cli::exit_code::HALTED_ON_GATE),
+        "{}",
+        run.stderr
+    );
+    let notes = notified(&loopx);
+    let kinds: Vec<&str> = notes.iter().filter_map(|n| n["kind"].as_str()).collect();
+    assert_eq!(kinds, ["paused", "resumed", "gate_opened"], "{notes:#?}");
+    let gate = &notes[2];
+    assert_eq!(gate["agent"], "exec");
+    let message = gate["message"].as_str().expect("a message");
+    assert!(
+        message.starts_with("exec needs an answer to q1: ")
+            && message.contains("loopx gate answer q1"),
+        "{message}"
+    );
+    assert_eq!(
+        gate["event"]["event"], "question",
+        "the loop's own event rides along"
+    );
+}
+
+#[test]
+fn the_goal_done_is_notified_and_a_broken_config_stops_before_anything_runs() {
+    let loopx = demo_project(&["exec"]);
+    loopx.ok(&["todo", "add", "Write the notes"]);
+    std::fs::write(
+        loopx.path().join(".loopx/loopx.toml"),
+        "[notify]\ncomand = \"cat\"\n",
+    )
+    .expect("config");
+    let run = loopx.run(&["run"]);
+    assert_eq!(
+        run.code,
+        i32::from(loopx_cli::exit_code::CONFIG),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("loopx.toml"), "{}", run.stderr);
+    assert_eq!(todo_state(&loopx, "t1"), "open", "nothing ran");
+
+    notify_into_a_file(&loopx);
+    loopx.ok(&["run"]);
+    let kinds: Vec<String> = notified(&loopx)
+        .iter()
+        .filter_map(|n| n["kind"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(kinds, ["goal_done"]);
+}

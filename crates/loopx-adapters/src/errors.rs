@@ -54,6 +54,8 @@ pub enum ConfigKind {
     Adapter,
     /// A `profiles/*.toml` file.
     Profile,
+    /// The project's `.loopx/loopx.toml`.
+    Project,
 }
 
 impl fmt::Display for ConfigKind {
@@ -61,6 +63,7 @@ impl fmt::Display for ConfigKind {
         f.write_str(match self {
             Self::Adapter => "adapter",
             Self::Profile => "profile",
+            Self::Project => "project config",
         })
     }
 }

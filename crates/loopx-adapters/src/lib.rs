@@ -37,6 +37,7 @@ mod launch;
 mod parse;
 mod permission;
 mod profile;
+mod project;
 mod report;
 mod reset;
 mod signals;
@@ -61,6 +62,9 @@ pub use profile::{
     ContentHash, DEFAULT_ENV_ALLOW, DEFAULT_PROMPT_TEMPLATE, EnvPolicy, LoadedProfile,
     PROMPT_PLACEHOLDERS, Profile, ProfileEntry, QuotaSettings, QuotaWindow, SliceLimits,
     find_profile, load_profile_file, load_profile_str, load_profiles_dir, render_prompt,
+};
+pub use project::{
+    NotifyConfig, PROJECT_CONFIG_FILE, ProjectConfig, load_project_config, project_config_str,
 };
 pub use report::{
     MalformedReport, Report, ReportEvidence, ReportQuestion, ReportStatus, ReportTodo, parse_report,

@@ -30,6 +30,10 @@ pub enum SupervisorError {
         #[source]
         source: loopx_adapters::LaunchError,
     },
+    #[error(
+        "the project's settings cannot be used:\n{details}\n(hint: fix `.loopx/loopx.toml` as above, or remove it to run without notifications)"
+    )]
+    ProjectConfig { details: String },
     #[error("cannot start the supervisor's runtime")]
     Runtime(#[source] std::io::Error),
 }

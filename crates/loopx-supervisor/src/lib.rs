@@ -33,6 +33,7 @@
 mod agent;
 mod commit;
 mod errors;
+mod notify;
 mod once;
 pub mod prompt;
 mod recover;
@@ -46,6 +47,7 @@ pub mod writeback;
 pub use agent::{AgentSetup, agent_view, load_agent};
 pub use commit::SliceSummary;
 pub use errors::SupervisorError;
+pub use notify::{Notification, Notifier};
 pub use once::{Once, RunOnce, Step, run_once};
 pub use recover::{Recovered, recover};
 pub use run_loop::{EndReason, OnGate, RunEnd, RunEvent, RunLoop, run_loop};

@@ -124,5 +124,10 @@ fn checks(ctx: &Ctx) -> Vec<Check> {
         }
         Err(e) => checks.push(Check::fail("consistency", e)),
     }
+    checks.push(match loopx_supervisor::Notifier::load(&project) {
+        Ok(Some(_)) => Check::pass("settings", "loopx.toml: notifications on"),
+        Ok(None) => Check::pass("settings", "no notification command (loopx.toml)"),
+        Err(e) => Check::fail("settings", ExpectedError::Supervisor(e)),
+    });
     checks
 }

@@ -79,7 +79,11 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
         shutdown,
     };
     let json = ctx.json;
+    let mut notifier = loopx_supervisor::Notifier::load(&req.project)?;
     let end = loopx_supervisor::run_loop(&req, &mut |event| {
+        if let Some(notifier) = notifier.as_mut() {
+            notifier.notify(event);
+        }
         if json {
             let mut out = std::io::stdout().lock();
             if serde_json::to_writer(&mut out, event).is_ok() {
@@ -89,7 +93,11 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
         } else {
             say(&event_line(event));
         }
-    })?;
+    });
+    if let Some(notifier) = notifier {
+        notifier.finish();
+    }
+    let end = end?;
     match end.reason {
         EndReason::Goal | EndReason::MaxSlices | EndReason::Time => Ok(()),
         EndReason::Gate => Err(ExpectedError::Reported {

@@ -1,0 +1,156 @@
+//! The project's own settings: `.loopx/loopx.toml`, optional. Today it holds the notification
+//! hook (`docs/cli.md`, "Notifications"):
+//!
+//! ```toml
+//! [notify]
+//! command = "notify-send loopx \"$(jq -r .message)\""
+//! timeout = "10s"
+//! ```
+//!
+//! Loaded like profiles: every problem at once, with file, line and column, unknown keys with
+//! a "did you mean".
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::adapter::duration;
+use crate::config::{Checked, DurationText, Problems, parse_document, take};
+use crate::errors::{ConfigKind, LoadError};
+
+/// The file's name inside `.loopx/`.
+pub const PROJECT_CONFIG_FILE: &str = "loopx.toml";
+/// How long a notification command may run when `timeout` is not set.
+const DEFAULT_NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `.loopx/loopx.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProjectConfig {
+    pub notify: Option<NotifyConfig>,
+}
+
+/// `[notify]`: a shell command run on events a person should hear about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifyConfig {
+    /// Run with `sh -c`; the event is JSON on its stdin.
+    pub command: String,
+    /// Killed after this long.
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawProject {
+    notify: Option<RawNotify>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawNotify {
+    command: Option<Checked<String>>,
+    timeout: Option<Checked<DurationText>>,
+}
+
+fn known_keys(path: &[&str]) -> &'static [&'static str] {
+    match path {
+        [] => &["notify"],
+        ["notify"] => &["command", "timeout"],
+        _ => &[],
+    }
+}
+
+/// Reads `<state_dir>/loopx.toml`; a missing file is the default (no notifications).
+pub fn load_project_config(state_dir: &Path) -> Result<ProjectConfig, LoadError> {
+    let path = state_dir.join(PROJECT_CONFIG_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ProjectConfig::default()),
+        Err(source) => return Err(LoadError::Read { path, source }),
+    };
+    project_config_str(&path.display().to_string(), &text)
+}
+
+/// Parses the text of a project config named `file` (for messages).
+pub fn project_config_str(file: &str, text: &str) -> Result<ProjectConfig, LoadError> {
+    let mut p = Problems::new(file, text);
+    let raw: Option<RawProject> = parse_document(text, known_keys, &mut p);
+    let config = raw.map(|raw| ProjectConfig {
+        notify: raw.notify.and_then(|n| notify(n, &mut p)),
+    });
+    p.finish(ConfigKind::Project, PROJECT_CONFIG_FILE, config)
+        .map_err(LoadError::Invalid)
+}
+
+fn notify(raw: RawNotify, p: &mut Problems) -> Option<NotifyConfig> {
+    let timeout = take(raw.timeout, "notify.timeout", p)
+        .and_then(|(text, span)| duration(&text.0, span, "notify.timeout", p))
+        .unwrap_or(DEFAULT_NOTIFY_TIMEOUT);
+    let (command, span) = match take(raw.command, "notify.command", p) {
+        Some(found) => found,
+        None => {
+            p.push(
+                0..0,
+                Some("notify.command"),
+                "`[notify]` needs a `command`",
+                Some(
+                    "for example `command = \"notify-send loopx \\\"$(jq -r .message)\\\"\"`"
+                        .into(),
+                ),
+            );
+            return None;
+        }
+    };
+    if command.trim().is_empty() {
+        p.push(
+            span,
+            Some("notify.command"),
+            "`notify.command` is empty",
+            None,
+        );
+        return None;
+    }
+    Some(NotifyConfig { command, timeout })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_notify_command_with_its_timeout() {
+        let config = project_config_str(
+            "loopx.toml",
+            "[notify]\ncommand = \"cat\"\ntimeout = \"3s\"\n",
+        )
+        .expect("valid");
+        let notify = config.notify.expect("a notify section");
+        assert_eq!(notify.command, "cat");
+        assert_eq!(notify.timeout, Duration::from_secs(3));
+    }
+
+    #[test]
+    fn every_problem_is_named_with_its_place() {
+        let err = project_config_str(
+            "loopx.toml",
+            "[notify]\ncomand = \"cat\"\ntimeout = \"3 parsecs\"\n",
+        )
+        .expect_err("invalid");
+        let LoadError::Invalid(invalid) = err else {
+            panic!("{err}")
+        };
+        let text = invalid.one_line_each();
+        assert!(
+            text.contains("comand") && text.contains("command"),
+            "{text}"
+        );
+        assert!(text.contains("loopx.toml:3"), "{text}");
+    }
+
+    #[test]
+    fn no_file_means_no_notifications() {
+        let dir = tempfile::tempdir().expect("dir");
+        assert_eq!(
+            load_project_config(dir.path()).expect("ok"),
+            ProjectConfig::default()
+        );
+    }
+}

@@ -1,0 +1,209 @@
+//! Notifications: `[notify] command` in `.loopx/loopx.toml` runs when a person should hear
+//! about something — a gate opened, an agent paused or resumed, a slice failed, the goal is
+//! done — with the event as one JSON object on its stdin (`docs/cli.md`, "Notifications").
+//!
+//! The command is the user's own (`sh -c`, in the project root, with loopx's environment), so
+//! it may be slow or broken: each runs on a thread of its own, is killed after its timeout, and
+//! a failure is logged, never fatal. The loop waits for running notifications before it exits,
+//! so the last one ("goal done") is not lost.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use loopx_adapters::NotifyConfig;
+use loopx_kernel::Project;
+use serde::Serialize;
+
+use crate::errors::SupervisorError;
+use crate::run_loop::RunEvent;
+
+/// Slice outcomes a person is not told about: work went fine, or another notification covers
+/// it (a usage limit pauses; a question opens a gate).
+const UNREMARKABLE: [&str; 4] = ["completed", "progress", "asked", "usage_limited"];
+
+/// What the command reads on stdin.
+#[derive(Debug, Serialize)]
+pub struct Notification<'a> {
+    /// `gate_opened`, `paused`, `resumed`, `slice_failed` or `goal_done`.
+    pub kind: &'static str,
+    /// The agent concerned, when one is.
+    pub agent: Option<&'a str>,
+    /// One line for a person: who needs what.
+    pub message: String,
+    pub project: String,
+    /// The loop's event, as `loopx run --json` prints it.
+    pub event: &'a RunEvent,
+}
+
+/// Runs the project's notification command.
+#[derive(Debug)]
+pub struct Notifier {
+    config: NotifyConfig,
+    root: PathBuf,
+    running: Vec<JoinHandle<()>>,
+}
+
+impl Notifier {
+    /// The project's notifier, or `None` when `loopx.toml` sets no command.
+    pub fn load(project: &Project) -> Result<Option<Notifier>, SupervisorError> {
+        let config = loopx_adapters::load_project_config(&project.state_dir()).map_err(|e| {
+            let details = match &e {
+                loopx_adapters::LoadError::Invalid(invalid) => invalid.one_line_each(),
+                other => crate::errors::chain(other),
+            };
+            SupervisorError::ProjectConfig { details }
+        })?;
+        Ok(config.notify.map(|config| Notifier {
+            config,
+            root: project.root().to_path_buf(),
+            running: Vec::new(),
+        }))
+    }
+
+    /// Notifies about `event` if a person should hear about it.
+    pub fn notify(&mut self, event: &RunEvent) {
+        let Some(note) = notification(event, &self.root) else {
+            return;
+        };
+        let Ok(json) = serde_json::to_vec(&note) else {
+            return;
+        };
+        let command = self.config.command.clone();
+        let timeout = self.config.timeout;
+        let root = self.root.clone();
+        let kind = note.kind;
+        self.running.retain(|t| !t.is_finished());
+        let spawned = std::thread::Builder::new()
+            .name("loopx-notify".into())
+            .spawn(move || run(&command, &root, &json, kind, timeout));
+        match spawned {
+            Ok(thread) => self.running.push(thread),
+            Err(e) => tracing::warn!(error = %e, "cannot start the notification command"),
+        }
+    }
+
+    /// Waits for the notifications still running (each is bounded by its timeout).
+    pub fn finish(self) {
+        for thread in self.running {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The notification for `event`, if it calls for one.
+fn notification<'e>(event: &'e RunEvent, root: &std::path::Path) -> Option<Notification<'e>> {
+    let (kind, agent, message) = match event {
+        RunEvent::Question {
+            agent,
+            gate,
+            question,
+            answer_with,
+            ..
+        } => (
+            "gate_opened",
+            Some(agent.as_str()),
+            format!("{agent} needs an answer to {gate}: {question} ({answer_with})"),
+        ),
+        RunEvent::Paused {
+            agent,
+            until,
+            reason,
+        } => {
+            let until = until.map_or_else(|| "a person resumes it".to_owned(), |u| u.to_string());
+            (
+                "paused",
+                Some(agent.as_str()),
+                format!("{agent} is paused until {until}: {reason}"),
+            )
+        }
+        RunEvent::Resumed { agent } => (
+            "resumed",
+            Some(agent.as_str()),
+            format!("{agent} resumed work"),
+        ),
+        RunEvent::SliceEnded(s) if s.goal_done => (
+            "goal_done",
+            Some(s.agent.as_str()),
+            format!(
+                "the goal is done ({} declared it in slice {})",
+                s.agent, s.id
+            ),
+        ),
+        RunEvent::SliceEnded(s) if !UNREMARKABLE.contains(&s.outcome.as_str()) => {
+            let on = s
+                .todo
+                .as_deref()
+                .map(|t| format!(" on {t}"))
+                .unwrap_or_default();
+            (
+                "slice_failed",
+                Some(s.agent.as_str()),
+                format!(
+                    "{}'s slice {}{on} ended {}: {} (log {})",
+                    s.agent, s.id, s.outcome, s.reason, s.log
+                ),
+            )
+        }
+        _ => return None,
+    };
+    Some(Notification {
+        kind,
+        agent,
+        message,
+        project: root.display().to_string(),
+        event,
+    })
+}
+
+/// Runs the command with `json` on stdin, killing it after `timeout`.
+fn run(command: &str, root: &std::path::Path, json: &[u8], kind: &str, timeout: Duration) {
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(root)
+        .env("LOOPX_NOTIFY", kind)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) => {
+            tracing::warn!(command, error = %e, "the notification command did not start");
+            return;
+        }
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        // A command that ignores its stdin closes the pipe early: not an error.
+        let _ = stdin.write_all(json);
+        let _ = stdin.write_all(b"\n");
+    }
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return,
+            Ok(Some(status)) => {
+                tracing::warn!(command, %status, "the notification command failed");
+                return;
+            }
+            Ok(None) if Instant::now() >= deadline => {
+                tracing::warn!(
+                    command,
+                    ?timeout,
+                    "the notification command timed out; killed"
+                );
+                let _ = child.kill();
+                let _ = child.wait();
+                return;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => {
+                tracing::warn!(command, error = %e, "cannot wait for the notification command");
+                return;
+            }
+        }
+    }
+}
