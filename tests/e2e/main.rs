@@ -9,5 +9,6 @@ mod errors;
 mod output;
 mod profiles;
 mod quota;
+mod report;
 mod run_once;
 mod store_files;
