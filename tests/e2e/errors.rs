@@ -381,3 +381,22 @@ fn an_epoch_alone_does_not_finish_a_live_claim() {
     assert_eq!(run.code, 5, "the holder must name itself: {}", run.stderr);
     loopx.ok(&["todo", "drop", "t1", "--epoch", "1", "--agent", "exec"]);
 }
+
+#[test]
+fn report_errors() {
+    let loopx = Loopx::with_work();
+    check(
+        &loopx,
+        "report_outside_a_slice",
+        &["report", "evidence", "note", "hello"],
+        &[],
+        2,
+    );
+    check(
+        &loopx,
+        "report_malformed_marker",
+        &["report", "done"],
+        &[("LOOPX_SLICE", "s1"), ("LOOPX_AGENT", "exec")],
+        2,
+    );
+}

@@ -9,6 +9,7 @@ mod errors;
 mod output;
 mod profiles;
 mod quota;
+mod report;
 mod run_loop;
 mod run_once;
 mod store_files;

@@ -66,6 +66,57 @@ pub enum Command {
     Quota(QuotaCommand),
     /// Run agents: decide, run one bounded slice, write back what it did.
     Run(RunArgs),
+    /// For agents inside a slice: record evidence, a handoff, a todo, a question, or done.
+    #[command(subcommand)]
+    Report(ReportCommand),
+}
+
+/// Evidence kinds an agent may report; `slice`, `quota` and `violation` are loopx's own.
+const AGENT_EVIDENCE_KINDS: [&str; 4] = ["test", "diff", "note", "artifact"];
+
+/// `loopx report …`: the slice comes from `LOOPX_SLICE`, the agent from `LOOPX_AGENT`, and the
+/// claim from `LOOPX_TODO` and `LOOPX_EPOCH`, as loopx set them for the slice.
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Record evidence on the slice (and its todo).
+    Evidence {
+        /// test, diff, note or artifact.
+        #[arg(value_parser = AGENT_EVIDENCE_KINDS)]
+        kind: String,
+        /// What was shown, in one line (several words are joined with spaces).
+        #[arg(required = true, value_name = "TEXT")]
+        text: Vec<String>,
+        /// Longer detail.
+        #[arg(long, default_value = "")]
+        detail: String,
+        /// A file it refers to, pinned by its sha256 (repeatable).
+        #[arg(long = "file", value_name = "PATH")]
+        files: Vec<PathBuf>,
+    },
+    /// Write a handoff for the next agent on the slice's todo.
+    Handoff(HandoffText),
+    /// Propose a follow-up todo for the current goal.
+    Todo {
+        /// A short title.
+        title: String,
+        /// Longer detail.
+        #[arg(long, default_value = "")]
+        detail: String,
+        /// Higher runs first.
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+        priority: i32,
+        /// The role of agent that should take it.
+        #[arg(long, value_name = "ROLE")]
+        role: Option<String>,
+    },
+    /// Ask a person a concrete question; blocks the slice's todo (or, without one, this agent).
+    Ask(QuestionArgs),
+    /// Mark the slice's todo done.
+    Done {
+        /// One line on what was done, recorded as a note.
+        #[arg(long, value_name = "TEXT")]
+        summary: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -322,18 +373,25 @@ pub enum TodoCommand {
     Drop(FinishArgs),
 }
 
+/// A question for a person (`gate ask`, `report ask`).
+#[derive(Debug, Args)]
+pub struct QuestionArgs {
+    /// The question: names the decision and ends with `?`.
+    pub question: String,
+    /// A choice (repeatable); a person answers with `--option N`.
+    #[arg(long = "option", value_name = "TEXT")]
+    pub options: Vec<String>,
+    /// Background the person needs.
+    #[arg(long, default_value = "")]
+    pub context: String,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum GateCommand {
     /// Ask a person a concrete question; blocks work until answered.
     Ask {
-        /// The question: names the decision and ends with `?`.
-        question: String,
-        /// A choice (repeatable); answer with `--option N`.
-        #[arg(long = "option", value_name = "TEXT")]
-        options: Vec<String>,
-        /// Background the person needs.
-        #[arg(long, default_value = "")]
-        context: String,
+        #[command(flatten)]
+        ask: QuestionArgs,
         /// Block only these todos (repeatable).
         #[arg(long = "blocks", value_name = "ID", conflicts_with_all = ["agent", "global"])]
         blocks: Vec<String>,
@@ -426,19 +484,26 @@ pub enum HandoffCommand {
         /// The epoch of the claim this is written under (refused when stale).
         #[arg(long, value_name = "N", env = "LOOPX_EPOCH")]
         epoch: Option<u64>,
-        /// What was done.
-        #[arg(long, default_value = "")]
-        done: String,
-        /// What comes next.
-        #[arg(long, default_value = "")]
-        next: String,
-        /// A file touched (repeatable).
-        #[arg(long = "file", value_name = "PATH")]
-        files: Vec<String>,
-        /// An open question (repeatable).
-        #[arg(long = "question", value_name = "TEXT")]
-        questions: Vec<String>,
+        #[command(flatten)]
+        text: HandoffText,
     },
+}
+
+/// What a handoff says (`handoff write`, `report handoff`).
+#[derive(Debug, Args)]
+pub struct HandoffText {
+    /// What was done.
+    #[arg(long, default_value = "")]
+    pub done: String,
+    /// What comes next.
+    #[arg(long, default_value = "")]
+    pub next: String,
+    /// A file touched (repeatable).
+    #[arg(long = "file", value_name = "PATH")]
+    pub files: Vec<String>,
+    /// An open question (repeatable).
+    #[arg(long = "question", value_name = "TEXT")]
+    pub questions: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,6 +9,7 @@ mod init;
 mod log;
 mod profile;
 mod quota;
+mod report;
 mod run;
 mod status;
 mod todo;
@@ -39,6 +40,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Adapter(cmd) => profile::adapter(ctx, cmd),
         Command::Quota(cmd) => quota::run(ctx, cmd),
         Command::Run(args) => run::run(ctx, args),
+        Command::Report(cmd) => report::run(ctx, cmd),
     }
 }
 

@@ -9,10 +9,13 @@
 //!
 //! It never touches anything outside its working directory, reads no secrets, and never uses
 //! the network. The only environment it reads is `LOOPX_DEMO_DELAY_MS` (pacing between lines)
-//! and `LOOPX_DEMO_RESET_SECS` (how far ahead a simulated usage limit resets).
+//! and `LOOPX_DEMO_RESET_SECS` (how far ahead a simulated usage limit resets). With
+//! `[demo:report-cli]` it runs `loopx report` as a child, which reads the slice's `LOOPX_*`
+//! variables and writes to the project's store, as a real agent's own `loopx` calls would.
 
 mod args;
 mod behaviour;
+mod report_cli;
 mod run;
 mod stream;
 mod task;

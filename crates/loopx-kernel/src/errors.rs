@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::ids::{AgentName, GateId, GoalId, TodoId};
+use crate::ids::{AgentName, GateId, GoalId, SliceId, TodoId};
 use crate::time::Timestamp;
 
 /// An id that does not follow the grammar.
@@ -188,6 +188,16 @@ pub enum Conflict {
     SliceRunning { todo: TodoId, slice: String },
     #[error("`{agent}` is already planning in slice {slice}: one planning slice at a time")]
     PlanRunning { agent: String, slice: String },
+    #[error(
+        "slice {slice} has ended ({outcome}), so nothing more is written on its behalf\n(hint: `loopx report` is for the agent while its slice runs; the next slice gets its own LOOPX_SLICE)"
+    )]
+    ReportAfterEnd { slice: SliceId, outcome: String },
+    #[error("slice {slice} runs agent `{owner}`, not `{agent}`")]
+    SliceOwner {
+        slice: SliceId,
+        agent: AgentName,
+        owner: AgentName,
+    },
 }
 
 /// Input that the kernel refuses on its merits.

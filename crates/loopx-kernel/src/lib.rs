@@ -14,6 +14,7 @@
 //!   [`Conflict::StaleEpoch`], and the refusal is itself recorded as an event.
 //! - Every free text passes the [`Redactor`] before it is written, so the store file never holds
 //!   a credential.
+//! - [`marker`] names a slice in its agent's environment (`LOOPX_SLICE`), bound to the project.
 //! - [`check_consistency`] states the kernel's invariants; `loopx doctor` and the property tests
 //!   both use it.
 //!
@@ -26,6 +27,7 @@ pub mod doorbell;
 pub mod errors;
 pub mod ids;
 mod limits;
+pub mod marker;
 pub mod model;
 pub mod project;
 pub mod question;

@@ -1,5 +1,6 @@
 //! Applying a finished slice's writeback, and the summary of the slice it yields.
 
+use loopx_kernel::model::TodoState;
 use loopx_kernel::store::Applied;
 use loopx_kernel::{Conflict, KernelError, Op, Project, Store, Timestamp};
 use serde::Serialize;
@@ -49,7 +50,7 @@ pub(crate) fn write_back(
     pid: Option<u32>,
 ) -> Result<SliceSummary, SupervisorError> {
     let store = Store::open(project)?;
-    let wb = writeback(f);
+    let wb = writeback(f, done_by_agent(&store, f)?);
     let ops = wb.ops.clone();
     let (applied, result) = match store.apply_all(ops.clone(), actor, f.ended_at) {
         Ok(applied) => (applied, "applied"),
@@ -112,6 +113,16 @@ pub(crate) fn write_back(
         goal_done: wb.goal_done && applied_ok,
         writeback: result,
     })
+}
+
+/// True when the agent marked the slice's todo done itself (`loopx report done`), under the
+/// slice's epoch: a peer that reclaimed the todo would have moved the epoch on.
+fn done_by_agent(store: &Store, f: &Finished<'_>) -> Result<bool, SupervisorError> {
+    let (Some(id), Some(epoch)) = (f.todo, f.epoch) else {
+        return Ok(false);
+    };
+    let todo = store.read(|s| s.todo(id))?;
+    Ok(todo.is_some_and(|t| t.state == TodoState::Done && t.epoch == epoch))
 }
 
 #[cfg(test)]

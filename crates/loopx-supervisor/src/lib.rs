@@ -25,7 +25,8 @@
 //!    finished.
 //! 7. **Write back** ([`writeback`]) in one epoch-checked batch: the slice's end, evidence, a
 //!    handoff, proposed todos, a gate for a question, the quota charge and a vendor hold, and
-//!    the todo done or released. A batch refused for a stale epoch records only the end.
+//!    the todo done or released (or left done, when the agent marked it done itself with
+//!    `loopx report done`). A batch refused for a stale epoch records only the end.
 //!
 //! The store is opened per step and never held while the agent runs: other peers (`loopx
 //! status`, the agent's own `loopx` calls) use it meanwhile.

@@ -82,7 +82,11 @@ pub fn slice_end(f: &Finished<'_>) -> Op {
 }
 
 /// Every operation of the writeback, in order.
-pub fn writeback(f: &Finished<'_>) -> Writeback {
+///
+/// `done_by_agent`: the agent already marked the slice's todo done under the slice's epoch
+/// (`loopx report done`), so the batch neither releases nor finishes it again (either would be
+/// refused, and take the evidence and handoff down with it).
+pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     let report = f.classification.and_then(|c| c.report.as_ref());
     let mut ops = vec![slice_end(f), Op::EvidenceAdd(slice_evidence(f, report))];
     let mut question = None;
@@ -177,18 +181,19 @@ pub fn writeback(f: &Finished<'_>) -> Writeback {
             source: HoldSource::Vendor,
         });
     }
-    let todo_done = matches!(report, Some(Ok(r)) if r.status == loopx_adapters::ReportStatus::Done)
+    let reported_done = matches!(report, Some(Ok(r)) if r.status == loopx_adapters::ReportStatus::Done)
         && f.outcome == "completed";
+    let todo_done = done_by_agent || reported_done;
     // A planning slice that reports `done` and proposes nothing says the goal is met: its
     // prompt asks for exactly that when it is.
-    let goal_done = f.kind == SliceKind::Plan && todo_done && new_todos == 0;
+    let goal_done = f.kind == SliceKind::Plan && reported_done && new_todos == 0;
     if goal_done {
         ops.push(Op::GoalSetStatus {
             goal: None,
             to: GoalStatus::Done,
         });
     }
-    if let (Some(todo), Some(epoch)) = (f.todo, f.epoch) {
+    if let (Some(todo), Some(epoch), false) = (f.todo, f.epoch, done_by_agent) {
         ops.push(if todo_done {
             Op::TodoFinish {
                 todo,
@@ -401,12 +406,26 @@ mod tests {
     }
 
     fn check(c: &Classification, outcome: &str, todo: bool) -> Writeback {
-        check_kind(c, outcome, todo, SliceKind::Work)
+        check_with(c, outcome, todo, false, SliceKind::Work)
     }
 
     fn check_kind(c: &Classification, outcome: &str, todo: bool, kind: SliceKind) -> Writeback {
+        check_with(c, outcome, todo, false, kind)
+    }
+
+    fn check_done(c: &Classification, outcome: &str, todo: bool, done: bool) -> Writeback {
+        check_with(c, outcome, todo, done, SliceKind::Work)
+    }
+
+    fn check_with(
+        c: &Classification,
+        outcome: &str,
+        todo: bool,
+        done: bool,
+        kind: SliceKind,
+    ) -> Writeback {
         let agent: AgentName = "exec".parse().expect("a name");
-        writeback(&Finished {
+        let finished = Finished {
             slice: SliceId(4),
             agent: &agent,
             todo: todo.then_some(TodoId(2)),
@@ -423,7 +442,8 @@ mod tests {
             ended_at: Timestamp(3_000),
             log: ".loopx/slices/s4.log",
             quota: unpaced_quota(&agent),
-        })
+        };
+        writeback(&finished, done)
     }
 
     fn notes(wb: &Writeback) -> Vec<&str> {
@@ -504,6 +524,29 @@ mod tests {
         assert!(!wb.todo_done);
         assert!(matches!(
             wb.ops.last(),
+            Some(Op::TodoRelease { epoch: 3, .. })
+        ));
+    }
+
+    #[test]
+    fn a_todo_the_agent_already_finished_is_neither_released_nor_finished_again() {
+        let c = classified(Outcome::Progress, Some(Ok(report(ReportStatus::Progress))));
+        let wb = check_done(&c, "progress", true, true);
+        assert!(wb.todo_done, "the todo is done, by the agent");
+        assert!(
+            !wb.ops
+                .iter()
+                .any(|op| matches!(op, Op::TodoRelease { .. } | Op::TodoFinish { .. })),
+            "{:?}",
+            wb.ops
+        );
+        assert!(
+            wb.ops.iter().any(|op| matches!(op, Op::HandoffAdd(_))),
+            "the rest of the batch stays"
+        );
+        let not_done = check_done(&c, "progress", true, false);
+        assert!(matches!(
+            not_done.ops.last(),
             Some(Op::TodoRelease { epoch: 3, .. })
         ));
     }

@@ -3,7 +3,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use loopx_kernel::model::{EvidenceKind, FileRef};
+use loopx_kernel::model::{Evidence, EvidenceKind, FileRef, Handoff};
 use loopx_kernel::store::{Applied, NewEvidence, NewHandoff};
 use loopx_kernel::{Invalid, Op, SliceId, TodoId};
 use sha2::{Digest, Sha256};
@@ -24,21 +24,13 @@ pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
             detail,
             files,
         } => {
-            let kind = EvidenceKind::ALL
-                .into_iter()
-                .find(|k| k.as_str() == kind)
-                .unwrap_or(EvidenceKind::Note);
             let project = ctx.project()?;
-            let files = files
-                .iter()
-                .map(|f| file_ref(project.root(), f))
-                .collect::<Result<Vec<_>, _>>()?;
             let new = NewEvidence {
                 epoch,
-                kind,
+                kind: evidence_kind(&kind),
                 summary,
                 detail,
-                files,
+                files: file_refs(project.root(), &files)?,
                 todo: todo.as_deref().map(id).transpose()?,
                 slice: current_slice(),
             };
@@ -48,14 +40,7 @@ pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
             else {
                 unreachable!("evidence add yields evidence")
             };
-            if ctx.json {
-                ctx.json_out(&document("evidence", &evidence))
-            } else {
-                ctx.line(format!(
-                    "Recorded evidence {}: {}",
-                    evidence.id, evidence.summary
-                ))
-            }
+            show_evidence(ctx, &evidence)
         }
         EvidenceCommand::List { todo, limit } => {
             let todo: Option<TodoId> = todo.as_deref().map(id).transpose()?;
@@ -78,22 +63,14 @@ pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
 }
 
 pub fn handoff(ctx: &mut Ctx, args: HandoffArgs) -> Result<(), ExpectedError> {
-    if let Some(HandoffCommand::Write {
-        todo,
-        epoch,
-        done,
-        next,
-        files,
-        questions,
-    }) = args.write
-    {
+    if let Some(HandoffCommand::Write { todo, epoch, text }) = args.write {
         let new = NewHandoff {
             epoch,
             todo: todo.as_deref().map(id).transpose()?,
-            done,
-            next,
-            files,
-            questions,
+            done: text.done,
+            next: text.next,
+            files: text.files,
+            questions: text.questions,
             slice: current_slice(),
         };
         let store = ctx.store()?;
@@ -102,11 +79,7 @@ pub fn handoff(ctx: &mut Ctx, args: HandoffArgs) -> Result<(), ExpectedError> {
         else {
             unreachable!("handoff write yields a handoff")
         };
-        return if ctx.json {
-            ctx.json_out(&document("handoff", &handoff))
-        } else {
-            ctx.line(format!("Wrote handoff {}", handoff.id))
-        };
+        return show_handoff(ctx, &handoff);
     }
     let todo: Option<TodoId> = args.todo.as_deref().map(id).transpose()?;
     let handoff = ctx.store_read()?.read(|s| {
@@ -132,6 +105,40 @@ pub fn handoff(ctx: &mut Ctx, args: HandoffArgs) -> Result<(), ExpectedError> {
             Ok(())
         }
         None => ctx.line("No handoff yet."),
+    }
+}
+
+/// A kind by its name (`test`); clap has already limited the names to real kinds.
+pub(super) fn evidence_kind(name: &str) -> EvidenceKind {
+    EvidenceKind::ALL
+        .into_iter()
+        .find(|k| k.as_str() == name)
+        .unwrap_or(EvidenceKind::Note)
+}
+
+/// Pins every file by its content.
+pub(super) fn file_refs(root: &Path, files: &[PathBuf]) -> Result<Vec<FileRef>, ExpectedError> {
+    files.iter().map(|f| file_ref(root, f)).collect()
+}
+
+/// Prints recorded evidence.
+pub(super) fn show_evidence(ctx: &mut Ctx, evidence: &Evidence) -> Result<(), ExpectedError> {
+    if ctx.json {
+        ctx.json_out(&document("evidence", evidence))
+    } else {
+        ctx.line(format!(
+            "Recorded evidence {}: {}",
+            evidence.id, evidence.summary
+        ))
+    }
+}
+
+/// Prints a written handoff.
+pub(super) fn show_handoff(ctx: &mut Ctx, handoff: &Handoff) -> Result<(), ExpectedError> {
+    if ctx.json {
+        ctx.json_out(&document("handoff", handoff))
+    } else {
+        ctx.line(format!("Wrote handoff {}", handoff.id))
     }
 }
 

@@ -13,9 +13,7 @@ use crate::output::{document, views};
 pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
     match cmd {
         GateCommand::Ask {
-            question,
-            options,
-            context,
+            ask,
             blocks,
             agent,
             global,
@@ -32,24 +30,13 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
             let gate = apply(
                 ctx,
                 Op::GateAsk(NewGate {
-                    question,
-                    options,
-                    context,
+                    question: ask.question,
+                    options: ask.options,
+                    context: ask.context,
                     blocks,
                 }),
             )?;
-            if ctx.json {
-                return ctx.json_out(&document("gate", &gate));
-            }
-            ctx.line(format!(
-                "Opened gate {} (blocks {})",
-                gate.id,
-                gate.blocks.describe()
-            ))?;
-            ctx.line(format!(
-                "A person answers with: {}",
-                views::answer_command(&gate)
-            ))
+            show_opened(ctx, &gate)
         }
         GateCommand::List { all } => {
             let gates = ctx.store_read()?.read(|s| s.gates())?;
@@ -133,6 +120,22 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
             }
         }
     }
+}
+
+/// Prints a gate just opened, with the command that answers it.
+pub(super) fn show_opened(ctx: &mut Ctx, gate: &Gate) -> Result<(), ExpectedError> {
+    if ctx.json {
+        return ctx.json_out(&document("gate", gate));
+    }
+    ctx.line(format!(
+        "Opened gate {} (blocks {})",
+        gate.id,
+        gate.blocks.describe()
+    ))?;
+    ctx.line(format!(
+        "A person answers with: {}",
+        views::answer_command(gate)
+    ))
 }
 
 /// Inside a slice a question holds back the slice's todo; elsewhere, everyone.

@@ -147,7 +147,7 @@ fn apply(ctx: &Ctx, op: Op) -> Result<Todo, ExpectedError> {
     }
 }
 
-fn show(ctx: &mut Ctx, todo: &Todo, message: String) -> Result<(), ExpectedError> {
+pub(super) fn show(ctx: &mut Ctx, todo: &Todo, message: String) -> Result<(), ExpectedError> {
     if ctx.json {
         ctx.json_out(&document("todo", todo))
     } else {

@@ -31,6 +31,10 @@ pub(crate) fn perform<W: Write>(
 ) -> Result<Ending, Stop> {
     match task.kind {
         Kind::Plan => plan(task, ws, stream),
+        Kind::Work if task.report_cli => {
+            let ending = work(task, ws, stream)?;
+            super::report_cli::report_through_cli(ending, stream)
+        }
         Kind::Work => work(task, ws, stream),
         Kind::Repair => {
             read_file(

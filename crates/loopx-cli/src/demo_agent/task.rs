@@ -31,6 +31,8 @@ pub(crate) struct Task {
     pub file: String,
     /// `[demo:usage-limit]`: the first run hits a simulated usage limit.
     pub usage_limit: bool,
+    /// `[demo:report-cli]`: after the work, report through `loopx report` as well.
+    pub report_cli: bool,
     /// A human's answer to an earlier question, when the prompt carries one.
     pub answer: Option<String>,
 }
@@ -88,6 +90,7 @@ impl Task {
             goal,
             file: tag_value(tags_in, "[demo:file=").unwrap_or_else(|| DEFAULT_FILE.to_owned()),
             usage_limit: has("[demo:usage-limit]"),
+            report_cli: has("[demo:report-cli]"),
             answer,
         }
     }
@@ -192,6 +195,10 @@ mod tests {
         assert_eq!(task.title, "Write the changelog");
         assert_eq!(task.file, "demo/CHANGES.md");
         assert!(task.usage_limit);
+        assert!(!task.report_cli);
+        let cli = Task::from_prompt(&rendered("executor", "Write it [demo:report-cli]", "none"));
+        assert_eq!((cli.kind, cli.report_cli), (Kind::Work, true));
+        assert_eq!(cli.title, "Write it");
         let review = Task::from_prompt(&rendered("executor", "Check it [demo:review]", "none"));
         assert_eq!(review.kind, Kind::Review);
     }

@@ -8,7 +8,6 @@ use loopx_adapters::{LaunchPlan, PromptDelivery};
 use loopx_kernel::model::ProcessIdentity;
 use loopx_kernel::{AgentName, SliceId, TodoId};
 use loopx_pty::{EnvSpec, LaunchSpec, LogSpec, PromptFile, SliceLimits};
-use sha2::{Digest, Sha256};
 
 /// Who the slice is, for its environment.
 #[derive(Debug, Clone)]
@@ -20,16 +19,10 @@ pub(crate) struct SliceEnv<'a> {
     pub epoch: Option<u64>,
 }
 
-/// The `LOOPX_SLICE` marker: the slice id plus a digest of the project root.
-///
-/// The PTY crate sweeps leftovers by this marker in `/proc/<pid>/environ`, across the whole
-/// machine. Slice ids restart at `s1` in every project, so the id alone would let one project's
-/// sweep kill another project's agent. The digest is derived, not random, so recovery can
-/// compute it again from the slice record.
+/// The `LOOPX_SLICE` marker: the slice id plus a digest of the project root (see
+/// [`loopx_kernel::marker`], which `loopx report` uses to read it back).
 pub(crate) fn marker(project_root: &Path, slice: SliceId) -> loopx_pty::SliceId {
-    let digest = Sha256::digest(project_root.as_os_str().as_encoded_bytes());
-    let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
-    loopx_pty::SliceId::new(format!("{slice}.{hex}"))
+    loopx_pty::SliceId::new(loopx_kernel::marker::slice_marker(project_root, slice))
         .expect("a kernel slice id and hex digits are a valid marker")
 }
 

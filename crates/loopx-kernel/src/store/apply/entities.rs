@@ -2,7 +2,7 @@
 
 use super::op::{AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff, NewSlice, SliceEnd};
 use crate::errors::{Conflict, Invalid, KernelError, Refused};
-use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId, SliceId};
+use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId, SliceId, TodoId};
 use crate::limits;
 use crate::model::{
     Agent, Answer, Blocks, EventKind, Evidence, Gate, GateState, Goal, GoalStatus, Handoff,
@@ -490,6 +490,50 @@ pub(super) fn slice_end(
         slice: id,
         outcome: end.outcome,
     })?;
+    Ok(Applied::Slice(record))
+}
+
+/// Checks that a write from inside `id` may go ahead (see [`Op::InSlice`](super::op::Op)).
+pub(super) fn in_slice(
+    w: &Writer<'_>,
+    id: SliceId,
+    agent: &AgentName,
+    todo: Option<TodoId>,
+    epoch: Option<u64>,
+) -> Result<Applied, KernelError> {
+    let record: SliceRecord = w.require(tables::SLICES, id.0, "slice", id)?;
+    if record.ended_at.is_some() {
+        return Err(Conflict::ReportAfterEnd {
+            slice: id,
+            outcome: record.outcome.unwrap_or_else(|| "ended".to_owned()),
+        }
+        .into());
+    }
+    if &record.agent != agent {
+        return Err(Conflict::SliceOwner {
+            slice: id,
+            agent: agent.clone(),
+            owner: record.agent,
+        }
+        .into());
+    }
+    if (todo, epoch) != (record.todo, record.epoch) {
+        let claim = |todo: Option<TodoId>, epoch: Option<u64>| match (todo, epoch) {
+            (Some(t), Some(e)) => format!("{t} under epoch {e}"),
+            (Some(t), None) => format!("{t} without an epoch"),
+            (None, _) => "no todo".to_owned(),
+        };
+        return Err(Invalid::Other(format!(
+            "slice {id} works on {}, not on {}\n(hint: LOOPX_TODO and LOOPX_EPOCH are set by loopx for the slice; keep them as given)",
+            claim(record.todo, record.epoch),
+            claim(todo, epoch)
+        ))
+        .into());
+    }
+    if let Some(todo) = todo {
+        let current: Todo = w.require(tables::TODOS, todo.0, "todo", todo)?;
+        check_epoch(w, &current, epoch)?;
+    }
     Ok(Applied::Slice(record))
 }
 

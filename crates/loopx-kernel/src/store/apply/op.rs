@@ -167,6 +167,16 @@ pub enum Op {
         slice: SliceId,
         end: SliceEnd,
     },
+    /// Refuses unless `slice` is running, runs `agent`, works under exactly this claim, and
+    /// the claim's epoch is still current; writes nothing. The first operation of a batch an
+    /// agent writes from inside its slice (`loopx report`), so the check and the writes are one
+    /// transaction.
+    InSlice {
+        slice: SliceId,
+        agent: AgentName,
+        todo: Option<TodoId>,
+        epoch: Option<u64>,
+    },
     /// Admit one slice against the agent's quota, recording it; refused when quota says wait.
     QuotaAdmit(super::quota::QuotaRequest),
     /// Record usage known after a slice ran (may overspend: the excess becomes debt).
@@ -212,6 +222,7 @@ impl Op {
             } => "drop",
             Op::TodoFinish { .. } => "done",
             Op::SliceStart(_) => "slice start",
+            Op::InSlice { .. } => "report",
             _ => "change",
         }
     }
@@ -268,6 +279,7 @@ impl Op {
             | Op::GateAnswer { .. }
             | Op::GateWithdraw { .. }
             | Op::SliceSpawned { .. }
+            | Op::InSlice { .. }
             | Op::QuotaAdmit(_)
             | Op::QuotaCharge(_)
             | Op::QuotaResume { .. } => {}
@@ -318,6 +330,12 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
         Op::SliceStart(new) => entities::slice_start(w, new),
         Op::SliceSpawned { slice, process } => entities::slice_spawned(w, slice, process),
         Op::SliceEnd { slice, end } => entities::slice_end(w, slice, end),
+        Op::InSlice {
+            slice,
+            agent,
+            todo,
+            epoch,
+        } => entities::in_slice(w, slice, &agent, todo, epoch),
         Op::QuotaAdmit(req) => super::quota::spend(w, req, true),
         Op::QuotaCharge(req) => super::quota::spend(w, req, false),
         Op::QuotaHold {
