@@ -31,10 +31,13 @@
 //! status`, the agent's own `loopx` calls) use it meanwhile.
 
 mod agent;
+mod approval;
 mod commit;
 mod errors;
+mod findings;
 mod once;
 pub mod prompt;
+pub mod scope;
 mod slice;
 pub mod writeback;
 

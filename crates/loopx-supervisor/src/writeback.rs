@@ -15,7 +15,9 @@ use loopx_kernel::store::{NewEvidence, NewGate, NewHandoff, NewTodo, Op, QuotaRe
 use loopx_kernel::time::short_duration;
 use loopx_kernel::{AgentName, SliceId, Timestamp, TodoId};
 
+use crate::findings;
 use crate::prompt::kind_name;
+use crate::scope::SliceChanges;
 
 // The kernel's bounds on one record (it refuses longer texts, which would refuse the batch).
 const SUMMARY: usize = 500;
@@ -50,6 +52,8 @@ pub struct Finished<'a> {
     pub log: &'a str,
     /// The agent's quota request; its usage and run time are filled in here.
     pub quota: QuotaRequest,
+    /// What the slice changed, checked against the goal's scope.
+    pub changes: &'a SliceChanges,
 }
 
 /// The batch, and what it will do (for the caller's output).
@@ -63,6 +67,8 @@ pub struct Writeback {
     pub hold_until: Option<Timestamp>,
     /// `done`, `progress`, `blocked`, `malformed` or `none`.
     pub report: &'static str,
+    /// Files the slice changed that the agent was not allowed to change.
+    pub violations: Vec<String>,
 }
 
 /// The slice's end alone: what is written when the batch is refused.
@@ -124,6 +130,7 @@ pub fn writeback(f: &Finished<'_>) -> Writeback {
         question = Some((text.clone(), options.clone()));
     }
     ops.push(Op::HandoffAdd(handoff(f, report, question.as_ref())));
+    ops.extend(findings::ops(f));
     let mut new_todos = 0;
     if let Some(Ok(r)) = report {
         for todo in r.next_todos.iter().take(REPORT_ITEMS) {
@@ -175,8 +182,16 @@ pub fn writeback(f: &Finished<'_>) -> Writeback {
             source: HoldSource::Vendor,
         });
     }
+    let violations: Vec<String> = f
+        .changes
+        .violations()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    // A todo whose changes a person may roll back is not done yet.
     let todo_done = matches!(report, Some(Ok(r)) if r.status == loopx_adapters::ReportStatus::Done)
-        && f.outcome == "completed";
+        && f.outcome == "completed"
+        && violations.is_empty();
     if let (Some(todo), Some(epoch)) = (f.todo, f.epoch) {
         ops.push(if todo_done {
             Op::TodoFinish {
@@ -200,6 +215,7 @@ pub fn writeback(f: &Finished<'_>) -> Writeback {
         gate,
         hold_until,
         report: report_word,
+        violations,
     }
 }
 
@@ -228,13 +244,19 @@ fn slice_evidence(
         f.output_bytes,
         f.log
     ));
+    detail.push_str(&findings::changes_line(f.changes));
     if let Some(Ok(r)) = report {
         detail.push_str(&format!("report: {}\n", r.summary.trim()));
     }
     evidence(f, EvidenceKind::Slice, &summary, &detail)
 }
 
-fn evidence(f: &Finished<'_>, kind: EvidenceKind, summary: &str, detail: &str) -> NewEvidence {
+pub(crate) fn evidence(
+    f: &Finished<'_>,
+    kind: EvidenceKind,
+    summary: &str,
+    detail: &str,
+) -> NewEvidence {
     let summary = clip(summary.trim(), SUMMARY);
     NewEvidence {
         kind,
@@ -339,7 +361,7 @@ fn resets_at(f: &Finished<'_>) -> Option<Timestamp> {
 }
 
 /// At most `max` characters, cut on a character boundary.
-fn clip(text: &str, max: usize) -> String {
+pub(crate) fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((end, _)) => text[..end].to_owned(),
         None => text.to_owned(),
@@ -390,9 +412,18 @@ mod tests {
 
     fn check(c: &Classification, outcome: &str, todo: bool) -> Writeback {
         let agent: AgentName = "exec".parse().expect("a name");
-        writeback(&Finished {
+        writeback(&finished(c, &agent, outcome, todo))
+    }
+
+    fn finished<'a>(
+        c: &'a Classification,
+        agent: &'a AgentName,
+        outcome: &'a str,
+        todo: bool,
+    ) -> Finished<'a> {
+        Finished {
             slice: SliceId(4),
-            agent: &agent,
+            agent,
             todo: todo.then_some(TodoId(2)),
             epoch: todo.then_some(3),
             kind: SliceKind::Work,
@@ -406,9 +437,18 @@ mod tests {
             started_at: Timestamp(1_000),
             ended_at: Timestamp(3_000),
             log: ".loopx/slices/s4.log",
-            quota: unpaced_quota(&agent),
-        })
+            quota: unpaced_quota(agent),
+            changes: &NO_CHANGES,
+        }
     }
+
+    static NO_CHANGES: SliceChanges = SliceChanges {
+        unchecked: None,
+        files: Vec::new(),
+        stat: String::new(),
+        outside: Vec::new(),
+        state_files: Vec::new(),
+    };
 
     fn notes(wb: &Writeback) -> Vec<&str> {
         wb.ops
@@ -446,6 +486,29 @@ mod tests {
             (charge.tokens, charge.busy),
             (10, Some((Timestamp(1_000), Timestamp(3_000))))
         );
+    }
+
+    #[test]
+    fn a_scope_violation_releases_a_done_todo_and_asks() {
+        let c = classified(Outcome::Completed, Some(Ok(report(ReportStatus::Done))));
+        let agent: AgentName = "exec".parse().expect("a name");
+        let changes = SliceChanges {
+            files: vec!["secrets.txt".into()],
+            outside: vec!["secrets.txt".into()],
+            ..SliceChanges::default()
+        };
+        let mut f = finished(&c, &agent, "completed", true);
+        f.changes = &changes;
+        let wb = writeback(&f);
+        assert!(!wb.todo_done, "a person may roll it back");
+        assert_eq!(wb.violations, ["secrets.txt"]);
+        assert!(matches!(wb.ops.last(), Some(Op::TodoRelease { .. })));
+        assert!(wb.ops.iter().any(|op| matches!(
+            op,
+            Op::EvidenceAdd(e) if e.kind == EvidenceKind::Violation
+        )));
+        assert!(wb.ops.iter().any(|op| matches!(op, Op::GateAsk(_))));
+        assert_eq!(wb.gate, None, "not the agent's question");
     }
 
     #[test]
