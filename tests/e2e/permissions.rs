@@ -159,6 +159,24 @@ fn a_goal_below_full_needs_no_approval() {
     assert!(gates(&loopx).is_empty(), "workspace-write asks nothing");
 }
 
+/// Asserts there is evidence of `kind` whose summary starts with `summary` and whose detail
+/// contains `detail`.
+fn evidence_with(loopx: &Loopx, kind: &str, summary: &str, detail: &str) {
+    let evidence = loopx.ok(&["evidence", "list", "--json"]).json();
+    let evidence = evidence["evidence"].as_array().expect("a list").clone();
+    let found = evidence.iter().any(|e| {
+        e["kind"] == kind
+            && e["summary"]
+                .as_str()
+                .is_some_and(|s| s.starts_with(summary))
+            && e["detail"].as_str().is_some_and(|d| d.contains(detail))
+    });
+    assert!(
+        found,
+        "no {kind} evidence `{summary}…` with `{detail}`: {evidence:?}"
+    );
+}
+
 fn git(dir: &Path, args: &[&str]) {
     let out = std::process::Command::new("git")
         .arg("-C")
@@ -195,34 +213,12 @@ fn a_slice_writing_outside_the_scope_is_a_violation_with_a_gate() {
         run.stderr
     );
 
-    let evidence = loopx.ok(&["evidence", "list", "--json"]).json();
-    let evidence = evidence["evidence"].as_array().expect("a list").clone();
-    let violation = evidence
-        .iter()
-        .find(|e| e["kind"] == "violation")
-        .unwrap_or_else(|| panic!("violation evidence: {evidence:?}"));
-    assert!(
-        violation["detail"]
-            .as_str()
-            .expect("detail")
-            .contains("src/x.md"),
-        "{violation}"
-    );
-    let diff = evidence
-        .iter()
-        .find(|e| {
-            e["kind"] == "diff"
-                && e["summary"]
-                    .as_str()
-                    .is_some_and(|s| s.starts_with("slice s1 changed"))
-        })
-        .unwrap_or_else(|| panic!("the slice's diff evidence: {evidence:?}"));
-    assert!(
-        diff["detail"]
-            .as_str()
-            .expect("detail")
-            .contains("src/x.md (new, untracked)"),
-        "{diff}"
+    evidence_with(&loopx, "violation", "slice s1 of agent `exec`", "src/x.md");
+    evidence_with(
+        &loopx,
+        "diff",
+        "slice s1 changed",
+        "src/x.md (new, untracked)",
     );
 
     let gate = &gates(&loopx)[0];
@@ -291,24 +287,11 @@ account = "sneaky"
         "{out}\n{stderr}"
     );
     assert_eq!(slice["violation_gate"], "q1");
-    let evidence = loopx.ok(&["evidence", "list", "--json"]).json();
-    let evidence = evidence["evidence"].as_array().expect("a list").clone();
-    let own = evidence
-        .iter()
-        .find(|e| e["kind"] == "slice")
-        .expect("the slice's evidence");
-    assert!(
-        own["detail"]
-            .as_str()
-            .expect("detail")
-            .contains("changes: not checked (the project is not in a git work tree)"),
-        "{own}"
+    evidence_with(
+        &loopx,
+        "slice",
+        "work slice s1",
+        "changes: not checked (the project is not in a git work tree)",
     );
-    assert!(
-        evidence.iter().any(|e| e["kind"] == "violation"
-            && e["summary"]
-                .as_str()
-                .is_some_and(|s| s.contains(".loopx/profiles/evil.toml"))),
-        "{evidence:?}"
-    );
+    evidence_with(&loopx, "violation", "slice s1", ".loopx/profiles/evil.toml");
 }

@@ -255,7 +255,10 @@ mod tests {
         let b = binding();
         assert_eq!(verdict(&[], &b), Verdict::Unasked);
         let approved = gate(1, &b, GateState::Answered, Some(1));
-        assert_eq!(verdict(&[approved.clone()], &b), Verdict::Approved);
+        assert_eq!(
+            verdict(std::slice::from_ref(&approved), &b),
+            Verdict::Approved
+        );
         let denied = gate(2, &b, GateState::Answered, Some(2));
         assert!(matches!(
             verdict(&[approved.clone(), denied.clone()], &b),
@@ -280,12 +283,18 @@ mod tests {
             sha256: "ff".repeat(32),
             ..b.clone()
         };
-        assert_eq!(verdict(&[approved.clone()], &edited), Verdict::Unasked);
+        assert_eq!(
+            verdict(std::slice::from_ref(&approved), &edited),
+            Verdict::Unasked
+        );
         let other = Binding {
             agent: "other".into(),
             ..b.clone()
         };
-        assert_eq!(verdict(&[approved.clone()], &other), Verdict::Unasked);
+        assert_eq!(
+            verdict(std::slice::from_ref(&approved), &other),
+            Verdict::Unasked
+        );
         let forged = Gate {
             asked_by: "agent:exec".into(),
             ..approved.clone()

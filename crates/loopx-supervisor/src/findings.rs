@@ -49,14 +49,15 @@ pub(crate) fn ops(f: &Finished<'_>) -> Vec<Op> {
     if bad.is_empty() {
         return ops;
     }
-    let what = violated(c);
-    let summary = format!(
-        "slice {} of `{}` changed {} {what}: {}",
+    // `slice s4 of agent `exec` changed 2 files outside the goal's scope`
+    let changed = format!(
+        "lice {} of agent `{}` changed {} {}",
         f.slice,
         f.agent,
         files(bad.len()),
-        named(&bad)
+        violated(c)
     );
+    let summary = format!("s{changed}: {}", named(&bad));
     let mut detail = String::new();
     if !c.outside.is_empty() {
         detail.push_str(&format!(
@@ -77,10 +78,7 @@ pub(crate) fn ops(f: &Finished<'_>) -> Vec<Op> {
         &detail,
     )));
     let question = format!(
-        "Slice {} of agent `{}` changed {} {what} ({}): keep the changes or roll them back?",
-        f.slice,
-        f.agent,
-        files(bad.len()),
+        "S{changed} ({}): keep the changes or roll them back?",
         named(&bad)
     );
     ops.push(Op::GateAsk(NewGate {
