@@ -7,6 +7,7 @@ mod demo_agent;
 mod docs;
 mod errors;
 mod output;
+mod permissions;
 mod profiles;
 mod quota;
 mod report;

@@ -33,10 +33,17 @@ pub struct SliceSummary {
     /// `done` or `released` for a todo's slice; `None` for a planning slice.
     pub todo_state: Option<&'static str>,
     pub new_todos: Vec<String>,
+    /// The gate the agent's question opened.
     pub gate: Option<String>,
     pub hold_until: Option<Timestamp>,
     /// A planning slice declared the goal met, and the goal is now done.
     pub goal_done: bool,
+    /// Files the slice changed (project-relative); `None` when they could not be checked.
+    pub changed_files: Option<Vec<String>>,
+    /// Changed files outside the goal's scope, or in `.loopx/`.
+    pub violations: Vec<String>,
+    /// The gate asking a person about the violations.
+    pub violation_gate: Option<String>,
     /// `applied`; `stale_epoch` when the claim moved on and only the end (and the quota
     /// usage) was recorded; `refused` when the kernel refused the batch for another reason.
     pub writeback: &'static str,
@@ -75,10 +82,14 @@ pub(crate) fn write_back(
     let applied_ok = result == "applied";
     let mut new_todos = Vec::new();
     let mut gate = None;
+    let mut violation_gate = None;
     for (op, record) in ops.iter().zip(&applied) {
         match (op, record) {
             (Op::TodoAdd(_), Applied::Todo(t)) => new_todos.push(t.id.to_string()),
-            (Op::GateAsk(_), Applied::Gate(g)) => gate = Some(g.id.to_string()),
+            (Op::GateAsk(asked), Applied::Gate(g)) if wb.gate.as_ref() == Some(&asked.question) => {
+                gate = Some(g.id.to_string());
+            }
+            (Op::GateAsk(_), Applied::Gate(g)) => violation_gate = Some(g.id.to_string()),
             _ => {}
         }
     }
@@ -111,6 +122,13 @@ pub(crate) fn write_back(
         gate,
         hold_until: wb.hold_until,
         goal_done: wb.goal_done && applied_ok,
+        changed_files: f
+            .changes
+            .unchecked
+            .is_none()
+            .then(|| f.changes.files.clone()),
+        violations: wb.violations,
+        violation_gate,
         writeback: result,
     })
 }
@@ -228,6 +246,7 @@ mod tests {
             ended_at: T0.plus(Duration::from_secs(2)),
             log: "l",
             quota,
+            changes: &crate::scope::SliceChanges::default(),
         };
         let summary =
             write_back(&project, "agent:exec", &finished, None).expect("the end is written");

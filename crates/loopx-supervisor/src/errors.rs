@@ -20,10 +20,6 @@ pub enum SupervisorError {
         #[source]
         source: loopx_adapters::LoadError,
     },
-    #[error(
-        "agent `{agent}` would run at `full` permission, which needs a human approval that `loopx run --once` cannot ask for yet\n(hint: lower the profile's or the goal's permission to `workspace-write`)"
-    )]
-    NeedsApproval { agent: String },
     #[error("cannot render the launch of agent `{agent}`")]
     Launch {
         agent: String,

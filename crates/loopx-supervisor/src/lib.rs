@@ -10,6 +10,9 @@
 //!
 //! 1. **Decide**: [`DecisionState`](loopx_kernel::decision::DecisionState) for the agent. Only
 //!    `deliver` and `repair` run anything; every other decision is returned as [`Once::Decided`].
+//!    A slice that would run at `full` first needs a person's approval bound to the profile's
+//!    content hash (`approval.rs`): until then the decision is `ask` (or `stop` after a
+//!    denial), before anything is claimed.
 //! 2. **Claim** the todo (a lease for the profile's `max_time` plus a margin) unless the agent
 //!    already holds it; a planning slice has no todo.
 //! 3. **Admit** the slice against the agent's quota; a refusal is a wait ([`Once::Refused`]).
@@ -26,20 +29,26 @@
 //! 7. **Write back** ([`writeback`]) in one epoch-checked batch: the slice's end, evidence, a
 //!    handoff, proposed todos, a gate for a question, the quota charge and a vendor hold, and
 //!    the todo done or released (or left done, when the agent marked it done itself with
-//!    `loopx report done`). A batch refused for a stale epoch records only the end.
+//!    `loopx report done`). A batch refused for a stale epoch records only the end. The
+//!    scope check ([`scope`], captured just before the spawn) adds a `diff` evidence and, for
+//!    files outside the goal's scope or in `.loopx/`, `violation` evidence and a gate
+//!    (`findings.rs`). See `docs/permissions.md`.
 //!
 //! The store is opened per step and never held while the agent runs: other peers (`loopx
 //! status`, the agent's own `loopx` calls) use it meanwhile.
 
 mod agent;
+mod approval;
 mod commit;
 mod errors;
+mod findings;
 mod notify;
 mod once;
 pub mod prompt;
 mod recover;
 mod renew;
 mod run_loop;
+pub mod scope;
 pub mod shutdown;
 mod signals;
 mod slice;

@@ -12,10 +12,12 @@ use loopx_kernel::{Conflict, KernelError, Op, Project, SliceId, Store, Timestamp
 use loopx_quota::{Decision, DecisionKind};
 
 use crate::agent::{AgentSetup, load_agent};
+use crate::approval::{self, Permission};
 use crate::commit::{SliceSummary, write_back};
 use crate::errors::SupervisorError;
 use crate::prompt::{PromptFor, prompt_values};
 use crate::renew::Renewal;
+use crate::scope;
 use crate::shutdown::Shutdown;
 use crate::slice::{SliceEnv, judge, launch_spec, process_identity, run_slice};
 use crate::writeback::Finished;
@@ -134,7 +136,20 @@ pub fn run_once(req: &RunOnce, on_step: &mut dyn FnMut(Step<'_>)) -> Result<Once
         }
     };
     let goal = store.read(|s| s.current_goal())?;
-    let permission = permission(&setup, goal.as_ref())?;
+    let permission = match approval::permission(&store, &setup, goal.as_ref(), now)? {
+        Permission::Run(level) => level,
+        Permission::Held(decision) => {
+            on_step(Step::Decided {
+                agent: &name,
+                decision: &decision,
+                now,
+            });
+            return Ok(Once::Decided {
+                agent: name,
+                decision,
+            });
+        }
+    };
     let todo: Option<TodoId> = decision
         .todo
         .as_ref()
@@ -230,27 +245,6 @@ fn open_stall_gate(
         unreachable!("a gate ask yields the gate")
     };
     Ok(Some((gate.id.to_string(), gate.question)))
-}
-
-/// The level the slice runs at: the profile's, capped by the goal's.
-fn permission(
-    setup: &AgentSetup,
-    goal: Option<&Goal>,
-) -> Result<loopx_adapters::PermissionLevel, SupervisorError> {
-    use loopx_adapters::PermissionLevel as P;
-    use loopx_kernel::model::PermissionLevel as K;
-    let goal = goal.map_or(P::Full, |g| match g.permission {
-        K::ReadOnly => P::ReadOnly,
-        K::WorkspaceWrite => P::WorkspaceWrite,
-        K::Full => P::Full,
-    });
-    let level = setup.loaded.profile.permission.min(goal);
-    if level == P::Full {
-        return Err(SupervisorError::NeedsApproval {
-            agent: setup.agent.name.to_string(),
-        });
-    }
-    Ok(level)
 }
 
 /// Claims the todo unless the agent already holds a live lease on it.
@@ -383,6 +377,7 @@ fn run_slice_once(
     }
     let mut pid = None;
     let parser = Parser::for_adapter(&setup.loaded.adapter);
+    let before = scope::capture(req.project.root());
     let renewal = claim.epoch.zip(claim.todo).map(|(epoch, todo)| {
         Renewal::start(
             req.project.clone(),
@@ -407,6 +402,7 @@ fn run_slice_once(
     req.shutdown.unregister(started.id.0);
     let lost_claim = renewal.and_then(Renewal::finish);
     let ended_at = Timestamp::now();
+    let changes = scope::compare(req.project.root(), &before, goal.map_or(&[], |g| &g.scope));
     let mut judged = judge(&ran);
     if judged.outcome == "interrupted" {
         if let Some(why) = lost_claim {
@@ -434,6 +430,7 @@ fn run_slice_once(
         ended_at,
         log: &log,
         quota: setup.quota_request(0, 0.0, None),
+        changes: &changes,
     };
     let summary = write_back(&req.project, &actor(setup), &finished, pid)?;
     on_step(Step::Ended(&summary));

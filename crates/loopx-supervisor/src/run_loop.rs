@@ -547,7 +547,6 @@ impl Coordinator<'_> {
                 | SupervisorError::UnknownAgent { .. }
                 | SupervisorError::NoAgent
                 | SupervisorError::Launch { .. }
-                | SupervisorError::NeedsApproval { .. }
         ) || matches!(
             e,
             SupervisorError::Kernel(KernelError::Store(ref s)) if !matches!(s, StoreError::Busy { .. })

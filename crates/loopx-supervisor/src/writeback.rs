@@ -15,7 +15,9 @@ use loopx_kernel::store::{NewEvidence, NewGate, NewHandoff, NewTodo, Op, QuotaRe
 use loopx_kernel::time::short_duration;
 use loopx_kernel::{AgentName, SliceId, Timestamp, TodoId};
 
+use crate::findings;
 use crate::prompt::kind_name;
+use crate::scope::SliceChanges;
 
 // The kernel's bounds on one record (it refuses longer texts, which would refuse the batch).
 const SUMMARY: usize = 500;
@@ -50,6 +52,8 @@ pub struct Finished<'a> {
     pub log: &'a str,
     /// The agent's quota request; its usage and run time are filled in here.
     pub quota: QuotaRequest,
+    /// What the slice changed, checked against the goal's scope.
+    pub changes: &'a SliceChanges,
 }
 
 /// The batch, and what it will do (for the caller's output).
@@ -65,6 +69,8 @@ pub struct Writeback {
     pub hold_until: Option<Timestamp>,
     /// `done`, `progress`, `blocked`, `malformed` or `none`.
     pub report: &'static str,
+    /// Files the slice changed that the agent was not allowed to change.
+    pub violations: Vec<String>,
 }
 
 /// The slice's end alone: what is written when the batch is refused.
@@ -130,6 +136,7 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
         question = Some((text.clone(), options.clone()));
     }
     ops.push(Op::HandoffAdd(handoff(f, report, question.as_ref())));
+    ops.extend(findings::ops(f));
     let mut new_todos = 0;
     if let Some(Ok(r)) = report {
         for todo in r.next_todos.iter().take(REPORT_ITEMS) {
@@ -181,8 +188,17 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
             source: HoldSource::Vendor,
         });
     }
+    let violations: Vec<String> = f
+        .changes
+        .violations()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    // A todo whose changes a person may roll back is not done yet (unless the agent already
+    // marked it done with `loopx report done`: then the violation gate still asks).
     let reported_done = matches!(report, Some(Ok(r)) if r.status == loopx_adapters::ReportStatus::Done)
-        && f.outcome == "completed";
+        && f.outcome == "completed"
+        && violations.is_empty();
     let todo_done = done_by_agent || reported_done;
     // A planning slice that reports `done` and proposes nothing says the goal is met: its
     // prompt asks for exactly that when it is.
@@ -217,6 +233,7 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
         gate,
         hold_until,
         report: report_word,
+        violations,
     }
 }
 
@@ -245,13 +262,19 @@ fn slice_evidence(
         f.output_bytes,
         f.log
     ));
+    detail.push_str(&findings::changes_line(f.changes));
     if let Some(Ok(r)) = report {
         detail.push_str(&format!("report: {}\n", r.summary.trim()));
     }
     evidence(f, EvidenceKind::Slice, &summary, &detail)
 }
 
-fn evidence(f: &Finished<'_>, kind: EvidenceKind, summary: &str, detail: &str) -> NewEvidence {
+pub(crate) fn evidence(
+    f: &Finished<'_>,
+    kind: EvidenceKind,
+    summary: &str,
+    detail: &str,
+) -> NewEvidence {
     let summary = clip(summary.trim(), SUMMARY);
     NewEvidence {
         kind,
@@ -356,7 +379,7 @@ fn resets_at(f: &Finished<'_>) -> Option<Timestamp> {
 }
 
 /// At most `max` characters, cut on a character boundary.
-fn clip(text: &str, max: usize) -> String {
+pub(crate) fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((end, _)) => text[..end].to_owned(),
         None => text.to_owned(),
@@ -425,12 +448,23 @@ mod tests {
         kind: SliceKind,
     ) -> Writeback {
         let agent: AgentName = "exec".parse().expect("a name");
-        let finished = Finished {
+        let mut f = finished(c, &agent, outcome, todo);
+        f.kind = kind;
+        writeback(&f, done)
+    }
+
+    fn finished<'a>(
+        c: &'a Classification,
+        agent: &'a AgentName,
+        outcome: &'a str,
+        todo: bool,
+    ) -> Finished<'a> {
+        Finished {
             slice: SliceId(4),
-            agent: &agent,
+            agent,
             todo: todo.then_some(TodoId(2)),
             epoch: todo.then_some(3),
-            kind,
+            kind: SliceKind::Work,
             outcome,
             reason: "because",
             exit: Some("exit 0".into()),
@@ -441,10 +475,18 @@ mod tests {
             started_at: Timestamp(1_000),
             ended_at: Timestamp(3_000),
             log: ".loopx/slices/s4.log",
-            quota: unpaced_quota(&agent),
-        };
-        writeback(&finished, done)
+            quota: unpaced_quota(agent),
+            changes: &NO_CHANGES,
+        }
     }
+
+    static NO_CHANGES: SliceChanges = SliceChanges {
+        unchecked: None,
+        files: Vec::new(),
+        stat: String::new(),
+        outside: Vec::new(),
+        state_files: Vec::new(),
+    };
 
     fn notes(wb: &Writeback) -> Vec<&str> {
         wb.ops
@@ -515,6 +557,29 @@ mod tests {
         assert!(!wb.goal_done && !is_goal_done(&wb), "it proposed more work");
         let wb = check(&done(report(ReportStatus::Done)), "completed", true);
         assert!(!is_goal_done(&wb), "a work slice's done is its todo's");
+    }
+
+    #[test]
+    fn a_scope_violation_releases_a_done_todo_and_asks() {
+        let c = classified(Outcome::Completed, Some(Ok(report(ReportStatus::Done))));
+        let agent: AgentName = "exec".parse().expect("a name");
+        let changes = SliceChanges {
+            files: vec!["secrets.txt".into()],
+            outside: vec!["secrets.txt".into()],
+            ..SliceChanges::default()
+        };
+        let mut f = finished(&c, &agent, "completed", true);
+        f.changes = &changes;
+        let wb = writeback(&f, false);
+        assert!(!wb.todo_done, "a person may roll it back");
+        assert_eq!(wb.violations, ["secrets.txt"]);
+        assert!(matches!(wb.ops.last(), Some(Op::TodoRelease { .. })));
+        assert!(wb.ops.iter().any(|op| matches!(
+            op,
+            Op::EvidenceAdd(e) if e.kind == EvidenceKind::Violation
+        )));
+        assert!(wb.ops.iter().any(|op| matches!(op, Op::GateAsk(_))));
+        assert_eq!(wb.gate, None, "not the agent's question");
     }
 
     #[test]

@@ -249,6 +249,17 @@ fn ended_line(s: &SliceSummary) -> String {
     if let Some(gate) = &s.gate {
         wrote.push(format!("gate {gate} asks a person"));
     }
+    if !s.violations.is_empty() {
+        let asks = s
+            .violation_gate
+            .as_deref()
+            .map(|g| format!(": gate {g} asks a person to keep or roll them back"))
+            .unwrap_or_default();
+        wrote.push(format!(
+            "changed files it may not change ({}){asks}",
+            s.violations.join(", ")
+        ));
+    }
     if let Some(until) = s.hold_until {
         wrote.push(format!("account held until {until}"));
     }

@@ -1,0 +1,310 @@
+//! `full` permission runs only after a person approved the profile's exact content (DESIGN §5).
+//!
+//! The approval is a gate that loopx opens itself. It is bound to the agent, the profile and the
+//! profile's [content hash](loopx_adapters::ContentHash) by one fixed-format line in the gate's
+//! context, `approval: agent=A profile=P sha256=HASH`, which is matched exactly: the question
+//! text is for the person and is never parsed. Only a gate asked by loopx counts (an agent cannot
+//! forge one by asking a look-alike question), and only its `approve` option approves.
+//!
+//! The newest matching gate decides: answered `approve` runs at `full`; open asks (the gate
+//! blocks the agent, so the decision asks anyway until it is answered); answered anything else
+//! stops the agent; withdrawn, or none at all, opens a new gate. Editing the profile or its
+//! adapter changes the hash, so no earlier answer matches and loopx asks again.
+
+use loopx_adapters::PermissionLevel;
+use loopx_kernel::model::{Blocks, Gate, GateState, Goal};
+use loopx_kernel::store::{Applied, NewGate};
+use loopx_kernel::{Op, Store, Timestamp};
+use loopx_quota::{Decision, DecisionKind};
+
+use crate::agent::AgentSetup;
+use crate::errors::SupervisorError;
+
+/// Who opens approval gates: the supervisor itself, never an agent or a person.
+pub(crate) const ACTOR: &str = "loopx";
+
+/// The option that approves; any other answer denies.
+pub(crate) const APPROVE: &str = "approve";
+const DENY: &str = "deny";
+
+/// The level a slice may run at, or the decision that holds it back.
+#[derive(Debug)]
+pub(crate) enum Permission {
+    Run(PermissionLevel),
+    /// Not approved (yet): nothing may be claimed or spawned.
+    Held(Decision),
+}
+
+/// What an agent's `full` level is bound to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Binding {
+    pub agent: String,
+    pub profile: String,
+    pub sha256: String,
+}
+
+impl Binding {
+    fn of(setup: &AgentSetup) -> Binding {
+        Binding {
+            agent: setup.agent.name.to_string(),
+            profile: setup.agent.profile.clone(),
+            sha256: setup.loaded.content_hash.to_string(),
+        }
+    }
+
+    /// The context line an approval gate carries, matched exactly.
+    pub(crate) fn line(&self) -> String {
+        format!(
+            "approval: agent={} profile={} sha256={}",
+            self.agent, self.profile, self.sha256
+        )
+    }
+
+    fn question(&self) -> String {
+        let short: String = self.sha256.chars().take(8).collect();
+        format!(
+            "Allow agent `{}` to run profile `{}` (sha256 {short}…) with full permission: no sandbox, any command, network?",
+            self.agent, self.profile
+        )
+    }
+
+    fn matches(&self, gate: &Gate) -> bool {
+        let line = self.line();
+        gate.asked_by == ACTOR && gate.context.lines().any(|l| l.trim_end() == line)
+    }
+}
+
+/// Where the approval of a binding stands.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Verdict {
+    Approved,
+    Denied(Gate),
+    Open(Gate),
+    /// Never asked, or the last ask was withdrawn.
+    Unasked,
+}
+
+/// The newest gate bound to `binding` decides (`gates` in any order).
+pub(crate) fn verdict(gates: &[Gate], binding: &Binding) -> Verdict {
+    let newest = gates
+        .iter()
+        .filter(|g| binding.matches(g))
+        .max_by_key(|g| (g.created_at, g.id.0));
+    let Some(gate) = newest else {
+        return Verdict::Unasked;
+    };
+    match gate.state {
+        GateState::Open => Verdict::Open(gate.clone()),
+        GateState::Withdrawn => Verdict::Unasked,
+        GateState::Answered if approves(gate) => Verdict::Approved,
+        GateState::Answered => Verdict::Denied(gate.clone()),
+    }
+}
+
+/// Only the `approve` option approves; free text, `deny` or a missing answer do not.
+fn approves(gate: &Gate) -> bool {
+    gate.answer
+        .as_ref()
+        .and_then(|a| a.option)
+        .and_then(|n| usize::try_from(n).ok())
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|i| gate.options.get(i))
+        .is_some_and(|o| o == APPROVE)
+}
+
+/// The level the slice runs at: the profile's, capped by the goal's; `full` only when approved.
+///
+/// Opens the approval gate when there is none. Called before the todo is claimed, so an
+/// unapproved agent takes nothing.
+pub(crate) fn permission(
+    store: &Store,
+    setup: &AgentSetup,
+    goal: Option<&Goal>,
+    now: Timestamp,
+) -> Result<Permission, SupervisorError> {
+    use loopx_kernel::model::PermissionLevel as K;
+    let cap = goal.map_or(PermissionLevel::Full, |g| match g.permission {
+        K::ReadOnly => PermissionLevel::ReadOnly,
+        K::WorkspaceWrite => PermissionLevel::WorkspaceWrite,
+        K::Full => PermissionLevel::Full,
+    });
+    let level = setup.loaded.profile.permission.min(cap);
+    if level != PermissionLevel::Full {
+        return Ok(Permission::Run(level));
+    }
+    let binding = Binding::of(setup);
+    let gates = store.read(|s| s.gates())?;
+    let gate = match verdict(&gates, &binding) {
+        Verdict::Approved => return Ok(Permission::Run(level)),
+        Verdict::Denied(gate) => return Ok(Permission::Held(denied(&binding, &gate))),
+        Verdict::Open(gate) => gate,
+        Verdict::Unasked => {
+            let op = Op::GateAsk(ask(&binding, &setup.loaded.profile.file));
+            let Applied::Gate(gate) = store.apply(op, ACTOR, now)? else {
+                unreachable!("a gate ask yields the gate")
+            };
+            gate
+        }
+    };
+    Ok(Permission::Held(asking(&binding, &gate)))
+}
+
+/// The approval gate for a binding; it blocks the agent.
+fn ask(binding: &Binding, file: &str) -> NewGate {
+    NewGate {
+        question: binding.question(),
+        options: vec![APPROVE.to_owned(), DENY.to_owned()],
+        context: format!(
+            "{}\nThe profile `{}` ({file}) sets `permission = \"full\"`: the agent runs with its \
+             adapter's `full` flags, outside the vendor's sandbox. loopx's own limits still \
+             apply. An approval holds until the profile or its adapter changes.",
+            binding.line(),
+            binding.profile
+        ),
+        blocks: Blocks::Agent(
+            binding
+                .agent
+                .parse()
+                .expect("the binding's agent is a registered name"),
+        ),
+    }
+}
+
+fn asking(binding: &Binding, gate: &Gate) -> Decision {
+    held(
+        DecisionKind::Ask,
+        Some(gate),
+        format!(
+            "`{}` needs a person's approval to run profile `{}` with full permission",
+            binding.agent, binding.profile
+        ),
+    )
+}
+
+fn denied(binding: &Binding, gate: &Gate) -> Decision {
+    held(
+        DecisionKind::Stop,
+        None,
+        format!(
+            "full permission for profile `{}` was denied in gate {} (answer `{}`); edit the profile \
+             to ask again (any change asks again), or lower its `permission`",
+            binding.profile,
+            gate.id,
+            gate.answer.as_ref().map_or("", |a| a.text.as_str())
+        ),
+    )
+}
+
+fn held(kind: DecisionKind, gate: Option<&Gate>, reason: String) -> Decision {
+    Decision {
+        decision: kind,
+        slice: None,
+        todo: None,
+        gate: gate.map(|g| (g.id.to_string(), g.question.clone())),
+        stalled: None,
+        wake_at: None,
+        probe: false,
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use loopx_kernel::GateId;
+    use loopx_kernel::model::Answer;
+
+    use super::*;
+
+    fn binding() -> Binding {
+        Binding {
+            agent: "exec".into(),
+            profile: "danger".into(),
+            sha256: "1a2b3c4d".repeat(8),
+        }
+    }
+
+    fn gate(id: u64, b: &Binding, state: GateState, option: Option<u32>) -> Gate {
+        let new = ask(b, ".loopx/profiles/danger.toml");
+        Gate {
+            id: GateId(id),
+            question: new.question,
+            options: new.options,
+            context: new.context,
+            blocks: new.blocks,
+            asked_by: ACTOR.into(),
+            state,
+            answer: (state == GateState::Answered).then(|| Answer {
+                text: "x".into(),
+                option,
+                by: "human:ann".into(),
+                at: Timestamp(id),
+            }),
+            created_at: Timestamp(id),
+        }
+    }
+
+    #[test]
+    fn the_question_is_concrete_and_names_the_hash() {
+        let q = binding().question();
+        loopx_kernel::question::check_question(&q).expect("a concrete question");
+        assert!(q.contains("`danger` (sha256 1a2b3c4d…)"), "{q}");
+    }
+
+    #[test]
+    fn only_the_approve_option_of_the_newest_gate_approves() {
+        let b = binding();
+        assert_eq!(verdict(&[], &b), Verdict::Unasked);
+        let approved = gate(1, &b, GateState::Answered, Some(1));
+        assert_eq!(
+            verdict(std::slice::from_ref(&approved), &b),
+            Verdict::Approved
+        );
+        let denied = gate(2, &b, GateState::Answered, Some(2));
+        assert!(matches!(
+            verdict(&[approved.clone(), denied.clone()], &b),
+            Verdict::Denied(_)
+        ));
+        let text = gate(3, &b, GateState::Answered, None);
+        assert!(matches!(verdict(&[text], &b), Verdict::Denied(_)));
+        let open = gate(4, &b, GateState::Open, None);
+        assert!(matches!(
+            verdict(&[denied, open], &b),
+            Verdict::Open(g) if g.id == GateId(4)
+        ));
+        let withdrawn = gate(5, &b, GateState::Withdrawn, None);
+        assert_eq!(verdict(&[approved, withdrawn], &b), Verdict::Unasked);
+    }
+
+    #[test]
+    fn an_approval_binds_the_hash_the_agent_and_the_asker() {
+        let b = binding();
+        let approved = gate(1, &b, GateState::Answered, Some(1));
+        let edited = Binding {
+            sha256: "ff".repeat(32),
+            ..b.clone()
+        };
+        assert_eq!(
+            verdict(std::slice::from_ref(&approved), &edited),
+            Verdict::Unasked
+        );
+        let other = Binding {
+            agent: "other".into(),
+            ..b.clone()
+        };
+        assert_eq!(
+            verdict(std::slice::from_ref(&approved), &other),
+            Verdict::Unasked
+        );
+        let forged = Gate {
+            asked_by: "agent:exec".into(),
+            ..approved.clone()
+        };
+        assert_eq!(verdict(&[forged], &b), Verdict::Unasked);
+        // A line that merely contains the binding is not it.
+        let longer = Gate {
+            context: format!("{}0", b.line()),
+            ..approved
+        };
+        assert_eq!(verdict(&[longer], &b), Verdict::Unasked);
+    }
+}

@@ -1,0 +1,228 @@
+//! What the scope check of a finished slice writes back (part of [`writeback`](crate::writeback)).
+//!
+//! Pure: the slice's [`SliceChanges`] in, operations out. The files the slice changed become a
+//! `diff` evidence with the diff stat; files outside the goal's scope or in `.loopx/` become one
+//! `violation` evidence naming each file, and a gate that asks a person whether to keep the
+//! changes or roll them back. loopx rolls nothing back itself: the answer reaches the agent in
+//! its next prompt, and the gate holds the agent back until then.
+
+use loopx_kernel::model::{Blocks, EvidenceKind};
+use loopx_kernel::store::{NewGate, Op};
+
+use crate::scope::SliceChanges;
+use crate::writeback::{Finished, clip, evidence};
+
+/// Files named in a question or a summary; the evidence's detail names them all.
+const NAMED: usize = 5;
+
+pub(crate) const KEEP: &str = "keep";
+pub(crate) const ROLLBACK: &str = "rollback";
+
+/// The `changes:` line of the slice's own evidence.
+pub(crate) fn changes_line(c: &SliceChanges) -> String {
+    match &c.unchecked {
+        Some(why) => format!("changes: not checked ({why})\n"),
+        None => format!("changes: {} files\n", c.files.len()),
+    }
+}
+
+/// The diff evidence, the violation evidence and its gate, in that order.
+pub(crate) fn ops(f: &Finished<'_>) -> Vec<Op> {
+    let c = f.changes;
+    let mut ops = Vec::new();
+    if !c.files.is_empty() {
+        let summary = format!(
+            "slice {} changed {}: {}",
+            f.slice,
+            files(c.files.len()),
+            named(&c.files)
+        );
+        let detail = format!("{}\nfiles:\n{}", c.stat.trim_end(), listed(&c.files));
+        ops.push(Op::EvidenceAdd(evidence(
+            f,
+            EvidenceKind::Diff,
+            &summary,
+            &detail,
+        )));
+    }
+    let bad = c.violations();
+    if bad.is_empty() {
+        return ops;
+    }
+    // `slice s4 of agent `exec` changed 2 files outside the goal's scope`
+    let changed = format!(
+        "lice {} of agent `{}` changed {} {}",
+        f.slice,
+        f.agent,
+        files(bad.len()),
+        violated(c)
+    );
+    let summary = format!("s{changed}: {}", named(&bad));
+    let mut detail = String::new();
+    if !c.outside.is_empty() {
+        detail.push_str(&format!(
+            "outside the goal's scope:\n{}",
+            listed(&c.outside)
+        ));
+    }
+    if !c.state_files.is_empty() {
+        detail.push_str(&format!(
+            "in loopx's state directory:\n{}",
+            listed(&c.state_files)
+        ));
+    }
+    ops.push(Op::EvidenceAdd(evidence(
+        f,
+        EvidenceKind::Violation,
+        &summary,
+        &detail,
+    )));
+    let question = format!(
+        "S{changed} ({}): keep the changes or roll them back?",
+        named(&bad)
+    );
+    ops.push(Op::GateAsk(NewGate {
+        question: clip(&question, 1_000),
+        options: vec![KEEP.to_owned(), ROLLBACK.to_owned()],
+        context: clip(
+            &format!(
+                "scope check of slice {} (agent `{}`); loopx rolls nothing back itself, the \
+                 answer reaches the agent in its next prompt.\n{detail}",
+                f.slice, f.agent
+            ),
+            16 * 1024,
+        ),
+        blocks: Blocks::Agent(f.agent.clone()),
+    }));
+    ops
+}
+
+/// `outside the goal's scope`, `in `.loopx/``, or both.
+fn violated(c: &SliceChanges) -> String {
+    let state = format!("in `{}/`", loopx_kernel::project::STATE_DIR);
+    match (c.outside.is_empty(), c.state_files.is_empty()) {
+        (false, true) => "outside the goal's scope".to_owned(),
+        (true, false) => state,
+        _ => format!("outside the goal's scope or {state}"),
+    }
+}
+
+fn files(n: usize) -> String {
+    if n == 1 {
+        "1 file".to_owned()
+    } else {
+        format!("{n} files")
+    }
+}
+
+/// `a, b, c` or `a, b, c, d, e and 3 more`.
+fn named<S: AsRef<str>>(paths: &[S]) -> String {
+    let mut text = paths
+        .iter()
+        .take(NAMED)
+        .map(AsRef::as_ref)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if paths.len() > NAMED {
+        text.push_str(&format!(" and {} more", paths.len() - NAMED));
+    }
+    text
+}
+
+fn listed(paths: &[String]) -> String {
+    paths.iter().map(|p| format!("  {p}\n")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use loopx_kernel::model::SliceKind;
+    use loopx_kernel::{AgentName, SliceId, Timestamp, TodoId};
+
+    use super::*;
+    use crate::writeback::unpaced_quota;
+
+    fn finished<'a>(agent: &'a AgentName, changes: &'a SliceChanges) -> Finished<'a> {
+        Finished {
+            slice: SliceId(4),
+            agent,
+            todo: Some(TodoId(2)),
+            epoch: Some(3),
+            kind: SliceKind::Work,
+            outcome: "completed",
+            reason: "done",
+            exit: None,
+            classification: None,
+            tokens: 0,
+            cost_usd: 0.0,
+            output_bytes: 0,
+            started_at: Timestamp(0),
+            ended_at: Timestamp(1),
+            log: "l",
+            quota: unpaced_quota(agent),
+            changes,
+        }
+    }
+
+    #[test]
+    fn changes_in_scope_are_a_diff_only() {
+        let agent: AgentName = "exec".parse().expect("a name");
+        let changes = SliceChanges {
+            files: vec!["docs/a.md".into()],
+            stat: " docs/a.md | 1 +\n".into(),
+            ..SliceChanges::default()
+        };
+        let ops = ops(&finished(&agent, &changes));
+        let [Op::EvidenceAdd(diff)] = ops.as_slice() else {
+            panic!("one diff evidence: {ops:?}")
+        };
+        assert_eq!(diff.kind, EvidenceKind::Diff);
+        assert_eq!(diff.summary, "slice s4 changed 1 file: docs/a.md");
+        assert!(diff.detail.contains("docs/a.md | 1 +"), "{}", diff.detail);
+        assert_eq!(changes_line(&changes), "changes: 1 files\n");
+    }
+
+    #[test]
+    fn violations_are_evidence_naming_each_file_and_a_gate() {
+        let agent: AgentName = "exec".parse().expect("a name");
+        let changes = SliceChanges {
+            files: vec!["../x".into(), "docs/a.md".into(), "secrets.txt".into()],
+            outside: vec!["../x".into(), "secrets.txt".into()],
+            state_files: vec![".loopx/profiles/p.toml".into()],
+            ..SliceChanges::default()
+        };
+        let ops = ops(&finished(&agent, &changes));
+        let [_, Op::EvidenceAdd(violation), Op::GateAsk(gate)] = ops.as_slice() else {
+            panic!("diff, violation, gate: {ops:?}")
+        };
+        assert_eq!(violation.kind, EvidenceKind::Violation);
+        for file in ["../x", "secrets.txt", ".loopx/profiles/p.toml"] {
+            assert!(violation.detail.contains(file), "{}", violation.detail);
+        }
+        assert_eq!(
+            gate.question,
+            "Slice s4 of agent `exec` changed 3 files outside the goal's scope or in `.loopx/` \
+             (../x, secrets.txt, .loopx/profiles/p.toml): keep the changes or roll them back?"
+        );
+        loopx_kernel::question::check_question(&gate.question).expect("concrete");
+        assert_eq!(gate.options, [KEEP, ROLLBACK]);
+        assert_eq!(gate.blocks, Blocks::Agent(agent.clone()));
+    }
+
+    #[test]
+    fn unchecked_changes_say_why_and_write_nothing() {
+        let agent: AgentName = "exec".parse().expect("a name");
+        let changes = SliceChanges {
+            unchecked: Some("the project is not in a git work tree".into()),
+            ..SliceChanges::default()
+        };
+        assert!(ops(&finished(&agent, &changes)).is_empty());
+        assert_eq!(
+            changes_line(&changes),
+            "changes: not checked (the project is not in a git work tree)\n"
+        );
+        assert_eq!(
+            named(&["a", "b", "c", "d", "e", "f", "g"]),
+            "a, b, c, d, e and 2 more"
+        );
+    }
+}

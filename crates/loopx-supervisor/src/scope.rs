@@ -1,0 +1,526 @@
+//! What a slice changed in the project, and what of it the agent was not allowed to change
+//! (DESIGN §5: the scope check after each slice).
+//!
+//! [`capture`] runs just before the agent is spawned and [`compare`] just after it ends. Two
+//! sources, because they answer different questions:
+//!
+//! - **The project's files, through git.** When the project root is in a git work tree, the
+//!   state is `HEAD` plus `git status --porcelain=v1 -z --untracked-files=all --no-renames`, with
+//!   a metadata fingerprint (size, mtime, ctime, inode, mode) of every file the status lists. A
+//!   file changed in the slice when its status line or fingerprint differs, or when a commit made
+//!   during the slice touched it (`git diff --name-only OLD NEW`). Git's ignore rules apply:
+//!   ignored files are not checked. Without git nothing is checked, and the slice's evidence says
+//!   so: walking a whole project for mtimes on every slice costs more than it tells.
+//! - **`.loopx/`, by a walk of its own.** It is small, and it must be checked whether or not git
+//!   ignores it. loopx's own writes are left out: `state.redb`, `slices/` (prompts and logs) and
+//!   `bells/` (doorbell sockets). Anything else the agent adds, changes or removes there (a
+//!   profile, an adapter) is a violation, whatever the scope.
+//!
+//! Changes are attributed to the slice they happen during: a person editing files meanwhile is
+//! counted too. Paths are relative to the project root; files of the same repository outside the
+//! project are written `../…` and are always out of scope.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::Command;
+
+use loopx_kernel::project::STATE_DIR;
+
+/// What loopx writes in `.loopx/` itself during a slice (relative to `.loopx/`).
+const OWN_FILES: [&str; 3] = ["state.redb", "slices/", "bells/"];
+/// At most this many files are named in a `git diff --stat` command line.
+const STAT_FILES: usize = 200;
+
+/// The project as it was before the slice.
+#[derive(Debug, Clone)]
+pub(crate) struct Before {
+    git: Result<GitState, String>,
+    state: BTreeMap<String, Fingerprint>,
+}
+
+#[derive(Debug, Clone)]
+struct GitState {
+    /// The work tree's top directory.
+    top: String,
+    /// The project root relative to `top` (`sub/dir/`, or empty).
+    prefix: String,
+    head: Option<String>,
+    /// Project-relative path → status code and fingerprint.
+    status: BTreeMap<String, (String, Option<Fingerprint>)>,
+}
+
+/// Enough of a file's metadata to notice any write to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fingerprint {
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    ino: u64,
+    mode: u32,
+}
+
+fn fingerprint(path: &Path) -> Option<Fingerprint> {
+    let m = std::fs::symlink_metadata(path).ok()?;
+    Some(Fingerprint {
+        len: m.len(),
+        mtime: (m.mtime(), m.mtime_nsec()),
+        ctime: (m.ctime(), m.ctime_nsec()),
+        ino: m.ino(),
+        mode: m.mode(),
+    })
+}
+
+/// What a slice changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SliceChanges {
+    /// Why the project's files could not be checked (`None`: they were).
+    pub unchecked: Option<String>,
+    /// Files the slice changed, relative to the project root, sorted.
+    pub files: Vec<String>,
+    /// `git diff --stat` of the changed files against `HEAD` before the slice, and the new
+    /// untracked ones.
+    pub stat: String,
+    /// Changed files outside the goal's scope.
+    pub outside: Vec<String>,
+    /// Files in `.loopx/` the agent added, changed or removed.
+    pub state_files: Vec<String>,
+}
+
+impl SliceChanges {
+    /// Every file the agent was not allowed to change.
+    pub fn violations(&self) -> Vec<&str> {
+        self.outside
+            .iter()
+            .chain(&self.state_files)
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+/// The project's state before the slice.
+pub(crate) fn capture(root: &Path) -> Before {
+    Before {
+        git: git_state(root),
+        state: state_files(&root.join(STATE_DIR)),
+    }
+}
+
+/// What changed since `before`, checked against the goal's `scope`.
+pub(crate) fn compare(root: &Path, before: &Before, scope: &[String]) -> SliceChanges {
+    let state_after = state_files(&root.join(STATE_DIR));
+    let keys: BTreeSet<&String> = before.state.keys().chain(state_after.keys()).collect();
+    let state_files = keys
+        .into_iter()
+        .filter(|k| before.state.get(*k) != state_after.get(*k))
+        .map(|k| format!("{STATE_DIR}/{k}"))
+        .collect();
+    let mut changes = SliceChanges {
+        state_files,
+        ..SliceChanges::default()
+    };
+    let old = match &before.git {
+        Ok(old) => old,
+        Err(why) => {
+            changes.unchecked = Some(why.clone());
+            return changes;
+        }
+    };
+    match git_changes(root, old) {
+        Ok((files, stat)) => {
+            changes.outside = files
+                .iter()
+                .filter(|f| !in_scope(f, scope))
+                .cloned()
+                .collect();
+            changes.files = files;
+            changes.stat = stat;
+        }
+        Err(why) => changes.unchecked = Some(why),
+    }
+    changes
+}
+
+/// Runs git in `dir`; its stdout, or why it failed.
+fn git(dir: &str, args: &[&str]) -> Result<Vec<u8>, String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        // `git status` would otherwise refresh the index, racing an agent's own git commands.
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "`git {}` failed: {}",
+            args.first().copied().unwrap_or(""),
+            err.trim()
+        ));
+    }
+    Ok(out.stdout)
+}
+
+fn git_state(root: &Path) -> Result<GitState, String> {
+    let root = root.to_string_lossy();
+    let where_ = git(&root, &["rev-parse", "--show-toplevel", "--show-prefix"])
+        .map_err(|_| "the project is not in a git work tree".to_owned())?;
+    let where_ = String::from_utf8_lossy(&where_);
+    let mut lines = where_.lines();
+    let top = lines.next().unwrap_or_default().to_owned();
+    let prefix = lines.next().unwrap_or_default().to_owned();
+    let head = git(&top, &["rev-parse", "--verify", "-q", "HEAD"])
+        .ok()
+        .map(|h| String::from_utf8_lossy(&h).trim().to_owned());
+    let raw = git(
+        &top,
+        &[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+        ],
+    )?;
+    let status = parse_status(&raw)
+        .into_iter()
+        .filter_map(|(code, path)| {
+            let project = project_path(&path, &prefix)?;
+            let print = fingerprint(&Path::new(&top).join(&path));
+            Some((project, (code, print)))
+        })
+        .collect();
+    Ok(GitState {
+        top,
+        prefix,
+        head,
+        status,
+    })
+}
+
+/// The changed files (project-relative) and their diff stat.
+fn git_changes(root: &Path, old: &GitState) -> Result<(Vec<String>, String), String> {
+    let new = git_state(root)?;
+    let keys: BTreeSet<&String> = old.status.keys().chain(new.status.keys()).collect();
+    let mut files: BTreeSet<String> = keys
+        .into_iter()
+        .filter(|k| old.status.get(*k) != new.status.get(*k))
+        .cloned()
+        .collect();
+    let base = match &old.head {
+        Some(head) => head.clone(),
+        None => empty_tree(&old.top)?,
+    };
+    if let Some(head) = new.head.as_ref().filter(|h| Some(*h) != old.head.as_ref()) {
+        let names = git(&old.top, &["diff", "--name-only", "-z", &base, head])?;
+        files.extend(
+            names
+                .split(|b| *b == 0)
+                .filter(|n| !n.is_empty())
+                .filter_map(|n| project_path(&String::from_utf8_lossy(n), &old.prefix)),
+        );
+    }
+    let files: Vec<String> = files.into_iter().collect();
+    let stat = diff_stat(old, &new, &base, &files)?;
+    Ok((files, stat))
+}
+
+/// `git diff --stat BASE -- FILES`, then the changed files git does not track.
+fn diff_stat(
+    old: &GitState,
+    new: &GitState,
+    base: &str,
+    files: &[String],
+) -> Result<String, String> {
+    if files.is_empty() {
+        return Ok(String::new());
+    }
+    let specs: Vec<String> = files
+        .iter()
+        .take(STAT_FILES)
+        .map(|f| format!(":(top,literal){}", repo_path(f, &old.prefix)))
+        .collect();
+    let mut args = vec!["diff", "--stat=120", base, "--"];
+    args.extend(specs.iter().map(String::as_str));
+    let mut stat = String::from_utf8_lossy(&git(&old.top, &args)?).into_owned();
+    for f in files {
+        if new.status.get(f).is_some_and(|(code, _)| code == "??") {
+            stat.push_str(&format!(" {f} (new, untracked)\n"));
+        }
+    }
+    if files.len() > STAT_FILES {
+        stat.push_str(&format!(
+            " ({} more files not in the stat)\n",
+            files.len() - STAT_FILES
+        ));
+    }
+    Ok(stat)
+}
+
+fn empty_tree(top: &str) -> Result<String, String> {
+    let id = git(top, &["hash-object", "-t", "tree", "/dev/null"])?;
+    Ok(String::from_utf8_lossy(&id).trim().to_owned())
+}
+
+/// `XY path` entries of `git status --porcelain=v1 -z --no-renames`.
+fn parse_status(raw: &[u8]) -> Vec<(String, String)> {
+    raw.split(|b| *b == 0)
+        .filter(|e| e.len() > 3)
+        .map(|e| {
+            let e = String::from_utf8_lossy(e);
+            (e[..2].to_owned(), e[3..].to_owned())
+        })
+        .collect()
+}
+
+/// A repository path as seen from the project root; `None` for loopx's state directory, which
+/// is checked by its own walk.
+fn project_path(repo: &str, prefix: &str) -> Option<String> {
+    let path = match repo.strip_prefix(prefix) {
+        Some(inside) => inside.to_owned(),
+        None => {
+            let up = prefix.split('/').filter(|s| !s.is_empty()).count();
+            format!("{}{repo}", "../".repeat(up))
+        }
+    };
+    let state = format!("{STATE_DIR}/");
+    (!path.starts_with(&state)).then_some(path)
+}
+
+/// The inverse of [`project_path`].
+fn repo_path(project: &str, prefix: &str) -> String {
+    let mut dir: Vec<&str> = prefix.split('/').filter(|s| !s.is_empty()).collect();
+    let mut rest = project;
+    while let Some(up) = rest.strip_prefix("../") {
+        dir.pop();
+        rest = up;
+    }
+    dir.push(rest);
+    dir.join("/")
+}
+
+/// Every file under `.loopx/` except loopx's own, relative to it.
+fn state_files(dir: &Path) -> BTreeMap<String, Fingerprint> {
+    let mut found = BTreeMap::new();
+    walk(dir, "", &mut found);
+    found
+}
+
+fn walk(dir: &Path, rel: &str, found: &mut BTreeMap<String, Fingerprint>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = format!("{rel}{name}");
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            let sub = format!("{path}/");
+            if !OWN_FILES.contains(&sub.as_str()) {
+                walk(&entry.path(), &sub, found);
+            }
+        } else if !OWN_FILES.iter().any(|own| path.starts_with(own))
+            && let Some(print) = fingerprint(&entry.path())
+        {
+            found.insert(path, print);
+        }
+    }
+}
+
+/// Whether the goal's scope allows changing `path` (project-relative). An empty scope allows
+/// the whole project; nothing outside it is ever in scope.
+pub fn in_scope(path: &str, scope: &[String]) -> bool {
+    if path.starts_with("../") {
+        return false;
+    }
+    scope.is_empty() || scope.iter().any(|pattern| covers(pattern, path))
+}
+
+/// A pattern covers the paths it matches and everything beneath them: `docs`, `docs/` and
+/// `docs/**` all cover `docs/a/b.md`. Patterns are anchored at the project root; `*` and `?`
+/// stay within one path segment, `**` spans any number of them.
+fn covers(pattern: &str, path: &str) -> bool {
+    let pattern = pattern.trim();
+    let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+    let pattern = pattern.trim_end_matches('/');
+    if pattern.is_empty() || pattern == "." {
+        return true;
+    }
+    let pat: Vec<&str> = pattern.split('/').collect();
+    let segs: Vec<&str> = path.split('/').collect();
+    (1..=segs.len()).any(|n| segments_match(&pat, &segs[..n]))
+}
+
+fn segments_match(pat: &[&str], segs: &[&str]) -> bool {
+    match pat.split_first() {
+        None => segs.is_empty(),
+        Some((&"**", rest)) => (0..=segs.len()).any(|i| segments_match(rest, &segs[i..])),
+        Some((p, rest)) => segs.split_first().is_some_and(|(s, more)| {
+            wildcard(p.as_bytes(), s.as_bytes()) && segments_match(rest, more)
+        }),
+    }
+}
+
+/// `*` and `?` within one segment.
+fn wildcard(p: &[u8], s: &[u8]) -> bool {
+    match (p.split_first(), s.split_first()) {
+        (None, _) => s.is_empty(),
+        (Some((b'*', rest)), _) => (0..=s.len()).any(|i| wildcard(rest, &s[i..])),
+        (Some((b'?', rest)), Some((_, more))) => wildcard(rest, more),
+        (Some((c, rest)), Some((d, more))) => c == d && wildcard(rest, more),
+        (Some(_), None) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(patterns: &[&str]) -> Vec<String> {
+        patterns.iter().map(|p| (*p).to_owned()).collect()
+    }
+
+    #[test]
+    fn patterns_cover_what_they_match_and_everything_beneath() {
+        let docs = scope(&["docs/"]);
+        assert!(in_scope("docs/a.md", &docs));
+        assert!(in_scope("docs/deep/b.md", &docs));
+        assert!(!in_scope("src/x.md", &docs));
+        assert!(!in_scope("docsx/a.md", &docs));
+        assert!(in_scope("src/lib.rs", &scope(&["src/**"])));
+        assert!(in_scope("src/a/lib.rs", &scope(&["src"])));
+        assert!(in_scope("a/b/c.md", &scope(&["**/*.md"])));
+        assert!(in_scope("README.md", &scope(&["*.md"])));
+        assert!(
+            !in_scope("docs/a.md", &scope(&["*.md"])),
+            "anchored at the root"
+        );
+        assert!(in_scope("v1.txt", &scope(&["v?.txt"])));
+        assert!(in_scope("anything/at/all", &[]));
+        assert!(!in_scope("../x", &[]), "outside the project");
+        assert!(in_scope("x", &scope(&["./"])));
+    }
+
+    #[test]
+    fn repository_paths_map_to_the_project_and_back() {
+        assert_eq!(project_path("sub/a.md", "sub/").as_deref(), Some("a.md"));
+        assert_eq!(project_path("x", "sub/dir/").as_deref(), Some("../../x"));
+        assert_eq!(project_path("sub/.loopx/state.redb", "sub/"), None);
+        assert_eq!(repo_path("../../x", "sub/dir/"), "x");
+        assert_eq!(repo_path("a.md", "sub/"), "sub/a.md");
+        assert_eq!(repo_path("a.md", ""), "a.md");
+    }
+
+    #[test]
+    fn status_entries_are_split_on_nul() {
+        let raw = b" M a b.txt\0?? new\0D  gone\0";
+        assert_eq!(
+            parse_status(raw),
+            [
+                (" M".to_owned(), "a b.txt".to_owned()),
+                ("??".to_owned(), "new".to_owned()),
+                ("D ".to_owned(), "gone".to_owned())
+            ]
+        );
+    }
+
+    fn sh(dir: &Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(ok.status.success(), "git {args:?}: {ok:?}");
+    }
+
+    fn write(dir: &Path, path: &str, text: &str) {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    /// A repository with a project in `proj/`, one commit, and a file already dirty.
+    fn repo() -> (tempfile::TempDir, std::path::PathBuf) {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let root = tmp.path().join("proj");
+        sh(tmp.path(), &["init", "-q"]);
+        write(&root, "docs/a.md", "a\n");
+        write(&root, "src/dirty.rs", "1\n");
+        write(&root, ".loopx/profiles/p.toml", "x\n");
+        write(&root, ".loopx/state.redb", "db");
+        sh(tmp.path(), &["add", "proj/docs", "proj/src"]);
+        sh(tmp.path(), &["commit", "-q", "-m", "one"]);
+        write(&root, "src/dirty.rs", "2\n");
+        (tmp, root)
+    }
+
+    #[test]
+    fn a_slice_sees_its_own_changes_commits_and_state_writes_only() {
+        let (tmp, root) = repo();
+        let before = capture(&root);
+        // The slice: edits a tracked file, writes an untracked one, edits an already dirty file,
+        // commits one, writes outside the project, and writes a profile in `.loopx/`.
+        write(&root, "docs/a.md", "a\nb\n");
+        write(&root, "secrets.txt", "s\n");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        write(&root, "src/dirty.rs", "3\n");
+        write(&root, "docs/c.md", "c\n");
+        sh(tmp.path(), &["add", "proj/docs/c.md"]);
+        sh(tmp.path(), &["commit", "-q", "-m", "two"]);
+        write(tmp.path(), "x", "outside\n");
+        write(&root, ".loopx/profiles/p.toml", "y\n");
+        // loopx's own writes.
+        write(&root, ".loopx/state.redb", "db2");
+        write(&root, ".loopx/slices/s1.log", "log");
+
+        let changes = compare(&root, &before, &scope(&["docs/"]));
+        assert_eq!(changes.unchecked, None);
+        assert_eq!(
+            changes.files,
+            [
+                "../x",
+                "docs/a.md",
+                "docs/c.md",
+                "secrets.txt",
+                "src/dirty.rs"
+            ]
+        );
+        assert_eq!(changes.outside, ["../x", "secrets.txt", "src/dirty.rs"]);
+        assert_eq!(changes.state_files, [".loopx/profiles/p.toml"]);
+        assert!(changes.stat.contains("docs/a.md"), "{}", changes.stat);
+        assert!(
+            changes.stat.contains("secrets.txt (new, untracked)"),
+            "{}",
+            changes.stat
+        );
+    }
+
+    #[test]
+    fn nothing_changed_is_nothing_and_no_git_is_unchecked() {
+        let (_tmp, root) = repo();
+        let before = capture(&root);
+        let changes = compare(&root, &before, &[]);
+        assert_eq!(changes, SliceChanges::default());
+
+        let plain = tempfile::tempdir().expect("temp dir");
+        let before = capture(plain.path());
+        write(plain.path(), "a.txt", "a");
+        write(plain.path(), ".loopx/adapters/x.toml", "a");
+        let changes = compare(plain.path(), &before, &[]);
+        assert!(
+            changes
+                .unchecked
+                .as_deref()
+                .is_some_and(|u| u.contains("git")),
+            "{changes:?}"
+        );
+        assert!(changes.files.is_empty());
+        assert_eq!(changes.violations(), [".loopx/adapters/x.toml"]);
+    }
+}

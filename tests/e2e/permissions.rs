@@ -1,0 +1,297 @@
+//! Permissions through the real binary: `full` runs only after a person approved the profile's
+//! exact content, and a slice that changes files outside the goal's scope, or in `.loopx/`, is
+//! recorded as a violation with a gate.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::support::Loopx;
+
+/// The demo adapter with `full` mapped (the built-in one deliberately cannot express it).
+fn full_adapter() -> String {
+    let demo = include_str!("../../adapters/demo.toml");
+    let mapped = "workspace-write = [\"--workspace-write\"]";
+    assert!(
+        demo.contains(mapped),
+        "the demo adapter maps workspace-write"
+    );
+    demo.replace(mapped, &format!("{mapped}\nfull = [\"--workspace-write\"]"))
+}
+
+/// The demo profile on that adapter, at `full`.
+fn full_profile() -> String {
+    let demo = include_str!("../../profiles/demo.toml");
+    demo.replace("adapter = \"demo\"", "adapter = \"demo-full\"")
+        .replace("permission = \"workspace-write\"", "permission = \"full\"")
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+/// A project whose goal allows `full`, with agent `exec` on the `danger` profile and a todo.
+fn danger_project() -> Loopx {
+    let loopx = Loopx::new();
+    let state = loopx.path().join(".loopx");
+    write(&state.join("adapters/demo-full.toml"), &full_adapter());
+    write(&state.join("profiles/danger.toml"), &full_profile());
+    loopx.ok(&[
+        "goal",
+        "start",
+        "Write the demo notes",
+        "--permission",
+        "full",
+    ]);
+    loopx.ok(&["agent", "add", "exec", "--profile", "danger"]);
+    loopx.ok(&["todo", "add", "Write the notes"]);
+    loopx
+}
+
+/// `loopx run --once --json`: its object and its stderr.
+fn run_once(loopx: &Loopx) -> (Value, String) {
+    let run = loopx.run(&["run", "--once", "--json"]);
+    assert_eq!(
+        run.code, 0,
+        "run --once failed: {}{}",
+        run.stdout, run.stderr
+    );
+    (run.json(), run.stderr)
+}
+
+fn gates(loopx: &Loopx) -> Vec<Value> {
+    let gates = loopx.ok(&["gate", "list", "--all", "--json"]).json();
+    gates["gates"].as_array().expect("gates").clone()
+}
+
+fn todo_state(loopx: &Loopx, id: &str) -> String {
+    let todo = loopx.ok(&["todo", "show", id, "--json"]).json();
+    todo["todo"]["state"].as_str().expect("a state").to_owned()
+}
+
+fn slices_started(loopx: &Loopx) -> usize {
+    loopx
+        .ok(&["log", "--json"])
+        .stdout
+        .lines()
+        .filter(|l| l.contains("\"slice_started\""))
+        .count()
+}
+
+/// Asserts the run asked for approval in `gate` and ran nothing.
+fn assert_asks(loopx: &Loopx, out: &Value, stderr: &str, gate: &str) {
+    assert_eq!(out["decision"], "ask", "{out}\n{stderr}");
+    assert_eq!(out["gate"]["id"], gate, "{out}");
+    assert_eq!(out["slice"], Value::Null, "nothing ran: {out}");
+    let answer = format!("answer with: loopx gate answer {gate} \"ANSWER\"");
+    assert!(stderr.contains(&answer), "{stderr}");
+    assert!(stderr.contains("with full permission"), "{stderr}");
+    assert!(!stderr.contains("claimed"), "{stderr}");
+    assert_eq!(todo_state(loopx, "t1"), "open", "the todo is not claimed");
+}
+
+#[test]
+fn full_permission_runs_only_after_an_approval_of_the_profiles_exact_content() {
+    let loopx = danger_project();
+    let (out, stderr) = run_once(&loopx);
+    assert_asks(&loopx, &out, &stderr, "q1");
+    assert_eq!(slices_started(&loopx), 0, "no slice is recorded");
+    let gate = &gates(&loopx)[0];
+    let question = gate["question"].as_str().expect("question");
+    assert!(
+        question.starts_with("Allow agent `exec` to run profile `danger` (sha256 "),
+        "{question}"
+    );
+    assert_eq!(gate["options"], serde_json::json!(["approve", "deny"]));
+    assert_eq!(gate["blocks"]["agent"], "exec", "{gate}");
+    let hash = loopx.ok(&["profile", "show", "danger", "--json"]).json();
+    let hash = hash.to_string();
+    let context = gate["context"].as_str().expect("context");
+    let line = context.lines().next().expect("a first line");
+    let sha = line
+        .strip_prefix("approval: agent=exec profile=danger sha256=")
+        .unwrap_or_else(|| panic!("the binding line: {context}"));
+    assert_eq!(sha.len(), 64, "{line}");
+    assert!(hash.contains(sha), "the profile's content hash: {hash}");
+
+    // Asked again before an answer: the same gate, still nothing runs.
+    let (out, stderr) = run_once(&loopx);
+    assert_asks(&loopx, &out, &stderr, "q1");
+    assert_eq!(gates(&loopx).len(), 1, "no second gate");
+
+    // Approved: the slice runs.
+    loopx.ok(&["gate", "answer", "q1", "approve"]);
+    let (out, stderr) = run_once(&loopx);
+    assert_eq!(out["slice"]["outcome"], "completed", "{out}\n{stderr}");
+    assert_eq!(todo_state(&loopx, "t1"), "done");
+
+    // Any edit of the profile asks again, with a new gate.
+    loopx.ok(&["todo", "add", "Write more notes"]);
+    let profile = loopx.path().join(".loopx/profiles/danger.toml");
+    let edited = format!("{}\n# edited\n", full_profile());
+    write(&profile, &edited);
+    let (out, stderr) = run_once(&loopx);
+    assert_eq!(out["decision"], "ask", "{out}\n{stderr}");
+    assert_eq!(out["gate"]["id"], "q2", "{out}");
+    assert_eq!(out["slice"], Value::Null);
+    assert_eq!(todo_state(&loopx, "t2"), "open");
+
+    // Denied: the agent stops, and the reason says how to ask again.
+    loopx.ok(&["gate", "answer", "q2", "--option", "2"]);
+    let (out, stderr) = run_once(&loopx);
+    assert_eq!(out["decision"], "stop", "{out}\n{stderr}");
+    let reason = out["reason"].as_str().expect("a reason");
+    assert!(reason.contains("denied in gate q2"), "{reason}");
+    assert!(reason.contains("edit the profile"), "{reason}");
+    assert_eq!(out["slice"], Value::Null);
+    assert_eq!(slices_started(&loopx), 1, "only the approved slice ran");
+}
+
+#[test]
+fn a_goal_below_full_needs_no_approval() {
+    let loopx = danger_project();
+    loopx.ok(&["goal", "done"]);
+    loopx.ok(&["goal", "start", "Write the demo notes"]);
+    loopx.ok(&["todo", "add", "Write the notes"]);
+    let (out, stderr) = run_once(&loopx);
+    assert_eq!(out["slice"]["outcome"], "completed", "{out}\n{stderr}");
+    assert!(gates(&loopx).is_empty(), "workspace-write asks nothing");
+}
+
+/// Asserts there is evidence of `kind` whose summary starts with `summary` and whose detail
+/// contains `detail`.
+fn evidence_with(loopx: &Loopx, kind: &str, summary: &str, detail: &str) {
+    let evidence = loopx.ok(&["evidence", "list", "--json"]).json();
+    let evidence = evidence["evidence"].as_array().expect("a list").clone();
+    let found = evidence.iter().any(|e| {
+        e["kind"] == kind
+            && e["summary"]
+                .as_str()
+                .is_some_and(|s| s.starts_with(summary))
+            && e["detail"].as_str().is_some_and(|d| d.contains(detail))
+    });
+    assert!(
+        found,
+        "no {kind} evidence `{summary}…` with `{detail}`: {evidence:?}"
+    );
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+#[test]
+fn a_slice_writing_outside_the_scope_is_a_violation_with_a_gate() {
+    let loopx = Loopx::new();
+    git(loopx.path(), &["init", "-q"]);
+    write(&loopx.path().join("docs/README.md"), "docs\n");
+    git(loopx.path(), &["add", "docs"]);
+    git(loopx.path(), &["commit", "-q", "-m", "docs"]);
+    loopx.ok(&["goal", "start", "Write the docs", "--scope", "docs/"]);
+    loopx.ok(&["agent", "add", "exec", "--profile", "demo"]);
+    loopx.ok(&["todo", "add", "Write the notes [demo:file=src/x.md]"]);
+    let run = loopx.run(&["run", "--once", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let slice = &run.json()["slice"];
+    assert_eq!(slice["changed_files"], serde_json::json!(["src/x.md"]));
+    assert_eq!(slice["violations"], serde_json::json!(["src/x.md"]));
+    assert_eq!(slice["violation_gate"], "q1");
+    assert_eq!(slice["gate"], Value::Null, "the agent asked nothing");
+    assert_eq!(slice["todo_state"], "released", "a person may roll it back");
+    assert!(
+        run.stderr
+            .contains("changed files it may not change (src/x.md): gate q1 asks a person"),
+        "{}",
+        run.stderr
+    );
+
+    evidence_with(&loopx, "violation", "slice s1 of agent `exec`", "src/x.md");
+    evidence_with(
+        &loopx,
+        "diff",
+        "slice s1 changed",
+        "src/x.md (new, untracked)",
+    );
+
+    let gate = &gates(&loopx)[0];
+    assert_eq!(
+        gate["question"],
+        "Slice s1 of agent `exec` changed 1 file outside the goal's scope (src/x.md): keep the changes or roll them back?"
+    );
+    assert_eq!(gate["options"], serde_json::json!(["keep", "rollback"]));
+    assert_eq!(gate["blocks"]["agent"], "exec");
+    // The gate holds the agent back until a person answers.
+    let (out, _) = run_once(&loopx);
+    assert_eq!(out["decision"], "ask", "{out}");
+}
+
+#[test]
+fn a_slice_in_scope_is_no_violation() {
+    let loopx = Loopx::new();
+    git(loopx.path(), &["init", "-q"]);
+    loopx.ok(&["goal", "start", "Write the docs", "--scope", "docs/"]);
+    loopx.ok(&["agent", "add", "exec", "--profile", "demo"]);
+    loopx.ok(&["todo", "add", "Write the notes [demo:file=docs/x.md]"]);
+    let (out, stderr) = run_once(&loopx);
+    let slice = &out["slice"];
+    assert_eq!(
+        slice["changed_files"],
+        serde_json::json!(["docs/x.md"]),
+        "{stderr}"
+    );
+    assert_eq!(slice["violations"], serde_json::json!([]));
+    assert_eq!(slice["todo_state"], "done");
+    assert!(gates(&loopx).is_empty());
+}
+
+#[test]
+fn an_agent_writing_in_the_state_directory_is_a_violation_even_without_git() {
+    let loopx = Loopx::new();
+    write(
+        &loopx.path().join(".loopx/profiles/sneaky.toml"),
+        r#"adapter = "generic"
+program = "/bin/sh"
+extra_args = ["-c", "echo 'permission = \"full\"' > .loopx/profiles/evil.toml; echo wrote it"]
+permission = "workspace-write"
+capabilities = ["demo"]
+
+[limits]
+max_time = "1m"
+idle_timeout = "30s"
+
+[quota]
+account = "sneaky"
+"#,
+    );
+    loopx.ok(&["goal", "start", "Write the notes"]);
+    loopx.ok(&["agent", "add", "exec", "--profile", "sneaky"]);
+    loopx.ok(&["todo", "add", "Write the notes"]);
+    let (out, stderr) = run_once(&loopx);
+    let slice = &out["slice"];
+    assert_eq!(
+        slice["changed_files"],
+        Value::Null,
+        "no git: not checked; {stderr}"
+    );
+    assert_eq!(
+        slice["violations"],
+        serde_json::json!([".loopx/profiles/evil.toml"]),
+        "{out}\n{stderr}"
+    );
+    assert_eq!(slice["violation_gate"], "q1");
+    evidence_with(
+        &loopx,
+        "slice",
+        "work slice s1",
+        "changes: not checked (the project is not in a git work tree)",
+    );
+    evidence_with(&loopx, "violation", "slice s1", ".loopx/profiles/evil.toml");
+}
