@@ -3,6 +3,7 @@
 mod support;
 
 mod concurrency;
+mod demo;
 mod demo_agent;
 mod docs;
 mod errors;

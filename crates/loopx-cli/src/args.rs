@@ -66,6 +66,8 @@ pub enum Command {
     Quota(QuotaCommand),
     /// Run agents: decide, run one bounded slice, write back what it did.
     Run(RunArgs),
+    /// The whole loop in under a minute on the built-in simulated agent (no API key).
+    Demo(DemoArgs),
     /// For agents inside a slice: record evidence, a handoff, a todo, a question, or done.
     #[command(subcommand)]
     Report(ReportCommand),
@@ -138,6 +140,13 @@ pub struct RunArgs {
     /// going; `exit` exits with code 7 once no agent can go on.
     #[arg(long, value_name = "WHAT", value_enum)]
     pub on_gate: Option<OnGateArg>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where to create the demo project (default: a new temporary directory). It is kept.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
 }
 
 /// `--on-gate`.

@@ -1,6 +1,7 @@
 //! One module per command group; each takes the context and its parsed arguments.
 
 mod agent;
+mod demo;
 mod doctor;
 mod evidence;
 mod gate;
@@ -40,6 +41,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Adapter(cmd) => profile::adapter(ctx, cmd),
         Command::Quota(cmd) => quota::run(ctx, cmd),
         Command::Run(args) => run::run(ctx, args),
+        Command::Demo(args) => demo::run(ctx, args),
         Command::Report(cmd) => report::run(ctx, cmd),
     }
 }

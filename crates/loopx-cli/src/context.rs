@@ -37,6 +37,11 @@ impl Ctx {
         }
     }
 
+    /// Points this context at the project in `dir` (`loopx demo` creates its own).
+    pub fn set_project_dir(&mut self, dir: PathBuf) {
+        self.project_dir = Some(dir);
+    }
+
     /// The directory `init` creates the project in.
     pub fn init_dir(&self) -> Result<PathBuf, ExpectedError> {
         match &self.project_dir {

@@ -436,11 +436,8 @@ impl Coordinator<'_> {
             }
             Msg::Decided(idx, decision) => {
                 let slot = &mut self.slots[idx];
-                if matches!(
-                    decision.decision,
-                    DecisionKind::Deliver | DecisionKind::Repair
-                ) && slot.paused
-                {
+                // Any decision but `wait` ends a pause: the hold or the window is over.
+                if decision.decision != DecisionKind::Wait && slot.paused {
                     slot.paused = false;
                     slot.shown = None;
                     emit(&RunEvent::Resumed {
@@ -524,8 +521,10 @@ impl Coordinator<'_> {
             }
             DecisionKind::Quiet => {
                 slot.due = Some(now + RECHECK);
-                if slot.shown.as_deref() != Some(decision.reason.as_str()) {
-                    slot.shown = Some(decision.reason.clone());
+                // Shown when the agent becomes quiet, not each time the reason changes (which
+                // it does as peers take and finish todos).
+                if slot.shown.as_deref() != Some("quiet") {
+                    slot.shown = Some("quiet".to_owned());
                     emit(&RunEvent::Quiet {
                         agent,
                         reason: decision.reason,

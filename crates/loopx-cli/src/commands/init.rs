@@ -24,8 +24,22 @@ use crate::context::Ctx;
 use crate::errors::ExpectedError;
 
 pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
-    let dir = ctx.init_dir()?;
-    let project = Project::create(&dir).map_err(loopx_kernel::KernelError::from)?;
+    let project = create(ctx, &ctx.init_dir()?)?;
+    if ctx.json {
+        let path = project.state_dir().display().to_string();
+        ctx.json_out(&serde_json::json!({ "format_version": 1, "project": { "root": project.root().display().to_string(), "state_dir": path } }))
+    } else {
+        ctx.line(format!(
+            "Created {} (example profiles in profiles/)",
+            project.state_dir().display()
+        ))?;
+        ctx.line("Next: loopx goal start \"OBJECTIVE\"   then   loopx todo add \"TITLE\"")
+    }
+}
+
+/// Creates the project in `dir`: `.loopx/`, the store, and the example profiles.
+pub(crate) fn create(ctx: &Ctx, dir: &std::path::Path) -> Result<Project, ExpectedError> {
+    let project = Project::create(dir).map_err(loopx_kernel::KernelError::from)?;
     Store::create(&project, ctx.now(), &ctx.actor())?;
     for (name, text) in EXAMPLE_PROFILES {
         let path = project
@@ -41,14 +55,5 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
         written
             .map_err(|e| ExpectedError::Usage(format!("cannot write `{}`: {e}", path.display())))?;
     }
-    if ctx.json {
-        let path = project.state_dir().display().to_string();
-        ctx.json_out(&serde_json::json!({ "format_version": 1, "project": { "root": project.root().display().to_string(), "state_dir": path } }))
-    } else {
-        ctx.line(format!(
-            "Created {} (example profiles in profiles/)",
-            project.state_dir().display()
-        ))?;
-        ctx.line("Next: loopx goal start \"OBJECTIVE\"   then   loopx todo add \"TITLE\"")
-    }
+    Ok(project)
 }

@@ -283,7 +283,7 @@ fn ended_line(s: &SliceSummary) -> String {
 }
 
 /// The progress line of a loop event.
-fn event_line(event: &RunEvent) -> String {
+pub(crate) fn event_line(event: &RunEvent) -> String {
     match event {
         RunEvent::Running { agents, pid } => {
             format!("loopx run (pid {pid}): agents {}", agents.join(", "))
@@ -318,7 +318,11 @@ fn event_line(event: &RunEvent) -> String {
                 .unwrap_or_default();
             format!("{agent}: slice {slice} started: {kind}{on} (log {log})")
         }
-        RunEvent::SliceEnded(s) => format!("{}: {}", s.agent, ended_line(s)),
+        RunEvent::SliceEnded(s) => {
+            // Both lines name the agent: peers' lines interleave.
+            let agent = &s.agent;
+            format!("{agent}: {}", ended_line(s)).replace("\nslice ", &format!("\n{agent}: slice "))
+        }
         RunEvent::Paused {
             agent,
             until,

@@ -107,8 +107,13 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
         let todos = s.active_todos()?;
         let counts = s.todo_counts(&todos)?;
         let agents = agents_now(s, &views, &todos, now)?;
+        // The active or paused goal; else the latest one, so a finished goal shows as done.
+        let goal = match s.current_goal()? {
+            Some(goal) => Some(goal),
+            None => s.goals()?.pop(),
+        };
         Ok((
-            s.current_goal()?,
+            goal,
             s.gates()?
                 .into_iter()
                 .filter(|g| g.state == GateState::Open)

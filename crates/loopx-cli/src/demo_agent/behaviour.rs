@@ -82,7 +82,11 @@ fn plan<W: Write>(task: &Task, ws: &Workspace, stream: &mut Stream<W>) -> Result
     report.next_todos = vec![
         todo(
             "Write the demo notes",
-            format!("Create `{file}` with a line about the goal: {goal}. [demo:file={file}]"),
+            // The first attempt hits a simulated usage limit (a real CLI's most common
+            // interruption), so `loopx demo` shows a pause and a resume.
+            format!(
+                "Create `{file}` with a line about the goal: {goal}. [demo:file={file}] [demo:usage-limit]"
+            ),
             "executor",
         ),
         todo(

@@ -1,0 +1,221 @@
+//! `loopx demo`: the whole loop in under a minute, without an API key or a network.
+//!
+//! It creates a project (a fresh temporary directory, or `--dir DIR`), registers two peers on
+//! the built-in simulated agent (`loopx __demo-agent`, docs/design/demo-agent.md) — an
+//! executor and a reviewer — and runs the real loop (`loopx_supervisor::run_loop`, exactly what
+//! `loopx run` runs) on the goal "Write the demo notes". What the user sees: a planning slice
+//! proposes three todos; work and review slices write evidence and handoffs; the first write
+//! hits a simulated usage limit, so both peers pause until it resets and then resume; one todo
+//! needs a person's decision, asked at the terminal (without a terminal, the first option is
+//! taken on the user's behalf and labelled so); the goal ends done. Then the status screen and
+//! the paths to look at. Nothing is deleted: the project stays for `loopx status`, `loopx log`.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use loopx_kernel::store::{AnswerChoice, Applied};
+use loopx_kernel::{AgentName, Op, Project, Store, Timestamp};
+use loopx_supervisor::{EndReason, OnGate, RunEvent, RunLoop, Shutdown};
+
+use crate::args::DemoArgs;
+use crate::context::Ctx;
+use crate::errors::ExpectedError;
+use crate::exit_code;
+
+/// The goal the demo works on.
+const GOAL: &str = "Write the demo notes";
+/// The reviewer peer's profile: the demo profile with the reviewer's role.
+const REVIEWER_PROFILE: &str = r#"# The reviewer peer of `loopx demo`: the simulated agent, taking todos for reviewers.
+description = "Simulated reviewer for `loopx demo`"
+adapter = "demo"
+role = "reviewer"
+capabilities = ["demo"]
+permission = "workspace-write"
+
+[limits]
+max_time = "2m"
+idle_timeout = "30s"
+grace = "2s"
+max_output = "1MiB"
+max_turns = 5
+
+[quota]
+account = "demo"
+slices_per_hour = 120
+burst = 10
+"#;
+/// A demo that runs longer than this is stuck, not slow.
+const DEMO_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+pub fn run(ctx: &mut Ctx, args: DemoArgs) -> Result<(), ExpectedError> {
+    let dir = demo_dir(args.dir)?;
+    say("loopx demo: the whole loop on the built-in simulated agent (no API key, no network).");
+    say(&format!("Project: {}", dir.display()));
+    ctx.set_project_dir(dir.clone());
+    let project = super::init::create(ctx, &dir)?;
+    setup(ctx, &project)?;
+    say(&format!(
+        "Goal: \"{GOAL}\". Peers: `executor` and `reviewer`, both the simulated agent on one account.\n"
+    ));
+
+    let shutdown = Arc::new(Shutdown::new());
+    loopx_supervisor::handle_signals(Arc::clone(&shutdown))
+        .map_err(|e| ExpectedError::Usage(format!("cannot handle signals: {e}")))?;
+    let loopx_exe = std::env::current_exe()
+        .map_err(|e| ExpectedError::Usage(format!("cannot find the loopx executable: {e}")))?;
+    let req = RunLoop {
+        project: project.clone(),
+        agents: Vec::new(),
+        loopx_exe,
+        max_slices: None,
+        run_for: Some(DEMO_LIMIT),
+        on_gate: OnGate::Wait,
+        shutdown,
+    };
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let actor = ctx.actor();
+    let end = loopx_supervisor::run_loop(&req, &mut |event| {
+        say(&super::run::event_line(event));
+        if let RunEvent::Question { gate, options, .. } = event {
+            answer(&project, &actor, gate, options, interactive);
+        }
+    })?;
+
+    say("");
+    super::status::run(ctx)?;
+    ctx.flush()?;
+    say(&format!(
+        "\nLook around: cd {}\n  loopx status            what needs you, what runs, what is next\n  loopx log               every event, in order (loopx log --slice s1: one slice and its output)\n  loopx evidence list     what each slice showed\n  loopx handoff           the newest handoff\n  cat demo/NOTES.md       what the agents wrote\n  ls .loopx/slices/       each slice's raw output",
+        dir.display()
+    ));
+    match end.reason {
+        EndReason::Goal => Ok(()),
+        EndReason::Shutdown => Err(ExpectedError::Reported {
+            summary: "the demo was interrupted".to_owned(),
+            code: exit_code::INTERRUPTED,
+        }),
+        other => Err(ExpectedError::Reported {
+            summary: format!("the demo did not finish its goal ({other:?})"),
+            code: exit_code::INTERNAL,
+        }),
+    }
+}
+
+/// `--dir DIR` (created if missing, refused if it holds a project), else a new temporary
+/// directory that stays after the demo.
+fn demo_dir(dir: Option<PathBuf>) -> Result<PathBuf, ExpectedError> {
+    let Some(dir) = dir else {
+        let dir = tempfile::Builder::new()
+            .prefix("loopx-demo-")
+            .tempdir()
+            .map_err(|e| {
+                ExpectedError::Usage(format!("cannot create a temporary directory: {e}"))
+            })?;
+        return Ok(dir.keep());
+    };
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| ExpectedError::Usage(format!("cannot create `{}`: {e}", dir.display())))?;
+    // An absolute path: the demo prints it for the user to `cd` into.
+    dir.canonicalize()
+        .map_err(|e| ExpectedError::Usage(format!("cannot use `{}`: {e}", dir.display())))
+}
+
+/// The goal and the two peers.
+fn setup(ctx: &Ctx, project: &Project) -> Result<(), ExpectedError> {
+    write_private(
+        &project.state_dir().join("profiles/demo-reviewer.toml"),
+        REVIEWER_PROFILE,
+    )?;
+    let store = Store::open(project)?;
+    let actor = ctx.actor();
+    let agent = |name: &str, profile: &str, role: &str| -> Result<Op, ExpectedError> {
+        Ok(Op::AgentAdd {
+            name: name.parse::<AgentName>()?,
+            profile: profile.to_owned(),
+            capabilities: vec!["demo".to_owned()],
+            role: Some(role.to_owned()),
+        })
+    };
+    store.apply_all(
+        vec![
+            Op::GoalStart {
+                objective: GOAL.to_owned(),
+                scope: vec![],
+                permission: loopx_kernel::model::PermissionLevel::WorkspaceWrite,
+                share: 1.0,
+            },
+            agent("executor", "demo", "executor")?,
+            agent("reviewer", "demo-reviewer", "reviewer")?,
+        ],
+        &actor,
+        Timestamp::now(),
+    )?;
+    Ok(())
+}
+
+fn write_private(path: &Path, text: &str) -> Result<(), ExpectedError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| ExpectedError::Usage(format!("cannot write `{}`: {e}", path.display())))
+}
+
+/// Answers a question: at the terminal, or with its first option on the user's behalf.
+fn answer(project: &Project, actor: &str, gate: &str, options: &[String], interactive: bool) {
+    let Ok(id) = gate.parse() else {
+        return;
+    };
+    let choice = if interactive {
+        ask_at_terminal(gate, options)
+    } else {
+        let first = options.first().map_or("yes", String::as_str);
+        say(&format!(
+            "{gate}: no terminal to ask you, so the demo answers with its first option, `{first}`, on your behalf"
+        ));
+        AnswerChoice::Option(1)
+    };
+    let op = Op::GateAnswer {
+        gate: id,
+        choice,
+        slice: None,
+    };
+    match Store::open(project).and_then(|s| s.apply(op, actor, Timestamp::now())) {
+        Ok(Applied::Gate(g)) => {
+            let text = g.answer.map(|a| a.text).unwrap_or_default();
+            say(&format!("{gate} answered: {text}"));
+        }
+        Ok(_) => {}
+        Err(e) => say(&format!("{gate}: the answer was not recorded: {e}")),
+    }
+}
+
+/// Reads an answer: a number picks an option, other text is the answer, Enter takes the first.
+fn ask_at_terminal(gate: &str, options: &[String]) -> AnswerChoice {
+    for (n, option) in options.iter().enumerate() {
+        say(&format!("  {}. {option}", n + 1));
+    }
+    let _ = write!(
+        std::io::stderr(),
+        "Your answer to {gate} (a number, or your own words; Enter = 1): "
+    );
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() {
+        return AnswerChoice::Option(1);
+    }
+    let line = line.trim();
+    match line.parse::<u32>() {
+        _ if line.is_empty() => AnswerChoice::Option(1),
+        Ok(n) if n >= 1 && (n as usize) <= options.len() => AnswerChoice::Option(n),
+        _ => AnswerChoice::Text(line.to_owned()),
+    }
+}
+
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
