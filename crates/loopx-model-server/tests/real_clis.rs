@@ -1,21 +1,27 @@
-//! Drives the real Claude Code and Codex CLIs against the scripted server, offline.
+//! Drives the real Claude Code and Codex CLIs against the scripted server, offline: first
+//! directly, then as agents of `loopx run --once` through the shipped adapters.
 //!
 //! It needs `LOOPX_AGENT_CLIS` to name the folder `scripts/agent-clis/install.sh` installed into
 //! (the one holding `node_modules/.bin/{claude,codex}`) and fails, never skips, when that, the
-//! CLIs or `unshare`/`ip` are missing. The outer test re-runs this binary's
-//! `netns_*` tests inside `unshare -rn` (a network namespace with only loopback, brought up
-//! with `ip link set lo up`), so the CLIs and the server share a loopback and nothing can reach
-//! the internet. See docs/design/model-server.md.
+//! CLIs or `unshare`/`ip` are missing. The outer test builds the `loopx` binary (`cargo build
+//! -p loopx-cli`, a no-op when it is fresh) and re-runs this binary's `netns_*` tests inside
+//! `unshare -rn` (a network namespace with only loopback, brought up with `ip link set lo up`),
+//! so the CLIs, loopx and the server share a loopback and nothing can reach the internet. See
+//! docs/design/model-server.md.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use loopx_model_server::{Answer, ModelServer, Script};
+use loopx_model_server::{Answer, ErrorAnswer, ModelServer, Script, Turn};
 use serde_json::Value;
 
 const CLIS_VAR: &str = "LOOPX_AGENT_CLIS";
 const IN_NETNS_VAR: &str = "LOOPX_MODEL_SERVER_IN_NETNS";
+/// The `loopx` binary the outer test built, for the inner tests.
+const LOOPX_VAR: &str = "LOOPX_REAL_CLIS_LOOPX";
+/// The `netns_*` tests; the outer test insists that all of them ran and passed.
+const NETNS_TESTS: usize = 8;
 /// Generous: each run takes 1–6 s here, but CI machines are shared and slow.
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -35,6 +41,7 @@ fn real_clis_in_netns() {
         );
     }
     let me = std::env::current_exe().expect("the test binary knows its path");
+    let loopx = build_loopx(&me);
     let output = Command::new("unshare")
         .args([
             "-rn",
@@ -46,16 +53,46 @@ fn real_clis_in_netns() {
         .arg(&me)
         .args(["--ignored", "--test-threads", "1", "--nocapture", "netns_"])
         .env(IN_NETNS_VAR, "1")
+        .env(LOOPX_VAR, &loopx)
         .stdin(Stdio::null())
         .output()
         .expect("`unshare` runs (util-linux)");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        output.status.success() && stdout.contains("4 passed"),
+        output.status.success() && stdout.contains(&format!("{NETNS_TESTS} passed")),
         "the namespaced runs failed ({}):\n{stdout}\n{stderr}",
         output.status
     );
+    // The inner tests' own lines (names, timings), shown with `--nocapture`.
+    println!("{stdout}");
+}
+
+/// Builds `loopx` with the profile and target directory this test binary was built with
+/// (`target/<profile>/deps/<test>`), so the tests never drive a stale binary; returns its path.
+fn build_loopx(test_exe: &Path) -> PathBuf {
+    let profile_dir = test_exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test binary lives in target/<profile>/deps");
+    let target_dir = profile_dir.parent().expect("a target directory");
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") => "dev",
+        Some(other) => other,
+        None => panic!("no profile directory in {}", test_exe.display()),
+    };
+    let built = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "loopx-cli", "--bin", "loopx"])
+        .args(["--profile", profile, "--target-dir"])
+        .arg(target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("cargo runs");
+    assert!(
+        built.success(),
+        "`cargo build -p loopx-cli` failed ({built})"
+    );
+    profile_dir.join("loopx")
 }
 
 /// What one CLI run left behind.
@@ -120,25 +157,10 @@ fn cli(name: &str) -> PathBuf {
 /// Runs a CLI with a throwaway HOME and working directory, stdin closed, telemetry off, and
 /// only the environment given (no inherited keys or proxies).
 fn run(script_name: &str, program: &str, args: &[String], env: &[(&str, String)]) -> Run {
-    assert_eq!(
-        std::env::var(IN_NETNS_VAR).as_deref(),
-        Ok("1"),
-        "run only inside the namespace (through real_clis_in_netns)"
-    );
     let server = ModelServer::start(script(script_name)).expect("the server starts");
     let home = tempfile::tempdir().expect("a temp HOME");
     let work = tempfile::tempdir().expect("a temp working directory");
-    let mut command = Command::new(cli(program));
-    command
-        .current_dir(work.path())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut command = offline_command(&cli(program), work.path(), home.path(), None);
     // `{url}` stands for the server's address, known only now.
     let url = server.url();
     command.args(args.iter().map(|arg| arg.replace("{url}", &url)));
@@ -156,6 +178,36 @@ fn run(script_name: &str, program: &str, args: &[String], env: &[(&str, String)]
         work,
         server,
     }
+}
+
+/// A command with only `PATH` (`bin_dir` first when given), `HOME` and the telemetry switches
+/// in its environment, stdin closed and both outputs piped. Only inside the namespace.
+fn offline_command(program: &Path, cwd: &Path, home: &Path, bin_dir: Option<&Path>) -> Command {
+    assert_eq!(
+        std::env::var(IN_NETNS_VAR).as_deref(),
+        Ok("1"),
+        "run only inside the namespace (through real_clis_in_netns)"
+    );
+    let inherited = std::env::var_os("PATH").unwrap_or_default();
+    let path = std::env::join_paths(
+        bin_dir
+            .map(Path::to_path_buf)
+            .into_iter()
+            .chain(std::env::split_paths(&inherited)),
+    )
+    .expect("PATH entries join");
+    let mut command = Command::new(program);
+    command
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", home)
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
 }
 
 fn wait_with_deadline(mut command: Command, timeout: Duration) -> Output {
@@ -326,4 +378,303 @@ fn netns_codex_runs_a_scripted_shell_command() {
     let usage = &run.last("turn.completed")["usage"];
     assert_eq!(usage["input_tokens"], 3200, "both turns are summed");
     assert_eq!(run.model_requests().len(), 2, "{}", run.describe());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The same CLIs as agents of `loopx run --once`, through the shipped adapters.
+
+/// A test profile: the shipped adapter at workspace-write, limits far above what a run takes
+/// (a run that reaches them has hung), and its own quota account.
+fn test_profile(adapter: &str, account: &str) -> String {
+    format!(
+        r#"description = "{adapter} against the scripted model server"
+adapter = "{adapter}"
+permission = "workspace-write"
+role = "executor"
+
+[limits]
+max_time = "2m"
+idle_timeout = "60s"
+grace = "2s"
+
+[quota]
+account = "{account}"
+"#
+    )
+}
+
+/// A loopx project with a goal, one todo and one agent `a` on `.loopx/profiles/agent.toml`,
+/// talking to a scripted server; loopx runs with only `env` added to a clean environment.
+struct Project {
+    dir: tempfile::TempDir,
+    home: tempfile::TempDir,
+    server: ModelServer,
+    env: Vec<(&'static str, String)>,
+}
+
+impl Project {
+    fn new(script: Script, profile: &str) -> Project {
+        let server = ModelServer::start(script).expect("the server starts");
+        let project = Project {
+            dir: tempfile::tempdir().expect("a temp project"),
+            home: tempfile::tempdir().expect("a temp HOME"),
+            server,
+            env: Vec::new(),
+        };
+        project.ok(&["init"]);
+        std::fs::write(
+            project.dir.path().join(".loopx/profiles/agent.toml"),
+            profile,
+        )
+        .expect("the profile is written");
+        project.ok(&["goal", "start", "Say hello"]);
+        project.ok(&["todo", "add", "Write hi to hello.txt"]);
+        project.ok(&["agent", "add", "a", "--profile", "agent"]);
+        project
+    }
+
+    fn loopx(&self, args: &[&str]) -> Output {
+        let loopx = std::env::var_os(LOOPX_VAR).expect("the outer test passes the loopx binary");
+        let bin = cli("claude").parent().expect("a bin dir").to_path_buf();
+        let mut command = offline_command(
+            Path::new(&loopx),
+            self.dir.path(),
+            self.home.path(),
+            Some(&bin),
+        );
+        command
+            .args(args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+        wait_with_deadline(command, RUN_TIMEOUT)
+    }
+
+    /// Runs loopx, insisting on exit 0; its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.loopx(args);
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "`loopx {}` failed ({}):\n{stdout}\n{}\nrequests: {:?}",
+            args.join(" "),
+            output.status,
+            String::from_utf8_lossy(&output.stderr),
+            self.server.requests()
+        );
+        stdout
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let out = self.ok(args);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+    }
+
+    /// `loopx run --once --json`: the slice it ran.
+    fn run_once(&self) -> Value {
+        let out = self.json(&["run", "--once", "--json"]);
+        assert!(out["slice"].is_object(), "no slice ran: {out}");
+        out["slice"].clone()
+    }
+
+    /// The slice's evidence record.
+    fn slice_evidence(&self, slice: &str) -> Value {
+        let all = self.json(&["evidence", "list", "--json"]);
+        all["evidence"]
+            .as_array()
+            .and_then(|e| {
+                e.iter()
+                    .find(|e| e["kind"] == "slice" && e["slice"] == slice)
+            })
+            .unwrap_or_else(|| panic!("no evidence of {slice}: {all}"))
+            .clone()
+    }
+
+    fn todo_state(&self) -> Value {
+        self.json(&["todo", "show", "t1", "--json"])["todo"]["state"].clone()
+    }
+
+    /// The slice's raw log (the agent's stream as the PTY gave it).
+    fn log(&self, slice: &Value) -> String {
+        let log = slice["log"].as_str().expect("the slice names its log");
+        std::fs::read_to_string(self.dir.path().join(log)).expect("the slice log is readable")
+    }
+
+    fn log_result(&self, slice: &Value) -> Value {
+        log_event(&self.log(slice), "result")
+    }
+
+    fn model_turns(&self) -> usize {
+        self.server
+            .requests()
+            .iter()
+            .filter(|r| matches!(r.answer, Answer::Turn { .. }))
+            .count()
+    }
+}
+
+/// The last JSON line of `kind` in a slice log (the PTY adds terminal noise around them).
+fn log_event(log: &str, kind: &str) -> Value {
+    log.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line.trim()).ok())
+        .rfind(|e| e["type"] == kind)
+        .unwrap_or_else(|| panic!("no `{kind}` line in the slice log:\n{log}"))
+}
+
+fn claude_project(script: Script, credential: &'static str) -> Project {
+    let mut project = Project::new(script, &test_profile("claude-code", "anthropic-test"));
+    let url = project.server.url();
+    project.env = vec![("ANTHROPIC_BASE_URL", url), (credential, "test-key".into())];
+    project
+}
+
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_loopx_runs_claude_to_a_done_todo() {
+    let project = claude_project(script("claude-write.json"), "ANTHROPIC_API_KEY");
+    let slice = project.run_once();
+    assert_eq!(slice["outcome"], "completed", "{slice}");
+    assert_eq!(slice["report"], "done", "{slice}");
+    assert_eq!(slice["todo_state"], "done", "{slice}");
+    assert_eq!(project.todo_state(), "done");
+    let written = std::fs::read_to_string(project.dir.path().join("hello.txt"))
+        .unwrap_or_else(|e| panic!("hello.txt was not written ({e}): {slice}"));
+    assert_eq!(written, "hi\n");
+    assert_eq!(project.model_turns(), 2, "{:?}", project.server.requests());
+
+    // Usage and cost come from Claude's own `result` event.
+    let result = project.log_result(&slice);
+    let usage = &result["usage"];
+    let tokens = usage["input_tokens"].as_u64().expect("input tokens")
+        + usage["output_tokens"].as_u64().expect("output tokens");
+    assert_eq!(usage["input_tokens"], 2500, "{result}");
+    assert_eq!(slice["tokens"], tokens, "{slice}");
+    let cost = result["total_cost_usd"].as_f64().expect("a cost");
+    assert!(cost > 0.0, "{result}");
+    assert_eq!(slice["cost_usd"].as_f64(), Some(cost), "{slice}");
+    let session = result["session_id"].as_str().expect("a session id");
+
+    let evidence = project.slice_evidence("s1");
+    let summary = evidence["summary"].as_str().expect("a summary");
+    assert!(
+        summary.contains(&format!("({tokens} tokens, ${cost:.4})")),
+        "{summary}"
+    );
+    let detail = evidence["detail"].as_str().expect("a detail");
+    assert!(
+        detail.contains(&format!("session: {session}\n")),
+        "{detail}"
+    );
+    assert!(detail.contains("report: wrote hello.txt"), "{detail}");
+}
+
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_loopx_holds_claude_after_a_session_limit_429() {
+    // The subscription path: with an OAuth token Claude turns the unified rate-limit headers
+    // into a `rate_limit_event` with the reset (with an API key it prints no reset time).
+    let reset = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs()
+        + 7200;
+    let limit = Script::new([Turn::Error(ErrorAnswer::anthropic_session_limit(reset))]);
+    let project = claude_project(limit, "CLAUDE_CODE_OAUTH_TOKEN");
+    let slice = project.run_once();
+    assert_eq!(slice["outcome"], "usage_limited", "{slice}");
+    assert_eq!(slice["todo_state"], "released", "{slice}");
+    let reset_at = rfc3339_utc(reset);
+    assert_eq!(slice["hold_until"], reset_at, "{slice}");
+    assert_eq!(
+        project.log_result(&slice)["api_error_status"],
+        429,
+        "{}",
+        project.log(&slice)
+    );
+    assert_eq!(project.todo_state(), "open");
+
+    let should = project.json(&["quota", "should-run", "--agent", "a", "--json"]);
+    assert_eq!(should["decision"], "wait", "{should}");
+    assert_eq!(should["wake_at"], reset_at, "{should}");
+    let next = project.json(&["run", "--once", "--json"]);
+    assert_eq!(next["decision"], "wait", "{next}");
+    assert_eq!(next["slice"], Value::Null, "{next}");
+    assert_eq!(
+        project.model_turns(),
+        1,
+        "the hold kept Claude from asking again"
+    );
+}
+
+/// `secs` since the epoch as loopx prints timestamps (`2026-11-30T08:14:26Z`).
+fn rfc3339_utc(secs: u64) -> String {
+    let output = Command::new("date")
+        .args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .expect("date runs");
+    String::from_utf8(output.stdout)
+        .expect("date prints ASCII")
+        .trim()
+        .to_owned()
+}
+
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_loopx_runs_codex_to_a_done_todo() {
+    let mut project = Project::new(
+        script("codex-report.json"),
+        &test_profile("codex", "openai-test"),
+    );
+    let codex_home = project.home.path().join("codex");
+    std::fs::create_dir(&codex_home).expect("CODEX_HOME is created");
+    let config = format!(
+        "model_provider = \"loopx\"\n\n[model_providers.loopx]\nname = \"loopx\"\n\
+         base_url = \"{}/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n",
+        project.server.url()
+    );
+    std::fs::write(codex_home.join("config.toml"), config).expect("the config is written");
+    project.env = vec![
+        ("CODEX_HOME", codex_home.display().to_string()),
+        ("OPENAI_API_KEY", "test-key".into()),
+    ];
+    let slice = project.run_once();
+    assert_eq!(slice["outcome"], "completed", "{slice}");
+    assert_eq!(slice["report"], "done", "{slice}");
+    assert_eq!(project.todo_state(), "done");
+    // The scripted turn's usage, as `turn.completed` reports it (1500 in, 60 out).
+    assert_eq!(slice["tokens"], 1560, "{slice}");
+    // A PTY is a terminal: Codex never waits for more stdin, and ends long before its limits.
+    let log = project.log(&slice);
+    assert!(
+        !log.contains("Reading additional input from stdin"),
+        "{log}"
+    );
+    let took = slice["duration_ms"].as_u64().expect("a duration");
+    assert!(took < 30_000, "{took} ms is near the limits: {slice}");
+    let thread = log_event(&log, "thread.started")["thread_id"].clone();
+    let detail = project.slice_evidence("s1")["detail"].clone();
+    assert!(
+        detail
+            .as_str()
+            .zip(thread.as_str())
+            .is_some_and(|(d, t)| d.contains(&format!("session: {t}\n"))),
+        "{detail} lacks thread {thread}"
+    );
+    assert_eq!(project.model_turns(), 1);
+}
+
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_loopx_adapter_test_passes_for_both_clis() {
+    for (adapter, version) in [("claude-code", "2.1.197"), ("codex", "0.171.0")] {
+        let project = Project::new(
+            Script::new([Turn::text("unused")]),
+            &test_profile(adapter, "test"),
+        );
+        let out = project.ok(&["adapter", "test", "agent", "--color", "never"]);
+        assert!(
+            out.contains(&format!("answered {version}")),
+            "{adapter}: {out}"
+        );
+        assert!(!out.lines().any(|l| l.starts_with("FAIL")), "{out}");
+        assert_eq!(project.model_turns(), 0, "a health check asks no model");
+    }
 }

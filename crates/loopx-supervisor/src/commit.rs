@@ -241,6 +241,7 @@ mod tests {
             classification: None,
             tokens: 42,
             cost_usd: 0.1,
+            session: None,
             output_bytes: 7,
             started_at: T0,
             ended_at: T0.plus(Duration::from_secs(2)),

@@ -425,6 +425,7 @@ fn run_slice_once(
         classification: judged.classification.as_ref(),
         tokens: usage.input.saturating_add(usage.output),
         cost_usd: ran.summary.cost_usd.unwrap_or(0.0),
+        session: ran.summary.session_id.as_deref(),
         output_bytes: bytes,
         started_at: started.started_at,
         ended_at,

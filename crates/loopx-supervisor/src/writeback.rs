@@ -45,6 +45,8 @@ pub struct Finished<'a> {
     pub classification: Option<&'a Classification>,
     pub tokens: u64,
     pub cost_usd: f64,
+    /// The agent's session (Claude `session_id`, Codex `thread_id`), to resume or look it up.
+    pub session: Option<&'a str>,
     pub output_bytes: u64,
     pub started_at: Timestamp,
     pub ended_at: Timestamp,
@@ -255,6 +257,9 @@ fn slice_evidence(
     let mut detail = format!("outcome: {}\nreason: {}\n", f.outcome, f.reason);
     if let Some(exit) = &f.exit {
         detail.push_str(&format!("exit: {exit}\n"));
+    }
+    if let Some(session) = f.session {
+        detail.push_str(&format!("session: {session}\n"));
     }
     detail.push_str(&format!(
         "duration_ms: {}\noutput_bytes: {}\nlog: {}\n",
@@ -471,6 +476,7 @@ mod tests {
             classification: Some(c),
             tokens: 10,
             cost_usd: 0.5,
+            session: Some("c4a9eaf5"),
             output_bytes: 100,
             started_at: Timestamp(1_000),
             ended_at: Timestamp(3_000),
@@ -701,6 +707,20 @@ mod tests {
             Op::QuotaHold { key, source: HoldSource::Vendor, .. } if key == "demo"
         )));
         assert!(matches!(wb.ops.last(), Some(Op::TodoRelease { .. })));
+    }
+
+    #[test]
+    fn the_slice_evidence_names_the_session() {
+        let c = classified(Outcome::Completed, Some(Ok(report(ReportStatus::Done))));
+        let wb = check(&c, "completed", true);
+        let Op::EvidenceAdd(slice) = &wb.ops[1] else {
+            panic!("the slice's evidence follows its end: {:?}", wb.ops)
+        };
+        assert_eq!(slice.kind, EvidenceKind::Slice);
+        let session = slice.detail.lines().find(|l| l.starts_with("session: "));
+        assert_eq!(session, Some("session: c4a9eaf5"), "{}", slice.detail);
+        let usage = slice.summary.rsplit(" (").next();
+        assert_eq!(usage, Some("10 tokens, $0.5000)"), "{}", slice.summary);
     }
 
     #[test]
