@@ -159,6 +159,7 @@ mod tests {
             ended_at: Timestamp(1),
             log: "l",
             quota: unpaced_quota(agent),
+            session: None,
             changes,
         }
     }

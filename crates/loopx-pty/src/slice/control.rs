@@ -61,6 +61,8 @@ pub(crate) struct Control {
     pub(crate) want_bytes: Arc<AtomicBool>,
     pub(crate) screen: Arc<Mutex<Screen>>,
     pub(crate) input: SyncSender<InputMsg>,
+    /// Tells every [`SliceControl`](crate::SliceControl) that the slice has ended.
+    pub(crate) ended: Arc<AtomicBool>,
     /// Kept open until the end: closing the master hangs up the agent's terminal.
     #[expect(
         dead_code,
@@ -357,6 +359,7 @@ impl Control {
             tracing::warn!(slice = %self.spec.slice_id, "terminal still open after the sweep");
             None
         };
+        self.ended.store(true, Ordering::SeqCst);
         if self.input.try_send(InputMsg::Close).is_err() {
             let input = self.input.clone();
             tokio::task::spawn_blocking(move || input.send(InputMsg::Close));

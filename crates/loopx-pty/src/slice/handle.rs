@@ -1,6 +1,6 @@
 //! The caller's side of a running slice: spawn it, steer it, observe it, wait for it.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
@@ -71,6 +71,7 @@ pub fn spawn_slice(spec: LaunchSpec) -> Result<(RunningSlice, SliceEvents), Spaw
     let launched = launch(&spec)?;
     let started = tokio::time::Instant::now();
     let leader = i32::try_from(launched.pid).expect("pids fit in i32");
+    let ended = Arc::new(AtomicBool::new(false));
     tracing::info!(slice = %spec.slice_id, pid = leader, program = %launched.program.display(), "agent spawned");
 
     let threads = start_threads(&spec, leader, launched.reader, launched.writer, log)?;
@@ -99,6 +100,7 @@ pub fn spawn_slice(spec: LaunchSpec) -> Result<(RunningSlice, SliceEvents), Spaw
         want_bytes: threads.want_bytes,
         screen: threads.screen,
         input: threads.input.clone(),
+        ended: Arc::clone(&ended),
         master: launched.master,
         report: report_tx,
     };
@@ -107,6 +109,7 @@ pub fn spawn_slice(spec: LaunchSpec) -> Result<(RunningSlice, SliceEvents), Spaw
         slice_id: slice_id.clone(),
         commands: command_tx,
         input: threads.input,
+        ended,
     };
     Ok((
         RunningSlice {
@@ -226,6 +229,9 @@ pub struct SliceControl {
     slice_id: SliceId,
     commands: mpsc::UnboundedSender<Command>,
     input: SyncSender<InputMsg>,
+    /// Set before the report is sent: the writer thread may outlive the slice by a moment, so
+    /// its open channel alone would accept input after the end.
+    ended: Arc<AtomicBool>,
 }
 
 impl SliceControl {
@@ -243,6 +249,11 @@ impl SliceControl {
     /// Types `bytes` into the agent's terminal (e.g. `b"y\r"`). Never blocks: fails with
     /// [`InputError::Full`] when the agent has not read earlier input.
     pub fn send_input(&self, bytes: impl Into<Vec<u8>>) -> Result<(), InputError> {
+        if self.ended.load(Ordering::SeqCst) {
+            return Err(InputError::Ended {
+                slice: self.slice_id.to_string(),
+            });
+        }
         self.input
             .try_send(InputMsg::Bytes(bytes.into()))
             .map_err(|err| match err {
