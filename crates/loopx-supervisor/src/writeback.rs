@@ -26,6 +26,8 @@ const OPTION: usize = 200;
 const OPTIONS: usize = 16;
 const QUESTION: usize = 1_000;
 const DETAIL: usize = 16 * 1024;
+/// How long an account is held after a usage limit that named no reset time.
+const UNKNOWN_RESET_BACKOFF: std::time::Duration = std::time::Duration::from_secs(5 * 60);
 /// At most this many proposed todos and evidence items are taken from one report.
 const REPORT_ITEMS: usize = 32;
 
@@ -181,12 +183,26 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     charge.cost_usd = f.cost_usd;
     charge.busy = Some((f.started_at, f.ended_at));
     ops.push(Op::QuotaCharge(charge));
-    let hold_until = resets_at(f);
+    let reset = resets_at(f);
+    // A limit without a reset time (Claude under an API key reports none for a 429) still holds
+    // the account, for a fixed backoff: retrying at once would only hit the limit again. The
+    // first slice after the hold is a probe (the decision marks it), which re-holds if needed.
+    let hold_until = reset
+        .or_else(|| (f.outcome == "usage_limited").then(|| f.ended_at.plus(UNKNOWN_RESET_BACKOFF)));
     if let Some(until) = hold_until {
+        let reason = match reset {
+            Some(_) => format!("usage limit reported by `{}` in slice {}", f.agent, f.slice),
+            None => format!(
+                "usage limit reported by `{}` in slice {} with no reset time: backing off {}",
+                f.agent,
+                f.slice,
+                short_duration(UNKNOWN_RESET_BACKOFF)
+            ),
+        };
         ops.push(Op::QuotaHold {
             key: f.quota.account.clone(),
             until: Some(until),
-            reason: format!("usage limit reported by `{}` in slice {}", f.agent, f.slice),
+            reason,
             source: HoldSource::Vendor,
         });
     }
@@ -707,6 +723,37 @@ mod tests {
             Op::QuotaHold { key, source: HoldSource::Vendor, .. } if key == "demo"
         )));
         assert!(matches!(wb.ops.last(), Some(Op::TodoRelease { .. })));
+    }
+
+    #[test]
+    fn a_usage_limit_without_a_reset_time_holds_the_account_for_a_backoff() {
+        let c = classified(
+            Outcome::UsageLimited {
+                resets_at: None,
+                window: None,
+            },
+            None,
+        );
+        let wb = check(&c, "usage_limited", true);
+        // The slice ended at 3 000 ms.
+        let until = Timestamp(3_000).plus(UNKNOWN_RESET_BACKOFF);
+        assert_eq!(wb.hold_until, Some(until));
+        let reason = wb.ops.iter().find_map(|op| match op {
+            Op::QuotaHold {
+                reason, until: u, ..
+            } if *u == Some(until) => Some(reason.as_str()),
+            _ => None,
+        });
+        assert!(
+            reason.is_some_and(|r| r.contains("no reset time")),
+            "{reason:?}"
+        );
+        let ok = classified(Outcome::Completed, None);
+        assert_eq!(
+            check(&ok, "completed", true).hold_until,
+            None,
+            "only a limit holds"
+        );
     }
 
     #[test]
