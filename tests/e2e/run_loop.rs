@@ -570,3 +570,32 @@ fn the_goal_done_is_notified_and_a_broken_config_stops_before_anything_runs() {
         .collect();
     assert_eq!(kinds, ["goal_done"]);
 }
+
+#[test]
+fn a_secret_the_agent_prints_does_not_stay_in_its_log() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    script_agent(
+        &loopx,
+        "leaky",
+        "cat >/dev/null\necho \"token is $DEPLOY_TOKEN\"\necho 'key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789'",
+        "max_time = \"20s\"\n\n[env]\nsecrets = [\"DEPLOY_TOKEN\"]",
+    );
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    let secret = "deploy-3f9a8b7c6d5e4f3a";
+    let run = loopx.run_env(&["run", "--max-slices", "1"], &[("DEPLOY_TOKEN", secret)]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let log = std::fs::read_to_string(loopx.path().join(".loopx/slices/s1.log")).expect("the log");
+    assert!(
+        log.contains("token is "),
+        "the agent ran and printed: {log}"
+    );
+    assert!(
+        !log.contains(secret),
+        "the secret's value stayed in the log: {log}"
+    );
+    assert!(
+        !log.contains("abcdefghijklmnop"),
+        "a key stayed in the log: {log}"
+    );
+}

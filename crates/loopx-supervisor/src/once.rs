@@ -19,7 +19,7 @@ use crate::prompt::{PromptFor, prompt_values};
 use crate::renew::Renewal;
 use crate::scope;
 use crate::shutdown::Shutdown;
-use crate::slice::{SliceEnv, judge, launch_spec, process_identity, run_slice};
+use crate::slice::{SliceEnv, judge, launch_spec, process_identity, redact_log, run_slice};
 use crate::writeback::Finished;
 
 /// A lease outlives the slice's wall-time limit by this much, so it cannot expire while the
@@ -94,6 +94,18 @@ pub enum Once {
         /// Boxed: a summary is several times the size of the other variants.
         slice: Box<SliceSummary>,
     },
+}
+
+/// The wall-time limit of a probe: the first slice after a vendor hold ended.
+const PROBE_MAX_TIME: Duration = Duration::from_secs(5 * 60);
+
+/// What kind of slice runs, and how.
+#[derive(Debug, Clone, Copy)]
+struct How {
+    kind: SliceKind,
+    permission: loopx_adapters::PermissionLevel,
+    /// The first slice after a vendor hold: a short one.
+    probe: bool,
 }
 
 /// The claim a slice runs under.
@@ -189,7 +201,12 @@ pub fn run_once(req: &RunOnce, on_step: &mut dyn FnMut(Step<'_>)) -> Result<Once
         Err(e) => return Err(e.into()),
     }
     drop(store);
-    match run_slice_once(req, &setup, goal.as_ref(), claim, kind, permission, on_step) {
+    let how = How {
+        kind,
+        permission,
+        probe: decision.probe,
+    };
+    match run_slice_once(req, &setup, goal.as_ref(), claim, how, on_step) {
         Ok(slice) => Ok(Once::Ran {
             decision,
             slice: Box::new(slice),
@@ -336,10 +353,14 @@ fn run_slice_once(
     setup: &AgentSetup,
     goal: Option<&Goal>,
     claim: Claim,
-    kind: SliceKind,
-    permission: loopx_adapters::PermissionLevel,
+    how: How,
     on_step: &mut dyn FnMut(Step<'_>),
 ) -> Result<SliceSummary, SupervisorError> {
+    let How {
+        kind,
+        permission,
+        probe,
+    } = how;
     let store = Store::open(&req.project)?;
     let (started, prompt) = match start(req, setup, &store, goal, claim, kind, permission) {
         Ok(started) => started,
@@ -357,7 +378,11 @@ fn run_slice_once(
         todo: claim.todo,
         log: &log,
     });
-    let plan = plan_for(req, setup, permission, &prompt, &started.id.to_string())?;
+    let mut plan = plan_for(req, setup, permission, &prompt, &started.id.to_string())?;
+    if probe {
+        // The vendor's limit may not be gone: find out in minutes, not in a whole slice.
+        plan.limits.max_time = plan.limits.max_time.min(PROBE_MAX_TIME);
+    }
     let env = SliceEnv {
         project_root: req.project.root(),
         slice: started.id,
@@ -400,6 +425,9 @@ fn run_slice_once(
         });
     }));
     req.shutdown.unregister(started.id.0);
+    if let Err(e) = redact_log(&req.project.root().join(&log), &plan.secret_env_names) {
+        tracing::warn!(slice = %started.id, error = %e, "cannot redact the slice log");
+    }
     let lost_claim = renewal.and_then(Renewal::finish);
     let ended_at = Timestamp::now();
     let changes = scope::compare(req.project.root(), &before, goal.map_or(&[], |g| &g.scope));
