@@ -1,5 +1,6 @@
 //! The docs say what the binary does: `docs/cli.md` lists exactly the exit codes of
-//! `exit_code.rs` and every command `loopx --help` knows.
+//! `exit_code.rs`, every command and flag `loopx --help` knows, and every field the `--json`
+//! outputs hold.
 
 use crate::support::{Loopx, Run};
 
