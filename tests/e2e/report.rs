@@ -28,7 +28,7 @@ fn store(loopx: &Loopx) -> Store {
 }
 
 /// Records slice s1 of `exec` on t1 under epoch 1 as running, as the supervisor does.
-fn start_slice(loopx: &Loopx) -> SliceId {
+pub(crate) fn start_slice(loopx: &Loopx) -> SliceId {
     let new = NewSlice {
         agent: "exec".parse().expect("a name"),
         todo: Some("t1".parse().expect("an id")),
@@ -55,7 +55,7 @@ fn running() -> (Loopx, SliceId, Vec<(&'static str, String)>) {
 }
 
 /// The environment the supervisor gives slice `slice` of `exec` on t1 under epoch 1.
-fn slice_env(loopx: &Loopx, slice: SliceId) -> Vec<(&'static str, String)> {
+pub(crate) fn slice_env(loopx: &Loopx, slice: SliceId) -> Vec<(&'static str, String)> {
     vec![
         ("LOOPX_PROJECT", loopx.path().display().to_string()),
         (
@@ -69,7 +69,7 @@ fn slice_env(loopx: &Loopx, slice: SliceId) -> Vec<(&'static str, String)> {
 }
 
 /// `loopx --json report …` in a directory outside the project, so only the environment finds it.
-fn report(loopx: &Loopx, env: &[(&'static str, String)], args: &[&str]) -> Run {
+pub(crate) fn report(loopx: &Loopx, env: &[(&'static str, String)], args: &[&str]) -> Run {
     let elsewhere = tempfile::tempdir().expect("temp dir");
     let mut cmd = loopx.command(&[&["--json", "report"][..], args].concat());
     cmd.current_dir(elsewhere.path());

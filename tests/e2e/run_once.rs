@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::support::Loopx;
 
 /// A project with a goal and the demo agent registered as `exec`.
-fn project() -> Loopx {
+pub(crate) fn project() -> Loopx {
     let loopx = Loopx::new();
     loopx.ok(&["goal", "start", "Write the demo notes"]);
     loopx.ok(&[
