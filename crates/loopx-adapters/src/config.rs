@@ -11,7 +11,9 @@ mod values;
 pub(crate) use checked::{Checked, Expected, take};
 pub(crate) use document::{Problems, parse_document};
 pub(crate) use suggest::did_you_mean;
-pub(crate) use values::{DurationText, SizeValue, parse_byte_size, parse_duration};
+pub(crate) use values::{
+    DurationText, SizeValue, parse_byte_size, parse_duration, serialize_duration,
+};
 
 /// Ids (profile and adapter names, roles) follow the kernel's id rule.
 pub(crate) fn is_id(s: &str) -> bool {

@@ -153,6 +153,7 @@ pub struct HealthProbe {
     /// Arguments.
     pub args: Vec<String>,
     /// Timeout.
+    #[serde(serialize_with = "crate::config::serialize_duration")]
     pub timeout: Duration,
 }
 

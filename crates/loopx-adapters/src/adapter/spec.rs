@@ -99,6 +99,7 @@ pub struct HealthCheck {
     #[serde(serialize_with = "serialize_regex_opt")]
     pub expect: Option<Regex>,
     /// How long to wait (default 10 s).
+    #[serde(serialize_with = "crate::config::serialize_duration")]
     pub timeout: Duration,
 }
 

@@ -4,6 +4,15 @@ use std::time::Duration;
 
 /// A duration such as `"30m"`, `"90s"` or `"1h 30m"`; the error names the unit that was not
 /// understood (humantime's wording).
+/// A duration in JSON as people write it in the TOML (`"30m"`, `"5h"`), not as seconds and
+/// nanoseconds.
+pub(crate) fn serialize_duration<S: serde::Serializer>(
+    d: &Duration,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&humantime::format_duration(*d).to_string())
+}
+
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let trimmed = text.trim();
     if trimmed.is_empty() {

@@ -54,10 +54,13 @@ Recent evidence:
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SliceLimits {
     /// Wall-clock limit (default 30 min).
+    #[serde(serialize_with = "crate::config::serialize_duration")]
     pub max_time: Duration,
     /// No output for this long means stalled (default 5 min).
+    #[serde(serialize_with = "crate::config::serialize_duration")]
     pub idle_timeout: Duration,
     /// Between SIGTERM and SIGKILL (default 10 s).
+    #[serde(serialize_with = "crate::config::serialize_duration")]
     pub grace: Duration,
     /// Bytes of output kept and read (default 64 MiB).
     pub max_output_bytes: u64,
@@ -81,6 +84,7 @@ impl Default for SliceLimits {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct QuotaWindow {
     /// The window length; it resets in full at its end.
+    #[serde(serialize_with = "crate::config::serialize_duration")]
     pub window: Duration,
     /// Tokens allowed per window.
     pub tokens: Option<u64>,
