@@ -108,7 +108,7 @@ fn supervisor_exit_code(e: &loopx_supervisor::SupervisorError) -> u8 {
         S::Kernel(k) => kernel_exit_code(k),
         S::NoAgent | S::UnknownAgent { .. } => exit_code::USAGE,
         S::Profile { .. } | S::Launch { .. } | S::ProjectConfig { .. } => exit_code::CONFIG,
-        S::Runtime(_) => exit_code::INTERNAL,
+        S::Runtime(_) | S::Panicked(_) => exit_code::INTERNAL,
     }
 }
 

@@ -30,6 +30,10 @@ pub enum SupervisorError {
         "the project's settings cannot be used:\n{details}\n(hint: fix `.loopx/loopx.toml` as above, or remove it to run without notifications)"
     )]
     ProjectConfig { details: String },
+    #[error(
+        "a bug in loopx stopped this agent's loop: {0}\n(hint: please report it, with `loopx log`)"
+    )]
+    Panicked(String),
     #[error("cannot start the supervisor's runtime")]
     Runtime(#[source] std::io::Error),
 }

@@ -351,11 +351,16 @@ impl Coordinator<'_> {
             let spawned = std::thread::Builder::new()
                 .name(format!("loopx-agent-{}", slot.name))
                 .spawn(move || {
-                    let result = run_once(&once, &mut |step| {
-                        if let Some(msg) = step_msg(idx, &step) {
-                            let _ = tx.send(msg);
-                        }
-                    });
+                    // A panic must still report the worker done, or its agent would stay busy
+                    // (and the loop alive) forever.
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        run_once(&once, &mut |step| {
+                            if let Some(msg) = step_msg(idx, &step) {
+                                let _ = tx.send(msg);
+                            }
+                        })
+                    }))
+                    .unwrap_or_else(|panic| Err(SupervisorError::Panicked(panic_text(&panic))));
                     let _ = tx.send(Msg::Done(idx, result));
                 });
             if let Err(e) = spawned {
@@ -543,6 +548,7 @@ impl Coordinator<'_> {
         let lasting = matches!(
             e,
             SupervisorError::Profile { .. }
+                | SupervisorError::Panicked(_)
                 | SupervisorError::UnknownAgent { .. }
                 | SupervisorError::NoAgent
                 | SupervisorError::Launch { .. }
@@ -619,6 +625,15 @@ fn gate_options(project: &Project, gate: &str) -> Vec<String> {
         .flatten()
         .map(|g| g.options)
         .unwrap_or_default()
+}
+
+/// What a panic said.
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with no message".to_owned())
 }
 
 /// The message a worker's step becomes, if the coordinator cares.
