@@ -455,3 +455,39 @@ fn a_todo_never_has_two_running_slices_even_for_its_holder() {
         "{second:?}"
     );
 }
+
+#[test]
+fn no_slice_starts_once_the_goal_is_done() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    f.store
+        .apply(
+            Op::GoalSetStatus {
+                goal: None,
+                to: loopx_kernel::model::GoalStatus::Done,
+            },
+            HUMAN,
+            T0,
+        )
+        .expect("the goal is done");
+    let plan = loopx_kernel::store::NewSlice {
+        agent: a,
+        todo: None,
+        epoch: None,
+        kind: loopx_kernel::model::SliceKind::Plan,
+        profile_hash: "h".into(),
+        argv: vec![],
+        limit_secs: 60,
+        log: None,
+        owner: None,
+    };
+    let started = f.store.apply(Op::SliceStart(plan), HUMAN, T0);
+    assert!(
+        matches!(
+            started,
+            Err(KernelError::Conflict(Conflict::GoalState { .. }))
+        ),
+        "{started:?}"
+    );
+}

@@ -229,6 +229,7 @@ fn lost_race(c: &Conflict) -> bool {
         Conflict::Claimed { .. }
             | Conflict::SliceRunning { .. }
             | Conflict::PlanRunning { .. }
+            | Conflict::GoalState { .. }
             | Conflict::StaleEpoch { .. }
             | Conflict::NotHolder { .. }
     )

@@ -78,7 +78,14 @@ pub fn run(ctx: &mut Ctx, args: DemoArgs) -> Result<(), ExpectedError> {
     let end = loopx_supervisor::run_loop(&req, &mut |event| {
         say(&super::run::event_line(event));
         if let RunEvent::Question { gate, options, .. } = event {
-            answer(&project, &actor, gate, options, interactive);
+            // Asked on a thread of its own: the loop (and Ctrl-C) must not wait for the person.
+            let (project, actor, gate, options) = (
+                project.clone(),
+                actor.clone(),
+                gate.clone(),
+                options.clone(),
+            );
+            std::thread::spawn(move || answer(&project, &actor, &gate, &options, interactive));
         }
     })?;
 

@@ -386,6 +386,7 @@ pub(super) fn slice_start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, Kern
         }
     }
     refuse_overlap(w, &new)?;
+    refuse_inactive_goal(w, &new)?;
     let id = SliceId(w.next_id(counter::SLICE)?);
     let named = |text: String| text.replace(super::op::SLICE_PLACEHOLDER, &id.to_string());
     let record = SliceRecord {
@@ -420,6 +421,34 @@ pub(super) fn slice_start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, Kern
         kind: record.kind,
     })?;
     Ok(Applied::Slice(record))
+}
+
+/// A slice works on an active goal: its todo's, or for a planning slice the current one. A
+/// decision taken just before a peer marked the goal done must not start another slice.
+fn refuse_inactive_goal(w: &Writer<'_>, new: &NewSlice) -> Result<(), KernelError> {
+    let goals: Vec<Goal> = w.all(tables::GOALS)?;
+    let goal = match new.todo {
+        Some(todo) => {
+            let todo: Todo = w.require(tables::TODOS, todo.0, "todo", todo)?;
+            goals.into_iter().find(|g| g.id == todo.goal)
+        }
+        None => goals
+            .iter()
+            .rev()
+            .find(|g| g.status == GoalStatus::Active)
+            .or(goals.last())
+            .cloned(),
+    };
+    match goal {
+        Some(goal) if goal.status == GoalStatus::Active => Ok(()),
+        Some(goal) => Err(Conflict::GoalState {
+            goal: goal.id,
+            state: goal.status.as_str(),
+            action: "worked on",
+        }
+        .into()),
+        None => Err(Invalid::Other("there is no goal to work on".to_owned()).into()),
+    }
 }
 
 /// One slice at a time per todo, and one planning slice at a time. Two supervisors may run the
