@@ -2,7 +2,8 @@
 //! writeback under 50 ms), the CPU of a supervisor idling on a quota hold, and `loopx demo` end
 //! to end, all through the release binary.
 //!
-//! `cargo bench -p loopx-cli --bench slice [-- --runs 5 --slices 50 --idle-secs 30 --demo-runs 3]`.
+//! `cargo bench -p loopx-cli --bench slice [-- --runs 5 --slices 50 --idle-secs 30 --demo-runs 3]`;
+//! `LOOPX_BENCH_BIN=/path/to/loopx` measures another build of loopx instead.
 //!
 //! Method. A project with `--slices` todos and one agent whose program is a shell script that
 //! reads its prompt and prints a `done` report block, so every slice takes the whole path
@@ -22,7 +23,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const LOOPX: &str = env!("CARGO_BIN_EXE_loopx");
+/// The release binary; `LOOPX_BENCH_BIN` runs another build (to compare before and after).
+fn loopx_bin() -> std::path::PathBuf {
+    std::env::var_os("LOOPX_BENCH_BIN")
+        .map_or_else(|| env!("CARGO_BIN_EXE_loopx").into(), Into::into)
+}
 
 /// The trivial agent: reads its prompt, reports done.
 const AGENT: &str = "#!/bin/sh
@@ -48,7 +53,12 @@ fn main() {
         idle_secs: arg("--idle-secs").unwrap_or(30),
         demo_runs: arg("--demo-runs").unwrap_or(3),
     };
-    println!("machine: {} cores, Linux {}", cores(), kernel());
+    println!(
+        "machine: {} cores, Linux {}; binary {}",
+        cores(),
+        kernel(),
+        loopx_bin().display()
+    );
     println!();
     slices(&opts, false);
     slices(&opts, true);
@@ -164,7 +174,7 @@ fn git_in(dir: &Path, args: &[&str]) {
 }
 
 fn loopx(dir: &Path, args: &[&str]) {
-    let status = Command::new(LOOPX)
+    let status = Command::new(loopx_bin())
         .args(args)
         .current_dir(dir)
         .stdout(Stdio::null())
@@ -195,7 +205,7 @@ impl Phases {
 /// Runs `loopx run --json --max-slices slices`; checks every slice completed its todo.
 fn run_slices(dir: &Path, slices: usize) -> (Duration, Phases) {
     let started = Instant::now();
-    let mut child = Command::new(LOOPX)
+    let mut child = Command::new(loopx_bin())
         .args(["run", "--json", "--max-slices", &slices.to_string()])
         .current_dir(dir)
         .stdout(Stdio::piped())
@@ -293,7 +303,7 @@ fn idle(secs: u64) {
     let dir = tempfile::tempdir().expect("temp dir");
     project(dir.path(), "held", 3, false);
     loopx(dir.path(), &["quota", "pause", "--agent", "held"]);
-    let mut child = Command::new(LOOPX)
+    let mut child = Command::new(loopx_bin())
         .args(["run", "--json"])
         .current_dir(dir.path())
         .stdout(Stdio::piped())
@@ -403,7 +413,7 @@ fn demo(runs: usize) {
         .map(|_| {
             let dir = tempfile::tempdir().expect("temp dir");
             let started = Instant::now();
-            let status = Command::new(LOOPX)
+            let status = Command::new(loopx_bin())
                 .args(["demo", "--dir"])
                 .arg(dir.path().join("demo"))
                 .stdin(Stdio::null())
