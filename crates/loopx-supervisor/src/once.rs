@@ -200,13 +200,17 @@ pub fn run_once(req: &RunOnce, on_step: &mut dyn FnMut(Step<'_>)) -> Result<Once
         }
         Err(e) => return Err(e.into()),
     }
-    drop(store);
-    let how = How {
-        kind,
-        permission,
-        probe: decision.probe,
+    let slice = SliceFor {
+        setup: &setup,
+        goal: goal.as_ref(),
+        claim,
+        how: How {
+            kind,
+            permission,
+            probe: decision.probe,
+        },
     };
-    match run_slice_once(req, &setup, goal.as_ref(), claim, how, on_step) {
+    match run_slice_once(req, store, &slice, on_step) {
         Ok(slice) => Ok(Once::Ran {
             decision,
             slice: Box::new(slice),
@@ -348,21 +352,37 @@ fn plan_for(
     })
 }
 
-/// Renders the prompt, records the slice, runs it and writes it back.
-fn run_slice_once(
-    req: &RunOnce,
-    setup: &AgentSetup,
-    goal: Option<&Goal>,
+/// What a slice runs for, once the decision, the claim and the admission are made.
+struct SliceFor<'a> {
+    setup: &'a AgentSetup,
+    goal: Option<&'a Goal>,
     claim: Claim,
     how: How,
+}
+
+/// Renders the prompt, records the slice, runs it and writes it back.
+///
+/// `store` is the one the decision and the claim used: it records the slice's start and its
+/// spawned process, and is closed before the agent runs. Each open and close of the store costs
+/// several fsyncs (redb records its allocator state and a clean-shutdown header on close), the
+/// bulk of loopx's own cost per slice, so the writes before the agent runs share one.
+fn run_slice_once(
+    req: &RunOnce,
+    store: Store,
+    slice: &SliceFor<'_>,
     on_step: &mut dyn FnMut(Step<'_>),
 ) -> Result<SliceSummary, SupervisorError> {
+    let SliceFor {
+        setup,
+        goal,
+        claim,
+        how,
+    } = *slice;
     let How {
         kind,
         permission,
         probe,
     } = how;
-    let store = Store::open(&req.project)?;
     let (started, prompt) = match start(req, setup, &store, goal, claim, kind, permission) {
         Ok(started) => started,
         Err(e) => {
@@ -370,7 +390,6 @@ fn run_slice_once(
             return Err(e);
         }
     };
-    drop(store);
     let log = started.log.clone().unwrap_or_default();
     on_step(Step::Started {
         agent: setup.agent.name.as_str(),
@@ -413,18 +432,21 @@ fn run_slice_once(
             lease_ttl(setup),
         )
     });
+    // Held until the spawn is recorded (or the spawn failed): never while the agent runs.
+    let mut store = Some(store);
     let ran = runtime.block_on(run_slice(spec, stdin, parser, |spawned, control| {
         pid = Some(spawned);
         if let Some(renewal) = &renewal {
             renewal.stop_slice_if_lost(control.clone());
         }
         req.shutdown.register(started.id.0, control);
-        record_spawned(&req.project, setup, started.id, spawned);
+        record_spawned(store.take(), &req.project, setup, started.id, spawned);
         on_step(Step::Spawned {
             slice: started.id,
             pid: spawned,
         });
     }));
+    drop(store);
     req.shutdown.unregister(started.id.0);
     if let Err(e) = redact_log(&req.project.root().join(&log), &plan.secret_env_names) {
         tracing::warn!(slice = %started.id, error = %e, "cannot redact the slice log");
@@ -546,14 +568,23 @@ fn create_private(path: &std::path::Path) {
     }
 }
 
-/// Records the process identity. A failure is logged, not fatal: the process runs either way,
-/// and its slice is already recorded as started.
-fn record_spawned(project: &Project, setup: &AgentSetup, slice: SliceId, pid: u32) {
+/// Records the process identity, through `store` if it is still open, and closes it. A failure
+/// is logged, not fatal: the process runs either way, and its slice is already recorded as
+/// started.
+fn record_spawned(
+    store: Option<Store>,
+    project: &Project,
+    setup: &AgentSetup,
+    slice: SliceId,
+    pid: u32,
+) {
     let op = Op::SliceSpawned {
         slice,
         process: process_identity(pid),
     };
-    let result = Store::open(project).and_then(|s| s.apply(op, &actor(setup), Timestamp::now()));
+    let result = store
+        .map_or_else(|| Store::open(project), Ok)
+        .and_then(|s| s.apply(op, &actor(setup), Timestamp::now()));
     if let Err(e) = result {
         tracing::warn!(%slice, pid, error = %e, "could not record the spawned process");
     }
