@@ -48,7 +48,12 @@ impl SharedState {
         active: &[crate::model::Todo],
     ) -> Result<SharedState, KernelError> {
         let policy = Policy::default();
-        let goal = snap.current_goal()?;
+        // The active or paused goal; else the latest, so that a finished goal's agents stop
+        // with "goal g1 is done" rather than "there is no active goal".
+        let goal = match snap.current_goal()? {
+            Some(goal) => Some(goal),
+            None => snap.goals()?.pop(),
+        };
         let finished = |id: &crate::ids::TodoId| !active.iter().any(|t| t.id == *id);
         let running = snap.running_slices()?;
         let running_on = |id: crate::ids::TodoId| {
