@@ -595,10 +595,13 @@ fn pause(
     emit: &mut dyn FnMut(&RunEvent),
 ) {
     let now = Instant::now();
+    // At most a re-check away: `Instant` stands still while the machine sleeps, so a long wait
+    // measured on it would outlast a reset that passed on the wall clock meanwhile. Deciding
+    // again reads the wall clock; a pause that still holds is not shown twice.
     slot.due = Some(match until {
         Some(until) => {
-            let wait = until.0.saturating_sub(Timestamp::now().0);
-            now + Duration::from_millis(wait)
+            let wait = Duration::from_millis(until.0.saturating_sub(Timestamp::now().0));
+            now + wait.min(RECHECK)
         }
         None => now + RECHECK,
     });
