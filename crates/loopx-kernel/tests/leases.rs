@@ -386,15 +386,8 @@ fn a_running_slice_names_its_supervisor_until_it_ends() {
         boot_id: "boot".into(),
     };
     let new = loopx_kernel::store::NewSlice {
-        agent: a,
-        todo: None,
-        epoch: None,
-        kind: loopx_kernel::model::SliceKind::Plan,
-        profile_hash: "h".into(),
-        argv: vec![],
-        limit_secs: 60,
-        log: None,
         owner: Some(owner.clone()),
+        ..slice(a, None, None, loopx_kernel::model::SliceKind::Plan)
     };
     let Applied::Slice(slice) = f
         .store
@@ -432,17 +425,12 @@ fn a_todo_never_has_two_running_slices_even_for_its_holder() {
     let a = f.agent("a");
     let t = f.todo("Write");
     let claimed = f.claim(t, &a, T0).expect("claims");
-    let new = loopx_kernel::store::NewSlice {
-        agent: a,
-        todo: Some(t),
-        epoch: Some(claimed.epoch),
-        kind: loopx_kernel::model::SliceKind::Work,
-        profile_hash: "h".into(),
-        argv: vec![],
-        limit_secs: 60,
-        log: None,
-        owner: None,
-    };
+    let new = slice(
+        a,
+        Some(t),
+        Some(claimed.epoch),
+        loopx_kernel::model::SliceKind::Work,
+    );
     f.store
         .apply(Op::SliceStart(new.clone()), HUMAN, T0)
         .expect("the first slice starts");
@@ -471,17 +459,7 @@ fn no_slice_starts_once_the_goal_is_done() {
             T0,
         )
         .expect("the goal is done");
-    let plan = loopx_kernel::store::NewSlice {
-        agent: a,
-        todo: None,
-        epoch: None,
-        kind: loopx_kernel::model::SliceKind::Plan,
-        profile_hash: "h".into(),
-        argv: vec![],
-        limit_secs: 60,
-        log: None,
-        owner: None,
-    };
+    let plan = slice(a, None, None, loopx_kernel::model::SliceKind::Plan);
     let started = f.store.apply(Op::SliceStart(plan), HUMAN, T0);
     assert!(
         matches!(
@@ -490,4 +468,24 @@ fn no_slice_starts_once_the_goal_is_done() {
         ),
         "{started:?}"
     );
+}
+
+/// A slice of `agent` to start: on `todo` under `epoch`, or a planning slice.
+fn slice(
+    agent: loopx_kernel::AgentName,
+    todo: Option<loopx_kernel::TodoId>,
+    epoch: Option<u64>,
+    kind: loopx_kernel::model::SliceKind,
+) -> loopx_kernel::store::NewSlice {
+    loopx_kernel::store::NewSlice {
+        agent,
+        todo,
+        epoch,
+        kind,
+        profile_hash: "h".into(),
+        argv: vec![],
+        limit_secs: 60,
+        log: None,
+        owner: None,
+    }
 }

@@ -25,6 +25,18 @@ where
     Ok(Some(decode(table_name, bytes.value())?))
 }
 
+/// Every key of an index table (a set of numbers, such as the running slices).
+pub(crate) fn index_keys(
+    table: &impl ReadableTable<u64, ()>,
+    redb: impl Fn(redb::StorageError) -> KernelError,
+) -> Result<Vec<u64>, KernelError> {
+    let mut out = Vec::new();
+    for row in table.iter().map_err(&redb)? {
+        out.push(row.map_err(&redb)?.0.value());
+    }
+    Ok(out)
+}
+
 /// Every hold in the quota table (keys `hold/…`), by key.
 pub(crate) fn holds(
     table: &impl ReadableTable<&'static str, &'static [u8]>,

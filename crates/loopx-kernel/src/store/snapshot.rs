@@ -223,11 +223,7 @@ impl<'a> Snapshot<'a> {
             .txn
             .open_table(tables::RUNNING)
             .map_err(|e| self.redb(e))?;
-        let mut out = Vec::new();
-        for row in index.iter().map_err(|e| self.redb(e))? {
-            out.push(row.map_err(|e| self.redb(e))?.0.value());
-        }
-        Ok(out)
+        super::reads::index_keys(&index, |e| self.redb(e))
     }
 
     /// The ids in the active-todo index (for the consistency check).
@@ -236,11 +232,7 @@ impl<'a> Snapshot<'a> {
             .txn
             .open_table(tables::ACTIVE_TODOS)
             .map_err(|e| self.redb(e))?;
-        let mut out = Vec::new();
-        for row in index.iter().map_err(|e| self.redb(e))? {
-            out.push(row.map_err(|e| self.redb(e))?.0.value());
-        }
-        Ok(out)
+        super::reads::index_keys(&index, |e| self.redb(e))
     }
 
     /// How many todos there are in each state, given the active ones.
@@ -328,15 +320,8 @@ impl<'a> Snapshot<'a> {
 
     /// Slices recorded as running, oldest first.
     pub fn running_slices(&self) -> Result<Vec<SliceRecord>, KernelError> {
-        let t = self
-            .txn
-            .open_table(tables::RUNNING)
-            .map_err(|e| self.redb(e))?;
         let mut out = Vec::new();
-        for row in t.iter().map_err(|e| self.redb(e))? {
-            let (key, ()) = row
-                .map(|(k, v)| (k.value(), v.value()))
-                .map_err(|e| self.redb(e))?;
+        for key in self.running_by_index()? {
             if let Some(slice) = self.slice(SliceId(key))? {
                 out.push(slice);
             }

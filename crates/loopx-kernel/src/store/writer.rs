@@ -201,11 +201,7 @@ impl<'t> Writer<'t> {
             .txn
             .open_table(tables::RUNNING)
             .map_err(|e| self.redb(e))?;
-        let mut out = Vec::new();
-        for row in t.iter().map_err(|e| self.redb(e))? {
-            out.push(row.map_err(|e| self.redb(e))?.0.value());
-        }
-        Ok(out)
+        super::reads::index_keys(&t, |e| self.redb(e))
     }
 
     pub(crate) fn set_running(&self, slice: u64, running: bool) -> Result<(), KernelError> {
