@@ -2,6 +2,7 @@
 //! exact counts, an ANSI-stripped text view, and an emulated screen.
 
 mod log;
+pub(crate) mod mask;
 pub(crate) mod pump;
 pub(crate) mod screen;
 mod text;

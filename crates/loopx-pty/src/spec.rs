@@ -91,6 +91,8 @@ pub struct LogSpec {
     pub head_bytes: usize,
     /// The last bytes kept verbatim (held in memory, written when the slice ends).
     pub tail_bytes: usize,
+    /// Values (credentials) overwritten with `*` before the output reaches the file.
+    pub mask: Vec<Vec<u8>>,
 }
 
 impl LogSpec {
@@ -100,6 +102,7 @@ impl LogSpec {
             path: path.into(),
             head_bytes: 1 << 20,
             tail_bytes: 1 << 20,
+            mask: Vec::new(),
         }
     }
 }

@@ -69,6 +69,8 @@ pub(crate) enum InputMsg {
 pub(crate) struct Pump {
     pub(crate) reader: Box<dyn Read + Send>,
     pub(crate) log: CappedLog,
+    /// Masks credentials before they reach the log (and the text view).
+    pub(crate) mask: super::mask::Mask,
     /// To the screen thread; dropping it (at EOF) ends that thread.
     pub(crate) screen: SyncSender<Vec<u8>>,
 }
@@ -107,8 +109,9 @@ impl Pump {
                 }
             };
             let data = &buf[..len];
-            let to_head = self.log.write(data);
-            stripper.feed(&data[..to_head], &mut head_text);
+            let masked = self.mask.feed(data);
+            let to_head = self.log.write(&masked);
+            stripper.feed(&masked[..to_head], &mut head_text);
             batch.extend_from_slice(data);
             batch = self.hand_over(batch);
         }
@@ -117,6 +120,9 @@ impl Pump {
             let _ = self.screen.send(batch);
         }
         drop(self.screen);
+        let rest = self.mask.finish();
+        let to_head = self.log.write(&rest);
+        stripper.feed(&rest[..to_head], &mut head_text);
         let (counts, tail, log_error) = self.log.finish();
         let text = if counts.bytes_dropped == 0 {
             stripper.feed(&tail, &mut head_text);

@@ -172,6 +172,7 @@ fn start_threads(
     let pump = Pump {
         reader,
         log,
+        mask: crate::capture::mask::Mask::new(&spec.log.mask),
         screen: reads_tx,
     };
     spawn_thread("read", &spec.slice_id, move || {

@@ -163,3 +163,24 @@ fn assert_printable(text: &str) {
         .collect();
     assert!(bad.is_empty(), "control characters in text: {bad:?}");
 }
+
+#[tokio::test]
+async fn a_credential_never_reaches_the_log_even_split_across_reads() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut spec = spec(tmp.path(), "prints-secret-slowly.sh", &[]);
+    spec.log.mask = vec![b"deploy-3f9a8b7c6d5e".to_vec()];
+    let (mut slice, events) = spawn_slice(spec).expect("spawn");
+    drop(events);
+    let report = slice.wait().await.expect("report");
+    assert_eq!(report.exit, SliceExit::Exited(0));
+    let log = std::fs::read_to_string(&report.log_path).expect("read log");
+    assert!(!log.contains("deploy-3f9a"), "{log:?}");
+    assert!(log.contains("token=*******************"), "{log:?}");
+    assert!(log.contains("bye"), "{log:?}");
+    assert!(!report.text.contains("deploy-3f9a"), "{:?}", report.text);
+    assert_eq!(
+        report.bytes_logged, report.bytes_total,
+        "masking keeps the counts"
+    );
+    assert_eq!(report.bytes_total, log.len() as u64);
+}

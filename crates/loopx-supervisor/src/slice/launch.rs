@@ -76,10 +76,31 @@ pub(crate) fn launch_spec(
         },
         resources: loopx_pty::ResourceLimits::default(),
         exec_helper: None,
-        log: LogSpec::new(log),
+        log: LogSpec {
+            mask: secret_values(&plan.secret_env_names),
+            ..LogSpec::new(log)
+        },
         prompt,
     };
     (spec, stdin)
+}
+
+/// The values the agent's log must not hold: the credentials passed to it (the plan's secret
+/// variables) and any other secret-looking variable of loopx's own environment. Values shorter
+/// than 8 bytes are left alone, as the kernel's redactor does: masking them would garble
+/// ordinary output.
+fn secret_values(names: &[String]) -> Vec<Vec<u8>> {
+    let mut values: Vec<Vec<u8>> = std::env::vars_os()
+        .filter_map(|(name, value)| {
+            let name = name.into_string().ok()?;
+            let secret = names.contains(&name) || loopx_kernel::redact::is_secret_name(&name);
+            let value = value.into_encoded_bytes();
+            (secret && value.len() >= 8).then_some(value)
+        })
+        .collect();
+    values.sort();
+    values.dedup();
+    values
 }
 
 /// Enough to recognise the process after a restart: pid, start time (field 22 of
