@@ -599,3 +599,40 @@ fn a_secret_the_agent_prints_does_not_stay_in_its_log() {
         "a key stayed in the log: {log}"
     );
 }
+
+#[test]
+fn the_first_slice_after_a_vendor_hold_is_a_short_probe() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Write the demo notes"]);
+    // The demo agent with a long wall-time limit: the probe's 5 minutes must show.
+    let demo = std::fs::read_to_string(loopx.path().join(".loopx/profiles/demo.toml"))
+        .expect("the demo profile");
+    let long = demo.replace("max_time = \"2m\"", "max_time = \"30m\"");
+    assert_ne!(long, demo, "the demo profile sets max_time = \"2m\"");
+    std::fs::write(loopx.path().join(".loopx/profiles/long.toml"), long).expect("profile");
+    loopx.ok(&["agent", "add", "exec", "--profile", "long"]);
+    loopx.ok(&["todo", "add", "Write the notes [demo:usage-limit]"]);
+    let run = loopx.run_env(
+        &["run", "--json", "--max-slices", "2"],
+        &[("LOOPX_DEMO_RESET_SECS", "1")],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let limits: Vec<(String, u64)> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .filter(|e| e["event"] == "slice_ended")
+        .map(|e| {
+            let outcome = e["outcome"].as_str().expect("an outcome").to_owned();
+            (outcome, e["limit_secs"].as_u64().expect("a limit"))
+        })
+        .collect();
+    assert_eq!(
+        limits,
+        [
+            ("usage_limited".to_owned(), 1800),
+            ("completed".to_owned(), 300)
+        ],
+        "the slice after the hold runs under the 5-minute probe limit"
+    );
+}

@@ -24,6 +24,8 @@ pub struct SliceSummary {
     pub started_at: Timestamp,
     pub ended_at: Timestamp,
     pub duration_ms: u64,
+    /// The wall-time limit it ran under, in seconds (a probe's is shorter than its profile's).
+    pub limit_secs: u64,
     pub tokens: u64,
     pub cost_usd: f64,
     pub output_bytes: u64,
@@ -112,6 +114,7 @@ pub(crate) fn write_back(
         started_at: f.started_at,
         ended_at: f.ended_at,
         duration_ms: f.ended_at.0.saturating_sub(f.started_at.0),
+        limit_secs: 0,
         tokens: f.tokens,
         cost_usd: f.cost_usd,
         output_bytes: f.output_bytes,

@@ -335,7 +335,7 @@ fn slice_file(slice: &str, ext: &str) -> String {
 fn plan_for(
     req: &RunOnce,
     setup: &AgentSetup,
-    permission: loopx_adapters::PermissionLevel,
+    how: How,
     prompt: &str,
     slice: &str,
 ) -> Result<LaunchPlan, SupervisorError> {
@@ -344,12 +344,18 @@ fn plan_for(
         project_root: req.project.root().to_path_buf(),
         prompt_file: req.project.root().join(slice_file(slice, "prompt")),
     };
-    render_launch(&setup.loaded, permission, prompt, &ctx).map_err(|source| {
-        SupervisorError::Launch {
-            agent: setup.agent.name.to_string(),
-            source,
-        }
-    })
+    let mut plan =
+        render_launch(&setup.loaded, how.permission, prompt, &ctx).map_err(|source| {
+            SupervisorError::Launch {
+                agent: setup.agent.name.to_string(),
+                source,
+            }
+        })?;
+    if how.probe {
+        // The vendor's limit may not be gone: find out in minutes, not in a whole slice.
+        plan.limits.max_time = plan.limits.max_time.min(PROBE_MAX_TIME);
+    }
+    Ok(plan)
 }
 
 /// What a slice runs for, once the decision, the claim and the admission are made.
@@ -378,12 +384,8 @@ fn run_slice_once(
         claim,
         how,
     } = *slice;
-    let How {
-        kind,
-        permission,
-        probe,
-    } = how;
-    let (started, prompt) = match start(req, setup, &store, goal, claim, kind, permission) {
+    let kind = how.kind;
+    let (started, prompt) = match start(req, setup, &store, goal, claim, how) {
         Ok(started) => started,
         Err(e) => {
             release_taken(&store, setup, claim);
@@ -398,11 +400,7 @@ fn run_slice_once(
         todo: claim.todo,
         log: &log,
     });
-    let mut plan = plan_for(req, setup, permission, &prompt, &started.id.to_string())?;
-    if probe {
-        // The vendor's limit may not be gone: find out in minutes, not in a whole slice.
-        plan.limits.max_time = plan.limits.max_time.min(PROBE_MAX_TIME);
-    }
+    let plan = plan_for(req, setup, how, &prompt, &started.id.to_string())?;
     let env = SliceEnv {
         project_root: req.project.root(),
         slice: started.id,
@@ -484,7 +482,8 @@ fn run_slice_once(
         quota: setup.quota_request(0, 0.0, None),
         changes: &changes,
     };
-    let summary = write_back(&req.project, &actor(setup), &finished, pid)?;
+    let mut summary = write_back(&req.project, &actor(setup), &finished, pid)?;
+    summary.limit_secs = started.limit_secs;
     on_step(Step::Ended(&summary));
     Ok(summary)
 }
@@ -496,9 +495,9 @@ fn start(
     store: &Store,
     goal: Option<&Goal>,
     claim: Claim,
-    kind: SliceKind,
-    permission: loopx_adapters::PermissionLevel,
+    how: How,
 ) -> Result<(loopx_kernel::model::SliceRecord, String), SupervisorError> {
+    let kind = how.kind;
     let values = store.read(|s| {
         let todo: Option<Todo> = match claim.todo {
             Some(id) => s.todo(id)?,
@@ -516,7 +515,7 @@ fn start(
         )
     })?;
     let prompt = render_prompt(&setup.loaded.profile.prompt_template, &values);
-    let plan = plan_for(req, setup, permission, &prompt, SLICE_PLACEHOLDER)?;
+    let plan = plan_for(req, setup, how, &prompt, SLICE_PLACEHOLDER)?;
     let new = NewSlice {
         agent: setup.agent.name.clone(),
         todo: claim.todo,
