@@ -636,3 +636,17 @@ fn the_first_slice_after_a_vendor_hold_is_a_short_probe() {
         "the slice after the hold runs under the 5-minute probe limit"
     );
 }
+
+#[test]
+fn run_once_notifies_about_its_own_slice_only() {
+    let loopx = demo_project(&["exec"]);
+    notify_into_a_file(&loopx);
+    loopx.ok(&["todo", "add", "Choose the format [demo:ask]"]);
+    loopx.ok(&["run", "--once"]);
+    // The next decision is `ask`: not notified again.
+    loopx.ok(&["run", "--once"]);
+    let notes = notified(&loopx);
+    let kinds: Vec<&str> = notes.iter().filter_map(|n| n["kind"].as_str()).collect();
+    assert_eq!(kinds, ["gate_opened"], "{notes:#?}");
+    assert_eq!(notes[0]["event"]["gate"], "q1");
+}

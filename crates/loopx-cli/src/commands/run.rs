@@ -131,7 +131,12 @@ fn run_once(
     for r in &recovered {
         say(&event_line(&RunEvent::Recovered(r.clone())));
     }
+    let notifier = loopx_supervisor::Notifier::load(&req.project)?;
     let once = loopx_supervisor::run_once(&req, &mut |step| say(&step_line(&step)))?;
+    if let (Some(mut notifier), Once::Ran { slice, .. }) = (notifier, &once) {
+        notify_slice(&mut notifier, &req.project, slice);
+        notifier.finish();
+    }
     let (agent, decision, slice) = match &once {
         Once::Decided { agent, decision } => {
             if let Some((id, question)) = &decision.gate {
@@ -189,6 +194,30 @@ fn run_once(
         });
     }
     Ok(())
+}
+
+/// `--once` notifies about its own slice: a failure, the goal done, a question it raised.
+/// Decisions are not notified: `--once` is often run from a timer, and would repeat them.
+fn notify_slice(
+    notifier: &mut loopx_supervisor::Notifier,
+    project: &loopx_kernel::Project,
+    slice: &SliceSummary,
+) {
+    notifier.notify(&RunEvent::SliceEnded(Box::new(slice.clone())));
+    let Some(gate) = slice.gate.as_deref().and_then(|g| g.parse().ok()) else {
+        return;
+    };
+    let gate = loopx_kernel::Store::open_read(project).and_then(|s| s.read(|s| s.gate(gate)));
+    if let Ok(Some(gate)) = gate {
+        let id = gate.id.to_string();
+        notifier.notify(&RunEvent::Question {
+            agent: slice.agent.clone(),
+            answer_with: format!("loopx gate answer {id} \"ANSWER\""),
+            gate: id,
+            question: gate.question,
+            options: gate.options,
+        });
+    }
 }
 
 /// A progress line on stderr: stdout carries results only.
