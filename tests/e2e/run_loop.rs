@@ -49,7 +49,12 @@ struct Background {
 
 impl Background {
     fn start(loopx: &Loopx, args: &[&str]) -> Background {
+        Background::start_env(loopx, args, &[])
+    }
+
+    fn start_env(loopx: &Loopx, args: &[&str], env: &[(&str, &str)]) -> Background {
         let mut cmd = loopx.command(&[&["run", "--json"], args].concat());
+        cmd.envs(env.iter().copied());
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -649,4 +654,47 @@ fn run_once_notifies_about_its_own_slice_only() {
     let kinds: Vec<&str> = notes.iter().filter_map(|n| n["kind"].as_str()).collect();
     assert_eq!(kinds, ["gate_opened"], "{notes:#?}");
     assert_eq!(notes[0]["event"]["gate"], "q1");
+}
+
+fn lease_expiry(loopx: &Loopx, todo: &str) -> String {
+    let shown = loopx.ok(&["todo", "show", todo, "--json"]).json();
+    shown["todo"]["lease"]["expires_at"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no lease: {shown}"))
+        .to_owned()
+}
+
+#[test]
+fn a_slice_renews_its_claim_and_is_stopped_when_it_loses_it() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    script_agent(
+        &loopx,
+        "slow",
+        "cat >/dev/null\necho $$ > agent.pid\nsleep 60",
+        "max_time = \"5m\"\ngrace = \"1s\"",
+    );
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    // Claims of 3 s, renewed every second.
+    let mut bg = Background::start_env(&loopx, &[], &[("LOOPX_LEASE_MAX", "3s")]);
+    bg.wait_for("the slice", |e| e["event"] == "slice_started");
+    read_pid(&loopx.path().join("agent.pid"));
+    let first = lease_expiry(&loopx, "t1");
+    std::thread::sleep(Duration::from_millis(2_500));
+    let later = lease_expiry(&loopx, "t1");
+    assert!(later > first, "renewed: {first} then {later}");
+
+    // A person takes the claim away: the slice must not go on working the todo.
+    loopx.ok(&["todo", "release", "t1", "--agent", "slow", "--epoch", "1"]);
+    let ended = bg.wait_for("the slice's end", |e| e["event"] == "slice_ended");
+    assert_eq!(ended["outcome"], "interrupted", "{ended}");
+    assert!(
+        ended["reason"]
+            .as_str()
+            .expect("a reason")
+            .contains("lost its claim"),
+        "{ended}"
+    );
+    bg.signal(nix::sys::signal::Signal::SIGTERM);
+    bg.finish();
 }
