@@ -556,10 +556,15 @@ impl Coordinator<'_> {
             e,
             SupervisorError::Kernel(KernelError::Store(ref s)) if !matches!(s, StoreError::Busy { .. })
         ) || matches!(e, SupervisorError::Kernel(KernelError::Project(_)));
-        emit(&RunEvent::AgentError {
-            agent: agent.clone(),
-            error: error.clone(),
-        });
+        // A passing error that repeats every few seconds is shown once.
+        let key = format!("error:{error}");
+        if slot.shown.as_deref() != Some(key.as_str()) {
+            slot.shown = Some(key);
+            emit(&RunEvent::AgentError {
+                agent: agent.clone(),
+                error: error.clone(),
+            });
+        }
         if lasting {
             slot.ended = Some(format!("{agent} cannot run: {error}"));
             emit(&RunEvent::AgentStopped {
