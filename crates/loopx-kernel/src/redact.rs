@@ -76,6 +76,22 @@ impl Redactor {
         self
     }
 
+    /// The built-in patterns plus the values of this process's secret-looking variables and of
+    /// the variables named in `extra_names` (a profile's secrets).
+    pub fn for_process_env(extra_names: &[String]) -> Self {
+        Redactor::new().with_env(
+            // `vars()` panics on a non-UTF-8 variable; such a value cannot appear in our text.
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+            extra_names,
+        )
+    }
+
+    /// The literal values hidden, longest first.
+    pub fn values(&self) -> &[String] {
+        &self.values
+    }
+
     /// Also hides this literal value (ignored when shorter than 8 bytes).
     pub fn with_value(mut self, value: String) -> Self {
         if value.len() >= MIN_SECRET_VALUE_LEN && !self.values.contains(&value) {

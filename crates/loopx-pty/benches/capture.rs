@@ -52,8 +52,15 @@ fn spec(dir: &Path, id: &str, script: &str, args: &[String]) -> LaunchSpec {
     spec
 }
 
-async fn capture_flood(dir: &Path, bytes: u64) {
-    let spec = spec(dir, "bench-flood", "flood.sh", &[bytes.to_string()]);
+/// `masked`: with three API-key-sized credential values to mask in the log, as a slice of a
+/// real agent has.
+async fn capture_flood(dir: &Path, bytes: u64, masked: bool) {
+    let mut spec = spec(dir, "bench-flood", "flood.sh", &[bytes.to_string()]);
+    if masked {
+        spec.log.mask = (0..3)
+            .map(|n| format!("sk-ant-api03-{n}{}", "x".repeat(80)).into_bytes())
+            .collect();
+    }
     let started = Instant::now();
     let (mut slice, mut events) = spawn_slice(spec).expect("spawn flood");
     let mut streamed = 0u64;
@@ -66,8 +73,9 @@ async fn capture_flood(dir: &Path, bytes: u64) {
     let elapsed = started.elapsed();
     assert_eq!(report.exit, SliceExit::Exited(0));
     assert_eq!((report.bytes_total, streamed), (bytes, bytes));
+    let with = if masked { ", 3 values masked" } else { "" };
     println!(
-        "capture (events read): {bytes} bytes in {:.2} s = {:.0} MB/s, peak RSS {:.1} MiB",
+        "capture (events read{with}): {bytes} bytes in {:.2} s = {:.0} MB/s, peak RSS {:.1} MiB",
         elapsed.as_secs_f64(),
         mb_per_s(bytes, elapsed),
         peak_rss_mib()
@@ -176,7 +184,8 @@ fn main() {
         "loopx-pty capture bench: {} cores",
         std::thread::available_parallelism().map_or(0, usize::from)
     );
-    runtime.block_on(capture_flood(dir.path(), bytes));
+    runtime.block_on(capture_flood(dir.path(), bytes, false));
+    runtime.block_on(capture_flood(dir.path(), bytes, true));
     runtime.block_on(capture_flood_no_events(dir.path(), bytes));
     raw_pty(bytes);
     screen_only(bytes / 4);

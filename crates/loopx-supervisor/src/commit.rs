@@ -231,26 +231,14 @@ mod tests {
         );
         apply(&store, claim);
         drop(store);
-        let quota = crate::writeback::unpaced_quota(&agent);
         let finished = Finished {
             slice: slice.id,
-            agent: &agent,
             todo: Some(todo.id),
             epoch: Some(1),
-            kind: SliceKind::Work,
-            outcome: "completed",
-            reason: "done",
-            exit: None,
-            classification: None,
             tokens: 42,
-            cost_usd: 0.1,
-            session: None,
-            output_bytes: 7,
             started_at: T0,
             ended_at: T0.plus(Duration::from_secs(2)),
-            log: "l",
-            quota,
-            changes: &crate::scope::SliceChanges::default(),
+            ..crate::writeback::test_finished(&agent)
         };
         let summary =
             write_back(&project, "agent:exec", &finished, None).expect("the end is written");

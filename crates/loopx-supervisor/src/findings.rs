@@ -135,32 +135,15 @@ fn listed(paths: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use loopx_kernel::model::SliceKind;
-    use loopx_kernel::{AgentName, SliceId, Timestamp, TodoId};
+    use loopx_kernel::AgentName;
 
     use super::*;
-    use crate::writeback::unpaced_quota;
+    use crate::writeback::test_finished;
 
     fn finished<'a>(agent: &'a AgentName, changes: &'a SliceChanges) -> Finished<'a> {
         Finished {
-            slice: SliceId(4),
-            agent,
-            todo: Some(TodoId(2)),
-            epoch: Some(3),
-            kind: SliceKind::Work,
-            outcome: "completed",
-            reason: "done",
-            exit: None,
-            classification: None,
-            tokens: 0,
-            cost_usd: 0.0,
-            output_bytes: 0,
-            started_at: Timestamp(0),
-            ended_at: Timestamp(1),
-            log: "l",
-            quota: unpaced_quota(agent),
-            session: None,
             changes,
+            ..test_finished(agent)
         }
     }
 

@@ -477,15 +477,9 @@ impl Coordinator<'_> {
                 tracing::debug!(agent, why, "a peer got there first; deciding again");
                 slot.due = Some(now + Duration::from_millis(fastrand::u64(50..250)));
             }
-            Ok(Once::Refused {
-                decision,
-                until,
-                reason,
-                ..
-            }) => {
+            Ok(Once::Refused { until, reason, .. }) => {
                 slot.last = Some(DecisionKind::Wait);
                 pause(slot, until, reason, emit);
-                tracing::debug!(agent, decided = ?decision.decision, "quota refused the slice");
             }
             Ok(Once::Decided { decision, .. }) => self.decided(idx, decision, emit),
             Err(e) => self.failed(idx, e, emit),

@@ -421,6 +421,34 @@ pub(crate) fn unpaced_quota(agent: &AgentName) -> QuotaRequest {
     }
 }
 
+/// A completed work slice s4 of `agent` on t2 (epoch 3) that changed nothing, for tests: 10
+/// tokens, $0.50, from 1 000 to 3 000 ms, session `c4a9eaf5`.
+#[cfg(test)]
+pub(crate) fn test_finished(agent: &AgentName) -> Finished<'_> {
+    static NO_CHANGES: std::sync::LazyLock<crate::scope::SliceChanges> =
+        std::sync::LazyLock::new(crate::scope::SliceChanges::default);
+    Finished {
+        slice: SliceId(4),
+        agent,
+        todo: Some(TodoId(2)),
+        epoch: Some(3),
+        kind: SliceKind::Work,
+        outcome: "completed",
+        reason: "because",
+        exit: Some("exit 0".into()),
+        classification: None,
+        tokens: 10,
+        cost_usd: 0.5,
+        session: Some("c4a9eaf5"),
+        output_bytes: 100,
+        started_at: Timestamp(1_000),
+        ended_at: Timestamp(3_000),
+        log: ".loopx/slices/s4.log",
+        quota: unpaced_quota(agent),
+        changes: &NO_CHANGES,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use loopx_adapters::{MalformedReport, ReportQuestion, ReportStatus, ReportTodo};
@@ -481,34 +509,13 @@ mod tests {
         todo: bool,
     ) -> Finished<'a> {
         Finished {
-            slice: SliceId(4),
-            agent,
             todo: todo.then_some(TodoId(2)),
             epoch: todo.then_some(3),
-            kind: SliceKind::Work,
             outcome,
-            reason: "because",
-            exit: Some("exit 0".into()),
             classification: Some(c),
-            tokens: 10,
-            cost_usd: 0.5,
-            session: Some("c4a9eaf5"),
-            output_bytes: 100,
-            started_at: Timestamp(1_000),
-            ended_at: Timestamp(3_000),
-            log: ".loopx/slices/s4.log",
-            quota: unpaced_quota(agent),
-            changes: &NO_CHANGES,
+            ..test_finished(agent)
         }
     }
-
-    static NO_CHANGES: SliceChanges = SliceChanges {
-        unchecked: None,
-        files: Vec::new(),
-        stat: String::new(),
-        outside: Vec::new(),
-        state_files: Vec::new(),
-    };
 
     fn notes(wb: &Writeback) -> Vec<&str> {
         wb.ops

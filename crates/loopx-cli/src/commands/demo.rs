@@ -11,13 +11,14 @@
 //! the paths to look at. Nothing is deleted: the project stays for `loopx status`, `loopx log`.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use loopx_kernel::store::{AnswerChoice, Applied};
 use loopx_kernel::{AgentName, Op, Project, Store, Timestamp};
 use loopx_supervisor::{EndReason, OnGate, RunEvent, RunLoop, Shutdown};
 
+use super::init::DEMO_PROFILE;
 use crate::args::DemoArgs;
 use crate::context::Ctx;
 use crate::errors::ExpectedError;
@@ -25,26 +26,6 @@ use crate::exit_code;
 
 /// The goal the demo works on.
 const GOAL: &str = "Write the demo notes";
-/// The reviewer peer's profile: the demo profile with the reviewer's role.
-const REVIEWER_PROFILE: &str = r#"# The reviewer peer of `loopx demo`: the simulated agent, taking todos for reviewers.
-description = "Simulated reviewer for `loopx demo`"
-adapter = "demo"
-role = "reviewer"
-capabilities = ["demo"]
-permission = "workspace-write"
-
-[limits]
-max_time = "2m"
-idle_timeout = "30s"
-grace = "2s"
-max_output = "1MiB"
-max_turns = 5
-
-[quota]
-account = "demo"
-slices_per_hour = 120
-burst = 10
-"#;
 /// A demo that runs longer than this is stuck, not slow.
 const DEMO_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
@@ -128,11 +109,16 @@ fn demo_dir(dir: Option<PathBuf>) -> Result<PathBuf, ExpectedError> {
         .map_err(|e| ExpectedError::Usage(format!("cannot use `{}`: {e}", dir.display())))
 }
 
+/// The reviewer peer's profile: the demo profile, taking todos for reviewers.
+fn reviewer_profile() -> String {
+    DEMO_PROFILE.replace("role = \"executor\"", "role = \"reviewer\"")
+}
+
 /// The goal and the two peers.
 fn setup(ctx: &Ctx, project: &Project) -> Result<(), ExpectedError> {
-    write_private(
+    super::init::write_private(
         &project.state_dir().join("profiles/demo-reviewer.toml"),
-        REVIEWER_PROFILE,
+        &reviewer_profile(),
     )?;
     let store = Store::open(project)?;
     let actor = ctx.actor();
@@ -159,17 +145,6 @@ fn setup(ctx: &Ctx, project: &Project) -> Result<(), ExpectedError> {
         Timestamp::now(),
     )?;
     Ok(())
-}
-
-fn write_private(path: &Path, text: &str) -> Result<(), ExpectedError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .map_err(|e| ExpectedError::Usage(format!("cannot write `{}`: {e}", path.display())))
 }
 
 /// Answers a question: at the terminal, or with its first option on the user's behalf.
@@ -225,4 +200,16 @@ fn ask_at_terminal(gate: &str, options: &[String]) -> AnswerChoice {
 
 fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reviewer_is_the_demo_profile_with_the_reviewer_role() {
+        let reviewer = reviewer_profile();
+        assert!(reviewer.contains("role = \"reviewer\""), "{reviewer}");
+        assert_eq!(reviewer.replace("reviewer", "executor"), DEMO_PROFILE);
+    }
 }

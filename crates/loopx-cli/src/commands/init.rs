@@ -5,6 +5,9 @@ use std::os::unix::fs::OpenOptionsExt;
 
 use loopx_kernel::{Project, Store};
 
+/// The built-in simulated agent's profile (`loopx demo` derives its reviewer from it).
+pub(crate) const DEMO_PROFILE: &str = include_str!("../../../../profiles/demo.toml");
+
 /// The example profiles shipped in `profiles/`, written into a new project so that
 /// `loopx profile list` shows something real to copy from.
 const EXAMPLE_PROFILES: [(&str, &str); 4] = [
@@ -17,7 +20,7 @@ const EXAMPLE_PROFILES: [(&str, &str); 4] = [
         include_str!("../../../../profiles/reviewer.toml"),
     ),
     ("planner", include_str!("../../../../profiles/planner.toml")),
-    ("demo", include_str!("../../../../profiles/demo.toml")),
+    ("demo", DEMO_PROFILE),
 ];
 
 use crate::context::Ctx;
@@ -46,14 +49,19 @@ pub(crate) fn create(ctx: &Ctx, dir: &std::path::Path) -> Result<Project, Expect
             .state_dir()
             .join("profiles")
             .join(format!("{name}.toml"));
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .and_then(|mut file| file.write_all(text.as_bytes()));
-        written
-            .map_err(|e| ExpectedError::Usage(format!("cannot write `{}`: {e}", path.display())))?;
+        write_private(&path, text)?;
     }
     Ok(project)
+}
+
+/// Writes a new file readable by its owner only; an existing file is an error, never
+/// overwritten.
+pub(crate) fn write_private(path: &std::path::Path, text: &str) -> Result<(), ExpectedError> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .map_err(|e| ExpectedError::Usage(format!("cannot write `{}`: {e}", path.display())))
 }

@@ -110,7 +110,7 @@ impl Store {
             project: project.clone(),
             path,
             options: OpenOptions::default(),
-            redactor: default_redactor(),
+            redactor: crate::redact::Redactor::for_process_env(&[]),
         };
         store.initialise(now, actor)?;
         Ok(store)
@@ -131,7 +131,7 @@ impl Store {
             project: project.clone(),
             path,
             options,
-            redactor: default_redactor(),
+            redactor: crate::redact::Redactor::for_process_env(&[]),
         };
         store.check_schema()?;
         Ok(store)
@@ -157,7 +157,7 @@ impl Store {
             project: project.clone(),
             path,
             options,
-            redactor: default_redactor(),
+            redactor: crate::redact::Redactor::for_process_env(&[]),
         };
         store.check_schema()?;
         Ok(store)
@@ -365,16 +365,6 @@ fn open_retrying<T: Send + 'static>(
             source,
         },
     })
-}
-
-/// Built-in patterns plus the values of this process's secret-looking environment variables.
-fn default_redactor() -> crate::redact::Redactor {
-    crate::redact::Redactor::new().with_env(
-        // `vars()` panics on a non-UTF-8 variable; such a value cannot appear in our text anyway.
-        std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
-        &[],
-    )
 }
 
 /// Refuses files redb would misread or silently rewrite, without writing a byte.

@@ -7,7 +7,8 @@
 //! (or the end) shows whether they start a secret. Without values, bytes pass through untouched.
 
 pub(crate) struct Mask {
-    values: Vec<Vec<u8>>,
+    /// A SIMD searcher per value: the output may be a flood, and this runs on all of it.
+    values: Vec<memchr::memmem::Finder<'static>>,
     /// Bytes not yet released: they may be the start of a value.
     carry: Vec<u8>,
     /// How many bytes to hold back: the longest value's length minus one.
@@ -16,8 +17,12 @@ pub(crate) struct Mask {
 
 impl Mask {
     pub(crate) fn new(values: &[Vec<u8>]) -> Mask {
-        let values: Vec<Vec<u8>> = values.iter().filter(|v| !v.is_empty()).cloned().collect();
-        let keep = values.iter().map(Vec::len).max().unwrap_or(1) - 1;
+        let values: Vec<memchr::memmem::Finder<'static>> = values
+            .iter()
+            .filter(|v| !v.is_empty())
+            .map(|v| memchr::memmem::Finder::new(v).into_owned())
+            .collect();
+        let keep = values.iter().map(|f| f.needle().len()).max().unwrap_or(1) - 1;
         Mask {
             values,
             carry: Vec::new(),
@@ -44,16 +49,14 @@ impl Mask {
     }
 }
 
-fn mask_all(buf: &mut [u8], values: &[Vec<u8>]) {
+fn mask_all(buf: &mut [u8], values: &[memchr::memmem::Finder<'static>]) {
     for value in values {
+        let len = value.needle().len();
         let mut from = 0;
-        while let Some(at) = buf[from..]
-            .windows(value.len())
-            .position(|w| w == value.as_slice())
-        {
+        while let Some(at) = value.find(&buf[from..]) {
             let start = from + at;
-            buf[start..start + value.len()].fill(b'*');
-            from = start + value.len();
+            buf[start..start + len].fill(b'*');
+            from = start + len;
         }
     }
 }

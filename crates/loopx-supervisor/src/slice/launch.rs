@@ -85,22 +85,15 @@ pub(crate) fn launch_spec(
     (spec, stdin)
 }
 
-/// The values the agent's log must not hold: the credentials passed to it (the plan's secret
-/// variables) and any other secret-looking variable of loopx's own environment. Values shorter
-/// than 8 bytes are left alone, as the kernel's redactor does: masking them would garble
-/// ordinary output.
+/// The values the agent's log must not hold: those the kernel's redactor hides for this
+/// process — the credentials passed to the agent (the plan's secret variables) and any other
+/// secret-looking variable of loopx's own environment, 8 bytes or longer.
 fn secret_values(names: &[String]) -> Vec<Vec<u8>> {
-    let mut values: Vec<Vec<u8>> = std::env::vars_os()
-        .filter_map(|(name, value)| {
-            let name = name.into_string().ok()?;
-            let secret = names.contains(&name) || loopx_kernel::redact::is_secret_name(&name);
-            let value = value.into_encoded_bytes();
-            (secret && value.len() >= 8).then_some(value)
-        })
-        .collect();
-    values.sort();
-    values.dedup();
-    values
+    loopx_kernel::redact::Redactor::for_process_env(names)
+        .values()
+        .iter()
+        .map(|v| v.clone().into_bytes())
+        .collect()
 }
 
 /// Enough to recognise the process after a restart: pid, start time (field 22 of

@@ -21,11 +21,7 @@ pub(crate) fn redact_log(log: &Path, secret_names: &[String]) -> std::io::Result
         Err(e) => return Err(e),
     };
     let text = String::from_utf8_lossy(&bytes);
-    let redactor = Redactor::new().with_env(
-        std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
-        secret_names,
-    );
+    let redactor = Redactor::for_process_env(secret_names);
     let redacted = redactor.redact(&text);
     if redacted == text {
         return Ok(false);

@@ -361,8 +361,10 @@ pub(super) fn slice_start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, Kern
         }
         .into());
     }
+    let mut todo_goal = None;
     if let Some(todo_id) = new.todo {
         let todo: Todo = w.require(tables::TODOS, todo_id.0, "todo", todo_id)?;
+        todo_goal = Some(todo.goal);
         let epoch = new.epoch.ok_or_else(|| {
             Invalid::Other(format!(
                 "a slice on {todo_id} must carry the epoch of its claim"
@@ -386,7 +388,7 @@ pub(super) fn slice_start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, Kern
         }
     }
     refuse_overlap(w, &new)?;
-    refuse_inactive_goal(w, &new)?;
+    refuse_inactive_goal(w, todo_goal)?;
     let id = SliceId(w.next_id(counter::SLICE)?);
     let named = |text: String| text.replace(super::op::SLICE_PLACEHOLDER, &id.to_string());
     let record = SliceRecord {
@@ -423,21 +425,17 @@ pub(super) fn slice_start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, Kern
     Ok(Applied::Slice(record))
 }
 
-/// A slice works on an active goal: its todo's, or for a planning slice the current one. A
-/// decision taken just before a peer marked the goal done must not start another slice.
-fn refuse_inactive_goal(w: &Writer<'_>, new: &NewSlice) -> Result<(), KernelError> {
-    let goals: Vec<Goal> = w.all(tables::GOALS)?;
-    let goal = match new.todo {
-        Some(todo) => {
-            let todo: Todo = w.require(tables::TODOS, todo.0, "todo", todo)?;
-            goals.into_iter().find(|g| g.id == todo.goal)
+/// A slice works on an active goal: its todo's (`todo_goal`), or for a planning slice the
+/// current one. A decision taken just before a peer marked the goal done must not start
+/// another slice.
+fn refuse_inactive_goal(w: &Writer<'_>, todo_goal: Option<GoalId>) -> Result<(), KernelError> {
+    let goal: Option<Goal> = match todo_goal {
+        Some(id) => Some(w.require(tables::GOALS, id.0, "goal", id)?),
+        None => {
+            let goals: Vec<Goal> = w.all(tables::GOALS)?;
+            let active = goals.iter().rev().find(|g| g.status == GoalStatus::Active);
+            active.or(goals.last()).cloned()
         }
-        None => goals
-            .iter()
-            .rev()
-            .find(|g| g.status == GoalStatus::Active)
-            .or(goals.last())
-            .cloned(),
     };
     match goal {
         Some(goal) if goal.status == GoalStatus::Active => Ok(()),
