@@ -132,11 +132,14 @@ fn claim_renew_release_done_round_trip_with_json() {
     let again = loopx
         .ok(&["todo", "claim", "t1", "--agent", "exec", "--json"])
         .json();
-    assert_eq!(again["todo"]["epoch"], 2);
+    assert_eq!(
+        again["todo"]["epoch"], 3,
+        "the release changed the holder (2), the claim again (3)"
+    );
     // Inside a slice the agent and epoch come from the environment.
     let done = loopx.run_env(
         &["todo", "done", "t1", "--json"],
-        &[("LOOPX_AGENT", "exec"), ("LOOPX_EPOCH", "2")],
+        &[("LOOPX_AGENT", "exec"), ("LOOPX_EPOCH", "3")],
     );
     assert_eq!(done.code, 0, "{}", done.stderr);
     assert_eq!(done.json()["todo"]["state"], "done");

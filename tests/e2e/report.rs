@@ -224,7 +224,7 @@ fn report_from_a_running_slice_lands_in_the_kernel() {
 #[test]
 fn report_on_a_stale_epoch_is_a_conflict_and_writes_nothing() {
     let (loopx, _, env) = running();
-    // The claim moves on while the slice still runs: released, then taken again (epoch 2).
+    // The claim moves on while the slice still runs: released (epoch 2), then taken again (3).
     loopx.ok(&["todo", "release", "t1", "--agent", "exec", "--epoch", "1"]);
     loopx.ok(&["todo", "claim", "t1", "--agent", "exec"]);
     let before = event_kinds(&loopx).len();
@@ -246,7 +246,7 @@ fn report_on_a_stale_epoch_is_a_conflict_and_writes_nothing() {
             run.stderr.contains("stale epoch for t1")
                 && run
                     .stderr
-                    .contains("presented epoch 1, the current one is 2"),
+                    .contains("presented epoch 1, the current one is 3"),
             "{}",
             run.stderr
         );

@@ -83,6 +83,7 @@ impl SharedState {
                     .filter(|_| t.state == TodoState::Claimed)
                     .map(|l| (l.agent.to_string(), l.expires_at.0)),
                 running: running_on(t.id),
+                attempts_since: t.attempts_since.map(|s| s.0),
             })
             .collect();
         let gates = snap
@@ -105,6 +106,7 @@ impl SharedState {
             .slices_tail(RECENT_SLICES)?
             .into_iter()
             .map(|s| SliceView {
+                id: s.id.0,
                 agent: s.agent.to_string(),
                 todo: s.todo.map(|t| t.to_string()),
                 kind: match s.kind {

@@ -86,17 +86,26 @@ pub enum StoreError {
         waited_ms: u64,
         holders: String,
     },
+    #[error(
+        "no space left on the device that holds state store `{path}`: the change was not written\n(hint: free some disk space; everything recorded before is intact)"
+    )]
+    NoSpace {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("failed to open state store `{path}`")]
     Open {
         path: PathBuf,
+        // Boxed, as below: redb's errors are large, and every result of the kernel carries one.
         #[source]
-        source: redb::DatabaseError,
+        source: Box<redb::DatabaseError>,
     },
     #[error("state store `{path}` failed")]
     Redb {
         path: PathBuf,
         #[source]
-        source: redb::Error,
+        source: Box<redb::Error>,
     },
     #[error("a record in table `{table}` could not be decoded ({why})\n(hint: run `loopx doctor`)")]
     Decode { table: String, why: String },
@@ -106,6 +115,27 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl StoreError {
+    /// The error for a failed read or write of the store file: a full disk by name, other I/O
+    /// errors with the system's own words.
+    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> StoreError {
+        let path = path.to_path_buf();
+        if source.kind() == std::io::ErrorKind::StorageFull
+            || source.raw_os_error() == Some(nix::libc::ENOSPC)
+        {
+            StoreError::NoSpace { path, source }
+        } else {
+            StoreError::Io { path, source }
+        }
+    }
+
+    /// A passing condition (another process holds the store, the disk is full) rather than a
+    /// broken store: the same operation may succeed later.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Busy { .. } | StoreError::NoSpace { .. })
+    }
 }
 
 /// Another actor holds what was asked for, or the state moved on.

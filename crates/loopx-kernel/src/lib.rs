@@ -26,7 +26,7 @@ pub mod decision;
 pub mod doorbell;
 pub mod errors;
 pub mod ids;
-mod limits;
+pub mod limits;
 pub mod marker;
 pub mod model;
 pub mod project;

@@ -1,14 +1,27 @@
 //! Bounds on what one record may hold, so that no field grows without limit.
+//!
+//! The kernel refuses a text past its bound. Callers that write untrusted input on someone's
+//! behalf (a slice's report) clip to the same bounds with [`clip`] first.
 
 use crate::errors::Invalid;
 
-pub(crate) const TITLE: usize = 200;
-pub(crate) const OBJECTIVE: usize = 2_000;
-pub(crate) const QUESTION: usize = 1_000;
-pub(crate) const SUMMARY: usize = 500;
-pub(crate) const DETAIL: usize = 16 * 1024;
-pub(crate) const OPTION: usize = 200;
-pub(crate) const LIST_ITEMS: usize = 64;
+/// Characters in a todo title, an outcome, an option.
+pub const TITLE: usize = 200;
+pub const OBJECTIVE: usize = 2_000;
+pub const QUESTION: usize = 1_000;
+pub const SUMMARY: usize = 500;
+pub const DETAIL: usize = 16 * 1024;
+pub const OPTION: usize = 200;
+/// Items in a list (options, files, questions).
+pub const LIST_ITEMS: usize = 64;
+
+/// At most `max` characters, cut on a character boundary.
+pub fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => text[..end].to_owned(),
+        None => text.to_owned(),
+    }
+}
 
 /// A required text: not blank, at most `max` characters.
 pub(crate) fn check_text(

@@ -123,13 +123,61 @@ pub struct Todo {
     pub after: Vec<TodoId>,
     /// The kind of agent that should take it (`reviewer`), if any.
     pub role: Option<String>,
-    /// The epoch of the latest grant; it counts the grants and never decreases.
+    /// The fencing token: it grows by one at every change of holder (a claim, a reclaim, a
+    /// release, the todo finished) and never decreases. A write on behalf of a slice must
+    /// present the epoch of the claim it works under.
     pub epoch: u64,
     pub lease: Option<Lease>,
     pub latest_handoff: Option<HandoffId>,
     pub created_by: String,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    /// The claim the todo was finished under, when its holder finished it (`loopx report
+    /// done`, a slice's writeback): that slice may still write its evidence and handoff.
+    /// `None` while open, or when a person finished it without a claim.
+    pub finished_under: Option<Lease>,
+    /// The stall guard counts only slices after this one: a person answered the todo's stall
+    /// gate and gave it a fresh budget of attempts.
+    pub attempts_since: Option<SliceId>,
+}
+
+impl Todo {
+    /// Whether `agent` works under the current claim `epoch` of this todo: it holds the lease
+    /// at that epoch, or it finished the todo under it (see [`Todo::finished_under`]). An
+    /// expired lease that nobody has reclaimed still counts: a reclaim changes the epoch, so
+    /// the old holder's writes are refused from the moment anyone else could take over.
+    pub fn claim_of(&self, agent: &AgentName, epoch: u64) -> ClaimStanding {
+        if let Some(done) = &self.finished_under
+            && self.state.is_final()
+            && done.epoch == epoch
+            && &done.agent == agent
+        {
+            return ClaimStanding::Finished;
+        }
+        if epoch != self.epoch {
+            return ClaimStanding::Stale;
+        }
+        match &self.lease {
+            Some(lease) if self.state == TodoState::Claimed && &lease.agent == agent => {
+                ClaimStanding::Held
+            }
+            _ => ClaimStanding::NotHolder,
+        }
+    }
+}
+
+/// Where a claim stands, for a write made under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimStanding {
+    /// The agent holds the todo's lease at this epoch.
+    Held,
+    /// The agent finished the todo under this epoch: its slice may still add evidence and a
+    /// handoff, but nothing changes the todo any more.
+    Finished,
+    /// The epoch is not the todo's current one: the claim moved on.
+    Stale,
+    /// The epoch is current but the agent does not hold it (or nobody does).
+    NotHolder,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,6 +244,21 @@ pub struct Answer {
     pub at: Timestamp,
 }
 
+/// What answering a gate does besides recording the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateKind {
+    /// A question from an agent, a person or loopx: the answer reaches the next prompt.
+    Question,
+    /// loopx asks about a todo that went several slices without progress. `retry` (the first
+    /// option) gives it a fresh budget of attempts, `drop` drops it, and any other answer is
+    /// guidance for the next slice, with a fresh budget too.
+    Stall { todo: TodoId },
+}
+
+/// The options of a stall gate, in order.
+pub const STALL_OPTIONS: [&str; 2] = ["retry", "drop"];
+
 /// A concrete question for a human.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Gate {
@@ -208,6 +271,7 @@ pub struct Gate {
     pub state: GateState,
     pub answer: Option<Answer>,
     pub created_at: Timestamp,
+    pub kind: GateKind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

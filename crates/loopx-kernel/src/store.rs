@@ -21,8 +21,8 @@ mod writer;
 
 pub use apply::quota::QuotaRequest;
 pub use apply::{
-    AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff, NewSlice, NewTodo, Op,
-    SLICE_PLACEHOLDER, SliceEnd,
+    AnswerChoice, Applied, BatchError, BeginSlice, NewEvidence, NewGate, NewHandoff, NewSlice,
+    NewTodo, Op, SLICE_PLACEHOLDER, SliceEnd,
 };
 pub use open::{OpenOptions, SCHEMA_VERSION, Store};
 pub use snapshot::{Snapshot, TodoCounts};

@@ -146,14 +146,17 @@ fn renew_release_and_done_need_the_current_epoch() {
         )
         .expect("release");
     let todo = f.claim(t, &a, at).expect("claim again");
-    assert_eq!(todo.epoch, 2, "every grant bumps the epoch");
+    assert_eq!(
+        todo.epoch, 3,
+        "every change of holder bumps the epoch: the release, then the claim"
+    );
     f.store
         .apply(
             Op::TodoFinish {
                 todo: t,
                 to: TodoState::Done,
                 agent: Some(a.clone()),
-                epoch: Some(2),
+                epoch: Some(3),
             },
             HUMAN,
             at,
@@ -237,6 +240,7 @@ fn dependencies_gates_capabilities_and_roles_guard_a_claim() {
         options: vec!["REST".into(), "gRPC".into()],
         context: String::new(),
         blocks: loopx_kernel::model::Blocks::Todos(vec![first]),
+        kind: loopx_kernel::model::GateKind::Question,
     };
     f.store.apply(Op::GateAsk(gate), HUMAN, T0).expect("gate");
     let err = f.claim(first, &a, T0).expect_err("gated");

@@ -112,14 +112,12 @@ proptest! {
                 Step::Finish { todo, agent, skew, drop } => {
                     let Some(m) = model.get(usize::from(todo)) else { continue };
                     let epoch = skew.map(|s| epoch_with(m.epoch, s));
-                    let ok = !m.state.is_final() && match epoch {
-                        Some(e) => e == m.epoch && match (agent, m.lease) {
-                            (Some(a), Some((holder, _))) => a == holder,
-                                // An epoch alone may not finish a live claim.
-                                (None, Some(_)) => !m.live(now),
-                            _ => true,
-                        },
-                        None => !m.live(now),
+                    let ok = !m.state.is_final() && match (epoch, agent) {
+                        // The holder finishes under its own claim only.
+                        (Some(e), Some(a)) => e == m.epoch && m.state == TodoState::Claimed && m.lease.is_some_and(|(holder, _)| holder == a),
+                        // An epoch alone may not finish a live claim.
+                        (Some(e), None) => e == m.epoch && !m.live(now),
+                        (None, _) => !m.live(now),
                     };
                     let to = if drop { TodoState::Dropped } else { TodoState::Done };
                     (Op::TodoFinish { todo: TodoId(u64::from(todo) + 1), to, agent: agent.map(|a| agents[usize::from(a)].clone()), epoch }, ok)
@@ -141,15 +139,18 @@ proptest! {
                         m.lease = Some((agent, now.plus(TTL)));
                     }
                     Step::Renew { todo, agent, .. } => model[usize::from(todo)].lease = Some((agent, now.plus(TTL))),
+                    // Every change of holder moves the epoch on.
                     Step::Release { todo, .. } => {
                         let m = &mut model[usize::from(todo)];
                         m.state = TodoState::Open;
                         m.lease = None;
+                        m.epoch += 1;
                     }
                     Step::Finish { todo, drop, .. } => {
                         let m = &mut model[usize::from(todo)];
                         m.state = if drop { TodoState::Dropped } else { TodoState::Done };
                         m.lease = None;
+                        m.epoch += 1;
                     }
                     Step::Advance { .. } => {}
                 }
@@ -160,7 +161,7 @@ proptest! {
             prop_assert_eq!(todos.len(), model.len());
             for (todo, m) in todos.iter().zip(&model) {
                 prop_assert_eq!(todo.state, m.state, "{}", todo.id);
-                prop_assert_eq!(todo.epoch, m.epoch, "{}: epochs only grow, once per grant", todo.id);
+                prop_assert_eq!(todo.epoch, m.epoch, "{}: epochs only grow, once per change of holder", todo.id);
             }
             // One event per change; a refusal adds at most one (a recorded stale epoch).
             let grew = count - events;

@@ -52,6 +52,7 @@ fn the_store_file_holds_no_secret_in_any_field() {
         options: vec![text(3)],
         context: text(5),
         blocks: Blocks::Global,
+        kind: loopx_kernel::model::GateKind::Question,
     };
     f.store.apply(Op::GateAsk(gate), HUMAN, T0).expect("gate");
     let evidence = NewEvidence {

@@ -50,6 +50,7 @@ fn main() {
             waits_on: None,
             lease: None,
             running: None,
+            attempts_since: None,
         })
         .collect();
     let gates: Vec<GateView> = (1..=20)
@@ -61,6 +62,7 @@ fn main() {
         .collect();
     let slices: Vec<SliceView> = (0..200)
         .map(|i| SliceView {
+            id: i + 1,
             agent: "exec".into(),
             todo: Some(format!("t{}", i % 50 + 1)),
             kind: SliceKind::Work,

@@ -75,6 +75,9 @@ pub struct TodoView {
     /// The slice running on it now, whoever's: nobody else may start one, not even another
     /// supervisor running the same agent under its live lease.
     pub running: Option<String>,
+    /// Only slices with a higher [`SliceView::id`] count toward the stall guard: a person gave
+    /// the todo a fresh budget of attempts.
+    pub attempts_since: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -103,6 +106,8 @@ pub enum SliceKind {
 /// A past (or running) slice, oldest first in [`DecideInput::slices`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SliceView {
+    /// The slice's number (`s12` is 12): slices are numbered in the order they began.
+    pub id: u64,
     pub agent: String,
     pub todo: Option<String>,
     pub kind: SliceKind,
@@ -127,6 +132,22 @@ pub struct Hold {
     pub until: Option<Millis>,
     pub reason: String,
     pub source: HoldSource,
+    /// When the hold was set.
+    pub set_at: Millis,
+}
+
+impl Hold {
+    /// When the hold ends, as seen at `now` (`None`: until a person resumes). A hold set
+    /// "later" than `now` means the wall clock stepped back since: it then lasts at most as
+    /// long as it was set for, counted from `now`, instead of that long plus the step.
+    pub fn ends(&self, now: Millis) -> Option<Millis> {
+        let until = self.until?;
+        if now < self.set_at {
+            Some(until.min(now.saturating_add(until.saturating_sub(self.set_at))))
+        } else {
+            Some(until)
+        }
+    }
 }
 
 /// Everything [`decide`] reads.
@@ -227,7 +248,7 @@ pub fn decide(input: &DecideInput<'_>) -> Decision {
     }
     let chosen = candidates.iter().find(|t| !blocked_by_gate(input, t));
     if let Some(todo) = chosen
-        && stall_streak(input.slices, &todo.id) >= input.policy.stall_after
+        && stall_streak(input.slices, todo) >= input.policy.stall_after
     {
         let mut d = Decision::new(
             DecisionKind::Ask,
@@ -243,10 +264,9 @@ pub fn decide(input: &DecideInput<'_>) -> Decision {
     if let Some(decision) = quota_wait(input) {
         return decision;
     }
-    let probe = input
-        .holds
-        .iter()
-        .any(|h| h.source == HoldSource::Vendor && h.until.is_some_and(|u| u <= input.now));
+    let probe = input.holds.iter().any(|h| {
+        h.source == HoldSource::Vendor && h.ends(input.now).is_some_and(|u| u <= input.now)
+    });
     let mut decision = match chosen {
         Some(todo) => work_on(input, todo),
         None => plan_or_quiet(input),
@@ -335,14 +355,16 @@ fn gate_blocks(input: &DecideInput<'_>, candidates: &[&TodoView]) -> Option<Deci
     None
 }
 
-/// Abnormal slices in a row on `todo`, newest first; usage limits and other vendor trouble
-/// neither count nor break the streak.
-fn stall_streak(slices: &[SliceView], todo: &str) -> u32 {
+/// Abnormal slices in a row on `todo`, newest first, since its last fresh budget; usage limits
+/// and other vendor trouble neither count nor break the streak.
+fn stall_streak(slices: &[SliceView], todo: &TodoView) -> u32 {
+    let since = todo.attempts_since.unwrap_or(0);
     let mut streak = 0;
     for slice in slices
         .iter()
         .rev()
-        .filter(|s| s.todo.as_deref() == Some(todo))
+        .take_while(|s| s.id > since)
+        .filter(|s| s.todo.as_deref() == Some(todo.id.as_str()))
     {
         match slice.outcome.as_deref() {
             Some(o) if ABNORMAL.contains(&o) => streak += 1,
@@ -368,7 +390,7 @@ pub fn admission(input: &DecideInput<'_>) -> Result<(), Blocked> {
     let now = input.now;
     let mut blockers: Vec<(Option<Millis>, String)> = Vec::new();
     for hold in input.holds {
-        match hold.until {
+        match hold.ends(now) {
             None => blockers.push((
                 None,
                 format!(

@@ -29,6 +29,7 @@ fn todo(id: &str, priority: i32) -> TodoView {
         waits_on: None,
         lease: None,
         running: None,
+        attempts_since: None,
     }
 }
 
@@ -59,13 +60,20 @@ fn world() -> World {
 }
 
 fn run(w: &World) -> Decision {
+    // Slices are numbered in the order they are listed, as the store numbers them.
+    let slices: Vec<SliceView> = w
+        .slices
+        .iter()
+        .zip(1..)
+        .map(|(s, id)| SliceView { id, ..s.clone() })
+        .collect();
     decide(&DecideInput {
         now: T0,
         agent: &w.agent,
         goal: w.goal.as_ref(),
         todos: &w.todos,
         gates: &w.gates,
-        slices: &w.slices,
+        slices: &slices,
         holds: &w.holds,
         pacing_tat: w.tat,
         windows: &w.windows,
@@ -88,11 +96,13 @@ fn hold(until: Option<Millis>, source: HoldSource) -> Hold {
         until,
         reason: "five_hour limit".into(),
         source,
+        set_at: T0 - 3 * 60 * MIN,
     }
 }
 
 fn slice(todo: Option<&str>, kind: SliceKind, outcome: &str) -> SliceView {
     SliceView {
+        id: 0,
         agent: "exec".into(),
         todo: todo.map(Into::into),
         kind,
@@ -287,6 +297,50 @@ fn stall_guard_asks_after_k_slices_without_progress() {
 }
 
 #[test]
+fn a_fresh_budget_of_attempts_counts_only_later_slices() {
+    let mut w = world();
+    w.todos = vec![todo("t1", 1)];
+    for _ in 0..3 {
+        w.slices.push(slice(Some("t1"), SliceKind::Work, "failed"));
+    }
+    assert_eq!(run(&w).decision, DecisionKind::Ask, "stalled");
+    // A person answered `retry` after the third slice (s3).
+    w.todos[0].attempts_since = Some(3);
+    let d = run(&w);
+    assert_eq!(
+        (d.decision, d.slice),
+        (DecisionKind::Repair, Some(SliceKind::Repair)),
+        "{}",
+        d.reason
+    );
+    for _ in 0..2 {
+        w.slices
+            .push(slice(Some("t1"), SliceKind::Repair, "failed"));
+    }
+    assert_eq!(run(&w).decision, DecisionKind::Repair, "two of three");
+    w.slices
+        .push(slice(Some("t1"), SliceKind::Repair, "failed"));
+    let d = run(&w);
+    assert_eq!(d.decision, DecisionKind::Ask, "stalled again");
+    assert_eq!(d.stalled.as_deref(), Some("t1"));
+}
+
+#[test]
+fn a_hold_set_before_the_clock_stepped_back_lasts_as_long_as_it_was_set_for() {
+    let mut w = world();
+    // Set "tomorrow" (the clock has since stepped back a day) for five hours.
+    let tomorrow = T0 + 24 * 60 * MIN;
+    w.holds.push(Hold {
+        until: Some(tomorrow + 5 * 60 * MIN),
+        set_at: tomorrow,
+        ..hold(None, HoldSource::Vendor)
+    });
+    let d = run(&w);
+    assert_eq!(d.decision, DecisionKind::Wait);
+    assert_eq!(d.wake_at, Some(T0 + 5 * 60 * MIN), "{}", d.reason);
+}
+
+#[test]
 fn planning_when_nothing_is_open_and_bounded() {
     let mut w = world();
     w.todos.clear();
@@ -376,6 +430,7 @@ fn one_agent_plans_at_a_time() {
     let mut w = world();
     w.todos.clear();
     w.slices = vec![SliceView {
+        id: 0,
         agent: "rev".into(),
         todo: None,
         kind: SliceKind::Plan,

@@ -54,10 +54,16 @@ const NANOS_PER_MILLI: u64 = 1_000_000;
 /// Checks one slice against `pacing` at `now`, given the stored arrival time (`None` before the
 /// first slice). `Ok(tat)` admits it and gives the arrival time to store; `Err(at)` is the
 /// earliest moment it would be admitted.
+///
+/// A GCRA arrival time never lies more than a full burst of periods ahead of the clock. One
+/// that does was stored before the wall clock stepped back; it is taken as a full burst ahead,
+/// so the agent waits at most as if it had just used its whole burst, not the size of the step.
 pub fn pacing_check(pacing: Pacing, tat: Option<Millis>, now: Millis) -> Result<Millis, Millis> {
     let Some(quota) = quota(pacing) else {
         return Ok(tat.unwrap_or(now));
     };
+    let lead = u64::try_from(quota.burst_size_replenished_in().as_millis()).unwrap_or(u64::MAX);
+    let tat = tat.map(|t| t.min(now.saturating_add(lead)));
     let clock = FakeRelativeClock::default();
     let state = PersistedTat(AtomicU64::new(
         tat.map_or(UNSET, |t| t.saturating_mul(NANOS_PER_MILLI)),
@@ -124,6 +130,18 @@ mod tests {
         let tat = pacing_check(pacing, None, T0).expect("first");
         // A "restart" is just a new call with the stored value.
         assert_eq!(pacing_check(pacing, Some(tat), T0 + 60_000), Err(T0 + HOUR));
+    }
+
+    #[test]
+    fn a_clock_stepped_back_a_day_waits_a_period_not_a_day() {
+        let pacing = Pacing {
+            slices_per_hour: 6.0,
+            burst: 1,
+        };
+        let tat = pacing_check(pacing, None, T0).expect("first");
+        let day_earlier = T0 - 24 * HOUR;
+        let wake = pacing_check(pacing, Some(tat), day_earlier).expect_err("paced");
+        assert_eq!(wake, day_earlier + HOUR / 6, "one period from the new now");
     }
 
     #[test]

@@ -33,8 +33,12 @@ impl WindowState {
     /// The state as seen at `now`. Each window that ended since `start` pays back one
     /// allowance of debt; debt that still fills a window keeps it anchored on the vendor's
     /// schedule (`start + k × period`), so its reset time stays fixed instead of receding.
-    pub fn rolled(self, limit: &WindowLimit, now: Millis) -> WindowState {
+    ///
+    /// A window cannot have opened after `now`: one that did was opened before the wall clock
+    /// stepped back, and is taken as opening now, so it lasts one period, not the step too.
+    pub fn rolled(mut self, limit: &WindowLimit, now: Millis) -> WindowState {
         let period = limit.period_ms;
+        self.start = self.start.min(now);
         if self.start == 0 || period == 0 || now < self.start.saturating_add(period) {
             return self;
         }
@@ -195,6 +199,18 @@ mod tests {
             s.rolled(&l, T0 + 10 * H5),
             WindowState::default(),
             "long idle: nothing carried"
+        );
+    }
+
+    #[test]
+    fn a_window_opened_before_the_clock_stepped_back_resets_one_period_from_now() {
+        let l = limit();
+        let tomorrow = T0 + 24 * 3_600_000;
+        let spent = WindowState::default().charged(&l, tomorrow, 2_000, 0.0);
+        assert_eq!(
+            spent.exhausted_until(&l, T0),
+            Some(T0 + H5),
+            "not tomorrow plus five hours"
         );
     }
 

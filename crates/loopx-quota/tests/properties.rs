@@ -69,8 +69,8 @@ proptest! {
             windows: vec![WindowLimit { period_ms: 5 * HOUR, tokens: Some(1_000), cost_usd: None }],
         };
         let goal = GoalView { id: "g1".into(), status: "active".into(), share };
-        let todos = vec![TodoView { id: "t1".into(), title: "x".into(), priority: 0, order: 1, needs: vec![], role: None, waits_on: None, lease: None, running: None }];
-        let holds = vec![Hold { key: "acct".into(), until: Some(T0 + hold_in), reason: "limit".into(), source: HoldSource::Vendor }];
+        let todos = vec![TodoView { id: "t1".into(), title: "x".into(), priority: 0, order: 1, needs: vec![], role: None, waits_on: None, lease: None, running: None, attempts_since: None }];
+        let holds = vec![Hold { key: "acct".into(), until: Some(T0 + hold_in), reason: "limit".into(), source: HoldSource::Vendor, set_at: T0 }];
         let windows = vec![WindowState { start: T0 - 1, tokens: used, cost_micros: 0 }];
         let busy = vec![(T0 - busy_min * 60_000, T0)];
         let policy = Policy::default();

@@ -12,7 +12,7 @@
 //! adapter changes the hash, so no earlier answer matches and loopx asks again.
 
 use loopx_adapters::PermissionLevel;
-use loopx_kernel::model::{Blocks, Gate, GateState, Goal};
+use loopx_kernel::model::{Blocks, Gate, GateKind, GateState, Goal};
 use loopx_kernel::store::{Applied, NewGate};
 use loopx_kernel::{Op, Store, Timestamp};
 use loopx_quota::{Decision, DecisionKind};
@@ -167,6 +167,7 @@ fn ask(binding: &Binding, file: &str) -> NewGate {
                 .parse()
                 .expect("the binding's agent is a registered name"),
         ),
+        kind: GateKind::Question,
     }
 }
 
@@ -231,6 +232,7 @@ mod tests {
             options: new.options,
             context: new.context,
             blocks: new.blocks,
+            kind: new.kind,
             asked_by: ACTOR.into(),
             state,
             answer: (state == GateState::Answered).then(|| Answer {

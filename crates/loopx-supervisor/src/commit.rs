@@ -1,13 +1,21 @@
-//! Applying a finished slice's writeback, and the summary of the slice it yields.
+//! The last stage: write back what the slice did, and the summary of the slice it yields.
+//!
+//! The batch is applied as a whole. When the kernel refuses one of the agent's items, that item
+//! is dropped (and noted as evidence) and the rest tried again; when the claim moved on, only
+//! what does not depend on it is written; when the store is busy or full, the whole batch is
+//! tried again for a while (the guard's patience). Only after the end is recorded is the
+//! slice's guard disarmed.
 
-use loopx_kernel::model::TodoState;
-use loopx_kernel::store::Applied;
-use loopx_kernel::{Conflict, KernelError, Op, Project, Store, Timestamp};
+use loopx_kernel::model::ClaimStanding;
+use loopx_kernel::store::{Applied, BatchError};
+use loopx_kernel::{Conflict, KernelError, Op, Project, Store};
 use serde::Serialize;
 
 use crate::errors::SupervisorError;
+use crate::once::RunOnce;
 use crate::prompt::kind_name;
-use crate::writeback::{Finished, slice_end, writeback};
+use crate::slice::{Observed, actor, patience, retrying};
+use crate::writeback::{Finished, Item, Writeback, lost_claim, writeback};
 
 /// One slice, as `loopx run --once --json` shows it (documented in `docs/cli.md`).
 #[derive(Debug, Clone, Serialize)]
@@ -21,8 +29,9 @@ pub struct SliceSummary {
     pub reason: String,
     pub exit: Option<String>,
     pub pid: Option<u32>,
-    pub started_at: Timestamp,
-    pub ended_at: Timestamp,
+    pub started_at: loopx_kernel::Timestamp,
+    pub ended_at: loopx_kernel::Timestamp,
+    /// How long it ran, on the monotonic clock.
     pub duration_ms: u64,
     /// The wall-time limit it ran under, in seconds (a probe's is shorter than its profile's).
     pub limit_secs: u64,
@@ -32,12 +41,13 @@ pub struct SliceSummary {
     pub log: String,
     /// `done`, `progress`, `blocked`, `malformed` or `none`.
     pub report: &'static str,
-    /// `done` or `released` for a todo's slice; `None` for a planning slice.
+    /// `done` or `released` for a todo's slice (`unchanged` when the claim had moved on);
+    /// `None` for a planning slice.
     pub todo_state: Option<&'static str>,
     pub new_todos: Vec<String>,
     /// The gate the agent's question opened.
     pub gate: Option<String>,
-    pub hold_until: Option<Timestamp>,
+    pub hold_until: Option<loopx_kernel::Timestamp>,
     /// A planning slice declared the goal met, and the goal is now done.
     pub goal_done: bool,
     /// Files the slice changed (project-relative); `None` when they could not be checked.
@@ -46,62 +56,171 @@ pub struct SliceSummary {
     pub violations: Vec<String>,
     /// The gate asking a person about the violations.
     pub violation_gate: Option<String>,
-    /// `applied`; `stale_epoch` when the claim moved on and only the end (and the quota
-    /// usage) was recorded; `refused` when the kernel refused the batch for another reason.
+    /// `applied`; `stale_epoch` when the claim moved on and only the end, loopx's evidence of
+    /// the slice and the quota usage were recorded.
     pub writeback: &'static str,
+    /// Items of the agent's report the kernel refused, each with why (each is also a `note`
+    /// evidence).
+    pub dropped: Vec<String>,
 }
 
-/// Applies the writeback batch; on a stale epoch, only what does not depend on the lease.
+impl Observed {
+    /// Writes the slice back; the guard is disarmed once its end is recorded.
+    pub(crate) fn write_back(self, req: &RunOnce) -> Result<SliceSummary, SupervisorError> {
+        let Observed {
+            begun,
+            ran,
+            judged,
+            changes,
+            pid,
+            ended_at,
+            elapsed,
+        } = self;
+        let setup = &begun.setup;
+        let usage = ran.summary.usage();
+        let log = begun.record.log.clone().unwrap_or_default();
+        let finished = Finished {
+            slice: begun.record.id,
+            agent: &setup.agent.name,
+            todo: begun.record.todo,
+            epoch: begun.record.epoch,
+            kind: begun.record.kind,
+            outcome: &judged.outcome,
+            reason: &judged.reason,
+            exit: judged.exit.clone(),
+            classification: judged.classification.as_ref(),
+            tokens: usage.input.saturating_add(usage.output),
+            cost_usd: ran.summary.cost_usd.unwrap_or(0.0),
+            session: ran.summary.session_id.as_deref(),
+            output_bytes: ran.report.as_ref().map_or(0, |r| r.bytes_total),
+            started_at: begun.record.started_at,
+            ended_at,
+            elapsed,
+            log: &log,
+            quota: setup.quota_request(0, 0.0, None),
+            changes: &changes,
+        };
+        match write_back(&req.project, &actor(setup), &finished, pid) {
+            Ok(mut summary) => {
+                summary.limit_secs = begun.record.limit_secs;
+                begun.guard.disarm();
+                Ok(summary)
+            }
+            Err(e) => {
+                let reason = format!(
+                    "its writeback could not be recorded: {}",
+                    crate::errors::chain(&e)
+                );
+                let slice = begun.record.id;
+                match begun.guard.interrupt(&reason) {
+                    Ok(()) => Err(e.into()),
+                    Err(_) => Err(SupervisorError::Unrecorded {
+                        slice: slice.to_string(),
+                        source: e,
+                    }),
+                }
+            }
+        }
+    }
+}
+
+/// Applies the writeback, retrying while the store is busy or full.
 pub(crate) fn write_back(
     project: &Project,
     actor: &str,
     f: &Finished<'_>,
     pid: Option<u32>,
-) -> Result<SliceSummary, SupervisorError> {
+) -> Result<SliceSummary, KernelError> {
+    let (wb, applied, result) = retrying(patience(), || attempt(project, actor, f))?;
+    Ok(summary(f, pid, &wb, &applied, result))
+}
+
+/// One try: the whole batch, less what the kernel refuses of the agent's items.
+fn attempt(
+    project: &Project,
+    actor: &str,
+    f: &Finished<'_>,
+) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
     let store = Store::open(project)?;
-    let wb = writeback(f, done_by_agent(&store, f)?);
-    let ops = wb.ops.clone();
-    let (applied, result) = match store.apply_all(ops.clone(), actor, f.ended_at) {
-        Ok(applied) => (applied, "applied"),
-        Err(e) => {
-            let stale = matches!(
-                e,
-                KernelError::Conflict(Conflict::StaleEpoch { .. } | Conflict::NotHolder { .. })
-            );
-            tracing::warn!(slice = %f.slice, error = %e, "the slice's writeback was refused");
-            // The usage was real whoever holds the lease now: charge it, and keep a vendor hold.
-            let fallback: Vec<Op> = std::iter::once(slice_end(f))
-                .chain(
-                    ops.iter()
-                        .filter(|op| matches!(op, Op::QuotaCharge(_) | Op::QuotaHold { .. }))
-                        .cloned(),
-                )
-                .collect();
-            store.apply_all(fallback, actor, f.ended_at)?;
-            (Vec::new(), if stale { "stale_epoch" } else { "refused" })
-        }
+    let standing = match (f.todo, f.epoch) {
+        (Some(id), Some(epoch)) => store
+            .read(|s| s.todo(id))?
+            .map(|t| t.claim_of(f.agent, epoch)),
+        _ => None,
     };
-    let applied_ok = result == "applied";
+    let mut wb = writeback(f, standing == Some(ClaimStanding::Finished));
+    if matches!(
+        standing,
+        Some(ClaimStanding::Stale | ClaimStanding::NotHolder)
+    ) {
+        return fall_back(&store, actor, f, wb);
+    }
+    loop {
+        match store.apply_batch(wb.ops(), actor, f.ended_at) {
+            Ok(applied) => return Ok((wb, applied, "applied")),
+            Err(BatchError {
+                op: Some(index),
+                error,
+            }) if wb.parts[index].item.is_some() => {
+                tracing::warn!(slice = %f.slice, error = %error, "the kernel refused an item of the agent's report");
+                wb.drop_item(f, index, &error.to_string());
+            }
+            Err(BatchError {
+                op: Some(_),
+                error:
+                    KernelError::Conflict(
+                        Conflict::StaleEpoch { .. }
+                        | Conflict::NotHolder { .. }
+                        | Conflict::TodoState { .. },
+                    ),
+            }) => return fall_back(&store, actor, f, wb),
+            Err(refused) => return Err(refused.error),
+        }
+    }
+}
+
+/// The claim moved on: record what does not depend on it.
+fn fall_back(
+    store: &Store,
+    actor: &str,
+    f: &Finished<'_>,
+    wb: Writeback,
+) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
+    tracing::warn!(slice = %f.slice, "the slice's claim moved on; recording only its end and usage");
+    store.apply_all(lost_claim(f), actor, f.ended_at)?;
+    Ok((wb, Vec::new(), "stale_epoch"))
+}
+
+fn summary(
+    f: &Finished<'_>,
+    pid: Option<u32>,
+    wb: &Writeback,
+    applied: &[Applied],
+    result: &'static str,
+) -> SliceSummary {
     let mut new_todos = Vec::new();
     let mut gate = None;
     let mut violation_gate = None;
-    for (op, record) in ops.iter().zip(&applied) {
-        match (op, record) {
-            (Op::TodoAdd(_), Applied::Todo(t)) => new_todos.push(t.id.to_string()),
-            (Op::GateAsk(asked), Applied::Gate(g)) if wb.gate.as_ref() == Some(&asked.question) => {
+    let mut goal_done = false;
+    for (part, record) in wb.parts.iter().zip(applied) {
+        match (&part.op, &part.item, record) {
+            (Op::TodoAdd(_), _, Applied::Todo(t)) => new_todos.push(t.id.to_string()),
+            (Op::GateAsk(_), Some(Item::Question), Applied::Gate(g)) => {
                 gate = Some(g.id.to_string());
             }
-            (Op::GateAsk(_), Applied::Gate(g)) => violation_gate = Some(g.id.to_string()),
+            (Op::GateAsk(_), None, Applied::Gate(g)) => violation_gate = Some(g.id.to_string()),
+            (Op::GoalSetStatus { .. }, _, _) => goal_done = true,
             _ => {}
         }
     }
+    let applied_ok = result == "applied";
     let todo_state = match (f.todo, applied_ok, wb.todo_done) {
         (None, _, _) => None,
         (Some(_), true, true) => Some("done"),
         (Some(_), true, false) => Some("released"),
         (Some(_), false, _) => Some("unchanged"),
     };
-    Ok(SliceSummary {
+    SliceSummary {
         id: f.slice.to_string(),
         agent: f.agent.to_string(),
         kind: kind_name(f.kind),
@@ -113,7 +232,7 @@ pub(crate) fn write_back(
         pid,
         started_at: f.started_at,
         ended_at: f.ended_at,
-        duration_ms: f.ended_at.0.saturating_sub(f.started_at.0),
+        duration_ms: u64::try_from(f.elapsed.as_millis()).unwrap_or(u64::MAX),
         limit_secs: 0,
         tokens: f.tokens,
         cost_usd: f.cost_usd,
@@ -124,26 +243,17 @@ pub(crate) fn write_back(
         new_todos,
         gate,
         hold_until: wb.hold_until,
-        goal_done: wb.goal_done && applied_ok,
+        goal_done,
         changed_files: f
             .changes
             .unchecked
             .is_none()
             .then(|| f.changes.files.clone()),
-        violations: wb.violations,
+        violations: wb.violations.clone(),
         violation_gate,
         writeback: result,
-    })
-}
-
-/// True when the agent marked the slice's todo done itself (`loopx report done`), under the
-/// slice's epoch: a peer that reclaimed the todo would have moved the epoch on.
-fn done_by_agent(store: &Store, f: &Finished<'_>) -> Result<bool, SupervisorError> {
-    let (Some(id), Some(epoch)) = (f.todo, f.epoch) else {
-        return Ok(false);
-    };
-    let todo = store.read(|s| s.todo(id))?;
-    Ok(todo.is_some_and(|t| t.state == TodoState::Done && t.epoch == epoch))
+        dropped: wb.dropped.clone(),
+    }
 }
 
 #[cfg(test)]
@@ -156,7 +266,7 @@ mod tests {
     use super::*;
 
     use loopx_kernel::model::PermissionLevel;
-    use loopx_kernel::{AgentName, Project};
+    use loopx_kernel::{AgentName, Project, Timestamp};
 
     const T0: Timestamp = Timestamp(1_790_000_000_000);
 
@@ -165,7 +275,7 @@ mod tests {
     }
 
     #[test]
-    fn a_writeback_after_the_claim_moved_on_records_only_the_end_and_the_usage() {
+    fn a_writeback_after_the_claim_moved_on_records_only_the_slice_and_its_usage() {
         let dir = tempfile::tempdir().expect("temp dir");
         let project = Project::create(dir.path()).expect("project");
         let store = Store::create(&project, T0, "human:tester").expect("store");
@@ -259,12 +369,18 @@ mod tests {
         let todo = todo.expect("the todo");
         assert_eq!(
             (todo.epoch, todo.state.as_str()),
-            (2, "claimed"),
-            "the new holder keeps it"
+            (3, "claimed"),
+            "the new holder keeps it (released at 2, claimed at 3)"
         );
-        assert!(
-            evidence.is_empty(),
-            "nothing written on the lost claim's behalf"
+        let kinds: Vec<&str> = evidence.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            ["slice"],
+            "loopx's own record of the slice, nothing of the agent's under the lost claim"
+        );
+        assert_eq!(
+            todo.latest_handoff, None,
+            "no handoff for the new holder to read"
         );
         assert_eq!(
             spends.iter().map(|s| s.tokens).sum::<u64>(),

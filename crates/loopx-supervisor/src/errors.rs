@@ -36,6 +36,35 @@ pub enum SupervisorError {
     Panicked(String),
     #[error("cannot start the supervisor's runtime")]
     Runtime(#[source] std::io::Error),
+    #[error(
+        "slice {slice} ended but neither its writeback nor its end could be recorded\n(hint: fix the cause below; the next `loopx run` records it interrupted and releases its todo)"
+    )]
+    Unrecorded {
+        slice: String,
+        #[source]
+        source: KernelError,
+    },
+}
+
+impl SupervisorError {
+    /// An error that stops the agent's loop: trying again would meet it again (a bug, an agent
+    /// that is gone, a damaged store), or the store could not record a slice that ran. A
+    /// busy or full store, or a profile a person may fix, is retried instead.
+    pub(crate) fn is_lasting(&self) -> bool {
+        match self {
+            SupervisorError::Kernel(KernelError::Store(e)) => !e.is_transient(),
+            SupervisorError::Kernel(KernelError::Project(_))
+            | SupervisorError::NoAgent
+            | SupervisorError::UnknownAgent { .. }
+            | SupervisorError::Panicked(_)
+            | SupervisorError::Runtime(_)
+            | SupervisorError::Unrecorded { .. } => true,
+            SupervisorError::Kernel(_)
+            | SupervisorError::Profile { .. }
+            | SupervisorError::Launch { .. }
+            | SupervisorError::ProjectConfig { .. } => false,
+        }
+    }
 }
 
 /// An error and its causes on one line, for evidence and progress lines.

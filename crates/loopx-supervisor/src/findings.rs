@@ -6,11 +6,13 @@
 //! changes or roll them back. loopx rolls nothing back itself: the answer reaches the agent in
 //! its next prompt, and the gate holds the agent back until then.
 
-use loopx_kernel::model::{Blocks, EvidenceKind};
+use loopx_kernel::model::{Blocks, EvidenceKind, GateKind};
 use loopx_kernel::store::{NewGate, Op};
 
 use crate::scope::SliceChanges;
-use crate::writeback::{Finished, clip, evidence};
+use loopx_kernel::limits::clip;
+
+use crate::writeback::{Finished, evidence};
 
 /// Files named in a question or a summary; the evidence's detail names them all.
 const NAMED: usize = 5;
@@ -93,6 +95,7 @@ pub(crate) fn ops(f: &Finished<'_>) -> Vec<Op> {
             16 * 1024,
         ),
         blocks: Blocks::Agent(f.agent.clone()),
+        kind: GateKind::Question,
     }));
     ops
 }

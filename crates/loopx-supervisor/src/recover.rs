@@ -10,18 +10,19 @@
 //! last slice on the todo and makes the next one a repair slice.
 //!
 //! A slice owned by a live supervisor — another `loopx run` on the same project — is left
-//! alone. Two supervisors recovering the same orphan at once are harmless: the second one's
-//! slice end is refused and it moves on.
+//! alone. A slice of this very process is an orphan too once no live worker owns it (its
+//! guard could not record its end: see `slice/guard.rs`). Two supervisors recovering the same
+//! orphan at once are harmless: the second one's interrupt is refused and it moves on.
 
 use std::time::Duration;
 
-use loopx_kernel::model::{EvidenceKind, ProcessIdentity, SliceRecord, TodoState};
-use loopx_kernel::store::{NewEvidence, SliceEnd};
+use loopx_kernel::model::{ProcessIdentity, SliceRecord};
+use loopx_kernel::store::Applied;
 use loopx_kernel::{Conflict, KernelError, Op, Project, Store, Timestamp};
 use serde::Serialize;
 
 use crate::errors::SupervisorError;
-use crate::slice::{is_alive, marker, process_identity};
+use crate::slice::{LiveSlices, is_alive, marker, process_identity};
 
 /// How long an orphan's processes get between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(3);
@@ -57,27 +58,37 @@ pub fn recover(project: &Project) -> Result<Vec<Recovered>, SupervisorError> {
     })?;
     let mut out = Vec::new();
     for (owner, slice) in running {
-        if !is_orphan(owner.as_ref(), &slice, &me, now) {
+        let Some(why) = orphaned(project, owner.as_ref(), &slice, &me, now) else {
             continue;
-        }
-        if let Some(recovered) = close(project, owner.as_ref(), &slice)? {
+        };
+        if let Some(recovered) = close(project, owner.as_ref(), &slice, &why)? {
             out.push(recovered);
         }
     }
     Ok(out)
 }
 
-fn is_orphan(
+/// Why `slice` is an orphan, if it is: its supervisor is gone, or it is this very process and
+/// no live worker owns the slice any more (its guard could not record the end).
+fn orphaned(
+    project: &Project,
     owner: Option<&ProcessIdentity>,
     slice: &SliceRecord,
     me: &ProcessIdentity,
     now: Timestamp,
-) -> bool {
+) -> Option<String> {
     match owner {
-        Some(owner) => owner != me && !is_alive(owner),
+        Some(owner) if owner == me => LiveSlices::is_abandoned(project, slice.id).then(|| {
+            "its worker in this supervisor ended without recording it (the store could not be written)".to_owned()
+        }),
+        Some(owner) => {
+            (!is_alive(owner)).then(|| format!("its supervisor (pid {}) is gone", owner.pid))
+        }
         None => {
             let limit = Duration::from_secs(slice.limit_secs) + UNOWNED_SLACK;
-            now >= slice.started_at.plus(limit)
+            (now >= slice.started_at.plus(limit)).then(|| {
+                "its supervisor was not recorded and it is long past its limit".to_owned()
+            })
         }
     }
 }
@@ -87,6 +98,7 @@ fn close(
     project: &Project,
     owner: Option<&ProcessIdentity>,
     slice: &SliceRecord,
+    why: &str,
 ) -> Result<Option<Recovered>, SupervisorError> {
     let session = slice
         .process
@@ -94,80 +106,45 @@ fn close(
         .filter(|agent| is_alive(agent))
         .map(|agent| agent.pid);
     let swept = loopx_pty::stop_orphaned_slice(session, &marker(project.root(), slice.id), GRACE);
-    let store = Store::open(project)?;
-    let holds_claim = match (slice.todo, slice.epoch) {
-        (Some(todo), Some(epoch)) => store.read(|s| s.todo(todo))?.is_some_and(|t| {
-            t.state == TodoState::Claimed
-                && t.epoch == epoch
-                && t.lease.as_ref().is_some_and(|l| l.agent == slice.agent)
-        }),
-        _ => false,
-    };
     let output_bytes = slice
         .log
         .as_ref()
         .and_then(|log| std::fs::metadata(project.root().join(log)).ok())
         .map_or(0, |m| m.len());
-    let who = owner.map_or_else(
-        || "its supervisor was not recorded and it is long past its limit".to_owned(),
-        |o| format!("its supervisor (pid {}) is gone", o.pid),
-    );
-    let mut summary = format!("slice {} was interrupted: {who}", slice.id);
+    let mut reason = why.to_owned();
     if !swept.found.is_empty() {
-        summary.push_str(&format!(
+        reason.push_str(&format!(
             "; {} leftover process(es) were stopped",
             swept.found.len()
         ));
     }
     if !swept.survivors.is_empty() {
-        summary.push_str(&format!(
+        reason.push_str(&format!(
             "; {} survived SIGKILL: {:?}",
             swept.survivors.len(),
             swept.survivors
         ));
     }
-    let mut ops = vec![
-        Op::SliceEnd {
-            slice: slice.id,
-            end: SliceEnd {
-                outcome: "interrupted".into(),
-                exit: Some("supervisor gone".into()),
-                tokens: 0,
-                cost_usd: 0.0,
-                output_bytes,
-            },
-        },
-        Op::EvidenceAdd(NewEvidence {
-            kind: EvidenceKind::Slice,
-            summary,
-            detail: String::new(),
-            files: Vec::new(),
-            todo: slice.todo,
-            slice: Some(slice.id),
-            epoch: None,
-        }),
-    ];
-    if holds_claim && let (Some(todo), Some(epoch)) = (slice.todo, slice.epoch) {
-        ops.push(Op::TodoRelease {
-            todo,
-            agent: slice.agent.clone(),
-            epoch,
-        });
-    }
-    match store.apply_all(ops, "loopx:recovery", Timestamp::now()) {
-        Ok(_) => Ok(Some(Recovered {
+    let op = Op::SliceInterrupt {
+        slice: slice.id,
+        reason,
+        exit: Some("supervisor gone".into()),
+        output_bytes,
+    };
+    let store = Store::open(project)?;
+    match store.apply(op, "loopx:recovery", Timestamp::now()) {
+        Ok(Applied::Interrupted { released, .. }) => Ok(Some(Recovered {
             slice: slice.id.to_string(),
             agent: slice.agent.to_string(),
             todo: slice.todo.map(|t| t.to_string()),
             supervisor_pid: owner.map(|o| o.pid),
             stopped: swept.found,
             survivors: swept.survivors,
-            released: holds_claim,
+            released,
         })),
-        // A peer recovered it (or its claim moved) between our read and our write.
-        Err(KernelError::Conflict(
-            Conflict::SliceEnded { .. } | Conflict::StaleEpoch { .. } | Conflict::NotHolder { .. },
-        )) => Ok(None),
+        Ok(other) => unreachable!("an interrupt yields the slice, not {other:?}"),
+        // A peer recovered it between our read and our write.
+        Err(KernelError::Conflict(Conflict::SliceEnded { .. })) => Ok(None),
         Err(e) => Err(e.into()),
     }
 }

@@ -4,13 +4,15 @@
 //! frees its todo soon. While the slice runs, a thread renews the claim every third of that;
 //! if the kernel refuses (the claim moved on: a person released it, or it expired while the
 //! machine slept and a peer took it), the slice is stopped, because two agents must never work
-//! on one todo.
+//! on one todo. A renewal that finds the todo finished under the slice's own claim (the agent
+//! ran `loopx report done` and went on working) is a success: renewing simply stops.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use loopx_kernel::store::Applied;
 use loopx_kernel::{AgentName, KernelError, Op, Project, Store, Timestamp, TodoId};
 use loopx_pty::SliceControl;
 
@@ -53,9 +55,12 @@ impl Renewal {
                     };
                     let actor = format!("agent:{agent}");
                     let renewed = Store::open(&project)
-                        .and_then(|s| s.apply(op, &actor, Timestamp::now()).map(drop));
+                        .and_then(|s| s.apply(op, &actor, Timestamp::now()));
                     match renewed {
-                        Ok(()) => {}
+                        // The agent finished the todo itself (`loopx report done`) and works
+                        // on: its claim is complete, nothing is left to renew.
+                        Ok(Applied::Todo(todo)) if todo.state.is_final() => return,
+                        Ok(_) => {}
                         Err(KernelError::Conflict(c)) => {
                             tracing::warn!(%todo, error = %c, "the slice lost its claim; stopping it");
                             let mut shared = mine.lock().unwrap_or_else(|p| p.into_inner());

@@ -24,7 +24,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use loopx_kernel::doorbell::{self, Listener};
-use loopx_kernel::{KernelError, Project, Store, StoreError, Timestamp};
+use loopx_kernel::{Project, Store, Timestamp};
 use loopx_quota::{Decision, DecisionKind};
 use serde::Serialize;
 
@@ -82,7 +82,8 @@ pub enum EndReason {
     Gate,
     /// A signal asked loopx to stop.
     Shutdown,
-    /// Every agent failed to run (a broken profile, say): see the errors.
+    /// An agent's loop was stopped by an error that would not pass (a damaged store, a slice
+    /// whose end could not be recorded, a bug): see the errors.
     Error,
 }
 
@@ -182,6 +183,9 @@ struct Slot {
     last: Option<DecisionKind>,
     /// Paused (so the next slice is announced as a resume).
     paused: bool,
+    /// Its last attempt failed with an error a person may have to fix (a broken profile):
+    /// for `--on-gate exit` it cannot go on by itself either.
+    erring: bool,
     /// What was last shown for it, so a repeated decision is not shown again.
     shown: Option<String>,
     /// The agent's loop ended, and why.
@@ -214,6 +218,7 @@ pub fn run_loop(req: &RunLoop, emit: &mut dyn FnMut(&RunEvent)) -> Result<RunEnd
                 due: Some(Instant::now()),
                 last: None,
                 paused: false,
+                erring: false,
                 shown: None,
                 ended: None,
             })
@@ -384,7 +389,8 @@ impl Coordinator<'_> {
                 .filter_map(|s| s.ended.as_deref())
                 .collect();
             let detail = reasons.into_iter().collect::<Vec<_>>().join("; ");
-            if self.first_error.is_some() && self.slots.iter().all(|s| s.last.is_none()) {
+            // An agent stopped by an error is not "done", whatever the others did.
+            if self.first_error.is_some() {
                 return Some((EndReason::Error, detail));
             }
             return Some((EndReason::Goal, detail));
@@ -399,9 +405,9 @@ impl Coordinator<'_> {
         }
         if self.req.on_gate == OnGate::Exit {
             let waiting: Vec<&Slot> = self.slots.iter().filter(|s| s.ended.is_none()).collect();
-            let stuck = waiting
-                .iter()
-                .all(|s| matches!(s.last, Some(DecisionKind::Ask | DecisionKind::Quiet)));
+            let stuck = waiting.iter().all(|s| {
+                s.erring || matches!(s.last, Some(DecisionKind::Ask | DecisionKind::Quiet))
+            });
             let asked = waiting.iter().any(|s| s.last == Some(DecisionKind::Ask));
             if stuck && asked {
                 return Some((
@@ -464,6 +470,7 @@ impl Coordinator<'_> {
         let now = Instant::now();
         let slot = &mut self.slots[idx];
         slot.busy = false;
+        slot.erring = result.is_err();
         let agent = slot.name.clone();
         match result {
             Ok(Once::Ran { decision, slice }) => {
@@ -482,6 +489,8 @@ impl Coordinator<'_> {
                 pause(slot, until, reason, emit);
             }
             Ok(Once::Decided { decision, .. }) => self.decided(idx, decision, emit),
+            // The loop is stopping: nothing more for this agent.
+            Ok(Once::Stopped { .. }) => {}
             Err(e) => self.failed(idx, e, emit),
         }
     }
@@ -539,17 +548,7 @@ impl Coordinator<'_> {
         let slot = &mut self.slots[idx];
         let agent = slot.name.clone();
         let error = crate::errors::chain(&e);
-        let lasting = matches!(
-            e,
-            SupervisorError::Profile { .. }
-                | SupervisorError::Panicked(_)
-                | SupervisorError::UnknownAgent { .. }
-                | SupervisorError::NoAgent
-                | SupervisorError::Launch { .. }
-        ) || matches!(
-            e,
-            SupervisorError::Kernel(KernelError::Store(ref s)) if !matches!(s, StoreError::Busy { .. })
-        ) || matches!(e, SupervisorError::Kernel(KernelError::Project(_)));
+        let lasting = e.is_lasting();
         // A passing error that repeats every few seconds is shown once.
         let key = format!("error:{error}");
         if slot.shown.as_deref() != Some(key.as_str()) {

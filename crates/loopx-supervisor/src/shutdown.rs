@@ -64,14 +64,14 @@ impl Shutdown {
             *slot = Some(why.to_owned());
         }
         let stopping = Self::stopping(level);
-        if let Ok(slices) = self.slices.lock() {
-            for control in slices.values() {
-                match stopping {
-                    Stopping::Now => control.kill_now(),
-                    _ => control.stop(),
-                }
+        let slices = self.slices.lock().unwrap_or_else(|p| p.into_inner());
+        for control in slices.values() {
+            match stopping {
+                Stopping::Now => control.kill_now(),
+                _ => control.stop(),
             }
         }
+        drop(slices);
         if let Ok(wake) = self.wake.lock()
             && let Some(wake) = wake.as_ref()
         {
@@ -103,15 +103,18 @@ impl Shutdown {
     }
 
     /// Registers a running slice's control; stops it at once if a stop was already requested.
+    ///
+    /// The level is read after the control is in the table, under the table's lock: a request
+    /// raises the level before it takes the lock, so it either finds the control in the table
+    /// or is seen here. (Reading it first would let a request land in between and miss it.)
     pub(crate) fn register(&self, slice: u64, control: SliceControl) {
+        let mut slices = self.slices.lock().unwrap_or_else(|p| p.into_inner());
         match self.level() {
             Stopping::No => {}
             Stopping::Gracefully => control.stop(),
             Stopping::Now => control.kill_now(),
         }
-        if let Ok(mut slices) = self.slices.lock() {
-            slices.insert(slice, control);
-        }
+        slices.insert(slice, control);
     }
 
     pub(crate) fn unregister(&self, slice: u64) {

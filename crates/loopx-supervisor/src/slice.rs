@@ -1,11 +1,33 @@
-//! Running one slice's process: its launch spec and identity, its output stream, its outcome.
+//! One slice, as a value that moves through typed stages, each a function from one state to
+//! the next (see `docs/design/run-loop.md`, "A slice's life"):
+//!
+//! ```text
+//! decide ──▶ Decided ──begin──▶ Begun ──launch──▶ Launched ──observe──▶ Observed ──write_back──▶ SliceSummary
+//!                                 └──────────── SliceGuard owns the slice ─────────────────────┘
+//! ```
+//!
+//! - `decide` (`slice/decide.rs`): the decision; only `deliver` and `repair` go on.
+//! - `Decided::begin` (`slice/begin.rs`): the prompt, then claim + admission + slice record in
+//!   one kernel transaction. From its commit a `SliceGuard` (`slice/guard.rs`) owns the slice:
+//!   whatever happens next, the slice ends, `interrupted` with the cause when not by its
+//!   writeback.
+//! - `Begun::launch` (`slice/run.rs`): the agent spawned in its PTY (not when a stop was
+//!   requested).
+//! - `Launched::observe` (`slice/run.rs`): its output read to the end; the outcome judged; the
+//!   scope checked.
+//! - `Observed::write_back` (`commit.rs`): what the slice did written back; the guard disarmed.
 
+mod begin;
+mod decide;
+mod guard;
 mod launch;
 mod outcome;
 mod redact_log;
+mod run;
 mod stream;
 
-pub(crate) use launch::{SliceEnv, is_alive, launch_spec, marker, process_identity};
-pub(crate) use outcome::judge;
-pub(crate) use redact_log::redact_log;
-pub(crate) use stream::run_slice;
+pub(crate) use begin::{Began, actor};
+pub(crate) use decide::{Next, decide};
+pub(crate) use guard::{LiveSlices, patience, retrying};
+pub(crate) use launch::{is_alive, marker, process_identity};
+pub(crate) use run::Observed;

@@ -1,31 +1,33 @@
 //! What a finished slice writes to the kernel, as one batch of operations (DESIGN §6 step 7).
 //!
-//! Pure: the facts of the slice in, the [`Op`]s out. The caller applies them with
-//! `Store::apply_all`, so they all land or none does, and the todo's release (or finish)
-//! carries the claim's epoch: a slice whose lease moved on writes nothing but its end.
+//! Pure: the facts of the slice in, the [`Op`]s out. The caller applies them as one batch
+//! (`commit.rs`), so they all land or none does, and the todo's release (or finish) carries
+//! the claim's epoch: a slice whose claim moved on writes nothing under it.
 //!
-//! The agent's report is untrusted input. Texts are clipped to what the kernel accepts, a
-//! question that is not a concrete question becomes evidence instead of a gate, a malformed
-//! report becomes evidence saying so, and evidence kinds an agent may not claim (`slice`,
-//! `quota`, `violation`) are recorded as notes.
+//! The agent's report is untrusted input, and one bad item in it must never cost the slice its
+//! own record. Every item (a piece of evidence, a proposed todo, the question, a planning
+//! slice's "goal met") is a [`Part`] marked as the agent's: texts are clipped to the kernel's
+//! bounds ([`loopx_kernel::limits`]), the kernel's own checks (`NewTodo::check`, …) drop what
+//! it would refuse, and each dropped item becomes a `note` evidence saying what and why. An
+//! item the kernel still refuses when the batch is applied (the goal ended meanwhile, say) is
+//! dropped the same way and the batch tried again. What loopx itself writes — the slice's end
+//! and evidence, the handoff, the scope findings, the quota, the release or finish — is always
+//! valid. Evidence kinds an agent may not claim (`slice`, `quota`, `violation`) are recorded
+//! as notes.
 
 use loopx_adapters::{Classification, Outcome, Report};
-use loopx_kernel::model::{Blocks, EvidenceKind, GoalStatus, HoldSource, SliceKind, TodoState};
+use loopx_kernel::limits::{self, clip};
+use loopx_kernel::model::{
+    Blocks, EvidenceKind, GateKind, GoalStatus, HoldSource, SliceKind, TodoState,
+};
 use loopx_kernel::store::{NewEvidence, NewGate, NewHandoff, NewTodo, Op, QuotaRequest, SliceEnd};
 use loopx_kernel::time::short_duration;
-use loopx_kernel::{AgentName, SliceId, Timestamp, TodoId};
+use loopx_kernel::{AgentName, Invalid, SliceId, Timestamp, TodoId};
 
 use crate::findings;
 use crate::prompt::kind_name;
 use crate::scope::SliceChanges;
 
-// The kernel's bounds on one record (it refuses longer texts, which would refuse the batch).
-const SUMMARY: usize = 500;
-const TITLE: usize = 200;
-const OPTION: usize = 200;
-const OPTIONS: usize = 16;
-const QUESTION: usize = 1_000;
-const DETAIL: usize = 16 * 1024;
 /// How long an account is held after a usage limit that named no reset time.
 const UNKNOWN_RESET_BACKOFF: std::time::Duration = std::time::Duration::from_secs(5 * 60);
 /// At most this many proposed todos and evidence items are taken from one report.
@@ -52,6 +54,8 @@ pub struct Finished<'a> {
     pub output_bytes: u64,
     pub started_at: Timestamp,
     pub ended_at: Timestamp,
+    /// How long the slice ran, on the monotonic clock.
+    pub elapsed: std::time::Duration,
     /// The slice's log, relative to the project root.
     pub log: &'a str,
     /// The agent's quota request; its usage and run time are filled in here.
@@ -60,24 +64,84 @@ pub struct Finished<'a> {
     pub changes: &'a SliceChanges,
 }
 
+/// One operation of the batch.
+#[derive(Debug, Clone)]
+pub struct Part {
+    pub op: Op,
+    /// Set for what the agent reported: dropped (and noted) if the kernel refuses it.
+    pub item: Option<Item>,
+}
+
+/// Something the agent reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    Evidence,
+    Todo,
+    /// The agent's question, as a gate.
+    Question,
+    /// A planning slice declared the goal met.
+    GoalDone,
+}
+
 /// The batch, and what it will do (for the caller's output).
 #[derive(Debug, Clone)]
 pub struct Writeback {
-    pub ops: Vec<Op>,
+    pub parts: Vec<Part>,
     /// The todo is finished as done (else released).
     pub todo_done: bool,
-    /// A planning slice declared the goal met; the goal is marked done.
-    pub goal_done: bool,
-    pub new_todos: usize,
-    pub gate: Option<String>,
-    pub hold_until: Option<Timestamp>,
     /// `done`, `progress`, `blocked`, `malformed` or `none`.
     pub report: &'static str,
+    pub hold_until: Option<Timestamp>,
     /// Files the slice changed that the agent was not allowed to change.
     pub violations: Vec<String>,
+    /// What of the report was dropped, and why.
+    pub dropped: Vec<String>,
 }
 
-/// The slice's end alone: what is written when the batch is refused.
+impl Writeback {
+    pub fn ops(&self) -> Vec<Op> {
+        self.parts.iter().map(|p| p.op.clone()).collect()
+    }
+
+    /// Drops the agent's item at `index`, which the kernel refused for `why`, and notes it.
+    pub fn drop_item(&mut self, f: &Finished<'_>, index: usize, why: &str) {
+        let part = self.parts.remove(index);
+        let what = describe(&part.op);
+        self.note_dropped(f, &what, why);
+    }
+
+    fn note_dropped(&mut self, f: &Finished<'_>, what: &str, why: &str) {
+        let summary = format!("dropped from the agent's report: {what}: {why}");
+        self.dropped.push(clip(&summary, limits::SUMMARY));
+        let note = Op::EvidenceAdd(evidence(f, EvidenceKind::Note, &summary, why));
+        // Before the quota and the release, beside the slice's other evidence.
+        let at = self
+            .parts
+            .iter()
+            .position(|p| matches!(p.op, Op::QuotaCharge(_)))
+            .unwrap_or(self.parts.len());
+        self.parts.insert(
+            at,
+            Part {
+                op: note,
+                item: None,
+            },
+        );
+    }
+}
+
+/// What an item is, for the note that says it was dropped.
+fn describe(op: &Op) -> String {
+    match op {
+        Op::TodoAdd(t) => format!("the proposed todo `{}`", clip(&t.title, 80)),
+        Op::EvidenceAdd(e) => format!("the evidence `{}`", clip(&e.summary, 80)),
+        Op::GateAsk(g) => format!("the question `{}`", clip(&g.question, 80)),
+        Op::GoalSetStatus { .. } => "marking the goal done".to_owned(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The slice's end alone.
 pub fn slice_end(f: &Finished<'_>) -> Op {
     Op::SliceEnd {
         slice: f.slice,
@@ -91,42 +155,66 @@ pub fn slice_end(f: &Finished<'_>) -> Op {
     }
 }
 
+/// What is written when the claim moved on: the slice's end and loopx's own evidence of it
+/// (not under the claim), and the usage and any vendor hold, which were real whoever holds
+/// the todo now. Nothing of the agent's report.
+pub fn lost_claim(f: &Finished<'_>) -> Vec<Op> {
+    let mut slice = slice_evidence(f, None);
+    slice.epoch = None;
+    let mut ops = vec![
+        slice_end(f),
+        Op::EvidenceAdd(slice),
+        Op::QuotaCharge(charge(f)),
+    ];
+    ops.extend(hold(f).map(|(op, _)| op));
+    ops
+}
+
 /// Every operation of the writeback, in order.
 ///
-/// `done_by_agent`: the agent already marked the slice's todo done under the slice's epoch
-/// (`loopx report done`), so the batch neither releases nor finishes it again (either would be
-/// refused, and take the evidence and handoff down with it).
+/// `done_by_agent`: the agent already marked the slice's todo done under the slice's claim
+/// (`loopx report done`), so the batch neither releases nor finishes it again.
 pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     let report = f.classification.and_then(|c| c.report.as_ref());
-    let mut ops = vec![slice_end(f), Op::EvidenceAdd(slice_evidence(f, report))];
+    let mut wb = Writeback {
+        parts: vec![
+            core(slice_end(f)),
+            core(Op::EvidenceAdd(slice_evidence(f, report))),
+        ],
+        todo_done: false,
+        report: "none",
+        hold_until: None,
+        violations: Vec::new(),
+        dropped: Vec::new(),
+    };
     let mut question = None;
-    let report_word =
-        match report {
-            Some(Ok(r)) => {
-                ops.extend(r.evidence.iter().take(REPORT_ITEMS).map(|e| {
-                    Op::EvidenceAdd(evidence(f, kind_of(e.kind.as_deref()), &e.summary, ""))
-                }));
-                question = r
-                    .question
-                    .as_ref()
-                    .map(|q| (q.text.clone(), q.options.clone()));
-                match r.status {
-                    loopx_adapters::ReportStatus::Done => "done",
-                    loopx_adapters::ReportStatus::Progress => "progress",
-                    loopx_adapters::ReportStatus::Blocked => "blocked",
-                }
+    match report {
+        Some(Ok(r)) => {
+            for e in r.evidence.iter().take(REPORT_ITEMS) {
+                let new = evidence(f, kind_of(e.kind.as_deref()), &e.summary, "");
+                wb.add_item(f, Op::EvidenceAdd(new), Item::Evidence);
             }
-            Some(Err(bad)) => {
-                ops.push(Op::EvidenceAdd(evidence(
-                    f,
-                    EvidenceKind::Note,
-                    &format!("the agent's loopx-report block is malformed: {}", bad.error),
-                    &bad.raw,
-                )));
-                "malformed"
-            }
-            None => "none",
-        };
+            question = r
+                .question
+                .as_ref()
+                .map(|q| (q.text.clone(), q.options.clone()));
+            wb.report = match r.status {
+                loopx_adapters::ReportStatus::Done => "done",
+                loopx_adapters::ReportStatus::Progress => "progress",
+                loopx_adapters::ReportStatus::Blocked => "blocked",
+            };
+        }
+        Some(Err(bad)) => {
+            wb.parts.push(core(Op::EvidenceAdd(evidence(
+                f,
+                EvidenceKind::Note,
+                &format!("the agent's loopx-report block is malformed: {}", bad.error),
+                &bad.raw,
+            ))));
+            wb.report = "malformed";
+        }
+        None => {}
+    }
     if question.is_none()
         && let Some(Classification {
             outcome:
@@ -139,74 +227,38 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     {
         question = Some((text.clone(), options.clone()));
     }
-    ops.push(Op::HandoffAdd(handoff(f, report, question.as_ref())));
-    ops.extend(findings::ops(f));
-    let mut new_todos = 0;
+    let question = question.map(|(text, options)| (clip(text.trim(), limits::QUESTION), options));
+    wb.parts
+        .push(core(Op::HandoffAdd(handoff(f, report, question.as_ref()))));
+    wb.parts.extend(findings::ops(f).into_iter().map(core));
     if let Some(Ok(r)) = report {
         for todo in r.next_todos.iter().take(REPORT_ITEMS) {
-            let title = clip(todo.title.trim(), TITLE);
-            if title.is_empty() {
-                continue;
-            }
-            new_todos += 1;
-            ops.push(Op::TodoAdd(NewTodo {
+            let new = NewTodo {
                 goal: None,
-                title,
-                detail: clip(todo.detail.as_deref().unwrap_or("").trim(), DETAIL),
+                title: clip(todo.title.trim(), limits::TITLE),
+                detail: clip(todo.detail.as_deref().unwrap_or("").trim(), limits::DETAIL),
                 priority: 0,
                 needs: vec![],
                 after: vec![],
-                role: todo.role.clone().filter(|r| !r.trim().is_empty()),
-            }));
+                role: todo
+                    .role
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|r| !r.is_empty())
+                    .map(str::to_owned),
+            };
+            wb.add_item(f, Op::TodoAdd(new), Item::Todo);
         }
     }
-    let gate = question.and_then(|(text, options)| {
-        let text = clip(text.trim(), QUESTION);
-        match loopx_kernel::question::check_question(&text) {
-            Ok(()) => {
-                ops.push(Op::GateAsk(gate(f, text.clone(), options)));
-                Some(text)
-            }
-            Err(why) => {
-                ops.push(Op::EvidenceAdd(evidence(
-                    f,
-                    EvidenceKind::Note,
-                    &format!("the agent asked a question loopx cannot put to a person: {why}"),
-                    &text,
-                )));
-                None
-            }
-        }
-    });
-    let mut charge = f.quota.clone();
-    charge.tokens = f.tokens;
-    charge.cost_usd = f.cost_usd;
-    charge.busy = Some((f.started_at, f.ended_at));
-    ops.push(Op::QuotaCharge(charge));
-    let reset = resets_at(f);
-    // A limit without a reset time (Claude under an API key reports none for a 429) still holds
-    // the account, for a fixed backoff: retrying at once would only hit the limit again. The
-    // first slice after the hold is a probe (the decision marks it), which re-holds if needed.
-    let hold_until = reset
-        .or_else(|| (f.outcome == "usage_limited").then(|| f.ended_at.plus(UNKNOWN_RESET_BACKOFF)));
-    if let Some(until) = hold_until {
-        let reason = match reset {
-            Some(_) => format!("usage limit reported by `{}` in slice {}", f.agent, f.slice),
-            None => format!(
-                "usage limit reported by `{}` in slice {} with no reset time: backing off {}",
-                f.agent,
-                f.slice,
-                short_duration(UNKNOWN_RESET_BACKOFF)
-            ),
-        };
-        ops.push(Op::QuotaHold {
-            key: f.quota.account.clone(),
-            until: Some(until),
-            reason,
-            source: HoldSource::Vendor,
-        });
+    if let Some((text, options)) = question {
+        wb.add_item(f, Op::GateAsk(gate(f, text, options)), Item::Question);
     }
-    let violations: Vec<String> = f
+    wb.parts.push(core(Op::QuotaCharge(charge(f))));
+    if let Some((op, until)) = hold(f) {
+        wb.parts.push(core(op));
+        wb.hold_until = Some(until);
+    }
+    wb.violations = f
         .changes
         .violations()
         .into_iter()
@@ -216,19 +268,22 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     // marked it done with `loopx report done`: then the violation gate still asks).
     let reported_done = matches!(report, Some(Ok(r)) if r.status == loopx_adapters::ReportStatus::Done)
         && f.outcome == "completed"
-        && violations.is_empty();
+        && wb.violations.is_empty();
     let todo_done = done_by_agent || reported_done;
     // A planning slice that reports `done` and proposes nothing says the goal is met: its
     // prompt asks for exactly that when it is.
-    let goal_done = f.kind == SliceKind::Plan && reported_done && new_todos == 0;
-    if goal_done {
-        ops.push(Op::GoalSetStatus {
-            goal: None,
-            to: GoalStatus::Done,
+    let proposed = wb.parts.iter().any(|p| p.item == Some(Item::Todo));
+    if f.kind == SliceKind::Plan && reported_done && !proposed {
+        wb.parts.push(Part {
+            op: Op::GoalSetStatus {
+                goal: None,
+                to: GoalStatus::Done,
+            },
+            item: Some(Item::GoalDone),
         });
     }
     if let (Some(todo), Some(epoch), false) = (f.todo, f.epoch, done_by_agent) {
-        ops.push(if todo_done {
+        wb.parts.push(core(if todo_done {
             Op::TodoFinish {
                 todo,
                 to: TodoState::Done,
@@ -241,18 +296,78 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
                 agent: f.agent.clone(),
                 epoch,
             }
-        });
+        }));
     }
-    Writeback {
-        ops,
-        todo_done: todo_done && f.todo.is_some(),
-        goal_done,
-        new_todos,
-        gate,
-        hold_until,
-        report: report_word,
-        violations,
+    wb.todo_done = todo_done && f.todo.is_some();
+    wb
+}
+
+impl Writeback {
+    /// Adds an item of the agent's, or notes why the kernel would refuse it.
+    fn add_item(&mut self, f: &Finished<'_>, op: Op, item: Item) {
+        let checked: Result<(), Invalid> = match &op {
+            Op::TodoAdd(new) => new.check(),
+            Op::EvidenceAdd(new) => new.check(),
+            Op::GateAsk(new) => new.check(),
+            _ => Ok(()),
+        };
+        match checked {
+            Ok(()) => self.parts.push(Part {
+                op,
+                item: Some(item),
+            }),
+            Err(why) => {
+                let what = describe(&op);
+                self.note_dropped(f, &what, &why.to_string());
+            }
+        }
     }
+}
+
+fn core(op: Op) -> Part {
+    Part { op, item: None }
+}
+
+/// The usage the slice spent, over the time it ran (measured on the monotonic clock, ending
+/// at its end).
+fn charge(f: &Finished<'_>) -> QuotaRequest {
+    let mut charge = f.quota.clone();
+    charge.tokens = f.tokens;
+    charge.cost_usd = f.cost_usd;
+    let began = Timestamp(
+        f.ended_at
+            .0
+            .saturating_sub(u64::try_from(f.elapsed.as_millis()).unwrap_or(u64::MAX)),
+    );
+    charge.busy = Some((began, f.ended_at));
+    charge
+}
+
+/// The hold a usage limit puts on the account, and until when.
+fn hold(f: &Finished<'_>) -> Option<(Op, Timestamp)> {
+    let reset = resets_at(f);
+    // A limit without a reset time (Claude under an API key reports none for a 429) still holds
+    // the account, for a fixed backoff: retrying at once would only hit the limit again. The
+    // first slice after the hold is a probe (the decision marks it), which re-holds if needed.
+    let until = reset.or_else(|| {
+        (f.outcome == "usage_limited").then(|| f.ended_at.plus(UNKNOWN_RESET_BACKOFF))
+    })?;
+    let reason = match reset {
+        Some(_) => format!("usage limit reported by `{}` in slice {}", f.agent, f.slice),
+        None => format!(
+            "usage limit reported by `{}` in slice {} with no reset time: backing off {}",
+            f.agent,
+            f.slice,
+            short_duration(UNKNOWN_RESET_BACKOFF)
+        ),
+    };
+    let op = Op::QuotaHold {
+        key: f.quota.account.clone(),
+        until: Some(until),
+        reason,
+        source: HoldSource::Vendor,
+    };
+    Some((op, until))
 }
 
 /// The slice's own evidence: outcome, reason, usage and duration.
@@ -261,7 +376,7 @@ fn slice_evidence(
     report: Option<&Result<Report, loopx_adapters::MalformedReport>>,
 ) -> NewEvidence {
     let on = f.todo.map(|t| format!(" on {t}")).unwrap_or_default();
-    let took = short_duration(f.ended_at.since(f.started_at));
+    let took = short_duration(f.elapsed);
     let summary = format!(
         "{} slice {}{on}: {} in {took} ({} tokens, ${:.4})",
         kind_name(f.kind),
@@ -279,7 +394,7 @@ fn slice_evidence(
     }
     detail.push_str(&format!(
         "duration_ms: {}\noutput_bytes: {}\nlog: {}\n",
-        f.ended_at.0.saturating_sub(f.started_at.0),
+        f.elapsed.as_millis(),
         f.output_bytes,
         f.log
     ));
@@ -296,7 +411,7 @@ pub(crate) fn evidence(
     summary: &str,
     detail: &str,
 ) -> NewEvidence {
-    let summary = clip(summary.trim(), SUMMARY);
+    let summary = clip(summary.trim(), limits::SUMMARY);
     NewEvidence {
         kind,
         // The kernel refuses a blank summary, which would refuse the whole batch.
@@ -305,7 +420,7 @@ pub(crate) fn evidence(
         } else {
             summary
         },
-        detail: clip(detail, DETAIL),
+        detail: clip(detail, limits::DETAIL),
         files: vec![],
         todo: f.todo,
         // The batch is checked against the claim's epoch as a whole (the release or done in it).
@@ -352,11 +467,14 @@ fn handoff(
         todo: f.todo,
         // The batch is checked against the claim's epoch as a whole (the release or done in it).
         epoch: f.epoch,
-        done: clip(&done, DETAIL),
-        next: clip(&next, DETAIL),
+        done: clip(&done, limits::DETAIL),
+        next: clip(&next, limits::DETAIL),
         files: vec![],
+        // A blank question would make the kernel refuse the handoff: it has nothing to say.
         questions: question
-            .map(|(q, _)| vec![clip(q, QUESTION)])
+            .map(|(q, _)| q.trim())
+            .filter(|q| !q.is_empty())
+            .map(|q| vec![clip(q, limits::QUESTION)])
             .unwrap_or_default(),
         slice: Some(f.slice),
     }
@@ -373,12 +491,13 @@ fn gate(f: &Finished<'_>, question: String, options: Vec<String>) -> NewGate {
         question,
         options: options
             .iter()
-            .map(|o| clip(o.trim(), OPTION))
+            .map(|o| clip(o.trim(), limits::OPTION))
             .filter(|o| !o.is_empty())
-            .take(OPTIONS)
+            .take(limits::LIST_ITEMS)
             .collect(),
         context: format!("asked by `{}` in slice {}{on}", f.agent, f.slice),
         blocks,
+        kind: GateKind::Question,
     }
 }
 
@@ -396,14 +515,6 @@ fn resets_at(f: &Finished<'_>) -> Option<Timestamp> {
             u64::try_from(at.as_millisecond()).ok().map(Timestamp)
         }
         _ => None,
-    }
-}
-
-/// At most `max` characters, cut on a character boundary.
-pub(crate) fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => text[..end].to_owned(),
-        None => text.to_owned(),
     }
 }
 
@@ -443,6 +554,7 @@ pub(crate) fn test_finished(agent: &AgentName) -> Finished<'_> {
         output_bytes: 100,
         started_at: Timestamp(1_000),
         ended_at: Timestamp(3_000),
+        elapsed: std::time::Duration::from_secs(2),
         log: ".loopx/slices/s4.log",
         quota: unpaced_quota(agent),
         changes: &NO_CHANGES,
@@ -517,11 +629,11 @@ mod tests {
         }
     }
 
-    fn notes(wb: &Writeback) -> Vec<&str> {
-        wb.ops
-            .iter()
+    fn notes(wb: &Writeback) -> Vec<String> {
+        wb.ops()
+            .into_iter()
             .filter_map(|op| match op {
-                Op::EvidenceAdd(e) if e.kind == EvidenceKind::Note => Some(e.summary.as_str()),
+                Op::EvidenceAdd(e) if e.kind == EvidenceKind::Note => Some(e.summary),
                 _ => None,
             })
             .collect()
@@ -533,18 +645,18 @@ mod tests {
         let wb = check(&c, "completed", true);
         assert!(wb.todo_done);
         assert!(
-            matches!(wb.ops[0], Op::SliceEnd { .. }),
+            matches!(wb.ops()[0], Op::SliceEnd { .. }),
             "the end comes first"
         );
         assert!(matches!(
-            wb.ops.last(),
+            wb.ops().last(),
             Some(Op::TodoFinish {
                 to: TodoState::Done,
                 epoch: Some(3),
                 ..
             })
         ));
-        let charge = wb.ops.iter().find_map(|op| match op {
+        let charge = wb.ops().into_iter().find_map(|op| match op {
             Op::QuotaCharge(req) => Some(req),
             _ => None,
         });
@@ -559,7 +671,7 @@ mod tests {
     fn a_plan_that_reports_done_and_proposes_nothing_marks_the_goal_done() {
         let done = |r: Report| classified(Outcome::Completed, Some(Ok(r)));
         let is_goal_done = |wb: &Writeback| {
-            wb.ops.iter().any(|op| {
+            wb.ops().iter().any(|op| {
                 matches!(
                     op,
                     Op::GoalSetStatus {
@@ -575,7 +687,7 @@ mod tests {
             false,
             SliceKind::Plan,
         );
-        assert!(wb.goal_done && is_goal_done(&wb));
+        assert!(is_goal_done(&wb));
         let mut more = report(ReportStatus::Done);
         more.next_todos = vec![ReportTodo {
             title: "Review".into(),
@@ -583,7 +695,7 @@ mod tests {
             role: None,
         }];
         let wb = check_kind(&done(more), "completed", false, SliceKind::Plan);
-        assert!(!wb.goal_done && !is_goal_done(&wb), "it proposed more work");
+        assert!(!is_goal_done(&wb), "it proposed more work");
         let wb = check(&done(report(ReportStatus::Done)), "completed", true);
         assert!(!is_goal_done(&wb), "a work slice's done is its todo's");
     }
@@ -602,13 +714,16 @@ mod tests {
         let wb = writeback(&f, false);
         assert!(!wb.todo_done, "a person may roll it back");
         assert_eq!(wb.violations, ["secrets.txt"]);
-        assert!(matches!(wb.ops.last(), Some(Op::TodoRelease { .. })));
-        assert!(wb.ops.iter().any(|op| matches!(
+        assert!(matches!(wb.ops().last(), Some(Op::TodoRelease { .. })));
+        assert!(wb.ops().iter().any(|op| matches!(
             op,
             Op::EvidenceAdd(e) if e.kind == EvidenceKind::Violation
         )));
-        assert!(wb.ops.iter().any(|op| matches!(op, Op::GateAsk(_))));
-        assert_eq!(wb.gate, None, "not the agent's question");
+        assert!(wb.ops().iter().any(|op| matches!(op, Op::GateAsk(_))));
+        assert!(
+            !wb.parts.iter().any(|p| p.item == Some(Item::Question)),
+            "not the agent's question"
+        );
     }
 
     #[test]
@@ -617,7 +732,7 @@ mod tests {
         let wb = check(&c, "timed_out", true);
         assert!(!wb.todo_done);
         assert!(matches!(
-            wb.ops.last(),
+            wb.ops().last(),
             Some(Op::TodoRelease { epoch: 3, .. })
         ));
     }
@@ -628,19 +743,19 @@ mod tests {
         let wb = check_done(&c, "progress", true, true);
         assert!(wb.todo_done, "the todo is done, by the agent");
         assert!(
-            !wb.ops
+            !wb.ops()
                 .iter()
                 .any(|op| matches!(op, Op::TodoRelease { .. } | Op::TodoFinish { .. })),
             "{:?}",
-            wb.ops
+            wb.ops()
         );
         assert!(
-            wb.ops.iter().any(|op| matches!(op, Op::HandoffAdd(_))),
+            wb.ops().iter().any(|op| matches!(op, Op::HandoffAdd(_))),
             "the rest of the batch stays"
         );
         let not_done = check_done(&c, "progress", true, false);
         assert!(matches!(
-            not_done.ops.last(),
+            not_done.ops().last(),
             Some(Op::TodoRelease { epoch: 3, .. })
         ));
     }
@@ -655,7 +770,7 @@ mod tests {
         let wb = check(&c, "progress", true);
         assert_eq!(wb.report, "malformed");
         assert!(notes(&wb)[0].contains("malformed"), "{:?}", notes(&wb));
-        let handoff = wb.ops.iter().find_map(|op| match op {
+        let handoff = wb.ops().into_iter().find_map(|op| match op {
             Op::HandoffAdd(h) => Some(h),
             _ => None,
         });
@@ -677,9 +792,15 @@ mod tests {
         });
         let c = classified(Outcome::Progress, Some(Ok(r)));
         let wb = check(&c, "asked", true);
-        assert_eq!(wb.gate, None);
-        assert!(!wb.ops.iter().any(|op| matches!(op, Op::GateAsk(_))));
-        assert!(notes(&wb)[0].contains("cannot put to a person"));
+        assert!(!wb.parts.iter().any(|p| p.item == Some(Item::Question)));
+        assert!(!wb.ops().iter().any(|op| matches!(op, Op::GateAsk(_))));
+        let notes = notes(&wb);
+        assert!(
+            notes[0]
+                .starts_with("dropped from the agent's report: the question `what should I do?`"),
+            "{notes:?}"
+        );
+        assert!(notes[0].contains("placeholder"), "{notes:?}");
     }
 
     #[test]
@@ -703,8 +824,14 @@ mod tests {
         ];
         let c = classified(Outcome::Progress, Some(Ok(r)));
         let wb = check(&c, "asked", false);
-        assert_eq!(wb.new_todos, 1, "a blank title is skipped");
-        let gate = wb.ops.iter().find_map(|op| match op {
+        let proposed = wb.parts.iter().filter(|p| p.item == Some(Item::Todo));
+        assert_eq!(proposed.count(), 1, "a blank title is dropped");
+        assert!(
+            notes(&wb)[0].contains("title is empty"),
+            "and noted: {:?}",
+            notes(&wb)
+        );
+        let gate = wb.ops().into_iter().find_map(|op| match op {
             Op::GateAsk(g) => Some(g),
             _ => None,
         });
@@ -725,11 +852,11 @@ mod tests {
         );
         let wb = check(&c, "usage_limited", true);
         assert_eq!(wb.hold_until, Some(Timestamp(1_790_000_000_000)));
-        assert!(wb.ops.iter().any(|op| matches!(
+        assert!(wb.ops().iter().any(|op| matches!(
             op,
             Op::QuotaHold { key, source: HoldSource::Vendor, .. } if key == "demo"
         )));
-        assert!(matches!(wb.ops.last(), Some(Op::TodoRelease { .. })));
+        assert!(matches!(wb.ops().last(), Some(Op::TodoRelease { .. })));
     }
 
     #[test]
@@ -745,14 +872,14 @@ mod tests {
         // The slice ended at 3 000 ms.
         let until = Timestamp(3_000).plus(UNKNOWN_RESET_BACKOFF);
         assert_eq!(wb.hold_until, Some(until));
-        let reason = wb.ops.iter().find_map(|op| match op {
+        let reason = wb.ops().into_iter().find_map(|op| match op {
             Op::QuotaHold {
                 reason, until: u, ..
-            } if *u == Some(until) => Some(reason.as_str()),
+            } if u == Some(until) => Some(reason),
             _ => None,
         });
         assert!(
-            reason.is_some_and(|r| r.contains("no reset time")),
+            reason.as_ref().is_some_and(|r| r.contains("no reset time")),
             "{reason:?}"
         );
         let ok = classified(Outcome::Completed, None);
@@ -767,8 +894,8 @@ mod tests {
     fn the_slice_evidence_names_the_session() {
         let c = classified(Outcome::Completed, Some(Ok(report(ReportStatus::Done))));
         let wb = check(&c, "completed", true);
-        let Op::EvidenceAdd(slice) = &wb.ops[1] else {
-            panic!("the slice's evidence follows its end: {:?}", wb.ops)
+        let Op::EvidenceAdd(slice) = &wb.ops()[1] else {
+            panic!("the slice's evidence follows its end: {:?}", wb.ops())
         };
         assert_eq!(slice.kind, EvidenceKind::Slice);
         let session = slice.detail.lines().find(|l| l.starts_with("session: "));

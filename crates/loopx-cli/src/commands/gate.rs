@@ -34,6 +34,7 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
                     options: ask.options,
                     context: ask.context,
                     blocks,
+                    kind: loopx_kernel::model::GateKind::Question,
                 }),
             )?;
             show_opened(ctx, &gate)

@@ -7,7 +7,7 @@
 //! running, run this agent, and still hold its claim, or nothing is written (exit 5). Writes about
 //! the todo carry the epoch as well, so the kernel fences them like the supervisor's own.
 
-use loopx_kernel::model::{Blocks, EvidenceKind};
+use loopx_kernel::model::{Blocks, EvidenceKind, GateKind};
 use loopx_kernel::store::{Applied, NewEvidence, NewGate, NewHandoff, NewTodo};
 use loopx_kernel::{AgentName, Op, SliceId, TodoId};
 
@@ -129,6 +129,7 @@ pub fn run(ctx: &mut Ctx, cmd: ReportCommand) -> Result<(), ExpectedError> {
                     Some(todo) => Blocks::Todos(vec![todo]),
                     None => Blocks::Agent(me.agent.clone()),
                 },
+                kind: GateKind::Question,
             };
             let Applied::Gate(gate) = me.apply(ctx, vec![Op::GateAsk(new)])? else {
                 unreachable!("gate ask yields a gate")

@@ -116,16 +116,23 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
 }
 
 /// `loopx run --once`.
+///
+/// Signals are handled like the full loop's: SIGINT or SIGTERM stops the running slice
+/// gracefully (a second one at once), and nothing is claimed or spawned once a stop was
+/// requested; the exit code is then `INTERRUPTED`.
 fn run_once(
     ctx: &mut Ctx,
     agent: Option<String>,
     loopx_exe: std::path::PathBuf,
 ) -> Result<(), ExpectedError> {
+    let shutdown = Arc::new(Shutdown::new());
+    loopx_supervisor::handle_signals(Arc::clone(&shutdown))
+        .map_err(|e| ExpectedError::Usage(format!("cannot handle signals: {e}")))?;
     let req = RunOnce {
         project: ctx.project()?,
         agent,
         loopx_exe,
-        shutdown: Arc::new(Shutdown::new()),
+        shutdown: Arc::clone(&shutdown),
     };
     let recovered = loopx_supervisor::recover(&req.project)?;
     for r in &recovered {
@@ -173,13 +180,27 @@ fn run_once(
             quiet.reason = format!("a peer got there first: {why}");
             (agent.as_str(), quiet, None)
         }
+        Once::Stopped { agent, why } => {
+            say(&format!("{agent}: loopx was stopped ({why}): no slice ran"));
+            let stop = loopx_quota::Decision {
+                decision: DecisionKind::Stop,
+                slice: None,
+                todo: None,
+                gate: None,
+                stalled: None,
+                wake_at: None,
+                probe: false,
+                reason: format!("loopx was stopped ({why})"),
+            };
+            (agent.as_str(), stop, None)
+        }
     };
     if ctx.json {
         let wake_at = match &once {
             Once::Refused { until, .. } => *until,
             _ => decision.wake_at.map(Timestamp),
         };
-        return ctx.json_out(&RunJson {
+        ctx.json_out(&RunJson {
             format_version: 1,
             agent,
             decision: decision.decision,
@@ -191,6 +212,12 @@ fn run_once(
                 .map(|(id, question)| GateJson { id, question }),
             slice,
             recovered: &recovered,
+        })?;
+    }
+    if let Some(why) = shutdown.reason() {
+        return Err(ExpectedError::Reported {
+            summary: format!("interrupted by {why}: the slice was stopped and recorded"),
+            code: exit_code::INTERRUPTED,
         });
     }
     Ok(())
@@ -394,7 +421,7 @@ pub(crate) fn event_line(event: &RunEvent) -> String {
                 EndReason::Time => "time is up",
                 EndReason::Gate => "halted on a gate",
                 EndReason::Shutdown => "interrupted",
-                EndReason::Error => "no agent could run",
+                EndReason::Error => "an agent could not go on",
             };
             format!("loopx run ended ({why}) after {slices} slice(s): {detail}")
         }

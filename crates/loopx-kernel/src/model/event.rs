@@ -139,6 +139,13 @@ pub enum EventKind {
     QuotaResumed {
         keys: Vec<String>,
     },
+    /// A person answered the todo's stall gate: only slices after `since` count toward the
+    /// stall guard now.
+    TodoRetried {
+        todo: TodoId,
+        gate: GateId,
+        since: SliceId,
+    },
 }
 
 impl EventKind {
@@ -168,6 +175,7 @@ impl EventKind {
             EventKind::QuotaSpent { .. } => "quota_spent",
             EventKind::QuotaHeld { .. } => "quota_held",
             EventKind::QuotaResumed { .. } => "quota_resumed",
+            EventKind::TodoRetried { .. } => "todo_retried",
         }
     }
 
@@ -276,6 +284,9 @@ impl EventKind {
                 None => format!("{key} paused: {reason}"),
             },
             EventKind::QuotaResumed { keys } => format!("resumed {}", keys.join(", ")),
+            EventKind::TodoRetried { todo, gate, .. } => {
+                format!("{todo} has a fresh budget of attempts (gate {gate} answered)")
+            }
         }
     }
 }

@@ -4,9 +4,10 @@
 mod entities;
 mod op;
 pub mod quota;
+mod slice;
 mod todo;
 
 pub use op::{
-    AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff, NewSlice, NewTodo, Op,
-    SLICE_PLACEHOLDER, SliceEnd,
+    AnswerChoice, Applied, BatchError, BeginSlice, NewEvidence, NewGate, NewHandoff, NewSlice,
+    NewTodo, Op, SLICE_PLACEHOLDER, SliceEnd,
 };

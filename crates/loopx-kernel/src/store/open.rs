@@ -97,13 +97,13 @@ impl Store {
         let backend =
             redb::backends::FileBackend::new(file).map_err(|source| StoreError::Open {
                 path: path.clone(),
-                source,
+                source: Box::new(source),
             })?;
         let db = builder()
             .create_with_backend(backend)
             .map_err(|source| StoreError::Open {
                 path: path.clone(),
-                source,
+                source: Box::new(source),
             })?;
         let store = Store {
             db: Handle::Write(db),
@@ -146,10 +146,11 @@ impl Store {
         precheck(&path)?;
         let db = match open_retrying(&path, &options, |path| builder().open_read_only(path)) {
             Ok(db) => Handle::Read(db),
-            Err(StoreError::Open {
-                source: DatabaseError::RepairAborted,
-                ..
-            }) => Handle::Write(open_retrying(&path, &options, |path| builder().open(path))?),
+            Err(StoreError::Open { source, .. })
+                if matches!(*source, DatabaseError::RepairAborted) =>
+            {
+                Handle::Write(open_retrying(&path, &options, |path| builder().open(path))?)
+            }
             Err(e) => return Err(e.into()),
         };
         let store = Store {
@@ -192,9 +193,13 @@ impl Store {
     pub fn check_integrity(&mut self) -> Result<bool, KernelError> {
         let path = self.path.clone();
         match &mut self.db {
-            Handle::Write(db) => db
-                .check_integrity()
-                .map_err(|source| StoreError::Open { path, source }.into()),
+            Handle::Write(db) => db.check_integrity().map_err(|source| {
+                StoreError::Open {
+                    path,
+                    source: Box::new(source),
+                }
+                .into()
+            }),
             Handle::Read(_) => Err(read_only(&path)),
         }
     }
@@ -208,11 +213,7 @@ impl Store {
     }
 
     pub(crate) fn redb(&self, e: impl Into<redb::Error>) -> KernelError {
-        StoreError::Redb {
-            path: self.path.clone(),
-            source: e.into(),
-        }
-        .into()
+        redb_error(&self.path, e.into()).into()
     }
 
     /// Begins a write transaction, waiting with jittered backoff while another process writes.
@@ -307,6 +308,17 @@ impl Store {
     }
 }
 
+/// A redb error as the store reports it: an I/O failure (a full disk) by name.
+pub(crate) fn redb_error(path: &Path, e: redb::Error) -> StoreError {
+    match e {
+        redb::Error::Io(source) => StoreError::io(path, source),
+        source => StoreError::Redb {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        },
+    }
+}
+
 fn read_only(path: &Path) -> KernelError {
     StoreError::Io {
         path: path.to_path_buf(),
@@ -352,6 +364,7 @@ fn open_retrying<T: Send + 'static>(
     };
     result.map_err(|e| match e {
         DatabaseError::DatabaseAlreadyOpen => busy(path, started),
+        DatabaseError::Storage(redb::StorageError::Io(source)) => StoreError::io(path, source),
         DatabaseError::Storage(redb::StorageError::Corrupted(why)) => StoreError::Damaged {
             path: path.to_path_buf(),
             why,
@@ -362,7 +375,7 @@ fn open_retrying<T: Send + 'static>(
         },
         source => StoreError::Open {
             path: path.to_path_buf(),
-            source,
+            source: Box::new(source),
         },
     })
 }

@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 
 use super::codec::decode;
 use super::tables::{self, META, Numbered};
-use crate::errors::{KernelError, StoreError};
+use crate::errors::KernelError;
 use crate::ids::{GateId, GoalId, HandoffId, SliceId, TodoId};
 use crate::model::{Agent, Event, Evidence, Gate, Goal, GoalStatus, Handoff, SliceRecord, Todo};
 
@@ -43,11 +43,7 @@ impl<'a> Snapshot<'a> {
     }
 
     fn redb(&self, e: impl Into<redb::Error>) -> KernelError {
-        StoreError::Redb {
-            path: self.path.to_path_buf(),
-            source: e.into(),
-        }
-        .into()
+        super::open::redb_error(self.path, e.into()).into()
     }
 
     fn get<T: DeserializeOwned>(

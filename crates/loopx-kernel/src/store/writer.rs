@@ -11,6 +11,10 @@ use crate::errors::{Invalid, KernelError};
 use crate::model::{Agent, EventKind};
 use crate::time::Timestamp;
 
+/// How far behind the last commit a process's clock may be and still be taken as queueing, not
+/// as the clock stepping back.
+pub(crate) const SKEW: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// One write transaction, with the time and actor every record of it carries.
 pub(crate) struct Writer<'t> {
     txn: &'t WriteTransaction,
@@ -20,9 +24,12 @@ pub(crate) struct Writer<'t> {
 }
 
 impl<'t> Writer<'t> {
-    /// A writer whose `now` is never earlier than the last committed change's: processes take
-    /// the time before they queue for the write lock, so without this a later commit could
-    /// carry an earlier time (and pacing would judge it against a future arrival time).
+    /// A writer whose `now` is never earlier than the last committed change's, within
+    /// [`SKEW`]: processes take the time before they queue for the write lock, so a later
+    /// commit could otherwise carry a slightly earlier time (and pacing would judge it against
+    /// a future arrival time). A larger gap is the wall clock itself stepping back (or a past
+    /// step forward being corrected): then the clock is taken as it is, so that one excursion
+    /// into the future does not stamp every later change in the future too.
     pub(crate) fn new(
         txn: &'t WriteTransaction,
         store: &'t Store,
@@ -30,14 +37,20 @@ impl<'t> Writer<'t> {
         actor: &'t str,
     ) -> Result<Self, KernelError> {
         let meta = txn.open_table(META).map_err(|e| store.redb(e))?;
-        let last = meta
-            .get(tables::LAST_AT_KEY)
-            .map_err(|e| store.redb(e))?
-            .map_or(0, |v| v.value());
+        let last = Timestamp(
+            meta.get(tables::LAST_AT_KEY)
+                .map_err(|e| store.redb(e))?
+                .map_or(0, |v| v.value()),
+        );
+        let now = if last > now && last.since(now) <= SKEW {
+            last
+        } else {
+            now
+        };
         Ok(Writer {
             txn,
             store,
-            now: now.max(Timestamp(last)),
+            now,
             actor,
         })
     }
@@ -215,6 +228,15 @@ impl<'t> Writer<'t> {
             t.remove(slice).map_err(|e| self.redb(e))?;
         }
         Ok(())
+    }
+
+    /// The next number a counter will give (`next_slice`, …), without taking it.
+    pub(crate) fn counter(&self, counter: &'static str) -> Result<u64, KernelError> {
+        let meta = self.txn.open_table(META).map_err(|e| self.redb(e))?;
+        Ok(meta
+            .get(counter)
+            .map_err(|e| self.redb(e))?
+            .map_or(1, |v| v.value()))
     }
 
     /// Takes the next number of a counter (`next_todo`, …).

@@ -1,7 +1,7 @@
 //! Spawning the slice and reading its output through the adapter's parser.
 
 use loopx_adapters::{Parser, StreamSummary};
-use loopx_pty::{LaunchSpec, SliceControl, SliceEvent, SliceExit, SliceReport, spawn_slice};
+use loopx_pty::{LaunchSpec, RunningSlice, SliceEvent, SliceEvents, SliceExit, SliceReport};
 
 /// What running the process gave.
 #[derive(Debug)]
@@ -12,25 +12,44 @@ pub(crate) struct Ran {
     pub summary: StreamSummary,
 }
 
-/// Spawns `spec`, calls `spawned(pid, control)` once the process exists (to record it and
-/// make it stoppable), feeds every
-/// output chunk to `parser` as it arrives, and waits for the end and the sweep.
-pub(crate) async fn run_slice(
+/// A spawned agent and its events.
+#[derive(Debug)]
+pub(crate) struct Spawned {
+    pub slice: RunningSlice,
+    pub events: SliceEvents,
+}
+
+/// Spawns `spec` on `runtime` (whose tasks run while [`observe`] is awaited); the error
+/// says why nothing started.
+pub(crate) fn spawn(
+    runtime: &tokio::runtime::Runtime,
     spec: LaunchSpec,
+) -> Result<Spawned, String> {
+    let _inside = runtime.enter();
+    loopx_pty::spawn_slice(spec)
+        .map(|(slice, events)| Spawned { slice, events })
+        .map_err(|e| crate::errors::chain(&e))
+}
+
+/// Types `stdin` into the agent's terminal, feeds every output chunk to `parser` as it
+/// arrives, and waits for the end and the sweep.
+pub(crate) async fn observe(
+    spawned: Result<Spawned, String>,
     stdin: Option<Vec<u8>>,
     mut parser: Parser,
-    spawned: impl FnOnce(u32, SliceControl),
 ) -> Ran {
-    let (mut slice, mut events) = match spawn_slice(spec) {
-        Ok(pair) => pair,
-        Err(e) => {
+    let Spawned {
+        mut slice,
+        mut events,
+    } = match spawned {
+        Ok(spawned) => spawned,
+        Err(why) => {
             return Ran {
-                report: Err(crate::errors::chain(&e)),
+                report: Err(why),
                 summary: parser.into_summary(),
             };
         }
     };
-    spawned(slice.pid(), slice.control());
     if let Some(bytes) = stdin
         && let Err(e) = slice.send_input(bytes)
     {

@@ -2,12 +2,13 @@
 
 use std::time::Duration;
 
-use super::{entities, todo};
-use crate::errors::{Conflict, KernelError, Refused};
+use super::{entities, slice, todo};
+use crate::errors::{Conflict, Invalid, KernelError, Refused};
 use crate::ids::{AgentName, GateId, GoalId, SliceId, TodoId};
+use crate::limits;
 use crate::model::{
-    Agent, Blocks, EventKind, Evidence, EvidenceKind, FileRef, Gate, Goal, GoalStatus, Handoff,
-    PermissionLevel, ProcessIdentity, SliceKind, SliceRecord, Todo, TodoState,
+    Agent, Blocks, EventKind, Evidence, EvidenceKind, FileRef, Gate, GateKind, Goal, GoalStatus,
+    Handoff, PermissionLevel, ProcessIdentity, SliceKind, SliceRecord, Todo, TodoState,
 };
 use crate::redact::Redactor;
 use crate::store::Store;
@@ -34,6 +35,9 @@ pub struct NewGate {
     pub options: Vec<String>,
     pub context: String,
     pub blocks: Blocks,
+    /// What answering it does; a stall gate for a todo that already has an open one is not
+    /// asked twice (the open one is returned).
+    pub kind: GateKind,
 }
 
 /// How a gate is answered.
@@ -70,6 +74,93 @@ pub struct NewHandoff {
     pub epoch: Option<u64>,
 }
 
+impl NewTodo {
+    /// What the kernel refuses in any new todo, whatever the state: a blank or too long title,
+    /// a too long detail, a capability or role that is not an id (`reviewer`, not `Reviewer
+    /// Team`).
+    pub fn check(&self) -> Result<(), Invalid> {
+        limits::check_text(
+            "title",
+            &self.title,
+            limits::TITLE,
+            "; put the rest in --detail",
+        )?;
+        limits::check_len("detail", &self.detail, limits::DETAIL)?;
+        for name in self.needs.iter().chain(&self.role) {
+            crate::ids::check_id("capability or role", name)?;
+        }
+        Ok(())
+    }
+}
+
+impl NewGate {
+    /// What the kernel refuses in any new gate: a question that is not concrete (see
+    /// [`check_question`](crate::question::check_question)) or too long, blank or too long
+    /// options, too many of them, a too long context, a todo gate that names no todo.
+    pub fn check(&self) -> Result<(), Invalid> {
+        crate::question::check_question(&self.question)?;
+        limits::check_text(
+            "question",
+            &self.question,
+            limits::QUESTION,
+            "; put the background in --context",
+        )?;
+        limits::check_list("option", &self.options, limits::OPTION)?;
+        limits::check_len("context", &self.context, limits::DETAIL)?;
+        if matches!(&self.blocks, Blocks::Todos(todos) if todos.is_empty()) {
+            return Err(Invalid::Other(
+                "a gate that blocks todos must name at least one".to_owned(),
+            ));
+        }
+        if let GateKind::Stall { todo } = self.kind
+            && self.blocks != Blocks::Todos(vec![todo])
+        {
+            return Err(Invalid::Other(format!(
+                "a stall gate blocks exactly its todo, {todo}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl NewEvidence {
+    /// What the kernel refuses in any new evidence: a blank or too long summary, a too long
+    /// detail, too many files.
+    pub fn check(&self) -> Result<(), Invalid> {
+        limits::check_text(
+            "summary",
+            &self.summary,
+            limits::SUMMARY,
+            "; put the rest in --detail",
+        )?;
+        limits::check_len("detail", &self.detail, limits::DETAIL)?;
+        if self.files.len() > limits::LIST_ITEMS {
+            return Err(Invalid::TooLong {
+                field: "files",
+                len: self.files.len(),
+                max: limits::LIST_ITEMS,
+                hint: "",
+            });
+        }
+        Ok(())
+    }
+}
+
+impl NewHandoff {
+    /// What the kernel refuses in any new handoff: nothing done and nothing next, too long
+    /// texts, blank or too many files and questions.
+    pub fn check(&self) -> Result<(), Invalid> {
+        if self.done.trim().is_empty() && self.next.trim().is_empty() {
+            return Err(Invalid::Other("a handoff needs what was done or what comes next\n(hint: `--done \"…\"` and `--next \"…\"`)".to_owned()));
+        }
+        limits::check_len("done", &self.done, limits::DETAIL)?;
+        limits::check_len("next", &self.next, limits::DETAIL)?;
+        limits::check_list("file", &self.files, 1_000)?;
+        limits::check_list("question", &self.questions, limits::QUESTION)?;
+        Ok(())
+    }
+}
+
 /// Stands for the slice's id in [`NewSlice::log`] and [`NewSlice::argv`].
 ///
 /// The id is allocated inside the transaction that records the slice, yet the files a slice
@@ -90,6 +181,19 @@ pub struct NewSlice {
     pub log: Option<String>,
     /// The supervisor running the slice, for recovery after it dies.
     pub owner: Option<ProcessIdentity>,
+}
+
+/// Everything that begins a slice, in one transaction: the claim (unless the agent holds a
+/// live lease on the todo already), the quota admission, and the slice record. A refusal of
+/// any part leaves nothing behind: no claim, no spend, no slice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BeginSlice {
+    /// The slice; its `epoch` is ignored, the claim decides it.
+    pub slice: NewSlice,
+    /// How long a claim taken for it lasts.
+    pub claim_ttl: Duration,
+    /// The admission against the agent's quota (its usage is charged after the slice).
+    pub admit: super::quota::QuotaRequest,
 }
 
 /// What a finished slice did.
@@ -167,6 +271,17 @@ pub enum Op {
         slice: SliceId,
         end: SliceEnd,
     },
+    /// Claim, admit and record a slice at once (see [`BeginSlice`]).
+    SliceBegin(BeginSlice),
+    /// Ends a running slice as `interrupted`, with evidence saying why, and releases its claim
+    /// if it still holds it: what a slice that could not finish normally leaves (its
+    /// supervisor failed, was stopped, or died).
+    SliceInterrupt {
+        slice: SliceId,
+        reason: String,
+        exit: Option<String>,
+        output_bytes: u64,
+    },
     /// Refuses unless `slice` is running, runs `agent`, works under exactly this claim, and
     /// the claim's epoch is still current; writes nothing. The first operation of a batch an
     /// agent writes from inside its slice (`loopx report`), so the check and the writes are one
@@ -204,6 +319,17 @@ pub enum Applied {
     Handoff(Handoff),
     Agent(Agent),
     Slice(SliceRecord),
+    /// A slice began; `took_claim` when this began claimed the todo (else the agent already
+    /// held it).
+    SliceBegun {
+        slice: SliceRecord,
+        took_claim: bool,
+    },
+    /// A slice was interrupted; `released` when its claim was given back.
+    Interrupted {
+        slice: SliceRecord,
+        released: bool,
+    },
     Spend(crate::model::Spend),
     Hold(crate::model::QuotaHold),
     /// The keys whose holds were lifted.
@@ -221,7 +347,7 @@ impl Op {
                 ..
             } => "drop",
             Op::TodoFinish { .. } => "done",
-            Op::SliceStart(_) => "slice start",
+            Op::SliceStart(_) | Op::SliceBegin(_) => "slice start",
             Op::InSlice { .. } => "report",
             _ => "change",
         }
@@ -265,6 +391,13 @@ impl Op {
             }
             Op::AgentAdd { profile, .. } => r.redact_in_place(profile),
             Op::SliceStart(new) => all(&mut new.argv),
+            Op::SliceBegin(begin) => all(&mut begin.slice.argv),
+            Op::SliceInterrupt { reason, exit, .. } => {
+                r.redact_in_place(reason);
+                if let Some(exit) = exit {
+                    r.redact_in_place(exit);
+                }
+            }
             Op::SliceEnd { end, .. } => {
                 r.redact_in_place(&mut end.outcome);
                 if let Some(exit) = &mut end.exit {
@@ -327,15 +460,22 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             capabilities,
             role,
         } => entities::agent_add(w, name, profile, capabilities, role),
-        Op::SliceStart(new) => entities::slice_start(w, new),
-        Op::SliceSpawned { slice, process } => entities::slice_spawned(w, slice, process),
-        Op::SliceEnd { slice, end } => entities::slice_end(w, slice, end),
+        Op::SliceStart(new) => slice::start(w, new),
+        Op::SliceBegin(begin) => slice::begin(w, begin),
+        Op::SliceSpawned { slice, process } => slice::spawned(w, slice, process),
+        Op::SliceEnd { slice, end } => slice::end(w, slice, end),
+        Op::SliceInterrupt {
+            slice,
+            reason,
+            exit,
+            output_bytes,
+        } => slice::interrupt(w, slice, reason, exit, output_bytes),
         Op::InSlice {
             slice,
             agent,
             todo,
             epoch,
-        } => entities::in_slice(w, slice, &agent, todo, epoch),
+        } => slice::in_slice(w, slice, &agent, todo, epoch),
         Op::QuotaAdmit(req) => super::quota::spend(w, req, true),
         Op::QuotaCharge(req) => super::quota::spend(w, req, false),
         Op::QuotaHold {
@@ -403,37 +543,61 @@ impl Store {
     /// lease's release) uses this, so a crash never leaves half of it.
     pub fn apply_all(
         &self,
-        mut ops: Vec<Op>,
+        ops: Vec<Op>,
         actor: &str,
         now: Timestamp,
     ) -> Result<Vec<Applied>, KernelError> {
+        self.apply_batch(ops, actor, now)
+            .map_err(|refused| refused.error)
+    }
+
+    /// Like [`Store::apply_all`], saying which operation was refused: a caller writing a batch
+    /// of untrusted items can drop that one and try again with the rest.
+    pub fn apply_batch(
+        &self,
+        mut ops: Vec<Op>,
+        actor: &str,
+        now: Timestamp,
+    ) -> Result<Vec<Applied>, BatchError> {
+        let whole = |error: KernelError| BatchError { op: None, error };
         for op in &mut ops {
             op.redact(&self.redactor);
         }
-        let txn = self.begin_write()?;
-        let writer = Writer::new(&txn, self, now, actor)?;
+        let txn = self.begin_write().map_err(whole)?;
+        let writer = Writer::new(&txn, self, now, actor).map_err(whole)?;
         let mut applied = Vec::with_capacity(ops.len());
         let mut failure = None;
-        for op in &ops {
+        for (index, op) in ops.iter().enumerate() {
             match dispatch(&writer, op.clone()) {
                 Ok(record) => applied.push(record),
                 Err(err) => {
-                    failure = Some((op, err));
+                    failure = Some((index, err));
                     break;
                 }
             }
         }
-        let Some((op, err)) = failure else {
-            txn.commit().map_err(|e| self.redb(e))?;
+        let Some((index, err)) = failure else {
+            txn.commit().map_err(|e| whole(self.redb(e)))?;
             crate::doorbell::ring(&self.project);
             return Ok(applied);
         };
-        txn.abort().map_err(|e| self.redb(e))?;
+        txn.abort().map_err(|e| whole(self.redb(e)))?;
         // Best effort: the audit record must never replace the refusal the caller needs to see
         // (a busy store here would turn a conflict into a store error).
-        if let Some(kind) = refusal_event(op, &err) {
+        if let Some(kind) = refusal_event(&ops[index], &err) {
             let _ = self.record_refusal(kind, actor, now);
         }
-        Err(err)
+        // A store that fails midway fails the batch as a whole, not the operation.
+        let op = (!matches!(err, KernelError::Store(_))).then_some(index);
+        Err(BatchError { op, error: err })
     }
+}
+
+/// A refused batch: nothing of it was written.
+#[derive(Debug)]
+pub struct BatchError {
+    /// The operation the kernel refused (its index in the batch); `None` when the store
+    /// itself failed.
+    pub op: Option<usize>,
+    pub error: KernelError,
 }

@@ -56,6 +56,7 @@ pub fn hold_views(holds: &[QuotaHold]) -> Vec<loopx_quota::Hold> {
                 HoldSource::Vendor => loopx_quota::HoldSource::Vendor,
                 HoldSource::Manual => loopx_quota::HoldSource::Manual,
             },
+            set_at: h.set_at.0,
         })
         .collect()
 }
@@ -167,10 +168,9 @@ pub(super) fn spend(
             w.quota_put(&pacing_key(&req.agent), &next)?;
         }
         // The vendor hold that ended has been probed by this slice: forget it.
-        for hold in holds
-            .iter()
-            .filter(|h| h.source == HoldSource::Vendor && h.until.is_some_and(|u| u <= now))
-        {
+        for hold in hold_views(&holds).iter().filter(|h| {
+            h.source == loopx_quota::HoldSource::Vendor && h.ends(now.0).is_some_and(|u| u <= now.0)
+        }) {
             w.quota_remove(&hold_key(&hold.key))?;
         }
     }
@@ -202,11 +202,12 @@ pub(super) fn spend(
     Ok(Applied::Spend(record))
 }
 
+/// The running slices, from the running index (not a scan of every slice ever recorded).
 fn running_slices(w: &Writer<'_>) -> Result<Vec<SliceRecord>, KernelError> {
-    Ok(w.all::<SliceRecord>(tables::SLICES)?
+    w.running_ids()?
         .into_iter()
-        .filter(|s| s.ended_at.is_none())
-        .collect())
+        .map(|id| w.require(tables::SLICES, id, "slice", crate::ids::SliceId(id)))
+        .collect()
 }
 
 pub(super) fn hold(
@@ -233,8 +234,9 @@ pub(super) fn hold(
     // reset already seen): the stronger hold stays as it is, with its own reason and source.
     // A person's hold replaces whatever was there: they may know the limit is gone.
     let existing: Option<QuotaHold> = w.quota_get(&hold_key(&key))?;
+    let old_ends = |old: &QuotaHold| hold_views(std::slice::from_ref(old))[0].ends(w.now.0);
     if let (Some(old), Some(new), HoldSource::Vendor) = (&existing, until, source)
-        && old.until.is_none_or(|u| u >= new)
+        && old_ends(old).is_none_or(|u| u >= new.0)
     {
         return Ok(Applied::Hold(old.clone()));
     }

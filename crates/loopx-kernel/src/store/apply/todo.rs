@@ -1,30 +1,22 @@
 //! Todo transitions: add, claim (lease + epoch), renew, release, done, drop.
 //!
-//! The epoch is a fencing token: it grows by one on every grant, and renew, release and finish
-//! must present the current one. A lease that expired stays with its holder until a peer
-//! claims the todo; that claim bumps the epoch, so the old holder's late writes are refused.
+//! The epoch is a fencing token: it grows by one at every change of holder — a claim, a
+//! reclaim, a release, the todo finished — and every write on behalf of a claim must present
+//! it, from the agent that holds it ([`fence`]). A lease that expired stays with its holder
+//! until a peer claims the todo; that claim bumps the epoch, so the old holder's late writes
+//! are refused.
 
 use std::time::Duration;
 
 use super::op::{Applied, NewTodo};
 use crate::errors::{Conflict, Invalid, KernelError};
 use crate::ids::{AgentName, TodoId};
-use crate::limits;
-use crate::model::{EventKind, Gate, GateState, GoalStatus, Lease, Todo, TodoState};
+use crate::model::{ClaimStanding, EventKind, Gate, GateState, GoalStatus, Lease, Todo, TodoState};
 use crate::store::tables::{self, counter};
 use crate::store::writer::Writer;
 
 pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> {
-    limits::check_text(
-        "title",
-        &new.title,
-        limits::TITLE,
-        "; put the rest in --detail",
-    )?;
-    limits::check_len("detail", &new.detail, limits::DETAIL)?;
-    for name in new.needs.iter().chain(&new.role) {
-        crate::ids::check_id("capability or role", name)?;
-    }
+    new.check()?;
     let goal = match new.goal {
         Some(id) => w.require::<crate::model::Goal>(tables::GOALS, id.0, "goal", id)?,
         None => current_goal(w)?,
@@ -57,6 +49,8 @@ pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> 
         created_by: w.actor.to_owned(),
         created_at: w.now,
         updated_at: w.now,
+        finished_under: None,
+        attempts_since: None,
     };
     w.put_todo(&todo)?;
     w.event(EventKind::TodoAdded {
@@ -205,39 +199,60 @@ pub(super) fn claim(
     Ok(Applied::Todo(todo))
 }
 
-/// The lease `agent` holds with `epoch`, or why it does not.
-fn held_lease<'t>(
-    todo: &'t mut Todo,
+/// The one fencing rule: a write under `agent`'s claim `epoch` of `todo` needs that claim to be
+/// the todo's current one, held by that agent (or, for what may follow a finish, the claim the
+/// todo was finished under). The error says why not.
+pub(crate) fn fence(
+    todo: &Todo,
     agent: &AgentName,
     epoch: u64,
     action: &'static str,
-) -> Result<&'t mut Lease, KernelError> {
-    if epoch != todo.epoch {
-        return Err(Conflict::StaleEpoch {
+) -> Result<ClaimStanding, KernelError> {
+    match todo.claim_of(agent, epoch) {
+        standing @ (ClaimStanding::Held | ClaimStanding::Finished) => Ok(standing),
+        ClaimStanding::Stale => Err(Conflict::StaleEpoch {
             todo: todo.id,
             by: agent.to_string(),
             presented: epoch,
             current: todo.epoch,
         }
-        .into());
-    }
-    let (id, state) = (todo.id, todo.state);
-    match &mut todo.lease {
-        Some(lease) if &lease.agent == agent => Ok(lease),
-        Some(_) => Err(Conflict::NotHolder {
-            todo: id,
-            agent: agent.clone(),
+        .into()),
+        ClaimStanding::NotHolder => Err(match (&todo.lease, todo.state) {
+            (Some(_), _) => Conflict::NotHolder {
+                todo: todo.id,
+                agent: agent.clone(),
+            },
+            (None, state) => Conflict::TodoState {
+                todo: todo.id,
+                state: state.as_str(),
+                action,
+            },
         }
         .into()),
-        None => Err(Conflict::TodoState {
-            todo: id,
-            state: state.as_str(),
+    }
+}
+
+/// Like [`fence`], for changes of the todo itself: only the live holder may make them.
+fn held(
+    todo: &Todo,
+    agent: &AgentName,
+    epoch: u64,
+    action: &'static str,
+) -> Result<Lease, KernelError> {
+    match fence(todo, agent, epoch, action)? {
+        ClaimStanding::Held => Ok(todo.lease.clone().expect("a held claim has a lease")),
+        _ => Err(Conflict::TodoState {
+            todo: todo.id,
+            state: todo.state.as_str(),
             action,
         }
         .into()),
     }
 }
 
+/// Renews the lease. A renewal by the agent that finished the todo under this claim (`loopx
+/// report done` while its slice goes on) succeeds and changes nothing: the caller sees the
+/// finished todo and stops renewing.
 pub(super) fn renew(
     w: &Writer<'_>,
     id: TodoId,
@@ -247,7 +262,10 @@ pub(super) fn renew(
 ) -> Result<Applied, KernelError> {
     check_ttl(ttl)?;
     let mut todo: Todo = w.require(tables::TODOS, id.0, "todo", id)?;
-    let lease = held_lease(&mut todo, agent, epoch, "renewed")?;
+    if fence(&todo, agent, epoch, "renewed")? == ClaimStanding::Finished {
+        return Ok(Applied::Todo(todo));
+    }
+    let lease = todo.lease.as_mut().expect("a held claim has a lease");
     lease.expires_at = w.now.plus(ttl);
     let expires_at = lease.expires_at;
     todo.updated_at = w.now;
@@ -261,6 +279,8 @@ pub(super) fn renew(
     Ok(Applied::Todo(todo))
 }
 
+/// Gives the todo back: it is open again, under a new epoch, so nothing more is written under
+/// the released claim.
 pub(super) fn release(
     w: &Writer<'_>,
     id: TodoId,
@@ -268,9 +288,10 @@ pub(super) fn release(
     epoch: u64,
 ) -> Result<Applied, KernelError> {
     let mut todo: Todo = w.require(tables::TODOS, id.0, "todo", id)?;
-    held_lease(&mut todo, agent, epoch, "released")?;
+    held(&todo, agent, epoch, "released")?;
     todo.lease = None;
     todo.state = TodoState::Open;
+    todo.epoch += 1;
     todo.updated_at = w.now;
     w.put_todo(&todo)?;
     w.event(EventKind::TodoReleased {
@@ -281,6 +302,11 @@ pub(super) fn release(
     Ok(Applied::Todo(todo))
 }
 
+/// Marks the todo done or dropped.
+///
+/// The holder finishes it under its claim (`agent` and `epoch`), which is recorded as the claim
+/// it was finished under. A person may finish a todo nobody holds (or whose lease expired)
+/// without an epoch; under a live lease the holder must do it. Either way the epoch moves on.
 pub(super) fn finish(
     w: &Writer<'_>,
     id: TodoId,
@@ -309,53 +335,36 @@ pub(super) fn finish(
         }
         .into());
     }
-    match (epoch, &todo.lease) {
-        (Some(epoch), _) => {
-            let by = agent.map_or_else(|| w.actor.to_owned(), ToString::to_string);
-            if epoch != todo.epoch {
-                return Err(Conflict::StaleEpoch {
-                    todo: id,
-                    by,
-                    presented: epoch,
-                    current: todo.epoch,
-                }
-                .into());
-            }
-            match (agent, &todo.lease) {
-                (Some(agent), Some(lease)) if &lease.agent != agent => {
-                    return Err(Conflict::NotHolder {
-                        todo: id,
-                        agent: agent.clone(),
-                    }
-                    .into());
-                }
-                // An epoch alone does not prove who is asking: under a live lease the holder
-                // must name itself.
-                (None, Some(lease)) if lease.is_live(w.now) => {
-                    return Err(Conflict::Claimed {
-                        todo: id,
-                        agent: lease.agent.clone(),
-                        epoch: lease.epoch,
-                        until: lease.expires_at,
-                    }
-                    .into());
-                }
-                _ => {}
-            }
-        }
-        (None, Some(lease)) if lease.is_live(w.now) => {
-            return Err(Conflict::Claimed {
+    let finished_under = match (agent, epoch) {
+        (Some(agent), Some(epoch)) => Some(held(&todo, agent, epoch, action)?),
+        (None, Some(epoch)) if epoch != todo.epoch => {
+            return Err(Conflict::StaleEpoch {
                 todo: id,
-                agent: lease.agent.clone(),
-                epoch: lease.epoch,
-                until: lease.expires_at,
+                by: w.actor.to_owned(),
+                presented: epoch,
+                current: todo.epoch,
             }
             .into());
         }
-        (None, _) => {}
-    }
+        _ => match &todo.lease {
+            // An epoch alone does not prove who is asking: under a live lease the holder must
+            // name itself.
+            Some(lease) if lease.is_live(w.now) => {
+                return Err(Conflict::Claimed {
+                    todo: id,
+                    agent: lease.agent.clone(),
+                    epoch: lease.epoch,
+                    until: lease.expires_at,
+                }
+                .into());
+            }
+            _ => None,
+        },
+    };
     todo.state = to;
     todo.lease = None;
+    todo.finished_under = finished_under;
+    todo.epoch += 1;
     todo.updated_at = w.now;
     w.put_todo(&todo)?;
     let kind = match to {
@@ -364,4 +373,41 @@ pub(super) fn finish(
     };
     w.event(kind)?;
     Ok(Applied::Todo(todo))
+}
+
+/// A person answered the stall gate of `id`: `drop` drops the todo (fencing whoever holds it);
+/// any other answer gives it a fresh budget of attempts, so the stall guard counts only the
+/// slices that follow. A todo finished meanwhile is left as it is.
+pub(super) fn stall_answered(
+    w: &Writer<'_>,
+    id: TodoId,
+    gate: crate::ids::GateId,
+    drop: bool,
+) -> Result<(), KernelError> {
+    let mut todo: Todo = w.require(tables::TODOS, id.0, "todo", id)?;
+    if todo.state.is_final() {
+        return Ok(());
+    }
+    if drop {
+        todo.state = TodoState::Dropped;
+        todo.lease = None;
+        todo.epoch += 1;
+        todo.updated_at = w.now;
+        w.put_todo(&todo)?;
+        w.event(EventKind::TodoDropped {
+            todo: id,
+            epoch: None,
+        })?;
+        return Ok(());
+    }
+    let since = crate::ids::SliceId(w.counter(counter::SLICE)?.saturating_sub(1));
+    todo.attempts_since = Some(since);
+    todo.updated_at = w.now;
+    w.put_todo(&todo)?;
+    w.event(EventKind::TodoRetried {
+        todo: id,
+        gate,
+        since,
+    })?;
+    Ok(())
 }

@@ -1,0 +1,313 @@
+//! Slice transitions: begin (claim, admit, record at once), spawned, end, interrupted, and the
+//! check that guards an agent's own writes from inside its slice.
+
+use super::op::{Applied, BeginSlice, NewEvidence, NewSlice, SliceEnd};
+use crate::errors::{Conflict, Invalid, KernelError};
+use crate::ids::{AgentName, GoalId, SliceId, TodoId};
+use crate::limits;
+use crate::model::{
+    ClaimStanding, EventKind, EvidenceKind, Goal, GoalStatus, ProcessIdentity, SliceKind,
+    SliceRecord, Todo, TodoState,
+};
+use crate::store::tables::{self, counter};
+use crate::store::writer::Writer;
+
+/// Claims the todo unless the agent holds a live lease on it, admits the slice against the
+/// agent's quota and records it, all in the caller's one transaction: a refusal of any part
+/// (a peer's claim, quota, a running slice, a goal no longer active) leaves nothing.
+pub(super) fn begin(w: &Writer<'_>, begin: BeginSlice) -> Result<Applied, KernelError> {
+    let BeginSlice {
+        mut slice,
+        claim_ttl,
+        admit,
+    } = begin;
+    if admit.agent != slice.agent {
+        return Err(Invalid::Other(format!(
+            "slice of `{}` admitted against the quota of `{}`",
+            slice.agent, admit.agent
+        ))
+        .into());
+    }
+    let mut took_claim = false;
+    slice.epoch = match slice.todo {
+        Some(id) => {
+            let todo: Todo = w.require(tables::TODOS, id.0, "todo", id)?;
+            let held = todo.state == TodoState::Claimed
+                && todo
+                    .lease
+                    .as_ref()
+                    .is_some_and(|l| l.agent == slice.agent && l.is_live(w.now));
+            if held {
+                Some(todo.epoch)
+            } else {
+                let Applied::Todo(claimed) = super::todo::claim(w, id, &slice.agent, claim_ttl)?
+                else {
+                    unreachable!("a claim yields the todo")
+                };
+                took_claim = true;
+                Some(claimed.epoch)
+            }
+        }
+        None => None,
+    };
+    super::quota::spend(w, admit, true)?;
+    let Applied::Slice(record) = start(w, slice)? else {
+        unreachable!("a slice start yields the slice")
+    };
+    Ok(Applied::SliceBegun {
+        slice: record,
+        took_claim,
+    })
+}
+
+pub(super) fn start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, KernelError> {
+    if w.agent(new.agent.as_str())?.is_none() {
+        return Err(Invalid::NotFound {
+            what: "agent",
+            id: new.agent.to_string(),
+        }
+        .into());
+    }
+    let mut todo_goal = None;
+    if let Some(todo_id) = new.todo {
+        let todo: Todo = w.require(tables::TODOS, todo_id.0, "todo", todo_id)?;
+        todo_goal = Some(todo.goal);
+        let epoch = new.epoch.ok_or_else(|| {
+            Invalid::Other(format!(
+                "a slice on {todo_id} must carry the epoch of its claim"
+            ))
+        })?;
+        if super::todo::fence(&todo, &new.agent, epoch, "worked on")? != ClaimStanding::Held {
+            return Err(Conflict::TodoState {
+                todo: todo_id,
+                state: todo.state.as_str(),
+                action: "worked on",
+            }
+            .into());
+        }
+    }
+    refuse_overlap(w, &new)?;
+    refuse_inactive_goal(w, todo_goal)?;
+    let id = SliceId(w.next_id(counter::SLICE)?);
+    let named = |text: String| text.replace(super::op::SLICE_PLACEHOLDER, &id.to_string());
+    let record = SliceRecord {
+        id,
+        agent: new.agent,
+        todo: new.todo,
+        epoch: new.epoch,
+        kind: new.kind,
+        profile_hash: new.profile_hash,
+        argv: new.argv.into_iter().map(named).collect(),
+        process: None,
+        started_at: w.now,
+        limit_secs: new.limit_secs,
+        ended_at: None,
+        outcome: None,
+        exit: None,
+        tokens: 0,
+        cost_usd: 0.0,
+        output_bytes: 0,
+        log: new.log.map(named),
+    };
+    w.put(tables::SLICES, id.0, &record)?;
+    w.set_running(id.0, true)?;
+    if let Some(owner) = &new.owner {
+        w.put(tables::SLICE_OWNERS, id.0, owner)?;
+    }
+    w.event(EventKind::SliceStarted {
+        slice: id,
+        agent: record.agent.clone(),
+        todo: record.todo,
+        epoch: record.epoch,
+        kind: record.kind,
+    })?;
+    Ok(Applied::Slice(record))
+}
+
+/// A slice works on an active goal: its todo's (`todo_goal`), or for a planning slice the
+/// current one. A decision taken just before a peer marked the goal done must not start
+/// another slice.
+fn refuse_inactive_goal(w: &Writer<'_>, todo_goal: Option<GoalId>) -> Result<(), KernelError> {
+    let goal: Option<Goal> = match todo_goal {
+        Some(id) => Some(w.require(tables::GOALS, id.0, "goal", id)?),
+        None => {
+            let goals: Vec<Goal> = w.all(tables::GOALS)?;
+            let active = goals.iter().rev().find(|g| g.status == GoalStatus::Active);
+            active.or(goals.last()).cloned()
+        }
+    };
+    match goal {
+        Some(goal) if goal.status == GoalStatus::Active => Ok(()),
+        Some(goal) => Err(Conflict::GoalState {
+            goal: goal.id,
+            state: goal.status.as_str(),
+            action: "worked on",
+        }
+        .into()),
+        None => Err(Invalid::Other("there is no goal to work on".to_owned()).into()),
+    }
+}
+
+/// One slice at a time per todo, and one planning slice at a time. Two supervisors may run the
+/// same agent: its live lease alone must not let both work on the todo at once, and two
+/// planners would propose the same todos twice.
+fn refuse_overlap(w: &Writer<'_>, new: &NewSlice) -> Result<(), KernelError> {
+    for running in w.running_ids()? {
+        let other: SliceRecord = w.require(tables::SLICES, running, "slice", SliceId(running))?;
+        if let Some(todo) = new.todo.filter(|t| other.todo == Some(*t)) {
+            return Err(Conflict::SliceRunning {
+                todo,
+                slice: other.id.to_string(),
+            }
+            .into());
+        }
+        if new.kind == SliceKind::Plan && other.kind == SliceKind::Plan {
+            return Err(Conflict::PlanRunning {
+                agent: other.agent.to_string(),
+                slice: other.id.to_string(),
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
+fn running_slice(w: &Writer<'_>, id: SliceId) -> Result<SliceRecord, KernelError> {
+    let record: SliceRecord = w.require(tables::SLICES, id.0, "slice", id)?;
+    if record.ended_at.is_some() {
+        return Err(Conflict::SliceEnded {
+            slice: id.to_string(),
+        }
+        .into());
+    }
+    Ok(record)
+}
+
+pub(super) fn spawned(
+    w: &Writer<'_>,
+    id: SliceId,
+    process: ProcessIdentity,
+) -> Result<Applied, KernelError> {
+    let mut record = running_slice(w, id)?;
+    let pid = process.pid;
+    record.process = Some(process);
+    w.put(tables::SLICES, id.0, &record)?;
+    w.event(EventKind::SliceSpawned { slice: id, pid })?;
+    Ok(Applied::Slice(record))
+}
+
+pub(super) fn end(w: &Writer<'_>, id: SliceId, end: SliceEnd) -> Result<Applied, KernelError> {
+    let mut record = running_slice(w, id)?;
+    limits::check_text("outcome", &end.outcome, limits::TITLE, "")?;
+    record.ended_at = Some(w.now);
+    record.outcome = Some(end.outcome.clone());
+    record.exit = end.exit;
+    record.tokens = end.tokens;
+    record.cost_usd = end.cost_usd;
+    record.output_bytes = end.output_bytes;
+    w.put(tables::SLICES, id.0, &record)?;
+    w.set_running(id.0, false)?;
+    w.remove(tables::SLICE_OWNERS, id.0)?;
+    w.event(EventKind::SliceEnded {
+        slice: id,
+        outcome: end.outcome,
+    })?;
+    Ok(Applied::Slice(record))
+}
+
+/// Ends a running slice as `interrupted` with evidence of why, and releases its claim when it
+/// still holds it (a peer may have taken the todo since: then the claim is the peer's).
+pub(super) fn interrupt(
+    w: &Writer<'_>,
+    id: SliceId,
+    reason: String,
+    exit: Option<String>,
+    output_bytes: u64,
+) -> Result<Applied, KernelError> {
+    let Applied::Slice(ended) = end(
+        w,
+        id,
+        SliceEnd {
+            outcome: "interrupted".to_owned(),
+            exit,
+            tokens: 0,
+            cost_usd: 0.0,
+            output_bytes,
+        },
+    )?
+    else {
+        unreachable!("a slice end yields the slice")
+    };
+    let summary = limits::clip(
+        &format!("slice {id} was interrupted: {}", reason.trim()),
+        limits::SUMMARY,
+    );
+    super::entities::evidence_add(
+        w,
+        NewEvidence {
+            kind: EvidenceKind::Slice,
+            summary,
+            detail: limits::clip(&reason, limits::DETAIL),
+            files: Vec::new(),
+            todo: ended.todo,
+            slice: Some(id),
+            epoch: None,
+        },
+    )?;
+    let mut released = false;
+    if let (Some(todo), Some(epoch)) = (ended.todo, ended.epoch) {
+        let current: Todo = w.require(tables::TODOS, todo.0, "todo", todo)?;
+        if current.claim_of(&ended.agent, epoch) == ClaimStanding::Held {
+            super::todo::release(w, todo, &ended.agent, epoch)?;
+            released = true;
+        }
+    }
+    Ok(Applied::Interrupted {
+        slice: ended,
+        released,
+    })
+}
+
+/// Checks that a write from inside `id` may go ahead (see [`Op::InSlice`](super::op::Op)).
+pub(super) fn in_slice(
+    w: &Writer<'_>,
+    id: SliceId,
+    agent: &AgentName,
+    todo: Option<TodoId>,
+    epoch: Option<u64>,
+) -> Result<Applied, KernelError> {
+    let record: SliceRecord = w.require(tables::SLICES, id.0, "slice", id)?;
+    if record.ended_at.is_some() {
+        return Err(Conflict::ReportAfterEnd {
+            slice: id,
+            outcome: record.outcome.unwrap_or_else(|| "ended".to_owned()),
+        }
+        .into());
+    }
+    if &record.agent != agent {
+        return Err(Conflict::SliceOwner {
+            slice: id,
+            agent: agent.clone(),
+            owner: record.agent,
+        }
+        .into());
+    }
+    if (todo, epoch) != (record.todo, record.epoch) {
+        let claim = |todo: Option<TodoId>, epoch: Option<u64>| match (todo, epoch) {
+            (Some(t), Some(e)) => format!("{t} under epoch {e}"),
+            (Some(t), None) => format!("{t} without an epoch"),
+            (None, _) => "no todo".to_owned(),
+        };
+        return Err(Invalid::Other(format!(
+            "slice {id} works on {}, not on {}\n(hint: LOOPX_TODO and LOOPX_EPOCH are set by loopx for the slice; keep them as given)",
+            claim(record.todo, record.epoch),
+            claim(todo, epoch)
+        ))
+        .into());
+    }
+    if let (Some(todo), Some(epoch)) = (todo, epoch) {
+        let current: Todo = w.require(tables::TODOS, todo.0, "todo", todo)?;
+        super::todo::fence(&current, agent, epoch, "reported on")?;
+    }
+    Ok(Applied::Slice(record))
+}

@@ -1,0 +1,539 @@
+//! A slice's life in the kernel: one transaction begins it, one interrupts it, and the one
+//! fencing rule decides every write made under its claim. Through the real store.
+
+#[path = "support/common.rs"]
+mod common;
+
+use std::time::Duration;
+
+use common::{Fixture, HUMAN, T0, fixture};
+use loopx_kernel::model::{
+    Blocks, EventKind, EvidenceKind, GateKind, GateState, SliceKind, Todo, TodoState,
+};
+use loopx_kernel::store::{
+    AnswerChoice, Applied, BeginSlice, NewEvidence, NewGate, NewHandoff, NewSlice, QuotaRequest,
+};
+use loopx_kernel::{AgentName, Conflict, KernelError, Op, SliceId, Timestamp, TodoId};
+use loopx_quota::Pacing;
+
+const TTL: Duration = Duration::from_secs(600);
+
+fn quota(agent: &AgentName, pacing: Option<Pacing>) -> QuotaRequest {
+    QuotaRequest {
+        agent: agent.clone(),
+        account: "acct".into(),
+        pacing,
+        windows: vec![],
+        tokens: 0,
+        cost_usd: 0.0,
+        busy: None,
+    }
+}
+
+fn begin(todo: Option<TodoId>, agent: &AgentName, pacing: Option<Pacing>) -> Op {
+    Op::SliceBegin(BeginSlice {
+        slice: NewSlice {
+            agent: agent.clone(),
+            todo,
+            epoch: None,
+            kind: if todo.is_some() {
+                SliceKind::Work
+            } else {
+                SliceKind::Plan
+            },
+            profile_hash: "h".into(),
+            argv: vec!["agent".into()],
+            limit_secs: 60,
+            log: None,
+            owner: None,
+        },
+        claim_ttl: TTL,
+        admit: quota(agent, pacing),
+    })
+}
+
+fn todo(f: &Fixture, id: TodoId) -> Todo {
+    f.store
+        .read(|s| s.todo(id))
+        .expect("read")
+        .expect("the todo")
+}
+
+fn spends(f: &Fixture) -> usize {
+    f.store
+        .read(|s| s.spends_since(Timestamp(0)))
+        .expect("read")
+        .len()
+}
+
+fn begun(f: &Fixture, op: Op, at: Timestamp) -> (SliceId, u64, bool) {
+    match f.store.apply(op, "agent:a", at).expect("the slice begins") {
+        Applied::SliceBegun { slice, took_claim } => {
+            (slice.id, slice.epoch.unwrap_or_default(), took_claim)
+        }
+        other => panic!("expected a begun slice, got {other:?}"),
+    }
+}
+
+#[test]
+fn one_transaction_claims_admits_and_records_a_slice() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let t = f.todo("Add retry");
+    let (slice, epoch, took) = begun(&f, begin(Some(t), &a, None), T0);
+    assert_eq!((epoch, took), (1, true));
+    let record = f
+        .store
+        .read(|s| s.slice(slice))
+        .expect("read")
+        .expect("slice");
+    assert_eq!((record.todo, record.epoch), (Some(t), Some(1)));
+    assert_eq!(todo(&f, t).state, TodoState::Claimed);
+    assert_eq!(spends(&f), 1, "admitted");
+    let kinds: Vec<&str> = f
+        .store
+        .read(|s| s.events_tail(3))
+        .expect("events")
+        .iter()
+        .map(|e| e.kind.name())
+        .collect();
+    assert_eq!(kinds, ["todo_claimed", "quota_spent", "slice_started"]);
+}
+
+#[test]
+fn a_refused_admission_leaves_no_claim_and_a_lost_race_spends_nothing() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let t = f.todo("Add retry");
+    let paced = Some(Pacing {
+        slices_per_hour: 1.0,
+        burst: 1,
+    });
+    // The first slice uses the hour's allowance (and ends).
+    let (first, _, _) = begun(&f, begin(Some(t), &a, paced), T0);
+    let end = loopx_kernel::store::SliceEnd {
+        outcome: "progress".into(),
+        exit: None,
+        tokens: 0,
+        cost_usd: 0.0,
+        output_bytes: 0,
+    };
+    f.store
+        .apply_all(
+            vec![
+                Op::SliceEnd { slice: first, end },
+                Op::TodoRelease {
+                    todo: t,
+                    agent: a.clone(),
+                    epoch: 1,
+                },
+            ],
+            "agent:a",
+            T0,
+        )
+        .expect("ends");
+    let before = (todo(&f, t), spends(&f));
+    let err = f
+        .store
+        .apply(begin(Some(t), &a, paced), "agent:a", T0)
+        .expect_err("paced");
+    assert!(
+        matches!(err, KernelError::Conflict(Conflict::QuotaBlocked { .. })),
+        "{err}"
+    );
+    assert_eq!((todo(&f, t), spends(&f)), before, "no claim, no spend");
+
+    // Another agent's slice runs on t2: a begin on it is refused before anything is spent.
+    let b = f.agent("b");
+    let t2 = f.todo("Document it");
+    begun(&f, begin(Some(t2), &b, None), T0);
+    let expire = T0.plus(TTL + Duration::from_secs(1));
+    let spent = spends(&f);
+    let err = f
+        .store
+        .apply(begin(Some(t2), &a, None), "agent:a", expire)
+        .expect_err("a slice runs on t2");
+    assert!(
+        matches!(err, KernelError::Conflict(Conflict::SliceRunning { .. })),
+        "{err}"
+    );
+    assert_eq!(spends(&f), spent, "a lost race spends nothing");
+    assert_eq!(
+        todo(&f, t2).lease.map(|l| l.agent.to_string()),
+        Some("b".into()),
+        "and takes no claim"
+    );
+}
+
+#[test]
+fn a_live_lease_is_continued_not_claimed_again() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let t = f.todo("Add retry");
+    f.store
+        .apply(
+            Op::TodoClaim {
+                todo: t,
+                agent: a.clone(),
+                ttl: TTL,
+            },
+            HUMAN,
+            T0,
+        )
+        .expect("claim");
+    let (_, epoch, took) = begun(&f, begin(Some(t), &a, None), T0);
+    assert_eq!((epoch, took), (1, false));
+}
+
+fn release(f: &Fixture, t: TodoId, agent: &AgentName, epoch: u64) -> Result<Applied, KernelError> {
+    f.store.apply(
+        Op::TodoRelease {
+            todo: t,
+            agent: agent.clone(),
+            epoch,
+        },
+        HUMAN,
+        T0,
+    )
+}
+
+fn done(f: &Fixture, t: TodoId, agent: &AgentName, epoch: u64) -> Result<Applied, KernelError> {
+    f.store.apply(
+        Op::TodoFinish {
+            todo: t,
+            to: TodoState::Done,
+            agent: Some(agent.clone()),
+            epoch: Some(epoch),
+        },
+        &format!("agent:{agent}"),
+        T0,
+    )
+}
+
+#[test]
+fn a_released_claim_fences_its_old_holder() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let t = f.todo("Add retry");
+    f.claim(t, &a, T0).expect("claim");
+    let released = release(&f, t, &a, 1).expect("a person releases it");
+    let Applied::Todo(released) = released else {
+        panic!("a todo")
+    };
+    assert_eq!(
+        (released.state, released.epoch),
+        (TodoState::Open, 2),
+        "a release changes the holder, so the epoch"
+    );
+    let err = done(&f, t, &a, 1).expect_err("the old holder's done");
+    assert!(
+        matches!(err, KernelError::Conflict(Conflict::StaleEpoch { .. })),
+        "{err}"
+    );
+    assert_eq!(todo(&f, t).state, TodoState::Open);
+}
+
+#[test]
+fn only_the_holder_finishes_under_an_epoch() {
+    let f = fixture();
+    f.goal();
+    let (victim, other) = (f.agent("victim"), f.agent("other"));
+    // Never claimed: its epoch is 0, and nobody holds it.
+    let t = f.todo("Add retry");
+    let err = done(&f, t, &victim, 0).expect_err("never held");
+    assert!(
+        matches!(
+            err,
+            KernelError::Conflict(Conflict::TodoState { state: "open", .. })
+        ),
+        "{err}"
+    );
+    f.claim(t, &victim, T0).expect("claim");
+    let err = done(&f, t, &other, 1).expect_err("not the holder");
+    assert!(
+        matches!(err, KernelError::Conflict(Conflict::NotHolder { .. })),
+        "{err}"
+    );
+    assert_eq!(todo(&f, t).state, TodoState::Claimed);
+}
+
+#[test]
+fn the_slice_that_finished_its_todo_may_renew_and_write_but_nothing_else() {
+    let f = fixture();
+    f.goal();
+    let (a, b) = (f.agent("a"), f.agent("b"));
+    let t = f.todo("Add retry");
+    f.claim(t, &a, T0).expect("claim");
+    let Applied::Todo(finished) = done(&f, t, &a, 1).expect("report done") else {
+        panic!("a todo")
+    };
+    assert_eq!(finished.epoch, 2, "finishing changes the holder too");
+    assert_eq!(
+        finished
+            .finished_under
+            .as_ref()
+            .map(|l| (l.agent.as_str(), l.epoch)),
+        Some(("a", 1))
+    );
+    // The renewal thread of the still-running slice: success, nothing changes.
+    let renewed = f
+        .store
+        .apply(
+            Op::TodoRenew {
+                todo: t,
+                agent: a.clone(),
+                epoch: 1,
+                ttl: TTL,
+            },
+            "agent:a",
+            T0,
+        )
+        .expect("a renewal under the finishing claim succeeds");
+    let Applied::Todo(renewed) = renewed else {
+        panic!("a todo")
+    };
+    assert_eq!((renewed.state, renewed.epoch), (TodoState::Done, 2));
+    // Its writeback: evidence and a handoff under epoch 1.
+    let evidence = NewEvidence {
+        kind: EvidenceKind::Test,
+        summary: "cargo test: 41 passed".into(),
+        detail: String::new(),
+        files: vec![],
+        todo: Some(t),
+        slice: None,
+        epoch: Some(1),
+    };
+    f.store
+        .apply(Op::EvidenceAdd(evidence.clone()), "agent:a", T0)
+        .expect("evidence");
+    let handoff = NewHandoff {
+        todo: Some(t),
+        done: "Added retry".into(),
+        next: String::new(),
+        files: vec![],
+        questions: vec![],
+        slice: None,
+        epoch: Some(1),
+    };
+    f.store
+        .apply(Op::HandoffAdd(handoff), "agent:a", T0)
+        .expect("handoff");
+    // Another agent presenting the same epoch is not the finisher.
+    let err = f
+        .store
+        .apply(Op::EvidenceAdd(evidence), "agent:b", T0)
+        .expect_err("b never held it");
+    assert!(matches!(err, KernelError::Conflict(_)), "{err}");
+    let err = release(&f, t, &a, 1).expect_err("nothing to release");
+    assert!(matches!(err, KernelError::Conflict(_)), "{err}");
+    let err = done(&f, t, &b, 2).expect_err("done is done");
+    assert!(matches!(err, KernelError::Conflict(_)), "{err}");
+}
+
+fn interrupt(f: &Fixture, slice: SliceId) -> Result<Applied, KernelError> {
+    f.store.apply(
+        Op::SliceInterrupt {
+            slice,
+            reason: "the store stayed busy through the writeback".into(),
+            exit: Some("exit 0".into()),
+            output_bytes: 12,
+        },
+        "loopx",
+        T0,
+    )
+}
+
+#[test]
+fn an_interrupted_slice_ends_with_evidence_and_gives_back_only_its_own_claim() {
+    let f = fixture();
+    f.goal();
+    let (a, b) = (f.agent("a"), f.agent("b"));
+    let t = f.todo("Add retry");
+    let (s1, _, _) = begun(&f, begin(Some(t), &a, None), T0);
+    let Applied::Interrupted { slice, released } = interrupt(&f, s1).expect("interrupts") else {
+        panic!("interrupted")
+    };
+    assert_eq!(slice.outcome.as_deref(), Some("interrupted"));
+    assert!(released);
+    assert_eq!(todo(&f, t).state, TodoState::Open);
+    let evidence = f
+        .store
+        .read(|s| s.evidence_newest(1, |_| true))
+        .expect("read");
+    assert_eq!(evidence[0].kind, EvidenceKind::Slice);
+    assert!(
+        evidence[0].summary.contains("stayed busy"),
+        "{}",
+        evidence[0].summary
+    );
+    let err = interrupt(&f, s1).expect_err("once");
+    assert!(
+        matches!(err, KernelError::Conflict(Conflict::SliceEnded { .. })),
+        "{err}"
+    );
+
+    // The claim moved on to b while a's second slice ran: a's interruption leaves it alone.
+    let (s2, epoch, _) = begun(&f, begin(Some(t), &a, None), T0);
+    release(&f, t, &a, epoch).expect("a person releases it");
+    f.claim(t, &b, T0).expect("b claims");
+    let Applied::Interrupted { released, .. } = interrupt(&f, s2).expect("interrupts") else {
+        panic!("interrupted")
+    };
+    assert!(!released, "b's claim stays");
+    assert_eq!(
+        todo(&f, t).lease.map(|l| l.agent.to_string()),
+        Some("b".into())
+    );
+}
+
+fn stall_gate(t: TodoId) -> NewGate {
+    NewGate {
+        question: format!("Todo {t} went three slices without progress: retry it or drop it?"),
+        options: vec!["retry".into(), "drop".into()],
+        context: String::new(),
+        blocks: Blocks::Todos(vec![t]),
+        kind: GateKind::Stall { todo: t },
+    }
+}
+
+fn ask(f: &Fixture, gate: NewGate) -> loopx_kernel::model::Gate {
+    match f.store.apply(Op::GateAsk(gate), "loopx", T0).expect("asks") {
+        Applied::Gate(gate) => gate,
+        other => panic!("a gate, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_stall_is_asked_about_once_and_its_answer_acts_on_the_todo() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let t = f.todo("Add retry");
+    let t2 = f.todo("Add backoff");
+    let first = ask(&f, stall_gate(t));
+    let again = ask(&f, stall_gate(t));
+    assert_eq!(first.id, again.id, "the same stall opens no second gate");
+    let s = begun(&f, begin(Some(t2), &a, None), T0).0;
+    f.store
+        .apply(
+            Op::GateAnswer {
+                gate: first.id,
+                choice: AnswerChoice::Option(1),
+                slice: None,
+            },
+            HUMAN,
+            T0,
+        )
+        .expect("retry");
+    assert_eq!(
+        todo(&f, t).attempts_since,
+        Some(s),
+        "only slices after s count"
+    );
+    let retried = f.store.read(|s| s.events_tail(1)).expect("events");
+    assert!(
+        matches!(retried[0].kind, EventKind::TodoRetried { todo, .. } if todo == t),
+        "{retried:?}"
+    );
+    // A second stall later: `drop` drops the todo.
+    let second = ask(&f, stall_gate(t));
+    assert_ne!(second.id, first.id);
+    f.store
+        .apply(
+            Op::GateAnswer {
+                gate: second.id,
+                choice: AnswerChoice::Text("drop".into()),
+                slice: None,
+            },
+            HUMAN,
+            T0,
+        )
+        .expect("drop");
+    let dropped = todo(&f, t);
+    assert_eq!(dropped.state, TodoState::Dropped);
+    let gate = f
+        .store
+        .read(|s| s.gate(second.id))
+        .expect("read")
+        .expect("gate");
+    assert_eq!(gate.state, GateState::Answered);
+    // Only a stall gate that blocks exactly its todo.
+    let mut forged = stall_gate(t2);
+    forged.blocks = Blocks::Global;
+    assert!(f.store.apply(Op::GateAsk(forged), "loopx", T0).is_err());
+}
+
+#[test]
+fn a_forward_clock_excursion_does_not_stamp_later_changes_in_the_future() {
+    let f = fixture();
+    f.goal();
+    let day = Duration::from_secs(86_400);
+    f.store
+        .apply(
+            Op::AgentAdd {
+                name: "early".parse().expect("name"),
+                profile: "p".into(),
+                capabilities: vec![],
+                role: None,
+            },
+            HUMAN,
+            T0.plus(day),
+        )
+        .expect("at the excursion");
+    let t = f.todo("After the clock came back");
+    let added = todo(&f, t);
+    assert_eq!(added.created_at, T0, "the clock as it is, not a day ahead");
+    // Queueing for the lock by a few hundred milliseconds still keeps commits in order.
+    let a = f.agent("a");
+    f.claim(t, &a, T0.plus(Duration::from_secs(10)))
+        .expect("claim");
+    f.store
+        .apply(
+            Op::TodoRenew {
+                todo: t,
+                agent: a,
+                epoch: 1,
+                ttl: TTL,
+            },
+            HUMAN,
+            T0.plus(Duration::from_millis(9_700)),
+        )
+        .expect("renew");
+    let events = f.store.read(|s| s.events_tail(2)).expect("events");
+    assert!(events[1].at >= events[0].at, "{events:?}");
+}
+
+#[test]
+fn a_refused_batch_names_the_operation() {
+    let f = fixture();
+    f.goal();
+    let good = loopx_kernel::store::NewTodo {
+        goal: None,
+        title: "Good".into(),
+        detail: String::new(),
+        priority: 0,
+        needs: vec![],
+        after: vec![],
+        role: None,
+    };
+    let bad = loopx_kernel::store::NewTodo {
+        role: Some("Reviewer Team".into()),
+        ..good.clone()
+    };
+    let err = f
+        .store
+        .apply_batch(
+            vec![Op::TodoAdd(good.clone()), Op::TodoAdd(bad.clone())],
+            HUMAN,
+            T0,
+        )
+        .expect_err("the role is no id");
+    assert_eq!(err.op, Some(1), "{}", err.error);
+    assert!(bad.check().is_err() && good.check().is_ok());
+    let todos = f.store.read(|s| s.todos()).expect("read");
+    assert!(todos.is_empty(), "nothing of a refused batch is written");
+}

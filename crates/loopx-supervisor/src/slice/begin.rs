@@ -1,0 +1,253 @@
+//! The second stage: render the prompt and begin the slice — claim, admission and the slice
+//! record in one kernel transaction. From its commit on, a [`SliceGuard`] owns the slice.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use loopx_adapters::{LaunchContext, LaunchPlan, render_launch, render_prompt};
+use loopx_kernel::model::{SliceRecord, Todo};
+use loopx_kernel::store::{Applied, BeginSlice, NewSlice, SLICE_PLACEHOLDER};
+use loopx_kernel::{Conflict, KernelError, Op, Timestamp};
+
+use super::decide::{Decided, How};
+use super::guard::{Beginning, SliceGuard};
+use super::launch::process_identity;
+use crate::agent::AgentSetup;
+use crate::errors::SupervisorError;
+use crate::once::{Once, RunOnce, Step};
+use crate::prompt::{PromptFor, prompt_values};
+
+/// A lease outlives the slice's wall-time limit by this much, so it cannot expire while the
+/// slice is still being stopped and written back.
+const LEASE_MARGIN: Duration = Duration::from_secs(60);
+/// The longest claim taken at once, unless `LOOPX_LEASE_MAX` says otherwise; see [`lease_ttl`].
+const LEASE_MAX: Duration = Duration::from_secs(10 * 60);
+/// The wall-time limit of a probe: the first slice after a vendor hold ended.
+const PROBE_MAX_TIME: Duration = Duration::from_secs(5 * 60);
+
+/// A slice recorded as begun, and owned by its guard.
+#[derive(Debug)]
+pub(crate) struct Begun {
+    pub setup: AgentSetup,
+    pub goal: Option<loopx_kernel::model::Goal>,
+    /// The decision's store, until it has recorded the spawned process.
+    pub store: Option<loopx_kernel::Store>,
+    pub record: SliceRecord,
+    /// The launch, with the slice's own id in its file names.
+    pub plan: LaunchPlan,
+    pub guard: SliceGuard,
+}
+
+/// Where the begin leads.
+#[derive(Debug)]
+pub(crate) enum Began {
+    Begun(Box<Begun>),
+    /// Nothing was begun (quota said wait, or a peer got there first); nothing was left behind.
+    Not(Box<Once>),
+}
+
+impl Decided {
+    /// Renders the prompt and begins the slice.
+    pub(crate) fn begin(
+        self,
+        req: &RunOnce,
+        on_step: &mut dyn FnMut(Step<'_>),
+    ) -> Result<Began, SupervisorError> {
+        let setup = &self.setup;
+        let values = self.store.read(|s| {
+            let todo: Option<Todo> = match self.todo {
+                Some(id) => s.todo(id)?,
+                None => None,
+            };
+            prompt_values(
+                s,
+                PromptFor {
+                    agent: &setup.agent.name,
+                    role: setup.view.role.as_deref(),
+                    goal: self.goal.as_ref(),
+                    todo: todo.as_ref(),
+                    kind: self.how.kind,
+                },
+            )
+        })?;
+        let prompt = render_prompt(&setup.loaded.profile.prompt_template, &values);
+        let plan = plan_for(req, setup, self.how, &prompt, SLICE_PLACEHOLDER)?;
+        let begin = BeginSlice {
+            slice: NewSlice {
+                agent: setup.agent.name.clone(),
+                todo: self.todo,
+                epoch: None,
+                kind: self.how.kind,
+                profile_hash: setup.loaded.content_hash.to_string(),
+                argv: std::iter::once(plan.program.clone())
+                    .chain(plan.args.iter().cloned())
+                    .collect(),
+                limit_secs: plan.limits.max_time.as_secs(),
+                log: Some(slice_file(SLICE_PLACEHOLDER, "log")),
+                owner: Some(process_identity(std::process::id())),
+            },
+            claim_ttl: lease_ttl(setup),
+            admit: setup.quota_request(0, 0.0, None),
+        };
+        let beginning = Beginning::start();
+        let begun = self
+            .store
+            .apply(Op::SliceBegin(begin), &actor(setup), Timestamp::now());
+        let (record, took_claim) = match begun {
+            Ok(Applied::SliceBegun { slice, took_claim }) => (slice, took_claim),
+            Ok(other) => unreachable!("a slice begin yields the slice, not {other:?}"),
+            Err(KernelError::Conflict(Conflict::QuotaBlocked { until, reason })) => {
+                return Ok(Began::Not(Box::new(Once::Refused {
+                    agent: setup.agent.name.to_string(),
+                    decision: self.decision,
+                    until,
+                    reason,
+                })));
+            }
+            Err(KernelError::Conflict(c)) if lost_race(&c) => {
+                return Ok(Began::Not(Box::new(Once::Contended {
+                    agent: setup.agent.name.to_string(),
+                    decision: self.decision,
+                    why: c.to_string(),
+                })));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut guard = SliceGuard::new(&req.project, record.id, beginning);
+        let name = setup.agent.name.as_str();
+        if let (Some(todo), Some(epoch)) = (record.todo, record.epoch) {
+            on_step(Step::Claimed {
+                agent: name,
+                todo,
+                epoch,
+                held: !took_claim,
+            });
+        }
+        let log = record.log.clone().unwrap_or_default();
+        on_step(Step::Started {
+            agent: name,
+            slice: record.id,
+            kind: record.kind,
+            todo: record.todo,
+            log: &log,
+        });
+        let plan = match plan_for(req, setup, self.how, &prompt, &record.id.to_string()) {
+            Ok(plan) => plan,
+            Err(e) => {
+                guard.fail(format!(
+                    "its launch could not be rendered: {}",
+                    crate::errors::chain(&e)
+                ));
+                return Err(e);
+            }
+        };
+        let Decided {
+            setup, goal, store, ..
+        } = self;
+        Ok(Began::Begun(Box::new(Begun {
+            setup,
+            goal,
+            store: Some(store),
+            record,
+            plan,
+            guard,
+        })))
+    }
+}
+
+/// Conflicts that mean a peer got there first, not that anything is wrong.
+fn lost_race(c: &Conflict) -> bool {
+    matches!(
+        c,
+        Conflict::Claimed { .. }
+            | Conflict::SliceRunning { .. }
+            | Conflict::PlanRunning { .. }
+            | Conflict::GoalState { .. }
+            | Conflict::StaleEpoch { .. }
+            | Conflict::NotHolder { .. }
+            | Conflict::TodoState { .. }
+            | Conflict::Gated { .. }
+            | Conflict::Waiting { .. }
+    )
+}
+
+/// How long a claim lasts before it must be renewed: the slice's whole run (wall time, grace,
+/// a margin) up to [`LEASE_MAX`]. A longer slice renews it while it runs, so a supervisor that
+/// dies frees its todo within minutes, not after the slice's whole limit.
+pub(crate) fn lease_ttl(setup: &AgentSetup) -> Duration {
+    let limits = &setup.loaded.profile.limits;
+    (limits.max_time + limits.grace + LEASE_MARGIN).min(lease_max())
+}
+
+/// [`LEASE_MAX`], or `LOOPX_LEASE_MAX` (a duration such as `2m`; at least a second): shorter
+/// frees a dead supervisor's todo sooner, at the cost of more renewals.
+fn lease_max() -> Duration {
+    let Some(text) = std::env::var("LOOPX_LEASE_MAX")
+        .ok()
+        .filter(|t| !t.is_empty())
+    else {
+        return LEASE_MAX;
+    };
+    match humantime::parse_duration(&text) {
+        Ok(d) if d >= Duration::from_secs(1) => d,
+        _ => {
+            tracing::warn!(%text, "LOOPX_LEASE_MAX is not a duration of a second or more; using 10m");
+            LEASE_MAX
+        }
+    }
+}
+
+/// Who writes on the slice's behalf.
+pub(crate) fn actor(setup: &AgentSetup) -> String {
+    format!("agent:{}", setup.agent.name)
+}
+
+/// Where a slice's files go: `.loopx/slices/<id>.<ext>`, relative to the project root.
+pub(crate) fn slice_file(slice: &str, ext: &str) -> String {
+    format!("{}/slices/{slice}.{ext}", loopx_kernel::project::STATE_DIR)
+}
+
+/// The launch for `slice` (the placeholder before the id is known, the id after).
+fn plan_for(
+    req: &RunOnce,
+    setup: &AgentSetup,
+    how: How,
+    prompt: &str,
+    slice: &str,
+) -> Result<LaunchPlan, SupervisorError> {
+    let ctx = LaunchContext {
+        loopx_exe: req.loopx_exe.clone(),
+        project_root: req.project.root().to_path_buf(),
+        prompt_file: req.project.root().join(slice_file(slice, "prompt")),
+    };
+    let mut plan =
+        render_launch(&setup.loaded, how.permission, prompt, &ctx).map_err(|source| {
+            SupervisorError::Launch {
+                agent: setup.agent.name.to_string(),
+                source,
+            }
+        })?;
+    if how.probe {
+        // The vendor's limit may not be gone: find out in minutes, not in a whole slice.
+        plan.limits.max_time = plan.limits.max_time.min(PROBE_MAX_TIME);
+    }
+    Ok(plan)
+}
+
+/// The absolute path of a slice's file.
+pub(crate) fn slice_path(req: &RunOnce, relative: &str) -> PathBuf {
+    req.project.root().join(relative)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn slice_files_live_in_the_state_directory() {
+        assert_eq!(slice_file("s3", "log"), ".loopx/slices/s3.log");
+        assert!(Path::new(&slice_file(SLICE_PLACEHOLDER, "prompt")).starts_with(".loopx"));
+    }
+}

@@ -1,0 +1,186 @@
+//! The first stage: decide for the agent. Only `deliver` and `repair` go on to a slice; every
+//! other decision (and an unapproved `full` profile) ends here, before anything is claimed.
+
+use loopx_adapters::PermissionLevel;
+use loopx_kernel::decision::DecisionState;
+use loopx_kernel::model::{Blocks, GateKind, Goal, GoalStatus, STALL_OPTIONS, SliceKind};
+use loopx_kernel::store::{Applied, NewGate};
+use loopx_kernel::{KernelError, Op, Store, Timestamp, TodoId};
+use loopx_quota::{Decision, DecisionKind};
+
+use super::guard::ACTOR;
+use crate::agent::{AgentSetup, load_agent};
+use crate::approval::{self, Permission};
+use crate::errors::SupervisorError;
+use crate::once::{Once, RunOnce, Step};
+
+/// What kind of slice runs, and how.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct How {
+    pub kind: SliceKind,
+    pub permission: PermissionLevel,
+    /// The first slice after a vendor hold: a short one.
+    pub probe: bool,
+}
+
+/// A decision to run a slice, with what the slice needs.
+#[derive(Debug)]
+pub(crate) struct Decided {
+    pub setup: AgentSetup,
+    pub decision: Decision,
+    pub goal: Option<Goal>,
+    /// The todo to work on; `None` for a planning slice.
+    pub todo: Option<TodoId>,
+    pub how: How,
+    /// The store the decision read. The begin writes through it too, then it records the
+    /// spawned process: each open and close of the store costs several fsyncs, the bulk of
+    /// loopx's own cost per slice.
+    pub store: Store,
+}
+
+/// Where the decision leads.
+#[derive(Debug)]
+pub(crate) enum Next {
+    Run(Box<Decided>),
+    Done(Box<Once>),
+}
+
+/// Decides for the agent at `now`.
+pub(crate) fn decide(
+    req: &RunOnce,
+    on_step: &mut dyn FnMut(Step<'_>),
+) -> Result<Next, SupervisorError> {
+    let now = Timestamp::now();
+    let store = Store::open(&req.project)?;
+    let agents = store.read(|s| s.agents())?;
+    let setup = match load_agent(&req.project, agents, req.agent.as_deref()) {
+        Ok(setup) => setup,
+        // A broken profile stops nothing once the goal is over; while it is not, the error is
+        // the agent's to fix, and the loop tries again after it (a person may fix the file).
+        Err(e @ SupervisorError::Profile { .. }) => {
+            return match goal_over(&store, req.agent.as_deref())? {
+                Some(done) => Ok(Next::Done(Box::new(done))),
+                None => Err(e),
+            };
+        }
+        Err(e) => return Err(e),
+    };
+    let name = setup.agent.name.to_string();
+    let state = store.read(|s| DecisionState::read(s, setup.view.clone(), now))?;
+    let mut decision = state.decide();
+    if decision.decision == DecisionKind::Ask && decision.gate.is_none() {
+        decision.gate = open_stall_gate(&store, &decision, now)?;
+    }
+    on_step(Step::Decided {
+        agent: &name,
+        decision: &decision,
+        now,
+    });
+    let kind = match (decision.decision, decision.slice) {
+        (DecisionKind::Deliver | DecisionKind::Repair, Some(kind)) => match kind {
+            loopx_quota::SliceKind::Work => SliceKind::Work,
+            loopx_quota::SliceKind::Plan => SliceKind::Plan,
+            loopx_quota::SliceKind::Repair => SliceKind::Repair,
+        },
+        _ => {
+            return Ok(Next::Done(Box::new(Once::Decided {
+                agent: name,
+                decision,
+            })));
+        }
+    };
+    let goal = store.read(|s| s.current_goal())?;
+    let permission = match approval::permission(&store, &setup, goal.as_ref(), now)? {
+        Permission::Run(level) => level,
+        Permission::Held(decision) => {
+            on_step(Step::Decided {
+                agent: &name,
+                decision: &decision,
+                now,
+            });
+            return Ok(Next::Done(Box::new(Once::Decided {
+                agent: name,
+                decision,
+            })));
+        }
+    };
+    let todo: Option<TodoId> = decision
+        .todo
+        .as_ref()
+        .map(|(id, _)| id.parse())
+        .transpose()
+        .map_err(KernelError::from)?;
+    let how = How {
+        kind,
+        permission,
+        probe: decision.probe,
+    };
+    Ok(Next::Run(Box::new(Decided {
+        setup,
+        decision,
+        goal,
+        todo,
+        how,
+        store,
+    })))
+}
+
+/// `stop` with the goal's state when it is over (done, paused, archived, or none at all).
+fn goal_over(store: &Store, agent: Option<&str>) -> Result<Option<Once>, SupervisorError> {
+    let goal = store.read(|s| s.current_goal())?;
+    let reason = match &goal {
+        Some(goal) if goal.status == GoalStatus::Active => return Ok(None),
+        Some(goal) => format!("goal {} is {}", goal.id, goal.status.as_str()),
+        None => "there is no active goal".to_owned(),
+    };
+    Ok(Some(Once::Decided {
+        agent: agent.unwrap_or_default().to_owned(),
+        decision: Decision {
+            decision: DecisionKind::Stop,
+            slice: None,
+            todo: None,
+            gate: None,
+            stalled: None,
+            wake_at: None,
+            probe: false,
+            reason,
+        },
+    }))
+}
+
+/// Opens the gate a stalled todo needs: the decision says ask, and no gate asks yet. The kernel
+/// gives back the open one instead when a peer asked first. Returns the gate as the decision
+/// shows it.
+fn open_stall_gate(
+    store: &Store,
+    decision: &Decision,
+    now: Timestamp,
+) -> Result<Option<(String, String)>, SupervisorError> {
+    let Some(todo) = decision.stalled.as_deref() else {
+        return Ok(None);
+    };
+    let id: TodoId = todo.parse().map_err(KernelError::from)?;
+    let title = store
+        .read(|s| s.todo(id))?
+        .map(|t| t.title)
+        .unwrap_or_default();
+    let gate = NewGate {
+        question: loopx_kernel::limits::clip(
+            &format!(
+                "Todo {id} ({title}) has gone several slices without progress: retry it with a fresh budget of attempts, or drop it?"
+            ),
+            loopx_kernel::limits::QUESTION,
+        ),
+        options: STALL_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
+        context: format!(
+            "{}\n`retry` gives it a fresh budget; `drop` drops it; any other answer is passed to the next slice as guidance, with a fresh budget.",
+            decision.reason
+        ),
+        blocks: Blocks::Todos(vec![id]),
+        kind: GateKind::Stall { todo: id },
+    };
+    let Applied::Gate(gate) = store.apply(Op::GateAsk(gate), ACTOR, now)? else {
+        unreachable!("a gate ask yields the gate")
+    };
+    Ok(Some((gate.id.to_string(), gate.question)))
+}

@@ -1,0 +1,241 @@
+//! The third and fourth stages: launch the agent in its PTY, then observe it to the end —
+//! output through the adapter's parser, the claim renewed meanwhile, the outcome judged, the
+//! scope checked.
+
+use std::path::Path;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use loopx_adapters::Parser;
+use loopx_kernel::model::ProcessIdentity;
+use loopx_kernel::{AgentName, Op, Project, SliceId, Store, Timestamp};
+
+use super::begin::{Begun, lease_ttl, slice_path};
+use super::guard::{patience, retrying};
+use super::launch::{SliceEnv, launch_spec, process_identity};
+use super::outcome::{Judged, judge};
+use super::redact_log::redact_log;
+use super::stream::{Ran, Spawned, observe, spawn};
+use crate::errors::SupervisorError;
+use crate::once::{RunOnce, Step};
+use crate::renew::Renewal;
+use crate::scope::{self, SliceChanges};
+
+/// An agent spawned (or that failed to spawn), not yet observed.
+#[derive(Debug)]
+pub(crate) struct Launched {
+    begun: Begun,
+    runtime: tokio::runtime::Runtime,
+    spawned: Result<Spawned, String>,
+    stdin: Option<Vec<u8>>,
+    parser: Parser,
+    before: scope::Before,
+    renewal: Option<Renewal>,
+    /// Records the spawned process in the store, off the PTY's runtime.
+    recorder: Option<JoinHandle<()>>,
+    started: Instant,
+}
+
+/// A slice whose agent has ended, with everything the writeback needs.
+#[derive(Debug)]
+pub(crate) struct Observed {
+    pub begun: Begun,
+    pub ran: Ran,
+    pub judged: Judged,
+    pub changes: SliceChanges,
+    pub pid: Option<u32>,
+    pub ended_at: Timestamp,
+    /// How long it ran, on the monotonic clock: a wall clock stepped meanwhile does not make
+    /// a slice look a day long.
+    pub elapsed: Duration,
+}
+
+impl Begun {
+    /// Spawns the agent, unless loopx is being stopped (then `None`: the guard records the
+    /// slice interrupted as it is dropped).
+    pub(crate) fn launch(
+        mut self,
+        req: &RunOnce,
+        on_step: &mut dyn FnMut(Step<'_>),
+    ) -> Result<Option<Launched>, SupervisorError> {
+        if let Some(why) = req.shutdown.reason() {
+            self.guard.fail(format!(
+                "shutdown: loopx was stopped ({why}) before the agent was spawned"
+            ));
+            return Ok(None);
+        }
+        let setup = &self.setup;
+        let log = self.record.log.clone().unwrap_or_default();
+        let env = SliceEnv {
+            project_root: req.project.root(),
+            slice: self.record.id,
+            agent: &setup.agent.name,
+            todo: self.record.todo,
+            epoch: self.record.epoch,
+        };
+        let (spec, stdin) = launch_spec(&self.plan, &env, slice_path(req, &log));
+        create_private(&spec.log.path);
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                self.guard
+                    .fail(format!("loopx could not start the slice's runtime: {e}"));
+                return Err(SupervisorError::Runtime(e));
+            }
+        };
+        // Orphans of the agent are re-parented to loopx, so the sweep can reap them.
+        if let Err(e) = loopx_pty::become_child_subreaper() {
+            tracing::warn!(error = %e, "cannot become a child subreaper; orphans go to init");
+        }
+        let parser = Parser::for_adapter(&setup.loaded.adapter);
+        let before = scope::capture(req.project.root());
+        let renewal = self
+            .record
+            .epoch
+            .zip(self.record.todo)
+            .map(|(epoch, todo)| {
+                Renewal::start(
+                    req.project.clone(),
+                    setup.agent.name.clone(),
+                    todo,
+                    epoch,
+                    lease_ttl(setup),
+                )
+            });
+        let started = Instant::now();
+        let spawned = spawn(&runtime, spec);
+        let mut recorder = None;
+        if let Ok(spawned) = &spawned {
+            let pid = spawned.slice.pid();
+            let control = spawned.slice.control();
+            if let Some(renewal) = &renewal {
+                renewal.stop_slice_if_lost(control.clone());
+            }
+            req.shutdown.register(self.record.id.0, control);
+            recorder = Some(record_spawned(
+                req.project.clone(),
+                self.store.take(),
+                self.record.id,
+                &setup.agent.name,
+                process_identity(pid),
+            ));
+            on_step(Step::Spawned {
+                slice: self.record.id,
+                pid,
+            });
+        }
+        Ok(Some(Launched {
+            begun: self,
+            runtime,
+            spawned,
+            stdin,
+            parser,
+            before,
+            renewal,
+            recorder,
+            started,
+        }))
+    }
+}
+
+impl Launched {
+    /// Waits for the agent to end, then judges what happened.
+    pub(crate) fn observe(self, req: &RunOnce) -> Observed {
+        let Launched {
+            mut begun,
+            runtime,
+            spawned,
+            stdin,
+            parser,
+            before,
+            renewal,
+            recorder,
+            started,
+        } = self;
+        let pid = spawned.as_ref().ok().map(|s| s.slice.pid());
+        let ran = runtime.block_on(observe(spawned, stdin, parser));
+        drop(runtime);
+        let elapsed = started.elapsed();
+        let ended_at = Timestamp::now();
+        req.shutdown.unregister(begun.record.id.0);
+        if let Some(recorder) = recorder {
+            let _ = recorder.join();
+        }
+        // The spawn failed: the decision's store was never handed to the recorder.
+        drop(begun.store.take());
+        let log = slice_path(req, begun.record.log.as_deref().unwrap_or_default());
+        if let Err(e) = redact_log(&log, &begun.plan.secret_env_names) {
+            tracing::warn!(slice = %begun.record.id, error = %e, "cannot redact the slice log");
+        }
+        let lost_claim = renewal.and_then(Renewal::finish);
+        let scope = begun.goal.as_ref().map_or(&[][..], |g| &g.scope);
+        let changes = scope::compare(req.project.root(), &before, scope);
+        let mut judged = judge(&ran);
+        if judged.outcome == "interrupted" {
+            if let Some(why) = lost_claim {
+                judged.reason = format!("the slice was stopped: it lost its claim ({why})");
+            } else if let Some(why) = req.shutdown.reason() {
+                judged.reason = format!("shutdown: loopx was stopped ({why}) during the slice");
+            }
+        }
+        let bytes = ran.report.as_ref().map_or(0, |r| r.bytes_total);
+        begun.guard.ran(judged.exit.clone(), bytes);
+        Observed {
+            begun,
+            ran,
+            judged,
+            changes,
+            pid,
+            ended_at,
+            elapsed,
+        }
+    }
+}
+
+/// Records the spawned process's identity through the decision's store (then closes it), on a
+/// thread of its own: a busy store must not hold up the PTY while the agent starts printing.
+/// A failure is logged, not fatal: the agent runs either way, its slice is recorded as begun,
+/// and a sweep finds its processes by their marker.
+fn record_spawned(
+    project: Project,
+    store: Option<Store>,
+    slice: SliceId,
+    agent: &AgentName,
+    process: ProcessIdentity,
+) -> JoinHandle<()> {
+    let actor = format!("agent:{agent}");
+    let pid = process.pid;
+    let op = Op::SliceSpawned { slice, process };
+    std::thread::spawn(move || {
+        let mut first = store;
+        let recorded = retrying(patience(), || {
+            let store = match first.take() {
+                Some(store) => store,
+                None => Store::open(&project)?,
+            };
+            store.apply(op.clone(), &actor, Timestamp::now())
+        });
+        if let Err(e) = recorded {
+            tracing::warn!(%slice, pid, error = %e, "could not record the spawned process");
+        }
+    })
+}
+
+/// Creates the slice's log as 0600 before the PTY crate opens it: agent output may hold
+/// secrets, and truncating an existing file keeps its mode. A failure here is left to the
+/// PTY crate, which reports it as a spawn failure.
+fn create_private(path: &Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path);
+    if let Err(e) = created {
+        tracing::warn!(path = %path.display(), error = %e, "cannot create the slice log");
+    }
+}
