@@ -26,7 +26,6 @@ fn project_errors() {
     let empty = Loopx::empty();
     check(&empty, "no_project", &["status"], &[], 3);
     let loopx = Loopx::new();
-    check(&loopx, "init_twice", &["init"], &[], 3);
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(
         loopx.path().join(".loopx"),

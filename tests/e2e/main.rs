@@ -7,6 +7,7 @@ mod demo;
 mod demo_agent;
 mod docs;
 mod errors;
+mod lifecycle;
 mod output;
 mod permissions;
 mod profiles;

@@ -1,7 +1,12 @@
 //! Running the binary and making its output stable for snapshots.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
 
 /// The binary under test.
 pub const LOOPX: &str = env!("CARGO_BIN_EXE_loopx");
@@ -158,5 +163,165 @@ impl Loopx {
             regex::Regex::new(r"\b(in |ends in )?\d+[smhd]( \d+[smhd])?( ago)?\b|\bnow\b")
                 .expect("regex");
         relative.replace_all(&text, "[when]").into_owned()
+    }
+}
+
+/// A project with a goal and the given demo agents.
+pub fn demo_project(agents: &[&str]) -> Loopx {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Write the demo notes"]);
+    for agent in agents {
+        loopx.ok(&["agent", "add", agent, "--profile", "demo"]);
+    }
+    loopx
+}
+
+/// Adds a profile running `script` (a shell script) through the generic adapter, and an agent
+/// `name` using it.
+pub fn script_agent(loopx: &Loopx, name: &str, script: &str, limits: &str) {
+    let path = loopx.path().join(format!("{name}.sh"));
+    std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).expect("script");
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&path, mode).expect("chmod");
+    let profile = format!(
+        "adapter = \"generic\"\nprogram = \"{}\"\npermission = \"workspace-write\"\n\n[limits]\n{limits}\n",
+        path.display()
+    );
+    std::fs::write(
+        loopx.path().join(format!(".loopx/profiles/{name}.toml")),
+        profile,
+    )
+    .expect("profile");
+    loopx.ok(&["agent", "add", name, "--profile", name]);
+}
+
+/// A `loopx run --json` in the background, its events read as they come.
+pub struct Background {
+    pub child: Child,
+    events: Receiver<Value>,
+    pub seen: Vec<Value>,
+}
+
+impl Background {
+    pub fn start(loopx: &Loopx, args: &[&str]) -> Background {
+        Background::start_env(loopx, args, &[])
+    }
+
+    pub fn start_env(loopx: &Loopx, args: &[&str], env: &[(&str, &str)]) -> Background {
+        let mut cmd = loopx.command(&[&["run", "--json"], args].concat());
+        cmd.envs(env.iter().copied());
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("loopx run starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, events) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let event = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+                if tx.send(event).is_err() {
+                    return;
+                }
+            }
+        });
+        Background {
+            child,
+            events,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for the first event (not seen before) that `want` accepts.
+    pub fn wait_for(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(event) => {
+                    self.seen.push(event.clone());
+                    if want(&event) {
+                        return event;
+                    }
+                }
+                Err(_) => panic!("no {what} within a minute; events: {:#?}", self.seen),
+            }
+        }
+    }
+
+    /// Like [`Background::wait_for`], accepting an event already seen.
+    pub fn saw_or_wait_for(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        match self.seen.iter().find(|e| want(e)) {
+            Some(event) => event.clone(),
+            None => self.wait_for(what, want),
+        }
+    }
+
+    /// Waits for the process to exit; every remaining event is in `seen`.
+    pub fn finish(mut self) -> (i32, Vec<Value>) {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        let code = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status.code().unwrap_or(-1);
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("loopx run did not exit; events: {:#?}", self.seen);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        self.seen.extend(self.events.try_iter());
+        // The reader may still be draining the pipe.
+        while let Ok(event) = self.events.recv_timeout(Duration::from_millis(500)) {
+            self.seen.push(event);
+        }
+        (code, self.seen)
+    }
+
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).expect("pid"));
+        nix::sys::signal::kill(pid, signal).expect("signal");
+    }
+}
+
+pub fn event<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["event"] == kind).collect()
+}
+
+pub fn todo_state(loopx: &Loopx, id: &str) -> String {
+    let todo = loopx.ok(&["todo", "show", id, "--json"]).json();
+    todo["todo"]["state"].as_str().expect("a state").to_owned()
+}
+
+pub fn decision(loopx: &Loopx, agent: &str) -> String {
+    let d = loopx
+        .ok(&["quota", "should-run", "--agent", agent, "--json"])
+        .json();
+    d["decision"].as_str().expect("a decision").to_owned()
+}
+
+pub fn alive(pid: i32) -> bool {
+    // A zombie is not alive: its stat says `Z`.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next().map(str::to_owned))
+        })
+        .is_some_and(|state| state != "Z" && state != "X")
+}
+
+pub fn read_pid(path: &std::path::Path) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "no pid in {}", path.display());
+        std::thread::sleep(Duration::from_millis(20));
     }
 }

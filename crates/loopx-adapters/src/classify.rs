@@ -219,7 +219,14 @@ fn from_report(report: Option<&Result<Report, MalformedReport>>, base: &str) -> 
                 malformed.error
             ),
         ),
-        Some(Ok(report)) => match (&report.question, report.status) {
+        // A blank question asks nothing (and is dropped from the writeback).
+        Some(Ok(report)) => match (
+            report
+                .question
+                .as_ref()
+                .filter(|q| !q.text.trim().is_empty()),
+            report.status,
+        ) {
             (Some(q), _) => (
                 Outcome::Asked {
                     question: Some(q.text.clone()),

@@ -113,6 +113,23 @@ fn supervisor_exit_code(e: &loopx_supervisor::SupervisorError) -> u8 {
     }
 }
 
+/// An error and its causes on one line, without their hints: `what failed: the system's words`.
+pub(crate) fn one_line(e: &dyn std::error::Error) -> String {
+    let first =
+        |e: &dyn std::error::Error| e.to_string().lines().next().unwrap_or_default().to_owned();
+    let mut text = first(e);
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let line = first(cause);
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// `message`, then each cause not already part of it. `transparent` variants forward `source()`
 /// to the inner error's source, so the chain starts below the message already shown.
 fn render_chain(

@@ -4,6 +4,11 @@
 //! directory upwards, unless a directory is given. `.loopx/` is created 0700 with files 0600, and
 //! every command refuses one that is a symbolic link, writable by others, or owned by someone
 //! else: it holds the store that decides what agents may do.
+//!
+//! A new project is built whole in a staging directory beside it (`.loopx.init-<pid>-<n>`, see
+//! [`Project::stage`]) and renamed into place in one step that never replaces anything, so a
+//! `loopx init` killed at any moment leaves either no project or a complete one. A staging
+//! directory left by a killed `init` is removed by the next one.
 
 use std::fs;
 use std::io;
@@ -21,6 +26,62 @@ pub const STORE_FILE: &str = "state.redb";
 #[derive(Debug, Clone)]
 pub struct Project {
     root: PathBuf,
+    /// `root/.loopx`; a staging directory while a new project is being built.
+    state_dir: PathBuf,
+}
+
+/// Where staging directories of new projects start their names.
+const STAGING_PREFIX: &str = ".loopx.init-";
+
+/// A new project being built in a staging directory; dropped without [`Staged::commit`], it
+/// is removed.
+#[derive(Debug)]
+pub struct Staged {
+    project: Project,
+    committed: bool,
+}
+
+impl Staged {
+    /// The project as it is being built: its state directory is the staging one.
+    pub fn project(&self) -> &Project {
+        &self.project
+    }
+
+    /// Renames the staging directory to `.loopx/`, unless something appeared there meanwhile
+    /// (then [`ProjectError::AlreadyInitialised`], and the staging directory is removed).
+    pub fn commit(mut self) -> Result<Project, ProjectError> {
+        let root = self.project.root.clone();
+        let target = root.join(STATE_DIR);
+        let renamed = nix::fcntl::renameat2(
+            nix::fcntl::AT_FDCWD,
+            &self.project.state_dir,
+            nix::fcntl::AT_FDCWD,
+            &target,
+            nix::fcntl::RenameFlags::RENAME_NOREPLACE,
+        );
+        match renamed {
+            Ok(()) => {
+                self.committed = true;
+                sync_dir(&root);
+                Ok(Project::with_root(root))
+            }
+            Err(nix::errno::Errno::EEXIST | nix::errno::Errno::ENOTEMPTY) => {
+                Err(ProjectError::AlreadyInitialised { path: target })
+            }
+            Err(e) => Err(ProjectError::Io {
+                path: target,
+                source: e.into(),
+            }),
+        }
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_dir_all(&self.project.state_dir);
+        }
+    }
 }
 
 impl Project {
@@ -31,9 +92,7 @@ impl Project {
             let candidate = dir.join(STATE_DIR);
             match fs::symlink_metadata(&candidate) {
                 Ok(_) => {
-                    let project = Project {
-                        root: dir.to_path_buf(),
-                    };
+                    let project = Project::with_root(dir.to_path_buf());
                     project.check_private()?;
                     return Ok(project);
                 }
@@ -52,7 +111,7 @@ impl Project {
     /// The project at exactly `root` (for `--project DIR`).
     pub fn at(root: &Path) -> Result<Project, ProjectError> {
         let root = absolute(root)?;
-        let project = Project { root: root.clone() };
+        let project = Project::with_root(root.clone());
         match fs::symlink_metadata(project.state_dir()) {
             Ok(_) => {
                 project.check_private()?;
@@ -68,26 +127,60 @@ impl Project {
         }
     }
 
-    /// Creates `.loopx/` (0700) and its subdirectories under `root`.
+    /// Creates `.loopx/` (0700) and its subdirectories under `root`, atomically: see
+    /// [`Project::stage`] to put more into it before it appears.
     pub fn create(root: &Path) -> Result<Project, ProjectError> {
+        Project::stage(root)?.commit()
+    }
+
+    /// Starts building a new project under `root` in a private staging directory beside
+    /// `.loopx/`, with its subdirectories. Refuses when `.loopx/` exists already. Removes
+    /// staging directories that a killed `init` left behind.
+    pub fn stage(root: &Path) -> Result<Staged, ProjectError> {
         let root = absolute(root)?;
-        let project = Project { root };
-        let dir = project.state_dir();
+        let dir = root.join(STATE_DIR);
         match fs::symlink_metadata(&dir) {
             Ok(_) => return Err(ProjectError::AlreadyInitialised { path: dir }),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(source) => return Err(ProjectError::Io { path: dir, source }),
         }
+        remove_abandoned_staging(&root);
+        let staging = (0..100)
+            .map(|_| {
+                root.join(format!(
+                    "{STAGING_PREFIX}{}-{}",
+                    std::process::id(),
+                    fastrand::u32(..)
+                ))
+            })
+            .find(|p| !p.exists())
+            .ok_or_else(|| ProjectError::Io {
+                path: root.clone(),
+                source: io::Error::other("no free name for a staging directory"),
+            })?;
+        let staged = Staged {
+            project: Project {
+                root,
+                state_dir: staging,
+            },
+            committed: false,
+        };
+        let state = staged.project.state_dir.clone();
         for sub in [
-            dir.clone(),
-            dir.join("profiles"),
-            dir.join("slices"),
-            dir.join("artifacts"),
-            dir.join("bells"),
+            state.clone(),
+            state.join("profiles"),
+            state.join("slices"),
+            state.join("artifacts"),
+            state.join("bells"),
         ] {
             make_private_dir(&sub)?;
         }
-        Ok(project)
+        Ok(staged)
+    }
+
+    fn with_root(root: PathBuf) -> Project {
+        let state_dir = root.join(STATE_DIR);
+        Project { root, state_dir }
     }
 
     pub fn root(&self) -> &Path {
@@ -95,7 +188,7 @@ impl Project {
     }
 
     pub fn state_dir(&self) -> PathBuf {
-        self.root.join(STATE_DIR)
+        self.state_dir.clone()
     }
 
     pub fn store_path(&self) -> PathBuf {
@@ -164,6 +257,33 @@ pub(crate) fn make_private_dir(path: &Path) -> Result<(), ProjectError> {
         })
 }
 
+/// Removes the staging directories of `init`s that died before renaming theirs into place.
+fn remove_abandoned_staging(root: &Path) {
+    let Ok(entries) = fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(STAGING_PREFIX)) else {
+            continue;
+        };
+        let pid = rest.split('-').next().and_then(|p| p.parse::<i32>().ok());
+        let alive = pid.is_some_and(|pid| {
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+        });
+        if !alive {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Makes a rename in `dir` durable (best effort: a failure costs durability, not correctness).
+fn sync_dir(dir: &Path) {
+    if let Ok(dir) = fs::File::open(dir) {
+        let _ = dir.sync_all();
+    }
+}
+
 fn absolute(path: &Path) -> Result<PathBuf, ProjectError> {
     std::path::absolute(path).map_err(|source| ProjectError::Io {
         path: path.to_path_buf(),
@@ -215,6 +335,27 @@ mod tests {
         std::os::unix::fs::symlink(&real, other.path().join(STATE_DIR)).expect("symlink");
         let err = Project::discover(other.path()).expect_err("symlink");
         assert!(matches!(err, ProjectError::Symlink { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_staged_project_appears_whole_or_not_at_all() {
+        let tmp = temp();
+        let staged = Project::stage(tmp.path()).expect("stage");
+        std::fs::write(staged.project().store_path(), b"x").expect("a file in it");
+        assert!(!tmp.path().join(STATE_DIR).exists(), "nothing yet");
+        drop(staged);
+        let left: Vec<_> = fs::read_dir(tmp.path()).expect("list").collect();
+        assert!(left.is_empty(), "an uncommitted stage leaves nothing");
+
+        // A stage abandoned by a killed `init` (a pid that cannot be running) is cleaned up.
+        let stale = tmp.path().join(format!("{STAGING_PREFIX}{}-1", i32::MAX));
+        make_private_dir(&stale).expect("stale");
+        let staged = Project::stage(tmp.path()).expect("stage");
+        assert!(!stale.exists());
+        std::fs::write(staged.project().store_path(), b"x").expect("a file in it");
+        let project = staged.commit().expect("commit");
+        assert!(project.store_path().exists());
+        assert_eq!(project.state_dir(), tmp.path().join(STATE_DIR));
     }
 
     #[test]

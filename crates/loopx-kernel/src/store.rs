@@ -24,5 +24,5 @@ pub use apply::{
     AnswerChoice, Applied, BatchError, BeginSlice, NewEvidence, NewGate, NewHandoff, NewSlice,
     NewTodo, Op, SLICE_PLACEHOLDER, SliceEnd,
 };
-pub use open::{OpenOptions, SCHEMA_VERSION, Store};
+pub use open::{OpenOptions, SCHEMA_VERSION, Store, WriteLock};
 pub use snapshot::{Snapshot, TodoCounts};

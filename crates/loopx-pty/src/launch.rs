@@ -70,15 +70,20 @@ pub(crate) fn launch(spec: &LaunchSpec) -> Result<Launched, SpawnError> {
         command.env(name, value);
     }
     command.cwd(&spec.cwd);
-    let child = pair
-        .slave
-        .spawn_command(command)
-        .map_err(pty_err("spawn", &program))?;
+    // Registered as an owned child at once: the reaper of adopted orphans must not take its
+    // status from the waiter.
+    let (child, pid) = crate::children::spawn_owned(|| {
+        let child = pair
+            .slave
+            .spawn_command(command)
+            .map_err(pty_err("spawn", &program))?;
+        let pid = child
+            .process_id()
+            .expect("a child spawned by portable-pty on unix has a pid");
+        Ok((child, pid))
+    })?;
     // Our copy of the slave must close, or the reader never sees EOF.
     drop(pair.slave);
-    let pid = child
-        .process_id()
-        .expect("a child spawned by portable-pty on unix has a pid");
     // The child is reaped by pid (`waitpid`), not through portable-pty, whose `kill()` only
     // sends SIGHUP to the leader; dropping its handle neither kills nor waits.
     drop(child);

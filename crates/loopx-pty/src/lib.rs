@@ -45,9 +45,15 @@
 //! reaped by pid; orphans are reaped too when the process is a child subreaper
 //! ([`become_child_subreaper`]).
 //!
+//! **loopx's own children** (git, notification commands) run through [`run_bounded`]: in a
+//! process group of their own, killed at a deadline that counts from the spawn. Every child an
+//! owner waits for is registered, so that [`reap_adopted`] can reap the orphans a subreaper
+//! adopts (a daemon git or a notification left behind) without stealing anyone's status.
+//!
 //! This crate is Linux-only: the sweep reads `/proc`.
 
 mod capture;
+mod children;
 mod errors;
 mod exec;
 mod launch;
@@ -57,6 +63,7 @@ mod spec;
 mod sweep;
 
 pub use capture::{AnsiStripper, LogCounts, clean_text};
+pub use children::{Bounded, reap_adopted, run_bounded};
 pub use errors::{ExecError, InputError, SpawnError, SpecError, WaitError};
 pub use exec::exec_with_limits;
 pub use launch::{PROMPT_FILE_ARG, PROMPT_FILE_VAR, SLICE_MARKER_VAR};

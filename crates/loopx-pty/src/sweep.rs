@@ -8,6 +8,8 @@
 
 mod procfs;
 
+pub(crate) use procfs::all_stats;
+
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

@@ -7,11 +7,10 @@
 //! a failure is logged, never fatal. The loop waits for running notifications before it exits,
 //! so the last one ("goal done") is not lost.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use loopx_adapters::NotifyConfig;
 use loopx_kernel::Project;
@@ -158,52 +157,29 @@ fn notification<'e>(event: &'e RunEvent, root: &std::path::Path) -> Option<Notif
     })
 }
 
-/// Runs the command with `json` on stdin, killing it after `timeout`.
+/// Runs the command with `json` on stdin, killing it (and what it started in its process
+/// group) after `timeout`, counted from the spawn: a command that never reads its stdin cannot
+/// hold the clock back.
 fn run(command: &str, root: &std::path::Path, json: &[u8], kind: &str, timeout: Duration) {
-    let child = Command::new("sh")
-        .arg("-c")
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
         .arg(command)
         .current_dir(root)
         .env("LOOPX_NOTIFY", kind)
-        .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn();
-    let mut child = match child {
-        Ok(child) => child,
-        Err(e) => {
-            tracing::warn!(command, error = %e, "the notification command did not start");
-            return;
-        }
-    };
-    if let Some(mut stdin) = child.stdin.take() {
-        // A command that ignores its stdin closes the pipe early: not an error.
-        let _ = stdin.write_all(json);
-        let _ = stdin.write_all(b"\n");
-    }
-    let deadline = Instant::now() + timeout;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return,
-            Ok(Some(status)) => {
-                tracing::warn!(command, %status, "the notification command failed");
-                return;
-            }
-            Ok(None) if Instant::now() >= deadline => {
-                tracing::warn!(
-                    command,
-                    ?timeout,
-                    "the notification command timed out; killed"
-                );
-                let _ = child.kill();
-                let _ = child.wait();
-                return;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => {
-                tracing::warn!(command, error = %e, "cannot wait for the notification command");
-                return;
-            }
-        }
+        .stderr(Stdio::inherit());
+    let mut input = json.to_vec();
+    input.push(b'\n');
+    match loopx_pty::run_bounded(sh, Some(input), timeout) {
+        Ok(ran) => match ran.status {
+            Some(status) if status.success() => {}
+            Some(status) => tracing::warn!(command, %status, "the notification command failed"),
+            None => tracing::warn!(
+                command,
+                ?timeout,
+                "the notification command timed out; killed"
+            ),
+        },
+        Err(e) => tracing::warn!(command, error = %e, "the notification command did not start"),
     }
 }

@@ -42,6 +42,9 @@ const RECHECK: Duration = Duration::from_secs(30);
 const RECOVER_EVERY: Duration = Duration::from_secs(60);
 /// How long a store that stayed busy, or another passing error, keeps an agent waiting.
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(5);
+/// How often the orphans loopx adopts as a subreaper (a daemon a notification command or git
+/// left behind) are reaped, so that a run of days collects no zombies.
+const REAP_EVERY: Duration = Duration::from_secs(5);
 
 /// What `--on-gate` says to do when a person must answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -280,6 +283,7 @@ impl Coordinator<'_> {
     ) -> Result<RunEnd, SupervisorError> {
         let mut announced_stop = false;
         let mut last_recovery = Instant::now();
+        let mut last_reap = Instant::now();
         loop {
             let now = Instant::now();
             let stopping = self.req.shutdown.requested();
@@ -326,6 +330,13 @@ impl Coordinator<'_> {
             if last_recovery.elapsed() >= RECOVER_EVERY && !stopping {
                 last_recovery = Instant::now();
                 self.recover(emit);
+            }
+            if last_reap.elapsed() >= REAP_EVERY {
+                last_reap = Instant::now();
+                let reaped = loopx_pty::reap_adopted();
+                if !reaped.is_empty() {
+                    tracing::debug!(?reaped, "reaped adopted orphans");
+                }
             }
         }
     }

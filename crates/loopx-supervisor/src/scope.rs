@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use loopx_kernel::project::STATE_DIR;
 
@@ -141,26 +141,47 @@ pub(crate) fn compare(root: &Path, before: &Before, scope: &[String]) -> SliceCh
     changes
 }
 
-/// Runs git in `dir`; its stdout, or why it failed.
+/// Runs git in `dir` for at most [`git_timeout`]; its stdout, or why it failed. A git that
+/// hangs (a lock another process holds, a prompt for credentials) costs the slice its scope
+/// check, never the supervisor its loop.
 fn git(dir: &str, args: &[&str]) -> Result<Vec<u8>, String> {
-    let out = Command::new("git")
+    let what = args.first().copied().unwrap_or("");
+    let mut command = Command::new("git");
+    command
         .arg("-C")
         .arg(dir)
         .args(args)
         // `git status` would otherwise refresh the index, racing an agent's own git commands.
         .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(std::process::Stdio::null())
-        .output()
+        // Never wait for a person at a prompt nobody sees.
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let timeout = git_timeout();
+    let out = loopx_pty::run_bounded(command, None, timeout)
         .map_err(|e| format!("cannot run git: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(format!(
-            "`git {}` failed: {}",
-            args.first().copied().unwrap_or(""),
-            err.trim()
-        ));
+    match out.status {
+        None => Err(format!(
+            "`git {what}` did not finish in {} and was stopped",
+            loopx_kernel::time::short_duration(timeout)
+        )),
+        Some(status) if !status.success() => {
+            let err = String::from_utf8_lossy(&out.stderr);
+            Err(format!("`git {what}` failed: {}", err.trim()))
+        }
+        Some(_) => Ok(out.stdout),
     }
-    Ok(out.stdout)
+}
+
+/// How long one git command of the scope check may take: a minute, or `LOOPX_GIT_TIMEOUT` (a
+/// duration such as `20s`).
+fn git_timeout() -> std::time::Duration {
+    const DEFAULT: std::time::Duration = std::time::Duration::from_secs(60);
+    std::env::var("LOOPX_GIT_TIMEOUT")
+        .ok()
+        .and_then(|text| humantime::parse_duration(&text).ok())
+        .filter(|d| !d.is_zero())
+        .unwrap_or(DEFAULT)
 }
 
 fn git_state(root: &Path) -> Result<GitState, String> {

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 
-use loopx_kernel::{Project, Store};
+use loopx_kernel::{KernelError, Project, ProjectError, Store};
 
 /// The built-in simulated agent's profile (`loopx demo` derives its reviewer from it).
 pub(crate) const DEMO_PROFILE: &str = include_str!("../../../../profiles/demo.toml");
@@ -26,32 +26,68 @@ const EXAMPLE_PROFILES: [(&str, &str); 4] = [
 use crate::context::Ctx;
 use crate::errors::ExpectedError;
 
+/// `loopx init`: a new project, or — like `git init` — nothing at all for a healthy one. A
+/// half-made or damaged one is an error that names the way out.
 pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
-    let project = create(ctx, &ctx.init_dir()?)?;
+    let dir = ctx.init_dir()?;
+    let (project, created) = match create(ctx, &dir) {
+        Ok(project) => (project, true),
+        Err(ExpectedError::Kernel(KernelError::Project(ProjectError::AlreadyInitialised {
+            path,
+        }))) => (existing(&dir, &path)?, false),
+        Err(e) => return Err(e),
+    };
     if ctx.json {
         let path = project.state_dir().display().to_string();
-        ctx.json_out(&serde_json::json!({ "format_version": 1, "project": { "root": project.root().display().to_string(), "state_dir": path } }))
-    } else {
-        ctx.line(format!(
-            "Created {} (example profiles in profiles/)",
+        return ctx.json_out(&serde_json::json!({ "format_version": 1, "project": { "root": project.root().display().to_string(), "state_dir": path }, "created": created }));
+    }
+    if !created {
+        return ctx.line(format!(
+            "{} is a loopx project already; nothing changed",
             project.state_dir().display()
-        ))?;
-        ctx.line("Next: loopx goal start \"OBJECTIVE\"   then   loopx todo add \"TITLE\"")
+        ));
+    }
+    ctx.line(format!(
+        "Created {} (example profiles in profiles/)",
+        project.state_dir().display()
+    ))?;
+    ctx.line("Next: loopx goal start \"OBJECTIVE\"   then   loopx todo add \"TITLE\"")
+}
+
+/// The project that is already in `dir`, if it is whole; else what is wrong and what to do.
+fn existing(dir: &std::path::Path, state_dir: &std::path::Path) -> Result<Project, ExpectedError> {
+    let project = Project::at(dir).map_err(KernelError::from)?;
+    match Store::open_read(&project) {
+        Ok(_) => Ok(project),
+        Err(KernelError::Store(e)) => Err(ExpectedError::Reported {
+            summary: format!(
+                "`{}` holds a project whose state store cannot be used: {}\n(hint: if it holds nothing you need — a `loopx init` that was interrupted — remove it with `rm -r {}` and run `loopx init` again; `loopx doctor` shows more)",
+                state_dir.display(),
+                crate::errors::one_line(&e),
+                state_dir.display()
+            ),
+            code: crate::exit_code::STORE,
+        }),
+        Err(e) => Err(e.into()),
     }
 }
 
-/// Creates the project in `dir`: `.loopx/`, the store, and the example profiles.
+/// Creates the project in `dir` — `.loopx/`, the store, and the example profiles — in a
+/// staging directory that is renamed into place once complete: a kill at any moment leaves no
+/// half-made project.
 pub(crate) fn create(ctx: &Ctx, dir: &std::path::Path) -> Result<Project, ExpectedError> {
-    let project = Project::create(dir).map_err(loopx_kernel::KernelError::from)?;
-    Store::create(&project, ctx.now(), &ctx.actor())?;
+    let staged = Project::stage(dir).map_err(KernelError::from)?;
+    let store = Store::create(staged.project(), ctx.now(), &ctx.actor())?;
+    drop(store);
     for (name, text) in EXAMPLE_PROFILES {
-        let path = project
+        let path = staged
+            .project()
             .state_dir()
             .join("profiles")
             .join(format!("{name}.toml"));
         write_private(&path, text)?;
     }
-    Ok(project)
+    Ok(staged.commit().map_err(KernelError::from)?)
 }
 
 /// Writes a new file readable by its owner only; an existing file is an error, never

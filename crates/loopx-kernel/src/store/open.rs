@@ -66,6 +66,18 @@ pub struct Store {
     pub(crate) redactor: crate::redact::Redactor,
 }
 
+/// The store's write lock, held (see [`Store::lock_writes`]); released when dropped.
+pub struct WriteLock {
+    /// Held, never committed: dropping it aborts and releases the lock.
+    _txn: WriteTransaction,
+}
+
+impl std::fmt::Debug for WriteLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WriteLock")
+    }
+}
+
 fn builder() -> Builder {
     let mut builder = Builder::new();
     // Every process opens read-write: redb serialises write transactions across processes with
@@ -187,6 +199,15 @@ impl Store {
         let txn = self.begin_read()?;
         let snapshot = Snapshot::new(txn, &self.path);
         f(&snapshot)
+    }
+
+    /// Holds the store's write lock until the returned guard is dropped: every other writer
+    /// queues meanwhile, and fails as busy past its wait. For a tool that needs the store to
+    /// stand still (a consistent copy), and for tests of a busy store. Nothing is written.
+    pub fn lock_writes(&self) -> Result<WriteLock, KernelError> {
+        Ok(WriteLock {
+            _txn: self.begin_write()?,
+        })
     }
 
     /// Checks redb's own integrity (checksums and allocator state). Needs a read-write store.

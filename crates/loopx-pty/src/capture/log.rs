@@ -1,11 +1,15 @@
 //! The raw output log: the first `head` bytes written as they arrive, the last `tail` bytes
 //! held in a ring and written at the end after a marker line naming how many bytes were dropped
 //! in between. Memory stays at `tail` bytes whatever the agent prints.
+//!
+//! A write that fails (a full disk) stops logging but not the slice: bytes are still counted,
+//! and at the end the log gets a line saying where and why it was cut short. On a disk that is
+//! still full, that line is made room for by giving back the log's last block.
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Exact byte counts of a capped log. `bytes_logged + bytes_dropped == bytes_total`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -19,6 +23,7 @@ pub struct LogCounts {
 }
 
 pub(crate) struct CappedLog {
+    path: PathBuf,
     file: Option<BufWriter<File>>,
     head_cap: usize,
     head_len: usize,
@@ -33,6 +38,7 @@ impl CappedLog {
     pub(crate) fn create(path: &Path, head_cap: usize, tail_cap: usize) -> std::io::Result<Self> {
         let file = File::create(path)?;
         Ok(Self {
+            path: path.to_path_buf(),
             file: Some(BufWriter::with_capacity(64 << 10, file)),
             head_cap,
             head_len: 0,
@@ -99,13 +105,51 @@ impl CappedLog {
         {
             self.error.get_or_insert(err);
         }
-        let counts = LogCounts {
+        let mut counts = LogCounts {
             bytes_total: self.total,
             bytes_logged: self.head_len as u64 + tail.len() as u64,
             bytes_dropped: dropped,
         };
+        if let Some(err) = &self.error {
+            let logged = cut_short(&self.path, err, self.total);
+            counts.bytes_logged = logged.min(self.total);
+            counts.bytes_dropped = self.total - counts.bytes_logged;
+        }
         (counts, tail, self.error)
     }
+}
+
+/// Ends a log whose writing failed with a line saying so; returns how many bytes of output
+/// the file keeps. When the line itself does not fit (the disk is still full), the log's last
+/// block is given back to make room for it.
+fn cut_short(path: &Path, err: &std::io::Error, total: u64) -> u64 {
+    const BLOCK: u64 = 4096;
+    let Ok(mut file) = std::fs::OpenOptions::new().append(true).open(path) else {
+        return 0;
+    };
+    let Ok(len) = file.metadata().map(|m| m.len()) else {
+        return 0;
+    };
+    let note = |kept: u64| {
+        format!(
+            "\n[loopx: the log was cut short here: {err}; {} of {total} bytes of output were not logged]\n",
+            total.saturating_sub(kept)
+        )
+    };
+    if file
+        .write_all(note(len).as_bytes())
+        .and_then(|()| file.flush())
+        .is_ok()
+    {
+        return len;
+    }
+    // The note may have been written in part: cut back to a block boundary below both.
+    let kept = len.saturating_sub(BLOCK) / BLOCK * BLOCK;
+    if file.set_len(kept).is_err() {
+        return len;
+    }
+    let _ = file.write_all(note(kept).as_bytes());
+    kept
 }
 
 #[cfg(test)]
@@ -149,6 +193,51 @@ mod tests {
         assert_eq!(
             text,
             "012\n[loopx: 9 bytes dropped here; 16 bytes total, first 3 and last 4 kept]\ncdef"
+        );
+    }
+
+    #[test]
+    fn a_log_cut_short_by_a_full_disk_says_so() {
+        // `/dev/full` fails every write with ENOSPC, as a full disk does.
+        let mut log = CappedLog {
+            path: PathBuf::from("/dev/full"),
+            file: Some(BufWriter::with_capacity(
+                8,
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/full")
+                    .expect("/dev/full"),
+            )),
+            head_cap: 100,
+            head_len: 0,
+            tail: VecDeque::new(),
+            tail_cap: 10,
+            total: 0,
+            error: None,
+        };
+        log.write(b"0123456789abcdef");
+        let (counts, _, error) = log.finish();
+        let error = error.expect("the write failed");
+        assert_eq!(error.raw_os_error(), Some(nix::libc::ENOSPC));
+        assert_eq!(counts.bytes_total, 16);
+        assert_eq!(counts.bytes_logged + counts.bytes_dropped, 16);
+
+        // A real file: the note follows what was written.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s1.log");
+        std::fs::write(&path, b"0123456789").expect("write");
+        let kept = cut_short(
+            &path,
+            &std::io::Error::from_raw_os_error(nix::libc::ENOSPC),
+            30,
+        );
+        assert_eq!(kept, 10);
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(
+            text.starts_with(
+                "0123456789\n[loopx: the log was cut short here: No space left on device"
+            ) && text.ends_with("20 of 30 bytes of output were not logged]\n"),
+            "{text}"
         );
     }
 

@@ -211,6 +211,12 @@ fn abort_launch(leader: i32, reap_here: bool) {
 
 /// Waits for the leader by pid. `None` if another waiter in this process took its status.
 fn reap(leader: i32) -> Option<ChildStatus> {
+    let status = reap_leader(leader);
+    crate::children::waited(leader);
+    status
+}
+
+fn reap_leader(leader: i32) -> Option<ChildStatus> {
     loop {
         match waitpid(Pid::from_raw(leader), None) {
             Ok(WaitStatus::Exited(_, code)) => return Some(ChildStatus::Exited(code)),

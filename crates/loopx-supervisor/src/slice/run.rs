@@ -181,6 +181,14 @@ impl Launched {
                 judged.reason = format!("shutdown: loopx was stopped ({why}) during the slice");
             }
         }
+        if let Some(why) = ran
+            .report
+            .as_ref()
+            .ok()
+            .and_then(|r| r.capture_error.as_ref())
+        {
+            judged.reason = format!("{}; its log was cut short ({why})", judged.reason);
+        }
         let bytes = ran.report.as_ref().map_or(0, |r| r.bytes_total);
         begun.guard.ran(judged.exit.clone(), bytes);
         Observed {

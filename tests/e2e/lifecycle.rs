@@ -1,0 +1,509 @@
+//! A slice always ends, fenced, and nothing it reported is lost (issue 11): every case a
+//! demanding user met, through the real binary, with shell-script agents on the `generic`
+//! adapter and the real store held busy by this test.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use loopx_kernel::{Project, Store};
+use serde_json::Value;
+
+use crate::support::{Background, LOOPX, Loopx, alive, event, read_pid, script_agent, todo_state};
+
+/// Prints a `loopx-report` block with `json` inside.
+fn report_block(json: &str) -> String {
+    format!("printf '%s\\n' '```loopx-report' '{json}' '```'")
+}
+
+/// Waits until `path` exists.
+fn wait_file(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn touch(path: &Path) {
+    std::fs::write(path, b"").expect("touch");
+}
+
+/// A project with a goal, one script agent `a` and one todo.
+fn project(script: &str, limits: &str) -> Loopx {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    script_agent(&loopx, "a", script, limits);
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    loopx
+}
+
+/// Nothing is recorded as running, and `loopx doctor` finds nothing wrong.
+fn settled(loopx: &Loopx) {
+    let status = loopx.ok(&["status", "--json"]).json();
+    assert_eq!(status["running"], Value::Array(vec![]), "{status}");
+    let doctor = loopx.run(&["doctor"]);
+    assert_eq!(doctor.code, 0, "{}{}", doctor.stdout, doctor.stderr);
+}
+
+fn slice(loopx: &Loopx, id: &str) -> Value {
+    let events = loopx.ok(&["log", "--json", "--limit", "10000"]).stdout;
+    events
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .filter(|e| e["kind"] == "slice_ended" && e["data"]["slice"] == id)
+        .map(|e| e["data"].clone())
+        .next()
+        .unwrap_or(Value::Null)
+}
+
+/// The newest evidence of kind `slice` for `slice`.
+fn slice_evidence(loopx: &Loopx, slice: &str) -> Value {
+    let list = loopx
+        .ok(&["evidence", "list", "--json", "--limit", "100"])
+        .json();
+    list["evidence"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|e| e["kind"] == "slice" && e["slice"] == slice)
+        .cloned()
+        .unwrap_or_else(|| panic!("no slice evidence for {slice}: {list}"))
+}
+
+/// Waits for the flag, then reports done.
+fn waits_then_reports_done() -> String {
+    format!(
+        "cat >/dev/null\ntouch started.flag\nwhile [ ! -e go.flag ]; do sleep 0.05; done\n{}",
+        report_block(r#"{"status":"done","summary":"tidied the README"}"#)
+    )
+}
+
+/// Holds the store's write lock for `hold` once the agent has started, then lets it finish.
+fn busy_through_the_writeback(loopx: &Loopx, hold: Duration) {
+    wait_file(&loopx.path().join("started.flag"));
+    let project = Project::at(loopx.path()).expect("project");
+    let store = Store::open(&project).expect("store");
+    let lock = store.lock_writes().expect("the write lock");
+    touch(&loopx.path().join("go.flag"));
+    std::thread::sleep(hold);
+    drop(lock);
+}
+
+#[test]
+fn issue_11_a_store_busy_through_the_writeback_loses_nothing() {
+    let loopx = project(&waits_then_reports_done(), "max_time = \"60s\"");
+    // Writers give up after 300 ms; a writeback keeps trying for six times that.
+    let mut bg = Background::start_env(
+        &loopx,
+        &["--max-slices", "1"],
+        &[("LOOPX_STORE_WAIT_MS", "300")],
+    );
+    busy_through_the_writeback(&loopx, Duration::from_millis(1_000));
+    let ended = bg.wait_for("the slice's end", |e| e["event"] == "slice_ended");
+    assert_eq!(
+        (&ended["report"], &ended["todo_state"]),
+        (&"done".into(), &"done".into()),
+        "{ended}"
+    );
+    let (code, events) = bg.finish();
+    assert_eq!(code, 0, "{events:#?}");
+    assert_eq!(todo_state(&loopx, "t1"), "done");
+    settled(&loopx);
+}
+
+#[test]
+fn issue_11_a_store_busy_past_the_writeback_ends_the_slice_interrupted_and_frees_the_todo() {
+    let loopx = project(&waits_then_reports_done(), "max_time = \"60s\"");
+    let mut bg = Background::start_env(
+        &loopx,
+        &["--max-slices", "1"],
+        &[("LOOPX_STORE_WAIT_MS", "300")],
+    );
+    // Past the writeback's patience (1.8 s), within the guard's (another 1.8 s).
+    busy_through_the_writeback(&loopx, Duration::from_millis(2_600));
+    // The guard records s1 interrupted and releases t1; the next slice repairs it.
+    let ended = bg.wait_for("the repair's end", |e| e["event"] == "slice_ended");
+    assert_eq!(
+        (&ended["id"], &ended["kind"]),
+        (&"s2".into(), &"repair".into())
+    );
+    let (code, events) = bg.finish();
+    assert_eq!(code, 0, "{events:#?}");
+    let s1 = slice(&loopx, "s1");
+    assert_eq!(s1["outcome"], "interrupted", "{s1}");
+    let why = slice_evidence(&loopx, "s1")["summary"].clone();
+    assert!(
+        why.as_str()
+            .is_some_and(|w| w.contains("writeback could not be recorded") && w.contains("busy")),
+        "{why}"
+    );
+    assert_eq!(todo_state(&loopx, "t1"), "done", "the repair finished it");
+    settled(&loopx);
+}
+
+#[test]
+fn issue_11_a_slice_whose_end_cannot_be_recorded_stops_the_run_and_the_next_run_recovers_it() {
+    let loopx = project(&waits_then_reports_done(), "max_time = \"60s\"");
+    let bg = Background::start_env(
+        &loopx,
+        &["--max-slices", "1"],
+        &[("LOOPX_STORE_WAIT_MS", "300")],
+    );
+    // Past both the writeback's and the guard's patience.
+    busy_through_the_writeback(&loopx, Duration::from_secs(7));
+    let (code, events) = bg.finish();
+    assert_eq!(
+        code,
+        i32::from(loopx_cli::exit_code::STORE),
+        "not `done`: {events:#?}"
+    );
+    let finished = event(&events, "finished");
+    assert_eq!(finished[0]["reason"], "error", "{events:#?}");
+    let stopped = event(&events, "agent_stopped");
+    assert!(
+        stopped[0]["reason"].as_str().is_some_and(|r| r
+            .contains("slice s1 ended but neither its writeback nor its end could be recorded")),
+        "{events:#?}"
+    );
+    // The slice is still recorded as running; the next run closes it and repairs the todo.
+    let run = loopx.run(&["run", "--once", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = run.json();
+    assert_eq!(out["recovered"][0]["slice"], "s1", "{out}");
+    assert_eq!(out["recovered"][0]["released"], true, "{out}");
+    assert_eq!(out["slice"]["kind"], "repair", "{out}");
+    assert_eq!(todo_state(&loopx, "t1"), "done");
+    settled(&loopx);
+}
+
+#[test]
+fn issue_11_report_done_then_more_work_finishes_the_slice_normally() {
+    let script = format!(
+        "cat >/dev/null\n\"{LOOPX}\" report done --summary 'done early'\nsleep 6\n{}",
+        report_block(r#"{"status":"done","summary":"done, then tidied some more"}"#)
+    );
+    let loopx = project(&script, "max_time = \"60s\"");
+    // Claims of 3 s, renewed every second: renewals run while the agent works on.
+    let run = loopx.run_env(
+        &["run", "--max-slices", "1", "--json"],
+        &[("LOOPX_LEASE_MAX", "3s")],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let ended: Value = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .find(|e| e["event"] == "slice_ended")
+        .expect("the slice's end");
+    assert_eq!(ended["outcome"], "completed", "{ended}");
+    assert_eq!(ended["todo_state"], "done", "{ended}");
+    assert_eq!(ended["writeback"], "applied", "{ended}");
+    let handoff = loopx.ok(&["handoff", "--todo", "t1"]).stdout;
+    assert!(
+        handoff.contains("done, then tidied some more"),
+        "the report's handoff: {handoff}"
+    );
+    settled(&loopx);
+}
+
+#[test]
+fn issue_11_one_bad_item_in_a_report_loses_nothing_else() {
+    let report = r#"{"status":"done","summary":"tidied the README","evidence":[{"kind":"test","summary":"markdownlint: clean"}],"handoff":"check the links next","next_todos":[{"title":"Review the README","role":"Reviewer Team"},{"title":"Fix the links","role":"executor"}],"question":{"text":"  ","options":[]}}"#;
+    let script = format!("cat >/dev/null\n{}", report_block(report));
+    let loopx = project(&script, "max_time = \"60s\"");
+    let run = loopx.run(&["run", "--max-slices", "1", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let ended: Value = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .find(|e| e["event"] == "slice_ended")
+        .expect("the slice's end");
+    assert_eq!(ended["writeback"], "applied", "{ended}");
+    assert_eq!(
+        ended["todo_state"], "done",
+        "the claim is not left behind: {ended}"
+    );
+    assert_eq!(ended["new_todos"], serde_json::json!(["t2"]), "{ended}");
+    let dropped: Vec<&str> = ended["dropped"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(dropped.len(), 2, "{dropped:?}");
+    assert!(
+        dropped[0].contains("`Review the README`") && dropped[0].contains("Reviewer Team"),
+        "{dropped:?}"
+    );
+    assert!(dropped[1].contains("the question"), "{dropped:?}");
+    let evidence = loopx.ok(&["evidence", "list", "--json"]).json();
+    let summaries: Vec<&str> = evidence["evidence"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|e| e["summary"].as_str())
+        .collect();
+    assert!(
+        summaries.contains(&"markdownlint: clean"),
+        "the report's evidence: {summaries:?}"
+    );
+    assert!(
+        summaries
+            .iter()
+            .filter(|s| s.starts_with("dropped from the agent's report"))
+            .count()
+            == 2,
+        "each dropped item is a note: {summaries:?}"
+    );
+    let handoff = loopx.ok(&["handoff", "--todo", "t1"]).stdout;
+    assert!(handoff.contains("check the links next"), "{handoff}");
+    settled(&loopx);
+}
+
+#[test]
+fn issue_11_a_released_claim_fences_the_agent_still_running() {
+    let script = format!(
+        "cat >/dev/null\ntouch started.flag\nwhile [ ! -e go.flag ]; do sleep 0.05; done\n\"{LOOPX}\" report done\necho $? > report.rc\n{}",
+        report_block(r#"{"status":"done","summary":"tidied it"}"#)
+    );
+    let loopx = project(&script, "max_time = \"60s\"");
+    let mut bg = Background::start(&loopx, &["--max-slices", "1"]);
+    wait_file(&loopx.path().join("started.flag"));
+    // A person takes the claim back while the agent works.
+    loopx.ok(&["todo", "release", "t1", "--agent", "a", "--epoch", "1"]);
+    touch(&loopx.path().join("go.flag"));
+    let ended = bg.wait_for("the slice's end", |e| e["event"] == "slice_ended");
+    let (code, events) = bg.finish();
+    assert_eq!(code, 0, "{events:#?}");
+    let rc = std::fs::read_to_string(loopx.path().join("report.rc")).expect("rc");
+    assert_eq!(
+        rc.trim(),
+        loopx_cli::exit_code::CONFLICT.to_string(),
+        "`report done` under the released claim is refused"
+    );
+    assert_eq!(ended["writeback"], "stale_epoch", "{ended}");
+    assert_eq!(
+        todo_state(&loopx, "t1"),
+        "open",
+        "not done by the fenced agent"
+    );
+    settled(&loopx);
+}
+
+#[test]
+fn issue_11_only_the_holder_finishes_a_todo_under_an_epoch() {
+    let loopx = crate::support::demo_project(&["victim", "other"]);
+    loopx.ok(&["todo", "add", "Write the intro"]);
+    loopx.ok(&["todo", "add", "Write the outro"]);
+    // Never held by anyone: no epoch finishes it.
+    let never = loopx.run(&["todo", "done", "t1", "--agent", "victim", "--epoch", "0"]);
+    assert_eq!(
+        never.code,
+        i32::from(loopx_cli::exit_code::CONFLICT),
+        "{}",
+        never.stderr
+    );
+    // Held by `victim` and given back: its old epoch finishes nothing any more.
+    loopx.ok(&["todo", "claim", "t2", "--agent", "victim"]);
+    loopx.ok(&["todo", "release", "t2", "--agent", "victim", "--epoch", "1"]);
+    let released = loopx.run(&["todo", "done", "t2", "--agent", "victim", "--epoch", "1"]);
+    assert_eq!(
+        released.code,
+        i32::from(loopx_cli::exit_code::CONFLICT),
+        "{}",
+        released.stderr
+    );
+    assert!(
+        released.stderr.contains("stale epoch"),
+        "{}",
+        released.stderr
+    );
+    // Held by `victim`: another agent presenting its epoch is not the holder.
+    loopx.ok(&["todo", "claim", "t2", "--agent", "victim"]);
+    let other = loopx.run(&["todo", "done", "t2", "--agent", "other", "--epoch", "3"]);
+    assert_eq!(
+        other.code,
+        i32::from(loopx_cli::exit_code::CONFLICT),
+        "{}",
+        other.stderr
+    );
+    assert_eq!(todo_state(&loopx, "t1"), "open");
+    assert_eq!(todo_state(&loopx, "t2"), "claimed");
+}
+
+#[test]
+fn issue_11_sigterm_stops_run_once_like_the_loop() {
+    let loopx = project(
+        "cat >/dev/null\necho $$ > agent.pid\nsleep 300",
+        "max_time = \"5m\"\ngrace = \"1s\"",
+    );
+    let child = loopx
+        .command(&["run", "--once", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("loopx run --once starts");
+    let agent = read_pid(&loopx.path().join("agent.pid"));
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    let signalled = Instant::now();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
+    let out = child.wait_with_output().expect("exits");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(10),
+        "stopped within the grace: {:?}",
+        signalled.elapsed()
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(loopx_cli::exit_code::INTERRUPTED)),
+        "{out:?}"
+    );
+    let json: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(json["slice"]["outcome"], "interrupted", "{json}");
+    assert!(!alive(agent), "the agent {agent} was stopped");
+    assert_eq!(todo_state(&loopx, "t1"), "open", "its claim released");
+    settled(&loopx);
+}
+
+/// An agent that fails every time.
+const FAILS: &str = "cat >/dev/null\necho 'cannot do it'\nexit 1";
+
+fn stall_gates(loopx: &Loopx) -> Vec<Value> {
+    let gates = loopx.ok(&["gate", "list", "--all", "--json"]).json();
+    gates["gates"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter(|g| {
+            g["question"]
+                .as_str()
+                .is_some_and(|q| q.contains("without progress"))
+        })
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn issue_11_a_stall_gate_answered_retry_gives_a_fresh_budget_and_drop_drops() {
+    let loopx = project(FAILS, "max_time = \"20s\"");
+    let run = loopx.run(&["run", "--on-gate", "exit", "--json"]);
+    assert_eq!(
+        run.code,
+        i32::from(loopx_cli::exit_code::HALTED_ON_GATE),
+        "{}",
+        run.stderr
+    );
+    let gates = stall_gates(&loopx);
+    assert_eq!(gates.len(), 1, "{gates:#?}");
+    loopx.ok(&["gate", "answer", "q1", "--option", "1"]);
+
+    // A fresh budget: three more slices run before the same stall asks again.
+    let run = loopx.run(&["run", "--on-gate", "exit", "--json"]);
+    assert_eq!(
+        run.code,
+        i32::from(loopx_cli::exit_code::HALTED_ON_GATE),
+        "{}",
+        run.stderr
+    );
+    let ran = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains("\"event\":\"slice_ended\""))
+        .count();
+    assert_eq!(ran, 3, "{}", run.stdout);
+    let gates = stall_gates(&loopx);
+    assert_eq!(gates.len(), 2, "one gate per stall: {gates:#?}");
+    assert_eq!(gates[0]["options"], serde_json::json!(["retry", "drop"]));
+    assert_eq!(gates[0]["kind"]["stall"]["todo"], "t1", "{gates:#?}");
+    let log = loopx.ok(&["log", "--json", "--limit", "10000"]).stdout;
+    assert!(log.contains("\"kind\":\"todo_retried\""), "recorded");
+
+    loopx.ok(&["gate", "answer", "q2", "drop"]);
+    assert_eq!(todo_state(&loopx, "t1"), "dropped");
+}
+
+#[test]
+fn issue_11_a_profile_fixed_during_the_run_is_picked_up() {
+    let loopx = project("cat >/dev/null\necho 'fine'", "max_time = \"20s\"");
+    let profile = loopx.path().join(".loopx/profiles/a.toml");
+    let good = std::fs::read_to_string(&profile).expect("profile");
+    std::fs::write(&profile, good.replace("adapter = ", "adaptor = ")).expect("a typo");
+    let mut bg = Background::start(&loopx, &["--max-slices", "1"]);
+    bg.wait_for("the profile's error", |e| e["event"] == "agent_error");
+    std::fs::write(&profile, good).expect("fixed");
+    bg.wait_for("a slice with the fixed profile", |e| {
+        e["event"] == "slice_ended"
+    });
+    let (code, events) = bg.finish();
+    assert_eq!(code, 0, "{events:#?}");
+    assert!(event(&events, "agent_stopped").is_empty(), "{events:#?}");
+}
+
+#[test]
+fn issue_11_init_is_atomic_and_safe_to_repeat() {
+    // On a healthy project: nothing changes, and it says so.
+    let loopx = Loopx::new();
+    let before = std::fs::read(loopx.store_path()).expect("the store");
+    let again = loopx.ok(&["init", "--json"]).json();
+    assert_eq!(again["created"], false, "{again}");
+    assert_eq!(
+        std::fs::read(loopx.store_path()).expect("the store"),
+        before,
+        "nothing changed"
+    );
+
+    // Killed at any moment: no project, or a whole one; `init` works afterwards either way.
+    for i in 0..30u64 {
+        let dir = Loopx::empty();
+        let mut child = dir
+            .command(&["init"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("init starts");
+        std::thread::sleep(Duration::from_micros(i * 500));
+        let _ = child.kill();
+        let _ = child.wait();
+        let run = dir.run(&["init"]);
+        assert_eq!(
+            run.code,
+            0,
+            "after a kill at {} µs: {}",
+            i * 500,
+            run.stderr
+        );
+        let doctor = dir.run(&["doctor"]);
+        assert_eq!(doctor.code, 0, "{}{}", doctor.stdout, doctor.stderr);
+        let strays: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .flatten()
+            .filter(|e| e.file_name() != ".loopx")
+            .collect();
+        assert!(strays.is_empty(), "nothing but .loopx is left: {strays:?}");
+    }
+
+    // Left half-made by an older loopx: an error that names the way out.
+    let half = Loopx::empty();
+    let state = half.path().join(".loopx");
+    std::fs::create_dir(&state).expect("mkdir");
+    std::fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .expect("chmod");
+    std::fs::write(state.join("state.redb"), b"").expect("an empty store");
+    let run = half.run(&["init"]);
+    assert_eq!(
+        run.code,
+        i32::from(loopx_cli::exit_code::STORE),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("is empty") && run.stderr.contains("rm -r"),
+        "{}",
+        run.stderr
+    );
+}
