@@ -15,6 +15,13 @@ fn report_block(json: &str) -> String {
     format!("printf '%s\\n' '```loopx-report' '{json}' '```'")
 }
 
+/// The events of a `loopx run --json`.
+fn jsonl(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
 /// Waits until `path` exists.
 fn wait_file(path: &Path) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -506,4 +513,221 @@ fn issue_11_init_is_atomic_and_safe_to_repeat() {
         "{}",
         run.stderr
     );
+}
+
+/// The disk-full scenario, run inside a user and mount namespace (`unshare -rm`) with the
+/// project on a small tmpfs: the agent starts, the disk fills, the agent reports done. Slice
+/// logs are on a file system of their own, so that the room a log gives back when it ends (see
+/// `loopx-pty`'s capture/log.rs) does not make room for the store again.
+const DISK_FULL: &str = r#"set -u
+P=$1 OUT=$2 L=$3
+mount -t tmpfs -o size=8m tmpfs "$P" || exit 99
+cd "$P" || exit 99
+"$L" init >/dev/null && "$L" goal start "Tidy the docs" >/dev/null || exit 98
+mount -t tmpfs -o size=16m,mode=0700 tmpfs .loopx/slices || exit 99
+cat > agent.sh <<'SH'
+#!/bin/sh
+cat >/dev/null
+touch started.flag
+while [ ! -e go.flag ]; do sleep 0.05; done
+echo 'tidied the README, all of it'
+printf '%s\n' '```loopx-report' '{"status":"done","summary":"tidied the README"}' '```'
+SH
+chmod +x agent.sh
+printf 'adapter = "generic"\nprogram = "%s/agent.sh"\npermission = "workspace-write"\n\n[limits]\nmax_time = "60s"\n' "$P" > .loopx/profiles/a.toml
+"$L" agent add a --profile a >/dev/null && "$L" todo add "Tidy the README" >/dev/null || exit 97
+LOOPX_STORE_WAIT_MS=200 "$L" run --max-slices 1 --json > "$OUT/run.jsonl" 2> "$OUT/run.err" &
+run=$!
+i=0; while [ ! -e started.flag ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
+dd if=/dev/zero of=filler bs=64k 2>/dev/null
+touch go.flag
+wait $run; echo $? > "$OUT/run.code"
+cp .loopx/slices/s1.log "$OUT/s1.log"
+rm filler
+"$L" run --once --json > "$OUT/once.json" 2> "$OUT/once.err"; echo $? > "$OUT/once.code"
+"$L" doctor > "$OUT/doctor.txt" 2>&1; echo $? > "$OUT/doctor.code"
+"$L" status --json > "$OUT/status.json"
+"$L" todo show t1 --json > "$OUT/t1.json"
+"#;
+
+#[test]
+fn issue_11_a_full_disk_is_named_never_done_and_recovered_once_there_is_room() {
+    let project = tempfile::tempdir().expect("project dir");
+    let out = tempfile::tempdir().expect("results dir");
+    let script = out.path().join("disk-full.sh");
+    std::fs::write(&script, DISK_FULL).expect("script");
+    let status = std::process::Command::new("unshare")
+        .args(["-rm", "sh"])
+        .arg(&script)
+        .arg(project.path())
+        .arg(out.path())
+        .arg(LOOPX)
+        .env_remove("LOOPX_PROJECT")
+        .env_remove("LOOPX_SLICE")
+        .status()
+        .expect("unshare runs (user and mount namespaces are needed for this test)");
+    assert!(
+        status.success(),
+        "the scenario failed to set up: {status:?}"
+    );
+    let read = |name: &str| {
+        std::fs::read_to_string(out.path().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+    };
+    // The run does not claim "done": it exits with the store's code and names the cause.
+    assert_eq!(
+        read("run.code").trim(),
+        loopx_cli::exit_code::STORE.to_string(),
+        "{}\n{}",
+        read("run.jsonl"),
+        read("run.err")
+    );
+    let err = read("run.err");
+    assert!(err.contains("no space left on the device"), "{err}");
+    assert!(
+        !read("run.jsonl").contains("\"reason\":\"goal\""),
+        "never done"
+    );
+    let stopped = event(&jsonl(&read("run.jsonl")), "agent_stopped")
+        .first()
+        .map(|e| e["reason"].to_string())
+        .unwrap_or_default();
+    assert!(
+        stopped.contains("slice s1 ran, but what it did could not be written back"),
+        "the agent stops after one lost writeback, not after a repair lost too: {stopped}"
+    );
+    // The agent's output is all in its log.
+    assert!(read("s1.log").contains("tidied the README, all of it"));
+    // With room again, the next run repairs the todo (s1 was recorded interrupted).
+    assert_eq!(read("once.code").trim(), "0", "{}", read("once.err"));
+    let once: Value = serde_json::from_str(&read("once.json")).expect("JSON");
+    assert_eq!(once["slice"]["kind"], "repair", "{once}");
+    assert_eq!(read("doctor.code").trim(), "0", "{}", read("doctor.txt"));
+    let status: Value = serde_json::from_str(&read("status.json")).expect("JSON");
+    assert_eq!(status["running"], Value::Array(vec![]), "{status}");
+    let t1: Value = serde_json::from_str(&read("t1.json")).expect("JSON");
+    assert_eq!(t1["todo"]["state"], "done", "{t1}");
+}
+
+/// A directory holding a `git` that hangs, for the front of `PATH`.
+fn hanging_git() -> (tempfile::TempDir, String) {
+    let bin = tempfile::tempdir().expect("bin dir");
+    let git = bin.path().join("git");
+    std::fs::write(&git, "#!/bin/sh\nsleep 30\n").expect("fake git");
+    std::fs::set_permissions(&git, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (bin, path)
+}
+
+#[test]
+fn issue_11_a_hanging_git_costs_the_scope_check_not_the_loop() {
+    let loopx = project("cat >/dev/null\necho fine", "max_time = \"20s\"");
+    let (_bin, path) = hanging_git();
+    let started = Instant::now();
+    let run = loopx.run_env(
+        &["run", "--max-slices", "1", "--json"],
+        &[("PATH", &path), ("LOOPX_GIT_TIMEOUT", "1s")],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "git was stopped at its timeout: {:?}",
+        started.elapsed()
+    );
+    let ended = jsonl(&run.stdout)
+        .into_iter()
+        .find(|e| e["event"] == "slice_ended")
+        .expect("the slice's end");
+    assert_eq!(ended["changed_files"], Value::Null, "not checked: {ended}");
+    let detail = slice_evidence(&loopx, "s1")["detail"].to_string();
+    assert!(
+        detail.contains("`git rev-parse` did not finish in 1s and was stopped"),
+        "{detail}"
+    );
+}
+
+/// A project whose notification command runs `command` (with a 1 s timeout), and an agent
+/// blocked by a global gate.
+fn notifying(command: &str) -> Loopx {
+    let loopx = project("cat >/dev/null\necho fine", "max_time = \"20s\"");
+    std::fs::write(
+        loopx.path().join(".loopx/loopx.toml"),
+        format!("[notify]\ncommand = \"{command}\"\ntimeout = \"1s\"\n"),
+    )
+    .expect("config");
+    loopx.ok(&[
+        "gate",
+        "ask",
+        "Should the README keep its old install section or drop it?",
+        "--option",
+        "keep",
+        "--option",
+        "drop",
+        "--global",
+    ]);
+    loopx
+}
+
+#[test]
+fn issue_11_a_notification_that_never_reads_or_ends_is_killed_at_its_timeout() {
+    let loopx = notifying("sleep 30");
+    let started = Instant::now();
+    let run = loopx.run(&["run", "--on-gate", "exit"]);
+    assert_eq!(
+        run.code,
+        i32::from(loopx_cli::exit_code::HALTED_ON_GATE),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "waited {:?} for the notification",
+        started.elapsed()
+    );
+}
+
+/// Zombie children of `pid`.
+fn zombies_of(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        if fields.first() == Some(&"Z") && fields.get(1) == Some(&pid.to_string().as_str()) {
+            found.extend(
+                entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    found
+}
+
+#[test]
+fn issue_11_orphans_a_notification_leaves_are_reaped() {
+    // The notification's background `sleep` outlives it: loopx, a subreaper, adopts it.
+    let loopx = notifying("(sleep 0.3 &) ; exit 0");
+    let mut bg = Background::start(&loopx, &[]);
+    bg.wait_for("the question", |e| e["event"] == "question");
+    let pid = bg.child.id();
+    // The orphan has exited by now; the loop reaps at least every 5 s when it wakes.
+    std::thread::sleep(Duration::from_secs(6));
+    loopx.ok(&["evidence", "add", "A ring of the doorbell"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !zombies_of(pid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(zombies_of(pid), Vec::<u32>::new(), "no zombie is left");
+    bg.signal(nix::sys::signal::Signal::SIGTERM);
+    bg.finish();
 }

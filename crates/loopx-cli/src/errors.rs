@@ -109,7 +109,7 @@ fn supervisor_exit_code(e: &loopx_supervisor::SupervisorError) -> u8 {
         S::NoAgent | S::UnknownAgent { .. } => exit_code::USAGE,
         S::Profile { .. } | S::Launch { .. } | S::ProjectConfig { .. } => exit_code::CONFIG,
         S::Runtime(_) | S::Panicked(_) => exit_code::INTERNAL,
-        S::Unrecorded { .. } => exit_code::STORE,
+        S::Unrecorded { .. } | S::WritebackLost { .. } => exit_code::STORE,
     }
 }
 

@@ -8,7 +8,7 @@
 
 use loopx_kernel::model::ClaimStanding;
 use loopx_kernel::store::{Applied, BatchError};
-use loopx_kernel::{Conflict, KernelError, Op, Project, Store};
+use loopx_kernel::{Conflict, KernelError, Op, Project, Store, StoreError};
 use serde::Serialize;
 
 use crate::errors::SupervisorError;
@@ -111,13 +111,14 @@ impl Observed {
                     "its writeback could not be recorded: {}",
                     crate::errors::chain(&e)
                 );
-                let slice = begun.record.id;
-                match begun.guard.interrupt(&reason) {
-                    Ok(()) => Err(e.into()),
-                    Err(_) => Err(SupervisorError::Unrecorded {
-                        slice: slice.to_string(),
-                        source: e,
-                    }),
+                let slice = begun.record.id.to_string();
+                let busy = matches!(&e, KernelError::Store(StoreError::Busy { .. }));
+                match (begun.guard.interrupt(&reason), busy) {
+                    // The store only stayed busy: the next slice repairs the todo.
+                    (Ok(()), true) => Err(e.into()),
+                    // A full disk (or worse) would lose the next slice's work the same way.
+                    (Ok(()), false) => Err(SupervisorError::WritebackLost { slice, source: e }),
+                    (Err(_), _) => Err(SupervisorError::Unrecorded { slice, source: e }),
                 }
             }
         }

@@ -44,6 +44,14 @@ pub enum SupervisorError {
         #[source]
         source: KernelError,
     },
+    #[error(
+        "slice {slice} ran, but what it did could not be written back; it is recorded interrupted and its todo released\n(hint: fix the cause below before running agents again: each slice would be lost the same way)"
+    )]
+    WritebackLost {
+        slice: String,
+        #[source]
+        source: KernelError,
+    },
 }
 
 impl SupervisorError {
@@ -58,7 +66,8 @@ impl SupervisorError {
             | SupervisorError::UnknownAgent { .. }
             | SupervisorError::Panicked(_)
             | SupervisorError::Runtime(_)
-            | SupervisorError::Unrecorded { .. } => true,
+            | SupervisorError::Unrecorded { .. }
+            | SupervisorError::WritebackLost { .. } => true,
             SupervisorError::Kernel(_)
             | SupervisorError::Profile { .. }
             | SupervisorError::Launch { .. }

@@ -186,8 +186,14 @@ fn git_timeout() -> std::time::Duration {
 
 fn git_state(root: &Path) -> Result<GitState, String> {
     let root = root.to_string_lossy();
-    let where_ = git(&root, &["rev-parse", "--show-toplevel", "--show-prefix"])
-        .map_err(|_| "the project is not in a git work tree".to_owned())?;
+    // A git that failed means no work tree here; one that hung (or is missing) says so itself.
+    let where_ = git(&root, &["rev-parse", "--show-toplevel", "--show-prefix"]).map_err(|e| {
+        if e.starts_with("`git rev-parse` failed") {
+            "the project is not in a git work tree".to_owned()
+        } else {
+            e
+        }
+    })?;
     let where_ = String::from_utf8_lossy(&where_);
     let mut lines = where_.lines();
     let top = lines.next().unwrap_or_default().to_owned();

@@ -2,9 +2,13 @@
 //! held in a ring and written at the end after a marker line naming how many bytes were dropped
 //! in between. Memory stays at `tail` bytes whatever the agent prints.
 //!
-//! A write that fails (a full disk) stops logging but not the slice: bytes are still counted,
-//! and at the end the log gets a line saying where and why it was cut short. On a disk that is
-//! still full, that line is made room for by giving back the log's last block.
+//! The log's whole bounded size is reserved on disk when it is created (`fallocate`, keeping the
+//! file's size), so a disk that fills during the slice cannot cut it short; the reservation
+//! beyond what was written is given back at the end. Where that is not possible (the disk was
+//! full already, or the filesystem cannot reserve), a write that fails stops logging but not
+//! the slice: bytes are still counted, and at the end the log gets a line saying where and why
+//! it was cut short — made room for, on a disk that is still full, by giving back the log's
+//! last block.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -37,6 +41,12 @@ impl CappedLog {
     /// Creates (or truncates) the log file.
     pub(crate) fn create(path: &Path, head_cap: usize, tail_cap: usize) -> std::io::Result<Self> {
         let file = File::create(path)?;
+        reserve(
+            &file,
+            head_cap
+                .saturating_add(tail_cap)
+                .saturating_add(MARKER_ROOM),
+        );
         Ok(Self {
             path: path.to_path_buf(),
             file: Some(BufWriter::with_capacity(64 << 10, file)),
@@ -100,10 +110,19 @@ impl CappedLog {
         }
         let tail: Vec<u8> = std::mem::take(&mut self.tail).into();
         self.write_file(&tail);
-        if let Some(mut file) = self.file.take()
-            && let Err(err) = file.flush()
-        {
-            self.error.get_or_insert(err);
+        if let Some(mut file) = self.file.take() {
+            match file.flush() {
+                // Give back what the reservation held beyond the end.
+                Ok(()) => {
+                    let file = file.get_ref();
+                    if let Ok(meta) = file.metadata() {
+                        let _ = file.set_len(meta.len());
+                    }
+                }
+                Err(err) => {
+                    self.error.get_or_insert(err);
+                }
+            }
         }
         let mut counts = LogCounts {
             bytes_total: self.total,
@@ -116,6 +135,25 @@ impl CappedLog {
             counts.bytes_dropped = self.total - counts.bytes_logged;
         }
         (counts, tail, self.error)
+    }
+}
+
+/// Room for the marker line between head and tail, and a note.
+const MARKER_ROOM: usize = 4096;
+
+/// Reserves `len` bytes of disk for `file` without changing its size. Best effort: a disk
+/// that is full already, or a filesystem that cannot reserve, leaves the log as it was.
+fn reserve(file: &File, len: usize) {
+    let Ok(len) = nix::libc::off_t::try_from(len) else {
+        return;
+    };
+    if let Err(e) = nix::fcntl::fallocate(
+        file,
+        nix::fcntl::FallocateFlags::FALLOC_FL_KEEP_SIZE,
+        0,
+        len,
+    ) {
+        tracing::debug!(error = %e, "cannot reserve room for the slice log");
     }
 }
 
