@@ -77,3 +77,14 @@ pub(crate) fn check_list(
         .iter()
         .try_for_each(|item| check_text(field, item, max_each, ""))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clip_cuts_on_characters() {
+        assert_eq!(clip("héllo", 2), "hé");
+        assert_eq!(clip("hi", 5), "hi");
+    }
+}

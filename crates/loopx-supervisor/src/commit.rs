@@ -389,4 +389,179 @@ mod tests {
             "the usage is charged"
         );
     }
+
+    mod any_report {
+        use loopx_adapters::{
+            Classification, Outcome, Report, ReportEvidence, ReportQuestion, ReportStatus,
+            ReportTodo,
+        };
+        use loopx_kernel::model::TodoState;
+        use loopx_kernel::store::{BeginSlice, NewTodo};
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// Any text an agent might write: empty, blank, unicode, control characters, far past
+        /// every limit of the kernel.
+        fn text() -> impl Strategy<Value = String> {
+            prop_oneof![
+                4 => "(?s).{0,120}",
+                1 => Just(String::new()),
+                1 => Just("   \n\t".to_owned()),
+                1 => "[a-z]{1,8}( [A-Z][a-z]{1,8}){0,3}",
+                1 => (1usize..3).prop_map(|n| "ü".repeat(n * 9_000)),
+            ]
+        }
+
+        fn report() -> impl Strategy<Value = Report> {
+            (
+                prop_oneof![
+                    Just(ReportStatus::Done),
+                    Just(ReportStatus::Progress),
+                    Just(ReportStatus::Blocked)
+                ],
+                text(),
+                proptest::collection::vec((proptest::option::of(text()), text()), 0..40),
+                proptest::option::of(text()),
+                proptest::collection::vec(
+                    (
+                        text(),
+                        proptest::option::of(text()),
+                        proptest::option::of(text()),
+                    ),
+                    0..40,
+                ),
+                proptest::option::of((text(), proptest::collection::vec(text(), 0..80))),
+            )
+                .prop_map(|(status, summary, evidence, handoff, todos, question)| {
+                    Report {
+                        status,
+                        summary,
+                        evidence: evidence
+                            .into_iter()
+                            .map(|(kind, summary)| ReportEvidence { kind, summary })
+                            .collect(),
+                        handoff,
+                        next_todos: todos
+                            .into_iter()
+                            .map(|(title, detail, role)| ReportTodo {
+                                title,
+                                detail,
+                                role,
+                            })
+                            .collect(),
+                        question: question.map(|(text, options)| ReportQuestion { text, options }),
+                    }
+                })
+        }
+
+        /// A project with a goal, agent `exec` and a slice it began on t1.
+        fn begun(
+            dir: &std::path::Path,
+        ) -> (Project, loopx_kernel::SliceId, loopx_kernel::TodoId, u64) {
+            let project = Project::create(dir).expect("project");
+            let store = Store::create(&project, T0, "human:tester").expect("store");
+            let agent: AgentName = "exec".parse().expect("a name");
+            apply(
+                &store,
+                Op::GoalStart {
+                    objective: "Ship".into(),
+                    scope: vec![],
+                    permission: PermissionLevel::WorkspaceWrite,
+                    share: 1.0,
+                },
+            );
+            apply(
+                &store,
+                Op::AgentAdd {
+                    name: agent.clone(),
+                    profile: "demo".into(),
+                    capabilities: vec![],
+                    role: Some("executor".into()),
+                },
+            );
+            let Applied::Todo(todo) = apply(
+                &store,
+                Op::TodoAdd(NewTodo {
+                    goal: None,
+                    title: "Write".into(),
+                    detail: String::new(),
+                    priority: 0,
+                    needs: vec![],
+                    after: vec![],
+                    role: None,
+                }),
+            ) else {
+                panic!("a todo")
+            };
+            let begin = BeginSlice {
+                slice: NewSlice {
+                    agent: agent.clone(),
+                    todo: Some(todo.id),
+                    epoch: None,
+                    kind: SliceKind::Work,
+                    profile_hash: "h".into(),
+                    argv: vec![],
+                    limit_secs: 60,
+                    log: None,
+                    owner: None,
+                },
+                claim_ttl: Duration::from_secs(600),
+                admit: crate::writeback::unpaced_quota(&agent),
+            };
+            let Applied::SliceBegun { slice, .. } = apply(&store, Op::SliceBegin(begin)) else {
+                panic!("a slice")
+            };
+            (project, slice.id, todo.id, slice.epoch.expect("an epoch"))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+            /// Whatever the agent reports, the writeback lands: the slice ends, its evidence
+            /// and a handoff are written, its claim is released or the todo done, and the
+            /// kernel stays consistent.
+            #[test]
+            fn any_report_is_written_back(report in report(), completed in any::<bool>()) {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let (project, slice, todo, epoch) = begun(dir.path());
+                let agent: AgentName = "exec".parse().expect("a name");
+                let outcome = if completed { "completed" } else { "progress" };
+                let classification = Classification {
+                    outcome: if completed { Outcome::Completed } else { Outcome::Progress },
+                    reason: "because".into(),
+                    report: Some(Ok(report)),
+                };
+                let finished = Finished {
+                    slice,
+                    todo: Some(todo),
+                    epoch: Some(epoch),
+                    outcome,
+                    classification: Some(&classification),
+                    started_at: T0,
+                    ended_at: T0.plus(Duration::from_secs(2)),
+                    ..crate::writeback::test_finished(&agent)
+                };
+                let summary = write_back(&project, "agent:exec", &finished, None)
+                    .expect("the writeback lands");
+                prop_assert_eq!(summary.writeback, "applied");
+                let store = Store::open_read(&project).expect("store");
+                let (record, todo, handoff, problems) = store
+                    .read(|s| {
+                        let todo = s.todo(todo)?.expect("the todo");
+                        Ok((
+                            s.slice(slice)?,
+                            todo.clone(),
+                            s.latest_handoff(Some(todo.id))?,
+                            loopx_kernel::check_consistency(s)?,
+                        ))
+                    })
+                    .expect("reads");
+                prop_assert!(record.and_then(|r| r.outcome).is_some(), "the slice ended");
+                prop_assert!(todo.state != TodoState::Claimed, "the claim is not left behind");
+                prop_assert!(handoff.is_some(), "a handoff");
+                prop_assert!(problems.is_empty(), "{:?}", problems);
+            }
+        }
+    }
 }

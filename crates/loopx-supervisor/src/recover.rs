@@ -148,3 +148,104 @@ fn close(
         Err(e) => Err(e.into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use loopx_kernel::model::{PermissionLevel, SliceKind};
+    use loopx_kernel::store::{BeginSlice, NewSlice, QuotaRequest};
+
+    use super::*;
+    use crate::slice::process_identity;
+
+    fn begun(project: &Project) -> loopx_kernel::SliceId {
+        let store = Store::create(project, Timestamp::now(), "human:t").expect("store");
+        let agent: loopx_kernel::AgentName = "a".parse().expect("name");
+        store
+            .apply(
+                Op::GoalStart {
+                    objective: "Ship".into(),
+                    scope: vec![],
+                    permission: PermissionLevel::WorkspaceWrite,
+                    share: 1.0,
+                },
+                "human:t",
+                Timestamp::now(),
+            )
+            .expect("goal");
+        store
+            .apply(
+                Op::AgentAdd {
+                    name: agent.clone(),
+                    profile: "p".into(),
+                    capabilities: vec![],
+                    role: None,
+                },
+                "human:t",
+                Timestamp::now(),
+            )
+            .expect("agent");
+        let begin = BeginSlice {
+            slice: NewSlice {
+                agent: agent.clone(),
+                todo: None,
+                epoch: None,
+                kind: SliceKind::Plan,
+                profile_hash: "h".into(),
+                argv: vec![],
+                limit_secs: 60,
+                log: None,
+                // This very process, as a supervisor whose worker is gone.
+                owner: Some(process_identity(std::process::id())),
+            },
+            claim_ttl: Duration::from_secs(60),
+            admit: QuotaRequest {
+                agent,
+                account: "acct".into(),
+                pacing: None,
+                windows: vec![],
+                tokens: 0,
+                cost_usd: 0.0,
+                busy: None,
+            },
+        };
+        match store
+            .apply(Op::SliceBegin(begin), "agent:a", Timestamp::now())
+            .expect("begins")
+        {
+            Applied::SliceBegun { slice, .. } => slice.id,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_slice_of_this_process_that_no_worker_owns_is_closed() {
+        let dir = tempfile::tempdir().expect("dir");
+        let project = Project::create(dir.path()).expect("project");
+        let slice = begun(&project);
+        let recovered = recover(&project).expect("recovers");
+        assert_eq!(recovered.len(), 1, "{recovered:?}");
+        assert_eq!(recovered[0].slice, slice.to_string());
+        let record = Store::open_read(&project)
+            .and_then(|s| s.read(|s| s.slice(slice)))
+            .expect("read")
+            .expect("the slice");
+        assert_eq!(record.outcome.as_deref(), Some("interrupted"));
+        assert!(recover(&project).expect("again").is_empty(), "once");
+    }
+
+    #[test]
+    fn a_slice_a_live_worker_of_this_process_owns_is_left_alone() {
+        let dir = tempfile::tempdir().expect("dir");
+        let project = Project::create(dir.path()).expect("project");
+        let slice = begun(&project);
+        let guard =
+            crate::slice::SliceGuard::new(&project, slice, crate::slice::Beginning::start());
+        assert!(recover(&project).expect("recovers").is_empty());
+        guard.disarm();
+        assert_eq!(
+            recover(&project).expect("recovers").len(),
+            1,
+            "now abandoned"
+        );
+    }
+}

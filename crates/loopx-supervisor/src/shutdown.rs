@@ -146,4 +146,39 @@ mod tests {
         }
         assert_eq!(s.reason().as_deref(), Some("SIGTERM"));
     }
+
+    #[test]
+    fn a_slice_registered_after_a_stop_request_is_stopped_as_it_registers() {
+        let dir = tempfile::tempdir().expect("dir");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let mut spec = loopx_pty::LaunchSpec::new(
+            loopx_pty::SliceId::new("s1").expect("an id"),
+            "sleep",
+            dir.path(),
+            dir.path().join("s1.log"),
+        );
+        spec.args = vec!["30".into()];
+        spec.env.inherit = vec!["PATH".into()];
+        let (mut slice, mut events) = {
+            let _inside = runtime.enter();
+            loopx_pty::spawn_slice(spec).expect("spawns")
+        };
+        let s = Shutdown::new();
+        s.request("SIGTERM");
+        s.register(1, slice.control());
+        let report = runtime.block_on(async {
+            while events.next().await.is_some() {}
+            slice.wait().await
+        });
+        let report = report.expect("a report");
+        assert!(
+            matches!(report.exit, loopx_pty::SliceExit::Stopped(_)),
+            "{:?}",
+            report.exit
+        );
+        assert!(report.duration < std::time::Duration::from_secs(20));
+    }
 }

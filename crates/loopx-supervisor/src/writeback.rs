@@ -905,8 +905,36 @@ mod tests {
     }
 
     #[test]
-    fn clip_cuts_on_characters() {
-        assert_eq!(clip("héllo", 2), "hé");
-        assert_eq!(clip("hi", 5), "hi");
+    fn a_clock_step_during_the_slice_does_not_make_it_look_a_day_long() {
+        let c = classified(Outcome::Completed, None);
+        let agent: AgentName = "exec".parse().expect("a name");
+        let day = std::time::Duration::from_secs(86_400);
+        let f = Finished {
+            // The wall clock jumped a day while the slice ran two seconds.
+            ended_at: Timestamp(1_000).plus(day),
+            elapsed: std::time::Duration::from_secs(2),
+            ..finished(&c, &agent, "completed", true)
+        };
+        let wb = writeback(&f, false);
+        let ops = wb.ops();
+        let Op::EvidenceAdd(slice) = &ops[1] else {
+            panic!("the slice's evidence: {ops:?}")
+        };
+        assert!(slice.summary.contains(" in 2s "), "{}", slice.summary);
+        assert!(
+            slice.detail.contains("duration_ms: 2000"),
+            "{}",
+            slice.detail
+        );
+        let busy = ops.iter().find_map(|op| match op {
+            Op::QuotaCharge(charge) => charge.busy,
+            _ => None,
+        });
+        let end = Timestamp(1_000).plus(day);
+        assert_eq!(
+            busy,
+            Some((Timestamp(end.0 - 2_000), end)),
+            "two seconds of the share"
+        );
     }
 }
