@@ -153,36 +153,35 @@ fn issue_11_a_store_busy_past_the_writeback_ends_the_slice_interrupted_and_frees
 }
 
 #[test]
-fn issue_11_a_slice_whose_end_cannot_be_recorded_stops_the_run_and_the_next_run_recovers_it() {
+fn issue_11_a_slice_whose_end_cannot_be_recorded_for_a_while_is_closed_by_its_own_supervisor() {
     let loopx = project(&waits_then_reports_done(), "max_time = \"60s\"");
-    let bg = Background::start_env(
+    let mut bg = Background::start_env(
         &loopx,
         &["--max-slices", "1"],
         &[("LOOPX_STORE_WAIT_MS", "300")],
     );
-    // Past both the writeback's and the guard's patience.
-    busy_through_the_writeback(&loopx, Duration::from_secs(7));
-    let (code, events) = bg.finish();
+    // Past both the writeback's and the guard's patience (1.8 s each).
+    busy_through_the_writeback(&loopx, Duration::from_secs(5));
+    // Nothing owns s1 in the supervisor any more: it recovers its own slice, and the next
+    // slice repairs the todo.
+    let recovered = bg.wait_for("the recovery", |e| e["event"] == "recovered");
+    assert_eq!(recovered["slice"], "s1", "{recovered}");
+    assert_eq!(recovered["released"], true, "{recovered}");
+    let ended = bg.wait_for("the repair's end", |e| e["event"] == "slice_ended");
     assert_eq!(
-        code,
-        i32::from(loopx_cli::exit_code::STORE),
-        "not `done`: {events:#?}"
+        (&ended["id"], &ended["kind"]),
+        (&"s2".into(), &"repair".into())
     );
-    let finished = event(&events, "finished");
-    assert_eq!(finished[0]["reason"], "error", "{events:#?}");
-    let stopped = event(&events, "agent_stopped");
+    let (code, events) = bg.finish();
+    assert_eq!(code, 0, "a busy store is a passing error: {events:#?}");
+    let error = event(&events, "agent_error");
     assert!(
-        stopped[0]["reason"].as_str().is_some_and(|r| r
+        error[0]["error"].as_str().is_some_and(|e| e
             .contains("slice s1 ended but neither its writeback nor its end could be recorded")),
         "{events:#?}"
     );
-    // The slice is still recorded as running; the next run closes it and repairs the todo.
-    let run = loopx.run(&["run", "--once", "--json"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let out = run.json();
-    assert_eq!(out["recovered"][0]["slice"], "s1", "{out}");
-    assert_eq!(out["recovered"][0]["released"], true, "{out}");
-    assert_eq!(out["slice"]["kind"], "repair", "{out}");
+    assert!(event(&events, "agent_stopped").is_empty(), "{events:#?}");
+    assert_eq!(slice(&loopx, "s1")["outcome"], "interrupted");
     assert_eq!(todo_state(&loopx, "t1"), "done");
     settled(&loopx);
 }
@@ -591,8 +590,11 @@ fn issue_11_a_full_disk_is_named_never_done_and_recovered_once_there_is_room() {
         .first()
         .map(|e| e["reason"].to_string())
         .unwrap_or_default();
+    // Usually the slice's (smaller) end still fits and it is recorded interrupted; if even
+    // that does not, the next run recovers it. Either way the agent stops after one slice.
     assert!(
-        stopped.contains("slice s1 ran, but what it did could not be written back"),
+        stopped.contains("slice s1 ran, but what it did could not be written back")
+            || stopped.contains("slice s1 ended but neither its writeback nor its end"),
         "the agent stops after one lost writeback, not after a repair lost too: {stopped}"
     );
     // The agent's output is all in its log.

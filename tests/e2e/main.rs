@@ -15,4 +15,5 @@ mod quota;
 mod report;
 mod run_loop;
 mod run_once;
+mod soak;
 mod store_files;

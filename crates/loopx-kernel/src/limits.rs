@@ -15,6 +15,17 @@ pub const OPTION: usize = 200;
 /// Items in a list (options, files, questions).
 pub const LIST_ITEMS: usize = 64;
 
+/// `text` as the store will keep it, within `max` characters: redacted the way every write is
+/// (a short secret's marker can be longer than the secret itself), then clipped. For callers
+/// that write untrusted text on someone's behalf and must stay within the kernel's bounds
+/// whatever it holds.
+pub fn bounded(text: &str, max: usize) -> String {
+    static REDACTOR: std::sync::OnceLock<crate::redact::Redactor> = std::sync::OnceLock::new();
+    // The same redactor every store applies (`Store::open`).
+    let redactor = REDACTOR.get_or_init(|| crate::redact::Redactor::for_process_env(&[]));
+    clip(&redactor.redact(text), max)
+}
+
 /// At most `max` characters, cut on a character boundary.
 pub fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
@@ -86,5 +97,21 @@ mod tests {
     fn clip_cuts_on_characters() {
         assert_eq!(clip("héllo", 2), "hé");
         assert_eq!(clip("hi", 5), "hi");
+    }
+
+    #[test]
+    fn bounded_text_stays_within_the_bound_once_redacted() {
+        // A short password in a URL is replaced by a longer marker.
+        let text = format!("{}postgres://app:pw@db/app", "x".repeat(480));
+        let redacted = crate::redact::Redactor::for_process_env(&[])
+            .redact(&text)
+            .into_owned();
+        assert!(
+            redacted.chars().count() > 500,
+            "the marker is longer: {redacted}"
+        );
+        let kept = bounded(&text, 500);
+        assert_eq!(kept.chars().count(), 500);
+        assert!(!kept.contains("pw@"), "{kept}");
     }
 }

@@ -59,6 +59,18 @@ impl Staged {
             &target,
             nix::fcntl::RenameFlags::RENAME_NOREPLACE,
         );
+        let renamed = match renamed {
+            // A file system without RENAME_NOREPLACE (NFS, some FUSE mounts): claim the name
+            // with an exclusive mkdir, then rename over that empty directory, which replaces
+            // it in one step.
+            Err(nix::errno::Errno::EINVAL) => fs::create_dir(&target)
+                .and_then(|()| fs::rename(&self.project.state_dir, &target))
+                .map_err(|e| match e.kind() {
+                    io::ErrorKind::AlreadyExists => nix::errno::Errno::EEXIST,
+                    _ => nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0)),
+                }),
+            other => other,
+        };
         match renamed {
             Ok(()) => {
                 self.committed = true;
@@ -268,8 +280,12 @@ fn remove_abandoned_staging(root: &Path) {
             continue;
         };
         let pid = rest.split('-').next().and_then(|p| p.parse::<i32>().ok());
+        // A process we may not signal (EPERM) is alive too: another user's `init`.
         let alive = pid.is_some_and(|pid| {
-            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+            !matches!(
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+                Err(nix::errno::Errno::ESRCH)
+            )
         });
         if !alive {
             let _ = fs::remove_dir_all(entry.path());

@@ -341,10 +341,50 @@ fn interrupt(f: &Fixture, slice: SliceId) -> Result<Applied, KernelError> {
             reason: "the store stayed busy through the writeback".into(),
             exit: Some("exit 0".into()),
             output_bytes: 12,
+            usage: None,
         },
         "loopx",
         T0,
     )
+}
+
+#[test]
+fn an_interrupted_slice_still_charges_what_it_spent() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let t = f.todo("Add retry");
+    let (slice, _, _) = begun(&f, begin(Some(t), &a, None), T0);
+    let spent = QuotaRequest {
+        tokens: 1_234,
+        cost_usd: 0.5,
+        busy: Some((T0, T0.plus(Duration::from_secs(3)))),
+        ..quota(&a, None)
+    };
+    f.store
+        .apply(
+            Op::SliceInterrupt {
+                slice,
+                reason: "the store stayed busy through the writeback".into(),
+                exit: Some("exit 0".into()),
+                output_bytes: 12,
+                usage: Some(spent),
+            },
+            "loopx",
+            T0,
+        )
+        .expect("interrupts");
+    let (record, spends) = f
+        .store
+        .read(|s| Ok((s.slice(slice)?, s.spends_since(Timestamp(0))?)))
+        .expect("read");
+    assert_eq!(record.map(|r| r.tokens), Some(1_234));
+    let charged: u64 = spends
+        .iter()
+        .filter(|s| !s.admitted)
+        .map(|s| s.tokens)
+        .sum();
+    assert_eq!(charged, 1_234, "{spends:?}");
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
@@ -40,6 +40,11 @@ pub(crate) fn spawn_owned<T, E>(
 /// The owner of `pid` has waited for it.
 pub(crate) fn waited(pid: i32) {
     owned().remove(&pid);
+}
+
+/// Whether an owner waits for `pid` (nobody else may reap it).
+pub(crate) fn is_owned(pid: i32) -> bool {
+    owned().contains(&pid)
 }
 
 /// Reaps every zombie child of this process that no owner waits for (orphans it adopted as a
@@ -114,30 +119,48 @@ pub fn run_bounded(
         }
     };
     waited(group.as_raw());
-    // A leftover of the command may hold its pipes open: take what came by the deadline.
-    let collect = |rx: Option<mpsc::Receiver<Vec<u8>>>| {
-        rx.and_then(|rx| {
-            rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .ok()
-        })
-        .unwrap_or_default()
-    };
     Ok(Bounded {
         status,
-        stdout: collect(stdout),
-        stderr: collect(stderr),
+        stdout: stdout.map(|p| p.take(deadline)).unwrap_or_default(),
+        stderr: stderr.map(|p| p.take(deadline)).unwrap_or_default(),
     })
 }
 
-/// Reads a pipe to its end on a thread; the bytes arrive on the channel.
-fn read_all(mut pipe: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
-    let (tx, rx) = mpsc::channel();
+/// A pipe read to its end on a thread of its own.
+struct Drained {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    done: mpsc::Receiver<()>,
+}
+
+impl Drained {
+    /// Everything read, once the pipe closed or the deadline passed: a leftover of the command
+    /// may hold its pipe open, and what came before is the command's output all the same.
+    fn take(self, deadline: Instant) -> Vec<u8> {
+        let _ = self
+            .done
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        std::mem::take(&mut *self.bytes.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+fn read_all(mut pipe: impl Read + Send + 'static) -> Drained {
+    let bytes = Arc::new(Mutex::new(Vec::new()));
+    let (tx, done) = mpsc::channel();
+    let sink = Arc::clone(&bytes);
     std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = pipe.read_to_end(&mut bytes);
-        let _ = tx.send(bytes);
+        let mut chunk = [0u8; 8192];
+        loop {
+            match pipe.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => sink
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend_from_slice(&chunk[..n]),
+            }
+        }
+        let _ = tx.send(());
     });
-    rx
+    Drained { bytes, done }
 }
 
 #[cfg(test)]
@@ -155,6 +178,18 @@ mod tests {
         assert!(ran.status.is_none(), "timed out");
         assert!(started.elapsed() < Duration::from_secs(5));
         assert_eq!(ran.stdout, b"started\n");
+    }
+
+    #[test]
+    fn output_before_a_leftover_holds_the_pipe_is_kept() {
+        let mut sh = Command::new("sh");
+        // Succeeds at once; its background child keeps stdout open past the deadline.
+        sh.args(["-c", "echo status; (sleep 30 &) ; exit 0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let ran = run_bounded(sh, None, Duration::from_millis(500)).expect("runs");
+        assert!(ran.status.is_some_and(|s| s.success()));
+        assert_eq!(ran.stdout, b"status\n");
     }
 
     #[test]

@@ -126,7 +126,7 @@ impl SliceProcesses {
             .iter()
             .filter(|s| s.is_dead() && (belongs(s) || was_seen(s)))
         {
-            if stat.ppid == me && stat.pid != leader {
+            if stat.ppid == me && stat.pid != leader && !crate::children::is_owned(stat.pid) {
                 // Non-blocking, by pid: never steals another child's status.
                 let _ = waitpid(Pid::from_raw(stat.pid), Some(WaitPidFlag::WNOHANG));
             }

@@ -356,7 +356,9 @@ fn gate_blocks(input: &DecideInput<'_>, candidates: &[&TodoView]) -> Option<Deci
 }
 
 /// Abnormal slices in a row on `todo`, newest first, since its last fresh budget; usage limits
-/// and other vendor trouble neither count nor break the streak.
+/// and other vendor trouble neither count nor break the streak, and neither does an
+/// interruption: loopx was stopped or died, or the claim was taken away — nothing the todo's
+/// work did (the next slice still repairs).
 fn stall_streak(slices: &[SliceView], todo: &TodoView) -> u32 {
     let since = todo.attempts_since.unwrap_or(0);
     let mut streak = 0;
@@ -367,6 +369,7 @@ fn stall_streak(slices: &[SliceView], todo: &TodoView) -> u32 {
         .filter(|s| s.todo.as_deref() == Some(todo.id.as_str()))
     {
         match slice.outcome.as_deref() {
+            Some("interrupted") => {}
             Some(o) if ABNORMAL.contains(&o) => streak += 1,
             Some(o) if PROGRESS.contains(&o) => break,
             _ => {}

@@ -284,7 +284,13 @@ fn an_interrupted_slice_gets_a_repair_even_after_its_lease_was_freed() {
 fn stall_guard_asks_after_k_slices_without_progress() {
     let mut w = world();
     w.todos[0].lease = Some(("exec".into(), T0 + 10 * MIN));
-    for outcome in ["failed", "usage_limited", "timed_out", "failed"] {
+    for outcome in [
+        "failed",
+        "usage_limited",
+        "interrupted",
+        "timed_out",
+        "failed",
+    ] {
         w.slices.push(slice(Some("t1"), SliceKind::Work, outcome));
     }
     let d = run(&w);
@@ -294,6 +300,18 @@ fn stall_guard_asks_after_k_slices_without_progress() {
     w.slices
         .push(slice(Some("t1"), SliceKind::Repair, "progress"));
     assert_eq!(run(&w).decision, DecisionKind::Deliver);
+}
+
+#[test]
+fn interruptions_are_not_the_todo_s_stall() {
+    let mut w = world();
+    w.todos = vec![todo("t1", 1)];
+    for _ in 0..5 {
+        w.slices
+            .push(slice(Some("t1"), SliceKind::Work, "interrupted"));
+    }
+    let d = run(&w);
+    assert_eq!(d.decision, DecisionKind::Repair, "{}", d.reason);
 }
 
 #[test]

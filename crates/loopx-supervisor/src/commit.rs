@@ -8,13 +8,13 @@
 
 use loopx_kernel::model::ClaimStanding;
 use loopx_kernel::store::{Applied, BatchError};
-use loopx_kernel::{Conflict, KernelError, Op, Project, Store, StoreError};
+use loopx_kernel::{Conflict, KernelError, Op, Project, Store, StoreError, Timestamp};
 use serde::Serialize;
 
 use crate::errors::SupervisorError;
 use crate::once::RunOnce;
 use crate::prompt::kind_name;
-use crate::slice::{Observed, actor, patience, retrying};
+use crate::slice::{ACTOR, Observed, actor, patience, retrying};
 use crate::writeback::{Finished, Item, Writeback, lost_claim, writeback};
 
 /// One slice, as `loopx run --once --json` shows it (documented in `docs/cli.md`).
@@ -57,7 +57,8 @@ pub struct SliceSummary {
     /// The gate asking a person about the violations.
     pub violation_gate: Option<String>,
     /// `applied`; `stale_epoch` when the claim moved on and only the end, loopx's evidence of
-    /// the slice and the quota usage were recorded.
+    /// the slice and the quota usage were recorded; `refused` when the kernel refused loopx's
+    /// own part of the batch (a bug) and only the essentials were recorded.
     pub writeback: &'static str,
     /// Items of the agent's report the kernel refused, each with why (each is also a `note`
     /// evidence).
@@ -154,10 +155,12 @@ fn attempt(
         standing,
         Some(ClaimStanding::Stale | ClaimStanding::NotHolder)
     ) {
-        return fall_back(&store, actor, f, wb);
+        return lost(&store, f, wb);
     }
     loop {
-        match store.apply_batch(wb.ops(), actor, f.ended_at) {
+        // Stamped when it commits, not when the agent ended: the ledger stays in time order
+        // (the slice's own times travel in its records).
+        match store.apply_batch(wb.ops(), actor, Timestamp::now()) {
             Ok(applied) => return Ok((wb, applied, "applied")),
             Err(BatchError {
                 op: Some(index),
@@ -174,22 +177,63 @@ fn attempt(
                         | Conflict::NotHolder { .. }
                         | Conflict::TodoState { .. },
                     ),
-            }) => return fall_back(&store, actor, f, wb),
-            Err(refused) => return Err(refused.error),
+            }) => return lost(&store, f, wb),
+            // loopx's own part refused: a bug in loopx. Keep what matters most.
+            Err(BatchError {
+                op: Some(index),
+                error,
+            }) => {
+                tracing::error!(slice = %f.slice, error = %error, op = ?wb.parts[index].op, "the kernel refused loopx's own writeback");
+                return essentials(&store, actor, f, wb);
+            }
+            Err(BatchError { op: None, error }) => return Err(error),
         }
     }
 }
 
-/// The claim moved on: record what does not depend on it.
-fn fall_back(
+/// The claim moved on: record what does not depend on it, as loopx's own record.
+fn lost(
+    store: &Store,
+    f: &Finished<'_>,
+    wb: Writeback,
+) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
+    tracing::warn!(slice = %f.slice, "the slice's claim moved on; recording only its end and usage");
+    store.apply_all(lost_claim(f), ACTOR, Timestamp::now())?;
+    Ok((wb, Vec::new(), "stale_epoch"))
+}
+
+/// The batch was refused for no reason the agent caused: the slice's end and evidence, its
+/// usage and any vendor hold, and the release or finish of its todo — else what `lost` writes.
+fn essentials(
     store: &Store,
     actor: &str,
     f: &Finished<'_>,
     wb: Writeback,
 ) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
-    tracing::warn!(slice = %f.slice, "the slice's claim moved on; recording only its end and usage");
-    store.apply_all(lost_claim(f), actor, f.ended_at)?;
-    Ok((wb, Vec::new(), "stale_epoch"))
+    let keep: Vec<Op> = wb
+        .ops()
+        .into_iter()
+        .enumerate()
+        .filter(|(i, op)| {
+            *i < 2
+                || matches!(
+                    op,
+                    Op::QuotaCharge(_)
+                        | Op::QuotaHold { .. }
+                        | Op::TodoRelease { .. }
+                        | Op::TodoFinish { .. }
+                )
+        })
+        .map(|(_, op)| op)
+        .collect();
+    match store.apply_all(keep, actor, Timestamp::now()) {
+        Ok(_) => Ok((wb, Vec::new(), "refused")),
+        Err(KernelError::Store(e)) => Err(e.into()),
+        Err(_) => {
+            let (wb, applied, _) = lost(store, f, wb)?;
+            Ok((wb, applied, "refused"))
+        }
+    }
 }
 
 fn summary(
@@ -402,7 +446,8 @@ mod tests {
         use super::*;
 
         /// Any text an agent might write: empty, blank, unicode, control characters, far past
-        /// every limit of the kernel.
+        /// every limit of the kernel, and credentials whose redaction marker is longer than
+        /// they are, at every length around the limits.
         fn text() -> impl Strategy<Value = String> {
             prop_oneof![
                 4 => "(?s).{0,120}",
@@ -410,6 +455,7 @@ mod tests {
                 1 => Just("   \n\t".to_owned()),
                 1 => "[a-z]{1,8}( [A-Z][a-z]{1,8}){0,3}",
                 1 => (1usize..3).prop_map(|n| "ü".repeat(n * 9_000)),
+                2 => (0usize..1_100).prop_map(|n| format!("{} postgres://app:pw@db/app?", "q".repeat(n))),
             ]
         }
 

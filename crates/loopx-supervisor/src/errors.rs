@@ -1,7 +1,7 @@
 //! Why a slice could not be run at all. What goes wrong *inside* a slice (a failed spawn, a
 //! crash, a refused writeback) is an outcome recorded in the kernel, not an error.
 
-use loopx_kernel::KernelError;
+use loopx_kernel::{KernelError, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SupervisorError {
@@ -66,8 +66,12 @@ impl SupervisorError {
             | SupervisorError::UnknownAgent { .. }
             | SupervisorError::Panicked(_)
             | SupervisorError::Runtime(_)
-            | SupervisorError::Unrecorded { .. }
             | SupervisorError::WritebackLost { .. } => true,
+            // A store that only stayed busy: recovery in this very process closes the slice
+            // within a minute, and the agent goes on.
+            SupervisorError::Unrecorded { source, .. } => {
+                !matches!(source, KernelError::Store(StoreError::Busy { .. }))
+            }
             SupervisorError::Kernel(_)
             | SupervisorError::Profile { .. }
             | SupervisorError::Launch { .. }

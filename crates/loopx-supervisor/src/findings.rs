@@ -10,12 +10,15 @@ use loopx_kernel::model::{Blocks, EvidenceKind, GateKind};
 use loopx_kernel::store::{NewGate, Op};
 
 use crate::scope::SliceChanges;
-use loopx_kernel::limits::clip;
+use loopx_kernel::limits::{self, bounded, clip};
 
 use crate::writeback::{Finished, evidence};
 
 /// Files named in a question or a summary; the evidence's detail names them all.
 const NAMED: usize = 5;
+/// Characters of one path named in a question or a summary: five of them, with the rest of the
+/// sentence, stay well inside a question's bound, so its `?` is never cut off.
+const NAMED_CHARS: usize = 120;
 
 pub(crate) const KEEP: &str = "keep";
 pub(crate) const ROLLBACK: &str = "rollback";
@@ -84,15 +87,15 @@ pub(crate) fn ops(f: &Finished<'_>) -> Vec<Op> {
         named(&bad)
     );
     ops.push(Op::GateAsk(NewGate {
-        question: clip(&question, 1_000),
+        question,
         options: vec![KEEP.to_owned(), ROLLBACK.to_owned()],
-        context: clip(
+        context: bounded(
             &format!(
                 "scope check of slice {} (agent `{}`); loopx rolls nothing back itself, the \
                  answer reaches the agent in its next prompt.\n{detail}",
                 f.slice, f.agent
             ),
-            16 * 1024,
+            limits::DETAIL,
         ),
         blocks: Blocks::Agent(f.agent.clone()),
         kind: GateKind::Question,
@@ -123,7 +126,10 @@ fn named<S: AsRef<str>>(paths: &[S]) -> String {
     let mut text = paths
         .iter()
         .take(NAMED)
-        .map(AsRef::as_ref)
+        .map(|p| match clip(p.as_ref(), NAMED_CHARS) {
+            short if short.len() < p.as_ref().len() => format!("{short}…"),
+            whole => whole,
+        })
         .collect::<Vec<_>>()
         .join(", ");
     if paths.len() > NAMED {
@@ -193,6 +199,27 @@ mod tests {
         loopx_kernel::question::check_question(&gate.question).expect("concrete");
         assert_eq!(gate.options, [KEEP, ROLLBACK]);
         assert_eq!(gate.blocks, Blocks::Agent(agent.clone()));
+    }
+
+    #[test]
+    fn long_paths_never_cut_the_question_mark_off() {
+        let agent: AgentName = "exec".parse().expect("a name");
+        let long: Vec<String> = (0..8)
+            .map(|n| format!("deep/{}/file{n}.rs", "d".repeat(300)))
+            .collect();
+        let changes = SliceChanges {
+            files: long.clone(),
+            outside: long,
+            ..SliceChanges::default()
+        };
+        let f = finished(&agent, &changes);
+        let gate = ops(&f).into_iter().find_map(|op| match op {
+            Op::GateAsk(g) => Some(g),
+            _ => None,
+        });
+        let gate = gate.expect("a gate");
+        assert!(gate.question.ends_with('?'), "{}", gate.question);
+        gate.check().expect("a question the kernel takes");
     }
 
     #[test]

@@ -6,33 +6,33 @@
 //! record. It never parses TOML (`loopx-adapters` does), never touches redb (`loopx-kernel`
 //! does) and never handles a terminal (`loopx-pty` does).
 //!
-//! One slice ([`run_once`]):
+//! One slice ([`run_once`]) is a value through typed stages (`slice.rs`; the design is in
+//! `docs/design/run-loop.md`, "A slice's life"):
 //!
-//! 1. **Decide**: [`DecisionState`](loopx_kernel::decision::DecisionState) for the agent. Only
-//!    `deliver` and `repair` run anything; every other decision is returned as [`Once::Decided`].
-//!    A slice that would run at `full` first needs a person's approval bound to the profile's
-//!    content hash (`approval.rs`): until then the decision is `ask` (or `stop` after a
-//!    denial), before anything is claimed.
-//! 2. **Claim** the todo (a lease for the profile's `max_time` plus a margin) unless the agent
-//!    already holds it; a planning slice has no todo.
-//! 3. **Admit** the slice against the agent's quota; a refusal is a wait ([`Once::Refused`]).
-//! 4. **Record** the slice as started, with its argv and log path, *before* spawning it, so a
-//!    crash can never lose track of a process. The store allocates the slice id; the files
-//!    named after it use [`SLICE_PLACEHOLDER`](loopx_kernel::store::SLICE_PLACEHOLDER).
-//! 5. **Prompt and spawn** ([`prompt`], `slice/launch.rs`): the profile's template filled from
-//!    the kernel, launched through the adapter's plan in a PTY with the plan's environment
-//!    allowlist and limits; the process identity (pid, start time, boot id) is recorded.
-//! 6. **Stream and classify**: output chunks go to the adapter's parser as they arrive; the
+//! 1. **Decide** (`slice/decide.rs`): [`DecisionState`](loopx_kernel::decision::DecisionState)
+//!    for the agent. Only `deliver` and `repair` run anything; every other decision is returned
+//!    as [`Once::Decided`]. A slice that would run at `full` first needs a person's approval
+//!    bound to the profile's content hash (`approval.rs`): until then the decision is `ask` (or
+//!    `stop` after a denial), before anything is claimed. A stop already requested ends here.
+//! 2. **Begin** (`slice/begin.rs`): the prompt rendered, then one kernel transaction
+//!    (`Op::SliceBegin`) claims the todo unless the agent holds a live lease, admits the slice
+//!    against its quota, and records it with its argv, log path and supervisor — all or nothing,
+//!    so a quota refusal ([`Once::Refused`]) or a lost race ([`Once::Contended`]) leaves nothing
+//!    behind. From its commit a guard (`slice/guard.rs`) owns the slice: every exit path but the
+//!    writeback records it `interrupted`, with the cause, and releases its claim.
+//! 3. **Launch** (`slice/run.rs`): the agent spawned through the adapter's plan in a PTY with
+//!    the plan's environment allowlist and limits (not when a stop was requested since); its
+//!    process identity recorded on a thread of its own; the claim renewed while it runs.
+//! 4. **Observe** (`slice/run.rs`): output chunks go to the adapter's parser as they arrive; the
 //!    outcome comes from the stream first and the exit code last, except that limits loopx
 //!    enforced itself (wall time, idle, output cap, a stop) win over a stream that never
-//!    finished.
-//! 7. **Write back** ([`writeback`]) in one epoch-checked batch: the slice's end, evidence, a
-//!    handoff, proposed todos, a gate for a question, the quota charge and a vendor hold, and
-//!    the todo done or released (or left done, when the agent marked it done itself with
-//!    `loopx report done`). A batch refused for a stale epoch records only the end. The
-//!    scope check ([`scope`], captured just before the spawn) adds a `diff` evidence and, for
-//!    files outside the goal's scope or in `.loopx/`, `violation` evidence and a gate
-//!    (`findings.rs`). See `docs/permissions.md`.
+//!    finished; the scope check compares the project with its state before the spawn.
+//! 5. **Write back** (`commit.rs`, [`writeback`]): one batch checked against the claim — the
+//!    slice's end, evidence, a handoff, proposed todos, a gate for a question, the quota charge
+//!    and a vendor hold, and the todo done or released. An item of the agent's report the
+//!    kernel refuses is dropped and noted; when the claim moved on only loopx's own record of
+//!    the slice and its usage are written; a busy or full store is retried. Then the guard is
+//!    disarmed.
 //!
 //! The store is opened per step and never held while the agent runs: other peers (`loopx
 //! status`, the agent's own `loopx` calls) use it meanwhile.

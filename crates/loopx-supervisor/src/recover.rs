@@ -130,6 +130,8 @@ fn close(
         reason,
         exit: Some("supervisor gone".into()),
         output_bytes,
+        // What the agent spent died with its supervisor.
+        usage: None,
     };
     let store = Store::open(project)?;
     match store.apply(op, "loopx:recovery", Timestamp::now()) {

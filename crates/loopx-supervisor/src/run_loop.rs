@@ -231,6 +231,7 @@ pub fn run_loop(req: &RunLoop, emit: &mut dyn FnMut(&RunEvent)) -> Result<RunEnd
         asked: BTreeSet::new(),
         started: Instant::now(),
         first_error: None,
+        recover_at: None,
     };
     coordinator.recover(emit);
     let end = coordinator.run(&rx, emit);
@@ -273,6 +274,9 @@ struct Coordinator<'r> {
     asked: BTreeSet<String>,
     started: Instant,
     first_error: Option<SupervisorError>,
+    /// A slice of this process could not be recorded as ended: recover it at this moment
+    /// instead of waiting for the minute.
+    recover_at: Option<Instant>,
 }
 
 impl Coordinator<'_> {
@@ -305,6 +309,12 @@ impl Coordinator<'_> {
             if self.slots.iter().all(|s| !s.busy)
                 && let Some((reason, detail)) = self.end(stopping, out_of_time)
             {
+                // An agent stopped by an error makes the whole run an error, however it ended.
+                let reason = if self.first_error.is_some() && reason != EndReason::Shutdown {
+                    EndReason::Error
+                } else {
+                    reason
+                };
                 emit(&RunEvent::Finished {
                     reason,
                     slices: self.slices,
@@ -327,8 +337,10 @@ impl Coordinator<'_> {
             while let Ok(msg) = rx.try_recv() {
                 self.handle(msg, emit);
             }
-            if last_recovery.elapsed() >= RECOVER_EVERY && !stopping {
+            let recovery_due = self.recover_at.is_some_and(|at| at <= Instant::now());
+            if (last_recovery.elapsed() >= RECOVER_EVERY || recovery_due) && !stopping {
                 last_recovery = Instant::now();
+                self.recover_at = None;
                 self.recover(emit);
             }
             if last_reap.elapsed() >= REAP_EVERY {
@@ -445,6 +457,9 @@ impl Coordinator<'_> {
         if let Some(run_for) = self.req.run_for {
             until = until.min(self.started + run_for);
         }
+        if let Some(at) = self.recover_at {
+            until = until.min(at);
+        }
         until.saturating_duration_since(now)
     }
 
@@ -481,7 +496,7 @@ impl Coordinator<'_> {
         let now = Instant::now();
         let slot = &mut self.slots[idx];
         slot.busy = false;
-        slot.erring = result.is_err();
+        slot.erring = false;
         let agent = slot.name.clone();
         match result {
             Ok(Once::Ran { decision, slice }) => {
@@ -556,10 +571,20 @@ impl Coordinator<'_> {
     }
 
     fn failed(&mut self, idx: usize, e: SupervisorError, emit: &mut dyn FnMut(&RunEvent)) {
-        let slot = &mut self.slots[idx];
-        let agent = slot.name.clone();
+        let agent = self.slots[idx].name.clone();
         let error = crate::errors::chain(&e);
         let lasting = e.is_lasting();
+        if matches!(e, SupervisorError::Unrecorded { .. }) {
+            self.recover_at = Some(Instant::now() + RETRY_AFTER_ERROR);
+        }
+        let slot = &mut self.slots[idx];
+        // Only an error a person must fix holds the agent up for `--on-gate exit`.
+        slot.erring = matches!(
+            e,
+            SupervisorError::Profile { .. }
+                | SupervisorError::Launch { .. }
+                | SupervisorError::ProjectConfig { .. }
+        );
         // A passing error that repeats every few seconds is shown once.
         let key = format!("error:{error}");
         if slot.shown.as_deref() != Some(key.as_str()) {

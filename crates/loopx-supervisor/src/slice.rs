@@ -28,8 +28,8 @@ mod stream;
 
 pub(crate) use begin::{Began, actor};
 pub(crate) use decide::{Next, decide};
+pub(crate) use guard::{ACTOR, LiveSlices, patience, retrying};
 #[cfg(test)]
 pub(crate) use guard::{Beginning, SliceGuard};
-pub(crate) use guard::{LiveSlices, patience, retrying};
 pub(crate) use launch::{is_alive, marker, process_identity};
 pub(crate) use run::Observed;

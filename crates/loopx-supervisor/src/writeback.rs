@@ -16,7 +16,7 @@
 //! as notes.
 
 use loopx_adapters::{Classification, Outcome, Report};
-use loopx_kernel::limits::{self, clip};
+use loopx_kernel::limits::{self, bounded, clip};
 use loopx_kernel::model::{
     Blocks, EvidenceKind, GateKind, GoalStatus, HoldSource, SliceKind, TodoState,
 };
@@ -227,7 +227,8 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     {
         question = Some((text.clone(), options.clone()));
     }
-    let question = question.map(|(text, options)| (clip(text.trim(), limits::QUESTION), options));
+    let question =
+        question.map(|(text, options)| (bounded(text.trim(), limits::QUESTION), options));
     wb.parts
         .push(core(Op::HandoffAdd(handoff(f, report, question.as_ref()))));
     wb.parts.extend(findings::ops(f).into_iter().map(core));
@@ -235,8 +236,8 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
         for todo in r.next_todos.iter().take(REPORT_ITEMS) {
             let new = NewTodo {
                 goal: None,
-                title: clip(todo.title.trim(), limits::TITLE),
-                detail: clip(todo.detail.as_deref().unwrap_or("").trim(), limits::DETAIL),
+                title: bounded(todo.title.trim(), limits::TITLE),
+                detail: bounded(todo.detail.as_deref().unwrap_or("").trim(), limits::DETAIL),
                 priority: 0,
                 needs: vec![],
                 after: vec![],
@@ -411,7 +412,7 @@ pub(crate) fn evidence(
     summary: &str,
     detail: &str,
 ) -> NewEvidence {
-    let summary = clip(summary.trim(), limits::SUMMARY);
+    let summary = bounded(summary.trim(), limits::SUMMARY);
     NewEvidence {
         kind,
         // The kernel refuses a blank summary, which would refuse the whole batch.
@@ -420,7 +421,7 @@ pub(crate) fn evidence(
         } else {
             summary
         },
-        detail: clip(detail, limits::DETAIL),
+        detail: bounded(detail, limits::DETAIL),
         files: vec![],
         todo: f.todo,
         // The batch is checked against the claim's epoch as a whole (the release or done in it).
@@ -467,14 +468,14 @@ fn handoff(
         todo: f.todo,
         // The batch is checked against the claim's epoch as a whole (the release or done in it).
         epoch: f.epoch,
-        done: clip(&done, limits::DETAIL),
-        next: clip(&next, limits::DETAIL),
+        done: bounded(&done, limits::DETAIL),
+        next: bounded(&next, limits::DETAIL),
         files: vec![],
         // A blank question would make the kernel refuse the handoff: it has nothing to say.
         questions: question
             .map(|(q, _)| q.trim())
             .filter(|q| !q.is_empty())
-            .map(|q| vec![clip(q, limits::QUESTION)])
+            .map(|q| vec![bounded(q, limits::QUESTION)])
             .unwrap_or_default(),
         slice: Some(f.slice),
     }
@@ -491,7 +492,7 @@ fn gate(f: &Finished<'_>, question: String, options: Vec<String>) -> NewGate {
         question,
         options: options
             .iter()
-            .map(|o| clip(o.trim(), limits::OPTION))
+            .map(|o| bounded(o.trim(), limits::OPTION))
             .filter(|o| !o.is_empty())
             .take(limits::LIST_ITEMS)
             .collect(),

@@ -165,7 +165,7 @@ fn open_stall_gate(
         .map(|t| t.title)
         .unwrap_or_default();
     let gate = NewGate {
-        question: loopx_kernel::limits::clip(
+        question: loopx_kernel::limits::bounded(
             &format!(
                 "Todo {id} ({title}) has gone several slices without progress: retry it with a fresh budget of attempts, or drop it?"
             ),

@@ -17,7 +17,8 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use loopx_kernel::{Conflict, KernelError, Op, Project, SliceId, Store, Timestamp};
+use loopx_kernel::store::QuotaRequest;
+use loopx_kernel::{Conflict, KernelError, Op, Project, SliceId, Store, StoreError, Timestamp};
 
 /// Who records what loopx itself decided about a slice.
 pub(crate) const ACTOR: &str = "loopx";
@@ -84,6 +85,8 @@ pub(crate) struct SliceGuard {
     /// How the agent's process ended, once it did.
     exit: Option<String>,
     output_bytes: u64,
+    /// What the agent spent, once known: charged even when the slice ends interrupted.
+    usage: Option<QuotaRequest>,
     /// How long to keep trying to record the end.
     patience: Duration,
 }
@@ -102,6 +105,7 @@ impl SliceGuard {
             cause: None,
             exit: None,
             output_bytes: 0,
+            usage: None,
             patience: patience(),
         }
     }
@@ -111,10 +115,11 @@ impl SliceGuard {
         self.cause.get_or_insert_with(|| cause.into());
     }
 
-    /// Notes how the agent's process ended, for an end recorded on drop.
-    pub(crate) fn ran(&mut self, exit: Option<String>, output_bytes: u64) {
+    /// Notes how the agent's process ended and what it spent, for an end recorded on drop.
+    pub(crate) fn ran(&mut self, exit: Option<String>, output_bytes: u64, usage: QuotaRequest) {
         self.exit = exit;
         self.output_bytes = output_bytes;
+        self.usage = Some(usage);
     }
 
     /// The slice's end was recorded by its writeback: nothing more to do.
@@ -132,15 +137,21 @@ impl SliceGuard {
     /// Records the slice `interrupted` (with its claim released), retrying while the store
     /// is busy or full, for at most the guard's patience. `Ok` also when someone else ended it.
     fn close(&self, reason: &str) -> Result<(), KernelError> {
-        let op = Op::SliceInterrupt {
+        let op = |usage: Option<QuotaRequest>| Op::SliceInterrupt {
             slice: self.slice,
             reason: reason.to_owned(),
             exit: self.exit.clone(),
             output_bytes: self.output_bytes,
+            usage,
         };
-        let ended = retrying(self.patience, || {
-            Store::open(&self.project)?.apply(op.clone(), ACTOR, Timestamp::now())
-        });
+        let apply = |op: Op| Store::open(&self.project)?.apply(op, ACTOR, Timestamp::now());
+        let mut ended = retrying(self.patience, || apply(op(self.usage.clone())));
+        // On a full disk the end matters more than the charge: try the smaller write.
+        if self.usage.is_some()
+            && matches!(&ended, Err(KernelError::Store(StoreError::NoSpace { .. })))
+        {
+            ended = apply(op(None));
+        }
         match ended {
             Ok(_) | Err(KernelError::Conflict(Conflict::SliceEnded { .. })) => Ok(()),
             Err(e) => Err(e),

@@ -190,7 +190,18 @@ impl Launched {
             judged.reason = format!("{}; its log was cut short ({why})", judged.reason);
         }
         let bytes = ran.report.as_ref().map_or(0, |r| r.bytes_total);
-        begun.guard.ran(judged.exit.clone(), bytes);
+        let usage = ran.summary.usage();
+        let began = Timestamp(
+            ended_at
+                .0
+                .saturating_sub(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)),
+        );
+        let spent = begun.setup.quota_request(
+            usage.input.saturating_add(usage.output),
+            ran.summary.cost_usd.unwrap_or(0.0),
+            Some((began, ended_at)),
+        );
+        begun.guard.ran(judged.exit.clone(), bytes, spent);
         Observed {
             begun,
             ran,

@@ -341,14 +341,27 @@ pub(super) fn agent_add(
 /// hold that claim (or have finished the todo under it). A person who presents an epoch must
 /// present the current claim's, or the one the todo was finished under.
 fn check_claim(w: &Writer<'_>, todo: &Todo, epoch: Option<u64>) -> Result<(), KernelError> {
-    let Some(epoch) = epoch else {
-        return Ok(());
-    };
-    if let Some(agent) = w
+    let agent = w
         .actor
         .strip_prefix("agent:")
-        .and_then(|name| name.parse::<AgentName>().ok())
-    {
+        .and_then(|name| name.parse::<AgentName>().ok());
+    let Some(epoch) = epoch else {
+        // An agent writing about a todo without presenting a claim may not write into a
+        // claim another agent holds (its handoff would be that agent's next prompt).
+        return match (&agent, &todo.lease) {
+            (Some(agent), Some(lease))
+                if todo.state == TodoState::Claimed && &lease.agent != agent =>
+            {
+                Err(Conflict::NotHolder {
+                    todo: todo.id,
+                    agent: agent.clone(),
+                }
+                .into())
+            }
+            _ => Ok(()),
+        };
+    };
+    if let Some(agent) = agent {
         return super::todo::fence(todo, &agent, epoch, "written to").map(drop);
     }
     let current = epoch == todo.epoch && todo.state == TodoState::Claimed;

@@ -281,6 +281,9 @@ pub enum Op {
         reason: String,
         exit: Option<String>,
         output_bytes: u64,
+        /// The usage the slice spent, when known: charged (and recorded on the slice) in the
+        /// same transaction, so an interrupted slice's tokens still count against its windows.
+        usage: Option<super::quota::QuotaRequest>,
     },
     /// Refuses unless `slice` is running, runs `agent`, works under exactly this claim, and
     /// the claim's epoch is still current; writes nothing. The first operation of a batch an
@@ -469,7 +472,8 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             reason,
             exit,
             output_bytes,
-        } => slice::interrupt(w, slice, reason, exit, output_bytes),
+            usage,
+        } => slice::interrupt(w, slice, reason, exit, output_bytes, usage),
         Op::InSlice {
             slice,
             agent,

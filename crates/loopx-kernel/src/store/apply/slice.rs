@@ -38,6 +38,9 @@ pub(super) fn begin(w: &Writer<'_>, begin: BeginSlice) -> Result<Applied, Kernel
                     .as_ref()
                     .is_some_and(|l| l.agent == slice.agent && l.is_live(w.now));
             if held {
+                // Continuing a held claim skips the claim's checks: a gate opened since the
+                // decision must still hold the slice back.
+                super::todo::refuse_gated(w, id, &slice.agent)?;
                 Some(todo.epoch)
             } else {
                 let Applied::Todo(claimed) = super::todo::claim(w, id, &slice.agent, claim_ttl)?
@@ -223,6 +226,7 @@ pub(super) fn interrupt(
     reason: String,
     exit: Option<String>,
     output_bytes: u64,
+    usage: Option<super::quota::QuotaRequest>,
 ) -> Result<Applied, KernelError> {
     let Applied::Slice(ended) = end(
         w,
@@ -230,14 +234,17 @@ pub(super) fn interrupt(
         SliceEnd {
             outcome: "interrupted".to_owned(),
             exit,
-            tokens: 0,
-            cost_usd: 0.0,
+            tokens: usage.as_ref().map_or(0, |u| u.tokens),
+            cost_usd: usage.as_ref().map_or(0.0, |u| u.cost_usd),
             output_bytes,
         },
     )?
     else {
         unreachable!("a slice end yields the slice")
     };
+    if let Some(usage) = usage {
+        super::quota::spend(w, usage, false)?;
+    }
     let summary = limits::clip(
         &format!("slice {id} was interrupted: {}", reason.trim()),
         limits::SUMMARY,

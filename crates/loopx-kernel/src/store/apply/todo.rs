@@ -142,18 +142,7 @@ pub(super) fn claim(
             .into());
         }
     }
-    let gates: Vec<Gate> = w.all(tables::GATES)?;
-    if let Some(gate) = gates
-        .iter()
-        .find(|g| g.state == GateState::Open && g.blocks.blocks(Some(agent), Some(id)))
-    {
-        return Err(Conflict::Gated {
-            todo: id,
-            gate: gate.id,
-            question: gate.question.clone(),
-        }
-        .into());
-    }
+    refuse_gated(w, id, agent)?;
     let missing: Vec<String> = todo
         .needs
         .iter()
@@ -197,6 +186,27 @@ pub(super) fn claim(
         reclaimed_from,
     })?;
     Ok(Applied::Todo(todo))
+}
+
+/// Refuses work on `id` by `agent` while an open gate blocks it.
+pub(super) fn refuse_gated(
+    w: &Writer<'_>,
+    id: TodoId,
+    agent: &AgentName,
+) -> Result<(), KernelError> {
+    let gates: Vec<Gate> = w.all(tables::GATES)?;
+    if let Some(gate) = gates
+        .iter()
+        .find(|g| g.state == GateState::Open && g.blocks.blocks(Some(agent), Some(id)))
+    {
+        return Err(Conflict::Gated {
+            todo: id,
+            gate: gate.id,
+            question: gate.question.clone(),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// The one fencing rule: a write under `agent`'s claim `epoch` of `todo` needs that claim to be
