@@ -89,8 +89,16 @@ fn waits_then_reports_done() -> String {
     )
 }
 
-/// Holds the store's write lock for `hold` once the agent has started, then lets it finish.
-fn busy_through_the_writeback(loopx: &Loopx, hold: Duration) {
+/// A `loopx run --max-slices 1` whose agent reports done once told to, with the store's write
+/// lock held by this test for `hold` from that moment. Writers give up after 300 ms; a
+/// writeback, and then the slice's guard, keep trying for six times that (1.8 s each).
+fn busy_through_the_writeback(hold: Duration) -> (Loopx, Background) {
+    let loopx = project(&waits_then_reports_done(), "max_time = \"60s\"");
+    let bg = Background::start_env(
+        &loopx,
+        &["--max-slices", "1"],
+        &[("LOOPX_STORE_WAIT_MS", "300")],
+    );
     wait_file(&loopx.path().join("started.flag"));
     let project = Project::at(loopx.path()).expect("project");
     let store = Store::open(&project).expect("store");
@@ -98,18 +106,12 @@ fn busy_through_the_writeback(loopx: &Loopx, hold: Duration) {
     touch(&loopx.path().join("go.flag"));
     std::thread::sleep(hold);
     drop(lock);
+    (loopx, bg)
 }
 
 #[test]
 fn issue_11_a_store_busy_through_the_writeback_loses_nothing() {
-    let loopx = project(&waits_then_reports_done(), "max_time = \"60s\"");
-    // Writers give up after 300 ms; a writeback keeps trying for six times that.
-    let mut bg = Background::start_env(
-        &loopx,
-        &["--max-slices", "1"],
-        &[("LOOPX_STORE_WAIT_MS", "300")],
-    );
-    busy_through_the_writeback(&loopx, Duration::from_millis(1_000));
+    let (loopx, mut bg) = busy_through_the_writeback(Duration::from_millis(1_000));
     let ended = bg.wait_for("the slice's end", |e| e["event"] == "slice_ended");
     assert_eq!(
         (&ended["report"], &ended["todo_state"]),
@@ -124,14 +126,8 @@ fn issue_11_a_store_busy_through_the_writeback_loses_nothing() {
 
 #[test]
 fn issue_11_a_store_busy_past_the_writeback_ends_the_slice_interrupted_and_frees_the_todo() {
-    let loopx = project(&waits_then_reports_done(), "max_time = \"60s\"");
-    let mut bg = Background::start_env(
-        &loopx,
-        &["--max-slices", "1"],
-        &[("LOOPX_STORE_WAIT_MS", "300")],
-    );
     // Past the writeback's patience (1.8 s), within the guard's (another 1.8 s).
-    busy_through_the_writeback(&loopx, Duration::from_millis(2_600));
+    let (loopx, mut bg) = busy_through_the_writeback(Duration::from_millis(2_600));
     // The guard records s1 interrupted and releases t1; the next slice repairs it.
     let ended = bg.wait_for("the repair's end", |e| e["event"] == "slice_ended");
     assert_eq!(
@@ -154,14 +150,8 @@ fn issue_11_a_store_busy_past_the_writeback_ends_the_slice_interrupted_and_frees
 
 #[test]
 fn issue_11_a_slice_whose_end_cannot_be_recorded_for_a_while_is_closed_by_its_own_supervisor() {
-    let loopx = project(&waits_then_reports_done(), "max_time = \"60s\"");
-    let mut bg = Background::start_env(
-        &loopx,
-        &["--max-slices", "1"],
-        &[("LOOPX_STORE_WAIT_MS", "300")],
-    );
     // Past both the writeback's and the guard's patience (1.8 s each).
-    busy_through_the_writeback(&loopx, Duration::from_secs(5));
+    let (loopx, mut bg) = busy_through_the_writeback(Duration::from_secs(5));
     // Nothing owns s1 in the supervisor any more: it recovers its own slice, and the next
     // slice repairs the todo.
     let recovered = bg.wait_for("the recovery", |e| e["event"] == "recovered");

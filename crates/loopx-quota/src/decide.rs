@@ -203,6 +203,12 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// `stop`, for `reason`: what a caller decides without `decide` (the goal is over, loopx
+    /// was stopped).
+    pub fn stop(reason: String) -> Decision {
+        Decision::new(DecisionKind::Stop, reason)
+    }
+
     fn new(decision: DecisionKind, reason: String) -> Decision {
         Decision {
             decision,

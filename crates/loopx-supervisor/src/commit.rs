@@ -76,9 +76,9 @@ impl Observed {
             pid,
             ended_at,
             elapsed,
+            spent,
         } = self;
         let setup = &begun.setup;
-        let usage = ran.summary.usage();
         let log = begun.record.log.clone().unwrap_or_default();
         let finished = Finished {
             slice: begun.record.id,
@@ -90,15 +90,13 @@ impl Observed {
             reason: &judged.reason,
             exit: judged.exit.clone(),
             classification: judged.classification.as_ref(),
-            tokens: usage.input.saturating_add(usage.output),
-            cost_usd: ran.summary.cost_usd.unwrap_or(0.0),
             session: ran.summary.session_id.as_deref(),
             output_bytes: ran.report.as_ref().map_or(0, |r| r.bytes_total),
             started_at: begun.record.started_at,
             ended_at,
             elapsed,
             log: &log,
-            quota: setup.quota_request(0, 0.0, None),
+            quota: spent,
             changes: &changes,
         };
         match write_back(&req.project, &actor(setup), &finished, pid) {
@@ -279,8 +277,8 @@ fn summary(
         ended_at: f.ended_at,
         duration_ms: u64::try_from(f.elapsed.as_millis()).unwrap_or(u64::MAX),
         limit_secs: 0,
-        tokens: f.tokens,
-        cost_usd: f.cost_usd,
+        tokens: f.quota.tokens,
+        cost_usd: f.quota.cost_usd,
         output_bytes: f.output_bytes,
         log: f.log.to_owned(),
         report: wb.report,
@@ -306,7 +304,7 @@ mod tests {
     use std::time::Duration;
 
     use loopx_kernel::model::SliceKind;
-    use loopx_kernel::store::NewSlice;
+    use loopx_kernel::store::{NewSlice, QuotaRequest};
 
     use super::*;
 
@@ -390,7 +388,10 @@ mod tests {
             slice: slice.id,
             todo: Some(todo.id),
             epoch: Some(1),
-            tokens: 42,
+            quota: QuotaRequest {
+                tokens: 42,
+                ..crate::writeback::unpaced_quota(&agent)
+            },
             started_at: T0,
             ended_at: T0.plus(Duration::from_secs(2)),
             ..crate::writeback::test_finished(&agent)

@@ -33,3 +33,5 @@ pub(crate) use guard::{ACTOR, LiveSlices, patience, retrying};
 pub(crate) use guard::{Beginning, SliceGuard};
 pub(crate) use launch::{is_alive, marker, process_identity};
 pub(crate) use run::Observed;
+#[cfg(test)]
+pub(crate) use run::ran_between;

@@ -47,8 +47,6 @@ pub struct Finished<'a> {
     /// `exit 0`, `signal SIGKILL`, `timed out`.
     pub exit: Option<String>,
     pub classification: Option<&'a Classification>,
-    pub tokens: u64,
-    pub cost_usd: f64,
     /// The agent's session (Claude `session_id`, Codex `thread_id`), to resume or look it up.
     pub session: Option<&'a str>,
     pub output_bytes: u64,
@@ -58,7 +56,8 @@ pub struct Finished<'a> {
     pub elapsed: std::time::Duration,
     /// The slice's log, relative to the project root.
     pub log: &'a str,
-    /// The agent's quota request; its usage and run time are filled in here.
+    /// What the slice spent, as the agent's quota is charged: its tokens, cost and the time
+    /// it ran.
     pub quota: QuotaRequest,
     /// What the slice changed, checked against the goal's scope.
     pub changes: &'a SliceChanges,
@@ -148,8 +147,8 @@ pub fn slice_end(f: &Finished<'_>) -> Op {
         end: SliceEnd {
             outcome: f.outcome.to_owned(),
             exit: f.exit.clone(),
-            tokens: f.tokens,
-            cost_usd: f.cost_usd,
+            tokens: f.quota.tokens,
+            cost_usd: f.quota.cost_usd,
             output_bytes: f.output_bytes,
         },
     }
@@ -164,7 +163,7 @@ pub fn lost_claim(f: &Finished<'_>) -> Vec<Op> {
     let mut ops = vec![
         slice_end(f),
         Op::EvidenceAdd(slice),
-        Op::QuotaCharge(charge(f)),
+        Op::QuotaCharge(f.quota.clone()),
     ];
     ops.extend(hold(f).map(|(op, _)| op));
     ops
@@ -254,7 +253,7 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     if let Some((text, options)) = question {
         wb.add_item(f, Op::GateAsk(gate(f, text, options)), Item::Question);
     }
-    wb.parts.push(core(Op::QuotaCharge(charge(f))));
+    wb.parts.push(core(Op::QuotaCharge(f.quota.clone())));
     if let Some((op, until)) = hold(f) {
         wb.parts.push(core(op));
         wb.hold_until = Some(until);
@@ -329,21 +328,6 @@ fn core(op: Op) -> Part {
     Part { op, item: None }
 }
 
-/// The usage the slice spent, over the time it ran (measured on the monotonic clock, ending
-/// at its end).
-fn charge(f: &Finished<'_>) -> QuotaRequest {
-    let mut charge = f.quota.clone();
-    charge.tokens = f.tokens;
-    charge.cost_usd = f.cost_usd;
-    let began = Timestamp(
-        f.ended_at
-            .0
-            .saturating_sub(u64::try_from(f.elapsed.as_millis()).unwrap_or(u64::MAX)),
-    );
-    charge.busy = Some((began, f.ended_at));
-    charge
-}
-
 /// The hold a usage limit puts on the account, and until when.
 fn hold(f: &Finished<'_>) -> Option<(Op, Timestamp)> {
     let reset = resets_at(f);
@@ -383,8 +367,8 @@ fn slice_evidence(
         kind_name(f.kind),
         f.slice,
         f.outcome,
-        f.tokens,
-        f.cost_usd
+        f.quota.tokens,
+        f.quota.cost_usd
     );
     let mut detail = format!("outcome: {}\nreason: {}\n", f.outcome, f.reason);
     if let Some(exit) = &f.exit {
@@ -549,15 +533,18 @@ pub(crate) fn test_finished(agent: &AgentName) -> Finished<'_> {
         reason: "because",
         exit: Some("exit 0".into()),
         classification: None,
-        tokens: 10,
-        cost_usd: 0.5,
         session: Some("c4a9eaf5"),
         output_bytes: 100,
         started_at: Timestamp(1_000),
         ended_at: Timestamp(3_000),
         elapsed: std::time::Duration::from_secs(2),
         log: ".loopx/slices/s4.log",
-        quota: unpaced_quota(agent),
+        quota: QuotaRequest {
+            tokens: 10,
+            cost_usd: 0.5,
+            busy: Some((Timestamp(1_000), Timestamp(3_000))),
+            ..unpaced_quota(agent)
+        },
         changes: &NO_CHANGES,
     }
 }
@@ -910,10 +897,22 @@ mod tests {
         let c = classified(Outcome::Completed, None);
         let agent: AgentName = "exec".parse().expect("a name");
         let day = std::time::Duration::from_secs(86_400);
+        // The wall clock jumped a day while the slice ran two seconds.
+        let end = Timestamp(1_000).plus(day);
+        let elapsed = std::time::Duration::from_secs(2);
+        let busy = crate::slice::ran_between(end, elapsed);
+        assert_eq!(
+            busy,
+            (Timestamp(end.0 - 2_000), end),
+            "two seconds of the share"
+        );
         let f = Finished {
-            // The wall clock jumped a day while the slice ran two seconds.
-            ended_at: Timestamp(1_000).plus(day),
-            elapsed: std::time::Duration::from_secs(2),
+            ended_at: end,
+            elapsed,
+            quota: QuotaRequest {
+                busy: Some(busy),
+                ..unpaced_quota(&agent)
+            },
             ..finished(&c, &agent, "completed", true)
         };
         let wb = writeback(&f, false);
@@ -927,15 +926,10 @@ mod tests {
             "{}",
             slice.detail
         );
-        let busy = ops.iter().find_map(|op| match op {
+        let charged = ops.iter().find_map(|op| match op {
             Op::QuotaCharge(charge) => charge.busy,
             _ => None,
         });
-        let end = Timestamp(1_000).plus(day);
-        assert_eq!(
-            busy,
-            Some((Timestamp(end.0 - 2_000), end)),
-            "two seconds of the share"
-        );
+        assert_eq!(charged, Some(busy));
     }
 }

@@ -182,16 +182,7 @@ fn run_once(
         }
         Once::Stopped { agent, why } => {
             say(&format!("{agent}: loopx was stopped ({why}): no slice ran"));
-            let stop = loopx_quota::Decision {
-                decision: DecisionKind::Stop,
-                slice: None,
-                todo: None,
-                gate: None,
-                stalled: None,
-                wake_at: None,
-                probe: false,
-                reason: format!("loopx was stopped ({why})"),
-            };
+            let stop = loopx_quota::Decision::stop(format!("loopx was stopped ({why})"));
             (agent.as_str(), stop, None)
         }
     };

@@ -135,16 +135,7 @@ fn goal_over(store: &Store, agent: Option<&str>) -> Result<Option<Once>, Supervi
     };
     Ok(Some(Once::Decided {
         agent: agent.unwrap_or_default().to_owned(),
-        decision: Decision {
-            decision: DecisionKind::Stop,
-            slice: None,
-            todo: None,
-            gate: None,
-            stalled: None,
-            wake_at: None,
-            probe: false,
-            reason,
-        },
+        decision: Decision::stop(reason),
     }))
 }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use loopx_adapters::Parser;
 use loopx_kernel::model::ProcessIdentity;
+use loopx_kernel::store::QuotaRequest;
 use loopx_kernel::{AgentName, Op, Project, SliceId, Store, Timestamp};
 
 use super::begin::{Begun, lease_ttl, slice_path};
@@ -48,6 +49,8 @@ pub(crate) struct Observed {
     /// How long it ran, on the monotonic clock: a wall clock stepped meanwhile does not make
     /// a slice look a day long.
     pub elapsed: Duration,
+    /// What it spent (tokens, cost) over the time it ran, as the quota is charged.
+    pub spent: QuotaRequest,
 }
 
 impl Begun {
@@ -191,17 +194,12 @@ impl Launched {
         }
         let bytes = ran.report.as_ref().map_or(0, |r| r.bytes_total);
         let usage = ran.summary.usage();
-        let began = Timestamp(
-            ended_at
-                .0
-                .saturating_sub(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)),
-        );
         let spent = begun.setup.quota_request(
             usage.input.saturating_add(usage.output),
             ran.summary.cost_usd.unwrap_or(0.0),
-            Some((began, ended_at)),
+            Some(ran_between(ended_at, elapsed)),
         );
-        begun.guard.ran(judged.exit.clone(), bytes, spent);
+        begun.guard.ran(judged.exit.clone(), bytes, spent.clone());
         Observed {
             begun,
             ran,
@@ -210,8 +208,16 @@ impl Launched {
             pid,
             ended_at,
             elapsed,
+            spent,
         }
     }
+}
+
+/// The wall-clock interval a slice that ended at `ended_at` ran for, its length measured on
+/// the monotonic clock (`elapsed`): a step of the wall clock during the slice is not counted.
+pub(crate) fn ran_between(ended_at: Timestamp, elapsed: Duration) -> (Timestamp, Timestamp) {
+    let millis = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+    (Timestamp(ended_at.0.saturating_sub(millis)), ended_at)
 }
 
 /// Records the spawned process's identity through the decision's store (then closes it), on a

@@ -113,15 +113,7 @@ pub(super) fn claim(
     let reclaimed_from = match (&todo.state, &todo.lease) {
         (TodoState::Open, _) => None,
         (TodoState::Claimed, Some(lease)) if !lease.is_live(w.now) => Some(lease.agent.clone()),
-        (TodoState::Claimed, Some(lease)) => {
-            return Err(Conflict::Claimed {
-                todo: id,
-                agent: lease.agent.clone(),
-                epoch: lease.epoch,
-                until: lease.expires_at,
-            }
-            .into());
-        }
+        (TodoState::Claimed, Some(lease)) => return Err(claimed(id, lease)),
         (state, _) => {
             return Err(Conflict::TodoState {
                 todo: id,
@@ -186,6 +178,17 @@ pub(super) fn claim(
         reclaimed_from,
     })?;
     Ok(Applied::Todo(todo))
+}
+
+/// `id` is held by another live claim.
+fn claimed(id: TodoId, lease: &Lease) -> KernelError {
+    Conflict::Claimed {
+        todo: id,
+        agent: lease.agent.clone(),
+        epoch: lease.epoch,
+        until: lease.expires_at,
+    }
+    .into()
 }
 
 /// Refuses work on `id` by `agent` while an open gate blocks it.
@@ -359,15 +362,7 @@ pub(super) fn finish(
         _ => match &todo.lease {
             // An epoch alone does not prove who is asking: under a live lease the holder must
             // name itself.
-            Some(lease) if lease.is_live(w.now) => {
-                return Err(Conflict::Claimed {
-                    todo: id,
-                    agent: lease.agent.clone(),
-                    epoch: lease.epoch,
-                    until: lease.expires_at,
-                }
-                .into());
-            }
+            Some(lease) if lease.is_live(w.now) => return Err(claimed(id, lease)),
             _ => None,
         },
     };
