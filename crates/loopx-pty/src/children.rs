@@ -103,22 +103,23 @@ pub fn run_bounded(
     }
     let stdout = child.stdout.take().map(read_all);
     let stderr = child.stderr.take().map(read_all);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = killpg(group, Signal::SIGKILL);
-                let _ = child.wait();
-                break None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => {
-                waited(group.as_raw());
-                return Err(e);
-            }
+    // Waited for on a thread of its own, so the command's end is seen the moment it comes
+    // (polling would add its interval to every git of every slice).
+    let (tx, exited) = mpsc::channel();
+    std::thread::spawn(move || {
+        let status = child.wait();
+        waited(group.as_raw());
+        let _ = tx.send(status);
+    });
+    let status = match exited.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        Ok(status) => Some(status?),
+        Err(_) => {
+            let _ = killpg(group, Signal::SIGKILL);
+            // The waiter reaps it now; its status is the kill's.
+            let _ = exited.recv();
+            None
         }
     };
-    waited(group.as_raw());
     Ok(Bounded {
         status,
         stdout: stdout.map(|p| p.take(deadline)).unwrap_or_default(),
