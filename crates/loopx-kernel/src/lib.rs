@@ -8,10 +8,14 @@
 //! - [`Project`] finds the project root (like git finds `.git`) and keeps `.loopx/` private.
 //! - [`Store`] is the redb file `.loopx/state.redb`, opened per operation by every process in
 //!   redb's multi-writer mode. Reads take a [`Snapshot`]; the only mutation is
-//!   [`Store::apply`], which validates one [`Op`], writes the changed records and one [`Event`] in
+//!   [`Store::apply`], which validates one [`Op`], writes the changed records and its [`Event`]s in
 //!   a single durable transaction, and rings the [`doorbell`] so sleeping supervisors wake.
-//! - Leases carry an epoch that grows on every grant; writes with an old epoch are refused with
-//!   [`Conflict::StaleEpoch`], and the refusal is itself recorded as an event.
+//! - One fencing rule: a todo's epoch grows at every change of holder (claim, reclaim, release,
+//!   finish), and every write under a claim needs it current and held by that agent
+//!   ([`model::Todo::claim_of`]); a stale one is refused with [`Conflict::StaleEpoch`], and the
+//!   refusal is itself recorded as an event.
+//! - A slice begins in one transaction (`Op::SliceBegin`: claim, quota admission, record) and
+//!   ends in one (its writeback, or `Op::SliceInterrupt`), so a refusal leaves nothing half done.
 //! - Every free text passes the [`Redactor`] before it is written, so the store file never holds
 //!   a credential.
 //! - [`marker`] names a slice in its agent's environment (`LOOPX_SLICE`), bound to the project.
