@@ -121,7 +121,8 @@ fn decide(
             format!("context overflow: {text}"),
         );
     }
-    match &s.waiting {
+    // Waiting counts only when the agent was still there to wait (it did not exit by itself).
+    match s.waiting.as_ref().filter(|_| exit.is_none()) {
         Some((WaitKind::Stdin, text)) => {
             return (Outcome::Stalled, format!("blocked reading stdin: {text}"));
         }

@@ -1,10 +1,16 @@
-//! The incremental output parser. Feed it lines (or raw PTY bytes, which it splits into lines)
-//! as they arrive; it yields [`AgentEvent`]s and keeps a [`StreamSummary`].
+//! The incremental output parser. Feed it raw PTY bytes as they arrive ([`Parser::feed`]);
+//! it hands each [`AgentEvent`] to a sink and keeps a [`StreamSummary`].
+//!
+//! It streams in bounded memory and linear time, whatever the agent prints: a partial line, one
+//! JSON event at a time, and a tail of the last bytes. A plain-text agent's words are read once,
+//! at the end ([`Parser::finish`]): its final message is the tail, and only its last lines are
+//! matched against signal wording — a sentence about a rate limit in the middle of its work is
+//! not a rate limit. In a structured stream, a line that is not JSON is the CLI's own stderr
+//! (a PTY merges both); those lines are kept in the tail too and read at the end.
 //!
 //! Robustness rules: a line may end in `\r\n` and carry ANSI escape sequences (a PTY adds both);
 //! a line that is not JSON, or a JSON event of an unknown type, is skipped (counted in
-//! `skipped_lines`), never fatal; a line longer than [`MAX_LINE_BYTES`] is dropped whole, so
-//! memory stays bounded whatever the agent prints.
+//! `skipped_lines`), never fatal; a line longer than [`MAX_LINE_BYTES`] is dropped whole.
 
 mod ansi;
 mod claude;
@@ -12,17 +18,25 @@ mod codex;
 mod gemini;
 mod json;
 mod rollout;
+mod tail;
 
 use jiff::Timestamp;
 
 use crate::adapter::{Adapter, OutputFormat, SignalRule, SignalScope};
 use crate::event::{AgentEvent, StreamSummary};
-use crate::signals::{detect, retry_from_text};
+use crate::signals::{detect, detect_final, retry_from_text};
 
 pub use ansi::strip_ansi;
+use tail::Tail;
 
 /// Longest line kept; longer lines are skipped (Claude tool results can be megabytes).
 pub const MAX_LINE_BYTES: usize = 8 << 20;
+/// The bytes of a plain-text agent's output kept as its final message: room for a report block.
+const TEXT_TAIL: usize = 256 << 10;
+/// The CLI's own lines outside a structured stream kept for the end.
+const FOREIGN_TAIL: usize = 64 << 10;
+/// How many of a plain-text agent's last lines are matched against signal wording.
+const FINAL_LINES: usize = 12;
 
 /// Reads one agent's output.
 #[derive(Debug)]
@@ -36,11 +50,19 @@ pub struct Parser {
     gemini_message: String,
     /// `gemini-json`: a pretty-printed document being collected.
     document: Option<String>,
+    /// The last bytes of a plain-text agent's output, or the CLI's own lines around a
+    /// structured stream.
+    tail: Tail,
 }
 
 impl Parser {
     /// A parser for `format` with the built-in detectors only.
     pub fn new(format: OutputFormat) -> Self {
+        let cap = if format == OutputFormat::Text {
+            TEXT_TAIL
+        } else {
+            FOREIGN_TAIL
+        };
         Self {
             format,
             rules: Vec::new(),
@@ -49,6 +71,7 @@ impl Parser {
             overlong: false,
             gemini_message: String::new(),
             document: None,
+            tail: Tail::new(cap),
         }
     }
 
@@ -61,10 +84,11 @@ impl Parser {
     }
 
     /// The same parser reading another format (e.g. a Codex adapter's rollout files).
-    pub fn with_format(mut self, format: OutputFormat) -> Self {
-        self.format = format;
-        self.summary.format = format;
-        self
+    pub fn with_format(self, format: OutputFormat) -> Self {
+        let mut parser = Self::new(format);
+        parser.rules = self.rules;
+        parser.summary.exit_codes = self.summary.exit_codes;
+        parser
     }
 
     /// The summary so far.
@@ -72,22 +96,12 @@ impl Parser {
         &self.summary
     }
 
-    /// Feed one line (with or without its line ending). `now` dates relative reset times
-    /// ("try again in 5 hours") when the event carries no timestamp of its own.
-    pub fn feed_line(&mut self, line: &str, now: Timestamp) -> Vec<AgentEvent> {
-        self.summary.lines += 1;
-        let cleaned = strip_ansi(line.trim_end_matches(['\n', '\r']));
-        let events = self.parse_line(cleaned.trim(), now);
-        events.iter().for_each(|e| self.summary.apply(e));
-        events
-    }
-
     /// Feed raw bytes; complete lines are parsed, a partial line waits for more (or
-    /// [`Parser::finish`]). Invalid UTF-8 is replaced, not rejected.
-    pub fn feed_bytes(&mut self, bytes: &[u8], now: Timestamp) -> Vec<AgentEvent> {
-        let mut events = Vec::new();
+    /// [`Parser::finish`]). Invalid UTF-8 is replaced, not rejected. `now` dates relative
+    /// reset times ("try again in 5 hours") when an event carries no timestamp of its own.
+    pub fn feed(&mut self, bytes: &[u8], now: Timestamp, sink: &mut dyn FnMut(AgentEvent)) {
         let mut rest = bytes;
-        while let Some(newline) = rest.iter().position(|b| *b == b'\n') {
+        while let Some(newline) = memchr::memchr(b'\n', rest) {
             let (head, tail) = rest.split_at(newline);
             rest = &tail[1..];
             if self.overlong {
@@ -96,10 +110,15 @@ impl Parser {
                 self.summary.skipped_lines += 1;
                 continue;
             }
-            self.pending.extend_from_slice(head);
-            let line = String::from_utf8_lossy(&self.pending).into_owned();
-            self.pending.clear();
-            events.extend(self.feed_line(&line, now));
+            if self.pending.is_empty() {
+                self.line(head, now, sink);
+            } else {
+                let mut line = std::mem::take(&mut self.pending);
+                line.extend_from_slice(head);
+                self.line(&line, now, sink);
+                line.clear();
+                self.pending = line;
+            }
         }
         if !self.overlong {
             self.pending.extend_from_slice(rest);
@@ -108,21 +127,57 @@ impl Parser {
                 self.overlong = true;
             }
         }
+    }
+
+    /// [`Parser::feed`], collecting the events.
+    pub fn feed_bytes(&mut self, bytes: &[u8], now: Timestamp) -> Vec<AgentEvent> {
+        let mut events = Vec::new();
+        self.feed(bytes, now, &mut |e| events.push(e));
         events
     }
 
-    /// End of output: parse a trailing partial line and any document still being collected.
+    /// Feed one line (with or without its line ending).
+    pub fn feed_line(&mut self, line: &str, now: Timestamp) -> Vec<AgentEvent> {
+        let mut events = Vec::new();
+        let line = line.trim_end_matches(['\n', '\r']);
+        self.feed(line.as_bytes(), now, &mut |e| events.push(e));
+        self.feed(b"\n", now, &mut |e| events.push(e));
+        events
+    }
+
+    /// End of output: parse a trailing partial line and any document still being collected,
+    /// and read what was kept for the end (a plain-text agent's final message, the CLI's own
+    /// lines). Returns the events it adds.
     pub fn finish(&mut self, now: Timestamp) -> Vec<AgentEvent> {
         let mut events = Vec::new();
+        let mut sink = |e: AgentEvent| events.push(e);
         if !self.pending.is_empty() && !self.overlong {
-            let line = String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned();
-            events.extend(self.feed_line(&line, now));
+            let line = std::mem::take(&mut self.pending);
+            self.line(&line, now, &mut sink);
         }
         if let Some(doc) = self.document.take() {
             // An unfinished document: try it anyway; a truncated one is simply skipped.
-            let parsed = gemini::document(&doc, &self.rules, now);
-            parsed.iter().for_each(|e| self.summary.apply(e));
-            events.extend(parsed);
+            for event in gemini::document(&doc, &self.rules, now) {
+                self.emit(event, &mut sink);
+            }
+        }
+        let kept: String = String::from_utf8_lossy(&self.tail.take())
+            .lines()
+            .map(|line| strip_ansi(line) + "\n")
+            .collect();
+        if self.format == OutputFormat::Text {
+            for event in detect_final(&last_lines(&kept, FINAL_LINES), now, &self.rules) {
+                self.emit(event, &mut sink);
+            }
+            if !kept.trim().is_empty() {
+                self.emit(AgentEvent::Message { text: kept }, &mut sink);
+            }
+        } else {
+            for line in kept.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                for event in self.foreign_line(line, now) {
+                    self.emit(event, &mut sink);
+                }
+            }
         }
         events
     }
@@ -132,55 +187,64 @@ impl Parser {
         self.summary
     }
 
-    fn parse_line(&mut self, line: &str, now: Timestamp) -> Vec<AgentEvent> {
+    fn emit(&mut self, event: AgentEvent, sink: &mut dyn FnMut(AgentEvent)) {
+        self.summary.apply(&event);
+        sink(event);
+    }
+
+    /// One complete line, without its `\n`.
+    fn line(&mut self, bytes: &[u8], now: Timestamp, sink: &mut dyn FnMut(AgentEvent)) {
+        self.summary.lines += 1;
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        if self.format == OutputFormat::Text {
+            // Read once, at the end: every line is the agent's own words.
+            self.tail.push_line(bytes);
+            return;
+        }
+        let text = String::from_utf8_lossy(bytes);
+        let cleaned = if memchr::memchr2(0x1b, 0x07, bytes).is_some() || bytes.contains(&0x08) {
+            std::borrow::Cow::Owned(strip_ansi(&text))
+        } else {
+            text
+        };
+        let line = cleaned.trim();
         if line.is_empty() {
-            return Vec::new();
+            return;
         }
         if self.format == OutputFormat::GeminiJson
             && let Some(events) = self.collect_document(line, now)
         {
-            return events;
+            for event in events {
+                self.emit(event, sink);
+            }
+            return;
         }
         let json = match line.starts_with('{') {
             true => serde_json::from_str::<serde_json::Value>(line).ok(),
             false => None,
         };
-        let events = match (json, self.format) {
-            (Some(value), OutputFormat::ClaudeStreamJson) => {
-                claude::event(&value, &self.rules, now)
-            }
-            (Some(value), OutputFormat::CodexJson) => codex::event(&value, &self.rules, now),
-            (Some(value), OutputFormat::GeminiStreamJson | OutputFormat::GeminiJson) => {
+        let Some(value) = json else {
+            // The CLI's own words outside its stream (stderr, in a PTY): read at the end.
+            self.tail.push_line(line.as_bytes());
+            return;
+        };
+        let events = match self.format {
+            OutputFormat::ClaudeStreamJson => claude::event(&value, &self.rules, now),
+            OutputFormat::CodexJson => codex::event(&value, &self.rules, now),
+            OutputFormat::GeminiStreamJson | OutputFormat::GeminiJson => {
                 gemini::event(&value, &mut self.gemini_message, &self.rules, now)
             }
-            (Some(value), OutputFormat::CodexRollout) => rollout::event(&value, now),
-            (_, OutputFormat::Text) => return self.text_line(line, now),
-            (None, _) => return self.foreign_line(line, now),
+            OutputFormat::CodexRollout => rollout::event(&value, now),
+            OutputFormat::Text => unreachable!("plain text is kept for the end"),
         };
-        if events.is_none() {
-            self.summary.skipped_lines += 1;
-        }
-        events.unwrap_or_default()
-    }
-
-    /// A plain-text agent: every line is the agent's words, so the adapter's `final` rules run
-    /// on it; the last lines are kept as the final message for the report block.
-    fn text_line(&mut self, line: &str, now: Timestamp) -> Vec<AgentEvent> {
-        let mut events = detect(line, now, &self.rules, SignalScope::Final);
-        let mut message = self.summary.final_message.take().unwrap_or_default();
-        message.push_str(line);
-        message.push('\n');
-        // Keep a bounded tail: the report block comes at the end.
-        const TAIL: usize = 256 << 10;
-        if message.len() > TAIL {
-            let mut cut = message.len() - TAIL;
-            while !message.is_char_boundary(cut) {
-                cut += 1;
+        match events {
+            Some(events) => {
+                for event in events {
+                    self.emit(event, sink);
+                }
             }
-            message.drain(..cut);
+            None => self.summary.skipped_lines += 1,
         }
-        events.push(AgentEvent::Message { text: message });
-        events
     }
 
     /// A line outside a structured stream: the CLI's own stderr, in a PTY.
@@ -216,4 +280,17 @@ impl Parser {
         }
         Some(Vec::new())
     }
+}
+
+/// The last `n` non-blank lines of `text`, oldest first.
+fn last_lines(text: &str, n: usize) -> Vec<&str> {
+    let mut lines: Vec<&str> = text
+        .lines()
+        .rev()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(n)
+        .collect();
+    lines.reverse();
+    lines
 }

@@ -46,6 +46,78 @@ static GEMINI_RETRY: LazyLock<Regex> = LazyLock::new(|| {
 static CODEX_RECONNECT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^reconnecting\.*\s*(\d+)/(\d+)").expect("static regex"));
 
+/// The start of a line that reports something (a symbol or bullet, an `Error:` label).
+const LINE_START: &str = r"(?i)^(?:[^\w\s]+\s*)*(?:(?:error|fatal|warning)\b\W*)?";
+
+static LIMIT_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(
+        "{LINE_START}(?:claude ai usage limit reached|usage limit (?:reached|exceeded)|you(?:'ve| have|’ve) hit your (?:\\w+ )?limit|you(?:'re| are|’re) out of extra usage|rate limit (?:reached|exceeded)|quota (?:exceeded|exhausted)|\\d+-hour limit reached|(?:session|weekly|daily) limit reached|too many requests)"
+    ))
+    .expect("static regex")
+});
+
+static AUTH_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(
+        "{LINE_START}(?:not logged in|invalid api key|authentication (?:failed|error)|unauthorized\\b|please run /login|login required|oauth token (?:has )?expired|api key (?:is )?(?:missing|invalid))"
+    ))
+    .expect("static regex")
+});
+
+static CONTEXT_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(
+        "{LINE_START}(?:prompt is too long|context (?:length|window) (?:exceeded|is full)|maximum context length)"
+    ))
+    .expect("static regex")
+});
+
+/// A plain-text agent's signals, from its last lines only, oldest first. Every line is the
+/// agent's own words, and words about a limit are not a limit: only a line that *reports* one
+/// (it starts with the wording, after a bullet or an `Error:`) counts — "Log a warning when the
+/// API rate limit is exceeded" or "All 401 tests passed" does not. The adapter's `final` rules
+/// run on the same lines. (Waiting for input counts only when the agent was still running at
+/// the end: `classify` sees to that.)
+pub fn detect_final(lines: &[&str], now: Timestamp, rules: &[SignalRule]) -> Vec<AgentEvent> {
+    let mut out: Vec<AgentEvent> = Vec::new();
+    let push = |event: AgentEvent, out: &mut Vec<AgentEvent>| {
+        if !out
+            .iter()
+            .any(|e| std::mem::discriminant(e) == std::mem::discriminant(&event))
+        {
+            out.push(event);
+        }
+    };
+    for line in lines {
+        if LIMIT_LINE.is_match(line)
+            && let Some(signal) = limit_from_text(line, now)
+        {
+            push(AgentEvent::Limit(signal), &mut out);
+        }
+        if AUTH_LINE.is_match(line) {
+            push(
+                AgentEvent::AuthFailed {
+                    text: bounded(line),
+                },
+                &mut out,
+            );
+        }
+        if CONTEXT_LINE.is_match(line) {
+            push(
+                AgentEvent::ContextOverflow {
+                    text: bounded(line),
+                },
+                &mut out,
+            );
+        }
+        for rule in rules
+            .iter()
+            .filter(|r| r.on == SignalScope::Final && r.pattern.is_match(line))
+        {
+            push(rule_event(rule.kind, line, now), &mut out);
+        }
+    }
+    out
+}
+
 /// A limit signal, when `text` is limit wording (with the reset time and window it names).
 pub fn limit_from_text(text: &str, now: Timestamp) -> Option<LimitSignal> {
     if !LIMIT.is_match(text) {

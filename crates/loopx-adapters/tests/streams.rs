@@ -258,5 +258,70 @@ fn unknown_events_and_garbage_are_skipped() {
             .iter()
             .any(|e| matches!(e, AgentEvent::Finished(_)))
     );
+    // The line outside the stream is the CLI's own: read (and found to say nothing) at the end.
+    assert!(parser.finish(now).is_empty());
     assert_eq!(parser.summary().skipped_lines, 2);
+}
+
+/// A plain-text agent's final lines as the `generic` adapter reads them.
+fn generic(lines: &[&str], exit: Option<i32>) -> String {
+    let mut parser = Parser::for_adapter(&adapter_for(OutputFormat::Text));
+    let now: Timestamp = "2026-09-21T10:00:00Z".parse().expect("a time");
+    for line in lines {
+        parser.feed_line(line, now);
+    }
+    parser.finish(now);
+    classify(&parser.into_summary(), exit)
+        .outcome
+        .name()
+        .to_owned()
+}
+
+#[test]
+fn words_about_limits_401s_and_questions_are_not_signals() {
+    for words in [
+        "Working on: Log a warning when the API rate limit is exceeded",
+        "Fix issue #401 in login",
+        "All 401 tests passed",
+        "I checked that unauthorized requests get a 401.",
+        "The usage limit is reached when the counter hits 100; see limits.rs",
+        "Do you want to proceed? I did, and the tests pass.",
+    ] {
+        assert_eq!(generic(&[words, "done"], Some(0)), "completed", "{words}");
+    }
+    // A question the agent printed before it exited is not a wait.
+    assert_eq!(
+        generic(&["Do you want to proceed? [y/N]"], Some(0)),
+        "completed"
+    );
+}
+
+#[test]
+fn a_plain_text_agent_reporting_a_limit_or_a_login_is_read() {
+    assert_eq!(
+        generic(
+            &["working", "Error: rate limit exceeded, try again later"],
+            Some(1)
+        ),
+        "usage_limited"
+    );
+    assert_eq!(
+        generic(
+            &["You've hit your session limit · resets 4:20am (UTC)"],
+            Some(1)
+        ),
+        "usage_limited"
+    );
+    assert_eq!(
+        generic(&["error: not logged in (run `agent login`)"], Some(1)),
+        "auth_failed"
+    );
+    // Still waiting at the end, when the slice was stopped: a question.
+    assert_eq!(
+        generic(
+            &["Deleting 3 files.", "Do you want to proceed? [y/N]"],
+            None
+        ),
+        "asked"
+    );
 }

@@ -55,6 +55,9 @@ pub(crate) fn launch(spec: &LaunchSpec) -> Result<Launched, SpawnError> {
             pixel_height: 0,
         })
         .map_err(pty_err("open a pseudo-terminal", &program))?;
+    if !spec.echo {
+        quiet_terminal(pair.master.tty_name().as_deref(), &program)?;
+    }
     // Reader and writer are taken before spawning so that no failure can leave a child behind.
     let reader = pair
         .master
@@ -94,6 +97,33 @@ pub(crate) fn launch(spec: &LaunchSpec) -> Result<Launched, SpawnError> {
         pid,
         program,
     })
+}
+
+/// Turns the terminal's echo off before the agent starts, through the terminal device itself
+/// (opened without becoming its controller, and closed again at once: a slave left open here
+/// would keep the agent's output from ever reaching end-of-file).
+fn quiet_terminal(
+    tty: Option<&std::path::Path>,
+    program: &std::path::Path,
+) -> Result<(), SpawnError> {
+    use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
+    let failed = |reason: String| SpawnError::Pty {
+        action: "turn the terminal's echo off",
+        program: program.to_path_buf(),
+        reason,
+    };
+    let tty = tty.ok_or_else(|| failed("the terminal has no device name".to_owned()))?;
+    let device = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(nix::libc::O_NOCTTY)
+        .open(tty)
+        .map_err(|e| failed(format!("{}: {e}", tty.display())))?;
+    let mut termios = tcgetattr(&device).map_err(|e| failed(e.to_string()))?;
+    termios
+        .local_flags
+        .remove(LocalFlags::ECHO | LocalFlags::ECHONL);
+    tcsetattr(&device, SetArg::TCSANOW, &termios).map_err(|e| failed(e.to_string()))
 }
 
 /// Maps portable-pty's `anyhow::Error` (not a `std::error::Error`) to a message.

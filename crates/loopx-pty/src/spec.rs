@@ -175,6 +175,9 @@ pub struct LaunchSpec {
     pub log: LogSpec,
     /// Optional prompt file.
     pub prompt: Option<PromptFile>,
+    /// Whether the terminal echoes what is typed into it. Off when the caller types the
+    /// prompt: the echo would come back as if the agent had said it.
+    pub echo: bool,
 }
 
 impl LaunchSpec {
@@ -198,6 +201,7 @@ impl LaunchSpec {
             exec_helper: None,
             log: LogSpec::new(log),
             prompt: None,
+            echo: true,
         }
     }
 }

@@ -79,3 +79,31 @@ async fn a_long_prompt_goes_by_a_private_file() {
     assert!(report.text.contains("mode=600\n"));
     assert_eq!(std::fs::read_to_string(&path).expect("prompt file"), prompt);
 }
+
+#[tokio::test]
+async fn a_prompt_typed_without_echo_is_not_read_back_as_output() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let script = tmp.path().join("reads.sh");
+    std::fs::write(&script, "#!/bin/sh\ncat >/dev/null\necho done reading\n").expect("script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let typed = "Log a warning when the API rate limit is exceeded";
+    for echo in [true, false] {
+        let mut spec = spec(tmp.path(), "ok.sh", &[]);
+        spec.program = script.clone();
+        spec.echo = echo;
+        let (mut slice, events) = spawn_slice(spec).expect("spawn");
+        slice
+            .send_input(format!("{typed}\n\u{4}").into_bytes())
+            .expect("typed");
+        drop(events);
+        let report = slice.wait().await.expect("report");
+        assert!(report.text.contains("done reading"), "{:?}", report.text);
+        assert_eq!(
+            report.text.contains(typed),
+            echo,
+            "echo {echo}: {:?}",
+            report.text
+        );
+    }
+}

@@ -81,6 +81,8 @@ pub(crate) fn launch_spec(
             ..LogSpec::new(log)
         },
         prompt,
+        // A prompt typed into the terminal must not come back as the agent's output.
+        echo: stdin.is_none(),
     };
     (spec, stdin)
 }

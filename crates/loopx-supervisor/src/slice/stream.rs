@@ -58,7 +58,7 @@ pub(crate) async fn observe(
     while let Some(event) = events.next().await {
         match event {
             SliceEvent::Output(bytes) => {
-                parser.feed_bytes(&bytes, jiff::Timestamp::now());
+                parser.feed(&bytes, jiff::Timestamp::now(), &mut |_| {});
             }
             SliceEvent::WaitingForInput { screen } => {
                 tracing::info!(screen = %screen, "the agent seems to wait for input");
