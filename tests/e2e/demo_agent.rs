@@ -240,11 +240,10 @@ fn a_decision_is_asked_then_used_once_answered() {
     let todo = "Choose the format of the demo notes [demo:ask]";
     let run = run_agent(dir.path(), &prompt("executor", todo, "none"), &[], &[]);
     assert_eq!(run.code, 0);
-    let Outcome::Asked { question, options } = &run.class.outcome else {
-        panic!("expected asked, got {:?}", run.class.outcome);
-    };
-    assert!(question.as_deref().is_some_and(|q| q.ends_with('?')));
-    assert_eq!(options.len(), 2);
+    assert_eq!(run.class.outcome, Outcome::Asked, "{}", run.class.reason);
+    let question = run.class.question.as_ref().expect("a question");
+    assert!(question.text.ends_with('?'), "{}", question.text);
+    assert_eq!(question.options.len(), 2);
     assert_eq!(run.report().status, ReportStatus::Blocked);
 
     let gates = "g1: Should it be a list or a table? -> Markdown list";
@@ -262,9 +261,14 @@ fn usage_limit_first_then_normal_work() {
     let env = [("LOOPX_DEMO_RESET_SECS", "60")];
     let run = run_agent(dir.path(), &prompt("executor", todo, "none"), &[], &env);
     assert_eq!(run.code, 1, "{}", run.stdout);
-    let Outcome::UsageLimited { resets_at, window } = &run.class.outcome else {
-        panic!("expected usage_limited, got {:?}", run.class.outcome);
-    };
+    assert_eq!(
+        run.class.outcome,
+        Outcome::UsageLimited,
+        "{}",
+        run.class.reason
+    );
+    let limit = run.class.limit.as_ref().expect("the limit");
+    let (resets_at, window) = (limit.resets_at, &limit.window);
     let resets_at = resets_at.expect("an exact reset time");
     let ahead = resets_at.as_second() - before.as_second();
     assert!((58..=62).contains(&ahead), "resets {ahead}s ahead");
@@ -296,13 +300,12 @@ fn read_only_never_writes_and_reports_blocked() {
         &[],
     );
     assert_eq!(run.code, 0);
-    let Outcome::Asked { question, .. } = &run.class.outcome else {
-        panic!("expected asked, got {:?}", run.class.outcome);
-    };
+    assert_eq!(run.class.outcome, Outcome::Asked, "{}", run.class.reason);
+    let question = run.class.question.as_ref().expect("a question");
     assert!(
-        question
-            .as_deref()
-            .is_some_and(|q| q.contains("workspace-write"))
+        question.text.contains("workspace-write"),
+        "{}",
+        question.text
     );
     assert_eq!(run.report().status, ReportStatus::Blocked);
     assert!(
@@ -371,7 +374,7 @@ fn refuses_a_file_outside_the_working_directory() {
     std::fs::create_dir(&inner).expect("mkdir");
     let todo = "Write it [demo:file=../escape.md]";
     let run = run_agent(&inner, &prompt("executor", todo, "none"), &[], &[]);
-    assert!(matches!(run.class.outcome, Outcome::Asked { .. }));
+    assert_eq!(run.class.outcome, Outcome::Asked);
     assert!(!outer.path().join("escape.md").exists());
 }
 

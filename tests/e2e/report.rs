@@ -273,7 +273,8 @@ fn report_on_a_stale_epoch_is_a_conflict_and_writes_nothing() {
 fn report_after_the_slice_ended_is_a_conflict_that_names_it() {
     let (loopx, slice, env) = running();
     let end = SliceEnd {
-        outcome: "completed".into(),
+        outcome: loopx_kernel::model::Outcome::Completed,
+        leftovers: 0,
         exit: None,
         tokens: 0,
         cost_usd: 0.0,

@@ -8,42 +8,59 @@ use crate::adapter::{ExitMeaning, OutputFormat};
 use crate::event::{FinishKind, LimitStatus, LimitWindow, StreamSummary, WaitKind};
 use crate::report::{MalformedReport, Report, ReportStatus, parse_report};
 
-/// What a slice amounted to.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum Outcome {
-    /// The agent finished and said (or did not deny) it is done.
-    Completed,
-    /// Work was done and more remains (including a turn or budget limit: the fixtures'
-    /// `slice_budget_exhausted`; the `reason` says which).
-    Progress,
-    /// The agent needs a human decision.
-    Asked {
-        /// The question, when it gave one.
-        question: Option<String>,
-        /// Suggested answers.
-        options: Vec<String>,
-    },
-    /// A vendor usage limit: hold the account until `resets_at` (unknown: probe later).
-    UsageLimited {
-        /// When the window resets.
-        resets_at: Option<Timestamp>,
-        /// Which window.
-        window: Option<LimitWindow>,
-    },
-    /// Credentials missing or refused: a human must log in.
-    AuthFailed,
-    /// Temporary trouble (server errors, retries that ran out): try again later.
-    Transient,
-    /// The conversation outgrew the context: start a fresh session, do not wait.
-    ContextOverflow,
-    /// The agent blocked on something nobody will answer (e.g. an open stdin).
-    Stalled,
-    /// It failed.
-    Failed,
+pub use loopx_quota::Outcome;
+
+/// When a slice's todo counts as done (a profile's `done_when`).
+#[derive(Debug, Clone, Default)]
+pub enum DoneWhen {
+    /// Only when the agent's report says `done` (the default).
+    #[default]
+    Report,
+    /// When the agent finishes without error (exit 0, or a successful final event) and no
+    /// report says otherwise: for CLIs that cannot be taught the report protocol.
+    ExitZero,
+    /// When a line of the agent's final message matches the pattern and no report says
+    /// otherwise.
+    Pattern(regex::Regex),
 }
 
-/// An outcome with its reason and the report it was read from.
+impl PartialEq for DoneWhen {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Pattern(a), Self::Pattern(b)) => a.as_str() == b.as_str(),
+            (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+        }
+    }
+}
+
+impl Serialize for DoneWhen {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Report => s.serialize_str("report"),
+            Self::ExitZero => s.serialize_str("exit-0"),
+            Self::Pattern(re) => s.serialize_str(&format!("pattern {}", re.as_str())),
+        }
+    }
+}
+
+/// The question of an `asked` slice.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Question {
+    pub text: String,
+    /// Suggested answers.
+    pub options: Vec<String>,
+}
+
+/// The vendor limit of a `usage_limited` slice.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VendorLimit {
+    /// When the window resets; `None`: unknown (loopx backs off and probes).
+    pub resets_at: Option<Timestamp>,
+    /// Which window.
+    pub window: Option<LimitWindow>,
+}
+
+/// An outcome with its reason, what came with it, and the report it was read from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Classification {
     /// The outcome.
@@ -52,30 +69,65 @@ pub struct Classification {
     pub reason: String,
     /// The report block of the final message, if any.
     pub report: Option<Result<Report, MalformedReport>>,
+    /// `asked`: the question, when the agent gave one.
+    pub question: Option<Question>,
+    /// `usage_limited`: the limit.
+    pub limit: Option<VendorLimit>,
+    /// The slice's todo is done: its report says so, or the profile's `done_when` matched.
+    pub done: bool,
 }
 
-/// Classify a slice. `exit_code` is `None` when the process was killed by a signal (the
-/// supervisor records timeouts and interruptions itself).
+/// Classify a slice with the default `done_when` (the report). `exit_code` is `None` when the
+/// process was killed by a signal (the supervisor records timeouts and interruptions itself).
 pub fn classify(summary: &StreamSummary, exit_code: Option<i32>) -> Classification {
-    let report = summary.final_message.as_deref().and_then(parse_report);
-    let (outcome, reason) = decide(summary, exit_code, report.as_ref());
-    Classification {
-        outcome,
-        reason,
-        report,
-    }
+    classify_for(summary, exit_code, &DoneWhen::Report)
 }
 
-fn decide(
-    s: &StreamSummary,
-    exit: Option<i32>,
-    report: Option<&Result<Report, MalformedReport>>,
-) -> (Outcome, String) {
+/// Classify a slice of a profile whose todos are done `done_when`.
+pub fn classify_for(
+    summary: &StreamSummary,
+    exit_code: Option<i32>,
+    done_when: &DoneWhen,
+) -> Classification {
+    let report = summary.final_message.as_deref().and_then(parse_report);
+    let mut c = Classification {
+        outcome: Outcome::Failed,
+        reason: String::new(),
+        report,
+        question: None,
+        limit: None,
+        done: false,
+    };
+    let (outcome, reason) = decide(summary, exit_code, &mut c);
+    c.outcome = outcome;
+    c.reason = reason;
+    c.done = match (&c.report, outcome) {
+        (Some(Ok(r)), Outcome::Completed) => r.status == ReportStatus::Done,
+        (None, Outcome::Completed) => match done_when {
+            DoneWhen::Report => false,
+            DoneWhen::ExitZero => true,
+            DoneWhen::Pattern(re) => summary
+                .final_message
+                .as_deref()
+                .is_some_and(|m| re.is_match(m)),
+        },
+        _ => false,
+    };
+    if c.done && c.report.is_none() {
+        c.reason.push_str(match done_when {
+            DoneWhen::Pattern(_) => "; its final message matches the profile's `done_pattern`",
+            _ => "; the profile's `done_when = \"exit-0\"` counts that as done",
+        });
+    }
+    c
+}
+
+fn decide(s: &StreamSummary, exit: Option<i32>, c: &mut Classification) -> (Outcome, String) {
     let finish = s.finish.as_ref().map(|f| f.kind);
     // A successful final result outranks earlier chatter: a `rejected` rate-limit event followed
     // by success means overage or another window carried the run.
     if finish == Some(FinishKind::Success) {
-        return from_report(report, "the agent finished without error");
+        return from_report(c, "the agent finished without error");
     }
     if let Some(kind @ (FinishKind::MaxTurns | FinishKind::MaxBudget)) = finish {
         let what = if kind == FinishKind::MaxTurns {
@@ -101,11 +153,12 @@ fn decide(
         let when = limit
             .resets_at
             .map_or_else(|| "an unknown time".to_owned(), |t| t.to_string());
+        c.limit = Some(VendorLimit {
+            resets_at: limit.resets_at,
+            window: limit.window.clone(),
+        });
         return (
-            Outcome::UsageLimited {
-                resets_at: limit.resets_at,
-                window: limit.window.clone(),
-            },
+            Outcome::UsageLimited,
             format!("usage limit reached; resets at {when}"),
         );
     }
@@ -127,13 +180,11 @@ fn decide(
             return (Outcome::Stalled, format!("blocked reading stdin: {text}"));
         }
         Some((WaitKind::Human, text)) => {
-            return (
-                Outcome::Asked {
-                    question: Some(text.clone()),
-                    options: Vec::new(),
-                },
-                "the agent waits for input".to_owned(),
-            );
+            c.question = Some(Question {
+                text: text.clone(),
+                options: Vec::new(),
+            });
+            return (Outcome::Asked, "the agent waits for input".to_owned());
         }
         None => {}
     }
@@ -149,7 +200,7 @@ fn decide(
         return (Outcome::Transient, format!("temporary failure: {why}"));
     }
     if let Some(meaning) = exit.and_then(|code| s.exit_codes.get(&code)) {
-        return from_exit(*meaning, exit, report);
+        return from_exit(*meaning, exit, c);
     }
     if let Some(finish) = &s.finish {
         let text = finish
@@ -163,7 +214,7 @@ fn decide(
     }
     match exit {
         // A plain-text agent has no final event: its exit code is all there is.
-        Some(0) if s.format == OutputFormat::Text => from_report(report, "exited 0"),
+        Some(0) if s.format == OutputFormat::Text => from_report(c, "exited 0"),
         Some(0) => (
             Outcome::Failed,
             "exited 0 without a final result event".to_owned(),
@@ -183,35 +234,31 @@ fn decide(
     }
 }
 
-fn from_exit(
-    meaning: ExitMeaning,
-    exit: Option<i32>,
-    report: Option<&Result<Report, MalformedReport>>,
-) -> (Outcome, String) {
+fn from_exit(meaning: ExitMeaning, exit: Option<i32>, c: &mut Classification) -> (Outcome, String) {
     let code = exit.map_or_else(String::new, |c| c.to_string());
     let reason = |what: &str| format!("exit code {code} means {what}");
     match meaning {
-        ExitMeaning::Completed => from_report(report, &reason("success")),
+        ExitMeaning::Completed => from_report(c, &reason("success")),
         ExitMeaning::TurnLimit => (
             Outcome::Progress,
             reason("the turn limit was hit (slice budget exhausted)"),
         ),
         ExitMeaning::AuthFailed => (Outcome::AuthFailed, reason("authentication failed")),
-        ExitMeaning::UsageLimited => (
-            Outcome::UsageLimited {
+        ExitMeaning::UsageLimited => {
+            c.limit = Some(VendorLimit {
                 resets_at: None,
                 window: None,
-            },
-            reason("a usage limit"),
-        ),
+            });
+            (Outcome::UsageLimited, reason("a usage limit"))
+        }
         ExitMeaning::Transient => (Outcome::Transient, reason("a temporary failure")),
         ExitMeaning::ContextOverflow => (Outcome::ContextOverflow, reason("a context overflow")),
         ExitMeaning::Failed => (Outcome::Failed, reason("failure")),
     }
 }
 
-fn from_report(report: Option<&Result<Report, MalformedReport>>, base: &str) -> (Outcome, String) {
-    match report {
+fn from_report(c: &mut Classification, base: &str) -> (Outcome, String) {
+    match &c.report {
         None => (Outcome::Completed, format!("{base}; no report block")),
         Some(Err(malformed)) => (
             Outcome::Progress,
@@ -228,18 +275,15 @@ fn from_report(report: Option<&Result<Report, MalformedReport>>, base: &str) -> 
                 .filter(|q| !q.text.trim().is_empty()),
             report.status,
         ) {
-            (Some(q), _) => (
-                Outcome::Asked {
-                    question: Some(q.text.clone()),
+            (Some(q), _) => {
+                c.question = Some(Question {
+                    text: q.text.clone(),
                     options: q.options.clone(),
-                },
-                format!("{base}; it asks a question"),
-            ),
+                });
+                (Outcome::Asked, format!("{base}; it asks a question"))
+            }
             (None, ReportStatus::Blocked) => (
-                Outcome::Asked {
-                    question: None,
-                    options: Vec::new(),
-                },
+                Outcome::Asked,
                 format!("{base}; it reports blocked without a question"),
             ),
             (None, ReportStatus::Done) => (Outcome::Completed, format!("{base}; it reports done")),
@@ -247,22 +291,5 @@ fn from_report(report: Option<&Result<Report, MalformedReport>>, base: &str) -> 
                 (Outcome::Progress, format!("{base}; it reports progress"))
             }
         },
-    }
-}
-
-impl Outcome {
-    /// The snake_case name (`usage_limited`, …), as in `--json` output.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Completed => "completed",
-            Self::Progress => "progress",
-            Self::Asked { .. } => "asked",
-            Self::UsageLimited { .. } => "usage_limited",
-            Self::AuthFailed => "auth_failed",
-            Self::Transient => "transient",
-            Self::ContextOverflow => "context_overflow",
-            Self::Stalled => "stalled",
-            Self::Failed => "failed",
-        }
     }
 }

@@ -208,7 +208,7 @@ pub fn replay(adapter: &Adapter, stream: &RecordedStream) -> Replay {
         .iter()
         .for_each(|e| note(e, &mut signals));
     let summary = parser.into_summary();
-    let got = classify(&summary, stream.exit_code).outcome.name();
+    let got = classify(&summary, stream.exit_code).outcome.as_str();
     let got_resets_at = summary.limit.as_ref().and_then(|l| l.resets_at);
     let expected_resets_at = stream.resets_at.and_then(|t| t.parse().ok());
     let passed = stream.outcome.is_none_or(|o| o == got)

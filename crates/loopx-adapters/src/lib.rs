@@ -47,7 +47,9 @@ pub use adapter::{
     OutputFormat, PromptDeliveryKind, SignalKind, SignalRule, SignalScope, StdinMode,
     load_adapter_file, load_adapter_str,
 };
-pub use classify::{Classification, Outcome, classify};
+pub use classify::{
+    Classification, DoneWhen, Outcome, Question, VendorLimit, classify, classify_for,
+};
 pub use errors::{ConfigKind, InvalidConfig, LaunchError, LoadError, Problem};
 pub use event::{
     AgentEvent, Finish, FinishKind, LimitSignal, LimitStatus, LimitWindow, StreamSummary,

@@ -1,10 +1,15 @@
-//! The project's own settings: `.loopx/loopx.toml`, optional. Today it holds the notification
-//! hook (`docs/cli.md`, "Notifications"):
+//! The project's own settings: `.loopx/loopx.toml`, optional. It holds the notification hook
+//! (`docs/cli.md`, "Notifications") and the goal's budget (`docs/quota.md`, "Budget"):
 //!
 //! ```toml
 //! [notify]
 //! command = "notify-send loopx \"$(jq -r .message)\""
 //! timeout = "10s"
+//!
+//! [budget]          # the most a goal spends without a todo done, then a person is asked
+//! slices = 20
+//! tokens = 5_000_000
+//! cost_usd = 10.0
 //! ```
 //!
 //! Loaded like profiles: every problem at once, with file, line and column, unknown keys with
@@ -25,9 +30,11 @@ pub const PROJECT_CONFIG_FILE: &str = "loopx.toml";
 const DEFAULT_NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `.loopx/loopx.toml`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProjectConfig {
     pub notify: Option<NotifyConfig>,
+    /// `[budget]`; unset limits nothing.
+    pub budget: loopx_quota::Budget,
 }
 
 /// `[notify]`: a shell command run on events a person should hear about.
@@ -42,6 +49,14 @@ pub struct NotifyConfig {
 #[derive(Debug, Deserialize)]
 struct RawProject {
     notify: Option<RawNotify>,
+    budget: Option<RawBudget>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawBudget {
+    slices: Option<Checked<u64>>,
+    tokens: Option<Checked<u64>>,
+    cost_usd: Option<Checked<f64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -52,8 +67,9 @@ struct RawNotify {
 
 fn known_keys(path: &[&str]) -> &'static [&'static str] {
     match path {
-        [] => &["notify"],
+        [] => &["notify", "budget"],
         ["notify"] => &["command", "timeout"],
+        ["budget"] => &["slices", "tokens", "cost_usd"],
         _ => &[],
     }
 }
@@ -75,9 +91,45 @@ pub fn project_config_str(file: &str, text: &str) -> Result<ProjectConfig, LoadE
     let raw: Option<RawProject> = parse_document(text, known_keys, &mut p);
     let config = raw.map(|raw| ProjectConfig {
         notify: raw.notify.and_then(|n| notify(n, &mut p)),
+        budget: raw.budget.map(|b| budget(b, &mut p)).unwrap_or_default(),
     });
     p.finish(ConfigKind::Project, PROJECT_CONFIG_FILE, config)
         .map_err(LoadError::Invalid)
+}
+
+fn budget(raw: RawBudget, p: &mut Problems) -> loopx_quota::Budget {
+    let mut at_least_one = |field: Option<Checked<u64>>, key: &str| {
+        let (n, span) = take(field, key, p)?;
+        if n == 0 {
+            p.push(
+                span,
+                Some(key),
+                format!("`{key} = 0` would ask before the first slice"),
+                Some("remove it to set no limit".to_owned()),
+            );
+            return None;
+        }
+        Some(n)
+    };
+    let slices = at_least_one(raw.slices, "budget.slices");
+    let tokens = at_least_one(raw.tokens, "budget.tokens");
+    let cost_usd = take(raw.cost_usd, "budget.cost_usd", p).and_then(|(c, span)| {
+        if c.is_finite() && c > 0.0 {
+            return Some(c);
+        }
+        p.push(
+            span,
+            Some("budget.cost_usd"),
+            "`budget.cost_usd` must be a positive number of dollars",
+            None,
+        );
+        None
+    });
+    loopx_quota::Budget {
+        slices,
+        tokens,
+        cost_usd,
+    }
 }
 
 fn notify(raw: RawNotify, p: &mut Problems) -> Option<NotifyConfig> {
@@ -143,6 +195,30 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("loopx.toml:3"), "{text}");
+    }
+
+    #[test]
+    fn a_budget_with_its_limits_and_a_zero_refused_by_name() {
+        let config = project_config_str("loopx.toml", "[budget]\nslices = 20\ncost_usd = 2.5\n")
+            .expect("valid");
+        assert_eq!(
+            config.budget,
+            loopx_quota::Budget {
+                slices: Some(20),
+                tokens: None,
+                cost_usd: Some(2.5)
+            }
+        );
+        let err = project_config_str("loopx.toml", "[budget]\ntokens = 0\nslice = 3\n")
+            .expect_err("invalid");
+        let text = err.to_string();
+        let LoadError::Invalid(invalid) = err else {
+            panic!("{text}")
+        };
+        let text = invalid.one_line_each();
+        assert!(text.contains("budget.tokens = 0"), "{text}");
+        assert!(text.contains("loopx.toml:2"), "{text}");
+        assert!(text.contains("`slices`"), "a did-you-mean: {text}");
     }
 
     #[test]

@@ -103,26 +103,23 @@ fn claude_success_subtype_with_is_error_is_not_success() {
     assert_eq!(finish.kind, loopx_adapters::FinishKind::Error);
     assert_eq!(finish.api_status, Some(429));
     // Exit 0 does not rescue it either.
-    assert!(matches!(
-        classify(&s, Some(0)).outcome,
-        Outcome::UsageLimited {
-            resets_at: None,
-            ..
-        }
-    ));
+    let c = classify(&s, Some(0));
+    assert_eq!(c.outcome, Outcome::UsageLimited);
+    assert_eq!(c.limit.expect("a limit").resets_at, None);
 }
 
 #[test]
 fn claude_subscription_limit_uses_resets_at_and_window() {
     let s = summary_of(stream("claude/captured-subscription-limit.jsonl"));
-    let outcome = classify(&s, Some(1)).outcome;
+    let c = classify(&s, Some(1));
     let expected: Timestamp = "2026-11-30T04:20:06Z".parse().expect("valid");
+    assert_eq!(c.outcome, Outcome::UsageLimited);
     assert_eq!(
-        outcome,
-        Outcome::UsageLimited {
+        c.limit,
+        Some(loopx_adapters::VendorLimit {
             resets_at: Some(expected),
             window: Some(LimitWindow::FiveHour)
-        }
+        })
     );
 }
 
@@ -232,13 +229,9 @@ fn pty_noise_and_split_bytes_are_tolerated() {
         parser.feed_bytes(chunk, now);
     }
     parser.finish(now);
-    assert!(matches!(
-        classify(parser.summary(), Some(1)).outcome,
-        Outcome::UsageLimited {
-            resets_at: Some(_),
-            ..
-        }
-    ));
+    let c = classify(parser.summary(), Some(1));
+    assert_eq!(c.outcome, Outcome::UsageLimited);
+    assert!(c.limit.and_then(|l| l.resets_at).is_some());
     assert_eq!(parser.summary().skipped_lines, 0);
 }
 
@@ -273,7 +266,7 @@ fn generic(lines: &[&str], exit: Option<i32>) -> String {
     parser.finish(now);
     classify(&parser.into_summary(), exit)
         .outcome
-        .name()
+        .as_str()
         .to_owned()
 }
 

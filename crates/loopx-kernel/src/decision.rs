@@ -7,7 +7,7 @@
 
 use loopx_quota::{
     AgentView, DecideInput, Decision, GateBlocks, GateView, GoalView, Policy, SliceKind, SliceView,
-    TodoView, WindowState,
+    Spending, TodoView, WindowState,
 };
 
 use crate::AgentName;
@@ -115,6 +115,7 @@ impl SharedState {
                     crate::model::SliceKind::Repair => SliceKind::Repair,
                 },
                 outcome: s.outcome,
+                ended_at: s.ended_at.map(|t| t.0),
             })
             .collect();
         let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));
@@ -124,6 +125,17 @@ impl SharedState {
             goal.as_ref().map(|g| g.id),
             now,
         );
+        let spent = match &goal {
+            Some(goal) => {
+                let spent = snap.goal_spent(goal.id)?;
+                Spending {
+                    slices: spent.slices,
+                    tokens: spent.tokens,
+                    cost_usd: spent.cost_usd,
+                }
+            }
+            None => Spending::default(),
+        };
         Ok(SharedState {
             now,
             goal: goal.map(|g| GoalView {
@@ -136,6 +148,7 @@ impl SharedState {
                 }
                 .to_owned(),
                 share: g.share,
+                spent,
             }),
             todos,
             gates,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId, SliceId, TodoId};
 use crate::time::Timestamp;
+pub use loopx_quota::Outcome;
 
 mod event;
 pub use event::{Event, EventKind};
@@ -245,7 +246,9 @@ pub struct Answer {
 }
 
 /// What answering a gate does besides recording the answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Kinds are appended, never reordered: the store encodes them by position.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GateKind {
     /// A question from an agent, a person or loopx: the answer reaches the next prompt.
@@ -254,10 +257,18 @@ pub enum GateKind {
     /// option) gives it a fresh budget of attempts, `drop` drops it, and any other answer is
     /// guidance for the next slice, with a fresh budget too.
     Stall { todo: TodoId },
+    /// An agent found itself not logged in: its account is held until a person logs in and
+    /// answers. Any answer lifts the account's hold (the gate asks for `retry`).
+    Login { account: String },
+    /// The goal spent its budget without a todo done. `continue` (the first option, and any
+    /// answer but `pause`) gives it a fresh budget; `pause` pauses the goal.
+    Budget { goal: GoalId },
 }
 
 /// The options of a stall gate, in order.
 pub const STALL_OPTIONS: [&str; 2] = ["retry", "drop"];
+/// The options of a budget gate, in order.
+pub const BUDGET_OPTIONS: [&str; 2] = ["continue", "pause"];
 
 /// A concrete question for a human.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -388,12 +399,14 @@ pub struct SliceRecord {
     /// The wall-time limit the slice runs under, in seconds (0 = none recorded).
     pub limit_secs: u64,
     pub ended_at: Option<Timestamp>,
-    pub outcome: Option<String>,
+    pub outcome: Option<Outcome>,
     pub exit: Option<String>,
     pub tokens: u64,
     pub cost_usd: f64,
     pub output_bytes: u64,
     pub log: Option<String>,
+    /// Processes the agent left behind that loopx stopped after it exited.
+    pub leftovers: u32,
 }
 
 /// Who set a hold.

@@ -403,7 +403,8 @@ fn a_running_slice_names_its_supervisor_until_it_ends() {
     let read = |f: &Fixture| f.store.read(|s| s.slice_owner(slice.id)).expect("reads");
     assert_eq!(read(&f), Some(owner));
     let end = loopx_kernel::store::SliceEnd {
-        outcome: "completed".into(),
+        outcome: loopx_kernel::model::Outcome::Completed,
+        leftovers: 0,
         exit: None,
         tokens: 0,
         cost_usd: 0.0,

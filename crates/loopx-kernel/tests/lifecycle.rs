@@ -114,7 +114,8 @@ fn a_refused_admission_leaves_no_claim_and_a_lost_race_spends_nothing() {
     // The first slice uses the hour's allowance (and ends).
     let (first, _, _) = begun(&f, begin(Some(t), &a, paced), T0);
     let end = loopx_kernel::store::SliceEnd {
-        outcome: "progress".into(),
+        outcome: loopx_kernel::model::Outcome::Progress,
+        leftovers: 0,
         exit: None,
         tokens: 0,
         cost_usd: 0.0,
@@ -397,7 +398,10 @@ fn an_interrupted_slice_ends_with_evidence_and_gives_back_only_its_own_claim() {
     let Applied::Interrupted { slice, released } = interrupt(&f, s1).expect("interrupts") else {
         panic!("interrupted")
     };
-    assert_eq!(slice.outcome.as_deref(), Some("interrupted"));
+    assert_eq!(
+        slice.outcome,
+        Some(loopx_kernel::model::Outcome::Interrupted)
+    );
     assert!(released);
     assert_eq!(todo(&f, t).state, TodoState::Open);
     let evidence = f

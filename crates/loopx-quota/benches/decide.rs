@@ -34,6 +34,7 @@ fn main() {
         id: "g1".into(),
         status: "active".into(),
         share: 0.5,
+        spent: Default::default(),
     };
     let todos: Vec<TodoView> = (1..=1_000)
         .map(|i| TodoView {
@@ -66,7 +67,8 @@ fn main() {
             agent: "exec".into(),
             todo: Some(format!("t{}", i % 50 + 1)),
             kind: SliceKind::Work,
-            outcome: Some("progress".into()),
+            outcome: Some(loopx_quota::Outcome::Progress),
+            ended_at: Some(1),
         })
         .collect();
     let windows = vec![

@@ -14,6 +14,9 @@
 use serde::Serialize;
 
 use crate::Millis;
+use crate::backoff::{no_progress_pause, transient_backoff};
+use crate::budget::{Budget, Spending};
+use crate::outcome::{Next, Outcome, Streak};
 use crate::pacing::{Pacing, pacing_check};
 use crate::share::share_wait;
 use crate::window::{WindowLimit, WindowState};
@@ -27,6 +30,16 @@ pub struct Policy {
     pub max_plans_in_a_row: u32,
     /// The rolling window a goal's share is measured over.
     pub share_window_ms: Millis,
+    /// The first pause before a todo is tried again after a slice that completed without
+    /// progress; it doubles with each such slice in a row, up to `max_pause_ms`.
+    pub no_progress_pause_ms: Millis,
+    pub max_pause_ms: Millis,
+    /// The first backoff after a temporary failure; it doubles with each one in a row, up to
+    /// `max_backoff_ms`.
+    pub transient_backoff_ms: Millis,
+    pub max_backoff_ms: Millis,
+    /// The most a goal may spend without a todo done (`[budget]` in `loopx.toml`).
+    pub budget: Budget,
 }
 
 impl Default for Policy {
@@ -35,6 +48,11 @@ impl Default for Policy {
             stall_after: 3,
             max_plans_in_a_row: 3,
             share_window_ms: 3_600_000,
+            no_progress_pause_ms: 60_000,
+            max_pause_ms: 30 * 60_000,
+            transient_backoff_ms: 30_000,
+            max_backoff_ms: 10 * 60_000,
+            budget: Budget::default(),
         }
     }
 }
@@ -45,6 +63,8 @@ pub struct GoalView {
     /// `active`, `paused`, `done`, `archived`.
     pub status: String,
     pub share: f64,
+    /// What it spent since a todo was last done.
+    pub spent: Spending,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -112,7 +132,9 @@ pub struct SliceView {
     pub todo: Option<String>,
     pub kind: SliceKind,
     /// `None` while running.
-    pub outcome: Option<String>,
+    pub outcome: Option<Outcome>,
+    /// When it ended; `None` while running.
+    pub ended_at: Option<Millis>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -195,6 +217,8 @@ pub struct Decision {
     pub gate: Option<(String, String)>,
     /// The todo that stalled, when a gate should be opened for it.
     pub stalled: Option<String>,
+    /// The goal spent its budget: a budget gate should be opened (the reason has the figures).
+    pub over_budget: bool,
     /// For wait: when to decide again (`None`: until a person resumes).
     pub wake_at: Option<Millis>,
     /// The first slice after a vendor hold ended: keep it short, the limit may not be gone.
@@ -216,6 +240,7 @@ impl Decision {
             todo: None,
             gate: None,
             stalled: None,
+            over_budget: false,
             wake_at: None,
             probe: false,
             reason,
@@ -223,20 +248,11 @@ impl Decision {
     }
 }
 
-/// Slice outcomes that call for a repair slice.
-const ABNORMAL: [&str; 7] = [
-    "interrupted",
-    "timed_out",
-    "failed",
-    "stalled",
-    "crashed",
-    "violation",
-    "spawn_failed",
-];
-/// Outcomes that count as progress and end a stall streak.
-const PROGRESS: [&str; 3] = ["completed", "progress", "asked"];
-
 /// Decides what `input.agent` should do at `input.now`.
+///
+/// Between the quota and the choice of a todo, the outcome policy (`outcome.rs`) adds two
+/// waits: after temporary failures in a row the agent backs off, and a todo that keeps
+/// completing without progress rests, longer each time, while other todos go first.
 pub fn decide(input: &DecideInput<'_>) -> Decision {
     match input.goal {
         Some(goal) if goal.status == "active" => {}
@@ -252,23 +268,65 @@ pub fn decide(input: &DecideInput<'_>) -> Decision {
     if let Some(decision) = gate_blocks(input, &candidates) {
         return decision;
     }
-    let chosen = candidates.iter().find(|t| !blocked_by_gate(input, t));
-    if let Some(todo) = chosen
-        && stall_streak(input.slices, todo) >= input.policy.stall_after
-    {
-        let mut d = Decision::new(
-            DecisionKind::Ask,
-            format!(
-                "{} went {} slices without progress; a person should look at it",
-                todo.id, input.policy.stall_after
-            ),
-        );
-        d.todo = Some((todo.id.clone(), todo.title.clone()));
-        d.stalled = Some(todo.id.clone());
-        return d;
+    if let Some(decision) = over_budget(input) {
+        return decision;
+    }
+    // The first todo not held back by a gate or resting after slices without progress; a
+    // stalled one asks a person first, resting or not.
+    let mut resting: Option<(Millis, &TodoView, u32)> = None;
+    let mut chosen = None;
+    for todo in candidates.iter().filter(|t| !blocked_by_gate(input, t)) {
+        if stall_streak(input.slices, todo) >= input.policy.stall_after {
+            let mut d = Decision::new(
+                DecisionKind::Ask,
+                format!(
+                    "{} went {} slices without progress; a person should look at it",
+                    todo.id, input.policy.stall_after
+                ),
+            );
+            d.todo = Some((todo.id.clone(), todo.title.clone()));
+            d.stalled = Some(todo.id.clone());
+            return d;
+        }
+        match no_progress_pause(input.slices, todo, input.policy) {
+            Some((until, idle)) if until > input.now => {
+                if resting.is_none_or(|(at, _, _)| until < at) {
+                    resting = Some((until, *todo, idle));
+                }
+            }
+            _ => {
+                chosen = Some(*todo);
+                break;
+            }
+        }
     }
     if let Some(decision) = quota_wait(input) {
         return decision;
+    }
+    if let Some((until, failed)) = transient_backoff(input.slices, &input.agent.name, input.policy)
+        && until > input.now
+    {
+        let mut d = Decision::new(
+            DecisionKind::Wait,
+            format!(
+                "{} ended {failed} slice(s) in a row with a temporary failure: backing off",
+                input.agent.name
+            ),
+        );
+        d.wake_at = Some(until);
+        return d;
+    }
+    if let (None, Some((until, todo, idle))) = (chosen, resting) {
+        let mut d = Decision::new(
+            DecisionKind::Wait,
+            format!(
+                "{} ended {idle} slice(s) in a row without progress (no report saying done): trying it again later",
+                todo.id
+            ),
+        );
+        d.todo = Some((todo.id.clone(), todo.title.clone()));
+        d.wake_at = Some(until);
+        return d;
     }
     let probe = input.holds.iter().any(|h| {
         h.source == HoldSource::Vendor && h.ends(input.now).is_some_and(|u| u <= input.now)
@@ -361,10 +419,28 @@ fn gate_blocks(input: &DecideInput<'_>, candidates: &[&TodoView]) -> Option<Deci
     None
 }
 
-/// Abnormal slices in a row on `todo`, newest first, since its last fresh budget; usage limits
-/// and other vendor trouble neither count nor break the streak, and neither does an
-/// interruption: loopx was stopped or died, or the claim was taken away — nothing the todo's
-/// work did (the next slice still repairs).
+/// Ask a person when the goal spent its budget without a todo done.
+fn over_budget(input: &DecideInput<'_>) -> Option<Decision> {
+    let goal = input.goal?;
+    let over = input.policy.budget.exceeded(&goal.spent);
+    if over.is_empty() {
+        return None;
+    }
+    let mut d = Decision::new(
+        DecisionKind::Ask,
+        format!(
+            "goal {} spent {} without a todo done; continue?",
+            goal.id,
+            over.join(" and ")
+        ),
+    );
+    d.over_budget = true;
+    Some(d)
+}
+
+/// Slices in a row on `todo` without progress, newest first, since its last fresh budget,
+/// as the outcome policy counts them (`outcome.rs`): vendor trouble and interruptions neither
+/// count nor break the streak.
 fn stall_streak(slices: &[SliceView], todo: &TodoView) -> u32 {
     let since = todo.attempts_since.unwrap_or(0);
     let mut streak = 0;
@@ -374,11 +450,10 @@ fn stall_streak(slices: &[SliceView], todo: &TodoView) -> u32 {
         .take_while(|s| s.id > since)
         .filter(|s| s.todo.as_deref() == Some(todo.id.as_str()))
     {
-        match slice.outcome.as_deref() {
-            Some("interrupted") => {}
-            Some(o) if ABNORMAL.contains(&o) => streak += 1,
-            Some(o) if PROGRESS.contains(&o) => break,
-            _ => {}
+        match slice.outcome.map(|o| o.policy().streak) {
+            Some(Streak::Counts) => streak += 1,
+            Some(Streak::Ends) => break,
+            Some(Streak::Neutral) | None => {}
         }
     }
     streak
@@ -493,8 +568,8 @@ fn work_on(input: &DecideInput<'_>, todo: &TodoView) -> Decision {
         .lease
         .as_ref()
         .is_some_and(|(a, _)| *a == input.agent.name);
-    let mut d = match last.and_then(|s| s.outcome.as_deref()) {
-        Some(outcome) if ABNORMAL.contains(&outcome) => {
+    let mut d = match last.and_then(|s| s.outcome) {
+        Some(outcome) if outcome.policy().next == Next::Repair => {
             let mut d = Decision::new(
                 DecisionKind::Repair,
                 format!(

@@ -47,6 +47,7 @@ fn world() -> World {
             id: "g1".into(),
             status: "active".into(),
             share: 1.0,
+            spent: Spending::default(),
         }),
         todos: vec![todo("t1", 1), todo("t2", 5)],
         gates: vec![],
@@ -100,13 +101,15 @@ fn hold(until: Option<Millis>, source: HoldSource) -> Hold {
     }
 }
 
-fn slice(todo: Option<&str>, kind: SliceKind, outcome: &str) -> SliceView {
+/// A slice of `exec` that ended an hour before `T0`.
+fn slice(todo: Option<&str>, kind: SliceKind, outcome: Outcome) -> SliceView {
     SliceView {
         id: 0,
         agent: "exec".into(),
         todo: todo.map(Into::into),
         kind,
-        outcome: Some(outcome.into()),
+        outcome: Some(outcome),
+        ended_at: Some(T0 - 60 * MIN),
     }
 }
 
@@ -263,7 +266,7 @@ fn repair_beats_new_work() {
     let mut w = world();
     w.todos[0].lease = Some(("exec".into(), T0 + 10 * MIN));
     w.slices
-        .push(slice(Some("t1"), SliceKind::Work, "timed_out"));
+        .push(slice(Some("t1"), SliceKind::Work, Outcome::TimedOut));
     let d = run(&w);
     assert_eq!(
         (d.decision, d.slice),
@@ -276,7 +279,7 @@ fn repair_beats_new_work() {
 fn an_interrupted_slice_gets_a_repair_even_after_its_lease_was_freed() {
     let mut w = world();
     w.slices
-        .push(slice(Some("t2"), SliceKind::Work, "interrupted"));
+        .push(slice(Some("t2"), SliceKind::Work, Outcome::Interrupted));
     assert_eq!(run(&w).decision, DecisionKind::Repair);
 }
 
@@ -285,11 +288,11 @@ fn stall_guard_asks_after_k_slices_without_progress() {
     let mut w = world();
     w.todos[0].lease = Some(("exec".into(), T0 + 10 * MIN));
     for outcome in [
-        "failed",
-        "usage_limited",
-        "interrupted",
-        "timed_out",
-        "failed",
+        Outcome::Failed,
+        Outcome::UsageLimited,
+        Outcome::Interrupted,
+        Outcome::TimedOut,
+        Outcome::Failed,
     ] {
         w.slices.push(slice(Some("t1"), SliceKind::Work, outcome));
     }
@@ -298,7 +301,7 @@ fn stall_guard_asks_after_k_slices_without_progress() {
     assert_eq!(d.stalled.as_deref(), Some("t1"));
     // Progress resets the streak.
     w.slices
-        .push(slice(Some("t1"), SliceKind::Repair, "progress"));
+        .push(slice(Some("t1"), SliceKind::Repair, Outcome::Progress));
     assert_eq!(run(&w).decision, DecisionKind::Deliver);
 }
 
@@ -308,7 +311,7 @@ fn interruptions_are_not_the_todo_s_stall() {
     w.todos = vec![todo("t1", 1)];
     for _ in 0..5 {
         w.slices
-            .push(slice(Some("t1"), SliceKind::Work, "interrupted"));
+            .push(slice(Some("t1"), SliceKind::Work, Outcome::Interrupted));
     }
     let d = run(&w);
     assert_eq!(d.decision, DecisionKind::Repair, "{}", d.reason);
@@ -319,7 +322,8 @@ fn a_fresh_budget_of_attempts_counts_only_later_slices() {
     let mut w = world();
     w.todos = vec![todo("t1", 1)];
     for _ in 0..3 {
-        w.slices.push(slice(Some("t1"), SliceKind::Work, "failed"));
+        w.slices
+            .push(slice(Some("t1"), SliceKind::Work, Outcome::Failed));
     }
     assert_eq!(run(&w).decision, DecisionKind::Ask, "stalled");
     // A person answered `retry` after the third slice (s3).
@@ -333,11 +337,11 @@ fn a_fresh_budget_of_attempts_counts_only_later_slices() {
     );
     for _ in 0..2 {
         w.slices
-            .push(slice(Some("t1"), SliceKind::Repair, "failed"));
+            .push(slice(Some("t1"), SliceKind::Repair, Outcome::Failed));
     }
     assert_eq!(run(&w).decision, DecisionKind::Repair, "two of three");
     w.slices
-        .push(slice(Some("t1"), SliceKind::Repair, "failed"));
+        .push(slice(Some("t1"), SliceKind::Repair, Outcome::Failed));
     let d = run(&w);
     assert_eq!(d.decision, DecisionKind::Ask, "stalled again");
     assert_eq!(d.stalled.as_deref(), Some("t1"));
@@ -368,7 +372,8 @@ fn planning_when_nothing_is_open_and_bounded() {
         (DecisionKind::Deliver, Some(SliceKind::Plan))
     );
     for _ in 0..3 {
-        w.slices.push(slice(None, SliceKind::Plan, "completed"));
+        w.slices
+            .push(slice(None, SliceKind::Plan, Outcome::Completed));
     }
     assert_eq!(
         run(&w).decision,
@@ -453,14 +458,134 @@ fn one_agent_plans_at_a_time() {
         todo: None,
         kind: SliceKind::Plan,
         outcome: None,
+        ended_at: None,
     }];
     let d = run(&w);
     assert_eq!(d.decision, DecisionKind::Quiet, "{}", d.reason);
     assert!(d.reason.contains("`rev` is planning"), "{}", d.reason);
-    w.slices[0].outcome = Some("progress".into());
+    w.slices[0].outcome = Some(Outcome::Progress);
     assert_eq!(
         run(&w).slice,
         Some(SliceKind::Plan),
         "once it ended, plan again"
     );
+}
+
+#[test]
+fn a_todo_that_keeps_completing_without_progress_rests_longer_each_time() {
+    let mut w = world();
+    w.todos = vec![todo("t1", 1)];
+    let ended = |at| SliceView {
+        ended_at: Some(at),
+        ..slice(Some("t1"), SliceKind::Work, Outcome::Completed)
+    };
+    // One slice that finished without saying done, 30 s ago: the first pause is a minute.
+    w.slices.push(ended(T0 - 30_000));
+    let d = run(&w);
+    assert_eq!(
+        (d.decision, d.wake_at),
+        (DecisionKind::Wait, Some(T0 + 30_000)),
+        "{}",
+        d.reason
+    );
+    assert!(d.reason.contains("without progress"), "{}", d.reason);
+    // A second one doubles it.
+    w.slices.push(ended(T0 - 30_000));
+    assert_eq!(run(&w).wake_at, Some(T0 + 90_000));
+    // Once the pause is over it is tried again.
+    w.slices = vec![ended(T0 - 61_000)];
+    assert_eq!(run(&w).decision, DecisionKind::Deliver);
+    // The third asks a person, resting or not.
+    w.slices = vec![ended(T0), ended(T0), ended(T0)];
+    let d = run(&w);
+    assert_eq!(
+        (d.decision, d.stalled.as_deref()),
+        (DecisionKind::Ask, Some("t1"))
+    );
+}
+
+#[test]
+fn a_resting_todo_lets_the_next_one_go_first() {
+    let mut w = world();
+    w.slices.push(SliceView {
+        ended_at: Some(T0),
+        ..slice(Some("t2"), SliceKind::Work, Outcome::Completed)
+    });
+    let d = run(&w);
+    assert_eq!(d.decision, DecisionKind::Deliver, "{}", d.reason);
+    assert_eq!(d.todo.expect("a todo").0, "t1");
+}
+
+#[test]
+fn temporary_failures_back_off_exponentially_with_jitter() {
+    let mut w = world();
+    let failed = |todo, at| SliceView {
+        ended_at: Some(at),
+        ..slice(Some(todo), SliceKind::Work, Outcome::Transient)
+    };
+    w.slices.push(failed("t2", T0));
+    let d = run(&w);
+    assert_eq!(d.decision, DecisionKind::Wait, "{}", d.reason);
+    assert!(d.reason.contains("temporary failure"), "{}", d.reason);
+    let first = d.wake_at.expect("a wake time") - T0;
+    assert!((24_000..=36_000).contains(&first), "30 s ± 20 %: {first}");
+    // Four in a row (two per todo, so neither stalled): 30 s × 2³.
+    for todo in ["t1", "t2", "t1"] {
+        w.slices.push(failed(todo, T0));
+    }
+    let fourth = run(&w).wake_at.expect("a wake time") - T0;
+    assert!(
+        (192_000..=288_000).contains(&fourth),
+        "240 s ± 20 %: {fourth}"
+    );
+    w.policy.stall_after = 1_000;
+    for _ in 0..20 {
+        w.slices.push(failed("t1", T0));
+    }
+    let capped = run(&w).wake_at.expect("a wake time") - T0;
+    assert!(capped <= 12 * MIN, "at most the ceiling + 20 %: {capped}");
+    // After the backoff the work goes on (nothing the agent did needs repair); the third on
+    // one todo asks a person.
+    w.policy.stall_after = 3;
+    w.slices = vec![failed("t2", T0 - 60 * MIN)];
+    let d = run(&w);
+    assert_eq!(
+        (d.decision, d.todo.map(|t| t.0)),
+        (DecisionKind::Deliver, Some("t2".to_owned()))
+    );
+    w.slices.push(failed("t2", T0 - 60 * MIN));
+    w.slices.push(failed("t2", T0 - 60 * MIN));
+    let d = run(&w);
+    assert_eq!(
+        (d.decision, d.stalled.as_deref()),
+        (DecisionKind::Ask, Some("t2"))
+    );
+}
+
+#[test]
+fn a_goal_past_its_budget_asks_with_the_figures() {
+    let mut w = world();
+    w.policy.budget = Budget {
+        slices: Some(20),
+        tokens: None,
+        cost_usd: Some(5.0),
+    };
+    let goal = w.goal.as_mut().expect("a goal");
+    goal.spent = Spending {
+        slices: 19,
+        tokens: 1_000_000,
+        cost_usd: 4.0,
+    };
+    assert_eq!(run(&w).decision, DecisionKind::Deliver);
+    w.goal.as_mut().expect("a goal").spent.slices = 20;
+    let d = run(&w);
+    assert_eq!((d.decision, d.over_budget), (DecisionKind::Ask, true));
+    assert_eq!(
+        d.reason,
+        "goal g1 spent 20 slices (budget 20) without a todo done; continue?"
+    );
+    // An open gate (the budget gate, once opened) is what blocks from then on.
+    w.gates.push(gate("g7", GateBlocks::Global));
+    let d = run(&w);
+    assert_eq!((d.decision, d.over_budget), (DecisionKind::Ask, false));
 }

@@ -13,18 +13,25 @@
 //!   first spend and resets in full at its end); overspend carries into the next window as debt.
 //! - [`share`]: a goal's duty share of a rolling window of slice time.
 //! - [`decide`]: stop → ask → wait → repair → deliver → plan → quiet, with one human reason.
+//! - [`budget`]: the most a goal may spend without a todo done.
+//! - [`outcome`]: the one vocabulary of slice outcomes, and the one table of what follows each.
 //!
 //! See `docs/quota.md` for the model and a worked example.
 
+mod backoff;
+pub mod budget;
 pub mod decide;
+pub mod outcome;
 pub mod pacing;
 pub mod share;
 pub mod window;
 
+pub use budget::{Budget, Spending};
 pub use decide::{
     AgentView, Blocked, DecideInput, Decision, DecisionKind, GateBlocks, GateView, GoalView, Hold,
     HoldSource, Policy, SliceKind, SliceView, TodoView, admission, decide,
 };
+pub use outcome::{Next, Outcome, OutcomePolicy, Streak};
 pub use pacing::{Pacing, pacing_check};
 pub use share::share_wait;
 pub use window::{WindowLimit, WindowState};

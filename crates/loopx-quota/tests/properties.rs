@@ -68,7 +68,12 @@ proptest! {
             pacing: Some(Pacing { slices_per_hour: 6.0, burst: 1 }),
             windows: vec![WindowLimit { period_ms: 5 * HOUR, tokens: Some(1_000), cost_usd: None }],
         };
-        let goal = GoalView { id: "g1".into(), status: "active".into(), share };
+        let goal = GoalView {
+            id: "g1".into(),
+            status: "active".into(),
+            share,
+            spent: Default::default(),
+        };
         let todos = vec![TodoView { id: "t1".into(), title: "x".into(), priority: 0, order: 1, needs: vec![], role: None, waits_on: None, lease: None, running: None, attempts_since: None }];
         let holds = vec![Hold { key: "acct".into(), until: Some(T0 + hold_in), reason: "limit".into(), source: HoldSource::Vendor, set_at: T0 }];
         let windows = vec![WindowState { start: T0 - 1, tokens: used, cost_micros: 0 }];

@@ -203,6 +203,7 @@ fn held(kind: DecisionKind, gate: Option<&Gate>, reason: String) -> Decision {
         todo: None,
         gate: gate.map(|g| (g.id.to_string(), g.question.clone())),
         stalled: None,
+        over_budget: false,
         wake_at: None,
         probe: false,
         reason,

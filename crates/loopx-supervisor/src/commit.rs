@@ -6,9 +6,12 @@
 //! tried again for a while (the guard's patience). Only after the end is recorded is the
 //! slice's guard disarmed.
 
+use loopx_adapters::Outcome;
 use loopx_kernel::model::ClaimStanding;
 use loopx_kernel::store::{Applied, BatchError};
-use loopx_kernel::{Conflict, KernelError, Op, Project, Store, StoreError, Timestamp};
+use loopx_kernel::{
+    AgentName, Conflict, KernelError, Op, Project, SliceId, Store, StoreError, Timestamp,
+};
 use serde::Serialize;
 
 use crate::errors::SupervisorError;
@@ -25,8 +28,10 @@ pub struct SliceSummary {
     pub kind: &'static str,
     pub todo: Option<String>,
     pub epoch: Option<u64>,
-    pub outcome: String,
+    pub outcome: loopx_adapters::Outcome,
     pub reason: String,
+    /// Processes the agent left behind that loopx stopped after it exited.
+    pub leftovers: u32,
     pub exit: Option<String>,
     pub pid: Option<u32>,
     pub started_at: loopx_kernel::Timestamp,
@@ -80,14 +85,25 @@ impl Observed {
         } = self;
         let setup = &begun.setup;
         let log = begun.record.log.clone().unwrap_or_default();
+        let limited_before = match judged.outcome {
+            Outcome::UsageLimited => {
+                limits_in_a_row(&req.project, &setup.agent.name, begun.record.id)
+            }
+            _ => 0,
+        };
+        let adapter = &setup.loaded.adapter;
         let finished = Finished {
             slice: begun.record.id,
             agent: &setup.agent.name,
             todo: begun.record.todo,
             epoch: begun.record.epoch,
             kind: begun.record.kind,
-            outcome: &judged.outcome,
+            outcome: judged.outcome,
             reason: &judged.reason,
+            leftovers: judged.leftovers,
+            final_message: ran.summary.final_message.as_deref(),
+            login: (adapter.login.as_deref(), &adapter.name),
+            limited_before,
             exit: judged.exit.clone(),
             classification: judged.classification.as_ref(),
             session: ran.summary.session_id.as_deref(),
@@ -122,6 +138,22 @@ impl Observed {
             }
         }
     }
+}
+
+/// How many of `agent`'s slices before `slice` ended `usage_limited` in a row: a limit that
+/// keeps coming back without a reset time backs off longer each time. A store that cannot be
+/// read counts none (the shortest backoff).
+fn limits_in_a_row(project: &Project, agent: &AgentName, slice: SliceId) -> u32 {
+    const LOOK_BACK: usize = 64;
+    let tail = Store::open(project).and_then(|store| store.read(|s| s.slices_tail(LOOK_BACK)));
+    let Ok(tail) = tail else { return 0 };
+    let in_a_row = tail
+        .iter()
+        .rev()
+        .filter(|s| s.agent == *agent && s.id != slice && s.outcome.is_some())
+        .take_while(|s| s.outcome == Some(Outcome::UsageLimited))
+        .count();
+    u32::try_from(in_a_row).unwrap_or(u32::MAX)
 }
 
 /// Applies the writeback, retrying while the store is busy or full.
@@ -269,8 +301,9 @@ fn summary(
         kind: kind_name(f.kind),
         todo: f.todo.map(|t| t.to_string()),
         epoch: f.epoch,
-        outcome: f.outcome.to_owned(),
+        outcome: f.outcome,
         reason: f.reason.to_owned(),
+        leftovers: f.leftovers,
         exit: f.exit.clone(),
         pid,
         started_at: f.started_at,
@@ -411,7 +444,10 @@ mod tests {
                 ))
             })
             .expect("reads");
-        assert_eq!(slice.and_then(|s| s.outcome).as_deref(), Some("completed"));
+        assert_eq!(
+            slice.and_then(|s| s.outcome),
+            Some(loopx_kernel::model::Outcome::Completed)
+        );
         let todo = todo.expect("the todo");
         assert_eq!(
             (todo.epoch, todo.state.as_str()),
@@ -573,11 +609,15 @@ mod tests {
                 let dir = tempfile::tempdir().expect("temp dir");
                 let (project, slice, todo, epoch) = begun(dir.path());
                 let agent: AgentName = "exec".parse().expect("a name");
-                let outcome = if completed { "completed" } else { "progress" };
+                let outcome = if completed { Outcome::Completed } else { Outcome::Progress };
+                let done = completed && report.status == ReportStatus::Done;
                 let classification = Classification {
-                    outcome: if completed { Outcome::Completed } else { Outcome::Progress },
+                    outcome,
                     reason: "because".into(),
                     report: Some(Ok(report)),
+                    question: None,
+                    limit: None,
+                    done,
                 };
                 let finished = Finished {
                     slice,

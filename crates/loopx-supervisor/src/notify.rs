@@ -37,6 +37,19 @@ pub struct Notification<'a> {
     pub event: &'a RunEvent,
 }
 
+/// The project's `loopx.toml`, or why it cannot be used.
+pub(crate) fn project_config(
+    project: &Project,
+) -> Result<loopx_adapters::ProjectConfig, SupervisorError> {
+    loopx_adapters::load_project_config(&project.state_dir()).map_err(|e| {
+        let details = match &e {
+            loopx_adapters::LoadError::Invalid(invalid) => invalid.one_line_each(),
+            other => crate::errors::chain(other),
+        };
+        SupervisorError::ProjectConfig { details }
+    })
+}
+
 /// Runs the project's notification command.
 #[derive(Debug)]
 pub struct Notifier {
@@ -48,13 +61,7 @@ pub struct Notifier {
 impl Notifier {
     /// The project's notifier, or `None` when `loopx.toml` sets no command.
     pub fn load(project: &Project) -> Result<Option<Notifier>, SupervisorError> {
-        let config = loopx_adapters::load_project_config(&project.state_dir()).map_err(|e| {
-            let details = match &e {
-                loopx_adapters::LoadError::Invalid(invalid) => invalid.one_line_each(),
-                other => crate::errors::chain(other),
-            };
-            SupervisorError::ProjectConfig { details }
-        })?;
+        let config = project_config(project)?;
         Ok(config.notify.map(|config| Notifier {
             config,
             root: project.root().to_path_buf(),

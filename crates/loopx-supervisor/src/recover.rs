@@ -231,7 +231,10 @@ mod tests {
             .and_then(|s| s.read(|s| s.slice(slice)))
             .expect("read")
             .expect("the slice");
-        assert_eq!(record.outcome.as_deref(), Some("interrupted"));
+        assert_eq!(
+            record.outcome,
+            Some(loopx_kernel::model::Outcome::Interrupted)
+        );
         assert!(recover(&project).expect("again").is_empty(), "once");
     }
 

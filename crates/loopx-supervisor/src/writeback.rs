@@ -28,8 +28,13 @@ use crate::findings;
 use crate::prompt::kind_name;
 use crate::scope::SliceChanges;
 
-/// How long an account is held after a usage limit that named no reset time.
+/// How long an account is held after a usage limit that named no reset time; it doubles with
+/// each such limit in a row, up to [`MAX_UNKNOWN_RESET_BACKOFF`].
 const UNKNOWN_RESET_BACKOFF: std::time::Duration = std::time::Duration::from_secs(5 * 60);
+/// The longest backoff for limits without a reset time: the vendors' shortest window.
+const MAX_UNKNOWN_RESET_BACKOFF: std::time::Duration = std::time::Duration::from_secs(5 * 3600);
+/// How much of the agent's final message the evidence and handoff carry when it gave no report.
+const FINAL_WORDS: usize = 2_000;
 /// At most this many proposed todos and evidence items are taken from one report.
 const REPORT_ITEMS: usize = 32;
 
@@ -41,9 +46,20 @@ pub struct Finished<'a> {
     pub todo: Option<TodoId>,
     pub epoch: Option<u64>,
     pub kind: SliceKind,
-    /// The final outcome (`completed`, `usage_limited`, `timed_out`, …).
-    pub outcome: &'a str,
+    /// The final outcome.
+    pub outcome: Outcome,
     pub reason: &'a str,
+    /// Processes the agent left behind, stopped after it exited.
+    pub leftovers: u32,
+    /// The agent's final message (a structured stream's result, a text agent's last output),
+    /// for the evidence and the handoff when it gave no report.
+    pub final_message: Option<&'a str>,
+    /// How a person logs the agent's CLI in (the adapter's `login`), for the gate an auth
+    /// failure opens, and the adapter's name.
+    pub login: (Option<&'a str>, &'a str),
+    /// Usage limits without a reset time this agent hit in a row before this slice: each one
+    /// doubles the backoff.
+    pub limited_before: u32,
     /// `exit 0`, `signal SIGKILL`, `timed out`.
     pub exit: Option<String>,
     pub classification: Option<&'a Classification>,
@@ -145,7 +161,8 @@ pub fn slice_end(f: &Finished<'_>) -> Op {
     Op::SliceEnd {
         slice: f.slice,
         end: SliceEnd {
-            outcome: f.outcome.to_owned(),
+            outcome: f.outcome,
+            leftovers: f.leftovers,
             exit: f.exit.clone(),
             tokens: f.quota.tokens,
             cost_usd: f.quota.cost_usd,
@@ -215,16 +232,12 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
         None => {}
     }
     if question.is_none()
+        && f.outcome == Outcome::Asked
         && let Some(Classification {
-            outcome:
-                Outcome::Asked {
-                    question: Some(text),
-                    options,
-                },
-            ..
+            question: Some(q), ..
         }) = f.classification
     {
-        question = Some((text.clone(), options.clone()));
+        question = Some((q.text.clone(), q.options.clone()));
     }
     let question =
         question.map(|(text, options)| (bounded(text.trim(), limits::QUESTION), options));
@@ -258,6 +271,9 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
         wb.parts.push(core(op));
         wb.hold_until = Some(until);
     }
+    if f.outcome == Outcome::AuthFailed {
+        wb.parts.extend(login_gate(f).into_iter().map(core));
+    }
     wb.violations = f
         .changes
         .violations()
@@ -266,8 +282,9 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
         .collect();
     // A todo whose changes a person may roll back is not done yet (unless the agent already
     // marked it done with `loopx report done`: then the violation gate still asks).
-    let reported_done = matches!(report, Some(Ok(r)) if r.status == loopx_adapters::ReportStatus::Done)
-        && f.outcome == "completed"
+    // Done as the report says, or as the profile's `done_when` recognised it.
+    let reported_done = f.outcome == Outcome::Completed
+        && f.classification.is_some_and(|c| c.done)
         && wb.violations.is_empty();
     let todo_done = done_by_agent || reported_done;
     // A planning slice that reports `done` and proposes nothing says the goal is met: its
@@ -334,16 +351,19 @@ fn hold(f: &Finished<'_>) -> Option<(Op, Timestamp)> {
     // A limit without a reset time (Claude under an API key reports none for a 429) still holds
     // the account, for a fixed backoff: retrying at once would only hit the limit again. The
     // first slice after the hold is a probe (the decision marks it), which re-holds if needed.
-    let until = reset.or_else(|| {
-        (f.outcome == "usage_limited").then(|| f.ended_at.plus(UNKNOWN_RESET_BACKOFF))
-    })?;
+    let backoff = UNKNOWN_RESET_BACKOFF
+        .saturating_mul(1 << f.limited_before.min(16))
+        .min(MAX_UNKNOWN_RESET_BACKOFF);
+    let until =
+        reset.or_else(|| (f.outcome == Outcome::UsageLimited).then(|| f.ended_at.plus(backoff)))?;
     let reason = match reset {
         Some(_) => format!("usage limit reported by `{}` in slice {}", f.agent, f.slice),
         None => format!(
-            "usage limit reported by `{}` in slice {} with no reset time: backing off {}",
+            "usage limit reported by `{}` in slice {} with no reset time ({} in a row): backing off {}",
             f.agent,
             f.slice,
-            short_duration(UNKNOWN_RESET_BACKOFF)
+            f.limited_before + 1,
+            short_duration(backoff)
         ),
     };
     let op = Op::QuotaHold {
@@ -384,8 +404,16 @@ fn slice_evidence(
         f.log
     ));
     detail.push_str(&findings::changes_line(f.changes));
-    if let Some(Ok(r)) = report {
-        detail.push_str(&format!("report: {}\n", r.summary.trim()));
+    if f.leftovers > 0 {
+        detail.push_str(&format!("leftovers: {}\n", f.leftovers));
+    }
+    match report {
+        Some(Ok(r)) => detail.push_str(&format!("report: {}\n", r.summary.trim())),
+        _ => {
+            if let Some(words) = final_words(f) {
+                detail.push_str(&format!("final message:\n{words}\n"));
+            }
+        }
     }
     evidence(f, EvidenceKind::Slice, &summary, &detail)
 }
@@ -436,11 +464,20 @@ fn handoff(
             r.handoff.as_deref().unwrap_or("").trim().to_owned(),
         ),
         _ => (
+            match final_words(f) {
+                Some(words) => format!(
+                    "Slice {} ended `{}` without a readable report: {}\nThe agent's final message:\n{words}",
+                    f.slice, f.outcome, f.reason
+                ),
+                None => format!(
+                    "Slice {} ended `{}` without a readable report: {}",
+                    f.slice, f.outcome, f.reason
+                ),
+            },
             format!(
-                "Slice {} ended `{}` without a readable report: {}",
-                f.slice, f.outcome, f.reason
+                "Check what the last slice left (its whole output is in `{}`) before going on.",
+                f.log
             ),
-            format!("Read the slice's output in `{}` before going on.", f.log),
         ),
     };
     let done = if done.is_empty() && next.is_empty() {
@@ -488,19 +525,77 @@ fn gate(f: &Finished<'_>, question: String, options: Vec<String>) -> NewGate {
 
 /// When a vendor usage limit resets, if this slice hit one and the stream said when.
 fn resets_at(f: &Finished<'_>) -> Option<Timestamp> {
-    match f.classification {
-        Some(Classification {
-            outcome:
-                Outcome::UsageLimited {
-                    resets_at: Some(at),
-                    ..
-                },
-            ..
-        }) if f.outcome == "usage_limited" => {
-            u64::try_from(at.as_millisecond()).ok().map(Timestamp)
-        }
-        _ => None,
+    let at = f
+        .classification?
+        .limit
+        .as_ref()?
+        .resets_at
+        .filter(|_| f.outcome == Outcome::UsageLimited)?;
+    u64::try_from(at.as_millisecond()).ok().map(Timestamp)
+}
+
+/// The agent is not logged in: its account is held until a person answers a gate that names
+/// the fix (the kernel lifts the hold with the answer). Peers on the account find the same
+/// gate open rather than a second one.
+fn login_gate(f: &Finished<'_>) -> Vec<Op> {
+    let account = f.quota.account.clone();
+    let (login, adapter) = f.login;
+    let fix = login.map_or_else(
+        || format!("log `{adapter}` in as its documentation says (or give loopx its API key)"),
+        str::to_owned,
+    );
+    let question = bounded(
+        &format!(
+            "`{}` is not logged in (account `{account}`): {fix}, then answer `retry`.",
+            f.agent
+        ),
+        limits::QUESTION,
+    );
+    vec![
+        Op::QuotaHold {
+            key: account.clone(),
+            until: None,
+            reason: bounded(
+                &format!(
+                    "`{}` is not logged in (slice {}): held until a person answers the login gate",
+                    f.agent, f.slice
+                ),
+                limits::SUMMARY,
+            ),
+            source: HoldSource::Vendor,
+        },
+        Op::GateAsk(NewGate {
+            question,
+            options: vec!["retry".to_owned()],
+            context: bounded(
+                &format!("slice {} ended `auth_failed`: {}", f.slice, f.reason),
+                limits::DETAIL,
+            ),
+            blocks: Blocks::Agent(f.agent.clone()),
+            kind: GateKind::Login { account },
+        }),
+    ]
+}
+
+/// The agent's last words, when it gave no readable report: the end of its final message,
+/// clipped to whole lines where it can be.
+fn final_words(f: &Finished<'_>) -> Option<String> {
+    let text = f.final_message?.trim();
+    if text.is_empty() {
+        return None;
     }
+    let tail = match text.len() > FINAL_WORDS {
+        true => {
+            let mut start = text.len() - FINAL_WORDS;
+            while !text.is_char_boundary(start) {
+                start += 1;
+            }
+            let cut = &text[start..];
+            cut.find('\n').map_or(cut, |nl| &cut[nl + 1..])
+        }
+        false => text,
+    };
+    Some(tail.to_owned())
 }
 
 /// A quota request on the `demo` account with no pacing or windows, for tests.
@@ -529,8 +624,12 @@ pub(crate) fn test_finished(agent: &AgentName) -> Finished<'_> {
         todo: Some(TodoId(2)),
         epoch: Some(3),
         kind: SliceKind::Work,
-        outcome: "completed",
+        outcome: Outcome::Completed,
         reason: "because",
+        leftovers: 0,
+        final_message: None,
+        login: (None, "demo"),
+        limited_before: 0,
         exit: Some("exit 0".into()),
         classification: None,
         session: Some("c4a9eaf5"),
@@ -570,10 +669,16 @@ mod tests {
         outcome: Outcome,
         report: Option<Result<Report, MalformedReport>>,
     ) -> Classification {
+        // Done as the default `done_when` (the report) reads it.
+        let done = outcome == Outcome::Completed
+            && matches!(&report, Some(Ok(r)) if r.status == ReportStatus::Done);
         Classification {
             outcome,
             reason: "because".into(),
             report,
+            question: None,
+            limit: None,
+            done,
         }
     }
 
@@ -611,7 +716,7 @@ mod tests {
         Finished {
             todo: todo.then_some(TodoId(2)),
             epoch: todo.then_some(3),
-            outcome,
+            outcome: Outcome::parse(outcome).expect("an outcome"),
             classification: Some(c),
             ..test_finished(agent)
         }
@@ -831,13 +936,13 @@ mod tests {
     #[test]
     fn a_usage_limit_holds_the_account_until_it_resets() {
         let at = jiff::Timestamp::from_second(1_790_000_000).expect("a time");
-        let c = classified(
-            Outcome::UsageLimited {
+        let c = Classification {
+            limit: Some(loopx_adapters::VendorLimit {
                 resets_at: Some(at),
                 window: None,
-            },
-            None,
-        );
+            }),
+            ..classified(Outcome::UsageLimited, None)
+        };
         let wb = check(&c, "usage_limited", true);
         assert_eq!(wb.hold_until, Some(Timestamp(1_790_000_000_000)));
         assert!(wb.ops().iter().any(|op| matches!(
@@ -849,13 +954,7 @@ mod tests {
 
     #[test]
     fn a_usage_limit_without_a_reset_time_holds_the_account_for_a_backoff() {
-        let c = classified(
-            Outcome::UsageLimited {
-                resets_at: None,
-                window: None,
-            },
-            None,
-        );
+        let c = classified(Outcome::UsageLimited, None);
         let wb = check(&c, "usage_limited", true);
         // The slice ended at 3 000 ms.
         let until = Timestamp(3_000).plus(UNKNOWN_RESET_BACKOFF);

@@ -107,7 +107,10 @@ fn a_stop_between_the_begin_and_the_spawn_ends_the_slice_unspawned() {
         .read(|s| Ok((s.todos()?, s.slices()?, s.evidence_newest(1, |_| true)?)))
         .expect("read");
     assert_eq!(slice.len(), 1);
-    assert_eq!(slice[0].outcome.as_deref(), Some("interrupted"));
+    assert_eq!(
+        slice[0].outcome,
+        Some(loopx_kernel::model::Outcome::Interrupted)
+    );
     assert_eq!(slice[0].process, None, "never spawned");
     assert!(
         evidence[0].summary.contains("before the agent was spawned"),

@@ -10,6 +10,7 @@ use crate::config::{Checked, DurationText};
 #[derive(Debug, Deserialize)]
 pub(crate) struct RawAdapter {
     pub(crate) description: Option<Checked<String>>,
+    pub(crate) login: Option<Checked<String>>,
     pub(crate) program: Option<Checked<String>>,
     pub(crate) args: Option<Checked<Vec<String>>>,
     pub(crate) output: Option<Checked<String>>,
@@ -75,6 +76,7 @@ pub(crate) fn known_keys(path: &[&str]) -> &'static [&'static str] {
     match path {
         [] => &[
             "description",
+            "login",
             "program",
             "args",
             "output",

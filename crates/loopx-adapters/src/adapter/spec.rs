@@ -196,6 +196,8 @@ pub struct Adapter {
     pub name: String,
     /// One line for `loopx adapter list`.
     pub description: String,
+    /// How a person logs the CLI in, for the gate a failed login opens.
+    pub login: Option<String>,
     /// The executable; `None` means the profile must set `program` (the generic adapter).
     pub program: Option<String>,
     /// The argument template.

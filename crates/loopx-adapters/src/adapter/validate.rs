@@ -69,6 +69,9 @@ fn validate(
     p: &mut Problems,
 ) -> Option<Adapter> {
     let before = p.is_empty();
+    let login = take(raw.login, "login", p)
+        .map(|(v, _)| v.trim().to_owned())
+        .filter(|v| !v.is_empty());
     let description = take(raw.description, "description", p)
         .map(|(v, _)| v)
         .unwrap_or_default();
@@ -136,6 +139,7 @@ fn validate(
     Some(Adapter {
         name: name.to_owned(),
         description,
+        login,
         program,
         args: args?,
         output: output?,

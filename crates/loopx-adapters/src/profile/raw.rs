@@ -17,6 +17,8 @@ pub(crate) struct RawProfile {
     pub(crate) program: Option<Checked<String>>,
     pub(crate) extra_args: Option<Checked<Vec<String>>>,
     pub(crate) workdir: Option<Checked<String>>,
+    pub(crate) done_when: Option<Checked<String>>,
+    pub(crate) done_pattern: Option<Checked<String>>,
     pub(crate) prompt: Option<RawPromptSettings>,
     pub(crate) limits: Option<RawLimits>,
     pub(crate) quota: Option<RawQuota>,
@@ -34,6 +36,7 @@ pub(crate) struct RawLimits {
     pub(crate) idle_timeout: Option<Checked<DurationText>>,
     pub(crate) grace: Option<Checked<DurationText>>,
     pub(crate) max_output: Option<Checked<SizeValue>>,
+    pub(crate) kill_on_output: Option<Checked<bool>>,
     pub(crate) max_turns: Option<Checked<u32>>,
 }
 
@@ -72,6 +75,8 @@ pub(crate) fn known_keys(path: &[&str]) -> &'static [&'static str] {
             "program",
             "extra_args",
             "workdir",
+            "done_when",
+            "done_pattern",
             "prompt",
             "limits",
             "quota",
@@ -83,6 +88,7 @@ pub(crate) fn known_keys(path: &[&str]) -> &'static [&'static str] {
             "idle_timeout",
             "grace",
             "max_output",
+            "kill_on_output",
             "max_turns",
         ],
         ["quota"] => &["account", "slices_per_hour", "burst", "windows"],

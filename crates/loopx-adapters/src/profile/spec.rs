@@ -62,8 +62,12 @@ pub struct SliceLimits {
     /// Between SIGTERM and SIGKILL (default 10 s).
     #[serde(serialize_with = "crate::config::serialize_duration")]
     pub grace: Duration,
-    /// Bytes of output kept and read (default 64 MiB).
+    /// Bytes of output kept in the slice's log: its first and last halves (default 2 MiB).
+    /// The parser reads all of it, in bounded memory.
     pub max_output_bytes: u64,
+    /// Stop the slice (as `failed`) once it printed more than `max_output_bytes` (default
+    /// off: a chatty agent is not a broken one).
+    pub kill_on_output: bool,
     /// Agent turns, when the adapter can limit them.
     pub max_turns: Option<u32>,
 }
@@ -74,7 +78,8 @@ impl Default for SliceLimits {
             max_time: Duration::from_secs(30 * 60),
             idle_timeout: Duration::from_secs(5 * 60),
             grace: Duration::from_secs(10),
-            max_output_bytes: 64 << 20,
+            max_output_bytes: 2 << 20,
+            kill_on_output: false,
             max_turns: None,
         }
     }
@@ -140,6 +145,8 @@ pub struct Profile {
     pub extra_args: Vec<String>,
     /// Working directory, relative to the project root.
     pub workdir: PathBuf,
+    /// When a slice's todo counts as done.
+    pub done_when: crate::DoneWhen,
     /// The prompt template.
     pub prompt_template: String,
     /// Slice limits.

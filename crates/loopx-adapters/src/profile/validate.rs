@@ -8,6 +8,7 @@ use super::spec::{
     DEFAULT_ENV_ALLOW, DEFAULT_PROMPT_TEMPLATE, EnvPolicy, PROMPT_PLACEHOLDERS, Profile,
     QuotaSettings, QuotaWindow, SliceLimits,
 };
+use crate::DoneWhen;
 use crate::adapter::{Adapter, AdapterCatalog, check_placeholders};
 use crate::adapter::{duration, env_names, one_of};
 use crate::config::{
@@ -131,6 +132,11 @@ pub(crate) fn validate(
         args
     });
     let workdir = workdir(take(raw.workdir, "workdir", p), p);
+    let done_when = done_when(
+        take(raw.done_when, "done_when", p),
+        take(raw.done_pattern, "done_pattern", p),
+        p,
+    );
     let prompt_template = match take(raw.prompt.and_then(|r| r.template), "prompt.template", p) {
         Some((template, span)) => {
             check_placeholders(&template, &PROMPT_PLACEHOLDERS, "prompt.template", &span, p);
@@ -158,6 +164,7 @@ pub(crate) fn validate(
         program: program.map(|(v, _)| v),
         extra_args: extra_args.unwrap_or_default(),
         workdir,
+        done_when,
         prompt_template,
         limits,
         quota,
@@ -219,6 +226,67 @@ fn workdir(field: Option<(String, Range<usize>)>, p: &mut Problems) -> PathBuf {
     path
 }
 
+/// `done_when = "report" | "exit-0" | "pattern"`, the last with `done_pattern`.
+fn done_when(
+    when: Option<(String, Range<usize>)>,
+    pattern: Option<(String, Range<usize>)>,
+    p: &mut Problems,
+) -> DoneWhen {
+    let help = || {
+        Some(
+            "use \"report\" (the default), \"exit-0\", or \"pattern\" with `done_pattern`"
+                .to_owned(),
+        )
+    };
+    let (name, when_span) = match &when {
+        Some((name, span)) => (name.trim(), span.clone()),
+        None => ("report", 0..0),
+    };
+    match (name, pattern) {
+        ("report", None) => DoneWhen::Report,
+        ("exit-0", None) => DoneWhen::ExitZero,
+        ("pattern", Some((text, span))) => match regex::Regex::new(&format!("(?m){text}")) {
+            Ok(re) => DoneWhen::Pattern(re),
+            Err(e) => {
+                p.push(
+                    span,
+                    Some("done_pattern"),
+                    format!("`done_pattern` is not a valid regular expression: {e}"),
+                    Some("it is matched against each line of the agent's final message, e.g. '^ALL TESTS PASS$'".to_owned()),
+                );
+                DoneWhen::Report
+            }
+        },
+        ("pattern", None) => {
+            p.push(
+                when_span,
+                Some("done_when"),
+                "`done_when = \"pattern\"` needs a `done_pattern`",
+                Some("add e.g. `done_pattern = '^ALL TESTS PASS$'`".to_owned()),
+            );
+            DoneWhen::Report
+        }
+        ("report" | "exit-0", Some((_, span))) => {
+            p.push(
+                span,
+                Some("done_pattern"),
+                format!("`done_pattern` is set but `done_when` is \"{name}\""),
+                Some("set `done_when = \"pattern\"`, or remove `done_pattern`".to_owned()),
+            );
+            DoneWhen::Report
+        }
+        (other, _) => {
+            p.push(
+                when_span,
+                Some("done_when"),
+                format!("unknown `done_when` value \"{other}\""),
+                help(),
+            );
+            DoneWhen::Report
+        }
+    }
+}
+
 fn limits(raw: Option<RawLimits>, adapter: Option<&Adapter>, p: &mut Problems) -> SliceLimits {
     let mut limits = SliceLimits::default();
     let Some(raw) = raw else { return limits };
@@ -257,6 +325,9 @@ fn limits(raw: Option<RawLimits>, adapter: Option<&Adapter>, p: &mut Problems) -
                 Some("use a size like \"16MiB\" or a number of bytes".to_owned()),
             ),
         }
+    }
+    if let Some((kill, _)) = take(raw.kill_on_output, "limits.kill_on_output", p) {
+        limits.kill_on_output = kill;
     }
     if let Some((turns, span)) = take(raw.max_turns, "limits.max_turns", p) {
         if turns == 0 {

@@ -146,6 +146,11 @@ pub enum EventKind {
         gate: GateId,
         since: SliceId,
     },
+    /// A person answered the goal's budget gate: its spending counts from zero again.
+    BudgetRestarted {
+        goal: GoalId,
+        gate: GateId,
+    },
 }
 
 impl EventKind {
@@ -176,6 +181,7 @@ impl EventKind {
             EventKind::QuotaHeld { .. } => "quota_held",
             EventKind::QuotaResumed { .. } => "quota_resumed",
             EventKind::TodoRetried { .. } => "todo_retried",
+            EventKind::BudgetRestarted { .. } => "budget_restarted",
         }
     }
 
@@ -286,6 +292,9 @@ impl EventKind {
             EventKind::QuotaResumed { keys } => format!("resumed {}", keys.join(", ")),
             EventKind::TodoRetried { todo, gate, .. } => {
                 format!("{todo} has a fresh budget of attempts (gate {gate} answered)")
+            }
+            EventKind::BudgetRestarted { goal, gate } => {
+                format!("goal {goal} has a fresh budget (gate {gate} answered)")
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Transitions: every change to the kernel is an [`Op`], validated and applied in one write
 //! transaction that also appends its event.
 
+pub mod budget;
 mod entities;
 mod op;
 pub mod quota;

@@ -10,6 +10,10 @@
 //! - 1: the first layout.
 //! - 2: todos gained `finished_under` and `attempts_since`, gates gained `kind`. Every other
 //!   record is encoded as in version 1.
+//! - 3: a slice's outcome became one of a fixed set ([`Outcome`], stored by position) and
+//!   slices gained `leftovers`; gates gained the `login` and `budget` kinds. An outcome name
+//!   an older loopx wrote that is no longer in the set (`crashed`, `violation`) reads as
+//!   `failed`. Every other record is encoded as in version 2.
 
 use std::borrow::Cow;
 
@@ -17,12 +21,15 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::errors::StoreError;
-use crate::ids::{GateId, GoalId, HandoffId, TodoId};
-use crate::model::{Answer, Blocks, Gate, GateKind, GateState, Lease, Todo, TodoState};
+use crate::ids::{AgentName, GateId, GoalId, HandoffId, SliceId, TodoId};
+use crate::model::{
+    Answer, Blocks, Gate, GateKind, GateState, Lease, Outcome, ProcessIdentity, SliceKind,
+    SliceRecord, Todo, TodoState,
+};
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 2;
+pub(crate) const RECORD_VERSION: u8 = 3;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -39,7 +46,10 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
     };
     let body: Cow<'_, [u8]> = match bytes.split_first() {
         Some((&RECORD_VERSION, body)) => Cow::Borrowed(body),
-        Some((&1, body)) => upgrade_v1(table, body).map_err(|e| failed(e.to_string()))?,
+        Some((&1, body)) => upgrade_v1(table, body)
+            .and_then(|body| Ok(Cow::Owned(upgrade_v2(table, &body)?.into_owned())))
+            .map_err(|e| failed(e.to_string()))?,
+        Some((&2, body)) => upgrade_v2(table, body).map_err(|e| failed(e.to_string()))?,
         Some((&version, _)) => {
             return Err(failed(format!(
                 "record version {version} is newer than this loopx reads ({RECORD_VERSION}); upgrade loopx"
@@ -58,6 +68,66 @@ fn upgrade_v1<'b>(table: &str, body: &'b [u8]) -> Result<Cow<'b, [u8]>, postcard
         _ => return Ok(Cow::Borrowed(body)),
     };
     Ok(Cow::Owned(current))
+}
+
+/// A version-2 record's body in the current encoding.
+fn upgrade_v2<'b>(table: &str, body: &'b [u8]) -> Result<Cow<'b, [u8]>, postcard::Error> {
+    let current = match table {
+        "slices" => {
+            postcard::to_allocvec(&SliceRecord::from(postcard::from_bytes::<SliceV2>(body)?))?
+        }
+        _ => return Ok(Cow::Borrowed(body)),
+    };
+    Ok(Cow::Owned(current))
+}
+
+/// A slice as versions 1 and 2 stored it.
+#[derive(Serialize, Deserialize)]
+struct SliceV2 {
+    id: SliceId,
+    agent: AgentName,
+    todo: Option<TodoId>,
+    epoch: Option<u64>,
+    kind: SliceKind,
+    profile_hash: String,
+    argv: Vec<String>,
+    process: Option<ProcessIdentity>,
+    started_at: Timestamp,
+    limit_secs: u64,
+    ended_at: Option<Timestamp>,
+    outcome: Option<String>,
+    exit: Option<String>,
+    tokens: u64,
+    cost_usd: f64,
+    output_bytes: u64,
+    log: Option<String>,
+}
+
+impl From<SliceV2> for SliceRecord {
+    fn from(s: SliceV2) -> SliceRecord {
+        SliceRecord {
+            id: s.id,
+            agent: s.agent,
+            todo: s.todo,
+            epoch: s.epoch,
+            kind: s.kind,
+            profile_hash: s.profile_hash,
+            argv: s.argv,
+            process: s.process,
+            started_at: s.started_at,
+            limit_secs: s.limit_secs,
+            ended_at: s.ended_at,
+            outcome: s
+                .outcome
+                .map(|name| Outcome::parse(&name).unwrap_or(Outcome::Failed)),
+            exit: s.exit,
+            tokens: s.tokens,
+            cost_usd: s.cost_usd,
+            output_bytes: s.output_bytes,
+            log: s.log,
+            leftovers: 0,
+        }
+    }
 }
 
 /// A todo as version 1 stored it.
@@ -193,8 +263,47 @@ mod tests {
     }
 
     #[test]
+    fn version_1_and_2_slices_read_with_a_typed_outcome() {
+        let slice = |outcome: Option<&str>| SliceV2 {
+            id: SliceId(7),
+            agent: "claude".parse().expect("a name"),
+            todo: Some(TodoId(2)),
+            epoch: Some(1),
+            kind: SliceKind::Work,
+            profile_hash: "h".into(),
+            argv: vec!["claude".into()],
+            process: None,
+            started_at: Timestamp(1),
+            limit_secs: 60,
+            ended_at: outcome.map(|_| Timestamp(2)),
+            outcome: outcome.map(str::to_owned),
+            exit: None,
+            tokens: 5,
+            cost_usd: 0.25,
+            output_bytes: 9,
+            log: Some(".loopx/slices/s7.log".into()),
+        };
+        for version in [1u8, 2] {
+            let bytes = |outcome| {
+                let mut b = vec![version];
+                b.extend(postcard::to_allocvec(&slice(outcome)).expect("encodes"));
+                b
+            };
+            let read: SliceRecord = decode("slices", &bytes(Some("usage_limited"))).expect("reads");
+            assert_eq!(
+                (read.id, read.outcome, read.tokens, read.leftovers),
+                (SliceId(7), Some(Outcome::UsageLimited), 5, 0)
+            );
+            let read: SliceRecord = decode("slices", &bytes(Some("crashed"))).expect("reads");
+            assert_eq!(read.outcome, Some(Outcome::Failed), "a retired name");
+            let read: SliceRecord = decode("slices", &bytes(None)).expect("reads");
+            assert_eq!(read.outcome, None, "still running");
+        }
+    }
+
+    #[test]
     fn a_newer_record_is_refused_by_name() {
-        let err = decode::<u64>("todos", &[3, 1]).expect_err("too new");
-        assert!(err.to_string().contains("record version 3"), "{err}");
+        let err = decode::<u64>("todos", &[4, 1]).expect_err("too new");
+        assert!(err.to_string().contains("record version 4"), "{err}");
     }
 }

@@ -157,6 +157,16 @@ impl<'a> Snapshot<'a> {
     }
 
     /// A quota value (`pacing/<agent>`, `window/<account>/<ms>`), if set.
+    /// What `goal` spent since a todo was last done (or a person gave it a fresh budget).
+    pub fn goal_spent(
+        &self,
+        goal: crate::ids::GoalId,
+    ) -> Result<crate::store::apply::budget::Spent, KernelError> {
+        Ok(self
+            .quota_value(&crate::store::apply::budget::spent_key(goal))?
+            .unwrap_or_default())
+    }
+
     pub fn quota_value<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, KernelError> {
         let t = self
             .txn

@@ -3,7 +3,9 @@
 
 use loopx_adapters::PermissionLevel;
 use loopx_kernel::decision::DecisionState;
-use loopx_kernel::model::{Blocks, GateKind, Goal, GoalStatus, STALL_OPTIONS, SliceKind};
+use loopx_kernel::model::{
+    BUDGET_OPTIONS, Blocks, GateKind, Goal, GoalStatus, STALL_OPTIONS, SliceKind,
+};
 use loopx_kernel::store::{Applied, NewGate};
 use loopx_kernel::{KernelError, Op, Store, Timestamp, TodoId};
 use loopx_quota::{Decision, DecisionKind};
@@ -66,10 +68,16 @@ pub(crate) fn decide(
         Err(e) => return Err(e),
     };
     let name = setup.agent.name.to_string();
-    let state = store.read(|s| DecisionState::read(s, setup.view.clone(), now))?;
+    let mut state = store.read(|s| DecisionState::read(s, setup.view.clone(), now))?;
+    // The budget is the project's (`loopx.toml`), read at each decision so an edit counts.
+    std::sync::Arc::make_mut(&mut state.shared).policy.budget =
+        crate::notify::project_config(&req.project)?.budget;
     let mut decision = state.decide();
     if decision.decision == DecisionKind::Ask && decision.gate.is_none() {
-        decision.gate = open_stall_gate(&store, &decision, now)?;
+        decision.gate = match decision.over_budget {
+            true => open_budget_gate(&store, &decision, now)?,
+            false => open_stall_gate(&store, &decision, now)?,
+        };
     }
     on_step(Step::Decided {
         agent: &name,
@@ -137,6 +145,39 @@ fn goal_over(store: &Store, agent: Option<&str>) -> Result<Option<Once>, Supervi
         agent: agent.unwrap_or_default().to_owned(),
         decision: Decision::stop(reason),
     }))
+}
+
+/// Opens the gate a goal past its budget needs (the kernel gives back the open one when a peer
+/// asked first). Returns the gate as the decision shows it.
+fn open_budget_gate(
+    store: &Store,
+    decision: &Decision,
+    now: Timestamp,
+) -> Result<Option<(String, String)>, SupervisorError> {
+    let Some(goal) = store.read(|s| s.current_goal())? else {
+        return Ok(None);
+    };
+    let spent = store.read(|s| s.goal_spent(goal.id))?;
+    let gate = NewGate {
+        question: loopx_kernel::limits::bounded(&decision.reason, loopx_kernel::limits::QUESTION),
+        options: BUDGET_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
+        context: format!(
+            "Since {} goal {} spent {} slices, {} tokens and ${:.2} without a todo done.\n`continue` gives it a fresh budget; `pause` pauses the goal; any other answer continues too.",
+            spent
+                .since
+                .map_or_else(|| "it began".to_owned(), |t| t.to_string()),
+            goal.id,
+            spent.slices,
+            spent.tokens,
+            spent.cost_usd
+        ),
+        blocks: Blocks::Global,
+        kind: GateKind::Budget { goal: goal.id },
+    };
+    let Applied::Gate(gate) = store.apply(Op::GateAsk(gate), ACTOR, now)? else {
+        unreachable!("a gate ask yields the gate")
+    };
+    Ok(Some((gate.id.to_string(), gate.question)))
 }
 
 /// Opens the gate a stalled todo needs: the decision says ask, and no gate asks yet. The kernel

@@ -70,14 +70,19 @@ pub(crate) fn launch_spec(
         limits: SliceLimits {
             wall: Some(limits.max_time),
             idle: Some(limits.idle_timeout),
-            output_bytes: Some(limits.max_output_bytes),
+            // The cap bounds the log; it stops the agent only when the profile asks for that.
+            output_bytes: limits.kill_on_output.then_some(limits.max_output_bytes),
             grace: limits.grace,
             ..SliceLimits::default()
         },
         resources: loopx_pty::ResourceLimits::default(),
         exec_helper: None,
+        // The log keeps the first and the last half of `max_output`, with a marker between
+        // naming what was left out.
         log: LogSpec {
             mask: secret_values(&plan.secret_env_names),
+            head_bytes: usize::try_from(limits.max_output_bytes / 2).unwrap_or(usize::MAX),
+            tail_bytes: usize::try_from(limits.max_output_bytes.div_ceil(2)).unwrap_or(usize::MAX),
             ..LogSpec::new(log)
         },
         prompt,

@@ -1,7 +1,7 @@
 //! The outcome of a slice: the stream first, the exit code last, and loopx's own limits over
 //! a stream that never finished.
 
-use loopx_adapters::{Classification, FinishKind, StreamSummary, classify};
+use loopx_adapters::{Classification, DoneWhen, FinishKind, Outcome, StreamSummary, classify_for};
 use loopx_pty::{SliceExit, StopReason};
 
 use super::stream::{Ran, exit_code};
@@ -9,30 +9,46 @@ use super::stream::{Ran, exit_code};
 /// A slice's outcome, why, and how its process ended.
 #[derive(Debug, Clone)]
 pub(crate) struct Judged {
-    pub outcome: String,
+    pub outcome: Outcome,
     pub reason: String,
+    /// Processes the agent left behind that were stopped after it exited.
+    pub leftovers: u32,
     /// `exit 0`, `signal SIGKILL`, `timed out`; `None` when nothing started.
     pub exit: Option<String>,
     /// The stream's classification (with the report), when a process ran.
     pub classification: Option<Classification>,
 }
 
-pub(crate) fn judge(ran: &Ran) -> Judged {
+/// Judges a slice of a profile whose todos are done `done_when`.
+pub(crate) fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
     let report = match &ran.report {
         Ok(report) => report,
         Err(why) => {
             return Judged {
-                outcome: "spawn_failed".to_owned(),
+                outcome: Outcome::SpawnFailed,
                 reason: format!("the agent could not be started: {why}"),
+                leftovers: 0,
                 exit: None,
                 classification: None,
             };
         }
     };
-    let c = classify(&ran.summary, exit_code(&report.exit));
-    let (outcome, reason) = match enforced(&report.exit, &ran.summary) {
-        Some((outcome, reason)) => (outcome.to_owned(), reason),
-        None => (c.outcome.name().to_owned(), c.reason.clone()),
+    let c = classify_for(&ran.summary, exit_code(&report.exit), done_when);
+    // loopx stopped the agent itself because the vendor refused it: the limit is the outcome.
+    let enforced = match ran.stopped_for_limit {
+        true => None,
+        false => enforced(&report.exit, &ran.summary),
+    };
+    let (outcome, reason) = match enforced {
+        Some((outcome, reason)) => (outcome, reason),
+        None if ran.stopped_for_limit => (
+            c.outcome,
+            format!(
+                "{}; loopx stopped the agent at once (it may hang after a refusal)",
+                c.reason
+            ),
+        ),
+        None => (c.outcome, c.reason.clone()),
     };
     let reason = if report.leftover_count > 0 {
         format!(
@@ -45,6 +61,7 @@ pub(crate) fn judge(ran: &Ran) -> Judged {
     Judged {
         outcome,
         reason,
+        leftovers: u32::try_from(report.leftover_count).unwrap_or(u32::MAX),
         exit: Some(describe_exit(&report.exit)),
         classification: Some(c),
     }
@@ -52,7 +69,7 @@ pub(crate) fn judge(ran: &Ran) -> Judged {
 
 /// An outcome loopx decided itself, unless the stream had already finished successfully (then
 /// the work is done and only the exit was late).
-fn enforced(exit: &SliceExit, summary: &StreamSummary) -> Option<(&'static str, String)> {
+fn enforced(exit: &SliceExit, summary: &StreamSummary) -> Option<(Outcome, String)> {
     let finished = summary
         .finish
         .as_ref()
@@ -62,20 +79,21 @@ fn enforced(exit: &SliceExit, summary: &StreamSummary) -> Option<(&'static str, 
     }
     match exit {
         SliceExit::TimedOut => Some((
-            "timed_out",
+            Outcome::TimedOut,
             "the slice reached its wall-time limit and was stopped".to_owned(),
         )),
         SliceExit::Idle => Some((
-            "stalled",
+            Outcome::Stalled,
             "the agent printed nothing for its idle limit and was stopped".to_owned(),
         )),
         SliceExit::OutputCapped => Some((
-            "failed",
-            "the agent's output passed the profile's cap and the slice was stopped".to_owned(),
+            Outcome::Failed,
+            "the agent's output passed the profile's `max_output` and `kill_on_output` stopped it"
+                .to_owned(),
         )),
-        SliceExit::Stopped(_) => Some(("interrupted", "the slice was stopped".to_owned())),
+        SliceExit::Stopped(_) => Some((Outcome::Interrupted, "the slice was stopped".to_owned())),
         SliceExit::SpawnFailed(why) => Some((
-            "spawn_failed",
+            Outcome::SpawnFailed,
             format!("the agent could not be started: {why}"),
         )),
         SliceExit::Exited(_) | SliceExit::Signaled(_) | SliceExit::StatusLost => None,

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use loopx_adapters::Parser;
+use loopx_adapters::{Outcome, Parser};
 use loopx_kernel::model::ProcessIdentity;
 use loopx_kernel::store::QuotaRequest;
 use loopx_kernel::{AgentName, Op, Project, SliceId, Store, Timestamp};
@@ -176,8 +176,8 @@ impl Launched {
         let lost_claim = renewal.and_then(Renewal::finish);
         let scope = begun.goal.as_ref().map_or(&[][..], |g| &g.scope);
         let changes = scope::compare(req.project.root(), &before, scope);
-        let mut judged = judge(&ran);
-        if judged.outcome == "interrupted" {
+        let mut judged = judge(&ran, &begun.setup.loaded.profile.done_when);
+        if judged.outcome == Outcome::Interrupted {
             if let Some(why) = lost_claim {
                 judged.reason = format!("the slice was stopped: it lost its claim ({why})");
             } else if let Some(why) = req.shutdown.reason() {

@@ -1,6 +1,6 @@
 //! Spawning the slice and reading its output through the adapter's parser.
 
-use loopx_adapters::{Parser, StreamSummary};
+use loopx_adapters::{AgentEvent, LimitStatus, Parser, StreamSummary};
 use loopx_pty::{LaunchSpec, RunningSlice, SliceEvent, SliceEvents, SliceExit, SliceReport};
 
 /// What running the process gave.
@@ -10,6 +10,8 @@ pub(crate) struct Ran {
     pub report: Result<SliceReport, String>,
     /// The parsed stream (empty when nothing started).
     pub summary: StreamSummary,
+    /// loopx stopped the agent because the vendor refused it (a `rejected` limit event).
+    pub stopped_for_limit: bool,
 }
 
 /// A spawned agent and its events.
@@ -32,7 +34,8 @@ pub(crate) fn spawn(
 }
 
 /// Types `stdin` into the agent's terminal, feeds every output chunk to `parser` as it
-/// arrives, and waits for the end and the sweep.
+/// arrives (stopping the agent when the vendor refuses it), and waits for the end and the
+/// sweep.
 pub(crate) async fn observe(
     spawned: Result<Spawned, String>,
     stdin: Option<Vec<u8>>,
@@ -47,6 +50,7 @@ pub(crate) async fn observe(
             return Ran {
                 report: Err(why),
                 summary: parser.into_summary(),
+                stopped_for_limit: false,
             };
         }
     };
@@ -55,10 +59,24 @@ pub(crate) async fn observe(
     {
         tracing::warn!(error = %e, "could not type the prompt into the agent's terminal");
     }
+    let mut stopped_for_limit = false;
     while let Some(event) = events.next().await {
         match event {
             SliceEvent::Output(bytes) => {
-                parser.feed(&bytes, jiff::Timestamp::now(), &mut |_| {});
+                let mut refused = false;
+                parser.feed(&bytes, jiff::Timestamp::now(), &mut |event| {
+                    refused |= matches!(&event, AgentEvent::Limit(l) if l.status == LimitStatus::Rejected);
+                });
+                // The vendor refused the agent: nothing more will come of this slice, and a CLI
+                // can stay alive after it without ever finishing (Claude Code in streaming
+                // mode). A warning (`allowed_warning`) is not a refusal.
+                if refused && !stopped_for_limit {
+                    stopped_for_limit = true;
+                    tracing::info!(
+                        "the vendor refused the agent (a rejected limit): stopping the slice"
+                    );
+                    slice.stop();
+                }
             }
             SliceEvent::WaitingForInput { screen } => {
                 tracing::info!(screen = %screen, "the agent seems to wait for input");
@@ -72,6 +90,7 @@ pub(crate) async fn observe(
     Ran {
         report,
         summary: parser.into_summary(),
+        stopped_for_limit,
     }
 }
 

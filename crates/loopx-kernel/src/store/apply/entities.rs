@@ -5,8 +5,8 @@ use crate::errors::{Conflict, Invalid, KernelError, Refused};
 use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId};
 use crate::limits;
 use crate::model::{
-    Agent, Answer, Blocks, EventKind, Evidence, Gate, GateKind, GateState, Goal, GoalStatus,
-    Handoff, PermissionLevel, STALL_OPTIONS, SliceRecord, Todo, TodoState,
+    Agent, Answer, BUDGET_OPTIONS, Blocks, EventKind, Evidence, Gate, GateKind, GateState, Goal,
+    GoalStatus, Handoff, PermissionLevel, STALL_OPTIONS, SliceRecord, Todo, TodoState,
 };
 use crate::store::tables::{self, counter};
 use crate::store::writer::Writer;
@@ -132,9 +132,9 @@ pub(super) fn gate_ask(w: &Writer<'_>, new: NewGate) -> Result<Applied, KernelEr
             w.require::<Todo>(tables::TODOS, todo.0, "todo", todo)?;
         }
     }
-    if let GateKind::Stall { .. } = new.kind {
-        // The same stall is asked about once: peers deciding at the same moment all find the
-        // gate the first one opened.
+    if !matches!(new.kind, GateKind::Question) {
+        // The same stall, login or budget is asked about once: peers deciding at the same
+        // moment all find the gate the first one opened.
         let open: Vec<Gate> = w.all(tables::GATES)?;
         if let Some(gate) = open
             .into_iter()
@@ -219,12 +219,28 @@ pub(super) fn gate_answer(
         gate: id,
         answer: text,
     })?;
-    if let GateKind::Stall { todo } = gate.kind {
-        let chosen = option
-            .and_then(|n| usize::try_from(n).ok())
-            .and_then(|n| gate.options.get(n.checked_sub(1)?));
-        let drop = chosen.is_some_and(|o| o == STALL_OPTIONS[1]);
-        super::todo::stall_answered(w, todo, id, drop)?;
+    let chosen = option
+        .and_then(|n| usize::try_from(n).ok())
+        .and_then(|n| gate.options.get(n.checked_sub(1)?));
+    match &gate.kind {
+        GateKind::Question => {}
+        GateKind::Stall { todo } => {
+            let drop = chosen.is_some_and(|o| o == STALL_OPTIONS[1]);
+            super::todo::stall_answered(w, *todo, id, drop)?;
+        }
+        // Whoever answers has logged in (or wants the agent to try): the account may run.
+        // A hold a person already lifted is not an error.
+        GateKind::Login { account } => {
+            if w.quota_get::<crate::model::QuotaHold>(&super::quota::hold_key(account))?
+                .is_some()
+            {
+                super::quota::resume(w, Some(account.clone()))?;
+            }
+        }
+        GateKind::Budget { goal } => {
+            let pause = chosen.is_some_and(|o| o == BUDGET_OPTIONS[1]);
+            super::budget::answered(w, *goal, id, pause)?;
+        }
     }
     Ok(Applied::Gate(gate))
 }

@@ -8,7 +8,7 @@ use crate::ids::{AgentName, GateId, GoalId, SliceId, TodoId};
 use crate::limits;
 use crate::model::{
     Agent, Blocks, EventKind, Evidence, EvidenceKind, FileRef, Gate, GateKind, Goal, GoalStatus,
-    Handoff, PermissionLevel, ProcessIdentity, SliceKind, SliceRecord, Todo, TodoState,
+    Handoff, Outcome, PermissionLevel, ProcessIdentity, SliceKind, SliceRecord, Todo, TodoState,
 };
 use crate::redact::Redactor;
 use crate::store::Store;
@@ -199,11 +199,13 @@ pub struct BeginSlice {
 /// What a finished slice did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SliceEnd {
-    pub outcome: String,
+    pub outcome: Outcome,
     pub exit: Option<String>,
     pub tokens: u64,
     pub cost_usd: f64,
     pub output_bytes: u64,
+    /// Processes the agent left behind that loopx stopped after it exited.
+    pub leftovers: u32,
 }
 
 /// Every change the kernel accepts.
@@ -402,7 +404,6 @@ impl Op {
                 }
             }
             Op::SliceEnd { end, .. } => {
-                r.redact_in_place(&mut end.outcome);
                 if let Some(exit) = &mut end.exit {
                     r.redact_in_place(exit);
                 }

@@ -129,6 +129,7 @@ pub(super) fn spend(
             id: id.to_string(),
             status: "active".into(),
             share,
+            spent: Default::default(),
         });
         let input = DecideInput {
             now: now.0,

@@ -6,7 +6,7 @@ use crate::errors::{Conflict, Invalid, KernelError};
 use crate::ids::{AgentName, GoalId, SliceId, TodoId};
 use crate::limits;
 use crate::model::{
-    ClaimStanding, EventKind, EvidenceKind, Goal, GoalStatus, ProcessIdentity, SliceKind,
+    ClaimStanding, EventKind, EvidenceKind, Goal, GoalStatus, Outcome, ProcessIdentity, SliceKind,
     SliceRecord, Todo, TodoState,
 };
 use crate::store::tables::{self, counter};
@@ -111,6 +111,7 @@ pub(super) fn start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, KernelErro
         cost_usd: 0.0,
         output_bytes: 0,
         log: new.log.map(named),
+        leftovers: 0,
     };
     w.put(tables::SLICES, id.0, &record)?;
     w.set_running(id.0, true)?;
@@ -201,9 +202,16 @@ pub(super) fn spawned(
 
 pub(super) fn end(w: &Writer<'_>, id: SliceId, end: SliceEnd) -> Result<Applied, KernelError> {
     let mut record = running_slice(w, id)?;
-    limits::check_text("outcome", &end.outcome, limits::TITLE, "")?;
     record.ended_at = Some(w.now);
-    record.outcome = Some(end.outcome.clone());
+    record.outcome = Some(end.outcome);
+    record.leftovers = end.leftovers;
+    let goal = match record.todo {
+        Some(todo) => Some(w.require::<Todo>(tables::TODOS, todo.0, "todo", todo)?.goal),
+        None => super::budget::active_goal(w)?,
+    };
+    if let Some(goal) = goal {
+        super::budget::charge(w, goal, end.tokens, end.cost_usd)?;
+    }
     record.exit = end.exit;
     record.tokens = end.tokens;
     record.cost_usd = end.cost_usd;
@@ -213,7 +221,7 @@ pub(super) fn end(w: &Writer<'_>, id: SliceId, end: SliceEnd) -> Result<Applied,
     w.remove(tables::SLICE_OWNERS, id.0)?;
     w.event(EventKind::SliceEnded {
         slice: id,
-        outcome: end.outcome,
+        outcome: end.outcome.to_string(),
     })?;
     Ok(Applied::Slice(record))
 }
@@ -232,8 +240,9 @@ pub(super) fn interrupt(
         w,
         id,
         SliceEnd {
-            outcome: "interrupted".to_owned(),
+            outcome: Outcome::Interrupted,
             exit,
+            leftovers: 0,
             tokens: usage.as_ref().map_or(0, |u| u.tokens),
             cost_usd: usage.as_ref().map_or(0.0, |u| u.cost_usd),
             output_bytes,
@@ -287,7 +296,9 @@ pub(super) fn in_slice(
     if record.ended_at.is_some() {
         return Err(Conflict::ReportAfterEnd {
             slice: id,
-            outcome: record.outcome.unwrap_or_else(|| "ended".to_owned()),
+            outcome: record
+                .outcome
+                .map_or_else(|| "ended".to_owned(), |o| o.to_string()),
         }
         .into());
     }

@@ -374,7 +374,10 @@ pub(super) fn finish(
     w.put_todo(&todo)?;
     let kind = match to {
         TodoState::Dropped => EventKind::TodoDropped { todo: id, epoch },
-        _ => EventKind::TodoDone { todo: id, epoch },
+        _ => {
+            super::budget::restart(w, todo.goal)?;
+            EventKind::TodoDone { todo: id, epoch }
+        }
     };
     w.event(kind)?;
     Ok(Applied::Todo(todo))

@@ -1,0 +1,83 @@
+//! What a goal spent since a todo was last done: the figures a goal's budget (`[budget]` in
+//! `loopx.toml`) is checked against. Every slice's end adds to them; a todo done, or a person
+//! answering the budget gate with anything but `pause`, starts them again.
+
+use serde::{Deserialize, Serialize};
+
+use crate::errors::KernelError;
+use crate::ids::{GateId, GoalId};
+use crate::model::{EventKind, Goal, GoalStatus};
+use crate::store::tables;
+use crate::store::writer::Writer;
+use crate::time::Timestamp;
+
+/// A goal's spending since a todo was last done.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spent {
+    pub slices: u64,
+    pub tokens: u64,
+    pub cost_usd: f64,
+    /// When the count started again; `None` for since the goal began.
+    pub since: Option<Timestamp>,
+}
+
+pub(crate) fn spent_key(goal: GoalId) -> String {
+    format!("spent/{goal}")
+}
+
+/// The active goal, which a slice without a todo (planning) works for.
+pub(super) fn active_goal(w: &Writer<'_>) -> Result<Option<GoalId>, KernelError> {
+    Ok(w.all::<Goal>(tables::GOALS)?
+        .into_iter()
+        .rev()
+        .find(|g| g.status == GoalStatus::Active)
+        .map(|g| g.id))
+}
+
+/// Adds one ended slice to `goal`'s spending.
+pub(super) fn charge(
+    w: &Writer<'_>,
+    goal: GoalId,
+    tokens: u64,
+    cost_usd: f64,
+) -> Result<(), KernelError> {
+    let key = spent_key(goal);
+    let mut spent: Spent = w.quota_get(&key)?.unwrap_or_default();
+    spent.slices += 1;
+    spent.tokens = spent.tokens.saturating_add(tokens);
+    if cost_usd.is_finite() && cost_usd > 0.0 {
+        spent.cost_usd += cost_usd;
+    }
+    w.quota_put(&key, &spent)
+}
+
+/// Starts `goal`'s spending again from now.
+pub(super) fn restart(w: &Writer<'_>, goal: GoalId) -> Result<(), KernelError> {
+    w.quota_put(
+        &spent_key(goal),
+        &Spent {
+            since: Some(w.now),
+            ..Spent::default()
+        },
+    )
+}
+
+/// A person answered the budget gate of `goal`: `pause` pauses it, anything else gives it a
+/// fresh budget.
+pub(super) fn answered(
+    w: &Writer<'_>,
+    goal: GoalId,
+    gate: GateId,
+    pause: bool,
+) -> Result<(), KernelError> {
+    if pause {
+        let current: Goal = w.require(tables::GOALS, goal.0, "goal", goal)?;
+        if current.status == GoalStatus::Active {
+            super::entities::goal_set_status(w, Some(goal), GoalStatus::Paused)?;
+        }
+        return Ok(());
+    }
+    restart(w, goal)?;
+    w.event(EventKind::BudgetRestarted { goal, gate })?;
+    Ok(())
+}
