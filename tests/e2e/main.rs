@@ -8,6 +8,7 @@ mod demo_agent;
 mod docs;
 mod errors;
 mod lifecycle;
+mod outcomes;
 mod output;
 mod permissions;
 mod profiles;

@@ -258,6 +258,72 @@ pub const RECORDED_STREAMS: &[RecordedStream] = &[
         outcome: Some("asked"),
         resets_at: None,
     },
+    // Hand-written: a `rejected` limit event, then nothing (the CLI hung; loopx stopped it).
+    RecordedStream {
+        path: "claude/stream-json-rejected-hang.jsonl",
+        format: OutputFormat::ClaudeStreamJson,
+        contents: &[stream!("claude/stream-json-rejected-hang.jsonl")],
+        exit_code: None,
+        now: SYNTHETIC_NOW,
+        outcome: Some("usage_limited"),
+        resets_at: Some("2026-09-21T15:13:20Z"),
+    },
+    // Hand-written: `allowed_warning` is not a limit, and words about limits are not either.
+    RecordedStream {
+        path: "claude/stream-json-allowed-warning.jsonl",
+        format: OutputFormat::ClaudeStreamJson,
+        contents: &[stream!("claude/stream-json-allowed-warning.jsonl")],
+        exit_code: Some(0),
+        now: SYNTHETIC_NOW,
+        outcome: Some("completed"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "codex/captured-auth-401.jsonl",
+        format: OutputFormat::CodexJson,
+        contents: &[stream!("codex/captured-auth-401.jsonl")],
+        exit_code: Some(1),
+        now: CAPTURED_NOW,
+        outcome: Some("auth_failed"),
+        resets_at: None,
+    },
+    // Hand-written plain-text agents: their last lines report (or only talk about) a signal.
+    RecordedStream {
+        path: "text/ordinary-words.txt",
+        format: OutputFormat::Text,
+        contents: &[stream!("text/ordinary-words.txt")],
+        exit_code: Some(0),
+        now: SYNTHETIC_NOW,
+        outcome: Some("completed"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "text/not-logged-in.txt",
+        format: OutputFormat::Text,
+        contents: &[stream!("text/not-logged-in.txt")],
+        exit_code: Some(1),
+        now: SYNTHETIC_NOW,
+        outcome: Some("auth_failed"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "text/context-overflow.txt",
+        format: OutputFormat::Text,
+        contents: &[stream!("text/context-overflow.txt")],
+        exit_code: Some(1),
+        now: SYNTHETIC_NOW,
+        outcome: Some("context_overflow"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "text/usage-limit.txt",
+        format: OutputFormat::Text,
+        contents: &[stream!("text/usage-limit.txt")],
+        exit_code: Some(1),
+        now: SYNTHETIC_NOW,
+        outcome: Some("usage_limited"),
+        resets_at: Some("2026-09-21T15:13:20Z"),
+    },
 ];
 
 /// The usage-limit wording table (`era <TAB> surface <TAB> text`, `#` comments).

@@ -48,24 +48,28 @@ static CODEX_RECONNECT: LazyLock<Regex> =
 
 /// The start of a line that reports something (a symbol or bullet, an `Error:` label).
 const LINE_START: &str = r"(?i)^(?:[^\w\s]+\s*)*(?:(?:error|fatal|warning)\b\W*)?";
+/// What follows the phrase of a line that reports something: the line's end, punctuation
+/// (`· resets 5am`, `|1790003600`, `.`), or the few words such reports go on with. "Rate limit
+/// exceeded errors are now logged" is a sentence about limits, not a limit.
+const LINE_END: &str = r"(?:\s*$|\s*[^\w\s]|\s+(?:resets?|try|please|to|until)\b)";
 
 static LIMIT_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        "{LINE_START}(?:claude ai usage limit reached|usage limit (?:reached|exceeded)|you(?:'ve| have|’ve) hit your (?:\\w+ )?limit|you(?:'re| are|’re) out of extra usage|rate limit (?:reached|exceeded)|quota (?:exceeded|exhausted)|\\d+-hour limit reached|(?:session|weekly|daily) limit reached|too many requests)"
+        "{LINE_START}(?:claude ai usage limit reached|usage limit (?:reached|exceeded)|you(?:'ve| have|’ve) hit your (?:\\w+ )?limit|you(?:'re| are|’re) out of extra usage|rate limit (?:reached|exceeded)|quota (?:exceeded|exhausted)|\\d+-hour limit reached|(?:session|weekly|daily) limit reached|too many requests){LINE_END}"
     ))
     .expect("static regex")
 });
 
 static AUTH_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        "{LINE_START}(?:not logged in|invalid api key|authentication (?:failed|error)|unauthorized\\b|please run /login|login required|oauth token (?:has )?expired|api key (?:is )?(?:missing|invalid))"
+        "{LINE_START}(?:not logged in|invalid api key|authentication (?:failed|error)|unauthorized\\b|please run /login|login required|oauth token (?:has )?expired|api key (?:is )?(?:missing|invalid)){LINE_END}"
     ))
     .expect("static regex")
 });
 
 static CONTEXT_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        "{LINE_START}(?:prompt is too long|context (?:length|window) (?:exceeded|is full)|maximum context length)"
+        "{LINE_START}(?:prompt is too long|context (?:length|window) (?:exceeded|is full)|maximum context length){LINE_END}"
     ))
     .expect("static regex")
 });

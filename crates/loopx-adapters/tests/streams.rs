@@ -64,7 +64,7 @@ fn every_recorded_stream_is_classified_as_documented() {
 #[test]
 fn every_fixture_file_is_covered() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/streams");
-    for sub in ["claude", "codex", "gemini", "pty"] {
+    for sub in ["claude", "codex", "gemini", "pty", "text"] {
         for entry in std::fs::read_dir(dir.join(sub)).expect("fixture dir exists") {
             let name = format!(
                 "{sub}/{}",

@@ -546,7 +546,7 @@ fn login_gate(f: &Finished<'_>) -> Vec<Op> {
     );
     let question = bounded(
         &format!(
-            "`{}` is not logged in (account `{account}`): {fix}, then answer `retry`.",
+            "`{}` is not logged in (account `{account}`): {fix}, then answer `retry`?",
             f.agent
         ),
         limits::QUESTION,
@@ -975,6 +975,90 @@ mod tests {
             None,
             "only a limit holds"
         );
+    }
+
+    #[test]
+    fn an_auth_failure_holds_the_account_behind_a_gate_that_names_the_fix() {
+        let c = classified(Outcome::AuthFailed, None);
+        let agent: AgentName = "exec".parse().expect("a name");
+        let f = Finished {
+            login: (Some("run `codex login`"), "codex"),
+            ..finished(&c, &agent, "auth_failed", true)
+        };
+        let wb = writeback(&f, false);
+        let ops = wb.ops();
+        assert!(ops.iter().any(|op| matches!(
+            op,
+            Op::QuotaHold { key, until: None, .. } if key == "demo"
+        )));
+        let gate = ops
+            .iter()
+            .find_map(|op| match op {
+                Op::GateAsk(g) => Some(g),
+                _ => None,
+            })
+            .expect("a login gate");
+        assert_eq!(
+            gate.question,
+            "`exec` is not logged in (account `demo`): run `codex login`, then answer `retry`?"
+        );
+        assert_eq!(
+            gate.kind,
+            GateKind::Login {
+                account: "demo".into()
+            }
+        );
+        // The kernel takes it as it is: loopx's own part of the batch is always valid.
+        gate.check().expect("a valid gate");
+        assert!(matches!(ops.last(), Some(Op::TodoRelease { .. })));
+    }
+
+    #[test]
+    fn without_a_report_the_evidence_and_handoff_carry_the_agent_s_last_words() {
+        let c = classified(Outcome::Completed, None);
+        let agent: AgentName = "exec".parse().expect("a name");
+        let long = format!("{}\nformatted 12 files\nall checks pass", "x".repeat(5_000));
+        let f = Finished {
+            final_message: Some(&long),
+            ..finished(&c, &agent, "completed", true)
+        };
+        let wb = writeback(&f, false);
+        let ops = wb.ops();
+        let Op::EvidenceAdd(slice) = &ops[1] else {
+            panic!("{ops:?}")
+        };
+        assert!(
+            slice
+                .detail
+                .ends_with("final message:\nformatted 12 files\nall checks pass\n"),
+            "the end, cut at a line: {}",
+            slice.detail
+        );
+        let handoff = ops
+            .iter()
+            .find_map(|op| match op {
+                Op::HandoffAdd(h) => Some(h),
+                _ => None,
+            })
+            .expect("a handoff");
+        assert!(handoff.done.contains("all checks pass"), "{}", handoff.done);
+        assert!(!handoff.done.contains("xxx"), "clipped: {}", handoff.done);
+    }
+
+    #[test]
+    fn a_usage_limit_without_a_reset_time_backs_off_longer_each_time_in_a_row() {
+        let c = classified(Outcome::UsageLimited, None);
+        let agent: AgentName = "exec".parse().expect("a name");
+        let hold = |before| {
+            let f = Finished {
+                limited_before: before,
+                ..finished(&c, &agent, "usage_limited", true)
+            };
+            writeback(&f, false).hold_until.expect("a hold")
+        };
+        assert_eq!(hold(0), Timestamp(3_000).plus(UNKNOWN_RESET_BACKOFF));
+        assert_eq!(hold(2), Timestamp(3_000).plus(UNKNOWN_RESET_BACKOFF * 4));
+        assert_eq!(hold(30), Timestamp(3_000).plus(MAX_UNKNOWN_RESET_BACKOFF));
     }
 
     #[test]

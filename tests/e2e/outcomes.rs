@@ -1,0 +1,234 @@
+//! What follows each outcome, through the real binary: shell-script agents (on the `generic`
+//! adapter, or standing in for a CLI on its real adapter) that report nothing, are not logged
+//! in, talk about limits, finish by exiting 0, or hang after the vendor refused them.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::{Loopx, event, script_agent, todo_state};
+
+/// The JSON lines of a `loopx run --json`.
+fn events(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// A profile `name` on adapter `adapter` whose program is the shell script `script`, and an
+/// agent using it.
+fn cli_stand_in(loopx: &Loopx, name: &str, adapter: &str, script: &str, extra: &str) {
+    let path = loopx.path().join(format!("{name}.sh"));
+    std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).expect("script");
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&path, mode).expect("chmod");
+    let profile = format!(
+        "adapter = \"{adapter}\"\nprogram = \"{}\"\npermission = \"workspace-write\"\n{extra}\n",
+        path.display()
+    );
+    std::fs::write(
+        loopx.path().join(format!(".loopx/profiles/{name}.toml")),
+        profile,
+    )
+    .expect("profile");
+    loopx.ok(&["agent", "add", name, "--profile", name]);
+}
+
+#[test]
+fn an_agent_that_never_reports_runs_a_few_slices_then_waits() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    script_agent(
+        &loopx,
+        "mute",
+        "cat >/dev/null; echo 'looked around, changed nothing'",
+        "max_time = \"20s\"",
+    );
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    loopx.ok(&["todo", "add", "Tidy the changelog"]);
+    let run = loopx.run(&["run", "--json", "--for", "10s"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let events = events(&run.stdout);
+    let started = event(&events, "slice_started").len();
+    // Before: 220 slices in 9.6 s. Now each todo is tried once, then rests a minute.
+    assert!(
+        (1..=3).contains(&started),
+        "{started} slices in 10 s: {events:#?}"
+    );
+    for ended in event(&events, "slice_ended") {
+        assert_eq!(ended["outcome"], "completed", "{ended:#}");
+        assert_eq!(ended["todo_state"], "released", "{ended:#}");
+    }
+    let paused = event(&events, "paused");
+    let reason = paused
+        .last()
+        .and_then(|p| p["reason"].as_str())
+        .unwrap_or_else(|| panic!("no pause: {events:#?}"));
+    assert!(reason.contains("without progress"), "{reason}");
+    // What the agent said is kept, though it gave no report.
+    let evidence = loopx.ok(&["evidence", "list", "--json"]).json();
+    let slice = evidence["evidence"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|e| e["kind"] == "slice")
+        .cloned()
+        .expect("slice evidence");
+    let detail = slice["detail"].as_str().expect("a detail");
+    assert!(
+        detail.contains("final message:\nlooked around, changed nothing"),
+        "{detail}"
+    );
+    let handoff = loopx.ok(&["handoff", "--todo", "t1"]).stdout;
+    assert!(
+        handoff.contains("looked around, changed nothing"),
+        "{handoff}"
+    );
+}
+
+#[test]
+fn an_agent_that_is_not_logged_in_halts_on_a_gate_that_names_the_fix() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Add retries"]);
+    // What Claude Code prints without credentials, and its exit code.
+    cli_stand_in(
+        &loopx,
+        "claude",
+        "claude-code",
+        r#"echo '{"type":"system","subtype":"init","session_id":"3f1e","model":"claude-sonnet-4-5","tools":[],"apiKeySource":"none"}'
+echo '{"type":"result","subtype":"success","is_error":true,"result":"Invalid API key · Please run /login","session_id":"3f1e"}'
+exit 1"#,
+        "",
+    );
+    loopx.ok(&["todo", "add", "Add retry to the HTTP client"]);
+    let run = loopx.run(&["run", "--json", "--on-gate", "exit", "--for", "60s"]);
+    assert_eq!(run.code, 7, "halted on a gate: {}", run.stderr);
+    let events = events(&run.stdout);
+    let ended = event(&events, "slice_ended");
+    // Before: 138 slices in 5 s.
+    assert!(ended.len() <= 3, "{ended:#?}");
+    assert_eq!(ended[0]["outcome"], "auth_failed", "{:#}", ended[0]);
+    let questions = event(&events, "question");
+    let question = questions[0]["question"].as_str().expect("a question");
+    assert!(
+        question.contains("not logged in")
+            && question.contains("/login")
+            && question.contains("then answer `retry`"),
+        "{question}"
+    );
+    let status = loopx.ok(&["quota", "status", "--json"]).json();
+    let holds = status["holds"].as_array().expect("holds");
+    assert_eq!(holds.len(), 1, "{status:#}");
+    assert_eq!(holds[0]["key"], "claude-code");
+    assert_eq!(
+        holds[0]["until"],
+        Value::Null,
+        "held until a person answers"
+    );
+    // A person logs in and answers: the account runs again.
+    let gate = questions[0]["gate"].as_str().expect("a gate id");
+    loopx.ok(&["gate", "answer", gate, "retry"]);
+    let status = loopx.ok(&["quota", "status", "--json"]).json();
+    assert_eq!(status["holds"], serde_json::json!([]), "{status:#}");
+}
+
+#[test]
+fn todos_about_limits_401s_and_questions_are_not_misread() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Harden the client"]);
+    // The agent repeats its task (the line after "Your task:") and says what it did.
+    script_agent(
+        &loopx,
+        "chatty",
+        "task=$(sed -n '/^Your task:/{n;p;q}')\necho \"Working on: $task\"\necho \"$task\"\necho 'Rate limit exceeded errors are now logged as warnings.'\necho 'All 401 tests passed.'\necho 'Do you want to proceed?'",
+        "max_time = \"20s\"",
+    );
+    for title in [
+        "Log a warning when the API rate limit is exceeded",
+        "Fix issue #401 in login",
+        "Do you want to proceed?",
+    ] {
+        loopx.ok(&["todo", "add", title]);
+    }
+    let run = loopx.run(&["run", "--json", "--max-slices", "3"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let events = events(&run.stdout);
+    let ended = event(&events, "slice_ended");
+    assert_eq!(ended.len(), 3, "{events:#?}");
+    let mut todos: Vec<&str> = ended
+        .iter()
+        .map(|e| e["todo"].as_str().expect("a todo"))
+        .collect();
+    todos.sort_unstable();
+    assert_eq!(todos, ["t1", "t2", "t3"], "each todo got its slice");
+    for e in &ended {
+        assert_eq!(e["outcome"], "completed", "{e:#}");
+        assert_eq!(e["hold_until"], Value::Null, "{e:#}");
+        assert_eq!(e["gate"], Value::Null, "{e:#}");
+    }
+    let status = loopx.ok(&["quota", "status", "--json"]).json();
+    assert_eq!(status["holds"], serde_json::json!([]), "{status:#}");
+    let gates = loopx.ok(&["gate", "list", "--json"]).json();
+    assert_eq!(gates["gates"], serde_json::json!([]), "{gates:#}");
+}
+
+#[test]
+fn done_when_exit_0_finishes_the_todos_and_the_goal() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Format the sources"]);
+    script_agent(
+        &loopx,
+        "formatter",
+        "cat >/dev/null; echo formatted",
+        "max_time = \"20s\"",
+    );
+    let profile = loopx.path().join(".loopx/profiles/formatter.toml");
+    let text = std::fs::read_to_string(&profile).expect("profile");
+    std::fs::write(&profile, format!("done_when = \"exit-0\"\n{text}")).expect("profile");
+    loopx.ok(&["todo", "add", "Format src/"]);
+    loopx.ok(&["todo", "add", "Format tests/"]);
+    let run = loopx.run(&["run", "--json", "--for", "60s"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(todo_state(&loopx, "t1"), "done");
+    assert_eq!(todo_state(&loopx, "t2"), "done");
+    let events = events(&run.stdout);
+    let finished = event(&events, "finished");
+    assert_eq!(finished[0]["reason"], "goal", "{events:#?}");
+    let goals = loopx.ok(&["goal", "list", "--json"]).json();
+    assert_eq!(goals["goals"][0]["status"], "done", "{goals}");
+}
+
+#[test]
+fn a_rejected_limit_followed_by_a_hang_ends_the_slice_at_once() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Add retries"]);
+    cli_stand_in(
+        &loopx,
+        "claude",
+        "claude-code",
+        r#"reset=$(( $(date +%s) + 3600 ))
+echo '{"type":"system","subtype":"init","session_id":"9a2b","model":"claude-sonnet-4-5","tools":[],"apiKeySource":"none"}'
+echo '{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":'$reset',"rateLimitType":"five_hour","utilization":0.9},"session_id":"9a2b"}'
+echo '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":'$reset',"rateLimitType":"five_hour"},"session_id":"9a2b"}'
+exec sleep 60"#,
+        "[limits]\nmax_time = \"2m\"\n",
+    );
+    loopx.ok(&["todo", "add", "Add retry to the HTTP client"]);
+    let before = jiff::Timestamp::now();
+    let run = loopx.run(&["run", "--json", "--once"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let once = run.json();
+    let slice = &once["slice"];
+    assert_eq!(slice["outcome"], "usage_limited", "{slice:#}");
+    let took = Duration::from_millis(slice["duration_ms"].as_u64().expect("a duration"));
+    assert!(took < Duration::from_secs(1), "the slice took {took:?}");
+    // The account is held until the vendor's reset, an hour away.
+    let until: jiff::Timestamp = slice["hold_until"]
+        .as_str()
+        .expect("a hold")
+        .parse()
+        .expect("a time");
+    let ahead = until.as_second() - before.as_second();
+    assert!((3590..=3610).contains(&ahead), "held {ahead} s");
+}
