@@ -232,3 +232,38 @@ exec sleep 60"#,
     let ahead = until.as_second() - before.as_second();
     assert!((3590..=3610).contains(&ahead), "held {ahead} s");
 }
+
+#[test]
+fn a_goal_past_its_budget_asks_with_the_figures_instead_of_burning() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    std::fs::write(
+        loopx.path().join(".loopx/loopx.toml"),
+        "[budget]\nslices = 2\n",
+    )
+    .expect("loopx.toml");
+    script_agent(
+        &loopx,
+        "mute",
+        "cat >/dev/null; echo 'looked around'",
+        "max_time = \"20s\"",
+    );
+    for title in ["Tidy the README", "Tidy the changelog", "Tidy the FAQ"] {
+        loopx.ok(&["todo", "add", title]);
+    }
+    let run = loopx.run(&["run", "--json", "--on-gate", "exit", "--for", "60s"]);
+    assert_eq!(run.code, 7, "halted on the budget gate: {}", run.stderr);
+    let events = events(&run.stdout);
+    assert_eq!(event(&events, "slice_ended").len(), 2, "{events:#?}");
+    let question = event(&events, "question")[0];
+    assert_eq!(
+        question["question"],
+        "goal g1 spent 2 slices (budget 2) without a todo done; continue?"
+    );
+    assert_eq!(question["options"], serde_json::json!(["continue", "pause"]));
+    // `pause` pauses the goal; the loop then has nothing to run.
+    let gate = question["gate"].as_str().expect("a gate id");
+    loopx.ok(&["gate", "answer", gate, "pause"]);
+    let goals = loopx.ok(&["goal", "list", "--json"]).json();
+    assert_eq!(goals["goals"][0]["status"], "paused", "{goals}");
+}

@@ -581,3 +581,154 @@ fn a_refused_batch_names_the_operation() {
     let todos = f.store.read(|s| s.todos()).expect("read");
     assert!(todos.is_empty(), "nothing of a refused batch is written");
 }
+
+fn end(slice: SliceId, tokens: u64, cost_usd: f64) -> Op {
+    Op::SliceEnd {
+        slice,
+        end: loopx_kernel::store::SliceEnd {
+            outcome: loopx_kernel::model::Outcome::Completed,
+            leftovers: 2,
+            exit: Some("exit 0".into()),
+            tokens,
+            cost_usd,
+            output_bytes: 0,
+        },
+    }
+}
+
+#[test]
+fn a_goal_s_spending_counts_every_slice_until_a_todo_is_done_or_a_person_restarts_it() {
+    let f = fixture();
+    f.goal();
+    let goal = loopx_kernel::GoalId(1);
+    let a = f.agent("a");
+    let t1 = f.todo("Add retry");
+    let t2 = f.todo("Document it");
+    let spent = || f.store.read(|s| s.goal_spent(goal)).expect("read");
+    let (s1, epoch, _) = begun(&f, begin(Some(t1), &a, None), T0);
+    f.store.apply(end(s1, 100, 0.5), "agent:a", T0).expect("ends");
+    let record = f.store.read(|s| s.slice(s1)).expect("read").expect("slice");
+    assert_eq!(record.leftovers, 2, "the sweep is a number a script can read");
+    // A planning slice counts for the active goal too.
+    let (s2, _, _) = begun(&f, begin(None, &a, None), T0);
+    f.store.apply(end(s2, 50, 0.25), "agent:a", T0).expect("ends");
+    let now = spent();
+    assert_eq!((now.slices, now.tokens, now.cost_usd), (2, 150, 0.75));
+    // A todo done starts the count again.
+    f.store
+        .apply(
+            Op::TodoFinish {
+                todo: t1,
+                to: TodoState::Done,
+                agent: Some(a.clone()),
+                epoch: Some(epoch),
+            },
+            "agent:a",
+            T0,
+        )
+        .expect("done");
+    assert_eq!((spent().slices, spent().tokens), (0, 0));
+    // So does a person's `continue` on the budget gate; `pause` pauses the goal.
+    let (s3, _, _) = begun(&f, begin(Some(t2), &a, None), T0);
+    f.store.apply(end(s3, 10, 0.0), "agent:a", T0).expect("ends");
+    assert_eq!(spent().slices, 1);
+    let ask = |at| {
+        let gate = NewGate {
+            question: "Goal g1 spent its budget without a todo done; continue?".into(),
+            options: vec!["continue".into(), "pause".into()],
+            context: String::new(),
+            blocks: Blocks::Global,
+            kind: GateKind::Budget { goal },
+        };
+        match f.store.apply(Op::GateAsk(gate), "loopx", at).expect("asks") {
+            Applied::Gate(g) => g.id,
+            other => panic!("{other:?}"),
+        }
+    };
+    let gate = ask(T0);
+    assert_eq!(ask(T0), gate, "asked once, whoever asks");
+    f.store
+        .apply(
+            Op::GateAnswer {
+                gate,
+                choice: AnswerChoice::Option(1),
+                slice: None,
+            },
+            HUMAN,
+            T0,
+        )
+        .expect("answered");
+    assert_eq!(spent().slices, 0);
+    let gate = ask(T0);
+    f.store
+        .apply(
+            Op::GateAnswer {
+                gate,
+                choice: AnswerChoice::Text("pause".into()),
+                slice: None,
+            },
+            HUMAN,
+            T0,
+        )
+        .expect("answered");
+    let status = f
+        .store
+        .read(|s| s.current_goal())
+        .expect("read")
+        .map(|g| g.status);
+    assert_eq!(status, Some(loopx_kernel::model::GoalStatus::Paused));
+}
+
+#[test]
+fn answering_a_login_gate_lifts_the_account_s_hold() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let hold = Op::QuotaHold {
+        key: "acct".into(),
+        until: None,
+        reason: "`a` is not logged in".into(),
+        source: loopx_kernel::model::HoldSource::Vendor,
+    };
+    let gate = NewGate {
+        question: "`a` is not logged in (account `acct`): run `codex login`, then answer `retry`?"
+            .into(),
+        options: vec!["retry".into()],
+        context: String::new(),
+        blocks: Blocks::Agent(a.clone()),
+        kind: GateKind::Login {
+            account: "acct".into(),
+        },
+    };
+    let applied = f
+        .store
+        .apply_all(vec![hold, Op::GateAsk(gate)], "agent:a", T0)
+        .expect("held and asked");
+    let Some(Applied::Gate(gate)) = applied.last() else {
+        panic!("{applied:?}")
+    };
+    assert_eq!(f.store.read(|s| s.quota_holds()).expect("read").len(), 1);
+    // An agent cannot answer it for itself.
+    let from_slice = f.store.apply(
+        Op::GateAnswer {
+            gate: gate.id,
+            choice: AnswerChoice::Option(1),
+            slice: Some("s1".into()),
+        },
+        "agent:a",
+        T0,
+    );
+    assert!(from_slice.is_err(), "{from_slice:?}");
+    f.store
+        .apply(
+            Op::GateAnswer {
+                gate: gate.id,
+                choice: AnswerChoice::Option(1),
+                slice: None,
+            },
+            HUMAN,
+            T0,
+        )
+        .expect("answered");
+    assert!(f.store.read(|s| s.quota_holds()).expect("read").is_empty());
+}
