@@ -260,10 +260,56 @@ fn a_goal_past_its_budget_asks_with_the_figures_instead_of_burning() {
         question["question"],
         "goal g1 spent 2 slices (budget 2) without a todo done; continue?"
     );
-    assert_eq!(question["options"], serde_json::json!(["continue", "pause"]));
+    assert_eq!(
+        question["options"],
+        serde_json::json!(["continue", "pause"])
+    );
     // `pause` pauses the goal; the loop then has nothing to run.
     let gate = question["gate"].as_str().expect("a gate id");
     loopx.ok(&["gate", "answer", gate, "pause"]);
     let goals = loopx.ok(&["goal", "list", "--json"]).json();
     assert_eq!(goals["goals"][0]["status"], "paused", "{goals}");
+}
+
+#[test]
+fn the_output_cap_bounds_the_log_not_the_agent_unless_the_profile_says_so() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Chat"]);
+    let chatter = "cat >/dev/null; stty -opost; yes 'a line of chatter' | head -c 3000000; echo; echo 'all said'";
+    script_agent(&loopx, "chatty", chatter, "max_output = \"1MiB\"");
+    loopx.ok(&["todo", "add", "Say a lot"]);
+    let run = loopx.run(&["run", "--json", "--once", "--agent", "chatty"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let slice = &run.json()["slice"];
+    assert_eq!(slice["outcome"], "completed", "{slice:#}");
+    let bytes = slice["output_bytes"].as_u64().expect("a count");
+    assert!(bytes >= 3_000_000, "every byte counted: {bytes}");
+    let log =
+        std::fs::read(loopx.path().join(slice["log"].as_str().expect("a log"))).expect("the log");
+    assert!(
+        log.len() <= (1 << 20) + 200,
+        "the log is bounded: {}",
+        log.len()
+    );
+    let log = String::from_utf8_lossy(&log);
+    assert!(
+        log.contains("bytes dropped here"),
+        "a marker says what is missing"
+    );
+    assert!(log.trim_end().ends_with("all said"), "the tail is kept");
+
+    script_agent(
+        &loopx,
+        "capped",
+        chatter,
+        "max_output = \"1MiB\"\nkill_on_output = true",
+    );
+    // t1 rests after a slice that left it open: the second agent takes the next todo.
+    loopx.ok(&["todo", "add", "Say more"]);
+    let run = loopx.run(&["run", "--json", "--once", "--agent", "capped"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let slice = &run.json()["slice"];
+    assert_eq!(slice["outcome"], "failed", "{slice:#}");
+    let reason = slice["reason"].as_str().expect("a reason");
+    assert!(reason.contains("kill_on_output"), "{reason}");
 }

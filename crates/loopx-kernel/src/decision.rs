@@ -36,6 +36,13 @@ pub struct SharedState {
 }
 
 impl SharedState {
+    /// The same state, deciding under the project's budget (`[budget]` in `loopx.toml`, which
+    /// the kernel does not read).
+    pub fn with_budget(mut self, budget: loopx_quota::Budget) -> SharedState {
+        self.policy.budget = budget;
+        self
+    }
+
     /// Reads the shared part of the decision at `now`.
     pub fn read(snap: &Snapshot<'_>, now: Timestamp) -> Result<SharedState, KernelError> {
         SharedState::read_with(snap, now, &snap.active_todos()?)

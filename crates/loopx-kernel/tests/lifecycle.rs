@@ -606,12 +606,19 @@ fn a_goal_s_spending_counts_every_slice_until_a_todo_is_done_or_a_person_restart
     let t2 = f.todo("Document it");
     let spent = || f.store.read(|s| s.goal_spent(goal)).expect("read");
     let (s1, epoch, _) = begun(&f, begin(Some(t1), &a, None), T0);
-    f.store.apply(end(s1, 100, 0.5), "agent:a", T0).expect("ends");
+    f.store
+        .apply(end(s1, 100, 0.5), "agent:a", T0)
+        .expect("ends");
     let record = f.store.read(|s| s.slice(s1)).expect("read").expect("slice");
-    assert_eq!(record.leftovers, 2, "the sweep is a number a script can read");
+    assert_eq!(
+        record.leftovers, 2,
+        "the sweep is a number a script can read"
+    );
     // A planning slice counts for the active goal too.
     let (s2, _, _) = begun(&f, begin(None, &a, None), T0);
-    f.store.apply(end(s2, 50, 0.25), "agent:a", T0).expect("ends");
+    f.store
+        .apply(end(s2, 50, 0.25), "agent:a", T0)
+        .expect("ends");
     let now = spent();
     assert_eq!((now.slices, now.tokens, now.cost_usd), (2, 150, 0.75));
     // A todo done starts the count again.
@@ -630,7 +637,9 @@ fn a_goal_s_spending_counts_every_slice_until_a_todo_is_done_or_a_person_restart
     assert_eq!((spent().slices, spent().tokens), (0, 0));
     // So does a person's `continue` on the budget gate; `pause` pauses the goal.
     let (s3, _, _) = begun(&f, begin(Some(t2), &a, None), T0);
-    f.store.apply(end(s3, 10, 0.0), "agent:a", T0).expect("ends");
+    f.store
+        .apply(end(s3, 10, 0.0), "agent:a", T0)
+        .expect("ends");
     assert_eq!(spent().slices, 1);
     let ask = |at| {
         let gate = NewGate {

@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 /// What a slice amounted to.
+///
+/// The store encodes it by position: new outcomes are appended, never inserted or reordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {

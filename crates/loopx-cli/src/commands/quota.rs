@@ -129,6 +129,19 @@ pub(super) fn load_profile(
 }
 
 /// The agent's record and the quota settings of its profile.
+/// The project's budget (`[budget]` in `.loopx/loopx.toml`), as `loopx run` decides with it.
+pub(super) fn project_budget(ctx: &Ctx) -> Result<loopx_quota::Budget, ExpectedError> {
+    let project = ctx.project()?;
+    loopx_adapters::load_project_config(&project.state_dir())
+        .map(|config| config.budget)
+        .map_err(|err| match err {
+            loopx_adapters::LoadError::Invalid(invalid) => {
+                ExpectedError::Config(invalid.render_plain())
+            }
+            other => ExpectedError::Config(other.to_string()),
+        })
+}
+
 pub(super) fn agent_view(ctx: &Ctx, agent: &Agent) -> Result<AgentView, ExpectedError> {
     let loaded = load_profile(ctx, &agent.profile)?;
     Ok(loopx_supervisor::agent_view(agent, &loaded))
@@ -154,6 +167,7 @@ struct ShouldRun<'a> {
     todo: Option<TodoRef<'a>>,
     gate: Option<GateRef<'a>>,
     stalled: Option<&'a str>,
+    over_budget: bool,
     wake_at: Option<Timestamp>,
     probe: bool,
     reason: &'a str,
@@ -176,7 +190,11 @@ fn should_run(ctx: &mut Ctx, agent: &str) -> Result<(), ExpectedError> {
     let record = registered(&store, agent)?;
     let view = agent_view(ctx, &record)?;
     let now = ctx.now();
-    let state = store.read(|s| DecisionState::read(s, view, now))?;
+    let budget = project_budget(ctx)?;
+    let state = store.read(|s| {
+        let shared = loopx_kernel::decision::SharedState::read(s, now)?.with_budget(budget);
+        DecisionState::for_agent(std::sync::Arc::new(shared), s, view)
+    })?;
     drop(store);
     let d = state.decide();
     if ctx.json {
@@ -198,6 +216,7 @@ fn should_run_json<'a>(state: &'a DecisionState, d: &'a Decision) -> ShouldRun<'
             .as_ref()
             .map(|(id, question)| GateRef { id, question }),
         stalled: d.stalled.as_deref(),
+        over_budget: d.over_budget,
         wake_at: d.wake_at.map(Timestamp),
         probe: d.probe,
         reason: &d.reason,
@@ -328,9 +347,15 @@ fn status(ctx: &mut Ctx) -> Result<(), ExpectedError> {
             Err(e) => problems.push(e.render()),
         }
     }
+    let budget = project_budget(ctx).unwrap_or_else(|e| {
+        problems.push(e.render());
+        loopx_quota::Budget::default()
+    });
     // One snapshot for every agent, with the shared part read once.
     let reports = store.read(|s| {
-        let shared = std::sync::Arc::new(loopx_kernel::decision::SharedState::read(s, now)?);
+        let shared = std::sync::Arc::new(
+            loopx_kernel::decision::SharedState::read(s, now)?.with_budget(budget),
+        );
         views
             .into_iter()
             .map(|view| {

@@ -103,10 +103,13 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
             )
         })
         .collect();
+    // A broken loopx.toml is reported by `loopx run` and `loopx quota status`; the overview
+    // still shows what it can.
+    let budget = super::quota::project_budget(ctx).unwrap_or_default();
     let (goal, gates, running, todos, latest_evidence, agents) = store.read(|s| {
         let todos = s.active_todos()?;
         let counts = s.todo_counts(&todos)?;
-        let agents = agents_now(s, &views, &todos, now)?;
+        let agents = agents_now(s, &views, &todos, &budget, now)?;
         // The active or paused goal; else the latest one, so a finished goal shows as done.
         let goal = match s.current_goal()? {
             Some(goal) => Some(goal),
@@ -356,15 +359,17 @@ fn agents_now(
     snap: &loopx_kernel::Snapshot<'_>,
     views: &[(String, Result<loopx_quota::AgentView, String>)],
     active: &[Todo],
+    budget: &loopx_quota::Budget,
     now: Timestamp,
 ) -> Result<Vec<AgentNow>, loopx_kernel::KernelError> {
     let mut out = Vec::with_capacity(views.len());
     if views.is_empty() {
         return Ok(out);
     }
-    let shared = std::sync::Arc::new(loopx_kernel::decision::SharedState::read_with(
-        snap, now, active,
-    )?);
+    let shared = std::sync::Arc::new(
+        loopx_kernel::decision::SharedState::read_with(snap, now, active)?
+            .with_budget(budget.clone()),
+    );
     for (name, view) in views {
         let decided = view.clone().and_then(|view| {
             DecisionState::for_agent(shared.clone(), snap, view)

@@ -2,7 +2,7 @@
 //! other decision (and an unapproved `full` profile) ends here, before anything is claimed.
 
 use loopx_adapters::PermissionLevel;
-use loopx_kernel::decision::DecisionState;
+use loopx_kernel::decision::{DecisionState, SharedState};
 use loopx_kernel::model::{
     BUDGET_OPTIONS, Blocks, GateKind, Goal, GoalStatus, STALL_OPTIONS, SliceKind,
 };
@@ -68,10 +68,12 @@ pub(crate) fn decide(
         Err(e) => return Err(e),
     };
     let name = setup.agent.name.to_string();
-    let mut state = store.read(|s| DecisionState::read(s, setup.view.clone(), now))?;
     // The budget is the project's (`loopx.toml`), read at each decision so an edit counts.
-    std::sync::Arc::make_mut(&mut state.shared).policy.budget =
-        crate::notify::project_config(&req.project)?.budget;
+    let budget = crate::notify::project_config(&req.project)?.budget;
+    let state = store.read(|s| {
+        let shared = SharedState::read(s, now)?.with_budget(budget);
+        DecisionState::for_agent(std::sync::Arc::new(shared), s, setup.view.clone())
+    })?;
     let mut decision = state.decide();
     if decision.decision == DecisionKind::Ask && decision.gate.is_none() {
         decision.gate = match decision.over_budget {
