@@ -15,10 +15,14 @@ fn doubling(base: Millis, n: u32, ceiling: Millis) -> Millis {
 
 /// Until when `todo` rests after slices that completed and left it open (no progress loopx
 /// can see: no report saying done, nothing `done_when` recognised). `None` when it need not.
+///
+/// Times are the wall clock's: a slice that seems to have ended after `now` (the clock stepped
+/// back since) is taken as ending now, so a pause never lasts longer than it was meant to.
 pub(crate) fn no_progress_pause(
     slices: &[SliceView],
     todo: &TodoView,
     policy: &Policy,
+    now: Millis,
 ) -> Option<(Millis, u32)> {
     let since = todo.attempts_since.unwrap_or(0);
     let mut idle = 0;
@@ -38,7 +42,7 @@ pub(crate) fn no_progress_pause(
             _ => break,
         }
     }
-    let end = last_end?;
+    let end = last_end?.min(now);
     let pause = doubling(policy.no_progress_pause_ms, idle, policy.max_pause_ms);
     Some((end.saturating_add(pause), idle))
 }
@@ -50,6 +54,7 @@ pub(crate) fn transient_backoff(
     slices: &[SliceView],
     agent: &str,
     policy: &Policy,
+    now: Millis,
 ) -> Option<(Millis, u32)> {
     let mut failed = 0;
     let mut last = None;
@@ -67,7 +72,7 @@ pub(crate) fn transient_backoff(
     let delay = doubling(policy.transient_backoff_ms, failed, policy.max_backoff_ms);
     let spread = 80 + (last.id.wrapping_mul(2_654_435_761) % 41);
     let delay = delay / 100 * spread;
-    Some((last.ended_at?.saturating_add(delay), failed))
+    Some((last.ended_at?.min(now).saturating_add(delay), failed))
 }
 
 #[cfg(test)]

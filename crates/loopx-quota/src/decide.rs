@@ -288,7 +288,7 @@ pub fn decide(input: &DecideInput<'_>) -> Decision {
             d.stalled = Some(todo.id.clone());
             return d;
         }
-        match no_progress_pause(input.slices, todo, input.policy) {
+        match no_progress_pause(input.slices, todo, input.policy, input.now) {
             Some((until, idle)) if until > input.now => {
                 if resting.is_none_or(|(at, _, _)| until < at) {
                     resting = Some((until, *todo, idle));
@@ -303,7 +303,8 @@ pub fn decide(input: &DecideInput<'_>) -> Decision {
     if let Some(decision) = quota_wait(input) {
         return decision;
     }
-    if let Some((until, failed)) = transient_backoff(input.slices, &input.agent.name, input.policy)
+    if let Some((until, failed)) =
+        transient_backoff(input.slices, &input.agent.name, input.policy, input.now)
         && until > input.now
     {
         let mut d = Decision::new(

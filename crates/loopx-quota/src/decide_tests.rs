@@ -495,6 +495,9 @@ fn a_todo_that_keeps_completing_without_progress_rests_longer_each_time() {
     // Once the pause is over it is tried again.
     w.slices = vec![ended(T0 - 61_000)];
     assert_eq!(run(&w).decision, DecisionKind::Deliver);
+    // A slice that seems to end tomorrow (the clock stepped back since) rests from now.
+    w.slices = vec![ended(T0 + 24 * 60 * MIN)];
+    assert_eq!(run(&w).wake_at, Some(T0 + 60_000));
     // The third asks a person, resting or not.
     w.slices = vec![ended(T0), ended(T0), ended(T0)];
     let d = run(&w);
