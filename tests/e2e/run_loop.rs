@@ -64,9 +64,15 @@ fn an_agent_that_reports_nothing_leaves_what_loopx_observed() {
         .cloned()
         .expect("slice evidence from what loopx observed");
     assert_eq!(slice["todo"], "t1");
+    // What the agent said is kept, though it gave no report.
+    let detail = slice["detail"].as_str().expect("a detail");
+    assert!(
+        detail.contains("final message:\nlooked around, changed nothing"),
+        "{detail}"
+    );
     let handoff = loopx.ok(&["handoff", "--todo", "t1"]).stdout;
     assert!(
-        !handoff.trim().is_empty() && !handoff.contains("no handoff"),
+        handoff.contains("looked around, changed nothing"),
         "{handoff}"
     );
 }

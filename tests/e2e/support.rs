@@ -179,12 +179,24 @@ pub fn demo_project(agents: &[&str]) -> Loopx {
 /// Adds a profile running `script` (a shell script) through the generic adapter, and an agent
 /// `name` using it.
 pub fn script_agent(loopx: &Loopx, name: &str, script: &str, limits: &str) {
+    cli_stand_in(
+        loopx,
+        name,
+        "generic",
+        script,
+        &format!("\n[limits]\n{limits}"),
+    );
+}
+
+/// Adds a profile on `adapter` whose program is the shell script `script` (standing in for the
+/// CLI), with `profile_rest` appended to the profile, and an agent `name` using it.
+pub fn cli_stand_in(loopx: &Loopx, name: &str, adapter: &str, script: &str, profile_rest: &str) {
     let path = loopx.path().join(format!("{name}.sh"));
     std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).expect("script");
     let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
     std::fs::set_permissions(&path, mode).expect("chmod");
     let profile = format!(
-        "adapter = \"generic\"\nprogram = \"{}\"\npermission = \"workspace-write\"\n\n[limits]\n{limits}\n",
+        "adapter = \"{adapter}\"\nprogram = \"{}\"\npermission = \"workspace-write\"\n{profile_rest}\n",
         path.display()
     );
     std::fs::write(
