@@ -3,7 +3,7 @@
 use jiff::Timestamp;
 use serde_json::Value;
 
-use super::json::{str_at, u64_at};
+use super::json::{Lookup, str_at, u64_at};
 use crate::adapter::{SignalRule, SignalScope};
 use crate::event::{
     AgentEvent, Finish, FinishKind, LimitSignal, LimitStatus, LimitWindow, TokenUsage, UsageScope,
@@ -46,7 +46,7 @@ fn system(v: &Value) -> Vec<AgentEvent> {
                 attempt: u64_at(v, "/attempt").and_then(|n| u32::try_from(n).ok()),
                 max_attempts: u64_at(v, "/max_retries").and_then(|n| u32::try_from(n).ok()),
                 delay: v
-                    .pointer("/retry_delay_ms")
+                    .at("/retry_delay_ms")
                     .and_then(Value::as_f64)
                     .filter(|ms| ms.is_finite() && *ms >= 0.0)
                     .map(|ms| std::time::Duration::from_millis(ms as u64)),
@@ -60,7 +60,7 @@ fn system(v: &Value) -> Vec<AgentEvent> {
 fn assistant(v: &Value, rules: &[SignalRule], now: Timestamp) -> Vec<AgentEvent> {
     let mut out = Vec::new();
     let text: String = v
-        .pointer("/message/content")
+        .at("/message/content")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -70,7 +70,7 @@ fn assistant(v: &Value, rules: &[SignalRule], now: Timestamp) -> Vec<AgentEvent>
         .join("\n");
     // A `<synthetic>` message is Claude Code speaking, not the model: API errors and limits.
     let synthetic = str_at(v, "/message/model") == Some("<synthetic>")
-        || v.pointer("/is_api_error_message").and_then(Value::as_bool) == Some(true);
+        || v.at("/is_api_error_message").and_then(Value::as_bool) == Some(true);
     if synthetic {
         out.extend(detect(&text, now, rules, SignalScope::Final));
         let has_limit = out.iter().any(|e| matches!(e, AgentEvent::Limit(_)));
@@ -80,7 +80,7 @@ fn assistant(v: &Value, rules: &[SignalRule], now: Timestamp) -> Vec<AgentEvent>
         return out;
     }
     for block in v
-        .pointer("/message/content")
+        .at("/message/content")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -94,10 +94,7 @@ fn assistant(v: &Value, rules: &[SignalRule], now: Timestamp) -> Vec<AgentEvent>
     if !text.is_empty() {
         out.push(AgentEvent::Message { text });
     }
-    if let (Some(usage), Some(id)) = (
-        v.pointer("/message/usage").map(usage),
-        str_at(v, "/message/id"),
-    ) {
+    if let (Some(usage), Some(id)) = (v.at("/message/usage").map(usage), str_at(v, "/message/id")) {
         out.push(AgentEvent::Usage {
             usage,
             scope: UsageScope::Message(id.to_owned()),
@@ -107,7 +104,7 @@ fn assistant(v: &Value, rules: &[SignalRule], now: Timestamp) -> Vec<AgentEvent>
 }
 
 fn rate_limit(v: &Value) -> Option<AgentEvent> {
-    let info = v.pointer("/rate_limit_info")?;
+    let info = v.at("/rate_limit_info")?;
     let status = match str_at(info, "/status")? {
         "rejected" => LimitStatus::Rejected,
         "allowed_warning" => LimitStatus::Warning,
@@ -116,12 +113,12 @@ fn rate_limit(v: &Value) -> Option<AgentEvent> {
     Some(AgentEvent::Limit(LimitSignal {
         status,
         resets_at: info
-            .pointer("/resetsAt")
+            .at("/resetsAt")
             .and_then(Value::as_i64)
             .and_then(epoch_to_timestamp),
         window: str_at(info, "/rateLimitType").map(LimitWindow::from_name),
         used_percent: info
-            .pointer("/utilization")
+            .at("/utilization")
             .and_then(Value::as_f64)
             .map(|u| if u <= 1.0 { u * 100.0 } else { u }),
         text: None,
@@ -147,20 +144,17 @@ fn result(v: &Value, rules: &[SignalRule], now: Timestamp) -> Vec<AgentEvent> {
             model: None,
         });
     }
-    if let Some(usage) = v.pointer("/usage").map(usage) {
+    if let Some(usage) = v.at("/usage").map(usage) {
         out.push(AgentEvent::Usage {
             usage,
             scope: UsageScope::Total,
         });
     }
-    if let Some(usd) = v.pointer("/total_cost_usd").and_then(Value::as_f64) {
+    if let Some(usd) = v.at("/total_cost_usd").and_then(Value::as_f64) {
         out.push(AgentEvent::Cost { usd });
     }
     let subtype = str_at(v, "/subtype").unwrap_or_default();
-    let is_error = v
-        .pointer("/is_error")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let is_error = v.at("/is_error").and_then(Value::as_bool).unwrap_or(false);
     let api_status = u64_at(v, "/api_error_status").and_then(|s| u16::try_from(s).ok());
     // `subtype:"success"` with `is_error:true` is an API error (anthropics/claude-code#79500).
     let kind = match subtype {
@@ -171,7 +165,7 @@ fn result(v: &Value, rules: &[SignalRule], now: Timestamp) -> Vec<AgentEvent> {
     };
     let mut text = str_at(v, "/result").map(str::to_owned);
     let errors: Vec<&str> = v
-        .pointer("/errors")
+        .at("/errors")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()

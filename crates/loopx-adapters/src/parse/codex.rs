@@ -3,7 +3,7 @@
 use jiff::Timestamp;
 use serde_json::Value;
 
-use super::json::{str_at, u64_at};
+use super::json::{Lookup, str_at, u64_at};
 use crate::adapter::{SignalRule, SignalScope};
 use crate::event::{AgentEvent, Finish, FinishKind, TokenUsage, UsageScope};
 use crate::signals::{bounded, detect, is_transient_text, retry_from_text};
@@ -66,7 +66,7 @@ pub(super) fn event(v: &Value, rules: &[SignalRule], now: Timestamp) -> Option<V
 }
 
 fn item(v: &Value) -> Vec<AgentEvent> {
-    let Some(item) = v.pointer("/item") else {
+    let Some(item) = v.at("/item") else {
         return Vec::new();
     };
     match str_at(item, "/type") {

@@ -4,7 +4,7 @@
 use jiff::Timestamp;
 use serde_json::Value;
 
-use super::json::{str_at, timestamp_or, u64_at};
+use super::json::{Lookup, str_at, timestamp_or, u64_at};
 use crate::adapter::{SignalRule, SignalScope};
 use crate::event::{
     AgentEvent, Finish, FinishKind, LimitSignal, LimitStatus, TokenUsage, UsageScope,
@@ -30,7 +30,7 @@ pub(super) fn event(
             .collect(),
         "message" if str_at(v, "/role") == Some("assistant") => {
             let content = str_at(v, "/content").unwrap_or_default();
-            if v.pointer("/delta").and_then(Value::as_bool) != Some(true) {
+            if v.at("/delta").and_then(Value::as_bool) != Some(true) {
                 message.clear();
             }
             message.push_str(content);
@@ -62,7 +62,7 @@ pub(super) fn event(
 
 fn result(v: &Value, rules: &[SignalRule], now: Timestamp) -> Vec<AgentEvent> {
     let mut out = Vec::new();
-    if let Some(stats) = v.pointer("/stats") {
+    if let Some(stats) = v.at("/stats") {
         out.push(AgentEvent::Usage {
             usage: usage(stats),
             scope: UsageScope::Total,
@@ -179,7 +179,7 @@ fn json_document(v: &Value, rules: &[SignalRule], now: Timestamp) -> Vec<AgentEv
 
 fn quota_reset(error: &Value) -> Option<Timestamp> {
     error
-        .pointer("/details")?
+        .at("/details")?
         .as_array()?
         .iter()
         .find_map(|d| str_at(d, "/metadata/quotaResetTimeStamp"))

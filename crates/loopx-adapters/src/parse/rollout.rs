@@ -4,7 +4,7 @@
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 
-use super::json::{str_at, timestamp_or, u64_at};
+use super::json::{Lookup, str_at, timestamp_or, u64_at};
 use crate::event::{AgentEvent, LimitSignal, LimitStatus, LimitWindow, TokenUsage, UsageScope};
 use crate::reset::epoch_to_timestamp;
 
@@ -30,7 +30,7 @@ pub(super) fn event(v: &Value, now: Timestamp) -> Option<Vec<AgentEvent>> {
 
 fn token_count(v: &Value, now: Timestamp) -> Vec<AgentEvent> {
     let mut out = Vec::new();
-    if let Some(total) = v.pointer("/payload/info/total_token_usage") {
+    if let Some(total) = v.at("/payload/info/total_token_usage") {
         let n = |p: &str| u64_at(total, p).unwrap_or(0);
         let cached = n("/cached_input_tokens");
         out.push(AgentEvent::Usage {
@@ -46,7 +46,7 @@ fn token_count(v: &Value, now: Timestamp) -> Vec<AgentEvent> {
     let said_at = timestamp_or(v, now);
     for key in ["primary", "secondary"] {
         if let Some(limit) = v
-            .pointer(&format!("/payload/rate_limits/{key}"))
+            .at(&format!("/payload/rate_limits/{key}"))
             .and_then(|w| window(w, said_at))
         {
             out.push(AgentEvent::Limit(limit));
@@ -56,13 +56,13 @@ fn token_count(v: &Value, now: Timestamp) -> Vec<AgentEvent> {
 }
 
 fn window(w: &Value, said_at: Timestamp) -> Option<LimitSignal> {
-    let used = w.pointer("/used_percent").and_then(Value::as_f64)?;
+    let used = w.at("/used_percent").and_then(Value::as_f64)?;
     let resets_at = w
-        .pointer("/resets_at")
+        .at("/resets_at")
         .and_then(Value::as_i64)
         .and_then(epoch_to_timestamp)
         .or_else(|| {
-            let secs = w.pointer("/resets_in_seconds").and_then(Value::as_i64)?;
+            let secs = w.at("/resets_in_seconds").and_then(Value::as_i64)?;
             said_at.checked_add(SignedDuration::from_secs(secs)).ok()
         });
     let status = if used >= 100.0 {
