@@ -268,6 +268,17 @@ pub const RECORDED_STREAMS: &[RecordedStream] = &[
         outcome: Some("usage_limited"),
         resets_at: Some("2026-09-21T15:13:20Z"),
     },
+    // Captured (the api_retry lines) from Claude Code 2.1.197 against a server answering 401:
+    // it retries ten times over minutes; loopx stops it at the first.
+    RecordedStream {
+        path: "claude/captured-auth-401-retry.jsonl",
+        format: OutputFormat::ClaudeStreamJson,
+        contents: &[stream!("claude/captured-auth-401-retry.jsonl")],
+        exit_code: None,
+        now: CAPTURED_NOW,
+        outcome: Some("auth_failed"),
+        resets_at: None,
+    },
     // Hand-written: `allowed_warning` is not a limit, and words about limits are not either.
     RecordedStream {
         path: "claude/stream-json-allowed-warning.jsonl",

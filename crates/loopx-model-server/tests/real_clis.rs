@@ -21,7 +21,7 @@ const IN_NETNS_VAR: &str = "LOOPX_MODEL_SERVER_IN_NETNS";
 /// The `loopx` binary the outer test built, for the inner tests.
 const LOOPX_VAR: &str = "LOOPX_REAL_CLIS_LOOPX";
 /// The `netns_*` tests; the outer test insists that all of them ran and passed.
-const NETNS_TESTS: usize = 8;
+const NETNS_TESTS: usize = 9;
 /// Generous: each run takes 1–6 s here, but CI machines are shared and slow.
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -602,6 +602,47 @@ fn netns_loopx_holds_claude_after_a_session_limit_429() {
         1,
         "the hold kept Claude from asking again"
     );
+}
+
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_loopx_halts_on_a_login_gate_when_claude_s_key_is_refused() {
+    let refused = ErrorAnswer {
+        status: 401,
+        headers: std::collections::BTreeMap::new(),
+        body: serde_json::json!({
+            "type": "error",
+            "error": {"type": "authentication_error", "message": "invalid x-api-key"}
+        }),
+    };
+    let project = claude_project(Script::new([Turn::Error(refused)]), "ANTHROPIC_API_KEY");
+    let slice = project.run_once();
+    assert_eq!(
+        slice["outcome"],
+        "auth_failed",
+        "{slice}\n{}",
+        project.log(&slice)
+    );
+    assert_eq!(slice["todo_state"], "released", "{slice}");
+    // The account is held until a person answers a gate that says how to log in.
+    let status = project.json(&["quota", "status", "--json"]);
+    let hold = &status["holds"][0];
+    assert_eq!(
+        (&hold["key"], &hold["until"]),
+        (&Value::from("anthropic-test"), &Value::Null),
+        "{status}"
+    );
+    let gates = project.json(&["gate", "list", "--json"]);
+    let question = gates["gates"][0]["question"].as_str().unwrap_or_default();
+    assert!(
+        question.contains("not logged in") && question.contains("/login"),
+        "{gates}"
+    );
+    let next = project.json(&["run", "--once", "--json"]);
+    assert_eq!(next["decision"], "ask", "{next}");
+    assert_eq!(next["slice"], Value::Null, "{next}");
+    let asked = project.server.requests().len();
+    assert!(asked <= 3, "Claude asked {asked} times before giving up");
 }
 
 /// `secs` since the epoch as loopx prints timestamps (`2026-11-30T08:14:26Z`).

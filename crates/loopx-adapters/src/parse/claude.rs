@@ -35,23 +35,33 @@ fn system(v: &Value) -> Vec<AgentEvent> {
             .into_iter()
             .collect(),
         Some("api_retry") => {
-            let status = u64_at(v, "/error_status").map(|s| s.to_string());
+            let code = u64_at(v, "/error_status");
+            let status = code.map(|s| s.to_string());
             let error = str_at(v, "/error").map(str::to_owned);
+            let refused = matches!(code, Some(401 | 403))
+                || error.as_deref() == Some("authentication_failed");
             let reason = [status, error]
                 .into_iter()
                 .flatten()
                 .collect::<Vec<_>>()
                 .join(" ");
-            vec![AgentEvent::Retry {
-                attempt: u64_at(v, "/attempt").and_then(|n| u32::try_from(n).ok()),
-                max_attempts: u64_at(v, "/max_retries").and_then(|n| u32::try_from(n).ok()),
-                delay: v
-                    .at("/retry_delay_ms")
-                    .and_then(Value::as_f64)
-                    .filter(|ms| ms.is_finite() && *ms >= 0.0)
-                    .map(|ms| std::time::Duration::from_millis(ms as u64)),
-                reason,
-            }]
+            // Claude Code (2.1.197) retries a refused key ten times over two minutes and more;
+            // a retry cannot log anyone in.
+            let auth = refused.then(|| AgentEvent::AuthFailed {
+                text: format!("the API refused the credentials ({reason}); Claude Code retries it"),
+            });
+            auth.into_iter()
+                .chain([AgentEvent::Retry {
+                    attempt: u64_at(v, "/attempt").and_then(|n| u32::try_from(n).ok()),
+                    max_attempts: u64_at(v, "/max_retries").and_then(|n| u32::try_from(n).ok()),
+                    delay: v
+                        .at("/retry_delay_ms")
+                        .and_then(Value::as_f64)
+                        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+                        .map(|ms| std::time::Duration::from_millis(ms as u64)),
+                    reason,
+                }])
+                .collect()
         }
         _ => Vec::new(),
     }

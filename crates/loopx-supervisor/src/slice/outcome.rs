@@ -34,14 +34,14 @@ pub(crate) fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
         }
     };
     let c = classify_for(&ran.summary, exit_code(&report.exit), done_when);
-    // loopx stopped the agent itself because the vendor refused it: the limit is the outcome.
-    let enforced = match ran.stopped_for_limit {
+    // loopx stopped the agent itself because the vendor refused it: the refusal is the outcome.
+    let enforced = match ran.stopped_for_refusal {
         true => None,
         false => enforced(&report.exit, &ran.summary),
     };
     let (outcome, reason) = match enforced {
         Some((outcome, reason)) => (outcome, reason),
-        None if ran.stopped_for_limit => (
+        None if ran.stopped_for_refusal => (
             c.outcome,
             format!(
                 "{}; loopx stopped the agent at once (it may hang after a refusal)",

@@ -10,8 +10,9 @@ pub(crate) struct Ran {
     pub report: Result<SliceReport, String>,
     /// The parsed stream (empty when nothing started).
     pub summary: StreamSummary,
-    /// loopx stopped the agent because the vendor refused it (a `rejected` limit event).
-    pub stopped_for_limit: bool,
+    /// loopx stopped the agent because the vendor refused it (a `rejected` limit event, or
+    /// credentials refused).
+    pub stopped_for_refusal: bool,
 }
 
 /// A spawned agent and its events.
@@ -50,7 +51,7 @@ pub(crate) async fn observe(
             return Ran {
                 report: Err(why),
                 summary: parser.into_summary(),
-                stopped_for_limit: false,
+                stopped_for_refusal: false,
             };
         }
     };
@@ -59,22 +60,25 @@ pub(crate) async fn observe(
     {
         tracing::warn!(error = %e, "could not type the prompt into the agent's terminal");
     }
-    let mut stopped_for_limit = false;
+    let mut stopped_for_refusal = false;
     while let Some(event) = events.next().await {
         match event {
             SliceEvent::Output(bytes) => {
                 let mut refused = false;
                 parser.feed(&bytes, jiff::Timestamp::now(), &mut |event| {
-                    refused |= matches!(&event, AgentEvent::Limit(l) if l.status == LimitStatus::Rejected);
+                    refused |= match &event {
+                        AgentEvent::Limit(l) => l.status == LimitStatus::Rejected,
+                        AgentEvent::AuthFailed { .. } => true,
+                        _ => false,
+                    };
                 });
                 // The vendor refused the agent: nothing more will come of this slice, and a CLI
                 // can stay alive after it without ever finishing (Claude Code in streaming
-                // mode). A warning (`allowed_warning`) is not a refusal.
-                if refused && !stopped_for_limit {
-                    stopped_for_limit = true;
-                    tracing::info!(
-                        "the vendor refused the agent (a rejected limit): stopping the slice"
-                    );
+                // mode after a rejected limit) or retry for minutes (Claude Code after a 401).
+                // A warning (`allowed_warning`) is not a refusal.
+                if refused && !stopped_for_refusal {
+                    stopped_for_refusal = true;
+                    tracing::info!("the vendor refused the agent: stopping the slice");
                     slice.stop();
                 }
             }
@@ -90,7 +94,7 @@ pub(crate) async fn observe(
     Ran {
         report,
         summary: parser.into_summary(),
-        stopped_for_limit,
+        stopped_for_refusal,
     }
 }
 
