@@ -33,6 +33,9 @@ use crate::scope::SliceChanges;
 const UNKNOWN_RESET_BACKOFF: std::time::Duration = std::time::Duration::from_secs(5 * 60);
 /// The longest backoff for limits without a reset time: the vendors' shortest window.
 const MAX_UNKNOWN_RESET_BACKOFF: std::time::Duration = std::time::Duration::from_secs(5 * 3600);
+/// The longest a vendor's reset time can hold an account: the longest vendor window (seven
+/// days), and a day's margin.
+const MAX_VENDOR_HOLD: std::time::Duration = std::time::Duration::from_secs(8 * 86_400);
 /// How much of the agent's final message the evidence and handoff carry when it gave no report.
 const FINAL_WORDS: usize = 2_000;
 /// At most this many proposed todos and evidence items are taken from one report.
@@ -524,6 +527,10 @@ fn gate(f: &Finished<'_>, question: String, options: Vec<String>) -> NewGate {
 }
 
 /// When a vendor usage limit resets, if this slice hit one and the stream said when.
+///
+/// The time comes from the agent's output stream, which anything writing to its terminal can
+/// forge: a reset past the vendors' longest window (a week) is taken as that window's end, so a
+/// forged `resetsAt` in the year 3000 cannot hold the account forever.
 fn resets_at(f: &Finished<'_>) -> Option<Timestamp> {
     let at = f
         .classification?
@@ -531,7 +538,8 @@ fn resets_at(f: &Finished<'_>) -> Option<Timestamp> {
         .as_ref()?
         .resets_at
         .filter(|_| f.outcome == Outcome::UsageLimited)?;
-    u64::try_from(at.as_millisecond()).ok().map(Timestamp)
+    let at = u64::try_from(at.as_millisecond()).ok().map(Timestamp)?;
+    Some(at.min(f.ended_at.plus(MAX_VENDOR_HOLD)))
 }
 
 /// The agent is not logged in: its account is held until a person answers a gate that names
@@ -595,7 +603,18 @@ fn final_words(f: &Finished<'_>) -> Option<String> {
         }
         false => text,
     };
-    Some(tail.to_owned())
+    // It is shown in terminals and read by the next agent: no escape sequences or other
+    // control characters (a structured stream's result text can carry them).
+    let clean: Vec<String> = tail
+        .lines()
+        .map(|line| {
+            loopx_adapters::strip_ansi(line)
+                .chars()
+                .filter(|c| !c.is_control() || *c == '\t')
+                .collect()
+        })
+        .collect();
+    Some(clean.join("\n"))
 }
 
 /// A quota request on the `demo` account with no pacing or windows, for tests.
@@ -935,7 +954,7 @@ mod tests {
 
     #[test]
     fn a_usage_limit_holds_the_account_until_it_resets() {
-        let at = jiff::Timestamp::from_second(1_790_000_000).expect("a time");
+        let at = jiff::Timestamp::from_second(86_400).expect("a time");
         let c = Classification {
             limit: Some(loopx_adapters::VendorLimit {
                 resets_at: Some(at),
@@ -944,7 +963,7 @@ mod tests {
             ..classified(Outcome::UsageLimited, None)
         };
         let wb = check(&c, "usage_limited", true);
-        assert_eq!(wb.hold_until, Some(Timestamp(1_790_000_000_000)));
+        assert_eq!(wb.hold_until, Some(Timestamp(86_400_000)));
         assert!(wb.ops().iter().any(|op| matches!(
             op,
             Op::QuotaHold { key, source: HoldSource::Vendor, .. } if key == "demo"
@@ -1043,6 +1062,39 @@ mod tests {
             .expect("a handoff");
         assert!(handoff.done.contains("all checks pass"), "{}", handoff.done);
         assert!(!handoff.done.contains("xxx"), "clipped: {}", handoff.done);
+    }
+
+    #[test]
+    fn a_forged_far_reset_holds_the_account_a_week_at_most() {
+        let year_3000 = jiff::Timestamp::from_second(32_503_680_000).expect("a time");
+        let c = Classification {
+            limit: Some(loopx_adapters::VendorLimit {
+                resets_at: Some(year_3000),
+                window: None,
+            }),
+            ..classified(Outcome::UsageLimited, None)
+        };
+        let wb = check(&c, "usage_limited", true);
+        assert_eq!(wb.hold_until, Some(Timestamp(3_000).plus(MAX_VENDOR_HOLD)));
+    }
+
+    #[test]
+    fn the_agent_s_last_words_carry_no_escape_sequences() {
+        let c = classified(Outcome::Completed, None);
+        let agent: AgentName = "exec".parse().expect("a name");
+        let f = Finished {
+            final_message: Some("\u{1b}]0;pwned\u{7}done \u{1b}[31mred\u{1b}[0m\u{8}\nnext"),
+            ..finished(&c, &agent, "completed", true)
+        };
+        let ops = writeback(&f, false).ops();
+        let Op::EvidenceAdd(slice) = &ops[1] else {
+            panic!("{ops:?}")
+        };
+        assert!(
+            slice.detail.ends_with("final message:\ndone red\nnext\n"),
+            "{:?}",
+            slice.detail
+        );
     }
 
     #[test]
