@@ -1,10 +1,17 @@
 //! Wall-clock instants as stored and shown.
 //!
 //! Persisted times are wall time in milliseconds since the Unix epoch (durations inside one
-//! process use `Instant`). JSON shows RFC 3339 in UTC; the store keeps the integer.
+//! process use a [`Clock`]'s monotonic time). JSON shows RFC 3339 in UTC; the store keeps the
+//! integer.
+//!
+//! The supervisor reads time only through a [`Clock`]: [`SystemClock`] in production, a virtual
+//! clock in `loopx sim`, where a sleep advances time at once and the wall clock can be stepped
+//! (`docs/design/simulation.md`). The kernel itself never reads the clock: every operation is
+//! given its time.
 
 use std::fmt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -39,6 +46,49 @@ impl Timestamp {
         let at = humantime::parse_rfc3339_weak(text).ok()?;
         let since = at.duration_since(UNIX_EPOCH).ok()?;
         Some(Timestamp(u64::try_from(since.as_millis()).ok()?))
+    }
+}
+
+/// Where the supervisor gets its time from.
+pub trait Clock: Send + Sync + fmt::Debug {
+    /// The wall-clock time (it may step back or forward).
+    fn now(&self) -> Timestamp;
+    /// Monotonic time since the clock's own origin: never steps, only comparable with other
+    /// readings of the same clock.
+    fn monotonic(&self) -> Duration;
+    /// Waits `d` (a virtual clock advances by `d` instead).
+    fn sleep(&self, d: Duration);
+}
+
+/// A clock shared by everything one supervisor runs.
+pub type SharedClock = Arc<dyn Clock>;
+
+/// The machine's clocks: `SystemTime` for the wall, `Instant` for the monotonic time.
+#[derive(Debug, Clone, Copy)]
+pub struct SystemClock {
+    origin: Instant,
+}
+
+impl SystemClock {
+    /// The machine's clock, as a [`SharedClock`].
+    pub fn shared() -> SharedClock {
+        Arc::new(SystemClock {
+            origin: Instant::now(),
+        })
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
+    }
+
+    fn monotonic(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d);
     }
 }
 

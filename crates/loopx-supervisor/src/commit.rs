@@ -10,7 +10,7 @@ use loopx_adapters::Outcome;
 use loopx_kernel::model::ClaimStanding;
 use loopx_kernel::store::{Applied, BatchError};
 use loopx_kernel::{
-    AgentName, Conflict, KernelError, Op, Project, SliceId, Store, StoreError, Timestamp,
+    AgentName, Clock, Conflict, KernelError, Op, Project, SliceId, Store, StoreError, Timestamp,
 };
 use serde::Serialize;
 
@@ -115,7 +115,13 @@ impl Observed {
             quota: spent,
             changes: &changes,
         };
-        match write_back(&req.project, &actor(setup), &finished, pid) {
+        match write_back(
+            &req.project,
+            &*req.world.clock,
+            &actor(setup),
+            &finished,
+            pid,
+        ) {
             Ok(mut summary) => {
                 summary.limit_secs = begun.record.limit_secs;
                 begun.guard.disarm();
@@ -159,11 +165,14 @@ fn limits_in_a_row(project: &Project, agent: &AgentName, slice: SliceId) -> u32 
 /// Applies the writeback, retrying while the store is busy or full.
 pub(crate) fn write_back(
     project: &Project,
+    clock: &dyn Clock,
     actor: &str,
     f: &Finished<'_>,
     pid: Option<u32>,
 ) -> Result<SliceSummary, KernelError> {
-    let (wb, applied, result) = retrying(patience(), || attempt(project, actor, f))?;
+    let (wb, applied, result) = retrying(clock, patience(), || {
+        attempt(project, actor, f, clock.now())
+    })?;
     Ok(summary(f, pid, &wb, &applied, result))
 }
 
@@ -172,6 +181,7 @@ fn attempt(
     project: &Project,
     actor: &str,
     f: &Finished<'_>,
+    now: Timestamp,
 ) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
     let store = Store::open(project)?;
     let standing = match (f.todo, f.epoch) {
@@ -185,12 +195,12 @@ fn attempt(
         standing,
         Some(ClaimStanding::Stale | ClaimStanding::NotHolder)
     ) {
-        return lost(&store, f, wb);
+        return lost(&store, f, wb, now);
     }
     loop {
         // Stamped when it commits, not when the agent ended: the ledger stays in time order
         // (the slice's own times travel in its records).
-        match store.apply_batch(wb.ops(), actor, Timestamp::now()) {
+        match store.apply_batch(wb.ops(), actor, now) {
             Ok(applied) => return Ok((wb, applied, "applied")),
             Err(BatchError {
                 op: Some(index),
@@ -207,14 +217,14 @@ fn attempt(
                         | Conflict::NotHolder { .. }
                         | Conflict::TodoState { .. },
                     ),
-            }) => return lost(&store, f, wb),
+            }) => return lost(&store, f, wb, now),
             // loopx's own part refused: a bug in loopx. Keep what matters most.
             Err(BatchError {
                 op: Some(index),
                 error,
             }) => {
                 tracing::error!(slice = %f.slice, error = %error, op = ?wb.parts[index].op, "the kernel refused loopx's own writeback");
-                return essentials(&store, actor, f, wb);
+                return essentials(&store, actor, f, wb, now);
             }
             Err(BatchError { op: None, error }) => return Err(error),
         }
@@ -226,9 +236,10 @@ fn lost(
     store: &Store,
     f: &Finished<'_>,
     wb: Writeback,
+    now: Timestamp,
 ) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
     tracing::warn!(slice = %f.slice, "the slice's claim moved on; recording only its end and usage");
-    store.apply_all(lost_claim(f), ACTOR, Timestamp::now())?;
+    store.apply_all(lost_claim(f), ACTOR, now)?;
     Ok((wb, Vec::new(), "stale_epoch"))
 }
 
@@ -239,6 +250,7 @@ fn essentials(
     actor: &str,
     f: &Finished<'_>,
     wb: Writeback,
+    now: Timestamp,
 ) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
     let keep: Vec<Op> = wb
         .ops()
@@ -256,11 +268,11 @@ fn essentials(
         })
         .map(|(_, op)| op)
         .collect();
-    match store.apply_all(keep, actor, Timestamp::now()) {
+    match store.apply_all(keep, actor, now) {
         Ok(_) => Ok((wb, Vec::new(), "refused")),
         Err(KernelError::Store(e)) => Err(e.into()),
         Err(_) => {
-            let (wb, applied, _) = lost(store, f, wb)?;
+            let (wb, applied, _) = lost(store, f, wb, now)?;
             Ok((wb, applied, "refused"))
         }
     }
@@ -429,8 +441,14 @@ mod tests {
             ended_at: T0.plus(Duration::from_secs(2)),
             ..crate::writeback::test_finished(&agent)
         };
-        let summary =
-            write_back(&project, "agent:exec", &finished, None).expect("the end is written");
+        let summary = write_back(
+            &project,
+            &*loopx_kernel::SystemClock::shared(),
+            "agent:exec",
+            &finished,
+            None,
+        )
+        .expect("the end is written");
         assert_eq!(summary.writeback, "stale_epoch");
         assert_eq!(summary.todo_state, Some("unchanged"));
         let store = Store::open(&project).expect("store");
@@ -629,7 +647,7 @@ mod tests {
                     ended_at: T0.plus(Duration::from_secs(2)),
                     ..crate::writeback::test_finished(&agent)
                 };
-                let summary = write_back(&project, "agent:exec", &finished, None)
+                let summary = write_back(&project, &*loopx_kernel::SystemClock::shared(), "agent:exec", &finished, None)
                     .expect("the writeback lands");
                 prop_assert_eq!(summary.writeback, "applied");
                 let store = Store::open_read(&project).expect("store");

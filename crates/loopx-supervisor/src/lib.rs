@@ -58,8 +58,13 @@ pub use agent::{AgentSetup, agent_view, load_agent};
 pub use commit::SliceSummary;
 pub use errors::SupervisorError;
 pub use notify::{Notification, Notifier};
-pub use once::{Once, RunOnce, Step, run_once};
-pub use recover::{Recovered, recover};
-pub use run_loop::{EndReason, OnGate, RunEnd, RunEvent, RunLoop, run_loop};
+pub use once::{
+    Begin, BegunSlice, Once, RunOnce, SimulatedSlice, Step, World, begin_once, run_once,
+};
+pub use recover::{Recovered, recover, recover_in};
+pub use renew::Renewed;
+pub use run_loop::{
+    EndReason, Host, Msg, OnGate, RunEnd, RunEvent, RunLoop, run_loop, run_loop_on,
+};
 pub use shutdown::{Shutdown, Stopping};
 pub use signals::handle_signals;

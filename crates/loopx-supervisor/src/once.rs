@@ -3,14 +3,17 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use loopx_kernel::model::SliceKind;
-use loopx_kernel::{Project, SliceId, Timestamp, TodoId};
+use loopx_kernel::model::{ProcessIdentity, SliceKind};
+use loopx_kernel::{Project, SharedClock, SliceId, SystemClock, Timestamp, TodoId};
 use loopx_quota::Decision;
 
 use crate::commit::SliceSummary;
 use crate::errors::SupervisorError;
+use crate::renew::Renewed;
 use crate::shutdown::Shutdown;
 use crate::slice::{self, Began, Next};
+use loopx_adapters::LaunchPlan;
+use loopx_kernel::model::SliceRecord;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -22,6 +25,40 @@ pub struct RunOnce {
     pub loopx_exe: PathBuf,
     /// Stops the slice when the supervisor is asked to stop.
     pub shutdown: Arc<Shutdown>,
+    /// The clock and the identity the supervisor runs with.
+    pub world: World,
+}
+
+/// What a supervisor takes from the world around it: its clock, its own identity as slices
+/// record it, and whether another supervisor still runs. [`World::real`] in production; the
+/// simulation (`loopx sim`) gives a virtual clock and supervisors that die and restart.
+#[derive(Clone)]
+pub struct World {
+    pub clock: SharedClock,
+    /// This supervisor, as the slices it begins record their owner.
+    pub me: ProcessIdentity,
+    /// Whether the supervisor with this identity still runs (recovery leaves its slices be).
+    pub alive: Arc<dyn Fn(&ProcessIdentity) -> bool + Send + Sync>,
+}
+
+impl World {
+    /// This process, the machine's clock, and `/proc` for other supervisors.
+    pub fn real() -> World {
+        World {
+            clock: SystemClock::shared(),
+            me: crate::slice::process_identity(std::process::id()),
+            alive: Arc::new(crate::slice::is_alive),
+        }
+    }
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("World")
+            .field("clock", &self.clock)
+            .field("me", &self.me)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A step worth telling the user about, as it happens.
@@ -89,24 +126,154 @@ pub enum Once {
 /// one's state. From the begin on, the slice's guard records it `interrupted` if a later stage
 /// fails, panics, or is stopped.
 pub fn run_once(req: &RunOnce, on_step: &mut dyn FnMut(Step<'_>)) -> Result<Once, SupervisorError> {
-    let decided = match slice::decide(req, on_step)? {
-        Next::Run(decided) => *decided,
-        Next::Done(once) => return Ok(*once),
+    let began = match begin_once(req, on_step)? {
+        Begin::Running(began) => *began,
+        Begin::Done(once) => return Ok(*once),
     };
-    let agent = decided.setup.agent.name.to_string();
-    if let Some(why) = req.shutdown.reason() {
-        return Ok(Once::Stopped { agent, why });
-    }
-    let decision = decided.decision.clone();
-    let begun = match decided.begin(req, on_step)? {
-        Began::Begun(begun) => *begun,
-        Began::Not(once) => return Ok(*once),
-    };
+    let BegunSlice { begun, decision } = began;
+    let agent = begun.setup.agent.name.to_string();
     let Some(launched) = begun.launch(req, on_step)? else {
         let why = req.shutdown.reason().unwrap_or_default();
         return Ok(Once::Stopped { agent, why });
     };
     let observed = launched.observe(req);
+    ended(req, decision, observed, on_step)
+}
+
+/// The first half of [`run_once`]: the decision and, when it says run, the slice begun.
+#[derive(Debug)]
+pub enum Begin {
+    /// Nothing runs (the decision, a refusal, a lost race, a stop).
+    Done(Box<Once>),
+    /// A slice was begun and its guard owns it; the host runs its agent.
+    Running(Box<BegunSlice>),
+}
+
+/// A slice recorded as begun whose agent has not run yet.
+#[derive(Debug)]
+pub struct BegunSlice {
+    begun: slice::Begun,
+    decision: Decision,
+}
+
+/// Decides for the agent and, on `deliver` or `repair`, begins a slice (its agent not yet
+/// spawned). [`run_once`] spawns it in a PTY; the simulation runs a simulated agent instead
+/// ([`BegunSlice::simulate`]).
+pub fn begin_once(
+    req: &RunOnce,
+    on_step: &mut dyn FnMut(Step<'_>),
+) -> Result<Begin, SupervisorError> {
+    let decided = match slice::decide(req, on_step)? {
+        Next::Run(decided) => *decided,
+        Next::Done(once) => return Ok(Begin::Done(once)),
+    };
+    let agent = decided.setup.agent.name.to_string();
+    if let Some(why) = req.shutdown.reason() {
+        return Ok(Begin::Done(Box::new(Once::Stopped { agent, why })));
+    }
+    let decision = decided.decision.clone();
+    Ok(match decided.begin(req, on_step)? {
+        Began::Begun(begun) => Begin::Running(Box::new(BegunSlice {
+            begun: *begun,
+            decision,
+        })),
+        Began::Not(once) => Begin::Done(once),
+    })
+}
+
+impl BegunSlice {
+    /// The slice as recorded.
+    pub fn record(&self) -> &SliceRecord {
+        &self.begun.record
+    }
+
+    /// How the agent would be launched: program, limits.
+    pub fn plan(&self) -> &LaunchPlan {
+        &self.begun.plan
+    }
+
+    /// The agent starts now, run by the host itself rather than in a PTY.
+    pub fn simulate(mut self, req: &RunOnce) -> SimulatedSlice {
+        let started = self.begun.start_simulated(req);
+        SimulatedSlice {
+            lease_ttl: slice::lease_ttl(&self.begun.setup),
+            begun: self.begun,
+            decision: self.decision,
+            started,
+        }
+    }
+}
+
+/// A slice whose agent the host runs itself (the simulation): everything else — the
+/// renewals, the parsing of its output, the judging, the scope check and the writeback — is
+/// loopx's own.
+#[derive(Debug)]
+pub struct SimulatedSlice {
+    begun: slice::Begun,
+    decision: Decision,
+    started: (crate::scope::Before, std::time::Duration),
+    lease_ttl: std::time::Duration,
+}
+
+impl SimulatedSlice {
+    /// The slice as recorded.
+    pub fn record(&self) -> &SliceRecord {
+        &self.begun.record
+    }
+
+    /// How the agent would be launched: program, limits.
+    pub fn plan(&self) -> &LaunchPlan {
+        &self.begun.plan
+    }
+
+    /// How long a claim lasts between renewals (renew every third of it).
+    pub fn lease_ttl(&self) -> std::time::Duration {
+        self.lease_ttl
+    }
+
+    /// Renews the slice's claim once, as the renewing thread of a real slice does.
+    pub fn renew(&self, req: &RunOnce) -> Option<Renewed> {
+        let (todo, epoch) = self.begun.record.todo.zip(self.begun.record.epoch)?;
+        Some(crate::renew::renew_once(
+            &req.project,
+            &req.world.clock,
+            &self.begun.setup.agent.name,
+            todo,
+            epoch,
+            self.lease_ttl,
+        ))
+    }
+
+    /// The agent ended, having printed `output`, with `exit` (`lost_claim`: loopx stopped it
+    /// because a renewal found the claim gone). The rest is the real slice's end.
+    pub fn finish(
+        self,
+        req: &RunOnce,
+        output: &[u8],
+        exit: loopx_pty::SliceExit,
+        lost_claim: Option<String>,
+        on_step: &mut dyn FnMut(Step<'_>),
+    ) -> Result<Once, SupervisorError> {
+        let observed = self
+            .begun
+            .observe_simulated(req, self.started, output, exit, lost_claim);
+        ended(req, self.decision, observed, on_step)
+    }
+
+    /// The supervisor died while the agent ran: nothing is recorded; the slice stays running
+    /// in the store until recovery closes it.
+    pub fn vanish(self) {
+        self.begun.guard.vanish();
+    }
+}
+
+/// The last stage of every slice: the writeback, and the slice's summary.
+fn ended(
+    req: &RunOnce,
+    decision: Decision,
+    observed: slice::Observed,
+    on_step: &mut dyn FnMut(Step<'_>),
+) -> Result<Once, SupervisorError> {
     let summary = observed.write_back(req)?;
     on_step(Step::Ended(&summary));
     Ok(Once::Ran {

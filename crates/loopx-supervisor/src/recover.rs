@@ -22,7 +22,8 @@ use loopx_kernel::{Conflict, KernelError, Op, Project, Store, Timestamp};
 use serde::Serialize;
 
 use crate::errors::SupervisorError;
-use crate::slice::{LiveSlices, is_alive, marker, process_identity};
+use crate::once::World;
+use crate::slice::{LiveSlices, is_alive, marker};
 
 /// How long an orphan's processes get between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(3);
@@ -46,10 +47,14 @@ pub struct Recovered {
     pub released: bool,
 }
 
-/// Finds and closes every orphaned slice of `project`.
+/// Finds and closes every orphaned slice of `project`, as this process.
 pub fn recover(project: &Project) -> Result<Vec<Recovered>, SupervisorError> {
-    let me = process_identity(std::process::id());
-    let now = Timestamp::now();
+    recover_in(project, &World::real())
+}
+
+/// Finds and closes every orphaned slice of `project`, as the supervisor `world.me`.
+pub fn recover_in(project: &Project, world: &World) -> Result<Vec<Recovered>, SupervisorError> {
+    let now = world.clock.now();
     let running = Store::open_read(project)?.read(|s| {
         s.running_slices()?
             .into_iter()
@@ -58,10 +63,10 @@ pub fn recover(project: &Project) -> Result<Vec<Recovered>, SupervisorError> {
     })?;
     let mut out = Vec::new();
     for (owner, slice) in running {
-        let Some(why) = orphaned(project, owner.as_ref(), &slice, &me, now) else {
+        let Some(why) = orphaned(project, world, owner.as_ref(), &slice, now) else {
             continue;
         };
-        if let Some(recovered) = close(project, owner.as_ref(), &slice, &why)? {
+        if let Some(recovered) = close(project, world, owner.as_ref(), &slice, &why)? {
             out.push(recovered);
         }
     }
@@ -72,18 +77,17 @@ pub fn recover(project: &Project) -> Result<Vec<Recovered>, SupervisorError> {
 /// no live worker owns the slice any more (its guard could not record the end).
 fn orphaned(
     project: &Project,
+    world: &World,
     owner: Option<&ProcessIdentity>,
     slice: &SliceRecord,
-    me: &ProcessIdentity,
     now: Timestamp,
 ) -> Option<String> {
     match owner {
-        Some(owner) if owner == me => LiveSlices::is_abandoned(project, slice.id).then(|| {
+        Some(owner) if *owner == world.me => LiveSlices::is_abandoned(project, slice.id).then(|| {
             "its worker in this supervisor ended without recording it (the store could not be written)".to_owned()
         }),
-        Some(owner) => {
-            (!is_alive(owner)).then(|| format!("its supervisor (pid {}) is gone", owner.pid))
-        }
+        Some(owner) => (!(world.alive)(owner))
+            .then(|| format!("its supervisor (pid {}) is gone", owner.pid)),
         None => {
             let limit = Duration::from_secs(slice.limit_secs) + UNOWNED_SLACK;
             (now >= slice.started_at.plus(limit)).then(|| {
@@ -96,6 +100,7 @@ fn orphaned(
 /// Stops the orphan's processes and records it; `None` when a peer recovered it first.
 fn close(
     project: &Project,
+    world: &World,
     owner: Option<&ProcessIdentity>,
     slice: &SliceRecord,
     why: &str,
@@ -134,7 +139,7 @@ fn close(
         usage: None,
     };
     let store = Store::open(project)?;
-    match store.apply(op, "loopx:recovery", Timestamp::now()) {
+    match store.apply(op, "loopx:recovery", world.clock.now()) {
         Ok(Applied::Interrupted { released, .. }) => Ok(Some(Recovered {
             slice: slice.id.to_string(),
             agent: slice.agent.to_string(),
@@ -243,8 +248,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let project = Project::create(dir.path()).expect("project");
         let slice = begun(&project);
-        let guard =
-            crate::slice::SliceGuard::new(&project, slice, crate::slice::Beginning::start());
+        let guard = crate::slice::SliceGuard::new(
+            &project,
+            &loopx_kernel::SystemClock::shared(),
+            slice,
+            crate::slice::Beginning::start(),
+        );
         assert!(recover(&project).expect("recovers").is_empty());
         guard.disarm();
         assert_eq!(

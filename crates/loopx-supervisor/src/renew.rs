@@ -13,8 +13,47 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use loopx_kernel::store::Applied;
-use loopx_kernel::{AgentName, KernelError, Op, Project, Store, Timestamp, TodoId};
+use loopx_kernel::{AgentName, KernelError, Op, Project, SharedClock, Store, TodoId};
 use loopx_pty::SliceControl;
+
+/// What one renewal found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Renewed {
+    /// The claim runs on.
+    Kept,
+    /// The agent finished the todo itself (`loopx report done`) and works on: its claim is
+    /// complete, nothing is left to renew.
+    Finished,
+    /// The kernel refused: the claim moved on, and the slice must stop.
+    Lost(String),
+    /// A busy or unreadable store: the claim still has two thirds of its time; try again at
+    /// the next turn.
+    Failed(String),
+}
+
+/// Renews `agent`'s claim on `todo` under `epoch` for `ttl`, once.
+pub(crate) fn renew_once(
+    project: &Project,
+    clock: &SharedClock,
+    agent: &AgentName,
+    todo: TodoId,
+    epoch: u64,
+    ttl: Duration,
+) -> Renewed {
+    let op = Op::TodoRenew {
+        todo,
+        agent: agent.clone(),
+        epoch,
+        ttl,
+    };
+    let actor = format!("agent:{agent}");
+    match Store::open(project).and_then(|s| s.apply(op, &actor, clock.now())) {
+        Ok(Applied::Todo(todo)) if todo.state.is_final() => Renewed::Finished,
+        Ok(_) => Renewed::Kept,
+        Err(KernelError::Conflict(c)) => Renewed::Lost(c.to_string()),
+        Err(e) => Renewed::Failed(crate::errors::chain(&e)),
+    }
+}
 
 #[derive(Debug, Default)]
 struct Shared {
@@ -34,6 +73,7 @@ pub(crate) struct Renewal {
 impl Renewal {
     pub(crate) fn start(
         project: Project,
+        clock: SharedClock,
         agent: AgentName,
         todo: TodoId,
         epoch: u64,
@@ -47,32 +87,21 @@ impl Renewal {
             .name("loopx-renew".into())
             .spawn(move || {
                 while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(every) {
-                    let op = Op::TodoRenew {
-                        todo,
-                        agent: agent.clone(),
-                        epoch,
-                        ttl,
-                    };
-                    let actor = format!("agent:{agent}");
-                    let renewed = Store::open(&project)
-                        .and_then(|s| s.apply(op, &actor, Timestamp::now()));
-                    match renewed {
-                        // The agent finished the todo itself (`loopx report done`) and works
-                        // on: its claim is complete, nothing is left to renew.
-                        Ok(Applied::Todo(todo)) if todo.state.is_final() => return,
-                        Ok(_) => {}
-                        Err(KernelError::Conflict(c)) => {
-                            tracing::warn!(%todo, error = %c, "the slice lost its claim; stopping it");
+                    match renew_once(&project, &clock, &agent, todo, epoch, ttl) {
+                        Renewed::Kept => {}
+                        Renewed::Finished => return,
+                        Renewed::Lost(why) => {
+                            tracing::warn!(%todo, error = %why, "the slice lost its claim; stopping it");
                             let mut shared = mine.lock().unwrap_or_else(|p| p.into_inner());
-                            shared.lost = Some(c.to_string());
+                            shared.lost = Some(why);
                             if let Some(control) = &shared.control {
                                 control.stop();
                             }
                             return;
                         }
-                        // A busy or unreadable store: the claim still has two thirds of its
-                        // time; try again at the next turn.
-                        Err(e) => tracing::warn!(%todo, error = %e, "could not renew the claim"),
+                        Renewed::Failed(why) => {
+                            tracing::warn!(%todo, error = %why, "could not renew the claim")
+                        }
                     }
                 }
             })

@@ -15,24 +15,30 @@
 //!
 //! Messages from workers, the doorbell and the signal handler arrive on one channel, and the
 //! coordinator emits every [`RunEvent`] itself, so events are in the order things happened.
+//!
+//! The coordinator reaches the world only through a [`Host`]: its clock, starting a worker,
+//! the next message, recovery. [`run_loop`] runs it on threads, a channel and the doorbell;
+//! the simulation (`loopx sim`) runs the same coordinator on one thread and a virtual clock,
+//! with simulated agents in place of PTY processes.
 
 use std::collections::BTreeSet;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use loopx_kernel::doorbell::{self, Listener};
-use loopx_kernel::{Project, Store, Timestamp};
+use loopx_kernel::{Project, SharedClock, Store, Timestamp};
 use loopx_quota::{Decision, DecisionKind};
 use serde::Serialize;
 
 use crate::commit::SliceSummary;
 use crate::errors::SupervisorError;
-use crate::once::{Once, RunOnce, Step, run_once};
+use crate::once::{Once, RunOnce, Step, World, run_once};
 use crate::prompt::kind_name;
-use crate::recover::{Recovered, recover};
+use crate::recover::{Recovered, recover_in};
 use crate::shutdown::Shutdown;
 
 /// How often an agent that is quiet, asked or held until resumed decides again even when
@@ -69,6 +75,8 @@ pub struct RunLoop {
     pub run_for: Option<Duration>,
     pub on_gate: OnGate,
     pub shutdown: Arc<Shutdown>,
+    /// The clock and the identity the supervisor runs with.
+    pub world: World,
 }
 
 /// Why the loop ended.
@@ -164,7 +172,8 @@ pub struct RunEnd {
 }
 
 /// What a worker or the outside world tells the coordinator.
-enum Msg {
+#[derive(Debug)]
+pub enum Msg {
     /// The decision a worker made (it may go on to run a slice).
     Decided(usize, Decision),
     /// A worker's slice started.
@@ -175,13 +184,41 @@ enum Msg {
     Wake,
 }
 
+impl Msg {
+    /// The message worker `idx`'s step becomes, if the coordinator cares.
+    pub fn from_step(idx: usize, step: &Step<'_>) -> Option<Msg> {
+        step_msg(idx, step)
+    }
+}
+
+/// Where the coordinator's workers run and its messages come from.
+pub trait Host {
+    /// The supervisor's clock (the same as every worker's `RunOnce::world`).
+    fn clock(&self) -> SharedClock;
+    /// Starts a worker for agent `idx`: its messages, and at last its [`Msg::Done`], arrive
+    /// through [`Host::next`]. An error: no worker could be started.
+    fn start(&mut self, idx: usize, once: RunOnce) -> Result<(), String>;
+    /// The next message, waiting for it at most `timeout`.
+    fn next(&mut self, timeout: Duration) -> Option<Msg>;
+    /// Closes orphaned slices of dead supervisors.
+    fn recover(
+        &mut self,
+        project: &Project,
+        world: &World,
+    ) -> Result<Vec<Recovered>, SupervisorError>;
+    /// A random number in `range`, to spread peers apart.
+    fn random(&mut self, range: Range<u64>) -> u64;
+    /// Housekeeping between messages.
+    fn tidy(&mut self) {}
+}
+
 /// What the coordinator knows of one agent.
 #[derive(Debug)]
 struct Slot {
     name: String,
     busy: bool,
-    /// When to decide next; `None`: when something changes.
-    due: Option<Instant>,
+    /// When to decide next (on the clock's monotonic time); `None`: when something changes.
+    due: Option<Duration>,
     /// The last decision, for `--on-gate exit`.
     last: Option<DecisionKind>,
     /// Paused (so the next slice is announced as a resume).
@@ -201,24 +238,35 @@ pub fn run_loop(req: &RunLoop, emit: &mut dyn FnMut(&RunEvent)) -> Result<RunEnd
     if let Err(e) = loopx_pty::become_child_subreaper() {
         tracing::warn!(error = %e, "cannot become a child subreaper; orphans go to init");
     }
-    let (tx, rx) = mpsc::channel::<Msg>();
-    let waker = tx.clone();
-    req.shutdown.wake_with(move || {
-        let _ = waker.send(Msg::Wake);
-    });
-    let bell = Bell::start(&req.project, tx.clone());
+    let mut host = Threads::start(req);
+    let end = run_loop_on(req, names, &mut host, emit);
+    host.bell.stop(&req.project);
+    end
+}
+
+/// Runs the loop's coordinator for the agents `names` on `host`.
+pub fn run_loop_on(
+    req: &RunLoop,
+    names: Vec<String>,
+    host: &mut dyn Host,
+    emit: &mut dyn FnMut(&RunEvent),
+) -> Result<RunEnd, SupervisorError> {
     emit(&RunEvent::Running {
         agents: names.clone(),
-        pid: std::process::id(),
+        pid: req.world.me.pid,
     });
+    let clock = host.clock();
+    let now = clock.monotonic();
     let mut coordinator = Coordinator {
         req,
+        host,
+        clock,
         slots: names
             .into_iter()
             .map(|name| Slot {
                 name,
                 busy: false,
-                due: Some(Instant::now()),
+                due: Some(now),
                 last: None,
                 paused: false,
                 erring: false,
@@ -226,17 +274,103 @@ pub fn run_loop(req: &RunLoop, emit: &mut dyn FnMut(&RunEvent)) -> Result<RunEnd
                 ended: None,
             })
             .collect(),
-        tx,
         slices: 0,
         asked: BTreeSet::new(),
-        started: Instant::now(),
+        started: now,
         first_error: None,
         recover_at: None,
     };
     coordinator.recover(emit);
-    let end = coordinator.run(&rx, emit);
-    bell.stop(&req.project);
-    end
+    coordinator.run(emit)
+}
+
+/// The production host: a thread per worker, one channel, the doorbell.
+struct Threads {
+    tx: Sender<Msg>,
+    rx: Receiver<Msg>,
+    bell: Bell,
+    clock: SharedClock,
+    last_reap: Duration,
+}
+
+impl Threads {
+    fn start(req: &RunLoop) -> Threads {
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let waker = tx.clone();
+        req.shutdown.wake_with(move || {
+            let _ = waker.send(Msg::Wake);
+        });
+        let bell = Bell::start(&req.project, tx.clone());
+        let clock = req.world.clock.clone();
+        Threads {
+            tx,
+            rx,
+            bell,
+            last_reap: clock.monotonic(),
+            clock,
+        }
+    }
+}
+
+impl Host for Threads {
+    fn clock(&self) -> SharedClock {
+        self.clock.clone()
+    }
+
+    fn start(&mut self, idx: usize, once: RunOnce) -> Result<(), String> {
+        let tx = self.tx.clone();
+        std::thread::Builder::new()
+            .name(format!(
+                "loopx-agent-{}",
+                once.agent.as_deref().unwrap_or("?")
+            ))
+            .spawn(move || {
+                // A panic must still report the worker done, or its agent would stay busy
+                // (and the loop alive) forever.
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run_once(&once, &mut |step| {
+                        if let Some(msg) = step_msg(idx, &step) {
+                            let _ = tx.send(msg);
+                        }
+                    })
+                }))
+                .unwrap_or_else(|panic| Err(SupervisorError::Panicked(panic_text(&panic))));
+                let _ = tx.send(Msg::Done(idx, result));
+            })
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    fn next(&mut self, timeout: Duration) -> Option<Msg> {
+        match self.rx.recv_timeout(timeout) {
+            Ok(msg) => Some(msg),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => unreachable!("the host holds a sender"),
+        }
+    }
+
+    fn recover(
+        &mut self,
+        project: &Project,
+        world: &World,
+    ) -> Result<Vec<Recovered>, SupervisorError> {
+        recover_in(project, world)
+    }
+
+    fn random(&mut self, range: Range<u64>) -> u64 {
+        fastrand::u64(range)
+    }
+
+    fn tidy(&mut self) {
+        let now = self.clock.monotonic();
+        if now.saturating_sub(self.last_reap) >= REAP_EVERY {
+            self.last_reap = now;
+            let reaped = loopx_pty::reap_adopted();
+            if !reaped.is_empty() {
+                tracing::debug!(?reaped, "reaped adopted orphans");
+            }
+        }
+    }
 }
 
 /// The agents to run: the named ones (each must exist), or every registered one.
@@ -266,30 +400,26 @@ fn agent_names(req: &RunLoop) -> Result<Vec<String>, SupervisorError> {
 
 struct Coordinator<'r> {
     req: &'r RunLoop,
+    host: &'r mut dyn Host,
+    clock: SharedClock,
     slots: Vec<Slot>,
-    tx: Sender<Msg>,
     /// Slices run so far.
     slices: u64,
     /// Gates whose question was shown.
     asked: BTreeSet<String>,
-    started: Instant,
+    started: Duration,
     first_error: Option<SupervisorError>,
     /// A slice of this process could not be recorded as ended: recover it at this moment
     /// instead of waiting for the minute.
-    recover_at: Option<Instant>,
+    recover_at: Option<Duration>,
 }
 
 impl Coordinator<'_> {
-    fn run(
-        &mut self,
-        rx: &Receiver<Msg>,
-        emit: &mut dyn FnMut(&RunEvent),
-    ) -> Result<RunEnd, SupervisorError> {
+    fn run(&mut self, emit: &mut dyn FnMut(&RunEvent)) -> Result<RunEnd, SupervisorError> {
         let mut announced_stop = false;
-        let mut last_recovery = Instant::now();
-        let mut last_reap = Instant::now();
+        let mut last_recovery = self.clock.monotonic();
         loop {
-            let now = Instant::now();
+            let now = self.clock.monotonic();
             let stopping = self.req.shutdown.requested();
             if stopping && !announced_stop {
                 announced_stop = true;
@@ -327,34 +457,25 @@ impl Coordinator<'_> {
                 });
             }
             let timeout = self.sleep_for(now, stopping || out_of_time || budget_spent);
-            match rx.recv_timeout(timeout) {
-                Ok(msg) => self.handle(msg, emit),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    unreachable!("the coordinator holds a sender")
+            if let Some(msg) = self.host.next(timeout) {
+                self.handle(msg, emit);
+                while let Some(msg) = self.host.next(Duration::ZERO) {
+                    self.handle(msg, emit);
                 }
             }
-            while let Ok(msg) = rx.try_recv() {
-                self.handle(msg, emit);
-            }
-            let recovery_due = self.recover_at.is_some_and(|at| at <= Instant::now());
-            if (last_recovery.elapsed() >= RECOVER_EVERY || recovery_due) && !stopping {
-                last_recovery = Instant::now();
+            let now = self.clock.monotonic();
+            let recovery_due = self.recover_at.is_some_and(|at| at <= now);
+            if (now.saturating_sub(last_recovery) >= RECOVER_EVERY || recovery_due) && !stopping {
+                last_recovery = now;
                 self.recover_at = None;
                 self.recover(emit);
             }
-            if last_reap.elapsed() >= REAP_EVERY {
-                last_reap = Instant::now();
-                let reaped = loopx_pty::reap_adopted();
-                if !reaped.is_empty() {
-                    tracing::debug!(?reaped, "reaped adopted orphans");
-                }
-            }
+            self.host.tidy();
         }
     }
 
     /// Starts a worker for every idle agent whose time has come.
-    fn start_due(&mut self, now: Instant) {
+    fn start_due(&mut self, now: Duration) {
         let budget = self.req.max_slices.map(|max| {
             let busy = self.slots.iter().filter(|s| s.busy).count() as u64;
             max.saturating_sub(self.slices + busy)
@@ -374,24 +495,9 @@ impl Coordinator<'_> {
                 agent: Some(slot.name.clone()),
                 loopx_exe: self.req.loopx_exe.clone(),
                 shutdown: Arc::clone(&self.req.shutdown),
+                world: self.req.world.clone(),
             };
-            let tx = self.tx.clone();
-            let spawned = std::thread::Builder::new()
-                .name(format!("loopx-agent-{}", slot.name))
-                .spawn(move || {
-                    // A panic must still report the worker done, or its agent would stay busy
-                    // (and the loop alive) forever.
-                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        run_once(&once, &mut |step| {
-                            if let Some(msg) = step_msg(idx, &step) {
-                                let _ = tx.send(msg);
-                            }
-                        })
-                    }))
-                    .unwrap_or_else(|panic| Err(SupervisorError::Panicked(panic_text(&panic))));
-                    let _ = tx.send(Msg::Done(idx, result));
-                });
-            if let Err(e) = spawned {
+            if let Err(e) = self.host.start(idx, once) {
                 tracing::error!(error = %e, "cannot start a worker thread");
                 slot.busy = false;
                 slot.due = Some(now + RETRY_AFTER_ERROR);
@@ -443,7 +549,7 @@ impl Coordinator<'_> {
     }
 
     /// How long to block for the next message.
-    fn sleep_for(&self, now: Instant, draining: bool) -> Duration {
+    fn sleep_for(&self, now: Duration, draining: bool) -> Duration {
         if draining {
             // Only workers' ends matter now; they arrive as messages.
             return RECOVER_EVERY;
@@ -460,13 +566,13 @@ impl Coordinator<'_> {
         if let Some(at) = self.recover_at {
             until = until.min(at);
         }
-        until.saturating_duration_since(now)
+        until.saturating_sub(now)
     }
 
     fn handle(&mut self, msg: Msg, emit: &mut dyn FnMut(&RunEvent)) {
         match msg {
             Msg::Wake => {
-                let now = Instant::now();
+                let now = self.clock.monotonic();
                 for slot in self.slots.iter_mut().filter(|s| !s.busy) {
                     slot.due = Some(now);
                 }
@@ -493,7 +599,8 @@ impl Coordinator<'_> {
         result: Result<Once, SupervisorError>,
         emit: &mut dyn FnMut(&RunEvent),
     ) {
-        let now = Instant::now();
+        let now = self.clock.monotonic();
+        let wall = self.clock.now();
         let slot = &mut self.slots[idx];
         slot.busy = false;
         slot.erring = false;
@@ -508,11 +615,11 @@ impl Coordinator<'_> {
             }
             Ok(Once::Contended { why, .. }) => {
                 tracing::debug!(agent, why, "a peer got there first; deciding again");
-                slot.due = Some(now + Duration::from_millis(fastrand::u64(50..250)));
+                slot.due = Some(now + Duration::from_millis(self.host.random(50..250)));
             }
             Ok(Once::Refused { until, reason, .. }) => {
                 slot.last = Some(DecisionKind::Wait);
-                pause(slot, until, reason, emit);
+                pause(slot, (now, wall), until, reason, emit);
             }
             Ok(Once::Decided { decision, .. }) => self.decided(idx, decision, emit),
             // The loop is stopping: nothing more for this agent.
@@ -522,7 +629,8 @@ impl Coordinator<'_> {
     }
 
     fn decided(&mut self, idx: usize, decision: Decision, emit: &mut dyn FnMut(&RunEvent)) {
-        let now = Instant::now();
+        let now = self.clock.monotonic();
+        let wall = self.clock.now();
         let slot = &mut self.slots[idx];
         slot.last = Some(decision.decision);
         let agent = slot.name.clone();
@@ -536,7 +644,7 @@ impl Coordinator<'_> {
             }
             DecisionKind::Wait => {
                 let until = decision.wake_at.map(Timestamp);
-                pause(slot, until, decision.reason, emit);
+                pause(slot, (now, wall), until, decision.reason, emit);
             }
             DecisionKind::Ask => {
                 slot.due = Some(now + RECHECK);
@@ -575,7 +683,7 @@ impl Coordinator<'_> {
         let error = crate::errors::chain(&e);
         let lasting = e.is_lasting();
         if matches!(e, SupervisorError::Unrecorded { .. }) {
-            self.recover_at = Some(Instant::now() + RETRY_AFTER_ERROR);
+            self.recover_at = Some(self.clock.monotonic() + RETRY_AFTER_ERROR);
         }
         let slot = &mut self.slots[idx];
         // Only an error a person must fix holds the agent up for `--on-gate exit`.
@@ -604,13 +712,13 @@ impl Coordinator<'_> {
                 self.first_error = Some(e);
             }
         } else {
-            slot.due = Some(Instant::now() + RETRY_AFTER_ERROR);
+            slot.due = Some(self.clock.monotonic() + RETRY_AFTER_ERROR);
         }
     }
 
     /// Closes orphaned slices of dead supervisors.
     fn recover(&mut self, emit: &mut dyn FnMut(&RunEvent)) {
-        match recover(&self.req.project) {
+        match self.host.recover(&self.req.project, &self.req.world) {
             Ok(recovered) => {
                 for r in recovered {
                     emit(&RunEvent::Recovered(r));
@@ -621,20 +729,21 @@ impl Coordinator<'_> {
     }
 }
 
-/// Marks the agent paused until `until` and shows it once.
+/// Marks the agent paused until `until` and shows it once; `now` on the monotonic and the wall
+/// clock.
 fn pause(
     slot: &mut Slot,
+    (now, wall): (Duration, Timestamp),
     until: Option<Timestamp>,
     reason: String,
     emit: &mut dyn FnMut(&RunEvent),
 ) {
-    let now = Instant::now();
     // At most a re-check away: `Instant` stands still while the machine sleeps, so a long wait
     // measured on it would outlast a reset that passed on the wall clock meanwhile. Deciding
     // again reads the wall clock; a pause that still holds is not shown twice.
     slot.due = Some(match until {
         Some(until) => {
-            let wait = Duration::from_millis(until.0.saturating_sub(Timestamp::now().0));
+            let wait = Duration::from_millis(until.0.saturating_sub(wall.0));
             now + wait.min(RECHECK)
         }
         None => now + RECHECK,

@@ -26,7 +26,7 @@ mod redact_log;
 mod run;
 mod stream;
 
-pub(crate) use begin::{Began, actor};
+pub(crate) use begin::{Began, Begun, actor, lease_ttl};
 pub(crate) use decide::{Next, decide};
 pub(crate) use guard::{ACTOR, LiveSlices, patience, retrying};
 #[cfg(test)]

@@ -66,6 +66,7 @@ fn request(project: &Project, shutdown: &Arc<Shutdown>) -> RunOnce {
         agent: Some("a".into()),
         loopx_exe: "/nonexistent/loopx".into(),
         shutdown: Arc::clone(shutdown),
+        world: loopx_supervisor::World::real(),
     }
 }
 

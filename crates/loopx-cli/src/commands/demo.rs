@@ -53,6 +53,7 @@ pub fn run(ctx: &mut Ctx, args: DemoArgs) -> Result<(), ExpectedError> {
         run_for: Some(DEMO_LIMIT),
         on_gate: OnGate::Wait,
         shutdown,
+        world: loopx_supervisor::World::real(),
     };
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let actor = ctx.actor();

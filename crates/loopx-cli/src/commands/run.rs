@@ -77,6 +77,7 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
             Some(OnGateArg::Wait) | None => OnGate::Wait,
         },
         shutdown,
+        world: loopx_supervisor::World::real(),
     };
     let json = ctx.json;
     let mut notifier = loopx_supervisor::Notifier::load(&req.project)?;
@@ -133,8 +134,9 @@ fn run_once(
         agent,
         loopx_exe,
         shutdown: Arc::clone(&shutdown),
+        world: loopx_supervisor::World::real(),
     };
-    let recovered = loopx_supervisor::recover(&req.project)?;
+    let recovered = loopx_supervisor::recover_in(&req.project, &req.world)?;
     for r in &recovered {
         say(&event_line(&RunEvent::Recovered(r.clone())));
     }

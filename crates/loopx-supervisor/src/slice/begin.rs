@@ -7,11 +7,10 @@ use std::time::Duration;
 use loopx_adapters::{LaunchContext, LaunchPlan, render_launch, render_prompt};
 use loopx_kernel::model::{SliceRecord, Todo};
 use loopx_kernel::store::{Applied, BeginSlice, NewSlice, SLICE_PLACEHOLDER};
-use loopx_kernel::{Conflict, KernelError, Op, Timestamp};
+use loopx_kernel::{Conflict, KernelError, Op};
 
 use super::decide::{Decided, How};
 use super::guard::{Beginning, SliceGuard};
-use super::launch::process_identity;
 use crate::agent::AgentSetup;
 use crate::errors::SupervisorError;
 use crate::once::{Once, RunOnce, Step};
@@ -84,7 +83,7 @@ impl Decided {
                     .collect(),
                 limit_secs: plan.limits.max_time.as_secs(),
                 log: Some(slice_file(SLICE_PLACEHOLDER, "log")),
-                owner: Some(process_identity(std::process::id())),
+                owner: Some(req.world.me.clone()),
             },
             claim_ttl: lease_ttl(setup),
             admit: setup.quota_request(0, 0.0, None),
@@ -92,7 +91,7 @@ impl Decided {
         let beginning = Beginning::start();
         let begun = self
             .store
-            .apply(Op::SliceBegin(begin), &actor(setup), Timestamp::now());
+            .apply(Op::SliceBegin(begin), &actor(setup), req.world.clock.now());
         let (record, took_claim) = match begun {
             Ok(Applied::SliceBegun { slice, took_claim }) => (slice, took_claim),
             Ok(other) => unreachable!("a slice begin yields the slice, not {other:?}"),
@@ -113,7 +112,7 @@ impl Decided {
             }
             Err(e) => return Err(e.into()),
         };
-        let mut guard = SliceGuard::new(&req.project, record.id, beginning);
+        let mut guard = SliceGuard::new(&req.project, &req.world.clock, record.id, beginning);
         let name = setup.agent.name.as_str();
         if let (Some(todo), Some(epoch)) = (record.todo, record.epoch) {
             on_step(Step::Claimed {

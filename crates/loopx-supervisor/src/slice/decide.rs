@@ -52,7 +52,7 @@ pub(crate) fn decide(
     req: &RunOnce,
     on_step: &mut dyn FnMut(Step<'_>),
 ) -> Result<Next, SupervisorError> {
-    let now = Timestamp::now();
+    let now = req.world.clock.now();
     let store = Store::open(&req.project)?;
     let agents = store.read(|s| s.agents())?;
     let setup = match load_agent(&req.project, agents, req.agent.as_deref()) {

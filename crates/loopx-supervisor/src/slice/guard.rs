@@ -15,10 +15,12 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use loopx_kernel::store::QuotaRequest;
-use loopx_kernel::{Conflict, KernelError, Op, Project, SliceId, Store, StoreError, Timestamp};
+use loopx_kernel::{
+    Clock, Conflict, KernelError, Op, Project, SharedClock, SliceId, Store, StoreError,
+};
 
 /// Who records what loopx itself decided about a slice.
 pub(crate) const ACTOR: &str = "loopx";
@@ -78,6 +80,7 @@ impl Drop for Beginning {
 #[derive(Debug)]
 pub(crate) struct SliceGuard {
     project: Project,
+    clock: SharedClock,
     slice: SliceId,
     armed: bool,
     /// Why the slice is ending abnormally, once a stage failed.
@@ -93,13 +96,19 @@ pub(crate) struct SliceGuard {
 
 impl SliceGuard {
     /// Takes the slice over from the begin that recorded it (in flight until now).
-    pub(crate) fn new(project: &Project, slice: SliceId, begun: Beginning) -> SliceGuard {
+    pub(crate) fn new(
+        project: &Project,
+        clock: &SharedClock,
+        slice: SliceId,
+        begun: Beginning,
+    ) -> SliceGuard {
         owned()
             .slices
             .insert((project.root().to_path_buf(), slice.0));
         drop(begun);
         SliceGuard {
             project: project.clone(),
+            clock: clock.clone(),
             slice,
             armed: true,
             cause: None,
@@ -127,6 +136,12 @@ impl SliceGuard {
         self.armed = false;
     }
 
+    /// The supervisor died (a simulated crash): nothing is recorded, and the slice stays
+    /// running in the store until recovery finds it.
+    pub(crate) fn vanish(mut self) {
+        self.armed = false;
+    }
+
     /// Records the slice `interrupted` now, for `reason`; the error when even that could not
     /// be written (then recovery closes the slice later).
     pub(crate) fn interrupt(mut self, reason: &str) -> Result<(), KernelError> {
@@ -144,8 +159,10 @@ impl SliceGuard {
             output_bytes: self.output_bytes,
             usage,
         };
-        let apply = |op: Op| Store::open(&self.project)?.apply(op, ACTOR, Timestamp::now());
-        let mut ended = retrying(self.patience, || apply(op(self.usage.clone())));
+        let apply = |op: Op| Store::open(&self.project)?.apply(op, ACTOR, self.clock.now());
+        let mut ended = retrying(&*self.clock, self.patience, || {
+            apply(op(self.usage.clone()))
+        });
         // On a full disk the end matters more than the charge: try the smaller write.
         if self.usage.is_some()
             && matches!(&ended, Err(KernelError::Store(StoreError::NoSpace { .. })))
@@ -161,7 +178,8 @@ impl SliceGuard {
 
 impl Drop for SliceGuard {
     fn drop(&mut self) {
-        if self.armed {
+        // A crashed process records nothing (the simulation's crash unwinds through here).
+        if self.armed && !loopx_kernel::fault::dying() {
             let reason = match (&self.cause, std::thread::panicking()) {
                 (Some(cause), _) => cause.clone(),
                 (None, true) => {
@@ -195,16 +213,17 @@ pub(crate) fn patience() -> Duration {
 /// Runs `write` until it succeeds, fails for a reason other than a busy or full store, or
 /// `patience` has passed; backing off from 50 ms to 2 s between tries.
 pub(crate) fn retrying<T>(
+    clock: &dyn Clock,
     patience: Duration,
     mut write: impl FnMut() -> Result<T, KernelError>,
 ) -> Result<T, KernelError> {
-    let deadline = Instant::now() + patience;
+    let deadline = clock.monotonic() + patience;
     let mut pause = Duration::from_millis(50);
     loop {
         match write() {
-            Err(KernelError::Store(e)) if e.is_transient() && Instant::now() < deadline => {
+            Err(KernelError::Store(e)) if e.is_transient() && clock.monotonic() < deadline => {
                 tracing::warn!(error = %e, "the store is not writable; trying again");
-                std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+                clock.sleep(pause.min(deadline.saturating_sub(clock.monotonic())));
                 pause = (pause * 2).min(Duration::from_secs(2));
             }
             other => return other,

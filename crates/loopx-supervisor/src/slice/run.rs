@@ -4,12 +4,12 @@
 
 use std::path::Path;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use loopx_adapters::{Outcome, Parser};
 use loopx_kernel::model::ProcessIdentity;
 use loopx_kernel::store::QuotaRequest;
-use loopx_kernel::{AgentName, Op, Project, SliceId, Store, Timestamp};
+use loopx_kernel::{AgentName, Op, SliceId, Store, Timestamp};
 
 use super::begin::{Begun, lease_ttl, slice_path};
 use super::guard::{patience, retrying};
@@ -34,7 +34,8 @@ pub(crate) struct Launched {
     renewal: Option<Renewal>,
     /// Records the spawned process in the store, off the PTY's runtime.
     recorder: Option<JoinHandle<()>>,
-    started: Instant,
+    /// When it was spawned, on the supervisor's monotonic clock.
+    started: Duration,
 }
 
 /// A slice whose agent has ended, with everything the writeback needs.
@@ -102,13 +103,14 @@ impl Begun {
             .map(|(epoch, todo)| {
                 Renewal::start(
                     req.project.clone(),
+                    req.world.clock.clone(),
                     setup.agent.name.clone(),
                     todo,
                     epoch,
                     lease_ttl(setup),
                 )
             });
-        let started = Instant::now();
+        let started = req.world.clock.monotonic();
         let spawned = spawn(&runtime, spec);
         let mut recorder = None;
         if let Ok(spawned) = &spawned {
@@ -119,7 +121,7 @@ impl Begun {
             }
             req.shutdown.register(self.record.id.0, control);
             recorder = Some(record_spawned(
-                req.project.clone(),
+                req,
                 self.store.take(),
                 self.record.id,
                 &setup.agent.name,
@@ -159,57 +161,154 @@ impl Launched {
             started,
         } = self;
         let pid = spawned.as_ref().ok().map(|s| s.slice.pid());
-        let ran = runtime.block_on(observe(spawned, stdin, parser));
+        let ran = runtime.block_on(observe(spawned, stdin, parser, &req.world.clock));
         drop(runtime);
-        let elapsed = started.elapsed();
-        let ended_at = Timestamp::now();
         req.shutdown.unregister(begun.record.id.0);
         if let Some(recorder) = recorder {
             let _ = recorder.join();
         }
         // The spawn failed: the decision's store was never handed to the recorder.
         drop(begun.store.take());
-        let log = slice_path(req, begun.record.log.as_deref().unwrap_or_default());
-        if let Err(e) = redact_log(&log, &begun.plan.secret_env_names) {
-            tracing::warn!(slice = %begun.record.id, error = %e, "cannot redact the slice log");
-        }
         let lost_claim = renewal.and_then(Renewal::finish);
-        let scope = begun.goal.as_ref().map_or(&[][..], |g| &g.scope);
-        let changes = scope::compare(req.project.root(), &before, scope);
-        let mut judged = judge(&ran, &begun.setup.loaded.profile.done_when);
-        if judged.outcome == Outcome::Interrupted {
-            if let Some(why) = lost_claim {
-                judged.reason = format!("the slice was stopped: it lost its claim ({why})");
-            } else if let Some(why) = req.shutdown.reason() {
-                judged.reason = format!("shutdown: loopx was stopped ({why}) during the slice");
-            }
+        conclude(req, begun, ran, pid, started, &before, lost_claim)
+    }
+}
+
+impl Begun {
+    /// The agent "started" now, for a host that runs it itself (the simulation): the project
+    /// as it is before the agent runs, and the start on the monotonic clock.
+    pub(crate) fn start_simulated(&mut self, req: &RunOnce) -> (scope::Before, Duration) {
+        drop(self.store.take());
+        let log = slice_path(req, self.record.log.as_deref().unwrap_or_default());
+        create_private(&log);
+        (
+            scope::capture(req.project.root()),
+            req.world.clock.monotonic(),
+        )
+    }
+
+    /// The agent of a simulated slice ended, having printed `output` and ended `exit`: its
+    /// output goes through the adapter's parser and into the slice's log, then on as any
+    /// slice's does.
+    pub(crate) fn observe_simulated(
+        self,
+        req: &RunOnce,
+        started: (scope::Before, Duration),
+        output: &[u8],
+        exit: loopx_pty::SliceExit,
+        lost_claim: Option<String>,
+    ) -> Observed {
+        let (before, started) = started;
+        let clock = &req.world.clock;
+        let log = slice_path(req, self.record.log.as_deref().unwrap_or_default());
+        if let Err(e) = std::fs::write(&log, output) {
+            tracing::warn!(path = %log.display(), error = %e, "cannot write the slice log");
         }
-        if let Some(why) = ran
-            .report
-            .as_ref()
-            .ok()
-            .and_then(|r| r.capture_error.as_ref())
-        {
-            judged.reason = format!("{}; its log was cut short ({why})", judged.reason);
+        let mut parser = Parser::for_adapter(&self.setup.loaded.adapter);
+        let now = jiff_time(clock.now());
+        let mut refused = false;
+        parser.feed(output, now, &mut |event| refused |= is_refusal(&event));
+        parser.finish(now);
+        let bytes = u64::try_from(output.len()).unwrap_or(u64::MAX);
+        let report = loopx_pty::SliceReport {
+            slice_id: super::launch::marker(req.project.root(), self.record.id),
+            pid: 0,
+            // loopx stops an agent the vendor refused at once (`stream.rs`).
+            exit: match refused {
+                true => loopx_pty::SliceExit::Stopped(loopx_pty::StopReason::Requested),
+                false => exit,
+            },
+            status: None,
+            duration: clock.monotonic().saturating_sub(started),
+            bytes_total: bytes,
+            bytes_logged: bytes,
+            bytes_dropped: 0,
+            leftover_count: 0,
+            leftover_pids: Vec::new(),
+            survivors: Vec::new(),
+            waiting_for_input: false,
+            text: String::new(),
+            screen: String::new(),
+            log_path: log,
+            capture_complete: true,
+            capture_error: None,
+        };
+        let ran = Ran {
+            report: Ok(report),
+            summary: parser.into_summary(),
+            stopped_for_refusal: refused,
+        };
+        conclude(req, self, ran, None, started, &before, lost_claim)
+    }
+}
+
+/// Whether the vendor refused the agent: a rejected limit, or credentials refused.
+pub(crate) fn is_refusal(event: &loopx_adapters::AgentEvent) -> bool {
+    match event {
+        loopx_adapters::AgentEvent::Limit(l) => l.status == loopx_adapters::LimitStatus::Rejected,
+        loopx_adapters::AgentEvent::AuthFailed { .. } => true,
+        _ => false,
+    }
+}
+
+/// A stored time as the parser's.
+pub(crate) fn jiff_time(at: Timestamp) -> jiff::Timestamp {
+    jiff::Timestamp::from_millisecond(i64::try_from(at.0).unwrap_or(i64::MAX))
+        .unwrap_or(jiff::Timestamp::MAX)
+}
+
+/// What every slice's end shares, real or simulated: the log redacted, the outcome judged, the
+/// scope checked, the usage measured.
+fn conclude(
+    req: &RunOnce,
+    mut begun: Begun,
+    ran: Ran,
+    pid: Option<u32>,
+    started: Duration,
+    before: &scope::Before,
+    lost_claim: Option<String>,
+) -> Observed {
+    let elapsed = req.world.clock.monotonic().saturating_sub(started);
+    let ended_at = req.world.clock.now();
+    let log = slice_path(req, begun.record.log.as_deref().unwrap_or_default());
+    if let Err(e) = redact_log(&log, &begun.plan.secret_env_names) {
+        tracing::warn!(slice = %begun.record.id, error = %e, "cannot redact the slice log");
+    }
+    let scope = begun.goal.as_ref().map_or(&[][..], |g| &g.scope);
+    let changes = scope::compare(req.project.root(), before, scope);
+    let mut judged = judge(&ran, &begun.setup.loaded.profile.done_when);
+    if judged.outcome == Outcome::Interrupted {
+        if let Some(why) = lost_claim {
+            judged.reason = format!("the slice was stopped: it lost its claim ({why})");
+        } else if let Some(why) = req.shutdown.reason() {
+            judged.reason = format!("shutdown: loopx was stopped ({why}) during the slice");
         }
-        let bytes = ran.report.as_ref().map_or(0, |r| r.bytes_total);
-        let usage = ran.summary.usage();
-        let spent = begun.setup.quota_request(
-            usage.input.saturating_add(usage.output),
-            ran.summary.cost_usd.unwrap_or(0.0),
-            Some(ran_between(ended_at, elapsed)),
-        );
-        begun.guard.ran(judged.exit.clone(), bytes, spent.clone());
-        Observed {
-            begun,
-            ran,
-            judged,
-            changes,
-            pid,
-            ended_at,
-            elapsed,
-            spent,
-        }
+    }
+    if let Some(why) = ran
+        .report
+        .as_ref()
+        .ok()
+        .and_then(|r| r.capture_error.as_ref())
+    {
+        judged.reason = format!("{}; its log was cut short ({why})", judged.reason);
+    }
+    let bytes = ran.report.as_ref().map_or(0, |r| r.bytes_total);
+    let usage = ran.summary.usage();
+    let spent = begun.setup.quota_request(
+        usage.input.saturating_add(usage.output),
+        ran.summary.cost_usd.unwrap_or(0.0),
+        Some(ran_between(ended_at, elapsed)),
+    );
+    begun.guard.ran(judged.exit.clone(), bytes, spent.clone());
+    Observed {
+        begun,
+        ran,
+        judged,
+        changes,
+        pid,
+        ended_at,
+        elapsed,
+        spent,
     }
 }
 
@@ -225,7 +324,7 @@ pub(crate) fn ran_between(ended_at: Timestamp, elapsed: Duration) -> (Timestamp,
 /// A failure is logged, not fatal: the agent runs either way, its slice is recorded as begun,
 /// and a sweep finds its processes by their marker.
 fn record_spawned(
-    project: Project,
+    req: &RunOnce,
     store: Option<Store>,
     slice: SliceId,
     agent: &AgentName,
@@ -234,14 +333,15 @@ fn record_spawned(
     let actor = format!("agent:{agent}");
     let pid = process.pid;
     let op = Op::SliceSpawned { slice, process };
+    let (project, clock) = (req.project.clone(), req.world.clock.clone());
     std::thread::spawn(move || {
         let mut first = store;
-        let recorded = retrying(patience(), || {
+        let recorded = retrying(&*clock, patience(), || {
             let store = match first.take() {
                 Some(store) => store,
                 None => Store::open(&project)?,
             };
-            store.apply(op.clone(), &actor, Timestamp::now())
+            store.apply(op.clone(), &actor, clock.now())
         });
         if let Err(e) = recorded {
             tracing::warn!(%slice, pid, error = %e, "could not record the spawned process");

@@ -1,7 +1,9 @@
 //! Spawning the slice and reading its output through the adapter's parser.
 
-use loopx_adapters::{AgentEvent, LimitStatus, Parser, StreamSummary};
+use loopx_adapters::{Parser, StreamSummary};
 use loopx_pty::{LaunchSpec, RunningSlice, SliceEvent, SliceEvents, SliceExit, SliceReport};
+
+use super::run::{is_refusal, jiff_time};
 
 /// What running the process gave.
 #[derive(Debug)]
@@ -41,6 +43,7 @@ pub(crate) async fn observe(
     spawned: Result<Spawned, String>,
     stdin: Option<Vec<u8>>,
     mut parser: Parser,
+    clock: &loopx_kernel::SharedClock,
 ) -> Ran {
     let Spawned {
         mut slice,
@@ -65,12 +68,8 @@ pub(crate) async fn observe(
         match event {
             SliceEvent::Output(bytes) => {
                 let mut refused = false;
-                parser.feed(&bytes, jiff::Timestamp::now(), &mut |event| {
-                    refused |= match &event {
-                        AgentEvent::Limit(l) => l.status == LimitStatus::Rejected,
-                        AgentEvent::AuthFailed { .. } => true,
-                        _ => false,
-                    };
+                parser.feed(&bytes, jiff_time(clock.now()), &mut |event| {
+                    refused |= is_refusal(&event);
                 });
                 // The vendor refused the agent: nothing more will come of this slice, and a CLI
                 // can stay alive after it without ever finishing (Claude Code in streaming
@@ -89,7 +88,7 @@ pub(crate) async fn observe(
             SliceEvent::WaitingEnded | SliceEvent::Exited(_) => {}
         }
     }
-    parser.finish(jiff::Timestamp::now());
+    parser.finish(jiff_time(clock.now()));
     let report = slice.wait().await.map_err(|e| crate::errors::chain(&e));
     Ran {
         report,

@@ -568,6 +568,8 @@ impl Store {
         for op in &mut ops {
             op.redact(&self.redactor);
         }
+        let action = ops.first().map_or("change", Op::action);
+        let crash_after = crate::fault::before_write(&self.path, action).map_err(whole)?;
         let txn = self.begin_write().map_err(whole)?;
         let writer = Writer::new(&txn, self, now, actor).map_err(whole)?;
         let mut applied = Vec::with_capacity(ops.len());
@@ -583,6 +585,9 @@ impl Store {
         }
         let Some((index, err)) = failure else {
             txn.commit().map_err(|e| whole(self.redb(e)))?;
+            if crash_after {
+                crate::fault::crash();
+            }
             crate::doorbell::ring(&self.project);
             return Ok(applied);
         };

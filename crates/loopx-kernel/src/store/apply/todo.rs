@@ -275,6 +275,9 @@ pub(super) fn renew(
 ) -> Result<Applied, KernelError> {
     check_ttl(ttl)?;
     let mut todo: Todo = w.require(tables::TODOS, id.0, "todo", id)?;
+    if crate::fault::planted(crate::fault::PlantedBug::RenewIgnoresEpoch) {
+        return planted_renew(w, todo, agent, epoch, ttl);
+    }
     if fence(&todo, agent, epoch, "renewed")? == ClaimStanding::Finished {
         return Ok(Applied::Todo(todo));
     }
@@ -285,6 +288,38 @@ pub(super) fn renew(
     w.put_todo(&todo)?;
     w.event(EventKind::TodoRenewed {
         todo: id,
+        agent: agent.clone(),
+        epoch,
+        expires_at,
+    })?;
+    Ok(Applied::Todo(todo))
+}
+
+/// The bug `PlantedBug::RenewIgnoresEpoch`: the lease re-armed for whoever asks, under the
+/// epoch they present. Only reachable with the `planted-bugs` feature, switched on by a
+/// simulation proving that it finds it.
+fn planted_renew(
+    w: &Writer<'_>,
+    mut todo: Todo,
+    agent: &AgentName,
+    epoch: u64,
+    ttl: Duration,
+) -> Result<Applied, KernelError> {
+    if todo.state.is_final() {
+        return Ok(Applied::Todo(todo));
+    }
+    let expires_at = w.now.plus(ttl);
+    todo.lease = Some(Lease {
+        agent: agent.clone(),
+        epoch,
+        granted_at: w.now,
+        expires_at,
+    });
+    todo.state = TodoState::Claimed;
+    todo.updated_at = w.now;
+    w.put_todo(&todo)?;
+    w.event(EventKind::TodoRenewed {
+        todo: todo.id,
         agent: agent.clone(),
         epoch,
         expires_at,
