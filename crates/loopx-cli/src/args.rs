@@ -68,6 +68,9 @@ pub enum Command {
     Run(RunArgs),
     /// The whole loop in under a minute on the built-in simulated agent (no API key).
     Demo(DemoArgs),
+    /// Deterministic simulation: the real loop on a virtual clock with simulated agents,
+    /// people and faults, checking its invariants after every step.
+    Sim(SimArgs),
     /// For agents inside a slice: record evidence, a handoff, a todo, a question, or done.
     #[command(subcommand)]
     Report(ReportCommand),
@@ -147,6 +150,25 @@ pub struct DemoArgs {
     /// Where to create the demo project (default: a new temporary directory). It is kept.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// The scenario (TOML); default: the built-in 200-hour scenario (`tests/sim/200h.toml`).
+    #[arg(value_name = "SCENARIO")]
+    pub scenario: Option<std::path::PathBuf>,
+    /// The seed: the same seed replays the same run.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Run this many seeds, from `--seed` on, one line each.
+    #[arg(long, default_value_t = 1)]
+    pub seeds: u64,
+    /// Simulate at most this many hours (overrides the scenario's `sim.hours`).
+    #[arg(long)]
+    pub hours: Option<f64>,
+    /// Keep the simulated project in DIR, for `loopx status`, `loopx log`.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<std::path::PathBuf>,
 }
 
 /// `--on-gate`.

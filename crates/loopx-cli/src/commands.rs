@@ -12,6 +12,7 @@ mod profile;
 mod quota;
 mod report;
 mod run;
+mod sim;
 mod status;
 mod todo;
 
@@ -42,6 +43,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Quota(cmd) => quota::run(ctx, cmd),
         Command::Run(args) => run::run(ctx, args),
         Command::Demo(args) => demo::run(ctx, args),
+        Command::Sim(args) => sim::run(ctx, args),
         Command::Report(cmd) => report::run(ctx, cmd),
     }
 }

@@ -143,6 +143,10 @@ impl SharedState {
             }
             None => Spending::default(),
         };
+        let plans_after = match &goal {
+            Some(goal) => snap.goal_plans_after(goal.id)?,
+            None => None,
+        };
         Ok(SharedState {
             now,
             goal: goal.map(|g| GoalView {
@@ -156,6 +160,7 @@ impl SharedState {
                 .to_owned(),
                 share: g.share,
                 spent,
+                plans_after,
             }),
             todos,
             gates,

@@ -74,8 +74,14 @@ pub fn revive() {
 
 /// Crashes the simulated process here.
 pub fn crash() -> ! {
+    crash_with(Crashed)
+}
+
+/// Ends the simulated process here, unwinding with `payload` (a simulation that halts on a
+/// broken invariant): like a crash, nothing more is written on the way out.
+pub fn crash_with<P: std::any::Any + Send + 'static>(payload: P) -> ! {
     DYING.with(|d| d.set(true));
-    std::panic::panic_any(Crashed)
+    std::panic::panic_any(payload)
 }
 
 /// Asks the injector about a write to the store at `path`. `Ok(true)`: crash once it

@@ -263,12 +263,17 @@ pub enum GateKind {
     /// The goal spent its budget without a todo done. `continue` (the first option, and any
     /// answer but `pause`) gives it a fresh budget; `pause` pauses the goal.
     Budget { goal: GoalId },
+    /// No todo is left and planning slices in a row proposed nothing: is the goal met? `done`
+    /// (the first option) marks it done; any other answer gives planning a fresh start.
+    GoalMet { goal: GoalId },
 }
 
 /// The options of a stall gate, in order.
 pub const STALL_OPTIONS: [&str; 2] = ["retry", "drop"];
 /// The options of a budget gate, in order.
 pub const BUDGET_OPTIONS: [&str; 2] = ["continue", "pause"];
+/// The options of a goal-met gate, in order.
+pub const GOAL_MET_OPTIONS: [&str; 2] = ["done", "plan"];
 
 /// A concrete question for a human.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

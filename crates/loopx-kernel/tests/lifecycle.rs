@@ -689,6 +689,62 @@ fn a_goal_s_spending_counts_every_slice_until_a_todo_is_done_or_a_person_restart
 }
 
 #[test]
+fn a_goal_met_gate_marks_the_goal_done_or_starts_its_planning_afresh() {
+    let f = fixture();
+    f.goal();
+    let goal = loopx_kernel::GoalId(1);
+    let a = f.agent("a");
+    let ask = || {
+        let gate = NewGate {
+            question: "Goal g1 has no todo left: is it met?".into(),
+            options: vec!["done".into(), "plan".into()],
+            context: String::new(),
+            blocks: Blocks::Global,
+            kind: GateKind::GoalMet { goal },
+        };
+        match f.store.apply(Op::GateAsk(gate), "loopx", T0).expect("asks") {
+            Applied::Gate(g) => g.id,
+            other => panic!("{other:?}"),
+        }
+    };
+    let answer = |gate, text: &str| {
+        f.store
+            .apply(
+                Op::GateAnswer {
+                    gate,
+                    choice: AnswerChoice::Text(text.into()),
+                    slice: None,
+                },
+                HUMAN,
+                T0,
+            )
+            .expect("answered")
+    };
+    // Three planning slices proposed nothing.
+    for _ in 0..3 {
+        let (slice, _, _) = begun(&f, begin(None, &a, None), T0);
+        f.store
+            .apply(end(slice, 10, 0.0), "agent:a", T0)
+            .expect("ends");
+    }
+    let after = || f.store.read(|s| s.goal_plans_after(goal)).expect("read");
+    assert_eq!(after(), None);
+    let gate = ask();
+    assert_eq!(ask(), gate, "asked once, whoever asks");
+    answer(gate, "keep going: try the docs");
+    assert_eq!(after(), Some(3), "planning slices up to s3 no longer count");
+    let status = || {
+        f.store
+            .read(|s| s.goal(goal))
+            .expect("read")
+            .map(|g| g.status)
+    };
+    assert_eq!(status(), Some(loopx_kernel::model::GoalStatus::Active));
+    answer(ask(), "done");
+    assert_eq!(status(), Some(loopx_kernel::model::GoalStatus::Done));
+}
+
+#[test]
 fn answering_a_login_gate_lifts_the_account_s_hold() {
     let f = fixture();
     f.goal();

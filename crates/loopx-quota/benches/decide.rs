@@ -35,6 +35,7 @@ fn main() {
         status: "active".into(),
         share: 0.5,
         spent: Default::default(),
+        plans_after: None,
     };
     let todos: Vec<TodoView> = (1..=1_000)
         .map(|i| TodoView {

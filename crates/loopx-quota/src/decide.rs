@@ -65,6 +65,8 @@ pub struct GoalView {
     pub share: f64,
     /// What it spent since a todo was last done.
     pub spent: Spending,
+    /// Planning slices up to this one no longer count (a person said to plan afresh).
+    pub plans_after: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -219,6 +221,8 @@ pub struct Decision {
     pub stalled: Option<String>,
     /// The goal spent its budget: a budget gate should be opened (the reason has the figures).
     pub over_budget: bool,
+    /// No todo is left and planning proposes none: a goal-met gate should be opened.
+    pub goal_met: bool,
     /// For wait: when to decide again (`None`: until a person resumes).
     pub wake_at: Option<Millis>,
     /// The first slice after a vendor hold ended: keep it short, the limit may not be gone.
@@ -241,6 +245,7 @@ impl Decision {
             gate: None,
             stalled: None,
             over_budget: false,
+            goal_met: false,
             wake_at: None,
             probe: false,
             reason,
@@ -618,19 +623,26 @@ fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
                 ),
             );
         }
+        let after = input.goal.and_then(|g| g.plans_after);
         let plans = input
             .slices
             .iter()
             .rev()
-            .take_while(|s| s.kind == SliceKind::Plan && s.todo.is_none())
+            .take_while(|s| {
+                s.kind == SliceKind::Plan && s.todo.is_none() && after.is_none_or(|a| s.id > a)
+            })
             .count() as u32;
         if plans >= input.policy.max_plans_in_a_row {
-            return Decision::new(
-                DecisionKind::Quiet,
+            // Only a person can say now: left quiet, a goal whose planners never declare it met
+            // would wait forever with nobody asked (found by `loopx sim`).
+            let mut d = Decision::new(
+                DecisionKind::Ask,
                 format!(
-                    "{plans} planning slices in a row proposed no todo; add one or mark the goal done"
+                    "no todo is left and {plans} planning slices in a row proposed none: is the goal met?"
                 ),
             );
+            d.goal_met = true;
+            return d;
         }
         let mut d = Decision::new(
             DecisionKind::Deliver,

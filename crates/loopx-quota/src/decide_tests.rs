@@ -48,6 +48,7 @@ fn world() -> World {
             status: "active".into(),
             share: 1.0,
             spent: Spending::default(),
+            plans_after: None,
         }),
         todos: vec![todo("t1", 1), todo("t2", 5)],
         gates: vec![],
@@ -371,15 +372,22 @@ fn planning_when_nothing_is_open_and_bounded() {
         (d.decision, d.slice),
         (DecisionKind::Deliver, Some(SliceKind::Plan))
     );
-    for _ in 0..3 {
-        w.slices
-            .push(slice(None, SliceKind::Plan, Outcome::Completed));
+    for id in 1..=3 {
+        w.slices.push(SliceView {
+            id,
+            ..slice(None, SliceKind::Plan, Outcome::Completed)
+        });
     }
+    let d = run(&w);
     assert_eq!(
-        run(&w).decision,
-        DecisionKind::Quiet,
-        "three plans in a row proposed nothing"
+        (d.decision, d.goal_met),
+        (DecisionKind::Ask, true),
+        "three plans in a row proposed nothing: a person is asked whether the goal is met ({})",
+        d.reason
     );
+    // The person said to plan again: the planning slices so far no longer count.
+    w.goal.as_mut().expect("a goal").plans_after = Some(3);
+    assert_eq!(run(&w).slice, Some(SliceKind::Plan));
 }
 
 #[test]

@@ -73,6 +73,7 @@ proptest! {
             status: "active".into(),
             share,
             spent: Default::default(),
+            plans_after: None,
         };
         let todos = vec![TodoView { id: "t1".into(), title: "x".into(), priority: 0, order: 1, needs: vec![], role: None, waits_on: None, lease: None, running: None, attempts_since: None }];
         let holds = vec![Hold { key: "acct".into(), until: Some(T0 + hold_in), reason: "limit".into(), source: HoldSource::Vendor, set_at: T0 }];

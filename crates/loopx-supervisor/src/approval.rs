@@ -204,6 +204,7 @@ fn held(kind: DecisionKind, gate: Option<&Gate>, reason: String) -> Decision {
         gate: gate.map(|g| (g.id.to_string(), g.question.clone())),
         stalled: None,
         over_budget: false,
+        goal_met: false,
         wake_at: None,
         probe: false,
         reason,

@@ -350,7 +350,13 @@ fn core(op: Op) -> Part {
 
 /// The hold a usage limit puts on the account, and until when.
 fn hold(f: &Finished<'_>) -> Option<(Op, Timestamp)> {
-    let reset = resets_at(f);
+    let reported = resets_at(f);
+    // A reset already past by this machine's clock while the vendor still refuses: the clocks
+    // disagree (this one runs ahead), or the vendor is late. A hold until then would hold
+    // nothing, and every slice would meet the limit again at once (found by `loopx sim` after a
+    // clock step: a slice every two minutes until the vendor's reset). Back off as for a limit
+    // without a reset time, longer each time in a row.
+    let reset = reported.filter(|at| *at > f.ended_at);
     // A limit without a reset time (Claude under an API key reports none for a 429) still holds
     // the account, for a fixed backoff: retrying at once would only hit the limit again. The
     // first slice after the hold is a probe (the decision marks it), which re-holds if needed.
@@ -359,9 +365,16 @@ fn hold(f: &Finished<'_>) -> Option<(Op, Timestamp)> {
         .min(MAX_UNKNOWN_RESET_BACKOFF);
     let until =
         reset.or_else(|| (f.outcome == Outcome::UsageLimited).then(|| f.ended_at.plus(backoff)))?;
-    let reason = match reset {
-        Some(_) => format!("usage limit reported by `{}` in slice {}", f.agent, f.slice),
-        None => format!(
+    let reason = match (reset, reported) {
+        (Some(_), _) => format!("usage limit reported by `{}` in slice {}", f.agent, f.slice),
+        (None, Some(passed)) => format!(
+            "usage limit reported by `{}` in slice {} with a reset ({passed}) already past by this machine's clock ({} in a row): backing off {}",
+            f.agent,
+            f.slice,
+            f.limited_before + 1,
+            short_duration(backoff)
+        ),
+        (None, None) => format!(
             "usage limit reported by `{}` in slice {} with no reset time ({} in a row): backing off {}",
             f.agent,
             f.slice,
@@ -1094,6 +1107,37 @@ mod tests {
             slice.detail.ends_with("final message:\ndone red\nnext\n"),
             "{:?}",
             slice.detail
+        );
+    }
+
+    #[test]
+    fn a_reset_already_past_by_this_clock_backs_off_instead_of_holding_nothing() {
+        // The slice ended at 3 000 ms; the vendor's reset says 1 000 ms.
+        let past = jiff::Timestamp::from_millisecond(1_000).expect("a time");
+        let c = Classification {
+            limit: Some(loopx_adapters::VendorLimit {
+                resets_at: Some(past),
+                window: None,
+            }),
+            ..classified(Outcome::UsageLimited, None)
+        };
+        let agent: AgentName = "exec".parse().expect("a name");
+        let f = Finished {
+            limited_before: 1,
+            ..finished(&c, &agent, "usage_limited", true)
+        };
+        let wb = writeback(&f, false);
+        let until = Timestamp(3_000).plus(UNKNOWN_RESET_BACKOFF * 2);
+        assert_eq!(wb.hold_until, Some(until));
+        let reason = wb.ops().into_iter().find_map(|op| match op {
+            Op::QuotaHold { reason, .. } => Some(reason),
+            _ => None,
+        });
+        assert!(
+            reason
+                .as_ref()
+                .is_some_and(|r| r.contains("already past by this machine's clock")),
+            "{reason:?}"
         );
     }
 

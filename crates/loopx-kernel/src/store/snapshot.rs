@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use super::codec::decode;
 use super::tables::{self, META, Numbered};
 use crate::errors::KernelError;
-use crate::ids::{GateId, GoalId, HandoffId, SliceId, TodoId};
+use crate::ids::{EvidenceId, GateId, GoalId, HandoffId, SliceId, TodoId};
 use crate::model::{Agent, Event, Evidence, Gate, Goal, GoalStatus, Handoff, SliceRecord, Todo};
 
 /// How many todos are in each state.
@@ -167,6 +167,12 @@ impl<'a> Snapshot<'a> {
             .unwrap_or_default())
     }
 
+    /// The last slice before a person last said to plan `goal` afresh (a goal-met gate answered
+    /// with anything but `done`): planning slices up to it no longer count.
+    pub fn goal_plans_after(&self, goal: crate::ids::GoalId) -> Result<Option<u64>, KernelError> {
+        self.quota_value(&crate::store::apply::budget::plans_key(goal))
+    }
+
     pub fn quota_value<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, KernelError> {
         let t = self
             .txn
@@ -276,6 +282,11 @@ impl<'a> Snapshot<'a> {
         keep: impl FnMut(&Evidence) -> bool,
     ) -> Result<Vec<Evidence>, KernelError> {
         self.scan(tables::EVIDENCE, true, limit, keep)
+    }
+
+    /// One piece of evidence.
+    pub fn evidence(&self, id: EvidenceId) -> Result<Option<Evidence>, KernelError> {
+        self.get(tables::EVIDENCE, id.0)
     }
 
     pub fn handoff(&self, id: HandoffId) -> Result<Option<Handoff>, KernelError> {

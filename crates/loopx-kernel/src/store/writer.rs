@@ -240,6 +240,15 @@ impl<'t> Writer<'t> {
     }
 
     /// Takes the next number of a counter (`next_todo`, …).
+    /// The id `next_id` would give next, without taking it.
+    pub(crate) fn peek_id(&self, counter: &'static str) -> Result<u64, KernelError> {
+        let meta = self.txn.open_table(META).map_err(|e| self.redb(e))?;
+        Ok(meta
+            .get(counter)
+            .map_err(|e| self.redb(e))?
+            .map_or(1, |v| v.value()))
+    }
+
     pub(crate) fn next_id(&self, counter: &'static str) -> Result<u64, KernelError> {
         let mut meta = self.txn.open_table(META).map_err(|e| self.redb(e))?;
         let next = meta

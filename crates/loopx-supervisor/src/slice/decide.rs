@@ -4,7 +4,7 @@
 use loopx_adapters::PermissionLevel;
 use loopx_kernel::decision::{DecisionState, SharedState};
 use loopx_kernel::model::{
-    BUDGET_OPTIONS, Blocks, GateKind, Goal, GoalStatus, STALL_OPTIONS, SliceKind,
+    BUDGET_OPTIONS, Blocks, GOAL_MET_OPTIONS, GateKind, Goal, GoalStatus, STALL_OPTIONS, SliceKind,
 };
 use loopx_kernel::store::{Applied, NewGate};
 use loopx_kernel::{KernelError, Op, Store, Timestamp, TodoId};
@@ -76,9 +76,12 @@ pub(crate) fn decide(
     })?;
     let mut decision = state.decide();
     if decision.decision == DecisionKind::Ask && decision.gate.is_none() {
-        decision.gate = match decision.over_budget {
-            true => open_budget_gate(&store, &decision, now)?,
-            false => open_stall_gate(&store, &decision, now)?,
+        decision.gate = if decision.over_budget {
+            open_budget_gate(&store, &decision, now)?
+        } else if decision.goal_met {
+            open_goal_met_gate(&store, &decision, now)?
+        } else {
+            open_stall_gate(&store, &decision, now)?
         };
     }
     on_step(Step::Decided {
@@ -175,6 +178,38 @@ fn open_budget_gate(
         ),
         blocks: Blocks::Global,
         kind: GateKind::Budget { goal: goal.id },
+    };
+    let Applied::Gate(gate) = store.apply(Op::GateAsk(gate), ACTOR, now)? else {
+        unreachable!("a gate ask yields the gate")
+    };
+    Ok(Some((gate.id.to_string(), gate.question)))
+}
+
+/// Opens the gate that asks whether the goal is met (the kernel gives back the open one when a
+/// peer asked first). Returns the gate as the decision shows it.
+fn open_goal_met_gate(
+    store: &Store,
+    decision: &Decision,
+    now: Timestamp,
+) -> Result<Option<(String, String)>, SupervisorError> {
+    let Some(goal) = store.read(|s| s.current_goal())? else {
+        return Ok(None);
+    };
+    let gate = NewGate {
+        question: loopx_kernel::limits::bounded(
+            &format!(
+                "Goal {} ({}) has no todo left, and its last planning slices proposed none: is it met?",
+                goal.id, goal.objective
+            ),
+            loopx_kernel::limits::QUESTION,
+        ),
+        options: GOAL_MET_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
+        context: format!(
+            "{}\n`done` marks the goal done; `plan` (or any other answer, passed to the next planning slice as guidance) plans again. Adding a todo and answering `plan` puts the agents on it.",
+            decision.reason
+        ),
+        blocks: Blocks::Global,
+        kind: GateKind::GoalMet { goal: goal.id },
     };
     let Applied::Gate(gate) = store.apply(Op::GateAsk(gate), ACTOR, now)? else {
         unreachable!("a gate ask yields the gate")

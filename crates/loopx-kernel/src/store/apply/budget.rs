@@ -81,3 +81,29 @@ pub(super) fn answered(
     w.event(EventKind::BudgetRestarted { goal, gate })?;
     Ok(())
 }
+
+pub(crate) fn plans_key(goal: GoalId) -> String {
+    format!("plans/{goal}")
+}
+
+/// A person answered whether `goal` is met: `done` marks it done; anything else starts its
+/// planning afresh (only planning slices begun after now count against it).
+pub(super) fn goal_met_answered(
+    w: &Writer<'_>,
+    goal: GoalId,
+    done: bool,
+) -> Result<(), KernelError> {
+    let current: Goal = w.require(tables::GOALS, goal.0, "goal", goal)?;
+    if current.status != GoalStatus::Active {
+        return Ok(());
+    }
+    if done {
+        super::entities::goal_set_status(w, Some(goal), GoalStatus::Done)?;
+        return Ok(());
+    }
+    // Slices are numbered in the order they began: the next one is past every one so far.
+    let last = w
+        .peek_id(crate::store::tables::counter::SLICE)?
+        .saturating_sub(1);
+    w.quota_put(&plans_key(goal), &last)
+}

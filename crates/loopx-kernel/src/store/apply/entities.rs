@@ -5,8 +5,9 @@ use crate::errors::{Conflict, Invalid, KernelError, Refused};
 use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId};
 use crate::limits;
 use crate::model::{
-    Agent, Answer, BUDGET_OPTIONS, Blocks, EventKind, Evidence, Gate, GateKind, GateState, Goal,
-    GoalStatus, Handoff, PermissionLevel, STALL_OPTIONS, SliceRecord, Todo, TodoState,
+    Agent, Answer, BUDGET_OPTIONS, Blocks, EventKind, Evidence, GOAL_MET_OPTIONS, Gate, GateKind,
+    GateState, Goal, GoalStatus, Handoff, PermissionLevel, STALL_OPTIONS, SliceRecord, Todo,
+    TodoState,
 };
 use crate::store::tables::{self, counter};
 use crate::store::writer::Writer;
@@ -240,6 +241,10 @@ pub(super) fn gate_answer(
         GateKind::Budget { goal } => {
             let pause = chosen.is_some_and(|o| o == BUDGET_OPTIONS[1]);
             super::budget::answered(w, *goal, id, pause)?;
+        }
+        GateKind::GoalMet { goal } => {
+            let done = chosen.is_some_and(|o| o == GOAL_MET_OPTIONS[0]);
+            super::budget::goal_met_answered(w, *goal, done)?;
         }
     }
     Ok(Applied::Gate(gate))

@@ -130,6 +130,7 @@ pub(super) fn spend(
             status: "active".into(),
             share,
             spent: Default::default(),
+            plans_after: None,
         });
         let input = DecideInput {
             now: now.0,

@@ -1,0 +1,837 @@
+//! The simulation's [`Host`]: the run loop's coordinator runs on it exactly as on threads,
+//! but every worker runs on this one thread, in virtual time.
+//!
+//! A worker's decision and begin run at once, inside [`Host::start`] (they are the real
+//! `begin_once`). The agent then "runs" as a schedule of events — its `loopx report` calls,
+//! the claim's renewals, its end — in a queue ordered by virtual time. [`Host::next`] takes
+//! the next event that is due before the coordinator's timeout, moves the clock to it and
+//! plays it: the agent's end is the real writeback (`SimulatedSlice::finish`), a renewal the
+//! real renewal, a person's answer a real kernel operation. When nothing is due before the
+//! timeout the clock jumps to it: a sleep costs nothing. After every step the invariants are
+//! checked (`invariants.rs`); a broken one halts the run where it broke.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::Range;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use loopx_kernel::model::{EvidenceKind, GateKind, GateState, SliceKind, TodoState};
+use loopx_kernel::store::{AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff};
+use loopx_kernel::{
+    AgentName, Clock, GateId, Op, Project, SharedClock, SliceId, Store, Timestamp, TodoId,
+};
+use loopx_pty::SliceExit;
+use loopx_supervisor::{
+    Begin, Host, Msg, Once, Recovered, Renewed, RunOnce, SimulatedSlice, Step, SupervisorError,
+    World, begin_once, recover_in,
+};
+
+use crate::agent::{Act, Forgery, Report, Script, Setting};
+use crate::books::Books;
+use crate::clock::VirtualClock;
+use crate::faults::{FaultState, Writer};
+use crate::invariants::Halt;
+use crate::scenario::Checked;
+
+/// How often the simulated people look at the open gates.
+const PEOPLE_LOOK_EVERY: Duration = Duration::from_secs(5 * 60);
+/// A coordinator that asks for the next message this many times in a row without time passing
+/// or anything happening is spinning: a bug a real run would show as a busy CPU.
+const SPIN_LIMIT: u32 = 10_000;
+
+/// Something that happens at a moment of virtual time.
+#[derive(Debug, Clone)]
+enum Event {
+    /// The agent of a running slice ends (or loopx's limit stops it).
+    End { slice: u64 },
+    /// The renewal of a running slice's claim is due.
+    Renew { slice: u64 },
+    /// An agent runs `loopx report …`.
+    Report { by: Reporter, report: Report },
+    /// The people look at the open gates.
+    PeopleLook,
+    /// A person answers a gate.
+    Answer { gate: GateId },
+    /// A person takes a claimed todo back from its agent.
+    TakeBack,
+    /// The wall clock steps.
+    ClockStep,
+    /// The supervisor is killed.
+    Kill,
+}
+
+/// Who a `loopx report` claims to be, as the slice's environment says.
+#[derive(Debug, Clone)]
+pub(crate) struct Reporter {
+    pub slice: SliceId,
+    pub agent: AgentName,
+    pub claim: Option<(TodoId, u64)>,
+}
+
+/// A slice whose simulated agent is running.
+#[derive(Debug)]
+struct Running {
+    worker: usize,
+    once: RunOnce,
+    slice: SimulatedSlice,
+    script: Script,
+    account: String,
+}
+
+/// One simulated world: the virtual clock, the event queue, the vendors, the people.
+pub(crate) struct SimHost {
+    pub clock: Arc<VirtualClock>,
+    pub plan: Rc<Checked>,
+    pub project: Project,
+    pub faults: Rc<RefCell<FaultState>>,
+    pub books: Books,
+    /// The scenario's agents by name: (account, index in the scenario).
+    agents: BTreeMap<String, (String, usize)>,
+    inbox: VecDeque<Msg>,
+    queue: BTreeMap<(u64, u64), Event>,
+    seq: u64,
+    running: BTreeMap<u64, Running>,
+    /// Per account: the vendor's state.
+    vendors: BTreeMap<String, Vendor>,
+    /// Gates the people have seen, with when they answer.
+    seen_gates: BTreeSet<GateId>,
+    rng_agents: fastrand::Rng,
+    rng_people: fastrand::Rng,
+    rng_loop: fastrand::Rng,
+    /// Calls to `next` in a row in which nothing happened.
+    idle_calls: u32,
+}
+
+/// What a vendor knows of an account (on the true clock, which steps do not move).
+#[derive(Debug, Default)]
+pub(crate) struct Vendor {
+    /// The usage limit lasts until then.
+    pub limited_until: Option<Timestamp>,
+    /// Credentials refused until a person logs in (answers the login gate).
+    pub logged_out: bool,
+    /// The vendor's own window: opened at, tokens used.
+    pub window: Option<(Timestamp, u64)>,
+}
+
+impl SimHost {
+    pub(crate) fn new(
+        plan: Rc<Checked>,
+        project: Project,
+        clock: Arc<VirtualClock>,
+        faults: Rc<RefCell<FaultState>>,
+        seed: u64,
+    ) -> SimHost {
+        let scenario = &plan.scenario;
+        let agents = scenario
+            .agents
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (a.name.clone(), (a.account.clone(), i)))
+            .collect();
+        let vendors = scenario
+            .accounts
+            .iter()
+            .map(|a| (a.name.clone(), Vendor::default()))
+            .collect();
+        let mut host = SimHost {
+            books: Books::new(&plan),
+            clock,
+            project,
+            faults,
+            agents,
+            inbox: VecDeque::new(),
+            queue: BTreeMap::new(),
+            seq: 0,
+            running: BTreeMap::new(),
+            vendors,
+            seen_gates: BTreeSet::new(),
+            rng_agents: fastrand::Rng::with_seed(seed ^ 0xA6E4_7000),
+            rng_people: fastrand::Rng::with_seed(seed ^ 0x9E0F_1E00),
+            rng_loop: fastrand::Rng::with_seed(seed ^ 0x100F_0000),
+            idle_calls: 0,
+            plan,
+        };
+        host.schedule(Duration::ZERO, Event::PeopleLook);
+        let f = &host.plan.scenario.faults;
+        let (kills, steps) = (f.crashes_per_day, f.clock_steps_per_day);
+        let take_backs = host.plan.scenario.people.take_back_per_day;
+        host.schedule_rate(kills, Event::Kill);
+        host.schedule_rate(steps, Event::ClockStep);
+        host.schedule_rate(take_backs, Event::TakeBack);
+        host
+    }
+
+    /// When the simulation ends, on the monotonic clock (ms).
+    pub(crate) fn horizon_ms(&self) -> u64 {
+        (self.plan.hours * 3_600_000.0) as u64
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.clock.mono_ms()
+    }
+
+    fn schedule(&mut self, after: Duration, event: Event) {
+        let at = self
+            .now_ms()
+            .saturating_add(u64::try_from(after.as_millis()).unwrap_or(u64::MAX));
+        self.seq += 1;
+        self.queue.insert((at, self.seq), event);
+    }
+
+    /// Schedules the next `event` of a Poisson process with `per_day` events a day.
+    fn schedule_rate(&mut self, per_day: f64, event: Event) {
+        if per_day <= 0.0 {
+            return;
+        }
+        let u = self.rng_people.f64().max(1e-12);
+        let days = -u.ln() / per_day;
+        self.schedule(Duration::from_secs_f64(days * 86_400.0), event);
+    }
+
+    fn uniform(rng: &mut fastrand::Rng, [lo, hi]: [Duration; 2]) -> Duration {
+        let (lo, hi) = (lo.as_millis() as u64, hi.as_millis() as u64);
+        Duration::from_millis(rng.u64(lo..=hi))
+    }
+
+    /// Runs `f` as a write by someone other than the supervisor: an agent's `loopx report`, a
+    /// person. Such a write may find the store busy or full, but cannot kill the supervisor.
+    fn as_other<T>(&self, f: impl FnOnce() -> T) -> T {
+        let before = self.faults.borrow().writer;
+        self.faults.borrow_mut().writer = Writer::Other;
+        let out = f();
+        self.faults.borrow_mut().writer = before;
+        out
+    }
+
+    /// The supervisor was killed: every running agent is orphaned. Its renewals and its end
+    /// (which the dead supervisor would have written) are gone; its reports are not, since the
+    /// agent's process outlives its supervisor until recovery stops it.
+    pub(crate) fn crashed(&mut self) {
+        let running = std::mem::take(&mut self.running);
+        for (id, r) in running {
+            self.books.orphaned(id);
+            r.slice.vanish();
+        }
+        self.queue
+            .retain(|_, e| !matches!(e, Event::End { .. } | Event::Renew { .. }));
+        self.inbox.clear();
+    }
+
+    /// Plays every event due until `until` (ms), with no supervisor running.
+    pub(crate) fn idle_until(&mut self, until: u64) -> Result<(), Halt> {
+        while let Some((&(at, seq), _)) = self.queue.first_key_value() {
+            if at > until {
+                break;
+            }
+            let event = self.queue.remove(&(at, seq)).expect("the first event");
+            self.clock.advance_to(at);
+            self.play(event, false)?;
+        }
+        self.clock.advance_to(until);
+        Ok(())
+    }
+
+    /// Plays one event; `live`: a supervisor runs (a kill needs one).
+    fn play(&mut self, event: Event, live: bool) -> Result<(), Halt> {
+        self.books.step += 1;
+        match event {
+            Event::End { slice } => self.end(slice, None)?,
+            Event::Renew { slice } => self.renew(slice)?,
+            Event::Report { by, report } => self.report(&by, &report)?,
+            Event::PeopleLook => self.people_look(),
+            Event::Answer { gate } => self.answer(gate),
+            Event::TakeBack => self.take_back(),
+            Event::ClockStep => self.clock_step(),
+            Event::Kill if live => {
+                self.books.faults.kills += 1;
+                let rate = self.plan.scenario.faults.crashes_per_day;
+                self.schedule_rate(rate, Event::Kill);
+                loopx_kernel::fault::crash();
+            }
+            // Already down: the next kill is drawn when it is up again.
+            Event::Kill => {
+                let rate = self.plan.scenario.faults.crashes_per_day;
+                self.schedule_rate(rate, Event::Kill);
+            }
+        }
+        self.check()
+    }
+
+    /// The invariants that hold after every step.
+    fn check(&mut self) -> Result<(), Halt> {
+        let now = self.clock.true_now();
+        crate::invariants::after_step(self, now)
+    }
+
+    fn end(&mut self, slice: u64, lost: Option<String>) -> Result<(), Halt> {
+        let Some(r) = self.running.remove(&slice) else {
+            return Ok(());
+        };
+        self.queue.retain(
+            |_, e| !matches!(e, Event::Renew { slice: s } | Event::End { slice: s } if *s == slice),
+        );
+        let Running {
+            worker,
+            once,
+            slice: sim,
+            script,
+            account,
+        } = r;
+        let (output, exit) = match &lost {
+            // loopx stopped the agent when the claim was lost: what it printed so far.
+            Some(_) => (
+                script.output[..first_line(&script.output)].to_vec(),
+                SliceExit::Stopped(loopx_pty::StopReason::Requested),
+            ),
+            None => (script.output.clone(), script.exit.clone()),
+        };
+        let tokens = if lost.is_some() { 0 } else { script.tokens };
+        let record = sim.record().clone();
+        let before = read_todo(&self.project, record.todo);
+        let now = self.clock.now();
+        self.vendor_spend(&account, tokens);
+        self.books.charge(&account, now, tokens, record.id.0);
+        if let Some(reset) = script.reset
+            && lost.is_none()
+        {
+            self.vendors
+                .get_mut(&account)
+                .expect("account")
+                .limited_until = Some(reset);
+        }
+        let mut msgs = Vec::new();
+        let result = sim.finish(&once, &output, exit, lost, &mut |step| {
+            if let Some(msg) = Msg::from_step(worker, &step) {
+                msgs.push(msg);
+            }
+        });
+        self.inbox.extend(msgs);
+        if let Ok(Once::Ran { slice: summary, .. }) = &result {
+            let true_now = self.clock.true_now();
+            self.books
+                .slice_ended(&record, summary, script.act, now, true_now);
+            if let (Some(reset), Some(_)) = (script.reset, summary.hold_until) {
+                self.books.limit_reported(&account, reset, true_now);
+            }
+            crate::invariants::writeback_fenced(self, &record, before.as_ref(), summary)?;
+        }
+        self.inbox.push_back(Msg::Done(worker, result));
+        self.inbox.push_back(Msg::Wake);
+        Ok(())
+    }
+
+    fn renew(&mut self, slice: u64) -> Result<(), Halt> {
+        let Some(r) = self.running.get(&slice) else {
+            return Ok(());
+        };
+        let record = r.slice.record().clone();
+        let Some(renewed) = r.slice.renew(&r.once) else {
+            return Ok(());
+        };
+        let every = r.slice.lease_ttl() / 3;
+        match renewed {
+            Renewed::Kept => {
+                crate::invariants::renewal_fenced(self, &record)?;
+                self.schedule(every, Event::Renew { slice });
+            }
+            Renewed::Failed(_) => self.schedule(every, Event::Renew { slice }),
+            Renewed::Finished => {}
+            Renewed::Lost(why) => self.end(slice, Some(why))?,
+        }
+        Ok(())
+    }
+
+    /// An agent's `loopx report`: the batch the CLI writes, behind the slice's guard.
+    fn report(&mut self, by: &Reporter, report: &Report) -> Result<(), Halt> {
+        let mut who = by.clone();
+        let forged = match report {
+            Report::Forged(lie) => {
+                match lie {
+                    Forgery::StaleEpoch => {
+                        who.claim = who.claim.map(|(t, e)| (t, e.saturating_sub(1)));
+                    }
+                    Forgery::OtherAgent => {
+                        let other = self
+                            .agents
+                            .keys()
+                            .find(|a| a.as_str() != who.agent.as_str())
+                            .cloned()
+                            .unwrap_or_else(|| "intruder".to_owned());
+                        who.agent = other.parse().expect("a scenario's agent name");
+                    }
+                    Forgery::OtherTodo => {
+                        who.claim = who.claim.map(|(t, e)| (TodoId(t.0 + 1), e));
+                    }
+                    // Only a lie once the slice's end is recorded: a supervisor killed before it
+                    // could record it leaves the slice running, its agent's words still its own
+                    // until recovery closes it.
+                    Forgery::AfterEnd if !self.slice_ended(who.slice) => {
+                        return self.report(by, &Report::Evidence);
+                    }
+                    Forgery::AfterEnd => {}
+                }
+                Some(*lie)
+            }
+            _ => None,
+        };
+        let (todo, epoch) = (who.claim.map(|c| c.0), who.claim.map(|c| c.1));
+        let evidence = |summary: &str| NewEvidence {
+            kind: EvidenceKind::Note,
+            summary: summary.to_owned(),
+            detail: String::new(),
+            files: vec![],
+            todo,
+            slice: Some(who.slice),
+            epoch,
+        };
+        let op = match report {
+            Report::Evidence | Report::Forged(_) => Op::EvidenceAdd(evidence("simulated evidence")),
+            Report::Handoff => Op::HandoffAdd(NewHandoff {
+                todo,
+                done: "simulated progress".to_owned(),
+                next: "carry on".to_owned(),
+                files: vec![],
+                questions: vec![],
+                slice: Some(who.slice),
+                epoch,
+            }),
+            Report::Done => match who.claim {
+                Some((todo, epoch)) => Op::TodoFinish {
+                    todo,
+                    to: TodoState::Done,
+                    agent: Some(who.agent.clone()),
+                    epoch: Some(epoch),
+                },
+                None => return Ok(()),
+            },
+            Report::Ask => Op::GateAsk(NewGate {
+                question: "Should the simulated agent go on this way?".to_owned(),
+                options: vec!["yes".to_owned(), "no".to_owned()],
+                context: format!("asked by {} in slice {}", who.agent, who.slice),
+                blocks: match todo {
+                    Some(t) => loopx_kernel::model::Blocks::Todos(vec![t]),
+                    None => loopx_kernel::model::Blocks::Agent(who.agent.clone()),
+                },
+                kind: GateKind::Question,
+            }),
+        };
+        let guard = Op::InSlice {
+            slice: who.slice,
+            agent: who.agent.clone(),
+            todo,
+            epoch,
+        };
+        let before = read_todo(&self.project, todo);
+        let now = self.clock.now();
+        let actor = format!("agent:{}", who.agent);
+        let project = self.project.clone();
+        let applied = self.as_other(|| {
+            Store::open(&project).and_then(|s| s.apply_all(vec![guard, op], &actor, now))
+        });
+        match applied {
+            Ok(mut applied) => {
+                let record = applied.pop().expect("two operations");
+                crate::invariants::report_accepted(self, &who, forged, before.as_ref(), &record)?;
+            }
+            Err(_) if forged.is_some() => self.books.forgeries_refused += 1,
+            Err(_) => self.books.reports_refused += 1,
+        }
+        Ok(())
+    }
+
+    fn people_look(&mut self) {
+        self.schedule(PEOPLE_LOOK_EVERY, Event::PeopleLook);
+        let gates = Store::open_read(&self.project)
+            .and_then(|s| s.read(|s| s.gates()))
+            .unwrap_or_default();
+        for gate in gates {
+            if gate.state == GateState::Open && self.seen_gates.insert(gate.id) {
+                let after = Self::uniform(&mut self.rng_people, self.plan.answer_after);
+                self.books.questions += 1;
+                self.schedule(after, Event::Answer { gate: gate.id });
+            }
+        }
+    }
+
+    fn answer(&mut self, id: GateId) {
+        let gate = Store::open_read(&self.project).and_then(|s| s.read(|s| s.gate(id)));
+        let Ok(Some(gate)) = gate else { return };
+        if gate.state != GateState::Open {
+            return;
+        }
+        if let GateKind::Login { account } = &gate.kind {
+            // The person logs in before answering.
+            if let Some(vendor) = self.vendors.get_mut(account) {
+                vendor.logged_out = false;
+            }
+        }
+        let choice = match gate.options.is_empty() {
+            true => AnswerChoice::Text("go ahead".to_owned()),
+            false => AnswerChoice::Option(1),
+        };
+        let op = Op::GateAnswer {
+            gate: id,
+            choice,
+            slice: None,
+        };
+        let (project, now) = (self.project.clone(), self.clock.now());
+        let answered =
+            self.as_other(|| Store::open(&project).and_then(|s| s.apply(op, "human:sim", now)));
+        match answered {
+            Ok(_) => self.books.answered += 1,
+            // A busy store: the person tries again in a minute.
+            Err(_) => self.schedule(Duration::from_secs(60), Event::Answer { gate: id }),
+        }
+    }
+
+    fn take_back(&mut self) {
+        let rate = self.plan.scenario.people.take_back_per_day;
+        self.schedule_rate(rate, Event::TakeBack);
+        let claimed: Vec<_> = self
+            .running
+            .values()
+            .filter_map(|r| r.slice.record().todo.zip(r.slice.record().epoch))
+            .collect();
+        if claimed.is_empty() {
+            return;
+        }
+        let (todo, epoch) = claimed[self.rng_people.usize(..claimed.len())];
+        let Some(lease) = read_todo(&self.project, Some(todo)).and_then(|t| t.lease) else {
+            return;
+        };
+        if lease.epoch != epoch {
+            return;
+        }
+        let op = Op::TodoRelease {
+            todo,
+            agent: lease.agent,
+            epoch,
+        };
+        let (project, now) = (self.project.clone(), self.clock.now());
+        if self
+            .as_other(|| Store::open(&project).and_then(|s| s.apply(op, "human:sim", now)))
+            .is_ok()
+        {
+            self.books.taken_back += 1;
+        }
+    }
+
+    fn clock_step(&mut self) {
+        let rate = self.plan.scenario.faults.clock_steps_per_day;
+        self.schedule_rate(rate, Event::ClockStep);
+        let most = self.plan.clock_step.as_millis().max(1000) as i64;
+        let by = self.rng_people.i64(1000..=most) * if self.rng_people.bool() { 1 } else { -1 };
+        self.clock.step(by);
+        self.books.faults.clock_steps += 1;
+        self.books.clock_stepped();
+    }
+
+    /// Charges the vendor's own window (true time): full, the next slice meets the limit.
+    fn vendor_spend(&mut self, account: &str, tokens: u64) {
+        let now = self.clock.true_now();
+        let acct = self
+            .plan
+            .scenario
+            .accounts
+            .iter()
+            .position(|a| a.name == account)
+            .expect("a scenario account");
+        let period = self.plan.windows[acct];
+        let vendor = self.vendors.get_mut(account).expect("account");
+        let window = match vendor.window {
+            Some((start, used)) if now < start.plus(period) => (start, used),
+            _ => (now, 0),
+        };
+        vendor.window = Some((window.0, window.1.saturating_add(tokens)));
+    }
+
+    /// What the vendor does to a slice starting now on `account`: the act it forces, if any.
+    fn vendor_forces(&mut self, account: &str) -> Option<(Act, Option<Timestamp>)> {
+        let now = self.clock.true_now();
+        let acct = self
+            .plan
+            .scenario
+            .accounts
+            .iter()
+            .position(|a| a.name == account)
+            .expect("a scenario account");
+        let spec = &self.plan.scenario.accounts[acct];
+        let period = self.plan.windows[acct];
+        let vendor = self.vendors.get_mut(account).expect("account");
+        if vendor.logged_out {
+            return Some((Act::NotLoggedIn, None));
+        }
+        if let Some(until) = vendor.limited_until {
+            if now < until {
+                return Some((Act::UsageLimit, Some(until)));
+            }
+            vendor.limited_until = None;
+        }
+        let allowance = spec.vendor_tokens.unwrap_or(spec.tokens);
+        if let Some((start, used)) = vendor.window
+            && now < start.plus(period)
+            && used >= allowance
+        {
+            return Some((Act::UsageLimit, Some(start.plus(period))));
+        }
+        None
+    }
+
+    /// Starts the simulated agent of a begun slice.
+    fn launch(&mut self, worker: usize, once: RunOnce, begun: loopx_supervisor::BegunSlice) {
+        let record = begun.record().clone();
+        let name = record.agent.to_string();
+        let (account, index) = self.agents.get(&name).cloned().expect("a scenario agent");
+        let limits = begun.plan().limits.clone();
+        let sim = begun.simulate(&once);
+        let forced = self.vendor_forces(&account);
+        // A window opens with the first request of a slice, at its start, for the vendor as for
+        // loopx's admission.
+        self.vendor_spend(&account, 0);
+        let wall = self.clock.now();
+        // (An admission is never lost: it is recorded with the slice's begin.)
+        self.books.charge(&account, wall, 0, 0);
+        let act = match forced {
+            Some((act, _)) => act,
+            None => pick(&mut self.rng_agents, &self.plan.scenario.behaviour),
+        };
+        let setting = Setting {
+            kind: record.kind,
+            has_todo: record.todo.is_some(),
+            max_time: limits.max_time.min(self.plan.max_time[index]),
+            idle: limits.idle_timeout,
+            now: self.clock.true_now(),
+        };
+        let reset = forced.and_then(|(_, until)| until);
+        let script = crate::agent::script(
+            act,
+            &setting,
+            &self.plan.scenario.behaviour,
+            reset,
+            &mut self.rng_agents,
+        );
+        if act == Act::NotLoggedIn {
+            self.vendors.get_mut(&account).expect("account").logged_out = true;
+        }
+        let id = record.id.0;
+        let by = Reporter {
+            slice: record.id,
+            agent: record.agent.clone(),
+            claim: record.todo.zip(record.epoch),
+        };
+        for (at, report) in &script.reports {
+            self.schedule(
+                *at,
+                Event::Report {
+                    by: by.clone(),
+                    report: report.clone(),
+                },
+            );
+        }
+        if record.todo.is_some() {
+            self.schedule(sim.lease_ttl() / 3, Event::Renew { slice: id });
+        }
+        self.schedule(script.duration, Event::End { slice: id });
+        self.books
+            .slice_started(&record, &account, act, record.kind == SliceKind::Plan);
+        self.running.insert(
+            id,
+            Running {
+                worker,
+                once,
+                slice: sim,
+                script,
+                account,
+            },
+        );
+    }
+
+    /// The slices whose agents run now.
+    pub(crate) fn running_ids(&self) -> BTreeSet<u64> {
+        self.running.keys().copied().collect()
+    }
+
+    /// The agents of `account`.
+    pub(crate) fn agents_of(&self, account: &str) -> Vec<String> {
+        self.agents
+            .iter()
+            .filter(|(_, (a, _))| a == account)
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    /// Whether the store records `slice` as ended.
+    fn slice_ended(&self, slice: SliceId) -> bool {
+        Store::open_read(&self.project)
+            .and_then(|s| s.read(|s| s.slice(slice)))
+            .ok()
+            .flatten()
+            .is_some_and(|r| r.ended_at.is_some())
+    }
+
+    /// The accounts of the slices running now.
+    pub(crate) fn running_accounts(&self) -> Vec<&str> {
+        self.running.values().map(|r| r.account.as_str()).collect()
+    }
+
+    pub(crate) fn account_of(&self, agent: &str) -> Option<&str> {
+        self.agents.get(agent).map(|(a, _)| a.as_str())
+    }
+}
+
+impl Host for SimHost {
+    fn clock(&self) -> SharedClock {
+        self.clock.clone()
+    }
+
+    fn start(&mut self, idx: usize, once: RunOnce) -> Result<(), String> {
+        self.books.step += 1;
+        self.faults.borrow_mut().writer = Writer::Supervisor;
+        let mut msgs = Vec::new();
+        let mut decided = Vec::new();
+        let begun = begin_once(&once, &mut |step| {
+            if let Step::Decided {
+                agent, decision, ..
+            } = &step
+            {
+                decided.push(((*agent).to_owned(), (*decision).clone()));
+            }
+            if let Some(msg) = Msg::from_step(idx, &step) {
+                msgs.push(msg);
+            }
+        });
+        let now = self.clock.true_now();
+        for (agent, decision) in decided {
+            self.books.decided(&agent, &decision, now);
+            if let Some(account) = self.account_of(&agent).map(str::to_owned) {
+                crate::invariants::note_decision(&mut self.books, &account, now);
+            }
+        }
+        self.inbox.extend(msgs);
+        match begun {
+            Ok(Begin::Done(once)) => self.inbox.push_back(Msg::Done(idx, Ok(*once))),
+            Ok(Begin::Running(begun)) => {
+                let record = begun.record().clone();
+                if let Err(halt) = crate::invariants::at_begin(self, &record) {
+                    halt.raise();
+                }
+                self.launch(idx, once, *begun);
+            }
+            Err(e) => self.inbox.push_back(Msg::Done(idx, Err(e))),
+        }
+        if let Err(halt) = self.check() {
+            halt.raise();
+        }
+        Ok(())
+    }
+
+    fn next(&mut self, timeout: Duration) -> Option<Msg> {
+        if let Some(msg) = self.inbox.pop_front() {
+            self.idle_calls = 0;
+            return Some(msg);
+        }
+        let deadline = self
+            .now_ms()
+            .saturating_add(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX));
+        while let Some((&(at, seq), _)) = self.queue.first_key_value() {
+            if at > deadline {
+                break;
+            }
+            let event = self.queue.remove(&(at, seq)).expect("the first event");
+            self.clock.advance_to(at);
+            if let Err(halt) = self.play(event, true) {
+                halt.raise();
+            }
+            if let Some(msg) = self.inbox.pop_front() {
+                self.idle_calls = 0;
+                return Some(msg);
+            }
+        }
+        if deadline > self.now_ms() {
+            self.idle_calls = 0;
+        } else {
+            self.idle_calls += 1;
+            if self.idle_calls > SPIN_LIMIT {
+                Halt::new(
+                    &self.books,
+                    self.clock.true_now(),
+                    "no_spin",
+                    "the run loop asked for its next message 10,000 times without time passing or anything happening",
+                )
+                .raise();
+            }
+        }
+        self.clock.advance_to(deadline);
+        None
+    }
+
+    fn recover(
+        &mut self,
+        project: &Project,
+        world: &World,
+    ) -> Result<Vec<Recovered>, SupervisorError> {
+        self.faults.borrow_mut().writer = Writer::Supervisor;
+        let recovered = recover_in(project, world)?;
+        self.books.recovered += recovered.len() as u64;
+        for r in &recovered {
+            if let Ok(id) = r.slice.parse::<SliceId>() {
+                self.books.usage_lost.insert(id.0);
+            }
+        }
+        if let Err(halt) = crate::invariants::after_recovery(self) {
+            halt.raise();
+        }
+        Ok(recovered)
+    }
+
+    fn random(&mut self, range: Range<u64>) -> u64 {
+        self.rng_loop.u64(range)
+    }
+}
+
+/// Draws an act by the scenario's weights.
+fn pick(rng: &mut fastrand::Rng, behaviour: &crate::scenario::Behaviour) -> Act {
+    let weights = behaviour.weights();
+    let total: u64 = weights.iter().map(|(_, w)| u64::from(*w)).sum();
+    let mut at = rng.u64(..total);
+    for (act, w) in weights {
+        if at < u64::from(w) {
+            return act;
+        }
+        at -= u64::from(w);
+    }
+    unreachable!("a draw below the total falls on a weight")
+}
+
+/// The end of the first line (the `system/init` event).
+fn first_line(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .position(|b| *b == b'\n')
+        .map_or(bytes.len(), |i| i + 1)
+}
+
+/// A todo as the store has it now.
+pub(crate) fn read_todo(
+    project: &Project,
+    todo: Option<TodoId>,
+) -> Option<loopx_kernel::model::Todo> {
+    let todo = todo?;
+    Store::open_read(project)
+        .and_then(|s| s.read(|s| s.todo(todo)))
+        .ok()
+        .flatten()
+}
+
+/// Whether `applied` is the record of an acknowledged report, and its id.
+pub(crate) fn acknowledged(applied: &Applied) -> Option<(&'static str, u64)> {
+    match applied {
+        Applied::Evidence(e) => Some(("evidence", e.id.0)),
+        Applied::Handoff(h) => Some(("handoff", h.id.0)),
+        Applied::Gate(g) => Some(("gate", g.id.0)),
+        Applied::Todo(t) if t.state == TodoState::Done => Some(("done", t.id.0)),
+        _ => None,
+    }
+}

@@ -1,0 +1,423 @@
+//! The invariants, checked after every step. A broken one halts the run on the spot: the
+//! [`Halt`] unwinds out of the run loop like a crash (nothing more is written), and the report
+//! names the rule, the step and the virtual time, to replay with the same seed.
+//!
+//! | rule | what must hold |
+//! |---|---|
+//! | `one_slice_per_todo` | no todo has two running slices |
+//! | `fenced_writes` | no write under a stale epoch is applied: a report, a renewal or a writeback is accepted only from the claim's holder under its current epoch |
+//! | `forgeries_refused` | a report that lies about its slice, agent, todo or epoch, or comes after its slice ended, is refused |
+//! | `window_not_overrun` | no slice begins on an account whose window (from the simulation's own ledger of what every slice reported) is spent |
+//! | `vendor_hold_kept` | no slice begins before a vendor reset loopx recorded as a hold |
+//! | `hold_resumes` | a minute after a recorded reset, an agent of the account has decided again |
+//! | `backoff_kept` | after temporary failures in a row, an agent waits its backoff before the next slice |
+//! | `no_orphan_after_recovery` | after recovery, every slice recorded as running is one a live worker runs |
+//! | `acknowledged_kept` | every report the kernel acknowledged is in the store at the end |
+//! | `goal_completes` | when the scenario's agents can finish the goal, it is done by the end |
+//! | `kernel_consistent` | `loopx_kernel::check_consistency` finds nothing (every 500 steps and at the end) |
+//! | `loop_ends_cleanly` | the run loop neither panics nor stops on an error |
+//! | `no_spin` | the run loop does not ask for work again and again with no time passing |
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use loopx_kernel::model::{SliceRecord, Todo};
+use loopx_kernel::store::Applied;
+use loopx_kernel::{Clock, Store, Timestamp};
+use loopx_supervisor::SliceSummary;
+use serde::Serialize;
+
+use crate::agent::Forgery;
+use crate::books::Books;
+use crate::host::{SimHost, acknowledged};
+
+/// A broken invariant.
+#[derive(Debug, Clone, Serialize)]
+pub struct Halt {
+    pub rule: &'static str,
+    pub detail: String,
+    /// The step it broke at.
+    pub step: u64,
+    /// The virtual (true) time it broke at.
+    pub at: Timestamp,
+}
+
+impl Halt {
+    pub(crate) fn new(
+        books: &Books,
+        at: Timestamp,
+        rule: &'static str,
+        detail: impl Into<String>,
+    ) -> Halt {
+        Halt {
+            rule,
+            detail: detail.into(),
+            step: books.step,
+            at,
+        }
+    }
+
+    /// Unwinds out of the run loop, writing nothing more on the way (like a crash).
+    pub(crate) fn raise(self) -> ! {
+        loopx_kernel::fault::crash_with(self)
+    }
+}
+
+fn halt(host: &SimHost, rule: &'static str, detail: String) -> Result<(), Halt> {
+    Err(Halt::new(&host.books, host.clock.true_now(), rule, detail))
+}
+
+/// After every step.
+pub(crate) fn after_step(host: &mut SimHost, now: Timestamp) -> Result<(), Halt> {
+    let store = Store::open_read(&host.project).map_err(|e| {
+        Halt::new(
+            &host.books,
+            now,
+            "kernel_consistent",
+            format!("the store cannot be read: {e}"),
+        )
+    })?;
+    let running = store
+        .read(|s| s.running_slices())
+        .map_err(|e| Halt::new(&host.books, now, "kernel_consistent", e.to_string()))?;
+    let mut per_todo: BTreeMap<_, Vec<String>> = BTreeMap::new();
+    for slice in &running {
+        if let Some(todo) = slice.todo {
+            per_todo.entry(todo).or_default().push(slice.id.to_string());
+        }
+    }
+    if let Some((todo, slices)) = per_todo.iter().find(|(_, s)| s.len() > 1) {
+        return halt(
+            host,
+            "one_slice_per_todo",
+            format!(
+                "todo {todo} has {} running slices: {}",
+                slices.len(),
+                slices.join(", ")
+            ),
+        );
+    }
+    hold_resumes(host, now)?;
+    if host.books.step.is_multiple_of(500) {
+        consistent(host, &store)?;
+    }
+    Ok(())
+}
+
+/// `loopx_kernel::check_consistency`.
+pub(crate) fn consistent(host: &SimHost, store: &Store) -> Result<(), Halt> {
+    let problems = store
+        .read(loopx_kernel::check_consistency)
+        .unwrap_or_else(|e| vec![e.to_string()]);
+    match problems.is_empty() {
+        true => Ok(()),
+        false => halt(host, "kernel_consistent", problems.join("; ")),
+    }
+}
+
+/// A minute after a recorded reset, an agent of the account has decided again.
+fn hold_resumes(host: &mut SimHost, now: Timestamp) -> Result<(), Halt> {
+    let running_accounts: Vec<String> = host
+        .running_accounts()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let books = &mut host.books;
+    let mut late = None;
+    books.resets.retain(|r| {
+        if r.disturbed || r.resumed {
+            return false;
+        }
+        if now < r.due.plus(Duration::from_secs(60)) {
+            return true;
+        }
+        if !running_accounts.contains(&r.account) && late.is_none() {
+            late = Some(r.clone());
+        }
+        false
+    });
+    if let Some(r) = late {
+        let agents = host.agents_of(&r.account);
+        if agents.iter().all(|a| host.books.stopped.contains(a)) {
+            return Ok(());
+        }
+        return halt(
+            host,
+            "hold_resumes",
+            format!(
+                "account {} was held until its reset at {}, and a minute later no agent of it ({}) had decided again",
+                r.account,
+                r.reset,
+                agents.join(", ")
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// A decision was taken: it resumes the holds of its account that have reset.
+pub(crate) fn note_decision(books: &mut Books, account: &str, now: Timestamp) {
+    for r in &mut books.resets {
+        if r.account == account && now >= r.due {
+            r.resumed = true;
+        }
+    }
+}
+
+/// When a slice begins.
+pub(crate) fn at_begin(host: &mut SimHost, record: &SliceRecord) -> Result<(), Halt> {
+    let agent = record.agent.to_string();
+    let Some(account) = host.account_of(&agent).map(str::to_owned) else {
+        return Ok(());
+    };
+    let wall = host.clock.now();
+    // The window, by the ledger. A begin within five minutes of the window's end is not judged:
+    // loopx stamps a charge when its writeback commits, the ledger when the agent ended.
+    if let Some((limit, state)) = host.books.window(&account)
+        && let Some(until) = state.exhausted_until(&limit, wall.0)
+        && until > wall.0 + 5 * 60_000
+    {
+        let rolled = state.rolled(&limit, wall.0);
+        return halt(
+            host,
+            "window_not_overrun",
+            format!(
+                "slice {} of {agent} began on account {account} with its window spent: {} of {} tokens used since {}, until {}",
+                record.id,
+                rolled.tokens,
+                limit.tokens.unwrap_or(0),
+                Timestamp(rolled.start),
+                Timestamp(until)
+            ),
+        );
+    }
+    let stepped = host.clock.offset_ms() != 0;
+    if !stepped
+        && let Some(r) = host
+            .books
+            .resets
+            .iter()
+            .find(|r| r.account == account && !r.disturbed)
+        && host.clock.true_now() < r.reset
+    {
+        return halt(
+            host,
+            "vendor_hold_kept",
+            format!(
+                "slice {} of {agent} began on account {account} before the vendor's reset at {} that loopx recorded as a hold",
+                record.id, r.reset
+            ),
+        );
+    }
+    if let Some(streak) = host.books.streaks.get(&agent).copied() {
+        let base =
+            Duration::from_secs(30) * 2u32.saturating_pow(streak.count.saturating_sub(1).min(10));
+        let least = base.min(Duration::from_secs(600)).mul_f64(0.8);
+        let waited = host.clock.true_now().since(streak.ended);
+        if waited + Duration::from_secs(1) < least {
+            return halt(
+                host,
+                "backoff_kept",
+                format!(
+                    "slice {} of {agent} began {}s after its {} temporary failure(s) in a row; the backoff is at least {}s",
+                    record.id,
+                    waited.as_secs(),
+                    streak.count,
+                    least.as_secs()
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The claim `record` was renewed: it must still be the slice's own.
+pub(crate) fn renewal_fenced(host: &SimHost, record: &SliceRecord) -> Result<(), Halt> {
+    let todo = crate::host::read_todo(&host.project, record.todo);
+    let (Some(todo), Some(epoch)) = (todo, record.epoch) else {
+        return Ok(());
+    };
+    if todo.state.is_final() {
+        return Ok(());
+    }
+    let holder_ok = todo
+        .lease
+        .as_ref()
+        .is_some_and(|l| l.agent == record.agent && l.epoch == todo.epoch);
+    if todo.epoch != epoch || !holder_ok {
+        return halt(
+            host,
+            "fenced_writes",
+            format!(
+                "a renewal of {} by {} under epoch {epoch} was applied, but the todo's epoch is {} (held by {})",
+                todo.id,
+                record.agent,
+                todo.epoch,
+                todo.lease.as_ref().map_or("nobody".to_owned(), |l| format!(
+                    "{} under {}",
+                    l.agent, l.epoch
+                ))
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Whether `agent` held `todo` under `epoch` just before a write.
+fn held_under(todo: &Todo, agent: &loopx_kernel::AgentName, epoch: u64) -> bool {
+    let live = todo
+        .lease
+        .as_ref()
+        .is_some_and(|l| &l.agent == agent && l.epoch == epoch && todo.epoch == epoch);
+    let finished = todo
+        .finished_under
+        .as_ref()
+        .is_some_and(|l| &l.agent == agent && l.epoch == epoch);
+    live || finished
+}
+
+/// The kernel acknowledged an agent's report.
+pub(crate) fn report_accepted(
+    host: &mut SimHost,
+    who: &crate::host::Reporter,
+    forged: Option<Forgery>,
+    before: Option<&Todo>,
+    applied: &Applied,
+) -> Result<(), Halt> {
+    if let Some(lie) = forged {
+        return halt(
+            host,
+            "forgeries_refused",
+            format!(
+                "a forged report ({lie:?}) from slice {} as {} was accepted: {applied:?}",
+                who.slice, who.agent
+            ),
+        );
+    }
+    if let (Some((_, epoch)), Some(todo)) = (who.claim, before)
+        && !held_under(todo, &who.agent, epoch)
+    {
+        return halt(
+            host,
+            "fenced_writes",
+            format!(
+                "a report by {} about {} under epoch {epoch} was applied, but the todo's epoch was {}",
+                who.agent, todo.id, todo.epoch
+            ),
+        );
+    }
+    if let Some(ack) = acknowledged(applied) {
+        host.books.acks.push(ack);
+    }
+    Ok(())
+}
+
+/// A slice's writeback applied its todo's change only under the slice's own claim.
+pub(crate) fn writeback_fenced(
+    host: &SimHost,
+    record: &SliceRecord,
+    before: Option<&Todo>,
+    summary: &SliceSummary,
+) -> Result<(), Halt> {
+    let (Some(todo), Some(epoch)) = (before, record.epoch) else {
+        return Ok(());
+    };
+    let changed = matches!(summary.todo_state, Some("done" | "released"));
+    if changed && !held_under(todo, &record.agent, epoch) {
+        return halt(
+            host,
+            "fenced_writes",
+            format!(
+                "slice {}'s writeback marked {} {} under epoch {epoch}, but the todo's epoch was {}",
+                record.id,
+                todo.id,
+                summary.todo_state.unwrap_or_default(),
+                todo.epoch
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// After recovery, every running slice is one a live worker runs.
+pub(crate) fn after_recovery(host: &SimHost) -> Result<(), Halt> {
+    let running = Store::open_read(&host.project)
+        .and_then(|s| s.read(|s| s.running_slices()))
+        .unwrap_or_default();
+    let live = host.running_ids();
+    if let Some(orphan) = running.iter().find(|s| !live.contains(&s.id.0)) {
+        return halt(
+            host,
+            "no_orphan_after_recovery",
+            format!(
+                "after recovery slice {} of {} is still recorded as running, and no live worker runs it",
+                orphan.id, orphan.agent
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// At the end of the run.
+pub(crate) fn at_end(host: &SimHost, expect_done: bool) -> Result<(), Halt> {
+    let store = Store::open_read(&host.project).map_err(|e| {
+        Halt::new(
+            &host.books,
+            host.clock.true_now(),
+            "kernel_consistent",
+            e.to_string(),
+        )
+    })?;
+    consistent(host, &store)?;
+    for &(kind, id) in &host.books.acks {
+        let found = store
+            .read(|s| {
+                Ok(match kind {
+                    "evidence" => s.evidence(loopx_kernel::EvidenceId(id))?.is_some(),
+                    "handoff" => s.handoff(loopx_kernel::HandoffId(id))?.is_some(),
+                    "gate" => s.gate(loopx_kernel::GateId(id))?.is_some(),
+                    _ => s
+                        .todo(loopx_kernel::TodoId(id))?
+                        .is_some_and(|t| t.state == loopx_kernel::model::TodoState::Done),
+                })
+            })
+            .unwrap_or(false);
+        if !found {
+            return halt(
+                host,
+                "acknowledged_kept",
+                format!("the kernel acknowledged {kind} {id}, and the store no longer has it"),
+            );
+        }
+    }
+    let running = store.read(|s| s.running_slices()).unwrap_or_default();
+    if let Some(slice) = running.first() {
+        return halt(
+            host,
+            "no_orphan_after_recovery",
+            format!(
+                "slice {} is still recorded as running after the run ended",
+                slice.id
+            ),
+        );
+    }
+    if expect_done {
+        let goal = store.read(|s| s.current_goal()).ok().flatten();
+        let todos = store.read(|s| s.todos()).unwrap_or_default();
+        let open = todos.iter().filter(|t| !t.state.is_final()).count();
+        let active = goal.is_some_and(|g| g.status == loopx_kernel::model::GoalStatus::Active);
+        let done = !active && open == 0;
+        if !done {
+            return halt(
+                host,
+                "goal_completes",
+                format!(
+                    "after {:.1} simulated hours the goal is not done: {open} of {} todos are not finished",
+                    host.clock.monotonic().as_secs_f64() / 3600.0,
+                    todos.len()
+                ),
+            );
+        }
+    }
+    Ok(())
+}

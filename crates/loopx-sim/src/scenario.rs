@@ -1,0 +1,430 @@
+//! The scenario file (TOML): the agents and their accounts, the todos, what agents and people
+//! do, and which faults to inject. Every key is documented in `docs/design/simulation.md`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use loopx_kernel::Timestamp;
+use serde::Deserialize;
+
+use crate::errors::SimError;
+
+/// A whole scenario, as read and checked.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)]
+    pub sim: SimSection,
+    #[serde(rename = "account")]
+    pub accounts: Vec<Account>,
+    #[serde(rename = "agent")]
+    pub agents: Vec<AgentSpec>,
+    pub todos: Todos,
+    #[serde(default)]
+    pub behaviour: Behaviour,
+    #[serde(default)]
+    pub people: People,
+    #[serde(default)]
+    pub faults: Faults,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimSection {
+    /// How long to simulate, at most (the run ends sooner when the goal is done).
+    pub hours: f64,
+    /// The wall-clock time the simulation starts at (RFC 3339).
+    pub start: String,
+    /// The agents can finish the goal: not finishing it is a failure.
+    pub expect_done: bool,
+}
+
+impl Default for SimSection {
+    fn default() -> Self {
+        SimSection {
+            hours: 24.0,
+            start: "2026-12-01T00:00:00Z".to_owned(),
+            expect_done: true,
+        }
+    }
+}
+
+/// A vendor subscription shared by agents: loopx's window on it, and the vendor's own.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Account {
+    pub name: String,
+    /// The window's period (`5h`).
+    pub window: String,
+    /// Tokens per window, as the profiles tell loopx.
+    pub tokens: u64,
+    /// What the vendor really allows per window (default: the same): a vendor stricter than
+    /// the profile makes agents hit usage limits with a reset time.
+    #[serde(default)]
+    pub vendor_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    pub name: String,
+    pub account: String,
+    #[serde(default = "default_max_time")]
+    pub max_time: String,
+    #[serde(default = "default_idle")]
+    pub idle_timeout: String,
+    /// Pacing (`[quota] slices_per_hour`), if any.
+    #[serde(default)]
+    pub slices_per_hour: Option<u32>,
+}
+
+fn default_max_time() -> String {
+    "30m".to_owned()
+}
+
+fn default_idle() -> String {
+    "5m".to_owned()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Todos {
+    pub count: u32,
+}
+
+/// Relative weights of what an agent does in a slice, and how long and how much it takes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Behaviour {
+    pub completes: u32,
+    pub progress: u32,
+    pub usage_limit: u32,
+    pub not_logged_in: u32,
+    pub transient: u32,
+    pub hangs: u32,
+    pub crashes: u32,
+    pub garbage: u32,
+    pub forged_report: u32,
+    pub asks: u32,
+    /// How long a slice's work takes, in minutes: `[min, max]`.
+    pub work_minutes: [u64; 2],
+    /// Tokens a slice uses: `[min, max]`.
+    pub tokens: [u64; 2],
+    /// When a usage limit the agent hits resets, in hours from the hit: `[min, max]`.
+    pub limit_reset_hours: [u64; 2],
+}
+
+impl Default for Behaviour {
+    fn default() -> Self {
+        Behaviour {
+            completes: 40,
+            progress: 30,
+            usage_limit: 2,
+            not_logged_in: 1,
+            transient: 4,
+            hangs: 2,
+            crashes: 2,
+            garbage: 2,
+            forged_report: 2,
+            asks: 2,
+            work_minutes: [3, 40],
+            tokens: [2_000, 40_000],
+            limit_reset_hours: [1, 5],
+        }
+    }
+}
+
+/// The people who answer gates.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct People {
+    /// How long after a question is asked someone answers it: `[min, max]` durations.
+    pub answer_after: [String; 2],
+    /// How often, per day, a person takes a claimed todo back from its agent
+    /// (`loopx todo release`).
+    pub take_back_per_day: f64,
+}
+
+impl Default for People {
+    fn default() -> Self {
+        People {
+            answer_after: ["5m".to_owned(), "3h".to_owned()],
+            take_back_per_day: 0.0,
+        }
+    }
+}
+
+/// Faults, as probabilities per store write and rates per simulated day.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Faults {
+    /// A write finds the store busy.
+    pub store_busy: f64,
+    /// A write finds the disk full.
+    pub disk_full: f64,
+    /// The supervisor dies at one of its writes (before or after it commits).
+    pub crash_per_write: f64,
+    /// The supervisor is killed between steps, this many times a day.
+    pub crashes_per_day: f64,
+    /// How long a killed supervisor stays down: `[min, max]` durations.
+    pub restart_after: [String; 2],
+    /// The wall clock steps this many times a day.
+    pub clock_steps_per_day: f64,
+    /// The largest step, either way (`2h`).
+    pub clock_step: String,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults {
+            store_busy: 0.0,
+            disk_full: 0.0,
+            crash_per_write: 0.0,
+            crashes_per_day: 0.0,
+            restart_after: ["10s".to_owned(), "10m".to_owned()],
+            clock_steps_per_day: 0.0,
+            clock_step: "1h".to_owned(),
+        }
+    }
+}
+
+/// A scenario with its durations read.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub scenario: Scenario,
+    pub start: Timestamp,
+    pub hours: f64,
+    pub windows: Vec<Duration>,
+    pub max_time: Vec<Duration>,
+    pub idle: Vec<Duration>,
+    pub answer_after: [Duration; 2],
+    pub restart_after: [Duration; 2],
+    pub clock_step: Duration,
+}
+
+impl Scenario {
+    /// Reads and checks `path`.
+    pub fn load(path: &Path) -> Result<Checked, SimError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SimError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Scenario::parse(&text, &path.display().to_string())
+    }
+
+    /// Reads and checks a scenario's text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Checked, SimError> {
+        let scenario: Scenario = toml::from_str(text).map_err(|e| SimError::Scenario {
+            origin: origin.to_owned(),
+            why: e.to_string(),
+        })?;
+        scenario.check(origin)
+    }
+
+    fn check(self, origin: &str) -> Result<Checked, SimError> {
+        let bad = |why: String| SimError::Scenario {
+            origin: origin.to_owned(),
+            why,
+        };
+        let duration = |key: &str, text: &str| {
+            humantime::parse_duration(text).map_err(|e| {
+                bad(format!(
+                    "`{key}` = \"{text}\" is not a duration ({e}); write it like \"90s\", \"30m\" or \"5h\""
+                ))
+            })
+        };
+        let start = Timestamp::parse_rfc3339(&self.sim.start).ok_or_else(|| {
+            bad(format!(
+                "`sim.start` = \"{}\" is not an RFC 3339 time such as \"2026-12-01T00:00:00Z\"",
+                self.sim.start
+            ))
+        })?;
+        if !(self.sim.hours > 0.0 && self.sim.hours <= 10_000.0) {
+            return Err(bad(format!(
+                "`sim.hours` = {} must be more than 0 and at most 10000",
+                self.sim.hours
+            )));
+        }
+        if self.accounts.is_empty() || self.agents.is_empty() {
+            return Err(bad(
+                "a scenario needs at least one [[account]] and one [[agent]]".to_owned(),
+            ));
+        }
+        let mut windows = Vec::new();
+        for (i, a) in self.accounts.iter().enumerate() {
+            check_id(&a.name).map_err(|why| bad(format!("`account[{i}].name`: {why}")))?;
+            let window = duration(&format!("account[{i}].window"), &a.window)?;
+            if window < Duration::from_secs(60) || a.tokens == 0 {
+                return Err(bad(format!(
+                    "`account[{i}]`: the window must be at least a minute and `tokens` more than 0"
+                )));
+            }
+            windows.push(window);
+        }
+        let (mut max_time, mut idle) = (Vec::new(), Vec::new());
+        for (i, a) in self.agents.iter().enumerate() {
+            check_id(&a.name).map_err(|why| bad(format!("`agent[{i}].name`: {why}")))?;
+            if !self.accounts.iter().any(|acct| acct.name == a.account) {
+                return Err(bad(format!(
+                    "`agent[{i}].account` = \"{}\" names no [[account]]",
+                    a.account
+                )));
+            }
+            if self.agents[..i].iter().any(|b| b.name == a.name) {
+                return Err(bad(format!(
+                    "`agent[{i}].name` = \"{}\" is used twice",
+                    a.name
+                )));
+            }
+            max_time.push(duration(&format!("agent[{i}].max_time"), &a.max_time)?);
+            idle.push(duration(
+                &format!("agent[{i}].idle_timeout"),
+                &a.idle_timeout,
+            )?);
+        }
+        if self.todos.count == 0 || self.todos.count > 100_000 {
+            return Err(bad(format!(
+                "`todos.count` = {} must be between 1 and 100000",
+                self.todos.count
+            )));
+        }
+        let b = &self.behaviour;
+        if b.weights().iter().all(|(_, w)| *w == 0) {
+            return Err(bad("every `behaviour` weight is 0".to_owned()));
+        }
+        for (key, [lo, hi]) in [
+            ("work_minutes", b.work_minutes),
+            ("tokens", b.tokens),
+            ("limit_reset_hours", b.limit_reset_hours),
+        ] {
+            if lo > hi || hi == 0 {
+                return Err(bad(format!(
+                    "`behaviour.{key}` = [{lo}, {hi}] must be [min, max] with max > 0"
+                )));
+            }
+        }
+        let f = &self.faults;
+        for (key, p) in [
+            ("store_busy", f.store_busy),
+            ("disk_full", f.disk_full),
+            ("crash_per_write", f.crash_per_write),
+        ] {
+            if !(0.0..=0.5).contains(&p) {
+                return Err(bad(format!(
+                    "`faults.{key}` = {p} must be a probability between 0 and 0.5"
+                )));
+            }
+        }
+        for (key, rate) in [
+            ("faults.crashes_per_day", f.crashes_per_day),
+            ("faults.clock_steps_per_day", f.clock_steps_per_day),
+            ("people.take_back_per_day", self.people.take_back_per_day),
+        ] {
+            if !(0.0..=1_000.0).contains(&rate) {
+                return Err(bad(format!("`{key}` = {rate} must be between 0 and 1000")));
+            }
+        }
+        let range = |key: &str, [lo, hi]: &[String; 2]| -> Result<[Duration; 2], SimError> {
+            let (lo, hi) = (duration(key, lo)?, duration(key, hi)?);
+            if lo > hi {
+                return Err(bad(format!("`{key}` must be [min, max]")));
+            }
+            Ok([lo, hi])
+        };
+        let answer_after = range("people.answer_after", &self.people.answer_after)?;
+        let restart_after = range("faults.restart_after", &f.restart_after)?;
+        let clock_step = duration("faults.clock_step", &f.clock_step)?;
+        Ok(Checked {
+            start,
+            hours: self.sim.hours,
+            windows,
+            max_time,
+            idle,
+            answer_after,
+            restart_after,
+            clock_step,
+            scenario: self,
+        })
+    }
+}
+
+impl Behaviour {
+    /// The weights, by name.
+    pub fn weights(&self) -> [(crate::agent::Act, u32); 10] {
+        use crate::agent::Act;
+        [
+            (Act::Completes, self.completes),
+            (Act::Progress, self.progress),
+            (Act::UsageLimit, self.usage_limit),
+            (Act::NotLoggedIn, self.not_logged_in),
+            (Act::Transient, self.transient),
+            (Act::Hangs, self.hangs),
+            (Act::Crashes, self.crashes),
+            (Act::Garbage, self.garbage),
+            (Act::ForgedReport, self.forged_report),
+            (Act::Asks, self.asks),
+        ]
+    }
+}
+
+fn check_id(name: &str) -> Result<(), String> {
+    name.parse::<loopx_kernel::AgentName>()
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+[[account]]
+name = "acct"
+window = "5h"
+tokens = 100000
+
+[[agent]]
+name = "a"
+account = "acct"
+
+[todos]
+count = 3
+"#;
+
+    #[test]
+    fn a_minimal_scenario_reads_with_defaults() {
+        let checked = Scenario::parse(MINIMAL, "minimal.toml").expect("reads");
+        assert_eq!(checked.hours, 24.0);
+        assert_eq!(checked.windows, vec![Duration::from_secs(5 * 3600)]);
+        assert_eq!(checked.max_time, vec![Duration::from_secs(30 * 60)]);
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_key() {
+        let text = MINIMAL.replace("account = \"acct\"", "account = \"other\"");
+        let err = Scenario::parse(&text, "s.toml").expect_err("refused");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("s.toml") && msg.contains("agent[0].account"),
+            "{msg}"
+        );
+
+        let text = MINIMAL.replace("[todos]", "[todos]\ncolour = 1");
+        let msg = Scenario::parse(&text, "s.toml")
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            msg.contains("s.toml") && msg.contains("colour") && msg.contains("line"),
+            "{msg}"
+        );
+
+        let text = MINIMAL.replace("window = \"5h\"", "window = \"five hours\"");
+        let msg = Scenario::parse(&text, "s.toml")
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            msg.contains("account[0].window") && msg.contains("five hours"),
+            "{msg}"
+        );
+    }
+}

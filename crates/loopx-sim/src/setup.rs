@@ -1,0 +1,94 @@
+//! The simulated project: a real loopx project in a temporary directory, with a profile per
+//! agent (the shipped `claude-code` adapter, whose program is never run), the goal and its
+//! todos.
+
+use std::path::Path;
+
+use loopx_kernel::model::PermissionLevel;
+use loopx_kernel::store::NewTodo;
+use loopx_kernel::{Op, Project, Store, Timestamp};
+
+use crate::errors::SimError;
+use crate::scenario::Checked;
+
+/// Who set the project up.
+const PERSON: &str = "human:sim";
+
+/// Creates the project in `dir` at wall time `now`.
+pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Project, SimError> {
+    let fail = |e: &dyn std::fmt::Display| SimError::Setup(e.to_string());
+    let project = Project::create(dir).map_err(|e| fail(&e))?;
+    let profiles = project.state_dir().join("profiles");
+    std::fs::create_dir_all(&profiles).map_err(|e| fail(&e))?;
+    let scenario = &plan.scenario;
+    for (i, agent) in scenario.agents.iter().enumerate() {
+        let acct = scenario
+            .accounts
+            .iter()
+            .position(|a| a.name == agent.account)
+            .expect("checked: the account exists");
+        let account = &scenario.accounts[acct];
+        let pacing = agent
+            .slices_per_hour
+            .map_or_else(String::new, |n| format!("slices_per_hour = {n}\n"));
+        let profile = format!(
+            "description = \"simulated agent {name}\"\n\
+             adapter = \"claude-code\"\n\
+             permission = \"workspace-write\"\n\
+             # Never run: the simulation plays the agent.\n\
+             program = \"/nonexistent/loopx-sim-agent\"\n\n\
+             [limits]\n\
+             max_time = \"{max_time}s\"\n\
+             idle_timeout = \"{idle}s\"\n\n\
+             [quota]\n\
+             account = \"{account}\"\n\
+             {pacing}\n\
+             [[quota.windows]]\n\
+             window = \"{window}s\"\n\
+             tokens = {tokens}\n",
+            name = agent.name,
+            max_time = plan.max_time[i].as_secs(),
+            idle = plan.idle[i].as_secs(),
+            account = account.name,
+            window = plan.windows[acct].as_secs(),
+            tokens = account.tokens,
+        );
+        std::fs::write(profiles.join(format!("{}.toml", agent.name)), profile)
+            .map_err(|e| fail(&e))?;
+    }
+    let store = Store::create(&project, now, PERSON).map_err(|e| fail(&e))?;
+    let mut ops = vec![Op::GoalStart {
+        objective: "Finish every simulated todo".to_owned(),
+        scope: vec![],
+        permission: PermissionLevel::WorkspaceWrite,
+        share: 1.0,
+    }];
+    for agent in &scenario.agents {
+        ops.push(Op::AgentAdd {
+            name: agent.name.parse().map_err(|e| fail(&e))?,
+            profile: agent.name.clone(),
+            capabilities: vec![],
+            role: None,
+        });
+    }
+    store.apply_all(ops, PERSON, now).map_err(|e| fail(&e))?;
+    let todos: Vec<Op> = (1..=scenario.todos.count)
+        .map(|n| {
+            Op::TodoAdd(NewTodo {
+                goal: None,
+                title: format!("Simulated todo {n}"),
+                detail: String::new(),
+                priority: 0,
+                needs: vec![],
+                after: vec![],
+                role: None,
+            })
+        })
+        .collect();
+    for chunk in todos.chunks(1000) {
+        store
+            .apply_all(chunk.to_vec(), PERSON, now)
+            .map_err(|e| fail(&e))?;
+    }
+    Ok(project)
+}
