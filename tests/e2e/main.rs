@@ -16,5 +16,6 @@ mod quota;
 mod report;
 mod run_loop;
 mod run_once;
+mod sim;
 mod soak;
 mod store_files;

@@ -528,16 +528,20 @@ impl SimHost {
         self.books.clock_stepped();
     }
 
-    /// Charges the vendor's own window (true time): full, the next slice meets the limit.
-    fn vendor_spend(&mut self, account: &str, tokens: u64) {
-        let now = self.clock.true_now();
-        let acct = self
-            .plan
+    /// Where `account` is in the scenario.
+    fn account_index(&self, account: &str) -> usize {
+        self.plan
             .scenario
             .accounts
             .iter()
             .position(|a| a.name == account)
-            .expect("a scenario account");
+            .expect("a scenario account")
+    }
+
+    /// Charges the vendor's own window (true time): full, the next slice meets the limit.
+    fn vendor_spend(&mut self, account: &str, tokens: u64) {
+        let now = self.clock.true_now();
+        let acct = self.account_index(account);
         let period = self.plan.windows[acct];
         let vendor = self.vendors.get_mut(account).expect("account");
         let window = match vendor.window {
@@ -550,13 +554,7 @@ impl SimHost {
     /// What the vendor does to a slice starting now on `account`: the act it forces, if any.
     fn vendor_forces(&mut self, account: &str) -> Option<(Act, Option<Timestamp>)> {
         let now = self.clock.true_now();
-        let acct = self
-            .plan
-            .scenario
-            .accounts
-            .iter()
-            .position(|a| a.name == account)
-            .expect("a scenario account");
+        let acct = self.account_index(account);
         let spec = &self.plan.scenario.accounts[acct];
         let period = self.plan.windows[acct];
         let vendor = self.vendors.get_mut(account).expect("account");

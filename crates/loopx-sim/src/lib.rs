@@ -140,7 +140,9 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
         loopx_kernel::fault::revive();
         match result {
             Ok(Ok(end)) if end.reason == EndReason::Error => {
-                let why = end.error.map_or_else(String::new, |e| chain(&e));
+                let why = end
+                    .error
+                    .map_or_else(String::new, |e| loopx_supervisor::error_chain(&e));
                 violation = Some(loop_halt(
                     &host,
                     format!("the run loop stopped on an error: {why}"),
@@ -151,7 +153,7 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
             Ok(Err(e)) => {
                 violation = Some(loop_halt(
                     &host,
-                    format!("the run loop failed: {}", chain(&e)),
+                    format!("the run loop failed: {}", loopx_supervisor::error_chain(&e)),
                 ));
                 break "error".to_owned();
             }
@@ -167,9 +169,8 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
                     violation = Some(halt);
                     break "halted".to_owned();
                 }
-                if clock.mono_ms() >= horizon {
-                    break "time".to_owned();
-                }
+                // Past the horizon the next supervisor still starts: it recovers what the dead
+                // one left running, then finds its time up.
             }
             Err(payload) => match payload.downcast::<Halt>() {
                 Ok(halt) => {
@@ -344,17 +345,6 @@ fn end_name(reason: EndReason) -> &'static str {
         EndReason::Shutdown => "shutdown",
         EndReason::Error => "error",
     }
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn panic_text(payload: &Box<dyn std::any::Any + Send>) -> String {

@@ -81,7 +81,7 @@ impl SupervisorError {
 }
 
 /// An error and its causes on one line, for evidence and progress lines.
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+pub fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(cause) = source {

@@ -56,7 +56,7 @@ pub mod writeback;
 
 pub use agent::{AgentSetup, agent_view, load_agent};
 pub use commit::SliceSummary;
-pub use errors::SupervisorError;
+pub use errors::{SupervisorError, chain as error_chain};
 pub use notify::{Notification, Notifier};
 pub use once::{
     Begin, BegunSlice, Once, RunOnce, SimulatedSlice, Step, World, begin_once, run_once,

@@ -14,6 +14,8 @@
 //!   slices gained `leftovers`; gates gained the `login` and `budget` kinds. An outcome name
 //!   an older loopx wrote that is no longer in the set (`crashed`, `violation`) reads as
 //!   `failed`. Every other record is encoded as in version 2.
+//! - 4: gates gained the `goal_met` kind (appended, so a version-3 record reads unchanged); the
+//!   bump makes an older loopx refuse a goal-met gate by name instead of failing to decode it.
 
 use std::borrow::Cow;
 
@@ -29,7 +31,7 @@ use crate::model::{
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 3;
+pub(crate) const RECORD_VERSION: u8 = 4;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -45,7 +47,8 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
         why,
     };
     let body: Cow<'_, [u8]> = match bytes.split_first() {
-        Some((&RECORD_VERSION, body)) => Cow::Borrowed(body),
+        // Version 3 differs only in a gate kind version 4 appended.
+        Some((&(3 | RECORD_VERSION), body)) => Cow::Borrowed(body),
         Some((&1, body)) => upgrade_v1(table, body)
             .and_then(|body| Ok(Cow::Owned(upgrade_v2(table, &body)?.into_owned())))
             .map_err(|e| failed(e.to_string()))?,
@@ -303,7 +306,8 @@ mod tests {
 
     #[test]
     fn a_newer_record_is_refused_by_name() {
-        let err = decode::<u64>("todos", &[4, 1]).expect_err("too new");
-        assert!(err.to_string().contains("record version 4"), "{err}");
+        let err = decode::<u64>("todos", &[5, 1]).expect_err("too new");
+        assert!(err.to_string().contains("record version 5"), "{err}");
+        assert_eq!(decode::<u64>("todos", &[3, 1]).expect("version 3 reads"), 1);
     }
 }

@@ -179,10 +179,7 @@ fn open_budget_gate(
         blocks: Blocks::Global,
         kind: GateKind::Budget { goal: goal.id },
     };
-    let Applied::Gate(gate) = store.apply(Op::GateAsk(gate), ACTOR, now)? else {
-        unreachable!("a gate ask yields the gate")
-    };
-    Ok(Some((gate.id.to_string(), gate.question)))
+    ask(store, gate, now)
 }
 
 /// Opens the gate that asks whether the goal is met (the kernel gives back the open one when a
@@ -211,10 +208,7 @@ fn open_goal_met_gate(
         blocks: Blocks::Global,
         kind: GateKind::GoalMet { goal: goal.id },
     };
-    let Applied::Gate(gate) = store.apply(Op::GateAsk(gate), ACTOR, now)? else {
-        unreachable!("a gate ask yields the gate")
-    };
-    Ok(Some((gate.id.to_string(), gate.question)))
+    ask(store, gate, now)
 }
 
 /// Opens the gate a stalled todo needs: the decision says ask, and no gate asks yet. The kernel
@@ -248,6 +242,15 @@ fn open_stall_gate(
         blocks: Blocks::Todos(vec![id]),
         kind: GateKind::Stall { todo: id },
     };
+    ask(store, gate, now)
+}
+
+/// Opens `gate` (or finds the open one a peer asked first); the gate as the decision shows it.
+fn ask(
+    store: &Store,
+    gate: NewGate,
+    now: Timestamp,
+) -> Result<Option<(String, String)>, SupervisorError> {
     let Applied::Gate(gate) = store.apply(Op::GateAsk(gate), ACTOR, now)? else {
         unreachable!("a gate ask yields the gate")
     };
