@@ -82,7 +82,6 @@ pub enum Forgery {
 /// One slice of a simulated agent, decided when it starts.
 #[derive(Debug, Clone)]
 pub struct Script {
-    pub act: Act,
     /// From the start to the agent's end (or to loopx stopping it).
     pub duration: Duration,
     pub output: Vec<u8>,
@@ -121,7 +120,6 @@ pub fn script(
     let tokens = rng.u64(behaviour.tokens[0]..=behaviour.tokens[1]);
     let mut out = Stream::new(setting);
     let mut script = Script {
-        act,
         duration: work,
         output: Vec::new(),
         exit: SliceExit::Exited(0),

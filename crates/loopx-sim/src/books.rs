@@ -167,7 +167,7 @@ impl Books {
         self.streaks.clear();
     }
 
-    pub(crate) fn orphaned(&mut self, _slice: u64) {
+    pub(crate) fn orphaned(&mut self) {
         self.orphans += 1;
     }
 
@@ -193,22 +193,16 @@ impl Books {
         }
     }
 
-    pub(crate) fn slice_started(
-        &mut self,
-        _record: &SliceRecord,
-        _account: &str,
-        act: Act,
-        _plan: bool,
-    ) {
+    /// A slice began, and its agent does `act`.
+    pub(crate) fn slice_started(&mut self, act: Act) {
         *self.acts.entry(act.as_str()).or_default() += 1;
     }
 
+    /// A slice's end was written back: its outcome, and an agent's run of temporary failures.
     pub(crate) fn slice_ended(
         &mut self,
         record: &SliceRecord,
         summary: &SliceSummary,
-        _act: Act,
-        _now: Timestamp,
         true_now: Timestamp,
     ) {
         use loopx_adapters::Outcome;

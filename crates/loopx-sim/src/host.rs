@@ -17,7 +17,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use loopx_kernel::model::{EvidenceKind, GateKind, GateState, SliceKind, TodoState};
+use loopx_kernel::model::{EvidenceKind, GateKind, GateState, TodoState};
 use loopx_kernel::store::{AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff};
 use loopx_kernel::{
     AgentName, Clock, GateId, Op, Project, SharedClock, SliceId, Store, Timestamp, TodoId,
@@ -210,8 +210,8 @@ impl SimHost {
     /// agent's process outlives its supervisor until recovery stops it.
     pub(crate) fn crashed(&mut self) {
         let running = std::mem::take(&mut self.running);
-        for (id, r) in running {
-            self.books.orphaned(id);
+        for r in running.into_values() {
+            self.books.orphaned();
             r.slice.vanish();
         }
         self.queue
@@ -310,8 +310,7 @@ impl SimHost {
         self.inbox.extend(msgs);
         if let Ok(Once::Ran { slice: summary, .. }) = &result {
             let true_now = self.clock.true_now();
-            self.books
-                .slice_ended(&record, summary, script.act, now, true_now);
+            self.books.slice_ended(&record, summary, true_now);
             if let (Some(reset), Some(_)) = (script.reset, summary.hold_until) {
                 self.books.limit_reported(&account, reset, true_now);
             }
@@ -632,8 +631,7 @@ impl SimHost {
             self.schedule(sim.lease_ttl() / 3, Event::Renew { slice: id });
         }
         self.schedule(script.duration, Event::End { slice: id });
-        self.books
-            .slice_started(&record, &account, act, record.kind == SliceKind::Plan);
+        self.books.slice_started(act);
         self.running.insert(
             id,
             Running {
