@@ -740,6 +740,16 @@ fn a_goal_met_gate_marks_the_goal_done_or_starts_its_planning_afresh() {
             .map(|g| g.status)
     };
     assert_eq!(status(), Some(loopx_kernel::model::GoalStatus::Active));
+    // A todo added meanwhile answers the question: the gate is withdrawn and blocks nobody.
+    let open = ask();
+    f.todo("One more thing");
+    let state = |gate| {
+        f.store
+            .read(|s| s.gate(gate))
+            .expect("read")
+            .map(|g| g.state)
+    };
+    assert_eq!(state(open), Some(loopx_kernel::model::GateState::Withdrawn));
     answer(ask(), "done");
     assert_eq!(status(), Some(loopx_kernel::model::GoalStatus::Done));
 }

@@ -8,7 +8,8 @@
 //!    moment every one of them allows a slice (never before a hold ends);
 //! 4. the last slice on the todo the agent would take ended abnormally → `repair`;
 //! 5. its own claimed todo, or the best claimable one → `deliver` (`work`);
-//! 6. no open todo anywhere → `deliver` a planning slice, at most `max_plans_in_a_row` in a row;
+//! 6. no open todo anywhere → `deliver` a planning slice; after `max_plans_in_a_row` finished
+//!    planning slices in a row proposed nothing → `ask` whether the goal is met (`goal_met`);
 //! 7. otherwise → `quiet`.
 
 use serde::Serialize;
@@ -631,6 +632,9 @@ fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
             .take_while(|s| {
                 s.kind == SliceKind::Plan && s.todo.is_none() && after.is_none_or(|a| s.id > a)
             })
+            // A planning slice that could not do its work (a limit, a failure) proposed nothing
+            // because it could not, not because nothing is left: it does not count.
+            .filter(|s| matches!(s.outcome, Some(Outcome::Completed | Outcome::Progress)))
             .count() as u32;
         if plans >= input.policy.max_plans_in_a_row {
             // Only a person can say now: left quiet, a goal whose planners never declare it met

@@ -372,12 +372,27 @@ fn planning_when_nothing_is_open_and_bounded() {
         (d.decision, d.slice),
         (DecisionKind::Deliver, Some(SliceKind::Plan))
     );
-    for id in 1..=3 {
+    // A planning slice that could not work (a usage limit) proposed nothing for that reason:
+    // it does not count.
+    for (id, outcome) in [
+        (1, Outcome::Completed),
+        (2, Outcome::UsageLimited),
+        (3, Outcome::Progress),
+    ] {
         w.slices.push(SliceView {
             id,
-            ..slice(None, SliceKind::Plan, Outcome::Completed)
+            ..slice(None, SliceKind::Plan, outcome)
         });
     }
+    assert_eq!(
+        run(&w).slice,
+        Some(SliceKind::Plan),
+        "two finished plans so far"
+    );
+    w.slices.push(SliceView {
+        id: 4,
+        ..slice(None, SliceKind::Plan, Outcome::Completed)
+    });
     let d = run(&w);
     assert_eq!(
         (d.decision, d.goal_met),
@@ -386,7 +401,7 @@ fn planning_when_nothing_is_open_and_bounded() {
         d.reason
     );
     // The person said to plan again: the planning slices so far no longer count.
-    w.goal.as_mut().expect("a goal").plans_after = Some(3);
+    w.goal.as_mut().expect("a goal").plans_after = Some(4);
     assert_eq!(run(&w).slice, Some(SliceKind::Plan));
 }
 

@@ -22,7 +22,7 @@ pub(crate) struct PendingReset {
     pub account: String,
     pub reset: Timestamp,
     /// From then on an agent must decide again: the reset, or when loopx recorded the hold if
-    /// that was later (a limit met just before its window ended).
+    /// that was later (a limit met just before its window ended). On loopx's wall clock.
     pub due: Timestamp,
     /// An agent of the account decided at or after `due`.
     pub resumed: bool,
@@ -72,6 +72,8 @@ pub(crate) struct Books {
     waiting_since: BTreeMap<String, (Timestamp, String)>,
     /// Time spent waiting, by reason.
     pub waiting: BTreeMap<String, Duration>,
+    /// Per agent: its last decision (true time, kind, reason), for a broken rule's report.
+    pub last_decision: BTreeMap<String, (Timestamp, DecisionKind, String)>,
     /// Orphaned slices (their supervisor was killed while they ran).
     pub orphans: u64,
     /// The last clock step, as a step number: checks spanning it are not judged.
@@ -115,6 +117,7 @@ impl Books {
             stopped: BTreeSet::new(),
             waiting_since: BTreeMap::new(),
             waiting: BTreeMap::new(),
+            last_decision: BTreeMap::new(),
             orphans: 0,
             stepped_at: None,
         }
@@ -167,6 +170,13 @@ impl Books {
         self.streaks.clear();
     }
 
+    /// Something other than the reset holds `account` now (a login gate): not judged.
+    pub(crate) fn disturb_account(&mut self, account: &str) {
+        for r in self.resets.iter_mut().filter(|r| r.account == account) {
+            r.disturbed = true;
+        }
+    }
+
     pub(crate) fn orphaned(&mut self) {
         self.orphans += 1;
     }
@@ -178,6 +188,10 @@ impl Books {
         decision: &loopx_quota::Decision,
         now: Timestamp,
     ) {
+        self.last_decision.insert(
+            agent.to_owned(),
+            (now, decision.decision, decision.reason.clone()),
+        );
         if let Some((since, why)) = self.waiting_since.remove(agent) {
             *self.waiting.entry(why).or_default() += now.since(since);
         }

@@ -186,7 +186,8 @@ impl SimHost {
             return;
         }
         let u = self.rng_people.f64().max(1e-12);
-        let days = -u.ln() / per_day;
+        // At most once in a thousand years: a tiny rate must not overflow a duration.
+        let days = (-u.ln() / per_day).min(365_000.0);
         self.schedule(Duration::from_secs_f64(days * 86_400.0), event);
     }
 
@@ -261,8 +262,7 @@ impl SimHost {
 
     /// The invariants that hold after every step.
     fn check(&mut self) -> Result<(), Halt> {
-        let now = self.clock.true_now();
-        crate::invariants::after_step(self, now)
+        crate::invariants::after_step(self)
     }
 
     fn end(&mut self, slice: u64, lost: Option<String>) -> Result<(), Halt> {
@@ -310,9 +310,20 @@ impl SimHost {
         self.inbox.extend(msgs);
         if let Ok(Once::Ran { slice: summary, .. }) = &result {
             let true_now = self.clock.true_now();
+            if summary.outcome == loopx_adapters::Outcome::AuthFailed {
+                // The account is held until a person logs in: not the reset's hold.
+                self.books.disturb_account(&account);
+            }
             self.books.slice_ended(&record, summary, true_now);
-            if let (Some(reset), Some(_)) = (script.reset, summary.hold_until) {
-                self.books.limit_reported(&account, reset, true_now);
+            // A reset still ahead by loopx's clock must hold the account until then, and no
+            // longer: judged. A reset already past gets a backoff instead (by design), which
+            // replaces whatever hold was judged before.
+            match (script.reset, summary.hold_until) {
+                (Some(reset), Some(_)) if reset > now => {
+                    self.books.limit_reported(&account, reset, now);
+                }
+                (_, Some(_)) => self.books.disturb_account(&account),
+                _ => {}
             }
             crate::invariants::writeback_fenced(self, &record, before.as_ref(), summary)?;
         }
@@ -361,7 +372,9 @@ impl SimHost {
                         who.agent = other.parse().expect("a scenario's agent name");
                     }
                     Forgery::OtherTodo => {
-                        who.claim = who.claim.map(|(t, e)| (TodoId(t.0 + 1), e));
+                        // Another todo that exists (the scenario's are t1 … tN).
+                        let count = u64::from(self.plan.scenario.todos.count);
+                        who.claim = who.claim.map(|(t, e)| (TodoId(t.0 % count + 1), e));
                     }
                     // Only a lie once the slice's end is recorded: a supervisor killed before it
                     // could record it leaves the slice running, its agent's words still its own
@@ -571,7 +584,9 @@ impl SimHost {
             && now < start.plus(period)
             && used >= allowance
         {
-            return Some((Act::UsageLimit, Some(start.plus(period))));
+            // Vendors announce resets to the second: the window ends at the next whole one.
+            let end = start.plus(period).0.div_ceil(1000) * 1000;
+            return Some((Act::UsageLimit, Some(Timestamp(end))));
         }
         None
     }
@@ -699,10 +714,13 @@ impl Host for SimHost {
             }
         });
         let now = self.clock.true_now();
+        let wall = self.clock.now();
         for (agent, decision) in decided {
             self.books.decided(&agent, &decision, now);
-            if let Some(account) = self.account_of(&agent).map(str::to_owned) {
-                crate::invariants::note_decision(&mut self.books, &account, now);
+            if let Some(account) = self.account_of(&agent).map(str::to_owned)
+                && crate::invariants::resumes(&decision)
+            {
+                crate::invariants::note_decision(&mut self.books, &account, wall);
             }
         }
         self.inbox.extend(msgs);

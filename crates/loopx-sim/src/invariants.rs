@@ -68,7 +68,8 @@ fn halt(host: &SimHost, rule: &'static str, detail: String) -> Result<(), Halt> 
 }
 
 /// After every step.
-pub(crate) fn after_step(host: &mut SimHost, now: Timestamp) -> Result<(), Halt> {
+pub(crate) fn after_step(host: &mut SimHost) -> Result<(), Halt> {
+    let now = host.clock.true_now();
     let store = Store::open_read(&host.project).map_err(|e| {
         Halt::new(
             &host.books,
@@ -97,7 +98,7 @@ pub(crate) fn after_step(host: &mut SimHost, now: Timestamp) -> Result<(), Halt>
             ),
         );
     }
-    hold_resumes(host, now)?;
+    hold_resumes(host)?;
     if host.books.step.is_multiple_of(500) {
         consistent(host, &store)?;
     }
@@ -115,8 +116,10 @@ pub(crate) fn consistent(host: &SimHost, store: &Store) -> Result<(), Halt> {
     }
 }
 
-/// A minute after a recorded reset, an agent of the account has decided again.
-fn hold_resumes(host: &mut SimHost, now: Timestamp) -> Result<(), Halt> {
+/// A minute after a recorded reset, an agent of the account has decided again (on loopx's
+/// clock: the hold is in its time).
+fn hold_resumes(host: &mut SimHost) -> Result<(), Halt> {
+    let now = host.clock.now();
     let running_accounts: Vec<String> = host
         .running_accounts()
         .into_iter()
@@ -141,21 +144,35 @@ fn hold_resumes(host: &mut SimHost, now: Timestamp) -> Result<(), Halt> {
         if agents.iter().all(|a| host.books.stopped.contains(a)) {
             return Ok(());
         }
+        let last: Vec<String> = agents
+            .iter()
+            .map(|a| match host.books.last_decision.get(a) {
+                Some((at, kind, reason)) => format!("{a} last decided {kind:?} at {at}: {reason}"),
+                None => format!("{a} never decided"),
+            })
+            .collect();
         return halt(
             host,
             "hold_resumes",
             format!(
-                "account {} was held until its reset at {}, and a minute later no agent of it ({}) had decided again",
+                "account {} was held until its reset at {}, and a minute later no agent of it had decided anything but a wait on a hold ({})",
                 r.account,
                 r.reset,
-                agents.join(", ")
+                last.join("; ")
             ),
         );
     }
     Ok(())
 }
 
-/// A decision was taken: it resumes the holds of its account that have reset.
+/// Whether a decision shows the agent no longer held: anything but a `wait` on a hold.
+pub(crate) fn resumes(decision: &loopx_quota::Decision) -> bool {
+    let reason = decision.reason.to_lowercase();
+    decision.decision != loopx_quota::DecisionKind::Wait
+        || !(reason.contains("hold") || reason.contains("held"))
+}
+
+/// A decision that is not held was taken: it resumes the holds of its account that have reset.
 pub(crate) fn note_decision(books: &mut Books, account: &str, now: Timestamp) {
     for r in &mut books.resets {
         if r.account == account && now >= r.due {
@@ -191,14 +208,14 @@ pub(crate) fn at_begin(host: &mut SimHost, record: &SliceRecord) -> Result<(), H
             ),
         );
     }
-    let stepped = host.clock.offset_ms() != 0;
-    if !stepped
-        && let Some(r) = host
-            .books
-            .resets
-            .iter()
-            .find(|r| r.account == account && !r.disturbed)
-        && host.clock.true_now() < r.reset
+    // On loopx's own clock: the hold it recorded lasts until the reset. A step of the clock
+    // since (which may shorten a hold, by design) marks the reset disturbed.
+    if let Some(r) = host
+        .books
+        .resets
+        .iter()
+        .find(|r| r.account == account && !r.disturbed)
+        && wall < r.reset
     {
         return halt(
             host,

@@ -74,6 +74,12 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
     let wall = Instant::now();
     let mut plan = plan.clone();
     if let Some(hours) = options.hours {
+        if !(hours > 0.0 && hours <= 10_000.0) {
+            return Err(SimError::Scenario {
+                origin: "--hours".to_owned(),
+                why: format!("{hours} must be more than 0 and at most 10000"),
+            });
+        }
         plan.hours = hours;
     }
     let plan = Rc::new(plan);

@@ -239,7 +239,6 @@ impl<'t> Writer<'t> {
             .map_or(1, |v| v.value()))
     }
 
-    /// Takes the next number of a counter (`next_todo`, …).
     /// The id `next_id` would give next, without taking it.
     pub(crate) fn peek_id(&self, counter: &'static str) -> Result<u64, KernelError> {
         let meta = self.txn.open_table(META).map_err(|e| self.redb(e))?;
@@ -249,6 +248,7 @@ impl<'t> Writer<'t> {
             .map_or(1, |v| v.value()))
     }
 
+    /// Takes the next number of a counter (`next_todo`, …).
     pub(crate) fn next_id(&self, counter: &'static str) -> Result<u64, KernelError> {
         let mut meta = self.txn.open_table(META).map_err(|e| self.redb(e))?;
         let next = meta

@@ -162,6 +162,8 @@ impl Launched {
         } = self;
         let pid = spawned.as_ref().ok().map(|s| s.slice.pid());
         let ran = runtime.block_on(observe(spawned, stdin, parser, &req.world.clock));
+        // The slice ended now, not after its bookkeeping (a busy store can hold that up).
+        let ended = Ended::now(req, started);
         drop(runtime);
         req.shutdown.unregister(begun.record.id.0);
         if let Some(recorder) = recorder {
@@ -170,7 +172,24 @@ impl Launched {
         // The spawn failed: the decision's store was never handed to the recorder.
         drop(begun.store.take());
         let lost_claim = renewal.and_then(Renewal::finish);
-        conclude(req, begun, ran, pid, started, &before, lost_claim)
+        conclude(req, begun, ran, pid, ended, &before, lost_claim)
+    }
+}
+
+/// When a slice's agent ended, on both clocks.
+#[derive(Debug, Clone, Copy)]
+struct Ended {
+    at: Timestamp,
+    /// How long it ran, on the monotonic clock.
+    elapsed: Duration,
+}
+
+impl Ended {
+    fn now(req: &RunOnce, started: Duration) -> Ended {
+        Ended {
+            at: req.world.clock.now(),
+            elapsed: req.world.clock.monotonic().saturating_sub(started),
+        }
     }
 }
 
@@ -238,7 +257,8 @@ impl Begun {
             summary: parser.into_summary(),
             stopped_for_refusal: refused,
         };
-        conclude(req, self, ran, None, started, &before, lost_claim)
+        let ended = Ended::now(req, started);
+        conclude(req, self, ran, None, ended, &before, lost_claim)
     }
 }
 
@@ -264,12 +284,14 @@ fn conclude(
     mut begun: Begun,
     ran: Ran,
     pid: Option<u32>,
-    started: Duration,
+    ended: Ended,
     before: &scope::Before,
     lost_claim: Option<String>,
 ) -> Observed {
-    let elapsed = req.world.clock.monotonic().saturating_sub(started);
-    let ended_at = req.world.clock.now();
+    let Ended {
+        at: ended_at,
+        elapsed,
+    } = ended;
     let log = slice_path(req, begun.record.log.as_deref().unwrap_or_default());
     if let Err(e) = redact_log(&log, &begun.plan.secret_env_names) {
         tracing::warn!(slice = %begun.record.id, error = %e, "cannot redact the slice log");

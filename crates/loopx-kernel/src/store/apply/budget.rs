@@ -86,6 +86,36 @@ pub(crate) fn plans_key(goal: GoalId) -> String {
     format!("plans/{goal}")
 }
 
+/// The open goal-met gate of `goal`, if one is open: found by key, so that adding a todo costs
+/// one lookup rather than a scan of every gate.
+fn goal_met_gate_key(goal: GoalId) -> String {
+    format!("goal-met-gate/{goal}")
+}
+
+/// A goal-met gate was opened for `goal`.
+pub(super) fn goal_met_asked(
+    w: &Writer<'_>,
+    goal: GoalId,
+    gate: GateId,
+) -> Result<(), KernelError> {
+    w.quota_put(&goal_met_gate_key(goal), &gate.0)
+}
+
+/// The question "is `goal` met, with no todo left?" no longer applies (a todo was added, or the
+/// goal is no longer active): its open gate is withdrawn, so it blocks nobody.
+pub(super) fn goal_met_moot(w: &Writer<'_>, goal: GoalId) -> Result<(), KernelError> {
+    let key = goal_met_gate_key(goal);
+    let Some(id) = w.quota_get::<u64>(&key)? else {
+        return Ok(());
+    };
+    w.quota_remove(&key)?;
+    let gate: Option<crate::model::Gate> = w.get(tables::GATES, id)?;
+    if gate.is_some_and(|g| g.state == crate::model::GateState::Open) {
+        super::entities::gate_withdraw(w, GateId(id))?;
+    }
+    Ok(())
+}
+
 /// A person answered whether `goal` is met: `done` marks it done; anything else starts its
 /// planning afresh (only planning slices begun after now count against it).
 pub(super) fn goal_met_answered(
@@ -94,7 +124,7 @@ pub(super) fn goal_met_answered(
     done: bool,
 ) -> Result<(), KernelError> {
     let current: Goal = w.require(tables::GOALS, goal.0, "goal", goal)?;
-    if current.status != GoalStatus::Active {
+    if matches!(current.status, GoalStatus::Done | GoalStatus::Archived) {
         return Ok(());
     }
     if done {

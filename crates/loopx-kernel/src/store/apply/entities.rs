@@ -123,6 +123,9 @@ pub(super) fn goal_set_status(
         from,
         to,
     })?;
+    if to != GoalStatus::Active {
+        super::budget::goal_met_moot(w, goal.id)?;
+    }
     Ok(Applied::Goal(goal))
 }
 
@@ -158,6 +161,9 @@ pub(super) fn gate_ask(w: &Writer<'_>, new: NewGate) -> Result<Applied, KernelEr
         kind: new.kind,
     };
     w.put(tables::GATES, id.0, &gate)?;
+    if let GateKind::GoalMet { goal } = gate.kind {
+        super::budget::goal_met_asked(w, goal, id)?;
+    }
     w.event(EventKind::GateOpened {
         gate: id,
         question: gate.question.clone(),

@@ -59,6 +59,7 @@ pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> 
         title: todo.title.clone(),
         priority: todo.priority,
     })?;
+    super::budget::goal_met_moot(w, goal.id)?;
     Ok(Applied::Todo(todo))
 }
 
