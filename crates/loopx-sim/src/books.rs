@@ -63,6 +63,8 @@ pub(crate) struct Books {
     /// Slices closed by recovery: their supervisor died before it could charge their usage,
     /// so loopx cannot know it (their output is only in their log).
     pub usage_lost: BTreeSet<u64>,
+    /// Slices whose agent the simulation launched.
+    pub launched: BTreeSet<u64>,
     pub resets: Vec<PendingReset>,
     /// Per agent: its temporary failures in a row.
     pub streaks: BTreeMap<String, Streak>,
@@ -112,6 +114,7 @@ impl Books {
             acks: Vec::new(),
             ledger,
             usage_lost: BTreeSet::new(),
+            launched: BTreeSet::new(),
             resets: Vec::new(),
             streaks: BTreeMap::new(),
             stopped: BTreeSet::new(),
@@ -124,6 +127,15 @@ impl Books {
     }
 
     /// A slice's usage, as its stream reported it, at loopx's wall time.
+    /// An admission the simulation did not see (its supervisor died right after the begin
+    /// committed): put in the ledger where its time falls.
+    pub(crate) fn admitted_unseen(&mut self, account: &str, at: Timestamp) {
+        if let Some((_, spends)) = self.ledger.get_mut(account) {
+            let i = spends.partition_point(|(t, _, _)| *t <= at);
+            spends.insert(i, (at, 0, 0));
+        }
+    }
+
     pub(crate) fn charge(&mut self, account: &str, at: Timestamp, tokens: u64, slice: u64) {
         if let Some((_, spends)) = self.ledger.get_mut(account) {
             spends.push((at, tokens, slice));

@@ -478,6 +478,9 @@ impl SimHost {
             if let Some(vendor) = self.vendors.get_mut(account) {
                 vendor.logged_out = false;
             }
+            // Their answer lifts the account's whole hold, a vendor reset merged into it too
+            // (by design: a person's word; the next slice is a probe): not judged.
+            self.books.disturb_account(account);
         }
         let choice = match gate.options.is_empty() {
             true => AnswerChoice::Text("go ahead".to_owned()),
@@ -605,6 +608,7 @@ impl SimHost {
         let wall = self.clock.now();
         // (An admission is never lost: it is recorded with the slice's begin.)
         self.books.charge(&account, wall, 0, 0);
+        self.books.launched.insert(record.id.0);
         let act = match forced {
             Some((act, _)) => act,
             None => pick(&mut self.rng_agents, &self.plan.scenario.behaviour),
@@ -789,9 +793,20 @@ impl Host for SimHost {
         self.faults.borrow_mut().writer = Writer::Supervisor;
         let recovered = recover_in(project, world)?;
         self.books.recovered += recovered.len() as u64;
+        let launched = self.books.launched.clone();
         for r in &recovered {
-            if let Ok(id) = r.slice.parse::<SliceId>() {
-                self.books.usage_lost.insert(id.0);
+            let Ok(id) = r.slice.parse::<SliceId>() else {
+                continue;
+            };
+            self.books.usage_lost.insert(id.0);
+            // A slice begun by a supervisor that died before it launched the agent: its
+            // admission opened the account's window all the same.
+            if !launched.contains(&id.0)
+                && let Some(account) = self.account_of(&r.agent).map(str::to_owned)
+                && let Ok(Some(record)) =
+                    Store::open_read(project).and_then(|s| s.read(|s| s.slice(id)))
+            {
+                self.books.admitted_unseen(&account, record.started_at);
             }
         }
         if let Err(halt) = crate::invariants::after_recovery(self) {
