@@ -391,11 +391,12 @@ fn report_errors() {
         &[],
         2,
     );
+    // A channel that is gone: the slice ended (its room was removed).
     check(
         &loopx,
-        "report_malformed_marker",
+        "report_channel_gone",
         &["report", "done"],
-        &[("LOOPX_SLICE", "s1"), ("LOOPX_AGENT", "exec")],
-        2,
+        &[("LOOPX_REPORT_SOCKET", "/nonexistent/loopx-0/s1/report.sock")],
+        5,
     );
 }

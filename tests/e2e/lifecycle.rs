@@ -22,19 +22,6 @@ fn jsonl(text: &str) -> Vec<Value> {
         .collect()
 }
 
-/// Waits until `path` exists.
-fn wait_file(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !path.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn touch(path: &Path) {
     std::fs::write(path, b"").expect("touch");
 }
@@ -99,7 +86,7 @@ fn busy_through_the_writeback(hold: Duration) -> (Loopx, Background) {
         &["--max-slices", "1"],
         &[("LOOPX_STORE_WAIT_MS", "300")],
     );
-    wait_file(&loopx.path().join("started.flag"));
+    crate::support::wait_file(&loopx.path().join("started.flag"));
     let project = Project::at(loopx.path()).expect("project");
     let store = Store::open(&project).expect("store");
     let lock = store.lock_writes().expect("the write lock");
@@ -269,7 +256,7 @@ fn issue_11_a_released_claim_fences_the_agent_still_running() {
     );
     let loopx = project(&script, "max_time = \"60s\"");
     let mut bg = Background::start(&loopx, &["--max-slices", "1"]);
-    wait_file(&loopx.path().join("started.flag"));
+    crate::support::wait_file(&loopx.path().join("started.flag"));
     // A person takes the claim back while the agent works.
     loopx.ok(&["todo", "release", "t1", "--agent", "a", "--epoch", "1"]);
     touch(&loopx.path().join("go.flag"));

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod attacks;
 mod concurrency;
 mod demo;
 mod demo_agent;

@@ -252,8 +252,10 @@ fn a_slice_in_scope_is_no_violation() {
     assert!(gates(&loopx).is_empty());
 }
 
+/// Without a sandbox (`mode = "off"`) the agent can reach `.loopx/`, and the check after the
+/// slice is what finds it.
 #[test]
-fn an_agent_writing_in_the_state_directory_is_a_violation_even_without_git() {
+fn an_unsandboxed_agent_writing_in_the_state_directory_is_a_violation_even_without_git() {
     let loopx = Loopx::new();
     write(
         &loopx.path().join(".loopx/profiles/sneaky.toml"),
@@ -269,6 +271,9 @@ idle_timeout = "30s"
 
 [quota]
 account = "sneaky"
+
+[sandbox]
+mode = "off"
 "#,
     );
     loopx.ok(&["goal", "start", "Write the notes"]);
@@ -294,4 +299,38 @@ account = "sneaky"
         "changes: not checked (the project is not in a git work tree)",
     );
     evidence_with(&loopx, "violation", "slice s1", ".loopx/profiles/evil.toml");
+}
+
+/// In its sandbox the agent cannot even see `.loopx/`: the write fails, nothing changes there,
+/// and the store and config are out of reach.
+#[test]
+fn a_sandboxed_agent_cannot_reach_the_state_directory() {
+    let loopx = Loopx::new();
+    write(
+        &loopx.path().join(".loopx/profiles/sneaky.toml"),
+        r#"adapter = "generic"
+program = "/bin/sh"
+extra_args = ["-c", "ls -A .loopx > seen.txt; echo 'permission = \"full\"' > .loopx/profiles/evil.toml || echo refused >> seen.txt"]
+permission = "workspace-write"
+capabilities = ["demo"]
+
+[limits]
+max_time = "1m"
+idle_timeout = "30s"
+
+[quota]
+account = "sneaky"
+"#,
+    );
+    loopx.ok(&["goal", "start", "Write the notes"]);
+    loopx.ok(&["agent", "add", "exec", "--profile", "sneaky"]);
+    loopx.ok(&["todo", "add", "Write the notes"]);
+    let (out, stderr) = run_once(&loopx);
+    let seen = std::fs::read_to_string(loopx.path().join("seen.txt")).expect("the agent ran");
+    assert_eq!(
+        seen, "refused\n",
+        "an empty .loopx, and the write refused: {stderr}"
+    );
+    assert!(!loopx.path().join(".loopx/profiles/evil.toml").exists());
+    assert_eq!(out["slice"]["violations"], serde_json::json!([]), "{out}");
 }

@@ -1,92 +1,53 @@
-//! `loopx report …`: an agent's own writes from inside its slice, through the real binary.
+//! `loopx report …`: an agent's own writes from inside its slice, through the real binary and a
+//! real slice.
 //!
-//! A running slice is made through the kernel (a claim, then a slice record), exactly as the
-//! supervisor records one before it spawns; `loopx report` then runs with the environment the
-//! supervisor would give the agent. The last test runs a real slice of the demo agent, which
-//! calls `loopx report` itself.
+//! The agent is a shell script run by `loopx run --once` in its sandbox. It calls
+//! `loopx --json report …` and keeps each call's output and exit code in the work tree
+//! (`NAME.out`, `NAME.err`, `NAME.rc`), which the test reads after the slice. Where the test
+//! must act while the slice runs, the script waits for a file `go` after writing `ready`.
 
-use loopx_kernel::model::SliceKind;
-use loopx_kernel::store::{NewSlice, SliceEnd};
-use loopx_kernel::{Op, Project, SliceId, Store, Timestamp};
 use serde_json::Value;
 
-use crate::support::{Loopx, Run};
+use crate::support::{LOOPX, Loopx, Run, script_agent, wait_file};
 
-/// A project with a goal, the demo agent `exec`, and t1 claimed by it (epoch 1).
-fn claimed() -> Loopx {
+/// `r NAME ARGS...`: one report, its output kept as NAME.out/.err/.rc.
+fn prelude() -> String {
+    format!(
+        "r() {{ n=$1; shift; '{LOOPX}' --json report \"$@\" > $n.out 2> $n.err; echo $? > $n.rc; }}\n\
+         cat > /dev/null\n"
+    )
+}
+
+/// A project with a goal, t1, and agent `exec` running `script` (after the prelude).
+fn scripted(script: &str) -> Loopx {
     let loopx = Loopx::new();
     loopx.ok(&["goal", "start", "Write the demo notes"]);
-    loopx.ok(&["agent", "add", "exec", "--profile", "demo"]);
-    loopx.ok(&["agent", "add", "rev", "--profile", "demo"]);
+    script_agent(
+        &loopx,
+        "exec",
+        &format!("{}{script}", prelude()),
+        "max_time = \"2m\"\nidle_timeout = \"1m\"",
+    );
     loopx.ok(&["todo", "add", "Write the notes"]);
-    loopx.ok(&["todo", "claim", "t1", "--agent", "exec"]);
     loopx
 }
 
-fn store(loopx: &Loopx) -> Store {
-    Store::open(&Project::at(loopx.path()).expect("the project")).expect("the store")
-}
-
-/// Records slice s1 of `exec` on t1 under epoch 1 as running, as the supervisor does.
-pub(crate) fn start_slice(loopx: &Loopx) -> SliceId {
-    let new = NewSlice {
-        agent: "exec".parse().expect("a name"),
-        todo: Some("t1".parse().expect("an id")),
-        epoch: Some(1),
-        kind: SliceKind::Work,
-        profile_hash: "h".into(),
-        argv: vec!["agent".into()],
-        limit_secs: 600,
-        log: None,
-        owner: None,
+/// What the report NAME printed and how it exited.
+fn outcome(loopx: &Loopx, name: &str) -> Run {
+    let read = |ext: &str| {
+        std::fs::read_to_string(loopx.path().join(format!("{name}.{ext}")))
+            .unwrap_or_else(|e| panic!("{name}.{ext}: {e}"))
     };
-    match store(loopx).apply(Op::SliceStart(new), "agent:exec", Timestamp::now()) {
-        Ok(loopx_kernel::store::Applied::Slice(slice)) => slice.id,
-        other => panic!("the slice starts: {other:?}"),
-    }
-}
-
-/// A project whose slice s1 runs, and that slice's environment.
-fn running() -> (Loopx, SliceId, Vec<(&'static str, String)>) {
-    let loopx = claimed();
-    let slice = start_slice(&loopx);
-    let env = slice_env(&loopx, slice);
-    (loopx, slice, env)
-}
-
-/// The environment the supervisor gives slice `slice` of `exec` on t1 under epoch 1.
-pub(crate) fn slice_env(loopx: &Loopx, slice: SliceId) -> Vec<(&'static str, String)> {
-    vec![
-        ("LOOPX_PROJECT", loopx.path().display().to_string()),
-        (
-            "LOOPX_SLICE",
-            loopx_kernel::marker::slice_marker(loopx.path(), slice),
-        ),
-        ("LOOPX_AGENT", "exec".to_owned()),
-        ("LOOPX_TODO", "t1".to_owned()),
-        ("LOOPX_EPOCH", "1".to_owned()),
-    ]
-}
-
-/// `loopx --json report …` in a directory outside the project, so only the environment finds it.
-pub(crate) fn report(loopx: &Loopx, env: &[(&'static str, String)], args: &[&str]) -> Run {
-    let elsewhere = tempfile::tempdir().expect("temp dir");
-    let mut cmd = loopx.command(&[&["--json", "report"][..], args].concat());
-    cmd.current_dir(elsewhere.path());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let output = cmd.output().expect("loopx runs");
     Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        code: read("rc").trim().parse().expect("an exit code"),
+        stdout: read("out"),
+        stderr: read("err"),
     }
 }
 
-fn report_ok(loopx: &Loopx, env: &[(&'static str, String)], args: &[&str]) -> Value {
-    let run = report(loopx, env, args);
-    assert_eq!(run.code, 0, "report {args:?}: {}{}", run.stdout, run.stderr);
+fn written(loopx: &Loopx, name: &str) -> Value {
+    let run = outcome(loopx, name);
+    assert_eq!(run.code, 0, "report {name}: {}{}", run.stdout, run.stderr);
     run.json()
 }
 
@@ -105,9 +66,24 @@ fn event_kinds(loopx: &Loopx) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// `loopx run --once` in the background; the script waits for the test at its handshake.
+fn run_in_background(loopx: &Loopx) -> std::process::Child {
+    let child = loopx
+        .command(&["run", "--once", "--json"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("loopx run --once starts");
+    wait_file(&loopx.path().join("ready"));
+    child
+}
+
+/// Waits for `ready` (and what it says), lets the test act, then lets the script go on.
+const HANDSHAKE: &str = "touch ready\nwhile [ ! -f go ]; do sleep 0.05; done\n";
+
 #[test]
 fn report_outside_a_slice_is_a_usage_error() {
-    let loopx = claimed();
+    let loopx = scripted("true");
     let run = loopx.run(&["report", "evidence", "note", "hello"]);
     assert_eq!(run.code, i32::from(loopx_cli::exit_code::USAGE), "{run:?}");
     assert!(
@@ -121,13 +97,19 @@ fn report_outside_a_slice_is_a_usage_error() {
 
 #[test]
 fn report_from_a_running_slice_lands_in_the_kernel() {
-    let (loopx, _, env) = running();
-
-    let evidence = report_ok(
-        &loopx,
-        &env,
-        &["evidence", "test", "cargo", "test:", "41", "passed"],
+    let loopx = scripted(
+        "r test evidence test cargo test: 41 passed\n\
+         r handoff handoff --done 'Wrote it' --next 'Review it' --file a.rs\n\
+         r todo todo 'Review the notes' --role reviewer --priority 3\n\
+         r vague ask 'what should I do?'\n\
+         r ask ask 'Should the notes be a Markdown list or a table?' --option list --option table\n\
+         r done done --summary 'Notes written'\n\
+         r again done\n",
     );
+    let run = loopx.run(&["run", "--once", "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+
+    let evidence = written(&loopx, "test");
     let evidence = &evidence["evidence"];
     assert_eq!(evidence["summary"], "cargo test: 41 passed");
     assert_eq!(evidence["kind"], "test");
@@ -137,61 +119,22 @@ fn report_from_a_running_slice_lands_in_the_kernel() {
     );
     assert_eq!(evidence["actor"], "agent:exec");
 
-    let handoff = report_ok(
-        &loopx,
-        &env,
-        &[
-            "handoff",
-            "--done",
-            "Wrote it",
-            "--next",
-            "Review it",
-            "--file",
-            "a.rs",
-        ],
-    );
+    let handoff = written(&loopx, "handoff");
     assert_eq!(handoff["handoff"]["slice"], "s1");
-    let shown = loopx.ok(&["todo", "show", "t1", "--json"]).json();
-    assert_eq!(shown["latest_handoff"]["next"], "Review it");
-    assert_eq!(
-        shown["latest_handoff"]["files"],
-        serde_json::json!(["a.rs"])
-    );
-
-    let todo = report_ok(
-        &loopx,
-        &env,
-        &[
-            "todo",
-            "Review the notes",
-            "--role",
-            "reviewer",
-            "--priority",
-            "3",
-        ],
-    );
+    assert_eq!(handoff["handoff"]["next"], "Review it");
+    assert_eq!(handoff["handoff"]["files"], serde_json::json!(["a.rs"]));
+    let todo = written(&loopx, "todo");
     assert_eq!(todo["todo"]["id"], "t2");
     assert_eq!(todo["todo"]["role"], "reviewer");
     assert_eq!(todo["todo"]["created_by"], "agent:exec");
 
-    let vague = report(&loopx, &env, &["ask", "what should I do?"]);
+    let vague = outcome(&loopx, "vague");
     assert_eq!(
         vague.code,
         i32::from(loopx_cli::exit_code::USAGE),
         "{vague:?}"
     );
-    let gate = report_ok(
-        &loopx,
-        &env,
-        &[
-            "ask",
-            "Should the notes be a Markdown list or a table?",
-            "--option",
-            "list",
-            "--option",
-            "table",
-        ],
-    );
+    let gate = written(&loopx, "ask");
     let gate = &gate["gate"];
     assert_eq!(gate["blocks"]["todos"], serde_json::json!(["t1"]));
     assert_eq!(gate["options"], serde_json::json!(["list", "table"]));
@@ -203,8 +146,7 @@ fn report_from_a_running_slice_lands_in_the_kernel() {
         "{gate}"
     );
 
-    let done = report_ok(&loopx, &env, &["done", "--summary", "Notes written"]);
-    assert_eq!(done["todo"]["state"], "done");
+    assert_eq!(written(&loopx, "done")["todo"]["state"], "done");
     let notes = list(&loopx, &["evidence", "list"], "evidence");
     assert!(
         notes
@@ -213,7 +155,7 @@ fn report_from_a_running_slice_lands_in_the_kernel() {
         "{notes:?}"
     );
     // Done once: a second time is a conflict, not a silent success.
-    let again = report(&loopx, &env, &["done"]);
+    let again = outcome(&loopx, "again");
     assert_eq!(
         again.code,
         i32::from(loopx_cli::exit_code::CONFLICT),
@@ -223,24 +165,28 @@ fn report_from_a_running_slice_lands_in_the_kernel() {
 
 #[test]
 fn report_on_a_stale_epoch_is_a_conflict_and_writes_nothing() {
-    let (loopx, _, env) = running();
+    let loopx = scripted(&format!(
+        "{HANDSHAKE}\
+         r evidence evidence note late\n\
+         r handoff handoff --done late\n\
+         r todo todo 'A late idea'\n\
+         r ask ask 'Should the late notes be kept or dropped?'\n\
+         r done done\n"
+    ));
+    let mut child = run_in_background(&loopx);
     // The claim moves on while the slice still runs: released (epoch 2), then taken again (3).
     loopx.ok(&["todo", "release", "t1", "--agent", "exec", "--epoch", "1"]);
     loopx.ok(&["todo", "claim", "t1", "--agent", "exec"]);
     let before = event_kinds(&loopx).len();
+    std::fs::write(loopx.path().join("go"), "").expect("go");
+    child.wait().expect("the run ends");
 
-    for args in [
-        &["evidence", "note", "late"][..],
-        &["handoff", "--done", "late"],
-        &["todo", "A late idea"],
-        &["ask", "Should the late notes be kept or dropped?"],
-        &["done"],
-    ] {
-        let run = report(&loopx, &env, args);
+    for name in ["evidence", "handoff", "todo", "ask", "done"] {
+        let run = outcome(&loopx, name);
         assert_eq!(
             run.code,
             i32::from(loopx_cli::exit_code::CONFLICT),
-            "{args:?}: {run:?}"
+            "{name}: {run:?}"
         );
         assert!(
             run.stderr.contains("stale epoch for t1")
@@ -250,106 +196,99 @@ fn report_on_a_stale_epoch_is_a_conflict_and_writes_nothing() {
             "{}",
             run.stderr
         );
-        assert_eq!(run.json()["error"]["code"], "conflict");
     }
-    assert!(list(&loopx, &["evidence", "list"], "evidence").is_empty());
+    let agent_writes: Vec<Value> = list(&loopx, &["evidence", "list"], "evidence")
+        .into_iter()
+        .filter(|e| e["kind"] != "slice")
+        .collect();
+    assert!(agent_writes.is_empty(), "{agent_writes:?}");
     assert!(list(&loopx, &["gate", "list"], "gates").is_empty());
-    assert_eq!(list(&loopx, &["todo", "list", "--all"], "todos").len(), 1);
-    let todo = loopx.ok(&["todo", "show", "t1", "--json"]).json();
-    assert_eq!(todo["todo"]["state"], "claimed");
-    assert_eq!(todo["latest_handoff"], Value::Null);
     // Only the refusals are recorded, each as an audit event.
     let events = event_kinds(&loopx);
-    let new: Vec<&(String, Value)> = events[before..].iter().collect();
-    assert_eq!(new.len(), 5, "{new:?}");
+    let refused = events[before..]
+        .iter()
+        .filter(|(kind, e)| kind == "stale_epoch_refused" && e["data"]["action"] == "report")
+        .count();
+    assert_eq!(refused, 5, "{events:?}");
     assert!(
-        new.iter()
-            .all(|(kind, e)| kind == "stale_epoch_refused" && e["data"]["action"] == "report"),
-        "{new:?}"
+        !events[before..].iter().any(|(kind, _)| kind == "todo_done"),
+        "{events:?}"
     );
 }
 
 #[test]
-fn report_after_the_slice_ended_is_a_conflict_that_names_it() {
-    let (loopx, slice, env) = running();
-    let end = SliceEnd {
-        outcome: loopx_kernel::model::Outcome::Completed,
-        leftovers: 0,
-        exit: None,
-        tokens: 0,
-        cost_usd: 0.0,
-        output_bytes: 0,
-    };
-    store(&loopx)
-        .apply(Op::SliceEnd { slice, end }, "agent:exec", Timestamp::now())
-        .expect("the slice ends");
-    let run = report(&loopx, &env, &["handoff", "--done", "after the end"]);
+fn report_after_the_slice_ended_finds_no_channel() {
+    let loopx = scripted("echo \"$LOOPX_REPORT_SOCKET\" > socket.txt\n");
+    loopx.ok(&["run", "--once", "--json"]);
+    let socket = std::fs::read_to_string(loopx.path().join("socket.txt")).expect("the path");
+    let run = loopx.run_env(
+        &["report", "handoff", "--done", "after the end"],
+        &[("LOOPX_REPORT_SOCKET", socket.trim())],
+    );
     assert_eq!(
         run.code,
         i32::from(loopx_cli::exit_code::CONFLICT),
         "{run:?}"
     );
     assert!(
-        run.stderr.contains("slice s1 has ended (completed)"),
+        run.stderr
+            .contains("reports are accepted only while the slice runs"),
         "{}",
         run.stderr
     );
-    let done = report(&loopx, &env, &["done"]);
-    assert_eq!(
-        done.code,
-        i32::from(loopx_cli::exit_code::CONFLICT),
-        "{done:?}"
-    );
     let todo = loopx.ok(&["todo", "show", "t1", "--json"]).json();
-    assert_eq!(todo["todo"]["state"], "claimed");
-    assert_eq!(todo["latest_handoff"], Value::Null);
+    assert_eq!(todo["todo"]["state"], "open", "{todo}");
 }
 
+/// Identity comes from the channel, not from anything the agent can set: forged `LOOPX_*`
+/// variables change nothing, and a process outside the slice (here: the test itself) that
+/// finds the slice's socket is refused, and the attempt is recorded on the slice.
 #[test]
-fn report_checks_who_and_where() {
-    use loopx_cli::exit_code::{CONFLICT, USAGE};
-    let (loopx, slice, env) = running();
-    let elsewhere = loopx_kernel::marker::slice_marker(std::path::Path::new("/elsewhere"), slice);
-    let unknown = loopx_kernel::marker::slice_marker(loopx.path(), SliceId(9));
-    for (key, value, code, says) in [
-        (
-            "LOOPX_AGENT",
-            "rev",
-            CONFLICT,
-            "slice s1 runs agent `exec`, not `rev`",
-        ),
-        ("LOOPX_SLICE", elsewhere.as_str(), USAGE, "another project"),
-        (
-            "LOOPX_SLICE",
-            unknown.as_str(),
-            USAGE,
-            "slice `s9` does not exist",
-        ),
-        (
-            "LOOPX_EPOCH",
-            "7",
-            USAGE,
-            "slice s1 works on t1 under epoch 1, not on t1 under epoch 7",
-        ),
-    ] {
-        let changed: Vec<(&'static str, String)> = env
-            .iter()
-            .map(|(k, v)| {
-                (
-                    *k,
-                    if *k == key {
-                        value.to_owned()
-                    } else {
-                        v.clone()
-                    },
-                )
-            })
-            .collect();
-        let run = report(&loopx, &changed, &["evidence", "note", "x"]);
-        assert_eq!(run.code, i32::from(code), "{key}={value}: {run:?}");
-        assert!(run.stderr.contains(says), "{key}={value}: {}", run.stderr);
-    }
-    assert!(list(&loopx, &["evidence", "list"], "evidence").is_empty());
+fn report_identity_cannot_be_forged() {
+    let loopx = scripted(&format!(
+        "echo \"$LOOPX_REPORT_SOCKET\" > socket.txt\n\
+         LOOPX_AGENT=victim LOOPX_TODO=t9 LOOPX_EPOCH=7 LOOPX_SLICE=s9 r forged evidence note as the victim\n\
+         {HANDSHAKE}"
+    ));
+    let mut child = run_in_background(&loopx);
+    let socket = std::fs::read_to_string(loopx.path().join("socket.txt")).expect("the path");
+    let outsider = loopx.run_env(
+        &["--json", "report", "done"],
+        &[("LOOPX_REPORT_SOCKET", socket.trim())],
+    );
+    std::fs::write(loopx.path().join("go"), "").expect("go");
+    child.wait().expect("the run ends");
+
+    assert_eq!(
+        outsider.code,
+        i32::from(loopx_cli::exit_code::REFUSED),
+        "{outsider:?}"
+    );
+    assert!(
+        outsider.stderr.contains("is not part of it"),
+        "{}",
+        outsider.stderr
+    );
+    let forged = written(&loopx, "forged");
+    assert_eq!(forged["evidence"]["actor"], "agent:exec", "{forged}");
+    assert_eq!(forged["evidence"]["todo"], "t1", "{forged}");
+    assert_eq!(forged["evidence"]["slice"], "s1", "{forged}");
+    let violations: Vec<Value> = list(&loopx, &["evidence", "list"], "evidence")
+        .into_iter()
+        .filter(|e| e["kind"] == "violation")
+        .collect();
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(
+        violations[0]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("refused a report on slice s1's channel")),
+        "{violations:?}"
+    );
+    let todo = loopx.ok(&["todo", "show", "t1", "--json"]).json();
+    assert_ne!(
+        todo["todo"]["state"], "done",
+        "the outsider's done was refused"
+    );
 }
 
 #[test]

@@ -134,3 +134,75 @@ fn a_busy_store_makes_writers_wait_then_names_the_holder() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Random damage (flipped bytes, zeroed pages, from a fixed seed) never makes a command panic:
+/// each one ends with a result or a clear error naming the store, and `loopx doctor` (read-only
+/// without `--repair`) leaves the file byte for byte as it was, healthy or not.
+#[test]
+fn damaged_stores_give_clear_errors_and_doctor_only_reads() {
+    let loopx = Loopx::with_work();
+    let healthy = std::fs::read(loopx.store_path()).expect("the store");
+    let before = sha(&loopx.store_path());
+    loopx.ok(&["doctor"]);
+    assert_eq!(
+        sha(&loopx.store_path()),
+        before,
+        "doctor wrote to a healthy store"
+    );
+
+    let mut seed: u64 = 0x5eed_1005;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        seed >> 33
+    };
+    let mut errors = 0;
+    for case in 0..40 {
+        let mut bytes = healthy.clone();
+        for _ in 0..1 + next() % 4 {
+            if next() % 2 == 0 {
+                let at = usize::try_from(next()).expect("fits") % bytes.len();
+                bytes[at] ^= u8::try_from(1 + next() % 255).expect("fits");
+            } else {
+                let pages = bytes.len().div_ceil(4096);
+                let start = (usize::try_from(next()).expect("fits") % pages) * 4096;
+                let end = (start + 4096).min(bytes.len());
+                bytes[start..end].fill(0);
+            }
+        }
+        std::fs::write(loopx.store_path(), &bytes).expect("write the damage");
+        let damaged = sha(&loopx.store_path());
+        loopx.run(&["doctor"]);
+        assert_eq!(
+            sha(&loopx.store_path()),
+            damaged,
+            "case {case}: doctor wrote"
+        );
+        for args in [
+            &["doctor"][..],
+            &["status"],
+            &["todo", "list"],
+            &["log"],
+            &["todo", "add", "After the damage"],
+        ] {
+            let run = loopx.run(args);
+            assert!(
+                !run.stderr.contains("panicked") && run.code != 101,
+                "case {case}: {args:?} panicked: {}",
+                run.stderr
+            );
+            if run.code != 0 {
+                errors += 1;
+                assert!(
+                    [3, 4].contains(&run.code)
+                        && (run.stderr.contains("state.redb") || run.stdout.contains("state.redb")),
+                    "case {case}: {args:?} exit {}: {}",
+                    run.code,
+                    run.stderr
+                );
+            }
+        }
+    }
+    assert!(errors > 0, "some damage was found");
+}

@@ -124,6 +124,7 @@ impl Loopx {
             .env_remove("LOOPX_AGENT")
             .env_remove("LOOPX_EPOCH")
             .env_remove("LOOPX_TODO")
+            .env_remove("LOOPX_REPORT_SOCKET")
             .env("USER", "tester")
             .env("NO_COLOR", "1");
         cmd
@@ -325,15 +326,70 @@ pub fn alive(pid: i32) -> bool {
         .is_some_and(|state| state != "Z" && state != "X")
 }
 
+/// An agent in its slice's PID namespace writes `$$` as that namespace numbers it; this is
+/// the same process as this test's namespace numbers it: the process whose `NSpid` ends with
+/// `inner` and that runs for `project` (its `LOOPX_PROJECT`).
+fn outer_pid(inner: i32, project: &std::path::Path) -> Option<i32> {
+    project_processes(project).into_iter().find_map(|outer| {
+        let status = std::fs::read_to_string(format!("/proc/{outer}/status")).ok()?;
+        let nspid: Vec<i32> = status
+            .lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))?
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        (nspid.len() >= 2 && nspid.last() == Some(&inner)).then_some(outer)
+    })
+}
+
+/// Live processes (not zombies) started for `project`'s slices: their environment holds
+/// `LOOPX_PROJECT=<project>`, wherever they moved (another session, another process group).
+pub fn project_processes(project: &std::path::Path) -> Vec<i32> {
+    let wanted = format!("LOOPX_PROJECT={}", project.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let state = stat[stat.rfind(')')? + 1..].split_whitespace().next()?;
+            if state == "Z" {
+                return None;
+            }
+            let environ = std::fs::read(entry.path().join("environ")).ok()?;
+            environ
+                .split(|b| *b == 0)
+                .any(|var| var == wanted.as_bytes())
+                .then_some(pid)
+        })
+        .collect()
+}
+
 pub fn read_pid(path: &std::path::Path) -> i32 {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Ok(text) = std::fs::read_to_string(path)
             && let Ok(pid) = text.trim().parse()
         {
-            return pid;
+            let project = path.parent().expect("a pid file in the project");
+            return outer_pid(pid, project).unwrap_or(pid);
         }
         assert!(Instant::now() < deadline, "no pid in {}", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits (up to 30 s) until `path` exists.
+pub fn wait_file(path: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }

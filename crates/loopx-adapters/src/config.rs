@@ -115,9 +115,66 @@ pub(crate) fn read_named_file(
             path: path.to_owned(),
             kind,
         })?;
-    let text = std::fs::read_to_string(path).map_err(|source| crate::LoadError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text =
+        read_regular_text(path, MAX_CONFIG_BYTES).map_err(|source| crate::LoadError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
     Ok((name, text))
+}
+
+/// The largest configuration file loopx reads (a profile, an adapter, `loopx.toml`).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Opens `path` for reading only if it is a regular file: a FIFO would block the reader
+/// forever and a device (a symlink to `/dev/zero`) would never end. The open itself does not
+/// block on a FIFO (`O_NONBLOCK`); the type is checked on the opened file, so a swap between a
+/// check and the open cannot sneak another kind in.
+pub fn open_regular(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() {
+        return Ok(file);
+    }
+    let what = if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    };
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!(
+            "{} is {what}; loopx reads only regular files",
+            path.display()
+        ),
+    ))
+}
+
+/// Reads a regular file of at most `max` bytes as UTF-8 text (see [`open_regular`]).
+pub fn read_regular_text(path: &std::path::Path, max: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let file = open_regular(path)?;
+    let mut text = String::new();
+    file.take(max + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{} is larger than {} KiB; loopx refuses files this large here",
+                path.display(),
+                max / 1024
+            ),
+        ));
+    }
+    Ok(text)
 }

@@ -122,7 +122,16 @@ pub fn check_profiles_dir(
 fn problem_lines(err: &LoadError) -> Vec<String> {
     match err {
         LoadError::Invalid(invalid) => invalid.problems.iter().map(Problem::one_line).collect(),
-        other => vec![other.to_string()],
+        // The error with its causes on one line: "failed to read `x.toml`: x.toml is a FIFO…".
+        other => {
+            let mut line = other.to_string();
+            let mut source = std::error::Error::source(other);
+            while let Some(cause) = source {
+                line.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            vec![line]
+        }
     }
 }
 

@@ -73,6 +73,9 @@ pub struct LaunchPlan {
     pub requires_approval: bool,
     /// Hash of the profile and adapter files.
     pub content_hash: ContentHash,
+    /// How the slice is contained: the profile's mode, and the adapter's then the profile's
+    /// writable paths, as written (see [`crate::expand_path`]).
+    pub sandbox: crate::SandboxPolicy,
     /// Limits loopx enforces.
     pub limits: SliceLimits,
 }
@@ -179,6 +182,10 @@ pub fn render_launch(
         permission,
         requires_approval: permission == PermissionLevel::Full,
         content_hash: loaded.content_hash,
+        sandbox: crate::SandboxPolicy {
+            mode: profile.sandbox.mode,
+            writable: union(&adapter.sandbox_writable, &profile.sandbox.writable),
+        },
         limits: profile.limits.clone(),
     })
 }

@@ -40,6 +40,7 @@ mod profile;
 mod project;
 mod report;
 mod reset;
+mod sandbox;
 mod signals;
 
 pub use adapter::{
@@ -50,6 +51,7 @@ pub use adapter::{
 pub use classify::{
     Classification, DoneWhen, Outcome, Question, VendorLimit, classify, classify_for,
 };
+pub use config::{MAX_CONFIG_BYTES, open_regular, read_regular_text};
 pub use errors::{ConfigKind, InvalidConfig, LaunchError, LoadError, Problem};
 pub use event::{
     AgentEvent, Finish, FinishKind, LimitSignal, LimitStatus, LimitWindow, StreamSummary,
@@ -62,8 +64,9 @@ pub use permission::{
 };
 pub use profile::{
     ContentHash, DEFAULT_ENV_ALLOW, DEFAULT_PROMPT_TEMPLATE, EnvPolicy, LoadedProfile,
-    PROMPT_PLACEHOLDERS, Profile, ProfileEntry, QuotaSettings, QuotaWindow, SliceLimits,
-    find_profile, load_profile_file, load_profile_str, load_profiles_dir, render_prompt,
+    PROMPT_PLACEHOLDERS, Profile, ProfileEntry, QuotaSettings, QuotaWindow, ResourceLimits,
+    SliceLimits, find_profile, load_profile_file, load_profile_str, load_profiles_dir,
+    render_prompt,
 };
 pub use project::{
     NotifyConfig, PROJECT_CONFIG_FILE, ProjectConfig, load_project_config, project_config_str,
@@ -72,4 +75,5 @@ pub use report::{
     MalformedReport, Report, ReportEvidence, ReportQuestion, ReportStatus, ReportTodo, parse_report,
 };
 pub use reset::{epoch_to_timestamp, parse_reset_time};
+pub use sandbox::{SandboxMode, SandboxPolicy, expand_path};
 pub use signals::limit_from_text;

@@ -12,5 +12,5 @@ pub use load::{
 };
 pub use spec::{
     ContentHash, DEFAULT_ENV_ALLOW, DEFAULT_PROMPT_TEMPLATE, EnvPolicy, PROMPT_PLACEHOLDERS,
-    Profile, QuotaSettings, QuotaWindow, SliceLimits, render_prompt,
+    Profile, QuotaSettings, QuotaWindow, ResourceLimits, SliceLimits, render_prompt,
 };

@@ -77,7 +77,7 @@ fn known_keys(path: &[&str]) -> &'static [&'static str] {
 /// Reads `<state_dir>/loopx.toml`; a missing file is the default (no notifications).
 pub fn load_project_config(state_dir: &Path) -> Result<ProjectConfig, LoadError> {
     let path = state_dir.join(PROJECT_CONFIG_FILE);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::config::read_regular_text(&path, crate::config::MAX_CONFIG_BYTES) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ProjectConfig::default()),
         Err(source) => return Err(LoadError::Read { path, source }),

@@ -53,8 +53,8 @@ pub enum Command {
     Status,
     /// The event history.
     Log(LogArgs),
-    /// Check the store, its integrity and its permissions.
-    Doctor,
+    /// Check the sandbox, the store, its integrity and its permissions (read-only).
+    Doctor(DoctorArgs),
     /// List, show and check agent profiles (`.loopx/profiles/*.toml`).
     #[command(subcommand)]
     Profile(ProfileCommand),
@@ -558,6 +558,14 @@ pub enum AgentCommand {
 }
 
 #[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Let the database engine repair the store where it needs it (after an interrupted
+    /// write); without it, doctor only reads and says what it would do.
+    #[arg(long)]
+    pub repair: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct LogArgs {
     /// Keep printing new events as they happen.
     #[arg(long, short)]
@@ -565,7 +573,11 @@ pub struct LogArgs {
     /// Show this many of the newest events.
     #[arg(long, short = 'n', default_value_t = 50)]
     pub limit: usize,
-    /// Only one slice: its events, then its recorded output.
+    /// Only one slice: its events, then its recorded output as text (escape sequences
+    /// removed, control characters shown).
     #[arg(long, value_name = "ID")]
     pub slice: Option<String>,
+    /// With `--slice`: the recorded output byte for byte, escape sequences included.
+    #[arg(long, requires = "slice")]
+    pub raw: bool,
 }

@@ -37,7 +37,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Agent(cmd) => agent::run(ctx, cmd),
         Command::Status => status::run(ctx),
         Command::Log(args) => log::run(ctx, args),
-        Command::Doctor => doctor::run(ctx),
+        Command::Doctor(args) => doctor::run(ctx, args.repair),
         Command::Profile(cmd) => profile::run(ctx, cmd),
         Command::Adapter(cmd) => profile::adapter(ctx, cmd),
         Command::Quota(cmd) => quota::run(ctx, cmd),

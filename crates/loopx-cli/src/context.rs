@@ -96,9 +96,11 @@ impl Ctx {
         Timestamp::now()
     }
 
-    /// Writes one line of human output.
+    /// Writes one line of human output, control characters made visible (agents write much of
+    /// what people read: `output::safe_line`).
     pub fn line(&mut self, text: impl AsRef<str>) -> Result<(), ExpectedError> {
-        writeln!(self.out, "{}", text.as_ref())?;
+        let safe = crate::output::safe_line(text.as_ref(), self.style.enabled);
+        writeln!(self.out, "{safe}")?;
         Ok(())
     }
 

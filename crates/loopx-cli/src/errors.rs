@@ -81,7 +81,8 @@ impl ExpectedError {
     /// Prints `error: …` to stderr, and with `--json` an error object to stdout.
     pub fn report(&self, json: bool) {
         let message = self.render();
-        let _ = writeln!(std::io::stderr(), "error: {message}");
+        let shown = crate::output::safe_line(&message, false);
+        let _ = writeln!(std::io::stderr(), "error: {shown}");
         if json && !matches!(self, ExpectedError::Reported { .. }) {
             let object = serde_json::json!({
                 "format_version": 1,

@@ -39,6 +39,18 @@ pub fn main() -> ExitCode {
     {
         return demo_agent::main(std::env::args_os().skip(2));
     }
+    // Not dumpable: other processes of this user (an agent outside a PID namespace) cannot
+    // read loopx's memory or `/proc/<pid>/environ`, which holds variables no agent was given.
+    // Reset by `execve`, so agents and git are unaffected.
+    let _ = nix::sys::prctl::set_dumpable(false);
+    // redb panics on some kinds of damage; the kernel turns those panics into an error naming
+    // the store and `loopx doctor`, so its own panic message would only be noise.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !info.location().is_some_and(|l| l.file().contains("/redb-")) {
+            default_hook(info);
+        }
+    }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -4,9 +4,11 @@
 //! only ever added. Records (todos, gates, …) serialize as the kernel defines them, with ids as
 //! text (`"t3"`) and times as RFC 3339 UTC. `docs/cli.md` shows every shape.
 
+mod safe;
 mod style;
 pub mod views;
 
+pub use safe::safe_line;
 pub use style::Style;
 
 /// `{"format_version":1, key: value}`, serialized straight to the output: building a

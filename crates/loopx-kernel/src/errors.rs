@@ -71,6 +71,10 @@ pub enum StoreError {
     )]
     Damaged { path: PathBuf, why: String },
     #[error(
+        "state store `{path}` needs a repair after an interrupted write\n(hint: `loopx doctor --repair` lets the database engine repair it; any other loopx command repairs it too on its next write)"
+    )]
+    NeedsRepair { path: PathBuf },
+    #[error(
         "state store `{path}` has format {found}, newer than this loopx supports ({supported})\n(hint: upgrade loopx)"
     )]
     TooNew {

@@ -37,6 +37,7 @@ pub mod model;
 pub mod project;
 pub mod question;
 pub mod redact;
+pub mod report;
 pub mod store;
 pub mod time;
 

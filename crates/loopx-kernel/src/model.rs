@@ -412,6 +412,10 @@ pub struct SliceRecord {
     pub log: Option<String>,
     /// Processes the agent left behind that loopx stopped after it exited.
     pub leftovers: u32,
+    /// What contained the agent: `namespaces+landlock`, `namespaces`, `landlock` or `session`
+    /// (`docs/permissions.md`); empty when not recorded (before the agent spawned, or a record
+    /// of an older loopx).
+    pub containment: String,
 }
 
 /// Who set a hold.

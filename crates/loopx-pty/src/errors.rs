@@ -193,6 +193,14 @@ pub enum ExecError {
         /// The argument (lossy).
         arg: String,
     },
+    /// A part of the sandbox could not be applied; the agent does not start unconfined.
+    #[error("cannot {action}: {reason}")]
+    Sandbox {
+        /// What was being set up.
+        action: String,
+        /// Why it failed.
+        reason: String,
+    },
     /// `execv` failed.
     #[error("failed to execute `{program}`")]
     Exec {

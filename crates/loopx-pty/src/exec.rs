@@ -1,20 +1,21 @@
 //! The resource-limit helper: set limits on this process, then replace it with the agent.
 
 use std::convert::Infallible;
-use std::ffi::{CString, OsString};
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::OsString;
 
 use nix::sys::resource::{getrlimit, setrlimit};
 
 use crate::errors::ExecError;
 use crate::rlimits::{LimitKind, parse_limit};
+use crate::sandbox::{Sandbox, SandboxArgs, c_string, run_sandboxed};
 
-/// Applies `--limit NAME=VALUE` resource limits to the current process and `execv`s
+/// Applies `--limit NAME=VALUE` resource limits and the sandbox to the current process and runs
 /// `PROGRAM ARGS...`. Never returns on success.
 ///
 /// `args` are the arguments after the helper's own name (and subcommand, e.g. `__exec`):
-/// `[--limit NAME=VALUE]... -- PROGRAM [ARG]...`, with `NAME` one of `cpu` (seconds), `data`,
-/// `fsize` (bytes) or `nofile`. `PROGRAM` is executed as given (no `PATH` search): the slice
+/// `[--limit NAME=VALUE]... [--namespaces [--hide PATH]...] [--landlock [--write PATH]...] --
+/// PROGRAM [ARG]...`, with `NAME` one of `cpu` (seconds), `data`, `fsize` (bytes) or `nofile`
+/// (see [`Sandbox`](crate::Sandbox) for the rest). `PROGRAM` is executed as given (no `PATH` search): the slice
 /// passes an absolute path it has already checked. A limit above the current hard limit is
 /// lowered to it (only root may raise a hard limit).
 ///
@@ -32,29 +33,18 @@ pub fn exec_with_limits<I>(args: I) -> Result<Infallible, ExecError>
 where
     I: IntoIterator<Item = OsString>,
 {
-    let (limits, command) = parse_args(args)?;
+    let (limits, sandbox, command) = parse_args(args)?;
     for (kind, value) in limits {
         apply_limit(kind, value)?;
     }
     let argv = command
         .iter()
-        .map(|arg| {
-            CString::new(arg.as_bytes()).map_err(|_| ExecError::Nul {
-                arg: arg.to_string_lossy().into_owned(),
-            })
-        })
+        .map(c_string)
         .collect::<Result<Vec<_>, _>>()?;
-    let program = argv
-        .first()
-        .expect("parse_args guarantees a program after `--`");
-    let err = nix::unistd::execv(program, &argv).expect_err("execv returns only on failure");
-    Err(ExecError::Exec {
-        program: program.to_string_lossy().into_owned(),
-        source: err,
-    })
+    run_sandboxed(&sandbox, &argv)
 }
 
-type ParsedArgs = (Vec<(LimitKind, u64)>, Vec<OsString>);
+type ParsedArgs = (Vec<(LimitKind, u64)>, Sandbox, Vec<OsString>);
 
 fn parse_args<I>(args: I) -> Result<ParsedArgs, ExecError>
 where
@@ -65,6 +55,7 @@ where
     };
     let mut args = args.into_iter();
     let mut limits = Vec::new();
+    let mut sandbox = SandboxArgs::default();
     loop {
         let Some(arg) = args.next() else {
             return Err(usage("missing `--` before the program"));
@@ -83,6 +74,7 @@ where
             Some(other) if other.starts_with("--limit=") => {
                 limits.push(parse_limit(&other["--limit=".len()..])?);
             }
+            Some(other) if sandbox.take(other, &mut args)? => {}
             _ => {
                 return Err(usage(&format!(
                     "unexpected argument `{}`",
@@ -95,7 +87,11 @@ where
     if command.is_empty() {
         return Err(usage("no program after `--`"));
     }
-    Ok((limits, command))
+    // Hiding needs a mount namespace; a path that would silently stay visible is refused.
+    if !sandbox.sandbox.hide.is_empty() && !sandbox.sandbox.namespaces {
+        return Err(usage("`--hide` needs `--namespaces`"));
+    }
+    Ok((limits, sandbox.sandbox, command))
 }
 
 fn apply_limit(kind: LimitKind, value: u64) -> Result<(), ExecError> {
@@ -121,7 +117,7 @@ mod tests {
 
     #[test]
     fn parses_limits_and_command() {
-        let (limits, command) = parse_args(os(&[
+        let (limits, _, command) = parse_args(os(&[
             "--limit",
             "cpu=3",
             "--limit=nofile=40",

@@ -142,7 +142,7 @@ fn pty_err<E: std::fmt::Display>(
 /// `[helper args --limit.. --] program args`, with `{prompt_file}` replaced.
 fn build_argv(spec: &LaunchSpec, program: &std::path::Path) -> Result<Vec<OsString>, SpawnError> {
     let mut argv = Vec::new();
-    if !spec.resources.is_empty() {
+    if !spec.resources.is_empty() || !spec.sandbox.is_empty() {
         let helper = spec
             .exec_helper
             .as_ref()
@@ -151,6 +151,7 @@ fn build_argv(spec: &LaunchSpec, program: &std::path::Path) -> Result<Vec<OsStri
         argv.push(helper.program.clone().into_os_string());
         argv.extend(helper.args.iter().cloned());
         argv.extend(spec.resources.to_args());
+        argv.extend(spec.sandbox.to_args());
         argv.push("--".into());
     }
     argv.push(program.as_os_str().to_owned());

@@ -58,6 +58,7 @@ mod errors;
 mod exec;
 mod launch;
 mod rlimits;
+mod sandbox;
 mod slice;
 mod spec;
 mod sweep;
@@ -68,6 +69,7 @@ pub use errors::{ExecError, InputError, SpawnError, SpecError, WaitError};
 pub use exec::exec_with_limits;
 pub use launch::{PROMPT_FILE_ARG, PROMPT_FILE_VAR, SLICE_MARKER_VAR};
 pub use rlimits::ResourceLimits;
+pub use sandbox::{Sandbox, SandboxSupport};
 pub use slice::{
     ChildStatus, RunningSlice, SliceControl, SliceEvent, SliceEvents, SliceExit, SliceReport,
     StopReason, spawn_slice,

@@ -168,8 +168,10 @@ pub struct LaunchSpec {
     pub limits: SliceLimits,
     /// Kernel resource limits (needs `exec_helper` when any is set).
     pub resources: ResourceLimits,
-    /// The helper that applies `resources`; without it, requesting limits is a spawn error
-    /// (limits are never silently skipped).
+    /// Namespaces and Landlock around the agent (needs `exec_helper` when any is set).
+    pub sandbox: crate::Sandbox,
+    /// The helper that applies `resources` and `sandbox`; without it, requesting either is a
+    /// spawn error (limits are never silently skipped).
     pub exec_helper: Option<ExecHelper>,
     /// Raw output log.
     pub log: LogSpec,
@@ -198,6 +200,7 @@ impl LaunchSpec {
             size: TerminalSize::default(),
             limits: SliceLimits::default(),
             resources: ResourceLimits::default(),
+            sandbox: crate::Sandbox::default(),
             exec_helper: None,
             log: LogSpec::new(log),
             prompt: None,

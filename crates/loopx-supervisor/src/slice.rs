@@ -18,6 +18,8 @@
 //! - `Observed::write_back` (`commit.rs`): what the slice did written back; the guard disarmed.
 
 mod begin;
+mod channel;
+mod contain;
 mod decide;
 mod guard;
 mod launch;

@@ -20,6 +20,7 @@ pub(crate) struct RawAdapter {
     pub(crate) health: Option<RawHealth>,
     pub(crate) env: Option<RawAdapterEnv>,
     pub(crate) process: Option<RawProcess>,
+    pub(crate) sandbox: Option<RawAdapterSandbox>,
     pub(crate) signals: Option<Vec<RawSignal>>,
     pub(crate) exit_codes: Option<BTreeMap<String, Checked<String>>>,
 }
@@ -60,6 +61,11 @@ pub(crate) struct RawAdapterEnv {
 }
 
 #[derive(Debug, Deserialize)]
+pub(crate) struct RawAdapterSandbox {
+    pub(crate) writable: Option<Checked<Vec<String>>>,
+}
+
+#[derive(Debug, Deserialize)]
 pub(crate) struct RawProcess {
     pub(crate) stdin: Option<Checked<String>>,
 }
@@ -86,6 +92,7 @@ pub(crate) fn known_keys(path: &[&str]) -> &'static [&'static str] {
             "health",
             "env",
             "process",
+            "sandbox",
             "signals",
             "exit_codes",
         ],
@@ -95,6 +102,7 @@ pub(crate) fn known_keys(path: &[&str]) -> &'static [&'static str] {
         ["health"] => &["args", "expect", "timeout"],
         ["env"] => &["pass", "secrets", "set"],
         ["process"] => &["stdin"],
+        ["sandbox"] => &["writable"],
         ["signals"] => &["kind", "pattern", "on"],
         _ => &[],
     }

@@ -220,6 +220,9 @@ pub struct Adapter {
     pub env_set: BTreeMap<String, String>,
     /// What stdin must be.
     pub stdin: StdinMode,
+    /// Where the CLI keeps its state (`~/.claude`, `$CODEX_HOME`): writable inside the slice's
+    /// sandbox besides the work tree (see [`crate::sandbox`]).
+    pub sandbox_writable: Vec<String>,
     /// Extra detection rules.
     pub signals: Vec<SignalRule>,
     /// Meanings of exit codes, consulted last.

@@ -125,6 +125,11 @@ fn validate(
         ),
         None => Some(StdinMode::Pty),
     };
+    let sandbox_writable = raw
+        .sandbox
+        .and_then(|s| take(s.writable, "sandbox.writable", p))
+        .map(|(paths, span)| crate::sandbox::check_paths(paths, &span, "sandbox.writable", p))
+        .unwrap_or_default();
     let signals = raw
         .signals
         .unwrap_or_default()
@@ -151,6 +156,7 @@ fn validate(
         env_secrets,
         env_set,
         stdin: stdin?,
+        sandbox_writable,
         signals,
         exit_codes,
         file: file.to_owned(),

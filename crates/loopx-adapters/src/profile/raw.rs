@@ -23,6 +23,13 @@ pub(crate) struct RawProfile {
     pub(crate) limits: Option<RawLimits>,
     pub(crate) quota: Option<RawQuota>,
     pub(crate) env: Option<RawEnv>,
+    pub(crate) sandbox: Option<RawSandbox>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct RawSandbox {
+    pub(crate) mode: Option<Checked<String>>,
+    pub(crate) writable: Option<Checked<Vec<String>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -38,6 +45,10 @@ pub(crate) struct RawLimits {
     pub(crate) max_output: Option<Checked<SizeValue>>,
     pub(crate) kill_on_output: Option<Checked<bool>>,
     pub(crate) max_turns: Option<Checked<u32>>,
+    pub(crate) memory: Option<Checked<SizeValue>>,
+    pub(crate) file_size: Option<Checked<SizeValue>>,
+    pub(crate) open_files: Option<Checked<u64>>,
+    pub(crate) cpu_time: Option<Checked<DurationText>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -81,6 +92,7 @@ pub(crate) fn known_keys(path: &[&str]) -> &'static [&'static str] {
             "limits",
             "quota",
             "env",
+            "sandbox",
         ],
         ["prompt"] => &["template"],
         ["limits"] => &[
@@ -90,10 +102,15 @@ pub(crate) fn known_keys(path: &[&str]) -> &'static [&'static str] {
             "max_output",
             "kill_on_output",
             "max_turns",
+            "memory",
+            "file_size",
+            "open_files",
+            "cpu_time",
         ],
         ["quota"] => &["account", "slices_per_hour", "burst", "windows"],
         ["quota", "windows"] => &["window", "tokens", "cost_usd"],
         ["env"] => &["allow", "secrets", "set"],
+        ["sandbox"] => &["mode", "writable"],
         _ => &[],
     }
 }

@@ -70,6 +70,22 @@ pub struct SliceLimits {
     pub kill_on_output: bool,
     /// Agent turns, when the adapter can limit them.
     pub max_turns: Option<u32>,
+    /// Kernel limits on every process of the slice (`setrlimit`), each `None` unless set.
+    pub resources: ResourceLimits,
+}
+
+/// Kernel resource limits a profile sets on each process of a slice (soft = hard, so the agent
+/// cannot raise them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ResourceLimits {
+    /// `limits.memory`: bytes of data segment (`RLIMIT_DATA`) per process.
+    pub memory_bytes: Option<u64>,
+    /// `limits.file_size`: the largest file a process may write (`RLIMIT_FSIZE`).
+    pub file_size_bytes: Option<u64>,
+    /// `limits.open_files`: open descriptors per process (`RLIMIT_NOFILE`).
+    pub open_files: Option<u64>,
+    /// `limits.cpu_time`: seconds of CPU per process (`RLIMIT_CPU`).
+    pub cpu_seconds: Option<u64>,
 }
 
 impl Default for SliceLimits {
@@ -81,6 +97,7 @@ impl Default for SliceLimits {
             max_output_bytes: 2 << 20,
             kill_on_output: false,
             max_turns: None,
+            resources: ResourceLimits::default(),
         }
     }
 }
@@ -155,6 +172,8 @@ pub struct Profile {
     pub quota: QuotaSettings,
     /// Environment policy.
     pub env: EnvPolicy,
+    /// How the slice is contained.
+    pub sandbox: crate::SandboxPolicy,
     /// Where it was loaded from.
     pub file: String,
 }

@@ -150,6 +150,7 @@ pub(crate) fn validate(
         .map_or_else(String::new, |a| a.name.clone());
     let quota = quota(raw.quota, default_account, p);
     let env = env(raw.env, p);
+    let sandbox = sandbox(raw.sandbox, p);
     let (Some(adapter), Some((permission, _))) = (adapter, permission) else {
         return Ok(None);
     };
@@ -169,6 +170,7 @@ pub(crate) fn validate(
         limits,
         quota,
         env,
+        sandbox,
         file: String::new(),
     };
     Ok(Some((profile, adapter)))
@@ -305,26 +307,54 @@ fn limits(raw: Option<RawLimits>, adapter: Option<&Adapter>, p: &mut Problems) -
         &mut limits.idle_timeout,
     );
     dur(raw.grace, "limits.grace", &mut limits.grace);
-    if let Some((size, span)) = take(raw.max_output, "limits.max_output", p) {
+    // A size in bytes, not 0 (`zero` says what 0 would mean).
+    let mut size = |field: Option<Checked<SizeValue>>, key: &str, zero: &str| {
+        let (size, span) = take(field, key, p)?;
         let parsed = match size {
             SizeValue::Bytes(b) => Ok(b),
             SizeValue::Text(t) => parse_byte_size(&t),
         };
         match parsed {
-            Ok(0) => p.push(
-                span,
-                Some("limits.max_output"),
-                "`limits.max_output` is 0, so no output could be kept",
-                None,
-            ),
-            Ok(bytes) => limits.max_output_bytes = bytes,
+            Ok(0) => p.push(span, Some(key), format!("`{key}` is 0, so {zero}"), None),
+            Ok(bytes) => return Some(bytes),
             Err(why) => p.push(
                 span,
-                Some("limits.max_output"),
-                format!("invalid size for `limits.max_output`: {why}"),
+                Some(key),
+                format!("invalid size for `{key}`: {why}"),
                 Some("use a size like \"16MiB\" or a number of bytes".to_owned()),
             ),
         }
+        None
+    };
+    if let Some(bytes) = size(
+        raw.max_output,
+        "limits.max_output",
+        "no output could be kept",
+    ) {
+        limits.max_output_bytes = bytes;
+    }
+    limits.resources.memory_bytes = size(raw.memory, "limits.memory", "the agent could not run");
+    limits.resources.file_size_bytes = size(
+        raw.file_size,
+        "limits.file_size",
+        "the agent could not write a file",
+    );
+    if let Some((files, span)) = take(raw.open_files, "limits.open_files", p) {
+        if files < 16 {
+            p.push(
+                span,
+                Some("limits.open_files"),
+                format!("`limits.open_files` is {files}; an agent needs at least 16 (its terminal, libraries, pipes)"),
+                None,
+            );
+        } else {
+            limits.resources.open_files = Some(files);
+        }
+    }
+    if let Some((text, span)) = take(raw.cpu_time, "limits.cpu_time", p)
+        && let Some(d) = duration(&text.0, span, "limits.cpu_time", p)
+    {
+        limits.resources.cpu_seconds = Some(d.as_secs().max(1));
     }
     if let Some((kill, _)) = take(raw.kill_on_output, "limits.kill_on_output", p) {
         limits.kill_on_output = kill;
@@ -488,4 +518,30 @@ fn env(raw: Option<RawEnv>, p: &mut Problems) -> EnvPolicy {
         secrets,
         set: set.unwrap_or_default(),
     }
+}
+
+fn sandbox(raw: Option<super::raw::RawSandbox>, p: &mut Problems) -> crate::SandboxPolicy {
+    use crate::SandboxMode;
+    let Some(raw) = raw else {
+        return crate::SandboxPolicy::default();
+    };
+    let mode = take(raw.mode, "sandbox.mode", p)
+        .and_then(|(mode, span)| {
+            crate::adapter::one_of(
+                &mode,
+                &span,
+                "sandbox.mode",
+                &[
+                    (SandboxMode::Auto, "auto"),
+                    (SandboxMode::Required, "required"),
+                    (SandboxMode::Off, "off"),
+                ],
+                p,
+            )
+        })
+        .unwrap_or_default();
+    let writable = take(raw.writable, "sandbox.writable", p)
+        .map(|(paths, span)| crate::sandbox::check_paths(paths, &span, "sandbox.writable", p))
+        .unwrap_or_default();
+    crate::SandboxPolicy { mode, writable }
 }

@@ -200,7 +200,11 @@ fn ask_at_terminal(gate: &str, options: &[String]) -> AnswerChoice {
 }
 
 fn say(line: &str) {
-    let _ = writeln!(std::io::stderr(), "{line}");
+    let _ = writeln!(
+        std::io::stderr(),
+        "{}",
+        crate::output::safe_line(line, false)
+    );
 }
 
 #[cfg(test)]

@@ -12,6 +12,8 @@ use crate::exit_code;
 struct Check {
     name: &'static str,
     ok: bool,
+    /// Works, but less well than it could (e.g. slices without a full sandbox).
+    warning: bool,
     detail: String,
     #[serde(skip)]
     code: u8,
@@ -22,8 +24,16 @@ impl Check {
         Check {
             name,
             ok: true,
+            warning: false,
             detail: detail.into(),
             code: exit_code::OK,
+        }
+    }
+
+    fn warn(name: &'static str, detail: impl Into<String>) -> Check {
+        Check {
+            warning: true,
+            ..Check::pass(name, detail)
         }
     }
 
@@ -32,14 +42,15 @@ impl Check {
         Check {
             name,
             ok: false,
+            warning: false,
             detail: error.render(),
             code: error.exit_code(),
         }
     }
 }
 
-pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
-    let checks = checks(ctx);
+pub fn run(ctx: &mut Ctx, repair: bool) -> Result<(), ExpectedError> {
+    let checks = checks(ctx, repair);
     let failed: Vec<&Check> = checks.iter().filter(|c| !c.ok).collect();
     if ctx.json {
         ctx.json_out(
@@ -47,10 +58,10 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
         )?;
     } else {
         for check in &checks {
-            let mark = if check.ok {
-                ctx.style.green("ok  ")
-            } else {
-                ctx.style.red("FAIL")
+            let mark = match (check.ok, check.warning) {
+                (true, false) => ctx.style.green("ok  "),
+                (true, true) => ctx.style.yellow("warn"),
+                (false, _) => ctx.style.red("FAIL"),
             };
             ctx.line(format!("{mark} {:<12} {}", check.name, check.detail))?;
         }
@@ -64,8 +75,9 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     }
 }
 
-fn checks(ctx: &Ctx) -> Vec<Check> {
-    let mut checks = Vec::new();
+/// The checks; only with `repair` is the store opened for writing (and so possibly repaired).
+fn checks(ctx: &Ctx, repair: bool) -> Vec<Check> {
+    let mut checks = vec![sandbox()];
     let project = match ctx.project() {
         Ok(project) => project,
         Err(e) => {
@@ -80,7 +92,11 @@ fn checks(ctx: &Ctx) -> Vec<Check> {
             project.state_dir().display()
         ),
     ));
-    let mut store = match Store::open(&project) {
+    let opened = match repair {
+        true => Store::open(&project),
+        false => Store::open_inspect(&project),
+    };
+    let mut store = match opened {
         Ok(store) => store,
         Err(e) => {
             checks.push(Check::fail("store", e));
@@ -95,16 +111,25 @@ fn checks(ctx: &Ctx) -> Vec<Check> {
             loopx_kernel::store::SCHEMA_VERSION
         ),
     ));
-    match store.check_integrity() {
-        Ok(true) => checks.push(Check::pass(
+    let integrity = match repair {
+        true => store.check_integrity(),
+        // On a private copy: the store itself is only read.
+        false => store.check_integrity_of_copy(),
+    };
+    match (integrity, repair) {
+        (Ok(true), _) => checks.push(Check::pass(
             "integrity",
             "redb checksums and allocator state are sound",
         )),
-        Ok(false) => checks.push(Check::pass(
+        (Ok(false), true) => checks.push(Check::pass(
             "integrity",
             "redb repaired its allocator state after an interrupted write",
         )),
-        Err(e) => checks.push(Check::fail("integrity", e)),
+        (Ok(false), false) => checks.push(Check::warn(
+            "integrity",
+            "redb would repair its allocator state after an interrupted write (the next write does it; `loopx doctor --repair` now)",
+        )),
+        (Err(e), _) => checks.push(Check::fail("integrity", e)),
     }
     match store.read(loopx_kernel::check_consistency) {
         Ok(problems) if problems.is_empty() => {
@@ -130,4 +155,34 @@ fn checks(ctx: &Ctx) -> Vec<Check> {
         Err(e) => Check::fail("settings", ExpectedError::Supervisor(e)),
     });
     checks
+}
+
+/// What this kernel offers the slices' sandbox (`docs/permissions.md`).
+fn sandbox() -> Check {
+    let support = loopx_pty::SandboxSupport::probe();
+    let landlock = support
+        .landlock_abi
+        .map_or_else(String::new, |abi| format!("Landlock ABI {abi}"));
+    match (support.namespaces, support.landlock_abi.is_some()) {
+        (true, true) => Check::pass(
+            "sandbox",
+            format!("user, mount and PID namespaces and {landlock}: every slice is contained"),
+        ),
+        (namespaces, has_landlock) => {
+            let mut missing = Vec::new();
+            if !namespaces {
+                missing.push("unprivileged user namespaces (the store stays reachable, escapees are swept by marker)");
+            }
+            if !has_landlock {
+                missing.push("Landlock (writes outside the work tree are not refused)");
+            }
+            Check::warn(
+                "sandbox",
+                format!(
+                    "this kernel lacks {}; profiles with `[sandbox] mode = \"required\"` will not start\n(hint: enable user namespaces (sysctl kernel.unprivileged_userns_clone=1, or an AppArmor profile allowing them) and boot with lsm=…,landlock)",
+                    missing.join(" and ")
+                ),
+            )
+        }
+    }
 }

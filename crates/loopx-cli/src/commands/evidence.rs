@@ -151,7 +151,7 @@ fn current_slice() -> Option<SliceId> {
 fn file_ref(root: &Path, path: &PathBuf) -> Result<FileRef, ExpectedError> {
     let unreadable =
         |e: std::io::Error| ExpectedError::Usage(format!("cannot read `{}`: {e}", path.display()));
-    let mut file = std::fs::File::open(path).map_err(unreadable)?;
+    let mut file = loopx_adapters::open_regular(path).map_err(unreadable)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut bytes = 0u64;

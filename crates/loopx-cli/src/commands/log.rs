@@ -41,9 +41,24 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
             .state_dir()
             .join("slices")
             .join(format!("{slice}.log"));
-        if let Ok(output) = std::fs::read(&log) {
-            ctx.line(format!("--- output of {slice} ({}) ---", log.display()))?;
-            ctx.line(String::from_utf8_lossy(&output))?;
+        // The log is loopx's, capped at the profile's `max_output`; a planted FIFO or device
+        // in its place is refused, not read forever.
+        if let Ok(output) = loopx_adapters::open_regular(&log).and_then(|f| {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::Read::take(f, 256 << 20), &mut bytes)?;
+            Ok(bytes)
+        }) {
+            if args.raw {
+                // Asked for by name: the bytes as the agent printed them (masked secrets aside).
+                ctx.flush()?;
+                std::io::Write::write_all(&mut ctx.out, &output)?;
+            } else {
+                ctx.line(format!("--- output of {slice} ({}) ---", log.display()))?;
+                // Escape sequences are the agent's: shown as text, never obeyed.
+                let mut stripped = Vec::with_capacity(output.len());
+                loopx_pty::AnsiStripper::default().feed(&output, &mut stripped);
+                ctx.line(loopx_pty::clean_text(&stripped))?;
+            }
         }
     }
     ctx.flush()?;

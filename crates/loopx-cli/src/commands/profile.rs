@@ -84,7 +84,8 @@ pub fn run(ctx: &mut Ctx, cmd: ProfileCommand) -> Result<(), ExpectedError> {
             ctx.line(format!("content hash  sha256 {}", loaded.content_hash))?;
             ctx.line(format!("file          {}", file.display()))?;
             ctx.line("")?;
-            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            let text = loopx_adapters::read_regular_text(&file, loopx_adapters::MAX_CONFIG_BYTES)
+                .unwrap_or_default();
             ctx.line(text.trim_end())
         }
         ProfileCommand::Check { file } => {

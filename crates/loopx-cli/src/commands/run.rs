@@ -242,7 +242,11 @@ fn notify_slice(
 
 /// A progress line on stderr: stdout carries results only.
 fn say(line: &str) {
-    let _ = writeln!(std::io::stderr(), "{line}");
+    let _ = writeln!(
+        std::io::stderr(),
+        "{}",
+        crate::output::safe_line(line, false)
+    );
 }
 
 fn step_line(step: &Step<'_>) -> String {

@@ -244,6 +244,12 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
         ))?,
         None => ctx.line("No goal yet. Start one: loopx goal start \"OBJECTIVE\"")?,
     }
+    let support = loopx_pty::SandboxSupport::probe();
+    if !(support.namespaces && support.landlock_abi.is_some()) {
+        ctx.line(style.yellow(
+            "Sandbox: this kernel cannot fully contain slices; agents may reach the store (see `loopx doctor`)",
+        ))?;
+    }
     ctx.line("")?;
     ctx.line(style.bold(&format!("Needs you ({})", status.needs_you.len())))?;
     if status.needs_you.is_empty() {

@@ -16,6 +16,9 @@
 //!   `failed`. Every other record is encoded as in version 2.
 //! - 4: gates gained the `goal_met` kind (appended, so a version-3 record reads unchanged); the
 //!   bump makes an older loopx refuse a goal-met gate by name instead of failing to decode it.
+//! - 5: slices gained `containment` (what contained the agent: `namespaces+landlock`, …); a
+//!   slice of an older version reads with an empty one (not recorded). Every other record is
+//!   encoded as in version 4.
 
 use std::borrow::Cow;
 
@@ -31,7 +34,7 @@ use crate::model::{
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 4;
+pub(crate) const RECORD_VERSION: u8 = 5;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -47,8 +50,9 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
         why,
     };
     let body: Cow<'_, [u8]> = match bytes.split_first() {
-        // Version 3 differs only in a gate kind version 4 appended.
-        Some((&(3 | RECORD_VERSION), body)) => Cow::Borrowed(body),
+        Some((&RECORD_VERSION, body)) => Cow::Borrowed(body),
+        // Version 3 differs from 4 only in a gate kind version 4 appended.
+        Some((&(3 | 4), body)) => upgrade_v4(table, body).map_err(|e| failed(e.to_string()))?,
         Some((&1, body)) => upgrade_v1(table, body)
             .and_then(|body| Ok(Cow::Owned(upgrade_v2(table, &body)?.into_owned())))
             .map_err(|e| failed(e.to_string()))?,
@@ -71,6 +75,66 @@ fn upgrade_v1<'b>(table: &str, body: &'b [u8]) -> Result<Cow<'b, [u8]>, postcard
         _ => return Ok(Cow::Borrowed(body)),
     };
     Ok(Cow::Owned(current))
+}
+
+/// A version-3 or 4 record's body in the current encoding.
+fn upgrade_v4<'b>(table: &str, body: &'b [u8]) -> Result<Cow<'b, [u8]>, postcard::Error> {
+    let current = match table {
+        "slices" => {
+            postcard::to_allocvec(&SliceRecord::from(postcard::from_bytes::<SliceV4>(body)?))?
+        }
+        _ => return Ok(Cow::Borrowed(body)),
+    };
+    Ok(Cow::Owned(current))
+}
+
+/// A slice as versions 3 and 4 stored it.
+#[derive(Serialize, Deserialize)]
+struct SliceV4 {
+    id: SliceId,
+    agent: AgentName,
+    todo: Option<TodoId>,
+    epoch: Option<u64>,
+    kind: SliceKind,
+    profile_hash: String,
+    argv: Vec<String>,
+    process: Option<ProcessIdentity>,
+    started_at: Timestamp,
+    limit_secs: u64,
+    ended_at: Option<Timestamp>,
+    outcome: Option<Outcome>,
+    exit: Option<String>,
+    tokens: u64,
+    cost_usd: f64,
+    output_bytes: u64,
+    log: Option<String>,
+    leftovers: u32,
+}
+
+impl From<SliceV4> for SliceRecord {
+    fn from(s: SliceV4) -> SliceRecord {
+        SliceRecord {
+            id: s.id,
+            agent: s.agent,
+            todo: s.todo,
+            epoch: s.epoch,
+            kind: s.kind,
+            profile_hash: s.profile_hash,
+            argv: s.argv,
+            process: s.process,
+            started_at: s.started_at,
+            limit_secs: s.limit_secs,
+            ended_at: s.ended_at,
+            outcome: s.outcome,
+            exit: s.exit,
+            tokens: s.tokens,
+            cost_usd: s.cost_usd,
+            output_bytes: s.output_bytes,
+            log: s.log,
+            leftovers: s.leftovers,
+            containment: String::new(),
+        }
+    }
 }
 
 /// A version-2 record's body in the current encoding.
@@ -129,6 +193,7 @@ impl From<SliceV2> for SliceRecord {
             output_bytes: s.output_bytes,
             log: s.log,
             leftovers: 0,
+            containment: String::new(),
         }
     }
 }
@@ -266,6 +331,44 @@ mod tests {
     }
 
     #[test]
+    fn version_4_slices_read_without_a_recorded_containment() {
+        let slice = SliceV4 {
+            id: SliceId(9),
+            agent: "codex".parse().expect("a name"),
+            todo: None,
+            epoch: None,
+            kind: SliceKind::Plan,
+            profile_hash: "h".into(),
+            argv: vec![],
+            process: None,
+            started_at: Timestamp(1),
+            limit_secs: 60,
+            ended_at: Some(Timestamp(3)),
+            outcome: Some(Outcome::Completed),
+            exit: None,
+            tokens: 1,
+            cost_usd: 0.0,
+            output_bytes: 2,
+            log: None,
+            leftovers: 1,
+        };
+        for version in [3u8, 4] {
+            let mut bytes = vec![version];
+            bytes.extend(postcard::to_allocvec(&slice).expect("encodes"));
+            let read: SliceRecord = decode("slices", &bytes).expect("reads");
+            assert_eq!(
+                (
+                    read.id,
+                    read.outcome,
+                    read.leftovers,
+                    read.containment.as_str()
+                ),
+                (SliceId(9), Some(Outcome::Completed), 1, "")
+            );
+        }
+    }
+
+    #[test]
     fn version_1_and_2_slices_read_with_a_typed_outcome() {
         let slice = |outcome: Option<&str>| SliceV2 {
             id: SliceId(7),
@@ -306,8 +409,9 @@ mod tests {
 
     #[test]
     fn a_newer_record_is_refused_by_name() {
-        let err = decode::<u64>("todos", &[5, 1]).expect_err("too new");
-        assert!(err.to_string().contains("record version 5"), "{err}");
+        let err = decode::<u64>("todos", &[6, 1]).expect_err("too new");
+        assert!(err.to_string().contains("record version 6"), "{err}");
         assert_eq!(decode::<u64>("todos", &[3, 1]).expect("version 3 reads"), 1);
+        assert_eq!(decode::<u64>("todos", &[4, 1]).expect("version 4 reads"), 1);
     }
 }

@@ -136,23 +136,26 @@ impl Store {
     /// Opens with explicit options.
     pub fn open_with(project: &Project, options: OpenOptions) -> Result<Store, KernelError> {
         let path = project.store_path();
+        shielded(&path, || Store::open_with_unshielded(project, options))
+    }
+
+    fn open_with_unshielded(project: &Project, options: OpenOptions) -> Result<Store, KernelError> {
+        let path = project.store_path();
         precheck(&path)?;
         let db = open_retrying(&path, &options, |path| builder().open(path))?;
-        let store = Store {
-            db: Handle::Write(db),
-            project: project.clone(),
-            path,
-            options,
-            redactor: crate::redact::Redactor::for_process_env(&[]),
-        };
-        store.check_schema()?;
-        Ok(store)
+        Store::checked(Handle::Write(db), project, path, options)
     }
 
     /// Opens an existing project's store for reading only: never waits for writers and never
     /// modifies the file. A file that needs recovery after a crash is opened read-write instead,
     /// which repairs it.
     pub fn open_read(project: &Project) -> Result<Store, KernelError> {
+        shielded(&project.store_path(), || {
+            Store::open_read_unshielded(project)
+        })
+    }
+
+    fn open_read_unshielded(project: &Project) -> Result<Store, KernelError> {
         let options = OpenOptions::default();
         let path = project.store_path();
         precheck(&path)?;
@@ -165,6 +168,36 @@ impl Store {
             }
             Err(e) => return Err(e.into()),
         };
+        Store::checked(db, project, path, options)
+    }
+
+    /// Opens for inspection (`loopx doctor`): read-only, and never repaired: a file that needs
+    /// recovery after a crash is reported (`StoreError::NeedsRepair`), not rewritten.
+    pub fn open_inspect(project: &Project) -> Result<Store, KernelError> {
+        let path = project.store_path();
+        shielded(&path.clone(), || {
+            precheck(&path)?;
+            let options = OpenOptions::default();
+            let db = match open_retrying(&path, &options, |path| builder().open_read_only(path)) {
+                Ok(db) => db,
+                Err(StoreError::Open { source, .. })
+                    if matches!(*source, DatabaseError::RepairAborted) =>
+                {
+                    return Err(StoreError::NeedsRepair { path: path.clone() }.into());
+                }
+                Err(e) => return Err(e.into()),
+            };
+            Store::checked(Handle::Read(db), project, path, options)
+        })
+    }
+
+    /// The store on an opened database, once its schema is one this loopx reads.
+    fn checked(
+        db: Handle,
+        project: &Project,
+        path: PathBuf,
+        options: OpenOptions,
+    ) -> Result<Store, KernelError> {
         let store = Store {
             db,
             project: project.clone(),
@@ -174,6 +207,34 @@ impl Store {
         };
         store.check_schema()?;
         Ok(store)
+    }
+
+    /// Runs redb's integrity check on a private copy of the store file, so that the store
+    /// itself is only read. `Ok(false)`: the check would repair the allocator state (an
+    /// interrupted write), which `loopx doctor --repair` does on the store itself.
+    pub fn check_integrity_of_copy(&self) -> Result<bool, KernelError> {
+        let io = |source| StoreError::io(&self.path, source);
+        let copy = tempfile::Builder::new()
+            .prefix("loopx-doctor-")
+            .suffix(".redb")
+            .tempfile()
+            .map_err(io)?;
+        std::fs::copy(&self.path, copy.path()).map_err(io)?;
+        shielded(&self.path, || {
+            let mut db = builder()
+                .open(copy.path())
+                .map_err(|source| StoreError::Open {
+                    path: self.path.clone(),
+                    source: Box::new(source),
+                })?;
+            db.check_integrity().map_err(|source| {
+                StoreError::Open {
+                    path: self.path.clone(),
+                    source: Box::new(source),
+                }
+                .into()
+            })
+        })
     }
 
     /// Replaces the redactor (e.g. with one that also knows a profile's secret names).
@@ -196,9 +257,11 @@ impl Store {
         &self,
         f: impl FnOnce(&Snapshot<'_>) -> Result<T, KernelError>,
     ) -> Result<T, KernelError> {
-        let txn = self.begin_read()?;
-        let snapshot = Snapshot::new(txn, &self.path);
-        f(&snapshot)
+        shielded(&self.path, || {
+            let txn = self.begin_read()?;
+            let snapshot = Snapshot::new(txn, &self.path);
+            f(&snapshot)
+        })
     }
 
     /// Holds the store's write lock until the returned guard is dropped: every other writer
@@ -213,7 +276,7 @@ impl Store {
     /// Checks redb's own integrity (checksums and allocator state). Needs a read-write store.
     pub fn check_integrity(&mut self) -> Result<bool, KernelError> {
         let path = self.path.clone();
-        match &mut self.db {
+        shielded(&path.clone(), || match &mut self.db {
             Handle::Write(db) => db.check_integrity().map_err(|source| {
                 StoreError::Open {
                     path,
@@ -222,7 +285,7 @@ impl Store {
                 .into()
             }),
             Handle::Read(_) => Err(read_only(&path)),
-        }
+        })
     }
 
     fn begin_read(&self) -> Result<redb::ReadTransaction, KernelError> {
@@ -365,14 +428,18 @@ fn open_retrying<T: Send + 'static>(
         .name("store-open".to_owned())
         .spawn(move || {
             let mut backoff = Backoff::new();
-            let result = loop {
-                match open(&owned) {
-                    Err(DatabaseError::DatabaseAlreadyOpen) if started.elapsed() < wait => {
-                        backoff.sleep()
+            // redb panics on some damage; that is an answer too, not a busy store.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                loop {
+                    match open(&owned) {
+                        Err(DatabaseError::DatabaseAlreadyOpen) if started.elapsed() < wait => {
+                            backoff.sleep()
+                        }
+                        other => break other,
                     }
-                    other => break other,
                 }
-            };
+            }))
+            .map_err(|payload| panic_message(payload.as_ref()));
             let _ = tx.send(result);
         })
         .map_err(|source| StoreError::Io {
@@ -380,7 +447,8 @@ fn open_retrying<T: Send + 'static>(
             source,
         })?;
     let result = match rx.recv_timeout(options.wait + Duration::from_millis(50)) {
-        Ok(result) => result,
+        Ok(Ok(result)) => result,
+        Ok(Err(panicked)) => return Err(damaged_by_panic(path, &panicked)),
         Err(_) => return Err(busy(path, started)),
     };
     result.map_err(|e| match e {
@@ -399,6 +467,39 @@ fn open_retrying<T: Send + 'static>(
             source: Box::new(source),
         },
     })
+}
+
+/// Runs `f`, turning a panic inside redb (which panics on some damage instead of returning an
+/// error) into a `Damaged` error naming the file. A simulated crash (`fault`) unwinds on.
+pub(crate) fn shielded<T>(
+    path: &Path,
+    f: impl FnOnce() -> Result<T, KernelError>,
+) -> Result<T, KernelError> {
+    shield(path, f).unwrap_or_else(|damaged| Err(damaged.into()))
+}
+
+/// [`shielded`] for any result: `Err` only when `f` panicked.
+pub(crate) fn shield<T>(path: &Path, f: impl FnOnce() -> T) -> Result<T, StoreError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(result) => Ok(result),
+        Err(payload) if crate::fault::dying() => std::panic::resume_unwind(payload),
+        Err(payload) => Err(damaged_by_panic(path, &panic_message(payload.as_ref()))),
+    }
+}
+
+fn damaged_by_panic(path: &Path, message: &str) -> StoreError {
+    StoreError::Damaged {
+        path: path.to_path_buf(),
+        why: format!("its database engine gave up reading it ({message})"),
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned())
 }
 
 /// Refuses files redb would misread or silently rewrite, without writing a byte.

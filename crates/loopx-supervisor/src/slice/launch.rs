@@ -75,7 +75,9 @@ pub(crate) fn launch_spec(
             grace: limits.grace,
             ..SliceLimits::default()
         },
+        // Resource limits, sandbox and the helper applying them: `contain.rs`.
         resources: loopx_pty::ResourceLimits::default(),
+        sandbox: loopx_pty::Sandbox::default(),
         exec_helper: None,
         // The log keeps the first and the last half of `max_output`, with a marker between
         // naming what was left out.

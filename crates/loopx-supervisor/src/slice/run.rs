@@ -12,6 +12,8 @@ use loopx_kernel::store::QuotaRequest;
 use loopx_kernel::{AgentName, Op, SliceId, Store, Timestamp};
 
 use super::begin::{Begun, lease_ttl, slice_path};
+use super::channel::Channel;
+use super::contain::{Room, contain};
 use super::guard::{patience, retrying};
 use super::launch::{SliceEnv, launch_spec, process_identity};
 use super::outcome::{Judged, judge};
@@ -21,6 +23,7 @@ use crate::errors::SupervisorError;
 use crate::once::{RunOnce, Step};
 use crate::renew::Renewal;
 use crate::scope::{self, SliceChanges};
+use loopx_kernel::report::Reporter;
 
 /// An agent spawned (or that failed to spawn), not yet observed.
 #[derive(Debug)]
@@ -36,6 +39,10 @@ pub(crate) struct Launched {
     recorder: Option<JoinHandle<()>>,
     /// When it was spawned, on the supervisor's monotonic clock.
     started: Duration,
+    /// The slice's report channel, closed once it ended.
+    channel: Channel,
+    /// The slice's private directory, removed once it ended.
+    room: Room,
 }
 
 /// A slice whose agent has ended, with everything the writeback needs.
@@ -77,8 +84,50 @@ impl Begun {
             todo: self.record.todo,
             epoch: self.record.epoch,
         };
-        let (spec, stdin) = launch_spec(&self.plan, &env, slice_path(req, &log));
+        let (mut spec, stdin) = launch_spec(&self.plan, &env, slice_path(req, &log));
         create_private(&spec.log.path);
+        let room = match Room::create(spec.slice_id.as_str()) {
+            Ok(room) => room,
+            Err(e) => {
+                self.guard.fail(format!(
+                    "loopx could not create the slice's private directory: {e}"
+                ));
+                return Ok(None);
+            }
+        };
+        if let Err(why) = contain(
+            &mut spec,
+            &self.plan,
+            req.project.root(),
+            &room,
+            &req.loopx_exe,
+        ) {
+            self.guard.fail(why);
+            return Ok(None);
+        }
+        let reporter = Reporter {
+            slice: self.record.id,
+            agent: setup.agent.name.clone(),
+            claim: self.record.todo.zip(self.record.epoch),
+        };
+        let channel = match Channel::open(
+            &room.socket(),
+            req.project.clone(),
+            reporter,
+            req.world.clock.clone(),
+        ) {
+            Ok(channel) => channel,
+            Err(e) => {
+                self.guard.fail(format!(
+                    "loopx could not open the slice's report channel: {e}"
+                ));
+                return Ok(None);
+            }
+        };
+        spec.env.set.push((
+            loopx_kernel::report::SOCKET_VAR.to_owned(),
+            room.socket().into_os_string(),
+        ));
         let runtime = match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -111,10 +160,12 @@ impl Begun {
                 )
             });
         let started = req.world.clock.monotonic();
+        let containment = spec.sandbox.describe();
         let spawned = spawn(&runtime, spec);
         let mut recorder = None;
         if let Ok(spawned) = &spawned {
             let pid = spawned.slice.pid();
+            channel.serve_slice(pid);
             let control = spawned.slice.control();
             if let Some(renewal) = &renewal {
                 renewal.stop_slice_if_lost(control.clone());
@@ -126,6 +177,7 @@ impl Begun {
                 self.record.id,
                 &setup.agent.name,
                 process_identity(pid),
+                containment,
             ));
             on_step(Step::Spawned {
                 slice: self.record.id,
@@ -142,6 +194,8 @@ impl Begun {
             renewal,
             recorder,
             started,
+            channel,
+            room,
         }))
     }
 }
@@ -159,12 +213,16 @@ impl Launched {
             renewal,
             recorder,
             started,
+            channel,
+            room,
         } = self;
         let pid = spawned.as_ref().ok().map(|s| s.slice.pid());
         let ran = runtime.block_on(observe(spawned, stdin, parser, &req.world.clock));
         // The slice ended now, not after its bookkeeping (a busy store can hold that up).
         let ended = Ended::now(req, started);
         drop(runtime);
+        drop(channel);
+        drop(room);
         req.shutdown.unregister(begun.record.id.0);
         if let Some(recorder) = recorder {
             let _ = recorder.join();
@@ -351,10 +409,15 @@ fn record_spawned(
     slice: SliceId,
     agent: &AgentName,
     process: ProcessIdentity,
+    containment: &str,
 ) -> JoinHandle<()> {
     let actor = format!("agent:{agent}");
     let pid = process.pid;
-    let op = Op::SliceSpawned { slice, process };
+    let op = Op::SliceSpawned {
+        slice,
+        process,
+        containment: containment.to_owned(),
+    };
     let (project, clock) = (req.project.clone(), req.world.clock.clone());
     std::thread::spawn(move || {
         let mut first = store;

@@ -268,6 +268,8 @@ pub enum Op {
     SliceSpawned {
         slice: SliceId,
         process: ProcessIdentity,
+        /// What contains the agent (see [`SliceRecord::containment`]).
+        containment: String,
     },
     SliceEnd {
         slice: SliceId,
@@ -466,7 +468,11 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
         } => entities::agent_add(w, name, profile, capabilities, role),
         Op::SliceStart(new) => slice::start(w, new),
         Op::SliceBegin(begin) => slice::begin(w, begin),
-        Op::SliceSpawned { slice, process } => slice::spawned(w, slice, process),
+        Op::SliceSpawned {
+            slice,
+            process,
+            containment,
+        } => slice::spawned(w, slice, process, containment),
         Op::SliceEnd { slice, end } => slice::end(w, slice, end),
         Op::SliceInterrupt {
             slice,
@@ -559,6 +565,22 @@ impl Store {
     /// Like [`Store::apply_all`], saying which operation was refused: a caller writing a batch
     /// of untrusted items can drop that one and try again with the rest.
     pub fn apply_batch(
+        &self,
+        ops: Vec<Op>,
+        actor: &str,
+        now: Timestamp,
+    ) -> Result<Vec<Applied>, BatchError> {
+        // A panic inside redb (damage) becomes a store error for the batch as a whole.
+        super::super::open::shield(&self.path, || self.apply_batch_unshielded(ops, actor, now))
+            .unwrap_or_else(|damaged| {
+                Err(BatchError {
+                    op: None,
+                    error: damaged.into(),
+                })
+            })
+    }
+
+    fn apply_batch_unshielded(
         &self,
         mut ops: Vec<Op>,
         actor: &str,

@@ -112,6 +112,7 @@ pub(super) fn start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, KernelErro
         output_bytes: 0,
         log: new.log.map(named),
         leftovers: 0,
+        containment: String::new(),
     };
     w.put(tables::SLICES, id.0, &record)?;
     w.set_running(id.0, true)?;
@@ -191,10 +192,12 @@ pub(super) fn spawned(
     w: &Writer<'_>,
     id: SliceId,
     process: ProcessIdentity,
+    containment: String,
 ) -> Result<Applied, KernelError> {
     let mut record = running_slice(w, id)?;
     let pid = process.pid;
     record.process = Some(process);
+    record.containment = containment;
     w.put(tables::SLICES, id.0, &record)?;
     w.event(EventKind::SliceSpawned { slice: id, pid })?;
     Ok(Applied::Slice(record))

@@ -1,0 +1,332 @@
+//! What an agent may write from inside its slice, and under whose name it is written.
+//!
+//! An agent's `loopx report …` does not open the store (inside its sandbox the store is out of
+//! reach). It sends an [`AgentReport`] over its slice's channel; the supervisor that runs the
+//! slice checks that the sender is a process of that slice, and writes the report as a
+//! [`Reporter`] it built itself from the slice's record. Nothing the agent sends names a slice,
+//! an agent, a todo or an epoch, so nothing it can set makes it another slice.
+
+use serde::{Deserialize, Serialize};
+
+use crate::errors::KernelError;
+use crate::model::{
+    Blocks, Evidence, EvidenceKind, FileRef, Gate, GateKind, Handoff, Todo, TodoState,
+};
+use crate::store::{Applied, NewEvidence, NewGate, NewHandoff, NewTodo};
+use crate::{AgentName, Op, SliceId, TodoId};
+
+/// Evidence kinds an agent may report; `slice`, `quota` and `violation` are loopx's own.
+pub const AGENT_EVIDENCE_KINDS: [EvidenceKind; 4] = [
+    EvidenceKind::Test,
+    EvidenceKind::Diff,
+    EvidenceKind::Note,
+    EvidenceKind::Artifact,
+];
+
+/// The variable naming the slice's channel in the agent's environment.
+pub const SOCKET_VAR: &str = "LOOPX_REPORT_SOCKET";
+
+/// Longest request a channel reads: a report is text an agent wrote, bounded by the kernel's
+/// own limits well below this.
+pub const MAX_REQUEST_BYTES: usize = 1 << 20;
+
+/// One report, as `loopx report` sends it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "report", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AgentReport {
+    /// `loopx report evidence KIND TEXT`.
+    Evidence {
+        kind: EvidenceKind,
+        summary: String,
+        detail: String,
+        files: Vec<FileRef>,
+    },
+    /// `loopx report handoff`.
+    Handoff {
+        done: String,
+        next: String,
+        files: Vec<String>,
+        questions: Vec<String>,
+    },
+    /// `loopx report todo TITLE`.
+    Todo {
+        title: String,
+        detail: String,
+        priority: i32,
+        role: Option<String>,
+    },
+    /// `loopx report ask QUESTION`.
+    Ask {
+        question: String,
+        options: Vec<String>,
+        context: String,
+    },
+    /// `loopx report done`.
+    Done { summary: Option<String> },
+}
+
+/// The slice a report is written for, as the supervisor knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reporter {
+    pub slice: SliceId,
+    pub agent: AgentName,
+    /// The slice's todo and the epoch of its claim.
+    pub claim: Option<(TodoId, u64)>,
+}
+
+/// What a report wrote, sent back to `loopx report` to print.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reported {
+    Evidence(Evidence),
+    Handoff(Handoff),
+    Todo(Todo),
+    Gate(Gate),
+}
+
+/// Why a report was not written, with the class of error `loopx report` exits with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportRefused {
+    pub message: String,
+    /// `usage`, `conflict`, `refused`, `store` or `config`, as the CLI's exit codes.
+    pub class: String,
+}
+
+/// The channel's one answer per request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportReply {
+    Written(Box<Reported>),
+    Refused(ReportRefused),
+}
+
+impl ReportRefused {
+    /// A refusal with the class of `err`.
+    pub fn from_kernel(err: &KernelError) -> ReportRefused {
+        let class = match err {
+            KernelError::Project(_) => "config",
+            KernelError::Store(_) => "store",
+            KernelError::Conflict(_) => "conflict",
+            KernelError::Invalid(_) => "usage",
+            KernelError::Refused(_) => "refused",
+        };
+        ReportRefused {
+            message: err.to_string(),
+            class: class.to_owned(),
+        }
+    }
+
+    /// A refusal of the request itself.
+    pub fn usage(message: impl Into<String>) -> ReportRefused {
+        ReportRefused {
+            message: message.into(),
+            class: "usage".to_owned(),
+        }
+    }
+}
+
+impl Reporter {
+    /// `agent:<name>`, the actor its writes are recorded under.
+    pub fn actor(&self) -> String {
+        format!("agent:{}", self.agent)
+    }
+
+    fn todo(&self) -> Option<TodoId> {
+        self.claim.map(|(t, _)| t)
+    }
+
+    fn epoch(&self) -> Option<u64> {
+        self.claim.map(|(_, e)| e)
+    }
+
+    fn evidence(&self, kind: EvidenceKind, summary: String, detail: String) -> NewEvidence {
+        NewEvidence {
+            kind,
+            summary,
+            detail,
+            files: vec![],
+            todo: self.todo(),
+            slice: Some(self.slice),
+            epoch: self.epoch(),
+        }
+    }
+
+    /// The kernel batch for `report`: the slice's guard ([`Op::InSlice`]: running, this agent,
+    /// still holding its claim) first, then the writes, all under this slice's identity.
+    pub fn batch(&self, report: AgentReport) -> Result<Vec<Op>, ReportRefused> {
+        let mut ops = vec![Op::InSlice {
+            slice: self.slice,
+            agent: self.agent.clone(),
+            todo: self.todo(),
+            epoch: self.epoch(),
+        }];
+        match report {
+            AgentReport::Evidence {
+                kind,
+                summary,
+                detail,
+                files,
+            } => {
+                if !AGENT_EVIDENCE_KINDS.contains(&kind) {
+                    return Err(ReportRefused::usage(format!(
+                        "evidence of kind `{}` is loopx's own; an agent reports test, diff, note or artifact",
+                        kind.as_str()
+                    )));
+                }
+                let mut new = self.evidence(kind, summary, detail);
+                new.files = files;
+                ops.push(Op::EvidenceAdd(new));
+            }
+            AgentReport::Handoff {
+                done,
+                next,
+                files,
+                questions,
+            } => ops.push(Op::HandoffAdd(NewHandoff {
+                todo: self.todo(),
+                epoch: self.epoch(),
+                done,
+                next,
+                files,
+                questions,
+                slice: Some(self.slice),
+            })),
+            AgentReport::Todo {
+                title,
+                detail,
+                priority,
+                role,
+            } => ops.push(Op::TodoAdd(NewTodo {
+                goal: None,
+                title,
+                detail,
+                priority,
+                needs: vec![],
+                after: vec![],
+                role,
+            })),
+            AgentReport::Ask {
+                question,
+                options,
+                context,
+            } => ops.push(Op::GateAsk(NewGate {
+                question,
+                options,
+                context: self.ask_context(context),
+                blocks: match self.todo() {
+                    Some(todo) => Blocks::Todos(vec![todo]),
+                    None => Blocks::Agent(self.agent.clone()),
+                },
+                kind: GateKind::Question,
+            })),
+            AgentReport::Done { summary } => {
+                let Some((todo, epoch)) = self.claim else {
+                    return Err(ReportRefused::usage(format!(
+                        "slice {} has no todo, so there is nothing to mark done\n(hint: a planning slice proposes work with `loopx report todo \"TITLE\"`)",
+                        self.slice
+                    )));
+                };
+                if let Some(summary) = summary.filter(|s| !s.trim().is_empty()) {
+                    ops.push(Op::EvidenceAdd(self.evidence(
+                        EvidenceKind::Note,
+                        summary,
+                        String::new(),
+                    )));
+                }
+                ops.push(Op::TodoFinish {
+                    todo,
+                    to: TodoState::Done,
+                    agent: Some(self.agent.clone()),
+                    epoch: Some(epoch),
+                });
+            }
+        }
+        Ok(ops)
+    }
+
+    /// The person's context, then who asked and where.
+    fn ask_context(&self, context: String) -> String {
+        let on = self.todo().map(|t| format!(" on {t}")).unwrap_or_default();
+        let asked = format!("asked by `{}` in slice {}{on}", self.agent, self.slice);
+        if context.trim().is_empty() {
+            asked
+        } else {
+            format!("{}\n\n{asked}", context.trim_end())
+        }
+    }
+}
+
+impl Reported {
+    /// The record the last write of a report's batch yielded.
+    pub fn from_applied(applied: Applied) -> Option<Reported> {
+        match applied {
+            Applied::Evidence(e) => Some(Reported::Evidence(e)),
+            Applied::Handoff(h) => Some(Reported::Handoff(h)),
+            Applied::Todo(t) => Some(Reported::Todo(t)),
+            Applied::Gate(g) => Some(Reported::Gate(g)),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reporter() -> Reporter {
+        Reporter {
+            slice: SliceId(7),
+            agent: "exec".parse().expect("a valid name"),
+            claim: Some((TodoId(3), 2)),
+        }
+    }
+
+    #[test]
+    fn every_write_carries_the_slice_s_own_identity() {
+        let ops = reporter()
+            .batch(AgentReport::Done {
+                summary: Some("tests pass".into()),
+            })
+            .expect("a todo's slice may finish it");
+        let Op::InSlice {
+            slice,
+            agent,
+            todo,
+            epoch,
+        } = &ops[0]
+        else {
+            panic!("the guard comes first: {ops:?}")
+        };
+        assert_eq!(
+            (slice.0, agent.as_str(), *todo, *epoch),
+            (7, "exec", Some(TodoId(3)), Some(2))
+        );
+        assert!(matches!(
+            &ops[2],
+            Op::TodoFinish {
+                todo: TodoId(3),
+                epoch: Some(2),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn loopx_s_own_evidence_kinds_are_refused() {
+        let refused = reporter()
+            .batch(AgentReport::Evidence {
+                kind: EvidenceKind::Violation,
+                summary: "all clear".into(),
+                detail: String::new(),
+                files: vec![],
+            })
+            .expect_err("violation evidence is loopx's");
+        assert_eq!(refused.class, "usage");
+    }
+
+    #[test]
+    fn a_request_naming_a_slice_is_not_a_report() {
+        let forged = r#"{"report":"done","summary":null,"slice":1,"agent":"victim"}"#;
+        assert!(serde_json::from_str::<AgentReport>(forged).is_err());
+    }
+}

@@ -1,0 +1,419 @@
+//! The slice's sandbox: what the kernel, not the agent's goodwill, keeps it from touching.
+//!
+//! Two independent mechanisms, both unprivileged, applied by the exec helper (`loopx __exec`)
+//! after the terminal is set up and before the agent's program starts:
+//!
+//! - **Namespaces** (user, mount, PID). The helper maps its own uid and gid into a new user
+//!   namespace, covers every `hide` path (the project's `.loopx/`: store, config, slice logs)
+//!   with an empty read-only tmpfs, and forks a tiny init as PID 1 of a new PID namespace with
+//!   its own `/proc`. The agent then cannot open the store, cannot see loopx's processes (nor
+//!   their `/proc/PID/environ`), and cannot leave: when the init exits (the agent ended, or the
+//!   slice was stopped), the kernel kills every process left in the namespace, `setsid` and
+//!   `env -i` escapees included. Landlock below also forbids `mount`/`umount`, so the agent
+//!   cannot uncover what was hidden.
+//! - **Landlock**: every write (create, remove, write, truncate, rename, device ioctl) is
+//!   refused outside `writable` (the work tree, the slice's temp dir, the adapter's state
+//!   directories, a few devices); with ABI 6 the agent also cannot signal processes outside
+//!   its domain or connect to abstract sockets outside it. Reading is not restricted: agents
+//!   read compilers, libraries and the user's tools.
+//!
+//! What a kernel offers is probed once per process ([`SandboxSupport::probe`]); the caller
+//! decides what to ask for and records it.
+
+// `fork` in the helper, signal dispositions, `prctl` and the Landlock version query have no
+// safe wrappers; each block says why it is sound. Nothing here runs inside loopx's own
+// multi-threaded process except the probe, whose child only calls `unshare` and `_exit`.
+#![allow(unsafe_code)]
+
+use std::convert::Infallible;
+use std::ffi::{CString, OsString};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use nix::mount::{MsFlags, mount};
+use nix::sched::{CloneFlags, unshare};
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, kill, sigaction};
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Pid, fork, getgid, getuid};
+
+use crate::errors::ExecError;
+
+/// What the helper applies around the agent. The default applies nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sandbox {
+    /// Run the agent in new user, mount and PID namespaces (hides `hide`, own `/proc`, and the
+    /// whole tree stops as one unit).
+    pub namespaces: bool,
+    /// Paths covered by an empty read-only filesystem; needs `namespaces`.
+    pub hide: Vec<PathBuf>,
+    /// Restrict writes with Landlock to `writable`.
+    pub landlock: bool,
+    /// Where the agent may write when `landlock` is on. Missing paths are skipped.
+    pub writable: Vec<PathBuf>,
+}
+
+impl Sandbox {
+    /// Whether nothing is applied.
+    pub fn is_empty(&self) -> bool {
+        !self.namespaces && !self.landlock
+    }
+
+    /// The helper's arguments for this sandbox.
+    pub(crate) fn to_args(&self) -> Vec<OsString> {
+        let mut args = Vec::new();
+        if self.namespaces {
+            args.push("--namespaces".into());
+            for path in &self.hide {
+                args.push("--hide".into());
+                args.push(path.clone().into_os_string());
+            }
+        }
+        if self.landlock {
+            args.push("--landlock".into());
+            for path in &self.writable {
+                args.push("--write".into());
+                args.push(path.clone().into_os_string());
+            }
+        }
+        args
+    }
+
+    /// A short name of what is in effect, as slice records and `doctor` show it.
+    pub fn describe(&self) -> &'static str {
+        match (self.namespaces, self.landlock) {
+            (true, true) => "namespaces+landlock",
+            (true, false) => "namespaces",
+            (false, true) => "landlock",
+            (false, false) => "session",
+        }
+    }
+}
+
+/// What this kernel lets an unprivileged process do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SandboxSupport {
+    /// A new user namespace (with mount and PID namespaces) can be created.
+    pub namespaces: bool,
+    /// The Landlock ABI version, when Landlock is enabled.
+    pub landlock_abi: Option<u32>,
+}
+
+impl SandboxSupport {
+    /// Probes once per process: a forked child tries `unshare`, and Landlock reports its ABI.
+    pub fn probe() -> Self {
+        static SUPPORT: OnceLock<SandboxSupport> = OnceLock::new();
+        *SUPPORT.get_or_init(|| Self {
+            namespaces: namespaces_work(),
+            landlock_abi: landlock_abi(),
+        })
+    }
+}
+
+fn namespaces_work() -> bool {
+    // SAFETY: the child only calls async-signal-safe functions (`unshare`, `_exit`).
+    match unsafe { fork() } {
+        Ok(ForkResult::Child) => {
+            let flags =
+                CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
+            let code = if unshare(flags).is_ok() { 0 } else { 1 };
+            // SAFETY: `_exit` ends the forked child without running the parent's destructors.
+            unsafe { libc::_exit(code) }
+        }
+        Ok(ForkResult::Parent { child }) => {
+            matches!(waitpid(child, None), Ok(WaitStatus::Exited(_, 0)))
+        }
+        Err(_) => false,
+    }
+}
+
+fn landlock_abi() -> Option<u32> {
+    // LANDLOCK_CREATE_RULESET_VERSION: returns the highest ABI, or fails when disabled.
+    // SAFETY: a null attribute with size 0 and this flag only queries the version.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32,
+        )
+    };
+    u32::try_from(abi).ok().filter(|&v| v > 0)
+}
+
+/// Parsed sandbox arguments of the helper.
+#[derive(Debug, Default)]
+pub(crate) struct SandboxArgs {
+    pub(crate) sandbox: Sandbox,
+}
+
+impl SandboxArgs {
+    /// Takes one sandbox flag (and its value from `rest`); `false` when `arg` is not one.
+    pub(crate) fn take(
+        &mut self,
+        arg: &str,
+        rest: &mut impl Iterator<Item = OsString>,
+    ) -> Result<bool, ExecError> {
+        let mut value = |flag: &str| {
+            rest.next()
+                .map(PathBuf::from)
+                .ok_or_else(|| ExecError::Usage {
+                    reason: format!("`{flag}` needs a path"),
+                })
+        };
+        match arg {
+            "--namespaces" => self.sandbox.namespaces = true,
+            "--landlock" => self.sandbox.landlock = true,
+            "--hide" => self.sandbox.hide.push(value("--hide")?),
+            "--write" => self.sandbox.writable.push(value("--write")?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// Applies `sandbox` and runs `argv`: with namespaces, as the child of an init in a new PID
+/// namespace, this process waiting and exiting as the agent did; otherwise by `execv`.
+pub(crate) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infallible, ExecError> {
+    if !sandbox.namespaces {
+        if sandbox.landlock {
+            restrict_writes(&sandbox.writable)?;
+        }
+        return exec(argv);
+    }
+    let (uid, gid) = (getuid(), getgid());
+    let flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
+    unshare(flags).map_err(|e| sandbox_err("create user, mount and PID namespaces", e))?;
+    write_proc("/proc/self/setgroups", "deny")?;
+    write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
+    write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
+    // Mounts made here must not propagate back to the person's namespace.
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|e| sandbox_err("make mounts private", e))?;
+    for path in &sandbox.hide {
+        hide(path)?;
+    }
+    let (status_read, status_write) =
+        nix::unistd::pipe().map_err(|e| sandbox_err("create a status pipe", e))?;
+    // SAFETY: this helper is single-threaded (it runs before anything else in `loopx __exec`).
+    match unsafe { fork() }.map_err(|e| sandbox_err("fork the slice's init", e))? {
+        ForkResult::Child => {
+            drop(status_read);
+            let code = match init(sandbox, argv, &status_write) {
+                Ok(code) => code,
+                Err(err) => {
+                    eprintln!("loopx __exec: {err}");
+                    127
+                }
+            };
+            // SAFETY: ends the init; the kernel then kills what is left in its namespace.
+            unsafe { libc::_exit(code) }
+        }
+        ForkResult::Parent { child } => {
+            drop(status_write);
+            // The slice's stop signals reach the init and the agent through the process group;
+            // this process only waits, so that it ends last and reports how the agent ended.
+            for signal in FORWARDED {
+                // SAFETY: ignoring a signal installs no handler code.
+                let _ = unsafe { nix::sys::signal::signal(signal, SigHandler::SigIgn) };
+            }
+            let init_status = waitpid(child, None);
+            let mut word = [0u8; 8];
+            let got = nix::unistd::read(&status_read, &mut word).unwrap_or(0);
+            let agent = (got == word.len()).then(|| {
+                let kind = i32::from_le_bytes(word[..4].try_into().expect("4 bytes"));
+                let value = i32::from_le_bytes(word[4..].try_into().expect("4 bytes"));
+                (kind, value)
+            });
+            match (agent, init_status) {
+                (Some((1, signal)), _) => die_by(signal),
+                (Some((_, code)), _) => std::process::exit(code),
+                (None, Ok(WaitStatus::Signaled(_, signal, _))) => die_by(signal as i32),
+                (None, Ok(WaitStatus::Exited(_, code))) => std::process::exit(code),
+                (None, _) => std::process::exit(127),
+            }
+        }
+    }
+}
+
+/// Signals the init passes on to everything in its namespace.
+const FORWARDED: [Signal; 4] = [
+    Signal::SIGTERM,
+    Signal::SIGINT,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+];
+
+static PENDING_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn note_signal(signal: libc::c_int) {
+    PENDING_SIGNAL.store(signal, Ordering::SeqCst);
+}
+
+/// PID 1 of the slice: mounts its `/proc`, applies Landlock, starts the agent, reaps every
+/// orphan, passes stop signals on, and returns when the agent ends. Its return ends the
+/// namespace.
+fn init(sandbox: &Sandbox, argv: &[CString], status: &OwnedFd) -> Result<i32, ExecError> {
+    // If the waiting helper dies (SIGKILL at the end of a stop), so does the whole slice.
+    // SAFETY: plain prctl with an integer argument.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    // A `/proc` of this namespace: the agent sees its own processes only. Some container
+    // runtimes forbid it (masked paths); loopx's own processes stay unreadable there because
+    // loopx is not dumpable.
+    let _ = mount(
+        Some("proc"),
+        "/proc",
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    );
+    if sandbox.landlock {
+        restrict_writes(&sandbox.writable)?;
+    }
+    let handler = SigAction::new(
+        SigHandler::Handler(note_signal),
+        SaFlags::empty(), // no SA_RESTART: waitpid must return to pass the signal on
+        SigSet::empty(),
+    );
+    for signal in FORWARDED {
+        // SAFETY: the handler only stores into an atomic.
+        unsafe { sigaction(signal, &handler) }.map_err(|e| sandbox_err("install a handler", e))?;
+    }
+    // SAFETY: the init is single-threaded; the child only resets signals and execs.
+    let agent = match unsafe { fork() }.map_err(|e| sandbox_err("fork the agent", e))? {
+        ForkResult::Child => {
+            let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+            for signal in FORWARDED {
+                // SAFETY: restores the default disposition.
+                let _ = unsafe { sigaction(signal, &default) };
+            }
+            let Err(err) = exec(argv);
+            eprintln!("loopx __exec: {err}");
+            // SAFETY: the exec failed; end the child without unwinding into the init's code.
+            unsafe { libc::_exit(127) }
+        }
+        ForkResult::Parent { child } => child,
+    };
+    loop {
+        match waitpid(Pid::from_raw(-1), None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == agent => {
+                report(status, 0, code);
+                return Ok(code);
+            }
+            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == agent => {
+                report(status, 1, signal as i32);
+                return Ok(128 + signal as i32);
+            }
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => {
+                let signal = PENDING_SIGNAL.swap(0, Ordering::SeqCst);
+                if let Ok(signal) = Signal::try_from(signal) {
+                    // -1 from PID 1: every process of the namespace but the init itself.
+                    let _ = kill(Pid::from_raw(-1), signal);
+                }
+            }
+            Err(_) => return Ok(127),
+        }
+    }
+}
+
+fn report(status: &OwnedFd, kind: i32, value: i32) {
+    let mut word = [0u8; 8];
+    word[..4].copy_from_slice(&kind.to_le_bytes());
+    word[4..].copy_from_slice(&value.to_le_bytes());
+    let _ = nix::unistd::write(status, &word);
+}
+
+/// Ends this process the way the agent ended: by the same signal.
+fn die_by(signal: i32) -> ! {
+    if let Ok(sig) = Signal::try_from(signal) {
+        // SAFETY: restoring the default disposition installs no handler code.
+        let _ = unsafe { nix::sys::signal::signal(sig, SigHandler::SigDfl) };
+        let _ = kill(Pid::this(), sig);
+    }
+    std::process::exit(128 + signal)
+}
+
+/// Covers `path` with an empty read-only tmpfs. A missing path has nothing to hide.
+fn hide(path: &Path) -> Result<(), ExecError> {
+    if !path.exists() {
+        return Ok(());
+    }
+    mount(
+        Some("tmpfs"),
+        path,
+        Some("tmpfs"),
+        MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some("size=4k,mode=0500"),
+    )
+    .map_err(|e| sandbox_err(&format!("hide {}", path.display()), e))
+}
+
+/// Landlock: writes only beneath `writable`; no signals or abstract sockets outside the domain.
+fn restrict_writes(writable: &[PathBuf]) -> Result<(), ExecError> {
+    use landlock::{
+        ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        RulesetStatus, Scope, path_beneath_rules,
+    };
+    let abi = ABI::V6;
+    let err = |e: &dyn std::fmt::Display| ExecError::Sandbox {
+        action: "restrict writes with Landlock".to_owned(),
+        reason: e.to_string(),
+    };
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_write(abi))
+        .map_err(|e| err(&e))?
+        .scope(Scope::from_all(abi))
+        .map_err(|e| err(&e))?
+        .create()
+        .map_err(|e| err(&e))?
+        .add_rules(path_beneath_rules(writable, AccessFs::from_write(abi)))
+        .map_err(|e| err(&e))?
+        .restrict_self()
+        .map_err(|e| err(&e))?;
+    if status.ruleset == RulesetStatus::NotEnforced {
+        return Err(err(&"this kernel does not enforce Landlock"));
+    }
+    Ok(())
+}
+
+fn exec(argv: &[CString]) -> Result<Infallible, ExecError> {
+    let program = argv
+        .first()
+        .expect("the helper checks that a program is given");
+    let err = nix::unistd::execv(program, argv).expect_err("execv returns only on failure");
+    Err(ExecError::Exec {
+        program: program.to_string_lossy().into_owned(),
+        source: err,
+    })
+}
+
+fn write_proc(path: &str, text: &str) -> Result<(), ExecError> {
+    std::fs::write(path, text.as_bytes()).map_err(|e| ExecError::Sandbox {
+        action: format!("write {path}"),
+        reason: e.to_string(),
+    })
+}
+
+fn sandbox_err(action: &str, errno: nix::errno::Errno) -> ExecError {
+    ExecError::Sandbox {
+        action: action.to_owned(),
+        reason: errno.desc().to_owned(),
+    }
+}
+
+/// `OsStr` bytes as a C string, for `execv`.
+pub(crate) fn c_string(arg: &OsString) -> Result<CString, ExecError> {
+    CString::new(arg.as_bytes()).map_err(|_| ExecError::Nul {
+        arg: arg.to_string_lossy().into_owned(),
+    })
+}

@@ -1,0 +1,269 @@
+//! The slice's report channel: the only way its agent writes into the kernel.
+//!
+//! A Unix socket in the slice's private room (`LOOPX_REPORT_SOCKET`). `loopx report` inside
+//! the slice sends one [`AgentReport`] as a JSON line and reads one [`ReportReply`]. The
+//! supervisor asks the kernel who connected (`SO_PEERCRED`) and accepts only a process whose
+//! ancestry reaches the slice's own process; it writes the report under the slice's agent,
+//! todo and epoch, never under anything the request says. A connection from outside the slice
+//! (another slice's agent that found this socket) is refused, and recorded on this slice as
+//! `violation` evidence, because someone tried to speak for it.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use loopx_kernel::model::EvidenceKind;
+use loopx_kernel::report::{
+    AgentReport, MAX_REQUEST_BYTES, ReportRefused, ReportReply, Reported, Reporter,
+};
+use loopx_kernel::store::NewEvidence;
+use loopx_kernel::{Op, Project, SharedClock, Store};
+use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+
+use super::guard::{ACTOR, patience, retrying};
+
+/// A listening channel; closed (and its thread joined) when dropped.
+#[derive(Debug)]
+pub(crate) struct Channel {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    leader: Arc<AtomicU32>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// What the serving thread needs.
+struct Serving {
+    project: Project,
+    reporter: Reporter,
+    clock: SharedClock,
+    leader: Arc<AtomicU32>,
+}
+
+impl Channel {
+    /// Listens at `path` for the slice `reporter` names.
+    pub(crate) fn open(
+        path: &Path,
+        project: Project,
+        reporter: Reporter,
+        clock: SharedClock,
+    ) -> std::io::Result<Channel> {
+        let listener = UnixListener::bind(path)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let leader = Arc::new(AtomicU32::new(0));
+        let serving = Serving {
+            project,
+            reporter,
+            clock,
+            leader: leader.clone(),
+        };
+        let stopping = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("loopx-report-channel".into())
+            .spawn(move || {
+                for stream in listener.incoming() {
+                    if stopping.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    if let Ok(stream) = stream {
+                        serving.answer(stream);
+                    }
+                }
+            })?;
+        Ok(Channel {
+            path: path.to_owned(),
+            stop,
+            leader,
+            thread: Some(thread),
+        })
+    }
+
+    /// The slice's process (the PTY's leader): every reporter must descend from it.
+    pub(crate) fn serve_slice(&self, pid: u32) {
+        self.leader.store(pid, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the blocking accept; the thread sees `stop` and ends.
+        let _ = UnixStream::connect(&self.path);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl Serving {
+    fn answer(&self, mut stream: UnixStream) {
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+        let _ = stream.set_write_timeout(Some(Duration::from_secs(10)));
+        let reply = self.reply(&stream);
+        if let Ok(mut line) = serde_json::to_vec(&reply) {
+            line.push(b'\n');
+            let _ = stream.write_all(&line);
+        }
+    }
+
+    fn reply(&self, stream: &UnixStream) -> ReportReply {
+        let peer = getsockopt(stream, PeerCredentials)
+            .ok()
+            .and_then(|c| u32::try_from(c.pid()).ok());
+        let leader = self.leader();
+        let inside = match (peer, leader) {
+            (Some(peer), Some(leader)) => descends_from(peer, leader),
+            _ => false,
+        };
+        if !inside {
+            let who = peer.map_or_else(
+                || "an unknown process".to_owned(),
+                |p| format!("process {p}"),
+            );
+            self.record_intrusion(&who);
+            return ReportReply::Refused(ReportRefused {
+                message: format!(
+                    "this channel belongs to slice {}, and {who} is not part of it; nothing was written and the attempt was recorded",
+                    self.reporter.slice
+                ),
+                class: "refused".to_owned(),
+            });
+        }
+        let mut line = Vec::new();
+        let read = BufReader::new(stream)
+            .take(MAX_REQUEST_BYTES as u64 + 1)
+            .read_until(b'\n', &mut line);
+        if let Err(e) = read {
+            return ReportReply::Refused(ReportRefused::usage(format!(
+                "cannot read the report: {e}"
+            )));
+        }
+        if line.len() > MAX_REQUEST_BYTES {
+            return ReportReply::Refused(ReportRefused::usage(format!(
+                "a report is at most {MAX_REQUEST_BYTES} bytes"
+            )));
+        }
+        let report: AgentReport = match serde_json::from_slice(&line) {
+            Ok(report) => report,
+            Err(e) => {
+                return ReportReply::Refused(ReportRefused::usage(format!(
+                    "not a report: {e}\n(hint: write with `loopx report …`)"
+                )));
+            }
+        };
+        let batch = match self.reporter.batch(report) {
+            Ok(batch) => batch,
+            Err(refused) => return ReportReply::Refused(refused),
+        };
+        let written = retrying(&*self.clock, patience(), || {
+            Store::open(&self.project)?.apply_all(
+                batch.clone(),
+                &self.reporter.actor(),
+                self.clock.now(),
+            )
+        });
+        match written {
+            Ok(mut applied) => match applied.pop().and_then(Reported::from_applied) {
+                Some(reported) => ReportReply::Written(Box::new(reported)),
+                None => ReportReply::Refused(ReportRefused::usage("the report wrote nothing")),
+            },
+            Err(e) => ReportReply::Refused(ReportRefused::from_kernel(&e)),
+        }
+    }
+
+    /// The slice's process, once spawned (a report cannot come before; waits briefly for the
+    /// spawn to be noted).
+    fn leader(&self) -> Option<u32> {
+        for _ in 0..40 {
+            match self.leader.load(Ordering::SeqCst) {
+                0 => std::thread::sleep(Duration::from_millis(25)),
+                pid => return Some(pid),
+            }
+        }
+        None
+    }
+
+    /// Someone outside the slice tried to write as it: `violation` evidence on the slice.
+    fn record_intrusion(&self, who: &str) {
+        let r = &self.reporter;
+        let evidence = NewEvidence {
+            kind: EvidenceKind::Violation,
+            summary: format!(
+                "refused a report on slice {}'s channel from {who}, outside the slice",
+                r.slice
+            ),
+            detail: "A process that is not part of this slice connected to its report channel \
+                     (LOOPX_REPORT_SOCKET) and tried to write as it. Nothing was written."
+                .to_owned(),
+            files: vec![],
+            todo: r.claim.map(|(t, _)| t),
+            slice: Some(r.slice),
+            epoch: None,
+        };
+        let written = retrying(&*self.clock, patience(), || {
+            Store::open(&self.project)?.apply(
+                Op::EvidenceAdd(evidence.clone()),
+                ACTOR,
+                self.clock.now(),
+            )
+        });
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "cannot record a refused report");
+        }
+    }
+}
+
+/// Whether `pid`'s ancestry (by `/proc/PID/stat`'s parent) reaches `leader`. A process that
+/// left the slice's tree (double fork, `setsid`) was re-parented to the init of the slice's
+/// PID namespace, which descends from the leader, or to loopx, which does not.
+fn descends_from(pid: u32, leader: u32) -> bool {
+    let mut current = pid;
+    for _ in 0..256 {
+        if current == leader {
+            return true;
+        }
+        match parent_of(current) {
+            Some(parent) if parent > 1 && parent != current => current = parent,
+            _ => return false,
+        }
+    }
+    false
+}
+
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces and parentheses): state, ppid, …
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_descends_from_its_ancestors_only() {
+        let me = std::process::id();
+        let parent = parent_of(me).expect("this process has a parent");
+        assert!(descends_from(me, me));
+        assert!(descends_from(me, parent));
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("sleep starts");
+        assert!(descends_from(child.id(), me), "a child descends from us");
+        assert!(
+            !descends_from(me, child.id()),
+            "we do not descend from our child"
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}

@@ -1,0 +1,204 @@
+//! What contains a slice: its room (a private directory for its temp files and its report
+//! channel), its sandbox, and its resource limits (`docs/permissions.md`).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use loopx_adapters::{LaunchPlan, SandboxMode, expand_path};
+use loopx_pty::{ExecHelper, LaunchSpec, ResourceLimits, Sandbox, SandboxSupport};
+
+/// A slice's private directory outside the project (`$TMPDIR/loopx-<uid>/<marker>/`): the
+/// agent's `TMPDIR` (`tmp/`), writable in its sandbox, and the report socket. Removed when
+/// the slice ends.
+#[derive(Debug)]
+pub(crate) struct Room {
+    dir: PathBuf,
+}
+
+impl Room {
+    /// Creates the room, mode 0700 all the way from `loopx-<uid>`.
+    pub(crate) fn create(marker: &str) -> std::io::Result<Room> {
+        use std::os::unix::fs::DirBuilderExt;
+        let base = short_temp_dir().join(format!("loopx-{}", nix::unistd::getuid()));
+        let dir = base.join(marker);
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true).mode(0o700);
+        builder.create(dir.join("tmp"))?;
+        // Another user could have made `loopx-<uid>` first: it must be ours and private.
+        let meta = std::fs::symlink_metadata(&base)?;
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        if meta.uid() != nix::unistd::getuid().as_raw() || !meta.is_dir() {
+            return Err(std::io::Error::other(format!(
+                "{} is not a directory owned by this user",
+                base.display()
+            )));
+        }
+        if meta.mode() & 0o077 != 0 {
+            std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o700))?;
+        }
+        Ok(Room { dir })
+    }
+
+    /// The agent's temporary directory.
+    pub(crate) fn tmp(&self) -> PathBuf {
+        self.dir.join("tmp")
+    }
+
+    /// Where the agent reads its prompt file (the copy kept as evidence is under `.loopx/`,
+    /// which the agent cannot see).
+    pub(crate) fn prompt(&self) -> PathBuf {
+        self.dir.join("prompt")
+    }
+
+    /// Where the slice's report channel listens.
+    pub(crate) fn socket(&self) -> PathBuf {
+        self.dir.join("report.sock")
+    }
+}
+
+impl Drop for Room {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?
+        .write_all(contents)
+}
+
+/// A socket path must fit in 108 bytes; a long `TMPDIR` falls back to `/tmp`.
+fn short_temp_dir() -> PathBuf {
+    let temp = std::env::temp_dir();
+    if temp.as_os_str().len() <= 40 {
+        temp
+    } else {
+        PathBuf::from("/tmp")
+    }
+}
+
+/// Devices any program may open for writing: the terminal, the null sinks.
+const DEVICES: [&str; 8] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/pts",
+    "/dev/ptmx",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// Adds the sandbox, the resource limits and the helper applying them to `spec`. Refuses
+/// when the profile requires a sandbox this kernel cannot give.
+pub(crate) fn contain(
+    spec: &mut LaunchSpec,
+    plan: &LaunchPlan,
+    project_root: &Path,
+    room: &Room,
+    loopx_exe: &Path,
+) -> Result<(), String> {
+    spec.env
+        .set
+        .push(("TMPDIR".to_owned(), room.tmp().into_os_string()));
+    if let Some(prompt) = &mut spec.prompt {
+        // The evidence copy, where `loopx log` finds it; the agent reads the room's.
+        write_private(&prompt.path, &prompt.contents).map_err(|e| {
+            format!(
+                "cannot write the prompt file {}: {e}",
+                prompt.path.display()
+            )
+        })?;
+        let old = prompt.path.clone().into_os_string();
+        prompt.path = room.prompt();
+        // The adapter rendered `{prompt_file}` into the arguments already.
+        for arg in spec.args.iter_mut().filter(|a| **a == old) {
+            *arg = room.prompt().into_os_string();
+        }
+    }
+    let r = &plan.limits.resources;
+    spec.resources = ResourceLimits {
+        cpu_seconds: r.cpu_seconds,
+        data_bytes: r.memory_bytes,
+        open_files: r.open_files,
+        file_size_bytes: r.file_size_bytes,
+    };
+    spec.sandbox = sandbox(plan, project_root, room, &spec.env)?;
+    if !spec.resources.is_empty() || !spec.sandbox.is_empty() {
+        spec.exec_helper = Some(ExecHelper {
+            program: loopx_exe.to_owned(),
+            args: vec![OsString::from("__exec")],
+        });
+    }
+    Ok(())
+}
+
+fn sandbox(
+    plan: &LaunchPlan,
+    project_root: &Path,
+    room: &Room,
+    env: &loopx_pty::EnvSpec,
+) -> Result<Sandbox, String> {
+    let mode = plan.sandbox.mode;
+    if mode == SandboxMode::Off {
+        return Ok(Sandbox::default());
+    }
+    let support = SandboxSupport::probe();
+    if mode == SandboxMode::Required && !(support.namespaces && support.landlock_abi.is_some()) {
+        return Err(format!(
+            "the profile requires a sandbox (`[sandbox] mode = \"required\"`), and this kernel lacks {}\n(hint: `loopx doctor` shows what the kernel offers; set `mode = \"auto\"` to run with what there is)",
+            missing(support).join(" and ")
+        ));
+    }
+    // The agent's view of its environment: what loopx sets, else what it passes through.
+    let lookup = |name: &str| {
+        env.set
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+            .or_else(|| {
+                env.inherit
+                    .iter()
+                    .any(|k| k == name)
+                    .then(|| std::env::var(name).ok())
+                    .flatten()
+            })
+    };
+    let mut writable = vec![project_root.to_owned(), room.tmp()];
+    writable.extend(DEVICES.iter().map(PathBuf::from));
+    for path in &plan.sandbox.writable {
+        if let Some(path) = expand_path(path, project_root, lookup) {
+            // A state directory the CLI would create on first use must exist for the rule.
+            if path.extension().is_none() && !path.exists() {
+                let _ = std::fs::create_dir_all(&path);
+            }
+            writable.push(path);
+        }
+    }
+    Ok(Sandbox {
+        namespaces: support.namespaces,
+        hide: vec![project_root.join(".loopx")],
+        landlock: support.landlock_abi.is_some(),
+        writable,
+    })
+}
+
+/// What this kernel does not offer, in words.
+pub(crate) fn missing(support: SandboxSupport) -> Vec<&'static str> {
+    let mut missing = Vec::new();
+    if !support.namespaces {
+        missing.push("unprivileged user namespaces");
+    }
+    if support.landlock_abi.is_none() {
+        missing.push("Landlock");
+    }
+    missing
+}

