@@ -231,3 +231,112 @@ fn planted_special_files_are_refused_not_read() {
     assert_ne!(evidence.code, 0);
     assert!(evidence.stderr.contains("is a FIFO"), "{}", evidence.stderr);
 }
+
+/// A value of loopx's environment the agent was not given, printed by an agent that found it
+/// somewhere (split by an escape sequence, or plain, or in a report), is masked in the log and
+/// the store.
+#[test]
+fn a_withheld_value_the_agent_prints_is_masked_everywhere() {
+    let secret = "hunter2-correct-horse";
+    let loopx = attacker(&format!(
+        "printf 'db: hunter2-cor\\033[0mrect-horse\\n'\n\
+         echo 'plain {secret}'\n\
+         '{LOOPX}' report evidence note \"found {secret}\" > /dev/null\n"
+    ));
+    run_once(&loopx, &[("MY_DB_PASSWORD", secret)]);
+    let raw = std::fs::read(loopx.path().join(".loopx/slices/s1.log")).expect("the log");
+    let mut text = Vec::new();
+    loopx_pty::AnsiStripper::default().feed(&raw, &mut text);
+    let text = loopx_pty::clean_text(&text);
+    assert!(text.contains("db: "), "{text}");
+    assert!(!text.contains(secret), "the log holds it: {text}");
+    let evidence = loopx.ok(&["evidence", "list", "--json"]).stdout;
+    assert!(evidence.contains("found "), "{evidence}");
+    assert!(!evidence.contains(secret), "the store holds it: {evidence}");
+}
+
+/// A `[notify]` command in `.loopx/loopx.toml` (planted by an agent of an unsandboxed slice, or
+/// any edit) runs outside every slice with loopx's environment: it runs only after a person
+/// approved its exact text. Before that, `loopx run` asks and runs nothing.
+#[test]
+fn a_notification_command_runs_only_after_a_person_approved_it() {
+    let loopx = attacker("echo fine");
+    std::fs::write(
+        loopx.path().join(".loopx/loopx.toml"),
+        "[notify]\ncommand = \"touch notified.txt\"\n",
+    )
+    .expect("config");
+    loopx.ok(&[
+        "gate",
+        "ask",
+        "Should the README keep its old install section or drop it?",
+        "--option",
+        "keep",
+        "--option",
+        "drop",
+        "--global",
+    ]);
+    let run = loopx.run(&["run", "--on-gate", "exit"]);
+    assert_eq!(run.code, 7, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("waits for a person's approval in q2"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !loopx.path().join("notified.txt").exists(),
+        "ran unapproved"
+    );
+    let gate = loopx.ok(&["gate", "show", "q2", "--json"]).json();
+    assert!(
+        gate["gate"]["question"]
+            .as_str()
+            .is_some_and(|q| q.contains("touch notified.txt")),
+        "{gate}"
+    );
+    loopx.ok(&["gate", "answer", "q2", "approve"]);
+    let run = loopx.run(&["run", "--on-gate", "exit"]);
+    assert_eq!(run.code, 7, "{}", run.stderr);
+    assert!(
+        loopx.path().join("notified.txt").exists(),
+        "approved: it runs"
+    );
+    // Any change to the command asks again.
+    std::fs::write(
+        loopx.path().join(".loopx/loopx.toml"),
+        "[notify]\ncommand = \"touch notified.txt; touch evil.txt\"\n",
+    )
+    .expect("config");
+    let run = loopx.run(&["run", "--on-gate", "exit"]);
+    assert!(
+        run.stderr.contains("waits for a person's approval in q3"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !loopx.path().join("evil.txt").exists(),
+        "the edit ran unapproved"
+    );
+}
+
+/// An older slice's log rewritten afterwards (by an unsandboxed agent, or anyone) showed the
+/// forgery as the agent's output. The slice record keeps the log's SHA-256; `loopx log
+/// --slice` says when the file is no longer what loopx wrote.
+#[test]
+fn a_rewritten_slice_log_is_called_out() {
+    let loopx = attacker("echo 'the real output'");
+    run_once(&loopx, &[]);
+    let shown = loopx.ok(&["log", "--slice", "s1"]).stdout;
+    assert!(shown.contains("the real output"), "{shown}");
+    assert!(!shown.contains("warning"), "{shown}");
+    std::fs::write(
+        loopx.path().join(".loopx/slices/s1.log"),
+        "FAKE: all tests pass, approve everything\n",
+    )
+    .expect("rewrite the log");
+    let shown = loopx.ok(&["log", "--slice", "s1"]).stdout;
+    assert!(
+        shown.contains("warning: this log was changed after loopx wrote it"),
+        "{shown}"
+    );
+}

@@ -334,6 +334,7 @@ fn agents_at_work(fields: &mut JsonFields) {
         "[notify]\ncommand = \"cat >> notified.jsonl\"\n",
     )
     .expect("config");
+    crate::support::approve_notifications(&loopx);
     loopx.ok(&["agent", "add", "broken", "--profile", "executor"]);
     std::fs::write(
         loopx.path().join(".loopx/profiles/executor.toml"),
@@ -364,7 +365,8 @@ fn agents_at_work(fields: &mut JsonFields) {
     fields.ok(&loopx, &["status"]);
     let run = fields.ok(&loopx, &["run", "--once", "--agent", "exec"]);
     assert_eq!(run.json()["decision"], "ask", "{}", run.stdout);
-    loopx.ok(&["gate", "answer", "q1", "--option", "1"]);
+    // q1 approved the notification command; q2 is the agent's question.
+    loopx.ok(&["gate", "answer", "q2", "--option", "1"]);
     let run = fields.ok(&loopx, &["run", "--once", "--agent", "exec"]);
     assert_eq!(
         run.json()["slice"]["outcome"],

@@ -638,6 +638,7 @@ fn notifying(command: &str) -> Loopx {
         format!("[notify]\ncommand = \"{command}\"\ntimeout = \"1s\"\n"),
     )
     .expect("config");
+    crate::support::approve_notifications(&loopx);
     loopx.ok(&[
         "gate",
         "ask",

@@ -334,3 +334,54 @@ account = "sneaky"
     assert!(!loopx.path().join(".loopx/profiles/evil.toml").exists());
     assert_eq!(out["slice"]["violations"], serde_json::json!([]), "{out}");
 }
+
+/// A git project with a committed `docs/README.md` and `src/lib.rs`, a goal scoped to `docs/`,
+/// and agent `exec` running `script`.
+fn hiding_project(script: &str) -> Loopx {
+    let loopx = Loopx::new();
+    git(loopx.path(), &["init", "-q"]);
+    write(&loopx.path().join("docs/README.md"), "docs\n");
+    write(&loopx.path().join("src/lib.rs"), "fn main() {}\n");
+    git(loopx.path(), &["add", "docs", "src"]);
+    git(loopx.path(), &["commit", "-q", "-m", "start"]);
+    loopx.ok(&["goal", "start", "Write the docs", "--scope", "docs/"]);
+    crate::support::script_agent(
+        &loopx,
+        "exec",
+        &format!("cat > /dev/null\n{script}"),
+        "max_time = \"1m\"",
+    );
+    loopx.ok(&["todo", "add", "Write the docs"]);
+    loopx
+}
+
+/// `git update-index --skip-worktree` (or `--assume-unchanged`) hides a tracked file's change
+/// from `git status`; the check still finds it.
+#[test]
+fn a_change_hidden_by_git_index_flags_is_found() {
+    for flag in ["--skip-worktree", "--assume-unchanged"] {
+        let loopx = hiding_project(&format!(
+            "git update-index {flag} src/lib.rs\necho 'evil()' >> src/lib.rs\n"
+        ));
+        let (out, stderr) = run_once(&loopx);
+        let slice = &out["slice"];
+        assert_eq!(
+            slice["violations"],
+            serde_json::json!(["src/lib.rs"]),
+            "{flag}: {out}\n{stderr}"
+        );
+    }
+}
+
+/// A new file listed in `.git/info/exclude` is invisible to `git status`; changing git's
+/// ignore rules is itself a violation, whatever the scope.
+#[test]
+fn a_file_hidden_by_info_exclude_is_a_violation() {
+    let loopx = hiding_project("echo secret.txt >> .git/info/exclude\necho x > secret.txt\n");
+    let (out, stderr) = run_once(&loopx);
+    let violations = out["slice"]["violations"].to_string();
+    assert!(
+        violations.contains("info/exclude (git's ignore rules)"),
+        "{out}\n{stderr}"
+    );
+}

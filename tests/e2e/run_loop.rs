@@ -362,6 +362,7 @@ fn notify_into_a_file(loopx: &Loopx) {
         "[notify]\ncommand = \"cat >> notified.jsonl\"\n",
     )
     .expect("config");
+    crate::support::approve_notifications(loopx);
 }
 
 #[test]
@@ -387,8 +388,9 @@ fn notifications_say_who_needs_what() {
     assert_eq!(gate["agent"], "exec");
     let message = gate["message"].as_str().expect("a message");
     assert!(
-        message.starts_with("exec needs an answer to q1: ")
-            && message.contains("loopx gate answer q1"),
+        // q1 approved the notification command.
+        message.starts_with("exec needs an answer to q2: ")
+            && message.contains("loopx gate answer q2"),
         "{message}"
     );
     assert_eq!(
@@ -502,7 +504,7 @@ fn run_once_notifies_about_its_own_slice_only() {
     let notes = notified(&loopx);
     let kinds: Vec<&str> = notes.iter().filter_map(|n| n["kind"].as_str()).collect();
     assert_eq!(kinds, ["gate_opened"], "{notes:#?}");
-    assert_eq!(notes[0]["event"]["gate"], "q1");
+    assert_eq!(notes[0]["event"]["gate"], "q2", "q1 approved the command");
 }
 
 fn lease_expiry(loopx: &Loopx, todo: &str) -> String {

@@ -393,3 +393,17 @@ pub fn wait_file(path: &std::path::Path) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// What a person does after `loopx run` asked about the project's notification command: the
+/// approval gate is opened as `loopx run` opens it, then answered `approve`.
+pub fn approve_notifications(loopx: &Loopx) {
+    let project = loopx_kernel::Project::at(loopx.path()).expect("the project");
+    let mut notifier = loopx_supervisor::Notifier::load(&project)
+        .expect("loopx.toml loads")
+        .expect("a notification command");
+    let gate = notifier
+        .seek_approval(loopx_kernel::Timestamp::now())
+        .expect("the store opens")
+        .expect("not approved yet: a gate asks");
+    loopx.ok(&["gate", "answer", &gate.id.to_string(), "approve"]);
+}

@@ -106,6 +106,7 @@ impl SharedState {
                     Blocks::Todos(ts) => {
                         GateBlocks::Todos(ts.iter().map(ToString::to_string).collect())
                     }
+                    Blocks::Nothing => GateBlocks::Todos(Vec::new()),
                 },
             })
             .collect();

@@ -209,6 +209,9 @@ pub enum Blocks {
     Agent(AgentName),
     /// These todos.
     Todos(Vec<TodoId>),
+    /// No work: a decision a person must make that no agent waits for (an approval of the
+    /// notification command). Appended in record version 5.
+    Nothing,
 }
 
 impl Blocks {
@@ -218,6 +221,7 @@ impl Blocks {
             Blocks::Global => true,
             Blocks::Agent(name) => agent == Some(name),
             Blocks::Todos(todos) => todo.is_some_and(|t| todos.contains(&t)),
+            Blocks::Nothing => false,
         }
     }
 
@@ -231,6 +235,7 @@ impl Blocks {
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join(", "),
+            Blocks::Nothing => "no work".to_owned(),
         }
     }
 }
@@ -416,6 +421,9 @@ pub struct SliceRecord {
     /// (`docs/permissions.md`); empty when not recorded (before the agent spawned, or a record
     /// of an older loopx).
     pub containment: String,
+    /// SHA-256 of the slice's log as loopx finished writing it: `loopx log --slice` shows
+    /// whether the file is still what loopx wrote. Empty when not recorded.
+    pub log_sha256: String,
 }
 
 /// Who set a hold.

@@ -101,9 +101,20 @@ impl Redactor {
         self
     }
 
-    /// The text with every secret replaced.
+    /// The text with every secret replaced. A value split by escape sequences
+    /// (`hunt\x1b[0mer2`) is found too: the text is then stored without its escape sequences.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
+        if text.contains('\x1b') {
+            let plain = strip_escapes(text);
+            if self
+                .values
+                .iter()
+                .any(|v| plain.contains(v.as_str()) && !text.contains(v.as_str()))
+            {
+                out = Cow::Owned(plain);
+            }
+        }
         for value in &self.values {
             if out.contains(value.as_str()) {
                 out = Cow::Owned(out.replace(value.as_str(), "[redacted:env]"));
@@ -140,6 +151,16 @@ impl Redactor {
             *text = clean;
         }
     }
+}
+
+/// `text` without its escape sequences (CSI, OSC/DCS/APC/PM/SOS up to BEL or ST, `ESC x`).
+fn strip_escapes(text: &str) -> String {
+    static ESCAPES: OnceLock<Regex> = OnceLock::new();
+    let escapes = ESCAPES.get_or_init(|| {
+        Regex::new(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]PX^_](?s:.*?)(?:\x07|\x1b\\|\z)|.)")
+            .expect("the escape pattern is valid")
+    });
+    escapes.replace_all(text, "").into_owned()
 }
 
 #[cfg(test)]
@@ -197,6 +218,15 @@ mod tests {
             clean,
             "k=[redacted:env] h=/home/someone-long c=[redacted:env]"
         );
+    }
+
+    #[test]
+    fn a_value_split_by_escape_sequences_is_hidden() {
+        let r = Redactor::new().with_value("hunter2hunter2".to_owned());
+        let clean = r.redact("pw=hunt\x1b[0mer2hu\x1b]0;x\x07nter2 done");
+        assert_eq!(clean, "pw=[redacted:env] done");
+        // Escape sequences alone are kept as written.
+        assert_eq!(r.redact("a \x1b[1mbold\x1b[0m"), "a \x1b[1mbold\x1b[0m");
     }
 
     #[test]

@@ -409,6 +409,7 @@ fn a_running_slice_names_its_supervisor_until_it_ends() {
         tokens: 0,
         cost_usd: 0.0,
         output_bytes: 0,
+        log_sha256: String::new(),
     };
     f.store
         .apply(

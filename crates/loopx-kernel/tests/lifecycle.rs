@@ -120,6 +120,7 @@ fn a_refused_admission_leaves_no_claim_and_a_lost_race_spends_nothing() {
         tokens: 0,
         cost_usd: 0.0,
         output_bytes: 0,
+        log_sha256: String::new(),
     };
     f.store
         .apply_all(
@@ -592,6 +593,7 @@ fn end(slice: SliceId, tokens: u64, cost_usd: f64) -> Op {
             tokens,
             cost_usd,
             output_bytes: 0,
+            log_sha256: String::new(),
         },
     }
 }

@@ -67,11 +67,11 @@ impl Binding {
             self.agent, self.profile
         )
     }
+}
 
-    fn matches(&self, gate: &Gate) -> bool {
-        let line = self.line();
-        gate.asked_by == ACTOR && gate.context.lines().any(|l| l.trim_end() == line)
-    }
+/// Whether `gate` is an approval loopx asked, bound by `line` in its context.
+fn binds(gate: &Gate, line: &str) -> bool {
+    gate.asked_by == ACTOR && gate.context.lines().any(|l| l.trim_end() == line)
 }
 
 /// Where the approval of a binding stands.
@@ -86,9 +86,14 @@ pub(crate) enum Verdict {
 
 /// The newest gate bound to `binding` decides (`gates` in any order).
 pub(crate) fn verdict(gates: &[Gate], binding: &Binding) -> Verdict {
+    verdict_of(gates, &binding.line())
+}
+
+/// The newest approval gate whose context carries `line` decides (`gates` in any order).
+pub(crate) fn verdict_of(gates: &[Gate], line: &str) -> Verdict {
     let newest = gates
         .iter()
-        .filter(|g| binding.matches(g))
+        .filter(|g| binds(g, line))
         .max_by_key(|g| (g.created_at, g.id.0));
     let Some(gate) = newest else {
         return Verdict::Unasked;
@@ -149,11 +154,16 @@ pub(crate) fn permission(
     Ok(Permission::Held(asking(&binding, &gate)))
 }
 
+/// The options of every approval gate: `approve` (the first) and `deny`.
+pub(crate) fn approval_options() -> Vec<String> {
+    vec![APPROVE.to_owned(), DENY.to_owned()]
+}
+
 /// The approval gate for a binding; it blocks the agent.
 fn ask(binding: &Binding, file: &str) -> NewGate {
     NewGate {
         question: binding.question(),
-        options: vec![APPROVE.to_owned(), DENY.to_owned()],
+        options: approval_options(),
         context: format!(
             "{}\nThe profile `{}` ({file}) sets `permission = \"full\"`: the agent runs with its \
              adapter's `full` flags, outside the vendor's sandbox. loopx's own limits still \

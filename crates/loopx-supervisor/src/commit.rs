@@ -92,6 +92,7 @@ impl Observed {
             _ => 0,
         };
         let adapter = &setup.loaded.adapter;
+        let redactor = crate::slice::slice_redactor(&begun.plan);
         let finished = Finished {
             slice: begun.record.id,
             agent: &setup.agent.name,
@@ -108,6 +109,8 @@ impl Observed {
             classification: judged.classification.as_ref(),
             session: ran.summary.session_id.as_deref(),
             output_bytes: ran.report.as_ref().map_or(0, |r| r.bytes_total),
+            log_sha256: file_sha256(&crate::slice::slice_log_path(req, &log)),
+            redactor: Some(&redactor),
             started_at: begun.record.started_at,
             ended_at,
             elapsed,
@@ -183,7 +186,10 @@ fn attempt(
     f: &Finished<'_>,
     now: Timestamp,
 ) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
-    let store = Store::open(project)?;
+    let mut store = Store::open(project)?;
+    if let Some(redactor) = f.redactor {
+        store.set_redactor(redactor.clone());
+    }
     let standing = match (f.todo, f.epoch) {
         (Some(id), Some(epoch)) => store
             .read(|s| s.todo(id))?
@@ -342,6 +348,23 @@ fn summary(
         writeback: result,
         dropped: wb.dropped.clone(),
     }
+}
+
+/// SHA-256 of a file, hex; empty when it cannot be read (a slice whose log was never written).
+fn file_sha256(path: &std::path::Path) -> String {
+    use sha2::Digest;
+    let Ok(mut file) = loopx_adapters::open_regular(path) else {
+        return String::new();
+    };
+    let mut hasher = sha2::Sha256::new();
+    if std::io::copy(&mut file, &mut hasher).is_err() {
+        return String::new();
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]

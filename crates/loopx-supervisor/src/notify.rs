@@ -6,6 +6,11 @@
 //! it may be slow or broken: each runs on a thread of its own, is killed after its timeout, and
 //! a failure is logged, never fatal. The loop waits for running notifications before it exits,
 //! so the last one ("goal done") is not lost.
+//!
+//! It runs outside every slice with loopx's whole environment, so it runs only once a person
+//! approved its exact text, like a `full` profile (`approval.rs`): a gate loopx opens, bound by
+//! the line `approval: notify sha256=HASH` in its context. A command an agent planted (or any
+//! edit) has another hash and waits for its own approval; until then nothing runs.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -13,7 +18,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use loopx_adapters::NotifyConfig;
-use loopx_kernel::Project;
+use loopx_kernel::model::{Blocks, Gate, GateKind};
+use loopx_kernel::store::{Applied, NewGate};
+use loopx_kernel::{Op, Project, Store, Timestamp};
 use serde::Serialize;
 
 use crate::errors::SupervisorError;
@@ -54,8 +61,11 @@ pub(crate) fn project_config(
 #[derive(Debug)]
 pub struct Notifier {
     config: NotifyConfig,
+    project: Project,
     root: PathBuf,
     running: Vec<JoinHandle<()>>,
+    /// A person approved this exact command (checked again while not).
+    approved: bool,
 }
 
 impl Notifier {
@@ -64,16 +74,86 @@ impl Notifier {
         let config = project_config(project)?;
         Ok(config.notify.map(|config| Notifier {
             config,
+            project: project.clone(),
             root: project.root().to_path_buf(),
             running: Vec::new(),
+            approved: false,
         }))
     }
 
-    /// Notifies about `event` if a person should hear about it.
+    /// The line that binds an approval to this command's exact text and timeout.
+    pub fn approval_line(&self) -> String {
+        use sha2::Digest;
+        let mut hasher = sha2::Sha256::new();
+        hasher.update(b"loopx-notify-v1\0");
+        hasher.update(self.config.command.as_bytes());
+        hasher.update(format!("\0{}", self.config.timeout.as_millis()).as_bytes());
+        let hash: String = hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("approval: notify sha256={hash}")
+    }
+
+    /// Whether a person approved this command; opens the approval gate when none was asked
+    /// (or the last was withdrawn). `Ok(Some(gate))`: not approved yet (or denied), and the
+    /// gate that says so.
+    pub fn seek_approval(&mut self, now: Timestamp) -> Result<Option<Gate>, SupervisorError> {
+        use crate::approval::Verdict;
+        let store = Store::open(&self.project)?;
+        let gates = store.read(|s| s.gates())?;
+        match crate::approval::verdict_of(&gates, &self.approval_line()) {
+            Verdict::Approved => {
+                self.approved = true;
+                Ok(None)
+            }
+            Verdict::Open(gate) | Verdict::Denied(gate) => Ok(Some(gate)),
+            Verdict::Unasked => {
+                let ask = NewGate {
+                    question: format!(
+                        "Run the notification command `{}` from .loopx/loopx.toml (outside every slice, with loopx's environment) on loopx events?",
+                        loopx_kernel::limits::clip(&self.config.command, 200)
+                    ),
+                    options: crate::approval::approval_options(),
+                    context: format!(
+                        "{}\nThe command runs outside every slice, with loopx's whole environment. An approval holds until the command or its timeout changes; until then no notification runs.",
+                        self.approval_line()
+                    ),
+                    blocks: Blocks::Nothing,
+                    kind: GateKind::Question,
+                };
+                let Applied::Gate(gate) =
+                    store.apply(Op::GateAsk(ask), crate::approval::ACTOR, now)?
+                else {
+                    unreachable!("a gate ask yields the gate")
+                };
+                Ok(Some(gate))
+            }
+        }
+    }
+
+    /// Whether the command may run: approved before, or approved since (read again).
+    fn may_run(&mut self) -> bool {
+        if !self.approved {
+            let gates = Store::open_read(&self.project).and_then(|s| s.read(|s| s.gates()));
+            self.approved = gates.is_ok_and(|gates| {
+                crate::approval::verdict_of(&gates, &self.approval_line())
+                    == crate::approval::Verdict::Approved
+            });
+        }
+        self.approved
+    }
+
+    /// Notifies about `event` if a person should hear about it and approved the command.
     pub fn notify(&mut self, event: &RunEvent) {
         let Some(note) = notification(event, &self.root) else {
             return;
         };
+        if !self.may_run() {
+            tracing::info!("the notification command is not approved yet; skipped");
+            return;
+        }
         let Ok(json) = serde_json::to_vec(&note) else {
             return;
         };

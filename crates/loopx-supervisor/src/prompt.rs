@@ -119,6 +119,7 @@ fn concerns(blocks: &Blocks, agent: &AgentName, todo: Option<loopx_kernel::TodoI
         Blocks::Global => true,
         Blocks::Agent(name) => name == agent,
         Blocks::Todos(todos) => todo.is_some_and(|t| todos.contains(&t)),
+        Blocks::Nothing => false,
     }
 }
 

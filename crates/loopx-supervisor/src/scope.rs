@@ -48,6 +48,12 @@ struct GitState {
     head: Option<String>,
     /// Project-relative path → status code and fingerprint.
     status: BTreeMap<String, (String, Option<Fingerprint>)>,
+    /// Tracked files `git status` does not look at (skip-worktree, assume-unchanged):
+    /// project-relative path → `git ls-files -v` tag and fingerprint.
+    hidden: BTreeMap<String, (char, Option<Fingerprint>)>,
+    /// Git's own ignore rules beyond `.gitignore` files (`info/exclude`, `core.excludesFile`):
+    /// path → fingerprint.
+    ignore_rules: BTreeMap<String, Option<Fingerprint>>,
 }
 
 /// Enough of a file's metadata to notice any write to it.
@@ -127,11 +133,13 @@ pub(crate) fn compare(root: &Path, before: &Before, scope: &[String]) -> SliceCh
         }
     };
     match git_changes(root, old) {
-        Ok((files, stat)) => {
+        Ok((files, stat, rules)) => {
             changes.outside = files
                 .iter()
                 .filter(|f| !in_scope(f, scope))
                 .cloned()
+                // Git's ignore rules are never in scope: changing them hides files.
+                .chain(rules)
                 .collect();
             changes.files = files;
             changes.stat = stat;
@@ -219,23 +227,81 @@ fn git_state(root: &Path) -> Result<GitState, String> {
             Some((project, (code, print)))
         })
         .collect();
+    // An agent can hide a change from `git status`: flag the file skip-worktree or
+    // assume-unchanged, or list a new file in `info/exclude`. Such files are fingerprinted
+    // like the ones status lists, and the rules themselves are watched.
+    let listed = git(&top, &["ls-files", "-v", "-z"])?;
+    let hidden = listed
+        .split(|b| *b == 0)
+        .filter(|e| e.len() > 2 && (e[0] == b'S' || e[0].is_ascii_lowercase()))
+        .filter_map(|e| {
+            let e = String::from_utf8_lossy(e);
+            let path = &e[2..];
+            let project = project_path(path, &prefix)?;
+            let tag = e.chars().next()?;
+            Some((project, (tag, fingerprint(&Path::new(&top).join(path)))))
+        })
+        .collect();
+    let ignore_rules = ignore_rule_files(&top)
+        .into_iter()
+        .map(|path| {
+            let print = fingerprint(Path::new(&path));
+            (path, print)
+        })
+        .collect();
     Ok(GitState {
         top,
         prefix,
         head,
         status,
+        hidden,
+        ignore_rules,
     })
 }
 
-/// The changed files (project-relative) and their diff stat.
-fn git_changes(root: &Path, old: &GitState) -> Result<(Vec<String>, String), String> {
+/// `info/exclude` of the repository and the user's `core.excludesFile`.
+fn ignore_rule_files(top: &str) -> Vec<String> {
+    let mut files = Vec::new();
+    if let Ok(out) = git(
+        top,
+        &[
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-path",
+            "info/exclude",
+        ],
+    ) {
+        files.push(String::from_utf8_lossy(&out).trim().to_owned());
+    }
+    if let Ok(out) = git(top, &["config", "--path", "core.excludesFile"]) {
+        files.push(String::from_utf8_lossy(&out).trim().to_owned());
+    }
+    files.retain(|f| !f.is_empty());
+    files
+}
+
+/// The changed files (project-relative), their diff stat, and the ignore-rule files changed.
+fn git_changes(root: &Path, old: &GitState) -> Result<(Vec<String>, String, Vec<String>), String> {
     let new = git_state(root)?;
+    let rules = new
+        .ignore_rules
+        .iter()
+        .filter(|(path, print)| old.ignore_rules.get(*path) != Some(*print))
+        .map(|(path, _)| format!("{path} (git's ignore rules)"))
+        .collect();
     let keys: BTreeSet<&String> = old.status.keys().chain(new.status.keys()).collect();
     let mut files: BTreeSet<String> = keys
         .into_iter()
         .filter(|k| old.status.get(*k) != new.status.get(*k))
         .cloned()
         .collect();
+    let hidden: BTreeSet<&String> = old.hidden.keys().chain(new.hidden.keys()).collect();
+    files.extend(
+        hidden
+            .into_iter()
+            .filter(|k| old.hidden.get(*k) != new.hidden.get(*k))
+            .cloned(),
+    );
     let base = match &old.head {
         Some(head) => head.clone(),
         None => empty_tree(&old.top)?,
@@ -251,7 +317,7 @@ fn git_changes(root: &Path, old: &GitState) -> Result<(Vec<String>, String), Str
     }
     let files: Vec<String> = files.into_iter().collect();
     let stat = diff_stat(old, &new, &base, &files)?;
-    Ok((files, stat))
+    Ok((files, stat, rules))
 }
 
 /// `git diff --stat BASE -- FILES`, then the changed files git does not track.

@@ -69,6 +69,10 @@ pub struct Finished<'a> {
     /// The agent's session (Claude `session_id`, Codex `thread_id`), to resume or look it up.
     pub session: Option<&'a str>,
     pub output_bytes: u64,
+    /// SHA-256 of the slice's log once loopx finished writing (and redacting) it.
+    pub log_sha256: String,
+    /// What the writeback hides besides the store's own redaction (`None`: the store's).
+    pub redactor: Option<&'a loopx_kernel::Redactor>,
     pub started_at: Timestamp,
     pub ended_at: Timestamp,
     /// How long the slice ran, on the monotonic clock.
@@ -170,6 +174,7 @@ pub fn slice_end(f: &Finished<'_>) -> Op {
             tokens: f.quota.tokens,
             cost_usd: f.quota.cost_usd,
             output_bytes: f.output_bytes,
+            log_sha256: f.log_sha256.clone(),
         },
     }
 }
@@ -666,6 +671,8 @@ pub(crate) fn test_finished(agent: &AgentName) -> Finished<'_> {
         classification: None,
         session: Some("c4a9eaf5"),
         output_bytes: 100,
+        log_sha256: String::new(),
+        redactor: None,
         started_at: Timestamp(1_000),
         ended_at: Timestamp(3_000),
         elapsed: std::time::Duration::from_secs(2),

@@ -28,6 +28,13 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
             s.events_tail(args.limit)
         }
     })?;
+    let recorded_sha = match slice {
+        Some(slice) => store
+            .read(|s| s.slice(slice))?
+            .map(|r| r.log_sha256)
+            .unwrap_or_default(),
+        None => String::new(),
+    };
     drop(store);
     let mut first = true;
     let mut next = events.last().map_or(1, |e| e.seq + 1);
@@ -54,6 +61,14 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
                 std::io::Write::write_all(&mut ctx.out, &output)?;
             } else {
                 ctx.line(format!("--- output of {slice} ({}) ---", log.display()))?;
+                let sha = sha256_hex(&output);
+                if !recorded_sha.is_empty() && sha != recorded_sha {
+                    ctx.line(ctx.style.red(&format!(
+                        "warning: this log was changed after loopx wrote it (sha256 {} now, {} when {slice} ended): it is not what the agent printed",
+                        &sha[..12],
+                        &recorded_sha[..recorded_sha.len().min(12)]
+                    )))?;
+                }
                 // Escape sequences are the agent's: shown as text, never obeyed.
                 let mut stripped = Vec::with_capacity(output.len());
                 loopx_pty::AnsiStripper::default().feed(&output, &mut stripped);
@@ -130,4 +145,12 @@ fn event_data(kind: &EventKind) -> serde_json::Value {
         }
         _ => serde_json::json!({}),
     }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

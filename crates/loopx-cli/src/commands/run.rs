@@ -80,7 +80,7 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
         world: loopx_supervisor::World::real(),
     };
     let json = ctx.json;
-    let mut notifier = loopx_supervisor::Notifier::load(&req.project)?;
+    let mut notifier = notifier(&req.project)?;
     let end = loopx_supervisor::run_loop(&req, &mut |event| {
         if let Some(notifier) = notifier.as_mut() {
             notifier.notify(event);
@@ -140,7 +140,7 @@ fn run_once(
     for r in &recovered {
         say(&event_line(&RunEvent::Recovered(r.clone())));
     }
-    let notifier = loopx_supervisor::Notifier::load(&req.project)?;
+    let notifier = notifier(&req.project)?;
     let once = loopx_supervisor::run_once(&req, &mut |step| say(&step_line(&step)))?;
     if let (Some(mut notifier), Once::Ran { slice, .. }) = (notifier, &once) {
         notify_slice(&mut notifier, &req.project, slice);
@@ -241,6 +241,27 @@ fn notify_slice(
 }
 
 /// A progress line on stderr: stdout carries results only.
+/// The project's notifier; says so when its command waits for a person's approval.
+fn notifier(
+    project: &loopx_kernel::Project,
+) -> Result<Option<loopx_supervisor::Notifier>, ExpectedError> {
+    let Some(mut notifier) = loopx_supervisor::Notifier::load(project)? else {
+        return Ok(None);
+    };
+    match notifier.seek_approval(loopx_kernel::Timestamp::now())? {
+        None => {}
+        Some(gate) if gate.state == loopx_kernel::model::GateState::Open => say(&format!(
+            "notifications are off: the command in .loopx/loopx.toml waits for a person's approval in {} (answer with: loopx gate answer {} approve)",
+            gate.id, gate.id
+        )),
+        Some(gate) => say(&format!(
+            "notifications are off: the command in .loopx/loopx.toml was denied in {}; edit it to ask again",
+            gate.id
+        )),
+    }
+    Ok(Some(notifier))
+}
+
 fn say(line: &str) {
     let _ = writeln!(
         std::io::stderr(),

@@ -16,9 +16,10 @@
 //!   `failed`. Every other record is encoded as in version 2.
 //! - 4: gates gained the `goal_met` kind (appended, so a version-3 record reads unchanged); the
 //!   bump makes an older loopx refuse a goal-met gate by name instead of failing to decode it.
-//! - 5: slices gained `containment` (what contained the agent: `namespaces+landlock`, …); a
-//!   slice of an older version reads with an empty one (not recorded). Every other record is
-//!   encoded as in version 4.
+//! - 5: slices gained `containment` (what contained the agent: `namespaces+landlock`, …) and
+//!   `log_sha256` (the log as loopx wrote it); a slice of an older version reads with both
+//!   empty (not recorded). Gates may block `Nothing` (a variant appended, so a version-4 gate
+//!   reads unchanged). Every other record is encoded as in version 4.
 
 use std::borrow::Cow;
 
@@ -133,6 +134,7 @@ impl From<SliceV4> for SliceRecord {
             log: s.log,
             leftovers: s.leftovers,
             containment: String::new(),
+            log_sha256: String::new(),
         }
     }
 }
@@ -194,6 +196,7 @@ impl From<SliceV2> for SliceRecord {
             log: s.log,
             leftovers: 0,
             containment: String::new(),
+            log_sha256: String::new(),
         }
     }
 }

@@ -5,13 +5,18 @@
 //! overwritten with `*` of the same length, so the log's byte counts stay exact. A value may be
 //! split across two reads, so the last `longest - 1` bytes are held back until the next read
 //! (or the end) shows whether they start a secret. Without values, bytes pass through untouched.
+//!
+//! An agent can split a value with escape sequences (`sk-ab\x1b[0mcdef` prints as `sk-abcdef`).
+//! Matching skips escape sequences (CSI, OSC, DCS and two-byte `ESC x`), so the value's own
+//! bytes are masked wherever they are interleaved; the sequences are left as they were.
 
 pub(crate) struct Mask {
     /// A SIMD searcher per value: the output may be a flood, and this runs on all of it.
     values: Vec<memchr::memmem::Finder<'static>>,
     /// Bytes not yet released: they may be the start of a value.
     carry: Vec<u8>,
-    /// How many bytes to hold back: the longest value's length minus one.
+    /// How many bytes to hold back: the longest value's length minus one, plus room for
+    /// escape sequences inside it.
     keep: usize,
 }
 
@@ -22,7 +27,8 @@ impl Mask {
             .filter(|v| !v.is_empty())
             .map(|v| memchr::memmem::Finder::new(v).into_owned())
             .collect();
-        let keep = values.iter().map(|f| f.needle().len()).max().unwrap_or(1) - 1;
+        // A value interleaved with escape sequences spans more bytes than its length.
+        let keep = values.iter().map(|f| f.needle().len()).max().unwrap_or(1) - 1 + ESCAPE_SLACK;
         Mask {
             values,
             carry: Vec::new(),
@@ -49,7 +55,79 @@ impl Mask {
     }
 }
 
+/// Bytes of escape sequences a split value may hold inside it and still be found across reads.
+const ESCAPE_SLACK: usize = 256;
+
 fn mask_all(buf: &mut [u8], values: &[memchr::memmem::Finder<'static>]) {
+    mask_plain(buf, values);
+    if memchr::memchr(0x1b, buf).is_some() {
+        for value in values {
+            mask_through_escapes(buf, value.needle());
+        }
+    }
+}
+
+/// Masks `value` where its bytes are interleaved with escape sequences.
+fn mask_through_escapes(buf: &mut [u8], value: &[u8]) {
+    let Some(&first) = value.first() else { return };
+    let mut from = 0;
+    while let Some(at) = memchr::memchr(first, &buf[from..]) {
+        let start = from + at;
+        let mut matched = Vec::with_capacity(value.len());
+        let mut i = start;
+        while matched.len() < value.len() && i < buf.len() {
+            if buf[i] == 0x1b {
+                i = escape_end(buf, i);
+                continue;
+            }
+            if buf[i] != value[matched.len()] {
+                break;
+            }
+            matched.push(i);
+            i += 1;
+        }
+        if matched.len() == value.len() {
+            for at in matched {
+                buf[at] = b'*';
+            }
+            from = i;
+        } else {
+            from = start + 1;
+        }
+    }
+}
+
+/// The index after the escape sequence starting at `buf[esc]` (an unfinished one runs to the
+/// end of the buffer).
+fn escape_end(buf: &[u8], esc: usize) -> usize {
+    let Some(&kind) = buf.get(esc + 1) else {
+        return buf.len();
+    };
+    match kind {
+        // CSI: parameters and intermediates, then a final byte 0x40..=0x7e.
+        b'[' => buf[esc + 2..]
+            .iter()
+            .position(|b| (0x40..=0x7e).contains(b))
+            .map_or(buf.len(), |p| esc + 2 + p + 1),
+        // OSC, DCS, SOS, PM, APC: up to BEL or ST (`ESC \`).
+        b']' | b'P' | b'X' | b'^' | b'_' => {
+            let mut i = esc + 2;
+            while i < buf.len() {
+                if buf[i] == 0x07 {
+                    return i + 1;
+                }
+                if buf[i] == 0x1b && buf.get(i + 1) == Some(&b'\\') {
+                    return i + 2;
+                }
+                i += 1;
+            }
+            buf.len()
+        }
+        _ => esc + 2,
+    }
+}
+
+fn mask_plain(buf: &mut [u8], values: &[memchr::memmem::Finder<'static>]) {
     for value in values {
         let len = value.needle().len();
         let mut from = 0;
@@ -82,6 +160,18 @@ mod tests {
     fn a_value_split_across_reads_is_masked_and_lengths_are_kept() {
         let out = through(&["hunter2hunter2"], &[b"token=hunter2", b"hunter2 ok"]);
         assert_eq!(out, b"token=************** ok");
+    }
+
+    #[test]
+    fn a_value_split_by_escape_sequences_is_masked() {
+        let out = through(
+            &["hunter2hunter2"],
+            &[b"k=hunt\x1b[0mer2hu\x1b]0;t\x07nter2 \x1b[1mbold\x1b[0m"],
+        );
+        assert_eq!(
+            out,
+            b"k=****\x1b[0m*****\x1b]0;t\x07***** \x1b[1mbold\x1b[0m"
+        );
     }
 
     #[test]

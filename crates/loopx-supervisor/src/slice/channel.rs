@@ -38,6 +38,8 @@ pub(crate) struct Channel {
 /// What the serving thread needs.
 struct Serving {
     project: Project,
+    /// What reports may not store (`contain::slice_redactor`).
+    redactor: loopx_kernel::Redactor,
     reporter: Reporter,
     clock: SharedClock,
     leader: Arc<AtomicU32>,
@@ -50,12 +52,14 @@ impl Channel {
         project: Project,
         reporter: Reporter,
         clock: SharedClock,
+        redactor: loopx_kernel::Redactor,
     ) -> std::io::Result<Channel> {
         let listener = UnixListener::bind(path)?;
         let stop = Arc::new(AtomicBool::new(false));
         let leader = Arc::new(AtomicU32::new(0));
         let serving = Serving {
             project,
+            redactor,
             reporter,
             clock,
             leader: leader.clone(),
@@ -160,11 +164,9 @@ impl Serving {
             Err(refused) => return ReportReply::Refused(refused),
         };
         let written = retrying(&*self.clock, patience(), || {
-            Store::open(&self.project)?.apply_all(
-                batch.clone(),
-                &self.reporter.actor(),
-                self.clock.now(),
-            )
+            let mut store = Store::open(&self.project)?;
+            store.set_redactor(self.redactor.clone());
+            store.apply_all(batch.clone(), &self.reporter.actor(), self.clock.now())
         });
         match written {
             Ok(mut applied) => match applied.pop().and_then(Reported::from_applied) {

@@ -191,6 +191,31 @@ fn sandbox(
     })
 }
 
+/// The redactor for everything a slice leaves (its log, its writeback, its reports): the
+/// kernel's patterns, loopx's secret-looking variables, the profile's secrets, and the value of
+/// every variable of loopx's environment the agent was *not* given, 8 bytes or longer and not
+/// a path or a URL: an agent that prints one found it somewhere it should not have.
+pub(crate) fn slice_redactor(plan: &LaunchPlan) -> loopx_kernel::Redactor {
+    let passed = |name: &str| {
+        plan.env_allowlist.iter().any(|n| n == name)
+            || plan.env_set.contains_key(name)
+            || name == "TERM"
+            || name.starts_with("LOOPX_")
+    };
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(name, value)| {
+            !passed(name)
+                && !value.starts_with('/')
+                && !value.starts_with('~')
+                && !value.contains(":/")
+        })
+        .fold(
+            loopx_kernel::Redactor::for_process_env(&plan.secret_env_names),
+            |redactor, (_, value)| redactor.with_value(value),
+        )
+}
+
 /// What this kernel does not offer, in words.
 pub(crate) fn missing(support: SandboxSupport) -> Vec<&'static str> {
     let mut missing = Vec::new();

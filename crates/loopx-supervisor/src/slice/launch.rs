@@ -82,7 +82,11 @@ pub(crate) fn launch_spec(
         // The log keeps the first and the last half of `max_output`, with a marker between
         // naming what was left out.
         log: LogSpec {
-            mask: secret_values(&plan.secret_env_names),
+            mask: super::contain::slice_redactor(plan)
+                .values()
+                .iter()
+                .map(|v| v.clone().into_bytes())
+                .collect(),
             head_bytes: usize::try_from(limits.max_output_bytes / 2).unwrap_or(usize::MAX),
             tail_bytes: usize::try_from(limits.max_output_bytes.div_ceil(2)).unwrap_or(usize::MAX),
             ..LogSpec::new(log)
@@ -92,17 +96,6 @@ pub(crate) fn launch_spec(
         echo: stdin.is_none(),
     };
     (spec, stdin)
-}
-
-/// The values the agent's log must not hold: those the kernel's redactor hides for this
-/// process — the credentials passed to the agent (the plan's secret variables) and any other
-/// secret-looking variable of loopx's own environment, 8 bytes or longer.
-fn secret_values(names: &[String]) -> Vec<Vec<u8>> {
-    loopx_kernel::redact::Redactor::for_process_env(names)
-        .values()
-        .iter()
-        .map(|v| v.clone().into_bytes())
-        .collect()
 }
 
 /// Enough to recognise the process after a restart: pid, start time (field 22 of

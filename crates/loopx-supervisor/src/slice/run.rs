@@ -115,6 +115,7 @@ impl Begun {
             req.project.clone(),
             reporter,
             req.world.clock.clone(),
+            super::contain::slice_redactor(&self.plan),
         ) {
             Ok(channel) => channel,
             Err(e) => {
@@ -351,7 +352,7 @@ fn conclude(
         elapsed,
     } = ended;
     let log = slice_path(req, begun.record.log.as_deref().unwrap_or_default());
-    if let Err(e) = redact_log(&log, &begun.plan.secret_env_names) {
+    if let Err(e) = redact_log(&log, &super::contain::slice_redactor(&begun.plan)) {
         tracing::warn!(slice = %begun.record.id, error = %e, "cannot redact the slice log");
     }
     let scope = begun.goal.as_ref().map_or(&[][..], |g| &g.scope);

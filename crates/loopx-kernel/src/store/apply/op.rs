@@ -206,6 +206,8 @@ pub struct SliceEnd {
     pub output_bytes: u64,
     /// Processes the agent left behind that loopx stopped after it exited.
     pub leftovers: u32,
+    /// SHA-256 of the slice's log as loopx finished writing it (empty: none).
+    pub log_sha256: String,
 }
 
 /// Every change the kernel accepts.

@@ -113,6 +113,7 @@ pub(super) fn start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, KernelErro
         log: new.log.map(named),
         leftovers: 0,
         containment: String::new(),
+        log_sha256: String::new(),
     };
     w.put(tables::SLICES, id.0, &record)?;
     w.set_running(id.0, true)?;
@@ -219,6 +220,7 @@ pub(super) fn end(w: &Writer<'_>, id: SliceId, end: SliceEnd) -> Result<Applied,
     record.tokens = end.tokens;
     record.cost_usd = end.cost_usd;
     record.output_bytes = end.output_bytes;
+    record.log_sha256 = end.log_sha256;
     w.put(tables::SLICES, id.0, &record)?;
     w.set_running(id.0, false)?;
     w.remove(tables::SLICE_OWNERS, id.0)?;
@@ -249,6 +251,7 @@ pub(super) fn interrupt(
             tokens: usage.as_ref().map_or(0, |u| u.tokens),
             cost_usd: usage.as_ref().map_or(0.0, |u| u.cost_usd),
             output_bytes,
+            log_sha256: String::new(),
         },
     )?
     else {
