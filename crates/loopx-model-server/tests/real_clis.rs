@@ -564,6 +564,11 @@ fn netns_loopx_runs_claude_to_a_done_todo() {
         "{detail}"
     );
     assert!(detail.contains("report: wrote hello.txt"), "{detail}");
+    // Claude Code did all this inside loopx's sandbox, not beside it.
+    assert!(
+        detail.contains("containment: namespaces+landlock\n"),
+        "{detail}"
+    );
 }
 
 #[test]
@@ -698,6 +703,12 @@ fn netns_loopx_runs_codex_to_a_done_todo() {
             .zip(thread.as_str())
             .is_some_and(|(d, t)| d.contains(&format!("session: {t}\n"))),
         "{detail} lacks thread {thread}"
+    );
+    assert!(
+        detail
+            .as_str()
+            .is_some_and(|d| d.contains("containment: namespaces+landlock\n")),
+        "Codex ran inside loopx's sandbox: {detail}"
     );
     assert_eq!(project.model_turns(), 1);
 }

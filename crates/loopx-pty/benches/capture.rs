@@ -53,9 +53,10 @@ fn spec(dir: &Path, id: &str, script: &str, args: &[String]) -> LaunchSpec {
 }
 
 /// `masked`: with three API-key-sized credential values to mask in the log, as a slice of a
-/// real agent has.
-async fn capture_flood(dir: &Path, bytes: u64, masked: bool) {
-    let mut spec = spec(dir, "bench-flood", "flood.sh", &[bytes.to_string()]);
+/// real agent has. `script`: `flood.sh` (plain text) or `flood-colour.sh` (escape sequences on
+/// every line: masking looks through them).
+async fn capture_flood(dir: &Path, bytes: u64, masked: bool, script: &str) {
+    let mut spec = spec(dir, "bench-flood", script, &[bytes.to_string()]);
     if masked {
         spec.log.mask = (0..3)
             .map(|n| format!("sk-ant-api03-{n}{}", "x".repeat(80)).into_bytes())
@@ -73,7 +74,11 @@ async fn capture_flood(dir: &Path, bytes: u64, masked: bool) {
     let elapsed = started.elapsed();
     assert_eq!(report.exit, SliceExit::Exited(0));
     assert_eq!((report.bytes_total, streamed), (bytes, bytes));
-    let with = if masked { ", 3 values masked" } else { "" };
+    let with = match (masked, script) {
+        (false, _) => "",
+        (true, "flood.sh") => ", 3 values masked",
+        (true, _) => ", 3 values masked, coloured output",
+    };
     println!(
         "capture (events read{with}): {bytes} bytes in {:.2} s = {:.0} MB/s, peak RSS {:.1} MiB",
         elapsed.as_secs_f64(),
@@ -184,8 +189,9 @@ fn main() {
         "loopx-pty capture bench: {} cores",
         std::thread::available_parallelism().map_or(0, usize::from)
     );
-    runtime.block_on(capture_flood(dir.path(), bytes, false));
-    runtime.block_on(capture_flood(dir.path(), bytes, true));
+    runtime.block_on(capture_flood(dir.path(), bytes, false, "flood.sh"));
+    runtime.block_on(capture_flood(dir.path(), bytes, true, "flood.sh"));
+    runtime.block_on(capture_flood(dir.path(), bytes, true, "flood-colour.sh"));
     runtime.block_on(capture_flood_no_events(dir.path(), bytes));
     raw_pty(bytes);
     screen_only(bytes / 4);

@@ -112,6 +112,29 @@ impl SandboxSupport {
     }
 }
 
+impl SandboxSupport {
+    /// A quick reading for a status line, without forking: the kernel's switches for user
+    /// namespaces (`user.max_user_namespaces`, Debian's `unprivileged_userns_clone`, Ubuntu's
+    /// AppArmor restriction). [`SandboxSupport::probe`] is the definitive answer (a seccomp
+    /// filter can still refuse `unshare`); the supervisor and `loopx doctor` use it.
+    pub fn quick() -> Self {
+        let read = |path: &str| {
+            std::fs::read_to_string(path)
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+        };
+        let root = getuid().is_root();
+        let namespaces = read("/proc/sys/user/max_user_namespaces").is_some_and(|n| n > 0)
+            && (root
+                || (read("/proc/sys/kernel/unprivileged_userns_clone") != Some(0)
+                    && read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") != Some(1)));
+        Self {
+            namespaces,
+            landlock_abi: landlock_abi(),
+        }
+    }
+}
+
 fn namespaces_work() -> bool {
     // SAFETY: the child only calls async-signal-safe functions (`unshare`, `_exit`).
     match unsafe { fork() } {

@@ -10,6 +10,11 @@
 //! blocks the agent, so the decision asks anyway until it is answered); answered anything else
 //! stops the agent; withdrawn, or none at all, opens a new gate. Editing the profile or its
 //! adapter changes the hash, so no earlier answer matches and loopx asks again.
+//!
+//! A profile on a **project adapter** (`.loopx/adapters/NAME.toml`, not one shipped with loopx)
+//! needs the same approval at every level: the adapter names the program loopx starts, and a
+//! file in `.loopx/` may have been planted by an agent of an unsandboxed slice. One approval of
+//! the content hash covers both reasons.
 
 use loopx_adapters::PermissionLevel;
 use loopx_kernel::model::{Blocks, Gate, GateKind, GateState, Goal};
@@ -60,10 +65,17 @@ impl Binding {
         )
     }
 
-    fn question(&self) -> String {
+    fn question(&self, why: Why<'_>) -> String {
         let short: String = self.sha256.chars().take(8).collect();
+        let tail = match why {
+            Why::Full => "with full permission: no sandbox, any command, network?".to_owned(),
+            Why::ProjectAdapter(file) => format!("with the project's own adapter ({file})?"),
+            Why::FullOnProjectAdapter(file) => format!(
+                "with full permission (no sandbox, any command, network) and the project's own adapter ({file})?"
+            ),
+        };
         format!(
-            "Allow agent `{}` to run profile `{}` (sha256 {short}…) with full permission: no sandbox, any command, network?",
+            "Allow agent `{}` to run profile `{}` (sha256 {short}…) {tail}",
             self.agent, self.profile
         )
     }
@@ -134,24 +146,50 @@ pub(crate) fn permission(
         K::Full => PermissionLevel::Full,
     });
     let level = setup.loaded.profile.permission.min(cap);
-    if level != PermissionLevel::Full {
-        return Ok(Permission::Run(level));
-    }
+    let adapter = &setup.loaded.adapter;
+    let why = match (level, adapter.file.starts_with("<builtin>/")) {
+        (PermissionLevel::Full, true) => Why::Full,
+        (PermissionLevel::Full, false) => Why::FullOnProjectAdapter(&adapter.file),
+        (_, false) => Why::ProjectAdapter(&adapter.file),
+        (_, true) => return Ok(Permission::Run(level)),
+    };
     let binding = Binding::of(setup);
     let gates = store.read(|s| s.gates())?;
     let gate = match verdict(&gates, &binding) {
         Verdict::Approved => return Ok(Permission::Run(level)),
-        Verdict::Denied(gate) => return Ok(Permission::Held(denied(&binding, &gate))),
+        Verdict::Denied(gate) => return Ok(Permission::Held(denied(&binding, &gate, why))),
         Verdict::Open(gate) => gate,
         Verdict::Unasked => {
-            let op = Op::GateAsk(ask(&binding, &setup.loaded.profile.file));
+            let op = Op::GateAsk(ask(&binding, &setup.loaded.profile.file, why));
             let Applied::Gate(gate) = store.apply(op, ACTOR, now)? else {
                 unreachable!("a gate ask yields the gate")
             };
             gate
         }
     };
-    Ok(Permission::Held(asking(&binding, &gate)))
+    Ok(Permission::Held(asking(&binding, &gate, why)))
+}
+
+/// Why a profile needs a person's approval before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Why<'a> {
+    /// `permission = "full"`.
+    Full,
+    /// Its adapter is the project's own file (named).
+    ProjectAdapter(&'a str),
+    /// Both.
+    FullOnProjectAdapter(&'a str),
+}
+
+impl Why<'_> {
+    /// What is to be approved, for the question and the reasons.
+    fn what(self) -> &'static str {
+        match self {
+            Why::Full => "with full permission",
+            Why::ProjectAdapter(_) => "with the project's own adapter",
+            Why::FullOnProjectAdapter(_) => "with full permission and the project's own adapter",
+        }
+    }
 }
 
 /// The options of every approval gate: `approve` (the first) and `deny`.
@@ -160,16 +198,30 @@ pub(crate) fn approval_options() -> Vec<String> {
 }
 
 /// The approval gate for a binding; it blocks the agent.
-fn ask(binding: &Binding, file: &str) -> NewGate {
+fn ask(binding: &Binding, file: &str, why: Why<'_>) -> NewGate {
+    let full = format!(
+        "The profile `{}` ({file}) sets `permission = \"full\"`: the agent runs with its \
+         adapter's `full` flags, outside the vendor's sandbox. loopx's own limits still apply.",
+        binding.profile
+    );
+    let adapter = |adapter: &str| {
+        format!(
+            "The profile `{}` uses the project's own adapter {adapter}, which names the program \
+             loopx starts and its arguments; read it before you approve.",
+            binding.profile
+        )
+    };
+    let reasons = match why {
+        Why::Full => full,
+        Why::ProjectAdapter(file) => adapter(file),
+        Why::FullOnProjectAdapter(file) => format!("{full} {}", adapter(file)),
+    };
     NewGate {
-        question: binding.question(),
+        question: binding.question(why),
         options: approval_options(),
         context: format!(
-            "{}\nThe profile `{}` ({file}) sets `permission = \"full\"`: the agent runs with its \
-             adapter's `full` flags, outside the vendor's sandbox. loopx's own limits still \
-             apply. An approval holds until the profile or its adapter changes.",
+            "{}\n{reasons} An approval holds until the profile or its adapter changes.",
             binding.line(),
-            binding.profile
         ),
         blocks: Blocks::Agent(
             binding
@@ -181,25 +233,34 @@ fn ask(binding: &Binding, file: &str) -> NewGate {
     }
 }
 
-fn asking(binding: &Binding, gate: &Gate) -> Decision {
+fn asking(binding: &Binding, gate: &Gate, why: Why<'_>) -> Decision {
     held(
         DecisionKind::Ask,
         Some(gate),
         format!(
-            "`{}` needs a person's approval to run profile `{}` with full permission",
-            binding.agent, binding.profile
+            "`{}` needs a person's approval to run profile `{}` {}",
+            binding.agent,
+            binding.profile,
+            why.what()
         ),
     )
 }
 
-fn denied(binding: &Binding, gate: &Gate) -> Decision {
+fn denied(binding: &Binding, gate: &Gate, why: Why<'_>) -> Decision {
+    let instead = match why {
+        Why::Full => "or lower its `permission`",
+        Why::ProjectAdapter(_) | Why::FullOnProjectAdapter(_) => {
+            "or use an adapter shipped with loopx"
+        }
+    };
     held(
         DecisionKind::Stop,
         None,
         format!(
-            "full permission for profile `{}` was denied in gate {} (answer `{}`); edit the profile \
-             to ask again (any change asks again), or lower its `permission`",
+            "running profile `{}` {} was denied in gate {} (answer `{}`); edit the profile \
+             to ask again (any change asks again), {instead}",
             binding.profile,
+            why.what(),
             gate.id,
             gate.answer.as_ref().map_or("", |a| a.text.as_str())
         ),
@@ -237,7 +298,7 @@ mod tests {
     }
 
     fn gate(id: u64, b: &Binding, state: GateState, option: Option<u32>) -> Gate {
-        let new = ask(b, ".loopx/profiles/danger.toml");
+        let new = ask(b, ".loopx/profiles/danger.toml", Why::Full);
         Gate {
             id: GateId(id),
             question: new.question,
@@ -259,7 +320,7 @@ mod tests {
 
     #[test]
     fn the_question_is_concrete_and_names_the_hash() {
-        let q = binding().question();
+        let q = binding().question(Why::Full);
         loopx_kernel::question::check_question(&q).expect("a concrete question");
         assert!(q.contains("`danger` (sha256 1a2b3c4d…)"), "{q}");
     }

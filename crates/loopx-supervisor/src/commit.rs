@@ -82,6 +82,7 @@ impl Observed {
             ended_at,
             elapsed,
             spent,
+            containment,
         } = self;
         let setup = &begun.setup;
         let log = begun.record.log.clone().unwrap_or_default();
@@ -111,6 +112,7 @@ impl Observed {
             output_bytes: ran.report.as_ref().map_or(0, |r| r.bytes_total),
             log_sha256: file_sha256(&crate::slice::slice_log_path(req, &log)),
             redactor: Some(&redactor),
+            containment,
             started_at: begun.record.started_at,
             ended_at,
             elapsed,

@@ -192,10 +192,23 @@ fn git_timeout() -> std::time::Duration {
         .unwrap_or(DEFAULT)
 }
 
+/// The work tree's state. Where git's ignore rules live is asked again each time: an agent
+/// could point `core.excludesFile` at a file of its own.
 fn git_state(root: &Path) -> Result<GitState, String> {
     let root = root.to_string_lossy();
     // A git that failed means no work tree here; one that hung (or is missing) says so itself.
-    let where_ = git(&root, &["rev-parse", "--show-toplevel", "--show-prefix"]).map_err(|e| {
+    let where_ = git(
+        &root,
+        &[
+            "rev-parse",
+            "--show-toplevel",
+            "--show-prefix",
+            "--path-format=absolute",
+            "--git-path",
+            "info/exclude",
+        ],
+    )
+    .map_err(|e| {
         if e.starts_with("`git rev-parse` failed") {
             "the project is not in a git work tree".to_owned()
         } else {
@@ -206,6 +219,7 @@ fn git_state(root: &Path) -> Result<GitState, String> {
     let mut lines = where_.lines();
     let top = lines.next().unwrap_or_default().to_owned();
     let prefix = lines.next().unwrap_or_default().to_owned();
+    let exclude = lines.next().unwrap_or_default().to_owned();
     let head = git(&top, &["rev-parse", "--verify", "-q", "HEAD"])
         .ok()
         .map(|h| String::from_utf8_lossy(&h).trim().to_owned());
@@ -242,7 +256,7 @@ fn git_state(root: &Path) -> Result<GitState, String> {
             Some((project, (tag, fingerprint(&Path::new(&top).join(path)))))
         })
         .collect();
-    let ignore_rules = ignore_rule_files(&top)
+    let ignore_rules = ignore_rule_files(&top, exclude)
         .into_iter()
         .map(|path| {
             let print = fingerprint(Path::new(&path));
@@ -259,20 +273,10 @@ fn git_state(root: &Path) -> Result<GitState, String> {
     })
 }
 
-/// `info/exclude` of the repository and the user's `core.excludesFile`.
-fn ignore_rule_files(top: &str) -> Vec<String> {
-    let mut files = Vec::new();
-    if let Ok(out) = git(
-        top,
-        &[
-            "rev-parse",
-            "--path-format=absolute",
-            "--git-path",
-            "info/exclude",
-        ],
-    ) {
-        files.push(String::from_utf8_lossy(&out).trim().to_owned());
-    }
+/// `info/exclude` of the repository (`exclude`, found with the work tree) and the user's
+/// `core.excludesFile`.
+fn ignore_rule_files(top: &str, exclude: String) -> Vec<String> {
+    let mut files = vec![exclude];
     if let Ok(out) = git(top, &["config", "--path", "core.excludesFile"]) {
         files.push(String::from_utf8_lossy(&out).trim().to_owned());
     }

@@ -73,6 +73,8 @@ pub struct Finished<'a> {
     pub log_sha256: String,
     /// What the writeback hides besides the store's own redaction (`None`: the store's).
     pub redactor: Option<&'a loopx_kernel::Redactor>,
+    /// What contained the agent (`namespaces+landlock`, …), for the slice's evidence.
+    pub containment: &'a str,
     pub started_at: Timestamp,
     pub ended_at: Timestamp,
     /// How long the slice ran, on the monotonic clock.
@@ -424,6 +426,7 @@ fn slice_evidence(
         f.output_bytes,
         f.log
     ));
+    detail.push_str(&format!("containment: {}\n", f.containment));
     detail.push_str(&findings::changes_line(f.changes));
     if f.leftovers > 0 {
         detail.push_str(&format!("leftovers: {}\n", f.leftovers));
@@ -673,6 +676,7 @@ pub(crate) fn test_finished(agent: &AgentName) -> Finished<'_> {
         output_bytes: 100,
         log_sha256: String::new(),
         redactor: None,
+        containment: "session",
         started_at: Timestamp(1_000),
         ended_at: Timestamp(3_000),
         elapsed: std::time::Duration::from_secs(2),

@@ -244,7 +244,7 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
         ))?,
         None => ctx.line("No goal yet. Start one: loopx goal start \"OBJECTIVE\"")?,
     }
-    let support = loopx_pty::SandboxSupport::probe();
+    let support = loopx_pty::SandboxSupport::quick();
     if !(support.namespaces && support.landlock_abi.is_some()) {
         ctx.line(style.yellow(
             "Sandbox: this kernel cannot fully contain slices; agents may reach the store (see `loopx doctor`)",

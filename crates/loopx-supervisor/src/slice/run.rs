@@ -39,6 +39,8 @@ pub(crate) struct Launched {
     recorder: Option<JoinHandle<()>>,
     /// When it was spawned, on the supervisor's monotonic clock.
     started: Duration,
+    /// What contains the agent (`Sandbox::describe`).
+    containment: &'static str,
     /// The slice's report channel, closed once it ended.
     channel: Channel,
     /// The slice's private directory, removed once it ended.
@@ -59,6 +61,8 @@ pub(crate) struct Observed {
     pub elapsed: Duration,
     /// What it spent (tokens, cost) over the time it ran, as the quota is charged.
     pub spent: QuotaRequest,
+    /// What contained the agent (`Sandbox::describe`).
+    pub containment: &'static str,
 }
 
 impl Begun {
@@ -195,6 +199,7 @@ impl Begun {
             renewal,
             recorder,
             started,
+            containment,
             channel,
             room,
         }))
@@ -214,6 +219,7 @@ impl Launched {
             renewal,
             recorder,
             started,
+            containment,
             channel,
             room,
         } = self;
@@ -231,8 +237,17 @@ impl Launched {
         // The spawn failed: the decision's store was never handed to the recorder.
         drop(begun.store.take());
         let lost_claim = renewal.and_then(Renewal::finish);
-        conclude(req, begun, ran, pid, ended, &before, lost_claim)
+        let process = Process { pid, containment };
+        conclude(req, begun, ran, process, ended, &before, lost_claim)
     }
+}
+
+/// The agent's process as the slice saw it: its pid (none when it never spawned) and what
+/// contained it.
+#[derive(Debug, Clone, Copy)]
+struct Process {
+    pid: Option<u32>,
+    containment: &'static str,
 }
 
 /// When a slice's agent ended, on both clocks.
@@ -317,7 +332,12 @@ impl Begun {
             stopped_for_refusal: refused,
         };
         let ended = Ended::now(req, started);
-        conclude(req, self, ran, None, ended, &before, lost_claim)
+        // A simulated agent runs in no process at all.
+        let process = Process {
+            pid: None,
+            containment: "simulated",
+        };
+        conclude(req, self, ran, process, ended, &before, lost_claim)
     }
 }
 
@@ -342,11 +362,12 @@ fn conclude(
     req: &RunOnce,
     mut begun: Begun,
     ran: Ran,
-    pid: Option<u32>,
+    process: Process,
     ended: Ended,
     before: &scope::Before,
     lost_claim: Option<String>,
 ) -> Observed {
+    let Process { pid, containment } = process;
     let Ended {
         at: ended_at,
         elapsed,
@@ -390,6 +411,7 @@ fn conclude(
         ended_at,
         elapsed,
         spent,
+        containment,
     }
 }
 
