@@ -235,6 +235,14 @@ fn a_killed_supervisor_s_slice_is_recovered_by_the_next_run() {
     assert_eq!(code, -1, "killed");
     std::thread::sleep(Duration::from_millis(300));
     assert!(alive(agent), "the agent outlived its supervisor");
+    // Its private room (TMPDIR, report socket) is left behind too, until recovery.
+    let room = std::env::temp_dir()
+        .join(format!("loopx-{}", nix::unistd::getuid()))
+        .join(loopx_kernel::marker::slice_marker(
+            loopx.path(),
+            loopx_kernel::SliceId(1),
+        ));
+    assert!(room.join("report.sock").exists(), "{}", room.display());
 
     let run = loopx.run(&["run", "--once", "--json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -243,6 +251,7 @@ fn a_killed_supervisor_s_slice_is_recovered_by_the_next_run() {
     assert_eq!(recovered["slice"], "s1", "{out}");
     assert_eq!(recovered["released"], true);
     assert!(!alive(agent), "recovery stopped the survivor {agent}");
+    assert!(!room.exists(), "recovery removed {}", room.display());
     assert_eq!(out["decision"], "repair", "{out}");
     assert_eq!(out["slice"]["kind"], "repair");
     assert_eq!(out["slice"]["todo"], "t1");

@@ -110,7 +110,10 @@ fn close(
         .as_ref()
         .filter(|agent| is_alive(agent))
         .map(|agent| agent.pid);
-    let swept = loopx_pty::stop_orphaned_slice(session, &marker(project.root(), slice.id), GRACE);
+    let marker = marker(project.root(), slice.id);
+    let swept = loopx_pty::stop_orphaned_slice(session, &marker, GRACE);
+    // Its private room (temp dir, report socket) died with its supervisor's care.
+    crate::slice::remove_room(marker.as_str());
     let output_bytes = slice
         .log
         .as_ref()

@@ -19,7 +19,7 @@ impl Room {
     /// Creates the room, mode 0700 all the way from `loopx-<uid>`.
     pub(crate) fn create(marker: &str) -> std::io::Result<Room> {
         use std::os::unix::fs::DirBuilderExt;
-        let base = short_temp_dir().join(format!("loopx-{}", nix::unistd::getuid()));
+        let base = rooms_dir();
         let dir = base.join(marker);
         let mut builder = std::fs::DirBuilder::new();
         builder.recursive(true).mode(0o700);
@@ -72,6 +72,16 @@ fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         .mode(0o600)
         .open(path)?
         .write_all(contents)
+}
+
+/// Removes the room of a slice whose supervisor died before it could (recovery).
+pub(crate) fn remove_room(marker: &str) {
+    let _ = std::fs::remove_dir_all(rooms_dir().join(marker));
+}
+
+/// Where this user's slice rooms live.
+fn rooms_dir() -> PathBuf {
+    short_temp_dir().join(format!("loopx-{}", nix::unistd::getuid()))
 }
 
 /// A socket path must fit in 108 bytes; a long `TMPDIR` falls back to `/tmp`.
