@@ -340,3 +340,25 @@ fn a_rewritten_slice_log_is_called_out() {
         "{shown}"
     );
 }
+
+/// Other slices' rooms (their prompt files, temp files and report sockets) live beside this
+/// slice's under `$TMPDIR/loopx-<uid>/`; in the sandbox only the slice's own room is there.
+#[test]
+fn an_agent_sees_no_other_slice_s_room() {
+    let rooms = std::env::temp_dir().join(format!("loopx-{}", nix::unistd::getuid()));
+    let other = rooms.join(format!("s9.other-{}", std::process::id()));
+    std::fs::create_dir_all(&other).expect("a room of another slice");
+    std::fs::write(other.join("prompt"), "another project's private context\n").expect("prompt");
+    let loopx = attacker(&format!(
+        "ls \"$(dirname \"$LOOPX_REPORT_SOCKET\")/..\" > rooms.txt\n\
+         cat '{}' > stolen.txt 2>/dev/null; echo $? > stolen.rc\n",
+        other.join("prompt").display()
+    ));
+    run_once(&loopx, &[]);
+    let _ = std::fs::remove_dir_all(&other);
+    let rooms = read(&loopx, "rooms.txt");
+    assert_eq!(rooms.lines().count(), 1, "only its own room: {rooms}");
+    assert!(rooms.starts_with("s1."), "{rooms}");
+    assert_ne!(read(&loopx, "stolen.rc").trim(), "0");
+    assert_eq!(read(&loopx, "stolen.txt"), "");
+}

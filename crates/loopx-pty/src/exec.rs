@@ -88,8 +88,9 @@ where
         return Err(usage("no program after `--`"));
     }
     // Hiding needs a mount namespace; a path that would silently stay visible is refused.
-    if !sandbox.sandbox.hide.is_empty() && !sandbox.sandbox.namespaces {
-        return Err(usage("`--hide` needs `--namespaces`"));
+    let hides = !sandbox.sandbox.hide.is_empty() || sandbox.sandbox.private_room.is_some();
+    if hides && !sandbox.sandbox.namespaces {
+        return Err(usage("`--hide` and `--private-room` need `--namespaces`"));
     }
     Ok((limits, sandbox.sandbox, command))
 }

@@ -49,6 +49,10 @@ pub struct Sandbox {
     pub namespaces: bool,
     /// Paths covered by an empty read-only filesystem; needs `namespaces`.
     pub hide: Vec<PathBuf>,
+    /// The slice's own directory among its siblings (`…/loopx-<uid>/<marker>`): the parent is
+    /// covered by an empty filesystem in which only this directory is mounted back, so the
+    /// agent sees no other slice's room (prompt, temp files, socket). Needs `namespaces`.
+    pub private_room: Option<PathBuf>,
     /// Restrict writes with Landlock to `writable`.
     pub landlock: bool,
     /// Where the agent may write when `landlock` is on. Missing paths are skipped.
@@ -69,6 +73,10 @@ impl Sandbox {
             for path in &self.hide {
                 args.push("--hide".into());
                 args.push(path.clone().into_os_string());
+            }
+            if let Some(room) = &self.private_room {
+                args.push("--private-room".into());
+                args.push(room.clone().into_os_string());
             }
         }
         if self.landlock {
@@ -190,6 +198,7 @@ impl SandboxArgs {
             "--namespaces" => self.sandbox.namespaces = true,
             "--landlock" => self.sandbox.landlock = true,
             "--hide" => self.sandbox.hide.push(value("--hide")?),
+            "--private-room" => self.sandbox.private_room = Some(value("--private-room")?),
             "--write" => self.sandbox.writable.push(value("--write")?),
             _ => return Ok(false),
         }
@@ -223,6 +232,9 @@ pub(crate) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infal
     .map_err(|e| sandbox_err("make mounts private", e))?;
     for path in &sandbox.hide {
         hide(path)?;
+    }
+    if let Some(room) = &sandbox.private_room {
+        keep_only(room)?;
     }
     let (status_read, status_write) =
         nix::unistd::pipe().map_err(|e| sandbox_err("create a status pipe", e))?;
@@ -378,6 +390,50 @@ fn hide(path: &Path) -> Result<(), ExecError> {
         Some("size=4k,mode=0500"),
     )
     .map_err(|e| sandbox_err(&format!("hide {}", path.display()), e))
+}
+
+/// Covers `room`'s parent with an empty filesystem and mounts `room` back in it: the slice's
+/// own room stays where its paths say, its siblings (other slices' rooms) are gone.
+fn keep_only(room: &Path) -> Result<(), ExecError> {
+    use std::os::fd::AsRawFd;
+    let (Some(parent), Some(name)) = (room.parent(), room.file_name()) else {
+        return Err(ExecError::Sandbox {
+            action: format!("keep only {}", room.display()),
+            reason: "it has no parent directory".to_owned(),
+        });
+    };
+    let err = |what: &str| {
+        let what = format!("{what} ({})", room.display());
+        move |e| sandbox_err(&what, e)
+    };
+    // Held open across the covering mount: its path is hidden by then.
+    let kept = nix::fcntl::open(
+        room,
+        nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_DIRECTORY,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(err("open the slice's room"))?;
+    mount(
+        Some("tmpfs"),
+        parent,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some("size=16k,mode=0700"),
+    )
+    .map_err(err("cover the other slices' rooms"))?;
+    let target = parent.join(name);
+    nix::unistd::mkdir(&target, nix::sys::stat::Mode::S_IRWXU)
+        .map_err(err("make the room's mount point"))?;
+    let source = format!("/proc/self/fd/{}", kept.as_raw_fd());
+    mount(
+        Some(source.as_str()),
+        &target,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(err("mount the slice's room back"))?;
+    Ok(())
 }
 
 /// Landlock: writes only beneath `writable`; no signals or abstract sockets outside the domain.

@@ -43,7 +43,13 @@ struct Serving {
     reporter: Reporter,
     clock: SharedClock,
     leader: Arc<AtomicU32>,
+    /// Refused connections from outside the slice so far: only the first few are recorded, so
+    /// a flood of them cannot flood the store.
+    intrusions: u32,
 }
+
+/// How many refused connections a slice records as evidence; later ones are only logged.
+const RECORDED_INTRUSIONS: u32 = 3;
 
 impl Channel {
     /// Listens at `path` for the slice `reporter` names.
@@ -63,7 +69,9 @@ impl Channel {
             reporter,
             clock,
             leader: leader.clone(),
+            intrusions: 0,
         };
+        let mut serving = serving;
         let stopping = stop.clone();
         let thread = std::thread::Builder::new()
             .name("loopx-report-channel".into())
@@ -104,7 +112,7 @@ impl Drop for Channel {
 }
 
 impl Serving {
-    fn answer(&self, mut stream: UnixStream) {
+    fn answer(&mut self, mut stream: UnixStream) {
         let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
         let _ = stream.set_write_timeout(Some(Duration::from_secs(10)));
         let reply = self.reply(&stream);
@@ -114,7 +122,7 @@ impl Serving {
         }
     }
 
-    fn reply(&self, stream: &UnixStream) -> ReportReply {
+    fn reply(&mut self, stream: &UnixStream) -> ReportReply {
         let peer = getsockopt(stream, PeerCredentials)
             .ok()
             .and_then(|c| u32::try_from(c.pid()).ok());
@@ -128,7 +136,12 @@ impl Serving {
                 || "an unknown process".to_owned(),
                 |p| format!("process {p}"),
             );
-            self.record_intrusion(&who);
+            self.intrusions = self.intrusions.saturating_add(1);
+            if self.intrusions <= RECORDED_INTRUSIONS {
+                self.record_intrusion(&who);
+            } else {
+                tracing::warn!(slice = %self.reporter.slice, %who, "refused another report from outside the slice");
+            }
             return ReportReply::Refused(ReportRefused {
                 message: format!(
                     "this channel belongs to slice {}, and {who} is not part of it; nothing was written and the attempt was recorded",

@@ -196,6 +196,7 @@ fn sandbox(
     Ok(Sandbox {
         namespaces: support.namespaces,
         hide: vec![project_root.join(".loopx")],
+        private_room: Some(room.dir.clone()),
         landlock: support.landlock_abi.is_some(),
         writable,
     })
