@@ -362,3 +362,28 @@ fn an_agent_sees_no_other_slice_s_room() {
     assert_ne!(read(&loopx, "stolen.rc").trim(), "0");
     assert_eq!(read(&loopx, "stolen.txt"), "");
 }
+
+/// The agent inherits no descriptor but its terminal: in particular not the helper's status
+/// pipe, through which it could report any exit status it liked.
+#[test]
+fn an_agent_inherits_no_descriptor_of_loopx() {
+    let loopx = attacker("ls -l /proc/$$/fd/ > fds.txt\n");
+    run_once(&loopx, &[]);
+    let fds = read(&loopx, "fds.txt");
+    assert!(!fds.contains("pipe:") && !fds.contains("socket:"), "{fds}");
+}
+
+/// The user's daemons listen in `$XDG_RUNTIME_DIR` (systemd's user manager, D-Bus): a command
+/// sent there would run outside every sandbox. In the slice the directory is empty.
+#[test]
+fn the_user_s_daemon_sockets_are_out_of_reach() {
+    let runtime = tempfile::tempdir().expect("a runtime dir");
+    std::fs::write(runtime.path().join("bus"), "").expect("a stand-in socket");
+    let loopx = attacker(&format!(
+        "ls -A '{}' > runtime.txt 2>&1; echo $? > runtime.rc\n",
+        runtime.path().display()
+    ));
+    let dir = runtime.path().display().to_string();
+    run_once(&loopx, &[("XDG_RUNTIME_DIR", dir.as_str())]);
+    assert_eq!(read(&loopx, "runtime.txt"), "", "nothing of it is visible");
+}

@@ -397,80 +397,22 @@ fn a_file_hidden_by_info_exclude_is_a_violation() {
     );
 }
 
-/// Pointing `core.excludesFile` at a file of the agent's own is a change of git's ignore rules.
+/// In the sandbox the repository's config is read-only: an agent cannot point
+/// `core.excludesFile` (or `core.fsmonitor`, a filter, a hook) at a program or file of its own,
+/// and what it tried to hide is found.
 #[test]
-fn a_file_hidden_by_a_new_excludes_file_is_a_violation() {
+fn the_repository_config_is_read_only_in_the_sandbox() {
     let loopx = hiding_project(
-        "echo secret.txt > .myignore\ngit config core.excludesFile \"$PWD/.myignore\"\necho x > secret.txt\n",
+        "echo secret.txt > .myignore\n\
+         git config core.excludesFile \"$PWD/.myignore\" 2> config.err; echo $? > config.rc\n\
+         touch .git/hooks/pre-commit 2>/dev/null; echo $? > hook.rc\n\
+         echo x > secret.txt\n",
     );
     let (out, stderr) = run_once(&loopx);
+    let read = |name: &str| std::fs::read_to_string(loopx.path().join(name)).expect(name);
+    assert_ne!(read("config.rc").trim(), "0", "{}", read("config.err"));
+    assert_ne!(read("hook.rc").trim(), "0");
+    assert!(!loopx.path().join(".git/hooks/pre-commit").exists());
     let violations = out["slice"]["violations"].to_string();
-    assert!(
-        violations.contains(".myignore (git's ignore rules)"),
-        "{out}\n{stderr}"
-    );
-}
-
-/// A profile on the project's own adapter (`.loopx/adapters/`) runs only after a person
-/// approved the content hash of the profile and the adapter, at any level: the adapter names
-/// the program loopx starts. Built-in adapters need no approval below `full`.
-#[test]
-fn a_project_adapter_runs_only_after_a_person_approved_it() {
-    let loopx = Loopx::new();
-    let state = loopx.path().join(".loopx");
-    write(
-        &state.join("adapters/mine.toml"),
-        include_str!("../../adapters/demo.toml"),
-    );
-    write(
-        &state.join("profiles/mine.toml"),
-        &include_str!("../../profiles/demo.toml")
-            .replace("adapter = \"demo\"", "adapter = \"mine\""),
-    );
-    loopx.ok(&["goal", "start", "Write the demo notes"]);
-    loopx.ok(&["agent", "add", "exec", "--profile", "mine"]);
-    loopx.ok(&["todo", "add", "Write the notes"]);
-    let (out, stderr) = run_once(&loopx);
-    assert_eq!(out["decision"], "ask", "{out}\n{stderr}");
-    assert_eq!(
-        slices_started(&loopx),
-        0,
-        "nothing runs before the approval"
-    );
-    let gate = &gates(&loopx)[0];
-    let question = gate["question"].as_str().expect("a question");
-    assert!(
-        question.contains("with the project's own adapter (") && question.contains("mine.toml"),
-        "{question}"
-    );
-    assert_eq!(gate["asked_by"], "loopx");
-    loopx.ok(&["gate", "answer", "q1", "approve"]);
-    let (out, stderr) = run_once(&loopx);
-    assert_eq!(out["slice"]["outcome"], "completed", "{out}\n{stderr}");
-}
-
-/// The profile's resource limits hold in every process of the slice.
-#[test]
-fn profile_resource_limits_apply_to_the_agent() {
-    let loopx = Loopx::new();
-    loopx.ok(&["goal", "start", "Write the notes"]);
-    crate::support::script_agent(
-        &loopx,
-        "exec",
-        "cat > /dev/null\nulimit -n > nofile.txt\nulimit -f > fsize.txt\nulimit -t > cpu.txt\nulimit -d > data.txt",
-        "max_time = \"1m\"\nopen_files = 64\nfile_size = \"1MiB\"\ncpu_time = \"90s\"\nmemory = \"4GiB\"",
-    );
-    loopx.ok(&["todo", "add", "Write the notes"]);
-    run_once(&loopx);
-    let read = |name: &str| {
-        std::fs::read_to_string(loopx.path().join(name))
-            .expect("the agent wrote it")
-            .trim()
-            .to_owned()
-    };
-    assert_eq!(read("nofile.txt"), "64");
-    // dash's `ulimit -f` counts 512-byte blocks, `-d` KiB.
-    assert_eq!(read("fsize.txt"), "2048");
-    assert_eq!(read("cpu.txt"), "90");
-    assert_eq!(read("data.txt"), (4u64 << 20).to_string());
+    assert!(violations.contains("secret.txt"), "{out}\n{stderr}");
 }

@@ -110,7 +110,9 @@ impl Redactor {
             if self
                 .values
                 .iter()
-                .any(|v| plain.contains(v.as_str()) && !text.contains(v.as_str()))
+                // Also when the value appears whole elsewhere in the text: a split copy of
+                // it would survive the replacement below.
+                .any(|v| plain.contains(v.as_str()))
             {
                 out = Cow::Owned(plain);
             }
@@ -225,6 +227,9 @@ mod tests {
         let r = Redactor::new().with_value("hunter2hunter2".to_owned());
         let clean = r.redact("pw=hunt\x1b[0mer2hu\x1b]0;x\x07nter2 done");
         assert_eq!(clean, "pw=[redacted:env] done");
+        // A whole copy beside a split one: both go.
+        let clean = r.redact("a hunter2hunter2 b hunt\x1b[0mer2hunter2");
+        assert_eq!(clean, "a [redacted:env] b [redacted:env]");
         // Escape sequences alone are kept as written.
         assert_eq!(r.redact("a \x1b[1mbold\x1b[0m"), "a \x1b[1mbold\x1b[0m");
     }

@@ -88,9 +88,13 @@ where
         return Err(usage("no program after `--`"));
     }
     // Hiding needs a mount namespace; a path that would silently stay visible is refused.
-    let hides = !sandbox.sandbox.hide.is_empty() || sandbox.sandbox.private_room.is_some();
-    if hides && !sandbox.sandbox.namespaces {
-        return Err(usage("`--hide` and `--private-room` need `--namespaces`"));
+    let mounts = !sandbox.sandbox.hide.is_empty()
+        || !sandbox.sandbox.read_only.is_empty()
+        || sandbox.sandbox.private_room.is_some();
+    if mounts && !sandbox.sandbox.namespaces {
+        return Err(usage(
+            "`--hide`, `--read-only` and `--private-room` need `--namespaces`",
+        ));
     }
     Ok((limits, sandbox.sandbox, command))
 }

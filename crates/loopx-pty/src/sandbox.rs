@@ -49,6 +49,10 @@ pub struct Sandbox {
     pub namespaces: bool,
     /// Paths covered by an empty read-only filesystem; needs `namespaces`.
     pub hide: Vec<PathBuf>,
+    /// Paths mounted read-only in place (a repository's `.git/config` and `.git/hooks`: what
+    /// would run code outside the slice later, in loopx's own git or the person's). Missing
+    /// paths are skipped. Needs `namespaces`.
+    pub read_only: Vec<PathBuf>,
     /// The slice's own directory among its siblings (`…/loopx-<uid>/<marker>`): the parent is
     /// covered by an empty filesystem in which only this directory is mounted back, so the
     /// agent sees no other slice's room (prompt, temp files, socket). Needs `namespaces`.
@@ -72,6 +76,10 @@ impl Sandbox {
             args.push("--namespaces".into());
             for path in &self.hide {
                 args.push("--hide".into());
+                args.push(path.clone().into_os_string());
+            }
+            for path in &self.read_only {
+                args.push("--read-only".into());
                 args.push(path.clone().into_os_string());
             }
             if let Some(room) = &self.private_room {
@@ -143,15 +151,38 @@ impl SandboxSupport {
     }
 }
 
+/// Whether the helper's namespace set-up works here: `unshare`, and the id maps written (an
+/// AppArmor policy can allow the first and refuse the second).
 fn namespaces_work() -> bool {
-    // SAFETY: the child only calls async-signal-safe functions (`unshare`, `_exit`).
+    // Everything the child needs is made before the fork: after it, only system calls.
+    let setgroups = c"/proc/self/setgroups";
+    let uid_map_path = c"/proc/self/uid_map";
+    let gid_map_path = c"/proc/self/gid_map";
+    let uid_map = format!("{0} {0} 1", getuid());
+    let gid_map = format!("{0} {0} 1", getgid());
+    let write = |path: &std::ffi::CStr, text: &[u8]| -> bool {
+        // SAFETY: open/write/close on a NUL-terminated path and a live buffer.
+        unsafe {
+            let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
+            if fd < 0 {
+                return false;
+            }
+            let written = libc::write(fd, text.as_ptr().cast(), text.len());
+            libc::close(fd);
+            usize::try_from(written).is_ok_and(|n| n == text.len())
+        }
+    };
+    // SAFETY: the child only makes system calls (`unshare`, `open`, `write`, `close`, `_exit`).
     match unsafe { fork() } {
         Ok(ForkResult::Child) => {
             let flags =
                 CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
-            let code = if unshare(flags).is_ok() { 0 } else { 1 };
+            let works = unshare(flags).is_ok()
+                && write(setgroups, b"deny")
+                && write(uid_map_path, uid_map.as_bytes())
+                && write(gid_map_path, gid_map.as_bytes());
             // SAFETY: `_exit` ends the forked child without running the parent's destructors.
-            unsafe { libc::_exit(code) }
+            unsafe { libc::_exit(if works { 0 } else { 1 }) }
         }
         Ok(ForkResult::Parent { child }) => {
             matches!(waitpid(child, None), Ok(WaitStatus::Exited(_, 0)))
@@ -199,6 +230,7 @@ impl SandboxArgs {
             "--landlock" => self.sandbox.landlock = true,
             "--hide" => self.sandbox.hide.push(value("--hide")?),
             "--private-room" => self.sandbox.private_room = Some(value("--private-room")?),
+            "--read-only" => self.sandbox.read_only.push(value("--read-only")?),
             "--write" => self.sandbox.writable.push(value("--write")?),
             _ => return Ok(false),
         }
@@ -233,11 +265,16 @@ pub(crate) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infal
     for path in &sandbox.hide {
         hide(path)?;
     }
+    for path in &sandbox.read_only {
+        read_only(path)?;
+    }
     if let Some(room) = &sandbox.private_room {
         keep_only(room)?;
     }
-    let (status_read, status_write) =
-        nix::unistd::pipe().map_err(|e| sandbox_err("create a status pipe", e))?;
+    // Close-on-exec: the agent must not inherit the pipe's write end (it could report any
+    // exit status it liked).
+    let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| sandbox_err("create a status pipe", e))?;
     // SAFETY: this helper is single-threaded (it runs before anything else in `loopx __exec`).
     match unsafe { fork() }.map_err(|e| sandbox_err("fork the slice's init", e))? {
         ForkResult::Child => {
@@ -377,10 +414,21 @@ fn die_by(signal: i32) -> ! {
     std::process::exit(128 + signal)
 }
 
-/// Covers `path` with an empty read-only tmpfs. A missing path has nothing to hide.
+/// Covers `path` with an empty read-only tmpfs (a directory) or `/dev/null` (a file, a
+/// socket). A missing path has nothing to hide.
 fn hide(path: &Path) -> Result<(), ExecError> {
-    if !path.exists() {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Ok(());
+    };
+    if !meta.is_dir() {
+        return mount(
+            Some("/dev/null"),
+            path,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(|e| sandbox_err(&format!("hide {}", path.display()), e));
     }
     mount(
         Some("tmpfs"),
@@ -390,6 +438,44 @@ fn hide(path: &Path) -> Result<(), ExecError> {
         Some("size=4k,mode=0500"),
     )
     .map_err(|e| sandbox_err(&format!("hide {}", path.display()), e))
+}
+
+/// Mounts `path` over itself read-only. The remount keeps the flags the underlying mount has
+/// (a user namespace may not drop `nosuid`, `nodev` or `noexec`).
+fn read_only(path: &Path) -> Result<(), ExecError> {
+    use nix::sys::statvfs::{FsFlags, statvfs};
+    if !path.exists() {
+        return Ok(());
+    }
+    let err = |what: &str| {
+        let what = format!("{what} {}", path.display());
+        move |e| sandbox_err(&what, e)
+    };
+    mount(
+        Some(path),
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(err("bind"))?;
+    let kept = statvfs(path)
+        .map_err(err("read the mount flags of"))?
+        .flags();
+    let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+    for (has, flag) in [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if kept.contains(has) {
+            flags |= flag;
+        }
+    }
+    mount(None::<&str>, path, None::<&str>, flags, None::<&str>).map_err(err("make read-only"))
 }
 
 /// Covers `room`'s parent with an empty filesystem and mounts `room` back in it: the slice's

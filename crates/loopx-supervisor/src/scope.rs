@@ -158,7 +158,22 @@ fn git(dir: &str, args: &[&str]) -> Result<Vec<u8>, String> {
     command
         .arg("-C")
         .arg(dir)
+        // The repository's config is the agent's to write when it runs unsandboxed (in the
+        // sandbox `.git/config` is read-only): nothing in it may run a program here.
+        .args([
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.untrackedCache=false",
+        ])
         .args(args)
+        // Only what git needs: no credential of loopx's reaches a program git might start.
+        .env_clear()
+        .envs(
+            ["PATH", "HOME", "LANG", "LC_ALL", "XDG_CONFIG_HOME"]
+                .iter()
+                .filter_map(|k| std::env::var_os(k).map(|v| (*k, v))),
+        )
         // `git status` would otherwise refresh the index, racing an agent's own git commands.
         .env("GIT_OPTIONAL_LOCKS", "0")
         // Never wait for a person at a prompt nobody sees.
@@ -311,7 +326,18 @@ fn git_changes(root: &Path, old: &GitState) -> Result<(Vec<String>, String, Vec<
         None => empty_tree(&old.top)?,
     };
     if let Some(head) = new.head.as_ref().filter(|h| Some(*h) != old.head.as_ref()) {
-        let names = git(&old.top, &["diff", "--name-only", "-z", &base, head])?;
+        let names = git(
+            &old.top,
+            &[
+                "diff",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--name-only",
+                "-z",
+                &base,
+                head,
+            ],
+        )?;
         files.extend(
             names
                 .split(|b| *b == 0)
@@ -339,7 +365,14 @@ fn diff_stat(
         .take(STAT_FILES)
         .map(|f| format!(":(top,literal){}", repo_path(f, &old.prefix)))
         .collect();
-    let mut args = vec!["diff", "--stat=120", base, "--"];
+    let mut args = vec![
+        "diff",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--stat=120",
+        base,
+        "--",
+    ];
     args.extend(specs.iter().map(String::as_str));
     let mut stat = String::from_utf8_lossy(&git(&old.top, &args)?).into_owned();
     for f in files {

@@ -97,9 +97,11 @@ fn mask_through_escapes(buf: &mut [u8], value: &[u8]) {
     }
 }
 
-/// The index after the escape sequence starting at `buf[esc]` (an unfinished one runs to the
-/// end of the buffer).
+/// The index after the escape sequence starting at `buf[esc]`, looking at most
+/// [`ESCAPE_SLACK`] bytes ahead (an unfinished or longer one ends there: a flood of unfinished
+/// sequences must not make masking quadratic).
 fn escape_end(buf: &[u8], esc: usize) -> usize {
+    let buf = &buf[..buf.len().min(esc + ESCAPE_SLACK)];
     let Some(&kind) = buf.get(esc + 1) else {
         return buf.len();
     };

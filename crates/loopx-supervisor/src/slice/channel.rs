@@ -8,7 +8,7 @@
 //! (another slice's agent that found this socket) is refused, and recorded on this slice as
 //! `violation` evidence, because someone tried to speak for it.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,6 +30,8 @@ use super::guard::{ACTOR, patience, retrying};
 #[derive(Debug)]
 pub(crate) struct Channel {
     path: PathBuf,
+    /// The listening socket: shut down to wake the blocking accept.
+    waker: UnixListener,
     stop: Arc<AtomicBool>,
     leader: Arc<AtomicU32>,
     thread: Option<JoinHandle<()>>,
@@ -61,6 +63,8 @@ impl Channel {
         redactor: loopx_kernel::Redactor,
     ) -> std::io::Result<Channel> {
         let listener = UnixListener::bind(path)?;
+        // Kept to wake the accept at the end, whatever became of the socket's path.
+        let waker = listener.try_clone()?;
         let stop = Arc::new(AtomicBool::new(false));
         let leader = Arc::new(AtomicU32::new(0));
         let serving = Serving {
@@ -87,6 +91,7 @@ impl Channel {
             })?;
         Ok(Channel {
             path: path.to_owned(),
+            waker,
             stop,
             leader,
             thread: Some(thread),
@@ -102,7 +107,12 @@ impl Channel {
 impl Drop for Channel {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        // Wakes the blocking accept; the thread sees `stop` and ends.
+        // Wakes the blocking accept (it fails once the socket is shut down); the thread sees
+        // `stop` and ends. A request being read ends by its own deadline.
+        let _ = nix::sys::socket::shutdown(
+            std::os::fd::AsRawFd::as_raw_fd(&self.waker),
+            nix::sys::socket::Shutdown::Both,
+        );
         let _ = UnixStream::connect(&self.path);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -150,15 +160,14 @@ impl Serving {
                 class: "refused".to_owned(),
             });
         }
-        let mut line = Vec::new();
-        let read = BufReader::new(stream)
-            .take(MAX_REQUEST_BYTES as u64 + 1)
-            .read_until(b'\n', &mut line);
-        if let Err(e) = read {
-            return ReportReply::Refused(ReportRefused::usage(format!(
-                "cannot read the report: {e}"
-            )));
-        }
+        let line = match read_request(stream) {
+            Ok(line) => line,
+            Err(e) => {
+                return ReportReply::Refused(ReportRefused::usage(format!(
+                    "cannot read the report: {e}"
+                )));
+            }
+        };
         if line.len() > MAX_REQUEST_BYTES {
             return ReportReply::Refused(ReportRefused::usage(format!(
                 "a report is at most {MAX_REQUEST_BYTES} bytes"
@@ -230,6 +239,37 @@ impl Serving {
             tracing::warn!(error = %e, "cannot record a refused report");
         }
     }
+}
+
+/// The longest a request may take to arrive, whole: a peer trickling bytes cannot hold the
+/// channel (and the slice's end, which waits for it).
+const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
+
+/// One request line, at most [`MAX_REQUEST_BYTES`] (plus one, to tell), within
+/// [`REQUEST_DEADLINE`].
+fn read_request(mut stream: &UnixStream) -> std::io::Result<Vec<u8>> {
+    let deadline = std::time::Instant::now() + REQUEST_DEADLINE;
+    let mut line = Vec::new();
+    let mut chunk = [0u8; 8192];
+    while line.len() <= MAX_REQUEST_BYTES {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "it did not arrive within 10 s",
+            ));
+        }
+        stream.set_read_timeout(Some(left))?;
+        let n = stream.read(&mut chunk)?;
+        line.extend_from_slice(&chunk[..n]);
+        if n == 0 || chunk[..n].contains(&b'\n') {
+            break;
+        }
+    }
+    if let Some(end) = line.iter().position(|b| *b == b'\n') {
+        line.truncate(end + 1);
+    }
+    Ok(line)
 }
 
 /// Whether `pid`'s ancestry (by `/proc/PID/stat`'s parent) reaches `leader`. A process that

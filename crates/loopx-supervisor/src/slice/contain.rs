@@ -21,8 +21,20 @@ impl Room {
         use std::os::unix::fs::DirBuilderExt;
         let base = rooms_dir();
         let dir = base.join(marker);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&base)?;
+        // A leftover of this name (a dead run, or something planted to be followed) goes; the
+        // room itself is made fresh, never reused (`create_dir` fails on anything there).
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&dir)?,
+            Ok(_) => std::fs::remove_file(&dir)?,
+            Err(_) => {}
+        }
         let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true).mode(0o700);
+        builder.mode(0o700);
+        builder.create(&dir)?;
         builder.create(dir.join("tmp"))?;
         // Another user could have made `loopx-<uid>` first: it must be ours and private.
         let meta = std::fs::symlink_metadata(&base)?;
@@ -70,6 +82,8 @@ fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         .create(true)
         .truncate(true)
         .mode(0o600)
+        // A symlink planted in its place is not followed.
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)?
         .write_all(contents)
 }
@@ -195,11 +209,40 @@ fn sandbox(
     }
     Ok(Sandbox {
         namespaces: support.namespaces,
-        hide: vec![project_root.join(".loopx")],
+        hide: hidden(project_root),
+        read_only: git_dir(project_root)
+            .map(|git| vec![git.join("config"), git.join("hooks")])
+            .unwrap_or_default(),
         private_room: Some(room.dir.clone()),
         landlock: support.landlock_abi.is_some(),
         writable,
     })
+}
+
+/// The repository directory of the work tree `root` is in (`.git` of it or of an ancestor);
+/// `None` outside git, or when `.git` is a file (a linked worktree, a submodule).
+fn git_dir(root: &Path) -> Option<PathBuf> {
+    root.ancestors()
+        .map(|dir| dir.join(".git"))
+        .find(|git| git.exists())
+        .filter(|git| git.is_dir())
+}
+
+/// What the agent must not see: the project's `.loopx/`, and the sockets of the user's own
+/// daemons (systemd's user manager and D-Bus in `$XDG_RUNTIME_DIR`, tmux, Docker), through
+/// which it could run commands outside every sandbox.
+fn hidden(root: &Path) -> Vec<PathBuf> {
+    let uid = nix::unistd::getuid();
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(format!("/run/user/{uid}")));
+    vec![
+        root.join(".loopx"),
+        runtime,
+        PathBuf::from(format!("/tmp/tmux-{uid}")),
+        PathBuf::from("/run/docker.sock"),
+        PathBuf::from("/var/run/docker.sock"),
+    ]
 }
 
 /// The redactor for everything a slice leaves (its log, its writeback, its reports): the
