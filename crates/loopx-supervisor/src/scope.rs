@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use loopx_kernel::project::STATE_DIR;
@@ -54,6 +54,9 @@ struct GitState {
     /// Git's own ignore rules beyond `.gitignore` files (`info/exclude`, `core.excludesFile`):
     /// path → fingerprint.
     ignore_rules: BTreeMap<String, Option<Fingerprint>>,
+    /// The config files that say where `core.excludesFile` is (the repository's, the user's):
+    /// while they are unchanged, so is that path, and git need not be asked again.
+    configs: Vec<(String, Option<Fingerprint>)>,
 }
 
 /// Enough of a file's metadata to notice any write to it.
@@ -107,7 +110,7 @@ impl SliceChanges {
 /// The project's state before the slice.
 pub(crate) fn capture(root: &Path) -> Before {
     Before {
-        git: git_state(root),
+        git: git_state(root, None),
         state: state_files(&root.join(STATE_DIR)),
     }
 }
@@ -207,37 +210,51 @@ fn git_timeout() -> std::time::Duration {
         .unwrap_or(DEFAULT)
 }
 
-/// The work tree's state. Where git's ignore rules live is asked again each time: an agent
-/// could point `core.excludesFile` at a file of its own.
-fn git_state(root: &Path) -> Result<GitState, String> {
+/// The work tree's state. Where `core.excludesFile` points is asked again when a config file
+/// changed since `before`: an agent could point it at a file of its own.
+fn git_state(root: &Path, before: Option<&GitState>) -> Result<GitState, String> {
     let root = root.to_string_lossy();
-    // A git that failed means no work tree here; one that hung (or is missing) says so itself.
-    let where_ = git(
-        &root,
-        &[
-            "rev-parse",
-            "--show-toplevel",
-            "--show-prefix",
-            "--path-format=absolute",
-            "--git-path",
-            "info/exclude",
-        ],
-    )
-    .map_err(|e| {
-        if e.starts_with("`git rev-parse` failed") {
-            "the project is not in a git work tree".to_owned()
-        } else {
-            e
+    let where_args = [
+        "rev-parse",
+        "--show-toplevel",
+        "--show-prefix",
+        "--path-format=absolute",
+        "--git-path",
+        "info/exclude",
+        "--git-dir",
+    ];
+    // One git for where the tree is and its HEAD; a repository without a commit yet fails
+    // on `HEAD` and is asked again without it.
+    let with_head: Vec<&str> = where_args.iter().copied().chain(["HEAD"]).collect();
+    let (where_, has_head) = match git(&root, &with_head) {
+        Ok(out) => (out, true),
+        Err(e) if e.contains("not a git repository") => {
+            return Err("the project is not in a git work tree".to_owned());
         }
-    })?;
+        // A git that hung (or is missing) says so itself.
+        Err(e) if !e.starts_with("`git rev-parse` failed") => return Err(e),
+        Err(_) => (
+            git(&root, &where_args).map_err(|e| {
+                if e.starts_with("`git rev-parse` failed") {
+                    "the project is not in a git work tree".to_owned()
+                } else {
+                    e
+                }
+            })?,
+            false,
+        ),
+    };
     let where_ = String::from_utf8_lossy(&where_);
     let mut lines = where_.lines();
     let top = lines.next().unwrap_or_default().to_owned();
     let prefix = lines.next().unwrap_or_default().to_owned();
     let exclude = lines.next().unwrap_or_default().to_owned();
-    let head = git(&top, &["rev-parse", "--verify", "-q", "HEAD"])
-        .ok()
-        .map(|h| String::from_utf8_lossy(&h).trim().to_owned());
+    let git_dir = lines.next().unwrap_or_default().to_owned();
+    let head = lines
+        .next()
+        .filter(|_| has_head)
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty());
     let raw = git(
         &top,
         &[
@@ -271,7 +288,12 @@ fn git_state(root: &Path) -> Result<GitState, String> {
             Some((project, (tag, fingerprint(&Path::new(&top).join(path)))))
         })
         .collect();
-    let ignore_rules = ignore_rule_files(&top, exclude)
+    let configs = config_files(&top, &git_dir);
+    let rule_files = match before {
+        Some(before) if before.configs == configs => before.ignore_rules.keys().cloned().collect(),
+        _ => ignore_rule_files(&top, exclude),
+    };
+    let ignore_rules = rule_files
         .into_iter()
         .map(|path| {
             let print = fingerprint(Path::new(&path));
@@ -285,7 +307,29 @@ fn git_state(root: &Path) -> Result<GitState, String> {
         status,
         hidden,
         ignore_rules,
+        configs,
     })
+}
+
+/// The repository's and the user's git config files, fingerprinted.
+fn config_files(top: &str, git_dir: &str) -> Vec<(String, Option<Fingerprint>)> {
+    let git_dir = Path::new(top).join(git_dir);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")));
+    [
+        Some(git_dir.join("config")),
+        home.map(|h| h.join(".gitconfig")),
+        xdg.map(|x| x.join("git/config")),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|path| {
+        let print = fingerprint(&path);
+        (path.display().to_string(), print)
+    })
+    .collect()
 }
 
 /// `info/exclude` of the repository (`exclude`, found with the work tree) and the user's
@@ -301,7 +345,7 @@ fn ignore_rule_files(top: &str, exclude: String) -> Vec<String> {
 
 /// The changed files (project-relative), their diff stat, and the ignore-rule files changed.
 fn git_changes(root: &Path, old: &GitState) -> Result<(Vec<String>, String, Vec<String>), String> {
-    let new = git_state(root)?;
+    let new = git_state(root, Some(old))?;
     let rules = new
         .ignore_rules
         .iter()
