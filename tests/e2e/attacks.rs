@@ -387,3 +387,24 @@ fn the_user_s_daemon_sockets_are_out_of_reach() {
     run_once(&loopx, &[("XDG_RUNTIME_DIR", dir.as_str())]);
     assert_eq!(read(&loopx, "runtime.txt"), "", "nothing of it is visible");
 }
+
+/// When the slice's room cannot be made (here `TMPDIR` names a file), the slice is a failed
+/// spawn, which counts toward the todo's stall guard, not a free retry at once.
+#[test]
+fn a_slice_that_cannot_be_contained_is_a_failed_spawn() {
+    let loopx = attacker("echo never");
+    let file = loopx.path().join("not-a-dir");
+    std::fs::write(&file, "").expect("a file");
+    let tmpdir = file.display().to_string();
+    assert!(tmpdir.len() <= 40, "a short TMPDIR is used as it is: {tmpdir}");
+    let run = loopx.run_env(&["run", "--once", "--json"], &[("TMPDIR", tmpdir.as_str())]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let slice = &run.json()["slice"];
+    assert_eq!(slice["outcome"], "spawn_failed", "{slice}");
+    assert!(
+        slice["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("private directory")),
+        "{slice}"
+    );
+}

@@ -24,6 +24,7 @@ use crate::once::{RunOnce, Step};
 use crate::renew::Renewal;
 use crate::scope::{self, SliceChanges};
 use loopx_kernel::report::Reporter;
+use loopx_pty::LaunchSpec;
 
 /// An agent spawned (or that failed to spawn), not yet observed.
 #[derive(Debug)]
@@ -41,10 +42,10 @@ pub(crate) struct Launched {
     started: Duration,
     /// What contains the agent (`Sandbox::describe`).
     containment: &'static str,
-    /// The slice's report channel, closed once it ended.
-    channel: Channel,
-    /// The slice's private directory, removed once it ended.
-    room: Room,
+    /// The slice's report channel, closed once it ended (none when the spawn failed before).
+    channel: Option<Channel>,
+    /// The slice's private directory, removed once it ended (none when it could not be made).
+    room: Option<Room>,
 }
 
 /// A slice whose agent has ended, with everything the writeback needs.
@@ -90,49 +91,9 @@ impl Begun {
         };
         let (mut spec, stdin) = launch_spec(&self.plan, &env, slice_path(req, &log));
         create_private(&spec.log.path);
-        let room = match Room::create(spec.slice_id.as_str()) {
-            Ok(room) => room,
-            Err(e) => {
-                self.guard.fail(format!(
-                    "loopx could not create the slice's private directory: {e}"
-                ));
-                return Ok(None);
-            }
-        };
-        if let Err(why) = contain(
-            &mut spec,
-            &self.plan,
-            req.project.root(),
-            &room,
-            &req.loopx_exe,
-        ) {
-            self.guard.fail(why);
-            return Ok(None);
-        }
-        let reporter = Reporter {
-            slice: self.record.id,
-            agent: setup.agent.name.clone(),
-            claim: self.record.todo.zip(self.record.epoch),
-        };
-        let channel = match Channel::open(
-            &room.socket(),
-            req.project.clone(),
-            reporter,
-            req.world.clock.clone(),
-            super::contain::slice_redactor(&self.plan),
-        ) {
-            Ok(channel) => channel,
-            Err(e) => {
-                self.guard.fail(format!(
-                    "loopx could not open the slice's report channel: {e}"
-                ));
-                return Ok(None);
-            }
-        };
-        spec.env.set.push((
-            loopx_kernel::report::SOCKET_VAR.to_owned(),
-            room.socket().into_os_string(),
-        ));
+        // A room, a sandbox or a channel that cannot be had is a failed spawn: it counts
+        // toward the todo's stall guard like any other, never a free retry at once.
+        let prepared = self.contain(req, &mut spec);
         let runtime = match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -166,11 +127,16 @@ impl Begun {
             });
         let started = req.world.clock.monotonic();
         let containment = spec.sandbox.describe();
-        let spawned = spawn(&runtime, spec);
+        let (spawned, room, channel) = match prepared {
+            Ok((room, channel)) => (spawn(&runtime, spec), Some(room), Some(channel)),
+            Err(why) => (Err(why), None, None),
+        };
         let mut recorder = None;
         if let Ok(spawned) = &spawned {
             let pid = spawned.slice.pid();
-            channel.serve_slice(pid);
+            if let Some(channel) = &channel {
+                channel.serve_slice(pid);
+            }
             let control = spawned.slice.control();
             if let Some(renewal) = &renewal {
                 renewal.stop_slice_if_lost(control.clone());
@@ -203,6 +169,34 @@ impl Begun {
             channel,
             room,
         }))
+    }
+}
+
+impl Begun {
+    /// The slice's room, sandbox and report channel, added to `spec`; why not, as a spawn
+    /// failure's reason.
+    fn contain(&self, req: &RunOnce, spec: &mut LaunchSpec) -> Result<(Room, Channel), String> {
+        let room = Room::create(spec.slice_id.as_str())
+            .map_err(|e| format!("loopx could not create the slice's private directory: {e}"))?;
+        contain(spec, &self.plan, req.project.root(), &room, &req.loopx_exe)?;
+        let reporter = Reporter {
+            slice: self.record.id,
+            agent: self.setup.agent.name.clone(),
+            claim: self.record.todo.zip(self.record.epoch),
+        };
+        let channel = Channel::open(
+            &room.socket(),
+            req.project.clone(),
+            reporter,
+            req.world.clock.clone(),
+            super::contain::slice_redactor(&self.plan),
+        )
+        .map_err(|e| format!("loopx could not open the slice's report channel: {e}"))?;
+        spec.env.set.push((
+            loopx_kernel::report::SOCKET_VAR.to_owned(),
+            room.socket().into_os_string(),
+        ));
+        Ok((room, channel))
     }
 }
 
