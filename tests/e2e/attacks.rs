@@ -396,7 +396,10 @@ fn a_slice_that_cannot_be_contained_is_a_failed_spawn() {
     let file = loopx.path().join("not-a-dir");
     std::fs::write(&file, "").expect("a file");
     let tmpdir = file.display().to_string();
-    assert!(tmpdir.len() <= 40, "a short TMPDIR is used as it is: {tmpdir}");
+    assert!(
+        tmpdir.len() <= 40,
+        "a short TMPDIR is used as it is: {tmpdir}"
+    );
     let run = loopx.run_env(&["run", "--once", "--json"], &[("TMPDIR", tmpdir.as_str())]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let slice = &run.json()["slice"];

@@ -35,8 +35,44 @@ fn the_demo_shows_every_part_of_the_loop_and_ends_with_the_goal_done() {
         "{}",
         run.stdout
     );
-    let notes = std::fs::read_to_string(dir.join("demo/NOTES.md")).expect("the notes");
+    // Each todo was worked in its own worktree and landed on the goal's branch; the demo's
+    // own checkout is untouched, and no peer was blamed for another's work.
+    let notes = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&dir)
+        .args(["show", "loopx/g1:demo/NOTES.md"])
+        .output()
+        .expect("git runs");
+    let notes = String::from_utf8_lossy(&notes.stdout);
     assert!(notes.contains(": Markdown list"), "{notes}");
+    assert!(
+        !dir.join("demo/NOTES.md").exists(),
+        "the checkout is untouched"
+    );
+    assert!(
+        run.stderr.contains("landed on the goal's branch"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("changed files it may not change"),
+        "{}",
+        run.stderr
+    );
+    let evidence = scratch.ok(&[
+        "--project",
+        dir.to_str().expect("utf-8"),
+        "evidence",
+        "list",
+        "--limit",
+        "500",
+        "--json",
+    ]);
+    assert!(
+        !evidence.stdout.contains("\"kind\":\"violation\""),
+        "{}",
+        evidence.stdout
+    );
     // The project stays for a look around, and is consistent.
     let status = scratch.run(&["--project", dir.to_str().expect("utf-8"), "doctor"]);
     assert_eq!(status.code, 0, "{}{}", status.stdout, status.stderr);

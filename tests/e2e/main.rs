@@ -20,3 +20,4 @@ mod run_once;
 mod sim;
 mod soak;
 mod store_files;
+mod worktrees;

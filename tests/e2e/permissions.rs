@@ -188,15 +188,22 @@ fn evidence_with(loopx: &Loopx, kind: &str, summary: &str, detail: &str) {
     );
 }
 
+/// The goal these scope-check tests share: its agents work in the project's own tree (the
+/// shared tree's check; worktree goals are `worktrees.rs`).
+fn shared_docs_goal(loopx: &Loopx) {
+    loopx.ok(&[
+        "goal",
+        "start",
+        "Write the docs",
+        "--scope",
+        "docs/",
+        "--isolation",
+        "shared",
+    ]);
+}
+
 fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
+    crate::support::git(dir, args);
 }
 
 #[test]
@@ -206,7 +213,7 @@ fn a_slice_writing_outside_the_scope_is_a_violation_with_a_gate() {
     write(&loopx.path().join("docs/README.md"), "docs\n");
     git(loopx.path(), &["add", "docs"]);
     git(loopx.path(), &["commit", "-q", "-m", "docs"]);
-    loopx.ok(&["goal", "start", "Write the docs", "--scope", "docs/"]);
+    shared_docs_goal(&loopx);
     loopx.ok(&["agent", "add", "exec", "--profile", "demo"]);
     loopx.ok(&["todo", "add", "Write the notes [demo:file=src/x.md]"]);
     let run = loopx.run(&["run", "--once", "--json"]);
@@ -248,7 +255,7 @@ fn a_slice_writing_outside_the_scope_is_a_violation_with_a_gate() {
 fn a_slice_in_scope_is_no_violation() {
     let loopx = Loopx::new();
     git(loopx.path(), &["init", "-q"]);
-    loopx.ok(&["goal", "start", "Write the docs", "--scope", "docs/"]);
+    shared_docs_goal(&loopx);
     loopx.ok(&["agent", "add", "exec", "--profile", "demo"]);
     loopx.ok(&["todo", "add", "Write the notes [demo:file=docs/x.md]"]);
     let (out, stderr) = run_once(&loopx);
@@ -355,7 +362,7 @@ fn hiding_project(script: &str) -> Loopx {
     write(&loopx.path().join("src/lib.rs"), "fn main() {}\n");
     git(loopx.path(), &["add", "docs", "src"]);
     git(loopx.path(), &["commit", "-q", "-m", "start"]);
-    loopx.ok(&["goal", "start", "Write the docs", "--scope", "docs/"]);
+    shared_docs_goal(&loopx);
     crate::support::script_agent(
         &loopx,
         "exec",

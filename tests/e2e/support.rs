@@ -407,3 +407,16 @@ pub fn approve_notifications(loopx: &Loopx) {
         .expect("not approved yet: a gate asks");
     loopx.ok(&["gate", "answer", &gate.id.to_string(), "approve"]);
 }
+
+/// Runs git in `dir` (as a test user) and insists on success; its stdout.
+pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -69,7 +69,8 @@ pub use profile::{
     render_prompt,
 };
 pub use project::{
-    NotifyConfig, PROJECT_CONFIG_FILE, ProjectConfig, load_project_config, project_config_str,
+    LandCheck, NotifyConfig, PROJECT_CONFIG_FILE, ProjectConfig, load_project_config,
+    project_config_str,
 };
 pub use report::{
     MalformedReport, Report, ReportEvidence, ReportQuestion, ReportStatus, ReportTodo, parse_report,

@@ -10,6 +10,10 @@
 //! slices = 20
 //! tokens = 5_000_000
 //! cost_usd = 10.0
+//!
+//! [land]            # run on a todo's branch merged with the goal's before it lands
+//! check = "cargo test"
+//! timeout = "20m"
 //! ```
 //!
 //! Loaded like profiles: every problem at once, with file, line and column, unknown keys with
@@ -28,6 +32,8 @@ use crate::errors::{ConfigKind, LoadError};
 pub const PROJECT_CONFIG_FILE: &str = "loopx.toml";
 /// How long a notification command may run when `timeout` is not set.
 const DEFAULT_NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a land check may run when `timeout` is not set.
+const DEFAULT_LAND_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 
 /// `.loopx/loopx.toml`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -35,6 +41,18 @@ pub struct ProjectConfig {
     pub notify: Option<NotifyConfig>,
     /// `[budget]`; unset limits nothing.
     pub budget: loopx_quota::Budget,
+    /// `[land]`: the check a todo's branch must pass before it lands.
+    pub land_check: Option<LandCheck>,
+}
+
+/// `[land] check`: a shell command run in a checkout of what would land; a todo lands only
+/// when it exits 0 (`docs/design/worktrees.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LandCheck {
+    /// Run with `sh -c`, contained like a slice.
+    pub command: String,
+    /// Stopped (and failed) after this long.
+    pub timeout: Duration,
 }
 
 /// `[notify]`: a shell command run on events a person should hear about.
@@ -50,6 +68,7 @@ pub struct NotifyConfig {
 struct RawProject {
     notify: Option<RawNotify>,
     budget: Option<RawBudget>,
+    land: Option<RawNotify>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -59,16 +78,19 @@ struct RawBudget {
     cost_usd: Option<Checked<f64>>,
 }
 
+/// `[notify]` and `[land]` share a shape: a command (`command`, `check`) and a timeout.
 #[derive(Debug, Deserialize)]
 struct RawNotify {
+    #[serde(alias = "check")]
     command: Option<Checked<String>>,
     timeout: Option<Checked<DurationText>>,
 }
 
 fn known_keys(path: &[&str]) -> &'static [&'static str] {
     match path {
-        [] => &["notify", "budget"],
+        [] => &["notify", "budget", "land"],
         ["notify"] => &["command", "timeout"],
+        ["land"] => &["check", "timeout"],
         ["budget"] => &["slices", "tokens", "cost_usd"],
         _ => &[],
     }
@@ -92,6 +114,7 @@ pub fn project_config_str(file: &str, text: &str) -> Result<ProjectConfig, LoadE
     let config = raw.map(|raw| ProjectConfig {
         notify: raw.notify.and_then(|n| notify(n, &mut p)),
         budget: raw.budget.map(|b| budget(b, &mut p)).unwrap_or_default(),
+        land_check: raw.land.and_then(|l| land(l, &mut p)),
     });
     p.finish(ConfigKind::Project, PROJECT_CONFIG_FILE, config)
         .map_err(LoadError::Invalid)
@@ -161,6 +184,26 @@ fn notify(raw: RawNotify, p: &mut Problems) -> Option<NotifyConfig> {
         return None;
     }
     Some(NotifyConfig { command, timeout })
+}
+
+fn land(raw: RawNotify, p: &mut Problems) -> Option<LandCheck> {
+    let timeout = take(raw.timeout, "land.timeout", p)
+        .and_then(|(text, span)| duration(&text.0, span, "land.timeout", p))
+        .unwrap_or(DEFAULT_LAND_TIMEOUT);
+    let Some((command, span)) = take(raw.command, "land.check", p) else {
+        p.push(
+            0..0,
+            Some("land.check"),
+            "`[land]` needs a `check`",
+            Some("for example `check = \"cargo test\"`".into()),
+        );
+        return None;
+    };
+    if command.trim().is_empty() {
+        p.push(span, Some("land.check"), "`land.check` is empty", None);
+        return None;
+    }
+    Some(LandCheck { command, timeout })
 }
 
 #[cfg(test)]

@@ -56,6 +56,7 @@ fn fill(dir: &Path, todos: u64, finished: u64, events: u64) {
         scope: vec!["src/**".into()],
         permission: PermissionLevel::WorkspaceWrite,
         share: 1.0,
+        isolation: loopx_kernel::model::Isolation::Shared,
     }];
     for name in ["worker", "bench"] {
         setup.push(Op::AgentAdd {

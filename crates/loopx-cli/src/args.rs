@@ -53,6 +53,8 @@ pub enum Command {
     Status,
     /// The event history.
     Log(LogArgs),
+    /// A worktree goal's todo: the diff of its branch against the goal's branch.
+    Diff(DiffArgs),
     /// Check the sandbox, the store, its integrity and its permissions (read-only).
     Doctor(DoctorArgs),
     /// List, show and check agent profiles (`.loopx/profiles/*.toml`).
@@ -284,6 +286,14 @@ pub enum GoalCommand {
         /// The goal's duty share of a rolling window, 0..1 (0 pauses it).
         #[arg(long, value_name = "F", default_value_t = 1.0)]
         share: f64,
+        /// Where agents work: `worktree` (a branch and worktree per todo; the default in a git
+        /// repository) or `shared` (the project's own tree; the only choice outside git).
+        #[arg(long, value_name = "MODE", value_parser = ["worktree", "shared"])]
+        isolation: Option<String>,
+        /// Start from the last commit although the work tree has uncommitted changes (they stay
+        /// in your checkout; the agents do not see them).
+        #[arg(long)]
+        from_head: bool,
     },
     /// List every goal.
     List,
@@ -558,6 +568,15 @@ pub enum AgentCommand {
 }
 
 #[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The todo (`t3`).
+    pub todo: String,
+    /// Only which files changed, and how much.
+    #[arg(long)]
+    pub stat: bool,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct DoctorArgs {
     /// Let the database engine repair the store where it needs it (after an interrupted
     /// write); without it, doctor only reads and says what it would do.

@@ -37,6 +37,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Agent(cmd) => agent::run(ctx, cmd),
         Command::Status => status::run(ctx),
         Command::Log(args) => log::run(ctx, args),
+        Command::Diff(args) => todo::diff(ctx, args),
         Command::Doctor(args) => doctor::run(ctx, args.repair),
         Command::Profile(cmd) => profile::run(ctx, cmd),
         Command::Adapter(cmd) => profile::adapter(ctx, cmd),

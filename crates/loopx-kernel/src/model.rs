@@ -66,6 +66,32 @@ pub struct Goal {
     pub status: GoalStatus,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    /// Where the goal's agents work: the project's own tree, or a worktree per todo.
+    /// Added in record version 6 (a goal of an older loopx reads as `Shared`).
+    pub isolation: Isolation,
+}
+
+/// Where a goal's agents work (`docs/design/worktrees.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// Every agent works in the project's own tree (a project outside git, or asked for).
+    Shared,
+    /// Each todo is worked on its own branch `loopx/<goal>-<todo>` in its own git worktree,
+    /// and lands on the goal's integration branch `loopx/<goal>`, which starts at `base`.
+    Worktree {
+        /// The commit the goal started from (a full object name).
+        base: String,
+    },
+}
+
+impl Isolation {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Isolation::Shared => "shared",
+            Isolation::Worktree { .. } => "worktree",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -271,7 +297,25 @@ pub enum GateKind {
     /// No todo is left and planning slices in a row proposed nothing: is the goal met? `done`
     /// (the first option) marks it done; any other answer gives planning a fresh start.
     GoalMet { goal: GoalId },
+    /// A slice changed files it may not change, in its todo's worktree (record version 6).
+    /// `rollback` (the second option) is carried out by whoever records the answer, before
+    /// recording it: the todo's branch goes back from `commit` to `checkpoint`
+    /// (`docs/design/worktrees.md`). The kernel only records the answer.
+    Rollback {
+        todo: TodoId,
+        checkpoint: String,
+        commit: String,
+    },
+    /// A todo done by its agent could not land on the goal's branch: its branch conflicts
+    /// (record version 6). `drop` (the second option) drops the todo; any other answer
+    /// (`rebase`) reaches its next slice, with a fresh budget of attempts.
+    Land { todo: TodoId },
 }
+
+/// The options of a rollback gate, in order.
+pub const ROLLBACK_OPTIONS: [&str; 2] = ["keep", "rollback"];
+/// The options of a landing gate, in order.
+pub const LAND_OPTIONS: [&str; 2] = ["rebase", "drop"];
 
 /// The options of a stall gate, in order.
 pub const STALL_OPTIONS: [&str; 2] = ["retry", "drop"];
@@ -305,10 +349,12 @@ pub enum EvidenceKind {
     Artifact,
     Quota,
     Violation,
+    /// A todo's branch landed on the goal's branch, or could not (record version 6).
+    Land,
 }
 
 impl EvidenceKind {
-    pub const ALL: [EvidenceKind; 7] = [
+    pub const ALL: [EvidenceKind; 8] = [
         EvidenceKind::Slice,
         EvidenceKind::Test,
         EvidenceKind::Diff,
@@ -316,6 +362,7 @@ impl EvidenceKind {
         EvidenceKind::Artifact,
         EvidenceKind::Quota,
         EvidenceKind::Violation,
+        EvidenceKind::Land,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -327,6 +374,7 @@ impl EvidenceKind {
             EvidenceKind::Artifact => "artifact",
             EvidenceKind::Quota => "quota",
             EvidenceKind::Violation => "violation",
+            EvidenceKind::Land => "land",
         }
     }
 }

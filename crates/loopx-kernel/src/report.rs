@@ -72,6 +72,9 @@ pub struct Reporter {
     pub agent: AgentName,
     /// The slice's todo and the epoch of its claim.
     pub claim: Option<(TodoId, u64)>,
+    /// The todo is finished only when its branch lands (a worktree goal): `done` is recorded
+    /// as a note, and the slice's end lands the branch and finishes the todo.
+    pub lands: bool,
 }
 
 /// What a report wrote, sent back to `loopx report` to print.
@@ -226,7 +229,19 @@ impl Reporter {
                         self.slice
                     )));
                 };
-                if let Some(summary) = summary.filter(|s| !s.trim().is_empty()) {
+                let summary = summary.filter(|s| !s.trim().is_empty());
+                if self.lands {
+                    let said = summary
+                        .map(|s| format!(": {}", s.trim()))
+                        .unwrap_or_default();
+                    ops.push(Op::EvidenceAdd(self.evidence(
+                        EvidenceKind::Note,
+                        format!("the agent reported {todo} done{said}"),
+                        "it is finished when its branch lands, as the slice ends".to_owned(),
+                    )));
+                    return Ok(ops);
+                }
+                if let Some(summary) = summary {
                     ops.push(Op::EvidenceAdd(self.evidence(
                         EvidenceKind::Note,
                         summary,
@@ -278,7 +293,29 @@ mod tests {
             slice: SliceId(7),
             agent: "exec".parse().expect("a valid name"),
             claim: Some((TodoId(3), 2)),
+            lands: false,
         }
+    }
+
+    #[test]
+    fn done_in_a_worktree_goal_is_a_note_and_leaves_the_todo_to_the_landing() {
+        let lands = Reporter {
+            lands: true,
+            ..reporter()
+        };
+        let ops = lands
+            .batch(AgentReport::Done {
+                summary: Some("retries added".into()),
+            })
+            .expect("a batch");
+        assert!(
+            !ops.iter().any(|op| matches!(op, Op::TodoFinish { .. })),
+            "{ops:?}"
+        );
+        let Some(Op::EvidenceAdd(note)) = ops.last() else {
+            panic!("a note: {ops:?}")
+        };
+        assert_eq!(note.summary, "the agent reported t3 done: retries added");
     }
 
     #[test]

@@ -23,6 +23,7 @@ fn healthy_store() -> Vec<u8> {
         scope: vec![],
         permission: loopx_kernel::model::PermissionLevel::WorkspaceWrite,
         share: 1.0,
+        isolation: loopx_kernel::model::Isolation::Shared,
     }];
     for i in 0..40 {
         ops.push(Op::TodoAdd(NewTodo {

@@ -60,6 +60,7 @@ fn kill_nine_loses_no_acknowledged_write() {
                 scope: vec![],
                 permission: loopx_kernel::model::PermissionLevel::ReadOnly,
                 share: 1.0,
+                isolation: loopx_kernel::model::Isolation::Shared,
             },
             common::HUMAN,
             common::T0,

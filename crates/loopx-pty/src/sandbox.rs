@@ -49,6 +49,9 @@ pub struct Sandbox {
     pub namespaces: bool,
     /// Paths covered by an empty read-only filesystem; needs `namespaces`.
     pub hide: Vec<PathBuf>,
+    /// Directories beneath a `hide` path mounted back in place (a todo's worktree under the
+    /// hidden `.loopx/`); everything else there stays hidden. Needs `namespaces`.
+    pub keep: Vec<PathBuf>,
     /// Paths mounted read-only in place (a repository's `.git/config` and `.git/hooks`: what
     /// would run code outside the slice later, in loopx's own git or the person's). Missing
     /// paths are skipped. Needs `namespaces`.
@@ -69,13 +72,17 @@ impl Sandbox {
         !self.namespaces && !self.landlock
     }
 
-    /// The helper's arguments for this sandbox.
-    pub(crate) fn to_args(&self) -> Vec<OsString> {
+    /// The exec helper's arguments for this sandbox (`loopx __exec ARGS -- PROGRAM …`).
+    pub fn to_args(&self) -> Vec<OsString> {
         let mut args = Vec::new();
         if self.namespaces {
             args.push("--namespaces".into());
             for path in &self.hide {
                 args.push("--hide".into());
+                args.push(path.clone().into_os_string());
+            }
+            for path in &self.keep {
+                args.push("--keep".into());
                 args.push(path.clone().into_os_string());
             }
             for path in &self.read_only {
@@ -229,6 +236,7 @@ impl SandboxArgs {
             "--namespaces" => self.sandbox.namespaces = true,
             "--landlock" => self.sandbox.landlock = true,
             "--hide" => self.sandbox.hide.push(value("--hide")?),
+            "--keep" => self.sandbox.keep.push(value("--keep")?),
             "--private-room" => self.sandbox.private_room = Some(value("--private-room")?),
             "--read-only" => self.sandbox.read_only.push(value("--read-only")?),
             "--write" => self.sandbox.writable.push(value("--write")?),
@@ -263,7 +271,7 @@ pub(crate) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infal
     )
     .map_err(|e| sandbox_err("make mounts private", e))?;
     for path in &sandbox.hide {
-        hide(path)?;
+        hide(path, &sandbox.keep)?;
     }
     for path in &sandbox.read_only {
         read_only(path)?;
@@ -415,11 +423,22 @@ fn die_by(signal: i32) -> ! {
 }
 
 /// Covers `path` with an empty read-only tmpfs (a directory) or `/dev/null` (a file, a
-/// socket). A missing path has nothing to hide.
-fn hide(path: &Path) -> Result<(), ExecError> {
+/// socket), with the `keep` directories beneath it mounted back. A missing path has nothing
+/// to hide.
+fn hide(path: &Path, keep: &[PathBuf]) -> Result<(), ExecError> {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Ok(());
     };
+    let kept: Vec<&PathBuf> = keep
+        .iter()
+        .filter(|k| {
+            k.strip_prefix(path)
+                .is_ok_and(|r| !r.as_os_str().is_empty())
+        })
+        .collect();
+    if meta.is_dir() && !kept.is_empty() {
+        return hide_keeping(path, &kept);
+    }
     if !meta.is_dir() {
         return mount(
             Some("/dev/null"),
@@ -438,6 +457,59 @@ fn hide(path: &Path) -> Result<(), ExecError> {
         Some("size=4k,mode=0500"),
     )
     .map_err(|e| sandbox_err(&format!("hide {}", path.display()), e))
+}
+
+/// Covers the directory `path` with an empty tmpfs, mounts each of `kept` back at its place
+/// in it, then makes the tmpfs read-only (the kept directories keep their own mounts).
+fn hide_keeping(path: &Path, kept: &[&PathBuf]) -> Result<(), ExecError> {
+    use std::os::fd::AsRawFd;
+    let err = |what: &str, target: &Path| {
+        let what = format!("{what} {}", target.display());
+        move |e| sandbox_err(&what, e)
+    };
+    // Opened before the covering mount hides their paths.
+    let mut opened = Vec::new();
+    for dir in kept {
+        let fd = nix::fcntl::open(
+            dir.as_path(),
+            nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_DIRECTORY,
+            nix::sys::stat::Mode::empty(),
+        )
+        .map_err(err("open the kept directory", dir))?;
+        opened.push((dir, fd));
+    }
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    mount(
+        Some("tmpfs"),
+        path,
+        Some("tmpfs"),
+        flags,
+        Some("size=16k,mode=0700"),
+    )
+    .map_err(err("hide", path))?;
+    for (dir, fd) in &opened {
+        std::fs::create_dir_all(dir).map_err(|e| ExecError::Sandbox {
+            action: format!("make the mount point {}", dir.display()),
+            reason: e.to_string(),
+        })?;
+        let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        mount(
+            Some(source.as_str()),
+            dir.as_path(),
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(err("mount back", dir))?;
+    }
+    mount(
+        None::<&str>,
+        path,
+        None::<&str>,
+        flags | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY,
+        Some("size=16k,mode=0700"),
+    )
+    .map_err(err("make read-only", path))
 }
 
 /// Mounts `path` over itself read-only. The remount keeps the flags the underlying mount has

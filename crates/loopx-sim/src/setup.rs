@@ -62,6 +62,7 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
         scope: vec![],
         permission: PermissionLevel::WorkspaceWrite,
         share: 1.0,
+        isolation: loopx_kernel::model::Isolation::Shared,
     }];
     for agent in &scenario.agents {
         ops.push(Op::AgentAdd {

@@ -11,6 +11,7 @@ use loopx_kernel::model::ClaimStanding;
 use loopx_kernel::store::{Applied, BatchError};
 use loopx_kernel::{
     AgentName, Clock, Conflict, KernelError, Op, Project, SliceId, Store, StoreError, Timestamp,
+    TodoId,
 };
 use serde::Serialize;
 
@@ -18,7 +19,8 @@ use crate::errors::SupervisorError;
 use crate::once::RunOnce;
 use crate::prompt::kind_name;
 use crate::slice::{ACTOR, Observed, actor, patience, retrying};
-use crate::writeback::{Finished, Item, Writeback, lost_claim, writeback};
+use crate::worktree::{Landing, SliceCommit};
+use crate::writeback::{Finished, Item, WorktreeEnd, Writeback, lost_claim, writeback};
 
 /// One slice, as `loopx run --once --json` shows it (documented in `docs/cli.md`).
 #[derive(Debug, Clone, Serialize)]
@@ -61,6 +63,10 @@ pub struct SliceSummary {
     pub violations: Vec<String>,
     /// The gate asking a person about the violations.
     pub violation_gate: Option<String>,
+    /// The commit the todo landed as on the goal's branch (a worktree goal).
+    pub landed: Option<String>,
+    /// The gate asking a person about a branch that does not land (a conflict).
+    pub land_gate: Option<String>,
     /// `applied`; `stale_epoch` when the claim moved on and only the end, loopx's evidence of
     /// the slice and the quota usage were recorded; `refused` when the kernel refused loopx's
     /// own part of the batch (a bug) and only the essentials were recorded.
@@ -83,8 +89,11 @@ impl Observed {
             elapsed,
             spent,
             containment,
+            reported_done,
+            commit,
         } = self;
         let setup = &begun.setup;
+        let worktree = worktree_end(req, &begun, &judged, reported_done, commit.as_ref());
         let log = begun.record.log.clone().unwrap_or_default();
         let limited_before = match judged.outcome {
             Outcome::UsageLimited => {
@@ -119,6 +128,8 @@ impl Observed {
             log: &log,
             quota: spent,
             changes: &changes,
+            reported_done,
+            worktree: worktree.as_ref(),
         };
         match write_back(
             &req.project,
@@ -130,6 +141,20 @@ impl Observed {
             Ok(mut summary) => {
                 summary.limit_secs = begun.record.limit_secs;
                 begun.guard.disarm();
+                if let (Some(end), Some(goal), Some(todo)) =
+                    (&worktree, &begun.goal, begun.record.todo)
+                {
+                    summary.landed = match &end.landing {
+                        Some(Landing::Landed { commit, .. }) => Some(commit.clone()),
+                        _ => None,
+                    };
+                    // Done: its branch landed and stays; its worktree is no longer needed.
+                    if summary.todo_state == Some("done")
+                        && let Err(e) = crate::worktree::remove(req.project.root(), goal.id, todo)
+                    {
+                        tracing::warn!(%todo, error = %e, "cannot remove a done todo's worktree");
+                    }
+                }
                 Ok(summary)
             }
             Err(e) => {
@@ -147,6 +172,52 @@ impl Observed {
                     (Err(_), _) => Err(SupervisorError::Unrecorded { slice, source: e }),
                 }
             }
+        }
+    }
+}
+
+/// How a worktree goal's todo slice ended in git: its checkpoint and commit, and its landing
+/// when the agent reported the todo done, changed nothing it may not, and still holds it.
+fn worktree_end(
+    req: &RunOnce,
+    begun: &crate::slice::Begun,
+    judged: &crate::slice::Judged,
+    reported_done: bool,
+    commit: Option<&SliceCommit>,
+) -> Option<WorktreeEnd> {
+    let prepared = begun.tree.as_ref()?.as_ref().ok()?;
+    let goal = begun.goal.as_ref()?;
+    let claimed_done = reported_done
+        || (judged.outcome == Outcome::Completed
+            && judged.classification.as_ref().is_some_and(|c| c.done));
+    let landing = match (commit, begun.record.todo, begun.record.epoch) {
+        (Some(c), Some(todo), Some(epoch)) if claimed_done && c.changes.violations().is_empty() => {
+            held_todo(req, todo, &begun.setup.agent.name, epoch).map(|title| {
+                crate::slice::land_todo(req.project.root(), &req.loopx_exe, goal, todo, &title)
+            })
+        }
+        _ => None,
+    };
+    Some(WorktreeEnd {
+        checkpoint: prepared.checkpoint.clone(),
+        commit: commit.map_or_else(|| prepared.checkpoint.clone(), |c| c.head.clone()),
+        landing,
+        integration: crate::worktree::integration_branch(goal.id),
+    })
+}
+
+/// The title of `todo` while `agent` still holds it under `epoch`: a slice that lost its
+/// claim lands nothing.
+fn held_todo(req: &RunOnce, todo: TodoId, agent: &AgentName, epoch: u64) -> Option<String> {
+    let found = retrying(&*req.world.clock, patience(), || {
+        Store::open(&req.project)?.read(|s| s.todo(todo))
+    });
+    match found {
+        Ok(Some(t)) if t.claim_of(agent, epoch) == ClaimStanding::Held => Some(t.title),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(%todo, error = %e, "cannot read the todo before landing it");
+            None
         }
     }
 }
@@ -296,6 +367,7 @@ fn summary(
     let mut new_todos = Vec::new();
     let mut gate = None;
     let mut violation_gate = None;
+    let mut land_gate = None;
     let mut goal_done = false;
     for (part, record) in wb.parts.iter().zip(applied) {
         match (&part.op, &part.item, record) {
@@ -303,7 +375,10 @@ fn summary(
             (Op::GateAsk(_), Some(Item::Question), Applied::Gate(g)) => {
                 gate = Some(g.id.to_string());
             }
-            (Op::GateAsk(_), None, Applied::Gate(g)) => violation_gate = Some(g.id.to_string()),
+            (Op::GateAsk(_), None, Applied::Gate(g)) => match g.kind {
+                loopx_kernel::model::GateKind::Land { .. } => land_gate = Some(g.id.to_string()),
+                _ => violation_gate = Some(g.id.to_string()),
+            },
             (Op::GoalSetStatus { .. }, _, _) => goal_done = true,
             _ => {}
         }
@@ -347,6 +422,8 @@ fn summary(
             .then(|| f.changes.files.clone()),
         violations: wb.violations.clone(),
         violation_gate,
+        landed: None,
+        land_gate,
         writeback: result,
         dropped: wb.dropped.clone(),
     }
@@ -400,6 +477,7 @@ mod tests {
                 scope: vec![],
                 permission: PermissionLevel::WorkspaceWrite,
                 share: 1.0,
+                isolation: loopx_kernel::model::Isolation::Shared,
             },
         );
         apply(
@@ -595,6 +673,7 @@ mod tests {
                     scope: vec![],
                     permission: PermissionLevel::WorkspaceWrite,
                     share: 1.0,
+                    isolation: loopx_kernel::model::Isolation::Shared,
                 },
             );
             apply(

@@ -86,19 +86,42 @@ pub(crate) fn ops(f: &Finished<'_>) -> Vec<Op> {
         "S{changed} ({}): keep the changes or roll them back?",
         named(&bad)
     );
-    ops.push(Op::GateAsk(NewGate {
-        question,
-        options: vec![KEEP.to_owned(), ROLLBACK.to_owned()],
-        context: bounded(
-            &format!(
+    // In a worktree the slice is one commit on its todo's branch: `rollback` undoes it, and
+    // until then nobody builds on it. In the shared tree loopx can only tell the agent.
+    let (context, blocks, kind) = match (f.worktree, f.todo) {
+        (Some(end), Some(todo)) => (
+            format!(
+                "scope check of slice {} (agent `{}`) in {todo}'s worktree: its commit {} on \
+                 {todo}'s branch. `rollback` puts the branch and the worktree back at {} (the \
+                 commit before the slice); `keep` keeps them.\n{detail}",
+                f.slice,
+                f.agent,
+                crate::worktree::short(&end.commit),
+                crate::worktree::short(&end.checkpoint),
+            ),
+            Blocks::Todos(vec![todo]),
+            GateKind::Rollback {
+                todo,
+                checkpoint: end.checkpoint.clone(),
+                commit: end.commit.clone(),
+            },
+        ),
+        _ => (
+            format!(
                 "scope check of slice {} (agent `{}`); loopx rolls nothing back itself, the \
                  answer reaches the agent in its next prompt.\n{detail}",
                 f.slice, f.agent
             ),
-            limits::DETAIL,
+            Blocks::Agent(f.agent.clone()),
+            GateKind::Question,
         ),
-        blocks: Blocks::Agent(f.agent.clone()),
-        kind: GateKind::Question,
+    };
+    ops.push(Op::GateAsk(NewGate {
+        question,
+        options: vec![KEEP.to_owned(), ROLLBACK.to_owned()],
+        context: bounded(&context, limits::DETAIL),
+        blocks,
+        kind,
     }));
     ops
 }

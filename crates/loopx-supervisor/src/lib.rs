@@ -52,6 +52,7 @@ pub mod scope;
 pub mod shutdown;
 mod signals;
 mod slice;
+pub mod worktree;
 pub mod writeback;
 
 pub use agent::{AgentSetup, agent_view, load_agent};

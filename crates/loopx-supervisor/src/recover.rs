@@ -177,6 +177,7 @@ mod tests {
                     scope: vec![],
                     permission: PermissionLevel::WorkspaceWrite,
                     share: 1.0,
+                    isolation: loopx_kernel::model::Isolation::Shared,
                 },
                 "human:t",
                 Timestamp::now(),

@@ -28,7 +28,8 @@ use std::process::{Command, Stdio};
 use loopx_kernel::project::STATE_DIR;
 
 /// What loopx writes in `.loopx/` itself during a slice (relative to `.loopx/`).
-const OWN_FILES: [&str; 3] = ["state.redb", "slices/", "bells/"];
+/// `worktrees/` holds the todos' worktrees, each checked on its own (`worktree.rs`).
+const OWN_FILES: [&str; 4] = ["state.redb", "slices/", "bells/", "worktrees/"];
 /// At most this many files are named in a `git diff --stat` command line.
 const STAT_FILES: usize = 200;
 
@@ -115,17 +116,29 @@ pub(crate) fn capture(root: &Path) -> Before {
     }
 }
 
-/// What changed since `before`, checked against the goal's `scope`.
-pub(crate) fn compare(root: &Path, before: &Before, scope: &[String]) -> SliceChanges {
+/// `.loopx/` alone before the slice: in a worktree goal the agent's files are checked in its
+/// own worktree (`worktree.rs`), and only the state directory here.
+pub(crate) fn capture_state(root: &Path) -> Before {
+    Before {
+        git: Err("checked in the todo's worktree".to_owned()),
+        state: state_files(&root.join(STATE_DIR)),
+    }
+}
+
+/// Files in `.loopx/` added, changed or removed since `before`.
+pub(crate) fn compare_state(root: &Path, before: &Before) -> Vec<String> {
     let state_after = state_files(&root.join(STATE_DIR));
     let keys: BTreeSet<&String> = before.state.keys().chain(state_after.keys()).collect();
-    let state_files = keys
-        .into_iter()
+    keys.into_iter()
         .filter(|k| before.state.get(*k) != state_after.get(*k))
         .map(|k| format!("{STATE_DIR}/{k}"))
-        .collect();
+        .collect()
+}
+
+/// What changed since `before`, checked against the goal's `scope`.
+pub(crate) fn compare(root: &Path, before: &Before, scope: &[String]) -> SliceChanges {
     let mut changes = SliceChanges {
-        state_files,
+        state_files: compare_state(root, before),
         ..SliceChanges::default()
     };
     let old = match &before.git {
@@ -155,7 +168,27 @@ pub(crate) fn compare(root: &Path, before: &Before, scope: &[String]) -> SliceCh
 /// Runs git in `dir` for at most [`git_timeout`]; its stdout, or why it failed. A git that
 /// hangs (a lock another process holds, a prompt for credentials) costs the slice its scope
 /// check, never the supervisor its loop.
-fn git(dir: &str, args: &[&str]) -> Result<Vec<u8>, String> {
+pub(crate) fn git(dir: &str, args: &[&str]) -> Result<Vec<u8>, String> {
+    let what = args.first().copied().unwrap_or("");
+    let out = git_run(dir, args, &[])?;
+    match out.code {
+        Some(0) => Ok(out.stdout),
+        _ => Err(format!("`git {what}` failed: {}", out.stderr.trim())),
+    }
+}
+
+/// What one git command printed, and how it exited.
+#[derive(Debug)]
+pub(crate) struct GitOutput {
+    /// `None`: it was killed (by a signal).
+    pub code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+/// Runs git in `dir` with `env` added, for at most [`git_timeout`]; how it ended, or why it
+/// could not run (or was stopped at the deadline).
+pub(crate) fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutput, String> {
     let what = args.first().copied().unwrap_or("");
     let mut command = Command::new("git");
     command
@@ -168,6 +201,8 @@ fn git(dir: &str, args: &[&str]) -> Result<Vec<u8>, String> {
             "core.fsmonitor=false",
             "-c",
             "core.untrackedCache=false",
+            "-c",
+            "core.hooksPath=/dev/null",
         ])
         .args(args)
         // Only what git needs: no credential of loopx's reaches a program git might start.
@@ -177,6 +212,7 @@ fn git(dir: &str, args: &[&str]) -> Result<Vec<u8>, String> {
                 .iter()
                 .filter_map(|k| std::env::var_os(k).map(|v| (*k, v))),
         )
+        .envs(env.iter().copied())
         // `git status` would otherwise refresh the index, racing an agent's own git commands.
         .env("GIT_OPTIONAL_LOCKS", "0")
         // Never wait for a person at a prompt nobody sees.
@@ -191,11 +227,11 @@ fn git(dir: &str, args: &[&str]) -> Result<Vec<u8>, String> {
             "`git {what}` did not finish in {} and was stopped",
             loopx_kernel::time::short_duration(timeout)
         )),
-        Some(status) if !status.success() => {
-            let err = String::from_utf8_lossy(&out.stderr);
-            Err(format!("`git {what}` failed: {}", err.trim()))
-        }
-        Some(_) => Ok(out.stdout),
+        Some(status) => Ok(GitOutput {
+            code: status.code(),
+            stdout: out.stdout,
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }),
     }
 }
 
@@ -451,7 +487,7 @@ fn parse_status(raw: &[u8]) -> Vec<(String, String)> {
 
 /// A repository path as seen from the project root; `None` for loopx's state directory, which
 /// is checked by its own walk.
-fn project_path(repo: &str, prefix: &str) -> Option<String> {
+pub(crate) fn project_path(repo: &str, prefix: &str) -> Option<String> {
     let path = match repo.strip_prefix(prefix) {
         Some(inside) => inside.to_owned(),
         None => {
@@ -464,7 +500,7 @@ fn project_path(repo: &str, prefix: &str) -> Option<String> {
 }
 
 /// The inverse of [`project_path`].
-fn repo_path(project: &str, prefix: &str) -> String {
+pub(crate) fn repo_path(project: &str, prefix: &str) -> String {
     let mut dir: Vec<&str> = prefix.split('/').filter(|s| !s.is_empty()).collect();
     let mut rest = project;
     while let Some(up) = rest.strip_prefix("../") {

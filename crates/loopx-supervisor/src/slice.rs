@@ -22,6 +22,7 @@ mod channel;
 mod contain;
 mod decide;
 mod guard;
+mod land;
 mod launch;
 mod outcome;
 mod redact_log;
@@ -34,7 +35,9 @@ pub(crate) use decide::{Next, decide};
 pub(crate) use guard::{ACTOR, LiveSlices, patience, retrying};
 #[cfg(test)]
 pub(crate) use guard::{Beginning, SliceGuard};
+pub(crate) use land::land_todo;
 pub(crate) use launch::{is_alive, marker, process_identity};
+pub(crate) use outcome::Judged;
 pub(crate) use run::Observed;
 #[cfg(test)]
 pub(crate) use run::ran_between;

@@ -86,6 +86,24 @@ pub struct Finished<'a> {
     pub quota: QuotaRequest,
     /// What the slice changed, checked against the goal's scope.
     pub changes: &'a SliceChanges,
+    /// The agent reported its todo done through the report channel, and the kernel left
+    /// finishing it to the landing (a worktree goal).
+    pub reported_done: bool,
+    /// A worktree goal's todo slice: its commit, and its landing when it reported done.
+    pub worktree: Option<&'a WorktreeEnd>,
+}
+
+/// How a worktree goal's todo slice ended in git.
+#[derive(Debug, Clone)]
+pub struct WorktreeEnd {
+    /// The todo's branch before the slice, and after it.
+    pub checkpoint: String,
+    pub commit: String,
+    /// `None`: not tried (the agent did not report done, the slice's commit could not be
+    /// made, the claim moved on); then the todo is not done.
+    pub landing: Option<crate::worktree::Landing>,
+    /// The goal's integration branch.
+    pub integration: String,
 }
 
 /// One operation of the batch.
@@ -163,6 +181,118 @@ fn describe(op: &Op) -> String {
         Op::GoalSetStatus { .. } => "marking the goal done".to_owned(),
         other => format!("{other:?}"),
     }
+}
+
+/// What a worktree goal's landing writes (its evidence, a gate for a conflict), and whether
+/// the todo landed. `wants` says whether it was asked to (the agent said done, nothing to
+/// roll back).
+fn landing_ops(f: &Finished<'_>, end: &WorktreeEnd, wants: bool) -> (Vec<Op>, bool) {
+    use crate::worktree::{Landing, short};
+    let Some(todo) = f.todo else {
+        return (Vec::new(), true);
+    };
+    let into = &end.integration;
+    let Some(landing) = end.landing.as_ref().filter(|_| wants) else {
+        return (Vec::new(), false);
+    };
+    let land = |summary: String, detail: String| {
+        Op::EvidenceAdd(evidence(f, EvidenceKind::Land, &summary, &detail))
+    };
+    match landing {
+        Landing::Landed {
+            commit,
+            commits,
+            files,
+        } => {
+            let summary = format!(
+                "{todo} landed on {into} as {}: {commits} commit{}, {} file{}",
+                short(commit),
+                if *commits == 1 { "" } else { "s" },
+                files.len(),
+                if files.len() == 1 { "" } else { "s" },
+            );
+            let detail = format!(
+                "merge commit {commit}\nfiles:\n{}",
+                files.iter().map(|p| format!("  {p}\n")).collect::<String>()
+            );
+            (vec![land(summary, detail)], true)
+        }
+        Landing::Empty => (
+            vec![land(
+                format!("{todo} had nothing new to land: its branch is on {into} already"),
+                String::new(),
+            )],
+            true,
+        ),
+        Landing::Conflict { files, with } => {
+            let named = files
+                .iter()
+                .take(3)
+                .map(|p| clip(p, 80))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let more = match files.len() {
+                0..=3 => String::new(),
+                n => format!(" and {} more", n - 3),
+            };
+            let peers = match with.as_slice() {
+                [] => format!("the goal's branch {into}"),
+                todos => todos
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+            };
+            let summary = format!("{todo}'s branch conflicts with {peers} in {named}{more}");
+            let question = bounded(
+                &format!(
+                    "{todo}'s branch conflicts with {peers} in {named}{more}: rebase {todo} on the goal branch, or drop {todo}?"
+                ),
+                limits::QUESTION,
+            );
+            let context = format!(
+                "{todo} was done by its agent, but its branch {} does not merge cleanly into {into}.\n                 rebase: the next slice on {todo} merges {into} into its worktree (`git merge {into}`), resolves the conflicts and reports done again.\n                 drop: {todo} is dropped; its branch stays for you to look at.\n                 conflicting files:\n{}",
+                crate::worktree::todo_branch_of(into, todo),
+                files.iter().map(|p| format!("  {p}\n")).collect::<String>()
+            );
+            let gate = NewGate {
+                question,
+                options: loopx_kernel::model::LAND_OPTIONS
+                    .iter()
+                    .map(|o| (*o).to_owned())
+                    .collect(),
+                context: bounded(&context, limits::DETAIL),
+                blocks: Blocks::Todos(vec![todo]),
+                kind: GateKind::Land { todo },
+            };
+            (vec![land(summary, context), Op::GateAsk(gate)], false)
+        }
+        Landing::CheckFailed { how, output } => {
+            let summary = format!("{todo} did not land: the land check {how}");
+            let detail = format!(
+                "The project's `[land] check` ran on {todo}'s branch merged with {into} and {how}; \
+                 {todo} stays open, and its next slice sees this.\n\n{}",
+                tail(output, limits::DETAIL / 2)
+            );
+            (vec![land(summary, bounded(&detail, limits::DETAIL))], false)
+        }
+        Landing::Failed(why) => (
+            vec![land(
+                format!("{todo} could not land on {into}"),
+                bounded(why, limits::DETAIL),
+            )],
+            false,
+        ),
+    }
+}
+
+/// The last `max` bytes of `text`, at a character boundary.
+fn tail(text: &str, max: usize) -> &str {
+    let mut start = text.len().saturating_sub(max);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
 }
 
 /// The slice's end alone.
@@ -293,9 +423,19 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     // A todo whose changes a person may roll back is not done yet (unless the agent already
     // marked it done with `loopx report done`: then the violation gate still asks).
     // Done as the report says, or as the profile's `done_when` recognised it.
-    let reported_done = f.outcome == Outcome::Completed
-        && f.classification.is_some_and(|c| c.done)
-        && wb.violations.is_empty();
+    let claimed_done = (f.outcome == Outcome::Completed
+        && f.classification.is_some_and(|c| c.done))
+        || f.reported_done;
+    // A worktree goal's todo is done only once its branch landed.
+    let landed = match f.worktree {
+        None => true,
+        Some(end) => {
+            let (ops, landed) = landing_ops(f, end, claimed_done && wb.violations.is_empty());
+            wb.parts.extend(ops.into_iter().map(core));
+            landed
+        }
+    };
+    let reported_done = claimed_done && wb.violations.is_empty() && landed;
     let todo_done = done_by_agent || reported_done;
     // A planning slice that reports `done` and proposes nothing says the goal is met: its
     // prompt asks for exactly that when it is.
@@ -688,6 +828,8 @@ pub(crate) fn test_finished(agent: &AgentName) -> Finished<'_> {
             ..unpaced_quota(agent)
         },
         changes: &NO_CHANGES,
+        reported_done: false,
+        worktree: None,
     }
 }
 

@@ -38,6 +38,7 @@ fn project(dir: &Path) -> Project {
             scope: vec![],
             permission: PermissionLevel::WorkspaceWrite,
             share: 1.0,
+            isolation: loopx_kernel::model::Isolation::Shared,
         },
         Op::AgentAdd {
             name: "a".parse().expect("a name"),

@@ -14,6 +14,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use loopx_kernel::model::Isolation;
 use loopx_kernel::store::{AnswerChoice, Applied};
 use loopx_kernel::{AgentName, Op, Project, Store, Timestamp};
 use loopx_supervisor::{EndReason, OnGate, RunEvent, RunLoop, Shutdown};
@@ -74,8 +75,13 @@ pub fn run(ctx: &mut Ctx, args: DemoArgs) -> Result<(), ExpectedError> {
     say("");
     super::status::run(ctx)?;
     ctx.flush()?;
+    let notes = if dir.join(".git").exists() {
+        "  git log --graph --oneline loopx/g1   each todo landed on the goal's branch\n  git show loopx/g1:demo/NOTES.md      what the agents wrote"
+    } else {
+        "  cat demo/NOTES.md       what the agents wrote"
+    };
     say(&format!(
-        "\nLook around: cd {}\n  loopx status            what needs you, what runs, what is next\n  loopx log               every event, in order (loopx log --slice s1: one slice and its output)\n  loopx evidence list     what each slice showed\n  loopx handoff           the newest handoff\n  cat demo/NOTES.md       what the agents wrote\n  ls .loopx/slices/       each slice's raw output",
+        "\nLook around: cd {}\n  loopx status            what needs you, what runs, what is next\n  loopx log               every event, in order (loopx log --slice s1: one slice and its output)\n  loopx evidence list     what each slice showed\n  loopx handoff           the newest handoff\n{notes}\n  ls .loopx/slices/       each slice's raw output",
         dir.display()
     ));
     match end.reason {
@@ -138,6 +144,7 @@ fn setup(ctx: &Ctx, project: &Project) -> Result<(), ExpectedError> {
                 scope: vec![],
                 permission: loopx_kernel::model::PermissionLevel::WorkspaceWrite,
                 share: 1.0,
+                isolation: isolation(project.root()),
             },
             agent("executor", "demo", "executor")?,
             agent("reviewer", "demo-reviewer", "reviewer")?,
@@ -146,6 +153,52 @@ fn setup(ctx: &Ctx, project: &Project) -> Result<(), ExpectedError> {
         Timestamp::now(),
     )?;
     Ok(())
+}
+
+/// The demo project is a git repository with one commit, so that each todo is worked in its
+/// own worktree, as in any git project; without git, the agents share the project's tree.
+fn isolation(dir: &std::path::Path) -> Isolation {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args([
+                "-c",
+                "user.name=loopx demo",
+                "-c",
+                "user.email=demo@loopx.invalid",
+            ])
+            .args([
+                "-c",
+                "commit.gpgSign=false",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let readme = "# Demo project\n\nA project for `loopx demo`.\n";
+    let made = std::fs::write(dir.join("README.md"), readme).is_ok()
+        && git(&["init", "-q"])
+        && git(&["add", "README.md"])
+        && git(&[
+            "commit",
+            "-q",
+            "--no-verify",
+            "-m",
+            "Start the demo project",
+        ]);
+    let repo = loopx_supervisor::worktree::Repo::of(dir);
+    match repo {
+        Ok(repo) if made && repo.check_git_version().is_ok() => match repo.commit("HEAD") {
+            Some(base) => Isolation::Worktree { base },
+            None => Isolation::Shared,
+        },
+        _ => Isolation::Shared,
+    }
 }
 
 /// Answers a question: at the terminal, or with its first option on the user's behalf.

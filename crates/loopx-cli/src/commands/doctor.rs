@@ -149,12 +149,76 @@ fn checks(ctx: &Ctx, repair: bool) -> Vec<Check> {
         }
         Err(e) => checks.push(Check::fail("consistency", e)),
     }
+    if let Some(check) = worktrees(&project, &store, repair) {
+        checks.push(check);
+    }
     checks.push(match loopx_supervisor::Notifier::load(&project) {
         Ok(Some(_)) => Check::pass("settings", "loopx.toml: notifications on"),
         Ok(None) => Check::pass("settings", "no notification command (loopx.toml)"),
         Err(e) => Check::fail("settings", ExpectedError::Supervisor(e)),
     });
     checks
+}
+
+/// Worktrees of todos that are done, dropped or unknown: found, and removed with `--repair`
+/// (their branches stay). `None` when the project has no worktrees.
+fn worktrees(project: &loopx_kernel::Project, store: &Store, repair: bool) -> Option<Check> {
+    use loopx_supervisor::worktree;
+    let found = worktree::list(project.root());
+    if found.is_empty() {
+        return None;
+    }
+    let mut stale = Vec::new();
+    for (goal, todo, _) in &found {
+        let why = match store.read(|s| s.todo(*todo)) {
+            Ok(Some(t)) if t.goal != *goal => "of another goal".to_owned(),
+            Ok(Some(t)) if t.state.is_final() => t.state.as_str().to_owned(),
+            Ok(Some(_)) => continue,
+            Ok(None) => "unknown".to_owned(),
+            Err(_) => continue,
+        };
+        stale.push((*goal, *todo, why));
+    }
+    let named = |list: &[(loopx_kernel::GoalId, loopx_kernel::TodoId, String)]| {
+        list.iter()
+            .map(|(g, t, why)| format!("{g}/{t} ({why})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if stale.is_empty() {
+        return Some(Check::pass(
+            "worktrees",
+            format!(
+                "{} worktree(s), each of an open or claimed todo",
+                found.len()
+            ),
+        ));
+    }
+    if !repair {
+        return Some(Check::warn(
+            "worktrees",
+            format!(
+                "{} stale worktree(s) in .loopx/worktrees: {}; `loopx doctor --repair` removes them (their branches stay)",
+                stale.len(),
+                named(&stale)
+            ),
+        ));
+    }
+    let failed: Vec<String> = stale
+        .iter()
+        .filter_map(|(g, t, _)| worktree::remove(project.root(), *g, *t).err())
+        .collect();
+    Some(match failed.as_slice() {
+        [] => Check::pass(
+            "worktrees",
+            format!(
+                "removed {} stale worktree(s): {}",
+                stale.len(),
+                named(&stale)
+            ),
+        ),
+        errors => Check::warn("worktrees", errors.join("; ")),
+    })
 }
 
 /// What this kernel offers the slices' sandbox (`docs/permissions.md`).

@@ -94,10 +94,12 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
                     ));
                 }
             };
+            let gate_id = id(&text)?;
+            let rolled_back = roll_back_first(ctx, gate_id, &choice)?;
             let gate = apply(
                 ctx,
                 Op::GateAnswer {
-                    gate: id(&text)?,
+                    gate: gate_id,
                     choice,
                     slice: slice_id(),
                 },
@@ -110,7 +112,11 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
                 .as_ref()
                 .map(|a| a.text.as_str())
                 .unwrap_or_default();
-            ctx.line(format!("Answered gate {}: {answer}", gate.id))
+            ctx.line(format!("Answered gate {}: {answer}", gate.id))?;
+            if let Some(done) = rolled_back {
+                ctx.line(format!("Rolled back: {done}"))?;
+            }
+            Ok(())
         }
         GateCommand::Withdraw { id: text } => {
             let gate = apply(ctx, Op::GateWithdraw { gate: id(&text)? })?;
@@ -121,6 +127,54 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
             }
         }
     }
+}
+
+/// A rollback gate answered `rollback` is carried out before the answer is recorded: the
+/// todo's branch and worktree go back to the slice's checkpoint. When that cannot be done
+/// the answer is refused and nothing changes. Only a person's answer does anything: inside a
+/// slice the kernel refuses the answer, so nothing is rolled back either.
+fn roll_back_first(
+    ctx: &Ctx,
+    gate: loopx_kernel::GateId,
+    choice: &AnswerChoice,
+) -> Result<Option<String>, ExpectedError> {
+    use loopx_kernel::model::{GateKind, GateState, ROLLBACK_OPTIONS};
+    if slice_id().is_some() {
+        return Ok(None);
+    }
+    let found = ctx.store_read()?.read(|s| {
+        let Some(g) = s.gate(gate)? else {
+            return Ok(None);
+        };
+        let todo = match &g.kind {
+            GateKind::Rollback { todo, .. } => s.todo(*todo)?,
+            _ => None,
+        };
+        Ok(Some((g, todo)))
+    })?;
+    let Some((g, Some(todo))) = found else {
+        return Ok(None);
+    };
+    let GateKind::Rollback {
+        checkpoint, commit, ..
+    } = &g.kind
+    else {
+        return Ok(None);
+    };
+    let wants = match choice {
+        AnswerChoice::Option(n) => *n == 2,
+        AnswerChoice::Text(t) => t.trim().eq_ignore_ascii_case(ROLLBACK_OPTIONS[1]),
+    };
+    if !wants || g.state != GateState::Open {
+        return Ok(None);
+    }
+    let root = ctx.project()?.root().to_path_buf();
+    loopx_supervisor::worktree::roll_back(&root, todo.goal, todo.id, checkpoint, commit)
+        .map(Some)
+        .map_err(|why| ExpectedError::Reported {
+            summary: format!("cannot roll back: {why}; the gate stays open"),
+            code: crate::exit_code::CONFLICT,
+        })
 }
 
 /// Prints a gate just opened, with the command that answers it.

@@ -1,8 +1,9 @@
 //! `loopx goal start|list|show|pause|resume|done`.
 
-use loopx_kernel::model::{GoalStatus, PermissionLevel};
+use loopx_kernel::model::{GoalStatus, Isolation, PermissionLevel};
 use loopx_kernel::store::Applied;
 use loopx_kernel::{GoalId, Op};
+use loopx_supervisor::worktree::{Repo, short};
 
 use super::id;
 use crate::args::GoalCommand;
@@ -17,24 +18,48 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
             scope,
             permission,
             share,
+            isolation,
+            from_head,
         } => {
             let permission = match permission.as_str() {
                 "read-only" => PermissionLevel::ReadOnly,
                 "full" => PermissionLevel::Full,
                 _ => PermissionLevel::WorkspaceWrite,
             };
+            let root = ctx.project()?.root().to_path_buf();
             let store = ctx.store()?;
+            let next = store
+                .read(|s| s.goals())?
+                .iter()
+                .map(|g| g.id.0)
+                .max()
+                .unwrap_or(0)
+                + 1;
+            let (isolation, repo) =
+                isolation_for(&root, isolation.as_deref(), from_head, GoalId(next))?;
             let applied = store.apply(
                 Op::GoalStart {
                     objective,
                     scope,
                     permission,
                     share,
+                    isolation: isolation.clone(),
                 },
                 &ctx.actor(),
                 ctx.now(),
             )?;
-            return show_applied(ctx, applied, "Started");
+            let branch = match (&applied, &repo, &isolation) {
+                (Applied::Goal(goal), Some(repo), Isolation::Worktree { base }) => {
+                    repo.start_integration(goal.id, base).err()
+                }
+                _ => None,
+            };
+            show_applied(ctx, applied, "Started")?;
+            if let Some(why) = branch {
+                // The goal exists; its first claim makes the branch, or fails saying why.
+                ctx.line(format!("warning: {why}"))?;
+            }
+            return Ok(());
         }
         GoalCommand::List => {
             let goals = ctx.store_read()?.read(|s| s.goals())?;
@@ -88,15 +113,96 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
     show_applied(ctx, applied, verb)
 }
 
+/// Where a new goal's agents work, and the repository when they work in worktrees: a git
+/// project isolates by default, and one with uncommitted changes is asked about, never
+/// silently included or left out.
+fn isolation_for(
+    root: &std::path::Path,
+    asked: Option<&str>,
+    from_head: bool,
+    next: GoalId,
+) -> Result<(Isolation, Option<Repo>), ExpectedError> {
+    let usage = |why: String| ExpectedError::Usage(why);
+    if asked == Some("shared") {
+        return Ok((Isolation::Shared, None));
+    }
+    let repo = match Repo::of(root) {
+        Ok(repo) => repo,
+        Err(_) if asked.is_none() => return Ok((Isolation::Shared, None)),
+        Err(why) => {
+            return Err(usage(format!(
+                "`--isolation worktree` needs a git repository: {why}\n(hint: `git init` and commit, or leave out `--isolation`)"
+            )));
+        }
+    };
+    repo.check_git_version().map_err(|why| {
+        usage(format!(
+            "{why}\n(hint: upgrade git, or `--isolation shared`)"
+        ))
+    })?;
+    let Some(base) = repo.commit("HEAD") else {
+        return Err(usage(
+            "the repository has no commit yet, and a worktree goal starts from one\n(hint: commit what is there, or `--isolation shared`)".to_owned(),
+        ));
+    };
+    let dirty = repo.uncommitted().map_err(usage)?;
+    if !dirty.is_empty() && !from_head {
+        let named: Vec<&str> = dirty.iter().take(5).map(String::as_str).collect();
+        let more = match dirty.len() {
+            0..=5 => String::new(),
+            n => format!(" and {} more", n - 5),
+        };
+        return Err(usage(format!(
+            "the work tree has uncommitted changes ({}{more}), and the goal's agents start from the last commit, {}, without them\n(hint: commit them to include them; `--from-head` to start without them; `--isolation shared` to let agents work in this tree)",
+            named.join(", "),
+            short(&base)
+        )));
+    }
+    let branch = loopx_supervisor::worktree::integration_branch(next);
+    if repo.has_branch(&branch) {
+        repo.start_integration(next, &base).map_err(usage)?;
+    }
+    Ok((Isolation::Worktree { base }, Some(repo)))
+}
+
 fn show_applied(ctx: &mut Ctx, applied: Applied, verb: &str) -> Result<(), ExpectedError> {
     let Applied::Goal(goal) = applied else {
         unreachable!("goal operations yield a goal")
     };
     if ctx.json {
-        ctx.json_out(&document("goal", &goal))
-    } else {
-        ctx.line(format!("{verb} goal {}: {}", goal.id, goal.objective))
+        return ctx.json_out(&document("goal", &goal));
     }
+    ctx.line(format!("{verb} goal {}: {}", goal.id, goal.objective))?;
+    if let Isolation::Worktree { base } = &goal.isolation {
+        let into = loopx_supervisor::worktree::integration_branch(goal.id);
+        match goal.status {
+            GoalStatus::Active if verb == "Started" => ctx.line(format!(
+                "Each todo is worked on its own branch ({into}-t1, …) in its own worktree under .loopx/worktrees/{}/; done todos land on {into}, which starts at {}. Your branch and work tree are never touched.",
+                goal.id,
+                short(base)
+            ))?,
+            GoalStatus::Done => {
+                for line in merge_hint(&goal) {
+                    ctx.line(line)?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The commands that bring a done worktree goal's work into the person's branch.
+pub fn merge_hint(goal: &loopx_kernel::model::Goal) -> Vec<String> {
+    let into = loopx_supervisor::worktree::integration_branch(goal.id);
+    vec![
+        format!("The goal's work is on the branch {into}. To bring it into your branch:"),
+        format!("  git log --first-parent --oneline HEAD..{into}   # what landed"),
+        format!("  git merge --no-ff {into}                        # or: git rebase {into}"),
+        format!(
+            "Todo branches ({into}-t…) are kept; delete them when you no longer need them: git branch --list '{into}-*'"
+        ),
+    ]
 }
 
 fn not_found(text: &str) -> ExpectedError {

@@ -317,6 +317,17 @@ fn ended_line(s: &SliceSummary) -> String {
     if let (Some(todo), Some(state)) = (&s.todo, s.todo_state) {
         wrote.push(format!("{todo} {state}"));
     }
+    if let Some(commit) = &s.landed {
+        wrote.push(format!(
+            "landed on the goal's branch as {}",
+            loopx_supervisor::worktree::short(commit)
+        ));
+    }
+    if let Some(gate) = &s.land_gate {
+        wrote.push(format!(
+            "its branch does not land: gate {gate} asks a person to rebase or drop it"
+        ));
+    }
     if !s.new_todos.is_empty() {
         wrote.push(format!("new todos {}", s.new_todos.join(", ")));
     }

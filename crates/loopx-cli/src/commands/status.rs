@@ -29,6 +29,23 @@ struct Status {
     counts: TodoCounts,
     /// What each registered agent would do now (the decision `quota should-run` prints).
     agents: Vec<AgentNow>,
+    /// Where the goal's agents work.
+    isolation: Option<IsolationNow>,
+}
+
+/// A goal's isolation as `status` shows it.
+#[derive(Debug, Serialize)]
+struct IsolationNow {
+    /// `worktree` or `shared`.
+    mode: &'static str,
+    /// Why the agents share the project's tree, in words (shared only).
+    why: Option<String>,
+    /// The goal's integration branch (worktree only).
+    branch: Option<String>,
+    /// The open and claimed todos' branches: commits ahead of the goal's branch.
+    todo_branches: Vec<loopx_supervisor::worktree::BranchState>,
+    /// What brings the goal's work into the person's branch, once it is done.
+    merge_commands: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -129,7 +146,10 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     })?;
     drop(store);
     let (todos, counts) = todos;
-    let status = assemble(
+    let isolation = goal
+        .as_ref()
+        .map(|g| isolation_now(project.root(), g, &todos));
+    let mut status = assemble(
         project.root().display().to_string(),
         now,
         goal,
@@ -140,10 +160,47 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
         latest_evidence,
         agents,
     );
+    status.isolation = isolation;
     if ctx.json {
         return ctx.json_out(&status);
     }
     render(ctx, &status, now)
+}
+
+fn isolation_now(root: &std::path::Path, goal: &Goal, todos: &[Todo]) -> IsolationNow {
+    use loopx_kernel::model::Isolation;
+    match &goal.isolation {
+        Isolation::Shared => IsolationNow {
+            mode: "shared",
+            why: Some(
+                match loopx_supervisor::worktree::Repo::of(root) {
+                    Ok(_) => "started with --isolation shared",
+                    Err(_) => "the project is not a git repository",
+                }
+                .to_owned(),
+            ),
+            branch: None,
+            todo_branches: Vec::new(),
+            merge_commands: Vec::new(),
+        },
+        Isolation::Worktree { .. } => {
+            let open: Vec<TodoId> = todos.iter().map(|t| t.id).collect();
+            IsolationNow {
+                mode: "worktree",
+                why: None,
+                branch: Some(loopx_supervisor::worktree::integration_branch(goal.id)),
+                todo_branches: loopx_supervisor::worktree::branch_states(root, goal.id)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|b| open.contains(&b.todo))
+                    .collect(),
+                merge_commands: match goal.status {
+                    loopx_kernel::model::GoalStatus::Done => super::goal::merge_hint(goal),
+                    _ => Vec::new(),
+                },
+            }
+        }
+    }
 }
 
 #[expect(
@@ -231,6 +288,7 @@ fn assemble(
         latest_evidence,
         counts,
         agents,
+        isolation: None,
     }
 }
 
@@ -243,6 +301,29 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
             goal.objective
         ))?,
         None => ctx.line("No goal yet. Start one: loopx goal start \"OBJECTIVE\"")?,
+    }
+    if let Some(iso) = &status.isolation {
+        match (&iso.branch, &iso.why) {
+            (Some(branch), _) => {
+                ctx.line(format!(
+                    "Worktrees: each todo on its own branch, landing on {branch} when done"
+                ))?;
+                for b in &iso.todo_branches {
+                    let ahead = match b.ahead {
+                        0 => "nothing committed yet".to_owned(),
+                        n => format!("+{n} commit{}, not landed", if n == 1 { "" } else { "s" }),
+                    };
+                    ctx.line(format!("  {:<5} {}  {ahead}", b.todo.to_string(), b.branch))?;
+                }
+                for line in &iso.merge_commands {
+                    ctx.line(line)?;
+                }
+            }
+            (None, Some(why)) => ctx.line(style.dim(&format!(
+                "Shared tree: agents work in this project's own files ({why})"
+            )))?,
+            (None, None) => {}
+        }
     }
     let support = loopx_pty::SandboxSupport::quick();
     if !(support.namespaces && support.landlock_abi.is_some()) {

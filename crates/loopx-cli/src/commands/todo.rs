@@ -40,7 +40,7 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
         TodoCommand::List { state, all } => list(ctx, state.as_deref(), all),
         TodoCommand::Show { id: text } => {
             let tid: TodoId = id(&text)?;
-            let (todo, handoff) = ctx.store_read()?.read(|s| {
+            let (todo, handoff, goal) = ctx.store_read()?.read(|s| {
                 let todo = s.todo(tid)?.ok_or_else(|| Invalid::NotFound {
                     what: "todo",
                     id: text.clone(),
@@ -49,14 +49,22 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
                     Some(h) => s.handoff(h)?,
                     None => None,
                 };
-                Ok((todo, handoff))
+                let goal = s.goal(todo.goal)?;
+                Ok((todo, handoff, goal))
             })?;
+            let branch = goal
+                .filter(|g| g.isolation.as_str() == "worktree")
+                .map(|g| branch_of(ctx, &todo, g.id))
+                .transpose()?;
             if ctx.json {
-                let doc = serde_json::json!({ "format_version": 1, "todo": todo, "latest_handoff": handoff });
+                let doc = serde_json::json!({ "format_version": 1, "todo": todo, "latest_handoff": handoff, "branch": branch });
                 return ctx.json_out(&doc);
             }
             for line in views::todo_detail(ctx.style, &todo, handoff.as_ref(), ctx.now()) {
                 ctx.line(line)?;
+            }
+            if let Some(b) = branch {
+                ctx.line(format!("branch    {} ({})", b.name, b.describe()))?;
             }
             Ok(())
         }
@@ -145,6 +153,78 @@ fn apply(ctx: &Ctx, op: Op) -> Result<Todo, ExpectedError> {
         Applied::Todo(todo) => Ok(todo),
         other => unreachable!("todo operations yield a todo, not {other:?}"),
     }
+}
+
+/// `loopx diff TODO`: what the todo's branch changed since it forked from the goal's branch,
+/// and what its worktree holds uncommitted.
+pub fn diff(ctx: &mut Ctx, args: crate::args::DiffArgs) -> Result<(), ExpectedError> {
+    let tid: TodoId = id(&args.todo)?;
+    let (todo, goal) = ctx.store_read()?.read(|s| {
+        let todo = s.todo(tid)?.ok_or_else(|| Invalid::NotFound {
+            what: "todo",
+            id: args.todo.clone(),
+        })?;
+        let goal = s.goal(todo.goal)?;
+        Ok((todo, goal))
+    })?;
+    let Some(goal) = goal.filter(|g| g.isolation.as_str() == "worktree") else {
+        return Err(ExpectedError::Usage(format!(
+            "{} belongs to a goal whose agents share the project's tree, so it has no branch of its own\n(hint: `git diff` shows the tree's changes; `loopx evidence list --todo {}` what each slice changed)",
+            todo.id, todo.id
+        )));
+    };
+    let root = ctx.project()?.root().to_path_buf();
+    let text = loopx_supervisor::worktree::todo_diff(&root, goal.id, todo.id, args.stat)
+        .map_err(ExpectedError::Usage)?;
+    if ctx.json {
+        let doc = serde_json::json!({ "format_version": 1, "todo": todo.id, "branch": loopx_supervisor::worktree::todo_branch(goal.id, todo.id), "diff": text });
+        return ctx.json_out(&doc);
+    }
+    // The agent's text, shown as text: no escape sequence of it reaches the terminal.
+    for line in text.lines() {
+        ctx.line(line)?;
+    }
+    Ok(())
+}
+
+/// Where a worktree goal's todo branch stands (`todo show`, `status`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Branch {
+    pub name: String,
+    /// `None`: no branch yet (made at the first claim).
+    pub ahead: Option<u64>,
+    pub behind: Option<u64>,
+    /// Done, with nothing on its branch that is not on the goal's.
+    pub landed: bool,
+}
+
+impl Branch {
+    /// `+2 commits, not landed`, `landed`, `no branch yet`.
+    pub fn describe(&self) -> String {
+        match self.ahead {
+            None => "no branch yet: made at its first claim".to_owned(),
+            Some(0) if self.landed => "landed".to_owned(),
+            Some(0) => "nothing committed yet".to_owned(),
+            Some(n) => format!("+{n} commit{}, not landed", if n == 1 { "" } else { "s" }),
+        }
+    }
+}
+
+pub fn branch_of(
+    ctx: &Ctx,
+    todo: &Todo,
+    goal: loopx_kernel::GoalId,
+) -> Result<Branch, ExpectedError> {
+    let root = ctx.project()?.root().to_path_buf();
+    let states = loopx_supervisor::worktree::branch_states(&root, goal).unwrap_or_default();
+    let state = states.iter().find(|s| s.todo == todo.id);
+    Ok(Branch {
+        name: loopx_supervisor::worktree::todo_branch(goal, todo.id),
+        ahead: state.map(|s| s.ahead),
+        behind: state.map(|s| s.behind),
+        landed: todo.state == loopx_kernel::model::TodoState::Done
+            && state.is_some_and(|s| s.ahead == 0),
+    })
 }
 
 pub(super) fn show(ctx: &mut Ctx, todo: &Todo, message: String) -> Result<(), ExpectedError> {

@@ -20,6 +20,10 @@
 //!   `log_sha256` (the log as loopx wrote it); a slice of an older version reads with both
 //!   empty (not recorded). Gates may block `Nothing` (a variant appended, so a version-4 gate
 //!   reads unchanged). Every other record is encoded as in version 4.
+//! - 6: goals gained `isolation` (a goal of an older version reads as `shared`: its agents
+//!   worked in the project's own tree). Gates gained the `rollback` and `land` kinds and
+//!   evidence the `land` kind (appended, so older records read unchanged). Every other record
+//!   is encoded as in version 5.
 
 use std::borrow::Cow;
 
@@ -29,13 +33,13 @@ use serde::{Deserialize, Serialize};
 use crate::errors::StoreError;
 use crate::ids::{AgentName, GateId, GoalId, HandoffId, SliceId, TodoId};
 use crate::model::{
-    Answer, Blocks, Gate, GateKind, GateState, Lease, Outcome, ProcessIdentity, SliceKind,
-    SliceRecord, Todo, TodoState,
+    Answer, Blocks, Gate, GateKind, GateState, Goal, GoalStatus, Isolation, Lease, Outcome,
+    PermissionLevel, ProcessIdentity, SliceKind, SliceRecord, Todo, TodoState,
 };
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 5;
+pub(crate) const RECORD_VERSION: u8 = 6;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -52,12 +56,9 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
     };
     let body: Cow<'_, [u8]> = match bytes.split_first() {
         Some((&RECORD_VERSION, body)) => Cow::Borrowed(body),
-        // Version 3 differs from 4 only in a gate kind version 4 appended.
-        Some((&(3 | 4), body)) => upgrade_v4(table, body).map_err(|e| failed(e.to_string()))?,
-        Some((&1, body)) => upgrade_v1(table, body)
-            .and_then(|body| Ok(Cow::Owned(upgrade_v2(table, &body)?.into_owned())))
+        Some((&version @ 1..=5, body)) => up_to_v5(version, table, body)
+            .and_then(|v5| Ok(Cow::Owned(upgrade_v5(table, &v5)?.into_owned())))
             .map_err(|e| failed(e.to_string()))?,
-        Some((&2, body)) => upgrade_v2(table, body).map_err(|e| failed(e.to_string()))?,
         Some((&version, _)) => {
             return Err(failed(format!(
                 "record version {version} is newer than this loopx reads ({RECORD_VERSION}); upgrade loopx"
@@ -66,6 +67,59 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
         None => return Err(failed("empty record".to_owned())),
     };
     postcard::from_bytes(&body).map_err(|e| failed(e.to_string()))
+}
+
+/// A record of version 1 to 5 in the encoding of version 5.
+fn up_to_v5<'b>(
+    version: u8,
+    table: &str,
+    body: &'b [u8],
+) -> Result<Cow<'b, [u8]>, postcard::Error> {
+    Ok(match version {
+        5 => Cow::Borrowed(body),
+        // Version 3 differs from 4 only in a gate kind version 4 appended.
+        3 | 4 => upgrade_v4(table, body)?,
+        1 => Cow::Owned(upgrade_v2(table, &upgrade_v1(table, body)?)?.into_owned()),
+        _ => upgrade_v2(table, body)?,
+    })
+}
+
+/// A version-5 record's body in the current encoding.
+fn upgrade_v5<'b>(table: &str, body: &'b [u8]) -> Result<Cow<'b, [u8]>, postcard::Error> {
+    let current = match table {
+        "goals" => postcard::to_allocvec(&Goal::from(postcard::from_bytes::<GoalV5>(body)?))?,
+        _ => return Ok(Cow::Borrowed(body)),
+    };
+    Ok(Cow::Owned(current))
+}
+
+/// A goal as versions 1 to 5 stored it.
+#[derive(Serialize, Deserialize)]
+struct GoalV5 {
+    id: GoalId,
+    objective: String,
+    scope: Vec<String>,
+    permission: PermissionLevel,
+    share: f64,
+    status: GoalStatus,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+}
+
+impl From<GoalV5> for Goal {
+    fn from(g: GoalV5) -> Goal {
+        Goal {
+            id: g.id,
+            objective: g.objective,
+            scope: g.scope,
+            permission: g.permission,
+            share: g.share,
+            status: g.status,
+            created_at: g.created_at,
+            updated_at: g.updated_at,
+            isolation: Isolation::Shared,
+        }
+    }
 }
 
 /// A version-1 record's body in the current encoding.
@@ -411,9 +465,33 @@ mod tests {
     }
 
     #[test]
+    fn goals_of_older_versions_read_as_shared() {
+        let goal = GoalV5 {
+            id: GoalId(2),
+            objective: "Ship".into(),
+            scope: vec!["src/**".into()],
+            permission: PermissionLevel::WorkspaceWrite,
+            share: 0.5,
+            status: GoalStatus::Active,
+            created_at: Timestamp(1),
+            updated_at: Timestamp(2),
+        };
+        for version in 1u8..=5 {
+            let mut bytes = vec![version];
+            bytes.extend(postcard::to_allocvec(&goal).expect("encodes"));
+            let read: Goal = decode("goals", &bytes).expect("an old goal decodes");
+            assert_eq!(
+                (read.id, read.scope.len(), read.isolation),
+                (GoalId(2), 1, Isolation::Shared),
+                "version {version}"
+            );
+        }
+    }
+
+    #[test]
     fn a_newer_record_is_refused_by_name() {
-        let err = decode::<u64>("todos", &[6, 1]).expect_err("too new");
-        assert!(err.to_string().contains("record version 6"), "{err}");
+        let err = decode::<u64>("todos", &[7, 1]).expect_err("too new");
+        assert!(err.to_string().contains("record version 7"), "{err}");
         assert_eq!(decode::<u64>("todos", &[3, 1]).expect("version 3 reads"), 1);
         assert_eq!(decode::<u64>("todos", &[4, 1]).expect("version 4 reads"), 1);
     }

@@ -38,6 +38,7 @@ impl Fixture {
                     scope: vec![],
                     permission: PermissionLevel::WorkspaceWrite,
                     share: 1.0,
+                    isolation: loopx_kernel::model::Isolation::Shared,
                 },
                 HUMAN,
                 T0,

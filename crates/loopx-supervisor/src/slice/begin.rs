@@ -35,6 +35,9 @@ pub(crate) struct Begun {
     /// The launch, with the slice's own id in its file names.
     pub plan: LaunchPlan,
     pub guard: SliceGuard,
+    /// The todo's worktree, made ready (a worktree goal's todo slice), or why it could not be
+    /// (then the slice is a failed spawn); `None` when the agent works in the project's tree.
+    pub tree: Option<Result<crate::worktree::Prepared, String>>,
 }
 
 /// Where the begin leads.
@@ -70,7 +73,8 @@ impl Decided {
             )
         })?;
         let prompt = render_prompt(&setup.loaded.profile.prompt_template, &values);
-        let plan = plan_for(req, setup, self.how, &prompt, SLICE_PLACEHOLDER)?;
+        let root = req.project.root();
+        let plan = plan_for(req, setup, self.how, &prompt, SLICE_PLACEHOLDER, root)?;
         let begin = BeginSlice {
             slice: NewSlice {
                 agent: setup.agent.name.clone(),
@@ -130,7 +134,27 @@ impl Decided {
             todo: record.todo,
             log: &log,
         });
-        let plan = match plan_for(req, setup, self.how, &prompt, &record.id.to_string()) {
+        let tree = match &self.goal {
+            Some(goal) if goal.isolation.as_str() == "worktree" => Some(crate::worktree::prepare(
+                req.project.root(),
+                goal,
+                record.todo,
+                &record.id.to_string(),
+            )),
+            _ => None,
+        };
+        let workdir = match &tree {
+            Some(Ok(prepared)) => prepared.tree.workdir(),
+            _ => req.project.root().to_path_buf(),
+        };
+        let plan = match plan_for(
+            req,
+            setup,
+            self.how,
+            &prompt,
+            &record.id.to_string(),
+            &workdir,
+        ) {
             Ok(plan) => plan,
             Err(e) => {
                 guard.fail(format!(
@@ -150,6 +174,7 @@ impl Decided {
             record,
             plan,
             guard,
+            tree,
         })))
     }
 }
@@ -213,10 +238,12 @@ fn plan_for(
     how: How,
     prompt: &str,
     slice: &str,
+    workdir: &std::path::Path,
 ) -> Result<LaunchPlan, SupervisorError> {
     let ctx = LaunchContext {
         loopx_exe: req.loopx_exe.clone(),
-        project_root: req.project.root().to_path_buf(),
+        // The agent's tree: the project's, or its todo's worktree.
+        project_root: workdir.to_path_buf(),
         prompt_file: req.project.root().join(slice_file(slice, "prompt")),
     };
     let mut plan =

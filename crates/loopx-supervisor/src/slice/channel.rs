@@ -34,6 +34,8 @@ pub(crate) struct Channel {
     waker: UnixListener,
     stop: Arc<AtomicBool>,
     leader: Arc<AtomicU32>,
+    /// The agent reported its todo done (`loopx report done`) and it was written.
+    done: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -45,6 +47,7 @@ struct Serving {
     reporter: Reporter,
     clock: SharedClock,
     leader: Arc<AtomicU32>,
+    done: Arc<AtomicBool>,
     /// Refused connections from outside the slice so far: only the first few are recorded, so
     /// a flood of them cannot flood the store.
     intrusions: u32,
@@ -67,12 +70,14 @@ impl Channel {
         let waker = listener.try_clone()?;
         let stop = Arc::new(AtomicBool::new(false));
         let leader = Arc::new(AtomicU32::new(0));
+        let done = Arc::new(AtomicBool::new(false));
         let serving = Serving {
             project,
             redactor,
             reporter,
             clock,
             leader: leader.clone(),
+            done: done.clone(),
             intrusions: 0,
         };
         let mut serving = serving;
@@ -94,8 +99,14 @@ impl Channel {
             waker,
             stop,
             leader,
+            done,
             thread: Some(thread),
         })
+    }
+
+    /// Whether the agent reported its todo done through this channel.
+    pub(crate) fn reported_done(&self) -> bool {
+        self.done.load(Ordering::SeqCst)
     }
 
     /// The slice's process (the PTY's leader): every reporter must descend from it.
@@ -181,6 +192,7 @@ impl Serving {
                 )));
             }
         };
+        let done = matches!(report, AgentReport::Done { .. });
         let batch = match self.reporter.batch(report) {
             Ok(batch) => batch,
             Err(refused) => return ReportReply::Refused(refused),
@@ -190,6 +202,9 @@ impl Serving {
             store.set_redactor(self.redactor.clone());
             store.apply_all(batch.clone(), &self.reporter.actor(), self.clock.now())
         });
+        if written.is_ok() && done {
+            self.done.store(true, Ordering::SeqCst);
+        }
         match written {
             Ok(mut applied) => match applied.pop().and_then(Reported::from_applied) {
                 Some(reported) => ReportReply::Written(Box::new(reported)),

@@ -51,6 +51,11 @@ impl Room {
         Ok(Room { dir })
     }
 
+    /// The room itself.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The agent's temporary directory.
     pub(crate) fn tmp(&self) -> PathBuf {
         self.dir.join("tmp")
@@ -109,7 +114,7 @@ fn short_temp_dir() -> PathBuf {
 }
 
 /// Devices any program may open for writing: the terminal, the null sinks.
-const DEVICES: [&str; 8] = [
+pub(crate) const DEVICES: [&str; 8] = [
     "/dev/null",
     "/dev/zero",
     "/dev/full",
@@ -126,6 +131,7 @@ pub(crate) fn contain(
     spec: &mut LaunchSpec,
     plan: &LaunchPlan,
     project_root: &Path,
+    tree: Option<&crate::worktree::Tree>,
     room: &Room,
     loopx_exe: &Path,
 ) -> Result<(), String> {
@@ -154,7 +160,7 @@ pub(crate) fn contain(
         open_files: r.open_files,
         file_size_bytes: r.file_size_bytes,
     };
-    spec.sandbox = sandbox(plan, project_root, room, &spec.env)?;
+    spec.sandbox = sandbox(plan, project_root, tree, room, &spec.env)?;
     if !spec.resources.is_empty() || !spec.sandbox.is_empty() {
         spec.exec_helper = Some(ExecHelper {
             program: loopx_exe.to_owned(),
@@ -167,6 +173,7 @@ pub(crate) fn contain(
 fn sandbox(
     plan: &LaunchPlan,
     project_root: &Path,
+    tree: Option<&crate::worktree::Tree>,
     room: &Room,
     env: &loopx_pty::EnvSpec,
 ) -> Result<Sandbox, String> {
@@ -196,10 +203,24 @@ fn sandbox(
                     .flatten()
             })
     };
-    let mut writable = vec![project_root.to_owned(), room.tmp()];
+    // A worktree goal's agent writes in its todo's worktree (and, to commit there, git's
+    // files for it and the object store), never in the person's own tree.
+    let (work, mut writable, keep) = match tree {
+        Some(tree) => (
+            tree.workdir(),
+            vec![tree.dir.clone(), tree.gitdir.clone(), tree.objects.clone()],
+            vec![tree.dir.clone()],
+        ),
+        None => (
+            project_root.to_owned(),
+            vec![project_root.to_owned()],
+            vec![],
+        ),
+    };
+    writable.push(room.tmp());
     writable.extend(DEVICES.iter().map(PathBuf::from));
     for path in &plan.sandbox.writable {
-        if let Some(path) = expand_path(path, project_root, lookup) {
+        if let Some(path) = expand_path(path, &work, lookup) {
             // A state directory the CLI would create on first use must exist for the rule.
             if path.extension().is_none() && !path.exists() {
                 let _ = std::fs::create_dir_all(&path);
@@ -210,6 +231,7 @@ fn sandbox(
     Ok(Sandbox {
         namespaces: support.namespaces,
         hide: hidden(project_root),
+        keep,
         read_only: git_dir(project_root)
             .map(|git| vec![git.join("config"), git.join("hooks")])
             .unwrap_or_default(),
@@ -221,7 +243,7 @@ fn sandbox(
 
 /// The repository directory of the work tree `root` is in (`.git` of it or of an ancestor);
 /// `None` outside git, or when `.git` is a file (a linked worktree, a submodule).
-fn git_dir(root: &Path) -> Option<PathBuf> {
+pub(crate) fn git_dir(root: &Path) -> Option<PathBuf> {
     root.ancestors()
         .map(|dir| dir.join(".git"))
         .find(|git| git.exists())
@@ -231,7 +253,7 @@ fn git_dir(root: &Path) -> Option<PathBuf> {
 /// What the agent must not see: the project's `.loopx/`, and the sockets of the user's own
 /// daemons (systemd's user manager and D-Bus in `$XDG_RUNTIME_DIR`, tmux, Docker), through
 /// which it could run commands outside every sandbox.
-fn hidden(root: &Path) -> Vec<PathBuf> {
+pub(crate) fn hidden(root: &Path) -> Vec<PathBuf> {
     let uid = nix::unistd::getuid();
     let runtime = std::env::var_os("XDG_RUNTIME_DIR")
         .map(PathBuf::from)

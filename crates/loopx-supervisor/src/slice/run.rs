@@ -64,6 +64,11 @@ pub(crate) struct Observed {
     pub spent: QuotaRequest,
     /// What contained the agent (`Sandbox::describe`).
     pub containment: &'static str,
+    /// The agent reported its todo done through the report channel (in a worktree goal the
+    /// todo is finished when its branch lands, at the writeback).
+    pub reported_done: bool,
+    /// The slice's commit in its todo's worktree (a worktree goal).
+    pub commit: Option<crate::worktree::SliceCommit>,
 }
 
 impl Begun {
@@ -93,7 +98,12 @@ impl Begun {
         create_private(&spec.log.path);
         // A room, a sandbox or a channel that cannot be had is a failed spawn: it counts
         // toward the todo's stall guard like any other, never a free retry at once.
-        let prepared = self.contain(req, &mut spec);
+        let prepared = match &self.tree {
+            Some(Err(why)) => Err(format!(
+                "loopx could not make the todo's worktree ready: {why}"
+            )),
+            _ => self.contain(req, &mut spec),
+        };
         let runtime = match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -110,7 +120,10 @@ impl Begun {
             tracing::warn!(error = %e, "cannot become a child subreaper; orphans go to init");
         }
         let parser = Parser::for_adapter(&setup.loaded.adapter);
-        let before = scope::capture(req.project.root());
+        let before = match &self.tree {
+            Some(_) => scope::capture_state(req.project.root()),
+            None => scope::capture(req.project.root()),
+        };
         let renewal = self
             .record
             .epoch
@@ -178,11 +191,20 @@ impl Begun {
     fn contain(&self, req: &RunOnce, spec: &mut LaunchSpec) -> Result<(Room, Channel), String> {
         let room = Room::create(spec.slice_id.as_str())
             .map_err(|e| format!("loopx could not create the slice's private directory: {e}"))?;
-        contain(spec, &self.plan, req.project.root(), &room, &req.loopx_exe)?;
+        let tree = self.tree.as_ref().and_then(|t| t.as_ref().ok());
+        contain(
+            spec,
+            &self.plan,
+            req.project.root(),
+            tree.map(|p| &p.tree),
+            &room,
+            &req.loopx_exe,
+        )?;
         let reporter = Reporter {
             slice: self.record.id,
             agent: self.setup.agent.name.clone(),
             claim: self.record.todo.zip(self.record.epoch),
+            lands: tree.is_some(),
         };
         let channel = Channel::open(
             &room.socket(),
@@ -222,6 +244,7 @@ impl Launched {
         // The slice ended now, not after its bookkeeping (a busy store can hold that up).
         let ended = Ended::now(req, started);
         drop(runtime);
+        let reported_done = channel.as_ref().is_some_and(Channel::reported_done);
         drop(channel);
         drop(room);
         req.shutdown.unregister(begun.record.id.0);
@@ -231,7 +254,11 @@ impl Launched {
         // The spawn failed: the decision's store was never handed to the recorder.
         drop(begun.store.take());
         let lost_claim = renewal.and_then(Renewal::finish);
-        let process = Process { pid, containment };
+        let process = Process {
+            pid,
+            containment,
+            reported_done,
+        };
         conclude(req, begun, ran, process, ended, &before, lost_claim)
     }
 }
@@ -242,6 +269,8 @@ impl Launched {
 struct Process {
     pid: Option<u32>,
     containment: &'static str,
+    /// The agent reported its todo done through the report channel.
+    reported_done: bool,
 }
 
 /// When a slice's agent ended, on both clocks.
@@ -330,6 +359,7 @@ impl Begun {
         let process = Process {
             pid: None,
             containment: "simulated",
+            reported_done: false,
         };
         conclude(req, self, ran, process, ended, &before, lost_claim)
     }
@@ -361,7 +391,11 @@ fn conclude(
     before: &scope::Before,
     lost_claim: Option<String>,
 ) -> Observed {
-    let Process { pid, containment } = process;
+    let Process {
+        pid,
+        containment,
+        reported_done,
+    } = process;
     let Ended {
         at: ended_at,
         elapsed,
@@ -371,8 +405,34 @@ fn conclude(
         tracing::warn!(slice = %begun.record.id, error = %e, "cannot redact the slice log");
     }
     let scope = begun.goal.as_ref().map_or(&[][..], |g| &g.scope);
-    let changes = scope::compare(req.project.root(), before, scope);
     let mut judged = judge(&ran, &begun.setup.loaded.profile.done_when);
+    let (changes, commit) = match &begun.tree {
+        Some(Ok(prepared)) => {
+            let summary = judged
+                .classification
+                .as_ref()
+                .and_then(|c| c.report.as_ref()?.as_ref().ok())
+                .map(|r| r.summary.as_str());
+            let slice = begun.record.id.to_string();
+            let agent = begun.setup.agent.name.as_str();
+            let state_files = scope::compare_state(req.project.root(), before);
+            match crate::worktree::finish(prepared, &slice, agent, summary, scope) {
+                Ok(mut commit) => {
+                    commit.changes.state_files.extend(state_files);
+                    (commit.changes.clone(), Some(commit))
+                }
+                Err(why) => (
+                    SliceChanges {
+                        unchecked: Some(format!("the worktree could not be committed: {why}")),
+                        state_files,
+                        ..SliceChanges::default()
+                    },
+                    None,
+                ),
+            }
+        }
+        _ => (scope::compare(req.project.root(), before, scope), None),
+    };
     if judged.outcome == Outcome::Interrupted {
         if let Some(why) = lost_claim {
             judged.reason = format!("the slice was stopped: it lost its claim ({why})");
@@ -406,6 +466,8 @@ fn conclude(
         elapsed,
         spent,
         containment,
+        reported_done,
+        commit,
     }
 }
 

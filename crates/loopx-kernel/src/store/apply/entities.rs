@@ -6,8 +6,8 @@ use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId};
 use crate::limits;
 use crate::model::{
     Agent, Answer, BUDGET_OPTIONS, Blocks, EventKind, Evidence, GOAL_MET_OPTIONS, Gate, GateKind,
-    GateState, Goal, GoalStatus, Handoff, PermissionLevel, STALL_OPTIONS, SliceRecord, Todo,
-    TodoState,
+    GateState, Goal, GoalStatus, Handoff, Isolation, LAND_OPTIONS, PermissionLevel, STALL_OPTIONS,
+    SliceRecord, Todo, TodoState,
 };
 use crate::store::tables::{self, counter};
 use crate::store::writer::Writer;
@@ -18,7 +18,16 @@ pub(super) fn goal_start(
     scope: Vec<String>,
     permission: PermissionLevel,
     share: f64,
+    isolation: Isolation,
 ) -> Result<Applied, KernelError> {
+    if let Isolation::Worktree { base } = &isolation
+        && (base.len() < 40 || !base.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        return Err(Invalid::Other(format!(
+            "`{base}` is not a full commit name\n(hint: a worktree goal starts from `git rev-parse HEAD`)"
+        ))
+        .into());
+    }
     limits::check_text("objective", &objective, limits::OBJECTIVE, "")?;
     limits::check_list("scope", &scope, 500)?;
     if let Some(bad) = scope
@@ -52,6 +61,7 @@ pub(super) fn goal_start(
         status: GoalStatus::Active,
         created_at: w.now,
         updated_at: w.now,
+        isolation,
     };
     w.put(tables::GOALS, id.0, &goal)?;
     w.event(EventKind::GoalStarted {
@@ -251,6 +261,14 @@ pub(super) fn gate_answer(
         GateKind::GoalMet { goal } => {
             let done = chosen.is_some_and(|o| o == GOAL_MET_OPTIONS[0]);
             super::budget::goal_met_answered(w, *goal, done)?;
+        }
+        // Whoever records the answer has already carried out a rollback (the kernel touches
+        // no files); either way the todo gets a fresh budget of attempts.
+        GateKind::Rollback { todo, .. } => super::todo::stall_answered(w, *todo, id, false)?,
+        // `drop` drops the todo; `rebase` (or any guidance) reaches its next slice.
+        GateKind::Land { todo } => {
+            let drop = chosen.is_some_and(|o| o == LAND_OPTIONS[1]);
+            super::todo::stall_answered(w, *todo, id, drop)?;
         }
     }
     Ok(Applied::Gate(gate))

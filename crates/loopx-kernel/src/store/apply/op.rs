@@ -218,6 +218,7 @@ pub enum Op {
         scope: Vec<String>,
         permission: PermissionLevel,
         share: f64,
+        isolation: crate::model::Isolation,
     },
     /// `None` acts on the current goal.
     GoalSetStatus {
@@ -436,7 +437,8 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             scope,
             permission,
             share,
-        } => entities::goal_start(w, objective, scope, permission, share),
+            isolation,
+        } => entities::goal_start(w, objective, scope, permission, share, isolation),
         Op::GoalSetStatus { goal, to } => entities::goal_set_status(w, goal, to),
         Op::TodoAdd(new) => todo::add(w, new),
         Op::TodoClaim { todo, agent, ttl } => todo::claim(w, todo, &agent, ttl),

@@ -1,0 +1,118 @@
+//! Landing a worktree goal's todo when its agent reported it done (`worktree::land`), with the
+//! project's `[land] check` run contained like a slice: the code it runs is the agent's.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use loopx_kernel::TodoId;
+use loopx_kernel::model::Goal;
+use loopx_pty::{Sandbox, SandboxSupport};
+
+use super::contain::{DEVICES, Room, git_dir, hidden};
+use crate::worktree::{CheckRun, Landing, land};
+
+/// At most this much of a check's output is kept (its end: where test runners summarise).
+const CHECK_OUTPUT: usize = 64 * 1024;
+
+/// Lands `todo`'s branch on `goal`'s integration branch, checked by `[land] check` if the
+/// project has one.
+pub(crate) fn land_todo(
+    root: &Path,
+    loopx_exe: &Path,
+    goal: &Goal,
+    todo: TodoId,
+    title: &str,
+) -> Landing {
+    let config =
+        match loopx_adapters::load_project_config(&root.join(loopx_kernel::project::STATE_DIR)) {
+            Ok(config) => config,
+            Err(e) => return Landing::Failed(format!("the land check could not be read: {e}")),
+        };
+    let run = |dir: &Path, command: &str, timeout: Duration| {
+        run_check(root, loopx_exe, dir, command, timeout)
+    };
+    let check = config.land_check.as_ref().map(|c| CheckRun {
+        command: &c.command,
+        timeout: c.timeout,
+        run: &run,
+    });
+    land(root, goal.id, todo, title, check.as_ref())
+}
+
+/// Runs `sh -c command` in `dir` for at most `timeout`, in the sandbox a slice gets (writes
+/// only in `dir` and a temp dir of its own, `.loopx/` hidden); its exit code (`None`: stopped
+/// at the deadline) and the end of its output.
+fn run_check(
+    root: &Path,
+    loopx_exe: &Path,
+    dir: &Path,
+    command: &str,
+    timeout: Duration,
+) -> Result<(Option<i32>, String), String> {
+    let marker = format!("land-{}", std::process::id());
+    let room = Room::create(&marker)
+        .map_err(|e| format!("cannot create the check's private directory: {e}"))?;
+    let support = SandboxSupport::probe();
+    let worktree = dir.to_path_buf();
+    let mut writable = vec![worktree.clone(), room.tmp()];
+    writable.extend(DEVICES.iter().map(std::path::PathBuf::from));
+    let sandbox = Sandbox {
+        namespaces: support.namespaces,
+        hide: hidden(root),
+        keep: vec![worktree],
+        read_only: git_dir(root)
+            .map(|git| vec![git.join("config"), git.join("hooks")])
+            .unwrap_or_default(),
+        private_room: Some(room.dir().to_path_buf()),
+        landlock: support.landlock_abi.is_some(),
+        writable,
+    };
+    let mut cmd = Command::new(loopx_exe);
+    cmd.arg("__exec")
+        .args(sandbox.to_args())
+        .arg("--")
+        .args(["/bin/sh", "-c", command])
+        .current_dir(dir)
+        .env_clear()
+        .envs(
+            [
+                "PATH",
+                "HOME",
+                "LANG",
+                "LC_ALL",
+                "USER",
+                "CARGO_HOME",
+                "RUSTUP_HOME",
+            ]
+            .iter()
+            .filter_map(|k| std::env::var_os(k).map(|v| (*k, v))),
+        )
+        .env("TMPDIR", OsString::from(room.tmp()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = loopx_pty::run_bounded(cmd, None, timeout)
+        .map_err(|e| format!("cannot run the land check: {e}"))?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    let mut start = text.len().saturating_sub(CHECK_OUTPUT);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let code = out
+        .status
+        .map(|s| s.code().unwrap_or(128 + s.signal_or_zero()));
+    Ok((code, text[start..].to_owned()))
+}
+
+/// The signal number of a status that ended by one, else 0.
+trait SignalOrZero {
+    fn signal_or_zero(&self) -> i32;
+}
+
+impl SignalOrZero for std::process::ExitStatus {
+    fn signal_or_zero(&self) -> i32 {
+        std::os::unix::process::ExitStatusExt::signal(self).unwrap_or(0)
+    }
+}

@@ -1,0 +1,962 @@
+//! Worktree isolation: each todo of a worktree goal is worked on its own branch in its own git
+//! worktree, every slice is a checkpoint and a commit, and a todo done by its agent lands on
+//! the goal's integration branch (`docs/design/worktrees.md`).
+//!
+//! - **Branches.** The goal's integration branch `loopx/<goal>` starts at the commit the goal
+//!   started from; each todo's branch `loopx/<goal>-<todo>` starts at the integration branch
+//!   when the todo is first claimed. (Git cannot hold both `loopx/g1` and `loopx/g1/t3`: one
+//!   ref would be a file and a directory at once.)
+//! - **Worktrees** live in `.loopx/worktrees/<goal>/<todo>`, which the agent's sandbox mounts
+//!   back inside the hidden `.loopx/`. Their `HEAD` is detached, so nothing the agent does in
+//!   its worktree moves a branch: loopx moves the todo's branch to what each slice left. Where
+//!   git keeps the worktree's own files (`.git/worktrees/<name>`) is recorded beside it, in
+//!   `<todo>.gitdir`, when loopx creates it; the `.git` file inside the worktree is the
+//!   agent's to rewrite and is never trusted.
+//! - **A slice** starts from a checkpoint (what the worktree held, committed: a killed slice's
+//!   leftovers are committed as they are, so its repair slice finds them) and ends with one
+//!   commit of whatever the agent left, authored by the agent. Its diff against the
+//!   checkpoint is exactly what it changed: a peer's write is in a peer's worktree.
+//! - **Landing** merges the todo's branch into the integration branch without touching any
+//!   checkout (`git merge-tree --write-tree`, then one merge commit `loopx: land t3 (…)`), runs
+//!   the project's `[land] check` in a checkout of that commit, and moves the integration
+//!   branch with a compare-and-swap, so concurrent landings never overwrite each other.
+//!
+//! loopx never pushes, never checks out or moves the person's branch, and never writes in the
+//! person's own work tree.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use loopx_kernel::model::{Goal, Isolation};
+use loopx_kernel::project::STATE_DIR;
+use loopx_kernel::{GoalId, TodoId};
+
+use crate::scope::{GitOutput, SliceChanges, git_run, in_scope};
+
+/// Where loopx keeps the todos' worktrees, under `.loopx/`.
+pub const WORKTREES_DIR: &str = "worktrees";
+/// Who commits what loopx commits (the agent is the author of its slices' commits).
+const COMMITTER: [&str; 4] = ["-c", "user.name=loopx", "-c", "user.email=loopx@localhost"];
+/// The first-parent subject of every landing: `loopx: land t3 (title)`.
+const LAND_SUBJECT: &str = "loopx: land ";
+/// How many times a landing is tried again when another one moved the branch meanwhile.
+const LAND_TRIES: usize = 8;
+
+/// The goal's integration branch.
+pub fn integration_branch(goal: GoalId) -> String {
+    format!("loopx/{goal}")
+}
+
+/// A todo's branch.
+pub fn todo_branch(goal: GoalId, todo: TodoId) -> String {
+    format!("loopx/{goal}-{todo}")
+}
+
+/// A todo's branch, from its goal's integration branch.
+pub fn todo_branch_of(integration: &str, todo: TodoId) -> String {
+    format!("{integration}-{todo}")
+}
+
+/// Where a todo's worktree lives.
+pub fn worktree_dir(root: &Path, goal: GoalId, todo: TodoId) -> PathBuf {
+    seat_dir(root, goal, Some(todo))
+}
+
+/// A todo's worktree, or (`None`) the goal's planning worktree: planning slices read what
+/// has landed, and what they write is not kept.
+fn seat_dir(root: &Path, goal: GoalId, todo: Option<TodoId>) -> PathBuf {
+    goal_dir(root, goal).join(seat(todo))
+}
+
+fn seat(todo: Option<TodoId>) -> String {
+    todo.map_or_else(|| PLAN_SEAT.to_owned(), |t| t.to_string())
+}
+
+/// The name of the goal's planning worktree.
+const PLAN_SEAT: &str = "plan";
+
+fn goal_dir(root: &Path, goal: GoalId) -> PathBuf {
+    root.join(STATE_DIR)
+        .join(WORKTREES_DIR)
+        .join(goal.to_string())
+}
+
+/// Where loopx recorded the git directory of a todo's worktree.
+fn gitdir_record(root: &Path, goal: GoalId, todo: Option<TodoId>) -> PathBuf {
+    goal_dir(root, goal).join(format!("{}.gitdir", seat(todo)))
+}
+
+/// The repository the project is in.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    /// The main work tree's top directory (the person's checkout).
+    pub top: PathBuf,
+    /// The project root relative to `top` (`sub/dir/`, or empty).
+    pub prefix: String,
+}
+
+impl Repo {
+    /// The repository `root` is in; why not when it is in none.
+    pub fn of(root: &Path) -> Result<Repo, String> {
+        let out = git_ok(root, &["rev-parse", "--show-toplevel", "--show-prefix"])?;
+        let mut lines = out.lines();
+        let top = lines.next().unwrap_or_default().to_owned();
+        let prefix = lines.next().unwrap_or_default().to_owned();
+        if top.is_empty() {
+            return Err("the project is not in a git work tree".to_owned());
+        }
+        Ok(Repo {
+            top: PathBuf::from(top),
+            prefix,
+        })
+    }
+
+    fn git(&self, args: &[&str]) -> Result<String, String> {
+        git_ok(&self.top, args)
+    }
+
+    /// The commit `name` names, if it names one.
+    pub fn commit(&self, name: &str) -> Option<String> {
+        let spec = format!("{name}^{{commit}}");
+        self.git(&["rev-parse", "--verify", "--quiet", &spec])
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+    }
+
+    fn branch_head(&self, branch: &str) -> Option<String> {
+        self.commit(&format!("refs/heads/{branch}"))
+    }
+
+    /// Whether `ancestor` is `of` or an ancestor of it.
+    fn contains(&self, of: &str, ancestor: &str) -> bool {
+        git_run(
+            &self.top.to_string_lossy(),
+            &["merge-base", "--is-ancestor", ancestor, of],
+            &[],
+        )
+        .is_ok_and(|out| out.code == Some(0))
+    }
+
+    /// Creates `branch` at `at` unless it exists (a peer may create it at the same moment).
+    fn ensure_branch(&self, branch: &str, at: &str) -> Result<String, String> {
+        if let Some(head) = self.branch_head(branch) {
+            return Ok(head);
+        }
+        let created = self.git(&["branch", "--no-track", branch, at]);
+        match (created, self.branch_head(branch)) {
+            (_, Some(head)) => Ok(head),
+            (Err(e), None) => Err(format!("cannot create the branch {branch}: {e}")),
+            (Ok(_), None) => Err(format!("the branch {branch} vanished as it was created")),
+        }
+    }
+
+    /// Files with uncommitted changes (untracked ones included, ignored ones and `.loopx/`
+    /// not), relative to the project root.
+    pub fn uncommitted(&self) -> Result<Vec<String>, String> {
+        let out = self.git(&[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=normal",
+            "--no-renames",
+        ])?;
+        let state = format!("{STATE_DIR}/");
+        Ok(out
+            .split('\0')
+            .filter(|e| e.len() > 3)
+            .map(|e| relative(&e[3..], &self.prefix))
+            .filter(|p| !p.starts_with(&state) && p != STATE_DIR)
+            .collect())
+    }
+
+    /// Whether this git can land branches without a checkout (`merge-tree --write-tree`,
+    /// git 2.38).
+    pub fn check_git_version(&self) -> Result<(), String> {
+        let out = self.git(&["version"])?;
+        let version: Vec<u32> = out
+            .split_whitespace()
+            .nth(2)
+            .unwrap_or_default()
+            .split('.')
+            .map_while(|n| n.parse().ok())
+            .collect();
+        match version.as_slice() {
+            [major, minor, ..] if (*major, *minor) >= (2, 38) => Ok(()),
+            _ => Err(format!(
+                "worktree goals need git 2.38 or newer (this is `{}`)",
+                out.trim()
+            )),
+        }
+    }
+
+    /// Creates the goal's integration branch at `base`; refuses a branch of that name that
+    /// exists at another commit (left by an earlier project in this repository).
+    pub fn start_integration(&self, goal: GoalId, base: &str) -> Result<(), String> {
+        let branch = integration_branch(goal);
+        match self.branch_head(&branch) {
+            Some(head) if head == base => Ok(()),
+            Some(head) => Err(format!(
+                "the branch {branch} exists already, at {} (left by an earlier loopx project?): delete it (`git branch -D {branch}`) or rename it, then start the goal again",
+                short(&head)
+            )),
+            None => self.ensure_branch(&branch, base).map(|_| ()),
+        }
+    }
+
+    /// Whether a branch exists.
+    pub fn has_branch(&self, branch: &str) -> bool {
+        self.branch_head(branch).is_some()
+    }
+
+    /// How many commits `branch` has that `goal`'s integration branch does not.
+    pub fn ahead(&self, branch: &str, goal: GoalId) -> Option<u64> {
+        let range = format!(
+            "refs/heads/{}..refs/heads/{branch}",
+            integration_branch(goal)
+        );
+        self.git(&["rev-list", "--count", &range])
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+}
+
+/// Runs git in `dir`; its stdout as text, or why it failed.
+fn git_ok(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let what = args.first().copied().unwrap_or("");
+    let out = git_run(&dir.to_string_lossy(), args, &[])?;
+    ok(what, out)
+}
+
+fn ok(what: &str, out: GitOutput) -> Result<String, String> {
+    match out.code {
+        Some(0) => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+        _ => Err(format!("`git {what}` failed: {}", out.stderr.trim())),
+    }
+}
+
+/// A todo's worktree, found or made.
+#[derive(Debug, Clone)]
+pub struct Tree {
+    pub repo: Repo,
+    pub goal: GoalId,
+    /// `None`: the goal's planning worktree.
+    pub todo: Option<TodoId>,
+    /// The worktree's top directory.
+    pub dir: PathBuf,
+    /// Git's files for this worktree (`.git/worktrees/<name>`), as loopx recorded them.
+    pub gitdir: PathBuf,
+    /// The repository's object store: the agent's commits are written there.
+    pub objects: PathBuf,
+    /// The todo's branch (`None` for the planning worktree, which moves no branch).
+    pub branch: Option<String>,
+}
+
+impl Tree {
+    /// Where the agent works: the project root's place in the worktree.
+    pub fn workdir(&self) -> PathBuf {
+        self.dir.join(&self.repo.prefix)
+    }
+
+    /// The todo's existing worktree, without creating anything.
+    pub fn find(root: &Path, goal: GoalId, todo: Option<TodoId>) -> Result<Option<Tree>, String> {
+        let dir = seat_dir(root, goal, todo);
+        let Ok(recorded) = std::fs::read_to_string(gitdir_record(root, goal, todo)) else {
+            return Ok(None);
+        };
+        let gitdir = PathBuf::from(recorded.trim());
+        if !dir.is_dir() || !gitdir.is_dir() {
+            return Ok(None);
+        }
+        let repo = Repo::of(root)?;
+        let objects = common_objects(&repo)?;
+        Ok(Some(Tree {
+            repo,
+            goal,
+            todo,
+            dir,
+            gitdir,
+            objects,
+            branch: todo.map(|t| todo_branch(goal, t)),
+        }))
+    }
+
+    /// Git in the worktree, named explicitly: whatever the agent wrote in its `.git` file.
+    fn git_env(&self, args: &[&str], env: &[(&str, &str)]) -> Result<String, String> {
+        let what = args.first().copied().unwrap_or("");
+        let git_dir = format!("--git-dir={}", self.gitdir.display());
+        let work_tree = format!("--work-tree={}", self.dir.display());
+        let all: Vec<&str> = [git_dir.as_str(), work_tree.as_str()]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect();
+        ok(what, git_run(&self.dir.to_string_lossy(), &all, env)?)
+    }
+
+    fn git(&self, args: &[&str]) -> Result<String, String> {
+        self.git_env(args, &[])
+    }
+
+    fn head(&self) -> Result<String, String> {
+        Ok(self.git(&["rev-parse", "HEAD"])?.trim().to_owned())
+    }
+
+    /// Commits everything in the worktree (ignored files aside) if anything changed; whether
+    /// it did.
+    fn commit_all(&self, author: &str, message: &str) -> Result<bool, String> {
+        let status = self.git(&["status", "--porcelain", "-z", "--untracked-files=all"])?;
+        if status.is_empty() {
+            return Ok(false);
+        }
+        self.git(&["add", "--all"])?;
+        let args: Vec<&str> = COMMITTER
+            .iter()
+            .copied()
+            .chain([
+                "-c",
+                "commit.gpgSign=false",
+                "commit",
+                "--quiet",
+                "--no-verify",
+                "--allow-empty",
+                "--author",
+                author,
+                "--message",
+                message,
+            ])
+            .collect();
+        self.git(&args)?;
+        Ok(true)
+    }
+
+    /// Moves the todo's branch to `commit`, which must be in the repository (an agent that
+    /// pointed its worktree at a repository of its own made commits loopx cannot use).
+    fn set_branch(&self, commit: &str) -> Result<(), String> {
+        let Some(branch) = &self.branch else {
+            return Ok(());
+        };
+        if self.repo.commit(commit).is_none() {
+            return Err(format!(
+                "the worktree's commit {commit} is not in the repository"
+            ));
+        }
+        let reference = format!("refs/heads/{branch}");
+        self.repo
+            .git(&["update-ref", "-m", "loopx: slice", &reference, commit])?;
+        Ok(())
+    }
+}
+
+/// The repository's object directory.
+fn common_objects(repo: &Repo) -> Result<PathBuf, String> {
+    let out = repo.git(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
+    Ok(PathBuf::from(out.trim()).join("objects"))
+}
+
+/// A worktree made ready for a slice.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub tree: Tree,
+    /// The commit the slice starts from.
+    pub checkpoint: String,
+    /// What the worktree held uncommitted before the slice (a killed slice's leftovers),
+    /// committed as it was.
+    pub carried: Option<String>,
+}
+
+/// The todo's worktree, ready for `slice`: made at the first claim, then reused; what a
+/// previous slice left uncommitted is committed as it is; a branch with no work of its own
+/// starts again from the newest integration head.
+/// A planning slice (`todo` `None`) gets the goal's planning worktree at the newest
+/// integration head, whatever an earlier planning slice left there discarded.
+pub fn prepare(
+    root: &Path,
+    goal: &Goal,
+    todo: Option<TodoId>,
+    slice: &str,
+) -> Result<Prepared, String> {
+    let Isolation::Worktree { base } = &goal.isolation else {
+        return Err(format!("goal {} works in the project's own tree", goal.id));
+    };
+    let repo = Repo::of(root)?;
+    let integration = repo.ensure_branch(&integration_branch(goal.id), base)?;
+    let Some(todo) = todo else {
+        let tree = match Tree::find(root, goal.id, None)? {
+            Some(tree) => tree,
+            None => create(root, &repo, goal.id, None)?,
+        };
+        tree.git(&["reset", "--quiet", "--hard", &integration])?;
+        tree.git(&["clean", "--quiet", "-d", "--force"])?;
+        return Ok(Prepared {
+            tree,
+            checkpoint: integration,
+            carried: None,
+        });
+    };
+    let branch = todo_branch(goal.id, todo);
+    repo.ensure_branch(&branch, &integration)?;
+    let tree = match Tree::find(root, goal.id, Some(todo))? {
+        Some(tree) => tree,
+        None => create(root, &repo, goal.id, Some(todo))?,
+    };
+    let carried = tree
+        .commit_all(
+            "loopx <loopx@localhost>",
+            &format!(
+                "loopx: what {todo}'s worktree held uncommitted before slice {slice}\n\n\
+                 Left by a slice that was stopped before it ended; committed as it was."
+            ),
+        )?
+        .then(|| tree.head())
+        .transpose()?;
+    let mut head = tree.head()?;
+    let branch_head = repo.branch_head(&branch);
+    if let Some(newest) = repo.branch_head(&integration_branch(goal.id))
+        && carried.is_none()
+        && newest != head
+        && branch_head.as_deref() == Some(head.as_str())
+        && repo.contains(&newest, &head)
+    {
+        // Nothing of its own yet: start from what has landed since.
+        tree.git(&["reset", "--quiet", "--hard", &newest])?;
+        head = tree.head()?;
+    }
+    tree.set_branch(&head)?;
+    Ok(Prepared {
+        tree,
+        checkpoint: head,
+        carried,
+    })
+}
+
+/// Makes the todo's worktree, detached at its branch.
+fn create(root: &Path, repo: &Repo, goal: GoalId, todo: Option<TodoId>) -> Result<Tree, String> {
+    let dir = seat_dir(root, goal, todo);
+    let parent = goal_dir(root, goal);
+    std::fs::create_dir_all(&parent)
+        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    ignore_worktrees(root);
+    // A registration whose directory is gone would refuse the path.
+    let _ = repo.git(&["worktree", "prune"]);
+    if dir.exists() {
+        return Err(format!(
+            "{} exists but is not a worktree loopx made: move it away (`loopx doctor` lists it)",
+            dir.display()
+        ));
+    }
+    let reference = format!(
+        "refs/heads/{}",
+        todo.map_or_else(|| integration_branch(goal), |t| todo_branch(goal, t))
+    );
+    let dir_text = dir.to_string_lossy().into_owned();
+    repo.git(&[
+        "worktree", "add", "--quiet", "--detach", &dir_text, &reference,
+    ])?;
+    // Read once, now, while only loopx has touched it.
+    let link = std::fs::read_to_string(dir.join(".git"))
+        .map_err(|e| format!("cannot read {}/.git: {e}", dir.display()))?;
+    let gitdir = link
+        .trim()
+        .strip_prefix("gitdir:")
+        .map(|p| PathBuf::from(p.trim()))
+        .ok_or_else(|| format!("{}/.git does not name a git directory", dir.display()))?;
+    let gitdir = if gitdir.is_relative() {
+        dir.join(gitdir)
+    } else {
+        gitdir
+    };
+    std::fs::write(
+        gitdir_record(root, goal, todo),
+        gitdir.to_string_lossy().as_bytes(),
+    )
+    .map_err(|e| format!("cannot record the worktree's git directory: {e}"))?;
+    Tree::find(root, goal, todo)?.ok_or_else(|| format!("the worktree {dir_text} vanished"))
+}
+
+/// Keeps the worktrees out of the person's `git status` (`.loopx/.gitignore`).
+fn ignore_worktrees(root: &Path) {
+    let path = root.join(STATE_DIR).join(".gitignore");
+    let line = format!("/{WORKTREES_DIR}/");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    if text.lines().any(|l| l.trim() == line) {
+        return;
+    }
+    let mut text = text;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&line);
+    text.push('\n');
+    if let Err(e) = std::fs::write(&path, text) {
+        tracing::warn!(path = %path.display(), error = %e, "cannot write .loopx/.gitignore");
+    }
+}
+
+/// What a slice left in its worktree, committed.
+#[derive(Debug, Clone)]
+pub struct SliceCommit {
+    /// The todo's branch after the slice (the checkpoint when nothing changed).
+    pub head: String,
+    pub checkpoint: String,
+    /// What changed, against the checkpoint, checked against the goal's scope.
+    pub changes: SliceChanges,
+}
+
+/// Commits what the slice left (author: the agent) and moves the todo's branch to it; what
+/// changed since the checkpoint is the slice's, and only the slice's.
+pub fn finish(
+    prepared: &Prepared,
+    slice: &str,
+    agent: &str,
+    summary: Option<&str>,
+    scope: &[String],
+) -> Result<SliceCommit, String> {
+    let tree = &prepared.tree;
+    let on = tree
+        .todo
+        .map_or_else(|| "a planning slice".to_owned(), |t| format!("on {t}"));
+    let title = summary
+        .map(|s| s.lines().next().unwrap_or_default().trim())
+        .filter(|s| !s.is_empty())
+        .map(|s| loopx_kernel::limits::clip(s, 72))
+        .unwrap_or_else(|| format!("what slice {slice} left"));
+    let message = format!("{slice}: {title}\n\nSlice {slice} of agent `{agent}` {on} (loopx).");
+    let author = format!("{agent} (loopx agent) <{agent}@loopx.invalid>");
+    tree.commit_all(&author, &message)?;
+    let head = tree.head()?;
+    tree.set_branch(&head)?;
+    let checkpoint = prepared.checkpoint.clone();
+    let changes = changes_between(&tree.repo, &checkpoint, &head, scope)?;
+    Ok(SliceCommit {
+        head,
+        checkpoint,
+        changes,
+    })
+}
+
+/// The files that differ between two commits, as the scope check sees them: project-relative,
+/// those outside the scope and those in `.loopx/` named as violations.
+fn changes_between(
+    repo: &Repo,
+    from: &str,
+    to: &str,
+    scope: &[String],
+) -> Result<SliceChanges, String> {
+    let mut changes = SliceChanges::default();
+    if from == to {
+        return Ok(changes);
+    }
+    let names = repo.git(&["diff", "--name-only", "-z", "--no-renames", from, to])?;
+    let state = format!("{STATE_DIR}/");
+    for repo_path in names.split('\0').filter(|p| !p.is_empty()) {
+        let path = relative(repo_path, &repo.prefix);
+        if path.starts_with(&state) {
+            changes.state_files.push(path.clone());
+        } else if !in_scope(&path, scope) {
+            changes.outside.push(path.clone());
+        }
+        changes.files.push(path);
+    }
+    changes.files.sort();
+    changes.stat = repo
+        .git(&["diff", "--stat=100", "--no-renames", from, to])
+        .unwrap_or_default();
+    Ok(changes)
+}
+
+/// A repository path relative to the project root (`../x` when outside it).
+fn relative(repo_path: &str, prefix: &str) -> String {
+    match repo_path.strip_prefix(prefix) {
+        Some(inside) => inside.to_owned(),
+        None => {
+            let up = prefix.split('/').filter(|s| !s.is_empty()).count();
+            format!("{}{repo_path}", "../".repeat(up))
+        }
+    }
+}
+
+/// Puts a todo's branch and worktree back at `checkpoint`, undoing `commit` (the answer
+/// `rollback` to a violation gate); what was done, or why it could not be.
+pub fn roll_back(
+    root: &Path,
+    goal: GoalId,
+    todo: TodoId,
+    checkpoint: &str,
+    commit: &str,
+) -> Result<String, String> {
+    let repo = Repo::of(root)?;
+    let branch = todo_branch(goal, todo);
+    let head = repo.branch_head(&branch);
+    if head.as_deref() != Some(commit) {
+        return Err(format!(
+            "{todo}'s branch {branch} moved on since that slice (it is at {}, not {}): roll back by hand with `git revert`, or answer `keep`",
+            short(head.as_deref().unwrap_or("nothing")),
+            short(commit)
+        ));
+    }
+    if let Some(tree) = Tree::find(root, goal, Some(todo))? {
+        tree.git(&["reset", "--quiet", "--hard", checkpoint])?;
+    }
+    let reference = format!("refs/heads/{branch}");
+    repo.git(&[
+        "update-ref",
+        "-m",
+        "loopx: rollback",
+        &reference,
+        checkpoint,
+        commit,
+    ])?;
+    Ok(format!(
+        "{branch} and its worktree are back at {} (the slice's commit {} is undone)",
+        short(checkpoint),
+        short(commit)
+    ))
+}
+
+/// The first 12 characters of an object name.
+pub fn short(name: &str) -> &str {
+    name.get(..12).unwrap_or(name)
+}
+
+/// A todo's branch merged into the integration branch, or why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Landing {
+    /// The integration branch is now `commit`, merging `commits` commits that change `files`.
+    Landed {
+        commit: String,
+        commits: u64,
+        files: Vec<String>,
+    },
+    /// Everything on the todo's branch is on the integration branch already.
+    Empty,
+    /// Merging conflicts in `files` with what the todos `with` landed.
+    Conflict {
+        files: Vec<String>,
+        with: Vec<TodoId>,
+    },
+    /// The `[land] check` failed on the merged tree: how it ended and the end of its output.
+    CheckFailed { how: String, output: String },
+    /// Git could not do what landing needs.
+    Failed(String),
+}
+
+/// Runs `sh -c COMMAND` in a directory for at most a duration: its exit code (`None`: stopped
+/// at the deadline) and the end of its output, or why it could not run.
+pub type RunCheck<'a> = dyn Fn(&Path, &str, Duration) -> Result<(Option<i32>, String), String> + 'a;
+
+/// How the land check runs: contained like a slice (the code it runs is the agent's).
+pub struct CheckRun<'a> {
+    pub command: &'a str,
+    pub timeout: Duration,
+    pub run: &'a RunCheck<'a>,
+}
+
+impl std::fmt::Debug for CheckRun<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckRun")
+            .field("command", &self.command)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Lands the todo's branch on the goal's integration branch (`docs/design/worktrees.md`,
+/// "Landing").
+pub fn land(
+    root: &Path,
+    goal: GoalId,
+    todo: TodoId,
+    title: &str,
+    check: Option<&CheckRun<'_>>,
+) -> Landing {
+    match try_land(root, goal, todo, title, check) {
+        Ok(landing) => landing,
+        Err(why) => Landing::Failed(why),
+    }
+}
+
+fn try_land(
+    root: &Path,
+    goal: GoalId,
+    todo: TodoId,
+    title: &str,
+    check: Option<&CheckRun<'_>>,
+) -> Result<Landing, String> {
+    let repo = Repo::of(root)?;
+    let integration = integration_branch(goal);
+    let branch = todo_branch(goal, todo);
+    let theirs = repo
+        .branch_head(&branch)
+        .ok_or_else(|| format!("{todo} has no branch {branch}"))?;
+    for _ in 0..LAND_TRIES {
+        let into = repo
+            .branch_head(&integration)
+            .ok_or_else(|| format!("the goal's branch {integration} is missing"))?;
+        if repo.contains(&into, &theirs) {
+            return Ok(Landing::Empty);
+        }
+        let merged = git_run(
+            &repo.top.to_string_lossy(),
+            &[
+                "merge-tree",
+                "--write-tree",
+                "--name-only",
+                "--no-messages",
+                "-z",
+                &into,
+                &theirs,
+            ],
+            &[],
+        )?;
+        let out = String::from_utf8_lossy(&merged.stdout).into_owned();
+        let mut parts = out.split('\0').filter(|p| !p.is_empty());
+        let tree = parts.next().unwrap_or_default().to_owned();
+        match merged.code {
+            Some(0) => {}
+            Some(1) => {
+                let files: Vec<String> = parts.map(|p| relative(p, &repo.prefix)).collect();
+                let with = landed_by(&repo, &into, &theirs, &files);
+                return Ok(Landing::Conflict { files, with });
+            }
+            _ => return Err(format!("`git merge-tree` failed: {}", merged.stderr.trim())),
+        }
+        let message = format!(
+            "{LAND_SUBJECT}{todo} ({})",
+            loopx_kernel::limits::clip(title, 60)
+        );
+        let args: Vec<&str> = COMMITTER
+            .iter()
+            .copied()
+            .chain([
+                "commit-tree",
+                &tree,
+                "-p",
+                &into,
+                "-p",
+                &theirs,
+                "-m",
+                &message,
+            ])
+            .collect();
+        let commit = repo.git(&args)?.trim().to_owned();
+        if let Some(check) = check
+            && let Some(failed) = run_check(root, &repo, goal, todo, &commit, check)?
+        {
+            return Ok(failed);
+        }
+        let reference = format!("refs/heads/{integration}");
+        if repo
+            .git(&["update-ref", "-m", &message, &reference, &commit, &into])
+            .is_ok()
+        {
+            let commits = repo
+                .git(&["rev-list", "--count", &format!("{into}..{theirs}")])?
+                .trim()
+                .parse()
+                .unwrap_or(0);
+            let files = repo
+                .git(&["diff", "--name-only", "-z", "--no-renames", &into, &commit])?
+                .split('\0')
+                .filter(|p| !p.is_empty())
+                .map(|p| relative(p, &repo.prefix))
+                .collect();
+            return Ok(Landing::Landed {
+                commit,
+                commits,
+                files,
+            });
+        }
+        // Another landing moved the branch meanwhile: merge again onto the new head.
+    }
+    Err(format!(
+        "{integration} kept moving while {todo} tried to land ({LAND_TRIES} tries)"
+    ))
+}
+
+/// The todos whose landings last changed `files` on the integration branch since the todo's
+/// branch forked from it.
+fn landed_by(repo: &Repo, into: &str, theirs: &str, files: &[String]) -> Vec<TodoId> {
+    let Ok(fork) = repo.git(&["merge-base", into, theirs]) else {
+        return Vec::new();
+    };
+    let range = format!("{}..{into}", fork.trim());
+    let mut args = vec!["log", "--first-parent", "--format=%s", &range, "--"];
+    let paths: Vec<String> = files
+        .iter()
+        .map(|f| crate::scope::repo_path(f, &repo.prefix))
+        .collect();
+    args.extend(paths.iter().map(String::as_str));
+    let Ok(subjects) = repo.git(&args) else {
+        return Vec::new();
+    };
+    let mut todos: Vec<TodoId> = subjects
+        .lines()
+        .filter_map(|s| {
+            s.strip_prefix(LAND_SUBJECT)?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    todos.sort();
+    todos.dedup();
+    todos
+}
+
+/// Runs the land check in a detached checkout of `commit`; the failure, if it failed.
+fn run_check(
+    root: &Path,
+    repo: &Repo,
+    goal: GoalId,
+    todo: TodoId,
+    commit: &str,
+    check: &CheckRun<'_>,
+) -> Result<Option<Landing>, String> {
+    let dir = goal_dir(root, goal).join(format!("land-{todo}"));
+    let dir_text = dir.to_string_lossy().into_owned();
+    if dir.exists() {
+        let _ = repo.git(&["worktree", "remove", "--force", &dir_text]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let _ = repo.git(&["worktree", "prune"]);
+    repo.git(&["worktree", "add", "--quiet", "--detach", &dir_text, commit])?;
+    let ran = (check.run)(&dir.join(&repo.prefix), check.command, check.timeout);
+    let _ = repo.git(&["worktree", "remove", "--force", &dir_text]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let (code, output) = ran?;
+    let how = match code {
+        Some(0) => return Ok(None),
+        Some(code) => format!("exited {code}"),
+        None => format!(
+            "did not finish in {} and was stopped",
+            loopx_kernel::time::short_duration(check.timeout)
+        ),
+    };
+    Ok(Some(Landing::CheckFailed { how, output }))
+}
+
+/// Removes a todo's worktree (done or dropped); its branch stays.
+pub fn remove(root: &Path, goal: GoalId, todo: TodoId) -> Result<(), String> {
+    let dir = worktree_dir(root, goal, todo);
+    let record = gitdir_record(root, goal, Some(todo));
+    if dir.exists() {
+        let repo = Repo::of(root)?;
+        let dir_text = dir.to_string_lossy().into_owned();
+        if repo
+            .git(&["worktree", "remove", "--force", &dir_text])
+            .is_err()
+        {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| format!("cannot remove {}: {e}", dir.display()))?;
+            let _ = repo.git(&["worktree", "prune"]);
+        }
+    }
+    let _ = std::fs::remove_file(record);
+    Ok(())
+}
+
+/// The todo worktrees found under `.loopx/worktrees/` (goal, todo, directory).
+pub fn list(root: &Path) -> Vec<(GoalId, TodoId, PathBuf)> {
+    let mut found = Vec::new();
+    let Ok(goals) = std::fs::read_dir(root.join(STATE_DIR).join(WORKTREES_DIR)) else {
+        return found;
+    };
+    for goal in goals.flatten() {
+        let Ok(goal_id) = goal.file_name().to_string_lossy().parse::<GoalId>() else {
+            continue;
+        };
+        let Ok(todos) = std::fs::read_dir(goal.path()) else {
+            continue;
+        };
+        for entry in todos.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Ok(todo) = name.parse::<TodoId>()
+                && entry.path().is_dir()
+            {
+                found.push((goal_id, todo, entry.path()));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Where a todo's branch stands against the goal's integration branch.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BranchState {
+    pub todo: TodoId,
+    pub branch: String,
+    /// Commits on the todo's branch not on the integration branch.
+    pub ahead: u64,
+    /// Commits on the integration branch not on the todo's branch (landed since it forked).
+    pub behind: u64,
+}
+
+/// Every todo branch of `goal`, in one git command.
+pub fn branch_states(root: &Path, goal: GoalId) -> Result<Vec<BranchState>, String> {
+    let repo = Repo::of(root)?;
+    let into = integration_branch(goal);
+    let format = format!("--format=%(refname:short) %(ahead-behind:refs/heads/{into})");
+    let pattern = format!("refs/heads/{into}-*");
+    let out = repo.git(&["for-each-ref", &format, &pattern])?;
+    let prefix = format!("{into}-");
+    let mut states: Vec<BranchState> = out
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let branch = words.next()?.to_owned();
+            let todo = branch.strip_prefix(&prefix)?.parse().ok()?;
+            let ahead = words.next()?.parse().ok()?;
+            let behind = words.next()?.parse().ok()?;
+            Some(BranchState {
+                todo,
+                branch,
+                ahead,
+                behind,
+            })
+        })
+        .collect();
+    states.sort_by_key(|s| s.todo);
+    Ok(states)
+}
+
+/// The diff of a todo's work: its branch against where it forked from the integration
+/// branch, then what its worktree holds uncommitted (a slice running now).
+pub fn todo_diff(root: &Path, goal: GoalId, todo: TodoId, stat: bool) -> Result<String, String> {
+    let repo = Repo::of(root)?;
+    let branch = todo_branch(goal, todo);
+    if !repo.has_branch(&branch) {
+        return Err(format!(
+            "{todo} has no branch yet ({branch} is made at its first claim)"
+        ));
+    }
+    let range = format!(
+        "refs/heads/{}...refs/heads/{branch}",
+        integration_branch(goal)
+    );
+    let mut args = vec!["diff", "--no-color", "--no-ext-diff", "--no-textconv"];
+    if stat {
+        args.push("--stat");
+    }
+    args.push(&range);
+    let mut text = repo.git(&args)?;
+    if let Some(tree) = Tree::find(root, goal, Some(todo))? {
+        let mut args = vec!["diff", "--no-color", "--no-ext-diff", "--no-textconv"];
+        if stat {
+            args.push("--stat");
+        }
+        args.push("HEAD");
+        let uncommitted = tree.git(&args)?;
+        if !uncommitted.is_empty() {
+            text.push_str(&format!(
+                "\n# uncommitted in {} (a slice may be running):\n",
+                tree.dir.display()
+            ));
+            text.push_str(&uncommitted);
+        }
+    }
+    Ok(text)
+}

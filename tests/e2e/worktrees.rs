@@ -1,0 +1,412 @@
+//! Worktree goals with real git (`docs/design/worktrees.md`): each todo on its own branch in
+//! its own worktree, exact attribution, real rollback, landing with conflicts and checks, and
+//! a killed supervisor's leftovers found by the repair slice.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::support::{Background, LOOPX, Loopx, Run, git, script_agent, wait_file};
+
+/// A committed git project (`src/a.txt`, `src/b.txt`, `notes.txt`) with a goal scoped to
+/// `src/`, worked in worktrees (the default in git).
+fn git_project() -> Loopx {
+    let loopx = Loopx::new();
+    let root = loopx.path();
+    git(root, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(root.join("src")).expect("src");
+    std::fs::write(root.join("src/a.txt"), "a\n").expect("a");
+    std::fs::write(root.join("src/b.txt"), "b\n").expect("b");
+    std::fs::write(root.join("notes.txt"), "the person's notes\n").expect("notes");
+    git(root, &["add", "src", "notes.txt"]);
+    git(root, &["commit", "-q", "-m", "start"]);
+    let started = loopx.ok(&["goal", "start", "Edit the files", "--scope", "src/"]);
+    assert!(
+        started.stdout.contains("lands on loopx/g1") || started.stdout.contains("land on loopx/g1"),
+        "{}",
+        started.stdout
+    );
+    loopx
+}
+
+/// An agent `name` running `body` (a `case "$LOOPX_TODO"` of shell commands); `done` reports
+/// the todo done through the slice's channel.
+fn agent(loopx: &Loopx, name: &str, body: &str) {
+    let script =
+        format!("cat > /dev/null\ndone_() {{ '{LOOPX}' report done \"$@\" > /dev/null; }}\n{body}");
+    script_agent(
+        loopx,
+        name,
+        &script,
+        "max_time = \"2m\"\nidle_timeout = \"1m\"",
+    );
+}
+
+/// Agents `ann` and `bob` both running `body`, a todo for each of `titles` (t1, t2), and one
+/// `loopx run` of two slices: the peers work at the same time.
+fn two_peers(loopx: &Loopx, body: &str, titles: [&str; 2]) -> Run {
+    agent(loopx, "ann", body);
+    agent(loopx, "bob", body);
+    for title in titles {
+        loopx.ok(&["todo", "add", title]);
+    }
+    let run = loopx.run(&["run", "--max-slices", "2"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run
+}
+
+fn worktree(loopx: &Loopx, todo: &str) -> PathBuf {
+    loopx.path().join(".loopx/worktrees/g1").join(todo)
+}
+
+fn show(loopx: &Loopx, spec: &str) -> String {
+    git(loopx.path(), &["show", spec])
+}
+
+fn evidence(loopx: &Loopx, kind: &str) -> Vec<Value> {
+    let out = loopx
+        .ok(&["evidence", "list", "--limit", "500", "--json"])
+        .json();
+    let all = out["evidence"].as_array().cloned().unwrap_or_default();
+    all.into_iter().filter(|e| e["kind"] == kind).collect()
+}
+
+fn gates(loopx: &Loopx) -> Vec<Value> {
+    let out = loopx.ok(&["gate", "list", "--json"]).json();
+    out["gates"].as_array().cloned().unwrap_or_default()
+}
+
+fn state(loopx: &Loopx, todo: &str) -> String {
+    crate::support::todo_state(loopx, todo)
+}
+
+/// The person's own checkout and branch are never touched.
+fn untouched(loopx: &Loopx) {
+    let root = loopx.path();
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/a.txt")).expect("a"),
+        "a\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/b.txt")).expect("b"),
+        "b\n"
+    );
+    assert_eq!(
+        git(root, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "main"
+    );
+    assert_eq!(git(root, &["rev-list", "--count", "main"]).trim(), "1");
+    let status = git(root, &["status", "--porcelain", "--untracked-files=all"]);
+    assert!(
+        // loopx's own directory, and the test's agent scripts.
+        status
+            .lines()
+            .all(|l| l.contains(".loopx/") || l.ends_with(".sh")),
+        "the person's tree changed: {status}"
+    );
+}
+
+#[test]
+fn two_agents_editing_different_files_concurrently_both_land() {
+    let loopx = git_project();
+    let body = r#"case "$LOOPX_TODO" in
+  t1) echo one >> src/a.txt ;;
+  t2) echo two >> src/b.txt ;;
+esac
+sleep 1
+done_ --summary edited"#;
+    let run = two_peers(&loopx, body, ["Edit a", "Edit b"]);
+    // Both ran at once: each started before the other ended.
+    let started = run.stderr.matches("started: work on").count();
+    assert_eq!(started, 2, "{}", run.stderr);
+    assert_eq!(state(&loopx, "t1"), "done", "{}", run.stderr);
+    assert_eq!(state(&loopx, "t2"), "done", "{}", run.stderr);
+    assert_eq!(show(&loopx, "loopx/g1:src/a.txt"), "a\none\n");
+    assert_eq!(show(&loopx, "loopx/g1:src/b.txt"), "b\ntwo\n");
+    // Each slice is blamed for its own file only, and nothing is a violation.
+    assert!(evidence(&loopx, "violation").is_empty());
+    assert!(gates(&loopx).is_empty(), "{:?}", gates(&loopx));
+    let diffs = evidence(&loopx, "diff");
+    let of = |file: &str| {
+        diffs
+            .iter()
+            .filter(|e| e["detail"].as_str().unwrap_or_default().contains(file))
+            .count()
+    };
+    assert_eq!((of("src/a.txt"), of("src/b.txt")), (1, 1), "{diffs:?}");
+    // Landed as one merge per todo, each slice one commit authored by its agent.
+    let landings = git(
+        loopx.path(),
+        &["log", "--first-parent", "--format=%s", "main..loopx/g1"],
+    );
+    assert!(landings.contains("loopx: land t1 (Edit a)"), "{landings}");
+    assert!(landings.contains("loopx: land t2 (Edit b)"), "{landings}");
+    let authors = git(
+        loopx.path(),
+        &["log", "--no-merges", "--format=%an", "main..loopx/g1"],
+    );
+    assert!(
+        authors.contains("ann (loopx agent)") && authors.contains("bob (loopx agent)"),
+        "{authors}"
+    );
+    assert_eq!(evidence(&loopx, "land").len(), 2);
+    // Done todos' worktrees are gone; their branches stay.
+    assert!(!worktree(&loopx, "t1").exists() && !worktree(&loopx, "t2").exists());
+    assert!(git(loopx.path(), &["branch", "--list", "loopx/g1-*"]).contains("loopx/g1-t2"));
+    untouched(&loopx);
+    let todo = loopx.ok(&["todo", "show", "t1"]).stdout;
+    assert!(todo.contains("branch    loopx/g1-t1 (landed)"), "{todo}");
+}
+
+#[test]
+fn two_agents_editing_the_same_line_open_a_conflict_gate() {
+    let loopx = git_project();
+    let body = r#"case "$LOOPX_TODO" in
+  t1) echo one > src/a.txt ;;
+  t2) sleep 2; echo two > src/a.txt ;;
+esac
+done_"#;
+    let run = two_peers(&loopx, body, ["Say one", "Say two"]);
+    assert_eq!(state(&loopx, "t1"), "done", "{}", run.stderr);
+    assert_eq!(state(&loopx, "t2"), "open", "did not land, so not done");
+    // Never a silent overwrite: the goal's branch has t1's line.
+    assert_eq!(show(&loopx, "loopx/g1:src/a.txt"), "one\n");
+    let gates = gates(&loopx);
+    let [gate] = gates.as_slice() else {
+        panic!("one gate: {gates:?}")
+    };
+    assert_eq!(
+        gate["question"],
+        "t2's branch conflicts with t1 in src/a.txt: rebase t2 on the goal branch, or drop t2?"
+    );
+    assert_eq!(gate["options"], serde_json::json!(["rebase", "drop"]));
+    assert_eq!(gate["blocks"]["todos"], serde_json::json!(["t2"]));
+    assert!(
+        run.stderr.contains("does not land: gate q1"),
+        "{}",
+        run.stderr
+    );
+    // t2's work is kept on its branch for the rebase.
+    assert_eq!(show(&loopx, "loopx/g1-t2:src/a.txt"), "two\n");
+    let status = loopx.ok(&["status"]).stdout;
+    assert!(
+        status.contains("loopx/g1-t2  +1 commit, not landed"),
+        "{status}"
+    );
+    let diff = loopx.ok(&["diff", "t2"]).stdout;
+    assert!(
+        diff.contains("-a\n+two") || (diff.contains("-a") && diff.contains("+two")),
+        "{diff}"
+    );
+    // `drop` drops it; the branch stays.
+    loopx.ok(&["gate", "answer", "q1", "drop"]);
+    assert_eq!(state(&loopx, "t2"), "dropped");
+    // The dropped todo's worktree is found by `doctor`, and removed on request.
+    let doctor = loopx.ok(&["doctor"]).stdout;
+    assert!(
+        doctor.contains("1 stale worktree(s) in .loopx/worktrees: g1/t2 (dropped)"),
+        "{doctor}"
+    );
+    assert!(
+        worktree(&loopx, "t2").exists(),
+        "doctor alone changes nothing"
+    );
+    let repaired = loopx.ok(&["doctor", "--repair"]).stdout;
+    assert!(
+        repaired.contains("removed 1 stale worktree(s)"),
+        "{repaired}"
+    );
+    assert!(!worktree(&loopx, "t2").exists());
+    assert!(git(loopx.path(), &["branch", "--list", "loopx/g1-t2"]).contains("loopx/g1-t2"));
+    untouched(&loopx);
+}
+
+#[test]
+fn an_out_of_scope_write_blames_only_its_slice_and_rollback_restores_the_checkpoint() {
+    let loopx = git_project();
+    let body = r#"case "$LOOPX_TODO" in
+  t1) sleep 1; echo mine >> src/a.txt ;;
+  t2) echo changed >> src/b.txt; echo overwritten > notes.txt; echo new > stray.txt
+      echo evil > "$LOOPX_PROJECT/src/a.txt" 2> /dev/null ;;
+esac
+done_"#;
+    let run = two_peers(&loopx, body, ["Edit a", "Edit b"]);
+    assert_eq!(
+        state(&loopx, "t1"),
+        "done",
+        "the peer in scope lands: {}",
+        run.stderr
+    );
+    assert_eq!(state(&loopx, "t2"), "open");
+    let violations = evidence(&loopx, "violation");
+    let [violation] = violations.as_slice() else {
+        panic!("one violation: {violations:?}")
+    };
+    assert_eq!(violation["todo"], "t2");
+    let detail = violation["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("notes.txt") && detail.contains("stray.txt"),
+        "{detail}"
+    );
+    assert!(
+        !detail.contains("src/a.txt"),
+        "the peer's file is not blamed: {detail}"
+    );
+    let gates = gates(&loopx);
+    let [gate] = gates.as_slice() else {
+        panic!("one gate: {gates:?}")
+    };
+    assert_eq!(gate["options"], serde_json::json!(["keep", "rollback"]));
+    assert_eq!(gate["blocks"]["todos"], serde_json::json!(["t2"]));
+    // The agent could not write in the person's tree: its sandbox allows only its worktree.
+    let slices = evidence(&loopx, "slice");
+    assert!(
+        slices.iter().all(|e| e["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("containment: namespaces+landlock")),
+        "{slices:?}"
+    );
+    let wt = worktree(&loopx, "t2");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("notes.txt")).expect("notes"),
+        "overwritten\n"
+    );
+    // Rollback really restores the checkpoint: files, and the branch.
+    let id = gate["id"].as_str().expect("an id");
+    let answered = loopx.ok(&["gate", "answer", id, "rollback"]);
+    assert!(
+        answered.stdout.contains("Rolled back: loopx/g1-t2"),
+        "{}",
+        answered.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(wt.join("notes.txt")).expect("notes"),
+        "the person's notes\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(wt.join("src/b.txt")).expect("b"),
+        "b\n"
+    );
+    assert!(!wt.join("stray.txt").exists());
+    assert_eq!(
+        git(loopx.path(), &["rev-parse", "loopx/g1-t2"]),
+        git(loopx.path(), &["rev-parse", "main"]),
+        "t2's branch is back where its slice started"
+    );
+    untouched(&loopx);
+}
+
+#[test]
+fn a_failing_land_check_keeps_the_todo_from_landing() {
+    let loopx = git_project();
+    // The check runs on each todo's branch merged with the goal's, contained like a slice.
+    std::fs::write(
+        loopx.path().join(".loopx/loopx.toml"),
+        "[land]\ncheck = \"! grep -rq bad src/ && touch src/check-ran\"\n",
+    )
+    .expect("config");
+    let body = r#"case "$LOOPX_TODO" in
+  t1) echo bad > src/a.txt ;;
+  t2) sleep 1; echo fine >> src/b.txt ;;
+esac
+done_"#;
+    let run = two_peers(&loopx, body, ["Break a", "Edit b"]);
+    assert_eq!(state(&loopx, "t1"), "open", "{}", run.stderr);
+    assert_eq!(show(&loopx, "loopx/g1:src/a.txt"), "a\n", "t1 did not land");
+    assert_eq!(
+        show(&loopx, "loopx/g1-t1:src/a.txt"),
+        "bad\n",
+        "its work is kept"
+    );
+    let lands = evidence(&loopx, "land");
+    assert!(
+        lands.iter().any(
+            |e| e["summary"] == "t1 did not land: the land check exited 1" && e["todo"] == "t1"
+        ),
+        "{lands:?}"
+    );
+    // The peer that passes the check lands; the check's own files do not.
+    assert_eq!(state(&loopx, "t2"), "done", "{}", run.stderr);
+    assert_eq!(show(&loopx, "loopx/g1:src/b.txt"), "b\nfine\n");
+    let files = git(loopx.path(), &["ls-tree", "-r", "--name-only", "loopx/g1"]);
+    assert!(!files.contains("check-ran"), "{files}");
+    // t1 rests, then gets a slice that sees why.
+    assert_eq!(crate::support::decision(&loopx, "ann"), "wait");
+    untouched(&loopx);
+}
+
+#[test]
+fn after_a_kill_9_the_repair_slice_finds_the_worktree_as_the_agent_left_it() {
+    let loopx = git_project();
+    agent(
+        &loopx,
+        "ann",
+        r#"if [ -f src/started ]; then
+  cat src/a.txt > src/seen
+  done_
+else
+  echo partial > src/a.txt
+  touch src/started
+  sleep 300
+fi"#,
+    );
+    loopx.ok(&["todo", "add", "Edit a"]);
+    let mut bg = Background::start(&loopx, &[]);
+    bg.wait_for("the slice", |e| e["event"] == "slice_started");
+    wait_file(&worktree(&loopx, "t1").join("src/started"));
+    bg.signal(nix::sys::signal::Signal::SIGKILL);
+    let (code, _) = bg.finish();
+    assert_eq!(code, -1, "killed");
+
+    let run = loopx.run(&["run", "--once", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = run.json();
+    assert_eq!(out["slice"]["kind"], "repair", "{out}");
+    assert_eq!(out["slice"]["todo_state"], "done", "{out}");
+    // The repair slice read what the killed one wrote.
+    assert_eq!(show(&loopx, "loopx/g1:src/seen"), "partial\n");
+    let carried = git(loopx.path(), &["log", "--format=%s", "loopx/g1-t1"]);
+    assert!(
+        carried.contains("loopx: what t1's worktree held uncommitted before slice s2"),
+        "{carried}"
+    );
+    untouched(&loopx);
+}
+
+#[test]
+fn a_project_with_uncommitted_changes_is_asked_about_at_goal_start() {
+    let loopx = Loopx::new();
+    let root = loopx.path();
+    git(root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("a.txt"), "a\n").expect("a");
+    git(root, &["add", "a.txt"]);
+    git(root, &["commit", "-q", "-m", "start"]);
+    std::fs::write(root.join("a.txt"), "changed\n").expect("a");
+    let run = loopx.run(&["goal", "start", "Edit"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("uncommitted changes (a.txt)")
+            && run.stderr.contains("--from-head")
+            && run.stderr.contains("--isolation shared"),
+        "{}",
+        run.stderr
+    );
+    let started = loopx
+        .ok(&["goal", "start", "Edit", "--from-head", "--json"])
+        .json();
+    assert_eq!(
+        started["goal"]["isolation"]["worktree"]["base"]
+            .as_str()
+            .map(str::len),
+        Some(40)
+    );
+    // Outside git, agents share the tree, and status says so.
+    let plain = Loopx::new();
+    plain.ok(&["goal", "start", "Edit"]);
+    let status = plain.ok(&["status"]).stdout;
+    assert!(
+        status.contains("Shared tree: agents work in this project's own files (the project is not a git repository)"),
+        "{status}"
+    );
+}
