@@ -21,7 +21,7 @@ const IN_NETNS_VAR: &str = "LOOPX_MODEL_SERVER_IN_NETNS";
 /// The `loopx` binary the outer test built, for the inner tests.
 const LOOPX_VAR: &str = "LOOPX_REAL_CLIS_LOOPX";
 /// The `netns_*` tests; the outer test insists that all of them ran and passed.
-const NETNS_TESTS: usize = 9;
+const NETNS_TESTS: usize = 10;
 /// Generous: each run takes 1–6 s here, but CI machines are shared and slow.
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -433,6 +433,46 @@ impl Project {
         project
     }
 
+    /// Like [`Project::new`], in a git repository with one commit: the goal's todos are worked
+    /// in worktrees, and land on `loopx/g1`.
+    fn new_git(script: Script, profile: &str) -> Project {
+        let server = ModelServer::start(script).expect("the server starts");
+        let project = Project {
+            dir: tempfile::tempdir().expect("a temp project"),
+            home: tempfile::tempdir().expect("a temp HOME"),
+            server,
+            env: Vec::new(),
+        };
+        let root = project.dir.path();
+        std::fs::write(root.join("README.md"), "# A project\n").expect("a README");
+        for args in [
+            &["init", "-q"][..],
+            &["add", "README.md"],
+            &["commit", "-q", "-m", "start"],
+        ] {
+            project.git(args);
+        }
+        project.ok(&["init"]);
+        std::fs::write(root.join(".loopx/profiles/agent.toml"), profile)
+            .expect("the profile is written");
+        project.ok(&["goal", "start", "Say hello"]);
+        project.ok(&["todo", "add", "Write hi to hello.txt"]);
+        project.ok(&["agent", "add", "a", "--profile", "agent"]);
+        project
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(self.dir.path())
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     fn loopx(&self, args: &[&str]) -> Output {
         let loopx = std::env::var_os(LOOPX_VAR).expect("the outer test passes the loopx binary");
         let bin = cli("claude").parent().expect("a bin dir").to_path_buf();
@@ -567,6 +607,37 @@ fn netns_loopx_runs_claude_to_a_done_todo() {
     // Claude Code did all this inside loopx's sandbox, not beside it.
     assert!(
         detail.contains("containment: namespaces+landlock\n"),
+        "{detail}"
+    );
+}
+
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_loopx_runs_claude_in_a_worktree_and_lands_its_work() {
+    let mut project = Project::new_git(
+        script("claude-write.json"),
+        &test_profile("claude-code", "anthropic-test"),
+    );
+    let url = project.server.url();
+    project.env = vec![
+        ("ANTHROPIC_BASE_URL", url),
+        ("ANTHROPIC_API_KEY", "test-key".into()),
+    ];
+    let slice = project.run_once();
+    assert_eq!(slice["outcome"], "completed", "{slice}");
+    assert_eq!(slice["todo_state"], "done", "{slice}");
+    assert!(slice["landed"].is_string(), "{slice}");
+    // Claude wrote in t1's worktree; the work landed on the goal's branch, and the person's
+    // own checkout has none of it.
+    assert_eq!(project.git(&["show", "loopx/g1:hello.txt"]), "hi\n");
+    assert!(!project.dir.path().join("hello.txt").exists());
+    let authors = project.git(&["log", "--no-merges", "--format=%an %s", "-1", "loopx/g1-t1"]);
+    assert!(authors.starts_with("a (loopx agent) s1: "), "{authors}");
+    let detail = project.slice_evidence("s1")["detail"].clone();
+    assert!(
+        detail
+            .as_str()
+            .is_some_and(|d| d.contains("containment: namespaces+landlock\n")),
         "{detail}"
     );
 }

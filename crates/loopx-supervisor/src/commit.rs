@@ -91,9 +91,14 @@ impl Observed {
             containment,
             reported_done,
             commit,
+            renewal,
         } = self;
         let setup = &begun.setup;
         let worktree = worktree_end(req, &begun, &judged, reported_done, commit.as_ref());
+        // The landing is over: the writeback finishes or releases the claim.
+        if let Some(renewal) = renewal {
+            renewal.finish();
+        }
         let log = begun.record.log.clone().unwrap_or_default();
         let limited_before = match judged.outcome {
             Outcome::UsageLimited => {

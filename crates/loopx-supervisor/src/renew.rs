@@ -122,6 +122,12 @@ impl Renewal {
         shared.control = Some(control);
     }
 
+    /// Why the claim was lost, if it was by now (renewing goes on).
+    pub(crate) fn lost(&self) -> Option<String> {
+        let shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        shared.lost.clone()
+    }
+
     /// Stops renewing; returns why the claim was lost, if it was.
     pub(crate) fn finish(mut self) -> Option<String> {
         let _ = self.done.send(());

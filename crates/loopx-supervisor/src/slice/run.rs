@@ -69,6 +69,8 @@ pub(crate) struct Observed {
     pub reported_done: bool,
     /// The slice's commit in its todo's worktree (a worktree goal).
     pub commit: Option<crate::worktree::SliceCommit>,
+    /// The claim's renewal, still running until the todo's landing is done (a worktree goal).
+    pub renewal: Option<Renewal>,
 }
 
 impl Begun {
@@ -253,13 +255,20 @@ impl Launched {
         }
         // The spawn failed: the decision's store was never handed to the recorder.
         drop(begun.store.take());
-        let lost_claim = renewal.and_then(Renewal::finish);
+        // A worktree slice keeps its claim renewed through its landing (a land check may run
+        // for many minutes); any other slice's claim needs no renewing once its agent ended.
+        let (lost_claim, renewal) = match &begun.tree {
+            Some(Ok(_)) => (renewal.as_ref().and_then(Renewal::lost), renewal),
+            _ => (renewal.and_then(Renewal::finish), None),
+        };
         let process = Process {
             pid,
             containment,
             reported_done,
         };
-        conclude(req, begun, ran, process, ended, &before, lost_claim)
+        let mut observed = conclude(req, begun, ran, process, ended, &before, lost_claim);
+        observed.renewal = renewal;
+        observed
     }
 }
 
@@ -468,6 +477,7 @@ fn conclude(
         containment,
         reported_done,
         commit,
+        renewal: None,
     }
 }
 
