@@ -414,28 +414,16 @@ struct Project {
 
 impl Project {
     fn new(script: Script, profile: &str) -> Project {
-        let server = ModelServer::start(script).expect("the server starts");
-        let project = Project {
-            dir: tempfile::tempdir().expect("a temp project"),
-            home: tempfile::tempdir().expect("a temp HOME"),
-            server,
-            env: Vec::new(),
-        };
-        project.ok(&["init"]);
-        std::fs::write(
-            project.dir.path().join(".loopx/profiles/agent.toml"),
-            profile,
-        )
-        .expect("the profile is written");
-        project.ok(&["goal", "start", "Say hello"]);
-        project.ok(&["todo", "add", "Write hi to hello.txt"]);
-        project.ok(&["agent", "add", "a", "--profile", "agent"]);
-        project
+        Project::create(script, profile, false)
     }
 
     /// Like [`Project::new`], in a git repository with one commit: the goal's todos are worked
     /// in worktrees, and land on `loopx/g1`.
     fn new_git(script: Script, profile: &str) -> Project {
+        Project::create(script, profile, true)
+    }
+
+    fn create(script: Script, profile: &str, in_git: bool) -> Project {
         let server = ModelServer::start(script).expect("the server starts");
         let project = Project {
             dir: tempfile::tempdir().expect("a temp project"),
@@ -444,13 +432,11 @@ impl Project {
             env: Vec::new(),
         };
         let root = project.dir.path();
-        std::fs::write(root.join("README.md"), "# A project\n").expect("a README");
-        for args in [
-            &["init", "-q"][..],
-            &["add", "README.md"],
-            &["commit", "-q", "-m", "start"],
-        ] {
-            project.git(args);
+        if in_git {
+            std::fs::write(root.join("README.md"), "# A project\n").expect("a README");
+            project.git(&["init", "-q"]);
+            project.git(&["add", "README.md"]);
+            project.git(&["commit", "-q", "-m", "start"]);
         }
         project.ok(&["init"]);
         std::fs::write(root.join(".loopx/profiles/agent.toml"), profile)
