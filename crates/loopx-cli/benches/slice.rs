@@ -29,6 +29,29 @@ fn loopx_bin() -> std::path::PathBuf {
         .map_or_else(|| env!("CARGO_BIN_EXE_loopx").into(), Into::into)
 }
 
+/// The trivial agent of a worktree goal: writes one file of its own (so each slice is a commit
+/// and each todo a real merge onto the goal's branch), then reports done.
+const AGENT_WRITES: &str = "#!/bin/sh
+cat >/dev/null
+echo ok > \"out-$LOOPX_TODO.txt\"
+cat <<'EOF'
+```loopx-report
+{\"status\":\"done\",\"summary\":\"ok\"}
+```
+EOF
+";
+
+/// Where the bench's project is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tree {
+    /// Not in git: the scope check walks `.loopx/` only.
+    Plain,
+    /// In git, the goal started `--isolation shared`: the scope check asks git.
+    GitShared,
+    /// In git, a worktree goal: a worktree per todo, a commit per slice, a landing per todo.
+    Worktree,
+}
+
 /// The trivial agent: reads its prompt, reports done.
 const AGENT: &str = "#!/bin/sh
 cat >/dev/null
@@ -60,8 +83,9 @@ fn main() {
         loopx_bin().display()
     );
     println!();
-    slices(&opts, false);
-    slices(&opts, true);
+    slices(&opts, Tree::Plain);
+    slices(&opts, Tree::GitShared);
+    slices(&opts, Tree::Worktree);
     idle(opts.idle_secs);
     demo(opts.demo_runs);
 }
@@ -74,11 +98,13 @@ fn arg<T: std::str::FromStr>(name: &str) -> Option<T> {
 }
 
 /// `runs` runs of `loopx run --max-slices N` on fresh projects, then the bare agent.
-fn slices(opts: &Options, git: bool) {
-    let scale = if git {
-        "in a git work tree (scope check through git)"
-    } else {
-        "not in git (scope check of `.loopx/` only)"
+fn slices(opts: &Options, tree: Tree) {
+    let scale = match tree {
+        Tree::Plain => "not in git (scope check of `.loopx/` only)",
+        Tree::GitShared => "in a git work tree, `--isolation shared` (scope check through git)",
+        Tree::Worktree => {
+            "a worktree goal (each todo: a worktree, an agent writing one file, a commit, a landing)"
+        }
     };
     println!(
         "### {} runs of `loopx run --max-slices {}`, {scale}",
@@ -92,7 +118,7 @@ fn slices(opts: &Options, git: bool) {
     let mut prompt = String::new();
     for run in 1..=opts.runs {
         let dir = tempfile::tempdir().expect("temp dir");
-        project(dir.path(), "bench", opts.slices, git);
+        project(dir.path(), "bench", opts.slices, tree);
         let (wall, phases) = run_slices(dir.path(), opts.slices);
         if prompt.is_empty() {
             prompt = first_prompt(dir.path());
@@ -133,17 +159,28 @@ fn slices(opts: &Options, git: bool) {
 }
 
 /// A fresh project: a goal, `todos` todos, and the trivial agent `name`.
-fn project(dir: &Path, name: &str, todos: usize, git: bool) {
-    if git {
+fn project(dir: &Path, name: &str, todos: usize, tree: Tree) {
+    if tree != Tree::Plain {
         git_in(dir, &["init", "-q"]);
         std::fs::write(dir.join("README.md"), "A benchmark project.\n").expect("readme");
         git_in(dir, &["add", "README.md"]);
         git_in(dir, &["commit", "-q", "-m", "Start"]);
     }
     loopx(dir, &["init"]);
-    loopx(dir, &["goal", "start", "Benchmark"]);
+    let isolation = match tree {
+        Tree::Worktree => "worktree",
+        _ => "shared",
+    };
+    loopx(
+        dir,
+        &["goal", "start", "Benchmark", "--isolation", isolation],
+    );
     let script = dir.join("agent.sh");
-    std::fs::write(&script, AGENT).expect("script");
+    let agent = match tree {
+        Tree::Worktree => AGENT_WRITES,
+        _ => AGENT,
+    };
+    std::fs::write(&script, agent).expect("script");
     let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
     std::fs::set_permissions(&script, mode).expect("chmod");
     let profile = format!(
@@ -301,7 +338,7 @@ fn bare_agent(runs: usize, prompt: &str) -> Vec<Duration> {
 /// A supervisor whose only agent is paused: its CPU time over `secs` seconds.
 fn idle(secs: u64) {
     let dir = tempfile::tempdir().expect("temp dir");
-    project(dir.path(), "held", 3, false);
+    project(dir.path(), "held", 3, Tree::Plain);
     loopx(dir.path(), &["quota", "pause", "--agent", "held"]);
     let mut child = Command::new(loopx_bin())
         .args(["run", "--json"])

@@ -587,7 +587,7 @@ fn wildcard(p: &[u8], s: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn scope(patterns: &[&str]) -> Vec<String> {
@@ -639,14 +639,20 @@ mod tests {
     }
 
     fn sh(dir: &Path, args: &[&str]) {
-        let ok = Command::new("git")
+        git_as_tester(dir, args);
+    }
+
+    /// Runs git in `dir` as a test user and insists on success; its stdout, trimmed.
+    pub(crate) fn git_as_tester(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
             .arg("-C")
             .arg(dir)
             .args(["-c", "user.name=t", "-c", "user.email=t@t"])
             .args(args)
             .output()
             .expect("git runs");
-        assert!(ok.status.success(), "git {args:?}: {ok:?}");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
     fn write(dir: &Path, path: &str, text: &str) {

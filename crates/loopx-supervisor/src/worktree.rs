@@ -39,6 +39,8 @@ pub const WORKTREES_DIR: &str = "worktrees";
 const COMMITTER: [&str; 4] = ["-c", "user.name=loopx", "-c", "user.email=loopx@localhost"];
 /// The first-parent subject of every landing: `loopx: land t3 (title)`.
 const LAND_SUBJECT: &str = "loopx: land ";
+/// `update-ref`'s old value for "only if it does not exist" (any hash algorithm).
+const ZERO: &str = "";
 /// How many times a landing is tried again when another one moved the branch meanwhile.
 const LAND_TRIES: usize = 8;
 
@@ -93,21 +95,34 @@ pub struct Repo {
     pub top: PathBuf,
     /// The project root relative to `top` (`sub/dir/`, or empty).
     pub prefix: String,
+    /// The repository's object directory: the agent's commits are written there.
+    pub objects: PathBuf,
 }
 
 impl Repo {
     /// The repository `root` is in; why not when it is in none.
     pub fn of(root: &Path) -> Result<Repo, String> {
-        let out = git_ok(root, &["rev-parse", "--show-toplevel", "--show-prefix"])?;
+        let out = git_ok(
+            root,
+            &[
+                "rev-parse",
+                "--show-toplevel",
+                "--show-prefix",
+                "--path-format=absolute",
+                "--git-common-dir",
+            ],
+        )?;
         let mut lines = out.lines();
         let top = lines.next().unwrap_or_default().to_owned();
         let prefix = lines.next().unwrap_or_default().to_owned();
-        if top.is_empty() {
+        let common = lines.next().unwrap_or_default().to_owned();
+        if top.is_empty() || common.is_empty() {
             return Err("the project is not in a git work tree".to_owned());
         }
         Ok(Repo {
             top: PathBuf::from(top),
             prefix,
+            objects: PathBuf::from(common).join("objects"),
         })
     }
 
@@ -138,17 +153,46 @@ impl Repo {
         .is_ok_and(|out| out.code == Some(0))
     }
 
-    /// Creates `branch` at `at` unless it exists (a peer may create it at the same moment).
+    /// Creates `branch` at `at` unless it exists (a peer may create it at the same moment);
+    /// its head.
     fn ensure_branch(&self, branch: &str, at: &str) -> Result<String, String> {
         if let Some(head) = self.branch_head(branch) {
             return Ok(head);
         }
-        let created = self.git(&["branch", "--no-track", branch, at]);
+        self.create_branch(branch, at)
+    }
+
+    /// Creates `branch` at `at`, which the caller found missing; its head (a peer's, if the
+    /// peer created it first).
+    fn create_branch(&self, branch: &str, at: &str) -> Result<String, String> {
+        let reference = format!("refs/heads/{branch}");
+        let created = self.git(&["update-ref", "-m", "loopx: start", &reference, at, ZERO]);
         match (created, self.branch_head(branch)) {
-            (_, Some(head)) => Ok(head),
+            (Ok(_), _) => Ok(at.to_owned()),
+            (Err(_), Some(head)) => Ok(head),
             (Err(e), None) => Err(format!("cannot create the branch {branch}: {e}")),
-            (Ok(_), None) => Err(format!("the branch {branch} vanished as it was created")),
         }
+    }
+
+    /// The heads of the branches that exist among `branches`, in one git.
+    fn branch_heads(&self, branches: &[&str]) -> Result<Vec<(String, String)>, String> {
+        let refs: Vec<String> = branches.iter().map(|b| format!("refs/heads/{b}")).collect();
+        let args: Vec<&str> = ["for-each-ref", "--format=%(refname) %(objectname)"]
+            .into_iter()
+            .chain(refs.iter().map(String::as_str))
+            .collect();
+        Ok(self
+            .git(&args)?
+            .lines()
+            .filter_map(|line| {
+                let (name, head) = line.split_once(' ')?;
+                // for-each-ref matches prefixes too (`loopx/g1` also finds `loopx/g1/x`).
+                let name = name.strip_prefix("refs/heads/")?;
+                branches
+                    .contains(&name)
+                    .then(|| (name.to_owned(), head.to_owned()))
+            })
+            .collect())
     }
 
     /// Files with uncommitted changes (untracked ones included, ignored ones and `.loopx/`
@@ -262,6 +306,19 @@ impl Tree {
 
     /// The todo's existing worktree, without creating anything.
     pub fn find(root: &Path, goal: GoalId, todo: Option<TodoId>) -> Result<Option<Tree>, String> {
+        if !gitdir_record(root, goal, todo).exists() {
+            return Ok(None);
+        }
+        Tree::find_in(&Repo::of(root)?, root, goal, todo)
+    }
+
+    /// [`Tree::find`] in a repository already found.
+    fn find_in(
+        repo: &Repo,
+        root: &Path,
+        goal: GoalId,
+        todo: Option<TodoId>,
+    ) -> Result<Option<Tree>, String> {
         let dir = seat_dir(root, goal, todo);
         let Ok(recorded) = std::fs::read_to_string(gitdir_record(root, goal, todo)) else {
             return Ok(None);
@@ -270,15 +327,13 @@ impl Tree {
         if !dir.is_dir() || !gitdir.is_dir() {
             return Ok(None);
         }
-        let repo = Repo::of(root)?;
-        let objects = common_objects(&repo)?;
         Ok(Some(Tree {
-            repo,
+            repo: repo.clone(),
             goal,
             todo,
             dir,
             gitdir,
-            objects,
+            objects: repo.objects.clone(),
             branch: todo.map(|t| todo_branch(goal, t)),
         }))
     }
@@ -303,12 +358,35 @@ impl Tree {
         Ok(self.git(&["rev-parse", "HEAD"])?.trim().to_owned())
     }
 
-    /// Commits everything in the worktree (ignored files aside) if anything changed; whether
-    /// it did.
-    fn commit_all(&self, author: &str, message: &str) -> Result<bool, String> {
-        let status = self.git(&["status", "--porcelain", "-z", "--untracked-files=all"])?;
-        if status.is_empty() {
-            return Ok(false);
+    /// The worktree's `HEAD`, and whether anything in it is uncommitted, in one git.
+    fn state(&self) -> Result<(String, bool), String> {
+        let out = self.git(&[
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "-z",
+            "--untracked-files=all",
+        ])?;
+        let mut head = None;
+        let mut dirty = false;
+        for entry in out.split('\0').filter(|e| !e.is_empty()) {
+            match entry.strip_prefix("# branch.oid ") {
+                Some(oid) => head = Some(oid.trim().to_owned()),
+                None => dirty |= !entry.starts_with('#'),
+            }
+        }
+        let head = head
+            .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+            .ok_or_else(|| "the worktree has no commit checked out".to_owned())?;
+        Ok((head, dirty))
+    }
+
+    /// Commits everything in the worktree (ignored files aside) if anything changed; its
+    /// `HEAD` after, and whether it committed.
+    fn commit_all(&self, author: &str, message: &str) -> Result<(String, bool), String> {
+        let (head, dirty) = self.state()?;
+        if !dirty {
+            return Ok((head, false));
         }
         self.git(&["add", "--all"])?;
         let args: Vec<&str> = COMMITTER
@@ -328,31 +406,22 @@ impl Tree {
             ])
             .collect();
         self.git(&args)?;
-        Ok(true)
+        Ok((self.head()?, true))
     }
 
-    /// Moves the todo's branch to `commit`, which must be in the repository (an agent that
-    /// pointed its worktree at a repository of its own made commits loopx cannot use).
+    /// Moves the todo's branch to `commit`. Git refuses a commit that is not in the repository
+    /// (an agent that pointed its worktree at a repository of its own made commits loopx
+    /// cannot use).
     fn set_branch(&self, commit: &str) -> Result<(), String> {
         let Some(branch) = &self.branch else {
             return Ok(());
         };
-        if self.repo.commit(commit).is_none() {
-            return Err(format!(
-                "the worktree's commit {commit} is not in the repository"
-            ));
-        }
         let reference = format!("refs/heads/{branch}");
         self.repo
-            .git(&["update-ref", "-m", "loopx: slice", &reference, commit])?;
+            .git(&["update-ref", "-m", "loopx: slice", &reference, commit])
+            .map_err(|e| format!("the worktree's commit {commit} cannot be the branch's: {e}"))?;
         Ok(())
     }
-}
-
-/// The repository's object directory.
-fn common_objects(repo: &Repo) -> Result<PathBuf, String> {
-    let out = repo.git(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
-    Ok(PathBuf::from(out.trim()).join("objects"))
 }
 
 /// A worktree made ready for a slice.
@@ -383,7 +452,7 @@ pub fn prepare(
     let repo = Repo::of(root)?;
     let integration = repo.ensure_branch(&integration_branch(goal.id), base)?;
     let Some(todo) = todo else {
-        let tree = match Tree::find(root, goal.id, None)? {
+        let tree = match Tree::find_in(&repo, root, goal.id, None)? {
             Some(tree) => tree,
             None => create(root, &repo, goal.id, None)?,
         };
@@ -396,34 +465,35 @@ pub fn prepare(
         });
     };
     let branch = todo_branch(goal.id, todo);
-    repo.ensure_branch(&branch, &integration)?;
-    let tree = match Tree::find(root, goal.id, Some(todo))? {
+    let branch_head = match repo.branch_head(&branch) {
+        Some(head) => head,
+        None => repo.create_branch(&branch, &integration)?,
+    };
+    let branch_head = Some(branch_head);
+    let tree = match Tree::find_in(&repo, root, goal.id, Some(todo))? {
         Some(tree) => tree,
         None => create(root, &repo, goal.id, Some(todo))?,
     };
-    let carried = tree
-        .commit_all(
-            "loopx <loopx@localhost>",
-            &format!(
-                "loopx: what {todo}'s worktree held uncommitted before slice {slice}\n\n\
-                 Left by a slice that was stopped before it ended; committed as it was."
-            ),
-        )?
-        .then(|| tree.head())
-        .transpose()?;
-    let mut head = tree.head()?;
-    let branch_head = repo.branch_head(&branch);
-    if let Some(newest) = repo.branch_head(&integration_branch(goal.id))
-        && carried.is_none()
-        && newest != head
+    let (mut head, committed) = tree.commit_all(
+        "loopx <loopx@localhost>",
+        &format!(
+            "loopx: what {todo}'s worktree held uncommitted before slice {slice}\n\n\
+             Left by a slice that was stopped before it ended; committed as it was."
+        ),
+    )?;
+    let carried = committed.then(|| head.clone());
+    if carried.is_none()
+        && integration != head
         && branch_head.as_deref() == Some(head.as_str())
-        && repo.contains(&newest, &head)
+        && repo.contains(&integration, &head)
     {
         // Nothing of its own yet: start from what has landed since.
-        tree.git(&["reset", "--quiet", "--hard", &newest])?;
-        head = tree.head()?;
+        tree.git(&["reset", "--quiet", "--hard", &integration])?;
+        head = integration;
     }
-    tree.set_branch(&head)?;
+    if branch_head.as_deref() != Some(head.as_str()) {
+        tree.set_branch(&head)?;
+    }
     Ok(Prepared {
         tree,
         checkpoint: head,
@@ -438,8 +508,6 @@ fn create(root: &Path, repo: &Repo, goal: GoalId, todo: Option<TodoId>) -> Resul
     std::fs::create_dir_all(&parent)
         .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     ignore_worktrees(root);
-    // A registration whose directory is gone would refuse the path.
-    let _ = repo.git(&["worktree", "prune"]);
     if dir.exists() {
         return Err(format!(
             "{} exists but is not a worktree loopx made: move it away (`loopx doctor` lists it)",
@@ -451,9 +519,14 @@ fn create(root: &Path, repo: &Repo, goal: GoalId, todo: Option<TodoId>) -> Resul
         todo.map_or_else(|| integration_branch(goal), |t| todo_branch(goal, t))
     );
     let dir_text = dir.to_string_lossy().into_owned();
-    repo.git(&[
+    let add = [
         "worktree", "add", "--quiet", "--detach", &dir_text, &reference,
-    ])?;
+    ];
+    if repo.git(&add).is_err() {
+        // A registration whose directory is gone refuses the path: prune, then once more.
+        let _ = repo.git(&["worktree", "prune"]);
+        repo.git(&add)?;
+    }
     // Read once, now, while only loopx has touched it.
     let link = std::fs::read_to_string(dir.join(".git"))
         .map_err(|e| format!("cannot read {}/.git: {e}", dir.display()))?;
@@ -472,7 +545,8 @@ fn create(root: &Path, repo: &Repo, goal: GoalId, todo: Option<TodoId>) -> Resul
         gitdir.to_string_lossy().as_bytes(),
     )
     .map_err(|e| format!("cannot record the worktree's git directory: {e}"))?;
-    Tree::find(root, goal, todo)?.ok_or_else(|| format!("the worktree {dir_text} vanished"))
+    Tree::find_in(repo, root, goal, todo)?
+        .ok_or_else(|| format!("the worktree {dir_text} vanished"))
 }
 
 /// Keeps the worktrees out of the person's `git status` (`.loopx/.gitignore`).
@@ -524,9 +598,10 @@ pub fn finish(
         .unwrap_or_else(|| format!("what slice {slice} left"));
     let message = format!("{slice}: {title}\n\nSlice {slice} of agent `{agent}` {on} (loopx).");
     let author = format!("{agent} (loopx agent) <{agent}@loopx.invalid>");
-    tree.commit_all(&author, &message)?;
-    let head = tree.head()?;
-    tree.set_branch(&head)?;
+    let (head, _) = tree.commit_all(&author, &message)?;
+    if head != prepared.checkpoint {
+        tree.set_branch(&head)?;
+    }
     let checkpoint = prepared.checkpoint.clone();
     let changes = changes_between(&tree.repo, &checkpoint, &head, scope)?;
     Ok(SliceCommit {
@@ -548,10 +623,31 @@ fn changes_between(
     if from == to {
         return Ok(changes);
     }
-    let names = repo.git(&["diff", "--name-only", "-z", "--no-renames", from, to])?;
+    // One git for the names and the counts: `added<TAB>deleted<TAB>path<NUL>` per file.
+    let numstat = repo.git(&[
+        "diff",
+        "--numstat",
+        "-z",
+        "--no-renames",
+        "--no-ext-diff",
+        "--no-textconv",
+        from,
+        to,
+    ])?;
     let state = format!("{STATE_DIR}/");
-    for repo_path in names.split('\0').filter(|p| !p.is_empty()) {
+    let mut stat = String::new();
+    for entry in numstat.split('\0').filter(|e| !e.is_empty()) {
+        let mut fields = entry.splitn(3, '\t');
+        let (Some(added), Some(deleted), Some(repo_path)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
         let path = relative(repo_path, &repo.prefix);
+        stat.push_str(&match (added, deleted) {
+            ("-", "-") => format!(" {path} | binary\n"),
+            _ => format!(" {path} | +{added} -{deleted}\n"),
+        });
         if path.starts_with(&state) {
             changes.state_files.push(path.clone());
         } else if !in_scope(&path, scope) {
@@ -560,9 +656,7 @@ fn changes_between(
         changes.files.push(path);
     }
     changes.files.sort();
-    changes.stat = repo
-        .git(&["diff", "--stat=100", "--no-renames", from, to])
-        .unwrap_or_default();
+    changes.stat = stat;
     Ok(changes)
 }
 
@@ -687,14 +781,24 @@ fn try_land(
     let repo = Repo::of(root)?;
     let integration = integration_branch(goal);
     let branch = todo_branch(goal, todo);
-    let theirs = repo
-        .branch_head(&branch)
-        .ok_or_else(|| format!("{todo} has no branch {branch}"))?;
+    let mut heads = repo.branch_heads(&[&integration, &branch])?;
+    let head_of = |heads: &[(String, String)], name: &str| {
+        heads
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, h)| h.clone())
+    };
+    let theirs =
+        head_of(&heads, &branch).ok_or_else(|| format!("{todo} has no branch {branch}"))?;
     for _ in 0..LAND_TRIES {
-        let into = repo
-            .branch_head(&integration)
+        let into = head_of(&heads, &integration)
             .ok_or_else(|| format!("the goal's branch {integration} is missing"))?;
-        if repo.contains(&into, &theirs) {
+        let commits: u64 = repo
+            .git(&["rev-list", "--count", &format!("{into}..{theirs}")])?
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        if commits == 0 {
             return Ok(Landing::Empty);
         }
         let merged = git_run(
@@ -751,13 +855,16 @@ fn try_land(
             .git(&["update-ref", "-m", &message, &reference, &commit, &into])
             .is_ok()
         {
-            let commits = repo
-                .git(&["rev-list", "--count", &format!("{into}..{theirs}")])?
-                .trim()
-                .parse()
-                .unwrap_or(0);
             let files = repo
-                .git(&["diff", "--name-only", "-z", "--no-renames", &into, &commit])?
+                .git(&[
+                    "diff",
+                    "--name-only",
+                    "-z",
+                    "--no-renames",
+                    "--no-ext-diff",
+                    &into,
+                    &commit,
+                ])?
                 .split('\0')
                 .filter(|p| !p.is_empty())
                 .map(|p| relative(p, &repo.prefix))
@@ -769,6 +876,7 @@ fn try_land(
             });
         }
         // Another landing moved the branch meanwhile: merge again onto the new head.
+        heads = repo.branch_heads(&[&integration, &branch])?;
     }
     Err(format!(
         "{integration} kept moving while {todo} tried to land ({LAND_TRIES} tries)"
@@ -858,6 +966,11 @@ pub fn remove(root: &Path, goal: GoalId, todo: TodoId) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `root` is inside a git work tree, by its directories alone (no git is run).
+pub fn in_git(root: &Path) -> bool {
+    root.ancestors().any(|dir| dir.join(".git").exists())
+}
+
 /// The todo worktrees found under `.loopx/worktrees/` (goal, todo, directory).
 pub fn list(root: &Path) -> Vec<(GoalId, TodoId, PathBuf)> {
     let mut found = Vec::new();
@@ -897,11 +1010,10 @@ pub struct BranchState {
 
 /// Every todo branch of `goal`, in one git command.
 pub fn branch_states(root: &Path, goal: GoalId) -> Result<Vec<BranchState>, String> {
-    let repo = Repo::of(root)?;
     let into = integration_branch(goal);
     let format = format!("--format=%(refname:short) %(ahead-behind:refs/heads/{into})");
     let pattern = format!("refs/heads/{into}-*");
-    let out = repo.git(&["for-each-ref", &format, &pattern])?;
+    let out = git_ok(root, &["for-each-ref", &format, &pattern])?;
     let prefix = format!("{into}-");
     let mut states: Vec<BranchState> = out
         .lines()
@@ -959,4 +1071,108 @@ pub fn todo_diff(root: &Path, goal: GoalId, todo: TodoId, stat: bool) -> Result<
         }
     }
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        crate::scope::tests::git_as_tester(dir, args)
+    }
+
+    /// A repository with a first commit, the goal's branch `loopx/g1` at it, and a branch per
+    /// `(todo, file)` adding that file.
+    fn repo_with(todos: &[(TodoId, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        git(root, &["init", "-q", "-b", "main"]);
+        std::fs::write(root.join("README"), "start\n").expect("readme");
+        git(root, &["add", "README"]);
+        git(root, &["commit", "-q", "-m", "start"]);
+        git(root, &["branch", "loopx/g1"]);
+        for (todo, file) in todos {
+            git(
+                root,
+                &["checkout", "-q", "-b", &format!("loopx/g1-{todo}"), "main"],
+            );
+            std::fs::write(root.join(file), format!("{todo}\n")).expect("file");
+            git(root, &["add", file]);
+            git(root, &["commit", "-q", "-m", &format!("{todo} work")]);
+        }
+        git(root, &["checkout", "-q", "main"]);
+        dir
+    }
+
+    #[test]
+    fn a_landing_that_loses_the_race_merges_again_onto_the_new_head() {
+        let (t1, t2) = (TodoId(1), TodoId(2));
+        let dir = repo_with(&[(t1, "one.txt"), (t2, "two.txt")]);
+        let root = dir.path();
+        let checks = Cell::new(0);
+        // t2 lands while t1's check runs: t1's compare-and-swap then fails, and t1 merges
+        // again onto t2's landing instead of overwriting it.
+        let run = |_: &Path, _: &str, _: Duration| {
+            checks.set(checks.get() + 1);
+            if checks.get() == 1 {
+                let landed = land(root, GoalId(1), t2, "Two", None);
+                assert!(matches!(landed, Landing::Landed { .. }), "{landed:?}");
+            }
+            Ok((Some(0), String::new()))
+        };
+        let check = CheckRun {
+            command: "true",
+            timeout: Duration::from_secs(60),
+            run: &run,
+        };
+        let landed = land(root, GoalId(1), t1, "One", Some(&check));
+        let Landing::Landed { commits, files, .. } = landed else {
+            panic!("t1 lands: {landed:?}")
+        };
+        assert_eq!((commits, files), (1, vec!["one.txt".to_owned()]));
+        assert_eq!(checks.get(), 2, "checked again on the new head");
+        let landings = git(
+            root,
+            &["log", "--first-parent", "--format=%s", "main..loopx/g1"],
+        );
+        assert_eq!(landings, "loopx: land t1 (One)\nloopx: land t2 (Two)");
+        let files = git(root, &["ls-tree", "--name-only", "loopx/g1"]);
+        assert_eq!(files, "README\none.txt\ntwo.txt");
+        // Landing again finds nothing new; the person's branch never moved.
+        assert_eq!(land(root, GoalId(1), t1, "One", None), Landing::Empty);
+        assert_eq!(git(root, &["rev-list", "--count", "main"]), "1");
+    }
+
+    #[test]
+    fn a_failing_check_leaves_the_goal_s_branch_where_it_was() {
+        let t1 = TodoId(1);
+        let dir = repo_with(&[(t1, "one.txt")]);
+        let root = dir.path();
+        let before = git(root, &["rev-parse", "loopx/g1"]);
+        let run = |dir: &Path, _: &str, _: Duration| {
+            // The check sees the merge: the todo's file and the goal's.
+            assert!(dir.join("one.txt").exists() && dir.join("README").exists());
+            Ok((Some(3), "2 tests failed".to_owned()))
+        };
+        let check = CheckRun {
+            command: "make test",
+            timeout: Duration::from_secs(60),
+            run: &run,
+        };
+        let landed = land(root, GoalId(1), t1, "One", Some(&check));
+        assert_eq!(
+            landed,
+            Landing::CheckFailed {
+                how: "exited 3".to_owned(),
+                output: "2 tests failed".to_owned()
+            }
+        );
+        assert_eq!(git(root, &["rev-parse", "loopx/g1"]), before);
+        assert!(
+            !goal_dir(root, GoalId(1)).join("land-t1").exists(),
+            "the check's checkout is removed"
+        );
+    }
 }

@@ -173,9 +173,9 @@ fn isolation_now(root: &std::path::Path, goal: &Goal, todos: &[Todo]) -> Isolati
         Isolation::Shared => IsolationNow {
             mode: "shared",
             why: Some(
-                match loopx_supervisor::worktree::Repo::of(root) {
-                    Ok(_) => "started with --isolation shared",
-                    Err(_) => "the project is not a git repository",
+                match loopx_supervisor::worktree::in_git(root) {
+                    true => "started with --isolation shared",
+                    false => "the project is not a git repository",
                 }
                 .to_owned(),
             ),
