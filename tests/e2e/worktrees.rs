@@ -201,21 +201,7 @@ done_"#;
     // `drop` drops it; the branch stays.
     loopx.ok(&["gate", "answer", "q1", "drop"]);
     assert_eq!(state(&loopx, "t2"), "dropped");
-    // The dropped todo's worktree is found by `doctor`, and removed on request.
-    let doctor = loopx.ok(&["doctor"]).stdout;
-    assert!(
-        doctor.contains("1 stale worktree(s) in .loopx/worktrees: g1/t2 (dropped)"),
-        "{doctor}"
-    );
-    assert!(
-        worktree(&loopx, "t2").exists(),
-        "doctor alone changes nothing"
-    );
-    let repaired = loopx.ok(&["doctor", "--repair"]).stdout;
-    assert!(
-        repaired.contains("removed 1 stale worktree(s)"),
-        "{repaired}"
-    );
+    // Dropping removes the todo's worktree; its branch stays.
     assert!(!worktree(&loopx, "t2").exists());
     assert!(git(loopx.path(), &["branch", "--list", "loopx/g1-t2"]).contains("loopx/g1-t2"));
     untouched(&loopx);
@@ -409,4 +395,85 @@ fn a_project_with_uncommitted_changes_is_asked_about_at_goal_start() {
         status.contains("Shared tree: agents work in this project's own files (the project is not a git repository)"),
         "{status}"
     );
+}
+
+/// A worktree loopx no longer needs (its todo unknown to the store, say after a restore from a
+/// backup) is found by `doctor` and removed by `doctor --repair`; nothing else is touched.
+#[test]
+fn doctor_finds_a_stale_worktree_and_removes_it_on_request() {
+    let loopx = git_project();
+    let root = loopx.path();
+    let stale = worktree(&loopx, "t9");
+    git(root, &["branch", "loopx/g1-t9", "main"]);
+    git(
+        root,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            stale.to_str().expect("utf-8"),
+            "loopx/g1-t9",
+        ],
+    );
+    let gitdir = std::fs::read_to_string(stale.join(".git")).expect("a .git file");
+    std::fs::write(
+        root.join(".loopx/worktrees/g1/t9.gitdir"),
+        gitdir.trim().trim_start_matches("gitdir:").trim(),
+    )
+    .expect("the record");
+    let doctor = loopx.ok(&["doctor"]).stdout;
+    assert!(
+        doctor.contains("1 stale worktree(s) in .loopx/worktrees: g1/t9 (unknown)"),
+        "{doctor}"
+    );
+    assert!(stale.exists(), "doctor alone changes nothing");
+    let repaired = loopx.ok(&["doctor", "--repair"]).stdout;
+    assert!(
+        repaired.contains("removed 1 stale worktree(s)"),
+        "{repaired}"
+    );
+    assert!(!stale.exists());
+    assert!(git(root, &["branch", "--list", "loopx/g1-t9"]).contains("loopx/g1-t9"));
+    assert!(!git(root, &["worktree", "list"]).contains("t9"));
+    untouched(&loopx);
+}
+
+/// A person's `todo done` in a worktree goal lands the todo's work first; a conflict keeps
+/// it open, saying why.
+#[test]
+fn a_person_marking_a_todo_done_lands_it_first() {
+    let loopx = git_project();
+    let body = r#"case "$LOOPX_TODO" in
+  t1) echo one > src/a.txt; done_ ;;
+  t2) sleep 1; echo two > src/a.txt ;;
+  t3) echo three > src/b.txt ;;
+esac"#;
+    two_peers(&loopx, body, ["Say one", "Say two"]);
+    assert_eq!(state(&loopx, "t1"), "done");
+    assert_eq!(state(&loopx, "t2"), "open", "its agent did not say done");
+    let refused = loopx.run(&["todo", "done", "t2"]);
+    assert_eq!(refused.code, 5, "{}{}", refused.stdout, refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("t2 stays open: its branch loopx/g1-t2 conflicts with loopx/g1 in src/a.txt"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(state(&loopx, "t2"), "open");
+    assert_eq!(show(&loopx, "loopx/g1:src/a.txt"), "one\n");
+    // Without a conflict it lands, and then it is done; its worktree goes.
+    loopx.ok(&["todo", "add", "Say three", "--priority", "9"]);
+    loopx.ok(&["run", "--max-slices", "1"]);
+    let done = loopx.ok(&["todo", "done", "t3"]);
+    assert!(
+        done.stdout.contains("t3 landed on loopx/g1 as"),
+        "{}",
+        done.stdout
+    );
+    assert_eq!(state(&loopx, "t3"), "done");
+    assert_eq!(show(&loopx, "loopx/g1:src/b.txt"), "three\n");
+    assert!(!worktree(&loopx, "t3").exists());
+    untouched(&loopx);
 }

@@ -69,3 +69,4 @@ pub use run_loop::{
 };
 pub use shutdown::{Shutdown, Stopping};
 pub use signals::handle_signals;
+pub use slice::land_todo;

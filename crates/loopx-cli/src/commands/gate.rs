@@ -116,6 +116,7 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
             if let Some(done) = rolled_back {
                 ctx.line(format!("Rolled back: {done}"))?;
             }
+            tidy_dropped(ctx, &gate);
             Ok(())
         }
         GateCommand::Withdraw { id: text } => {
@@ -175,6 +176,31 @@ fn roll_back_first(
             summary: format!("cannot roll back: {why}; the gate stays open"),
             code: crate::exit_code::CONFLICT,
         })
+}
+
+/// A stall or land gate answered `drop` dropped its todo: the todo's worktree goes (its
+/// branch stays). Best effort: `loopx doctor --repair` finds what is left.
+fn tidy_dropped(ctx: &Ctx, gate: &Gate) {
+    use loopx_kernel::model::{GateKind, TodoState};
+    let (GateKind::Stall { todo } | GateKind::Land { todo }) = gate.kind else {
+        return;
+    };
+    let found = ctx.store_read().ok().and_then(|store| {
+        store
+            .read(|s| {
+                let Some(t) = s.todo(todo)? else {
+                    return Ok(None);
+                };
+                Ok(s.goal(t.goal)?.map(|g| (t.state, g)))
+            })
+            .ok()
+            .flatten()
+    });
+    if let (Some((TodoState::Dropped, goal)), Ok(project)) = (found, ctx.project())
+        && goal.isolation.as_str() == "worktree"
+    {
+        let _ = loopx_supervisor::worktree::remove(project.root(), goal.id, todo);
+    }
 }
 
 /// Prints a gate just opened, with the command that answers it.

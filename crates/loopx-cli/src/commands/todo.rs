@@ -130,21 +130,116 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
 
 fn finish(ctx: &mut Ctx, args: FinishArgs, to: TodoState) -> Result<(), ExpectedError> {
     let agent: Option<AgentName> = args.agent.as_deref().map(id).transpose()?;
-    let todo = apply(
-        ctx,
-        Op::TodoFinish {
-            todo: id(&args.id)?,
-            to,
-            agent,
-            epoch: args.epoch,
-        },
-    )?;
+    let tid: TodoId = id(&args.id)?;
+    let worktree_goal = worktree_goal_of(ctx, tid)?;
+    // A person's `done` in a worktree goal means "on the goal's branch": the todo's work lands
+    // first, by the same rules as an agent's, or the todo stays as it is.
+    let landed = match (&worktree_goal, to, &agent) {
+        (Some((goal, title)), TodoState::Done, None) => land_for_person(ctx, goal, tid, title)?,
+        _ => None,
+    };
+    let mut ops = Vec::new();
+    if let Some(summary) = &landed {
+        ops.push(Op::EvidenceAdd(loopx_kernel::store::NewEvidence {
+            kind: loopx_kernel::model::EvidenceKind::Land,
+            summary: summary.clone(),
+            detail: String::new(),
+            files: vec![],
+            todo: Some(tid),
+            slice: None,
+            epoch: None,
+        }));
+    }
+    ops.push(Op::TodoFinish {
+        todo: tid,
+        to,
+        agent,
+        epoch: args.epoch,
+    });
+    let applied = ctx.store()?.apply_all(ops, &ctx.actor(), ctx.now())?;
+    let Some(Applied::Todo(todo)) = applied.into_iter().last() else {
+        unreachable!("a todo finish yields the todo")
+    };
+    if let Some((goal, _)) = &worktree_goal {
+        // Done or dropped: its worktree goes, its branch stays.
+        let root = ctx.project()?.root().to_path_buf();
+        let _ = loopx_supervisor::worktree::remove(&root, goal.id, todo.id);
+    }
     let verb = if to == TodoState::Done {
         "Done"
     } else {
         "Dropped"
     };
+    if let Some(summary) = landed {
+        ctx.line(summary)?;
+    }
     show(ctx, &todo, format!("{verb}: {} {}", todo.id, todo.title))
+}
+
+/// The todo's goal and title, when the goal works in worktrees.
+fn worktree_goal_of(
+    ctx: &Ctx,
+    todo: TodoId,
+) -> Result<Option<(loopx_kernel::model::Goal, String)>, ExpectedError> {
+    Ok(ctx.store_read()?.read(|s| {
+        let Some(t) = s.todo(todo)? else {
+            return Ok(None);
+        };
+        Ok(s.goal(t.goal)?
+            .filter(|g| g.isolation.as_str() == "worktree")
+            .map(|g| (g, t.title)))
+    })?)
+}
+
+/// Lands a todo a person marks done; what landed, in words (`None`: it has no branch, or
+/// nothing on it to land), or why the todo stays open.
+fn land_for_person(
+    ctx: &Ctx,
+    goal: &loopx_kernel::model::Goal,
+    todo: TodoId,
+    title: &str,
+) -> Result<Option<String>, ExpectedError> {
+    use loopx_supervisor::worktree::{Landing, Repo, integration_branch, short, todo_branch};
+    let root = ctx.project()?.root().to_path_buf();
+    let branch = todo_branch(goal.id, todo);
+    if !Repo::of(&root).is_ok_and(|repo| repo.has_branch(&branch)) {
+        return Ok(None);
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| ExpectedError::Usage(format!("cannot find the loopx executable: {e}")))?;
+    let into = integration_branch(goal.id);
+    let refused = |why: String| ExpectedError::Reported {
+        summary: format!(
+            "{todo} stays open: {why}\n(hint: `loopx diff {todo}` shows its work; `loopx todo drop {todo}` drops it, its branch kept)"
+        ),
+        code: crate::exit_code::CONFLICT,
+    };
+    match loopx_supervisor::land_todo(&root, &exe, goal, todo, title) {
+        Landing::Landed {
+            commit, commits, ..
+        } => Ok(Some(format!(
+            "{todo} landed on {into} as {}: {commits} commit(s)",
+            short(&commit)
+        ))),
+        Landing::Empty => Ok(None),
+        Landing::Conflict { files, .. } => Err(refused(format!(
+            "its branch {branch} conflicts with {into} in {}",
+            files.join(", ")
+        ))),
+        Landing::CheckFailed { how, output } => Err(refused(format!(
+            "the land check {how} on its branch merged with {into}:\n{}",
+            output
+                .lines()
+                .rev()
+                .take(10)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n")
+        ))),
+        Landing::Failed(why) => Err(refused(why)),
+    }
 }
 
 fn apply(ctx: &Ctx, op: Op) -> Result<Todo, ExpectedError> {

@@ -17,14 +17,8 @@ use crate::worktree::{CheckRun, Landing, land};
 const CHECK_OUTPUT: usize = 64 * 1024;
 
 /// Lands `todo`'s branch on `goal`'s integration branch, checked by `[land] check` if the
-/// project has one.
-pub(crate) fn land_todo(
-    root: &Path,
-    loopx_exe: &Path,
-    goal: &Goal,
-    todo: TodoId,
-    title: &str,
-) -> Landing {
+/// project has one (run through `loopx_exe __exec`, contained like a slice).
+pub fn land_todo(root: &Path, loopx_exe: &Path, goal: &Goal, todo: TodoId, title: &str) -> Landing {
     let config =
         match loopx_adapters::load_project_config(&root.join(loopx_kernel::project::STATE_DIR)) {
             Ok(config) => config,
