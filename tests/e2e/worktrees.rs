@@ -29,11 +29,15 @@ fn git_project() -> Loopx {
     loopx
 }
 
-/// An agent `name` running `body` (a `case "$LOOPX_TODO"` of shell commands); `done` reports
-/// the todo done through the slice's channel.
+/// An agent `name` running `body` (a `case "$LOOPX_TODO"` of shell commands); `done_` reports
+/// the todo done through the slice's channel. It fails (exit 3) unless its prompt told it
+/// where it works: its own worktree of its todo's branch.
 fn agent(loopx: &Loopx, name: &str, body: &str) {
-    let script =
-        format!("cat > /dev/null\ndone_() {{ '{LOOPX}' report done \"$@\" > /dev/null; }}\n{body}");
+    let script = format!(
+        "cat > \"$TMPDIR/prompt\"\n\
+         grep -q \"in your own git worktree of the branch loopx/g1-$LOOPX_TODO\" \"$TMPDIR/prompt\" || exit 3\n\
+         done_() {{ '{LOOPX}' report done \"$@\" > /dev/null; }}\n{body}"
+    );
     script_agent(
         loopx,
         name,

@@ -63,6 +63,26 @@ pub fn prompt_values(
         Some(scope) if !scope.is_empty() => scope.join(", "),
         _ => "anything in the project except `.loopx/`".to_owned(),
     };
+    // Where the agent works, when it is not the project's own tree: agents push, switch
+    // branches and commit by habit, and should know what loopx does with their work.
+    let scope = match (p.goal, p.todo) {
+        (Some(g), todo) if g.isolation.as_str() == "worktree" => {
+            let into = crate::worktree::integration_branch(g.id);
+            match todo {
+                Some(t) => format!(
+                    "{scope} (in your own git worktree of the branch {}: loopx commits what you \
+                     leave when the slice ends and lands it on {into} when you report done; do \
+                     not push, and do not switch branches)",
+                    crate::worktree::todo_branch(g.id, t.id)
+                ),
+                None => format!(
+                    "{scope} (you see the goal's branch {into} as it is now; files you write in \
+                     a planning slice are not kept)"
+                ),
+            }
+        }
+        _ => scope,
+    };
     let handoff = snap
         .latest_handoff(todo_id)?
         .map(|h| {
