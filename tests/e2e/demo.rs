@@ -49,6 +49,12 @@ fn the_demo_shows_every_part_of_the_loop_and_ends_with_the_goal_done() {
         !dir.join("demo/NOTES.md").exists(),
         "the checkout is untouched"
     );
+    // The goal is done: the person is told how to bring its branch in.
+    assert!(
+        run.stdout.contains("git merge --no-ff loopx/g1"),
+        "{}",
+        run.stdout
+    );
     assert!(
         run.stderr.contains("landed on the goal's branch"),
         "{}",

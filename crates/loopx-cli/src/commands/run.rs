@@ -99,6 +99,15 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
         notifier.finish();
     }
     let end = end?;
+    if end.reason == EndReason::Goal && !json {
+        // A worktree goal's work is on its branch: say how to bring it in.
+        let goal = ctx.store_read()?.read(|s| Ok(s.goals()?.pop()))?;
+        if let Some(goal) = goal.filter(|g| g.isolation.as_str() == "worktree") {
+            for line in super::goal::merge_hint(&goal) {
+                say(&line);
+            }
+        }
+    }
     match end.reason {
         EndReason::Goal | EndReason::MaxSlices | EndReason::Time => Ok(()),
         EndReason::Gate => Err(ExpectedError::Reported {
