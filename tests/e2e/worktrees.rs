@@ -262,6 +262,16 @@ done_"#;
         std::fs::read_to_string(wt.join("notes.txt")).expect("notes"),
         "overwritten\n"
     );
+    // Nobody lands it past the open question, a person's `todo done` included.
+    let early = loopx.run(&["todo", "done", "t2"]);
+    assert_eq!(early.code, 5, "{}", early.stderr);
+    assert!(
+        early
+            .stderr
+            .contains("a gate asks whether to roll its last slice back"),
+        "{}",
+        early.stderr
+    );
     // Rollback really restores the checkpoint: files, and the branch.
     let id = gate["id"].as_str().expect("an id");
     let answered = loopx.ok(&["gate", "answer", id, "rollback"]);
@@ -356,10 +366,12 @@ fi"#,
     assert_eq!(out["slice"]["todo_state"], "done", "{out}");
     // The repair slice read what the killed one wrote.
     assert_eq!(show(&loopx, "loopx/g1:src/seen"), "partial\n");
-    let carried = git(loopx.path(), &["log", "--format=%s", "loopx/g1-t1"]);
-    assert!(
-        carried.contains("loopx: what t1's worktree held uncommitted before slice s2"),
-        "{carried}"
+    // What the killed slice left is in the repair slice's commit, and so in its scope check.
+    let changed = &out["slice"]["changed_files"];
+    assert_eq!(
+        changed,
+        &serde_json::json!(["src/a.txt", "src/seen", "src/started"]),
+        "{out}"
     );
     untouched(&loopx);
 }
@@ -382,6 +394,16 @@ fn a_project_with_uncommitted_changes_is_asked_about_at_goal_start() {
         "{}",
         run.stderr
     );
+    // A todo branch an earlier project left would be taken for this goal's: refused.
+    git(root, &["branch", "loopx/g1-t1"]);
+    let stale = loopx.run(&["goal", "start", "Edit", "--from-head"]);
+    assert_eq!(stale.code, 2, "{}", stale.stderr);
+    assert!(
+        stale.stderr.contains("branches loopx/g1-t1 exist already"),
+        "{}",
+        stale.stderr
+    );
+    git(root, &["branch", "-D", "loopx/g1-t1"]);
     let started = loopx
         .ok(&["goal", "start", "Edit", "--from-head", "--json"])
         .json();
@@ -479,5 +501,120 @@ esac"#;
     assert_eq!(state(&loopx, "t3"), "done");
     assert_eq!(show(&loopx, "loopx/g1:src/b.txt"), "three\n");
     assert!(!worktree(&loopx, "t3").exists());
+    untouched(&loopx);
+}
+
+/// The agent may write git's files for its worktree (its own git needs them): it points
+/// `HEAD` at the person's branch, the common directory at a repository of its own whose config
+/// runs a program on `git add`, and the reflog at a file outside. loopx's own git reads none
+/// of it: no branch but the todo's moves, nothing runs, nothing is written outside.
+#[test]
+fn an_agent_rewriting_git_s_files_for_its_worktree_moves_nothing_and_runs_nothing() {
+    let loopx = git_project();
+    let victim = loopx.path().join("victim");
+    let ran = loopx.path().join("filter-ran");
+    agent(
+        &loopx,
+        "ann",
+        &format!(
+            r#"g=$(git rev-parse --absolute-git-dir)
+objects=$(git rev-parse --git-common-dir)/objects
+echo "ref: refs/heads/main" > "$g/HEAD"
+mkdir -p "$g/logs" && ln -sf '{victim}' "$g/logs/HEAD"
+mkdir -p .fake/refs/heads .fake/objects/info
+echo "$objects" > .fake/objects/info/alternates
+cp "$g/HEAD" .fake/HEAD
+printf '[filter "x"]\n\tclean = touch {ran}\n' > .fake/config
+echo "$PWD/.fake" > "$g/commondir"
+echo '* filter=x' > src/.gitattributes
+echo hacked > src/a.txt
+touch "$objects/planted" 2> /dev/null && echo yes > src/objects-writable
+done_"#,
+            victim = victim.display(),
+            ran = ran.display()
+        ),
+    );
+    loopx.ok(&["todo", "add", "Edit a"]);
+    let run = loopx.run(&["run", "--once", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        !ran.exists(),
+        "a program of the agent's ran outside its sandbox"
+    );
+    assert!(!victim.exists(), "loopx wrote where the agent pointed");
+    untouched(&loopx);
+    // The repository's objects are only read in the sandbox.
+    assert!(!loopx.path().join(".git/objects/planted").exists());
+    // The slice is one commit on the checkpoint, and it is all the scope check saw.
+    let parent = git(loopx.path(), &["rev-parse", "loopx/g1-t1^"]);
+    assert_eq!(parent, git(loopx.path(), &["rev-parse", "main"]));
+    let slice = &run.json()["slice"];
+    assert!(
+        slice["changed_files"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|p| p == "src/a.txt")),
+        "{slice}"
+    );
+    // The next slice's agent finds its own git sane again: detached at the todo's branch.
+    let wt = worktree(&loopx, "t1");
+    let head = std::fs::read_to_string(
+        std::fs::read_to_string(wt.join(".git"))
+            .expect("a .git file")
+            .trim()
+            .trim_start_matches("gitdir:")
+            .trim()
+            .to_owned()
+            + "/HEAD",
+    );
+    if state(&loopx, "t1") != "done" {
+        assert!(head.is_ok_and(|h| !h.starts_with("ref:")), "HEAD rebuilt");
+    }
+}
+
+/// An agent's own commits work in its worktree (into a quarantine of its slice), and loopx's
+/// slice commit takes the files, not the agent's history.
+#[test]
+fn an_agent_may_commit_in_its_worktree() {
+    let loopx = git_project();
+    agent(
+        &loopx,
+        "ann",
+        r#"echo mine > src/a.txt
+git -c user.name=a -c user.email=a@a commit -q -a -m "the agent's own commit" && echo ok > src/committed
+done_"#,
+    );
+    loopx.ok(&["todo", "add", "Edit a"]);
+    let run = loopx.run(&["run", "--once", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(state(&loopx, "t1"), "done", "{}", run.stdout);
+    assert_eq!(show(&loopx, "loopx/g1:src/committed"), "ok\n");
+    assert_eq!(show(&loopx, "loopx/g1:src/a.txt"), "mine\n");
+    let log = git(loopx.path(), &["log", "--format=%s", "main..loopx/g1-t1"]);
+    assert!(!log.contains("the agent's own commit"), "{log}");
+    untouched(&loopx);
+}
+
+/// `rebase`: before the todo's next slice loopx merges the goal's branch into the todo's,
+/// conflict markers and all; the agent resolves them, and then the todo lands.
+#[test]
+fn a_rebase_answer_gives_the_next_slice_the_conflict_to_resolve() {
+    let loopx = git_project();
+    let body = r#"case "$LOOPX_TODO" in
+  t1) echo one > src/a.txt ;;
+  t2) if grep -q '<<<<<<<' src/a.txt; then printf 'one\ntwo\n' > src/a.txt; else sleep 2; echo two > src/a.txt; fi ;;
+esac
+done_"#;
+    two_peers(&loopx, body, ["Say one", "Say two"]);
+    assert_eq!(state(&loopx, "t2"), "open");
+    loopx.ok(&["gate", "answer", "q1", "rebase"]);
+    let run = loopx.run(&["run", "--max-slices", "1"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(state(&loopx, "t2"), "done", "{}", run.stderr);
+    assert_eq!(show(&loopx, "loopx/g1:src/a.txt"), "one\ntwo\n");
+    let merges = git(loopx.path(), &["log", "--format=%s", "main..loopx/g1-t2"]);
+    assert!(
+        merges.contains("loopx: merge loopx/g1 into t2 before slice s3"),
+        "{merges}"
+    );
     untouched(&loopx);
 }

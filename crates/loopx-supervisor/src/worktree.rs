@@ -95,7 +95,9 @@ pub struct Repo {
     pub top: PathBuf,
     /// The project root relative to `top` (`sub/dir/`, or empty).
     pub prefix: String,
-    /// The repository's object directory: the agent's commits are written there.
+    /// The repository's own directory (`.git`, shared by every worktree).
+    pub common: PathBuf,
+    /// Its object directory.
     pub objects: PathBuf,
 }
 
@@ -122,7 +124,8 @@ impl Repo {
         Ok(Repo {
             top: PathBuf::from(top),
             prefix,
-            objects: PathBuf::from(common).join("objects"),
+            objects: PathBuf::from(&common).join("objects"),
+            common: PathBuf::from(common),
         })
     }
 
@@ -248,6 +251,65 @@ impl Repo {
         }
     }
 
+    /// The merge of two commits, without a checkout: its tree (with conflict markers in the
+    /// files that conflict), and those files, project-relative (none: a clean merge).
+    fn merge_tree(&self, ours: &str, theirs: &str) -> Result<(String, Vec<String>), String> {
+        let merged = git_run(
+            &self.top.to_string_lossy(),
+            &[
+                "merge-tree",
+                "--write-tree",
+                "--name-only",
+                "--no-messages",
+                "-z",
+                ours,
+                theirs,
+            ],
+            &[],
+        )?;
+        let out = String::from_utf8_lossy(&merged.stdout).into_owned();
+        let mut parts = out.split('\0').filter(|p| !p.is_empty());
+        let tree = parts.next().unwrap_or_default().to_owned();
+        match merged.code {
+            Some(0) => Ok((tree, Vec::new())),
+            Some(1) => Ok((tree, parts.map(|p| relative(p, &self.prefix)).collect())),
+            _ => Err(format!("`git merge-tree` failed: {}", merged.stderr.trim())),
+        }
+    }
+
+    /// A merge commit of `tree` with parents `first` and `second`, committed by loopx.
+    fn merge_commit(
+        &self,
+        tree: &str,
+        first: &str,
+        second: &str,
+        message: &str,
+    ) -> Result<String, String> {
+        let args: Vec<&str> = COMMITTER
+            .iter()
+            .copied()
+            .chain([
+                "commit-tree",
+                tree,
+                "-p",
+                first,
+                "-p",
+                second,
+                "-m",
+                message,
+            ])
+            .collect();
+        Ok(self.git(&args)?.trim().to_owned())
+    }
+
+    /// The branches whose names start with `prefix`.
+    pub fn branches_like(&self, prefix: &str) -> Vec<String> {
+        let pattern = format!("refs/heads/{prefix}*");
+        self.git(&["for-each-ref", "--format=%(refname:short)", &pattern])
+            .map(|out| out.lines().map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+
     /// Whether a branch exists.
     pub fn has_branch(&self, branch: &str) -> bool {
         self.branch_head(branch).is_some()
@@ -282,6 +344,13 @@ fn ok(what: &str, out: GitOutput) -> Result<String, String> {
 }
 
 /// A todo's worktree, found or made.
+///
+/// loopx's own git commands here never read or write git's files for the worktree
+/// (`.git/worktrees/<name>`: the agent's to write, so they could name another branch as
+/// `HEAD`, another repository as the common directory, or a symlink as the index). They run
+/// with the repository's own directory (`GIT_DIR`), the worktree as the work tree, and an
+/// index of loopx's own under the hidden `.loopx/`, and they commit with plumbing whose
+/// parent loopx names: what the agent did to its own history never reaches a branch.
 #[derive(Debug, Clone)]
 pub struct Tree {
     pub repo: Repo,
@@ -290,10 +359,11 @@ pub struct Tree {
     pub todo: Option<TodoId>,
     /// The worktree's top directory.
     pub dir: PathBuf,
-    /// Git's files for this worktree (`.git/worktrees/<name>`), as loopx recorded them.
+    /// Git's files for this worktree (`.git/worktrees/<name>`), as loopx recorded them: the
+    /// agent's own git uses them; loopx only rebuilds them.
     pub gitdir: PathBuf,
-    /// The repository's object store: the agent's commits are written there.
-    pub objects: PathBuf,
+    /// loopx's own index for this worktree (under `.loopx/`, out of the agent's sight).
+    index: PathBuf,
     /// The todo's branch (`None` for the planning worktree, which moves no branch).
     pub branch: Option<String>,
 }
@@ -324,7 +394,7 @@ impl Tree {
             return Ok(None);
         };
         let gitdir = PathBuf::from(recorded.trim());
-        if !dir.is_dir() || !gitdir.is_dir() {
+        if !dir.is_dir() {
             return Ok(None);
         }
         Ok(Some(Tree {
@@ -333,94 +403,134 @@ impl Tree {
             todo,
             dir,
             gitdir,
-            objects: repo.objects.clone(),
+            index: goal_dir(root, goal).join(format!("{}.index", seat(todo))),
             branch: todo.map(|t| todo_branch(goal, t)),
         }))
     }
 
-    /// Git in the worktree, named explicitly: whatever the agent wrote in its `.git` file.
-    fn git_env(&self, args: &[&str], env: &[(&str, &str)]) -> Result<String, String> {
+    /// Git on the worktree's files through the repository's own directory and loopx's index.
+    fn git_with(&self, index: &Path, args: &[&str]) -> Result<String, String> {
         let what = args.first().copied().unwrap_or("");
-        let git_dir = format!("--git-dir={}", self.gitdir.display());
-        let work_tree = format!("--work-tree={}", self.dir.display());
-        let all: Vec<&str> = [git_dir.as_str(), work_tree.as_str()]
-            .into_iter()
-            .chain(args.iter().copied())
-            .collect();
-        ok(what, git_run(&self.dir.to_string_lossy(), &all, env)?)
+        let (common, dir, index) = (
+            self.repo.common.to_string_lossy(),
+            self.dir.to_string_lossy(),
+            index.to_string_lossy(),
+        );
+        let env = [
+            ("GIT_DIR", common.as_ref()),
+            ("GIT_WORK_TREE", dir.as_ref()),
+            ("GIT_INDEX_FILE", index.as_ref()),
+        ];
+        ok(what, git_run(&dir, args, &env)?)
     }
 
     fn git(&self, args: &[&str]) -> Result<String, String> {
-        self.git_env(args, &[])
+        self.git_with(&self.index, args)
     }
 
-    fn head(&self) -> Result<String, String> {
-        Ok(self.git(&["rev-parse", "HEAD"])?.trim().to_owned())
-    }
-
-    /// The worktree's `HEAD`, and whether anything in it is uncommitted, in one git.
-    fn state(&self) -> Result<(String, bool), String> {
-        let out = self.git(&[
-            "status",
-            "--porcelain=v2",
-            "--branch",
-            "-z",
-            "--untracked-files=all",
-        ])?;
-        let mut head = None;
-        let mut dirty = false;
-        for entry in out.split('\0').filter(|e| !e.is_empty()) {
-            match entry.strip_prefix("# branch.oid ") {
-                Some(oid) => head = Some(oid.trim().to_owned()),
-                None => dirty |= !entry.starts_with('#'),
-            }
-        }
-        let head = head
-            .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
-            .ok_or_else(|| "the worktree has no commit checked out".to_owned())?;
-        Ok((head, dirty))
-    }
-
-    /// Commits everything in the worktree (ignored files aside) if anything changed; its
-    /// `HEAD` after, and whether it committed.
-    fn commit_all(&self, author: &str, message: &str) -> Result<(String, bool), String> {
-        let (head, dirty) = self.state()?;
-        if !dirty {
-            return Ok((head, false));
-        }
+    /// The tree of everything in the worktree now (ignored files aside), staged onto `base`
+    /// in loopx's index.
+    fn tree_now(&self, base: &str) -> Result<String, String> {
+        self.git(&["read-tree", base])?;
         self.git(&["add", "--all"])?;
+        Ok(self.git(&["write-tree"])?.trim().to_owned())
+    }
+
+    /// A commit of everything in the worktree with `parent` as its only parent, unless nothing
+    /// differs from `parent` (then `parent`).
+    fn snapshot(
+        &self,
+        parent: &str,
+        author: (&str, &str),
+        message: &str,
+    ) -> Result<String, String> {
+        let tree = self.tree_now(parent)?;
+        let parent_tree = self
+            .repo
+            .git(&["rev-parse", &format!("{parent}^{{tree}}")])?;
+        if parent_tree.trim() == tree {
+            return Ok(parent.to_owned());
+        }
+        let (name, email) = author;
+        let common = self.repo.common.to_string_lossy();
         let args: Vec<&str> = COMMITTER
             .iter()
             .copied()
-            .chain([
-                "-c",
-                "commit.gpgSign=false",
-                "commit",
-                "--quiet",
-                "--no-verify",
-                "--allow-empty",
-                "--author",
-                author,
-                "--message",
-                message,
-            ])
+            .chain(["commit-tree", &tree, "-p", parent, "-m", message])
             .collect();
-        self.git(&args)?;
-        Ok((self.head()?, true))
+        let env = [
+            ("GIT_DIR", common.as_ref()),
+            ("GIT_AUTHOR_NAME", name),
+            ("GIT_AUTHOR_EMAIL", email),
+        ];
+        Ok(ok("commit-tree", git_run(&common, &args, &env)?)?
+            .trim()
+            .to_owned())
     }
 
-    /// Moves the todo's branch to `commit`. Git refuses a commit that is not in the repository
-    /// (an agent that pointed its worktree at a repository of its own made commits loopx
-    /// cannot use).
-    fn set_branch(&self, commit: &str) -> Result<(), String> {
+    /// Makes the worktree's files `to`'s, from `from`'s: changed files rewritten, files of
+    /// `from` that `to` lacks removed; files neither knows (ignored, or written since `from`
+    /// without being committed) left alone.
+    fn switch(&self, from: &str, to: &str) -> Result<(), String> {
+        self.git(&["read-tree", from])?;
+        self.git(&["read-tree", "-u", "--reset", to])?;
+        Ok(())
+    }
+
+    /// Gives the agent's own git a clean start at `head`: git's files for the worktree made
+    /// afresh (whatever the agent left there, symlinks included, is removed, never followed),
+    /// its index loopx's view of `head`, and the worktree's `.git` file pointing at them.
+    fn reset_agent_git(&self, head: &str) -> Result<(), String> {
+        let fail = |what: &str, e: std::io::Error| format!("cannot {what}: {e}");
+        match std::fs::symlink_metadata(&self.gitdir) {
+            Ok(m) if m.is_dir() => std::fs::remove_dir_all(&self.gitdir),
+            Ok(_) => std::fs::remove_file(&self.gitdir),
+            Err(_) => Ok(()),
+        }
+        .map_err(|e| fail("clear git's files for the worktree", e))?;
+        std::fs::create_dir(&self.gitdir).map_err(|e| fail("recreate them", e))?;
+        self.git(&["read-tree", head])?;
+        let fresh = |path: &Path, text: &[u8]| {
+            use std::io::Write;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .and_then(|mut f| f.write_all(text))
+                .map_err(|e| fail(&format!("write {}", path.display()), e))
+        };
+        fresh(&self.gitdir.join("HEAD"), format!("{head}\n").as_bytes())?;
+        let common = self.repo.common.to_string_lossy();
+        fresh(
+            &self.gitdir.join("commondir"),
+            format!("{common}\n").as_bytes(),
+        )?;
+        let link = self.dir.join(".git");
+        let gitdir_file = format!("{}\n", link.display());
+        fresh(&self.gitdir.join("gitdir"), gitdir_file.as_bytes())?;
+        let index = std::fs::read(&self.index).map_err(|e| fail("read loopx's index", e))?;
+        fresh(&self.gitdir.join("index"), &index)?;
+        match std::fs::symlink_metadata(&link) {
+            Ok(m) if m.is_dir() => std::fs::remove_dir_all(&link),
+            Ok(_) => std::fs::remove_file(&link),
+            Err(_) => Ok(()),
+        }
+        .map_err(|e| fail("replace the worktree's .git file", e))?;
+        fresh(
+            &link,
+            format!("gitdir: {}\n", self.gitdir.display()).as_bytes(),
+        )
+    }
+
+    /// Moves the todo's branch from `old` to `new` (refused if it moved meanwhile).
+    fn move_branch(&self, new: &str, old: &str, why: &str) -> Result<(), String> {
         let Some(branch) = &self.branch else {
             return Ok(());
         };
         let reference = format!("refs/heads/{branch}");
         self.repo
-            .git(&["update-ref", "-m", "loopx: slice", &reference, commit])
-            .map_err(|e| format!("the worktree's commit {commit} cannot be the branch's: {e}"))?;
-        Ok(())
+            .git(&["update-ref", "-m", why, &reference, new, old])
+            .map(|_| ())
     }
 }
 
@@ -430,14 +540,19 @@ pub struct Prepared {
     pub tree: Tree,
     /// The commit the slice starts from.
     pub checkpoint: String,
-    /// What the worktree held uncommitted before the slice (a killed slice's leftovers),
-    /// committed as it was.
-    pub carried: Option<String>,
+    /// The goal's branch was merged into the todo's before the slice (`Some`: the merge
+    /// commit), with conflict markers left for the agent in `conflicts`.
+    pub merged: Option<String>,
+    pub conflicts: Vec<String>,
 }
 
-/// The todo's worktree, ready for `slice`: made at the first claim, then reused; what a
-/// previous slice left uncommitted is committed as it is; a branch with no work of its own
-/// starts again from the newest integration head.
+/// The todo's worktree, ready for `slice`: made at the first claim, then reused, its files as
+/// the last slice left them (a killed slice's uncommitted work included: the next slice's
+/// commit takes it, and its scope check sees it). A branch with no work of its own starts
+/// again from the newest integration head; a branch behind the goal's gets the goal's merged
+/// in when that merges cleanly, or when `rebase` was asked for (then with conflict markers for
+/// the agent to resolve).
+///
 /// A planning slice (`todo` `None`) gets the goal's planning worktree at the newest
 /// integration head, whatever an earlier planning slice left there discarded.
 pub fn prepare(
@@ -445,6 +560,7 @@ pub fn prepare(
     goal: &Goal,
     todo: Option<TodoId>,
     slice: &str,
+    rebase: bool,
 ) -> Result<Prepared, String> {
     let Isolation::Worktree { base } = &goal.isolation else {
         return Err(format!("goal {} works in the project's own tree", goal.id));
@@ -456,49 +572,89 @@ pub fn prepare(
             Some(tree) => tree,
             None => create(root, &repo, goal.id, None)?,
         };
-        tree.git(&["reset", "--quiet", "--hard", &integration])?;
-        tree.git(&["clean", "--quiet", "-d", "--force"])?;
+        // Everything there, staged onto nothing, then switched to the goal's branch: what a
+        // planning slice wrote is gone, ignored files aside.
+        tree.git(&["read-tree", "--empty"])?;
+        tree.git(&["add", "--all"])?;
+        tree.git(&["read-tree", "-u", "--reset", &integration])?;
+        tree.reset_agent_git(&integration)?;
         return Ok(Prepared {
             tree,
             checkpoint: integration,
-            carried: None,
+            merged: None,
+            conflicts: Vec::new(),
         });
     };
     let branch = todo_branch(goal.id, todo);
-    let branch_head = match repo.branch_head(&branch) {
+    let mut head = match repo.branch_head(&branch) {
         Some(head) => head,
         None => repo.create_branch(&branch, &integration)?,
     };
-    let branch_head = Some(branch_head);
     let tree = match Tree::find_in(&repo, root, goal.id, Some(todo))? {
         Some(tree) => tree,
         None => create(root, &repo, goal.id, Some(todo))?,
     };
-    let (mut head, committed) = tree.commit_all(
-        "loopx <loopx@localhost>",
-        &format!(
-            "loopx: what {todo}'s worktree held uncommitted before slice {slice}\n\n\
-             Left by a slice that was stopped before it ended; committed as it was."
-        ),
-    )?;
-    let carried = committed.then(|| head.clone());
-    if carried.is_none()
-        && integration != head
-        && branch_head.as_deref() == Some(head.as_str())
-        && repo.contains(&integration, &head)
-    {
-        // Nothing of its own yet: start from what has landed since.
-        tree.git(&["reset", "--quiet", "--hard", &integration])?;
-        head = integration;
+    let (mut merged, mut conflicts) = (None, Vec::new());
+    if head != integration && !repo.contains(&head, &integration) {
+        let head_tree = repo.git(&["rev-parse", &format!("{head}^{{tree}}")])?;
+        let clean = tree.tree_now(&head)? == head_tree.trim();
+        if clean && repo.contains(&integration, &head) {
+            // Nothing of its own yet: start from what has landed since.
+            tree.switch(&head, &integration)?;
+            tree.move_branch(
+                &integration,
+                &head,
+                "loopx: start again from the goal's branch",
+            )?;
+            head = integration.clone();
+        } else if clean {
+            let into = integration_branch(goal.id);
+            if let Some((commit, files)) =
+                merge_into(&repo, &head, &integration, &into, todo, slice, rebase)?
+            {
+                tree.switch(&head, &commit)?;
+                tree.move_branch(&commit, &head, "loopx: merge the goal's branch")?;
+                head = commit.clone();
+                merged = Some(commit);
+                conflicts = files;
+            }
+        }
     }
-    if branch_head.as_deref() != Some(head.as_str()) {
-        tree.set_branch(&head)?;
-    }
+    tree.reset_agent_git(&head)?;
     Ok(Prepared {
         tree,
         checkpoint: head,
-        carried,
+        merged,
+        conflicts,
     })
+}
+
+/// A merge commit of the goal's branch (`integration`, named `into`) into the todo's
+/// (`head`), made without a checkout: when it merges cleanly, or when a rebase was asked for
+/// (its files then hold conflict markers, named in the second value). `None`: it conflicts
+/// and nobody asked.
+fn merge_into(
+    repo: &Repo,
+    head: &str,
+    integration: &str,
+    into: &str,
+    todo: TodoId,
+    slice: &str,
+    rebase: bool,
+) -> Result<Option<(String, Vec<String>)>, String> {
+    let (tree, conflicts) = repo.merge_tree(head, integration)?;
+    if !conflicts.is_empty() && !rebase {
+        return Ok(None);
+    }
+    let message = match conflicts.as_slice() {
+        [] => format!("loopx: merge {into} into {todo} before slice {slice}"),
+        files => format!(
+            "loopx: merge {into} into {todo} before slice {slice}\n\nConflict markers left to resolve in: {}",
+            files.join(", ")
+        ),
+    };
+    let commit = repo.merge_commit(&tree, head, integration, &message)?;
+    Ok(Some((commit, conflicts)))
 }
 
 /// Makes the todo's worktree, detached at its branch.
@@ -507,26 +663,25 @@ fn create(root: &Path, repo: &Repo, goal: GoalId, todo: Option<TodoId>) -> Resul
     let parent = goal_dir(root, goal);
     std::fs::create_dir_all(&parent)
         .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-    ignore_worktrees(root);
+    let dir_text = dir.to_string_lossy().into_owned();
     if dir.exists() {
-        return Err(format!(
-            "{} exists but is not a worktree loopx made: move it away (`loopx doctor` lists it)",
-            dir.display()
-        ));
+        // Left by a loopx that died while making it (the record is written last): nobody has
+        // worked in it yet.
+        let _ = repo.git(&["worktree", "remove", "--force", &dir_text]);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| format!("cannot remove the unfinished {dir_text}: {e}"))?;
+        }
     }
     let reference = format!(
         "refs/heads/{}",
         todo.map_or_else(|| integration_branch(goal), |t| todo_branch(goal, t))
     );
-    let dir_text = dir.to_string_lossy().into_owned();
-    let add = [
-        "worktree", "add", "--quiet", "--detach", &dir_text, &reference,
-    ];
-    if repo.git(&add).is_err() {
-        // A registration whose directory is gone refuses the path: prune, then once more.
-        let _ = repo.git(&["worktree", "prune"]);
-        repo.git(&add)?;
-    }
+    // `--force` takes over a registration whose directory is gone (a worktree removed by
+    // hand); a global `worktree prune` would also drop the person's own on unmounted drives.
+    repo.git(&[
+        "worktree", "add", "--quiet", "--force", "--detach", &dir_text, &reference,
+    ])?;
     // Read once, now, while only loopx has touched it.
     let link = std::fs::read_to_string(dir.join(".git"))
         .map_err(|e| format!("cannot read {}/.git: {e}", dir.display()))?;
@@ -549,8 +704,9 @@ fn create(root: &Path, repo: &Repo, goal: GoalId, todo: Option<TodoId>) -> Resul
         .ok_or_else(|| format!("the worktree {dir_text} vanished"))
 }
 
-/// Keeps the worktrees out of the person's `git status` (`.loopx/.gitignore`).
-fn ignore_worktrees(root: &Path) {
+/// Keeps the worktrees out of the person's `git status` (`.loopx/.gitignore`). Written when a
+/// worktree goal starts, never during a slice (where it would be a change in `.loopx/`).
+pub fn ignore_worktrees(root: &Path) {
     let path = root.join(STATE_DIR).join(".gitignore");
     let line = format!("/{WORKTREES_DIR}/");
     let text = std::fs::read_to_string(&path).unwrap_or_default();
@@ -597,12 +753,17 @@ pub fn finish(
         .map(|s| loopx_kernel::limits::clip(s, 72))
         .unwrap_or_else(|| format!("what slice {slice} left"));
     let message = format!("{slice}: {title}\n\nSlice {slice} of agent `{agent}` {on} (loopx).");
-    let author = format!("{agent} (loopx agent) <{agent}@loopx.invalid>");
-    let (head, _) = tree.commit_all(&author, &message)?;
-    if head != prepared.checkpoint {
-        tree.set_branch(&head)?;
-    }
+    let name = format!("{agent} (loopx agent)");
+    let email = format!("{agent}@loopx.invalid");
     let checkpoint = prepared.checkpoint.clone();
+    // One commit on the checkpoint, whatever the agent did to its own history meanwhile.
+    let head = tree.snapshot(&checkpoint, (&name, &email), &message)?;
+    if head != checkpoint {
+        tree.move_branch(&head, &checkpoint, "loopx: slice")?;
+    }
+    // Whatever the agent did to its own git, the worktree is left sane: for a person looking
+    // at it, and for the next slice.
+    tree.reset_agent_git(&head)?;
     let changes = changes_between(&tree.repo, &checkpoint, &head, scope)?;
     Ok(SliceCommit {
         head,
@@ -691,7 +852,8 @@ pub fn roll_back(
         ));
     }
     if let Some(tree) = Tree::find(root, goal, Some(todo))? {
-        tree.git(&["reset", "--quiet", "--hard", checkpoint])?;
+        tree.switch(commit, checkpoint)?;
+        tree.reset_agent_git(checkpoint)?;
     }
     let reference = format!("refs/heads/{branch}");
     repo.git(&[
@@ -736,9 +898,11 @@ pub enum Landing {
     Failed(String),
 }
 
-/// Runs `sh -c COMMAND` in a directory for at most a duration: its exit code (`None`: stopped
-/// at the deadline) and the end of its output, or why it could not run.
-pub type RunCheck<'a> = dyn Fn(&Path, &str, Duration) -> Result<(Option<i32>, String), String> + 'a;
+/// Runs `sh -c COMMAND` in a checkout (the directory, and the project root's place in it)
+/// for at most a duration: its exit code (`None`: stopped at the deadline) and the end of its
+/// output, or why it could not run.
+pub type RunCheck<'a> =
+    dyn Fn(&Path, &str, &str, Duration) -> Result<(Option<i32>, String), String> + 'a;
 
 /// How the land check runs: contained like a slice (the code it runs is the agent's).
 pub struct CheckRun<'a> {
@@ -801,50 +965,16 @@ fn try_land(
         if commits == 0 {
             return Ok(Landing::Empty);
         }
-        let merged = git_run(
-            &repo.top.to_string_lossy(),
-            &[
-                "merge-tree",
-                "--write-tree",
-                "--name-only",
-                "--no-messages",
-                "-z",
-                &into,
-                &theirs,
-            ],
-            &[],
-        )?;
-        let out = String::from_utf8_lossy(&merged.stdout).into_owned();
-        let mut parts = out.split('\0').filter(|p| !p.is_empty());
-        let tree = parts.next().unwrap_or_default().to_owned();
-        match merged.code {
-            Some(0) => {}
-            Some(1) => {
-                let files: Vec<String> = parts.map(|p| relative(p, &repo.prefix)).collect();
-                let with = landed_by(&repo, &into, &theirs, &files);
-                return Ok(Landing::Conflict { files, with });
-            }
-            _ => return Err(format!("`git merge-tree` failed: {}", merged.stderr.trim())),
+        let (tree, files) = repo.merge_tree(&into, &theirs)?;
+        if !files.is_empty() {
+            let with = landed_by(&repo, &into, &theirs, &files);
+            return Ok(Landing::Conflict { files, with });
         }
         let message = format!(
             "{LAND_SUBJECT}{todo} ({})",
             loopx_kernel::limits::clip(title, 60)
         );
-        let args: Vec<&str> = COMMITTER
-            .iter()
-            .copied()
-            .chain([
-                "commit-tree",
-                &tree,
-                "-p",
-                &into,
-                "-p",
-                &theirs,
-                "-m",
-                &message,
-            ])
-            .collect();
-        let commit = repo.git(&args)?.trim().to_owned();
+        let commit = repo.merge_commit(&tree, &into, &theirs, &message)?;
         if let Some(check) = check
             && let Some(failed) = run_check(root, &repo, goal, todo, &commit, check)?
         {
@@ -929,9 +1059,10 @@ fn run_check(
         let _ = repo.git(&["worktree", "remove", "--force", &dir_text]);
         let _ = std::fs::remove_dir_all(&dir);
     }
-    let _ = repo.git(&["worktree", "prune"]);
-    repo.git(&["worktree", "add", "--quiet", "--detach", &dir_text, commit])?;
-    let ran = (check.run)(&dir.join(&repo.prefix), check.command, check.timeout);
+    repo.git(&[
+        "worktree", "add", "--quiet", "--force", "--detach", &dir_text, commit,
+    ])?;
+    let ran = (check.run)(&dir, &repo.prefix, check.command, check.timeout);
     let _ = repo.git(&["worktree", "remove", "--force", &dir_text]);
     let _ = std::fs::remove_dir_all(&dir);
     let (code, output) = ran?;
@@ -957,11 +1088,20 @@ pub fn remove(root: &Path, goal: GoalId, todo: TodoId) -> Result<(), String> {
             .git(&["worktree", "remove", "--force", &dir_text])
             .is_err()
         {
+            // The agent may have rewritten git's record of where its worktree is: remove the
+            // directory and that record by the paths loopx knows.
             std::fs::remove_dir_all(&dir)
                 .map_err(|e| format!("cannot remove {}: {e}", dir.display()))?;
-            let _ = repo.git(&["worktree", "prune"]);
+            if let Some(gitdir) = std::fs::read_to_string(&record)
+                .ok()
+                .map(|p| PathBuf::from(p.trim()))
+                .filter(|p| p.starts_with(repo.common.join("worktrees")))
+            {
+                let _ = std::fs::remove_dir_all(gitdir);
+            }
         }
     }
+    let _ = std::fs::remove_file(goal_dir(root, goal).join(format!("{todo}.index")));
     let _ = std::fs::remove_file(record);
     Ok(())
 }
@@ -1035,6 +1175,27 @@ pub fn branch_states(root: &Path, goal: GoalId) -> Result<Vec<BranchState>, Stri
     Ok(states)
 }
 
+/// Whether a todo's worktree holds work not on its branch (a slice running, or one that was
+/// killed before its commit), read through an index of its own.
+pub fn has_uncommitted(root: &Path, goal: GoalId, todo: TodoId) -> Result<bool, String> {
+    let Some(tree) = Tree::find(root, goal, Some(todo))? else {
+        return Ok(false);
+    };
+    let Some(head) = tree.repo.branch_head(&todo_branch(goal, todo)) else {
+        return Ok(false);
+    };
+    let index = tree
+        .index
+        .with_extension(format!("check-{}", std::process::id()));
+    let now = tree
+        .git_with(&index, &["read-tree", &head])
+        .and_then(|_| tree.git_with(&index, &["add", "--all"]))
+        .and_then(|_| tree.git_with(&index, &["write-tree"]));
+    let _ = std::fs::remove_file(&index);
+    let head_tree = tree.repo.git(&["rev-parse", &format!("{head}^{{tree}}")])?;
+    Ok(now?.trim() != head_tree.trim())
+}
+
 /// The diff of a todo's work: its branch against where it forked from the integration
 /// branch, then what its worktree holds uncommitted (a slice running now).
 pub fn todo_diff(root: &Path, goal: GoalId, todo: TodoId, stat: bool) -> Result<String, String> {
@@ -1055,13 +1216,25 @@ pub fn todo_diff(root: &Path, goal: GoalId, todo: TodoId, stat: bool) -> Result<
     }
     args.push(&range);
     let mut text = repo.git(&args)?;
-    if let Some(tree) = Tree::find(root, goal, Some(todo))? {
+    if let (Some(tree), Some(head)) = (
+        Tree::find(root, goal, Some(todo))?,
+        repo.branch_head(&branch),
+    ) {
+        // An index of its own: a slice ending meanwhile uses loopx's.
+        let index = tree
+            .index
+            .with_extension(format!("diff-{}", std::process::id()));
         let mut args = vec!["diff", "--no-color", "--no-ext-diff", "--no-textconv"];
         if stat {
             args.push("--stat");
         }
-        args.push("HEAD");
-        let uncommitted = tree.git(&args)?;
+        args.push(&head);
+        let uncommitted = tree
+            .git_with(&index, &["read-tree", &head])
+            .and_then(|_| tree.git_with(&index, &["add", "--all", "--intent-to-add"]))
+            .and_then(|_| tree.git_with(&index, &args));
+        let _ = std::fs::remove_file(&index);
+        let uncommitted = uncommitted?;
         if !uncommitted.is_empty() {
             text.push_str(&format!(
                 "\n# uncommitted in {} (a slice may be running):\n",
@@ -1114,7 +1287,7 @@ mod tests {
         let checks = Cell::new(0);
         // t2 lands while t1's check runs: t1's compare-and-swap then fails, and t1 merges
         // again onto t2's landing instead of overwriting it.
-        let run = |_: &Path, _: &str, _: Duration| {
+        let run = |_: &Path, _: &str, _: &str, _: Duration| {
             checks.set(checks.get() + 1);
             if checks.get() == 1 {
                 let landed = land(root, GoalId(1), t2, "Two", None);
@@ -1151,7 +1324,7 @@ mod tests {
         let dir = repo_with(&[(t1, "one.txt")]);
         let root = dir.path();
         let before = git(root, &["rev-parse", "loopx/g1"]);
-        let run = |dir: &Path, _: &str, _: Duration| {
+        let run = |dir: &Path, _: &str, _: &str, _: Duration| {
             // The check sees the merge: the todo's file and the goal's.
             assert!(dir.join("one.txt").exists() && dir.join("README").exists());
             Ok((Some(3), "2 tests failed".to_owned()))

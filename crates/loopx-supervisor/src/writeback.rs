@@ -251,7 +251,11 @@ fn landing_ops(f: &Finished<'_>, end: &WorktreeEnd, wants: bool) -> (Vec<Op>, bo
                 limits::QUESTION,
             );
             let context = format!(
-                "{todo} was done by its agent, but its branch {} does not merge cleanly into {into}.\n                 rebase: the next slice on {todo} merges {into} into its worktree (`git merge {into}`), resolves the conflicts and reports done again.\n                 drop: {todo} is dropped; its branch stays for you to look at.\n                 conflicting files:\n{}",
+                "{todo} was done by its agent, but its branch {} does not merge cleanly into \
+                 {into}.\nrebase: loopx merges {into} into {todo}'s branch before its next slice, \
+                 conflict markers and all, and that slice resolves them and reports done again.\n\
+                 drop: {todo} is dropped; its branch stays for you to look at.\n\
+                 conflicting files:\n{}",
                 crate::worktree::todo_branch_of(into, todo),
                 files.iter().map(|p| format!("  {p}\n")).collect::<String>()
             );

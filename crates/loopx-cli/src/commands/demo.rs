@@ -194,7 +194,10 @@ fn isolation(dir: &std::path::Path) -> Isolation {
     let repo = loopx_supervisor::worktree::Repo::of(dir);
     match repo {
         Ok(repo) if made && repo.check_git_version().is_ok() => match repo.commit("HEAD") {
-            Some(base) => Isolation::Worktree { base },
+            Some(base) => {
+                loopx_supervisor::worktree::ignore_worktrees(dir);
+                Isolation::Worktree { base }
+            }
             None => Isolation::Shared,
         },
         _ => Isolation::Shared,

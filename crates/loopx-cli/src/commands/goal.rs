@@ -50,6 +50,7 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
             )?;
             let branch = match (&applied, &repo, &isolation) {
                 (Applied::Goal(goal), Some(repo), Isolation::Worktree { base }) => {
+                    loopx_supervisor::worktree::ignore_worktrees(&root);
                     repo.start_integration(goal.id, base).err()
                 }
                 _ => None,
@@ -161,6 +162,15 @@ fn isolation_for(
     let branch = loopx_supervisor::worktree::integration_branch(next);
     if repo.has_branch(&branch) {
         repo.start_integration(next, &base).map_err(usage)?;
+    }
+    // Todo branches of this name left by an earlier project would be taken for this goal's.
+    let left = repo.branches_like(&format!("{branch}-"));
+    if !left.is_empty() {
+        return Err(usage(format!(
+            "branches {} exist already (left by an earlier loopx project?), and this goal's todos would take them for their own\n(hint: delete them with `git branch -D {}`, or rename them, then start the goal again)",
+            left.join(", "),
+            left.join(" ")
+        )));
     }
     Ok((Isolation::Worktree { base }, Some(repo)))
 }

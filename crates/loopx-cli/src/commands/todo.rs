@@ -205,6 +205,26 @@ fn land_for_person(
     if !Repo::of(&root).is_ok_and(|repo| repo.has_branch(&branch)) {
         return Ok(None);
     }
+    let rollback_open = ctx.store_read()?.read(|s| {
+        Ok(s.gates()?.into_iter().any(|g| {
+            g.state == loopx_kernel::model::GateState::Open
+                && matches!(g.kind, loopx_kernel::model::GateKind::Rollback { todo: t, .. } if t == todo)
+        }))
+    })?;
+    let not_yet = |why: &str| ExpectedError::Reported {
+        summary: format!("{todo} stays open: {why}"),
+        code: crate::exit_code::CONFLICT,
+    };
+    if rollback_open {
+        return Err(not_yet(
+            "a gate asks whether to roll its last slice back; answer it first (`loopx gate list`)",
+        ));
+    }
+    if loopx_supervisor::worktree::has_uncommitted(&root, goal.id, todo).unwrap_or(false) {
+        return Err(not_yet(
+            "its worktree holds work no slice has committed (a slice is running, or one was stopped); let its next slice end first",
+        ));
+    }
     let exe = std::env::current_exe()
         .map_err(|e| ExpectedError::Usage(format!("cannot find the loopx executable: {e}")))?;
     let into = integration_branch(goal.id);

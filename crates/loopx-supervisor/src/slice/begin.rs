@@ -134,12 +134,24 @@ impl Decided {
             todo: record.todo,
             log: &log,
         });
+        // A person answered a land gate of this todo with anything but `drop`: its branch
+        // gets the goal's merged in, conflicts and all, for the agent to resolve.
+        let rebase_asked = record.todo.is_some_and(|todo| {
+            self.store
+                .read(|s| s.gates())
+                .unwrap_or_default()
+                .iter()
+                .any(|g| {
+                    g.kind == loopx_kernel::model::GateKind::Land { todo } && g.answer.is_some()
+                })
+        });
         let tree = match &self.goal {
             Some(goal) if goal.isolation.as_str() == "worktree" => Some(crate::worktree::prepare(
                 req.project.root(),
                 goal,
                 record.todo,
                 &record.id.to_string(),
+                rebase_asked,
             )),
             _ => None,
         };

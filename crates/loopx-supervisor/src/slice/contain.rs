@@ -160,6 +160,21 @@ pub(crate) fn contain(
         open_files: r.open_files,
         file_size_bytes: r.file_size_bytes,
     };
+    if let Some(tree) = tree {
+        let quarantine = room.tmp().join("git-objects");
+        std::fs::create_dir(&quarantine)
+            .map_err(|e| format!("cannot create the slice's git object quarantine: {e}"))?;
+        spec.env.set.extend([
+            (
+                "GIT_OBJECT_DIRECTORY".to_owned(),
+                quarantine.into_os_string(),
+            ),
+            (
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES".to_owned(),
+                tree.repo.objects.clone().into_os_string(),
+            ),
+        ]);
+    }
     spec.sandbox = sandbox(plan, project_root, tree, room, &spec.env)?;
     if !spec.resources.is_empty() || !spec.sandbox.is_empty() {
         spec.exec_helper = Some(ExecHelper {
@@ -203,12 +218,13 @@ fn sandbox(
                     .flatten()
             })
     };
-    // A worktree goal's agent writes in its todo's worktree (and, to commit there, git's
-    // files for it and the object store), never in the person's own tree.
+    // A worktree goal's agent writes in its todo's worktree and git's files for it, never in
+    // the person's own tree; its own commits go to a quarantine in its room (`contain` sets
+    // where), the repository's objects being only read.
     let (work, mut writable, keep) = match tree {
         Some(tree) => (
             tree.workdir(),
-            vec![tree.dir.clone(), tree.gitdir.clone(), tree.objects.clone()],
+            vec![tree.dir.clone(), tree.gitdir.clone()],
             vec![tree.dir.clone()],
         ),
         None => (

@@ -24,8 +24,8 @@ pub fn land_todo(root: &Path, loopx_exe: &Path, goal: &Goal, todo: TodoId, title
             Ok(config) => config,
             Err(e) => return Landing::Failed(format!("the land check could not be read: {e}")),
         };
-    let run = |dir: &Path, command: &str, timeout: Duration| {
-        run_check(root, loopx_exe, dir, command, timeout)
+    let run = |dir: &Path, prefix: &str, command: &str, timeout: Duration| {
+        run_check(root, loopx_exe, dir, prefix, command, timeout)
     };
     let check = config.land_check.as_ref().map(|c| CheckRun {
         command: &c.command,
@@ -35,13 +35,15 @@ pub fn land_todo(root: &Path, loopx_exe: &Path, goal: &Goal, todo: TodoId, title
     land(root, goal.id, todo, title, check.as_ref())
 }
 
-/// Runs `sh -c command` in `dir` for at most `timeout`, in the sandbox a slice gets (writes
-/// only in `dir` and a temp dir of its own, `.loopx/` hidden); its exit code (`None`: stopped
-/// at the deadline) and the end of its output.
+/// Runs `sh -c command` in the checkout `dir` (at the project root's place in it, `prefix`)
+/// for at most `timeout`, in the sandbox a slice gets (the whole checkout visible, writes only
+/// there and in a temp dir of its own, `.loopx/` hidden); its exit code (`None`: stopped at
+/// the deadline) and the end of its output.
 fn run_check(
     root: &Path,
     loopx_exe: &Path,
     dir: &Path,
+    prefix: &str,
     command: &str,
     timeout: Duration,
 ) -> Result<(Option<i32>, String), String> {
@@ -68,7 +70,7 @@ fn run_check(
         .args(sandbox.to_args())
         .arg("--")
         .args(["/bin/sh", "-c", command])
-        .current_dir(dir)
+        .current_dir(dir.join(prefix))
         .env_clear()
         .envs(
             [
