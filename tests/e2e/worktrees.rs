@@ -618,3 +618,31 @@ done_"#;
     );
     untouched(&loopx);
 }
+
+/// Without Landlock (`[sandbox] mode = "off"` here) nothing keeps the agent out of the
+/// project's own tree: a worktree slice is then checked there too, and a write there is a
+/// violation.
+#[test]
+fn an_unsandboxed_worktree_slice_writing_the_project_s_own_tree_is_a_violation() {
+    let loopx = git_project();
+    crate::support::cli_stand_in(
+        &loopx,
+        "ann",
+        "generic",
+        &format!(
+            "cat > /dev/null\necho mine > src/b.txt\necho evil > \"$LOOPX_PROJECT/src/a.txt\"\n'{LOOPX}' report done > /dev/null"
+        ),
+        "\n[limits]\nmax_time = \"1m\"\n\n[sandbox]\nmode = \"off\"\n",
+    );
+    loopx.ok(&["todo", "add", "Edit b"]);
+    let run = loopx.run(&["run", "--once", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let slice = &run.json()["slice"];
+    assert_eq!(
+        slice["violations"],
+        serde_json::json!(["src/a.txt (in the project's own tree)"]),
+        "{slice}"
+    );
+    assert_eq!(slice["todo_state"], "released", "{slice}");
+    assert_eq!(show(&loopx, "loopx/g1:src/b.txt"), "b\n", "nothing landed");
+}

@@ -94,7 +94,13 @@ impl Observed {
             renewal,
         } = self;
         let setup = &begun.setup;
-        let worktree = worktree_end(req, &begun, &judged, reported_done, commit.as_ref());
+        let worktree = worktree_end(
+            req,
+            &begun,
+            &judged,
+            (reported_done, commit.as_ref()),
+            renewal.as_ref(),
+        );
         // The landing is over: the writeback finishes or releases the claim.
         if let Some(renewal) = renewal {
             renewal.finish();
@@ -187,8 +193,8 @@ fn worktree_end(
     req: &RunOnce,
     begun: &crate::slice::Begun,
     judged: &crate::slice::Judged,
-    reported_done: bool,
-    commit: Option<&SliceCommit>,
+    (reported_done, commit): (bool, Option<&SliceCommit>),
+    renewal: Option<&crate::renew::Renewal>,
 ) -> Option<WorktreeEnd> {
     let prepared = begun.tree.as_ref()?.as_ref().ok()?;
     let goal = begun.goal.as_ref()?;
@@ -198,7 +204,15 @@ fn worktree_end(
     let landing = match (commit, begun.record.todo, begun.record.epoch) {
         (Some(c), Some(todo), Some(epoch)) if claimed_done && c.changes.violations().is_empty() => {
             held_todo(req, todo, &begun.setup.agent.name, epoch).map(|title| {
-                crate::slice::land_todo(req.project.root(), &req.loopx_exe, goal, todo, &title)
+                let held = || renewal.is_none_or(|r| r.lost().is_none());
+                crate::slice::land_todo(
+                    req.project.root(),
+                    &req.loopx_exe,
+                    goal,
+                    todo,
+                    &title,
+                    &held,
+                )
             })
         }
         _ => None,

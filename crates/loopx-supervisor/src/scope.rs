@@ -116,6 +116,13 @@ pub(crate) fn capture(root: &Path) -> Before {
     }
 }
 
+impl Before {
+    /// Whether the project's files were captured through git (not `.loopx/` alone).
+    pub(crate) fn checks_git(&self) -> bool {
+        self.git.is_ok()
+    }
+}
+
 /// `.loopx/` alone before the slice: in a worktree goal the agent's files are checked in its
 /// own worktree (`worktree.rs`), and only the state directory here.
 pub(crate) fn capture_state(root: &Path) -> Before {

@@ -922,14 +922,18 @@ impl std::fmt::Debug for CheckRun<'_> {
 
 /// Lands the todo's branch on the goal's integration branch (`docs/design/worktrees.md`,
 /// "Landing").
+///
+/// `held` is asked right before the goal's branch moves (after the check, which may take
+/// minutes): a todo whose claim was lost meanwhile lands nothing.
 pub fn land(
     root: &Path,
     goal: GoalId,
     todo: TodoId,
     title: &str,
     check: Option<&CheckRun<'_>>,
+    held: &dyn Fn() -> bool,
 ) -> Landing {
-    match try_land(root, goal, todo, title, check) {
+    match try_land(root, goal, todo, title, check, held) {
         Ok(landing) => landing,
         Err(why) => Landing::Failed(why),
     }
@@ -941,6 +945,7 @@ fn try_land(
     todo: TodoId,
     title: &str,
     check: Option<&CheckRun<'_>>,
+    held: &dyn Fn() -> bool,
 ) -> Result<Landing, String> {
     let repo = Repo::of(root)?;
     let integration = integration_branch(goal);
@@ -979,6 +984,11 @@ fn try_land(
             && let Some(failed) = run_check(root, &repo, goal, todo, &commit, check)?
         {
             return Ok(failed);
+        }
+        if !held() {
+            return Err(format!(
+                "{todo}'s claim was lost while it was being landed: nothing landed"
+            ));
         }
         let reference = format!("refs/heads/{integration}");
         if repo
@@ -1290,7 +1300,7 @@ mod tests {
         let run = |_: &Path, _: &str, _: &str, _: Duration| {
             checks.set(checks.get() + 1);
             if checks.get() == 1 {
-                let landed = land(root, GoalId(1), t2, "Two", None);
+                let landed = land(root, GoalId(1), t2, "Two", None, &|| true);
                 assert!(matches!(landed, Landing::Landed { .. }), "{landed:?}");
             }
             Ok((Some(0), String::new()))
@@ -1300,7 +1310,7 @@ mod tests {
             timeout: Duration::from_secs(60),
             run: &run,
         };
-        let landed = land(root, GoalId(1), t1, "One", Some(&check));
+        let landed = land(root, GoalId(1), t1, "One", Some(&check), &|| true);
         let Landing::Landed { commits, files, .. } = landed else {
             panic!("t1 lands: {landed:?}")
         };
@@ -1314,8 +1324,25 @@ mod tests {
         let files = git(root, &["ls-tree", "--name-only", "loopx/g1"]);
         assert_eq!(files, "README\none.txt\ntwo.txt");
         // Landing again finds nothing new; the person's branch never moved.
-        assert_eq!(land(root, GoalId(1), t1, "One", None), Landing::Empty);
+        assert_eq!(
+            land(root, GoalId(1), t1, "One", None, &|| true),
+            Landing::Empty
+        );
         assert_eq!(git(root, &["rev-list", "--count", "main"]), "1");
+    }
+
+    #[test]
+    fn a_todo_whose_claim_was_lost_meanwhile_lands_nothing() {
+        let t1 = TodoId(1);
+        let dir = repo_with(&[(t1, "one.txt")]);
+        let root = dir.path();
+        let before = git(root, &["rev-parse", "loopx/g1"]);
+        let landed = land(root, GoalId(1), t1, "One", None, &|| false);
+        assert!(
+            matches!(&landed, Landing::Failed(why) if why.contains("claim was lost")),
+            "{landed:?}"
+        );
+        assert_eq!(git(root, &["rev-parse", "loopx/g1"]), before);
     }
 
     #[test]
@@ -1334,7 +1361,7 @@ mod tests {
             timeout: Duration::from_secs(60),
             run: &run,
         };
-        let landed = land(root, GoalId(1), t1, "One", Some(&check));
+        let landed = land(root, GoalId(1), t1, "One", Some(&check), &|| true);
         assert_eq!(
             landed,
             Landing::CheckFailed {

@@ -234,7 +234,8 @@ fn land_for_person(
         ),
         code: crate::exit_code::CONFLICT,
     };
-    match loopx_supervisor::land_todo(&root, &exe, goal, todo, title) {
+    // No claim to lose: the kernel refuses the person's `done` if someone took the todo.
+    match loopx_supervisor::land_todo(&root, &exe, goal, todo, title, &|| true) {
         Landing::Landed {
             commit, commits, ..
         } => Ok(Some(format!(

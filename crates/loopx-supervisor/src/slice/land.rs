@@ -18,7 +18,15 @@ const CHECK_OUTPUT: usize = 64 * 1024;
 
 /// Lands `todo`'s branch on `goal`'s integration branch, checked by `[land] check` if the
 /// project has one (run through `loopx_exe __exec`, contained like a slice).
-pub fn land_todo(root: &Path, loopx_exe: &Path, goal: &Goal, todo: TodoId, title: &str) -> Landing {
+/// `held` says whether the todo is still its lander's, right before the goal's branch moves.
+pub fn land_todo(
+    root: &Path,
+    loopx_exe: &Path,
+    goal: &Goal,
+    todo: TodoId,
+    title: &str,
+    held: &dyn Fn() -> bool,
+) -> Landing {
     let config =
         match loopx_adapters::load_project_config(&root.join(loopx_kernel::project::STATE_DIR)) {
             Ok(config) => config,
@@ -32,7 +40,7 @@ pub fn land_todo(root: &Path, loopx_exe: &Path, goal: &Goal, todo: TodoId, title
         timeout: c.timeout,
         run: &run,
     });
-    land(root, goal.id, todo, title, check.as_ref())
+    land(root, goal.id, todo, title, check.as_ref(), held)
 }
 
 /// Runs `sh -c command` in the checkout `dir` (at the project root's place in it, `prefix`)

@@ -122,9 +122,11 @@ impl Begun {
             tracing::warn!(error = %e, "cannot become a child subreaper; orphans go to init");
         }
         let parser = Parser::for_adapter(&setup.loaded.adapter);
+        // A worktree slice is checked in its worktree; the person's own tree too when no
+        // Landlock keeps the agent out of it.
         let before = match &self.tree {
-            Some(_) => scope::capture_state(req.project.root()),
-            None => scope::capture(req.project.root()),
+            Some(_) if spec.sandbox.landlock => scope::capture_state(req.project.root()),
+            _ => scope::capture(req.project.root()),
         };
         let renewal = self
             .record
@@ -424,10 +426,23 @@ fn conclude(
                 .map(|r| r.summary.as_str());
             let slice = begun.record.id.to_string();
             let agent = begun.setup.agent.name.as_str();
-            let state_files = scope::compare_state(req.project.root(), before);
+            let root = req.project.root();
+            // Without Landlock the agent could write the person's tree: every change there is
+            // one it may not make.
+            let in_checkout = if before.checks_git() {
+                scope::compare(root, before, &[]).files
+            } else {
+                Vec::new()
+            };
+            let state_files = scope::compare_state(root, before);
             match crate::worktree::finish(prepared, &slice, agent, summary, scope) {
                 Ok(mut commit) => {
                     commit.changes.state_files.extend(state_files);
+                    for file in in_checkout {
+                        let named = format!("{file} (in the project's own tree)");
+                        commit.changes.outside.push(named.clone());
+                        commit.changes.files.push(named);
+                    }
                     (commit.changes.clone(), Some(commit))
                 }
                 Err(why) => (
