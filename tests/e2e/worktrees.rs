@@ -646,3 +646,59 @@ fn an_unsandboxed_worktree_slice_writing_the_project_s_own_tree_is_a_violation()
     assert_eq!(slice["todo_state"], "released", "{slice}");
     assert_eq!(show(&loopx, "loopx/g1:src/b.txt"), "b\n", "nothing landed");
 }
+
+/// A nested repository in the worktree is the agent's, config included: looking at the
+/// worktree (`loopx diff`) never runs git inside it, where a clean filter is a program.
+#[test]
+fn a_nested_repository_s_filter_never_runs_outside_the_sandbox() {
+    let loopx = git_project();
+    let ran = loopx.path().join("filter-ran");
+    agent(
+        &loopx,
+        "ann",
+        &format!(
+            r#"n() {{ env -u GIT_OBJECT_DIRECTORY -u GIT_ALTERNATE_OBJECT_DIRECTORIES git -C src/sub -c user.name=a -c user.email=a@a "$@"; }}
+mkdir -p src/sub && n init -q && echo x > src/sub/x && n add x && n commit -q -m x
+printf '[filter "evil"]\n\tclean = touch {ran}\n' >> src/sub/.git/config
+echo '* filter=evil' > src/sub/.gitattributes
+touch -d 2001-01-01 src/sub/x
+echo more >> src/b.txt"#,
+            ran = ran.display()
+        ),
+    );
+    loopx.ok(&["todo", "add", "Edit b"]);
+    let run = loopx.run(&["run", "--once", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!ran.exists(), "the filter ran as the slice ended");
+    // The slice ended without a done: its worktree, nested repository and all, stays.
+    touch_stale(&worktree(&loopx, "t1").join("src/sub/x"));
+    echo_into(&worktree(&loopx, "t1").join("src/b.txt"), "uncommitted\n");
+    let diff = loopx.ok(&["diff", "t1"]).stdout;
+    assert!(diff.contains("uncommitted"), "{diff}");
+    assert!(!ran.exists(), "the filter ran for `loopx diff`");
+    // Staging the worktree onto the commit that holds the nested repository (as every
+    // slice's start and end do; here a person's `todo done`, refused for the uncommitted work).
+    touch_stale(&worktree(&loopx, "t1").join("src/sub/x"));
+    let done = loopx.run(&["todo", "done", "t1"]);
+    assert_eq!(done.code, 5, "{}", done.stderr);
+    assert!(!ran.exists(), "the filter ran for `todo done`");
+    untouched(&loopx);
+}
+
+fn touch_stale(path: &std::path::Path) {
+    let status = std::process::Command::new("touch")
+        .args(["-d", "2001-01-01"])
+        .arg(path)
+        .status()
+        .expect("touch runs");
+    assert!(status.success());
+}
+
+fn echo_into(path: &std::path::Path, text: &str) {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .expect("append");
+}

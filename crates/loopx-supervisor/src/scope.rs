@@ -210,6 +210,12 @@ pub(crate) fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<
             "core.untrackedCache=false",
             "-c",
             "core.hooksPath=/dev/null",
+            // A nested repository is the agent's too: git would run `status` inside it, with
+            // its config (a clean filter is a program).
+            "-c",
+            "diff.ignoreSubmodules=all",
+            "-c",
+            "submodule.recurse=false",
         ])
         .args(args)
         // Only what git needs: no credential of loopx's reaches a program git might start.
@@ -306,6 +312,7 @@ fn git_state(root: &Path, before: Option<&GitState>) -> Result<GitState, String>
             "-z",
             "--untracked-files=all",
             "--no-renames",
+            "--ignore-submodules=all",
         ],
     )?;
     let status = parse_status(&raw)
@@ -456,6 +463,7 @@ fn diff_stat(
         "diff",
         "--no-ext-diff",
         "--no-textconv",
+        "--ignore-submodules=all",
         "--stat=120",
         base,
         "--",

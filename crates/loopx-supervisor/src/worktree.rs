@@ -428,10 +428,32 @@ impl Tree {
         self.git_with(&self.index, args)
     }
 
+    /// Reads `base` into `index`, its nested repositories (gitlinks) marked skip-worktree:
+    /// `add` and `diff` would otherwise run `git status` inside each one, with that
+    /// repository's config — the agent's, whose clean filter is a program. Their pointers stay
+    /// as `base` has them.
+    fn stage_base(&self, index: &Path, base: &str) -> Result<(), String> {
+        self.git_with(index, &["read-tree", base])?;
+        let staged = self.git_with(index, &["ls-files", "--stage", "-z"])?;
+        let gitlinks: Vec<&str> = staged
+            .split('\0')
+            .filter(|e| e.starts_with("160000 "))
+            .filter_map(|e| e.split_once('\t').map(|(_, path)| path))
+            .collect();
+        if !gitlinks.is_empty() {
+            let args: Vec<&str> = ["update-index", "--skip-worktree", "--"]
+                .into_iter()
+                .chain(gitlinks)
+                .collect();
+            self.git_with(index, &args)?;
+        }
+        Ok(())
+    }
+
     /// The tree of everything in the worktree now (ignored files aside), staged onto `base`
     /// in loopx's index.
     fn tree_now(&self, base: &str) -> Result<String, String> {
-        self.git(&["read-tree", base])?;
+        self.stage_base(&self.index, base)?;
         self.git(&["add", "--all"])?;
         Ok(self.git(&["write-tree"])?.trim().to_owned())
     }
@@ -757,7 +779,15 @@ pub fn finish(
     let email = format!("{agent}@loopx.invalid");
     let checkpoint = prepared.checkpoint.clone();
     // One commit on the checkpoint, whatever the agent did to its own history meanwhile.
-    let head = tree.snapshot(&checkpoint, (&name, &email), &message)?;
+    let head = match tree.snapshot(&checkpoint, (&name, &email), &message) {
+        Ok(head) => head,
+        Err(why) => {
+            // Nothing is committed or checked; still, no git file of the agent's stays for a
+            // person's git to follow.
+            let _ = tree.reset_agent_git(&checkpoint);
+            return Err(why);
+        }
+    };
     if head != checkpoint {
         tree.move_branch(&head, &checkpoint, "loopx: slice")?;
     }
@@ -1102,10 +1132,19 @@ pub fn remove(root: &Path, goal: GoalId, todo: TodoId) -> Result<(), String> {
             // directory and that record by the paths loopx knows.
             std::fs::remove_dir_all(&dir)
                 .map_err(|e| format!("cannot remove {}: {e}", dir.display()))?;
+            // Only a direct child of git's `worktrees/`, named plainly (no `..`).
             if let Some(gitdir) = std::fs::read_to_string(&record)
                 .ok()
                 .map(|p| PathBuf::from(p.trim()))
-                .filter(|p| p.starts_with(repo.common.join("worktrees")))
+                .filter(|p| p.parent() == Some(repo.common.join("worktrees").as_path()))
+                .filter(|p| {
+                    p.components().all(|c| {
+                        matches!(
+                            c,
+                            std::path::Component::Normal(_) | std::path::Component::RootDir
+                        )
+                    })
+                })
             {
                 let _ = std::fs::remove_dir_all(gitdir);
             }
@@ -1198,7 +1237,7 @@ pub fn has_uncommitted(root: &Path, goal: GoalId, todo: TodoId) -> Result<bool, 
         .index
         .with_extension(format!("check-{}", std::process::id()));
     let now = tree
-        .git_with(&index, &["read-tree", &head])
+        .stage_base(&index, &head)
         .and_then(|_| tree.git_with(&index, &["add", "--all"]))
         .and_then(|_| tree.git_with(&index, &["write-tree"]));
     let _ = std::fs::remove_file(&index);
@@ -1234,13 +1273,20 @@ pub fn todo_diff(root: &Path, goal: GoalId, todo: TodoId, stat: bool) -> Result<
         let index = tree
             .index
             .with_extension(format!("diff-{}", std::process::id()));
-        let mut args = vec!["diff", "--no-color", "--no-ext-diff", "--no-textconv"];
+        // Never into a nested repository of the agent's: git would run its config's filters.
+        let mut args = vec![
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--ignore-submodules=all",
+        ];
         if stat {
             args.push("--stat");
         }
         args.push(&head);
         let uncommitted = tree
-            .git_with(&index, &["read-tree", &head])
+            .stage_base(&index, &head)
             .and_then(|_| tree.git_with(&index, &["add", "--all", "--intent-to-add"]))
             .and_then(|_| tree.git_with(&index, &args));
         let _ = std::fs::remove_file(&index);
