@@ -314,19 +314,6 @@ impl Repo {
     pub fn has_branch(&self, branch: &str) -> bool {
         self.branch_head(branch).is_some()
     }
-
-    /// How many commits `branch` has that `goal`'s integration branch does not.
-    pub fn ahead(&self, branch: &str, goal: GoalId) -> Option<u64> {
-        let range = format!(
-            "refs/heads/{}..refs/heads/{branch}",
-            integration_branch(goal)
-        );
-        self.git(&["rev-list", "--count", &range])
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    }
 }
 
 /// Runs git in `dir`; its stdout as text, or why it failed.
@@ -963,10 +950,7 @@ pub fn land(
     check: Option<&CheckRun<'_>>,
     held: &dyn Fn() -> bool,
 ) -> Landing {
-    match try_land(root, goal, todo, title, check, held) {
-        Ok(landing) => landing,
-        Err(why) => Landing::Failed(why),
-    }
+    try_land(root, goal, todo, title, check, held).unwrap_or_else(Landing::Failed)
 }
 
 fn try_land(
