@@ -17,6 +17,7 @@ mod quota;
 mod report;
 mod run_loop;
 mod run_once;
+mod scale;
 mod sim;
 mod soak;
 mod store_files;

@@ -374,6 +374,13 @@ pub enum TodoCommand {
         /// Every todo, finished ones too.
         #[arg(long, conflicts_with = "state")]
         all: bool,
+        /// At most this many todos, in the order they were added (page with `--after`).
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Only todos added after this one (`t120`), in the order they were added: give the
+        /// last todo of a page to get the next.
+        #[arg(long, value_name = "ID")]
+        after: Option<String>,
     },
     /// Show one todo.
     Show {

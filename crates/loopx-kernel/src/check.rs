@@ -81,13 +81,8 @@ pub fn check_consistency(snap: &Snapshot<'_>) -> Result<Vec<String>, KernelError
             "the active-todo index lists {indexed:?} but the open and claimed todos are {active:?}"
         ));
     }
-    let counts = snap.todo_counts(
-        &todos
-            .iter()
-            .filter(|t| !t.state.is_final())
-            .cloned()
-            .collect::<Vec<_>>(),
-    )?;
+    check_todo_index(snap, &todos, &mut problems)?;
+    let counts = snap.todo_counts()?;
     let dropped = todos
         .iter()
         .filter(|t| t.state == TodoState::Dropped)
@@ -101,6 +96,68 @@ pub fn check_consistency(snap: &Snapshot<'_>) -> Result<Vec<String>, KernelError
     }
     check_events(snap, &mut problems)?;
     Ok(problems)
+}
+
+/// The todo indexes (`store/todo_index.rs`) hold what the todos say they should, row for row.
+fn check_todo_index(
+    snap: &Snapshot<'_>,
+    todos: &[crate::model::Todo],
+    problems: &mut Vec<String>,
+) -> Result<(), KernelError> {
+    let Some(mut stored) = snap.todo_index_rows()? else {
+        return Ok(());
+    };
+    let state: std::collections::BTreeMap<_, _> = todos.iter().map(|t| (t.id, t.state)).collect();
+    let unfinished = |t: &crate::model::Todo| -> Vec<u64> {
+        let mut deps: Vec<u64> = t
+            .after
+            .iter()
+            .filter(|d| state.get(d).is_some_and(|s| !s.is_final()))
+            .map(|d| d.0)
+            .collect();
+        deps.sort_unstable();
+        deps.dedup();
+        deps
+    };
+    let mut want = crate::store::TodoIndexRows::default();
+    for todo in todos {
+        match todo.state {
+            TodoState::Open => {
+                want.open_count += 1;
+                let waits = unfinished(todo);
+                if waits.is_empty() {
+                    let (g, r, n, p, id) = crate::store::ready_key(todo);
+                    want.ready.push((g, r.to_owned(), n, p, id));
+                } else {
+                    want.waiting.push((todo.goal.0, todo.id.0));
+                    want.dependents
+                        .extend(waits.into_iter().map(|d| (d, todo.id.0)));
+                }
+            }
+            TodoState::Claimed => {
+                want.claimed_count += 1;
+                want.claimed.push(todo.id.0);
+            }
+            TodoState::Done | TodoState::Dropped => {}
+        }
+    }
+    want.ready.sort();
+    want.waiting.sort_unstable();
+    for (goal, _) in &want.waiting {
+        match want.waiting_counts.last_mut() {
+            Some((g, n)) if g == goal => *n += 1,
+            _ => want.waiting_counts.push((*goal, 1)),
+        }
+    }
+    stored.waiting_counts.sort_unstable();
+    want.dependents.sort_unstable();
+    stored.claimed.sort_unstable();
+    if stored != want {
+        problems.push(format!(
+            "the todo indexes do not match the todos: stored {stored:?}, expected {want:?}"
+        ));
+    }
+    Ok(())
 }
 
 fn check_counters(snap: &Snapshot<'_>, problems: &mut Vec<String>) -> Result<(), KernelError> {

@@ -20,19 +20,33 @@ use crate::time::Timestamp;
 /// How many recent slices the decision looks at (stall streaks, planning runs, repairs).
 const RECENT_SLICES: usize = 200;
 
-/// What every agent's decision reads alike: the goal, open todos, open gates, recent slices,
-/// holds and the goal's busy time. Read once per snapshot and shared, so deciding for several
-/// agents (as `loopx status` does) decodes the todos once.
+/// How many of an agent's best open todos the decision reads first; it reads eight times as
+/// many each time the answer depends on the ones left out (none of these could be taken).
+const FIRST_READ: usize = 32;
+/// How many of the goal's waiting todos the decision sees (to say what the agent waits on).
+const WAITING_SEEN: usize = 8;
+
+/// What every agent's decision reads alike: the goal, claimed and some waiting todos, open
+/// gates, recent slices, holds and the goal's busy time. Read once per snapshot and shared, so
+/// deciding for several agents (as `loopx status` does) reads them once. The open todos an
+/// agent could take are read per agent, from the ready index, as few as the answer needs
+/// ([`DecisionState::for_agent`]).
 #[derive(Debug, Clone)]
 pub struct SharedState {
     pub now: Timestamp,
     pub goal: Option<GoalView>,
+    /// The goal's claimed todos, the first few of its open todos that wait on another, and the
+    /// first ready todo of each role.
     pub todos: Vec<TodoView>,
     pub gates: Vec<GateView>,
     pub slices: Vec<SliceView>,
     pub holds: Vec<crate::model::QuotaHold>,
     pub busy: Vec<(u64, u64)>,
     pub policy: Policy,
+    /// The goal, by number, whose ready todos the agents read.
+    goal_id: Option<crate::ids::GoalId>,
+    /// Running slices' todos: `(todo, slice)`.
+    running: Vec<(crate::ids::TodoId, String)>,
 }
 
 impl SharedState {
@@ -45,15 +59,6 @@ impl SharedState {
 
     /// Reads the shared part of the decision at `now`.
     pub fn read(snap: &Snapshot<'_>, now: Timestamp) -> Result<SharedState, KernelError> {
-        SharedState::read_with(snap, now, &snap.active_todos()?)
-    }
-
-    /// Like [`SharedState::read`], with the open and claimed todos already read from `snap`.
-    pub fn read_with(
-        snap: &Snapshot<'_>,
-        now: Timestamp,
-        active: &[crate::model::Todo],
-    ) -> Result<SharedState, KernelError> {
         let policy = Policy::default();
         // The active or paused goal; else the latest, so that a finished goal's agents stop
         // with "goal g1 is done" rather than "there is no active goal".
@@ -61,38 +66,30 @@ impl SharedState {
             Some(goal) => Some(goal),
             None => snap.goals()?.pop(),
         };
-        let finished = |id: &crate::ids::TodoId| !active.iter().any(|t| t.id == *id);
         let running = snap.running_slices()?;
-        let running_on = |id: crate::ids::TodoId| {
-            running
-                .iter()
-                .find(|s| s.todo == Some(id))
-                .map(|s| s.id.to_string())
-        };
-        let todos = active
+        let running_todos: Vec<_> = running
             .iter()
-            .filter(|t| goal.as_ref().is_some_and(|g| g.id == t.goal))
-            .map(|t| TodoView {
-                id: t.id.to_string(),
-                title: t.title.clone(),
-                priority: t.priority,
-                order: t.id.0,
-                needs: t.needs.clone(),
-                role: t.role.clone(),
-                waits_on: t
-                    .after
-                    .iter()
-                    .find(|d| !finished(d))
-                    .map(ToString::to_string),
-                lease: t
-                    .lease
-                    .as_ref()
-                    .filter(|_| t.state == TodoState::Claimed)
-                    .map(|l| (l.agent.to_string(), l.expires_at.0)),
-                running: running_on(t.id),
-                attempts_since: t.attempts_since.map(|s| s.0),
-            })
+            .filter_map(|s| Some((s.todo?, s.id.to_string())))
             .collect();
+        let mut todos = Vec::new();
+        if let Some(goal) = &goal {
+            let mut mine: Vec<crate::model::Todo> = snap
+                .claimed_todos()?
+                .into_iter()
+                .filter(|t| t.goal == goal.id)
+                .collect();
+            mine.extend(snap.waiting_todos(goal.id, WAITING_SEEN)?);
+            // The first ready todo of each role: an agent that can take none of them still
+            // sees that the goal has work left (it stays quiet rather than plans), and why.
+            for role in snap.ready_roles(goal.id)? {
+                for needs in [false, true] {
+                    mine.extend(snap.ready_todos(goal.id, role.as_deref(), needs, 1)?);
+                }
+            }
+            for todo in &mine {
+                todos.push(todo_view(snap, todo, &running_todos)?);
+            }
+        }
         let gates = snap
             .gates()?
             .into_iter()
@@ -150,6 +147,8 @@ impl SharedState {
         };
         Ok(SharedState {
             now,
+            goal_id: goal.as_ref().map(|g| g.id),
+            running: running_todos,
             goal: goal.map(|g| GoalView {
                 id: g.id.to_string(),
                 status: match g.status {
@@ -173,7 +172,82 @@ impl SharedState {
     }
 }
 
-/// Everything `decide` reads for one agent: the shared state plus the agent's own quota state.
+/// A todo as the decision sees it: whether it waits, who holds it, what runs on it.
+fn todo_view(
+    snap: &Snapshot<'_>,
+    t: &crate::model::Todo,
+    running: &[(crate::ids::TodoId, String)],
+) -> Result<TodoView, KernelError> {
+    let mut waits_on = None;
+    for dep in &t.after {
+        if snap.todo(*dep)?.is_some_and(|d| !d.state.is_final()) {
+            waits_on = Some(dep.to_string());
+            break;
+        }
+    }
+    Ok(TodoView {
+        id: t.id.to_string(),
+        title: t.title.clone(),
+        priority: t.priority,
+        order: t.id.0,
+        needs: t.needs.clone(),
+        role: t.role.clone(),
+        waits_on,
+        lease: t
+            .lease
+            .as_ref()
+            .filter(|_| t.state == TodoState::Claimed)
+            .map(|l| (l.agent.to_string(), l.expires_at.0)),
+        running: running
+            .iter()
+            .find(|(id, _)| *id == t.id)
+            .map(|(_, s)| s.clone()),
+        attempts_since: t.attempts_since.map(|s| s.0),
+    })
+}
+
+/// The first ready todos of `goal` that `agent` could take, at most `limit` from each range,
+/// in the order it takes them, and the rank of the last when more rank after it. An agent
+/// takes todos for its role and todos for any role, and todos that need a capability only when
+/// it has some: up to four ranges of the index, merged; when one of them was cut short, the
+/// merge is cut at its last row, so that what is returned is a true prefix.
+fn ready_for(
+    snap: &Snapshot<'_>,
+    goal: crate::ids::GoalId,
+    agent: &AgentView,
+    limit: usize,
+) -> Result<(Vec<crate::model::Todo>, Option<Rank>), KernelError> {
+    let rank = |t: &crate::model::Todo| (std::cmp::Reverse(t.priority), t.id.0);
+    let mut merged = Vec::new();
+    let mut horizon: Option<Rank> = None;
+    let roles = std::iter::once(None).chain(agent.role.as_deref().map(Some));
+    let needs: &[bool] = match agent.capabilities.is_empty() {
+        true => &[false],
+        false => &[false, true],
+    };
+    let ranges = roles.flat_map(|role| needs.iter().map(move |needs| (role, *needs)));
+    for (role, needs) in ranges {
+        let mut todos = snap.ready_todos(goal, role, needs, limit.saturating_add(1))?;
+        if todos.len() > limit {
+            todos.truncate(limit);
+            if let Some(last) = todos.last().map(rank) {
+                horizon = Some(horizon.map_or(last, |h| h.min(last)));
+            }
+        }
+        merged.extend(todos);
+    }
+    merged.sort_by_key(rank);
+    if let Some(horizon) = horizon {
+        merged.retain(|t| rank(t) <= horizon);
+    }
+    Ok((merged, horizon))
+}
+
+/// Where a todo ranks among those an agent could take: higher priority first, then older.
+type Rank = (std::cmp::Reverse<i32>, u64);
+
+/// Everything `decide` reads for one agent: the shared state plus the agent's own quota state
+/// and the open todos it could take.
 #[derive(Debug, Clone)]
 pub struct DecisionState {
     pub shared: std::sync::Arc<SharedState>,
@@ -181,6 +255,10 @@ pub struct DecisionState {
     pub holds: Vec<loopx_quota::Hold>,
     pub pacing_tat: Option<u64>,
     pub windows: Vec<WindowState>,
+    /// The shared todos and the agent's best ready ones: as many as the decision needed.
+    pub todos: Vec<TodoView>,
+    /// The decision, made while reading (it says how many todos to read).
+    decision: Decision,
 }
 
 impl DecisionState {
@@ -219,31 +297,61 @@ impl DecisionState {
                 snap.quota_value::<WindowState>(&window_key(&agent.account, l))
                     .map(Option::unwrap_or_default)
             })
-            .collect::<Result<_, _>>()?;
-        Ok(DecisionState {
-            shared,
-            agent,
-            holds: hold_views(&holds),
-            pacing_tat,
-            windows,
-        })
+            .collect::<Result<Vec<_>, KernelError>>()?;
+        let holds = hold_views(&holds);
+        let mut limit = FIRST_READ;
+        loop {
+            let mut todos = shared.todos.clone();
+            let mut more = false;
+            if let Some(goal) = shared.goal_id {
+                let (ready, horizon) = ready_for(snap, goal, &agent, limit)?;
+                if let Some(horizon) = horizon {
+                    // A peer's expired claim it could take ranks among the ready todos: one
+                    // past the last read could come after todos not read yet. Its own claims
+                    // come first whatever their rank.
+                    todos.retain(|t| {
+                        t.lease.as_ref().is_some_and(|(a, _)| *a == agent.name)
+                            || (std::cmp::Reverse(t.priority), t.order) <= horizon
+                    });
+                }
+                for todo in &ready {
+                    let id = todo.id.to_string();
+                    if !todos.iter().any(|t| t.id == id) {
+                        todos.push(todo_view(snap, todo, &shared.running)?);
+                    }
+                }
+                more = horizon.is_some();
+            }
+            let input = DecideInput {
+                now: shared.now.0,
+                agent: &agent,
+                goal: shared.goal.as_ref(),
+                todos: &todos,
+                gates: &shared.gates,
+                slices: &shared.slices,
+                holds: &holds,
+                pacing_tat,
+                windows: &windows,
+                busy: &shared.busy,
+                policy: &shared.policy,
+            };
+            if let Some(decision) = loopx_quota::decide_prefix(&input, more) {
+                return Ok(DecisionState {
+                    shared,
+                    agent,
+                    holds,
+                    pacing_tat,
+                    windows,
+                    todos,
+                    decision,
+                });
+            }
+            limit = limit.saturating_mul(8);
+        }
     }
 
     /// The decision.
     pub fn decide(&self) -> Decision {
-        let shared = &self.shared;
-        loopx_quota::decide(&DecideInput {
-            now: shared.now.0,
-            agent: &self.agent,
-            goal: shared.goal.as_ref(),
-            todos: &shared.todos,
-            gates: &shared.gates,
-            slices: &shared.slices,
-            holds: &self.holds,
-            pacing_tat: self.pacing_tat,
-            windows: &self.windows,
-            busy: &shared.busy,
-            policy: &shared.policy,
-        })
+        self.decision.clone()
     }
 }

@@ -98,6 +98,12 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// redb latched an earlier I/O failure (a full disk) on this handle: it refuses everything
+    /// until the file is opened again. Only a long-lived handle (a supervisor's) meets it.
+    #[error(
+        "an earlier write to state store `{path}` failed (a full disk?), so this handle on it must be reopened\n(hint: loopx reopens it at the next try)"
+    )]
+    Reopen { path: PathBuf },
     #[error("failed to open state store `{path}`")]
     Open {
         path: PathBuf,
@@ -138,7 +144,10 @@ impl StoreError {
     /// A passing condition (another process holds the store, the disk is full) rather than a
     /// broken store: the same operation may succeed later.
     pub fn is_transient(&self) -> bool {
-        matches!(self, StoreError::Busy { .. } | StoreError::NoSpace { .. })
+        matches!(
+            self,
+            StoreError::Busy { .. } | StoreError::NoSpace { .. } | StoreError::Reopen { .. }
+        )
     }
 }
 

@@ -17,6 +17,7 @@ mod open;
 mod reads;
 mod snapshot;
 pub(crate) mod tables;
+mod todo_index;
 mod writer;
 
 pub use apply::quota::QuotaRequest;
@@ -26,3 +27,6 @@ pub use apply::{
 };
 pub use open::{OpenOptions, SCHEMA_VERSION, Store, WriteLock};
 pub use snapshot::{Snapshot, TodoCounts};
+
+pub(crate) use snapshot::TodoIndexRows;
+pub(crate) use todo_index::ready_key;

@@ -260,22 +260,41 @@ impl Decision {
 /// waits: after temporary failures in a row the agent backs off, and a todo that keeps
 /// completing without progress rests, longer each time, while other todos go first.
 pub fn decide(input: &DecideInput<'_>) -> Decision {
+    decide_prefix(input, false).unwrap_or_else(|| {
+        // Unreachable: only a partial list of todos leaves the decision open.
+        Decision::new(DecisionKind::Quiet, "nothing to do".to_owned())
+    })
+}
+
+/// [`decide`] on a partial list of todos, so that the caller need not read every open todo.
+///
+/// With `more_todos`, `input.todos` holds every claimed todo but only the best-ranked open
+/// ones this agent could take (by priority, then age, as [`decide`] ranks them): others exist
+/// and rank after all of these. The answer is then the one [`decide`] gives on the whole list
+/// whenever it is `Some`; `None` means it depends on the todos left out (no todo here could be
+/// taken), and the caller reads more and asks again.
+pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decision> {
     match input.goal {
         Some(goal) if goal.status == "active" => {}
         Some(goal) => {
-            return Decision::new(
+            return Some(Decision::new(
                 DecisionKind::Stop,
                 format!("goal {} is {}", goal.id, goal.status),
-            );
+            ));
         }
-        None => return Decision::new(DecisionKind::Stop, "there is no active goal".to_owned()),
+        None => {
+            return Some(Decision::new(
+                DecisionKind::Stop,
+                "there is no active goal".to_owned(),
+            ));
+        }
     }
     let candidates = candidates(input);
-    if let Some(decision) = gate_blocks(input, &candidates) {
-        return decision;
+    if let Some(decision) = gate_blocks(input, &candidates, more_todos) {
+        return Some(decision);
     }
     if let Some(decision) = over_budget(input) {
-        return decision;
+        return Some(decision);
     }
     // The first todo not held back by a gate or resting after slices without progress; a
     // stalled one asks a person first, resting or not.
@@ -292,7 +311,7 @@ pub fn decide(input: &DecideInput<'_>) -> Decision {
             );
             d.todo = Some((todo.id.clone(), todo.title.clone()));
             d.stalled = Some(todo.id.clone());
-            return d;
+            return Some(d);
         }
         match no_progress_pause(input.slices, todo, input.policy, input.now) {
             Some((until, idle)) if until > input.now => {
@@ -306,8 +325,12 @@ pub fn decide(input: &DecideInput<'_>) -> Decision {
             }
         }
     }
+    if chosen.is_none() && more_todos {
+        // A todo left out might be the one to take, or to ask about.
+        return None;
+    }
     if let Some(decision) = quota_wait(input) {
-        return decision;
+        return Some(decision);
     }
     if let Some((until, failed)) =
         transient_backoff(input.slices, &input.agent.name, input.policy, input.now)
@@ -321,7 +344,7 @@ pub fn decide(input: &DecideInput<'_>) -> Decision {
             ),
         );
         d.wake_at = Some(until);
-        return d;
+        return Some(d);
     }
     if let (None, Some((until, todo, idle))) = (chosen, resting) {
         let mut d = Decision::new(
@@ -333,7 +356,7 @@ pub fn decide(input: &DecideInput<'_>) -> Decision {
         );
         d.todo = Some((todo.id.clone(), todo.title.clone()));
         d.wake_at = Some(until);
-        return d;
+        return Some(d);
     }
     let probe = input.holds.iter().any(|h| {
         h.source == HoldSource::Vendor && h.ends(input.now).is_some_and(|u| u <= input.now)
@@ -352,7 +375,7 @@ pub fn decide(input: &DecideInput<'_>) -> Decision {
             .reason
             .push_str("; a vendor hold just ended, so this is a short probe first");
     }
-    decision
+    Some(decision)
 }
 
 /// Todos the agent could take, best first: its own claim, then claimable ones by priority and age.
@@ -399,7 +422,11 @@ fn ask(gate: &GateView, reason: String) -> Decision {
     d
 }
 
-fn gate_blocks(input: &DecideInput<'_>, candidates: &[&TodoView]) -> Option<Decision> {
+fn gate_blocks(
+    input: &DecideInput<'_>,
+    candidates: &[&TodoView],
+    more_todos: bool,
+) -> Option<Decision> {
     let name = &input.agent.name;
     for gate in input.gates {
         match &gate.blocks {
@@ -413,7 +440,8 @@ fn gate_blocks(input: &DecideInput<'_>, candidates: &[&TodoView]) -> Option<Deci
         }
     }
     let first = candidates.first()?;
-    if candidates.iter().all(|t| blocked_by_gate(input, t)) {
+    // Every todo it could take is blocked only if none was left out.
+    if !more_todos && candidates.iter().all(|t| blocked_by_gate(input, t)) {
         let gate = input
             .gates
             .iter()

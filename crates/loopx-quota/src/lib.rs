@@ -29,7 +29,7 @@ pub mod window;
 pub use budget::{Budget, Spending};
 pub use decide::{
     AgentView, Blocked, DecideInput, Decision, DecisionKind, GateBlocks, GateView, GoalView, Hold,
-    HoldSource, Policy, SliceKind, SliceView, TodoView, admission, decide,
+    HoldSource, Policy, SliceKind, SliceView, TodoView, admission, decide, decide_prefix,
 };
 pub use outcome::{Next, Outcome, OutcomePolicy, Streak};
 pub use pacing::{Pacing, pacing_check};

@@ -103,13 +103,14 @@ fn checks(ctx: &Ctx, repair: bool) -> Vec<Check> {
             return checks;
         }
     };
+    let schema = store
+        .read(|s| s.meta("schema_version"))
+        .ok()
+        .flatten()
+        .unwrap_or(loopx_kernel::store::SCHEMA_VERSION);
     checks.push(Check::pass(
         "store",
-        format!(
-            "{} opens, schema {}",
-            store.path().display(),
-            loopx_kernel::store::SCHEMA_VERSION
-        ),
+        format!("{} opens, schema {schema}", store.path().display()),
     ));
     let integrity = match repair {
         true => store.check_integrity(),
@@ -131,7 +132,21 @@ fn checks(ctx: &Ctx, repair: bool) -> Vec<Check> {
         )),
         (Err(e), _) => checks.push(Check::fail("integrity", e)),
     }
-    match store.read(loopx_kernel::check_consistency) {
+    let mut consistency = store.read(loopx_kernel::check_consistency);
+    if repair
+        && let Ok(problems) = &consistency
+        && problems.iter().any(|p| p.starts_with("the todo indexes"))
+    {
+        // The indexes are derived from the todos: rebuilt, and checked again.
+        match store.rebuild_todo_index() {
+            Ok(()) => {
+                checks.push(Check::pass("todo indexes", "rebuilt from the todos"));
+                consistency = store.read(loopx_kernel::check_consistency);
+            }
+            Err(e) => checks.push(Check::fail("todo indexes", e)),
+        }
+    }
+    match consistency {
         Ok(problems) if problems.is_empty() => {
             let events = store.read(|s| s.event_count()).unwrap_or(0);
             checks.push(Check::pass(

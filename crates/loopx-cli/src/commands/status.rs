@@ -24,6 +24,8 @@ struct Status {
     running: Vec<Running>,
     claimed: Vec<Claimed>,
     waiting: Vec<Waiting>,
+    /// How many todos wait on a dependency in all (`waiting` lists the first of them).
+    waiting_total: u64,
     next: Vec<Next>,
     latest_evidence: Vec<Evidence>,
     counts: TodoCounts,
@@ -123,40 +125,49 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     // A broken loopx.toml is reported by `loopx run` and `loopx quota status`; the overview
     // still shows what it can.
     let budget = super::quota::project_budget(ctx).unwrap_or_default();
+    // Everything below reads a bounded number of records, whatever the number of todos: the
+    // claimed ones, the first of the waiting and ready ones, counts kept as counters.
     let (goal, gates, running, todos, latest_evidence, agents) = store.read(|s| {
-        let todos = s.active_todos()?;
-        let counts = s.todo_counts(&todos)?;
-        let agents = agents_now(s, &views, &todos, &budget, now)?;
+        let counts = s.todo_counts()?;
+        let agents = agents_now(s, &views, &budget, now)?;
         // The active or paused goal; else the latest one, so a finished goal shows as done.
         let goal = match s.current_goal()? {
             Some(goal) => Some(goal),
             None => s.goals()?.pop(),
         };
+        let gates: Vec<Gate> = s
+            .gates()?
+            .into_iter()
+            .filter(|g| g.state == GateState::Open)
+            .collect();
+        let todos = match &goal {
+            Some(goal) => first_todos(s, goal.id, &gates, counts)?,
+            None => FirstTodos {
+                claimed: s.claimed_todos()?,
+                counts,
+                ..FirstTodos::default()
+            },
+        };
         Ok((
             goal,
-            s.gates()?
-                .into_iter()
-                .filter(|g| g.state == GateState::Open)
-                .collect::<Vec<_>>(),
+            gates,
             s.running_slices()?,
-            (todos, counts),
+            todos,
             s.evidence_newest(FIRST_SCREEN, |_| true)?,
             agents,
         ))
     })?;
-    drop(store);
-    let (todos, counts) = todos;
     let isolation = goal
         .as_ref()
-        .map(|g| isolation_now(project.root(), g, &todos));
+        .map(|g| isolation_now(project.root(), g, &store));
+    drop(store);
     let mut status = assemble(
         project.root().display().to_string(),
         now,
         goal,
         gates,
         running,
-        &todos,
-        counts,
+        todos,
         latest_evidence,
         agents,
     );
@@ -167,7 +178,106 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     render(ctx, &status, now)
 }
 
-fn isolation_now(root: &std::path::Path, goal: &Goal, todos: &[Todo]) -> IsolationNow {
+/// How many waiting todos `status` lists (the count says how many there are).
+const WAITING_SHOWN: usize = 10;
+
+/// The todos `status` shows: every claimed one, and the first of the goal's waiting and ready
+/// ones.
+#[derive(Debug, Default)]
+struct FirstTodos {
+    claimed: Vec<Todo>,
+    /// Waiting on a dependency, with the dependency: the first [`WAITING_SHOWN`].
+    waiting: Vec<(Todo, TodoId)>,
+    /// Ready todos that an open gate holds back.
+    gated: Vec<(Todo, loopx_kernel::GateId)>,
+    /// The first ready todos in the order agents take them, none of them gated.
+    ready: Vec<Todo>,
+    waiting_total: u64,
+    counts: TodoCounts,
+}
+
+fn first_todos(
+    s: &loopx_kernel::Snapshot<'_>,
+    goal: loopx_kernel::GoalId,
+    gates: &[Gate],
+    counts: TodoCounts,
+) -> Result<FirstTodos, loopx_kernel::KernelError> {
+    let mut first = FirstTodos {
+        claimed: s.claimed_todos()?,
+        waiting_total: s.waiting_count(goal)?,
+        counts,
+        ..FirstTodos::default()
+    };
+    for todo in s.waiting_todos(goal, WAITING_SHOWN)? {
+        let mut on = None;
+        for dep in &todo.after {
+            if s.todo(*dep)?.is_some_and(|d| !d.state.is_final()) {
+                on = Some(*dep);
+                break;
+            }
+        }
+        if let Some(dep) = on {
+            first.waiting.push((todo, dep));
+        }
+    }
+    // A global gate holds back every todo; other gates name the todos they hold back: a few
+    // lookups, not a scan.
+    let global = gates
+        .iter()
+        .find(|g| matches!(g.blocks, loopx_kernel::model::Blocks::Global))
+        .map(|g| g.id);
+    let named_by = |id: TodoId| {
+        gates
+            .iter()
+            .find(|g| matches!(&g.blocks, loopx_kernel::model::Blocks::Todos(ids) if ids.contains(&id)))
+            .map(|g| g.id)
+    };
+    let mut named: Vec<TodoId> = gates
+        .iter()
+        .flat_map(|g| match &g.blocks {
+            loopx_kernel::model::Blocks::Todos(ids) => ids.clone(),
+            _ => Vec::new(),
+        })
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    for id in &named {
+        let Some(todo) = s.todo(*id)? else { continue };
+        if todo.state != loopx_kernel::model::TodoState::Open || todo.goal != goal {
+            continue;
+        }
+        // Listed as gated only when nothing else holds it: a todo waiting on a dependency
+        // is listed (and counted) as waiting.
+        let mut ready = true;
+        for dep in &todo.after {
+            ready &= s.todo(*dep)?.is_none_or(|d| d.state.is_final());
+        }
+        if let (true, Some(gate)) = (ready, named_by(*id)) {
+            first.gated.push((todo, gate));
+        }
+    }
+    let wanted = FIRST_SCREEN + named.len();
+    for role in s.ready_roles(goal)? {
+        for needs in [false, true] {
+            first.ready.extend(
+                s.ready_todos(goal, role.as_deref(), needs, wanted)?
+                    .into_iter()
+                    .filter(|t| named_by(t.id).is_none()),
+            );
+        }
+    }
+    first
+        .ready
+        .sort_by_key(|t| (std::cmp::Reverse(t.priority), t.id));
+    first.ready.truncate(FIRST_SCREEN);
+    if let Some(gate) = global {
+        // Nothing is next while a gate holds back everything: the first in line wait on it.
+        first.gated.extend(first.ready.drain(..).map(|t| (t, gate)));
+    }
+    Ok(first)
+}
+
+fn isolation_now(root: &std::path::Path, goal: &Goal, store: &loopx_kernel::Store) -> IsolationNow {
     use loopx_kernel::model::Isolation;
     match &goal.isolation {
         Isolation::Shared => IsolationNow {
@@ -184,16 +294,25 @@ fn isolation_now(root: &std::path::Path, goal: &Goal, todos: &[Todo]) -> Isolati
             merge_commands: Vec::new(),
         },
         Isolation::Worktree { .. } => {
-            let open: Vec<TodoId> = todos.iter().map(|t| t.id).collect();
+            let branches =
+                loopx_supervisor::worktree::branch_states(root, goal.id).unwrap_or_default();
+            // Only the branches of open and claimed todos: a lookup each.
+            let todo_branches = store
+                .read(|s| {
+                    let mut open = Vec::new();
+                    for b in branches {
+                        if s.todo(b.todo)?.is_some_and(|t| !t.state.is_final()) {
+                            open.push(b);
+                        }
+                    }
+                    Ok(open)
+                })
+                .unwrap_or_default();
             IsolationNow {
                 mode: "worktree",
                 why: None,
                 branch: Some(loopx_supervisor::worktree::integration_branch(goal.id)),
-                todo_branches: loopx_supervisor::worktree::branch_states(root, goal.id)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|b| open.contains(&b.todo))
-                    .collect(),
+                todo_branches,
                 merge_commands: match goal.status {
                     loopx_kernel::model::GoalStatus::Done => super::goal::merge_hint(goal),
                     _ => Vec::new(),
@@ -213,17 +332,22 @@ fn assemble(
     goal: Option<Goal>,
     gates: Vec<Gate>,
     running: Vec<SliceRecord>,
-    todos: &[Todo],
-    counts: TodoCounts,
+    todos: FirstTodos,
     latest_evidence: Vec<Evidence>,
     agents: Vec<AgentNow>,
 ) -> Status {
-    // Every todo not open or claimed is done or dropped.
-    let active: std::collections::BTreeSet<TodoId> = todos.iter().map(|t| t.id).collect();
+    let FirstTodos {
+        claimed: claimed_todos,
+        waiting: waiting_todos,
+        gated,
+        ready,
+        waiting_total,
+        counts,
+    } = todos;
     let mut claimed = Vec::new();
     let mut waiting = Vec::new();
     let mut next = Vec::new();
-    for todo in todos {
+    for todo in &claimed_todos {
         if let Some(lease) = &todo.lease {
             claimed.push(Claimed {
                 todo: todo.id,
@@ -233,34 +357,43 @@ fn assemble(
                 expires_at: lease.expires_at,
                 expired: !lease.is_live(now),
             });
-            if lease.is_live(now) {
-                continue;
-            }
         }
-        let blocked_on = todo.after.iter().find(|dep| active.contains(dep));
-        let gate = gates.iter().find(|g| {
-            g.blocks.blocks(None, Some(todo.id))
-                && !matches!(g.blocks, loopx_kernel::model::Blocks::Agent(_))
+    }
+    for (todo, dep) in &waiting_todos {
+        waiting.push(Waiting {
+            todo: todo.id,
+            title: todo.title.clone(),
+            reason: format!("waits on {dep}"),
         });
-        if let Some(dep) = blocked_on {
-            waiting.push(Waiting {
-                todo: todo.id,
-                title: todo.title.clone(),
-                reason: format!("waits on {dep}"),
-            });
-        } else if let Some(gate) = gate {
-            waiting.push(Waiting {
-                todo: todo.id,
-                title: todo.title.clone(),
-                reason: format!("blocked by gate {}", gate.id),
-            });
-        } else {
+    }
+    for (todo, gate) in &gated {
+        waiting.push(Waiting {
+            todo: todo.id,
+            title: todo.title.clone(),
+            reason: format!("blocked by gate {gate}"),
+        });
+    }
+    // An expired lease is free to reclaim: next in line with the ready ones.
+    for todo in &claimed_todos {
+        if todo.lease.as_ref().is_some_and(|l| !l.is_live(now))
+            && !gates.iter().any(|g| {
+                g.blocks.blocks(None, Some(todo.id))
+                    && !matches!(g.blocks, loopx_kernel::model::Blocks::Agent(_))
+            })
+        {
             next.push(Next {
                 todo: todo.id,
                 title: todo.title.clone(),
                 priority: todo.priority,
             });
         }
+    }
+    for todo in &ready {
+        next.push(Next {
+            todo: todo.id,
+            title: todo.title.clone(),
+            priority: todo.priority,
+        });
     }
     next.sort_by_key(|n| (std::cmp::Reverse(n.priority), n.todo));
     next.truncate(FIRST_SCREEN);
@@ -284,6 +417,7 @@ fn assemble(
             .collect(),
         claimed,
         waiting,
+        waiting_total,
         next,
         latest_evidence,
         counts,
@@ -387,10 +521,13 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
     let expired: Vec<&Claimed> = status.claimed.iter().filter(|c| c.expired).collect();
     if !status.waiting.is_empty() || !expired.is_empty() {
         ctx.line("")?;
-        ctx.line(style.bold(&format!(
-            "Waiting ({})",
-            status.waiting.len() + expired.len()
-        )))?;
+        let gated = status
+            .waiting
+            .iter()
+            .filter(|w| w.reason.starts_with("blocked"))
+            .count() as u64;
+        let total = status.waiting_total + gated + expired.len() as u64;
+        ctx.line(style.bold(&format!("Waiting ({total})")))?;
         for wait in &status.waiting {
             ctx.line(format!(
                 "  {:<5} {}  {}",
@@ -398,6 +535,12 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
                 style.dim(&wait.reason),
                 wait.title
             ))?;
+        }
+        let unshown = total.saturating_sub((status.waiting.len() + expired.len()) as u64);
+        if unshown > 0 {
+            ctx.line(style.dim(&format!(
+                "  … and {unshown} more waiting (loopx todo list --state open)"
+            )))?;
         }
         for claim in expired {
             ctx.line(format!(
@@ -445,7 +588,6 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
 fn agents_now(
     snap: &loopx_kernel::Snapshot<'_>,
     views: &[(String, Result<loopx_quota::AgentView, String>)],
-    active: &[Todo],
     budget: &loopx_quota::Budget,
     now: Timestamp,
 ) -> Result<Vec<AgentNow>, loopx_kernel::KernelError> {
@@ -454,8 +596,7 @@ fn agents_now(
         return Ok(out);
     }
     let shared = std::sync::Arc::new(
-        loopx_kernel::decision::SharedState::read_with(snap, now, active)?
-            .with_budget(budget.clone()),
+        loopx_kernel::decision::SharedState::read(snap, now)?.with_budget(budget.clone()),
     );
     for (name, view) in views {
         let decided = view.clone().and_then(|view| {

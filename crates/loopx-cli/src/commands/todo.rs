@@ -37,7 +37,25 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
                 format!("Added {} to goal {}: {}", todo.id, todo.goal, todo.title),
             )
         }
-        TodoCommand::List { state, all } => list(ctx, state.as_deref(), all),
+        TodoCommand::List {
+            state,
+            all,
+            limit,
+            after,
+        } => {
+            let page = match (limit, after) {
+                (None, None) => None,
+                (limit, after) => Some(Page {
+                    after: after
+                        .map(|a| a.parse::<TodoId>())
+                        .transpose()
+                        .map_err(loopx_kernel::KernelError::from)?
+                        .map_or(0, |t| t.0),
+                    limit: limit.unwrap_or(usize::MAX),
+                }),
+            };
+            list(ctx, state.as_deref(), all, page)
+        }
         TodoCommand::Show { id: text } => {
             let tid: TodoId = id(&text)?;
             let (todo, handoff, goal) = ctx.store_read()?.read(|s| {
@@ -351,22 +369,51 @@ pub(super) fn show(ctx: &mut Ctx, todo: &Todo, message: String) -> Result<(), Ex
     }
 }
 
-fn list(ctx: &mut Ctx, state: Option<&str>, all: bool) -> Result<(), ExpectedError> {
+/// A page of `todo list`: todos added after `after` (a todo's number), at most `limit`.
+#[derive(Debug, Clone, Copy)]
+struct Page {
+    after: u64,
+    limit: usize,
+}
+
+fn list(
+    ctx: &mut Ctx,
+    state: Option<&str>,
+    all: bool,
+    page: Option<Page>,
+) -> Result<(), ExpectedError> {
     let wanted = |todo: &Todo| match state {
         Some(state) => todo.state.as_str() == state,
         None => all || !todo.state.is_final(),
     };
-    // Open and claimed todos come from the active index; finished ones need a full scan.
+    // Open and claimed todos come from the active index; finished ones need every todo.
     let finished_wanted = all || matches!(state, Some("done" | "dropped"));
-    let todos = ctx.store_read()?.read(|s| {
-        let todos = if finished_wanted {
-            s.todos_where(wanted)?
-        } else {
-            s.active_todos()?
-        };
-        Ok(todos.into_iter().filter(|t| wanted(t)).collect::<Vec<_>>())
+    let (todos, more) = ctx.store_read()?.read(|s| match page {
+        Some(page) => s.todos_page(page.after, page.limit, !finished_wanted, wanted),
+        None => {
+            let todos = if finished_wanted {
+                s.todos_where(wanted)?
+            } else {
+                s.active_todos()?
+            };
+            Ok((todos.into_iter().filter(|t| wanted(t)).collect(), false))
+        }
     })?;
     if ctx.json {
+        if page.is_some() {
+            /// A page: the todos, and whether more follow the last of them.
+            #[derive(serde::Serialize)]
+            struct Paged<'a> {
+                format_version: u32,
+                todos: &'a [Todo],
+                more: bool,
+            }
+            return ctx.json_out(&Paged {
+                format_version: 1,
+                todos: &todos,
+                more,
+            });
+        }
         return ctx.json_out(&document("todos", &todos));
     }
     if todos.is_empty() {
@@ -377,10 +424,25 @@ fn list(ctx: &mut Ctx, state: Option<&str>, all: bool) -> Result<(), ExpectedErr
     }
     let now = ctx.now();
     let mut sorted = todos;
-    // Highest priority first, then oldest: the order agents take them in.
-    sorted.sort_by_key(|t| (std::cmp::Reverse(t.priority), t.id));
+    if page.is_none() {
+        // Highest priority first, then oldest: the order agents take them in. A page stays
+        // in the order todos were added, so that `--after` continues it.
+        sorted.sort_by_key(|t| (std::cmp::Reverse(t.priority), t.id));
+    }
     for todo in &sorted {
         ctx.line(views::todo_line(ctx.style, todo, now))?;
+    }
+    if let (true, Some(last), Some(page)) = (more, sorted.last(), page) {
+        let mut next = format!("More: loopx todo list --after {}", last.id);
+        if page.limit != usize::MAX {
+            next.push_str(&format!(" --limit {}", page.limit));
+        }
+        if let Some(state) = state {
+            next.push_str(&format!(" --state {state}"));
+        } else if all {
+            next.push_str(" --all");
+        }
+        ctx.line(ctx.style.dim(&next))?;
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use redb::{
     Builder, ConcurrencyMode, Database, DatabaseError, ReadOnlyDatabase, ReadableDatabase,
-    TransactionError, WriteTransaction,
+    ReadableTable, TransactionError, WriteTransaction,
 };
 
 use super::snapshot::Snapshot;
@@ -16,8 +16,13 @@ use super::tables::{self, META, SCHEMA_KEY};
 use crate::errors::{KernelError, StoreError};
 use crate::project::Project;
 
-/// The layout of tables and records this loopx reads and writes.
-pub const SCHEMA_VERSION: u64 = 1;
+/// The layout of tables and records this loopx reads and writes. Version 2 added the todo
+/// indexes (`store/todo_index.rs`): a version-1 store is upgraded at its first open, and a
+/// loopx that knows only version 1 then refuses the store instead of writing todos without
+/// keeping the indexes.
+pub const SCHEMA_VERSION: u64 = 2;
+/// The oldest layout this loopx opens (and upgrades).
+const OLDEST_SCHEMA: u64 = 1;
 
 /// redb's file signature (`tree_store/page_store/header.rs` in redb 4.6).
 const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
@@ -143,7 +148,56 @@ impl Store {
         let path = project.store_path();
         precheck(&path)?;
         let db = open_retrying(&path, &options, |path| builder().open(path))?;
-        Store::checked(Handle::Write(db), project, path, options)
+        let store = Store::checked(Handle::Write(db), project, path, options)?;
+        store.build_todo_index()?;
+        Ok(store)
+    }
+
+    /// Whether the store is at this loopx's layout, the todo indexes built (a store written by
+    /// an older loopx has none yet).
+    fn has_todo_index(&self) -> Result<bool, KernelError> {
+        self.read(|s| {
+            Ok(s.meta(SCHEMA_KEY)? == Some(SCHEMA_VERSION)
+                && s.meta(tables::TODO_INDEX_KEY)?.is_some())
+        })
+    }
+
+    /// Rebuilds the todo indexes and counts from the todos (`loopx doctor --repair`, when the
+    /// consistency check finds them out of step).
+    pub fn rebuild_todo_index(&self) -> Result<(), KernelError> {
+        shielded(&self.path, || {
+            let txn = self.begin_write()?;
+            super::todo_index::build(super::todo_index::Ix {
+                txn: &txn,
+                path: &self.path,
+            })?;
+            txn.commit().map_err(|e| self.redb(e))
+        })
+    }
+
+    /// Builds the todo indexes of a store written before they existed, once.
+    fn build_todo_index(&self) -> Result<(), KernelError> {
+        if self.has_todo_index()? {
+            return Ok(());
+        }
+        let txn = self.begin_write()?;
+        let built = txn
+            .open_table(META)
+            .map_err(|e| self.redb(e))?
+            .get(tables::TODO_INDEX_KEY)
+            .map_err(|e| self.redb(e))?
+            .is_some();
+        if !built {
+            super::todo_index::build(super::todo_index::Ix {
+                txn: &txn,
+                path: &self.path,
+            })?;
+        }
+        txn.open_table(META)
+            .map_err(|e| self.redb(e))?
+            .insert(SCHEMA_KEY, SCHEMA_VERSION)
+            .map_err(|e| self.redb(e))?;
+        txn.commit().map_err(|e| self.redb(e))
     }
 
     /// Opens an existing project's store for reading only: never waits for writers and never
@@ -168,7 +222,13 @@ impl Store {
             }
             Err(e) => return Err(e.into()),
         };
-        Store::checked(db, project, path, options)
+        let store = Store::checked(db, project, path, options)?;
+        if !store.has_todo_index()? {
+            // Written by an older loopx: built once, by a read-write open, then read as usual.
+            drop(store);
+            return Store::open_with_unshielded(project, OpenOptions::default());
+        }
+        Ok(store)
     }
 
     /// Opens for inspection (`loopx doctor`): read-only, and never repaired: a file that needs
@@ -361,6 +421,10 @@ impl Store {
         txn.open_table(tables::ACTIVE_TODOS)
             .map_err(|e| self.redb(e))?;
         txn.open_table(tables::AGENTS).map_err(|e| self.redb(e))?;
+        super::todo_index::build(super::todo_index::Ix {
+            txn: &txn,
+            path: &self.path,
+        })?;
         let writer = super::writer::Writer::new(&txn, self, now, actor)?;
         writer.event(crate::model::EventKind::ProjectCreated)?;
         txn.commit().map_err(|e| self.redb(e))?;
@@ -378,7 +442,7 @@ impl Store {
             Err(e) => return Err(self.redb(e)),
         };
         match found {
-            Some(SCHEMA_VERSION) => Ok(()),
+            Some(OLDEST_SCHEMA..=SCHEMA_VERSION) => Ok(()),
             Some(found) if found > SCHEMA_VERSION => {
                 Err(StoreError::TooNew { path: self.path.clone(), found, supported: SCHEMA_VERSION }.into())
             }
@@ -396,6 +460,14 @@ impl Store {
 pub(crate) fn redb_error(path: &Path, e: redb::Error) -> StoreError {
     match e {
         redb::Error::Io(source) => StoreError::io(path, source),
+        redb::Error::PreviousIo => StoreError::Reopen {
+            path: path.to_path_buf(),
+        },
+        // After a failed commit redb discards the handle's allocator state until a reopen
+        // rebuilds it (redb 4.6, `db.rs`); the file itself is intact.
+        redb::Error::Corrupted(why) if why.contains("reopen the database") => StoreError::Reopen {
+            path: path.to_path_buf(),
+        },
         source => StoreError::Redb {
             path: path.to_path_buf(),
             source: Box::new(source),

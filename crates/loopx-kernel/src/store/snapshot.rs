@@ -20,6 +20,19 @@ pub struct TodoCounts {
     pub dropped: u64,
 }
 
+/// The rows of the todo indexes, as stored (`store/todo_index.rs`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct TodoIndexRows {
+    pub ready: Vec<(u64, String, u8, i64, u64)>,
+    /// `(goal, count)` of waiting todos, goals with none left out, by goal.
+    pub waiting_counts: Vec<(u64, u64)>,
+    pub waiting: Vec<(u64, u64)>,
+    pub dependents: Vec<(u64, u64)>,
+    pub claimed: Vec<u64>,
+    pub open_count: u64,
+    pub claimed_count: u64,
+}
+
 /// A numbered table's name, its highest key, and the counter that must be above it.
 pub(crate) type CounterCheck = (&'static str, Option<u64>, u64);
 
@@ -156,6 +169,202 @@ impl<'a> Snapshot<'a> {
         Ok(out)
     }
 
+    /// A page of todos in the order they were added: those after the todo numbered `after`
+    /// that pass `keep`, at most `limit`, and whether more follow. With `active_only`, reads
+    /// the open and claimed todos only (through their index).
+    pub fn todos_page(
+        &self,
+        after: u64,
+        limit: usize,
+        active_only: bool,
+        mut keep: impl FnMut(&Todo) -> bool,
+    ) -> Result<(Vec<Todo>, bool), KernelError> {
+        let todos = self
+            .txn
+            .open_table(tables::TODOS)
+            .map_err(|e| self.redb(e))?;
+        let mut out = Vec::new();
+        let mut take = |todo: Todo| -> bool {
+            if !keep(&todo) {
+                return true;
+            }
+            if out.len() == limit {
+                return false;
+            }
+            out.push(todo);
+            true
+        };
+        let from = after.saturating_add(1);
+        if active_only {
+            let index = self
+                .txn
+                .open_table(tables::ACTIVE_TODOS)
+                .map_err(|e| self.redb(e))?;
+            for row in index.range(from..).map_err(|e| self.redb(e))? {
+                let id = row.map_err(|e| self.redb(e))?.0.value();
+                let Some(bytes) = todos.get(id).map_err(|e| self.redb(e))? else {
+                    continue;
+                };
+                if !take(decode("todos", bytes.value())?) {
+                    return Ok((out, true));
+                }
+            }
+        } else {
+            for row in todos.range(from..).map_err(|e| self.redb(e))? {
+                let (_, bytes) = row.map_err(|e| self.redb(e))?;
+                if !take(decode("todos", bytes.value())?) {
+                    return Ok((out, true));
+                }
+            }
+        }
+        Ok((out, false))
+    }
+
+    /// Claimed todos (live or expired leases), oldest first.
+    pub fn claimed_todos(&self) -> Result<Vec<Todo>, KernelError> {
+        let index = self
+            .txn
+            .open_table(tables::CLAIMED_TODOS)
+            .map_err(|e| self.redb(e))?;
+        self.todos_by_id(super::reads::index_keys(&index, |e| self.redb(e))?)
+    }
+
+    fn todos_by_id(&self, ids: impl IntoIterator<Item = u64>) -> Result<Vec<Todo>, KernelError> {
+        let todos = self
+            .txn
+            .open_table(tables::TODOS)
+            .map_err(|e| self.redb(e))?;
+        let mut out = Vec::new();
+        for id in ids {
+            if let Some(bytes) = todos.get(id).map_err(|e| self.redb(e))? {
+                out.push(decode("todos", bytes.value())?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The first `limit` open todos of `goal` for `role` (`None`: todos for any role) that
+    /// need a capability (`needs`) or need none, whose dependencies are all finished, in the
+    /// order an agent takes them: highest priority first, then oldest. Reads `limit` rows of
+    /// the ready index, whatever the number of todos.
+    pub fn ready_todos(
+        &self,
+        goal: GoalId,
+        role: Option<&str>,
+        needs: bool,
+        limit: usize,
+    ) -> Result<Vec<Todo>, KernelError> {
+        let index = self
+            .txn
+            .open_table(tables::READY_TODOS)
+            .map_err(|e| self.redb(e))?;
+        let role = role.unwrap_or("");
+        let needs = u8::from(needs);
+        let mut ids = Vec::new();
+        for row in index
+            .range((goal.0, role, needs, i64::MIN, 0)..=(goal.0, role, needs, i64::MAX, u64::MAX))
+            .map_err(|e| self.redb(e))?
+            .take(limit)
+        {
+            ids.push(row.map_err(|e| self.redb(e))?.0.value().4);
+        }
+        self.todos_by_id(ids)
+    }
+
+    /// The roles the ready todos of `goal` are for (`None`: for any role), each once: one
+    /// lookup per role, not a scan.
+    pub fn ready_roles(&self, goal: GoalId) -> Result<Vec<Option<String>>, KernelError> {
+        let index = self
+            .txn
+            .open_table(tables::READY_TODOS)
+            .map_err(|e| self.redb(e))?;
+        let mut roles = Vec::new();
+        let mut from = String::new();
+        loop {
+            let next = index
+                .range((goal.0, from.as_str(), 0, i64::MIN, 0)..(goal.0 + 1, "", 0, i64::MIN, 0))
+                .map_err(|e| self.redb(e))?
+                .next();
+            let Some(row) = next else { break };
+            let role = row.map_err(|e| self.redb(e))?.0.value().1.to_owned();
+            roles.push((!role.is_empty()).then(|| role.clone()));
+            // The smallest string after every key of this role: the role and a NUL.
+            from = format!("{role}\0");
+        }
+        Ok(roles)
+    }
+
+    /// The first `limit` open todos of `goal` that wait on an unfinished dependency, oldest
+    /// first.
+    pub fn waiting_todos(&self, goal: GoalId, limit: usize) -> Result<Vec<Todo>, KernelError> {
+        let index = self
+            .txn
+            .open_table(tables::WAITING_TODOS)
+            .map_err(|e| self.redb(e))?;
+        let mut ids = Vec::new();
+        for row in index
+            .range((goal.0, 0)..=(goal.0, u64::MAX))
+            .map_err(|e| self.redb(e))?
+            .take(limit)
+        {
+            ids.push(row.map_err(|e| self.redb(e))?.0.value().1);
+        }
+        self.todos_by_id(ids)
+    }
+
+    /// How many open todos of `goal` wait on an unfinished dependency.
+    pub fn waiting_count(&self, goal: GoalId) -> Result<u64, KernelError> {
+        let t = self.txn.open_table(META).map_err(|e| self.redb(e))?;
+        Ok(t.get(tables::waiting_key(goal.0).as_str())
+            .map_err(|e| self.redb(e))?
+            .map_or(0, |v| v.value()))
+    }
+
+    /// The rows of every todo index, for the consistency check; `None` before they are built
+    /// (a store written by an older loopx, opened for inspection only).
+    pub(crate) fn todo_index_rows(&self) -> Result<Option<TodoIndexRows>, KernelError> {
+        if self.meta(tables::TODO_INDEX_KEY)?.is_none() {
+            return Ok(None);
+        }
+        let mut rows = TodoIndexRows::default();
+        let ready = self
+            .txn
+            .open_table(tables::READY_TODOS)
+            .map_err(|e| self.redb(e))?;
+        for row in ready.iter().map_err(|e| self.redb(e))? {
+            let (key, _) = row.map_err(|e| self.redb(e))?;
+            let (g, r, n, p, id) = key.value();
+            rows.ready.push((g, r.to_owned(), n, p, id));
+        }
+        for (table, out) in [
+            (tables::WAITING_TODOS, &mut rows.waiting),
+            (tables::DEPENDENTS, &mut rows.dependents),
+        ] {
+            let t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
+            for row in t.iter().map_err(|e| self.redb(e))? {
+                out.push(row.map_err(|e| self.redb(e))?.0.value());
+            }
+        }
+        let claimed = self
+            .txn
+            .open_table(tables::CLAIMED_TODOS)
+            .map_err(|e| self.redb(e))?;
+        rows.claimed = super::reads::index_keys(&claimed, |e| self.redb(e))?;
+        let meta = self.txn.open_table(META).map_err(|e| self.redb(e))?;
+        // `todos_waiting0` is the first key after every `todos_waiting/…` (`0` follows `/`).
+        for row in meta
+            .range("todos_waiting/".."todos_waiting0")
+            .map_err(|e| self.redb(e))?
+        {
+            let (key, count) = row.map_err(|e| self.redb(e))?;
+            let goal = key.value()["todos_waiting/".len()..].parse().unwrap_or(0);
+            rows.waiting_counts.push((goal, count.value()));
+        }
+        rows.open_count = self.meta(tables::OPEN_KEY)?.unwrap_or(0);
+        rows.claimed_count = self.meta(tables::CLAIMED_KEY)?.unwrap_or(0);
+        Ok(Some(rows))
+    }
+
     /// A quota value (`pacing/<agent>`, `window/<account>/<ms>`), if set.
     /// What `goal` spent since a todo was last done (or a person gave it a fresh budget).
     pub fn goal_spent(
@@ -247,22 +456,19 @@ impl<'a> Snapshot<'a> {
         super::reads::index_keys(&index, |e| self.redb(e))
     }
 
-    /// How many todos there are in each state, given the active ones.
-    pub fn todo_counts(&self, active: &[Todo]) -> Result<TodoCounts, KernelError> {
+    /// How many todos there are in each state, from the counts kept with the indexes.
+    pub fn todo_counts(&self) -> Result<TodoCounts, KernelError> {
         let total = self
             .meta(tables::counter::TODO)?
             .unwrap_or(1)
             .saturating_sub(1);
         let dropped = self.meta(tables::DROPPED_KEY)?.unwrap_or(0);
-        let claimed = active
-            .iter()
-            .filter(|t| t.state == crate::model::TodoState::Claimed)
-            .count() as u64;
-        let open = active.len() as u64 - claimed;
+        let open = self.meta(tables::OPEN_KEY)?.unwrap_or(0);
+        let claimed = self.meta(tables::CLAIMED_KEY)?.unwrap_or(0);
         Ok(TodoCounts {
             open,
             claimed,
-            done: total.saturating_sub(active.len() as u64 + dropped),
+            done: total.saturating_sub(open + claimed + dropped),
             dropped,
         })
     }

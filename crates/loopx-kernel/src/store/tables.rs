@@ -23,6 +23,23 @@ pub(crate) const SLICE_OWNERS: Numbered = TableDefinition::new("slice_owners");
 /// Todos that are open or claimed: what `status` and `todo list` read, without a full scan.
 pub(crate) const ACTIVE_TODOS: TableDefinition<'static, u64, ()> =
     TableDefinition::new("active_todos");
+/// Open todos whose dependencies are all finished, in the order an agent takes them:
+/// `(goal, role or "", needs capabilities (0 or 1), -priority, id)`. The decision reads a short
+/// prefix of the ranges for its goal, role and capabilities instead of every open todo
+/// (`store/todo_index.rs`).
+pub(crate) type ReadyKey = (u64, &'static str, u8, i64, u64);
+pub(crate) const READY_TODOS: TableDefinition<'static, ReadyKey, ()> =
+    TableDefinition::new("ready_todos");
+/// Open todos that wait on an unfinished dependency: `(goal, id)`.
+pub(crate) const WAITING_TODOS: TableDefinition<'static, (u64, u64), ()> =
+    TableDefinition::new("waiting_todos");
+/// For each waiting todo, one row per dependency it waits on: `(dependency, todo)`, so that
+/// finishing a todo finds the todos it releases without a scan.
+pub(crate) const DEPENDENTS: TableDefinition<'static, (u64, u64), ()> =
+    TableDefinition::new("todo_dependents");
+/// Claimed todos (live or expired leases).
+pub(crate) const CLAIMED_TODOS: TableDefinition<'static, u64, ()> =
+    TableDefinition::new("claimed_todos");
 pub(crate) const EVENTS: Numbered = TableDefinition::new("events");
 /// Quota state by key: `pacing/<agent>`, `window/<account>/<period ms>`, `hold/<key>`.
 pub(crate) const QUOTA: TableDefinition<'static, &str, &'static [u8]> =
@@ -49,3 +66,13 @@ pub(crate) const SCHEMA_KEY: &str = "schema_version";
 pub(crate) const LAST_AT_KEY: &str = "last_at";
 /// How many todos were dropped (done = all − active − dropped).
 pub(crate) const DROPPED_KEY: &str = "todos_dropped";
+/// How many todos are open, and how many claimed, kept with the indexes above.
+pub(crate) const OPEN_KEY: &str = "todos_open";
+pub(crate) const CLAIMED_KEY: &str = "todos_claimed";
+/// Present once the todo indexes (ready, waiting, dependents, claimed, the counts) are built:
+/// a store written by an older loopx gets them at its first read-write open.
+pub(crate) const TODO_INDEX_KEY: &str = "todo_index";
+/// How many todos of a goal wait on a dependency: `todos_waiting/<goal number>`.
+pub(crate) fn waiting_key(goal: u64) -> String {
+    format!("todos_waiting/{goal}")
+}

@@ -17,7 +17,7 @@ pub(crate) const SKEW: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// One write transaction, with the time and actor every record of it carries.
 pub(crate) struct Writer<'t> {
-    txn: &'t WriteTransaction,
+    pub(super) txn: &'t WriteTransaction,
     store: &'t Store,
     pub(crate) now: Timestamp,
     pub(crate) actor: &'t str,
@@ -55,7 +55,12 @@ impl<'t> Writer<'t> {
         })
     }
 
-    fn redb(&self, e: impl Into<redb::Error>) -> KernelError {
+    /// The store file, for errors.
+    pub(super) fn path(&self) -> &std::path::Path {
+        &self.store.path
+    }
+
+    pub(super) fn redb(&self, e: impl Into<redb::Error>) -> KernelError {
         self.store.redb(e)
     }
 
@@ -114,10 +119,11 @@ impl<'t> Writer<'t> {
         Ok(out)
     }
 
-    /// Writes a todo and keeps the active-todo index and the dropped count in step with it.
+    /// Writes a todo and keeps the todo indexes and counts in step with it.
     pub(crate) fn put_todo(&self, todo: &crate::model::Todo) -> Result<(), KernelError> {
         let previous: Option<crate::model::Todo> = self.get(tables::TODOS, todo.id.0)?;
         self.put(tables::TODOS, todo.id.0, todo)?;
+        super::todo_index::reindex(self, previous.as_ref(), todo)?;
         let mut active = self
             .txn
             .open_table(tables::ACTIVE_TODOS)

@@ -574,14 +574,29 @@ impl Store {
         actor: &str,
         now: Timestamp,
     ) -> Result<Vec<Applied>, BatchError> {
+        self.apply_batch_redacted(ops, actor, now, &self.redactor)
+    }
+
+    /// Like [`Store::apply_batch`], redacting with `redactor` (one that also knows a profile's
+    /// secret names) instead of the store's own: a handle shared by a supervisor's workers
+    /// writes for agents with different profiles.
+    pub fn apply_batch_redacted(
+        &self,
+        ops: Vec<Op>,
+        actor: &str,
+        now: Timestamp,
+        redactor: &crate::redact::Redactor,
+    ) -> Result<Vec<Applied>, BatchError> {
         // A panic inside redb (damage) becomes a store error for the batch as a whole.
-        super::super::open::shield(&self.path, || self.apply_batch_unshielded(ops, actor, now))
-            .unwrap_or_else(|damaged| {
-                Err(BatchError {
-                    op: None,
-                    error: damaged.into(),
-                })
+        super::super::open::shield(&self.path, || {
+            self.apply_batch_unshielded(ops, actor, now, redactor)
+        })
+        .unwrap_or_else(|damaged| {
+            Err(BatchError {
+                op: None,
+                error: damaged.into(),
             })
+        })
     }
 
     fn apply_batch_unshielded(
@@ -589,10 +604,11 @@ impl Store {
         mut ops: Vec<Op>,
         actor: &str,
         now: Timestamp,
+        redactor: &crate::redact::Redactor,
     ) -> Result<Vec<Applied>, BatchError> {
         let whole = |error: KernelError| BatchError { op: None, error };
         for op in &mut ops {
-            op.redact(&self.redactor);
+            op.redact(redactor);
         }
         let action = ops.first().map_or("change", Op::action);
         let crash_after = crate::fault::before_write(&self.path, action).map_err(whole)?;

@@ -32,6 +32,13 @@ pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> 
     for dep in &new.after {
         w.require::<Todo>(tables::TODOS, dep.0, "todo", dep)?;
     }
+    // `--after t3 --after t3` waits on t3 once.
+    let mut after: Vec<TodoId> = Vec::with_capacity(new.after.len());
+    for dep in new.after {
+        if !after.contains(&dep) {
+            after.push(dep);
+        }
+    }
     let id = TodoId(w.next_id(counter::TODO)?);
     let todo = Todo {
         id,
@@ -41,7 +48,7 @@ pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> 
         priority: new.priority,
         state: TodoState::Open,
         needs: new.needs,
-        after: new.after,
+        after,
         role: new.role,
         epoch: 0,
         lease: None,
