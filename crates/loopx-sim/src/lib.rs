@@ -138,9 +138,13 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
                 clock: clock.clone(),
                 me,
                 alive: Arc::new(move |id| *id == alive),
+                stores: Default::default(),
             },
         };
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // A simulated crash drops the supervisor's store handle while unwinding, so that
+            // redb closes it without its orderly close, as `kill -9` would.
+            let _crash = DropOnUnwind(&req.world.stores);
             run_loop_on(&req, names.clone(), &mut host, &mut |_| {})
         }));
         loopx_kernel::fault::revive();
@@ -388,4 +392,15 @@ fn quiet_unwinds() {
             previous(info);
         }));
     });
+}
+
+/// Clears a supervisor's store handles when dropped by a panic's unwinding (a simulated crash).
+struct DropOnUnwind<'a>(&'a loopx_supervisor::StoreCache);
+
+impl Drop for DropOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.clear();
+        }
+    }
 }

@@ -143,6 +143,7 @@ impl Observed {
             worktree: worktree.as_ref(),
         };
         match write_back(
+            &req.world.stores,
             &req.project,
             &*req.world.clock,
             &actor(setup),
@@ -257,8 +258,10 @@ fn limits_in_a_row(project: &Project, agent: &AgentName, slice: SliceId) -> u32 
     u32::try_from(in_a_row).unwrap_or(u32::MAX)
 }
 
-/// Applies the writeback, retrying while the store is busy or full.
+/// Applies the writeback through the supervisor's handle, retrying while the store is busy or
+/// full.
 pub(crate) fn write_back(
+    stores: &crate::store_cache::StoreCache,
     project: &Project,
     clock: &dyn Clock,
     actor: &str,
@@ -266,22 +269,32 @@ pub(crate) fn write_back(
     pid: Option<u32>,
 ) -> Result<SliceSummary, KernelError> {
     let (wb, applied, result) = retrying(clock, patience(), || {
-        attempt(project, actor, f, clock.now())
+        stores.with(project, |store| attempt(store, actor, f, clock.now()))
     })?;
     Ok(summary(f, pid, &wb, &applied, result))
 }
 
+/// The batch, redacted with the slice's redactor (which knows its profile's secret names).
+fn apply_redacted(
+    store: &Store,
+    f: &Finished<'_>,
+    ops: Vec<Op>,
+    actor: &str,
+    now: Timestamp,
+) -> Result<Vec<Applied>, BatchError> {
+    match f.redactor {
+        Some(redactor) => store.apply_batch_redacted(ops, actor, now, redactor),
+        None => store.apply_batch(ops, actor, now),
+    }
+}
+
 /// One try: the whole batch, less what the kernel refuses of the agent's items.
 fn attempt(
-    project: &Project,
+    store: &Store,
     actor: &str,
     f: &Finished<'_>,
     now: Timestamp,
 ) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
-    let mut store = Store::open(project)?;
-    if let Some(redactor) = f.redactor {
-        store.set_redactor(redactor.clone());
-    }
     let standing = match (f.todo, f.epoch) {
         (Some(id), Some(epoch)) => store
             .read(|s| s.todo(id))?
@@ -293,12 +306,12 @@ fn attempt(
         standing,
         Some(ClaimStanding::Stale | ClaimStanding::NotHolder)
     ) {
-        return lost(&store, f, wb, now);
+        return lost(store, f, wb, now);
     }
     loop {
         // Stamped when it commits, not when the agent ended: the ledger stays in time order
         // (the slice's own times travel in its records).
-        match store.apply_batch(wb.ops(), actor, now) {
+        match apply_redacted(store, f, wb.ops(), actor, now) {
             Ok(applied) => return Ok((wb, applied, "applied")),
             Err(BatchError {
                 op: Some(index),
@@ -315,14 +328,14 @@ fn attempt(
                         | Conflict::NotHolder { .. }
                         | Conflict::TodoState { .. },
                     ),
-            }) => return lost(&store, f, wb, now),
+            }) => return lost(store, f, wb, now),
             // loopx's own part refused: a bug in loopx. Keep what matters most.
             Err(BatchError {
                 op: Some(index),
                 error,
             }) => {
                 tracing::error!(slice = %f.slice, error = %error, op = ?wb.parts[index].op, "the kernel refused loopx's own writeback");
-                return essentials(&store, actor, f, wb, now);
+                return essentials(store, actor, f, wb, now);
             }
             Err(BatchError { op: None, error }) => return Err(error),
         }
@@ -337,7 +350,7 @@ fn lost(
     now: Timestamp,
 ) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
     tracing::warn!(slice = %f.slice, "the slice's claim moved on; recording only its end and usage");
-    store.apply_all(lost_claim(f), ACTOR, now)?;
+    apply_redacted(store, f, lost_claim(f), ACTOR, now).map_err(|e| e.error)?;
     Ok((wb, Vec::new(), "stale_epoch"))
 }
 
@@ -366,7 +379,7 @@ fn essentials(
         })
         .map(|(_, op)| op)
         .collect();
-    match store.apply_all(keep, actor, now) {
+    match apply_redacted(store, f, keep, actor, now).map_err(|e| e.error) {
         Ok(_) => Ok((wb, Vec::new(), "refused")),
         Err(KernelError::Store(e)) => Err(e.into()),
         Err(_) => {
@@ -564,6 +577,7 @@ mod tests {
             ..crate::writeback::test_finished(&agent)
         };
         let summary = write_back(
+            &crate::store_cache::StoreCache::default(),
             &project,
             &*loopx_kernel::SystemClock::shared(),
             "agent:exec",
@@ -770,7 +784,7 @@ mod tests {
                     ended_at: T0.plus(Duration::from_secs(2)),
                     ..crate::writeback::test_finished(&agent)
                 };
-                let summary = write_back(&project, &*loopx_kernel::SystemClock::shared(), "agent:exec", &finished, None)
+                let summary = write_back(&crate::store_cache::StoreCache::default(), &project, &*loopx_kernel::SystemClock::shared(), "agent:exec", &finished, None)
                     .expect("the writeback lands");
                 prop_assert_eq!(summary.writeback, "applied");
                 let store = Store::open_read(&project).expect("store");

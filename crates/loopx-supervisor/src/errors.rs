@@ -55,6 +55,18 @@ pub enum SupervisorError {
 }
 
 impl SupervisorError {
+    /// The store failed (not merely busy): a long-lived handle on it is reopened.
+    pub(crate) fn is_store_failure(&self) -> bool {
+        match self {
+            SupervisorError::Kernel(KernelError::Store(e))
+            | SupervisorError::Unrecorded {
+                source: KernelError::Store(e),
+                ..
+            } => !matches!(e, StoreError::Busy { .. }),
+            _ => false,
+        }
+    }
+
     /// An error that stops the agent's loop: trying again would meet it again (a bug, an agent
     /// that is gone, a damaged store), or the store could not record a slice that ran. A
     /// busy or full store, or a profile a person may fix, is retried instead.

@@ -52,6 +52,7 @@ pub mod scope;
 pub mod shutdown;
 mod signals;
 mod slice;
+mod store_cache;
 pub mod worktree;
 pub mod writeback;
 
@@ -70,3 +71,4 @@ pub use run_loop::{
 pub use shutdown::{Shutdown, Stopping};
 pub use signals::handle_signals;
 pub use slice::land_todo;
+pub use store_cache::StoreCache;

@@ -39,6 +39,8 @@ pub struct World {
     pub me: ProcessIdentity,
     /// Whether the supervisor with this identity still runs (recovery leaves its slices be).
     pub alive: Arc<dyn Fn(&ProcessIdentity) -> bool + Send + Sync>,
+    /// The supervisor's read-write store handles, opened once (`store_cache.rs`).
+    pub stores: crate::store_cache::StoreCache,
 }
 
 impl World {
@@ -48,6 +50,7 @@ impl World {
             clock: SystemClock::shared(),
             me: crate::slice::process_identity(std::process::id()),
             alive: Arc::new(crate::slice::is_alive),
+            stores: crate::store_cache::StoreCache::default(),
         }
     }
 }
@@ -160,6 +163,21 @@ pub struct BegunSlice {
 /// spawned). [`run_once`] spawns it in a PTY; the simulation runs a simulated agent instead
 /// ([`BegunSlice::simulate`]).
 pub fn begin_once(
+    req: &RunOnce,
+    on_step: &mut dyn FnMut(Step<'_>),
+) -> Result<Begin, SupervisorError> {
+    let began = begin_once_on_handle(req, on_step);
+    if let Err(e) = &began
+        && e.is_store_failure()
+    {
+        // redb latches an I/O failure on the handle that met it (a full disk): the next
+        // decision opens a fresh one, as a command would.
+        req.world.stores.forget(&req.project);
+    }
+    began
+}
+
+fn begin_once_on_handle(
     req: &RunOnce,
     on_step: &mut dyn FnMut(Step<'_>),
 ) -> Result<Begin, SupervisorError> {

@@ -184,6 +184,27 @@ pub(crate) fn git(dir: &str, args: &[&str]) -> Result<Vec<u8>, String> {
     }
 }
 
+/// `git` as found on `PATH`, once. Spawned by an absolute path, git starts through
+/// `posix_spawn`; by name, with the environment replaced, the standard library must `fork` the
+/// whole supervisor to search `PATH` in the child (measured: most of a slice's CPU at 32
+/// agents went to forks and the copy-on-write faults after them).
+fn git_program() -> &'static std::path::Path {
+    static GIT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    GIT.get_or_init(|| {
+        std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join("git"))
+            .find(|path| {
+                std::fs::metadata(path).is_ok_and(|m| {
+                    m.is_file()
+                        && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
+                })
+            })
+            .unwrap_or_else(|| "git".into())
+    })
+}
+
 /// What one git command printed, and how it exited.
 #[derive(Debug)]
 pub(crate) struct GitOutput {
@@ -197,7 +218,7 @@ pub(crate) struct GitOutput {
 /// could not run (or was stopped at the deadline).
 pub(crate) fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutput, String> {
     let what = args.first().copied().unwrap_or("");
-    let mut command = Command::new("git");
+    let mut command = Command::new(git_program());
     command
         .arg("-C")
         .arg(dir)

@@ -30,7 +30,7 @@ pub(crate) struct Begun {
     pub setup: AgentSetup,
     pub goal: Option<loopx_kernel::model::Goal>,
     /// The decision's store, until it has recorded the spawned process.
-    pub store: Option<loopx_kernel::Store>,
+    pub store: Option<std::sync::Arc<loopx_kernel::Store>>,
     pub record: SliceRecord,
     /// The launch, with the slice's own id in its file names.
     pub plan: LaunchPlan,
@@ -82,9 +82,7 @@ impl Decided {
                 epoch: None,
                 kind: self.how.kind,
                 profile_hash: setup.loaded.content_hash.to_string(),
-                argv: std::iter::once(plan.program.clone())
-                    .chain(plan.args.iter().cloned())
-                    .collect(),
+                argv: recorded_argv(&plan, &prompt),
                 limit_secs: plan.limits.max_time.as_secs(),
                 log: Some(slice_file(SLICE_PLACEHOLDER, "log")),
                 owner: Some(req.world.me.clone()),
@@ -117,6 +115,7 @@ impl Decided {
             Err(e) => return Err(e.into()),
         };
         let mut guard = SliceGuard::new(&req.project, &req.world.clock, record.id, beginning);
+        keep_argument_prompt(req, &plan, &record.id.to_string(), &prompt);
         let name = setup.agent.name.as_str();
         if let (Some(todo), Some(epoch)) = (record.todo, record.epoch) {
             on_step(Step::Claimed {
@@ -188,6 +187,41 @@ impl Decided {
             guard,
             tree,
         })))
+    }
+}
+
+/// The command line as the slice record keeps it: the prompt, when an argument carries it
+/// (Claude Code's `-p PROMPT`), stands as a reference to the slice's prompt file, which is
+/// written for it. A record holding the whole prompt would make every read of recent slices
+/// (each decision reads 200) decode every prompt.
+fn recorded_argv(plan: &LaunchPlan, prompt: &str) -> Vec<String> {
+    let reference = format!("{{prompt: {}}}", slice_file(SLICE_PLACEHOLDER, "prompt"));
+    let by_argument = plan.prompt_delivery == loopx_adapters::PromptDelivery::Argument;
+    std::iter::once(&plan.program)
+        .chain(&plan.args)
+        .map(|arg| match by_argument && !prompt.is_empty() {
+            // The argument that is the prompt, or carries it whole (`--prompt=…`).
+            true if arg.contains(prompt) => arg.replace(prompt, &reference),
+            _ => arg.clone(),
+        })
+        .collect()
+}
+
+/// Keeps the prompt of a slice that was given it as an argument in the slice's prompt file, as
+/// the record says (a prompt given as a file is written by the launch; one given on stdin is
+/// echoed into the log). Best effort: the record is already written, and the slice runs
+/// whether or not its prompt could be kept.
+fn keep_argument_prompt(req: &RunOnce, plan: &LaunchPlan, slice: &str, prompt: &str) {
+    if plan.prompt_delivery != loopx_adapters::PromptDelivery::Argument {
+        return;
+    }
+    let path = slice_path(req, &slice_file(slice, "prompt"));
+    // 0600, and a symlink an agent planted in its place is not followed.
+    if let Err(e) = super::contain::write_private(&path, prompt.as_bytes()) {
+        tracing::warn!(
+            "could not keep the prompt of {slice} in {}: {e}",
+            path.display()
+        );
     }
 }
 

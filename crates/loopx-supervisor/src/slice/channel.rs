@@ -21,7 +21,7 @@ use loopx_kernel::report::{
     AgentReport, MAX_REQUEST_BYTES, ReportRefused, ReportReply, Reported, Reporter,
 };
 use loopx_kernel::store::NewEvidence;
-use loopx_kernel::{Op, Project, SharedClock, Store};
+use loopx_kernel::{Op, Project, SharedClock};
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 
 use super::guard::{ACTOR, patience, retrying};
@@ -42,6 +42,8 @@ pub(crate) struct Channel {
 /// What the serving thread needs.
 struct Serving {
     project: Project,
+    /// The supervisor's store handle, which reports are written through.
+    stores: crate::store_cache::StoreCache,
     /// What reports may not store (`contain::slice_redactor`).
     redactor: loopx_kernel::Redactor,
     reporter: Reporter,
@@ -60,7 +62,7 @@ impl Channel {
     /// Listens at `path` for the slice `reporter` names.
     pub(crate) fn open(
         path: &Path,
-        project: Project,
+        (project, stores): (Project, crate::store_cache::StoreCache),
         reporter: Reporter,
         clock: SharedClock,
         redactor: loopx_kernel::Redactor,
@@ -73,6 +75,7 @@ impl Channel {
         let done = Arc::new(AtomicBool::new(false));
         let serving = Serving {
             project,
+            stores,
             redactor,
             reporter,
             clock,
@@ -198,9 +201,16 @@ impl Serving {
             Err(refused) => return ReportReply::Refused(refused),
         };
         let written = retrying(&*self.clock, patience(), || {
-            let mut store = Store::open(&self.project)?;
-            store.set_redactor(self.redactor.clone());
-            store.apply_all(batch.clone(), &self.reporter.actor(), self.clock.now())
+            self.stores.with(&self.project, |store| {
+                store
+                    .apply_batch_redacted(
+                        batch.clone(),
+                        &self.reporter.actor(),
+                        self.clock.now(),
+                        &self.redactor,
+                    )
+                    .map_err(|refused| refused.error)
+            })
         });
         if written.is_ok() && done {
             self.done.store(true, Ordering::SeqCst);
@@ -244,11 +254,9 @@ impl Serving {
             epoch: None,
         };
         let written = retrying(&*self.clock, patience(), || {
-            Store::open(&self.project)?.apply(
-                Op::EvidenceAdd(evidence.clone()),
-                ACTOR,
-                self.clock.now(),
-            )
+            self.stores.with(&self.project, |store| {
+                store.apply(Op::EvidenceAdd(evidence.clone()), ACTOR, self.clock.now())
+            })
         });
         if let Err(e) = written {
             tracing::warn!(error = %e, "cannot record a refused report");

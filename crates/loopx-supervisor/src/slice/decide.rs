@@ -34,10 +34,9 @@ pub(crate) struct Decided {
     /// The todo to work on; `None` for a planning slice.
     pub todo: Option<TodoId>,
     pub how: How,
-    /// The store the decision read. The begin writes through it too, then it records the
-    /// spawned process: each open and close of the store costs several fsyncs, the bulk of
-    /// loopx's own cost per slice.
-    pub store: Store,
+    /// The supervisor's store handle: the begin writes through it, then it records the
+    /// spawned process.
+    pub store: std::sync::Arc<Store>,
 }
 
 /// Where the decision leads.
@@ -53,7 +52,10 @@ pub(crate) fn decide(
     on_step: &mut dyn FnMut(Step<'_>),
 ) -> Result<Next, SupervisorError> {
     let now = req.world.clock.now();
-    let store = Store::open(&req.project)?;
+    // The supervisor's own handle, open for as long as it runs: a decision that writes
+    // nothing (wait, quiet, stop: what idle agents decide over and over) opens nothing and
+    // syncs nothing to disk.
+    let store = req.world.stores.get(&req.project)?;
     let agents = store.read(|s| s.agents())?;
     let setup = match load_agent(&req.project, agents, req.agent.as_deref()) {
         Ok(setup) => setup,

@@ -212,7 +212,7 @@ impl Begun {
         };
         let channel = Channel::open(
             &room.socket(),
-            req.project.clone(),
+            (req.project.clone(), req.world.stores.clone()),
             reporter,
             req.world.clock.clone(),
             super::contain::slice_redactor(&self.plan),
@@ -509,7 +509,7 @@ pub(crate) fn ran_between(ended_at: Timestamp, elapsed: Duration) -> (Timestamp,
 /// and a sweep finds its processes by their marker.
 fn record_spawned(
     req: &RunOnce,
-    store: Option<Store>,
+    store: Option<std::sync::Arc<Store>>,
     slice: SliceId,
     agent: &AgentName,
     process: ProcessIdentity,
@@ -522,15 +522,16 @@ fn record_spawned(
         process,
         containment: containment.to_owned(),
     };
-    let (project, clock) = (req.project.clone(), req.world.clock.clone());
+    let (project, clock, stores) = (
+        req.project.clone(),
+        req.world.clock.clone(),
+        req.world.stores.clone(),
+    );
     std::thread::spawn(move || {
         let mut first = store;
-        let recorded = retrying(&*clock, patience(), || {
-            let store = match first.take() {
-                Some(store) => store,
-                None => Store::open(&project)?,
-            };
-            store.apply(op.clone(), &actor, clock.now())
+        let recorded = retrying(&*clock, patience(), || match first.take() {
+            Some(store) => store.apply(op.clone(), &actor, clock.now()),
+            None => stores.with(&project, |s| s.apply(op.clone(), &actor, clock.now())),
         });
         if let Err(e) = recorded {
             tracing::warn!(%slice, pid, error = %e, "could not record the spawned process");
