@@ -33,7 +33,10 @@ pub fn exec_with_limits<I>(args: I) -> Result<Infallible, ExecError>
 where
     I: IntoIterator<Item = OsString>,
 {
-    let (limits, sandbox, command) = parse_args(args)?;
+    let (session, limits, sandbox, command) = parse_args(args)?;
+    if session {
+        crate::sandbox::become_session_leader()?;
+    }
     for (kind, value) in limits {
         apply_limit(kind, value)?;
     }
@@ -44,7 +47,8 @@ where
     run_sandboxed(&sandbox, &argv)
 }
 
-type ParsedArgs = (Vec<(LimitKind, u64)>, Sandbox, Vec<OsString>);
+/// `--session`, the limits, the sandbox, and the command.
+type ParsedArgs = (bool, Vec<(LimitKind, u64)>, Sandbox, Vec<OsString>);
 
 fn parse_args<I>(args: I) -> Result<ParsedArgs, ExecError>
 where
@@ -56,12 +60,14 @@ where
     let mut args = args.into_iter();
     let mut limits = Vec::new();
     let mut sandbox = SandboxArgs::default();
+    let mut session = false;
     loop {
         let Some(arg) = args.next() else {
             return Err(usage("missing `--` before the program"));
         };
         match arg.to_str() {
             Some("--") => break,
+            Some("--session") => session = true,
             Some("--limit") => {
                 let value = args
                     .next()
@@ -96,7 +102,7 @@ where
             "`--hide`, `--read-only` and `--private-room` need `--namespaces`",
         ));
     }
-    Ok((limits, sandbox.sandbox, command))
+    Ok((session, limits, sandbox.sandbox, command))
 }
 
 fn apply_limit(kind: LimitKind, value: u64) -> Result<(), ExecError> {
@@ -122,7 +128,7 @@ mod tests {
 
     #[test]
     fn parses_limits_and_command() {
-        let (limits, _, command) = parse_args(os(&[
+        let (_, limits, _, command) = parse_args(os(&[
             "--limit",
             "cpu=3",
             "--limit=nofile=40",

@@ -67,29 +67,39 @@ pub(crate) fn launch(spec: &LaunchSpec) -> Result<Launched, SpawnError> {
         .master
         .take_writer()
         .map_err(pty_err("take the terminal writer", &program))?;
-    let mut command = CommandBuilder::from_argv(argv);
-    command.env_clear();
-    for (name, value) in &env {
-        command.env(name, value);
-    }
-    command.cwd(&spec.cwd);
+    let helped = uses_helper(spec);
     // Registered as an owned child at once: the reaper of adopted orphans must not take its
     // status from the waiter.
-    let (child, pid) = crate::children::spawn_owned(|| {
-        let child = pair
-            .slave
-            .spawn_command(command)
-            .map_err(pty_err("spawn", &program))?;
-        let pid = child
-            .process_id()
-            .expect("a child spawned by portable-pty on unix has a pid");
-        Ok((child, pid))
-    })?;
+    let pid = if helped {
+        let tty = pair.master.tty_name();
+        crate::children::spawn_owned(|| {
+            spawn_helper(&argv, &env, spec, tty.as_deref(), &program).map(|pid| ((), pid))
+        })?
+        .1
+    } else {
+        let mut command = CommandBuilder::from_argv(argv);
+        command.env_clear();
+        for (name, value) in &env {
+            command.env(name, value);
+        }
+        command.cwd(&spec.cwd);
+        let (child, pid) = crate::children::spawn_owned(|| {
+            let child = pair
+                .slave
+                .spawn_command(command)
+                .map_err(pty_err("spawn", &program))?;
+            let pid = child
+                .process_id()
+                .expect("a child spawned by portable-pty on unix has a pid");
+            Ok((child, pid))
+        })?;
+        // The child is reaped by pid (`waitpid`), not through portable-pty, whose `kill()`
+        // only sends SIGHUP to the leader; dropping its handle neither kills nor waits.
+        drop(child);
+        pid
+    };
     // Our copy of the slave must close, or the reader never sees EOF.
     drop(pair.slave);
-    // The child is reaped by pid (`waitpid`), not through portable-pty, whose `kill()` only
-    // sends SIGHUP to the leader; dropping its handle neither kills nor waits.
-    drop(child);
     Ok(Launched {
         master: pair.master,
         reader,
@@ -97,6 +107,53 @@ pub(crate) fn launch(spec: &LaunchSpec) -> Result<Launched, SpawnError> {
         pid,
         program,
     })
+}
+
+/// Whether the agent starts through the helper (`loopx __exec`): limits or a sandbox.
+fn uses_helper(spec: &LaunchSpec) -> bool {
+    !spec.resources.is_empty() || !spec.sandbox.is_empty()
+}
+
+/// Spawns the helper with the terminal as its standard streams and nothing else of ours: no
+/// `pre_exec` hook, so that the standard library uses `posix_spawn` rather than `fork` (see
+/// `sandbox::become_session_leader`, which the helper runs first, for why). The helper makes
+/// itself the session leader, with the terminal as its controlling terminal, before anything
+/// else: its pid is the slice's process group and session, as with portable-pty's spawn.
+fn spawn_helper(
+    argv: &[OsString],
+    env: &std::collections::BTreeMap<OsString, OsString>,
+    spec: &LaunchSpec,
+    tty: Option<&std::path::Path>,
+    program: &std::path::Path,
+) -> Result<u32, SpawnError> {
+    let failed = |reason: String| SpawnError::Pty {
+        action: "spawn",
+        program: program.to_path_buf(),
+        reason,
+    };
+    let tty = tty.ok_or_else(|| failed("the terminal has no device name".to_owned()))?;
+    let open = || {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(nix::libc::O_NOCTTY)
+            .open(tty)
+            .map_err(|e| failed(format!("{}: {e}", tty.display())))
+    };
+    let (stdin, stdout, stderr) = (open()?, open()?, open()?);
+    let child = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .env_clear()
+        .envs(env)
+        .current_dir(&spec.cwd)
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| failed(e.to_string()))?;
+    // Reaped by pid (`waitpid`) like any slice; std's handle neither kills nor waits when
+    // dropped.
+    Ok(child.id())
 }
 
 /// Turns the terminal's echo off before the agent starts, through the terminal device itself
@@ -150,6 +207,8 @@ fn build_argv(spec: &LaunchSpec, program: &std::path::Path) -> Result<Vec<OsStri
         validate::check_executable(&helper.program, &spec.cwd)?;
         argv.push(helper.program.clone().into_os_string());
         argv.extend(helper.args.iter().cloned());
+        // The helper makes itself the session leader (`spawn_helper`).
+        argv.push("--session".into());
         argv.extend(spec.resources.to_args());
         argv.extend(spec.sandbox.to_args());
         argv.push("--".into());

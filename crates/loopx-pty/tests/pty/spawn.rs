@@ -175,3 +175,52 @@ fn spawning_outside_a_runtime_is_refused() {
     let err = spawn_slice(spec).expect_err("no runtime");
     assert!(matches!(err, SpawnError::NoRuntime), "{err:?}");
 }
+
+/// Through the helper (spawned without a fork of the test process), the agent is still what
+/// portable-pty made it: the leader of its own session and process group, with the slice's
+/// terminal as its controlling terminal, and holding no descriptor but the terminal's three.
+#[tokio::test]
+async fn through_the_helper_the_agent_leads_a_session_on_its_terminal_with_nothing_else_open() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // A descriptor of ours without close-on-exec: it must not reach the agent.
+    let leaked = nix::fcntl::open(
+        "/dev/null",
+        nix::fcntl::OFlag::O_RDONLY,
+        nix::sys::stat::Mode::empty(),
+    )
+    .expect("open");
+    let number = std::os::fd::AsRawFd::as_raw_fd(&leaked).to_string();
+    let mut spec = spec(tmp.path(), "prints-session.sh", &[&number]);
+    spec.resources = ResourceLimits {
+        open_files: Some(64),
+        ..ResourceLimits::default()
+    };
+    spec.exec_helper = Some(ExecHelper {
+        program: exec_helper(),
+        args: Vec::new(),
+    });
+    let (mut slice, _events) = spawn_slice(spec).expect("spawn");
+    let report = slice.wait().await.expect("report");
+    drop(leaked);
+    assert_eq!(report.exit, SliceExit::Exited(0), "{}", report.text);
+    let field = |name: &str| -> Vec<String> {
+        let line = report
+            .text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .unwrap_or_else(|| panic!("{name} missing from {}", report.text));
+        line.split_whitespace().map(str::to_owned).collect()
+    };
+    let pid = &field("PID ")[0];
+    // state ppid pgrp session tty_nr …
+    let stat = field("STAT ");
+    assert_eq!(&stat[2], pid, "its own process group: {stat:?}");
+    assert_eq!(&stat[3], pid, "its own session: {stat:?}");
+    assert_ne!(stat[4], "0", "a controlling terminal: {stat:?}");
+    assert_eq!(
+        field("LEAKED "),
+        ["no"],
+        "descriptor {number}: {}",
+        report.text
+    );
+}
