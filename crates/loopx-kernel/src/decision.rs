@@ -124,12 +124,14 @@ impl SharedState {
             })
             .collect();
         let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));
-        let busy = busy_intervals(
-            &snap.spends_since(since)?,
-            &running,
-            goal.as_ref().map(|g| g.id),
-            now,
-        );
+        // Only a share below 1 limits by busy time (`loopx_quota::share_wait`): otherwise the
+        // last hour's spends, one or two per slice, are not read at all.
+        let busy = match &goal {
+            Some(g) if g.share < 1.0 => {
+                busy_intervals(&snap.spends_since(since)?, &running, Some(g.id), now)
+            }
+            _ => Vec::new(),
+        };
         let spent = match &goal {
             Some(goal) => {
                 let spent = snap.goal_spent(goal.id)?;

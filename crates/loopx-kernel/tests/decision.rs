@@ -122,3 +122,56 @@ fn spends_committed_out_of_clock_order_still_get_the_burst() {
         "a third is paced"
     );
 }
+
+/// A goal with a share below 1 waits once its slices took that share of the hour: the decision
+/// reads the hour's spends for it (and only for such a goal).
+#[test]
+fn a_goal_past_its_share_of_the_hour_waits() {
+    let f = fixture();
+    f.store
+        .apply(
+            Op::GoalStart {
+                objective: "Ship it".into(),
+                scope: vec![],
+                permission: loopx_kernel::model::PermissionLevel::WorkspaceWrite,
+                share: 0.25,
+                isolation: loopx_kernel::model::Isolation::Shared,
+            },
+            HUMAN,
+            T0,
+        )
+        .expect("goal");
+    let name = f.agent("a");
+    f.todo("Add retry to the HTTP client");
+    let now = T0.plus(Duration::from_secs(3600));
+    let before = f
+        .store
+        .read(|s| DecisionState::read(s, agent(), now))
+        .expect("read")
+        .decide();
+    assert_eq!(
+        before.decision,
+        loopx_quota::DecisionKind::Deliver,
+        "{before:?}"
+    );
+    // Forty minutes of the last hour spent on the goal: over a quarter.
+    let charge = QuotaRequest {
+        agent: name,
+        account: "acct".into(),
+        pacing: None,
+        windows: vec![],
+        tokens: 10,
+        cost_usd: 0.0,
+        busy: Some((Timestamp(now.0 - 40 * 60_000), now)),
+    };
+    f.store
+        .apply(Op::QuotaCharge(charge), HUMAN, now)
+        .expect("charge");
+    let after = f
+        .store
+        .read(|s| DecisionState::read(s, agent(), now))
+        .expect("read")
+        .decide();
+    assert_eq!(after.decision, loopx_quota::DecisionKind::Wait, "{after:?}");
+    assert!(after.reason.contains("25% share"), "{}", after.reason);
+}

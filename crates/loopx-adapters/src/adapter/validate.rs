@@ -24,6 +24,32 @@ pub(crate) fn parse_adapter(
     file: &str,
     text: &str,
 ) -> Result<Adapter, Box<InvalidConfig>> {
+    // A supervisor loads its agents' profiles, and so their adapters, at every decision (an
+    // edit counts at once); validating one compiles its patterns, which was the largest part
+    // of loopx's own CPU per slice. The same text under the same name validates to the same
+    // adapter: kept, by content, for as long as the process runs.
+    type Key = (String, String, String);
+    static VALID: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<Key, Adapter>>> =
+        std::sync::LazyLock::new(Default::default);
+    let key = (name.to_owned(), file.to_owned(), text.to_owned());
+    if let Some(adapter) = VALID.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(adapter.clone());
+    }
+    let adapter = parse_adapter_uncached(name, file, text)?;
+    let mut valid = VALID.lock().unwrap_or_else(|e| e.into_inner());
+    // Bounded: a project that keeps rewriting its adapter files does not grow it forever.
+    if valid.len() >= 64 {
+        valid.clear();
+    }
+    valid.insert(key, adapter.clone());
+    Ok(adapter)
+}
+
+fn parse_adapter_uncached(
+    name: &str,
+    file: &str,
+    text: &str,
+) -> Result<Adapter, Box<InvalidConfig>> {
     let mut p = Problems::new(file, text);
     let raw: Option<RawAdapter> = parse_document(text, known_keys, &mut p);
     let adapter = raw.and_then(|raw| validate(name, file, text, raw, &mut p));

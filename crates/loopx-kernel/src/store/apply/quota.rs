@@ -110,13 +110,21 @@ pub(super) fn spend(
     if admit {
         let policy = Policy::default();
         let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));
-        let running: Vec<SliceRecord> = running_slices(w)?;
-        let busy = busy_intervals(
-            &w.spends_since(since)?,
-            &running,
-            goal.map(|(id, _)| id),
-            now,
-        );
+        // The goal's busy time matters only under a share below 1; reading the last hour's
+        // spends otherwise would cost every admission, under the write lock, a decode of each
+        // slice of the hour (tens of thousands with a fleet of agents).
+        let busy = match goal {
+            Some((_, share)) if share < 1.0 => {
+                let running: Vec<SliceRecord> = running_slices(w)?;
+                busy_intervals(
+                    &w.spends_since(since)?,
+                    &running,
+                    goal.map(|(id, _)| id),
+                    now,
+                )
+            }
+            _ => Vec::new(),
+        };
         let agent = AgentView {
             name: req.agent.to_string(),
             capabilities: vec![],
