@@ -1,9 +1,10 @@
-//! Whole-process latency of `loopx` commands on a fresh project and at scale (10,000 todos,
-//! 100,000 events), measured by running the release binary as a user would.
+//! Whole-process latency of `loopx` commands on a fresh project and at scale (1,000 and
+//! 100,000 open todos, each with 1,000,000 events), measured by running the release binary as
+//! a user would.
 //!
-//! `cargo bench -p loopx-cli --bench commands [-- --runs N]`. Prints a Markdown table for
-//! `docs/benchmarks.md`. The scale fill goes through the kernel's public API in batches, so
-//! the store has the shape real use gives it (one event per transition).
+//! `cargo bench -p loopx-cli --bench commands [-- --runs N] [-- --events N]`. Prints a Markdown
+//! table for `docs/benchmarks.md`. The scale fill goes through the kernel's public API in
+//! batches, so the store has the shape real use gives it (one event per transition).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -17,40 +18,61 @@ const LOOPX: &str = env!("CARGO_BIN_EXE_loopx");
 const ACTOR: &str = "human:bench";
 
 fn main() {
-    let runs = std::env::args()
-        .skip_while(|a| a != "--runs")
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(50);
+    let arg = |name: &str| -> Option<u64> {
+        std::env::args()
+            .skip_while(|a| a != name)
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+    };
+    let runs = arg("--runs").unwrap_or(50) as usize;
+    let events = arg("--events").unwrap_or(1_000_000);
     println!("| scale | command | median | p90 | runs |");
     println!("|---|---|---|---|---|");
     let fresh = tempfile::tempdir().expect("temp dir");
-    fill(fresh.path(), runs as u64, 0, 0);
+    setup(fresh.path());
+    add_todos(fresh.path(), runs as u64, 0);
     measure_all("fresh (a few dozen todos)", fresh.path(), runs);
 
-    let mixed = tempfile::tempdir().expect("temp dir");
+    // One store with the events, copied for each scale: filling a million events takes a
+    // while, and the todos go in after them.
+    let base = tempfile::tempdir().expect("temp dir");
+    setup(base.path());
     let started = Instant::now();
-    fill(mixed.path(), 10_000, 9_000, 100_000);
-    eprintln!(
-        "filled 10,000 todos / 100,000 events in {:.1?}",
-        started.elapsed()
-    );
-    measure_all("10k todos (1k open), 100k events", mixed.path(), runs);
-
-    let open = tempfile::tempdir().expect("temp dir");
-    fill(open.path(), 10_000, 0, 100_000);
-    measure_all("10k todos (all open), 100k events", open.path(), runs);
+    pad_events(base.path(), events);
+    eprintln!("filled {events} events in {:.1?}", started.elapsed());
+    for todos in [1_000u64, 100_000] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        copy_dir(base.path(), dir.path());
+        let started = Instant::now();
+        add_todos(dir.path(), todos, 0);
+        eprintln!("added {todos} todos in {:.1?}", started.elapsed());
+        measure_all(
+            &format!("{todos} todos (all open), {events} events"),
+            dir.path(),
+            runs,
+        );
+    }
 }
 
-/// A project with `todos` todos, the first `finished` of them done, and padding transitions
-/// (renewals, evidence) until the log holds `events` events.
-fn fill(dir: &Path, todos: u64, finished: u64, events: u64) {
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            std::fs::create_dir_all(&target).expect("mkdir");
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// A project with a goal and two agents.
+fn setup(dir: &Path) {
     let project = Project::create(dir).expect("project");
     let profile = include_str!("../../../profiles/executor.toml");
     std::fs::write(project.state_dir().join("profiles/executor.toml"), profile).expect("profile");
     let store = Store::create(&project, Timestamp::now(), ACTOR).expect("store");
-    let now = Timestamp::now();
-    let worker: AgentName = "worker".parse().expect("name");
     let mut setup = vec![Op::GoalStart {
         objective: "Benchmark".into(),
         scope: vec!["src/**".into()],
@@ -66,8 +88,22 @@ fn fill(dir: &Path, todos: u64, finished: u64, events: u64) {
             role: None,
         });
     }
-    store.apply_all(setup, ACTOR, now).expect("setup");
-    let ids: Vec<u64> = (1..=todos).collect();
+    store
+        .apply_all(setup, ACTOR, Timestamp::now())
+        .expect("setup");
+}
+
+/// `todos` more todos, the first `finished` of them done.
+fn add_todos(dir: &Path, todos: u64, finished: u64) {
+    let project = Project::at(dir).expect("project");
+    let store = Store::open(&project).expect("store");
+    let now = Timestamp::now();
+    let worker: AgentName = "worker".parse().expect("name");
+    let first = store
+        .read(|s| s.meta("next_todo"))
+        .expect("counter")
+        .unwrap_or(1);
+    let ids: Vec<u64> = (first..first + todos).collect();
     for chunk in ids.chunks(1_000) {
         let ops = chunk
             .iter()
@@ -105,6 +141,13 @@ fn fill(dir: &Path, todos: u64, finished: u64, events: u64) {
         }
         store.apply_all(ops, ACTOR, now).expect("finish");
     }
+}
+
+/// Evidence until the log holds `events` events.
+fn pad_events(dir: &Path, events: u64) {
+    let project = Project::at(dir).expect("project");
+    let store = Store::open(&project).expect("store");
+    let now = Timestamp::now();
     let mut count = store.read(|s| s.event_count()).expect("count");
     let mut n = 0u64;
     while count < events {
@@ -145,15 +188,11 @@ fn measure_all(scale: &str, dir: &Path, runs: usize) {
     );
     report(
         scale,
-        "loopx todo list --json --state open",
+        "loopx todo list --json --limit 50",
         measure(dir, runs, |_| {
-            vec![
-                "todo".into(),
-                "list".into(),
-                "--json".into(),
-                "--state".into(),
-                "open".into(),
-            ]
+            ["todo", "list", "--json", "--limit", "50"]
+                .map(String::from)
+                .to_vec()
         }),
     );
     // Each run claims a different open todo, so every run is a real grant.
@@ -180,13 +219,20 @@ fn measure_all(scale: &str, dir: &Path, runs: usize) {
     );
 }
 
+/// `count` open todos spread over the whole list, so that claims are not all at one end.
 fn open_todos(dir: &Path, count: usize) -> Vec<String> {
     let project = Project::at(dir).expect("project");
     let store = Store::open_read(&project).expect("store");
     let todos = store
         .read(|s| s.todos_where(|t| t.state == TodoState::Open))
         .expect("todos");
-    todos.iter().take(count).map(|t| t.id.to_string()).collect()
+    let step = (todos.len() / count.max(1)).max(1);
+    todos
+        .iter()
+        .step_by(step)
+        .take(count)
+        .map(|t| t.id.to_string())
+        .collect()
 }
 
 fn measure(dir: &Path, runs: usize, args: impl Fn(usize) -> Vec<String>) -> Vec<Duration> {

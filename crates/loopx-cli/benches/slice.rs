@@ -67,6 +67,10 @@ struct Options {
     slices: usize,
     idle_secs: u64,
     demo_runs: usize,
+    /// Agents of the fleet scenario (one `loopx run` driving them all).
+    agents: usize,
+    /// Slices of the fleet scenario.
+    fleet_slices: usize,
 }
 
 fn main() {
@@ -75,7 +79,13 @@ fn main() {
         slices: arg("--slices").unwrap_or(50),
         idle_secs: arg("--idle-secs").unwrap_or(30),
         demo_runs: arg("--demo-runs").unwrap_or(3),
+        agents: arg("--agents").unwrap_or(32),
+        fleet_slices: arg("--fleet-slices").unwrap_or(640),
     };
+    if std::env::args().any(|a| a == "--fleet-only") {
+        fleet(&opts);
+        return;
+    }
     println!(
         "machine: {} cores, Linux {}; binary {}",
         cores(),
@@ -86,8 +96,131 @@ fn main() {
     slices(&opts, Tree::Plain);
     slices(&opts, Tree::GitShared);
     slices(&opts, Tree::Worktree);
+    fleet(&opts);
     idle(opts.idle_secs);
     demo(opts.demo_runs);
+}
+
+/// `--agents` trivial agents in one `loopx run`, `--fleet-slices` slices in all: throughput,
+/// each slice's overhead (its whole cycle less the agent's own time), and proof that no todo
+/// ran twice and no error reached the person.
+///
+/// A slice's cycle is its agent's previous `slice_ended` (or the run's start) to its own
+/// `slice_ended`: the decision, the claim, the spawn, the agent, the writeback, and any wait
+/// for the store's write lock or for a CPU. Its overhead is the cycle less the bare agent's
+/// median, measured unloaded, as in the single-agent table.
+fn fleet(opts: &Options) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let todos = opts.fleet_slices;
+    project(dir.path(), "agent1", todos, Tree::Plain);
+    for i in 2..=opts.agents {
+        loopx(
+            dir.path(),
+            &["agent", "add", &format!("agent{i}"), "--profile", "agent1"],
+        );
+    }
+    let started = Instant::now();
+    let mut child = Command::new(loopx_bin())
+        .args(["run", "--json", "--max-slices", &todos.to_string()])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("loopx run starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut text).ok();
+        text
+    });
+    // The supervisor's own CPU (all its threads) and its reaped children's (helpers, agents),
+    // read from /proc until it exits.
+    let pid = child.id();
+    let sampler = std::thread::spawn(move || {
+        let mut last = (0u64, 0u64);
+        while let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
+            if rest.starts_with('Z') {
+                break;
+            }
+            let f: Vec<u64> = rest
+                .split_whitespace()
+                .map(|x| x.parse().unwrap_or(0))
+                .collect();
+            if f.len() > 14 {
+                // utime, stime, cutime, cstime: fields 14-17 of stat, 11-14 here.
+                last = (f[11] + f[12], f[13] + f[14]);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        last
+    });
+    let events = read_events(&mut child);
+    let (own_ticks, children_ticks) = sampler.join().expect("sampler");
+    let status = child.wait().expect("loopx run ends");
+    let wall = started.elapsed();
+    let stderr = errors.join().expect("stderr reader");
+    assert!(status.success(), "loopx run failed: {stderr}");
+    let mut last_end: std::collections::HashMap<String, Instant> = Default::default();
+    let mut cycles = Vec::new();
+    let mut done: std::collections::HashMap<String, u32> = Default::default();
+    let mut trouble = Vec::new();
+    for (at, event) in &events {
+        let agent = event["agent"].as_str().unwrap_or_default().to_owned();
+        match event["event"].as_str() {
+            Some("slice_ended") => {
+                assert_eq!(event["outcome"], "completed", "{event}");
+                let todo = event["todo"].as_str().expect("a todo").to_owned();
+                *done.entry(todo).or_default() += 1;
+                let from = last_end.get(&agent).copied().unwrap_or(started);
+                cycles.push(*at - from);
+                last_end.insert(agent, *at);
+            }
+            Some("agent_error") => trouble.push(event.to_string()),
+            _ => {}
+        }
+    }
+    let twice: Vec<_> = done.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "todos run more than once: {twice:?}");
+    assert_eq!(done.len(), todos, "every todo ran");
+    let busy = stderr.contains("busy") || trouble.iter().any(|t| t.contains("busy"));
+    let prompt = first_prompt(dir.path());
+    let agent = median(&bare_agent(200, &prompt));
+    let overheads: Vec<Duration> = cycles.iter().map(|c| c.saturating_sub(agent)).collect();
+    println!(
+        "### {} agents in one `loopx run`, {todos} slices of a trivial agent, not in git",
+        opts.agents
+    );
+    println!();
+    println!(
+        "wall {:.2} s, **{:.1} slices/s**; cycle per slice median {:.0} ms, p90 {:.0} ms; \
+         bare agent {:.2} ms; **overhead per slice p50 {:.0} ms, p90 {:.0} ms**",
+        wall.as_secs_f64(),
+        todos as f64 / wall.as_secs_f64(),
+        ms(median(&cycles)),
+        ms(p90(&cycles)),
+        ms(agent),
+        ms(median(&overheads)),
+        ms(p90(&overheads)),
+    );
+    let tick_ms = 1000.0 / ticks_per_second().parse::<f64>().unwrap_or(100.0);
+    println!(
+        "CPU per slice: the supervisor's own (its threads) {:.1} ms, its children's (the exec \
+         helper, the sandbox, the agent's shell) {:.1} ms; the machine has {} cores",
+        own_ticks as f64 * tick_ms / todos as f64,
+        children_ticks as f64 * tick_ms / todos as f64,
+        cores()
+    );
+    println!(
+        "each todo ran exactly once ({} todos); store-busy errors shown: {}; agent errors: {}",
+        done.len(),
+        if busy { "YES" } else { "none" },
+        trouble.len()
+    );
+    for t in trouble.iter().take(5) {
+        println!("  {t}");
+    }
+    println!();
 }
 
 fn arg<T: std::str::FromStr>(name: &str) -> Option<T> {
