@@ -49,6 +49,9 @@ fn todo_list_pages_in_the_order_todos_were_added() {
         "{}",
         all.stdout
     );
+    let none = loopx.run(&["todo", "list", "--limit", "0"]);
+    assert_eq!(none.code, 2, "{}", none.stderr);
+    assert!(none.stderr.contains("--limit 0"), "{}", none.stderr);
     let bad = loopx.run(&["todo", "list", "--after", "seven"]);
     assert_eq!(bad.code, 2, "{}", bad.stderr);
     assert!(

@@ -43,6 +43,14 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
             limit,
             after,
         } => {
+            if limit == Some(0) {
+                return Err(
+                    loopx_kernel::KernelError::from(loopx_kernel::Invalid::Other(
+                        "`--limit 0` lists nothing: give 1 or more".to_owned(),
+                    ))
+                    .into(),
+                );
+            }
             let page = match (limit, after) {
                 (None, None) => None,
                 (limit, after) => Some(Page {
