@@ -38,9 +38,18 @@ pub(crate) struct CappedLog {
 }
 
 impl CappedLog {
-    /// Creates (or truncates) the log file.
+    /// Creates (or truncates) the log file, readable by its owner only. A symlink in its
+    /// place (an agent can write where the log goes when `.loopx/` is not hidden from it) is
+    /// refused, not followed: the log must not become a write into another file.
     pub(crate) fn create(path: &Path, head_cap: usize, tail_cap: usize) -> std::io::Result<Self> {
-        let file = File::create(path)?;
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(path)?;
         reserve(
             &file,
             head_cap
@@ -162,7 +171,12 @@ fn reserve(file: &File, len: usize) {
 /// block is given back to make room for it.
 fn cut_short(path: &Path, err: &std::io::Error, total: u64) -> u64 {
     const BLOCK: u64 = 4096;
-    let Ok(mut file) = std::fs::OpenOptions::new().append(true).open(path) else {
+    let opened = std::os::unix::fs::OpenOptionsExt::custom_flags(
+        std::fs::OpenOptions::new().append(true),
+        nix::libc::O_NOFOLLOW,
+    )
+    .open(path);
+    let Ok(mut file) = opened else {
         return 0;
     };
     let Ok(len) = file.metadata().map(|m| m.len()) else {

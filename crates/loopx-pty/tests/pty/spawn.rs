@@ -224,3 +224,22 @@ async fn through_the_helper_the_agent_leads_a_session_on_its_terminal_with_nothi
         report.text
     );
 }
+
+/// A symlink planted where the slice's log goes is refused, not followed: the agent's output
+/// never becomes a write into the file it points to, and nothing is started.
+#[tokio::test]
+async fn a_symlink_in_place_of_the_log_is_refused_and_its_target_untouched() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let target = tmp.path().join("bashrc");
+    std::fs::write(&target, "keep me\n").expect("target");
+    let spec = spec(tmp.path(), "ok.sh", &[]);
+    std::os::unix::fs::symlink(&target, &spec.log.path).expect("symlink");
+    let id = spec.slice_id.to_string();
+    let err = spawn_slice(spec).expect_err("must not spawn");
+    assert!(matches!(err, SpawnError::Log { .. }), "{err:?}");
+    assert_eq!(
+        std::fs::read_to_string(&target).expect("target"),
+        "keep me\n"
+    );
+    assert!(!marker_present(&id));
+}

@@ -540,8 +540,8 @@ fn record_spawned(
 }
 
 /// Creates the slice's log as 0600 before the PTY crate opens it: agent output may hold
-/// secrets, and truncating an existing file keeps its mode. A failure here is left to the
-/// PTY crate, which reports it as a spawn failure.
+/// secrets, and truncating an existing file keeps its mode. A symlink planted in its place is
+/// not followed. A failure here is left to the PTY crate, which reports it as a spawn failure.
 fn create_private(path: &Path) {
     use std::os::unix::fs::OpenOptionsExt;
     let created = std::fs::OpenOptions::new()
@@ -549,6 +549,7 @@ fn create_private(path: &Path) {
         .create(true)
         .truncate(true)
         .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
         .open(path);
     if let Err(e) = created {
         tracing::warn!(path = %path.display(), error = %e, "cannot create the slice log");
