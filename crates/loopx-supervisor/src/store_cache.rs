@@ -3,9 +3,10 @@
 //! Opening redb read-write and closing it again costs four `fdatasync`s of its own (a header
 //! at the open; the allocator state's commit and a shutdown header at the close), on top of the
 //! two of each commit. Opened per operation, that was most of loopx's cost per slice on a busy
-//! disk. A supervisor therefore keeps one handle per project for as long as it runs: its
-//! decisions read through it without opening anything, and a slice's writes cost their
-//! commits alone. Other processes (a person's commands, another supervisor) share the file as
+//! disk. A supervisor therefore opens one handle per project at its first write and keeps it
+//! for as long as it runs: a slice's writes cost their commits alone, and decisions read
+//! through it without opening anything (before the first write, a decision opens read-only,
+//! which syncs nothing either). Other processes (a person's commands, another supervisor) share the file as
 //! before: redb's multi-writer mode serialises write transactions, not handles.
 //!
 //! A handle that met an I/O failure is dropped ([`StoreCache::with`]), and the next operation
@@ -42,6 +43,12 @@ impl StoreCache {
         let store = Arc::new(Store::open(project)?);
         handles.insert(path, store.clone());
         Ok(store)
+    }
+
+    /// The handle on `project`'s store if this supervisor has opened one, without opening.
+    pub fn cached(&self, project: &Project) -> Option<Arc<Store>> {
+        let handles = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        handles.get(&project.store_path()).cloned()
     }
 
     /// Runs `f` on the handle; a store failure other than a busy store (a full disk, a damaged

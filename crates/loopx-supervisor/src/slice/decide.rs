@@ -52,10 +52,13 @@ pub(crate) fn decide(
     on_step: &mut dyn FnMut(Step<'_>),
 ) -> Result<Next, SupervisorError> {
     let now = req.world.clock.now();
-    // The supervisor's own handle, open for as long as it runs: a decision that writes
-    // nothing (wait, quiet, stop: what idle agents decide over and over) opens nothing and
-    // syncs nothing to disk.
-    let store = req.world.stores.get(&req.project)?;
+    // The supervisor's own handle once it has one (it is opened for the first write and kept
+    // while it runs), else a read-only open: a decision that writes nothing (wait, quiet,
+    // stop: what idle agents decide over and over, and `run --once` often) syncs nothing.
+    let store = match req.world.stores.cached(&req.project) {
+        Some(store) => store,
+        None => std::sync::Arc::new(Store::open_read(&req.project)?),
+    };
     let agents = store.read(|s| s.agents())?;
     let setup = match load_agent(&req.project, agents, req.agent.as_deref()) {
         Ok(setup) => setup,
@@ -78,6 +81,7 @@ pub(crate) fn decide(
     })?;
     let mut decision = state.decide();
     if decision.decision == DecisionKind::Ask && decision.gate.is_none() {
+        let store = req.world.stores.get(&req.project)?;
         decision.gate = if decision.over_budget {
             open_budget_gate(&store, &decision, now)?
         } else if decision.goal_met {
@@ -105,6 +109,8 @@ pub(crate) fn decide(
         }
     };
     let goal = store.read(|s| s.current_goal())?;
+    // A slice may begin: from here on the store is written through the supervisor's handle.
+    let store = req.world.stores.get(&req.project)?;
     let permission = match approval::permission(&store, &setup, goal.as_ref(), now)? {
         Permission::Run(level) => level,
         Permission::Held(decision) => {
