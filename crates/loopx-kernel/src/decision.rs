@@ -87,7 +87,7 @@ impl SharedState {
                 }
             }
             for todo in &mine {
-                todos.push(todo_view(snap, todo, &running_todos)?);
+                todos.push(todo_view(snap, todo, false, &running_todos)?);
             }
         }
         let gates = snap
@@ -174,14 +174,17 @@ impl SharedState {
     }
 }
 
-/// A todo as the decision sees it: whether it waits, who holds it, what runs on it.
+/// A todo as the decision sees it: whether it waits, who holds it, what runs on it. A todo
+/// read from the ready index waits on nothing by construction (`ready`): its dependencies are
+/// not looked up again.
 fn todo_view(
     snap: &Snapshot<'_>,
     t: &crate::model::Todo,
+    ready: bool,
     running: &[(crate::ids::TodoId, String)],
 ) -> Result<TodoView, KernelError> {
     let mut waits_on = None;
-    for dep in &t.after {
+    for dep in t.after.iter().filter(|_| !ready) {
         if snap.todo(*dep)?.is_some_and(|d| !d.state.is_final()) {
             waits_on = Some(dep.to_string());
             break;
@@ -319,7 +322,7 @@ impl DecisionState {
                 for todo in &ready {
                     let id = todo.id.to_string();
                     if !todos.iter().any(|t| t.id == id) {
-                        todos.push(todo_view(snap, todo, &shared.running)?);
+                        todos.push(todo_view(snap, todo, true, &shared.running)?);
                     }
                 }
                 more = horizon.is_some();

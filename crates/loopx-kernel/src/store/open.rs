@@ -148,18 +148,11 @@ impl Store {
         let path = project.store_path();
         precheck(&path)?;
         let db = open_retrying(&path, &options, |path| builder().open(path))?;
-        let store = Store::checked(Handle::Write(db), project, path, options)?;
-        store.build_todo_index()?;
+        let (store, schema) = Store::checked(Handle::Write(db), project, path, options)?;
+        if schema < SCHEMA_VERSION {
+            store.upgrade()?;
+        }
         Ok(store)
-    }
-
-    /// Whether the store is at this loopx's layout, the todo indexes built (a store written by
-    /// an older loopx has none yet).
-    fn has_todo_index(&self) -> Result<bool, KernelError> {
-        self.read(|s| {
-            Ok(s.meta(SCHEMA_KEY)? == Some(SCHEMA_VERSION)
-                && s.meta(tables::TODO_INDEX_KEY)?.is_some())
-        })
     }
 
     /// Rebuilds the todo indexes and counts from the todos (`loopx doctor --repair`, when the
@@ -175,24 +168,23 @@ impl Store {
         })
     }
 
-    /// Builds the todo indexes of a store written before they existed, once.
-    fn build_todo_index(&self) -> Result<(), KernelError> {
-        if self.has_todo_index()? {
-            return Ok(());
-        }
+    /// Brings a version-1 store to this layout: builds its todo indexes and records version 2,
+    /// in one transaction (a peer that upgraded it meanwhile leaves nothing to do).
+    fn upgrade(&self) -> Result<(), KernelError> {
         let txn = self.begin_write()?;
-        let built = txn
+        let schema = txn
             .open_table(META)
             .map_err(|e| self.redb(e))?
-            .get(tables::TODO_INDEX_KEY)
+            .get(SCHEMA_KEY)
             .map_err(|e| self.redb(e))?
-            .is_some();
-        if !built {
-            super::todo_index::build(super::todo_index::Ix {
-                txn: &txn,
-                path: &self.path,
-            })?;
+            .map(|v| v.value());
+        if schema == Some(SCHEMA_VERSION) {
+            return Ok(());
         }
+        super::todo_index::build(super::todo_index::Ix {
+            txn: &txn,
+            path: &self.path,
+        })?;
         txn.open_table(META)
             .map_err(|e| self.redb(e))?
             .insert(SCHEMA_KEY, SCHEMA_VERSION)
@@ -222,8 +214,8 @@ impl Store {
             }
             Err(e) => return Err(e.into()),
         };
-        let store = Store::checked(db, project, path, options)?;
-        if !store.has_todo_index()? {
+        let (store, schema) = Store::checked(db, project, path, options)?;
+        if schema < SCHEMA_VERSION {
             // Written by an older loopx: built once, by a read-write open, then read as usual.
             drop(store);
             return Store::open_with_unshielded(project, OpenOptions::default());
@@ -247,17 +239,18 @@ impl Store {
                 }
                 Err(e) => return Err(e.into()),
             };
-            Store::checked(Handle::Read(db), project, path, options)
+            Store::checked(Handle::Read(db), project, path, options).map(|(store, _)| store)
         })
     }
 
-    /// The store on an opened database, once its schema is one this loopx reads.
+    /// The store on an opened database, once its schema is one this loopx reads, and that
+    /// schema version.
     fn checked(
         db: Handle,
         project: &Project,
         path: PathBuf,
         options: OpenOptions,
-    ) -> Result<Store, KernelError> {
+    ) -> Result<(Store, u64), KernelError> {
         let store = Store {
             db,
             project: project.clone(),
@@ -265,8 +258,8 @@ impl Store {
             options,
             redactor: crate::redact::Redactor::for_process_env(&[]),
         };
-        store.check_schema()?;
-        Ok(store)
+        let schema = store.check_schema()?;
+        Ok((store, schema))
     }
 
     /// Runs redb's integrity check on a private copy of the store file, so that the store
@@ -431,7 +424,7 @@ impl Store {
         Ok(())
     }
 
-    fn check_schema(&self) -> Result<(), KernelError> {
+    fn check_schema(&self) -> Result<u64, KernelError> {
         let txn = self.begin_read()?;
         let found = match txn.open_table(META) {
             Ok(meta) => meta
@@ -442,7 +435,7 @@ impl Store {
             Err(e) => return Err(self.redb(e)),
         };
         match found {
-            Some(OLDEST_SCHEMA..=SCHEMA_VERSION) => Ok(()),
+            Some(found @ OLDEST_SCHEMA..=SCHEMA_VERSION) => Ok(found),
             Some(found) if found > SCHEMA_VERSION => {
                 Err(StoreError::TooNew { path: self.path.clone(), found, supported: SCHEMA_VERSION }.into())
             }

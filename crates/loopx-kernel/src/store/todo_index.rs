@@ -20,7 +20,7 @@
 
 use std::path::Path;
 
-use redb::{ReadableTable, WriteTransaction};
+use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
 
 use super::codec::decode;
 use super::tables::{self, META};
@@ -35,17 +35,22 @@ pub(crate) struct Ix<'t> {
     pub(crate) path: &'t Path,
 }
 
-impl Ix<'_> {
-    fn err(&self, e: impl Into<redb::Error>) -> KernelError {
-        super::open::redb_error(self.path, e.into()).into()
+impl<'t> Ix<'t> {
+    /// A redb result as the kernel reports it (naming the store file).
+    fn ok<T, E: Into<redb::Error>>(&self, result: Result<T, E>) -> Result<T, KernelError> {
+        result.map_err(|e| super::open::redb_error(self.path, e.into()).into())
+    }
+
+    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        def: TableDefinition<'static, K, V>,
+    ) -> Result<Table<'t, K, V>, KernelError> {
+        self.ok(self.txn.open_table(def))
     }
 
     fn todo(&self, id: u64) -> Result<Option<Todo>, KernelError> {
-        let todos = self
-            .txn
-            .open_table(tables::TODOS)
-            .map_err(|e| self.err(e))?;
-        let Some(bytes) = todos.get(id).map_err(|e| self.err(e))? else {
+        let todos = self.table(tables::TODOS)?;
+        let Some(bytes) = self.ok(todos.get(id))? else {
             return Ok(None);
         };
         Ok(Some(decode("todos", bytes.value())?))
@@ -69,16 +74,12 @@ pub(crate) fn ready_key(todo: &Todo) -> (u64, &str, u8, i64, u64) {
 /// Adds `delta` to the count of `goal`'s waiting todos.
 fn count_waiting(ix: Ix<'_>, goal: u64, delta: i64) -> Result<(), KernelError> {
     let key = tables::waiting_key(goal);
-    let mut meta = ix.txn.open_table(META).map_err(|e| ix.err(e))?;
-    let count = meta
-        .get(key.as_str())
-        .map_err(|e| ix.err(e))?
-        .map_or(0, |v| v.value());
+    let mut meta = ix.table(META)?;
+    let count = ix.ok(meta.get(key.as_str()))?.map_or(0, |v| v.value());
     match count.saturating_add_signed(delta) {
-        0 => meta.remove(key.as_str()).map(drop),
-        n => meta.insert(key.as_str(), n).map(drop),
+        0 => ix.ok(meta.remove(key.as_str())).map(drop),
+        n => ix.ok(meta.insert(key.as_str(), n)).map(drop),
     }
-    .map_err(|e| ix.err(e))
 }
 
 /// Moves `todo` from where `previous` was indexed to where it belongs now, and keeps the counts.
@@ -100,19 +101,15 @@ pub(crate) fn reindex(
     }
     let before = previous.map(|p| p.state);
     if before != Some(todo.state) {
-        let mut meta = ix.txn.open_table(META).map_err(|e| ix.err(e))?;
+        let mut meta = ix.table(META)?;
         for (state, key) in [
             (TodoState::Open, tables::OPEN_KEY),
             (TodoState::Claimed, tables::CLAIMED_KEY),
         ] {
             let delta = i64::from(todo.state == state) - i64::from(before == Some(state));
             if delta != 0 {
-                let count = meta
-                    .get(key)
-                    .map_err(|e| ix.err(e))?
-                    .map_or(0, |v| v.value());
-                meta.insert(key, count.saturating_add_signed(delta))
-                    .map_err(|e| ix.err(e))?;
+                let count = ix.ok(meta.get(key))?.map_or(0, |v| v.value());
+                ix.ok(meta.insert(key, count.saturating_add_signed(delta)))?;
             }
         }
     }
@@ -121,44 +118,25 @@ pub(crate) fn reindex(
 
 /// Takes `todo` out of whichever index holds it.
 fn unplace(ix: Ix<'_>, todo: &Todo) -> Result<(), KernelError> {
-    let e = |err: redb::Error| ix.err(err);
     match todo.state {
         TodoState::Open => {
-            let mut ready = ix
-                .txn
-                .open_table(tables::READY_TODOS)
-                .map_err(|x| e(x.into()))?;
-            ready.remove(ready_key(todo)).map_err(|x| e(x.into()))?;
-            drop(ready);
-            let mut waiting = ix
-                .txn
-                .open_table(tables::WAITING_TODOS)
-                .map_err(|x| e(x.into()))?;
-            let waited = waiting
-                .remove((todo.goal.0, todo.id.0))
-                .map_err(|x| e(x.into()))?
+            ix.ok(ix.table(tables::READY_TODOS)?.remove(ready_key(todo)))?;
+            let waited = ix
+                .ok(ix
+                    .table(tables::WAITING_TODOS)?
+                    .remove((todo.goal.0, todo.id.0)))?
                 .is_some();
-            drop(waiting);
             if waited {
-                let mut dependents = ix
-                    .txn
-                    .open_table(tables::DEPENDENTS)
-                    .map_err(|x| e(x.into()))?;
+                let mut dependents = ix.table(tables::DEPENDENTS)?;
                 for dep in &todo.after {
-                    dependents
-                        .remove((dep.0, todo.id.0))
-                        .map_err(|x| e(x.into()))?;
+                    ix.ok(dependents.remove((dep.0, todo.id.0)))?;
                 }
                 drop(dependents);
                 count_waiting(ix, todo.goal.0, -1)?;
             }
         }
         TodoState::Claimed => {
-            let mut claimed = ix
-                .txn
-                .open_table(tables::CLAIMED_TODOS)
-                .map_err(|x| e(x.into()))?;
-            claimed.remove(todo.id.0).map_err(|x| e(x.into()))?;
+            ix.ok(ix.table(tables::CLAIMED_TODOS)?.remove(todo.id.0))?;
         }
         TodoState::Done | TodoState::Dropped => {}
     }
@@ -167,44 +145,25 @@ fn unplace(ix: Ix<'_>, todo: &Todo) -> Result<(), KernelError> {
 
 /// Puts `todo` where its state says: ready or waiting when open, claimed, or nowhere.
 fn place(ix: Ix<'_>, todo: &Todo) -> Result<(), KernelError> {
-    let e = |err: redb::Error| ix.err(err);
     match todo.state {
         TodoState::Open => {
             let unfinished = unfinished_deps(ix, todo)?;
             if unfinished.is_empty() {
-                let mut ready = ix
-                    .txn
-                    .open_table(tables::READY_TODOS)
-                    .map_err(|x| e(x.into()))?;
-                ready.insert(ready_key(todo), ()).map_err(|x| e(x.into()))?;
+                ix.ok(ix.table(tables::READY_TODOS)?.insert(ready_key(todo), ()))?;
             } else {
-                let mut waiting = ix
-                    .txn
-                    .open_table(tables::WAITING_TODOS)
-                    .map_err(|x| e(x.into()))?;
-                waiting
-                    .insert((todo.goal.0, todo.id.0), ())
-                    .map_err(|x| e(x.into()))?;
-                drop(waiting);
-                let mut dependents = ix
-                    .txn
-                    .open_table(tables::DEPENDENTS)
-                    .map_err(|x| e(x.into()))?;
+                ix.ok(ix
+                    .table(tables::WAITING_TODOS)?
+                    .insert((todo.goal.0, todo.id.0), ()))?;
+                let mut dependents = ix.table(tables::DEPENDENTS)?;
                 for dep in unfinished {
-                    dependents
-                        .insert((dep, todo.id.0), ())
-                        .map_err(|x| e(x.into()))?;
+                    ix.ok(dependents.insert((dep, todo.id.0), ()))?;
                 }
                 drop(dependents);
                 count_waiting(ix, todo.goal.0, 1)?;
             }
         }
         TodoState::Claimed => {
-            let mut claimed = ix
-                .txn
-                .open_table(tables::CLAIMED_TODOS)
-                .map_err(|x| e(x.into()))?;
-            claimed.insert(todo.id.0, ()).map_err(|x| e(x.into()))?;
+            ix.ok(ix.table(tables::CLAIMED_TODOS)?.insert(todo.id.0, ()))?;
         }
         TodoState::Done | TodoState::Dropped => {}
     }
@@ -226,22 +185,13 @@ fn unfinished_deps(ix: Ix<'_>, todo: &Todo) -> Result<Vec<u64>, KernelError> {
 /// `finished` is done or dropped: every todo waiting on it that waits on nothing else now is
 /// ready.
 fn release_dependents(ix: Ix<'_>, finished: u64) -> Result<(), KernelError> {
-    let e = |err: redb::Error| ix.err(err);
-    let mut dependents = ix
-        .txn
-        .open_table(tables::DEPENDENTS)
-        .map_err(|x| e(x.into()))?;
+    let mut dependents = ix.table(tables::DEPENDENTS)?;
     let mut waiting_on_it = Vec::new();
-    for row in dependents
-        .range((finished, 0)..=(finished, u64::MAX))
-        .map_err(|x| e(x.into()))?
-    {
-        waiting_on_it.push(row.map_err(|x| e(x.into()))?.0.value().1);
+    for row in ix.ok(dependents.range((finished, 0)..=(finished, u64::MAX)))? {
+        waiting_on_it.push(ix.ok(row)?.0.value().1);
     }
     for id in &waiting_on_it {
-        dependents
-            .remove((finished, *id))
-            .map_err(|x| e(x.into()))?;
+        ix.ok(dependents.remove((finished, *id)))?;
     }
     drop(dependents);
     for id in waiting_on_it {
@@ -251,22 +201,11 @@ fn release_dependents(ix: Ix<'_>, finished: u64) -> Result<(), KernelError> {
         if todo.state != TodoState::Open || !unfinished_deps(ix, &todo)?.is_empty() {
             continue;
         }
-        let mut waiting = ix
-            .txn
-            .open_table(tables::WAITING_TODOS)
-            .map_err(|x| e(x.into()))?;
-        waiting
-            .remove((todo.goal.0, todo.id.0))
-            .map_err(|x| e(x.into()))?;
-        drop(waiting);
+        ix.ok(ix
+            .table(tables::WAITING_TODOS)?
+            .remove((todo.goal.0, todo.id.0)))?;
         count_waiting(ix, todo.goal.0, -1)?;
-        let mut ready = ix
-            .txn
-            .open_table(tables::READY_TODOS)
-            .map_err(|x| e(x.into()))?;
-        ready
-            .insert(ready_key(&todo), ())
-            .map_err(|x| e(x.into()))?;
+        ix.ok(ix.table(tables::READY_TODOS)?.insert(ready_key(&todo), ()))?;
     }
     Ok(())
 }
@@ -274,56 +213,31 @@ fn release_dependents(ix: Ix<'_>, finished: u64) -> Result<(), KernelError> {
 /// Builds the indexes of a store written before they existed (or of a new one), from the
 /// active-todo index, and marks them built. Runs inside the caller's write transaction.
 pub(crate) fn build(ix: Ix<'_>) -> Result<(), KernelError> {
-    let e = |err: redb::Error| ix.err(err);
-    // Built from nothing: rows left from before (a rebuild) go first.
-    ix.txn
-        .delete_table(tables::READY_TODOS)
-        .map_err(|x| e(x.into()))?;
-    ix.txn
-        .delete_table(tables::WAITING_TODOS)
-        .map_err(|x| e(x.into()))?;
-    ix.txn
-        .delete_table(tables::DEPENDENTS)
-        .map_err(|x| e(x.into()))?;
-    ix.txn
-        .delete_table(tables::CLAIMED_TODOS)
-        .map_err(|x| e(x.into()))?;
-    // Every table exists once the indexes count as built, even those left empty: readers
-    // (read-only opens) cannot create one.
-    ix.txn
-        .open_table(tables::READY_TODOS)
-        .map_err(|x| e(x.into()))?;
-    ix.txn
-        .open_table(tables::WAITING_TODOS)
-        .map_err(|x| e(x.into()))?;
-    ix.txn
-        .open_table(tables::DEPENDENTS)
-        .map_err(|x| e(x.into()))?;
-    ix.txn
-        .open_table(tables::CLAIMED_TODOS)
-        .map_err(|x| e(x.into()))?;
+    // Built from nothing: rows left from before (a rebuild) go first. Every table exists once
+    // the indexes count as built, even those left empty: readers (read-only opens) cannot
+    // create one.
+    ix.ok(ix.txn.delete_table(tables::READY_TODOS))?;
+    ix.ok(ix.txn.delete_table(tables::WAITING_TODOS))?;
+    ix.ok(ix.txn.delete_table(tables::DEPENDENTS))?;
+    ix.ok(ix.txn.delete_table(tables::CLAIMED_TODOS))?;
+    ix.table(tables::READY_TODOS)?;
+    ix.table(tables::WAITING_TODOS)?;
+    ix.table(tables::DEPENDENTS)?;
+    ix.table(tables::CLAIMED_TODOS)?;
     // Counted afresh below.
-    let mut meta = ix.txn.open_table(META).map_err(|x| e(x.into()))?;
+    let mut meta = ix.table(META)?;
     let mut stale = Vec::new();
-    for row in meta
-        .range("todos_waiting/".."todos_waiting0")
-        .map_err(|x| e(x.into()))?
-    {
-        stale.push(row.map_err(|x| e(x.into()))?.0.value().to_owned());
+    for row in ix.ok(meta.range("todos_waiting/".."todos_waiting0"))? {
+        stale.push(ix.ok(row)?.0.value().to_owned());
     }
     for key in stale {
-        meta.remove(key.as_str()).map_err(|x| e(x.into()))?;
+        ix.ok(meta.remove(key.as_str()))?;
     }
     drop(meta);
     let mut ids = Vec::new();
-    let active = ix
-        .txn
-        .open_table(tables::ACTIVE_TODOS)
-        .map_err(|x| e(x.into()))?;
-    for row in active.iter().map_err(|x| e(x.into()))? {
-        ids.push(row.map_err(|x| e(x.into()))?.0.value());
+    for row in ix.ok(ix.table(tables::ACTIVE_TODOS)?.iter())? {
+        ids.push(ix.ok(row)?.0.value());
     }
-    drop(active);
     let (mut open, mut claimed) = (0u64, 0u64);
     for id in ids {
         let Some(todo) = ix.todo(id)? else {
@@ -333,12 +247,9 @@ pub(crate) fn build(ix: Ix<'_>) -> Result<(), KernelError> {
         claimed += u64::from(todo.state == TodoState::Claimed);
         place(ix, &todo)?;
     }
-    let mut meta = ix.txn.open_table(META).map_err(|x| e(x.into()))?;
-    meta.insert(tables::OPEN_KEY, open)
-        .map_err(|x| e(x.into()))?;
-    meta.insert(tables::CLAIMED_KEY, claimed)
-        .map_err(|x| e(x.into()))?;
-    meta.insert(tables::TODO_INDEX_KEY, TODO_INDEX_VERSION)
-        .map_err(|x| e(x.into()))?;
+    let mut meta = ix.table(META)?;
+    ix.ok(meta.insert(tables::OPEN_KEY, open))?;
+    ix.ok(meta.insert(tables::CLAIMED_KEY, claimed))?;
+    ix.ok(meta.insert(tables::TODO_INDEX_KEY, TODO_INDEX_VERSION))?;
     Ok(())
 }
