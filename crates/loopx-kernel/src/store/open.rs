@@ -50,6 +50,8 @@ impl Default for OpenOptions {
 pub(crate) enum Handle {
     Write(Database),
     Read(ReadOnlyDatabase),
+    /// Only while the store is dropped (see `Drop for Store`).
+    Closed,
 }
 
 impl std::fmt::Debug for Handle {
@@ -57,6 +59,7 @@ impl std::fmt::Debug for Handle {
         f.write_str(match self {
             Handle::Write(_) => "Handle::Write",
             Handle::Read(_) => "Handle::Read",
+            Handle::Closed => "Handle::Closed",
         })
     }
 }
@@ -69,6 +72,16 @@ pub struct Store {
     pub(crate) path: PathBuf,
     pub(crate) options: OpenOptions,
     pub(crate) redactor: crate::redact::Redactor,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // Closing a read-write database commits redb's allocator state, and on a damaged file
+        // redb can panic there: the store is going away either way, so the panic is contained
+        // here (not with `shield`, which lets a simulated crash's unwinding through).
+        let db = std::mem::replace(&mut self.db, Handle::Closed);
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(db)));
+    }
 }
 
 /// The store's write lock, held (see [`Store::lock_writes`]); released when dropped.
@@ -337,7 +350,7 @@ impl Store {
                 }
                 .into()
             }),
-            Handle::Read(_) => Err(read_only(&path)),
+            Handle::Read(_) | Handle::Closed => Err(read_only(&path)),
         })
     }
 
@@ -345,6 +358,7 @@ impl Store {
         match &self.db {
             Handle::Write(db) => db.begin_read(),
             Handle::Read(db) => db.begin_read(),
+            Handle::Closed => return Err(read_only(&self.path)),
         }
         .map_err(|e| self.redb(e))
     }
