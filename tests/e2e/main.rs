@@ -21,4 +21,5 @@ mod scale;
 mod sim;
 mod soak;
 mod store_files;
+mod watch;
 mod worktrees;

@@ -19,6 +19,8 @@
 //! - [`parse_reset_time`] reads vendor reset wording ("resets 3am (Europe/London)", "try again
 //!   in 5 days 22 hours", "reset after 8h44m7s") relative to a `now` it is given.
 //! - [`parse_report`] reads the agent's `loopx-report` block from the final message.
+//! - [`transcript::render`] turns a structured stream into a readable transcript for people
+//!   (`loopx log --slice`, the board's live tail).
 //! - [`inspect`] holds what `loopx profile list|show|check` and `loopx adapter test` need, as
 //!   plain data for the CLI to render.
 //!
@@ -42,6 +44,7 @@ mod report;
 mod reset;
 mod sandbox;
 mod signals;
+pub mod transcript;
 
 pub use adapter::{
     Adapter, AdapterCatalog, AdapterOptions, BUILTIN_ADAPTERS, ExitMeaning, HealthCheck,

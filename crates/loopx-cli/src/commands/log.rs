@@ -29,10 +29,16 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
         }
     })?;
     let recorded_sha = match slice {
-        Some(slice) => store
-            .read(|s| s.slice(slice))?
-            .map(|r| r.log_sha256)
-            .unwrap_or_default(),
+        Some(slice) => match store.read(|s| s.slice(slice))? {
+            Some(record) => record.log_sha256,
+            None => {
+                return Err(loopx_kernel::Invalid::NotFound {
+                    what: "slice",
+                    id: slice.to_string(),
+                }
+                .into());
+            }
+        },
         None => String::new(),
     };
     drop(store);
@@ -44,37 +50,17 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
     if let Some(slice) = slice
         && !ctx.json
     {
-        let log = project
-            .state_dir()
-            .join("slices")
-            .join(format!("{slice}.log"));
-        // The log is loopx's, capped at the profile's `max_output`; a planted FIFO or device
-        // in its place is refused, not read forever.
-        if let Ok(output) = loopx_adapters::open_regular(&log).and_then(|f| {
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::Read::take(f, 256 << 20), &mut bytes)?;
-            Ok(bytes)
-        }) {
-            if args.raw {
-                // Asked for by name: the bytes as the agent printed them (masked secrets aside).
-                ctx.flush()?;
-                std::io::Write::write_all(&mut ctx.out, &output)?;
-            } else {
-                ctx.line(format!("--- output of {slice} ({}) ---", log.display()))?;
-                let sha = sha256_hex(&output);
-                if !recorded_sha.is_empty() && sha != recorded_sha {
-                    ctx.line(ctx.style.red(&format!(
-                        "warning: this log was changed after loopx wrote it (sha256 {} now, {} when {slice} ended): it is not what the agent printed",
-                        &sha[..12],
-                        &recorded_sha[..recorded_sha.len().min(12)]
-                    )))?;
-                }
-                // Escape sequences are the agent's: shown as text, never obeyed.
-                let mut stripped = Vec::with_capacity(output.len());
-                loopx_pty::AnsiStripper::default().feed(&output, &mut stripped);
-                ctx.line(loopx_pty::clean_text(&stripped))?;
-            }
+        let log = slice_log(&project, slice);
+        let shown = show_output(ctx, &log, slice, &recorded_sha, args.raw)?;
+        if let Some(listener) = listener
+            && !events
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::SliceEnded { .. }))
+        {
+            let output = LiveOutput::new(log, shown, args.raw);
+            return follow_slice(ctx, &project, slice, output, listener, next);
         }
+        return ctx.flush();
     }
     ctx.flush()?;
     let Some(listener) = listener else {
@@ -95,6 +81,178 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
             next = last.seq + 1;
         }
         ctx.flush()?;
+    }
+}
+
+fn slice_log(project: &loopx_kernel::Project, slice: SliceId) -> std::path::PathBuf {
+    project
+        .state_dir()
+        .join("slices")
+        .join(format!("{slice}.log"))
+}
+
+/// Reads at most `limit` bytes of the log from `offset`. The log is loopx's, capped at the
+/// profile's `max_output`; a planted FIFO or device in its place is refused, not read forever.
+fn read_log(log: &std::path::Path, offset: u64, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek};
+    let mut file = loopx_adapters::open_regular(log)?;
+    file.seek(std::io::SeekFrom::Start(offset))?;
+    let mut bytes = Vec::new();
+    file.take(limit).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Prints the slice's output so far; returns how many bytes of the log that was.
+fn show_output(
+    ctx: &mut Ctx,
+    log: &std::path::Path,
+    slice: SliceId,
+    recorded_sha: &str,
+    raw: bool,
+) -> Result<u64, ExpectedError> {
+    let Ok(output) = read_log(log, 0, 256 << 20) else {
+        return Ok(0);
+    };
+    if raw {
+        // Asked for by name: the bytes as the agent printed them (masked secrets aside).
+        ctx.flush()?;
+        std::io::Write::write_all(&mut ctx.out, &output)?;
+        return Ok(output.len() as u64);
+    }
+    ctx.line(format!("--- output of {slice} ({}) ---", log.display()))?;
+    let sha = sha256_hex(&output);
+    if !recorded_sha.is_empty() && sha != recorded_sha {
+        ctx.line(ctx.style.red(&format!(
+            "warning: this log was changed after loopx wrote it (sha256 {} now, {} when {slice} ended): it is not what the agent printed",
+            &sha[..12],
+            &recorded_sha[..recorded_sha.len().min(12)]
+        )))?;
+    }
+    // A structured stream reads as a transcript; anything else as the text it printed.
+    // Escape sequences are the agent's: shown as text, never obeyed.
+    let text = loopx_adapters::transcript::render(&output).unwrap_or_else(|| {
+        let mut stripped = Vec::with_capacity(output.len());
+        loopx_pty::AnsiStripper::default().feed(&output, &mut stripped);
+        String::from_utf8_lossy(&stripped).into_owned()
+    });
+    ctx.line(loopx_pty::clean_text(text.as_bytes()))?;
+    Ok(output.len() as u64)
+}
+
+/// How often a followed slice's log is read for new output.
+const FOLLOW_EVERY: Duration = Duration::from_millis(200);
+
+/// Follows a running slice: its output as the agent prints it (the supervisor writes the log
+/// out at least every 250 ms), then its end. Whole lines are shown, each structured event as
+/// its transcript line; what is shown live is redacted again here, because the log is
+/// redacted in full only when the slice ends.
+fn follow_slice(
+    ctx: &mut Ctx,
+    project: &loopx_kernel::Project,
+    slice: SliceId,
+    mut output: LiveOutput,
+    listener: Listener,
+    mut next: u64,
+) -> Result<(), ExpectedError> {
+    let mut first = false;
+    if next == 1 {
+        next = store_next(project)?;
+    }
+    for polls in 1u64.. {
+        // The doorbell says when the slice's events arrive; every few seconds the store is read
+        // anyway, in case a ring was lost.
+        let rang = listener.wait(FOLLOW_EVERY);
+        let mut ended = false;
+        if rang || polls % 15 == 0 {
+            let store = loopx_kernel::Store::open_read(project)?;
+            let fresh = store.read(|s| s.events_from(next, 10_000))?;
+            drop(store);
+            if let Some(last) = fresh.last() {
+                next = last.seq + 1;
+            }
+            for event in fresh.iter().filter(|e| about_slice(e, Some(slice))) {
+                ended |= matches!(event.kind, EventKind::SliceEnded { .. });
+                // Output first: the end is printed after what came before it.
+                if ended {
+                    output.print_new(ctx, true)?;
+                }
+                print_event(ctx, event, &mut first)?;
+            }
+        }
+        if ended {
+            return ctx.flush();
+        }
+        output.print_new(ctx, false)?;
+        ctx.flush()?;
+    }
+    Ok(())
+}
+
+/// A running slice's log, read as it grows.
+struct LiveOutput {
+    log: std::path::PathBuf,
+    /// Bytes of the log already read.
+    offset: u64,
+    raw: bool,
+    /// Read, not yet shown: the start of a line.
+    partial: Vec<u8>,
+    stripper: loopx_pty::AnsiStripper,
+    redactor: loopx_kernel::redact::Redactor,
+}
+
+impl LiveOutput {
+    fn new(log: std::path::PathBuf, offset: u64, raw: bool) -> LiveOutput {
+        LiveOutput {
+            log,
+            offset,
+            raw,
+            partial: Vec::new(),
+            stripper: loopx_pty::AnsiStripper::default(),
+            redactor: loopx_kernel::redact::Redactor::for_process_env(&[]),
+        }
+    }
+
+    /// Prints what the log gained: whole lines only, unless `last`.
+    fn print_new(&mut self, ctx: &mut Ctx, last: bool) -> Result<(), ExpectedError> {
+        let Ok(bytes) = read_log(&self.log, self.offset, 16 << 20) else {
+            return Ok(());
+        };
+        self.offset += bytes.len() as u64;
+        self.partial.extend_from_slice(&bytes);
+        let cut = if last {
+            self.partial.len()
+        } else {
+            self.partial
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1)
+        };
+        let lines: Vec<u8> = self.partial.drain(..cut).collect();
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(&lines);
+        let text = self.redactor.redact(&text);
+        if self.raw {
+            ctx.flush()?;
+            std::io::Write::write_all(&mut ctx.out, text.as_bytes())?;
+            return Ok(());
+        }
+        for line in text.lines() {
+            let shown = match loopx_adapters::transcript::render(line.as_bytes()) {
+                Some(transcript) => transcript,
+                None => {
+                    let mut stripped = Vec::new();
+                    self.stripper.feed(line.as_bytes(), &mut stripped);
+                    String::from_utf8_lossy(&stripped).into_owned()
+                }
+            };
+            let shown = shown.trim_end_matches('\n');
+            if !shown.is_empty() {
+                ctx.line(loopx_pty::clean_text(shown.as_bytes()))?;
+            }
+        }
+        Ok(())
     }
 }
 

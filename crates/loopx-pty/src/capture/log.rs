@@ -9,11 +9,20 @@
 //! the slice: bytes are still counted, and at the end the log gets a line saying where and why
 //! it was cut short — made room for, on a disk that is still full, by giving back the log's
 //! last block.
+//!
+//! The head goes through a 64 KiB buffer, so a flood costs one `write` per 64 KiB; the
+//! capture's flusher ([`CappedLog::flush`], every [`FLUSH_EVERY`]) writes out what it holds,
+//! so a person following a running slice sees a line within a second of its printing.
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long output may wait in memory (the buffer, the mask's held-back bytes) before it is
+/// written to the log file.
+pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(250);
 
 /// Exact byte counts of a capped log. `bytes_logged + bytes_dropped == bytes_total`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -35,6 +44,8 @@ pub(crate) struct CappedLog {
     tail_cap: usize,
     total: u64,
     error: Option<std::io::Error>,
+    /// Written to the buffer since the last flush.
+    dirty: bool,
 }
 
 impl CappedLog {
@@ -65,6 +76,7 @@ impl CappedLog {
             tail_cap,
             total: 0,
             error: None,
+            dirty: false,
         })
     }
 
@@ -94,14 +106,29 @@ impl CappedLog {
     }
 
     fn write_file(&mut self, bytes: &[u8]) {
-        if let Some(file) = &mut self.file
-            && let Err(err) = file.write_all(bytes)
-        {
-            // A full disk must not stop the slice: stop logging, keep counting, report it.
-            tracing::warn!(error = %err, "slice log write failed; logging stopped");
-            self.error = Some(err);
-            self.file = None;
+        if let Some(file) = &mut self.file {
+            match file.write_all(bytes) {
+                Ok(()) => self.dirty = true,
+                Err(err) => self.fail(err),
+            }
         }
+    }
+
+    /// Writes out what the buffer holds (the live view of a running slice).
+    pub(crate) fn flush(&mut self) {
+        if std::mem::take(&mut self.dirty)
+            && let Some(file) = &mut self.file
+            && let Err(err) = file.flush()
+        {
+            self.fail(err);
+        }
+    }
+
+    /// A full disk must not stop the slice: stop logging, keep counting, report it.
+    fn fail(&mut self, err: std::io::Error) {
+        tracing::warn!(error = %err, "slice log write failed; logging stopped");
+        self.error = Some(err);
+        self.file = None;
     }
 
     /// Writes the marker and the tail, flushes, and returns the counts, the tail bytes (for
@@ -266,6 +293,7 @@ mod tests {
             tail_cap: 10,
             total: 0,
             error: None,
+            dirty: false,
         };
         log.write(b"0123456789abcdef");
         let (counts, _, error) = log.finish();

@@ -4,7 +4,8 @@
 //! prints one (an `env` dump, a verbose HTTP client) must not put it on disk. Each occurrence is
 //! overwritten with `*` of the same length, so the log's byte counts stay exact. A value may be
 //! split across two reads, so the last `longest - 1` bytes are held back until the next read
-//! (or the end) shows whether they start a secret. Without values, bytes pass through untouched.
+//! (or the end, or a quiet spell: see `pump.rs`) shows whether they start a secret. Without
+//! values, bytes pass through untouched.
 //!
 //! An agent can split a value with escape sequences (`sk-ab\x1b[0mcdef` prints as `sk-abcdef`).
 //! Matching skips escape sequences (CSI, OSC, DCS and two-byte `ESC x`), so the value's own

@@ -5,6 +5,12 @@
 //! - the screen thread ([`ScreenFeed`]) runs the terminal emulator, sends query answers to the
 //!   writer, then passes the chunk on to the slice's control loop.
 //!
+//! While the reader waits in `read`, a flusher thread (every [`FLUSH_EVERY`]) writes out what
+//! the log's buffer holds, and, when nothing was read since its last turn, releases the bytes
+//! the mask holds back (masked as far as they go): a running slice's log is live to within
+//! half a second. A secret split across a pause that long is caught by the log's redaction
+//! when the slice ends, not while it runs.
+//!
 //! The emulator costs about as much per byte as reading the terminal, so running it on its own
 //! thread lets the two overlap. The reader is the only reader, so nothing else can block on the
 //! terminal; everything it sends onwards is bounded. When the emulator falls behind, the full
@@ -12,10 +18,11 @@
 
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::log::{CappedLog, LogCounts};
+use super::log::{CappedLog, FLUSH_EVERY, LogCounts};
 use super::screen::Screen;
 use super::text::{AnsiStripper, clean_text};
 
@@ -76,54 +83,76 @@ pub(crate) struct Pump {
 }
 
 impl Pump {
-    /// Hands `batch` to the screen thread if it has room, or if the batch is full (then waiting
-    /// for room); otherwise returns it to be extended by the next read. Nothing is skipped:
-    /// only the granularity of chunks changes when the screen thread lags.
-    fn hand_over(&self, batch: Vec<u8>) -> Vec<u8> {
-        // A disconnected channel means the screen thread panicked; keep reading and logging
-        // anyway, so the agent never blocks on a full terminal.
-        if batch.len() >= SCREEN_BATCH {
-            let _ = self.screen.send(batch);
-        } else if let Err(TrySendError::Full(batch)) = self.screen.try_send(batch) {
-            return batch;
-        }
-        Vec::new()
-    }
-
     /// Reads until EOF (Linux reports a hung-up terminal as EIO, which portable-pty maps to
     /// EOF) and returns the summary.
-    pub(crate) fn run(mut self) -> CaptureSummary {
-        let mut buf = vec![0u8; READ_SIZE];
-        let mut stripper = AnsiStripper::default();
-        let mut head_text = Vec::new();
+    pub(crate) fn run(self) -> CaptureSummary {
+        let Pump {
+            mut reader,
+            log,
+            mask,
+            screen,
+        } = self;
+        let sink = Mutex::new(Sink {
+            mask,
+            log,
+            stripper: AnsiStripper::default(),
+            head_text: Vec::new(),
+            fed: false,
+        });
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let mut read_error = None;
-        let mut batch = Vec::new();
-        loop {
-            let len = match self.reader.read(&mut buf) {
-                Ok(0) => break,
-                Ok(len) => len,
-                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(err) => {
-                    read_error = Some(err);
-                    break;
-                }
-            };
-            let data = &buf[..len];
-            let masked = self.mask.feed(data);
-            let to_head = self.log.write(&masked);
-            stripper.feed(&masked[..to_head], &mut head_text);
-            batch.extend_from_slice(data);
-            batch = self.hand_over(batch);
-        }
-        if !batch.is_empty() {
-            // The screen thread is gone only if it panicked; see `hand_over`.
-            let _ = self.screen.send(batch);
-        }
-        drop(self.screen);
-        let rest = self.mask.finish();
-        let to_head = self.log.write(&rest);
-        stripper.feed(&rest[..to_head], &mut head_text);
-        let (counts, tail, log_error) = self.log.finish();
+        std::thread::scope(|scope| {
+            let flusher = std::thread::Builder::new()
+                .name("loopx-log-flush".into())
+                .spawn_scoped(scope, {
+                    let sink = &sink;
+                    move || {
+                        while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(FLUSH_EVERY)
+                        {
+                            sink.lock().unwrap_or_else(PoisonError::into_inner).tick();
+                        }
+                    }
+                });
+            // Without a flusher (no thread could be started) the log is whole at the end; it
+            // is only not live.
+            if let Err(err) = &flusher {
+                tracing::warn!(error = %err, "no log flusher: the slice log is written at the end");
+            }
+            let mut buf = vec![0u8; READ_SIZE];
+            let mut batch = Vec::new();
+            loop {
+                let len = match reader.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(len) => len,
+                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(err) => {
+                        read_error = Some(err);
+                        break;
+                    }
+                };
+                let data = &buf[..len];
+                sink.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take(data);
+                batch.extend_from_slice(data);
+                batch = hand_over(&screen, batch);
+            }
+            drop(stop);
+            if !batch.is_empty() {
+                // The screen thread is gone only if it panicked; see `hand_over`.
+                let _ = screen.send(batch);
+            }
+        });
+        drop(screen);
+        let mut sink = sink.into_inner().unwrap_or_else(PoisonError::into_inner);
+        sink.release();
+        let Sink {
+            log,
+            mut stripper,
+            mut head_text,
+            ..
+        } = sink;
+        let (counts, tail, log_error) = log.finish();
         let text = if counts.bytes_dropped == 0 {
             stripper.feed(&tail, &mut head_text);
             clean_text(&head_text)
@@ -142,6 +171,60 @@ impl Pump {
             read_error,
         }
     }
+}
+
+/// Where the reader's bytes go: masked, into the log and the text view. Shared with the
+/// flusher.
+struct Sink {
+    mask: super::mask::Mask,
+    log: CappedLog,
+    stripper: AnsiStripper,
+    /// The ANSI-stripped head of the output, for the text view.
+    head_text: Vec<u8>,
+    /// Something was read since the flusher's last turn.
+    fed: bool,
+}
+
+impl Sink {
+    fn take(&mut self, data: &[u8]) {
+        let masked = self.mask.feed(data);
+        self.write(&masked);
+        self.fed = true;
+    }
+
+    /// Releases what the mask holds back, masked.
+    fn release(&mut self) {
+        let rest = self.mask.finish();
+        self.write(&rest);
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let to_head = self.log.write(bytes);
+        self.stripper.feed(&bytes[..to_head], &mut self.head_text);
+    }
+
+    /// The flusher's turn: after a quiet spell nothing more will join the held-back bytes
+    /// soon, so they are released; then the buffer is written out.
+    fn tick(&mut self) {
+        if !std::mem::take(&mut self.fed) {
+            self.release();
+        }
+        self.log.flush();
+    }
+}
+
+/// Hands `batch` to the screen thread if it has room, or if the batch is full (then waiting
+/// for room); otherwise returns it to be extended by the next read. Nothing is skipped: only
+/// the granularity of chunks changes when the screen thread lags.
+fn hand_over(screen: &SyncSender<Vec<u8>>, batch: Vec<u8>) -> Vec<u8> {
+    // A disconnected channel means the screen thread panicked; keep reading and logging
+    // anyway, so the agent never blocks on a full terminal.
+    if batch.len() >= SCREEN_BATCH {
+        let _ = screen.send(batch);
+    } else if let Err(TrySendError::Full(batch)) = screen.try_send(batch) {
+        return batch;
+    }
+    Vec::new()
 }
 
 /// The screen thread: emulates the screen from each chunk the reader hands over, answers
