@@ -20,6 +20,7 @@ mod run_once;
 mod scale;
 mod sim;
 mod soak;
+mod steer;
 mod store_files;
 mod watch;
 mod worktrees;

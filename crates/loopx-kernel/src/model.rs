@@ -339,6 +339,24 @@ pub struct Gate {
     pub kind: GateKind,
 }
 
+impl Gate {
+    /// The command that answers it, printed the same by `run`, `status`, `gate list` and the
+    /// board's notices.
+    pub fn answer_command(&self) -> String {
+        answer_command(&self.id.to_string(), &self.options)
+    }
+}
+
+/// The command that answers gate `id` with `options`: by number when it has options (a number
+/// means that option, whatever the command or page it is given through), else in words.
+pub fn answer_command(id: &str, options: &[String]) -> String {
+    if options.is_empty() {
+        format!("loopx gate answer {id} \"ANSWER\"")
+    } else {
+        format!("loopx gate answer {id} N")
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EvidenceKind {

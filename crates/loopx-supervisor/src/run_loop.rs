@@ -654,7 +654,7 @@ impl Coordinator<'_> {
                     let options = gate_options(&self.req.project, &gate);
                     emit(&RunEvent::Question {
                         agent,
-                        answer_with: format!("loopx gate answer {gate} \"ANSWER\""),
+                        answer_with: loopx_kernel::model::answer_command(&gate, &options),
                         gate,
                         question,
                         options,

@@ -213,10 +213,7 @@ pub(super) fn show_opened(ctx: &mut Ctx, gate: &Gate) -> Result<(), ExpectedErro
         gate.id,
         gate.blocks.describe()
     ))?;
-    ctx.line(format!(
-        "A person answers with: {}",
-        views::answer_command(gate)
-    ))
+    ctx.line(format!("A person answers with: {}", gate.answer_command()))
 }
 
 /// Inside a slice a question holds back the slice's todo; elsewhere, everyone.

@@ -159,7 +159,19 @@ fn run_once(
         Once::Decided { agent, decision } => {
             if let Some((id, question)) = &decision.gate {
                 say(&format!("question {id}: {question}"));
-                say(&format!("answer with: loopx gate answer {id} \"ANSWER\""));
+                let options = id
+                    .parse()
+                    .ok()
+                    .and_then(|gate| {
+                        let store = loopx_kernel::Store::open_read(&req.project).ok()?;
+                        store.read(|s| s.gate(gate)).ok().flatten()
+                    })
+                    .map(|gate| gate.options)
+                    .unwrap_or_default();
+                say(&format!(
+                    "answer with: {}",
+                    loopx_kernel::model::answer_command(id, &options)
+                ));
             }
             (agent.as_str(), decision.clone(), None)
         }
@@ -241,7 +253,7 @@ fn notify_slice(
         let id = gate.id.to_string();
         notifier.notify(&RunEvent::Question {
             agent: slice.agent.clone(),
-            answer_with: format!("loopx gate answer {id} \"ANSWER\""),
+            answer_with: gate.answer_command(),
             gate: id,
             question: gate.question,
             options: gate.options,

@@ -404,7 +404,7 @@ fn assemble(
         needs_you: gates
             .into_iter()
             .map(|gate| NeedsYou {
-                answer_command: views::answer_command(&gate),
+                answer_command: gate.answer_command(),
                 gate,
             })
             .collect(),

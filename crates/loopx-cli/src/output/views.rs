@@ -17,15 +17,6 @@ pub fn relative(now: Timestamp, at: Timestamp) -> String {
     }
 }
 
-/// The exact command that answers a gate.
-pub fn answer_command(gate: &Gate) -> String {
-    if gate.options.is_empty() {
-        format!("loopx gate answer {} \"…\"", gate.id)
-    } else {
-        format!("loopx gate answer {} --option N", gate.id)
-    }
-}
-
 fn state_word(style: Style, state: TodoState) -> String {
     let word = format!("{:<7}", state.as_str());
     match state {
@@ -147,7 +138,7 @@ pub fn gate_lines(style: Style, gate: &Gate, now: Timestamp) -> Vec<String> {
     match (&gate.state, &gate.answer) {
         (GateState::Open, _) => lines.push(format!(
             "    answer:  {}",
-            style.yellow(&answer_command(gate))
+            style.yellow(&gate.answer_command())
         )),
         (_, Some(answer)) => lines.push(format!(
             "    answered by {} {}: {}",

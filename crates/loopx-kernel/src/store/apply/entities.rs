@@ -199,6 +199,20 @@ pub(super) fn gate_answer(
         }
         .into());
     }
+    // One meaning for an answer: on a gate with options, a number that is not itself one of the
+    // options' words is that option (`gate answer q1 2` = `--option 2` = the board's button 2),
+    // and a number out of range is refused rather than recorded as free text.
+    let choice = match choice {
+        AnswerChoice::Text(text) if !gate.options.is_empty() => {
+            let words = text.trim();
+            let named = gate.options.iter().any(|o| o.eq_ignore_ascii_case(words));
+            match words.parse::<u32>() {
+                Ok(n) if !named => AnswerChoice::Option(n),
+                _ => AnswerChoice::Text(text),
+            }
+        }
+        other => other,
+    };
     let (text, option) = match choice {
         AnswerChoice::Option(n) => {
             let index = usize::try_from(n)
