@@ -3,6 +3,8 @@
 mod support;
 
 mod attacks;
+mod board;
+mod browser;
 mod concurrency;
 mod demo;
 mod demo_agent;

@@ -53,6 +53,7 @@ fn a_followed_slice_shows_each_line_within_two_seconds_of_its_printing() {
     assert_eq!(code, 0);
     // Ticks printed before `log` started came with the output so far: only the live ones
     // count, and there must be some.
+    eprintln!("lag of each tick behind its printing, ms: {ticks:?}");
     let live: Vec<u128> = ticks.iter().copied().filter(|&lag| lag < 5_000).collect();
     assert_eq!(ticks.len(), 6, "every tick once: {lines:#?}");
     assert!(

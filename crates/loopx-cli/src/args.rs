@@ -57,6 +57,9 @@ pub enum Command {
     Diff(DiffArgs),
     /// Check the sandbox, the store, its integrity and its permissions (read-only).
     Doctor(DoctorArgs),
+    /// The board in a browser: todos by state, questions first, live transcripts, and the
+    /// same changes as the CLI (served on 127.0.0.1 with a token; see docs/board.md).
+    Board(BoardArgs),
     /// List, show and check agent profiles (`.loopx/profiles/*.toml`).
     #[command(subcommand)]
     Profile(ProfileCommand),
@@ -581,6 +584,13 @@ pub struct DiffArgs {
     /// Only which files changed, and how much.
     #[arg(long)]
     pub stat: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BoardArgs {
+    /// The port on 127.0.0.1 (default: a free one).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
 }
 
 #[derive(Debug, clap::Args)]

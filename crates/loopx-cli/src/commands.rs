@@ -1,6 +1,7 @@
 //! One module per command group; each takes the context and its parsed arguments.
 
 mod agent;
+mod board;
 mod demo;
 mod doctor;
 mod evidence;
@@ -39,6 +40,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Log(args) => log::run(ctx, args),
         Command::Diff(args) => todo::diff(ctx, args),
         Command::Doctor(args) => doctor::run(ctx, args.repair),
+        Command::Board(args) => board::run(ctx, args),
         Command::Profile(cmd) => profile::run(ctx, cmd),
         Command::Adapter(cmd) => profile::adapter(ctx, cmd),
         Command::Quota(cmd) => quota::run(ctx, cmd),

@@ -1,7 +1,8 @@
 //! What every command needs: where the project is, who is acting, and where output goes.
 
-use std::io::{BufWriter, IsTerminal, Stdout, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use loopx_kernel::{Project, Store, Timestamp};
 
@@ -10,12 +11,45 @@ use crate::errors::ExpectedError;
 use crate::output::Style;
 
 /// Per-invocation context.
-#[derive(Debug)]
 pub struct Ctx {
     project_dir: Option<PathBuf>,
     pub json: bool,
     pub style: Style,
-    pub out: BufWriter<Stdout>,
+    pub out: BufWriter<Box<dyn Write + Send>>,
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("project_dir", &self.project_dir)
+            .field("json", &self.json)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Output captured in memory (a command run for the board).
+#[derive(Debug, Clone, Default)]
+pub struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// Everything written so far, taken.
+    pub fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Ctx {
@@ -33,8 +67,22 @@ impl Ctx {
             style: Style {
                 enabled: colour && !cli.json,
             },
-            out: BufWriter::new(std::io::stdout()),
+            out: BufWriter::new(Box::new(std::io::stdout())),
         }
+    }
+
+    /// A context for the project in `dir` whose JSON output is captured: the board runs the
+    /// CLI's own commands through it, so a change made from the page is the same validated
+    /// operation, with the same actor, as the command a person would type.
+    pub fn capturing(dir: PathBuf) -> (Ctx, Captured) {
+        let captured = Captured::default();
+        let ctx = Ctx {
+            project_dir: Some(dir),
+            json: true,
+            style: Style { enabled: false },
+            out: BufWriter::new(Box::new(captured.clone())),
+        };
+        (ctx, captured)
     }
 
     /// Points this context at the project in `dir` (`loopx demo` creates its own).

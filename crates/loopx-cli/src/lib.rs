@@ -7,6 +7,7 @@
 //! (`exit_code.rs`, `docs/cli.md`); a broken pipe on stdout exits 0 quietly.
 
 mod args;
+mod board;
 mod commands;
 mod context;
 mod demo_agent;

@@ -6,10 +6,10 @@
 //!   writer, then passes the chunk on to the slice's control loop.
 //!
 //! While the reader waits in `read`, a flusher thread (every [`FLUSH_EVERY`]) writes out what
-//! the log's buffer holds, and, when nothing was read since its last turn, releases the bytes
-//! the mask holds back (masked as far as they go): a running slice's log is live to within
-//! half a second. A secret split across a pause that long is caught by the log's redaction
-//! when the slice ends, not while it runs.
+//! the log's buffer holds, and, when nothing was read for 100 ms, releases the bytes the mask
+//! holds back (masked as far as they go): a running slice's log is live to within a quarter of
+//! a second. A secret split across such a pause is caught by the log's redaction when the slice
+//! ends, not while it runs.
 //!
 //! The emulator costs about as much per byte as reading the terminal, so running it on its own
 //! thread lets the two overlap. The reader is the only reader, so nothing else can block on the
@@ -97,7 +97,7 @@ impl Pump {
             log,
             stripper: AnsiStripper::default(),
             head_text: Vec::new(),
-            fed: false,
+            last_read: std::time::Instant::now(),
         });
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let mut read_error = None;
@@ -181,15 +181,15 @@ struct Sink {
     stripper: AnsiStripper,
     /// The ANSI-stripped head of the output, for the text view.
     head_text: Vec<u8>,
-    /// Something was read since the flusher's last turn.
-    fed: bool,
+    /// When the reader last took something.
+    last_read: std::time::Instant,
 }
 
 impl Sink {
     fn take(&mut self, data: &[u8]) {
         let masked = self.mask.feed(data);
         self.write(&masked);
-        self.fed = true;
+        self.last_read = std::time::Instant::now();
     }
 
     /// Releases what the mask holds back, masked.
@@ -203,15 +203,18 @@ impl Sink {
         self.stripper.feed(&bytes[..to_head], &mut self.head_text);
     }
 
-    /// The flusher's turn: after a quiet spell nothing more will join the held-back bytes
-    /// soon, so they are released; then the buffer is written out.
+    /// The flusher's turn: after a quiet spell ([`QUIET`]) nothing more will join the
+    /// held-back bytes soon, so they are released; then the buffer is written out.
     fn tick(&mut self) {
-        if !std::mem::take(&mut self.fed) {
+        if self.last_read.elapsed() >= QUIET {
             self.release();
         }
         self.log.flush();
     }
 }
+
+/// How long the terminal must stay silent before the mask's held-back bytes are released.
+const QUIET: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Hands `batch` to the screen thread if it has room, or if the batch is full (then waiting
 /// for room); otherwise returns it to be extended by the next read. Nothing is skipped: only

@@ -1,0 +1,281 @@
+// The loopx board page. Everything an agent wrote (titles, questions, transcripts) is put on
+// the page as text (textContent), never as markup. State arrives pushed over one
+// server-sent event stream; the page never polls. Changes are POSTed with the token in a
+// header, and the page shows the CLI's own answer or refusal.
+"use strict";
+
+const token = document.querySelector('meta[name="loopx-token"]').content;
+let state = null;
+// Server time minus page time, for countdowns that agree with the kernel's clock.
+let skew = 0;
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function ms(at) { return at ? Date.parse(at) : NaN; }
+
+function short(secs) {
+  secs = Math.max(0, Math.round(secs));
+  if (secs < 60) return secs + "s";
+  if (secs < 3600) return Math.floor(secs / 60) + "m " + (secs % 60) + "s";
+  if (secs < 86400) return Math.floor(secs / 3600) + "h " + Math.floor((secs % 3600) / 60) + "m";
+  return Math.floor(secs / 86400) + "d " + Math.floor((secs % 86400) / 3600) + "h";
+}
+
+function relative(at) {
+  const t = ms(at);
+  if (isNaN(t)) return "";
+  const delta = (t - (Date.now() + skew)) / 1000;
+  if (Math.abs(delta) < 1) return "now";
+  return delta > 0 ? "in " + short(delta) : short(-delta) + " ago";
+}
+
+async function act(path, body) {
+  const problem = document.getElementById("problem");
+  try {
+    const response = await fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Loopx-Token": token },
+      body: JSON.stringify(body),
+    });
+    const answer = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      problem.textContent = answer.error || ("refused: HTTP " + response.status);
+      problem.hidden = false;
+      return false;
+    }
+    problem.hidden = true;
+    return true;
+  } catch (e) {
+    problem.textContent = "the board is not reachable: " + e;
+    problem.hidden = false;
+    return false;
+  }
+}
+
+function renderHeader(s) {
+  const goal = s.status.goal;
+  document.getElementById("goal").textContent = goal
+    ? goal.id + " · " + goal.objective + " (" + goal.status + ")"
+    : "no goal yet";
+  const c = s.status.counts || {};
+  const running = (s.status.running || []).length;
+  document.getElementById("counts").textContent =
+    (c.open ?? 0) + " open · " + (c.claimed ?? 0) + " claimed · " + running +
+    (running === 1 ? " slice" : " slices") + " running · " + (c.done ?? 0) + " done";
+}
+
+function renderGates(s) {
+  const box = document.getElementById("gates");
+  const gates = s.status.needs_you || [];
+  box.replaceChildren();
+  if (gates.length === 0) {
+    box.append(el("p", { class: "nothing", text: "Nothing waits on you." }));
+    return;
+  }
+  for (const { gate, answer_command } of gates) {
+    const node = el("div", { class: "gate", "data-gate": gate.id });
+    node.append(el("div", { class: "question" }, el("span", { class: "id", text: gate.id + " " }), gate.question));
+    const asker = gate.asked_by.startsWith("loopx") || gate.kind !== "question"
+      ? "opened by loopx (" + gate.kind + ")" : "asked by " + gate.asked_by;
+    node.append(el("div", { class: "meta", text: asker + " · " + relative(gate.created_at) }));
+    if (gate.context) node.append(el("pre", { class: "context", text: gate.context }));
+    if (gate.options.length > 0) {
+      const options = el("div", { class: "options" });
+      gate.options.forEach((option, i) => {
+        options.append(el("button", {
+          class: "option", "data-option": String(i + 1),
+          onclick: () => act("/api/answer", { gate: gate.id, answer: String(i + 1) }),
+        }, (i + 1) + ". " + option));
+      });
+      node.append(options);
+    }
+    const input = el("input", { placeholder: gate.options.length ? "or answer in words…" : "your answer…", class: "answer-text" });
+    node.append(el("form", {
+      onsubmit: (e) => {
+        e.preventDefault();
+        if (input.value.trim()) act("/api/answer", { gate: gate.id, answer: input.value });
+      },
+    }, input, el("button", { type: "submit" }, "Answer")));
+    node.append(el("div", { class: "meta" }, "or: ", el("code", { text: answer_command })));
+    box.append(node);
+  }
+}
+
+function heldKeys(s) {
+  return new Set(((s.quota && s.quota.holds) || []).map((h) => h.key));
+}
+
+function renderAgents(s) {
+  const body = document.querySelector("#agents tbody");
+  body.replaceChildren();
+  const held = heldKeys(s);
+  const running = new Map((s.status.running || []).map((r) => [r.slice.agent, r.slice.id]));
+  for (const agent of s.status.agents || []) {
+    const slice = running.get(agent.agent);
+    const now = slice ? "running " + slice : (agent.decision || "?");
+    const paused = held.has("agent:" + agent.agent);
+    const button = paused
+      ? el("button", { onclick: () => act("/api/resume", { agent: agent.agent }) }, "Resume")
+      : el("button", { onclick: () => act("/api/pause", { agent: agent.agent }) }, "Pause");
+    body.append(el("tr", { "data-agent": agent.agent },
+      el("td", { text: agent.agent }),
+      el("td", { text: now + (agent.todo ? " " + agent.todo : "") }),
+      el("td", { class: "wake", "data-at": agent.wake_at || "", text: agent.wake_at ? relative(agent.wake_at) : "" }),
+      el("td", { text: agent.summary }),
+      el("td", {}, button)));
+  }
+}
+
+function renderQuota(s) {
+  const box = document.getElementById("quota");
+  box.replaceChildren();
+  const quota = s.quota || {};
+  const holds = quota.holds || [];
+  const list = el("ul");
+  for (const hold of holds) {
+    list.append(el("li", {},
+      el("strong", { text: hold.key }), " held ",
+      hold.until ? el("span", { class: "wake", "data-at": hold.until, text: "until " + relative(hold.until) }) : "until resumed",
+      " — " + hold.reason + " ",
+      el("button", {
+        onclick: () => act("/api/resume", hold.key.startsWith("agent:") ? { agent: hold.key.slice(6) } : { account: hold.key }),
+      }, "Resume")));
+  }
+  const accounts = new Set();
+  for (const agent of quota.agents || []) {
+    for (const w of agent.windows || []) {
+      const left = w.tokens_left != null ? w.tokens_left + " of " + w.tokens_limit + " tokens" : "";
+      const cost = w.cost_left_usd != null ? "$" + w.cost_left_usd.toFixed(2) + " of $" + w.cost_limit_usd.toFixed(2) : "";
+      list.append(el("li", {}, agent.account + " · " + agent.agent + ": " + short(w.period_secs) + " window, " +
+        [left, cost].filter(Boolean).join(", ") + " left",
+        w.resets_at ? el("span", { class: "wake", "data-at": w.resets_at, text: ", resets " + relative(w.resets_at) }) : ""));
+    }
+    if (!accounts.has(agent.account) && !holds.some((h) => h.key === agent.account)) {
+      accounts.add(agent.account);
+      list.append(el("li", {}, "account " + agent.account + " ",
+        el("button", { onclick: () => act("/api/pause", { account: agent.account }) }, "Pause account")));
+    }
+  }
+  if (!list.children.length) list.append(el("li", { class: "nothing", text: "No holds, no windows set." }));
+  box.append(list);
+}
+
+function card(todo, column, s) {
+  const node = el("div", { class: "card", "data-todo": todo.id });
+  node.append(el("div", { class: "title" }, el("span", { class: "id", text: todo.id }), todo.title));
+  const meta = el("div", { class: "meta" });
+  if (todo.priority) meta.append(el("span", { class: "chip", text: "priority " + todo.priority }));
+  for (const wait of todo.waits_on || []) meta.append(el("span", { class: "chip", text: wait }));
+  if (todo.gate) meta.append(el("span", { class: "chip gate-chip", text: "gate " + todo.gate.id + ": " + todo.gate.question }));
+  if (todo.lease) {
+    meta.append(el("div", { text: todo.lease.agent + " · epoch " + todo.lease.epoch + (todo.lease.live ? "" : " · lease expired") }));
+  }
+  if (todo.slice) {
+    meta.append(el("div", { class: "elapsed", "data-started": todo.slice.started_at, "data-limit": String(todo.slice.limit_secs), text: "" }));
+  }
+  node.append(meta);
+  if (todo.slice) {
+    const tail = (s.tails || {})[todo.slice.id] || "";
+    node.append(el("pre", { class: "tail", text: tail || "(no output yet)" }));
+  }
+  for (const e of todo.evidence || []) node.append(el("div", { class: "meta", text: e.kind + ": " + e.summary }));
+  if (todo.handoff) {
+    node.append(el("div", { class: "meta", text: "done: " + todo.handoff.done }));
+    if (todo.handoff.next) node.append(el("div", { class: "meta", text: "next: " + todo.handoff.next }));
+  }
+  if (column === "open" || column === "claimed" || column === "blocked") {
+    node.append(el("button", {
+      class: "danger",
+      onclick: () => {
+        if (confirm("Drop " + todo.id + "? It will not be done.")) act("/api/todo/drop", { todo: todo.id, epoch: todo.epoch });
+      },
+    }, "Drop"));
+  }
+  return node;
+}
+
+function renderColumns(s) {
+  for (const name of ["open", "claimed", "blocked", "done", "dropped"]) {
+    const column = s.columns[name];
+    const box = document.querySelector("#col-" + name + " .cards");
+    box.replaceChildren();
+    for (const todo of column.cards) box.append(card(todo, name, s));
+    if (column.count > column.cards.length) {
+      box.append(el("div", { class: "more", text: "… and " + (column.count - column.cards.length) + " more (loopx todo list)" }));
+    }
+  }
+}
+
+function renderEvents(s) {
+  const list = document.getElementById("events");
+  list.replaceChildren();
+  for (const e of s.events) {
+    list.append(el("li", {}, String(e.seq).padStart(5) + "  " + relative(e.at).padEnd(9) + " ",
+      el("span", { class: "actor", text: e.actor }), "  " + e.text));
+  }
+}
+
+// Relative times and elapsed slices, from the last state: a local clock, not a request.
+function tick() {
+  for (const node of document.querySelectorAll("[data-at]")) {
+    const at = node.getAttribute("data-at");
+    if (!at) continue;
+    const prefix = node.textContent.startsWith("until ") ? "until " : node.textContent.startsWith(", resets ") ? ", resets " : "";
+    node.textContent = prefix + relative(at);
+  }
+  for (const node of document.querySelectorAll(".elapsed")) {
+    const started = ms(node.getAttribute("data-started"));
+    const limit = Number(node.getAttribute("data-limit"));
+    const elapsed = (Date.now() + skew - started) / 1000;
+    node.textContent = "running " + short(elapsed) + (limit ? " of " + short(limit) : "");
+    node.classList.toggle("over", limit > 0 && elapsed > limit);
+  }
+}
+
+function render(s) {
+  state = s;
+  skew = ms(s.now) - Date.now();
+  renderHeader(s);
+  renderGates(s);
+  renderAgents(s);
+  renderQuota(s);
+  renderColumns(s);
+  renderEvents(s);
+  tick();
+}
+
+function connect() {
+  const live = document.getElementById("live");
+  const source = new EventSource("/api/stream?token=" + encodeURIComponent(token));
+  source.addEventListener("open", () => { live.textContent = "● live"; live.classList.add("on"); });
+  source.addEventListener("error", () => { live.textContent = "○ reconnecting"; live.classList.remove("on"); });
+  source.addEventListener("state", (e) => render(JSON.parse(e.data)));
+  source.addEventListener("problem", (e) => {
+    const problem = document.getElementById("problem");
+    problem.textContent = JSON.parse(e.data).error;
+    problem.hidden = false;
+  });
+}
+
+document.getElementById("add-todo").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const title = document.getElementById("add-title");
+  const priority = Number(document.getElementById("add-priority").value) || 0;
+  if (await act("/api/todo/add", { title: title.value, priority })) title.value = "";
+});
+
+setInterval(tick, 1000);
+connect();

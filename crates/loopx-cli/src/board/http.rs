@@ -1,0 +1,260 @@
+//! Just enough HTTP/1.1 for one browser on loopback: one request per connection, a body only
+//! by `Content-Length` (at most [`MAX_BODY`]), every answer closing the connection. Anything
+//! else is refused with a status, never guessed at.
+
+use std::io::{BufRead, BufReader, Read, Write};
+
+/// The request line and headers together.
+const MAX_HEAD: usize = 16 * 1024;
+/// A form's JSON: a todo title, an answer.
+pub(crate) const MAX_BODY: usize = 64 * 1024;
+
+#[derive(Debug)]
+pub(crate) struct Request {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    /// Query parameters, percent-decoded.
+    pub(crate) query: Vec<(String, String)>,
+    /// Names lowercased.
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
+}
+
+impl Request {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub(crate) fn query(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Why a request was not read: answered with this status and message, or not at all.
+#[derive(Debug)]
+pub(crate) enum ReadError {
+    /// The peer went away or sent nothing.
+    Closed,
+    Bad(u16, &'static str),
+}
+
+pub(crate) fn read_request(stream: impl Read) -> Result<Request, ReadError> {
+    let mut reader = BufReader::new(stream.take((MAX_HEAD + MAX_BODY) as u64));
+    let mut head_len = 0;
+    let line = read_line(&mut reader, &mut head_len)?;
+    if line.is_empty() {
+        return Err(ReadError::Closed);
+    }
+    let mut parts = line.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(ReadError::Bad(400, "malformed request line"));
+    };
+    if !version.starts_with("HTTP/1.") {
+        return Err(ReadError::Bad(505, "HTTP/1.x only"));
+    }
+    let mut headers = Vec::new();
+    loop {
+        let line = read_line(&mut reader, &mut head_len)?;
+        if line.is_empty() {
+            break;
+        }
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(ReadError::Bad(400, "malformed header"));
+        };
+        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+    }
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let mut request = Request {
+        method: method.to_owned(),
+        path: percent_decode(path),
+        query: parse_query(query),
+        headers,
+        body: Vec::new(),
+    };
+    if request.header("transfer-encoding").is_some() {
+        return Err(ReadError::Bad(411, "send a Content-Length"));
+    }
+    let length = match request.header("content-length") {
+        None => 0,
+        Some(text) => text
+            .parse::<usize>()
+            .map_err(|_| ReadError::Bad(400, "bad Content-Length"))?,
+    };
+    if length > MAX_BODY {
+        return Err(ReadError::Bad(413, "body too large"));
+    }
+    request.body = vec![0; length];
+    reader
+        .read_exact(&mut request.body)
+        .map_err(|_| ReadError::Closed)?;
+    Ok(request)
+}
+
+fn read_line(reader: &mut impl BufRead, head_len: &mut usize) -> Result<String, ReadError> {
+    let mut line = Vec::new();
+    let read = reader
+        .take((MAX_HEAD - *head_len + 1) as u64)
+        .read_until(b'\n', &mut line)
+        .map_err(|_| ReadError::Closed)?;
+    *head_len += read;
+    if *head_len > MAX_HEAD {
+        return Err(ReadError::Bad(431, "request head too large"));
+    }
+    if read > 0 && !line.ends_with(b"\n") {
+        return Err(ReadError::Closed);
+    }
+    while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        line.pop();
+    }
+    String::from_utf8(line).map_err(|_| ReadError::Bad(400, "request head is not UTF-8"))
+}
+
+fn parse_query(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(name), percent_decode(value))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => match (hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) {
+                (Some(high), Some(low)) => {
+                    out.push(high << 4 | low);
+                    i += 3;
+                }
+                _ => {
+                    out.push(b'%');
+                    i += 1;
+                }
+            },
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            byte => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(byte: Option<&u8>) -> Option<u8> {
+    char::from(*byte?)
+        .to_digit(16)
+        .and_then(|d| u8::try_from(d).ok())
+}
+
+/// Headers every answer carries: nothing cached, nothing framed, no referrer (the token is in
+/// the page's address), scripts and styles only from the board itself.
+pub(crate) const SECURITY_HEADERS: &str = "Cache-Control: no-store\r\n\
+X-Content-Type-Options: nosniff\r\n\
+Referrer-Policy: no-referrer\r\n\
+X-Frame-Options: DENY\r\n\
+Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self'; \
+connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
+frame-ancestors 'none'\r\n";
+
+pub(crate) fn respond(
+    mut stream: impl Write,
+    status: u16,
+    content_type: &str,
+    body: &[u8],
+) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{SECURITY_HEADERS}Connection: close\r\n\r\n",
+        reason(status),
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    stream.flush()
+}
+
+/// The head of a server-sent event stream; events follow until the browser goes away.
+pub(crate) fn start_events(mut stream: impl Write) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n{SECURITY_HEADERS}Connection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.flush()
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        409 => "Conflict",
+        411 => "Length Required",
+        413 => "Payload Too Large",
+        415 => "Unsupported Media Type",
+        431 => "Request Header Fields Too Large",
+        503 => "Service Unavailable",
+        505 => "HTTP Version Not Supported",
+        _ => "Error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_read_with_its_query_and_body() {
+        let raw = b"POST /api/answer?token=ab%20c&x HTTP/1.1\r\nHost: 127.0.0.1:9\r\nContent-Length: 4\r\n\r\n{}\r\n";
+        let request = read_request(&raw[..]).expect("a request");
+        assert_eq!(request.method, "POST");
+        assert_eq!(request.path, "/api/answer");
+        assert_eq!(request.query("token"), Some("ab c"));
+        assert_eq!(request.query("x"), Some(""));
+        assert_eq!(request.header("host"), Some("127.0.0.1:9"));
+        assert_eq!(request.body, b"{}\r\n");
+    }
+
+    #[test]
+    fn oversized_or_chunked_requests_are_refused() {
+        let big = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(MAX_HEAD));
+        assert!(matches!(
+            read_request(big.as_bytes()),
+            Err(ReadError::Bad(431, _))
+        ));
+        let body = format!(
+            "POST / HTTP/1.1\r\nContent-Length: {}\r\n\r\n",
+            MAX_BODY + 1
+        );
+        assert!(matches!(
+            read_request(body.as_bytes()),
+            Err(ReadError::Bad(413, _))
+        ));
+        let chunked = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert!(matches!(
+            read_request(&chunked[..]),
+            Err(ReadError::Bad(411, _))
+        ));
+        assert!(matches!(read_request(&b""[..]), Err(ReadError::Closed)));
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+        assert_eq!(percent_decode("%é%41"), "%éA");
+    }
+}

@@ -1,0 +1,255 @@
+//! What the page shows, read from the kernel in one go: `status` and `quota status` exactly as
+//! the CLI prints them with `--json`, plus the cards by column, the newest events and a live
+//! tail of each running slice's transcript.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use loopx_kernel::model::{Blocks, Evidence, Gate, GateState, SliceRecord, Todo, TodoState};
+use loopx_kernel::{Timestamp, TodoId};
+use serde_json::{Value, json};
+
+use crate::args::{Command, QuotaCommand};
+use crate::context::Ctx;
+use crate::errors::ExpectedError;
+
+/// Cards shown per column; the column's count says how many there are.
+const PER_COLUMN: usize = 100;
+/// Events shown.
+const EVENTS: usize = 40;
+/// Lines of a running slice's transcript shown.
+const TAIL_LINES: usize = 14;
+/// Bytes of a running slice's log read for its tail.
+const TAIL_BYTES: u64 = 48 * 1024;
+
+/// The whole board as JSON.
+pub(crate) fn board(dir: &Path) -> Result<Value, ExpectedError> {
+    let status = run_json(dir, Command::Status)?;
+    let quota = run_json(dir, Command::Quota(QuotaCommand::Status))?;
+    let (ctx, _) = Ctx::capturing(dir.to_path_buf());
+    let project = ctx.project()?;
+    let now = ctx.now();
+    let store = loopx_kernel::Store::open_read(&project)?;
+    let (columns, running, events) = store.read(|s| {
+        let goal = match s.current_goal()? {
+            Some(goal) => Some(goal),
+            None => s.goals()?.pop(),
+        };
+        let todos: Vec<Todo> = match &goal {
+            Some(goal) => s
+                .todos()?
+                .into_iter()
+                .filter(|t| t.goal == goal.id)
+                .collect(),
+            None => Vec::new(),
+        };
+        let gates: Vec<Gate> = s
+            .gates()?
+            .into_iter()
+            .filter(|g| g.state == GateState::Open)
+            .collect();
+        let running = s.running_slices()?;
+        let finished: Vec<TodoId> = todos
+            .iter()
+            .filter(|t| matches!(t.state, TodoState::Done | TodoState::Dropped))
+            .map(|t| t.id)
+            .collect();
+        let evidence = s.evidence_newest(4 * PER_COLUMN, |e| {
+            e.todo.is_some_and(|t| finished.contains(&t))
+        })?;
+        let mut handoffs = HashMap::new();
+        for todo in &todos {
+            if let Some(id) = todo.latest_handoff
+                && matches!(todo.state, TodoState::Done | TodoState::Dropped)
+                && let Some(handoff) = s.handoff(id)?
+            {
+                handoffs.insert(todo.id, handoff);
+            }
+        }
+        let columns = columns(&todos, &gates, &running, &evidence, &handoffs, now);
+        let events: Vec<Value> = s
+            .events_tail(EVENTS)?
+            .iter()
+            .rev()
+            .map(|e| {
+                json!({
+                    "seq": e.seq,
+                    "at": e.at,
+                    "actor": e.actor,
+                    "kind": e.kind.name(),
+                    "text": e.kind.describe(),
+                })
+            })
+            .collect();
+        Ok((columns, running, events))
+    })?;
+    drop(store);
+    let tails: serde_json::Map<String, Value> = running
+        .iter()
+        .map(|slice| (slice.id.to_string(), Value::String(tail(&project, slice))))
+        .collect();
+    Ok(json!({
+        "now": now,
+        "status": status,
+        "quota": quota,
+        "columns": columns,
+        "tails": tails,
+        "events": events,
+    }))
+}
+
+/// A CLI command's `--json` document.
+fn run_json(dir: &Path, command: Command) -> Result<Value, ExpectedError> {
+    let (mut ctx, captured) = Ctx::capturing(dir.to_path_buf());
+    crate::commands::dispatch(&mut ctx, command)?;
+    ctx.flush()?;
+    serde_json::from_slice(&captured.take())
+        .map_err(|e| ExpectedError::Usage(format!("the board could not read its own JSON: {e}")))
+}
+
+fn columns(
+    todos: &[Todo],
+    gates: &[Gate],
+    running: &[SliceRecord],
+    evidence: &[Evidence],
+    handoffs: &HashMap<TodoId, loopx_kernel::model::Handoff>,
+    now: Timestamp,
+) -> Value {
+    let done: HashMap<TodoId, TodoState> = todos.iter().map(|t| (t.id, t.state)).collect();
+    let gate_of = |todo: &Todo| -> Option<&Gate> {
+        gates.iter().find(|g| match &g.blocks {
+            Blocks::Global => true,
+            Blocks::Todos(ids) => ids.contains(&todo.id),
+            _ => false,
+        })
+    };
+    let mut open = Vec::new();
+    let mut claimed = Vec::new();
+    let mut blocked = Vec::new();
+    let mut finished = Vec::new();
+    let mut dropped = Vec::new();
+    for todo in todos {
+        let mut card = json!({
+            "id": todo.id,
+            "title": todo.title,
+            "detail": todo.detail,
+            "priority": todo.priority,
+            "epoch": todo.epoch,
+            "role": todo.role,
+            "needs": todo.needs,
+            "updated_at": todo.updated_at,
+        });
+        match todo.state {
+            TodoState::Open => {
+                if let Some(gate) = gate_of(todo) {
+                    card["gate"] = json!({"id": gate.id, "question": gate.question});
+                    blocked.push(card);
+                    continue;
+                }
+                let mut waits_on: Vec<String> = todo
+                    .after
+                    .iter()
+                    .filter(|dep| done.get(dep) != Some(&TodoState::Done))
+                    .map(|dep| format!("after {dep}"))
+                    .collect();
+                waits_on.extend(todo.needs.iter().map(|n| format!("needs {n}")));
+                if let Some(role) = &todo.role {
+                    waits_on.push(format!("role {role}"));
+                }
+                card["waits_on"] = json!(waits_on);
+                open.push(card);
+            }
+            TodoState::Claimed => {
+                if let Some(lease) = &todo.lease {
+                    card["lease"] = json!({
+                        "agent": lease.agent,
+                        "epoch": lease.epoch,
+                        "expires_at": lease.expires_at,
+                        "live": lease.is_live(now),
+                    });
+                }
+                if let Some(slice) = running.iter().find(|s| s.todo == Some(todo.id)) {
+                    card["slice"] = json!({
+                        "id": slice.id,
+                        "agent": slice.agent,
+                        "started_at": slice.started_at,
+                        "limit_secs": slice.limit_secs,
+                    });
+                }
+                claimed.push(card);
+            }
+            TodoState::Done | TodoState::Dropped => {
+                let mine: Vec<Value> = evidence
+                    .iter()
+                    .filter(|e| e.todo == Some(todo.id))
+                    .take(3)
+                    .map(|e| json!({"id": e.id, "kind": e.kind, "summary": e.summary}))
+                    .collect();
+                card["evidence"] = json!(mine);
+                if let Some(handoff) = handoffs.get(&todo.id) {
+                    card["handoff"] = json!({"done": handoff.done, "next": handoff.next});
+                }
+                if todo.state == TodoState::Done {
+                    finished.push(card);
+                } else {
+                    dropped.push(card);
+                }
+            }
+        }
+    }
+    // Newest finished first; the rest in the order agents take them.
+    let newest_first = |cards: &mut Vec<Value>| {
+        cards.sort_by(|a, b| b["updated_at"].as_str().cmp(&a["updated_at"].as_str()));
+    };
+    newest_first(&mut finished);
+    newest_first(&mut dropped);
+    open.sort_by_key(|c| -c["priority"].as_i64().unwrap_or(0));
+    let column = |cards: Vec<Value>| {
+        let count = cards.len();
+        json!({"count": count, "cards": cards.into_iter().take(PER_COLUMN).collect::<Vec<_>>()})
+    };
+    json!({
+        "open": column(open),
+        "claimed": column(claimed),
+        "blocked": column(blocked),
+        "done": column(finished),
+        "dropped": column(dropped),
+    })
+}
+
+/// The last lines of a running slice's transcript (or text), redacted and with control
+/// characters made visible: the page shows them as text, never as markup.
+fn tail(project: &loopx_kernel::Project, slice: &SliceRecord) -> String {
+    use std::io::{Read, Seek};
+    let path = project
+        .state_dir()
+        .join("slices")
+        .join(format!("{}.log", slice.id));
+    let Ok(mut file) = loopx_adapters::open_regular(&path) else {
+        return String::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let from = len.saturating_sub(TAIL_BYTES);
+    let mut bytes = Vec::new();
+    if file.seek(std::io::SeekFrom::Start(from)).is_err()
+        || file.take(TAIL_BYTES).read_to_end(&mut bytes).is_err()
+    {
+        return String::new();
+    }
+    if from > 0 {
+        // Start at a whole line.
+        let start = bytes.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
+        bytes.drain(..start);
+    }
+    let text = loopx_adapters::transcript::render(&bytes).unwrap_or_else(|| {
+        let mut stripped = Vec::new();
+        loopx_pty::AnsiStripper::default().feed(&bytes, &mut stripped);
+        String::from_utf8_lossy(&stripped).into_owned()
+    });
+    let redacted = loopx_kernel::redact::Redactor::for_process_env(&[])
+        .redact(&text)
+        .into_owned();
+    let lines: Vec<&str> = redacted.lines().collect();
+    let shown = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
+    loopx_pty::clean_text(shown.as_bytes())
+}

@@ -1,0 +1,271 @@
+//! `loopx board` in a real headless Chromium, on a project with a running `loopx run`
+//! (issue 16): the todos in their columns, the open gate answered from the page waking the run,
+//! requests without the token refused, and an agent's markup shown as text. Screenshots go to
+//! `target/test-output/board/`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::browser::{Browser, output_dir};
+use crate::support::{Background, Loopx, demo_project};
+
+/// A `loopx board` in the background; killed when dropped.
+struct BoardProcess {
+    child: Child,
+    url: String,
+    port: u16,
+    token: String,
+}
+
+impl BoardProcess {
+    fn start(loopx: &Loopx) -> BoardProcess {
+        let mut child = loopx
+            .command(&["board", "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("loopx board starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the board prints its address");
+        let printed: Value = serde_json::from_str(&line).expect("JSON");
+        let url = printed["url"].as_str().expect("a url").to_owned();
+        let rest = url.trim_start_matches("http://127.0.0.1:");
+        let port = rest
+            .split('/')
+            .next()
+            .expect("port")
+            .parse()
+            .expect("a port");
+        let token = url.split("token=").nth(1).expect("a token").to_owned();
+        assert_eq!(token.len(), 32, "128 random bits: {url}");
+        BoardProcess {
+            child,
+            url,
+            port,
+            token,
+        }
+    }
+
+    /// A raw request; the status code and body.
+    fn request(&self, head: &str, body: &str) -> (u16, String) {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        let request = format!(
+            "{head}\r\nHost: 127.0.0.1:{}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.port,
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).expect("send");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("read");
+        let status = answer
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let body = answer.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+        (status, body)
+    }
+}
+
+impl Drop for BoardProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const MARKUP: &str = "Write <img src=x onerror=\"window.__pwned=1\"> the <b>intro</b>";
+
+#[test]
+fn the_board_shows_the_work_and_a_gate_answered_from_the_page_wakes_the_run() {
+    let loopx = demo_project(&["exec"]);
+    loopx.ok(&[
+        "todo",
+        "add",
+        "Choose the format [demo:ask]",
+        "--priority",
+        "5",
+    ]);
+    loopx.ok(&["todo", "add", MARKUP]);
+    loopx.ok(&["todo", "add", "Write the outro", "--after", "t1"]);
+    let board = BoardProcess::start(&loopx);
+    let shots = output_dir("board");
+    let mut run = Background::start(&loopx, &[]);
+    run.wait_for("the question", |e| e["event"] == "question");
+    run.saw_or_wait_for("the intro done", |e| {
+        e["event"] == "slice_ended" && e["todo"] == "t2" && e["todo_state"] == "done"
+    });
+
+    let mut browser = Browser::start();
+    browser.open(&board.url);
+    browser.wait_for(
+        "the open gate under Needs you",
+        r#"document.querySelector('#gates [data-gate="q1"]')"#,
+        Duration::from_secs(20),
+    );
+    browser.wait_for(
+        "the todos in their columns",
+        r#"document.querySelector('#col-blocked [data-todo="t1"]')
+            && document.querySelector('#col-done [data-todo="t2"]')
+            && document.querySelector('#col-open [data-todo="t3"]')"#,
+        Duration::from_secs(20),
+    );
+    let question = browser.eval(r#"document.querySelector('#gates [data-gate="q1"]').innerText"#);
+    assert!(
+        question.as_str().is_some_and(|q| q.contains("1. ")),
+        "the options are offered: {question}"
+    );
+    // The agent's markup is text: no element was made from it, no script ran.
+    let title = browser.eval(r#"document.querySelector('[data-todo="t2"] .title').textContent"#);
+    assert_eq!(title, Value::String(format!("t2{MARKUP}")));
+    assert_eq!(
+        browser.eval("document.querySelectorAll('main img, main b').length"),
+        0
+    );
+    assert_eq!(browser.eval("typeof window.__pwned"), "undefined");
+    // The page itself cannot read the state without the token either.
+    assert_eq!(
+        browser.eval("fetch('/api/state').then(r => r.status)"),
+        401,
+        "a request without the token"
+    );
+    browser.screenshot(&shots.join("board-question.png"));
+
+    // Answer from the page: option 1.
+    let answered = Instant::now();
+    browser.eval(
+        r#"document.querySelector('#gates [data-gate="q1"] button.option[data-option="1"]').click()"#,
+    );
+    run.wait_for("the answered todo's slice", |e| {
+        e["event"] == "slice_started" && e["todo"] == "t1"
+    });
+    assert!(
+        answered.elapsed() < Duration::from_secs(10),
+        "the answer woke the run"
+    );
+    browser.wait_for(
+        "the answered todo done and the gate gone",
+        r#"document.querySelector('#col-done [data-todo="t1"]')
+            && !document.querySelector('#gates [data-gate="q1"]')"#,
+        Duration::from_secs(30),
+    );
+    browser.screenshot(&shots.join("board-done.png"));
+    let (code, _) = run.finish();
+    assert_eq!(code, 0);
+
+    let gate = loopx.ok(&["gate", "show", "q1", "--json"]).json();
+    assert_eq!(gate["gate"]["answer"]["option"], 1, "{gate}");
+    assert_eq!(gate["gate"]["answer"]["by"], "human:tester", "{gate}");
+}
+
+#[test]
+fn every_request_needs_the_token_and_changes_need_it_in_a_header() {
+    let loopx = demo_project(&["exec"]);
+    loopx.ok(&["todo", "add", "Write the intro"]);
+    let board = BoardProcess::start(&loopx);
+    let token = &board.token;
+    for path in ["/", "/board.js", "/api/state", "/api/stream"] {
+        let (status, _) = board.request(&format!("GET {path} HTTP/1.1"), "");
+        assert_eq!(status, 401, "{path} without a token");
+        let (status, _) = board.request(&format!("GET {path}?token=0{} HTTP/1.1", &token[1..]), "");
+        assert_eq!(status, 401, "{path} with a wrong token");
+    }
+    let (status, state) = board.request(&format!("GET /api/state?token={token} HTTP/1.1"), "");
+    assert_eq!(status, 200);
+    assert!(state.contains("Write the intro"), "{state}");
+
+    let add = r#"{"title":"From a forged form"}"#;
+    // The token in the address is not enough for a change.
+    let (status, _) = board.request(
+        &format!("POST /api/todo/add?token={token} HTTP/1.1\r\nContent-Type: application/json"),
+        add,
+    );
+    assert_eq!(status, 401);
+    // Nor the header from another site's page.
+    let (status, _) = board.request(
+        &format!(
+            "POST /api/todo/add HTTP/1.1\r\nX-Loopx-Token: {token}\r\nContent-Type: application/json\r\nOrigin: http://evil.example"
+        ),
+        add,
+    );
+    assert_eq!(status, 403);
+    let listed = loopx.ok(&["todo", "list", "--json"]).stdout;
+    assert!(!listed.contains("forged"), "nothing was added: {listed}");
+
+    // With the header, the CLI's own validation answers.
+    let (status, body) = board.request(
+        &format!(
+            "POST /api/todo/add HTTP/1.1\r\nX-Loopx-Token: {token}\r\nContent-Type: application/json"
+        ),
+        r#"{"title":"Write the outro"}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = board.request(
+        &format!(
+            "POST /api/todo/drop HTTP/1.1\r\nX-Loopx-Token: {token}\r\nContent-Type: application/json"
+        ),
+        r#"{"todo":"t99"}"#,
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("t99"), "{body}");
+    let events = loopx.ok(&["log", "--json"]).stdout;
+    let added = events
+        .lines()
+        .find(|l| l.contains("Write the outro"))
+        .expect("the todo was added");
+    assert!(added.contains("\"actor\":\"human:tester\""), "{added}");
+    // A page served under another name (DNS rebinding) is refused.
+    let mut stream = TcpStream::connect(("127.0.0.1", board.port)).expect("connect");
+    write!(
+        stream,
+        "GET /api/state?token={token} HTTP/1.1\r\nHost: attacker.example:{}\r\n\r\n",
+        board.port
+    )
+    .expect("send");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read");
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+}
+
+#[test]
+fn a_running_slice_shows_its_agent_elapsed_time_and_a_live_tail() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Count slowly"]);
+    let script = "cat >/dev/null\nfor i in 1 2 3 4 5 6 7 8; do echo \"tick $i\"; sleep 0.5; done\nprintf '%s\\n' '```loopx-report' '{\"status\":\"done\",\"summary\":\"counted\"}' '```'";
+    crate::support::script_agent(&loopx, "a", script, "max_time = \"2m\"");
+    loopx.ok(&["todo", "add", "Count to eight"]);
+    let board = BoardProcess::start(&loopx);
+    let mut browser = Browser::start();
+    browser.open(&board.url);
+    browser.wait_for(
+        "the page",
+        "document.querySelector('#col-open [data-todo=\"t1\"]')",
+        Duration::from_secs(20),
+    );
+    let mut run = Background::start(&loopx, &["--max-slices", "1"]);
+    browser.wait_for(
+        "the running card with its live tail",
+        r#"(() => {
+            const card = document.querySelector('#col-claimed [data-todo="t1"]');
+            return card && /tick [2-7]/.test(card.querySelector('.tail').textContent)
+                && /running \d+s of 2m/.test(card.querySelector('.elapsed').textContent)
+                && /a · epoch 1/.test(card.innerText)
+                && /running s1/.test(document.querySelector('#agents [data-agent="a"]').innerText);
+        })()"#,
+        Duration::from_secs(20),
+    );
+    browser.screenshot(&output_dir("board").join("board-running.png"));
+    run.wait_for("the slice's end", |e| e["event"] == "slice_ended");
+    browser.wait_for(
+        "the card done",
+        "document.querySelector('#col-done [data-todo=\"t1\"]')",
+        Duration::from_secs(20),
+    );
+    assert_eq!(run.finish().0, 0);
+}
