@@ -65,6 +65,34 @@ fn the_demo_shows_every_part_of_the_loop_and_ends_with_the_goal_done() {
         "{}",
         run.stderr
     );
+    // The "look around" commands work as printed, from the demo's directory, with a `loopx`
+    // that is not on PATH (this test's binary): each names the binary it can run.
+    let look = run
+        .stderr
+        .split("Look around: cd ")
+        .nth(1)
+        .expect("the look-around list");
+    let mut ran = 0;
+    for line in look.lines().skip(1).take_while(|l| l.starts_with("  ")) {
+        let command = line.trim().split("   ").next().expect("a command").trim();
+        if command.contains(" board") || command.starts_with("ls ") {
+            continue;
+        }
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .current_dir(&dir)
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .expect("sh runs");
+        assert!(
+            out.status.success(),
+            "`{command}` failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        ran += 1;
+    }
+    assert!(ran >= 7, "{look}");
     let evidence = scratch.ok(&[
         "--project",
         dir.to_str().expect("utf-8"),

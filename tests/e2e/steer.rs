@@ -52,3 +52,108 @@ fn a_number_means_that_option_and_an_out_of_range_one_is_refused() {
     // In words, as the person wrote it, and still option 2.
     assert_eq!(answer_of(&loopx, "q3"), ("Hold it".to_owned(), 2));
 }
+
+#[test]
+fn gate_context_keeps_its_indentation_and_titles_stay_on_one_line() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Release 2.0"]);
+    loopx.ok(&[
+        "gate",
+        "ask",
+        "Which changelog format should the release use?",
+        "--option",
+        "keep a changelog",
+        "--context",
+        "Two candidates:\n    - keep a changelog\n        (sections per release)\n    - plain list",
+        "--global",
+    ]);
+    let listed = loopx.ok(&["gate", "list"]).stdout;
+    assert!(
+        listed.contains(
+            "    context: Two candidates:\n                 - keep a changelog\n                     (sections per release)\n                 - plain list\n"
+        ),
+        "{listed}"
+    );
+    assert!(listed.contains("asked by human:tester"), "{listed}");
+
+    loopx.ok(&["todo", "add", "Two\nlines of title"]);
+    let todos = loopx.ok(&["todo", "list"]).stdout;
+    assert!(todos.contains("Two ⏎ lines of title"), "{todos}");
+    let status = loopx.ok(&["status"]).stdout;
+    assert!(status.contains("Two ⏎ lines of title"), "{status}");
+}
+
+#[test]
+fn a_gate_loopx_opened_says_so() {
+    let loopx = Loopx::new();
+    std::fs::write(
+        loopx.path().join(".loopx/loopx.toml"),
+        "[notify]\ncommand = \"true\"\ntimeout = \"1s\"\n",
+    )
+    .expect("config");
+    let project = loopx_kernel::Project::at(loopx.path()).expect("the project");
+    loopx_supervisor::Notifier::load(&project)
+        .expect("loopx.toml loads")
+        .expect("a notification command")
+        .seek_approval(loopx_kernel::Timestamp::now())
+        .expect("the store opens")
+        .expect("a gate asks");
+    let listed = loopx.ok(&["gate", "list"]).stdout;
+    assert!(listed.contains("opened by loopx"), "{listed}");
+    assert!(!listed.contains("asked by"), "{listed}");
+}
+
+#[test]
+fn init_keeps_state_and_logs_out_of_git_and_names_the_next_steps() {
+    let loopx = Loopx::empty();
+    let init = loopx.ok(&["init"]).stdout;
+    for step in [
+        "loopx goal start",
+        "loopx agent add",
+        "loopx todo add",
+        "loopx run",
+    ] {
+        assert!(init.contains(step), "{init}");
+    }
+    let ignore = std::fs::read_to_string(loopx.path().join(".loopx/.gitignore")).expect("written");
+    for line in ["/state.redb", "/slices/", "/worktrees/"] {
+        assert!(ignore.lines().any(|l| l == line), "{ignore}");
+    }
+    // Git agrees: the store and the logs are ignored, the profiles are not.
+    crate::support::git(loopx.path(), &["init", "-q"]);
+    std::fs::create_dir_all(loopx.path().join(".loopx/slices")).expect("slices");
+    std::fs::write(loopx.path().join(".loopx/slices/s1.log"), "output").expect("log");
+    let untracked = crate::support::git(
+        loopx.path(),
+        &["status", "--short", "--untracked-files=all"],
+    );
+    assert!(!untracked.contains("state.redb"), "{untracked}");
+    assert!(!untracked.contains("s1.log"), "{untracked}");
+    assert!(
+        untracked.contains(".loopx/profiles/executor.toml"),
+        "{untracked}"
+    );
+}
+
+#[test]
+fn an_agent_in_a_slice_shows_as_running_it() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    let script = "cat >/dev/null\ntouch started.flag\nwhile [ ! -e go.flag ]; do sleep 0.05; done\nprintf '%s\\n' '```loopx-report' '{\"status\":\"done\",\"summary\":\"tidied\"}' '```'";
+    crate::support::script_agent(&loopx, "a", script, "max_time = \"60s\"");
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    let run = crate::support::Background::start(&loopx, &["--max-slices", "1"]);
+    crate::support::wait_file(&loopx.path().join("started.flag"));
+    let status = loopx.ok(&["status"]).stdout;
+    std::fs::write(loopx.path().join("go.flag"), "").expect("go");
+    assert!(status.contains("Running (1 slice)"), "{status}");
+    assert!(
+        status.contains("  a            running s1 on t1 ("),
+        "{status}"
+    );
+    assert!(
+        !status.contains("claimed by a"),
+        "shown once, as the slice: {status}"
+    );
+    assert_eq!(run.finish().0, 0);
+}

@@ -340,6 +340,12 @@ pub struct Gate {
 }
 
 impl Gate {
+    /// Whether loopx itself opened it (a stall, a login, a budget, goal-met, rollback or
+    /// conflict gate, or an approval), rather than an agent or a person.
+    pub fn opened_by_loopx(&self) -> bool {
+        self.kind != GateKind::Question || self.asked_by == "loopx"
+    }
+
     /// The command that answers it, printed the same by `run`, `status`, `gate list` and the
     /// board's notices.
     pub fn answer_command(&self) -> String {

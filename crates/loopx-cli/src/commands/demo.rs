@@ -75,15 +75,41 @@ pub fn run(ctx: &mut Ctx, args: DemoArgs) -> Result<(), ExpectedError> {
     say("");
     super::status::run(ctx)?;
     ctx.flush()?;
-    let notes = if dir.join(".git").exists() {
-        "  git log --graph --oneline loopx/g1   each todo landed on the goal's branch\n  git show loopx/g1:demo/NOTES.md      what the agents wrote"
+    // As the person can type them: `loopx` when that is this binary, else its path (a demo run
+    // with `cargo run` from the clone has no `loopx` on PATH).
+    let loopx = invoked_as();
+    let mut commands = vec![
+        (
+            format!("{loopx} status"),
+            "what needs you, what runs, what is next",
+        ),
+        (format!("{loopx} log"), "every event, in order"),
+        (
+            format!("{loopx} log --slice s1"),
+            "one slice and its output",
+        ),
+        (format!("{loopx} evidence list"), "what each slice showed"),
+        (format!("{loopx} handoff"), "the newest handoff"),
+        (format!("{loopx} board"), "the same in a browser"),
+    ];
+    if dir.join(".git").exists() {
+        commands.push((
+            "git log --graph --oneline loopx/g1".to_owned(),
+            "each todo landed on the goal's branch",
+        ));
+        commands.push((
+            "git show loopx/g1:demo/NOTES.md".to_owned(),
+            "what the agents wrote",
+        ));
     } else {
-        "  cat demo/NOTES.md       what the agents wrote"
-    };
-    say(&format!(
-        "\nLook around: cd {}\n  loopx status            what needs you, what runs, what is next\n  loopx log               every event, in order (loopx log --slice s1: one slice and its output)\n  loopx evidence list     what each slice showed\n  loopx handoff           the newest handoff\n{notes}\n  ls .loopx/slices/       each slice's raw output",
-        dir.display()
-    ));
+        commands.push(("cat demo/NOTES.md".to_owned(), "what the agents wrote"));
+    }
+    commands.push(("ls .loopx/slices/".to_owned(), "each slice's raw output"));
+    let width = commands.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    say(&format!("\nLook around: cd {}", dir.display()));
+    for (command, what) in commands {
+        say(&format!("  {command:<width$}   {what}"));
+    }
     match end.reason {
         EndReason::Goal => Ok(()),
         EndReason::Shutdown => Err(ExpectedError::Reported {
@@ -261,6 +287,22 @@ fn say(line: &str) {
         "{}",
         crate::output::safe_line(line, false)
     );
+}
+
+/// `loopx` when the `loopx` on PATH is this very binary, else this binary's absolute path.
+fn invoked_as() -> String {
+    let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
+        return "loopx".to_owned();
+    };
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("loopx"))
+            .find(|candidate| candidate.is_file())
+    });
+    match on_path.and_then(|p| std::fs::canonicalize(p).ok()) {
+        Some(found) if found == me => "loopx".to_owned(),
+        _ => me.display().to_string(),
+    }
 }
 
 #[cfg(test)]

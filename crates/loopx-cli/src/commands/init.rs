@@ -26,6 +26,17 @@ const EXAMPLE_PROFILES: [(&str, &str); 4] = [
 use crate::context::Ctx;
 use crate::errors::ExpectedError;
 
+/// `.loopx/.gitignore`: the store, the slice logs (what agents printed) and the rest of loopx's
+/// own state stay out of git; the profiles, adapters and `loopx.toml` may be shared.
+const GITIGNORE: &str = "# Written by `loopx init`. loopx's state and the agents' output logs stay out of git;\n\
+# profiles/, adapters/ and loopx.toml may be committed and shared.\n\
+/state.redb\n\
+/state.redb.*\n\
+/slices/\n\
+/artifacts/\n\
+/bells/\n\
+/worktrees/\n";
+
 /// `loopx init`: a new project, or — like `git init` — nothing at all for a healthy one. A
 /// half-made or damaged one is an error that names the way out.
 pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
@@ -51,7 +62,10 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
         "Created {} (example profiles in profiles/)",
         project.state_dir().display()
     ))?;
-    ctx.line("Next: loopx goal start \"OBJECTIVE\"   then   loopx todo add \"TITLE\"")
+    ctx.line("Next: loopx goal start \"OBJECTIVE\"")?;
+    ctx.line("      loopx agent add NAME --profile executor   (profiles: loopx profile list)")?;
+    ctx.line("      loopx todo add \"TITLE\"")?;
+    ctx.line("      loopx run                                 (watch it: loopx board)")
 }
 
 /// The project that is already in `dir`, if it is whole; else what is wrong and what to do.
@@ -79,6 +93,7 @@ pub(crate) fn create(ctx: &Ctx, dir: &std::path::Path) -> Result<Project, Expect
     let staged = Project::stage(dir).map_err(KernelError::from)?;
     let store = Store::create(staged.project(), ctx.now(), &ctx.actor())?;
     drop(store);
+    write_private(&staged.project().state_dir().join(".gitignore"), GITIGNORE)?;
     for (name, text) in EXAMPLE_PROFILES {
         let path = staged
             .project()

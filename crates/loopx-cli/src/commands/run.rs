@@ -181,7 +181,7 @@ fn run_once(
             until,
             reason,
         } => {
-            let until = until.map_or_else(|| "resumed".to_owned(), |u| u.to_string());
+            let until = until.map_or_else(|| "resumed".to_owned(), at_and_in);
             say(&format!(
                 "{agent}: wait until {until}: quota refused the slice: {reason}"
             ));
@@ -367,7 +367,7 @@ fn ended_line(s: &SliceSummary) -> String {
         ));
     }
     if let Some(until) = s.hold_until {
-        wrote.push(format!("account held until {until}"));
+        wrote.push(format!("account held until {}", at_and_in(until)));
     }
     if s.goal_done {
         wrote.push("the goal is done".to_owned());
@@ -434,7 +434,7 @@ pub(crate) fn event_line(event: &RunEvent) -> String {
             until,
             reason,
         } => {
-            let until = until.map_or_else(|| "resumed by a person".to_owned(), |u| u.to_string());
+            let until = until.map_or_else(|| "resumed by a person".to_owned(), at_and_in);
             format!("{agent}: paused until {until}: {reason}")
         }
         RunEvent::Resumed { agent } => format!("{agent}: resumed"),
@@ -476,4 +476,12 @@ pub(crate) fn event_line(event: &RunEvent) -> String {
             format!("loopx run ended ({why}) after {slices} slice(s): {detail}")
         }
     }
+}
+
+/// `2026-11-30T15:00:00Z (in 5m)`: the instant, and how far it is.
+fn at_and_in(at: Timestamp) -> String {
+    format!(
+        "{at} ({})",
+        crate::output::views::relative(Timestamp::now(), at)
+    )
 }

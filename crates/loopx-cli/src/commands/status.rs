@@ -476,9 +476,20 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
         }
     }
     ctx.line("")?;
+    let slices = status.running.len();
+    let in_a_slice = |todo: TodoId| status.running.iter().any(|r| r.slice.todo == Some(todo));
+    let claims_alone = status
+        .claimed
+        .iter()
+        .filter(|c| !c.expired && !in_a_slice(c.todo))
+        .count();
+    let also_claimed = match claims_alone {
+        0 => String::new(),
+        n => format!(" · {n} claimed"),
+    };
     ctx.line(style.bold(&format!(
-        "Running ({})",
-        status.running.len() + status.claimed.iter().filter(|c| !c.expired).count()
+        "Running ({slices} slice{}{also_claimed})",
+        if slices == 1 { "" } else { "s" }
     )))?;
     for run in &status.running {
         let slice = &run.slice;
@@ -498,14 +509,18 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
             short_duration(std::time::Duration::from_secs(run.elapsed_secs))
         ))?;
     }
-    for claim in status.claimed.iter().filter(|c| !c.expired) {
+    for claim in status
+        .claimed
+        .iter()
+        .filter(|c| !c.expired && !in_a_slice(c.todo))
+    {
         ctx.line(format!(
             "  {:<5} claimed by {} (epoch {}), lease ends {}  {}",
             claim.todo.to_string(),
             claim.agent,
             claim.epoch,
             views::relative(now, claim.expires_at),
-            claim.title
+            views::one_line(&claim.title)
         ))?;
     }
     if status.running.is_empty() && status.claimed.iter().all(|c| c.expired) {
@@ -515,7 +530,24 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
         ctx.line("")?;
         ctx.line(style.bold("Agents"))?;
         for a in &status.agents {
-            ctx.line(format!("  {:<12} {}", a.agent, a.summary))?;
+            // An agent in a slice is running it, whatever it would decide next.
+            let now_doing = match status
+                .running
+                .iter()
+                .find(|r| r.slice.agent.as_str() == a.agent)
+            {
+                Some(run) => format!(
+                    "running {}{} ({} elapsed)",
+                    run.slice.id,
+                    run.slice
+                        .todo
+                        .map(|t| format!(" on {t}"))
+                        .unwrap_or_default(),
+                    short_duration(std::time::Duration::from_secs(run.elapsed_secs))
+                ),
+                None => a.summary.clone(),
+            };
+            ctx.line(format!("  {:<12} {now_doing}", a.agent))?;
         }
     }
     let expired: Vec<&Claimed> = status.claimed.iter().filter(|c| c.expired).collect();
@@ -533,7 +565,7 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
                 "  {:<5} {}  {}",
                 wait.todo.to_string(),
                 style.dim(&wait.reason),
-                wait.title
+                views::one_line(&wait.title)
             ))?;
         }
         let unshown = total.saturating_sub((status.waiting.len() + expired.len()) as u64);
@@ -551,7 +583,7 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
                     claim.agent,
                     views::relative(now, claim.expires_at)
                 )),
-                claim.title
+                views::one_line(&claim.title)
             ))?;
         }
     }
@@ -565,7 +597,7 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
             "  {:<5} [{}] {}",
             next.todo.to_string(),
             next.priority,
-            next.title
+            views::one_line(&next.title)
         ))?;
     }
     if !status.latest_evidence.is_empty() {

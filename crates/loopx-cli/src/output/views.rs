@@ -27,6 +27,15 @@ fn state_word(style: Style, state: TodoState) -> String {
     }
 }
 
+/// A title, a question: one line whatever was stored (a line break shows as `⏎`).
+pub fn one_line(text: &str) -> String {
+    if text.contains(['\n', '\r']) {
+        text.replace("\r\n", "\n").replace(['\n', '\r'], " ⏎ ")
+    } else {
+        text.to_owned()
+    }
+}
+
 /// `t3   [5] open     Add retry to the HTTP client`
 pub fn todo_line(style: Style, todo: &Todo, now: Timestamp) -> String {
     let mut line = format!(
@@ -34,7 +43,7 @@ pub fn todo_line(style: Style, todo: &Todo, now: Timestamp) -> String {
         todo.id.to_string(),
         todo.priority,
         state_word(style, todo.state),
-        todo.title
+        one_line(&todo.title)
     );
     if let Some(lease) = &todo.lease {
         let lease_text = if lease.is_live(now) {
@@ -112,14 +121,20 @@ pub fn todo_detail(
 
 /// A gate with its options and the command that answers it.
 pub fn gate_lines(style: Style, gate: &Gate, now: Timestamp) -> Vec<String> {
+    // A gate loopx opened (a stall, a login, a budget, a rollback, an approval) says so, even
+    // when it was recorded while writing back an agent's slice.
+    let asker = if gate.opened_by_loopx() {
+        "opened by loopx".to_owned()
+    } else {
+        format!("asked by {}", gate.asked_by)
+    };
     let mut lines = vec![format!(
         "{}  {}  {}",
         style.bold(&gate.id.to_string()),
-        gate.question,
+        one_line(&gate.question),
         style.dim(&format!(
-            "[blocks {} · asked by {} {}]",
+            "[blocks {} · {asker} {}]",
             gate.blocks.describe(),
-            gate.asked_by,
             relative(now, gate.created_at)
         ))
     )];
@@ -132,8 +147,14 @@ pub fn gate_lines(style: Style, gate: &Gate, now: Timestamp) -> Vec<String> {
             .collect();
         lines.push(format!("    options: {}", options.join("  ")));
     }
-    if !gate.context.is_empty() {
-        lines.push(format!("    context: {}", gate.context));
+    // Context keeps its lines and their indentation, aligned under its first line.
+    for (i, line) in gate.context.trim_end().lines().enumerate() {
+        let label = if i == 0 {
+            "    context: "
+        } else {
+            "             "
+        };
+        lines.push(format!("{label}{line}"));
     }
     match (&gate.state, &gate.answer) {
         (GateState::Open, _) => lines.push(format!(
