@@ -1,7 +1,7 @@
 //! `loopx board` in a real headless Chromium, on a project with a running `loopx run`
 //! (issue 16): the todos in their columns, the open gate answered from the page waking the run,
-//! requests without the token refused, and an agent's markup shown as text. Screenshots go to
-//! `target/test-output/board/`.
+//! requests without the session refused, and an agent's markup shown as text. Screenshots go
+//! to `target/test-output/board/`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -18,7 +18,7 @@ struct BoardProcess {
     child: Child,
     url: String,
     port: u16,
-    token: String,
+    code: String,
 }
 
 impl BoardProcess {
@@ -42,18 +42,39 @@ impl BoardProcess {
             .expect("port")
             .parse()
             .expect("a port");
-        let token = url.split("token=").nth(1).expect("a token").to_owned();
-        assert_eq!(token.len(), 32, "128 random bits: {url}");
+        let code = url.split("code=").nth(1).expect("a code").to_owned();
+        assert_eq!(code.len(), 32, "128 random bits: {url}");
         BoardProcess {
             child,
             url,
             port,
-            token,
+            code,
         }
+    }
+
+    /// Opens the printed address as a browser would: the session cookie it sets.
+    fn session(&self) -> String {
+        let (status, head, _) =
+            self.request_full(&format!("GET /?code={} HTTP/1.1", self.code), "");
+        assert_eq!(status, 303, "{head}");
+        let cookie = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Set-Cookie: "))
+            .expect("a cookie");
+        assert!(
+            cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+            "{cookie}"
+        );
+        cookie.split(';').next().expect("name=value").to_owned()
     }
 
     /// A raw request; the status code and body.
     fn request(&self, head: &str, body: &str) -> (u16, String) {
+        let (status, _, body) = self.request_full(head, body);
+        (status, body)
+    }
+
+    fn request_full(&self, head: &str, body: &str) -> (u16, String, String) {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
         let request = format!(
             "{head}\r\nHost: 127.0.0.1:{}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -68,8 +89,8 @@ impl BoardProcess {
             .nth(1)
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
-        let body = answer.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
-        (status, body)
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        (status, head.to_owned(), body.to_owned())
     }
 }
 
@@ -78,6 +99,12 @@ impl Drop for BoardProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The same secret with its first digit changed.
+fn other_than(secret: &str) -> String {
+    let first = if secret.starts_with('0') { '1' } else { '0' };
+    format!("{first}{}", &secret[1..])
 }
 
 const MARKUP: &str = "Write <img src=x onerror=\"window.__pwned=1\"> the <b>intro</b>";
@@ -129,11 +156,25 @@ fn the_board_shows_the_work_and_a_gate_answered_from_the_page_wakes_the_run() {
         0
     );
     assert_eq!(browser.eval("typeof window.__pwned"), "undefined");
-    // The page itself cannot read the state without the token either.
+    // The address in the history opens nothing any more (its code was used), and without the
+    // session cookie nothing is served.
     assert_eq!(
-        browser.eval("fetch('/api/state').then(r => r.status)"),
+        browser.eval("location.search"),
+        "",
+        "redirected to the bare address"
+    );
+    assert_eq!(
+        browser.eval(&format!(
+            "fetch('/?code={}').then(r => r.status)",
+            board.code
+        )),
         401,
-        "a request without the token"
+        "the code works once"
+    );
+    assert_eq!(
+        browser.eval("fetch('/api/state', {credentials: 'omit'}).then(r => r.status)"),
+        401,
+        "a request without the session"
     );
     browser.screenshot(&shots.join("board-question.png"));
 
@@ -165,55 +206,90 @@ fn the_board_shows_the_work_and_a_gate_answered_from_the_page_wakes_the_run() {
 }
 
 #[test]
-fn every_request_needs_the_token_and_changes_need_it_in_a_header() {
+fn every_request_needs_the_session_and_changes_need_the_board_s_header() {
     let loopx = demo_project(&["exec"]);
     loopx.ok(&["todo", "add", "Write the intro"]);
     let board = BoardProcess::start(&loopx);
-    let token = &board.token;
     for path in ["/", "/board.js", "/api/state", "/api/stream"] {
         let (status, _) = board.request(&format!("GET {path} HTTP/1.1"), "");
-        assert_eq!(status, 401, "{path} without a token");
-        let (status, _) = board.request(&format!("GET {path}?token=0{} HTTP/1.1", &token[1..]), "");
-        assert_eq!(status, 401, "{path} with a wrong token");
+        assert_eq!(status, 401, "{path} without a session");
     }
-    let (status, state) = board.request(&format!("GET /api/state?token={token} HTTP/1.1"), "");
+    let wrong = other_than(&board.code);
+    let (status, _) = board.request(&format!("GET /?code={wrong} HTTP/1.1"), "");
+    assert_eq!(status, 401, "a wrong code");
+    let cookie = board.session();
+    let (status, _) = board.request(&format!("GET /?code={} HTTP/1.1", board.code), "");
+    assert_eq!(status, 401, "the printed address works once");
+    let forged = format!(
+        "loopx_board={}",
+        other_than(&cookie["loopx_board=".len()..])
+    );
+    let (status, _) = board.request(&format!("GET /api/state HTTP/1.1\r\nCookie: {forged}"), "");
+    assert_eq!(status, 401, "a wrong session");
+    let (status, state) =
+        board.request(&format!("GET /api/state HTTP/1.1\r\nCookie: {cookie}"), "");
     assert_eq!(status, 200);
     assert!(state.contains("Write the intro"), "{state}");
 
     let add = r#"{"title":"From a forged form"}"#;
-    // The token in the address is not enough for a change.
-    let (status, _) = board.request(
-        &format!("POST /api/todo/add?token={token} HTTP/1.1\r\nContent-Type: application/json"),
-        add,
-    );
-    assert_eq!(status, 401);
-    // Nor the header from another site's page.
+    // The session alone (what a form of another site could ride on) is not enough.
     let (status, _) = board.request(
         &format!(
-            "POST /api/todo/add HTTP/1.1\r\nX-Loopx-Token: {token}\r\nContent-Type: application/json\r\nOrigin: http://evil.example"
+            "POST /api/todo/add HTTP/1.1\r\nCookie: {cookie}\r\nContent-Type: application/json"
         ),
         add,
     );
     assert_eq!(status, 403);
+    // Nor the header from another site's page.
+    let (status, _) = board.request(
+        &format!(
+            "POST /api/todo/add HTTP/1.1\r\nCookie: {cookie}\r\nX-Loopx-Board: 1\r\nContent-Type: application/json\r\nOrigin: http://evil.example"
+        ),
+        add,
+    );
+    assert_eq!(status, 403);
+    // Nor a form's body.
+    let (status, _) = board.request(
+        &format!(
+            "POST /api/todo/add HTTP/1.1\r\nCookie: {cookie}\r\nX-Loopx-Board: 1\r\nContent-Type: text/plain"
+        ),
+        add,
+    );
+    assert_eq!(status, 415);
     let listed = loopx.ok(&["todo", "list", "--json"]).stdout;
     assert!(!listed.contains("forged"), "nothing was added: {listed}");
 
-    // With the header, the CLI's own validation answers.
+    // With both, the CLI's own validation answers.
+    let post = format!(
+        "HTTP/1.1\r\nCookie: {cookie}\r\nX-Loopx-Board: 1\r\nContent-Type: application/json"
+    );
     let (status, body) = board.request(
-        &format!(
-            "POST /api/todo/add HTTP/1.1\r\nX-Loopx-Token: {token}\r\nContent-Type: application/json"
-        ),
+        &format!("POST /api/todo/add {post}"),
         r#"{"title":"Write the outro"}"#,
     );
     assert_eq!(status, 200, "{body}");
-    let (status, body) = board.request(
-        &format!(
-            "POST /api/todo/drop HTTP/1.1\r\nX-Loopx-Token: {token}\r\nContent-Type: application/json"
-        ),
-        r#"{"todo":"t99"}"#,
-    );
+    let (status, body) = board.request(&format!("POST /api/todo/drop {post}"), r#"{"todo":"t99"}"#);
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("t99"), "{body}");
+    // A button sends its option's place: on options that are numbers themselves, the first
+    // button is the first option, `4`.
+    loopx.ok(&[
+        "gate",
+        "ask",
+        "How many parallel workers should the test run use?",
+        "--option",
+        "4",
+        "--option",
+        "1",
+        "--global",
+    ]);
+    let (status, body) = board.request(
+        &format!("POST /api/answer {post}"),
+        r#"{"gate":"q1","option":1}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    let gate = loopx.ok(&["gate", "show", "q1", "--json"]).json();
+    assert_eq!(gate["gate"]["answer"]["text"], "4", "{gate}");
     let events = loopx.ok(&["log", "--json"]).stdout;
     let added = events
         .lines()
@@ -224,13 +300,24 @@ fn every_request_needs_the_token_and_changes_need_it_in_a_header() {
     let mut stream = TcpStream::connect(("127.0.0.1", board.port)).expect("connect");
     write!(
         stream,
-        "GET /api/state?token={token} HTTP/1.1\r\nHost: attacker.example:{}\r\n\r\n",
+        "GET /api/state HTTP/1.1\r\nHost: attacker.example:{}\r\nCookie: {cookie}\r\n\r\n",
         board.port
     )
     .expect("send");
     let mut answer = String::new();
     stream.read_to_string(&mut answer).expect("read");
     assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    // A request trickled in byte by byte does not hold a connection past its deadline.
+    let mut slow = TcpStream::connect(("127.0.0.1", board.port)).expect("connect");
+    let started = Instant::now();
+    slow.write_all(b"GET / HTTP/1.1\r\nX-A: ").expect("send");
+    let mut rest = Vec::new();
+    let _ = slow.read_to_end(&mut rest);
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "closed after {:?}",
+        started.elapsed()
+    );
 }
 
 #[test]

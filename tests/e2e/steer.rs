@@ -49,8 +49,32 @@ fn a_number_means_that_option_and_an_out_of_range_one_is_refused() {
     for gate in ["q1", "q2"] {
         assert_eq!(answer_of(&loopx, gate), ("hold it".to_owned(), 2), "{gate}");
     }
-    // In words, as the person wrote it, and still option 2.
-    assert_eq!(answer_of(&loopx, "q3"), ("Hold it".to_owned(), 2));
+    // In words, any case: option 2, recorded as the option reads.
+    assert_eq!(answer_of(&loopx, "q3"), ("hold it".to_owned(), 2));
+}
+
+#[test]
+fn a_number_that_is_also_another_option_s_text_is_refused_as_ambiguous() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Release 2.0"]);
+    loopx.ok(&[
+        "gate",
+        "ask",
+        "How many parallel workers should the test run use?",
+        "--option",
+        "4",
+        "--option",
+        "2",
+        "--option",
+        "1",
+        "--global",
+    ]);
+    let refused = loopx.run(&["gate", "answer", "q1", "1"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(refused.stderr.contains("--option N"), "{}", refused.stderr);
+    // The same text at its own place is not ambiguous; --option is never.
+    loopx.ok(&["gate", "answer", "q1", "2"]);
+    assert_eq!(answer_of(&loopx, "q1"), ("2".to_owned(), 2));
 }
 
 #[test]

@@ -19,7 +19,9 @@ fn a_followed_slice_shows_each_line_within_two_seconds_of_its_printing() {
     let loopx = Loopx::new();
     loopx.ok(&["goal", "start", "Count slowly"]);
     // One line a second, each stamped with the moment it was printed.
-    let script = "cat >/dev/null\nfor i in 1 2 3 4 5 6; do echo \"tick $i $(date +%s%3N)\"; sleep 1; done\nprintf '%s\\n' '```loopx-report' '{\"status\":\"done\",\"summary\":\"counted\"}' '```'";
+    // Midway it prints a key (the log is redacted in full only when the slice ends, replacing
+    // the file: the follower goes on from the same line, and never shows the key).
+    let script = "cat >/dev/null\nfor i in 1 2 3 4 5 6; do echo \"tick $i $(date +%s%3N)\"; [ $i = 3 ] && echo 'export ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789'; sleep 1; done\necho last line\nprintf '%s\\n' '```loopx-report' '{\"status\":\"done\",\"summary\":\"counted\"}' '```'";
     script_agent(&loopx, "a", script, "max_time = \"2m\"");
     loopx.ok(&["todo", "add", "Count to six"]);
     let mut run = Background::start(&loopx, &["--max-slices", "1"]);
@@ -69,6 +71,15 @@ fn a_followed_slice_shows_each_line_within_two_seconds_of_its_printing() {
             .iter()
             .any(|l| l.contains("slice_ended") || l.contains("ended")),
         "the end of the slice is shown: {lines:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("abcdefghijklmnop")),
+        "the key is never shown: {lines:#?}"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| *l == "last line").count(),
+        1,
+        "the lines after the end's rewrite, once: {lines:#?}"
     );
 }
 

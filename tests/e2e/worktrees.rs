@@ -272,9 +272,10 @@ done_"#;
         "{}",
         early.stderr
     );
-    // Rollback really restores the checkpoint: files, and the branch.
+    // Rollback really restores the checkpoint: files, and the branch. Answered by number, as
+    // the printed command `loopx gate answer qN N` and the board's second button do.
     let id = gate["id"].as_str().expect("an id");
-    let answered = loopx.ok(&["gate", "answer", id, "rollback"]);
+    let answered = loopx.ok(&["gate", "answer", id, "2"]);
     assert!(
         answered.stdout.contains("Rolled back: loopx/g1-t2"),
         "{}",

@@ -6,13 +6,17 @@
 //!   connection, at most [`MAX_CONNECTIONS`] at once. Plain HTTP/1.1 with one request per
 //!   connection (`http.rs`); the page, its script and its style are embedded in the binary, so
 //!   it works without a network and with no build step.
-//! - **A token per run**: 128 random bits, printed in the URL the person opens. Every request
-//!   needs it — the page, its assets, the state and the live stream in the query string
-//!   (`EventSource` cannot send headers), a change only in the `X-Loopx-Token` header, which a
-//!   page of another origin cannot send without a CORS preflight the board never grants. The
-//!   `Host` header must name the board itself (no DNS rebinding) and an `Origin`, when sent,
-//!   must be the board's. Answers carry `Content-Security-Policy` allowing only the board's own
-//!   script and style, so a title with markup stays text even if a bug rendered it as HTML.
+//! - **A one-time code, then a session cookie**: the printed address carries a 128-bit code
+//!   that works once: opening it sets an `HttpOnly; SameSite=Strict` cookie with this run's
+//!   128-bit session and redirects to the bare address. So the address left in the browser's
+//!   history (which an agent on the machine may read) opens nothing. Every request needs the
+//!   session — the page, its assets, the state, the live stream; a change also needs the
+//!   `X-Loopx-Board` header and a JSON body, which a page of another origin cannot send without
+//!   a CORS preflight the board never grants (and a strict cookie is not sent cross-site
+//!   anyway). The `Host` header must name the board itself (no DNS rebinding) and an `Origin`,
+//!   when sent, must be the board's. Answers carry `Content-Security-Policy` allowing only the
+//!   board's own script and style, so a title with markup stays text even if a bug rendered it
+//!   as HTML.
 //! - **State** (`state.rs`) is `status --json` and `quota status --json` as the CLI prints
 //!   them, plus the cards by column, the newest events and the tail of each running slice's
 //!   transcript.
@@ -32,15 +36,20 @@ use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use http::{ReadError, Request};
 
 /// Connections served at once; more are answered 503.
 const MAX_CONNECTIONS: usize = 64;
-/// A request must arrive within this long of connecting.
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// A request must arrive whole within this long of connecting (a trickle does not hold a
+/// connection: the deadline is for the whole request, not each read).
+const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// A page that stops reading its stream is let go after this long.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The session cookie's name.
+const COOKIE: &str = "loopx_board";
 /// While a slice runs, the stream looks for changes this often (transcript tails, elapsed
 /// times); otherwise only when the doorbell rings.
 const RUNNING_REFRESH: Duration = Duration::from_secs(1);
@@ -54,7 +63,11 @@ const BOARD_CSS: &str = include_str!("board/assets/board.css");
 /// A running board.
 pub struct Board {
     dir: PathBuf,
-    token: String,
+    /// The printed address's code: good for one opening.
+    code: String,
+    code_used: AtomicBool,
+    /// The cookie a browser holds once it opened the code.
+    session: String,
     port: u16,
     connections: AtomicUsize,
 }
@@ -66,16 +79,18 @@ impl Board {
         let port = listener.local_addr()?.port();
         let board = Board {
             dir,
-            token: new_token()?,
+            code: new_secret()?,
+            code_used: AtomicBool::new(false),
+            session: new_secret()?,
             port,
             connections: AtomicUsize::new(0),
         };
         Ok((board, listener))
     }
 
-    /// The address to open, token included.
+    /// The address to open, with its one-time code.
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/?token={}", self.port, self.token)
+        format!("http://127.0.0.1:{}/?code={}", self.port, self.code)
     }
 
     /// Serves until the process ends.
@@ -89,25 +104,22 @@ impl Board {
                 let _ = http::respond(&stream, 503, "text/plain", b"too many connections\n");
                 continue;
             }
-            let spawned = std::thread::Builder::new()
+            // The slot is given back however the connection ends, a panic included.
+            let slot = Slot(Arc::clone(&board));
+            let _ = std::thread::Builder::new()
                 .name("loopx-board".into())
-                .spawn({
-                    let board = Arc::clone(&board);
-                    move || {
-                        board.connection(stream);
-                        board.connections.fetch_sub(1, Ordering::SeqCst);
-                    }
-                });
-            if spawned.is_err() {
-                board.connections.fetch_sub(1, Ordering::SeqCst);
-            }
+                .spawn(move || slot.0.connection(stream));
         }
         Ok(())
     }
 
     fn connection(&self, stream: TcpStream) {
-        let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
-        let request = match http::read_request(&stream) {
+        let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+        let deadline = Instant::now() + REQUEST_DEADLINE;
+        let request = match http::read_request(Deadline {
+            stream: &stream,
+            deadline,
+        }) {
             Ok(request) => request,
             Err(ReadError::Closed) => return,
             Err(ReadError::Bad(status, why)) => {
@@ -115,6 +127,7 @@ impl Board {
                 return;
             }
         };
+        let _ = stream.set_read_timeout(None);
         let _ = self.answer(&stream, &request);
     }
 
@@ -124,40 +137,46 @@ impl Board {
         if !self.host_is_ours(request) {
             return text(403, "this board answers only to its own address\n");
         }
+        if request.method == "GET"
+            && request.path == "/"
+            && let Some(code) = request.query("code")
+        {
+            return self.open_with_code(stream, code);
+        }
+        if !self.has_session(request) {
+            return text(
+                401,
+                "no session: open the address `loopx board` printed (each works once; restart the board for a new one)\n",
+            );
+        }
         match (request.method.as_str(), request.path.as_str()) {
-            ("GET", path) => {
-                if !self.token_matches(request.query("token")) {
-                    return text(
-                        401,
-                        "missing or wrong token: open the address `loopx board` printed\n",
-                    );
+            ("GET", path) => match path {
+                "/" => http::respond(
+                    stream,
+                    200,
+                    "text/html; charset=utf-8",
+                    INDEX_HTML.as_bytes(),
+                ),
+                "/board.js" => http::respond(
+                    stream,
+                    200,
+                    "text/javascript; charset=utf-8",
+                    BOARD_JS.as_bytes(),
+                ),
+                "/board.css" => {
+                    http::respond(stream, 200, "text/css; charset=utf-8", BOARD_CSS.as_bytes())
                 }
-                match path {
-                    "/" => {
-                        let page = INDEX_HTML.replace("{{TOKEN}}", &self.token);
-                        http::respond(stream, 200, "text/html; charset=utf-8", page.as_bytes())
-                    }
-                    "/board.js" => http::respond(
-                        stream,
-                        200,
-                        "text/javascript; charset=utf-8",
-                        BOARD_JS.as_bytes(),
-                    ),
-                    "/board.css" => {
-                        http::respond(stream, 200, "text/css; charset=utf-8", BOARD_CSS.as_bytes())
-                    }
-                    "/api/state" => match state::board(&self.dir) {
-                        Ok(state) => json(stream, 200, &state),
-                        Err(e) => json(stream, 503, &actions::error_body(&e)),
-                    },
-                    "/api/stream" => self.stream(stream),
-                    _ => text(404, "not found\n"),
-                }
-            }
+                "/api/state" => match state::board(&self.dir) {
+                    Ok(state) => json(stream, 200, &state),
+                    Err(e) => json(stream, 503, &actions::error_body(&e)),
+                },
+                "/api/stream" => self.stream(stream),
+                _ => text(404, "not found\n"),
+            },
             ("POST", path) => {
-                // Only in the header: a link or a form of another site cannot send it.
-                if !self.token_matches(request.header("x-loopx-token")) {
-                    return text(401, "changes need the token in the X-Loopx-Token header\n");
+                // A header a link or a form of another site cannot send.
+                if request.header("x-loopx-board") != Some("1") {
+                    return text(403, "changes need the X-Loopx-Board: 1 header\n");
                 }
                 if let Some(origin) = request.header("origin")
                     && !self.is_ours(origin.trim_start_matches("http://"))
@@ -228,11 +247,67 @@ impl Board {
         host == format!("127.0.0.1:{}", self.port) || host == format!("localhost:{}", self.port)
     }
 
-    /// Compared in constant time: the token is the only secret between a page and the board.
-    fn token_matches(&self, given: Option<&str>) -> bool {
-        let Some(given) = given else { return false };
-        let (a, b) = (given.as_bytes(), self.token.as_bytes());
-        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    /// The printed code, once: a session cookie, and the bare address.
+    fn open_with_code(&self, stream: &TcpStream, code: &str) -> std::io::Result<()> {
+        if !same_secret(code, &self.code) || self.code_used.swap(true, Ordering::SeqCst) {
+            return http::respond(
+                stream,
+                401,
+                "text/plain",
+                b"this address was used already or is wrong: restart `loopx board` for a new one\n",
+            );
+        }
+        let head = format!(
+            "HTTP/1.1 303 See Other\r\nLocation: /\r\nSet-Cookie: {COOKIE}={}; HttpOnly; SameSite=Strict; Path=/\r\nContent-Length: 0\r\n{}Connection: close\r\n\r\n",
+            self.session,
+            http::SECURITY_HEADERS
+        );
+        let mut stream = stream;
+        stream.write_all(head.as_bytes())?;
+        stream.flush()
+    }
+
+    fn has_session(&self, request: &Request) -> bool {
+        request
+            .header("cookie")
+            .into_iter()
+            .flat_map(|cookies| cookies.split(';'))
+            .filter_map(|cookie| cookie.trim().split_once('='))
+            .any(|(name, value)| name == COOKIE && same_secret(value, &self.session))
+    }
+}
+
+/// Compared in constant time: the code and the session are the only secrets between a page and
+/// the board.
+fn same_secret(given: &str, secret: &str) -> bool {
+    let (a, b) = (given.as_bytes(), secret.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A connection's place among [`MAX_CONNECTIONS`], given back when dropped (a panic included).
+struct Slot(Arc<Board>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Reads with one deadline for the whole request.
+struct Deadline<'a> {
+    stream: &'a TcpStream,
+    deadline: Instant,
+}
+
+impl std::io::Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        let mut stream = self.stream;
+        stream.read(buf)
     }
 }
 
@@ -246,7 +321,7 @@ fn json(stream: &TcpStream, status: u16, body: &serde_json::Value) -> std::io::R
 }
 
 /// 128 bits from the kernel's random source, as hex.
-fn new_token() -> std::io::Result<String> {
+fn new_secret() -> std::io::Result<String> {
     let mut bytes = [0u8; 16];
     std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())

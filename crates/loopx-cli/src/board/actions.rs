@@ -16,8 +16,10 @@ use crate::exit_code;
 #[serde(deny_unknown_fields)]
 struct Answer {
     gate: String,
-    /// In words, or an option's number.
-    answer: String,
+    /// An option's place (a button), never guessed from text.
+    option: Option<u32>,
+    /// In words (read as `loopx gate answer` reads it).
+    answer: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -69,11 +71,18 @@ fn command(path: &str, body: &[u8]) -> Result<Command, (u16, String)> {
     };
     Ok(match path {
         "/api/answer" => {
-            let Answer { gate, answer } = parse(body)?;
+            let Answer {
+                gate,
+                option,
+                answer,
+            } = parse(body)?;
+            if option.is_some() == answer.is_some() {
+                return Err((400, "give an option or an answer in words".to_owned()));
+            }
             Command::Gate(GateCommand::Answer {
                 id: gate,
-                answer: Some(answer),
-                option: None,
+                answer,
+                option,
             })
         }
         "/api/todo/add" => {

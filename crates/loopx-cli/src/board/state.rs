@@ -236,10 +236,15 @@ fn tail(project: &loopx_kernel::Project, slice: &SliceRecord) -> String {
     {
         return String::new();
     }
+    // Whole lines only: the first may have begun before the window, the last may be half
+    // written. A window without a line break is one long line still being written.
+    let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    bytes.truncate(end);
     if from > 0 {
-        // Start at a whole line.
-        let start = bytes.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
-        bytes.drain(..start);
+        let Some(start) = bytes.iter().position(|&b| b == b'\n') else {
+            return "(a line longer than the tail shown)".to_owned();
+        };
+        bytes.drain(..=start);
     }
     let text = loopx_adapters::transcript::render(&bytes).unwrap_or_else(|| {
         let mut stripped = Vec::new();

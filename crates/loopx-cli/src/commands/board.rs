@@ -27,7 +27,7 @@ pub fn run(ctx: &mut Ctx, args: BoardArgs) -> Result<(), ExpectedError> {
         ctx.line(format!("loopx board for {}", project.root().display()))?;
         ctx.line(format!("open: {url}"))?;
         ctx.line(
-            "The address holds this run's token: keep it to yourself. Ctrl-C stops the board.",
+            "The address works once, in one browser (restart the board for another). Ctrl-C stops the board.",
         )?;
     }
     ctx.flush()?;

@@ -162,10 +162,10 @@ fn roll_back_first(
     else {
         return Ok(None);
     };
-    let wants = match choice {
-        AnswerChoice::Option(n) => *n == 2,
-        AnswerChoice::Text(t) => t.trim().eq_ignore_ascii_case(ROLLBACK_OPTIONS[1]),
-    };
+    // The kernel's own reading of the answer: `2`, `--option 2`, `rollback` and the board's
+    // second button all roll back, and only they do.
+    let wants = choice.clone().resolve(&g)? == AnswerChoice::Option(2)
+        && g.options.get(1).is_some_and(|o| o == ROLLBACK_OPTIONS[1]);
     if !wants || g.state != GateState::Open {
         return Ok(None);
     }

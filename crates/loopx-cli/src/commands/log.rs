@@ -51,11 +51,12 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
         && !ctx.json
     {
         let log = slice_log(&project, slice);
-        let shown = show_output(ctx, &log, slice, &recorded_sha, args.raw)?;
+        let running = !events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::SliceEnded { .. }));
+        let shown = show_output(ctx, &log, slice, &recorded_sha, args.raw, running)?;
         if let Some(listener) = listener
-            && !events
-                .iter()
-                .any(|e| matches!(e.kind, EventKind::SliceEnded { .. }))
+            && running
         {
             let output = LiveOutput::new(log, shown, args.raw);
             return follow_slice(ctx, &project, slice, output, listener, next);
@@ -91,37 +92,74 @@ fn slice_log(project: &loopx_kernel::Project, slice: SliceId) -> std::path::Path
         .join(format!("{slice}.log"))
 }
 
-/// Reads at most `limit` bytes of the log from `offset`. The log is loopx's, capped at the
-/// profile's `max_output`; a planted FIFO or device in its place is refused, not read forever.
-fn read_log(log: &std::path::Path, offset: u64, limit: u64) -> std::io::Result<Vec<u8>> {
+/// Reads at most `limit` bytes of the log from `offset`, and which file that was (device,
+/// inode: the log is replaced when it is redacted at the slice's end). The log is loopx's,
+/// capped at the profile's `max_output`; a planted FIFO or device in its place is refused, not
+/// read forever.
+fn read_log(log: &std::path::Path, offset: u64, limit: u64) -> std::io::Result<(Vec<u8>, FileId)> {
     use std::io::{Read, Seek};
+    use std::os::unix::fs::MetadataExt;
     let mut file = loopx_adapters::open_regular(log)?;
+    let meta = file.metadata()?;
     file.seek(std::io::SeekFrom::Start(offset))?;
     let mut bytes = Vec::new();
     file.take(limit).read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok((bytes, (meta.dev(), meta.ino())))
 }
 
-/// Prints the slice's output so far; returns how many bytes of the log that was.
+type FileId = (u64, u64);
+
+/// What `show_output` showed of the log: bytes, whole lines, and which file.
+struct Shown {
+    bytes: u64,
+    lines: u64,
+    file: Option<FileId>,
+}
+
+/// Prints the slice's output so far. A running slice's log is shown in whole lines (the rest
+/// follows) and redacted here, because its file is redacted in full only when the slice ends.
 fn show_output(
     ctx: &mut Ctx,
     log: &std::path::Path,
     slice: SliceId,
     recorded_sha: &str,
     raw: bool,
-) -> Result<u64, ExpectedError> {
-    let Ok(output) = read_log(log, 0, 256 << 20) else {
-        return Ok(0);
+    running: bool,
+) -> Result<Shown, ExpectedError> {
+    let Ok((mut output, file)) = read_log(log, 0, 256 << 20) else {
+        return Ok(Shown {
+            bytes: 0,
+            lines: 0,
+            file: None,
+        });
     };
+    if running {
+        let whole = output
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        output.truncate(whole);
+    }
+    let shown = Shown {
+        bytes: output.len() as u64,
+        lines: output.iter().filter(|&&b| b == b'\n').count() as u64,
+        file: Some(file),
+    };
+    let redactor = loopx_kernel::redact::Redactor::for_process_env(&[]);
     if raw {
         // Asked for by name: the bytes as the agent printed them (masked secrets aside).
         ctx.flush()?;
-        std::io::Write::write_all(&mut ctx.out, &output)?;
-        return Ok(output.len() as u64);
+        if running {
+            let text = String::from_utf8_lossy(&output);
+            std::io::Write::write_all(&mut ctx.out, redactor.redact(&text).as_bytes())?;
+        } else {
+            std::io::Write::write_all(&mut ctx.out, &output)?;
+        }
+        return Ok(shown);
     }
     ctx.line(format!("--- output of {slice} ({}) ---", log.display()))?;
     let sha = sha256_hex(&output);
-    if !recorded_sha.is_empty() && sha != recorded_sha {
+    if !running && !recorded_sha.is_empty() && sha != recorded_sha {
         ctx.line(ctx.style.red(&format!(
             "warning: this log was changed after loopx wrote it (sha256 {} now, {} when {slice} ended): it is not what the agent printed",
             &sha[..12],
@@ -135,8 +173,8 @@ fn show_output(
         loopx_pty::AnsiStripper::default().feed(&output, &mut stripped);
         String::from_utf8_lossy(&stripped).into_owned()
     });
-    ctx.line(loopx_pty::clean_text(text.as_bytes()))?;
-    Ok(output.len() as u64)
+    ctx.line(loopx_pty::clean_text(redactor.redact(&text).as_bytes()))?;
+    Ok(shown)
 }
 
 /// How often a followed slice's log is read for new output.
@@ -193,6 +231,10 @@ struct LiveOutput {
     log: std::path::PathBuf,
     /// Bytes of the log already read.
     offset: u64,
+    /// Whole lines already shown, and of which file: when the slice ends its log is replaced
+    /// by a redacted copy (other lengths, the same lines), read on from the same line.
+    lines: u64,
+    file: Option<FileId>,
     raw: bool,
     /// Read, not yet shown: the start of a line.
     partial: Vec<u8>,
@@ -201,10 +243,12 @@ struct LiveOutput {
 }
 
 impl LiveOutput {
-    fn new(log: std::path::PathBuf, offset: u64, raw: bool) -> LiveOutput {
+    fn new(log: std::path::PathBuf, shown: Shown, raw: bool) -> LiveOutput {
         LiveOutput {
             log,
-            offset,
+            offset: shown.bytes,
+            lines: shown.lines,
+            file: shown.file,
             raw,
             partial: Vec::new(),
             stripper: loopx_pty::AnsiStripper::default(),
@@ -214,9 +258,27 @@ impl LiveOutput {
 
     /// Prints what the log gained: whole lines only, unless `last`.
     fn print_new(&mut self, ctx: &mut Ctx, last: bool) -> Result<(), ExpectedError> {
-        let Ok(bytes) = read_log(&self.log, self.offset, 16 << 20) else {
+        let Ok((mut bytes, file)) = read_log(&self.log, self.offset, 16 << 20) else {
             return Ok(());
         };
+        if self.file.is_some_and(|seen| seen != file) {
+            // Replaced (redacted at the end): read the new file after the lines shown.
+            let Ok((whole, _)) = read_log(&self.log, 0, 256 << 20) else {
+                return Ok(());
+            };
+            let mut skipped = 0;
+            let start = whole
+                .iter()
+                .position(|&b| {
+                    skipped += u64::from(b == b'\n');
+                    skipped == self.lines && b == b'\n'
+                })
+                .map_or(if self.lines == 0 { 0 } else { whole.len() }, |i| i + 1);
+            self.offset = start as u64;
+            self.partial.clear();
+            bytes = whole[start..].to_vec();
+        }
+        self.file = Some(file);
         self.offset += bytes.len() as u64;
         self.partial.extend_from_slice(&bytes);
         let cut = if last {
@@ -231,6 +293,7 @@ impl LiveOutput {
         if lines.is_empty() {
             return Ok(());
         }
+        self.lines += lines.iter().filter(|&&b| b == b'\n').count() as u64;
         let text = String::from_utf8_lossy(&lines);
         let text = self.redactor.redact(&text);
         if self.raw {

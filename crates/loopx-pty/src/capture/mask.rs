@@ -49,11 +49,36 @@ impl Mask {
         std::borrow::Cow::Owned(self.carry.drain(..release).collect())
     }
 
+    /// After a quiet spell: what is held back, masked, except a tail that could still be the
+    /// start of a value (`sk-ab` waits for `cdef`). A line the agent finished shows at once.
+    pub(crate) fn release_quiet(&mut self) -> Vec<u8> {
+        if self.values.is_empty() {
+            return std::mem::take(&mut self.carry);
+        }
+        mask_all(&mut self.carry, &self.values);
+        let keep = self
+            .values
+            .iter()
+            .map(|v| started_value(&self.carry, v.needle()))
+            .max()
+            .unwrap_or(0);
+        let release = self.carry.len() - keep;
+        self.carry.drain(..release).collect()
+    }
+
     /// What is still held back, masked: the output ended.
     pub(crate) fn finish(&mut self) -> Vec<u8> {
         mask_all(&mut self.carry, &self.values);
         std::mem::take(&mut self.carry)
     }
+}
+
+/// The length of the longest end of `buf` that begins `value` (and is shorter than it).
+fn started_value(buf: &[u8], value: &[u8]) -> usize {
+    (1..value.len().min(buf.len() + 1))
+        .rev()
+        .find(|&k| buf.ends_with(&value[..k]))
+        .unwrap_or(0)
 }
 
 /// Bytes of escape sequences a split value may hold inside it and still be found across reads.
@@ -147,6 +172,16 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn a_quiet_spell_releases_finished_lines_but_not_the_start_of_a_value() {
+        let mut mask = Mask::new(&[b"sk-abcdef".to_vec()]);
+        assert!(mask.feed(b"token: sk-ab").is_empty(), "held back");
+        assert_eq!(mask.release_quiet(), b"token: ");
+        assert_eq!(mask.feed(b"cdef and more\n").as_ref(), b"");
+        assert_eq!(mask.release_quiet(), b"********* and more\n");
+        assert_eq!(mask.finish(), b"");
+    }
 
     fn through(values: &[&str], chunks: &[&[u8]]) -> Vec<u8> {
         let values: Vec<Vec<u8>> = values.iter().map(|v| v.as_bytes().to_vec()).collect();

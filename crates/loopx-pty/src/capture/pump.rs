@@ -7,9 +7,9 @@
 //!
 //! While the reader waits in `read`, a flusher thread (every [`FLUSH_EVERY`]) writes out what
 //! the log's buffer holds, and, when nothing was read for 100 ms, releases the bytes the mask
-//! holds back (masked as far as they go): a running slice's log is live to within a quarter of
-//! a second. A secret split across such a pause is caught by the log's redaction when the slice
-//! ends, not while it runs.
+//! holds back, masked, except a tail that could still begin a secret value: a running slice's
+//! log is live to within a quarter of a second, and a value printed in pieces with pauses
+//! between them is still masked.
 //!
 //! The emulator costs about as much per byte as reading the terminal, so running it on its own
 //! thread lets the two overlap. The reader is the only reader, so nothing else can block on the
@@ -207,7 +207,8 @@ impl Sink {
     /// held-back bytes soon, so they are released; then the buffer is written out.
     fn tick(&mut self) {
         if self.last_read.elapsed() >= QUIET {
-            self.release();
+            let settled = self.mask.release_quiet();
+            self.write(&settled);
         }
         self.log.flush();
     }

@@ -1,11 +1,14 @@
 // The loopx board page. Everything an agent wrote (titles, questions, transcripts) is put on
 // the page as text (textContent), never as markup. State arrives pushed over one
-// server-sent event stream; the page never polls. Changes are POSTed with the token in a
-// header, and the page shows the CLI's own answer or refusal.
+// server-sent event stream; the page never polls. Changes are POSTed with the board's header,
+// and the page shows the CLI's own answer or refusal. The session is an HttpOnly cookie the
+// page never sees.
 "use strict";
 
-const token = document.querySelector('meta[name="loopx-token"]').content;
 let state = null;
+// The gates as last drawn: redrawn only when they change, so a half-typed answer survives
+// the pushes a running slice makes every second.
+let drawnGates = null;
 // Server time minus page time, for countdowns that agree with the kernel's clock.
 let skew = 0;
 
@@ -47,7 +50,7 @@ async function act(path, body) {
   try {
     const response = await fetch(path, {
       method: "POST",
-      headers: { "Content-Type": "application/json", "X-Loopx-Token": token },
+      headers: { "Content-Type": "application/json", "X-Loopx-Board": "1" },
       body: JSON.stringify(body),
     });
     const answer = await response.json().catch(() => ({}));
@@ -80,6 +83,9 @@ function renderHeader(s) {
 function renderGates(s) {
   const box = document.getElementById("gates");
   const gates = s.status.needs_you || [];
+  const key = JSON.stringify(gates);
+  if (key === drawnGates) return;
+  drawnGates = key;
   box.replaceChildren();
   if (gates.length === 0) {
     box.append(el("p", { class: "nothing", text: "Nothing waits on you." }));
@@ -88,8 +94,9 @@ function renderGates(s) {
   for (const { gate, answer_command } of gates) {
     const node = el("div", { class: "gate", "data-gate": gate.id });
     node.append(el("div", { class: "question" }, el("span", { class: "id", text: gate.id + " " }), gate.question));
-    const asker = gate.asked_by.startsWith("loopx") || gate.kind !== "question"
-      ? "opened by loopx (" + gate.kind + ")" : "asked by " + gate.asked_by;
+    const kind = typeof gate.kind === "string" ? gate.kind : Object.keys(gate.kind)[0];
+    const asker = gate.asked_by === "loopx" || kind !== "question"
+      ? "opened by loopx (" + kind + ")" : "asked by " + gate.asked_by;
     node.append(el("div", { class: "meta", text: asker + " · " + relative(gate.created_at) }));
     if (gate.context) node.append(el("pre", { class: "context", text: gate.context }));
     if (gate.options.length > 0) {
@@ -97,7 +104,7 @@ function renderGates(s) {
       gate.options.forEach((option, i) => {
         options.append(el("button", {
           class: "option", "data-option": String(i + 1),
-          onclick: () => act("/api/answer", { gate: gate.id, answer: String(i + 1) }),
+          onclick: () => act("/api/answer", { gate: gate.id, option: i + 1 }),
         }, (i + 1) + ". " + option));
       });
       node.append(options);
@@ -257,11 +264,29 @@ function render(s) {
   tick();
 }
 
+// The browser retries a dropped stream by itself, but not one the board refused (a restarted
+// board has a new session): then the page says what to do.
 function connect() {
   const live = document.getElementById("live");
-  const source = new EventSource("/api/stream?token=" + encodeURIComponent(token));
+  const source = new EventSource("/api/stream");
   source.addEventListener("open", () => { live.textContent = "● live"; live.classList.add("on"); });
-  source.addEventListener("error", () => { live.textContent = "○ reconnecting"; live.classList.remove("on"); });
+  source.addEventListener("error", async () => {
+    live.classList.remove("on");
+    if (source.readyState !== EventSource.CLOSED) {
+      live.textContent = "○ reconnecting";
+      return;
+    }
+    const status = await fetch("/api/state").then((r) => r.status).catch(() => 0);
+    if (status === 401) {
+      live.textContent = "○ offline";
+      const problem = document.getElementById("problem");
+      problem.textContent = "This board's session ended (the board was restarted): open the address `loopx board` printed.";
+      problem.hidden = false;
+      return;
+    }
+    live.textContent = "○ reconnecting";
+    setTimeout(connect, 2000);
+  });
   source.addEventListener("state", (e) => render(JSON.parse(e.data)));
   source.addEventListener("problem", (e) => {
     const problem = document.getElementById("problem");

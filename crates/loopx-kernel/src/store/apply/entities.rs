@@ -199,20 +199,7 @@ pub(super) fn gate_answer(
         }
         .into());
     }
-    // One meaning for an answer: on a gate with options, a number that is not itself one of the
-    // options' words is that option (`gate answer q1 2` = `--option 2` = the board's button 2),
-    // and a number out of range is refused rather than recorded as free text.
-    let choice = match choice {
-        AnswerChoice::Text(text) if !gate.options.is_empty() => {
-            let words = text.trim();
-            let named = gate.options.iter().any(|o| o.eq_ignore_ascii_case(words));
-            match words.parse::<u32>() {
-                Ok(n) if !named => AnswerChoice::Option(n),
-                _ => AnswerChoice::Text(text),
-            }
-        }
-        other => other,
-    };
+    let choice = choice.resolve(&gate)?;
     let (text, option) = match choice {
         AnswerChoice::Option(n) => {
             let index = usize::try_from(n)
@@ -230,12 +217,7 @@ pub(super) fn gate_answer(
         }
         AnswerChoice::Text(text) => {
             limits::check_text("answer", &text, limits::DETAIL, "")?;
-            let text = text.trim().to_owned();
-            let option = gate
-                .options
-                .iter()
-                .position(|o| o.eq_ignore_ascii_case(&text));
-            (text, option.and_then(|i| u32::try_from(i + 1).ok()))
+            (text.trim().to_owned(), None)
         }
     };
     gate.answer = Some(Answer {

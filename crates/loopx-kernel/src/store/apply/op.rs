@@ -48,6 +48,40 @@ pub enum AnswerChoice {
     Option(u32),
 }
 
+impl AnswerChoice {
+    /// What the answer means on `gate`, the one rule for the CLI, the board and the kernel: on a
+    /// gate with options, an answer that names an option (any case) is that option, and a
+    /// number is the option at that place. A number that is also another option's text (options
+    /// `2` and `yes, delete it`: is `2` the first or the second?) is refused as ambiguous rather
+    /// than guessed. Anything else is an answer in words. The option's range is checked when the
+    /// answer is recorded.
+    pub fn resolve(self, gate: &Gate) -> Result<AnswerChoice, crate::errors::Invalid> {
+        let AnswerChoice::Text(text) = self else {
+            return Ok(self);
+        };
+        if gate.options.is_empty() {
+            return Ok(AnswerChoice::Text(text));
+        }
+        let words = text.trim();
+        let named = gate
+            .options
+            .iter()
+            .position(|o| o.trim().eq_ignore_ascii_case(words))
+            .and_then(|i| u32::try_from(i + 1).ok());
+        match (named, words.parse::<u32>()) {
+            (Some(place), Ok(number)) if place != number => {
+                Err(crate::errors::Invalid::Other(format!(
+                    "`{words}` is the text of option {place} of gate {} and the number of another: answer with `--option N`",
+                    gate.id
+                )))
+            }
+            (Some(place), _) => Ok(AnswerChoice::Option(place)),
+            (None, Ok(number)) => Ok(AnswerChoice::Option(number)),
+            (None, Err(_)) => Ok(AnswerChoice::Text(text)),
+        }
+    }
+}
+
 /// New evidence.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEvidence {
