@@ -169,7 +169,9 @@ fn an_agent_in_a_slice_shows_as_running_it() {
     let run = crate::support::Background::start(&loopx, &["--max-slices", "1"]);
     crate::support::wait_file(&loopx.path().join("started.flag"));
     let status = loopx.ok(&["status"]).stdout;
+    let json = loopx.ok(&["status", "--json"]).json();
     std::fs::write(loopx.path().join("go.flag"), "").expect("go");
+    assert_eq!(json["agents"][0]["running"], "s1", "{json}");
     assert!(status.contains("Running (1 slice)"), "{status}");
     assert!(
         status.contains("  a            running s1 on t1 ("),

@@ -53,6 +53,8 @@ struct IsolationNow {
 #[derive(Debug, Serialize)]
 struct AgentNow {
     agent: String,
+    /// The slice it is running now, if any: then `decision` is what it would do next.
+    running: Option<String>,
     decision: Option<loopx_quota::DecisionKind>,
     wake_at: Option<Timestamp>,
     todo: Option<String>,
@@ -172,6 +174,13 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
         agents,
     );
     status.isolation = isolation;
+    for agent in &mut status.agents {
+        agent.running = status
+            .running
+            .iter()
+            .find(|r| r.slice.agent.as_str() == agent.agent)
+            .map(|r| r.slice.id.to_string());
+    }
     if ctx.json {
         return ctx.json_out(&status);
     }
@@ -639,6 +648,7 @@ fn agents_now(
         out.push(match decided {
             Ok(d) => AgentNow {
                 agent: name.clone(),
+                running: None,
                 decision: Some(d.decision),
                 wake_at: d.wake_at.map(Timestamp),
                 todo: d.todo.as_ref().map(|(id, _)| id.clone()),
@@ -647,6 +657,7 @@ fn agents_now(
             },
             Err(why) => AgentNow {
                 agent: name.clone(),
+                running: None,
                 decision: None,
                 wake_at: None,
                 todo: None,

@@ -129,9 +129,8 @@ function renderAgents(s) {
   const body = document.querySelector("#agents tbody");
   body.replaceChildren();
   const held = heldKeys(s);
-  const running = new Map((s.status.running || []).map((r) => [r.slice.agent, r.slice.id]));
   for (const agent of s.status.agents || []) {
-    const slice = running.get(agent.agent);
+    const slice = agent.running;
     const now = slice ? "running " + slice : (agent.decision || "?");
     const paused = held.has("agent:" + agent.agent);
     const button = paused
