@@ -42,7 +42,51 @@ pub fn render(bytes: &[u8]) -> Option<String> {
     (events > 0 && events * 2 >= lines).then(|| transcript.finish())
 }
 
-#[derive(Default)]
+/// A transcript built line by line, for a stream that is still being written (`loopx log
+/// --follow`): each call returns the transcript lines completed so far. Gemini's text deltas
+/// are held until their paragraph ends, so they read as one paragraph here too.
+#[derive(Debug, Default)]
+pub struct LiveTranscript {
+    transcript: Transcript,
+    /// Bytes of the transcript already returned.
+    taken: usize,
+}
+
+impl LiveTranscript {
+    /// Takes one line of the stream (an event, or a plain line the caller made safe to show).
+    pub fn line(&mut self, line: &str) -> String {
+        match serde_json::from_str::<Value>(line.trim()) {
+            Ok(event @ Value::Object(_)) if event.get("type").is_some_and(Value::is_string) => {
+                self.transcript.event(&event);
+            }
+            _ => self.transcript.plain(line),
+        }
+        self.take(false)
+    }
+
+    /// Everything not returned yet: the stream ended.
+    pub fn finish(&mut self) -> String {
+        self.take(true)
+    }
+
+    fn take(&mut self, all: bool) -> String {
+        if all {
+            self.transcript.close_delta();
+        }
+        let out = &self.transcript.out;
+        let end = if all {
+            out.len()
+        } else {
+            out.rfind('\n')
+                .map_or(self.taken, |i| (i + 1).max(self.taken))
+        };
+        let new = out[self.taken..end].to_owned();
+        self.taken = end;
+        new
+    }
+}
+
+#[derive(Debug, Default)]
 struct Transcript {
     out: String,
     /// Gemini streams assistant text in deltas: they are joined into one paragraph.
@@ -411,6 +455,25 @@ mod tests {
             text.contains("■ success · 21937 in / 68 out tokens"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_live_transcript_holds_a_paragraph_until_it_ends() {
+        let mut live = LiveTranscript::default();
+        let delta = |text: &str| {
+            format!(r#"{{"type":"message","role":"assistant","content":"{text}","delta":true}}"#)
+        };
+        assert_eq!(live.line(&delta("Writing ")), "");
+        assert_eq!(live.line(&delta("the file.")), "");
+        assert_eq!(
+            live.line(
+                r#"{"type":"tool_use","tool_name":"write_file","parameters":{"file_path":"a"}}"#
+            ),
+            "Writing the file.\n→ write_file(file_path=\"a\")\n"
+        );
+        assert_eq!(live.line("a plain line"), "a plain line\n");
+        assert_eq!(live.line(&delta("Done.")), "");
+        assert_eq!(live.finish(), "Done.\n");
     }
 
     #[test]

@@ -239,6 +239,7 @@ struct LiveOutput {
     /// Read, not yet shown: the start of a line.
     partial: Vec<u8>,
     stripper: loopx_pty::AnsiStripper,
+    transcript: loopx_adapters::transcript::LiveTranscript,
     redactor: loopx_kernel::redact::Redactor,
 }
 
@@ -252,6 +253,7 @@ impl LiveOutput {
             raw,
             partial: Vec::new(),
             stripper: loopx_pty::AnsiStripper::default(),
+            transcript: loopx_adapters::transcript::LiveTranscript::default(),
             redactor: loopx_kernel::redact::Redactor::for_process_env(&[]),
         }
     }
@@ -301,19 +303,25 @@ impl LiveOutput {
             std::io::Write::write_all(&mut ctx.out, text.as_bytes())?;
             return Ok(());
         }
+        let mut shown = String::new();
         for line in text.lines() {
-            let shown = match loopx_adapters::transcript::render(line.as_bytes()) {
-                Some(transcript) => transcript,
-                None => {
-                    let mut stripped = Vec::new();
-                    self.stripper.feed(line.as_bytes(), &mut stripped);
-                    String::from_utf8_lossy(&stripped).into_owned()
-                }
+            // Escape sequences are stripped from plain lines; events are JSON, shown as text.
+            let mut stripped = Vec::new();
+            self.stripper.feed(line.as_bytes(), &mut stripped);
+            let plain = String::from_utf8_lossy(&stripped);
+            let line = if line.trim_start().starts_with('{') {
+                line
+            } else {
+                &plain
             };
-            let shown = shown.trim_end_matches('\n');
-            if !shown.is_empty() {
-                ctx.line(loopx_pty::clean_text(shown.as_bytes()))?;
-            }
+            shown.push_str(&self.transcript.line(line));
+        }
+        if last {
+            shown.push_str(&self.transcript.finish());
+        }
+        let shown = shown.trim_end_matches('\n');
+        if !shown.is_empty() {
+            ctx.line(loopx_pty::clean_text(shown.as_bytes()))?;
         }
         Ok(())
     }
