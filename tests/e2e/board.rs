@@ -16,6 +16,9 @@ use crate::support::{Background, Loopx, demo_project};
 /// A `loopx board` in the background; killed when dropped.
 struct BoardProcess {
     child: Child,
+    /// Its standard input: a line asks for another address.
+    ask: std::process::ChildStdin,
+    printed: std::io::Lines<BufReader<std::process::ChildStdout>>,
     url: String,
     port: u16,
     code: String,
@@ -25,47 +28,62 @@ impl BoardProcess {
     fn start(loopx: &Loopx) -> BoardProcess {
         let mut child = loopx
             .command(&["board", "--json"])
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("loopx board starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("the board prints its address");
-        let printed: Value = serde_json::from_str(&line).expect("JSON");
-        let url = printed["url"].as_str().expect("a url").to_owned();
-        let rest = url.trim_start_matches("http://127.0.0.1:");
-        let port = rest
+        let ask = child.stdin.take().expect("stdin");
+        let printed = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut board = BoardProcess {
+            child,
+            ask,
+            printed,
+            url: String::new(),
+            port: 0,
+            code: String::new(),
+        };
+        board.url = board.next_url();
+        let rest = board.url.trim_start_matches("http://127.0.0.1:");
+        board.port = rest
             .split('/')
             .next()
             .expect("port")
             .parse()
             .expect("a port");
-        let code = url.split("code=").nth(1).expect("a code").to_owned();
-        assert_eq!(code.len(), 32, "128 random bits: {url}");
-        BoardProcess {
-            child,
-            url,
-            port,
-            code,
-        }
+        board.code = code_of(&board.url);
+        board
     }
 
-    /// Opens the printed address as a browser would: the session cookie it sets.
-    fn session(&self) -> String {
-        let (status, head, _) =
-            self.request_full(&format!("GET /?code={} HTTP/1.1", self.code), "");
-        assert_eq!(status, 303, "{head}");
-        let cookie = head
-            .lines()
-            .find_map(|l| l.strip_prefix("Set-Cookie: "))
-            .expect("a cookie");
+    /// The next address the board prints.
+    fn next_url(&mut self) -> String {
+        let line = self
+            .printed
+            .next()
+            .expect("the board prints an address")
+            .expect("a line");
+        let printed: Value = serde_json::from_str(&line).expect("JSON");
+        let url = printed["url"].as_str().expect("a url").to_owned();
         assert!(
-            cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
-            "{cookie}"
+            url.contains("/#code="),
+            "the code is in the fragment: {url}"
         );
-        cookie.split(';').next().expect("name=value").to_owned()
+        url
+    }
+
+    /// Trades `code` for the session, as the page does.
+    fn trade(&self, code: &str) -> (u16, String) {
+        self.request(
+            "POST /api/session HTTP/1.1\r\nX-Loopx-Board: 1\r\nContent-Type: application/json",
+            &format!(r#"{{"code":"{code}"}}"#),
+        )
+    }
+
+    fn session(&self) -> String {
+        let (status, body) = self.trade(&self.code);
+        assert_eq!(status, 200, "{body}");
+        let answer: Value = serde_json::from_str(&body).expect("JSON");
+        answer["session"].as_str().expect("a session").to_owned()
     }
 
     /// A raw request; the status code and body.
@@ -99,6 +117,12 @@ impl Drop for BoardProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+fn code_of(url: &str) -> String {
+    let code = url.split("code=").nth(1).expect("a code").to_owned();
+    assert_eq!(code.len(), 32, "128 random bits: {url}");
+    code
 }
 
 /// The same secret with its first digit changed.
@@ -156,25 +180,30 @@ fn the_board_shows_the_work_and_a_gate_answered_from_the_page_wakes_the_run() {
         0
     );
     assert_eq!(browser.eval("typeof window.__pwned"), "undefined");
-    // The address in the history opens nothing any more (its code was used), and without the
-    // session cookie nothing is served.
+    // The code is gone from the address (it worked once), and nothing is served without the
+    // session the page keeps in its tab.
     assert_eq!(
-        browser.eval("location.search"),
+        browser.eval("location.hash"),
         "",
-        "redirected to the bare address"
+        "the code left the address"
     );
     assert_eq!(
         browser.eval(&format!(
-            "fetch('/?code={}').then(r => r.status)",
+            "fetch('/api/session', {{method: 'POST', headers: {{'Content-Type': 'application/json', 'X-Loopx-Board': '1'}}, body: JSON.stringify({{code: '{}'}})}}).then(r => r.status)",
             board.code
         )),
         401,
         "the code works once"
     );
     assert_eq!(
-        browser.eval("fetch('/api/state', {credentials: 'omit'}).then(r => r.status)"),
+        browser.eval("fetch('/api/state').then(r => r.status)"),
         401,
         "a request without the session"
+    );
+    assert_eq!(
+        browser.eval("document.cookie"),
+        "",
+        "no cookie for other local servers"
     );
     browser.screenshot(&shots.join("board-question.png"));
 
@@ -209,41 +238,71 @@ fn the_board_shows_the_work_and_a_gate_answered_from_the_page_wakes_the_run() {
 fn every_request_needs_the_session_and_changes_need_the_board_s_header() {
     let loopx = demo_project(&["exec"]);
     loopx.ok(&["todo", "add", "Write the intro"]);
-    let board = BoardProcess::start(&loopx);
-    for path in ["/", "/board.js", "/api/state", "/api/stream"] {
+    let mut board = BoardProcess::start(&loopx);
+    // The page holds no data; the data needs the session.
+    let (status, page) = board.request("GET / HTTP/1.1", "");
+    assert_eq!(status, 200);
+    assert!(!page.contains("Write the intro"), "{page}");
+    for path in ["/api/state", "/api/stream"] {
         let (status, _) = board.request(&format!("GET {path} HTTP/1.1"), "");
         assert_eq!(status, 401, "{path} without a session");
     }
-    let wrong = other_than(&board.code);
-    let (status, _) = board.request(&format!("GET /?code={wrong} HTTP/1.1"), "");
+    let (status, _) = board.trade(&other_than(&board.code));
     assert_eq!(status, 401, "a wrong code");
-    let cookie = board.session();
-    let (status, _) = board.request(&format!("GET /?code={} HTTP/1.1", board.code), "");
+    let session = board.session();
+    let (status, _) = board.trade(&board.code);
     assert_eq!(status, 401, "the printed address works once");
-    let forged = format!(
-        "loopx_board={}",
-        other_than(&cookie["loopx_board=".len()..])
-    );
-    let (status, _) = board.request(&format!("GET /api/state HTTP/1.1\r\nCookie: {forged}"), "");
-    assert_eq!(status, 401, "a wrong session");
-    let (status, state) =
-        board.request(&format!("GET /api/state HTTP/1.1\r\nCookie: {cookie}"), "");
-    assert_eq!(status, 200);
-    assert!(state.contains("Write the intro"), "{state}");
-
-    let add = r#"{"title":"From a forged form"}"#;
-    // The session alone (what a form of another site could ride on) is not enough.
+    // Enter in the board's terminal: a fresh address, good once too.
+    writeln!(board.ask).expect("ask for another address");
+    let second = code_of(&board.next_url());
+    assert_ne!(second, board.code);
+    assert_eq!(board.trade(&second).0, 200);
+    assert_eq!(board.trade(&second).0, 401);
     let (status, _) = board.request(
         &format!(
-            "POST /api/todo/add HTTP/1.1\r\nCookie: {cookie}\r\nContent-Type: application/json"
+            "GET /api/state HTTP/1.1\r\nX-Loopx-Session: {}",
+            other_than(&session)
+        ),
+        "",
+    );
+    assert_eq!(status, 401, "a wrong session");
+    let (status, state) = board.request(
+        &format!("GET /api/state HTTP/1.1\r\nX-Loopx-Session: {session}"),
+        "",
+    );
+    assert_eq!(status, 200);
+    assert!(state.contains("Write the intro"), "{state}");
+    // The stream takes the session in its address (EventSource sends no headers).
+    let mut stream = TcpStream::connect(("127.0.0.1", board.port)).expect("connect");
+    write!(
+        stream,
+        "GET /api/stream?session={session} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n",
+        board.port
+    )
+    .expect("send");
+    let mut first = [0u8; 64];
+    let read = stream.read(&mut first).expect("read");
+    assert!(
+        String::from_utf8_lossy(&first[..read]).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&first[..read])
+    );
+    drop(stream);
+
+    let add = r#"{"title":"From a forged form"}"#;
+    // The session without the board's header (what a form of another site could send) is
+    // refused.
+    let (status, _) = board.request(
+        &format!(
+            "POST /api/todo/add HTTP/1.1\r\nX-Loopx-Session: {session}\r\nContent-Type: application/json"
         ),
         add,
     );
     assert_eq!(status, 403);
-    // Nor the header from another site's page.
+    // Nor from another site's page.
     let (status, _) = board.request(
         &format!(
-            "POST /api/todo/add HTTP/1.1\r\nCookie: {cookie}\r\nX-Loopx-Board: 1\r\nContent-Type: application/json\r\nOrigin: http://evil.example"
+            "POST /api/todo/add HTTP/1.1\r\nX-Loopx-Session: {session}\r\nX-Loopx-Board: 1\r\nContent-Type: application/json\r\nOrigin: http://evil.example"
         ),
         add,
     );
@@ -251,17 +310,23 @@ fn every_request_needs_the_session_and_changes_need_the_board_s_header() {
     // Nor a form's body.
     let (status, _) = board.request(
         &format!(
-            "POST /api/todo/add HTTP/1.1\r\nCookie: {cookie}\r\nX-Loopx-Board: 1\r\nContent-Type: text/plain"
+            "POST /api/todo/add HTTP/1.1\r\nX-Loopx-Session: {session}\r\nX-Loopx-Board: 1\r\nContent-Type: text/plain"
         ),
         add,
     );
     assert_eq!(status, 415);
+    // Nor the board's header without the session.
+    let (status, _) = board.request(
+        "POST /api/todo/add HTTP/1.1\r\nX-Loopx-Board: 1\r\nContent-Type: application/json",
+        add,
+    );
+    assert_eq!(status, 401);
     let listed = loopx.ok(&["todo", "list", "--json"]).stdout;
     assert!(!listed.contains("forged"), "nothing was added: {listed}");
 
-    // With both, the CLI's own validation answers.
+    // With all of it, the CLI's own validation answers.
     let post = format!(
-        "HTTP/1.1\r\nCookie: {cookie}\r\nX-Loopx-Board: 1\r\nContent-Type: application/json"
+        "HTTP/1.1\r\nX-Loopx-Session: {session}\r\nX-Loopx-Board: 1\r\nContent-Type: application/json"
     );
     let (status, body) = board.request(
         &format!("POST /api/todo/add {post}"),
@@ -300,7 +365,7 @@ fn every_request_needs_the_session_and_changes_need_the_board_s_header() {
     let mut stream = TcpStream::connect(("127.0.0.1", board.port)).expect("connect");
     write!(
         stream,
-        "GET /api/state HTTP/1.1\r\nHost: attacker.example:{}\r\nCookie: {cookie}\r\n\r\n",
+        "GET /api/state HTTP/1.1\r\nHost: attacker.example:{}\r\nX-Loopx-Session: {session}\r\n\r\n",
         board.port
     )
     .expect("send");

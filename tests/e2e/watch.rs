@@ -19,9 +19,10 @@ fn a_followed_slice_shows_each_line_within_two_seconds_of_its_printing() {
     let loopx = Loopx::new();
     loopx.ok(&["goal", "start", "Count slowly"]);
     // One line a second, each stamped with the moment it was printed.
-    // Midway it prints a key (the log is redacted in full only when the slice ends, replacing
-    // the file: the follower goes on from the same line, and never shows the key).
-    let script = "cat >/dev/null\nfor i in 1 2 3 4 5 6; do echo \"tick $i $(date +%s%3N)\"; [ $i = 3 ] && echo 'export ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789'; sleep 1; done\necho last line\nprintf '%s\\n' '```loopx-report' '{\"status\":\"done\",\"summary\":\"counted\"}' '```'";
+    // Midway it prints an API key and, in two parts, a private key: the log is redacted in full
+    // only when the slice ends (a copy with fewer lines replaces the file), the follower reads
+    // on in the file it opened and never shows a key.
+    let script = "cat >/dev/null\nfor i in 1 2 3 4 5 6; do echo \"tick $i $(date +%s%3N)\"; [ $i = 3 ] && echo 'export ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789'; [ $i = 4 ] && printf '%s\\n' '-----BEGIN RSA PRIVATE KEY-----' 'MIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu' && sleep 0.6 && printf '%s\\n' 'KUpRKfFLfRYC9AIKjbJTWit+CqvjWYzvQwECAwEAAQ==' '-----END RSA PRIVATE KEY-----'; sleep 1; done\necho last line\nprintf '%s\\n' '```loopx-report' '{\"status\":\"done\",\"summary\":\"counted\"}' '```'";
     script_agent(&loopx, "a", script, "max_time = \"2m\"");
     loopx.ok(&["todo", "add", "Count to six"]);
     let mut run = Background::start(&loopx, &["--max-slices", "1"]);
@@ -73,8 +74,10 @@ fn a_followed_slice_shows_each_line_within_two_seconds_of_its_printing() {
         "the end of the slice is shown: {lines:#?}"
     );
     assert!(
-        !lines.iter().any(|l| l.contains("abcdefghijklmnop")),
-        "the key is never shown: {lines:#?}"
+        !lines.iter().any(|l| l.contains("abcdefghijklmnop")
+            || l.contains("MIIBOgIBAAJBAKj34")
+            || l.contains("KUpRKfFLfRYC9AIK")),
+        "the keys are never shown, the private key printed in two parts included: {lines:#?}"
     );
     assert_eq!(
         lines.iter().filter(|l| *l == "last line").count(),

@@ -6,17 +6,22 @@
 //!   connection, at most [`MAX_CONNECTIONS`] at once. Plain HTTP/1.1 with one request per
 //!   connection (`http.rs`); the page, its script and its style are embedded in the binary, so
 //!   it works without a network and with no build step.
-//! - **A one-time code, then a session cookie**: the printed address carries a 128-bit code
-//!   that works once: opening it sets an `HttpOnly; SameSite=Strict` cookie with this run's
-//!   128-bit session and redirects to the bare address. So the address left in the browser's
-//!   history (which an agent on the machine may read) opens nothing. Every request needs the
-//!   session — the page, its assets, the state, the live stream; a change also needs the
-//!   `X-Loopx-Board` header and a JSON body, which a page of another origin cannot send without
-//!   a CORS preflight the board never grants (and a strict cookie is not sent cross-site
-//!   anyway). The `Host` header must name the board itself (no DNS rebinding) and an `Origin`,
-//!   when sent, must be the board's. Answers carry `Content-Security-Policy` allowing only the
-//!   board's own script and style, so a title with markup stays text even if a bug rendered it
-//!   as HTML.
+//! - **A one-time code, then a session in the tab**: the printed address carries a 128-bit
+//!   code in its fragment (`/#code=…`), which the browser never sends to any server. The page
+//!   trades it once (`POST /api/session`) for this run's 128-bit session, keeps that in the
+//!   tab's `sessionStorage` (scoped to this origin, port included) and removes the code from
+//!   the address. So the address left in the browser's history opens nothing, and no cookie
+//!   exists for another server on 127.0.0.1 (any port) to receive or overwrite. Enter in the
+//!   board's terminal prints a fresh address for another tab or browser.
+//! - Every request for data needs the session — `X-Loopx-Session` on fetches, `?session=` on
+//!   the live stream (`EventSource` cannot send headers). A change also needs the
+//!   `X-Loopx-Board: 1` header and a JSON body, which a page of another origin cannot send
+//!   without a CORS preflight the board never grants. The `Host` header must name the board
+//!   itself (no DNS rebinding) and an `Origin`, when sent, must be the board's. The page, its
+//!   script and its style hold no data and are served to anyone who can reach the port.
+//!   Answers carry `Content-Security-Policy` allowing only the board's own script and style, so
+//!   a title with markup stays text even if a bug rendered it as HTML. Changes are made one at
+//!   a time (a double click answers a gate once).
 //! - **State** (`state.rs`) is `status --json` and `quota status --json` as the CLI prints
 //!   them, plus the cards by column, the newest events and the tail of each running slice's
 //!   transcript.
@@ -35,8 +40,8 @@ mod state;
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use http::{ReadError, Request};
@@ -48,8 +53,6 @@ const MAX_CONNECTIONS: usize = 64;
 const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// A page that stops reading its stream is let go after this long.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
-/// The session cookie's name.
-const COOKIE: &str = "loopx_board";
 /// While a slice runs, the stream looks for changes this often (transcript tails, elapsed
 /// times); otherwise only when the doorbell rings.
 const RUNNING_REFRESH: Duration = Duration::from_secs(1);
@@ -63,11 +66,12 @@ const BOARD_CSS: &str = include_str!("board/assets/board.css");
 /// A running board.
 pub struct Board {
     dir: PathBuf,
-    /// The printed address's code: good for one opening.
-    code: String,
-    code_used: AtomicBool,
-    /// The cookie a browser holds once it opened the code.
+    /// Codes printed and not yet traded for the session: each is good once.
+    codes: Mutex<Vec<String>>,
+    /// What a page holds once it traded a code.
     session: String,
+    /// Changes are made one at a time.
+    changing: Mutex<()>,
     port: u16,
     connections: AtomicUsize,
 }
@@ -79,23 +83,29 @@ impl Board {
         let port = listener.local_addr()?.port();
         let board = Board {
             dir,
-            code: new_secret()?,
-            code_used: AtomicBool::new(false),
+            codes: Mutex::new(Vec::new()),
             session: new_secret()?,
+            changing: Mutex::new(()),
             port,
             connections: AtomicUsize::new(0),
         };
         Ok((board, listener))
     }
 
-    /// The address to open, with its one-time code.
-    pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/?code={}", self.port, self.code)
+    /// A new address to open, with a code good for one opening.
+    pub fn new_url(&self) -> std::io::Result<String> {
+        let code = new_secret()?;
+        let url = format!("http://127.0.0.1:{}/#code={code}", self.port);
+        self.codes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(code);
+        Ok(url)
     }
 
     /// Serves until the process ends.
-    pub fn serve(self, listener: TcpListener) -> std::io::Result<()> {
-        let board = Arc::new(self);
+    pub fn serve(self: Arc<Self>, listener: TcpListener) -> std::io::Result<()> {
+        let board = self;
         for stream in listener.incoming() {
             let Ok(stream) = stream else { continue };
             let board = Arc::clone(&board);
@@ -137,35 +147,46 @@ impl Board {
         if !self.host_is_ours(request) {
             return text(403, "this board answers only to its own address\n");
         }
-        if request.method == "GET"
-            && request.path == "/"
-            && let Some(code) = request.query("code")
-        {
-            return self.open_with_code(stream, code);
+        let page = |body: &str, kind| http::respond(stream, 200, kind, body.as_bytes());
+        match (request.method.as_str(), request.path.as_str()) {
+            // No data: the page needs a session for everything it shows.
+            ("GET", "/") => return page(INDEX_HTML, "text/html; charset=utf-8"),
+            ("GET", "/board.js") => return page(BOARD_JS, "text/javascript; charset=utf-8"),
+            ("GET", "/board.css") => return page(BOARD_CSS, "text/css; charset=utf-8"),
+            _ => {}
         }
-        if !self.has_session(request) {
+        if request.method == "POST" {
+            // A header a link or a form of another site cannot send.
+            if request.header("x-loopx-board") != Some("1") {
+                return text(403, "changes need the X-Loopx-Board: 1 header\n");
+            }
+            if let Some(origin) = request.header("origin")
+                && !self.is_ours(origin.trim_start_matches("http://"))
+            {
+                return text(403, "changes are accepted only from the board's own page\n");
+            }
+            if !request
+                .header("content-type")
+                .is_some_and(|t| t.starts_with("application/json"))
+            {
+                return text(415, "send JSON (Content-Type: application/json)\n");
+            }
+            if request.path == "/api/session" {
+                return self.trade_code(stream, &request.body);
+            }
+        }
+        let session = match request.path.as_str() {
+            "/api/stream" => request.query("session"),
+            _ => request.header("x-loopx-session"),
+        };
+        if !session.is_some_and(|s| same_secret(s, &self.session)) {
             return text(
                 401,
-                "no session: open the address `loopx board` printed (each works once; restart the board for a new one)\n",
+                "no session: open an address `loopx board` printed (each works once; Enter in its terminal prints another)\n",
             );
         }
         match (request.method.as_str(), request.path.as_str()) {
             ("GET", path) => match path {
-                "/" => http::respond(
-                    stream,
-                    200,
-                    "text/html; charset=utf-8",
-                    INDEX_HTML.as_bytes(),
-                ),
-                "/board.js" => http::respond(
-                    stream,
-                    200,
-                    "text/javascript; charset=utf-8",
-                    BOARD_JS.as_bytes(),
-                ),
-                "/board.css" => {
-                    http::respond(stream, 200, "text/css; charset=utf-8", BOARD_CSS.as_bytes())
-                }
                 "/api/state" => match state::board(&self.dir) {
                     Ok(state) => json(stream, 200, &state),
                     Err(e) => json(stream, 503, &actions::error_body(&e)),
@@ -174,21 +195,7 @@ impl Board {
                 _ => text(404, "not found\n"),
             },
             ("POST", path) => {
-                // A header a link or a form of another site cannot send.
-                if request.header("x-loopx-board") != Some("1") {
-                    return text(403, "changes need the X-Loopx-Board: 1 header\n");
-                }
-                if let Some(origin) = request.header("origin")
-                    && !self.is_ours(origin.trim_start_matches("http://"))
-                {
-                    return text(403, "changes are accepted only from the board's own page\n");
-                }
-                if !request
-                    .header("content-type")
-                    .is_some_and(|t| t.starts_with("application/json"))
-                {
-                    return text(415, "send JSON (Content-Type: application/json)\n");
-                }
+                let _one_at_a_time = self.changing.lock().unwrap_or_else(PoisonError::into_inner);
                 let (status, body) = actions::act(&self.dir, path, &request.body);
                 json(stream, status, &body)
             }
@@ -247,33 +254,25 @@ impl Board {
         host == format!("127.0.0.1:{}", self.port) || host == format!("localhost:{}", self.port)
     }
 
-    /// The printed code, once: a session cookie, and the bare address.
-    fn open_with_code(&self, stream: &TcpStream, code: &str) -> std::io::Result<()> {
-        if !same_secret(code, &self.code) || self.code_used.swap(true, Ordering::SeqCst) {
-            return http::respond(
+    /// A printed code, once, for the session.
+    fn trade_code(&self, stream: &TcpStream, body: &[u8]) -> std::io::Result<()> {
+        let code = serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| v["code"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let traded = {
+            let mut codes = self.codes.lock().unwrap_or_else(PoisonError::into_inner);
+            let found = codes.iter().position(|c| same_secret(&code, c));
+            found.map(|i| codes.swap_remove(i)).is_some()
+        };
+        if !traded {
+            return json(
                 stream,
                 401,
-                "text/plain",
-                b"this address was used already or is wrong: restart `loopx board` for a new one\n",
+                &serde_json::json!({"error": "this address was used already or is wrong: press Enter in the terminal of `loopx board` for a new one", "code": "refused"}),
             );
         }
-        let head = format!(
-            "HTTP/1.1 303 See Other\r\nLocation: /\r\nSet-Cookie: {COOKIE}={}; HttpOnly; SameSite=Strict; Path=/\r\nContent-Length: 0\r\n{}Connection: close\r\n\r\n",
-            self.session,
-            http::SECURITY_HEADERS
-        );
-        let mut stream = stream;
-        stream.write_all(head.as_bytes())?;
-        stream.flush()
-    }
-
-    fn has_session(&self, request: &Request) -> bool {
-        request
-            .header("cookie")
-            .into_iter()
-            .flat_map(|cookies| cookies.split(';'))
-            .filter_map(|cookie| cookie.trim().split_once('='))
-            .any(|(name, value)| name == COOKIE && same_secret(value, &self.session))
+        json(stream, 200, &serde_json::json!({"session": self.session}))
     }
 }
 

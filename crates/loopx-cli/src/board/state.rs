@@ -236,21 +236,35 @@ fn tail(project: &loopx_kernel::Project, slice: &SliceRecord) -> String {
     {
         return String::new();
     }
-    // Whole lines only: the first may have begun before the window, the last may be half
-    // written. A window without a line break is one long line still being written.
+    // Whole lines are rendered: the first may have begun before the window. The last, still
+    // being written, is shown as it is (a prompt the agent waits at) unless it is a half JSON
+    // event.
     let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    bytes.truncate(end);
+    let unfinished = bytes.split_off(end);
     if from > 0 {
-        let Some(start) = bytes.iter().position(|&b| b == b'\n') else {
-            return "(a line longer than the tail shown)".to_owned();
-        };
-        bytes.drain(..=start);
+        match bytes.iter().position(|&b| b == b'\n') {
+            Some(start) => drop(bytes.drain(..=start)),
+            None => return "(a line longer than the tail shown)".to_owned(),
+        }
     }
-    let text = loopx_adapters::transcript::render(&bytes).unwrap_or_else(|| {
+    let mut text = loopx_adapters::transcript::render(&bytes).unwrap_or_else(|| {
         let mut stripped = Vec::new();
         loopx_pty::AnsiStripper::default().feed(&bytes, &mut stripped);
         String::from_utf8_lossy(&stripped).into_owned()
     });
+    if !unfinished.trim_ascii_start().starts_with(b"{") {
+        let mut stripped = Vec::new();
+        loopx_pty::AnsiStripper::default().feed(&unfinished, &mut stripped);
+        text.push_str(&String::from_utf8_lossy(&stripped));
+    }
+    // A window that begins inside a private key shows none of it: the redaction needs the key's
+    // first line.
+    if let Some(end) = text.find("-----END")
+        && !text[..end].contains("-----BEGIN")
+    {
+        let after = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
+        text.replace_range(..after, "[redacted: the rest of a key]\n");
+    }
     let redacted = loopx_kernel::redact::Redactor::for_process_env(&[])
         .redact(&text)
         .into_owned();

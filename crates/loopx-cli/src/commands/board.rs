@@ -1,5 +1,8 @@
 //! `loopx board [--port N]`: serves the board until interrupted.
 
+use std::io::Write;
+use std::sync::Arc;
+
 use crate::args::BoardArgs;
 use crate::board::Board;
 use crate::context::Ctx;
@@ -20,17 +23,40 @@ pub fn run(ctx: &mut Ctx, args: BoardArgs) -> Result<(), ExpectedError> {
             }
         ))
     })?;
-    let url = board.url();
-    if ctx.json {
-        ctx.json_out(&serde_json::json!({"format_version": 1, "url": url}))?;
-    } else {
+    let board = Arc::new(board);
+    let json = ctx.json;
+    let say = move |ctx_out: &mut dyn Write, url: &str| {
+        let line = if json {
+            serde_json::json!({"format_version": 1, "url": url}).to_string()
+        } else {
+            format!("open: {url}")
+        };
+        let _ = writeln!(ctx_out, "{line}").and_then(|()| ctx_out.flush());
+    };
+    let first = board.new_url()?;
+    if !json {
         ctx.line(format!("loopx board for {}", project.root().display()))?;
-        ctx.line(format!("open: {url}"))?;
-        ctx.line(
-            "The address works once, in one browser (restart the board for another). Ctrl-C stops the board.",
-        )?;
     }
     ctx.flush()?;
+    say(&mut std::io::stdout(), &first);
+    if !json {
+        ctx.line(
+            "Each address works once, in one tab; press Enter here for another. Ctrl-C stops the board.",
+        )?;
+        ctx.flush()?;
+    }
+    // Enter prints a fresh address (another tab, another browser); end of input stops asking.
+    let asker = Arc::clone(&board);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            if line.is_err() {
+                return;
+            }
+            if let Ok(url) = asker.new_url() {
+                say(&mut std::io::stdout(), &url);
+            }
+        }
+    });
     board.serve(listener)?;
     Ok(())
 }

@@ -54,7 +54,15 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
         let running = !events
             .iter()
             .any(|e| matches!(e.kind, EventKind::SliceEnded { .. }));
-        let shown = show_output(ctx, &log, slice, &recorded_sha, args.raw, running)?;
+        let shown = show_output(
+            ctx,
+            &log,
+            slice,
+            &recorded_sha,
+            args.raw,
+            running,
+            listener.is_some(),
+        )?;
         if let Some(listener) = listener
             && running
         {
@@ -92,28 +100,45 @@ fn slice_log(project: &loopx_kernel::Project, slice: SliceId) -> std::path::Path
         .join(format!("{slice}.log"))
 }
 
-/// Reads at most `limit` bytes of the log from `offset`, and which file that was (device,
-/// inode: the log is replaced when it is redacted at the slice's end). The log is loopx's,
-/// capped at the profile's `max_output`; a planted FIFO or device in its place is refused, not
-/// read forever.
-fn read_log(log: &std::path::Path, offset: u64, limit: u64) -> std::io::Result<(Vec<u8>, FileId)> {
+/// Opens the log. It is loopx's, capped at the profile's `max_output`; a planted FIFO or device
+/// in its place is refused, not read forever.
+fn open_log(log: &std::path::Path) -> std::io::Result<std::fs::File> {
+    loopx_adapters::open_regular(log)
+}
+
+/// Reads at most `limit` bytes of `file` from `offset`.
+fn read_at(file: &mut std::fs::File, offset: u64, limit: u64) -> std::io::Result<Vec<u8>> {
     use std::io::{Read, Seek};
-    use std::os::unix::fs::MetadataExt;
-    let mut file = loopx_adapters::open_regular(log)?;
-    let meta = file.metadata()?;
     file.seek(std::io::SeekFrom::Start(offset))?;
     let mut bytes = Vec::new();
     file.take(limit).read_to_end(&mut bytes)?;
-    Ok((bytes, (meta.dev(), meta.ino())))
+    Ok(bytes)
 }
 
-type FileId = (u64, u64);
+/// Where an unfinished private key begins in `bytes` (a `-----BEGIN` line with no `-----END`
+/// after it): whole lines are redacted one read at a time, and a key split between two reads
+/// would show its body. At most 64 KiB are held back.
+fn open_key_start(bytes: &[u8]) -> Option<usize> {
+    let find_last =
+        |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).rposition(|w| w == needle);
+    let begin = find_last(bytes, b"-----BEGIN")?;
+    if bytes[begin..].windows(8).any(|w| w == b"-----END") || bytes.len() - begin > 64 << 10 {
+        return None;
+    }
+    Some(
+        bytes[..begin]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1),
+    )
+}
 
-/// What `show_output` showed of the log: bytes, whole lines, and which file.
+/// What `show_output` showed of the log: how many bytes, and the file it read (kept open: at
+/// the slice's end the log is replaced by a redacted copy, and following reads on in the file
+/// the agent's output went into).
 struct Shown {
     bytes: u64,
-    lines: u64,
-    file: Option<FileId>,
+    file: Option<std::fs::File>,
 }
 
 /// Prints the slice's output so far. A running slice's log is shown in whole lines (the rest
@@ -125,24 +150,38 @@ fn show_output(
     recorded_sha: &str,
     raw: bool,
     running: bool,
+    following: bool,
 ) -> Result<Shown, ExpectedError> {
-    let Ok((mut output, file)) = read_log(log, 0, 256 << 20) else {
+    let Ok(mut file) = open_log(log) else {
         return Ok(Shown {
             bytes: 0,
-            lines: 0,
             file: None,
         });
     };
+    let Ok(mut output) = read_at(&mut file, 0, 256 << 20) else {
+        return Ok(Shown {
+            bytes: 0,
+            file: None,
+        });
+    };
+    let mut held = 0;
     if running {
-        let whole = output
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1);
-        output.truncate(whole);
+        // A key still being printed waits for its end. A half line is shown when not
+        // following (it may be a prompt the agent waits at); following shows it once whole.
+        if let Some(start) = open_key_start(&output) {
+            output.truncate(start);
+        }
+        held = output.len()
+            - output
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+        if following {
+            output.truncate(output.len() - held);
+        }
     }
     let shown = Shown {
-        bytes: output.len() as u64,
-        lines: output.iter().filter(|&&b| b == b'\n').count() as u64,
+        bytes: (output.len() - if following { 0 } else { held }) as u64,
         file: Some(file),
     };
     let redactor = loopx_kernel::redact::Redactor::for_process_env(&[]);
@@ -231,10 +270,9 @@ struct LiveOutput {
     log: std::path::PathBuf,
     /// Bytes of the log already read.
     offset: u64,
-    /// Whole lines already shown, and of which file: when the slice ends its log is replaced
-    /// by a redacted copy (other lengths, the same lines), read on from the same line.
-    lines: u64,
-    file: Option<FileId>,
+    /// The log as it was opened: read on to its end after the slice ends, though by then a
+    /// redacted copy has replaced it under its name.
+    file: Option<std::fs::File>,
     raw: bool,
     /// Read, not yet shown: the start of a line.
     partial: Vec<u8>,
@@ -248,7 +286,6 @@ impl LiveOutput {
         LiveOutput {
             log,
             offset: shown.bytes,
-            lines: shown.lines,
             file: shown.file,
             raw,
             partial: Vec::new(),
@@ -260,30 +297,18 @@ impl LiveOutput {
 
     /// Prints what the log gained: whole lines only, unless `last`.
     fn print_new(&mut self, ctx: &mut Ctx, last: bool) -> Result<(), ExpectedError> {
-        let Ok((mut bytes, file)) = read_log(&self.log, self.offset, 16 << 20) else {
+        if self.file.is_none() {
+            self.file = open_log(&self.log).ok();
+        }
+        let Some(file) = &mut self.file else {
             return Ok(());
         };
-        if self.file.is_some_and(|seen| seen != file) {
-            // Replaced (redacted at the end): read the new file after the lines shown.
-            let Ok((whole, _)) = read_log(&self.log, 0, 256 << 20) else {
-                return Ok(());
-            };
-            let mut skipped = 0;
-            let start = whole
-                .iter()
-                .position(|&b| {
-                    skipped += u64::from(b == b'\n');
-                    skipped == self.lines && b == b'\n'
-                })
-                .map_or(if self.lines == 0 { 0 } else { whole.len() }, |i| i + 1);
-            self.offset = start as u64;
-            self.partial.clear();
-            bytes = whole[start..].to_vec();
-        }
-        self.file = Some(file);
+        let Ok(bytes) = read_at(file, self.offset, 16 << 20) else {
+            return Ok(());
+        };
         self.offset += bytes.len() as u64;
         self.partial.extend_from_slice(&bytes);
-        let cut = if last {
+        let mut cut = if last {
             self.partial.len()
         } else {
             self.partial
@@ -291,11 +316,13 @@ impl LiveOutput {
                 .rposition(|&b| b == b'\n')
                 .map_or(0, |i| i + 1)
         };
+        if !last && let Some(start) = open_key_start(&self.partial[..cut]) {
+            cut = start;
+        }
         let lines: Vec<u8> = self.partial.drain(..cut).collect();
         if lines.is_empty() {
             return Ok(());
         }
-        self.lines += lines.iter().filter(|&&b| b == b'\n').count() as u64;
         let text = String::from_utf8_lossy(&lines);
         let text = self.redactor.redact(&text);
         if self.raw {

@@ -56,13 +56,13 @@ impl Mask {
             return std::mem::take(&mut self.carry);
         }
         mask_all(&mut self.carry, &self.values);
-        let keep = self
+        let release = self
             .values
             .iter()
-            .map(|v| started_value(&self.carry, v.needle()))
-            .max()
-            .unwrap_or(0);
-        let release = self.carry.len() - keep;
+            .filter_map(|v| started_value(&self.carry, v.needle()))
+            .chain(unfinished_escape(&self.carry))
+            .min()
+            .unwrap_or(self.carry.len());
         self.carry.drain(..release).collect()
     }
 
@@ -73,12 +73,45 @@ impl Mask {
     }
 }
 
-/// The length of the longest end of `buf` that begins `value` (and is shorter than it).
-fn started_value(buf: &[u8], value: &[u8]) -> usize {
-    (1..value.len().min(buf.len() + 1))
-        .rev()
-        .find(|&k| buf.ends_with(&value[..k]))
-        .unwrap_or(0)
+/// Where the earliest start of `value` is that reaches the end of `buf` unfinished, matching
+/// through escape sequences as `mask_through_escapes` does (`sk-ab\x1b[0m` may go on `cdef`).
+fn started_value(buf: &[u8], value: &[u8]) -> Option<usize> {
+    let first = *value.first()?;
+    let from = buf.len().saturating_sub(value.len() + ESCAPE_SLACK);
+    (from..buf.len()).find(|&start| {
+        if buf[start] != first {
+            return false;
+        }
+        let (mut i, mut matched) = (start, 0);
+        while i < buf.len() {
+            if buf[i] == 0x1b {
+                i = escape_end(buf, i);
+                continue;
+            }
+            if matched == value.len() || buf[i] != value[matched] {
+                return false;
+            }
+            matched += 1;
+            i += 1;
+        }
+        matched < value.len()
+    })
+}
+
+/// Where an escape sequence that the end of `buf` cuts short begins: it may hide the start of a
+/// value's next byte.
+fn unfinished_escape(buf: &[u8]) -> Option<usize> {
+    let from = buf.len().saturating_sub(ESCAPE_SLACK);
+    let esc = from + memchr::memrchr(0x1b, &buf[from..])?;
+    let finished = match buf.get(esc + 1) {
+        None => false,
+        Some(b'[') => buf[esc + 2..].iter().any(|b| (0x40..=0x7e).contains(b)),
+        Some(b']' | b'P' | b'X' | b'^' | b'_') => {
+            buf[esc + 2..].contains(&0x07) || buf[esc + 2..].windows(2).any(|w| w == b"\x1b\\")
+        }
+        Some(_) => true,
+    };
+    (!finished).then_some(esc)
 }
 
 /// Bytes of escape sequences a split value may hold inside it and still be found across reads.
@@ -172,6 +205,22 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn a_quiet_spell_keeps_a_value_split_by_escape_sequences() {
+        let mut mask = Mask::new(&[b"sk-abcdef".to_vec()]);
+        assert!(mask.feed(b"key sk-ab\x1b[0m").is_empty());
+        assert_eq!(mask.release_quiet(), b"key ");
+        assert!(mask.feed(b"cd\x1b[").is_empty());
+        assert_eq!(
+            mask.release_quiet(),
+            b"",
+            "an unfinished escape is kept too"
+        );
+        let rest = mask.feed(b"1mef\n").into_owned();
+        let all = [rest, mask.release_quiet(), mask.finish()].concat();
+        assert_eq!(all, b"*****\x1b[0m**\x1b[1m**\n");
+    }
 
     #[test]
     fn a_quiet_spell_releases_finished_lines_but_not_the_start_of_a_value() {

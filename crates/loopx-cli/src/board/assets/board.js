@@ -1,9 +1,11 @@
 // The loopx board page. Everything an agent wrote (titles, questions, transcripts) is put on
 // the page as text (textContent), never as markup. State arrives pushed over one
 // server-sent event stream; the page never polls. Changes are POSTed with the board's header,
-// and the page shows the CLI's own answer or refusal. The session is an HttpOnly cookie the
-// page never sees.
+// and the page shows the CLI's own answer or refusal. The address's one-time code (in the
+// fragment, never sent to a server) is traded for the session, kept in this tab only.
 "use strict";
+
+let session = sessionStorage.getItem("loopx-session");
 
 let state = null;
 // The gates as last drawn: redrawn only when they change, so a half-typed answer survives
@@ -50,7 +52,7 @@ async function act(path, body) {
   try {
     const response = await fetch(path, {
       method: "POST",
-      headers: { "Content-Type": "application/json", "X-Loopx-Board": "1" },
+      headers: { "Content-Type": "application/json", "X-Loopx-Board": "1", "X-Loopx-Session": session || "" },
       body: JSON.stringify(body),
     });
     const answer = await response.json().catch(() => ({}));
@@ -86,6 +88,11 @@ function renderGates(s) {
   const key = JSON.stringify(gates);
   if (key === drawnGates) return;
   drawnGates = key;
+  // What the person was typing, and where, survives the redraw.
+  const typed = new Map([...box.querySelectorAll("[data-gate]")].map((node) => {
+    const input = node.querySelector("input");
+    return [node.getAttribute("data-gate"), { value: input.value, focused: document.activeElement === input }];
+  }));
   box.replaceChildren();
   if (gates.length === 0) {
     box.append(el("p", { class: "nothing", text: "Nothing waits on you." }));
@@ -97,14 +104,14 @@ function renderGates(s) {
     const kind = typeof gate.kind === "string" ? gate.kind : Object.keys(gate.kind)[0];
     const asker = gate.asked_by === "loopx" || kind !== "question"
       ? "opened by loopx (" + kind + ")" : "asked by " + gate.asked_by;
-    node.append(el("div", { class: "meta", text: asker + " · " + relative(gate.created_at) }));
+    node.append(el("div", { class: "meta" }, asker + " · ", el("span", { "data-at": gate.created_at, text: relative(gate.created_at) })));
     if (gate.context) node.append(el("pre", { class: "context", text: gate.context }));
     if (gate.options.length > 0) {
       const options = el("div", { class: "options" });
       gate.options.forEach((option, i) => {
         options.append(el("button", {
           class: "option", "data-option": String(i + 1),
-          onclick: () => act("/api/answer", { gate: gate.id, option: i + 1 }),
+          onclick: () => answer(node, { gate: gate.id, option: i + 1 }),
         }, (i + 1) + ". " + option));
       });
       node.append(options);
@@ -113,12 +120,25 @@ function renderGates(s) {
     node.append(el("form", {
       onsubmit: (e) => {
         e.preventDefault();
-        if (input.value.trim()) act("/api/answer", { gate: gate.id, answer: input.value });
+        if (input.value.trim()) answer(node, { gate: gate.id, answer: input.value });
       },
     }, input, el("button", { type: "submit" }, "Answer")));
     node.append(el("div", { class: "meta" }, "or: ", el("code", { text: answer_command })));
     box.append(node);
+    const was = typed.get(gate.id);
+    if (was) {
+      input.value = was.value;
+      if (was.focused) input.focus();
+    }
   }
+}
+
+// One answer per gate: its buttons wait while the answer is on its way.
+async function answer(node, body) {
+  const buttons = node.querySelectorAll("button");
+  buttons.forEach((b) => { b.disabled = true; });
+  const ok = await act("/api/answer", body);
+  if (!ok) buttons.forEach((b) => { b.disabled = false; });
 }
 
 function heldKeys(s) {
@@ -267,7 +287,7 @@ function render(s) {
 // board has a new session): then the page says what to do.
 function connect() {
   const live = document.getElementById("live");
-  const source = new EventSource("/api/stream");
+  const source = new EventSource("/api/stream?session=" + encodeURIComponent(session || ""));
   source.addEventListener("open", () => { live.textContent = "● live"; live.classList.add("on"); });
   source.addEventListener("error", async () => {
     live.classList.remove("on");
@@ -275,12 +295,11 @@ function connect() {
       live.textContent = "○ reconnecting";
       return;
     }
-    const status = await fetch("/api/state").then((r) => r.status).catch(() => 0);
+    const status = await fetch("/api/state", { headers: { "X-Loopx-Session": session || "" } })
+      .then((r) => r.status).catch(() => 0);
     if (status === 401) {
       live.textContent = "○ offline";
-      const problem = document.getElementById("problem");
-      problem.textContent = "This board's session ended (the board was restarted): open the address `loopx board` printed.";
-      problem.hidden = false;
+      showProblem("This board's session ended (the board was restarted): open the address `loopx board` printed.");
       return;
     }
     live.textContent = "○ reconnecting";
@@ -301,5 +320,37 @@ document.getElementById("add-todo").addEventListener("submit", async (e) => {
   if (await act("/api/todo/add", { title: title.value, priority })) title.value = "";
 });
 
+function showProblem(text) {
+  const problem = document.getElementById("problem");
+  problem.textContent = text;
+  problem.hidden = false;
+}
+
+// A fresh address: trade its code for the session, then forget the code (it works once).
+async function start() {
+  const code = new URLSearchParams(location.hash.slice(1)).get("code");
+  if (code) {
+    history.replaceState(null, "", "/");
+    const response = await fetch("/api/session", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Loopx-Board": "1" },
+      body: JSON.stringify({ code }),
+    }).catch(() => null);
+    const answer = response ? await response.json().catch(() => ({})) : {};
+    if (response && response.ok && answer.session) {
+      session = answer.session;
+      sessionStorage.setItem("loopx-session", session);
+    } else if (!session) {
+      showProblem(answer.error || "The board is not reachable.");
+      return;
+    }
+  }
+  if (!session) {
+    showProblem("Open an address `loopx board` printed (press Enter in its terminal for a new one).");
+    return;
+  }
+  connect();
+}
+
 setInterval(tick, 1000);
-connect();
+start();

@@ -68,16 +68,22 @@ impl AnswerChoice {
             .iter()
             .position(|o| o.trim().eq_ignore_ascii_case(words))
             .and_then(|i| u32::try_from(i + 1).ok());
-        match (named, words.parse::<u32>()) {
-            (Some(place), Ok(number)) if place != number => {
+        // A number is digits only (`+2`, `-1` and ` 2 ` spelled otherwise are words); one too
+        // large for any option is out of range, not words.
+        let number = (!words.is_empty() && words.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| words.parse::<u32>().unwrap_or(u32::MAX));
+        let count = gate.options.len();
+        let places = |n: u32| usize::try_from(n).is_ok_and(|n| (1..=count).contains(&n));
+        match (named, number) {
+            (Some(place), Some(number)) if place != number && places(number) => {
                 Err(crate::errors::Invalid::Other(format!(
-                    "`{words}` is the text of option {place} of gate {} and the number of another: answer with `--option N`",
+                    "`{words}` is the text of option {place} of gate {} and the number of option {number}: answer with `--option N`",
                     gate.id
                 )))
             }
             (Some(place), _) => Ok(AnswerChoice::Option(place)),
-            (None, Ok(number)) => Ok(AnswerChoice::Option(number)),
-            (None, Err(_)) => Ok(AnswerChoice::Text(text)),
+            (None, Some(number)) => Ok(AnswerChoice::Option(number)),
+            (None, None) => Ok(AnswerChoice::Text(text)),
         }
     }
 }
@@ -686,4 +692,61 @@ pub struct BatchError {
     /// itself failed.
     pub op: Option<usize>,
     pub error: KernelError,
+}
+
+#[cfg(test)]
+mod answer_tests {
+    use super::AnswerChoice::{self, Option as Opt, Text};
+    use crate::model::{Blocks, Gate, GateKind, GateState};
+
+    fn gate(options: &[&str]) -> Gate {
+        Gate {
+            id: crate::GateId(1),
+            question: "Which one should the release use?".into(),
+            options: options.iter().map(|o| (*o).to_owned()).collect(),
+            context: String::new(),
+            blocks: Blocks::Global,
+            asked_by: "human:a".into(),
+            state: GateState::Open,
+            answer: None,
+            created_at: crate::Timestamp(0),
+            kind: GateKind::Question,
+        }
+    }
+
+    fn resolve(options: &[&str], text: &str) -> Result<AnswerChoice, String> {
+        Text(text.into())
+            .resolve(&gate(options))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn one_rule_for_an_answer() {
+        let words = ["keep", "rollback"];
+        assert_eq!(resolve(&words, "2"), Ok(Opt(2)));
+        assert_eq!(resolve(&words, " RollBack "), Ok(Opt(2)));
+        assert_eq!(
+            resolve(&words, "7"),
+            Ok(Opt(7)),
+            "out of range: refused when recorded"
+        );
+        assert_eq!(
+            resolve(&words, "99999999999"),
+            Ok(Opt(u32::MAX)),
+            "too large: out of range"
+        );
+        for words_only in ["+2", "-1", "2.0", "two"] {
+            assert_eq!(resolve(&words, words_only), Ok(Text(words_only.into())));
+        }
+        // Numbers as options: each names itself unless it is another option's place.
+        let numbers = ["4", "8", "16"];
+        assert_eq!(resolve(&numbers, "8"), Ok(Opt(2)));
+        assert_eq!(resolve(&numbers, "16"), Ok(Opt(3)));
+        assert_eq!(resolve(&numbers, "2"), Ok(Opt(2)));
+        let clash = ["4", "2", "1"];
+        assert!(resolve(&clash, "1").is_err_and(|e| e.contains("--option N")));
+        assert_eq!(resolve(&clash, "2"), Ok(Opt(2)));
+        assert_eq!(resolve(&[], "2"), Ok(Text("2".into())), "no options: words");
+        assert_eq!(Opt(3).resolve(&gate(&clash)), Ok(Opt(3)));
+    }
 }
