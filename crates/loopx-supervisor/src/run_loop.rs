@@ -230,6 +230,9 @@ struct Slot {
     shown: Option<String>,
     /// The agent's loop ended, and why.
     ended: Option<String>,
+    /// The doorbell rang while it was deciding or running: what it decided may have been read
+    /// before that change, so it decides again at once.
+    rung: bool,
 }
 
 /// Runs every agent until the goal is done, a limit is reached, or a stop is requested.
@@ -272,6 +275,7 @@ pub fn run_loop_on(
                 erring: false,
                 shown: None,
                 ended: None,
+                rung: false,
             })
             .collect(),
         slices: 0,
@@ -573,8 +577,12 @@ impl Coordinator<'_> {
         match msg {
             Msg::Wake => {
                 let now = self.clock.monotonic();
-                for slot in self.slots.iter_mut().filter(|s| !s.busy) {
-                    slot.due = Some(now);
+                for slot in &mut self.slots {
+                    if slot.busy {
+                        slot.rung = true;
+                    } else {
+                        slot.due = Some(now);
+                    }
                 }
             }
             Msg::Decided(idx, decision) => {
@@ -604,6 +612,7 @@ impl Coordinator<'_> {
         let slot = &mut self.slots[idx];
         slot.busy = false;
         slot.erring = false;
+        let rung = std::mem::take(&mut slot.rung);
         let agent = slot.name.clone();
         match result {
             Ok(Once::Ran { decision, slice }) => {
@@ -621,7 +630,16 @@ impl Coordinator<'_> {
                 slot.last = Some(DecisionKind::Wait);
                 pause(slot, (now, wall), until, reason, emit);
             }
-            Ok(Once::Decided { decision, .. }) => self.decided(idx, decision, emit),
+            Ok(Once::Decided { decision, .. }) => {
+                self.decided(idx, decision, emit);
+                // A ring while it decided (a hold, a gate, a todo): the decision may not have
+                // seen it. Without this, an agent decided `quiet` on the old state slept until
+                // the next ring.
+                let slot = &mut self.slots[idx];
+                if rung && slot.ended.is_none() {
+                    slot.due = Some(now);
+                }
+            }
             // The loop is stopping: nothing more for this agent.
             Ok(Once::Stopped { .. }) => {}
             Err(e) => self.failed(idx, e, emit),
