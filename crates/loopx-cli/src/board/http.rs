@@ -163,8 +163,8 @@ fn hex(byte: Option<&u8>) -> Option<u8> {
         .and_then(|d| u8::try_from(d).ok())
 }
 
-/// Headers every answer carries: nothing cached, nothing framed, no referrer (the token is in
-/// the page's address), scripts and styles only from the board itself.
+/// Headers every answer carries: nothing cached, nothing framed, no referrer (the stream's
+/// address carries the session), scripts and styles only from the board itself.
 pub(crate) const SECURITY_HEADERS: &str = "Cache-Control: no-store\r\n\
 X-Content-Type-Options: nosniff\r\n\
 Referrer-Policy: no-referrer\r\n\
