@@ -56,6 +56,8 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// While a slice runs, the stream looks for changes this often (transcript tails, elapsed
 /// times); otherwise only when the doorbell rings.
 const RUNNING_REFRESH: Duration = Duration::from_secs(1);
+/// The shortest time between two builds of the state for one stream.
+const MIN_REFRESH: Duration = Duration::from_millis(250);
 /// A comment line keeps an idle stream open through proxies and tells us the page is gone.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
@@ -214,6 +216,7 @@ impl Board {
         let mut sent = String::new();
         let mut last_write = Instant::now();
         loop {
+            let built = Instant::now();
             let (event, key, body, running) = match state::board(&self.dir) {
                 Ok(mut state) => {
                     let running = state["status"]["running"]
@@ -230,6 +233,7 @@ impl Board {
                     ("problem", body.clone(), body, false)
                 }
             };
+            let build_time = built.elapsed();
             if key != sent {
                 write!(stream, "event: {event}\ndata: {body}\n\n")?;
                 stream.flush()?;
@@ -241,6 +245,11 @@ impl Board {
                 last_write = Instant::now();
             }
             listener.wait(if running { RUNNING_REFRESH } else { KEEPALIVE });
+            // Busy agents ring many times a second: the state is built again no sooner than
+            // 4× what building it took (and 250 ms), so a big project's board stays a small
+            // share of a core per open page.
+            let gap = MIN_REFRESH.max(build_time * 4);
+            std::thread::sleep(gap.saturating_sub(built.elapsed()));
         }
     }
 
