@@ -126,8 +126,11 @@ fn check_todo_index(
                 want.open_count += 1;
                 let waits = unfinished(todo);
                 if waits.is_empty() {
-                    let (g, r, n, p, id) = crate::store::ready_key(todo);
-                    want.ready.push((g, r.to_owned(), n, p, id));
+                    if let crate::store::kv::Key::Ready(g, r, n, p, id) =
+                        crate::store::ready_key(todo)
+                    {
+                        want.ready.push((g, r, n, p, id));
+                    }
                 } else {
                     want.waiting.push((todo.goal.0, todo.id.0));
                     want.dependents

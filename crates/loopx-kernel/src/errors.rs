@@ -117,6 +117,16 @@ pub enum StoreError {
         #[source]
         source: Box<redb::Error>,
     },
+    /// The PostgreSQL store cannot be reached (refused, lost, shutting down): the same
+    /// operation may succeed once it is back.
+    #[error(
+        "the state store's database `{path}` is unavailable: {why}\n(hint: loopx retries; check that the database server runs and that this host reaches it)"
+    )]
+    Unavailable { path: PathBuf, why: String },
+    #[error("the state store's database `{path}` refused the operation: {why}")]
+    Database { path: PathBuf, why: String },
+    #[error("the state store setting {path} is not usable: {why}")]
+    Config { path: PathBuf, why: String },
     #[error("a record in table `{table}` could not be decoded ({why})\n(hint: run `loopx doctor`)")]
     Decode { table: String, why: String },
     #[error("failed to access `{path}`")]
@@ -146,7 +156,10 @@ impl StoreError {
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            StoreError::Busy { .. } | StoreError::NoSpace { .. } | StoreError::Reopen { .. }
+            StoreError::Busy { .. }
+                | StoreError::NoSpace { .. }
+                | StoreError::Reopen { .. }
+                | StoreError::Unavailable { .. }
         )
     }
 }

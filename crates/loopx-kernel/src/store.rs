@@ -1,6 +1,7 @@
-//! The redb store: one file, many processes, one transaction per change.
+//! The store: one transaction per change, on redb (one file, many processes) or PostgreSQL
+//! (many hosts; `pg.rs`, `docs/design/multi-host.md`), behind one storage interface (`kv.rs`).
 //!
-//! See `docs/design/store-format.md`. In short:
+//! See `docs/design/store-format.md`. In short, for redb:
 //! - the file is opened in redb's multi-writer mode, per operation, by every process that needs
 //!   it: readers never wait, and writers queue on redb's writer lock with jittered backoff up to a
 //!   deadline, after which the error names the processes that have the file open;
@@ -13,8 +14,12 @@
 
 pub(crate) mod apply;
 mod codec;
+mod copy;
+pub(crate) mod kv;
 mod open;
+pub mod pg;
 mod reads;
+mod redb_kv;
 mod snapshot;
 pub(crate) mod tables;
 mod todo_index;
@@ -25,7 +30,8 @@ pub use apply::{
     AnswerChoice, Applied, BatchError, BeginSlice, NewEvidence, NewGate, NewHandoff, NewSlice,
     NewTodo, Op, SLICE_PLACEHOLDER, SliceEnd,
 };
-pub use open::{OpenOptions, SCHEMA_VERSION, Store, WriteLock};
+pub use copy::CopyReport;
+pub use open::{OpenOptions, SCHEMA_VERSION, Store, WriteLock, store_url};
 pub use snapshot::{Snapshot, TodoCounts};
 
 pub(crate) use snapshot::TodoIndexRows;

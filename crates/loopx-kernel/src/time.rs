@@ -11,6 +11,8 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -20,12 +22,16 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct Timestamp(pub u64);
 
 impl Timestamp {
-    /// The current wall-clock time.
+    /// The current wall-clock time: this machine's, moved onto the shared store's clock once
+    /// that is known to differ (see [`adjust_clock`]).
     pub fn now() -> Self {
         let since = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
-        Timestamp(u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+        let ms = i128::try_from(since.as_millis()).unwrap_or(i128::MAX)
+            + i128::from(*HOST_SKEW_MS.get_or_init(host_skew))
+            + i128::from(CLOCK_OFFSET_MS.load(Ordering::Relaxed));
+        Timestamp(u64::try_from(ms.max(0)).unwrap_or(u64::MAX))
     }
 
     /// This instant plus a duration, saturating.
@@ -90,6 +96,25 @@ impl Clock for SystemClock {
     fn sleep(&self, d: Duration) {
         std::thread::sleep(d);
     }
+}
+
+static HOST_SKEW_MS: OnceLock<i64> = OnceLock::new();
+static CLOCK_OFFSET_MS: AtomicI64 = AtomicI64::new(0);
+
+/// `LOOPX_CLOCK_SKEW_MS` puts this process's wall clock that far off (negative: behind), as on
+/// a host whose clock is wrong: for tests and drills of several hosts on one machine.
+fn host_skew() -> i64 {
+    std::env::var("LOOPX_CLOCK_SKEW_MS")
+        .ok()
+        .and_then(|ms| ms.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Moves this process's wall clock by `ms`: a store on a database server found this host's
+/// clock that far behind its own (`store/pg.rs`), and every host must agree on when a lease
+/// ends.
+pub fn adjust_clock(ms: i64) {
+    CLOCK_OFFSET_MS.fetch_add(ms, Ordering::Relaxed);
 }
 
 /// The latest time loopx stores: leases, holds and windows further out are refused as input.

@@ -79,9 +79,7 @@ fn the_store_file_holds_no_secret_in_any_field() {
     f.store
         .apply(Op::HandoffAdd(handoff), HUMAN, T0)
         .expect("handoff");
-    let path = f.project.store_path();
-    drop(f.store);
-    let raw = std::fs::read(&path).expect("read the store file");
+    let raw = common::stored_bytes(f);
     for secret in secrets
         .iter()
         .map(String::as_str)

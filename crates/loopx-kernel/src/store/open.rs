@@ -8,11 +8,14 @@ use std::time::{Duration, Instant};
 
 use redb::{
     Builder, ConcurrencyMode, Database, DatabaseError, ReadOnlyDatabase, ReadableDatabase,
-    ReadableTable, TransactionError, WriteTransaction,
+    TransactionError, WriteTransaction,
 };
 
+use super::kv::{KvRead, KvReadExt, KvWrite};
+use super::pg::PgStore;
+use super::redb_kv::{RedbKv, Txn};
 use super::snapshot::Snapshot;
-use super::tables::{self, META, SCHEMA_KEY};
+use super::tables::{self, SCHEMA_KEY};
 use crate::errors::{KernelError, StoreError};
 use crate::project::Project;
 
@@ -46,10 +49,12 @@ impl Default for OpenOptions {
     }
 }
 
-/// The redb handle: read-write for changes, read-only (which never modifies the file) for reads.
+/// The backend: a redb handle (read-write for changes, read-only, which never modifies the
+/// file, for reads), or a PostgreSQL database.
 pub(crate) enum Handle {
     Write(Database),
     Read(ReadOnlyDatabase),
+    Pg(PgStore),
     /// Only while the store is dropped (see `Drop for Store`).
     Closed,
 }
@@ -59,6 +64,7 @@ impl std::fmt::Debug for Handle {
         f.write_str(match self {
             Handle::Write(_) => "Handle::Write",
             Handle::Read(_) => "Handle::Read",
+            Handle::Pg(_) => "Handle::Pg",
             Handle::Closed => "Handle::Closed",
         })
     }
@@ -87,7 +93,115 @@ impl Drop for Store {
 /// The store's write lock, held (see [`Store::lock_writes`]); released when dropped.
 pub struct WriteLock {
     /// Held, never committed: dropping it aborts and releases the lock.
-    _txn: WriteTransaction,
+    _txn: WriteTxn,
+}
+
+/// A write transaction on either backend: rolled back unless committed.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one lives on the stack for one write; boxing would cost every write an allocation"
+)]
+pub(crate) enum WriteTxn {
+    Redb {
+        txn: WriteTransaction,
+        path: PathBuf,
+    },
+    Pg(super::pg::PgTxn),
+}
+
+impl WriteTxn {
+    /// Runs `f` on the transaction's tables.
+    pub(crate) fn with_kv<T>(&self, f: impl FnOnce(&dyn KvWrite) -> T) -> T {
+        match self {
+            WriteTxn::Redb { txn, path } => f(&RedbKv {
+                txn: Txn::Write(txn),
+                path,
+            }),
+            WriteTxn::Pg(txn) => f(txn),
+        }
+    }
+
+    pub(crate) fn commit(self) -> Result<(), KernelError> {
+        match self {
+            WriteTxn::Redb { txn, path } => {
+                txn.commit().map_err(|e| redb_error(&path, e.into()).into())
+            }
+            WriteTxn::Pg(txn) => txn.commit(),
+        }
+    }
+
+    pub(crate) fn abort(self) -> Result<(), KernelError> {
+        match self {
+            WriteTxn::Redb { txn, path } => {
+                txn.abort().map_err(|e| redb_error(&path, e.into()).into())
+            }
+            WriteTxn::Pg(txn) => txn.abort(),
+        }
+    }
+
+    /// `now`, never ahead of the database's clock by more than [`super::pg::TRUSTED_SKEW`]:
+    /// a host whose clock runs fast would otherwise stamp leases that outlive what every other
+    /// host sees. (A process puts its own clock on the database's when it opens the store,
+    /// `PgStore::open`; this catches a time read before that.) A time behind is taken as it is:
+    /// a caller reads the clock before it queues for the lock, and simulations replay the past.
+    /// redb has one host: its times stand.
+    pub(crate) fn corrected(&self, now: crate::time::Timestamp) -> crate::time::Timestamp {
+        let WriteTxn::Pg(txn) = self else {
+            return now;
+        };
+        match txn.db_now() {
+            Some(db) if now.since(db) > super::pg::TRUSTED_SKEW => db,
+            _ => now,
+        }
+    }
+}
+
+/// Where a project's store is: `LOOPX_STORE_URL`, else `[store] url` in `.loopx/loopx.toml`;
+/// `None` is the redb file in `.loopx/`.
+pub fn store_url(project: &Project) -> Result<Option<String>, KernelError> {
+    if let Ok(url) = std::env::var("LOOPX_STORE_URL")
+        && !url.trim().is_empty()
+    {
+        return checked_url(url.trim(), "the environment variable LOOPX_STORE_URL").map(Some);
+    }
+    let path = project.state_dir().join("loopx.toml");
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(StoreError::io(&path, source).into()),
+    };
+    // Only `[store]` is read here; the rest of the file is checked where it is used.
+    let Ok(doc) = text.parse::<toml::Table>() else {
+        return Ok(None);
+    };
+    let Some(store) = doc.get("store") else {
+        return Ok(None);
+    };
+    match store.get("url") {
+        None => Ok(None),
+        Some(toml::Value::String(url)) => {
+            checked_url(url.trim(), &format!("`[store] url` in {}", path.display())).map(Some)
+        }
+        Some(_) => Err(StoreError::Config {
+            path,
+            why: "`[store] url` must be a string such as \"postgres://loopx@db.internal/loopx\""
+                .to_owned(),
+        }
+        .into()),
+    }
+}
+
+fn checked_url(url: &str, from: &str) -> Result<String, KernelError> {
+    if super::pg::is_postgres_url(url) {
+        return Ok(url.to_owned());
+    }
+    Err(StoreError::Config {
+        path: PathBuf::from(super::pg::redact_url(url)),
+        why: format!(
+            "{from} is not a PostgreSQL URL (postgres://user@host:port/database); unset it to keep the store in .loopx/state.redb"
+        ),
+    }
+    .into())
 }
 
 impl std::fmt::Debug for WriteLock {
@@ -113,6 +227,9 @@ impl Store {
         now: crate::time::Timestamp,
         actor: &str,
     ) -> Result<Store, KernelError> {
+        if let Some(url) = store_url(project)? {
+            return Store::create_pg(project, &url, now, actor);
+        }
         let path = project.store_path();
         let file = fs::OpenOptions::new()
             .read(true)
@@ -146,6 +263,80 @@ impl Store {
         Ok(store)
     }
 
+    /// The project's store on PostgreSQL: created when the database holds none yet, joined
+    /// when it does (a second host's `loopx init`).
+    fn create_pg(
+        project: &Project,
+        url: &str,
+        now: crate::time::Timestamp,
+        actor: &str,
+    ) -> Result<Store, KernelError> {
+        let store = Store::on_pg(project, url, OpenOptions::default())?;
+        let txn = store.begin_write()?;
+        let existing = txn.with_kv(|kv| kv.meta(SCHEMA_KEY))?;
+        txn.abort()?;
+        match existing {
+            None => store.initialise(now, actor)?,
+            Some(_) => {
+                store.check_schema()?;
+            }
+        }
+        Ok(store)
+    }
+
+    /// Whether this store is on PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        matches!(self.db, Handle::Pg(_))
+    }
+
+    /// The layout version of a PostgreSQL store and the one this loopx writes (`loopx
+    /// doctor`); `None` for redb.
+    pub fn database_layout(&self) -> Result<Option<(i64, i64)>, KernelError> {
+        match &self.db {
+            Handle::Pg(pg) => Ok(Some((pg.layout_version()?, super::pg::LAYOUT_VERSION))),
+            _ => Ok(None),
+        }
+    }
+
+    /// The time on the database's clock (PostgreSQL); `None` for redb, whose clock is this
+    /// machine's.
+    pub fn database_now(&self) -> Result<Option<crate::time::Timestamp>, KernelError> {
+        match &self.db {
+            Handle::Pg(pg) => pg.now().map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// The PostgreSQL store's notification channel and a connection of its own to listen on
+    /// (the doorbell across hosts); `None` for redb.
+    pub fn listen_connection(&self) -> Option<Result<(postgres::Client, String), KernelError>> {
+        match &self.db {
+            Handle::Pg(pg) => Some(pg.connect_alone().map(|client| (client, pg.channel()))),
+            _ => None,
+        }
+    }
+
+    /// A handle on the PostgreSQL store at `url`, its layout brought up to date.
+    fn on_pg(project: &Project, url: &str, options: OpenOptions) -> Result<Store, KernelError> {
+        let pg = PgStore::open(url, options.wait)?;
+        Ok(Store {
+            path: pg.shown(),
+            db: Handle::Pg(pg),
+            project: project.clone(),
+            options,
+            redactor: crate::redact::Redactor::for_process_env(&[]),
+        })
+    }
+
+    /// Opens a PostgreSQL store and checks its schema.
+    fn open_pg(project: &Project, url: &str, options: OpenOptions) -> Result<Store, KernelError> {
+        let store = Store::on_pg(project, url, options)?;
+        if store.check_schema()? < SCHEMA_VERSION {
+            store.upgrade()?;
+        }
+        Ok(store)
+    }
+
     /// Opens the store of an existing project.
     pub fn open(project: &Project) -> Result<Store, KernelError> {
         Store::open_with(project, OpenOptions::default())
@@ -158,6 +349,9 @@ impl Store {
     }
 
     fn open_with_unshielded(project: &Project, options: OpenOptions) -> Result<Store, KernelError> {
+        if let Some(url) = store_url(project)? {
+            return Store::open_pg(project, &url, options);
+        }
         let path = project.store_path();
         precheck(&path)?;
         let db = open_retrying(&path, &options, |path| builder().open(path))?;
@@ -173,11 +367,8 @@ impl Store {
     pub fn rebuild_todo_index(&self) -> Result<(), KernelError> {
         shielded(&self.path, || {
             let txn = self.begin_write()?;
-            super::todo_index::build(super::todo_index::Ix {
-                txn: &txn,
-                path: &self.path,
-            })?;
-            txn.commit().map_err(|e| self.redb(e))
+            txn.with_kv(super::todo_index::build)?;
+            txn.commit()
         })
     }
 
@@ -185,24 +376,22 @@ impl Store {
     /// in one transaction (a peer that upgraded it meanwhile leaves nothing to do).
     fn upgrade(&self) -> Result<(), KernelError> {
         let txn = self.begin_write()?;
-        let schema = txn
-            .open_table(META)
-            .map_err(|e| self.redb(e))?
-            .get(SCHEMA_KEY)
-            .map_err(|e| self.redb(e))?
-            .map(|v| v.value());
-        if schema == Some(SCHEMA_VERSION) {
-            return Ok(());
-        }
-        super::todo_index::build(super::todo_index::Ix {
-            txn: &txn,
-            path: &self.path,
+        let done = txn.with_kv(|kv| -> Result<bool, KernelError> {
+            if kv.meta(SCHEMA_KEY)? == Some(SCHEMA_VERSION) {
+                return Ok(true);
+            }
+            super::todo_index::build(kv)?;
+            kv.put(
+                tables::META,
+                &super::kv::Key::text(SCHEMA_KEY),
+                &super::kv::meta_bytes(SCHEMA_VERSION),
+            )?;
+            Ok(false)
         })?;
-        txn.open_table(META)
-            .map_err(|e| self.redb(e))?
-            .insert(SCHEMA_KEY, SCHEMA_VERSION)
-            .map_err(|e| self.redb(e))?;
-        txn.commit().map_err(|e| self.redb(e))
+        if done {
+            return txn.abort();
+        }
+        txn.commit()
     }
 
     /// Opens an existing project's store for reading only: never waits for writers and never
@@ -216,6 +405,9 @@ impl Store {
 
     fn open_read_unshielded(project: &Project) -> Result<Store, KernelError> {
         let options = OpenOptions::default();
+        if let Some(url) = store_url(project)? {
+            return Store::open_pg(project, &url, options);
+        }
         let path = project.store_path();
         precheck(&path)?;
         let db = match open_retrying(&path, &options, |path| builder().open_read_only(path)) {
@@ -239,6 +431,9 @@ impl Store {
     /// Opens for inspection (`loopx doctor`): read-only, and never repaired: a file that needs
     /// recovery after a crash is reported (`StoreError::NeedsRepair`), not rewritten.
     pub fn open_inspect(project: &Project) -> Result<Store, KernelError> {
+        if let Some(url) = store_url(project)? {
+            return Store::open_pg(project, &url, OpenOptions::default());
+        }
         let path = project.store_path();
         shielded(&path.clone(), || {
             precheck(&path)?;
@@ -279,6 +474,10 @@ impl Store {
     /// itself is only read. `Ok(false)`: the check would repair the allocator state (an
     /// interrupted write), which `loopx doctor --repair` does on the store itself.
     pub fn check_integrity_of_copy(&self) -> Result<bool, KernelError> {
+        if self.is_postgres() {
+            // PostgreSQL keeps its own pages whole; its layout version is checked instead.
+            return Ok(true);
+        }
         let io = |source| StoreError::io(&self.path, source);
         let copy = tempfile::Builder::new()
             .prefix("loopx-doctor-")
@@ -324,8 +523,7 @@ impl Store {
         f: impl FnOnce(&Snapshot<'_>) -> Result<T, KernelError>,
     ) -> Result<T, KernelError> {
         shielded(&self.path, || {
-            let txn = self.begin_read()?;
-            let snapshot = Snapshot::new(txn, &self.path);
+            let snapshot = Snapshot::new(self.begin_read()?, &self.path);
             f(&snapshot)
         })
     }
@@ -350,17 +548,23 @@ impl Store {
                 }
                 .into()
             }),
+            Handle::Pg(_) => Ok(true),
             Handle::Read(_) | Handle::Closed => Err(read_only(&path)),
         })
     }
 
-    fn begin_read(&self) -> Result<redb::ReadTransaction, KernelError> {
-        match &self.db {
+    fn begin_read(&self) -> Result<Box<dyn KvRead + '_>, KernelError> {
+        let txn = match &self.db {
             Handle::Write(db) => db.begin_read(),
             Handle::Read(db) => db.begin_read(),
+            Handle::Pg(pg) => return Ok(Box::new(pg.begin_read()?)),
             Handle::Closed => return Err(read_only(&self.path)),
         }
-        .map_err(|e| self.redb(e))
+        .map_err(|e| self.redb(e))?;
+        Ok(Box::new(RedbKv {
+            txn: Txn::Read(txn),
+            path: &self.path,
+        }))
     }
 
     pub(crate) fn redb(&self, e: impl Into<redb::Error>) -> KernelError {
@@ -368,15 +572,22 @@ impl Store {
     }
 
     /// Begins a write transaction, waiting with jittered backoff while another process writes.
-    pub(crate) fn begin_write(&self) -> Result<WriteTransaction, KernelError> {
+    pub(crate) fn begin_write(&self) -> Result<WriteTxn, KernelError> {
         let started = Instant::now();
         let mut backoff = Backoff::new();
-        let Handle::Write(db) = &self.db else {
-            return Err(read_only(&self.path));
+        let db = match &self.db {
+            Handle::Write(db) => db,
+            Handle::Pg(pg) => return pg.begin_write().map(WriteTxn::Pg),
+            Handle::Read(_) | Handle::Closed => return Err(read_only(&self.path)),
         };
         loop {
             match db.try_begin_write() {
-                Ok(txn) => return Ok(txn),
+                Ok(txn) => {
+                    return Ok(WriteTxn::Redb {
+                        txn,
+                        path: self.path.clone(),
+                    });
+                }
                 Err(TransactionError::WouldBlock) if started.elapsed() < self.options.wait => {
                     backoff.sleep()
                 }
@@ -388,11 +599,24 @@ impl Store {
 
     fn initialise(&self, now: crate::time::Timestamp, actor: &str) -> Result<(), KernelError> {
         let txn = self.begin_write()?;
-        {
-            let mut meta = txn.open_table(META).map_err(|e| self.redb(e))?;
-            meta.insert(SCHEMA_KEY, SCHEMA_VERSION)
-                .map_err(|e| self.redb(e))?;
-            meta.insert("created_at", now.0).map_err(|e| self.redb(e))?;
+        let now = txn.corrected(now);
+        txn.with_kv(|kv| -> Result<(), KernelError> {
+            // Create every table now, so that readers never meet a missing one.
+            if let WriteTxn::Redb { txn, path } = &txn {
+                super::redb_kv::create_tables(&RedbKv {
+                    txn: Txn::Write(txn),
+                    path,
+                })?;
+            }
+            let set = |key: &str, value: u64| {
+                kv.put(
+                    tables::META,
+                    &super::kv::Key::text(key),
+                    &super::kv::meta_bytes(value),
+                )
+            };
+            set(SCHEMA_KEY, SCHEMA_VERSION)?;
+            set("created_at", now.0)?;
             for counter in [
                 tables::counter::GOAL,
                 tables::counter::TODO,
@@ -403,57 +627,26 @@ impl Store {
                 tables::counter::EVENT,
                 tables::counter::SPEND,
             ] {
-                meta.insert(counter, 1).map_err(|e| self.redb(e))?;
+                set(counter, 1)?;
             }
-            meta.insert(tables::DROPPED_KEY, 0)
-                .map_err(|e| self.redb(e))?;
-        }
-        // Create every table now, so that readers never meet a missing one.
-        for def in [
-            tables::GOALS,
-            tables::TODOS,
-            tables::GATES,
-            tables::EVIDENCE,
-            tables::HANDOFFS,
-            tables::SLICES,
-            tables::EVENTS,
-            tables::SPENDS,
-        ] {
-            txn.open_table(def).map_err(|e| self.redb(e))?;
-        }
-        txn.open_table(tables::QUOTA).map_err(|e| self.redb(e))?;
-        txn.open_table(tables::RUNNING).map_err(|e| self.redb(e))?;
-        txn.open_table(tables::SLICE_OWNERS)
-            .map_err(|e| self.redb(e))?;
-        txn.open_table(tables::ACTIVE_TODOS)
-            .map_err(|e| self.redb(e))?;
-        txn.open_table(tables::AGENTS).map_err(|e| self.redb(e))?;
-        super::todo_index::build(super::todo_index::Ix {
-            txn: &txn,
-            path: &self.path,
+            set(tables::DROPPED_KEY, 0)?;
+            super::todo_index::build(kv)?;
+            let writer = super::writer::Writer::new(kv, now, actor)?;
+            writer.event(crate::model::EventKind::ProjectCreated)?;
+            Ok(())
         })?;
-        let writer = super::writer::Writer::new(&txn, self, now, actor)?;
-        writer.event(crate::model::EventKind::ProjectCreated)?;
-        txn.commit().map_err(|e| self.redb(e))?;
-        Ok(())
+        txn.commit()
     }
 
     fn check_schema(&self) -> Result<u64, KernelError> {
-        let txn = self.begin_read()?;
-        let found = match txn.open_table(META) {
-            Ok(meta) => meta
-                .get(SCHEMA_KEY)
-                .map_err(|e| self.redb(e))?
-                .map(|v| v.value()),
-            Err(redb::TableError::TableDoesNotExist(_)) => None,
-            Err(e) => return Err(self.redb(e)),
-        };
+        let found = self.begin_read()?.meta(SCHEMA_KEY)?;
         match found {
             Some(found @ OLDEST_SCHEMA..=SCHEMA_VERSION) => Ok(found),
             Some(found) if found > SCHEMA_VERSION => {
                 Err(StoreError::TooNew { path: self.path.clone(), found, supported: SCHEMA_VERSION }.into())
             }
             Some(found) => Err(StoreError::Corrupt { path: self.path.clone(), why: format!("unknown schema version {found}") }.into()),
+            None if self.is_postgres() => Err(StoreError::Missing { path: self.path.clone() }.into()),
             None => Err(StoreError::Corrupt {
                 path: self.path.clone(),
                 why: "it is a redb file without a loopx schema version (an interrupted `loopx init`?)".to_owned(),
@@ -482,7 +675,7 @@ pub(crate) fn redb_error(path: &Path, e: redb::Error) -> StoreError {
     }
 }
 
-fn read_only(path: &Path) -> KernelError {
+pub(crate) fn read_only(path: &Path) -> KernelError {
     StoreError::Io {
         path: path.to_path_buf(),
         source: std::io::Error::other("this store handle was opened read-only (a bug in loopx)"),

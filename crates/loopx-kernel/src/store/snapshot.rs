@@ -1,12 +1,13 @@
 //! Reading a consistent snapshot of the store.
 
+use std::ops::Bound;
 use std::path::Path;
 
-use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata, TableHandle};
 use serde::de::DeserializeOwned;
 
 use super::codec::decode;
-use super::tables::{self, META, Numbered};
+use super::kv::{ALL_KEYS, Key, KvRead, KvReadExt};
+use super::tables::{self, Numbered};
 use crate::errors::KernelError;
 use crate::ids::{EvidenceId, GateId, GoalId, HandoffId, SliceId, TodoId};
 use crate::model::{Agent, Event, Evidence, Gate, Goal, GoalStatus, Handoff, SliceRecord, Todo};
@@ -38,7 +39,7 @@ pub(crate) type CounterCheck = (&'static str, Option<u64>, u64);
 
 /// A read transaction with typed accessors.
 pub struct Snapshot<'a> {
-    txn: ReadTransaction,
+    kv: Box<dyn KvRead + 'a>,
     path: &'a Path,
 }
 
@@ -51,12 +52,13 @@ impl std::fmt::Debug for Snapshot<'_> {
 }
 
 impl<'a> Snapshot<'a> {
-    pub(crate) fn new(txn: ReadTransaction, path: &'a Path) -> Self {
-        Snapshot { txn, path }
+    pub(crate) fn new(kv: Box<dyn KvRead + 'a>, path: &'a Path) -> Self {
+        Snapshot { kv, path }
     }
 
-    fn redb(&self, e: impl Into<redb::Error>) -> KernelError {
-        super::open::redb_error(self.path, e.into()).into()
+    /// The storage under this snapshot.
+    pub(crate) fn kv(&self) -> &dyn KvRead {
+        &*self.kv
     }
 
     fn get<T: DeserializeOwned>(
@@ -64,8 +66,11 @@ impl<'a> Snapshot<'a> {
         table: Numbered,
         key: u64,
     ) -> Result<Option<T>, KernelError> {
-        let t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
-        super::reads::get(&t, key, table.name(), |e| self.redb(e))
+        self.kv
+            .get(table, &Key::Num(key))?
+            .map(|bytes| decode(table.name(), &bytes))
+            .transpose()
+            .map_err(KernelError::from)
     }
 
     /// Every record of a table in creation order, or the newest `limit` of them (newest first)
@@ -77,31 +82,24 @@ impl<'a> Snapshot<'a> {
         limit: usize,
         mut keep: impl FnMut(&T) -> bool,
     ) -> Result<Vec<T>, KernelError> {
-        let t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
-        let rows = t.iter().map_err(|e| self.redb(e))?;
-        let rows: Box<dyn Iterator<Item = _>> = if newest_first {
-            Box::new(rows.rev())
-        } else {
-            Box::new(rows)
-        };
         let mut out = Vec::new();
-        for row in rows {
-            if out.len() >= limit {
-                break;
-            }
-            let (_, bytes) = row.map_err(|e| self.redb(e))?;
-            let value: T = decode(table.name(), bytes.value())?;
-            if keep(&value) {
-                out.push(value);
-            }
+        if limit == 0 {
+            return Ok(out);
         }
+        self.kv
+            .scan(table, ALL_KEYS, newest_first, &mut |_, bytes| {
+                let value: T = decode(table.name(), bytes)?;
+                if keep(&value) {
+                    out.push(value);
+                }
+                Ok(out.len() < limit)
+            })?;
         Ok(out)
     }
 
     /// A value of the `meta` table (`schema_version`, `next_todo`, …).
     pub fn meta(&self, key: &str) -> Result<Option<u64>, KernelError> {
-        let t = self.txn.open_table(META).map_err(|e| self.redb(e))?;
-        Ok(t.get(key).map_err(|e| self.redb(e))?.map(|v| v.value()))
+        self.kv.meta(key)
     }
 
     pub fn goal(&self, id: GoalId) -> Result<Option<Goal>, KernelError> {
@@ -141,11 +139,7 @@ impl<'a> Snapshot<'a> {
     /// Open and claimed todos, oldest first. Reads the active-todo index and only those todos,
     /// unless most todos are active, when one sequential scan is cheaper than many lookups.
     pub fn active_todos(&self) -> Result<Vec<Todo>, KernelError> {
-        let index = self
-            .txn
-            .open_table(tables::ACTIVE_TODOS)
-            .map_err(|e| self.redb(e))?;
-        let active = index.len().map_err(|e| self.redb(e))?;
+        let active = self.kv.len(tables::ACTIVE_TODOS)?;
         let total = self
             .meta(tables::counter::TODO)?
             .unwrap_or(1)
@@ -153,20 +147,7 @@ impl<'a> Snapshot<'a> {
         if active * 4 > total {
             return self.todos_where(|t| !t.state.is_final());
         }
-        let todos = self
-            .txn
-            .open_table(tables::TODOS)
-            .map_err(|e| self.redb(e))?;
-        let mut out = Vec::new();
-        for row in index.iter().map_err(|e| self.redb(e))? {
-            let (id, ()) = row
-                .map(|(k, v)| (k.value(), v.value()))
-                .map_err(|e| self.redb(e))?;
-            if let Some(bytes) = todos.get(id).map_err(|e| self.redb(e))? {
-                out.push(decode("todos", bytes.value())?);
-            }
-        }
-        Ok(out)
+        self.todos_by_id(super::reads::index_keys(&*self.kv, tables::ACTIVE_TODOS)?)
     }
 
     /// A page of todos in the order they were added: those after the todo numbered `after`
@@ -179,68 +160,62 @@ impl<'a> Snapshot<'a> {
         active_only: bool,
         mut keep: impl FnMut(&Todo) -> bool,
     ) -> Result<(Vec<Todo>, bool), KernelError> {
-        let todos = self
-            .txn
-            .open_table(tables::TODOS)
-            .map_err(|e| self.redb(e))?;
         let mut out = Vec::new();
+        let mut more = false;
         let mut take = |todo: Todo| -> bool {
             if !keep(&todo) {
                 return true;
             }
             if out.len() == limit {
+                more = true;
                 return false;
             }
             out.push(todo);
             true
         };
-        let from = after.saturating_add(1);
+        let from = (
+            Bound::Included(Key::Num(after.saturating_add(1))),
+            Bound::Unbounded,
+        );
         if active_only {
-            let index = self
-                .txn
-                .open_table(tables::ACTIVE_TODOS)
-                .map_err(|e| self.redb(e))?;
-            for row in index.range(from..).map_err(|e| self.redb(e))? {
-                let id = row.map_err(|e| self.redb(e))?.0.value();
-                let Some(bytes) = todos.get(id).map_err(|e| self.redb(e))? else {
-                    continue;
+            // Through the index, a page of ids at a time.
+            let mut next = from;
+            loop {
+                let ids = self.kv.keys(tables::ACTIVE_TODOS, next, 256)?;
+                let Some(last) = ids.last().cloned() else {
+                    break;
                 };
-                if !take(decode("todos", bytes.value())?) {
-                    return Ok((out, true));
+                for bytes in self.kv.get_many(tables::TODOS, &ids)?.into_iter().flatten() {
+                    if !take(decode("todos", &bytes)?) {
+                        return Ok((out, true));
+                    }
                 }
+                if ids.len() < 256 {
+                    break;
+                }
+                next = (Bound::Excluded(last), Bound::Unbounded);
             }
         } else {
-            for row in todos.range(from..).map_err(|e| self.redb(e))? {
-                let (_, bytes) = row.map_err(|e| self.redb(e))?;
-                if !take(decode("todos", bytes.value())?) {
-                    return Ok((out, true));
-                }
-            }
+            self.kv.scan(tables::TODOS, from, false, &mut |_, bytes| {
+                Ok(take(decode("todos", bytes)?))
+            })?;
         }
-        Ok((out, false))
+        Ok((out, more))
     }
 
     /// Claimed todos (live or expired leases), oldest first.
     pub fn claimed_todos(&self) -> Result<Vec<Todo>, KernelError> {
-        let index = self
-            .txn
-            .open_table(tables::CLAIMED_TODOS)
-            .map_err(|e| self.redb(e))?;
-        self.todos_by_id(super::reads::index_keys(&index, |e| self.redb(e))?)
+        self.todos_by_id(super::reads::index_keys(&*self.kv, tables::CLAIMED_TODOS)?)
     }
 
     fn todos_by_id(&self, ids: impl IntoIterator<Item = u64>) -> Result<Vec<Todo>, KernelError> {
-        let todos = self
-            .txn
-            .open_table(tables::TODOS)
-            .map_err(|e| self.redb(e))?;
-        let mut out = Vec::new();
-        for id in ids {
-            if let Some(bytes) = todos.get(id).map_err(|e| self.redb(e))? {
-                out.push(decode("todos", bytes.value())?);
-            }
-        }
-        Ok(out)
+        let keys: Vec<Key> = ids.into_iter().map(Key::Num).collect();
+        self.kv
+            .get_many(tables::TODOS, &keys)?
+            .into_iter()
+            .flatten()
+            .map(|bytes| decode("todos", &bytes).map_err(KernelError::from))
+            .collect()
     }
 
     /// The first `limit` open todos of `goal` for `role` (`None`: todos for any role) that
@@ -254,39 +229,30 @@ impl<'a> Snapshot<'a> {
         needs: bool,
         limit: usize,
     ) -> Result<Vec<Todo>, KernelError> {
-        let index = self
-            .txn
-            .open_table(tables::READY_TODOS)
-            .map_err(|e| self.redb(e))?;
-        let role = role.unwrap_or("");
+        let role = role.unwrap_or("").to_owned();
         let needs = u8::from(needs);
-        let mut ids = Vec::new();
-        for row in index
-            .range((goal.0, role, needs, i64::MIN, 0)..=(goal.0, role, needs, i64::MAX, u64::MAX))
-            .map_err(|e| self.redb(e))?
-            .take(limit)
-        {
-            ids.push(row.map_err(|e| self.redb(e))?.0.value().4);
-        }
-        self.todos_by_id(ids)
+        let range = (
+            Bound::Included(Key::Ready(goal.0, role.clone(), needs, i64::MIN, 0)),
+            Bound::Included(Key::Ready(goal.0, role, needs, i64::MAX, u64::MAX)),
+        );
+        let ids = self.kv.keys(tables::READY_TODOS, range, limit)?;
+        self.todos_by_id(ids.iter().map(Key::num))
     }
 
     /// The roles the ready todos of `goal` are for (`None`: for any role), each once: one
     /// lookup per role, not a scan.
     pub fn ready_roles(&self, goal: GoalId) -> Result<Vec<Option<String>>, KernelError> {
-        let index = self
-            .txn
-            .open_table(tables::READY_TODOS)
-            .map_err(|e| self.redb(e))?;
         let mut roles = Vec::new();
         let mut from = String::new();
         loop {
-            let next = index
-                .range((goal.0, from.as_str(), 0, i64::MIN, 0)..(goal.0 + 1, "", 0, i64::MIN, 0))
-                .map_err(|e| self.redb(e))?
-                .next();
-            let Some(row) = next else { break };
-            let role = row.map_err(|e| self.redb(e))?.0.value().1.to_owned();
+            let range = (
+                Bound::Included(Key::Ready(goal.0, from.clone(), 0, i64::MIN, 0)),
+                Bound::Excluded(Key::Ready(goal.0 + 1, String::new(), 0, i64::MIN, 0)),
+            );
+            let Some(Key::Ready(_, role, ..)) = self.kv.keys(tables::READY_TODOS, range, 1)?.pop()
+            else {
+                break;
+            };
             roles.push((!role.is_empty()).then(|| role.clone()));
             // The smallest string after every key of this role: the role and a NUL.
             from = format!("{role}\0");
@@ -297,27 +263,17 @@ impl<'a> Snapshot<'a> {
     /// The first `limit` open todos of `goal` that wait on an unfinished dependency, oldest
     /// first.
     pub fn waiting_todos(&self, goal: GoalId, limit: usize) -> Result<Vec<Todo>, KernelError> {
-        let index = self
-            .txn
-            .open_table(tables::WAITING_TODOS)
-            .map_err(|e| self.redb(e))?;
-        let mut ids = Vec::new();
-        for row in index
-            .range((goal.0, 0)..=(goal.0, u64::MAX))
-            .map_err(|e| self.redb(e))?
-            .take(limit)
-        {
-            ids.push(row.map_err(|e| self.redb(e))?.0.value().1);
-        }
-        self.todos_by_id(ids)
+        let range = (
+            Bound::Included(Key::Pair(goal.0, 0)),
+            Bound::Included(Key::Pair(goal.0, u64::MAX)),
+        );
+        let ids = self.kv.keys(tables::WAITING_TODOS, range, limit)?;
+        self.todos_by_id(ids.iter().map(Key::num))
     }
 
     /// How many open todos of `goal` wait on an unfinished dependency.
     pub fn waiting_count(&self, goal: GoalId) -> Result<u64, KernelError> {
-        let t = self.txn.open_table(META).map_err(|e| self.redb(e))?;
-        Ok(t.get(tables::waiting_key(goal.0).as_str())
-            .map_err(|e| self.redb(e))?
-            .map_or(0, |v| v.value()))
+        Ok(self.meta(&tables::waiting_key(goal.0))?.unwrap_or(0))
     }
 
     /// The rows of every todo index, for the consistency check; `None` before they are built
@@ -327,39 +283,35 @@ impl<'a> Snapshot<'a> {
             return Ok(None);
         }
         let mut rows = TodoIndexRows::default();
-        let ready = self
-            .txn
-            .open_table(tables::READY_TODOS)
-            .map_err(|e| self.redb(e))?;
-        for row in ready.iter().map_err(|e| self.redb(e))? {
-            let (key, _) = row.map_err(|e| self.redb(e))?;
-            let (g, r, n, p, id) = key.value();
-            rows.ready.push((g, r.to_owned(), n, p, id));
+        for key in self.kv.keys(tables::READY_TODOS, ALL_KEYS, usize::MAX)? {
+            if let Key::Ready(g, r, n, p, id) = key {
+                rows.ready.push((g, r, n, p, id));
+            }
         }
         for (table, out) in [
             (tables::WAITING_TODOS, &mut rows.waiting),
             (tables::DEPENDENTS, &mut rows.dependents),
         ] {
-            let t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
-            for row in t.iter().map_err(|e| self.redb(e))? {
-                out.push(row.map_err(|e| self.redb(e))?.0.value());
+            for key in self.kv.keys(table, ALL_KEYS, usize::MAX)? {
+                if let Key::Pair(a, b) = key {
+                    out.push((a, b));
+                }
             }
         }
-        let claimed = self
-            .txn
-            .open_table(tables::CLAIMED_TODOS)
-            .map_err(|e| self.redb(e))?;
-        rows.claimed = super::reads::index_keys(&claimed, |e| self.redb(e))?;
-        let meta = self.txn.open_table(META).map_err(|e| self.redb(e))?;
+        rows.claimed = super::reads::index_keys(&*self.kv, tables::CLAIMED_TODOS)?;
         // `todos_waiting0` is the first key after every `todos_waiting/…` (`0` follows `/`).
-        for row in meta
-            .range("todos_waiting/".."todos_waiting0")
-            .map_err(|e| self.redb(e))?
-        {
-            let (key, count) = row.map_err(|e| self.redb(e))?;
-            let goal = key.value()["todos_waiting/".len()..].parse().unwrap_or(0);
-            rows.waiting_counts.push((goal, count.value()));
-        }
+        let range = (
+            Bound::Included(Key::text("todos_waiting/")),
+            Bound::Excluded(Key::text("todos_waiting0")),
+        );
+        self.kv
+            .scan(tables::META, range, false, &mut |key, bytes| {
+                let Key::Text(key) = key else { return Ok(true) };
+                let goal = key["todos_waiting/".len()..].parse().unwrap_or(0);
+                rows.waiting_counts
+                    .push((goal, super::kv::meta_value(bytes)?));
+                Ok(true)
+            })?;
         rows.open_count = self.meta(tables::OPEN_KEY)?.unwrap_or(0);
         rows.claimed_count = self.meta(tables::CLAIMED_KEY)?.unwrap_or(0);
         Ok(Some(rows))
@@ -383,20 +335,16 @@ impl<'a> Snapshot<'a> {
     }
 
     pub fn quota_value<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, KernelError> {
-        let t = self
-            .txn
-            .open_table(tables::QUOTA)
-            .map_err(|e| self.redb(e))?;
-        super::reads::get(&t, key, "quota", |e| self.redb(e))
+        self.kv
+            .get(tables::QUOTA, &Key::text(key))?
+            .map(|bytes| decode("quota", &bytes))
+            .transpose()
+            .map_err(KernelError::from)
     }
 
     /// Every hold, by key.
     pub fn quota_holds(&self) -> Result<Vec<crate::model::QuotaHold>, KernelError> {
-        let t = self
-            .txn
-            .open_table(tables::QUOTA)
-            .map_err(|e| self.redb(e))?;
-        super::reads::holds(&t, |e| self.redb(e))
+        super::reads::holds(&*self.kv)
     }
 
     /// Spends at or after `since`, oldest first.
@@ -404,11 +352,7 @@ impl<'a> Snapshot<'a> {
         &self,
         since: crate::time::Timestamp,
     ) -> Result<Vec<crate::model::Spend>, KernelError> {
-        let t = self
-            .txn
-            .open_table(tables::SPENDS)
-            .map_err(|e| self.redb(e))?;
-        super::reads::spends_since(&t, since, |e| self.redb(e))
+        super::reads::spends_since(&*self.kv, since)
     }
 
     /// The newest `limit` slices, oldest first.
@@ -431,8 +375,7 @@ impl<'a> Snapshot<'a> {
         ];
         let mut out = Vec::new();
         for (name, table, counter) in pairs {
-            let t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
-            let last = t.last().map_err(|e| self.redb(e))?.map(|(k, _)| k.value());
+            let last = self.kv.last_key(table)?.map(|k| k.num());
             out.push((name, last, self.meta(counter)?.unwrap_or(0)));
         }
         Ok(out)
@@ -440,20 +383,12 @@ impl<'a> Snapshot<'a> {
 
     /// The ids in the running-slice index.
     pub(crate) fn running_by_index(&self) -> Result<Vec<u64>, KernelError> {
-        let index = self
-            .txn
-            .open_table(tables::RUNNING)
-            .map_err(|e| self.redb(e))?;
-        super::reads::index_keys(&index, |e| self.redb(e))
+        super::reads::index_keys(&*self.kv, tables::RUNNING)
     }
 
     /// The ids in the active-todo index (for the consistency check).
     pub(crate) fn active_todos_by_index(&self) -> Result<Vec<u64>, KernelError> {
-        let index = self
-            .txn
-            .open_table(tables::ACTIVE_TODOS)
-            .map_err(|e| self.redb(e))?;
-        super::reads::index_keys(&index, |e| self.redb(e))
+        super::reads::index_keys(&*self.kv, tables::ACTIVE_TODOS)
     }
 
     /// How many todos there are in each state, from the counts kept with the indexes.
@@ -516,24 +451,21 @@ impl<'a> Snapshot<'a> {
     }
 
     pub fn agent(&self, name: &str) -> Result<Option<Agent>, KernelError> {
-        let t = self
-            .txn
-            .open_table(tables::AGENTS)
-            .map_err(|e| self.redb(e))?;
-        super::reads::get(&t, name, "agents", |e| self.redb(e))
+        self.kv
+            .get(tables::AGENTS, &Key::text(name))?
+            .map(|bytes| decode("agents", &bytes))
+            .transpose()
+            .map_err(KernelError::from)
     }
 
     /// Every registered agent, by name.
     pub fn agents(&self) -> Result<Vec<Agent>, KernelError> {
-        let t = self
-            .txn
-            .open_table(tables::AGENTS)
-            .map_err(|e| self.redb(e))?;
         let mut out = Vec::new();
-        for row in t.iter().map_err(|e| self.redb(e))? {
-            let (_, bytes) = row.map_err(|e| self.redb(e))?;
-            out.push(decode("agents", bytes.value())?);
-        }
+        self.kv
+            .scan(tables::AGENTS, ALL_KEYS, false, &mut |_, bytes| {
+                out.push(decode("agents", bytes)?);
+                Ok(true)
+            })?;
         Ok(out)
     }
 
@@ -558,11 +490,7 @@ impl<'a> Snapshot<'a> {
         &self,
         id: SliceId,
     ) -> Result<Option<crate::model::ProcessIdentity>, KernelError> {
-        match self.txn.open_table(tables::SLICE_OWNERS) {
-            Ok(t) => super::reads::get(&t, id.0, tables::SLICE_OWNERS.name(), |e| self.redb(e)),
-            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
-            Err(e) => Err(self.redb(e)),
-        }
+        self.get(tables::SLICE_OWNERS, id.0)
     }
 
     /// Every slice, oldest first.
@@ -572,24 +500,21 @@ impl<'a> Snapshot<'a> {
 
     /// How many events there are (the newest has this `seq`).
     pub fn event_count(&self) -> Result<u64, KernelError> {
-        let t = self
-            .txn
-            .open_table(tables::EVENTS)
-            .map_err(|e| self.redb(e))?;
-        t.len().map_err(|e| self.redb(e))
+        self.kv.len(tables::EVENTS)
     }
 
     /// Events with `seq` in `from..`, at most `limit`, oldest first.
     pub fn events_from(&self, from: u64, limit: usize) -> Result<Vec<Event>, KernelError> {
-        let t = self
-            .txn
-            .open_table(tables::EVENTS)
-            .map_err(|e| self.redb(e))?;
         let mut out = Vec::new();
-        for row in t.range(from..).map_err(|e| self.redb(e))?.take(limit) {
-            let (_, bytes) = row.map_err(|e| self.redb(e))?;
-            out.push(decode("events", bytes.value())?);
+        if limit == 0 {
+            return Ok(out);
         }
+        let range = (Bound::Included(Key::Num(from)), Bound::Unbounded);
+        self.kv
+            .scan(tables::EVENTS, range, false, &mut |_, bytes| {
+                out.push(decode("events", bytes)?);
+                Ok(out.len() < limit)
+            })?;
         Ok(out)
     }
 

@@ -1,53 +1,46 @@
-//! Table definitions. Keys are numbers (the id without its letter) so that tables iterate in
-//! creation order; values are versioned bytes (`codec.rs`).
+//! The kernel's tables. Keys are numbers (the id without its letter) so that tables iterate in
+//! creation order; values are versioned bytes (`codec.rs`). Each backend keeps them its own way
+//! (`kv.rs`); the names are redb's table names.
 
-use redb::TableDefinition;
+pub(crate) use super::kv::Table;
 
-pub(crate) type Numbered = TableDefinition<'static, u64, &'static [u8]>;
+/// A table of numbered records.
+pub(crate) type Numbered = Table;
 
 /// `schema_version`, `created_at`, and the `next_<kind>` counters.
-pub(crate) const META: TableDefinition<'static, &str, u64> = TableDefinition::new("meta");
-pub(crate) const GOALS: Numbered = TableDefinition::new("goals");
-pub(crate) const TODOS: Numbered = TableDefinition::new("todos");
-pub(crate) const GATES: Numbered = TableDefinition::new("gates");
-pub(crate) const EVIDENCE: Numbered = TableDefinition::new("evidence");
-pub(crate) const HANDOFFS: Numbered = TableDefinition::new("handoffs");
-pub(crate) const SLICES: Numbered = TableDefinition::new("slices");
+pub(crate) const META: Table = Table::Meta;
+pub(crate) const GOALS: Table = Table::Goals;
+pub(crate) const TODOS: Table = Table::Todos;
+pub(crate) const GATES: Table = Table::Gates;
+pub(crate) const EVIDENCE: Table = Table::Evidence;
+pub(crate) const HANDOFFS: Table = Table::Handoffs;
+pub(crate) const SLICES: Table = Table::Slices;
 /// Slices recorded as running: the set `loopx status` and recovery read without a scan.
-pub(crate) const RUNNING: TableDefinition<'static, u64, ()> =
-    TableDefinition::new("running_slices");
+pub(crate) const RUNNING: Table = Table::Running;
 /// The supervisor of each running slice (its process identity), so that recovery can tell a
 /// live peer's slice from an orphan. Its own table, added after `slices`, so that slice records
 /// written before it existed still decode; a store without it has no owners recorded.
-pub(crate) const SLICE_OWNERS: Numbered = TableDefinition::new("slice_owners");
+pub(crate) const SLICE_OWNERS: Table = Table::SliceOwners;
 /// Todos that are open or claimed: what `status` and `todo list` read, without a full scan.
-pub(crate) const ACTIVE_TODOS: TableDefinition<'static, u64, ()> =
-    TableDefinition::new("active_todos");
+pub(crate) const ACTIVE_TODOS: Table = Table::ActiveTodos;
 /// Open todos whose dependencies are all finished, in the order an agent takes them:
 /// `(goal, role or "", needs capabilities (0 or 1), -priority, id)`. The decision reads a short
 /// prefix of the ranges for its goal, role and capabilities instead of every open todo
 /// (`store/todo_index.rs`).
-pub(crate) type ReadyKey = (u64, &'static str, u8, i64, u64);
-pub(crate) const READY_TODOS: TableDefinition<'static, ReadyKey, ()> =
-    TableDefinition::new("ready_todos");
+pub(crate) const READY_TODOS: Table = Table::ReadyTodos;
 /// Open todos that wait on an unfinished dependency: `(goal, id)`.
-pub(crate) const WAITING_TODOS: TableDefinition<'static, (u64, u64), ()> =
-    TableDefinition::new("waiting_todos");
+pub(crate) const WAITING_TODOS: Table = Table::WaitingTodos;
 /// For each waiting todo, one row per dependency it waits on: `(dependency, todo)`, so that
 /// finishing a todo finds the todos it releases without a scan.
-pub(crate) const DEPENDENTS: TableDefinition<'static, (u64, u64), ()> =
-    TableDefinition::new("todo_dependents");
+pub(crate) const DEPENDENTS: Table = Table::Dependents;
 /// Claimed todos (live or expired leases).
-pub(crate) const CLAIMED_TODOS: TableDefinition<'static, u64, ()> =
-    TableDefinition::new("claimed_todos");
-pub(crate) const EVENTS: Numbered = TableDefinition::new("events");
+pub(crate) const CLAIMED_TODOS: Table = Table::ClaimedTodos;
+pub(crate) const EVENTS: Table = Table::Events;
 /// Quota state by key: `pacing/<agent>`, `window/<account>/<period ms>`, `hold/<key>`.
-pub(crate) const QUOTA: TableDefinition<'static, &str, &'static [u8]> =
-    TableDefinition::new("quota");
+pub(crate) const QUOTA: Table = Table::Quota;
 /// The spend ledger.
-pub(crate) const SPENDS: Numbered = TableDefinition::new("spends");
-pub(crate) const AGENTS: TableDefinition<'static, &str, &'static [u8]> =
-    TableDefinition::new("agents");
+pub(crate) const SPENDS: Table = Table::Spends;
+pub(crate) const AGENTS: Table = Table::Agents;
 
 /// Names of the counters in `META`, one per numbered kind.
 pub(crate) mod counter {

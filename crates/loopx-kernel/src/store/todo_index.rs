@@ -18,53 +18,37 @@
 //! priority and role are fixed when it is added, so these are all the moves there are.
 //! `check_consistency` recomputes every index from the todos and compares.
 
-use std::path::Path;
-
-use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
+use std::ops::Bound;
 
 use super::codec::decode;
+use super::kv::{ALL_KEYS, Key, KvReadExt, KvWrite, meta_bytes};
 use super::tables::{self, META};
 use super::writer::Writer;
 use crate::errors::KernelError;
 use crate::model::{Todo, TodoState};
 
-/// A write transaction and the store file its errors name.
-#[derive(Clone, Copy)]
-pub(crate) struct Ix<'t> {
-    pub(crate) txn: &'t WriteTransaction,
-    pub(crate) path: &'t Path,
+/// The write transaction the indexes are kept in.
+type Ix<'t> = &'t dyn KvWrite;
+
+fn get_todo(ix: Ix<'_>, id: u64) -> Result<Option<Todo>, KernelError> {
+    ix.get(tables::TODOS, &Key::Num(id))?
+        .map(|bytes| decode("todos", &bytes))
+        .transpose()
+        .map_err(KernelError::from)
 }
 
-impl<'t> Ix<'t> {
-    /// A redb result as the kernel reports it (naming the store file).
-    fn ok<T, E: Into<redb::Error>>(&self, result: Result<T, E>) -> Result<T, KernelError> {
-        result.map_err(|e| super::open::redb_error(self.path, e.into()).into())
-    }
-
-    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
-        &self,
-        def: TableDefinition<'static, K, V>,
-    ) -> Result<Table<'t, K, V>, KernelError> {
-        self.ok(self.txn.open_table(def))
-    }
-
-    fn todo(&self, id: u64) -> Result<Option<Todo>, KernelError> {
-        let todos = self.table(tables::TODOS)?;
-        let Some(bytes) = self.ok(todos.get(id))? else {
-            return Ok(None);
-        };
-        Ok(Some(decode("todos", bytes.value())?))
-    }
+fn set_meta(ix: Ix<'_>, key: &str, value: u64) -> Result<(), KernelError> {
+    ix.put(META, &Key::text(key), &meta_bytes(value))
 }
 
 /// The version of the todo indexes `meta.todo_index` records once they are built.
 pub(crate) const TODO_INDEX_VERSION: u64 = 1;
 
 /// A todo's key in `ready_todos`.
-pub(crate) fn ready_key(todo: &Todo) -> (u64, &str, u8, i64, u64) {
-    (
+pub(crate) fn ready_key(todo: &Todo) -> Key {
+    Key::Ready(
         todo.goal.0,
-        todo.role.as_deref().unwrap_or(""),
+        todo.role.clone().unwrap_or_default(),
         u8::from(!todo.needs.is_empty()),
         -i64::from(todo.priority),
         todo.id.0,
@@ -74,11 +58,10 @@ pub(crate) fn ready_key(todo: &Todo) -> (u64, &str, u8, i64, u64) {
 /// Adds `delta` to the count of `goal`'s waiting todos.
 fn count_waiting(ix: Ix<'_>, goal: u64, delta: i64) -> Result<(), KernelError> {
     let key = tables::waiting_key(goal);
-    let mut meta = ix.table(META)?;
-    let count = ix.ok(meta.get(key.as_str()))?.map_or(0, |v| v.value());
+    let count = ix.meta(&key)?.unwrap_or(0);
     match count.saturating_add_signed(delta) {
-        0 => ix.ok(meta.remove(key.as_str())).map(drop),
-        n => ix.ok(meta.insert(key.as_str(), n)).map(drop),
+        0 => ix.remove(META, &Key::Text(key)).map(drop),
+        n => set_meta(ix, &key, n),
     }
 }
 
@@ -88,10 +71,7 @@ pub(crate) fn reindex(
     previous: Option<&Todo>,
     todo: &Todo,
 ) -> Result<(), KernelError> {
-    let ix = Ix {
-        txn: w.txn,
-        path: w.path(),
-    };
+    let ix = w.kv;
     if let Some(previous) = previous {
         unplace(ix, previous)?;
     }
@@ -101,15 +81,14 @@ pub(crate) fn reindex(
     }
     let before = previous.map(|p| p.state);
     if before != Some(todo.state) {
-        let mut meta = ix.table(META)?;
         for (state, key) in [
             (TodoState::Open, tables::OPEN_KEY),
             (TodoState::Claimed, tables::CLAIMED_KEY),
         ] {
             let delta = i64::from(todo.state == state) - i64::from(before == Some(state));
             if delta != 0 {
-                let count = ix.ok(meta.get(key))?.map_or(0, |v| v.value());
-                ix.ok(meta.insert(key, count.saturating_add_signed(delta)))?;
+                let count = ix.meta(key)?.unwrap_or(0);
+                set_meta(ix, key, count.saturating_add_signed(delta))?;
             }
         }
     }
@@ -120,23 +99,17 @@ pub(crate) fn reindex(
 fn unplace(ix: Ix<'_>, todo: &Todo) -> Result<(), KernelError> {
     match todo.state {
         TodoState::Open => {
-            ix.ok(ix.table(tables::READY_TODOS)?.remove(ready_key(todo)))?;
-            let waited = ix
-                .ok(ix
-                    .table(tables::WAITING_TODOS)?
-                    .remove((todo.goal.0, todo.id.0)))?
-                .is_some();
+            ix.remove(tables::READY_TODOS, &ready_key(todo))?;
+            let waited = ix.remove(tables::WAITING_TODOS, &Key::Pair(todo.goal.0, todo.id.0))?;
             if waited {
-                let mut dependents = ix.table(tables::DEPENDENTS)?;
                 for dep in &todo.after {
-                    ix.ok(dependents.remove((dep.0, todo.id.0)))?;
+                    ix.remove(tables::DEPENDENTS, &Key::Pair(dep.0, todo.id.0))?;
                 }
-                drop(dependents);
                 count_waiting(ix, todo.goal.0, -1)?;
             }
         }
         TodoState::Claimed => {
-            ix.ok(ix.table(tables::CLAIMED_TODOS)?.remove(todo.id.0))?;
+            ix.remove(tables::CLAIMED_TODOS, &Key::Num(todo.id.0))?;
         }
         TodoState::Done | TodoState::Dropped => {}
     }
@@ -149,21 +122,21 @@ fn place(ix: Ix<'_>, todo: &Todo) -> Result<(), KernelError> {
         TodoState::Open => {
             let unfinished = unfinished_deps(ix, todo)?;
             if unfinished.is_empty() {
-                ix.ok(ix.table(tables::READY_TODOS)?.insert(ready_key(todo), ()))?;
+                ix.put(tables::READY_TODOS, &ready_key(todo), &[])?;
             } else {
-                ix.ok(ix
-                    .table(tables::WAITING_TODOS)?
-                    .insert((todo.goal.0, todo.id.0), ()))?;
-                let mut dependents = ix.table(tables::DEPENDENTS)?;
+                ix.put(
+                    tables::WAITING_TODOS,
+                    &Key::Pair(todo.goal.0, todo.id.0),
+                    &[],
+                )?;
                 for dep in unfinished {
-                    ix.ok(dependents.insert((dep, todo.id.0), ()))?;
+                    ix.put(tables::DEPENDENTS, &Key::Pair(dep, todo.id.0), &[])?;
                 }
-                drop(dependents);
                 count_waiting(ix, todo.goal.0, 1)?;
             }
         }
         TodoState::Claimed => {
-            ix.ok(ix.table(tables::CLAIMED_TODOS)?.insert(todo.id.0, ()))?;
+            ix.put(tables::CLAIMED_TODOS, &Key::Num(todo.id.0), &[])?;
         }
         TodoState::Done | TodoState::Dropped => {}
     }
@@ -175,7 +148,7 @@ fn place(ix: Ix<'_>, todo: &Todo) -> Result<(), KernelError> {
 fn unfinished_deps(ix: Ix<'_>, todo: &Todo) -> Result<Vec<u64>, KernelError> {
     let mut out = Vec::new();
     for dep in &todo.after {
-        if ix.todo(dep.0)?.is_some_and(|d| !d.state.is_final()) {
+        if get_todo(ix, dep.0)?.is_some_and(|d| !d.state.is_final()) {
             out.push(dep.0);
         }
     }
@@ -185,27 +158,28 @@ fn unfinished_deps(ix: Ix<'_>, todo: &Todo) -> Result<Vec<u64>, KernelError> {
 /// `finished` is done or dropped: every todo waiting on it that waits on nothing else now is
 /// ready.
 fn release_dependents(ix: Ix<'_>, finished: u64) -> Result<(), KernelError> {
-    let mut dependents = ix.table(tables::DEPENDENTS)?;
-    let mut waiting_on_it = Vec::new();
-    for row in ix.ok(dependents.range((finished, 0)..=(finished, u64::MAX)))? {
-        waiting_on_it.push(ix.ok(row)?.0.value().1);
-    }
+    let range = (
+        Bound::Included(Key::Pair(finished, 0)),
+        Bound::Included(Key::Pair(finished, u64::MAX)),
+    );
+    let waiting_on_it: Vec<u64> = ix
+        .keys(tables::DEPENDENTS, range, usize::MAX)?
+        .iter()
+        .map(Key::num)
+        .collect();
     for id in &waiting_on_it {
-        ix.ok(dependents.remove((finished, *id)))?;
+        ix.remove(tables::DEPENDENTS, &Key::Pair(finished, *id))?;
     }
-    drop(dependents);
     for id in waiting_on_it {
-        let Some(todo) = ix.todo(id)? else {
+        let Some(todo) = get_todo(ix, id)? else {
             continue;
         };
         if todo.state != TodoState::Open || !unfinished_deps(ix, &todo)?.is_empty() {
             continue;
         }
-        ix.ok(ix
-            .table(tables::WAITING_TODOS)?
-            .remove((todo.goal.0, todo.id.0)))?;
+        ix.remove(tables::WAITING_TODOS, &Key::Pair(todo.goal.0, todo.id.0))?;
         count_waiting(ix, todo.goal.0, -1)?;
-        ix.ok(ix.table(tables::READY_TODOS)?.insert(ready_key(&todo), ()))?;
+        ix.put(tables::READY_TODOS, &ready_key(&todo), &[])?;
     }
     Ok(())
 }
@@ -213,43 +187,36 @@ fn release_dependents(ix: Ix<'_>, finished: u64) -> Result<(), KernelError> {
 /// Builds the indexes of a store written before they existed (or of a new one), from the
 /// active-todo index, and marks them built. Runs inside the caller's write transaction.
 pub(crate) fn build(ix: Ix<'_>) -> Result<(), KernelError> {
-    // Built from nothing: rows left from before (a rebuild) go first. Every table exists once
-    // the indexes count as built, even those left empty: readers (read-only opens) cannot
-    // create one.
-    ix.ok(ix.txn.delete_table(tables::READY_TODOS))?;
-    ix.ok(ix.txn.delete_table(tables::WAITING_TODOS))?;
-    ix.ok(ix.txn.delete_table(tables::DEPENDENTS))?;
-    ix.ok(ix.txn.delete_table(tables::CLAIMED_TODOS))?;
-    ix.table(tables::READY_TODOS)?;
-    ix.table(tables::WAITING_TODOS)?;
-    ix.table(tables::DEPENDENTS)?;
-    ix.table(tables::CLAIMED_TODOS)?;
-    // Counted afresh below.
-    let mut meta = ix.table(META)?;
-    let mut stale = Vec::new();
-    for row in ix.ok(meta.range("todos_waiting/".."todos_waiting0"))? {
-        stale.push(ix.ok(row)?.0.value().to_owned());
+    // Built from nothing: rows left from before (a rebuild) go first.
+    for table in [
+        tables::READY_TODOS,
+        tables::WAITING_TODOS,
+        tables::DEPENDENTS,
+        tables::CLAIMED_TODOS,
+    ] {
+        ix.clear(table)?;
     }
-    for key in stale {
-        ix.ok(meta.remove(key.as_str()))?;
+    // Counted afresh below. `todos_waiting0` is the first key after every `todos_waiting/…`.
+    let range = (
+        Bound::Included(Key::text("todos_waiting/")),
+        Bound::Excluded(Key::text("todos_waiting0")),
+    );
+    for key in ix.keys(META, range, usize::MAX)? {
+        ix.remove(META, &key)?;
     }
-    drop(meta);
-    let mut ids = Vec::new();
-    for row in ix.ok(ix.table(tables::ACTIVE_TODOS)?.iter())? {
-        ids.push(ix.ok(row)?.0.value());
-    }
+    let ids = super::reads::index_keys(ix, tables::ACTIVE_TODOS)?;
     let (mut open, mut claimed) = (0u64, 0u64);
     for id in ids {
-        let Some(todo) = ix.todo(id)? else {
+        let Some(todo) = get_todo(ix, id)? else {
             continue;
         };
         open += u64::from(todo.state == TodoState::Open);
         claimed += u64::from(todo.state == TodoState::Claimed);
         place(ix, &todo)?;
     }
-    let mut meta = ix.table(META)?;
-    ix.ok(meta.insert(tables::OPEN_KEY, open))?;
-    ix.ok(meta.insert(tables::CLAIMED_KEY, claimed))?;
-    ix.ok(meta.insert(tables::TODO_INDEX_KEY, TODO_INDEX_VERSION))?;
+    set_meta(ix, tables::OPEN_KEY, open)?;
+    set_meta(ix, tables::CLAIMED_KEY, claimed)?;
+    set_meta(ix, tables::TODO_INDEX_KEY, TODO_INDEX_VERSION)?;
+    let _ = ALL_KEYS;
     Ok(())
 }

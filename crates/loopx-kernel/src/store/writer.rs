@@ -1,11 +1,10 @@
-//! Typed access inside one write transaction.
+//! Typed access inside one write transaction, on either backend.
 
-use redb::{ReadableTable, TableHandle, WriteTransaction};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::codec::{decode, encode};
-use super::open::Store;
+use super::kv::{ALL_KEYS, Key, KvReadExt, KvWrite, meta_bytes};
 use super::tables::{self, META, Numbered};
 use crate::errors::{Invalid, KernelError};
 use crate::model::{Agent, EventKind};
@@ -17,8 +16,7 @@ pub(crate) const SKEW: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// One write transaction, with the time and actor every record of it carries.
 pub(crate) struct Writer<'t> {
-    pub(super) txn: &'t WriteTransaction,
-    store: &'t Store,
+    pub(super) kv: &'t dyn KvWrite,
     pub(crate) now: Timestamp,
     pub(crate) actor: &'t str,
 }
@@ -31,37 +29,17 @@ impl<'t> Writer<'t> {
     /// step forward being corrected): then the clock is taken as it is, so that one excursion
     /// into the future does not stamp every later change in the future too.
     pub(crate) fn new(
-        txn: &'t WriteTransaction,
-        store: &'t Store,
+        kv: &'t dyn KvWrite,
         now: Timestamp,
         actor: &'t str,
     ) -> Result<Self, KernelError> {
-        let meta = txn.open_table(META).map_err(|e| store.redb(e))?;
-        let last = Timestamp(
-            meta.get(tables::LAST_AT_KEY)
-                .map_err(|e| store.redb(e))?
-                .map_or(0, |v| v.value()),
-        );
+        let last = Timestamp(kv.meta(tables::LAST_AT_KEY)?.unwrap_or(0));
         let now = if last > now && last.since(now) <= SKEW {
             last
         } else {
             now
         };
-        Ok(Writer {
-            txn,
-            store,
-            now,
-            actor,
-        })
-    }
-
-    /// The store file, for errors.
-    pub(super) fn path(&self) -> &std::path::Path {
-        &self.store.path
-    }
-
-    pub(super) fn redb(&self, e: impl Into<redb::Error>) -> KernelError {
-        self.store.redb(e)
+        Ok(Writer { kv, now, actor })
     }
 
     pub(crate) fn get<T: DeserializeOwned>(
@@ -69,8 +47,11 @@ impl<'t> Writer<'t> {
         table: Numbered,
         key: u64,
     ) -> Result<Option<T>, KernelError> {
-        let t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
-        super::reads::get(&t, key, table.name(), |e| self.redb(e))
+        self.kv
+            .get(table, &Key::Num(key))?
+            .map(|bytes| decode(table.name(), &bytes))
+            .transpose()
+            .map_err(KernelError::from)
     }
 
     /// Like [`Self::get`], but a missing record is an error naming `what` and `id`.
@@ -96,27 +77,30 @@ impl<'t> Writer<'t> {
         key: u64,
         value: &T,
     ) -> Result<(), KernelError> {
-        let mut t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
-        t.insert(key, encode(value).as_slice())
-            .map_err(|e| self.redb(e))?;
-        Ok(())
+        self.kv.put(table, &Key::Num(key), &encode(value))
     }
 
     pub(crate) fn remove(&self, table: Numbered, key: u64) -> Result<(), KernelError> {
-        let mut t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
-        t.remove(key).map_err(|e| self.redb(e))?;
-        Ok(())
+        self.kv.remove(table, &Key::Num(key)).map(drop)
     }
 
     /// Every record of a numbered table, in creation order.
     pub(crate) fn all<T: DeserializeOwned>(&self, table: Numbered) -> Result<Vec<T>, KernelError> {
-        let t = self.txn.open_table(table).map_err(|e| self.redb(e))?;
         let mut out = Vec::new();
-        for row in t.iter().map_err(|e| self.redb(e))? {
-            let (_, bytes) = row.map_err(|e| self.redb(e))?;
-            out.push(decode(table.name(), bytes.value())?);
-        }
+        self.kv.scan(table, ALL_KEYS, false, &mut |_, bytes| {
+            out.push(decode(table.name(), bytes)?);
+            Ok(true)
+        })?;
         Ok(out)
+    }
+
+    /// A `meta` number.
+    pub(crate) fn meta(&self, key: &str) -> Result<Option<u64>, KernelError> {
+        self.kv.meta(key)
+    }
+
+    pub(crate) fn set_meta(&self, key: &str, value: u64) -> Result<(), KernelError> {
+        self.kv.put(META, &Key::text(key), &meta_bytes(value))
     }
 
     /// Writes a todo and keeps the todo indexes and counts in step with it.
@@ -124,82 +108,58 @@ impl<'t> Writer<'t> {
         let previous: Option<crate::model::Todo> = self.get(tables::TODOS, todo.id.0)?;
         self.put(tables::TODOS, todo.id.0, todo)?;
         super::todo_index::reindex(self, previous.as_ref(), todo)?;
-        let mut active = self
-            .txn
-            .open_table(tables::ACTIVE_TODOS)
-            .map_err(|e| self.redb(e))?;
+        let key = Key::Num(todo.id.0);
         if todo.state.is_final() {
-            active.remove(todo.id.0).map_err(|e| self.redb(e))?;
+            self.kv.remove(tables::ACTIVE_TODOS, &key)?;
         } else {
-            active.insert(todo.id.0, ()).map_err(|e| self.redb(e))?;
+            self.kv.put(tables::ACTIVE_TODOS, &key, &[])?;
         }
         let was_dropped = previous.is_some_and(|p| p.state == crate::model::TodoState::Dropped);
         if todo.state == crate::model::TodoState::Dropped && !was_dropped {
-            let mut meta = self.txn.open_table(META).map_err(|e| self.redb(e))?;
-            let dropped = meta
-                .get(tables::DROPPED_KEY)
-                .map_err(|e| self.redb(e))?
-                .map_or(0, |v| v.value());
-            meta.insert(tables::DROPPED_KEY, dropped + 1)
-                .map_err(|e| self.redb(e))?;
+            let dropped = self.meta(tables::DROPPED_KEY)?.unwrap_or(0);
+            self.set_meta(tables::DROPPED_KEY, dropped + 1)?;
         }
         Ok(())
     }
 
     pub(crate) fn agent(&self, name: &str) -> Result<Option<Agent>, KernelError> {
-        let t = self
-            .txn
-            .open_table(tables::AGENTS)
-            .map_err(|e| self.redb(e))?;
-        super::reads::get(&t, name, "agents", |e| self.redb(e))
+        self.kv
+            .get(tables::AGENTS, &Key::text(name))?
+            .map(|bytes| decode("agents", &bytes))
+            .transpose()
+            .map_err(KernelError::from)
     }
 
     pub(crate) fn put_agent(&self, agent: &Agent) -> Result<(), KernelError> {
-        let mut t = self
-            .txn
-            .open_table(tables::AGENTS)
-            .map_err(|e| self.redb(e))?;
-        t.insert(agent.name.as_str(), encode(agent).as_slice())
-            .map_err(|e| self.redb(e))?;
-        Ok(())
+        self.kv.put(
+            tables::AGENTS,
+            &Key::text(agent.name.as_str()),
+            &encode(agent),
+        )
     }
 
     pub(crate) fn quota_get<T: DeserializeOwned>(
         &self,
         key: &str,
     ) -> Result<Option<T>, KernelError> {
-        let t = self
-            .txn
-            .open_table(tables::QUOTA)
-            .map_err(|e| self.redb(e))?;
-        super::reads::get(&t, key, "quota", |e| self.redb(e))
+        self.kv
+            .get(tables::QUOTA, &Key::text(key))?
+            .map(|bytes| decode("quota", &bytes))
+            .transpose()
+            .map_err(KernelError::from)
     }
 
     pub(crate) fn quota_put<T: Serialize>(&self, key: &str, value: &T) -> Result<(), KernelError> {
-        let mut t = self
-            .txn
-            .open_table(tables::QUOTA)
-            .map_err(|e| self.redb(e))?;
-        t.insert(key, encode(value).as_slice())
-            .map_err(|e| self.redb(e))?;
-        Ok(())
+        self.kv.put(tables::QUOTA, &Key::text(key), &encode(value))
     }
 
     pub(crate) fn quota_remove(&self, key: &str) -> Result<bool, KernelError> {
-        let mut t = self
-            .txn
-            .open_table(tables::QUOTA)
-            .map_err(|e| self.redb(e))?;
-        Ok(t.remove(key).map_err(|e| self.redb(e))?.is_some())
+        self.kv.remove(tables::QUOTA, &Key::text(key))
     }
 
     /// Every hold, by key.
     pub(crate) fn quota_holds(&self) -> Result<Vec<crate::model::QuotaHold>, KernelError> {
-        let t = self
-            .txn
-            .open_table(tables::QUOTA)
-            .map_err(|e| self.redb(e))?;
-        super::reads::holds(&t, |e| self.redb(e))
+        super::reads::holds(self.kv)
     }
 
     /// Spends at or after `since`, oldest first.
@@ -207,61 +167,37 @@ impl<'t> Writer<'t> {
         &self,
         since: crate::time::Timestamp,
     ) -> Result<Vec<crate::model::Spend>, KernelError> {
-        let t = self
-            .txn
-            .open_table(tables::SPENDS)
-            .map_err(|e| self.redb(e))?;
-        super::reads::spends_since(&t, since, |e| self.redb(e))
+        super::reads::spends_since(self.kv, since)
     }
 
     /// The ids of the slices recorded as running.
     pub(crate) fn running_ids(&self) -> Result<Vec<u64>, KernelError> {
-        let t = self
-            .txn
-            .open_table(tables::RUNNING)
-            .map_err(|e| self.redb(e))?;
-        super::reads::index_keys(&t, |e| self.redb(e))
+        super::reads::index_keys(self.kv, tables::RUNNING)
     }
 
     pub(crate) fn set_running(&self, slice: u64, running: bool) -> Result<(), KernelError> {
-        let mut t = self
-            .txn
-            .open_table(tables::RUNNING)
-            .map_err(|e| self.redb(e))?;
+        let key = Key::Num(slice);
         if running {
-            t.insert(slice, ()).map_err(|e| self.redb(e))?;
+            self.kv.put(tables::RUNNING, &key, &[])
         } else {
-            t.remove(slice).map_err(|e| self.redb(e))?;
+            self.kv.remove(tables::RUNNING, &key).map(drop)
         }
-        Ok(())
     }
 
     /// The next number a counter will give (`next_slice`, …), without taking it.
     pub(crate) fn counter(&self, counter: &'static str) -> Result<u64, KernelError> {
-        let meta = self.txn.open_table(META).map_err(|e| self.redb(e))?;
-        Ok(meta
-            .get(counter)
-            .map_err(|e| self.redb(e))?
-            .map_or(1, |v| v.value()))
+        Ok(self.meta(counter)?.unwrap_or(1))
     }
 
     /// The id `next_id` would give next, without taking it.
     pub(crate) fn peek_id(&self, counter: &'static str) -> Result<u64, KernelError> {
-        let meta = self.txn.open_table(META).map_err(|e| self.redb(e))?;
-        Ok(meta
-            .get(counter)
-            .map_err(|e| self.redb(e))?
-            .map_or(1, |v| v.value()))
+        self.counter(counter)
     }
 
     /// Takes the next number of a counter (`next_todo`, …).
     pub(crate) fn next_id(&self, counter: &'static str) -> Result<u64, KernelError> {
-        let mut meta = self.txn.open_table(META).map_err(|e| self.redb(e))?;
-        let next = meta
-            .get(counter)
-            .map_err(|e| self.redb(e))?
-            .map_or(1, |v| v.value());
-        meta.insert(counter, next + 1).map_err(|e| self.redb(e))?;
+        let next = self.counter(counter)?;
+        self.set_meta(counter, next + 1)?;
         Ok(next)
     }
 
@@ -275,9 +211,7 @@ impl<'t> Writer<'t> {
             kind,
         };
         self.put(tables::EVENTS, seq, &event)?;
-        let mut meta = self.txn.open_table(META).map_err(|e| self.redb(e))?;
-        meta.insert(tables::LAST_AT_KEY, self.now.0)
-            .map_err(|e| self.redb(e))?;
+        self.set_meta(tables::LAST_AT_KEY, self.now.0)?;
         Ok(seq)
     }
 }

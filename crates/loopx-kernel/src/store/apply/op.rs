@@ -579,9 +579,9 @@ impl Store {
         now: Timestamp,
     ) -> Result<(), KernelError> {
         let txn = self.begin_write()?;
-        Writer::new(&txn, self, now, actor)?.event(kind)?;
-        txn.commit().map_err(|e| self.redb(e))?;
-        Ok(())
+        let now = txn.corrected(now);
+        txn.with_kv(|kv| Writer::new(kv, now, actor)?.event(kind))?;
+        txn.commit()
     }
 
     /// Validates and applies one operation in one write transaction, with its event.
@@ -653,27 +653,31 @@ impl Store {
         let action = ops.first().map_or("change", Op::action);
         let crash_after = crate::fault::before_write(&self.path, action).map_err(whole)?;
         let txn = self.begin_write().map_err(whole)?;
-        let writer = Writer::new(&txn, self, now, actor).map_err(whole)?;
+        let now = txn.corrected(now);
         let mut applied = Vec::with_capacity(ops.len());
         let mut failure = None;
-        for (index, op) in ops.iter().enumerate() {
-            match dispatch(&writer, op.clone()) {
-                Ok(record) => applied.push(record),
-                Err(err) => {
-                    failure = Some((index, err));
-                    break;
+        txn.with_kv(|kv| -> Result<(), BatchError> {
+            let writer = Writer::new(kv, now, actor).map_err(whole)?;
+            for (index, op) in ops.iter().enumerate() {
+                match dispatch(&writer, op.clone()) {
+                    Ok(record) => applied.push(record),
+                    Err(err) => {
+                        failure = Some((index, err));
+                        break;
+                    }
                 }
             }
-        }
+            Ok(())
+        })?;
         let Some((index, err)) = failure else {
-            txn.commit().map_err(|e| whole(self.redb(e)))?;
+            txn.commit().map_err(whole)?;
             if crash_after {
                 crate::fault::crash();
             }
             crate::doorbell::ring(&self.project);
             return Ok(applied);
         };
-        txn.abort().map_err(|e| whole(self.redb(e)))?;
+        txn.abort().map_err(whole)?;
         // Best effort: the audit record must never replace the refusal the caller needs to see
         // (a busy store here would turn a conflict into a store error).
         if let Some(kind) = refusal_event(&ops[index], &err) {
