@@ -633,11 +633,9 @@ fn issue_11_a_hanging_git_costs_the_scope_check_not_the_loop() {
 /// blocked by a global gate.
 fn notifying(command: &str) -> Loopx {
     let loopx = project("cat >/dev/null\necho fine", "max_time = \"20s\"");
-    std::fs::write(
-        loopx.path().join(".loopx/loopx.toml"),
-        format!("[notify]\ncommand = \"{command}\"\ntimeout = \"1s\"\n"),
-    )
-    .expect("config");
+    loopx.write_config(format!(
+        "[notify]\ncommand = \"{command}\"\ntimeout = \"1s\"\n"
+    ));
     crate::support::approve_notifications(&loopx);
     loopx.ok(&[
         "gate",

@@ -199,11 +199,7 @@ exec sleep 60"#,
 fn a_goal_past_its_budget_asks_with_the_figures_instead_of_burning() {
     let loopx = Loopx::new();
     loopx.ok(&["goal", "start", "Tidy the docs"]);
-    std::fs::write(
-        loopx.path().join(".loopx/loopx.toml"),
-        "[budget]\nslices = 2\n",
-    )
-    .expect("loopx.toml");
+    loopx.write_config("[budget]\nslices = 2\n");
     script_agent(
         &loopx,
         "mute",

@@ -366,11 +366,7 @@ fn notified(loopx: &Loopx) -> Vec<Value> {
 }
 
 fn notify_into_a_file(loopx: &Loopx) {
-    std::fs::write(
-        loopx.path().join(".loopx/loopx.toml"),
-        "[notify]\ncommand = \"cat >> notified.jsonl\"\n",
-    )
-    .expect("config");
+    loopx.write_config("[notify]\ncommand = \"cat >> notified.jsonl\"\n");
     crate::support::approve_notifications(loopx);
 }
 
@@ -412,11 +408,7 @@ fn notifications_say_who_needs_what() {
 fn the_goal_done_is_notified_and_a_broken_config_stops_before_anything_runs() {
     let loopx = demo_project(&["exec"]);
     loopx.ok(&["todo", "add", "Write the notes"]);
-    std::fs::write(
-        loopx.path().join(".loopx/loopx.toml"),
-        "[notify]\ncomand = \"cat\"\n",
-    )
-    .expect("config");
+    loopx.write_config("[notify]\ncomand = \"cat\"\n");
     let run = loopx.run(&["run"]);
     assert_eq!(
         run.code,

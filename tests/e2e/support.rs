@@ -49,11 +49,27 @@ impl Loopx {
         }
     }
 
-    /// A project with `loopx init` done.
+    /// A project with `loopx init` done. With `LOOPX_TEST_POSTGRES` set (a PostgreSQL URL;
+    /// `.ci/run` starts a server), its store is a fresh schema of that database, made with
+    /// `loopx init --store` as a user would: the same tests then run on the PostgreSQL backend.
     pub fn new() -> Loopx {
         let loopx = Loopx::empty();
-        loopx.ok(&["init"]);
+        match test_database() {
+            Some(url) => loopx.ok(&["init", "--store", &url]),
+            None => loopx.ok(&["init"]),
+        };
         loopx
+    }
+
+    /// Writes `.loopx/loopx.toml`, keeping the `[store]` section `loopx init --store` wrote
+    /// (a test of settings must not move the project off its store).
+    pub fn write_config(&self, text: impl AsRef<str>) {
+        let path = self.path().join(".loopx/loopx.toml");
+        let store = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|old| old.find("[store]").map(|i| old[i..].to_owned()))
+            .unwrap_or_default();
+        std::fs::write(&path, format!("{}\n{store}", text.as_ref())).expect("write loopx.toml");
     }
 
     /// A project with a goal, two agents and three todos.
@@ -419,4 +435,16 @@ pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
         .expect("git runs");
     assert!(out.status.success(), "git {args:?}: {out:?}");
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A fresh schema of the database `LOOPX_TEST_POSTGRES` names, as a store URL.
+pub fn test_database() -> Option<String> {
+    let base = std::env::var("LOOPX_TEST_POSTGRES").ok()?;
+    let schema = format!("e{:016x}", fastrand::u64(..));
+    let mut client = postgres::Client::connect(&base, postgres::NoTls).expect("test database");
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .expect("create schema");
+    let sep = if base.contains('?') { '&' } else { '?' };
+    Some(format!("{base}{sep}options=-csearch_path%3D{schema}"))
 }

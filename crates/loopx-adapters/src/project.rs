@@ -69,6 +69,13 @@ struct RawProject {
     notify: Option<RawNotify>,
     budget: Option<RawBudget>,
     land: Option<RawNotify>,
+    /// Read by the kernel (`loopx_kernel::store::store_url`); checked here with the rest.
+    store: Option<RawStore>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawStore {
+    url: Option<Checked<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -88,12 +95,28 @@ struct RawNotify {
 
 fn known_keys(path: &[&str]) -> &'static [&'static str] {
     match path {
-        [] => &["notify", "budget", "land"],
+        [] => &["notify", "budget", "land", "store"],
+        ["store"] => &["url"],
         ["notify"] => &["command", "timeout"],
         ["land"] => &["check", "timeout"],
         ["budget"] => &["slices", "tokens", "cost_usd"],
         _ => &[],
     }
+}
+
+/// Whether a database URL carries a password (`user:secret@host`, `?password=`).
+fn url_has_password(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let in_user_info = authority
+        .rsplit_once('@')
+        .is_some_and(|(user_info, _)| user_info.contains(':'));
+    let in_query = url.split_once('?').is_some_and(|(_, query)| {
+        query
+            .split('&')
+            .any(|pair| pair.to_ascii_lowercase().starts_with("password="))
+    });
+    in_user_info || in_query
 }
 
 /// Reads `<state_dir>/loopx.toml`; a missing file is the default (no notifications).
@@ -111,7 +134,28 @@ pub fn load_project_config(state_dir: &Path) -> Result<ProjectConfig, LoadError>
 pub fn project_config_str(file: &str, text: &str) -> Result<ProjectConfig, LoadError> {
     let mut p = Problems::new(file, text);
     let raw: Option<RawProject> = parse_document(text, known_keys, &mut p);
-    let config = raw.map(|raw| ProjectConfig {
+    let config = raw.map(|mut raw| {
+        if let Some(url) = raw.store.take().and_then(|s| take(s.url, "store.url", &mut p)) {
+            let (url, span) = url;
+            if !url.starts_with("postgres://") && !url.starts_with("postgresql://") {
+                p.push(
+                    span,
+                    Some("store.url"),
+                    "not a PostgreSQL URL".to_owned(),
+                    Some("postgres://USER@HOST:PORT/DB, or remove [store] to keep the state in .loopx/state.redb".to_owned()),
+                );
+            } else if url_has_password(&url) {
+                p.push(
+                    span,
+                    Some("store.url"),
+                    "holds a password".to_owned(),
+                    Some("give it in PGPASSWORD (or the whole URL in LOOPX_STORE_URL); this file may be shared".to_owned()),
+                );
+            }
+        }
+        raw
+    });
+    let config = config.map(|raw| ProjectConfig {
         notify: raw.notify.and_then(|n| notify(n, &mut p)),
         budget: raw.budget.map(|b| budget(b, &mut p)).unwrap_or_default(),
         land_check: raw.land.and_then(|l| land(l, &mut p)),

@@ -31,7 +31,7 @@ pub enum ColorChoice {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create `.loopx/` in the current directory (or `--project DIR`).
-    Init,
+    Init(InitArgs),
     /// Start, show and change goals.
     #[command(subcommand)]
     Goal(GoalCommand),
@@ -79,6 +79,30 @@ pub enum Command {
     /// For agents inside a slice: record evidence, a handoff, a todo, a question, or done.
     #[command(subcommand)]
     Report(ReportCommand),
+    /// The state store: copy a project to PostgreSQL (several hosts, one goal).
+    #[command(subcommand)]
+    Store(StoreCommand),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// Keep the state in this PostgreSQL database instead of `.loopx/state.redb`, so that
+    /// supervisors on several hosts share it (recorded as `[store] url` in `.loopx/loopx.toml`;
+    /// a database that already holds the project is joined). Give the password in
+    /// `PGPASSWORD`, never in the URL. See docs/design/multi-host.md.
+    #[arg(long, value_name = "postgres://USER@HOST:PORT/DB")]
+    pub store: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy this project's store (every entity, index and event) into an empty PostgreSQL
+    /// database, then check the copy row for row.
+    Copy {
+        /// The database to copy into: postgres://USER@HOST:PORT/DB (password in `PGPASSWORD`).
+        #[arg(long, value_name = "URL")]
+        to: String,
+    },
 }
 
 /// Evidence kinds an agent may report; `slice`, `quota` and `violation` are loopx's own.

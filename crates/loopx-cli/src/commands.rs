@@ -15,6 +15,7 @@ mod report;
 mod run;
 mod sim;
 mod status;
+mod store;
 mod todo;
 
 use std::str::FromStr;
@@ -29,7 +30,8 @@ use crate::errors::ExpectedError;
 /// Runs the chosen command.
 pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
     match command {
-        Command::Init => init::run(ctx),
+        Command::Init(args) => init::run(ctx, args),
+        Command::Store(cmd) => store::run(ctx, cmd),
         Command::Goal(cmd) => goal::run(ctx, cmd),
         Command::Todo(cmd) => todo::run(ctx, cmd),
         Command::Gate(cmd) => gate::run(ctx, cmd),

@@ -4,10 +4,19 @@
 //! byte to each of them. Ringing costs a directory read and a datagram per sleeper, is
 //! best-effort, and never fails the command that rang: a sleeper also wakes on its own timeout.
 //! Sockets of sleepers that died are removed by the next ring.
+//!
+//! A project whose store is on PostgreSQL has peers on other hosts: every commit there also
+//! sends `NOTIFY` on the project's channel (`store/pg.rs`), and each listener keeps a thread
+//! that `LISTEN`s on its own connection and passes each notification on to its socket. A lost
+//! connection is retried every second; meanwhile sleepers wake on their timeouts as before.
 
 use std::io::ErrorKind;
 use std::os::unix::net::UnixDatagram;
+
+use postgres::fallible_iterator::FallibleIterator;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::project::Project;
@@ -43,6 +52,8 @@ pub fn ring(project: &Project) {
 #[derive(Debug)]
 pub struct Listener {
     socket: Option<(UnixDatagram, PathBuf)>,
+    /// Set on drop: the database listener thread (if any) ends.
+    stop: Arc<AtomicBool>,
 }
 
 impl Listener {
@@ -54,7 +65,13 @@ impl Listener {
                 .bells_dir()
                 .join(format!("{}-{}.sock", std::process::id(), fastrand::u32(..)));
         let socket = UnixDatagram::bind(&path).ok().map(|s| (s, path));
-        Listener { socket }
+        let stop = Arc::new(AtomicBool::new(false));
+        if let Some((_, path)) = &socket
+            && let Ok(Some(url)) = crate::store::store_url(project)
+        {
+            listen_to_database(url, path.clone(), stop.clone());
+        }
+        Listener { socket, stop }
     }
 
     /// Waits until a ring or `timeout`; returns whether it was a ring.
@@ -78,8 +95,49 @@ impl Listener {
     }
 }
 
+/// Passes the project's database notifications on to the socket at `bell` until `stop`.
+fn listen_to_database(url: String, bell: PathBuf, stop: Arc<AtomicBool>) {
+    let spawned = std::thread::Builder::new()
+        .name("doorbell-listen".to_owned())
+        .spawn(move || {
+            let Ok(sender) = UnixDatagram::unbound() else {
+                return;
+            };
+            let _ = sender.set_nonblocking(true);
+            while !stop.load(Ordering::Relaxed) {
+                let connected = crate::store::pg::listen(&url);
+                let Ok((mut client, channel)) = connected else {
+                    std::thread::sleep(Duration::from_secs(1));
+                    continue;
+                };
+                let quoted = format!("\"{}\"", channel.replace('"', "\"\""));
+                if client.batch_execute(&format!("LISTEN {quoted}")).is_err() {
+                    std::thread::sleep(Duration::from_secs(1));
+                    continue;
+                }
+                while !stop.load(Ordering::Relaxed) {
+                    let next = client
+                        .notifications()
+                        .timeout_iter(Duration::from_millis(500))
+                        .next()
+                        .map(|n| n.is_some());
+                    match next {
+                        Ok(true) => {
+                            let _ = sender.send_to(b"!", &bell);
+                        }
+                        Ok(false) if client.is_closed() => break,
+                        Ok(false) => {}
+                        Err(_) => break,
+                    }
+                }
+            }
+        });
+    drop(spawned);
+}
+
 impl Drop for Listener {
     fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
         if let Some((_, path)) = &self.socket {
             let _ = std::fs::remove_file(path);
         }

@@ -196,3 +196,48 @@ fn add_agent(name: &str) -> Op {
         role: None,
     }
 }
+
+#[test]
+#[ignore = "needs a PostgreSQL server in LOOPX_TEST_POSTGRES (.ci/run starts one)"]
+fn a_commit_on_one_host_rings_a_sleeper_on_another() {
+    test_database();
+    let host_a = common::fixture();
+    // Host B: a checkout of its own (no shared directory, so no shared Unix sockets), the
+    // same database.
+    let dir_b = tempfile::tempdir().expect("dir");
+    let project_b = Project::create(dir_b.path()).expect("project");
+    std::fs::copy(
+        host_a.project.state_dir().join("loopx.toml"),
+        project_b.state_dir().join("loopx.toml"),
+    )
+    .expect("config");
+    let store_b = Store::open(&project_b).expect("join");
+    assert!(store_b.is_postgres());
+    let sleeper = loopx_kernel::doorbell::Listener::bind(&project_b);
+    // The listener's connection is up once a ring gets through; until then sleeping times out.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut woke = false;
+    let mut n = 0;
+    while !woke && std::time::Instant::now() < deadline {
+        n += 1;
+        host_a
+            .store
+            .apply(add_agent(&format!("peer{n}")), HUMAN, T0)
+            .expect("write");
+        woke = sleeper.wait(std::time::Duration::from_millis(500));
+    }
+    assert!(woke, "a commit on host A woke the sleeper on host B");
+    // Silence stays silent.
+    while sleeper.wait(std::time::Duration::from_millis(50)) {}
+    assert!(
+        !sleeper.wait(std::time::Duration::from_millis(300)),
+        "no commit, no ring"
+    );
+    let started = std::time::Instant::now();
+    host_a
+        .store
+        .apply(add_agent("last"), HUMAN, T0)
+        .expect("write");
+    assert!(sleeper.wait(std::time::Duration::from_secs(5)));
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+}

@@ -112,12 +112,46 @@ fn checks(ctx: &Ctx, repair: bool) -> Vec<Check> {
         "store",
         format!("{} opens, schema {schema}", store.path().display()),
     ));
-    let integrity = match repair {
-        true => store.check_integrity(),
+    if let Some(layout) = store.database_layout().transpose() {
+        // PostgreSQL: its own pages are its business; its layout version and clock are ours.
+        match layout {
+            Ok((found, known)) if found == known => checks.push(Check::pass(
+                "database",
+                format!("PostgreSQL layout version {found} (this loopx writes {known})"),
+            )),
+            Ok((found, known)) => checks.push(Check::warn(
+                "database",
+                format!("PostgreSQL layout version {found}, this loopx writes {known}: upgrade loopx on this host"),
+            )),
+            Err(e) => checks.push(Check::fail("database", e)),
+        }
+        match store.database_now() {
+            Ok(Some(db)) => {
+                let local = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64);
+                let skew = db.0.abs_diff(local);
+                let text = format!(
+                    "this host's clock is {skew} ms from the database's; loopx keeps time by the database's"
+                );
+                checks.push(if skew > 60_000 {
+                    Check::warn("clock", text)
+                } else {
+                    Check::pass("clock", text)
+                });
+            }
+            Ok(None) => {}
+            Err(e) => checks.push(Check::fail("clock", e)),
+        }
+    }
+    let integrity = match (store.is_postgres(), repair) {
+        (true, _) => Ok(true),
+        (false, true) => store.check_integrity(),
         // On a private copy: the store itself is only read.
-        false => store.check_integrity_of_copy(),
+        (false, false) => store.check_integrity_of_copy(),
     };
     match (integrity, repair) {
+        (Ok(true), _) if store.is_postgres() => {}
         (Ok(true), _) => checks.push(Check::pass(
             "integrity",
             "redb checksums and allocator state are sound",

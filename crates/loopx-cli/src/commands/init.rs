@@ -39,9 +39,13 @@ const GITIGNORE: &str = "# Written by `loopx init`. loopx's state and the agents
 
 /// `loopx init`: a new project, or — like `git init` — nothing at all for a healthy one. A
 /// half-made or damaged one is an error that names the way out.
-pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
+pub fn run(ctx: &mut Ctx, args: crate::args::InitArgs) -> Result<(), ExpectedError> {
     let dir = ctx.init_dir()?;
-    let (project, created) = match create(ctx, &dir) {
+    let config = match &args.store {
+        Some(url) => Some(store_config(url)?),
+        None => None,
+    };
+    let (project, created) = match create_with(ctx, &dir, config.as_deref()) {
         Ok(project) => (project, true),
         Err(ExpectedError::Kernel(KernelError::Project(ProjectError::AlreadyInitialised {
             path,
@@ -90,7 +94,39 @@ fn existing(dir: &std::path::Path, state_dir: &std::path::Path) -> Result<Projec
 /// staging directory that is renamed into place once complete: a kill at any moment leaves no
 /// half-made project.
 pub(crate) fn create(ctx: &Ctx, dir: &std::path::Path) -> Result<Project, ExpectedError> {
+    create_with(ctx, dir, None)
+}
+
+/// `loopx.toml` for a project whose store is the PostgreSQL database at `url`. A password in
+/// the URL is refused: the file may be shared and committed, and loopx never stores a secret.
+fn store_config(url: &str) -> Result<String, ExpectedError> {
+    if !loopx_kernel::store::pg::is_postgres_url(url) {
+        return Err(ExpectedError::Usage(format!(
+            "`--store {}` is not a PostgreSQL URL (postgres://USER@HOST:PORT/DB)",
+            loopx_kernel::store::pg::redact_url(url)
+        )));
+    }
+    if loopx_kernel::store::pg::url_password(url).is_some() {
+        return Err(ExpectedError::Usage(format!(
+            "`--store {}` holds a password, which loopx would have to write into .loopx/loopx.toml\n(hint: give it in the environment instead: PGPASSWORD=… loopx init --store URL-WITHOUT-PASSWORD, or set the whole URL in LOOPX_STORE_URL on each host)",
+            loopx_kernel::store::pg::redact_url(url)
+        )));
+    }
+    let quoted = serde_json::to_string(url).unwrap_or_default();
+    Ok(format!(
+        "# Written by `loopx init --store`: the state of this project lives in PostgreSQL and is\n# shared by every host whose loopx.toml names it (docs/design/multi-host.md).\n[store]\nurl = {quoted}\n"
+    ))
+}
+
+fn create_with(
+    ctx: &Ctx,
+    dir: &std::path::Path,
+    config: Option<&str>,
+) -> Result<Project, ExpectedError> {
     let staged = Project::stage(dir).map_err(KernelError::from)?;
+    if let Some(config) = config {
+        write_private(&staged.project().state_dir().join("loopx.toml"), config)?;
+    }
     let store = Store::create(staged.project(), ctx.now(), &ctx.actor())?;
     drop(store);
     write_private(&staged.project().state_dir().join(".gitignore"), GITIGNORE)?;

@@ -307,24 +307,20 @@ impl Store {
         }
     }
 
-    /// The PostgreSQL store's notification channel and a connection of its own to listen on
-    /// (the doorbell across hosts); `None` for redb.
-    pub fn listen_connection(&self) -> Option<Result<(postgres::Client, String), KernelError>> {
-        match &self.db {
-            Handle::Pg(pg) => Some(pg.connect_alone().map(|client| (client, pg.channel()))),
-            _ => None,
-        }
-    }
-
     /// A handle on the PostgreSQL store at `url`, its layout brought up to date.
     fn on_pg(project: &Project, url: &str, options: OpenOptions) -> Result<Store, KernelError> {
         let pg = PgStore::open(url, options.wait)?;
+        // The URL's password is a secret like any other: no text the store keeps holds it.
+        let mut redactor = crate::redact::Redactor::for_process_env(&[]);
+        if let Some(password) = super::pg::url_password(url) {
+            redactor = redactor.with_value(password);
+        }
         Ok(Store {
             path: pg.shown(),
             db: Handle::Pg(pg),
             project: project.clone(),
             options,
-            redactor: crate::redact::Redactor::for_process_env(&[]),
+            redactor,
         })
     }
 

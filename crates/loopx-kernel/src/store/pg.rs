@@ -100,20 +100,17 @@ fn redact_query(url: &str) -> String {
 
 /// The password in `url`, if any (the redactor hides it wherever it appears).
 pub fn url_password(url: &str) -> Option<String> {
-    postgres::Config::from_str_checked(url)
+    url.parse::<postgres::Config>()
         .ok()?
         .get_password()
         .map(|p| String::from_utf8_lossy(p).into_owned())
 }
 
-trait FromStrChecked: Sized {
-    fn from_str_checked(url: &str) -> Result<Self, postgres::Error>;
-}
-
-impl FromStrChecked for postgres::Config {
-    fn from_str_checked(url: &str) -> Result<Self, postgres::Error> {
-        url.parse()
-    }
+/// A connection of its own to the store at `url` and the project's notification channel, for a
+/// doorbell listener.
+pub fn listen(url: &str) -> Result<(Client, String), KernelError> {
+    let store = PgStore::open(url, Duration::from_secs(5))?;
+    Ok((store.connect_alone()?, store.channel()))
 }
 
 /// One connection and its prepared statements.
