@@ -27,8 +27,8 @@ cargo nextest run --profile ci -p loopx-kernel --run-ignored all -E '
 # The loop end to end, through the `loopx` binary, on the database. Left out: five tests that
 # read the redb file itself or replace `.loopx/loopx.toml` (and with it `[store]`) by hand.
 LOOPX_AGENT_CLIS="${LOOPX_AGENT_CLIS:-$PWD/.ci-tools/agent-clis}" \
-cargo nextest run --profile ci -p loopx-cli --test e2e -E '
-    test(/^(lifecycle|run_once|report|outcomes|quota|concurrency|run_loop|steer|watch|errors|attacks|demo_agent)::/)
+cargo nextest run --profile ci -p loopx-cli --test e2e --run-ignored all -E '
+    test(/^(lifecycle|run_once|report|outcomes|quota|concurrency|run_loop|steer|watch|errors|attacks|demo_agent|multi_host)::/)
     & !test(issue_11_init_is_atomic_and_safe_to_repeat) & !test(quota::reads_never_write)
     & !test(a_notification_command_runs_only_after_a_person_approved_it)
     & !test(an_agent_cannot_answer_a_gate_or_act_as_a_person) & !test(a_gate_loopx_opened_says_so)'

@@ -11,6 +11,7 @@ mod demo_agent;
 mod docs;
 mod errors;
 mod lifecycle;
+mod multi_host;
 mod outcomes;
 mod output;
 mod permissions;

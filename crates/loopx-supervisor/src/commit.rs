@@ -175,7 +175,11 @@ impl Observed {
                     crate::errors::chain(&e)
                 );
                 let slice = begun.record.id.to_string();
-                let busy = matches!(&e, KernelError::Store(StoreError::Busy { .. }));
+                // Busy, or its database away for longer than the patience: passing, like busy.
+                let busy = matches!(
+                    &e,
+                    KernelError::Store(StoreError::Busy { .. } | StoreError::Unavailable { .. })
+                );
                 match (begun.guard.interrupt(&reason), busy) {
                     // The store only stayed busy: the next slice repairs the todo.
                     (Ok(()), true) => Err(e.into()),

@@ -81,9 +81,10 @@ impl SupervisorError {
             | SupervisorError::WritebackLost { .. } => true,
             // A store that only stayed busy: recovery in this very process closes the slice
             // within a minute, and the agent goes on.
-            SupervisorError::Unrecorded { source, .. } => {
-                !matches!(source, KernelError::Store(StoreError::Busy { .. }))
-            }
+            SupervisorError::Unrecorded { source, .. } => !matches!(
+                source,
+                KernelError::Store(StoreError::Busy { .. } | StoreError::Unavailable { .. })
+            ),
             SupervisorError::Kernel(_)
             | SupervisorError::Profile { .. }
             | SupervisorError::Launch { .. }

@@ -54,16 +54,36 @@ pub fn recover(project: &Project) -> Result<Vec<Recovered>, SupervisorError> {
 
 /// Finds and closes every orphaned slice of `project`, as the supervisor `world.me`.
 pub fn recover_in(project: &Project, world: &World) -> Result<Vec<Recovered>, SupervisorError> {
+    let store = Store::open_read(project)?;
+    // On a shared (PostgreSQL) store, peers on other hosts run slices too.
+    let shared = store.is_postgres();
     let now = world.clock.now();
-    let running = Store::open_read(project)?.read(|s| {
+    let running = store.read(|s| {
         s.running_slices()?
             .into_iter()
-            .map(|slice| Ok((s.slice_owner(slice.id)?, slice)))
+            .map(|slice| {
+                // The claim the slice works under, while it still holds it.
+                let claim = match slice.todo {
+                    Some(todo) => s
+                        .todo(todo)?
+                        .and_then(|t| t.lease)
+                        .filter(|lease| Some(lease.epoch) == slice.epoch),
+                    None => None,
+                };
+                Ok((s.slice_owner(slice.id)?, slice, claim))
+            })
             .collect::<Result<Vec<_>, KernelError>>()
     })?;
+    drop(store);
     let mut out = Vec::new();
-    for (owner, slice) in running {
-        let Some(why) = orphaned(project, world, owner.as_ref(), &slice, now) else {
+    for (owner, slice, claim) in running {
+        let why = match owner.as_ref() {
+            Some(owner) if shared && owner.boot_id != world.me.boot_id => {
+                another_hosts(owner, &slice, claim.as_ref(), now)
+            }
+            _ => orphaned(project, world, owner.as_ref(), &slice, now),
+        };
+        let Some(why) = why else {
             continue;
         };
         if let Some(recovered) = close(project, world, owner.as_ref(), &slice, &why)? {
@@ -93,6 +113,34 @@ fn orphaned(
             (now >= slice.started_at.plus(limit)).then(|| {
                 "its supervisor was not recorded and it is long past its limit".to_owned()
             })
+        }
+    }
+}
+
+/// Whether a slice of another host (or of this host before it rebooted: its boot differs too)
+/// is an orphan. Its processes cannot be seen from here, so this never guesses from them: a
+/// live supervisor renews its slice's claim every third of the lease, so the slice is gone
+/// once the claim's lease has run out on the store's clock (the database's, which every host
+/// keeps). A slice without a claim (a planning slice, or one whose todo was finished) is gone
+/// once it is well past its own wall-time limit, which no live supervisor lets it exceed.
+fn another_hosts(
+    owner: &ProcessIdentity,
+    slice: &SliceRecord,
+    claim: Option<&loopx_kernel::model::Lease>,
+    now: Timestamp,
+) -> Option<String> {
+    let host: String = owner.boot_id.chars().take(8).collect();
+    match claim {
+        Some(lease) => (!lease.is_live(now)).then(|| {
+            format!(
+                "its host ({host}…) stopped renewing its claim: the lease ended at {}",
+                lease.expires_at
+            )
+        }),
+        None => {
+            let limit = Duration::from_secs(slice.limit_secs) + UNOWNED_SLACK;
+            (now >= slice.started_at.plus(limit))
+                .then(|| format!("its host ({host}…) did not record its end, long past its limit"))
         }
     }
 }
@@ -265,5 +313,59 @@ mod tests {
             1,
             "now abandoned"
         );
+    }
+
+    fn record(limit_secs: u64, started_at: Timestamp) -> SliceRecord {
+        SliceRecord {
+            id: loopx_kernel::SliceId(7),
+            agent: "a".parse().expect("name"),
+            todo: Some(loopx_kernel::TodoId(1)),
+            epoch: Some(3),
+            kind: SliceKind::Work,
+            profile_hash: String::new(),
+            argv: vec![],
+            process: None,
+            started_at,
+            limit_secs,
+            ended_at: None,
+            outcome: None,
+            exit: None,
+            tokens: 0,
+            cost_usd: 0.0,
+            output_bytes: 0,
+            log: None,
+            leftovers: 0,
+            containment: String::new(),
+            log_sha256: String::new(),
+        }
+    }
+
+    #[test]
+    fn another_host_s_slice_is_closed_by_its_lapsed_lease_never_before() {
+        let owner = ProcessIdentity {
+            pid: 1,
+            start_ticks: 1,
+            boot_id: "host:elsewhere".into(),
+        };
+        let t0 = Timestamp(1_790_000_000_000);
+        let slice = record(600, t0);
+        let lease = loopx_kernel::model::Lease {
+            agent: "a".parse().expect("name"),
+            epoch: 3,
+            granted_at: t0,
+            expires_at: t0.plus(Duration::from_secs(240)),
+        };
+        // Renewed and live: left alone, whatever `/proc` here says about pid 1.
+        let live = t0.plus(Duration::from_secs(239));
+        assert_eq!(another_hosts(&owner, &slice, Some(&lease), live), None);
+        // Not renewed within the lease: closed, and the reason says so.
+        let lapsed = t0.plus(Duration::from_secs(240));
+        let why = another_hosts(&owner, &slice, Some(&lease), lapsed).expect("closed");
+        assert!(why.contains("stopped renewing its claim"), "{why}");
+        // Without a claim (a planning slice): only once well past its own limit.
+        let within = t0.plus(Duration::from_secs(600) + UNOWNED_SLACK - Duration::from_secs(1));
+        assert_eq!(another_hosts(&owner, &slice, None, within), None);
+        let past = t0.plus(Duration::from_secs(600) + UNOWNED_SLACK);
+        assert!(another_hosts(&owner, &slice, None, past).is_some());
     }
 }

@@ -6,6 +6,9 @@
 //! machine slept and a peer took it), the slice is stopped, because two agents must never work
 //! on one todo. A renewal that finds the todo finished under the slice's own claim (the agent
 //! ran `loopx report done` and went on working) is a success: renewing simply stops.
+//! A claim that could not be renewed before it runs out (the store stayed busy, or its
+//! database unreachable, for a whole lease) is lost too: the slice is stopped before a peer
+//! on another host may take the todo.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -86,9 +89,22 @@ impl Renewal {
         let thread = std::thread::Builder::new()
             .name("loopx-renew".into())
             .spawn(move || {
+                // The claim lasts until about a ttl after it was last taken or renewed.
+                let mut renewed_at = clock.monotonic();
                 while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(every) {
-                    match renew_once(&project, &clock, &agent, todo, epoch, ttl) {
-                        Renewed::Kept => {}
+                    let outcome = match renew_once(&project, &clock, &agent, todo, epoch, ttl) {
+                        // No renewal left before the claim runs out (the store, or its
+                        // database on another host, stayed unreachable): a peer may take the
+                        // todo once it has, and two agents must never work on one todo.
+                        Renewed::Failed(why) if clock.monotonic() + every >= renewed_at + ttl => {
+                            Renewed::Lost(format!(
+                                "its claim could not be renewed before it ran out ({why})"
+                            ))
+                        }
+                        other => other,
+                    };
+                    match outcome {
+                        Renewed::Kept => renewed_at = clock.monotonic(),
                         Renewed::Finished => return,
                         Renewed::Lost(why) => {
                             tracing::warn!(%todo, error = %why, "the slice lost its claim; stopping it");

@@ -46,6 +46,13 @@ use crate::shutdown::Shutdown;
 const RECHECK: Duration = Duration::from_secs(30);
 /// How often orphaned slices of dead peers are looked for while running.
 const RECOVER_EVERY: Duration = Duration::from_secs(60);
+/// How often orphans are looked for: [`RECOVER_EVERY`], or half the longest lease when that is
+/// shorter, so that a dead peer's slice (on another host, judged by its lapsed lease) is
+/// closed soon after its lease ends.
+fn recover_every() -> Duration {
+    RECOVER_EVERY.min(crate::slice::lease_max() / 2)
+}
+
 /// How long a store that stayed busy, or another passing error, keeps an agent waiting.
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(5);
 /// How often the orphans loopx adopts as a subreaper (a daemon a notification command or git
@@ -469,7 +476,7 @@ impl Coordinator<'_> {
             }
             let now = self.clock.monotonic();
             let recovery_due = self.recover_at.is_some_and(|at| at <= now);
-            if (now.saturating_sub(last_recovery) >= RECOVER_EVERY || recovery_due) && !stopping {
+            if (now.saturating_sub(last_recovery) >= recover_every() || recovery_due) && !stopping {
                 last_recovery = now;
                 self.recover_at = None;
                 self.recover(emit);
@@ -556,9 +563,9 @@ impl Coordinator<'_> {
     fn sleep_for(&self, now: Duration, draining: bool) -> Duration {
         if draining {
             // Only workers' ends matter now; they arrive as messages.
-            return RECOVER_EVERY;
+            return recover_every();
         }
-        let mut until = now + RECOVER_EVERY;
+        let mut until = now + recover_every();
         for slot in self.slots.iter().filter(|s| !s.busy && s.ended.is_none()) {
             if let Some(due) = slot.due {
                 until = until.min(due);

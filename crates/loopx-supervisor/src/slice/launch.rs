@@ -106,14 +106,24 @@ pub(crate) fn process_identity(pid: u32) -> ProcessIdentity {
         .ok()
         .and_then(|stat| start_ticks(&stat))
         .unwrap_or(0);
-    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_default();
     ProcessIdentity {
         pid,
         start_ticks,
-        boot_id,
+        boot_id: host_boot().to_owned(),
     }
+}
+
+/// This host and boot: the kernel's boot id, or `LOOPX_HOST_ID` when set, which names a
+/// pretend host for drills of several hosts on one machine (the processes of another "host"
+/// are then judged as on a real one: by their claims, not by `/proc`).
+fn host_boot() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| match std::env::var("LOOPX_HOST_ID") {
+        Ok(id) if !id.trim().is_empty() => format!("host:{}", id.trim()),
+        _ => std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_default(),
+    })
 }
 
 /// Whether the process `id` names still runs: same pid, start time and boot, and not a zombie.
