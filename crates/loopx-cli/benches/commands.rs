@@ -26,8 +26,42 @@ fn main() {
     };
     let runs = arg("--runs").unwrap_or(50) as usize;
     let events = arg("--events").unwrap_or(1_000_000);
+    let text = |name: &str| -> Option<String> { std::env::args().skip_while(|a| a != name).nth(1) };
+    let scales: Vec<u64> = text("--scales").map_or(vec![1_000, 100_000], |list| {
+        list.split(',')
+            .filter_map(|n| n.trim().parse().ok())
+            .collect()
+    });
+    // `--store-url postgres://…`: every project in a fresh schema of that database instead of
+    // a redb file (each scale filled afresh: a schema cannot be copied like a directory).
+    let store_url = text("--store-url");
     println!("| scale | command | median | p90 | runs |");
     println!("|---|---|---|---|---|");
+    if let Some(base) = &store_url {
+        let fresh = tempfile::tempdir().expect("temp dir");
+        use_database(fresh.path(), base);
+        setup(fresh.path());
+        add_todos(fresh.path(), runs as u64, 0);
+        measure_all("fresh (a few dozen todos), PostgreSQL", fresh.path(), runs);
+        for todos in scales {
+            let dir = tempfile::tempdir().expect("temp dir");
+            use_database(dir.path(), base);
+            setup(dir.path());
+            let started = Instant::now();
+            pad_events(dir.path(), events);
+            add_todos(dir.path(), todos, 0);
+            eprintln!(
+                "filled {events} events and {todos} todos in {:.1?}",
+                started.elapsed()
+            );
+            measure_all(
+                &format!("{todos} todos (all open), {events} events, PostgreSQL"),
+                dir.path(),
+                runs,
+            );
+        }
+        return;
+    }
     let fresh = tempfile::tempdir().expect("temp dir");
     setup(fresh.path());
     add_todos(fresh.path(), runs as u64, 0);
@@ -40,7 +74,7 @@ fn main() {
     let started = Instant::now();
     pad_events(base.path(), events);
     eprintln!("filled {events} events in {:.1?}", started.elapsed());
-    for todos in [1_000u64, 100_000] {
+    for todos in scales {
         let dir = tempfile::tempdir().expect("temp dir");
         copy_dir(base.path(), dir.path());
         let started = Instant::now();
@@ -67,9 +101,29 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Makes `dir` a project whose store is a fresh schema of the database at `base`.
+fn use_database(dir: &Path, base: &str) {
+    let schema = format!("bench{:016x}", fastrand::u64(..));
+    let mut client = postgres::Client::connect(base, postgres::NoTls).expect("database");
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .expect("schema");
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{sep}options=-csearch_path%3D{schema}");
+    std::fs::write(
+        dir.join(".loopx.url"),
+        format!("[store]\nurl = \"{url}\"\n"),
+    )
+    .expect("url");
+}
+
 /// A project with a goal and two agents.
 fn setup(dir: &Path) {
     let project = Project::create(dir).expect("project");
+    // A database project: `[store] url`, before the store is created.
+    if let Ok(config) = std::fs::read_to_string(dir.join(".loopx.url")) {
+        std::fs::write(project.state_dir().join("loopx.toml"), config).expect("config");
+    }
     let profile = include_str!("../../../profiles/executor.toml");
     std::fs::write(project.state_dir().join("profiles/executor.toml"), profile).expect("profile");
     let store = Store::create(&project, Timestamp::now(), ACTOR).expect("store");

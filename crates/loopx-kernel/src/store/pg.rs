@@ -30,7 +30,8 @@ use std::time::{Duration, Instant};
 
 use postgres::error::SqlState;
 use postgres::types::ToSql;
-use postgres::{Client, NoTls, Statement};
+use postgres::types::Type;
+use postgres::{Client, NoTls};
 
 use super::kv::{Key, KvRead, KvWrite, Range, Table, Visit};
 use crate::errors::{KernelError, StoreError};
@@ -113,21 +114,10 @@ pub fn listen(url: &str) -> Result<(Client, String), KernelError> {
     Ok((store.connect_alone()?, store.channel()))
 }
 
-/// One connection and its prepared statements.
+/// One connection. Statements go with their parameters' types (`query_typed`): one round trip
+/// each, with nothing prepared that a short-lived command would use once.
 struct Conn {
     client: Client,
-    statements: HashMap<String, Statement>,
-}
-
-impl Conn {
-    fn statement(&mut self, sql: &str) -> Result<Statement, postgres::Error> {
-        if let Some(statement) = self.statements.get(sql) {
-            return Ok(statement.clone());
-        }
-        let statement = self.client.prepare(sql)?;
-        self.statements.insert(sql.to_owned(), statement.clone());
-        Ok(statement)
-    }
 }
 
 /// The connections of one URL in this process.
@@ -157,10 +147,7 @@ impl Pool {
         let client = config
             .connect(NoTls)
             .map_err(|e| error(&self.shown, e, None))?;
-        Ok(Conn {
-            client,
-            statements: HashMap::new(),
-        })
+        Ok(Conn { client })
     }
 
     fn give(&self, conn: Conn) {
@@ -274,6 +261,28 @@ impl PgStore {
     /// project's notification channel.
     fn migrate(&self) -> Result<String, KernelError> {
         let mut conn = self.pool.take(self.wait)?;
+        // Almost always the layout is current: one statement says so.
+        let current = conn.client.query_typed_opt(
+            "SELECT current_schema()::text FROM loopx_migrations \
+             HAVING coalesce(max(version), 0) = $1",
+            &[(&(LAYOUT_VERSION as i32), Type::INT4)],
+        );
+        match current {
+            Ok(Some(row)) => {
+                self.pool.give(conn);
+                return Ok(format!("loopx:{}", row.get::<_, String>(0)));
+            }
+            // No table yet (a new database), or another version: the careful way below.
+            Ok(None) | Err(_) => {
+                if conn.client.is_closed() {
+                    return Err(StoreError::Unavailable {
+                        path: self.pool.shown.clone(),
+                        why: "the connection closed".to_owned(),
+                    }
+                    .into());
+                }
+            }
+        }
         let result = (|| -> Result<String, KernelError> {
             let mut txn = conn.client.transaction().map_err(|e| self.err(e))?;
             // Per schema, so that projects sharing a database do not wait on each other.
@@ -403,10 +412,7 @@ impl PgStore {
             .batch_execute(&format!(
                 "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {wait_ms}"
             ))
-            .and_then(|()| {
-                let statement = conn.statement(LOCK_SQL)?;
-                conn.client.query_one(&statement, &[])
-            });
+            .and_then(|()| conn.client.query_typed_one(LOCK_SQL, &[]));
         match begun {
             Ok(row) => Ok(PgTxn {
                 conn: RefCell::new(Some(conn)),
@@ -465,14 +471,15 @@ impl PgTxn {
 
     /// Commits, ringing every listener of the project.
     pub(crate) fn commit(self) -> Result<(), KernelError> {
-        let channel = self.store.channel();
-        let result = self.with(|conn| {
-            if self.db_now.is_some() {
-                conn.client
-                    .execute("SELECT pg_notify($1, '')", &[&channel])?;
-            }
-            conn.client.batch_execute("COMMIT")
-        });
+        // One round trip: the notification goes out when (and only if) the commit does.
+        let end = match self.db_now {
+            Some(_) => format!(
+                "SELECT pg_notify('{}', ''); COMMIT",
+                self.store.channel().replace('\'', "''")
+            ),
+            None => "COMMIT".to_owned(),
+        };
+        let result = self.with(|conn| conn.client.batch_execute(&end));
         self.finish(result.is_ok());
         result
     }
@@ -495,19 +502,17 @@ impl PgTxn {
     fn query(
         &self,
         sql: &str,
-        params: &[&(dyn ToSql + Sync)],
+        params: &[(&(dyn ToSql + Sync), Type)],
     ) -> Result<Vec<postgres::Row>, KernelError> {
-        self.with(|conn| {
-            let statement = conn.statement(sql)?;
-            conn.client.query(&statement, params)
-        })
+        self.with(|conn| conn.client.query_typed(sql, params))
     }
 
-    fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, KernelError> {
-        self.with(|conn| {
-            let statement = conn.statement(sql)?;
-            conn.client.execute(&statement, params)
-        })
+    fn execute(
+        &self,
+        sql: &str,
+        params: &[(&(dyn ToSql + Sync), Type)],
+    ) -> Result<u64, KernelError> {
+        self.with(|conn| conn.client.execute_typed(sql, params))
     }
 
     fn decode_key(&self, table: Table, bytes: &[u8]) -> Result<Key, KernelError> {
@@ -567,7 +572,10 @@ impl KvRead for PgTxn {
     fn get(&self, table: Table, key: &Key) -> Result<Option<Vec<u8>>, KernelError> {
         let rows = self.query(
             "SELECT value FROM loopx_rows WHERE tbl = $1 AND key = $2",
-            &[&table.number(), &key.ordered_bytes()],
+            &[
+                (&table.number(), Type::INT2),
+                (&key.ordered_bytes(), Type::BYTEA),
+            ],
         )?;
         Ok(rows.first().map(|row| row.get::<_, Vec<u8>>(0)))
     }
@@ -579,7 +587,7 @@ impl KvRead for PgTxn {
         let wanted: Vec<Vec<u8>> = keys.iter().map(Key::ordered_bytes).collect();
         let rows = self.query(
             "SELECT key, value FROM loopx_rows WHERE tbl = $1 AND key = ANY($2)",
-            &[&table.number(), &wanted],
+            &[(&table.number(), Type::INT2), (&wanted, Type::BYTEA_ARRAY)],
         )?;
         let mut found: HashMap<Vec<u8>, Vec<u8>> = rows
             .into_iter()
@@ -601,16 +609,16 @@ impl KvRead for PgTxn {
         let mut page: i64 = 32;
         loop {
             let mut sql = "SELECT key, value FROM loopx_rows WHERE tbl = $1".to_owned();
-            let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(4);
+            let mut params: Vec<(&(dyn ToSql + Sync), Type)> = Vec::with_capacity(4);
             let number = table.number();
-            params.push(&number);
+            params.push((&number, Type::INT2));
             if let Some(clause) = bound_sql(&lo, true, params.len() + 1) {
                 sql.push_str(&clause);
-                params.push(bound_value(&lo).expect("bounded"));
+                params.push((bound_value(&lo).expect("bounded"), Type::BYTEA));
             }
             if let Some(clause) = bound_sql(&hi, false, params.len() + 1) {
                 sql.push_str(&clause);
-                params.push(bound_value(&hi).expect("bounded"));
+                params.push((bound_value(&hi).expect("bounded"), Type::BYTEA));
             }
             sql.push_str(if newest_first {
                 " ORDER BY key DESC"
@@ -618,7 +626,7 @@ impl KvRead for PgTxn {
                 " ORDER BY key"
             });
             sql.push_str(&format!(" LIMIT ${}", params.len() + 1));
-            params.push(&page);
+            params.push((&page, Type::INT8));
             let rows = self.query(&sql, &params)?;
             let full = rows.len() as i64 == page;
             let mut last = None;
@@ -645,7 +653,7 @@ impl KvRead for PgTxn {
     fn len(&self, table: Table) -> Result<u64, KernelError> {
         let rows = self.query(
             "SELECT count(*) FROM loopx_rows WHERE tbl = $1",
-            &[&table.number()],
+            &[(&table.number(), Type::INT2)],
         )?;
         Ok(rows
             .first()
@@ -658,7 +666,11 @@ impl KvWrite for PgTxn {
         self.execute(
             "INSERT INTO loopx_rows (tbl, key, value) VALUES ($1, $2, $3) \
              ON CONFLICT (tbl, key) DO UPDATE SET value = excluded.value",
-            &[&table.number(), &key.ordered_bytes(), &value],
+            &[
+                (&table.number(), Type::INT2),
+                (&key.ordered_bytes(), Type::BYTEA),
+                (&value, Type::BYTEA),
+            ],
         )
         .map(drop)
     }
@@ -666,13 +678,19 @@ impl KvWrite for PgTxn {
     fn remove(&self, table: Table, key: &Key) -> Result<bool, KernelError> {
         Ok(self.execute(
             "DELETE FROM loopx_rows WHERE tbl = $1 AND key = $2",
-            &[&table.number(), &key.ordered_bytes()],
+            &[
+                (&table.number(), Type::INT2),
+                (&key.ordered_bytes(), Type::BYTEA),
+            ],
         )? > 0)
     }
 
     fn clear(&self, table: Table) -> Result<(), KernelError> {
-        self.execute("DELETE FROM loopx_rows WHERE tbl = $1", &[&table.number()])
-            .map(drop)
+        self.execute(
+            "DELETE FROM loopx_rows WHERE tbl = $1",
+            &[(&table.number(), Type::INT2)],
+        )
+        .map(drop)
     }
 }
 
