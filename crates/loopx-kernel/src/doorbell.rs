@@ -115,6 +115,9 @@ fn listen_to_database(url: String, bell: PathBuf, stop: Arc<AtomicBool>) {
                     std::thread::sleep(Duration::from_secs(1));
                     continue;
                 }
+                // Commits between the bind (or a lost connection) and this LISTEN rang nobody:
+                // one ring now makes the sleeper look again.
+                let _ = sender.send_to(b"!", &bell);
                 while !stop.load(Ordering::Relaxed) {
                     let next = client
                         .notifications()

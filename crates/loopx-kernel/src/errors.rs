@@ -240,6 +240,8 @@ pub enum Conflict {
     },
     #[error("slice {slice} has already ended")]
     SliceEnded { slice: String },
+    #[error("slice {slice}'s claim is live until {until}: its supervisor renewed it")]
+    ClaimLive { slice: String, until: Timestamp },
     #[error("{todo} already has a running slice, {slice}: one slice at a time per todo")]
     SliceRunning { todo: TodoId, slice: String },
     #[error("`{agent}` is already planning in slice {slice}: one planning slice at a time")]

@@ -25,12 +25,7 @@ impl Timestamp {
     /// The current wall-clock time: this machine's, moved onto the shared store's clock once
     /// that is known to differ (see [`adjust_clock`]).
     pub fn now() -> Self {
-        let since = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        let ms = i128::try_from(since.as_millis()).unwrap_or(i128::MAX)
-            + i128::from(*HOST_SKEW_MS.get_or_init(host_skew))
-            + i128::from(CLOCK_OFFSET_MS.load(Ordering::Relaxed));
+        let ms = i128::from(host_now().0) + i128::from(CLOCK_OFFSET_MS.load(Ordering::Relaxed));
         Timestamp(u64::try_from(ms.max(0)).unwrap_or(u64::MAX))
     }
 
@@ -110,11 +105,21 @@ fn host_skew() -> i64 {
         .unwrap_or(0)
 }
 
-/// Moves this process's wall clock by `ms`: a store on a database server found this host's
-/// clock that far behind its own (`store/pg.rs`), and every host must agree on when a lease
-/// ends.
-pub fn adjust_clock(ms: i64) {
-    CLOCK_OFFSET_MS.fetch_add(ms, Ordering::Relaxed);
+/// This host's wall clock (with `LOOPX_CLOCK_SKEW_MS`), before any move onto a store's clock.
+pub fn host_now() -> Timestamp {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let ms = i128::try_from(since.as_millis()).unwrap_or(i128::MAX)
+        + i128::from(*HOST_SKEW_MS.get_or_init(host_skew));
+    Timestamp(u64::try_from(ms.max(0)).unwrap_or(u64::MAX))
+}
+
+/// Puts this process's wall clock `ms` from the host's: a store on a database server found
+/// this host's clock that far behind its own (`store/pg.rs`), and every host must agree on
+/// when a lease ends.
+pub fn set_clock_offset(ms: i64) {
+    CLOCK_OFFSET_MS.store(ms, Ordering::Relaxed);
 }
 
 /// The latest time loopx stores: leases, holds and windows further out are refused as input.

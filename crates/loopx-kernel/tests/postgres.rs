@@ -122,7 +122,9 @@ fn a_host_with_a_wrong_clock_writes_the_database_s_time() {
         db_now.0
     );
     // One within a second of the database keeps its own time (exact times on one host).
-    let close = loopx_kernel::Timestamp(db_now.0 + 400);
+    // (Read after the probe's write: a time before it would be moved up to it.)
+    let db_after = f.store.database_now().expect("now").expect("db");
+    let close = loopx_kernel::Timestamp(db_after.0 + 400);
     f.store
         .apply(add_agent("close"), HUMAN, close)
         .expect("register");

@@ -86,7 +86,15 @@ pub fn recover_in(project: &Project, world: &World) -> Result<Vec<Recovered>, Su
         let Some(why) = why else {
             continue;
         };
-        if let Some(recovered) = close(project, world, owner.as_ref(), &slice, &why)? {
+        let another_host = owner
+            .as_ref()
+            .is_some_and(|o| shared && o.boot_id != world.me.boot_id);
+        let closed = if another_host {
+            close_lapsed(project, world, owner.as_ref(), &slice, &why)?
+        } else {
+            close(project, world, owner.as_ref(), &slice, &why)?
+        };
+        if let Some(recovered) = closed {
             out.push(recovered);
         }
     }
@@ -205,6 +213,53 @@ fn close(
         Err(KernelError::Conflict(Conflict::SliceEnded { .. })) => Ok(None),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Closes another host's slice, in one transaction with the check that its claim has lapsed
+/// by the store's clock (a renewal that committed after recovery read the lease wins), and only
+/// then stops whatever of it runs here (nothing, on a real other host).
+fn close_lapsed(
+    project: &Project,
+    world: &World,
+    owner: Option<&ProcessIdentity>,
+    slice: &SliceRecord,
+    why: &str,
+) -> Result<Option<Recovered>, SupervisorError> {
+    let ops = vec![
+        Op::ClaimLapsed { slice: slice.id },
+        Op::SliceInterrupt {
+            slice: slice.id,
+            reason: why.to_owned(),
+            exit: Some("host gone".into()),
+            output_bytes: 0,
+            usage: None,
+        },
+    ];
+    let store = Store::open(project)?;
+    let released = match store.apply_all(ops, "loopx:recovery", world.clock.now()) {
+        Ok(applied) => match applied.last() {
+            Some(Applied::Interrupted { released, .. }) => *released,
+            other => unreachable!("an interrupt yields the slice, not {other:?}"),
+        },
+        // Renewed meanwhile, or a peer recovered it first.
+        Err(KernelError::Conflict(Conflict::ClaimLive { .. } | Conflict::SliceEnded { .. })) => {
+            return Ok(None);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    drop(store);
+    let marker = marker(project.root(), slice.id);
+    let swept = loopx_pty::stop_orphaned_slice(None, &marker, GRACE);
+    crate::slice::remove_room(marker.as_str());
+    Ok(Some(Recovered {
+        slice: slice.id.to_string(),
+        agent: slice.agent.to_string(),
+        todo: slice.todo.map(|t| t.to_string()),
+        supervisor_pid: owner.map(|o| o.pid),
+        stopped: swept.found,
+        survivors: swept.survivors,
+        released,
+    }))
 }
 
 #[cfg(test)]

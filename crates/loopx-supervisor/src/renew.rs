@@ -89,14 +89,17 @@ impl Renewal {
         let thread = std::thread::Builder::new()
             .name("loopx-renew".into())
             .spawn(move || {
-                // The claim lasts until about a ttl after it was last taken or renewed.
+                // The claim lasts until about a ttl after it was last taken or renewed; this
+                // thread starts after the claim, so the first deadline is already short of it.
                 let mut renewed_at = clock.monotonic();
                 while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(every) {
+                    let tried_at = clock.monotonic();
                     let outcome = match renew_once(&project, &clock, &agent, todo, epoch, ttl) {
                         // No renewal left before the claim runs out (the store, or its
                         // database on another host, stayed unreachable): a peer may take the
                         // todo once it has, and two agents must never work on one todo.
-                        Renewed::Failed(why) if clock.monotonic() + every >= renewed_at + ttl => {
+                        // The next try (and the time it takes) would come after that.
+                        Renewed::Failed(why) if clock.monotonic() + 2 * every >= renewed_at + ttl => {
                             Renewed::Lost(format!(
                                 "its claim could not be renewed before it ran out ({why})"
                             ))
@@ -104,7 +107,7 @@ impl Renewal {
                         other => other,
                     };
                     match outcome {
-                        Renewed::Kept => renewed_at = clock.monotonic(),
+                        Renewed::Kept => renewed_at = tried_at,
                         Renewed::Finished => return,
                         Renewed::Lost(why) => {
                             tracing::warn!(%todo, error = %why, "the slice lost its claim; stopping it");

@@ -145,6 +145,14 @@ impl WriteTxn {
     /// `PgStore::open`; this catches a time read before that.) A time behind is taken as it is:
     /// a caller reads the clock before it queues for the lock, and simulations replay the past.
     /// redb has one host: its times stand.
+    /// The database's clock when this write took the writer lock (PostgreSQL).
+    pub(crate) fn db_now(&self) -> Option<crate::time::Timestamp> {
+        match self {
+            WriteTxn::Pg(txn) => txn.db_now(),
+            WriteTxn::Redb { .. } => None,
+        }
+    }
+
     pub(crate) fn corrected(&self, now: crate::time::Timestamp) -> crate::time::Timestamp {
         let WriteTxn::Pg(txn) = self else {
             return now;
@@ -170,12 +178,27 @@ pub fn store_url(project: &Project) -> Result<Option<String>, KernelError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(StoreError::io(&path, source).into()),
     };
-    // Only `[store]` is read here; the rest of the file is checked where it is used.
-    let Ok(doc) = text.parse::<toml::Table>() else {
-        return Ok(None);
-    };
+    // Only `[store]` is read here; the rest of the file is checked where it is used. A file
+    // that does not parse is an error: guessing "no [store]" would quietly use a stale
+    // `.loopx/state.redb` of a project that moved to a database.
+    let doc = text
+        .parse::<toml::Table>()
+        .map_err(|e| StoreError::Config {
+            path: path.clone(),
+            why: format!(
+                "it does not parse, so where the store is cannot be told ({})",
+                e.message()
+            ),
+        })?;
     let Some(store) = doc.get("store") else {
         return Ok(None);
+    };
+    let Some(store) = store.as_table() else {
+        return Err(StoreError::Config {
+            path,
+            why: "`store` must be a table: [store] with url = \"postgres://…\"".to_owned(),
+        }
+        .into());
     };
     match store.get("url") {
         None => Ok(None),
@@ -272,15 +295,15 @@ impl Store {
         actor: &str,
     ) -> Result<Store, KernelError> {
         let store = Store::on_pg(project, url, OpenOptions::default())?;
+        // Checked and created in one transaction: two hosts running `init` at once make one
+        // project, never two halves of one.
         let txn = store.begin_write()?;
-        let existing = txn.with_kv(|kv| kv.meta(SCHEMA_KEY))?;
-        txn.abort()?;
-        match existing {
-            None => store.initialise(now, actor)?,
-            Some(_) => {
-                store.check_schema()?;
-            }
+        if txn.with_kv(|kv| kv.meta(SCHEMA_KEY))?.is_some() {
+            txn.abort()?;
+            store.check_schema()?;
+            return Ok(store);
         }
+        store.initialise_in(txn, now, actor)?;
         Ok(store)
     }
 
@@ -594,7 +617,16 @@ impl Store {
     }
 
     fn initialise(&self, now: crate::time::Timestamp, actor: &str) -> Result<(), KernelError> {
-        let txn = self.begin_write()?;
+        self.initialise_in(self.begin_write()?, now, actor)
+    }
+
+    /// Writes a new store's tables, counters and first event in `txn`, and commits it.
+    fn initialise_in(
+        &self,
+        txn: WriteTxn,
+        now: crate::time::Timestamp,
+        actor: &str,
+    ) -> Result<(), KernelError> {
         let now = txn.corrected(now);
         txn.with_kv(|kv| -> Result<(), KernelError> {
             // Create every table now, so that readers never meet a missing one.

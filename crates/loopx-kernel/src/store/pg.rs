@@ -63,40 +63,38 @@ pub fn is_postgres_url(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 
-/// `url` without its password, for messages and `Store::path`.
+/// `url` as shown in messages and `Store::path`: rebuilt from what the URL parses into (user,
+/// hosts, ports, database, options), so that no way of writing a password in it (`:` in the
+/// user part, `?password=`, percent-encoded, `/` or `@` inside it) survives.
 pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
+    let Ok(config) = url.parse::<postgres::Config>() else {
+        return "postgres://(a URL that does not parse)".to_owned();
     };
-    let (authority, tail) = match rest.find(['/', '?']) {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    let Some((user_info, host)) = authority.rsplit_once('@') else {
-        return redact_query(url);
-    };
-    let user = user_info.split(':').next().unwrap_or("");
-    let shown = if user_info.contains(':') {
-        format!("{scheme}://{user}:***@{host}{tail}")
+    let user = config.get_user().unwrap_or("");
+    let at = if user.is_empty() { "" } else { "@" };
+    let password = if config.get_password().is_some() {
+        ":***"
     } else {
-        format!("{scheme}://{user}@{host}{tail}")
+        ""
     };
-    redact_query(&shown)
-}
-
-/// A `password=` query parameter, hidden.
-fn redact_query(url: &str) -> String {
-    let Some((head, query)) = url.split_once('?') else {
-        return url.to_owned();
-    };
-    let query: Vec<String> = query
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some((name, _)) if name.eq_ignore_ascii_case("password") => format!("{name}=***"),
-            _ => pair.to_owned(),
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .zip(config.get_ports().iter().chain(std::iter::repeat(&5432)))
+        .map(|(host, port)| match host {
+            postgres::config::Host::Tcp(name) => format!("{name}:{port}"),
+            postgres::config::Host::Unix(path) => format!("[{}]:{port}", path.display()),
         })
         .collect();
-    format!("{head}?{}", query.join("&"))
+    let db = config.get_dbname().unwrap_or("");
+    let options = config
+        .get_options()
+        .map(|o| format!("?options={}", o.replace(' ', "%20").replace('=', "%3D")))
+        .unwrap_or_default();
+    format!(
+        "postgres://{user}{password}{at}{}/{db}{options}",
+        hosts.join(",")
+    )
 }
 
 /// The password in `url`, if any (the redactor hides it wherever it appears).
@@ -142,6 +140,11 @@ impl Pool {
         if let Some(conn) = idle.filter(|c| !c.client.is_closed()) {
             return Ok(conn);
         }
+        self.fresh(wait)
+    }
+
+    /// A new connection, never a pooled one.
+    fn fresh(&self, wait: Duration) -> Result<Conn, KernelError> {
         let mut config = self.config.clone();
         config.connect_timeout(wait.max(Duration::from_secs(1)));
         let client = config
@@ -195,6 +198,15 @@ fn error(shown: &std::path::Path, e: postgres::Error, waited: Option<Instant>) -
     }
 }
 
+/// The project's notification channel: a digest of its schema's name, so that it is short
+/// (PostgreSQL limits channel names to 63 bytes) and needs no quoting.
+fn channel_of(schema: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(schema.as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("loopx_{hex}")
+}
+
 /// A project's store on PostgreSQL: where it is and how to reach it.
 #[derive(Clone)]
 pub(crate) struct PgStore {
@@ -229,6 +241,16 @@ impl PgStore {
                         config.password(password);
                     }
                     config.application_name("loopx");
+                    // A silent network (a partition, a laptop asleep) must fail a call within
+                    // seconds, not after the kernel's retransmissions (~15 min): a blocked
+                    // renewal could otherwise outlive its claim, and a held writer lock would
+                    // stall every host.
+                    config
+                        .tcp_user_timeout(Duration::from_secs(10))
+                        .keepalives(true)
+                        .keepalives_idle(Duration::from_secs(5))
+                        .keepalives_interval(Duration::from_secs(2))
+                        .keepalives_retries(3);
                     let pool = Arc::new(Pool {
                         config,
                         shown: shown.clone(),
@@ -270,7 +292,7 @@ impl PgStore {
         match current {
             Ok(Some(row)) => {
                 self.pool.give(conn);
-                return Ok(format!("loopx:{}", row.get::<_, String>(0)));
+                return Ok(channel_of(&row.get::<_, String>(0)));
             }
             // No table yet (a new database), or another version: the careful way below.
             Ok(None) | Err(_) => {
@@ -326,7 +348,7 @@ impl PgStore {
                 .map_err(|e| self.err(e))?
                 .get(0);
             txn.commit().map_err(|e| self.err(e))?;
-            Ok(format!("loopx:{schema}"))
+            Ok(channel_of(&schema))
         })();
         self.pool.give(conn);
         result
@@ -335,13 +357,15 @@ impl PgStore {
     /// Puts this process's clock on the database's when they differ by more than
     /// [`TRUSTED_SKEW`]: every host then judges leases, holds and windows by one clock.
     fn follow_database_clock(&self) -> Result<(), KernelError> {
-        let before = Timestamp::now();
+        // Against this host's own clock (not one already moved): measuring twice, from two
+        // threads, sets the same offset instead of adding it twice.
+        let before = crate::time::host_now();
         let db = self.now()?;
-        let after = Timestamp::now();
+        let after = crate::time::host_now();
         let local = i128::from(before.0) + (i128::from(after.0) - i128::from(before.0)) / 2;
         let offset = i128::from(db.0) - local;
         if offset.unsigned_abs() > TRUSTED_SKEW.as_millis() {
-            crate::time::adjust_clock(i64::try_from(offset).unwrap_or(0));
+            crate::time::set_clock_offset(i64::try_from(offset).unwrap_or(0));
         }
         Ok(())
     }
@@ -387,12 +411,12 @@ impl PgStore {
 
     /// A consistent snapshot.
     pub(crate) fn begin_read(&self) -> Result<PgTxn, KernelError> {
+        const BEGIN: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
         let mut conn = self.pool.take(self.wait)?;
-        if let Err(e) = conn
-            .client
-            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        {
-            return Err(self.err(e));
+        if conn.client.batch_execute(BEGIN).is_err() {
+            // A pooled connection the server closed meanwhile: once more on a new one.
+            conn = self.pool.fresh(self.wait)?;
+            conn.client.batch_execute(BEGIN).map_err(|e| self.err(e))?;
         }
         Ok(PgTxn {
             conn: RefCell::new(Some(conn)),
@@ -405,14 +429,24 @@ impl PgStore {
     /// wait for it).
     pub(crate) fn begin_write(&self) -> Result<PgTxn, KernelError> {
         let started = Instant::now();
-        let mut conn = self.pool.take(self.wait)?;
         let wait_ms = self.wait.as_millis().max(1);
-        let begun = conn
-            .client
-            .batch_execute(&format!(
-                "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {wait_ms}"
-            ))
-            .and_then(|()| conn.client.query_typed_one(LOCK_SQL, &[]));
+        // The server ends a writer that goes quiet inside its transaction (its host died with
+        // the lock held): the other hosts wait at most that long.
+        let idle_ms = (wait_ms * 2).max(10_000);
+        let begin = format!(
+            "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {wait_ms}; \
+             SET LOCAL idle_in_transaction_session_timeout = {idle_ms}"
+        );
+        let mut conn = self.pool.take(self.wait)?;
+        if conn.client.batch_execute(&begin).is_err() {
+            // A pooled connection the server closed meanwhile (a restart): nothing was sent
+            // that counts, so once more on a new one.
+            conn = self.pool.fresh(self.wait)?;
+            conn.client
+                .batch_execute(&begin)
+                .map_err(|e| error(&self.pool.shown, e, Some(started)))?;
+        }
+        let begun = conn.client.query_typed_one(LOCK_SQL, &[]);
         match begun {
             Ok(row) => Ok(PgTxn {
                 conn: RefCell::new(Some(conn)),
@@ -481,7 +515,18 @@ impl PgTxn {
         };
         let result = self.with(|conn| conn.client.batch_execute(&end));
         self.finish(result.is_ok());
-        result
+        match result {
+            // The connection went away during the commit: it may have been recorded or not, so
+            // this is not an error to retry (a retry could apply the change twice).
+            Err(KernelError::Store(StoreError::Unavailable { path, why })) if self.db_now.is_some() => {
+                Err(StoreError::Database {
+                    path,
+                    why: format!("the connection was lost during the commit, so the change may or may not have been recorded ({why}); `loopx log` shows which"),
+                }
+                .into())
+            }
+            other => other,
+        }
     }
 
     /// Rolls back.
@@ -706,9 +751,25 @@ mod tests {
         );
         assert_eq!(
             redact_url("postgresql://ann@127.0.0.1/p?password=hunter22&sslmode=disable"),
-            "postgresql://ann@127.0.0.1/p?password=***&sslmode=disable"
+            "postgres://ann:***@127.0.0.1:5432/p"
         );
-        assert_eq!(redact_url("postgres://h/db"), "postgres://h/db");
+        assert_eq!(redact_url("postgres://h/db"), "postgres://h:5432/db");
+        // However the password is written, it never shows.
+        for url in [
+            "postgres://loopx:ab/cd@db/loopx",
+            "postgres://loopx:a%40b@db/loopx",
+            "postgres://loopx@db/loopx?pass%77ord=hunter22",
+            "postgres://loopx:x?y@db/loopx",
+        ] {
+            let shown = redact_url(url);
+            for secret in ["ab/cd", "a@b", "a%40b", "hunter22", "x?y"] {
+                assert!(!shown.contains(secret), "{url} shown as {shown}");
+            }
+        }
+        assert_eq!(
+            redact_url("postgres://u@h/db?options=-csearch_path%3Dproj"),
+            "postgres://u@h:5432/db?options=-csearch_path%3Dproj"
+        );
         assert_eq!(
             url_password("postgres://loopx:s3cr3t-pass@db.example:5432/loopx").as_deref(),
             Some("s3cr3t-pass")

@@ -19,6 +19,8 @@ pub(crate) struct Writer<'t> {
     pub(super) kv: &'t dyn KvWrite,
     pub(crate) now: Timestamp,
     pub(crate) actor: &'t str,
+    /// The database's clock when this transaction took the writer lock (PostgreSQL).
+    pub(crate) db_now: Option<Timestamp>,
 }
 
 impl<'t> Writer<'t> {
@@ -39,7 +41,18 @@ impl<'t> Writer<'t> {
         } else {
             now
         };
-        Ok(Writer { kv, now, actor })
+        Ok(Writer {
+            kv,
+            now,
+            actor,
+            db_now: None,
+        })
+    }
+
+    /// The time by the store's own clock: the database's on PostgreSQL (every host agrees on
+    /// it), else this transaction's `now`.
+    pub(crate) fn store_now(&self) -> Timestamp {
+        self.db_now.unwrap_or(self.now)
     }
 
     pub(crate) fn get<T: DeserializeOwned>(

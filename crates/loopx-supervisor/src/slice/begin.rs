@@ -252,6 +252,11 @@ pub(crate) fn lease_ttl(setup: &AgentSetup) -> Duration {
 /// [`LEASE_MAX`], or `LOOPX_LEASE_MAX` (a duration such as `2m`; at least a second): shorter
 /// frees a dead supervisor's todo sooner, at the cost of more renewals.
 pub(crate) fn lease_max() -> Duration {
+    static MAX: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *MAX.get_or_init(read_lease_max)
+}
+
+fn read_lease_max() -> Duration {
     let Some(text) = std::env::var("LOOPX_LEASE_MAX")
         .ok()
         .filter(|t| !t.is_empty())

@@ -303,9 +303,23 @@ pub(crate) fn slice_redactor(plan: &LaunchPlan) -> loopx_kernel::Redactor {
                 && !value.contains(":/")
         })
         .fold(
-            loopx_kernel::Redactor::for_process_env(&plan.secret_env_names),
+            store_password_hidden(loopx_kernel::Redactor::for_process_env(
+                &plan.secret_env_names,
+            )),
             |redactor, (_, value)| redactor.with_value(value),
         )
+}
+
+/// Also hides the password of the store's database URL (`LOOPX_STORE_URL` is loopx's own, so
+/// the rule above passes it over, and a URL is skipped as a value).
+fn store_password_hidden(redactor: loopx_kernel::Redactor) -> loopx_kernel::Redactor {
+    match std::env::var("LOOPX_STORE_URL")
+        .ok()
+        .and_then(|url| loopx_kernel::store::pg::url_password(&url))
+    {
+        Some(password) => redactor.with_value(password),
+        None => redactor,
+    }
 }
 
 /// What this kernel does not offer, in words.

@@ -113,16 +113,20 @@ pub(crate) fn process_identity(pid: u32) -> ProcessIdentity {
     }
 }
 
-/// This host and boot: the kernel's boot id, or `LOOPX_HOST_ID` when set, which names a
-/// pretend host for drills of several hosts on one machine (the processes of another "host"
-/// are then judged as on a real one: by their claims, not by `/proc`).
+/// This host and boot: the kernel's boot id, followed by `/NAME` when `LOOPX_HOST_ID` names a
+/// pretend host, for drills of several hosts on one machine: on a shared store the slices of
+/// another such "host" are judged as on a real one (by their claims, not by `/proc`). The
+/// machine's boot id stays first, so two machines given one name still differ.
 fn host_boot() -> &'static str {
     static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    HOST.get_or_init(|| match std::env::var("LOOPX_HOST_ID") {
-        Ok(id) if !id.trim().is_empty() => format!("host:{}", id.trim()),
-        _ => std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+    HOST.get_or_init(|| {
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
             .map(|s| s.trim().to_owned())
-            .unwrap_or_default(),
+            .unwrap_or_default();
+        match std::env::var("LOOPX_HOST_ID") {
+            Ok(id) if !id.trim().is_empty() => format!("{boot}/{}", id.trim()),
+            _ => boot,
+        }
     })
 }
 
@@ -136,7 +140,15 @@ pub(crate) fn is_alive(id: &ProcessIdentity) -> bool {
         .rfind(')')
         .and_then(|end| stat[end + 1..].split_whitespace().next());
     let dead = matches!(state, Some("Z" | "X" | "x"));
-    !dead && id.start_ticks != 0 && process_identity(id.pid) == *id
+    let now = process_identity(id.pid);
+    // The machine's boot, without a pretend host's name (`LOOPX_HOST_ID`): a process of this
+    // machine is seen in `/proc` whichever name its supervisor gave itself.
+    let boot = |b: &str| b.split('/').next().unwrap_or("").to_owned();
+    !dead
+        && id.start_ticks != 0
+        && now.pid == id.pid
+        && now.start_ticks == id.start_ticks
+        && boot(&now.boot_id) == boot(&id.boot_id)
 }
 
 /// Field 22 of a `/proc/<pid>/stat` line. The command name (field 2) may hold spaces and

@@ -342,6 +342,13 @@ pub enum Op {
         todo: Option<TodoId>,
         epoch: Option<u64>,
     },
+    /// Refuses unless `slice` is running and the claim it works under has lapsed (its lease
+    /// ended by the store's clock, or the claim moved on); writes nothing. Recovery puts it
+    /// before its interrupt of another host's slice, so that a renewal committed after
+    /// recovery read the lease keeps the slice alive (`Conflict::ClaimLive`).
+    ClaimLapsed {
+        slice: SliceId,
+    },
     /// Admit one slice against the agent's quota, recording it; refused when quota says wait.
     QuotaAdmit(super::quota::QuotaRequest),
     /// Record usage known after a slice ran (may overspend: the excess becomes debt).
@@ -399,6 +406,7 @@ impl Op {
             Op::TodoFinish { .. } => "done",
             Op::SliceStart(_) | Op::SliceBegin(_) => "slice start",
             Op::InSlice { .. } => "report",
+            Op::ClaimLapsed { .. } => "recover",
             _ => "change",
         }
     }
@@ -462,6 +470,7 @@ impl Op {
             | Op::GateWithdraw { .. }
             | Op::SliceSpawned { .. }
             | Op::InSlice { .. }
+            | Op::ClaimLapsed { .. }
             | Op::QuotaAdmit(_)
             | Op::QuotaCharge(_)
             | Op::QuotaResume { .. } => {}
@@ -531,6 +540,7 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             todo,
             epoch,
         } => slice::in_slice(w, slice, &agent, todo, epoch),
+        Op::ClaimLapsed { slice } => slice::claim_lapsed(w, slice),
         Op::QuotaAdmit(req) => super::quota::spend(w, req, true),
         Op::QuotaCharge(req) => super::quota::spend(w, req, false),
         Op::QuotaHold {
@@ -654,10 +664,12 @@ impl Store {
         let crash_after = crate::fault::before_write(&self.path, action).map_err(whole)?;
         let txn = self.begin_write().map_err(whole)?;
         let now = txn.corrected(now);
+        let db_now = txn.db_now();
         let mut applied = Vec::with_capacity(ops.len());
         let mut failure = None;
         txn.with_kv(|kv| -> Result<(), BatchError> {
-            let writer = Writer::new(kv, now, actor).map_err(whole)?;
+            let mut writer = Writer::new(kv, now, actor).map_err(whole)?;
+            writer.db_now = db_now;
             for (index, op) in ops.iter().enumerate() {
                 match dispatch(&writer, op.clone()) {
                     Ok(record) => applied.push(record),

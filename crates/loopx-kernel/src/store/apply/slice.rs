@@ -290,6 +290,31 @@ pub(super) fn interrupt(
     })
 }
 
+/// Checks that the claim slice `id` works under has lapsed (see
+/// [`Op::ClaimLapsed`](super::op::Op)), by the store's clock: the database's on PostgreSQL.
+pub(super) fn claim_lapsed(w: &Writer<'_>, id: SliceId) -> Result<Applied, KernelError> {
+    let record: SliceRecord = w.require(tables::SLICES, id.0, "slice", id)?;
+    if record.ended_at.is_some() {
+        return Err(Conflict::SliceEnded {
+            slice: id.to_string(),
+        }
+        .into());
+    }
+    if let (Some(todo), Some(epoch)) = (record.todo, record.epoch) {
+        let current: Todo = w.require(tables::TODOS, todo.0, "todo", todo)?;
+        if let Some(lease) = current.lease.as_ref().filter(|l| l.epoch == epoch)
+            && lease.is_live(w.store_now())
+        {
+            return Err(Conflict::ClaimLive {
+                slice: id.to_string(),
+                until: lease.expires_at,
+            }
+            .into());
+        }
+    }
+    Ok(Applied::Slice(record))
+}
+
 /// Checks that a write from inside `id` may go ahead (see [`Op::InSlice`](super::op::Op)).
 pub(super) fn in_slice(
     w: &Writer<'_>,
