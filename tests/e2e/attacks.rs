@@ -90,7 +90,10 @@ fn an_agent_cannot_answer_a_gate_or_act_as_a_person() {
     assert_eq!(gate["gate"]["state"], "open", "{gate}");
     let t2 = loopx.ok(&["todo", "show", "t2", "--json"]).json();
     assert_eq!(t2["todo"]["state"], "open", "{t2}");
-    assert!(!loopx.path().join(".loopx/loopx.toml").exists());
+    // The agent could not plant a notification command (the file may hold `[store]`).
+    let config =
+        std::fs::read_to_string(loopx.path().join(".loopx/loopx.toml")).unwrap_or_default();
+    assert!(!config.contains("[notify]"), "{config}");
 }
 
 /// `/proc/$PPID/environ` (the `loopx run` process) held `MY_DB_PASSWORD`, which the agent's own
@@ -261,11 +264,7 @@ fn a_withheld_value_the_agent_prints_is_masked_everywhere() {
 #[test]
 fn a_notification_command_runs_only_after_a_person_approved_it() {
     let loopx = attacker("echo fine");
-    std::fs::write(
-        loopx.path().join(".loopx/loopx.toml"),
-        "[notify]\ncommand = \"touch notified.txt\"\n",
-    )
-    .expect("config");
+    loopx.write_config("[notify]\ncommand = \"touch notified.txt\"\n");
     loopx.ok(&[
         "gate",
         "ask",
@@ -302,11 +301,7 @@ fn a_notification_command_runs_only_after_a_person_approved_it() {
         "approved: it runs"
     );
     // Any change to the command asks again.
-    std::fs::write(
-        loopx.path().join(".loopx/loopx.toml"),
-        "[notify]\ncommand = \"touch notified.txt; touch evil.txt\"\n",
-    )
-    .expect("config");
+    loopx.write_config("[notify]\ncommand = \"touch notified.txt; touch evil.txt\"\n");
     let run = loopx.run(&["run", "--on-gate", "exit"]);
     assert!(
         run.stderr.contains("waits for a person's approval in q3"),

@@ -329,11 +329,7 @@ fn people_at_work(fields: &mut JsonFields) {
 /// `loopx run`, once and as a loop, with the demo agent, a broken agent and notifications.
 fn agents_at_work(fields: &mut JsonFields) {
     let loopx = crate::run_once::project();
-    std::fs::write(
-        loopx.path().join(".loopx/loopx.toml"),
-        "[notify]\ncommand = \"cat >> notified.jsonl\"\n",
-    )
-    .expect("config");
+    loopx.write_config("[notify]\ncommand = \"cat >> notified.jsonl\"\n");
     crate::support::approve_notifications(&loopx);
     loopx.ok(&["agent", "add", "broken", "--profile", "executor"]);
     std::fs::write(

@@ -110,11 +110,7 @@ fn gate_context_keeps_its_indentation_and_titles_stay_on_one_line() {
 #[test]
 fn a_gate_loopx_opened_says_so() {
     let loopx = Loopx::new();
-    std::fs::write(
-        loopx.path().join(".loopx/loopx.toml"),
-        "[notify]\ncommand = \"true\"\ntimeout = \"1s\"\n",
-    )
-    .expect("config");
+    loopx.write_config("[notify]\ncommand = \"true\"\ntimeout = \"1s\"\n");
     let project = loopx_kernel::Project::at(loopx.path()).expect("the project");
     loopx_supervisor::Notifier::load(&project)
         .expect("loopx.toml loads")

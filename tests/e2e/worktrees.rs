@@ -302,11 +302,7 @@ done_"#;
 fn a_failing_land_check_keeps_the_todo_from_landing() {
     let loopx = git_project();
     // The check runs on each todo's branch merged with the goal's, contained like a slice.
-    std::fs::write(
-        loopx.path().join(".loopx/loopx.toml"),
-        "[land]\ncheck = \"! grep -rq bad src/ && touch src/check-ran\"\n",
-    )
-    .expect("config");
+    loopx.write_config("[land]\ncheck = \"! grep -rq bad src/ && touch src/check-ran\"\n");
     let body = r#"case "$LOOPX_TODO" in
   t1) echo bad > src/a.txt ;;
   t2) sleep 1; echo fine >> src/b.txt ;;

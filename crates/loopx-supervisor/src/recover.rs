@@ -47,6 +47,25 @@ pub struct Recovered {
     pub released: bool,
 }
 
+impl Recovered {
+    fn of(
+        slice: &SliceRecord,
+        owner: Option<&ProcessIdentity>,
+        swept: loopx_pty::OrphanSweep,
+        released: bool,
+    ) -> Recovered {
+        Recovered {
+            slice: slice.id.to_string(),
+            agent: slice.agent.to_string(),
+            todo: slice.todo.map(|t| t.to_string()),
+            supervisor_pid: owner.map(|o| o.pid),
+            stopped: swept.found,
+            survivors: swept.survivors,
+            released,
+        }
+    }
+}
+
 /// Finds and closes every orphaned slice of `project`, as this process.
 pub fn recover(project: &Project) -> Result<Vec<Recovered>, SupervisorError> {
     recover_in(project, &World::real())
@@ -199,15 +218,9 @@ fn close(
     };
     let store = Store::open(project)?;
     match store.apply(op, "loopx:recovery", world.clock.now()) {
-        Ok(Applied::Interrupted { released, .. }) => Ok(Some(Recovered {
-            slice: slice.id.to_string(),
-            agent: slice.agent.to_string(),
-            todo: slice.todo.map(|t| t.to_string()),
-            supervisor_pid: owner.map(|o| o.pid),
-            stopped: swept.found,
-            survivors: swept.survivors,
-            released,
-        })),
+        Ok(Applied::Interrupted { released, .. }) => {
+            Ok(Some(Recovered::of(slice, owner, swept, released)))
+        }
         Ok(other) => unreachable!("an interrupt yields the slice, not {other:?}"),
         // A peer recovered it between our read and our write.
         Err(KernelError::Conflict(Conflict::SliceEnded { .. })) => Ok(None),
@@ -251,15 +264,7 @@ fn close_lapsed(
     let marker = marker(project.root(), slice.id);
     let swept = loopx_pty::stop_orphaned_slice(None, &marker, GRACE);
     crate::slice::remove_room(marker.as_str());
-    Ok(Some(Recovered {
-        slice: slice.id.to_string(),
-        agent: slice.agent.to_string(),
-        todo: slice.todo.map(|t| t.to_string()),
-        supervisor_pid: owner.map(|o| o.pid),
-        stopped: swept.found,
-        survivors: swept.survivors,
-        released,
-    }))
+    Ok(Some(Recovered::of(slice, owner, swept, released)))
 }
 
 #[cfg(test)]
