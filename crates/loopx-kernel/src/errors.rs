@@ -123,6 +123,12 @@ pub enum StoreError {
         "the state store's database `{path}` is unavailable: {why}\n(hint: loopx retries; check that the database server runs and that this host reaches it)"
     )]
     Unavailable { path: PathBuf, why: String },
+    /// The connection went away while a commit was in flight: the change may or may not have
+    /// been recorded. Not transient: trying the same change again could apply it twice.
+    #[error(
+        "the connection to the state store's database `{path}` was lost during a commit, so the change may or may not have been recorded ({why})\n(hint: `loopx log` shows whether it was; do not simply repeat it)"
+    )]
+    CommitUnknown { path: PathBuf, why: String },
     #[error("the state store's database `{path}` refused the operation: {why}")]
     Database { path: PathBuf, why: String },
     #[error("the state store setting {path} is not usable: {why}")]

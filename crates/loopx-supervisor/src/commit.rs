@@ -178,7 +178,11 @@ impl Observed {
                 // Busy, or its database away for longer than the patience: passing, like busy.
                 let busy = matches!(
                     &e,
-                    KernelError::Store(StoreError::Busy { .. } | StoreError::Unavailable { .. })
+                    KernelError::Store(
+                        StoreError::Busy { .. }
+                            | StoreError::Unavailable { .. }
+                            | StoreError::CommitUnknown { .. }
+                    )
                 );
                 match (begun.guard.interrupt(&reason), busy) {
                     // The store only stayed busy: the next slice repairs the todo.

@@ -72,7 +72,12 @@ impl SupervisorError {
     /// busy or full store, or a profile a person may fix, is retried instead.
     pub(crate) fn is_lasting(&self) -> bool {
         match self {
-            SupervisorError::Kernel(KernelError::Store(e)) => !e.is_transient(),
+            // A commit whose outcome is unknown (its database went away mid-commit) is not
+            // retried as such, but the agent goes on: recovery reconciles the slice once the
+            // store answers again.
+            SupervisorError::Kernel(KernelError::Store(e)) => {
+                !e.is_transient() && !matches!(e, StoreError::CommitUnknown { .. })
+            }
             SupervisorError::Kernel(KernelError::Project(_))
             | SupervisorError::NoAgent
             | SupervisorError::UnknownAgent { .. }
@@ -83,7 +88,11 @@ impl SupervisorError {
             // within a minute, and the agent goes on.
             SupervisorError::Unrecorded { source, .. } => !matches!(
                 source,
-                KernelError::Store(StoreError::Busy { .. } | StoreError::Unavailable { .. })
+                KernelError::Store(
+                    StoreError::Busy { .. }
+                        | StoreError::Unavailable { .. }
+                        | StoreError::CommitUnknown { .. }
+                )
             ),
             SupervisorError::Kernel(_)
             | SupervisorError::Profile { .. }

@@ -518,12 +518,10 @@ impl PgTxn {
         match result {
             // The connection went away during the commit: it may have been recorded or not, so
             // this is not an error to retry (a retry could apply the change twice).
-            Err(KernelError::Store(StoreError::Unavailable { path, why })) if self.db_now.is_some() => {
-                Err(StoreError::Database {
-                    path,
-                    why: format!("the connection was lost during the commit, so the change may or may not have been recorded ({why}); `loopx log` shows which"),
-                }
-                .into())
+            Err(KernelError::Store(StoreError::Unavailable { path, why }))
+                if self.db_now.is_some() =>
+            {
+                Err(StoreError::CommitUnknown { path, why }.into())
             }
             other => other,
         }
