@@ -69,7 +69,9 @@ pub struct SliceSummary {
     pub land_gate: Option<String>,
     /// `applied`; `stale_epoch` when the claim moved on and only the end, loopx's evidence of
     /// the slice and the quota usage were recorded; `refused` when the kernel refused loopx's
-    /// own part of the batch (a bug) and only the essentials were recorded.
+    /// own part of the batch (a bug) and only the essentials were recorded; `superseded` when
+    /// recovery had already closed the slice (its claim lapsed while the writeback waited for
+    /// the store) and only loopx's evidence of it and its usage were recorded.
     pub writeback: &'static str,
     /// Items of the agent's report the kernel refused, each with why (each is also a `note`
     /// evidence).
@@ -322,6 +324,10 @@ fn attempt(
         match apply_redacted(store, f, wb.ops(), actor, now) {
             Ok(applied) => return Ok((wb, applied, "applied")),
             Err(BatchError {
+                op: Some(_),
+                error: KernelError::Conflict(Conflict::SliceEnded { .. }),
+            }) => return superseded(store, f, wb, now),
+            Err(BatchError {
                 op: Some(index),
                 error,
             }) if wb.parts[index].item.is_some() => {
@@ -358,8 +364,32 @@ fn lost(
     now: Timestamp,
 ) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
     tracing::warn!(slice = %f.slice, "the slice's claim moved on; recording only its end and usage");
-    apply_redacted(store, f, lost_claim(f), ACTOR, now).map_err(|e| e.error)?;
-    Ok((wb, Vec::new(), "stale_epoch"))
+    match apply_redacted(store, f, lost_claim(f), ACTOR, now).map_err(|e| e.error) {
+        Ok(_) => Ok((wb, Vec::new(), "stale_epoch")),
+        Err(KernelError::Conflict(Conflict::SliceEnded { .. })) => superseded(store, f, wb, now),
+        Err(e) => Err(e),
+    }
+}
+
+/// The slice's end is already recorded: recovery on a live host closed it once its claim
+/// lapsed by the store's clock (this supervisor could not reach its store, or write to it,
+/// for longer than the lease) and released its todo. That record stands; what the agent
+/// reported is not written, since its todo may already be another agent's. What is still
+/// true is: loopx's own evidence of the slice (its log's digest, its exit) and the usage it
+/// spent, which counts against its windows whoever closed it.
+fn superseded(
+    store: &Store,
+    f: &Finished<'_>,
+    wb: Writeback,
+    now: Timestamp,
+) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
+    tracing::warn!(slice = %f.slice, "the slice was closed by recovery while its writeback waited; recording only its evidence and usage");
+    let ops = lost_claim(f)
+        .into_iter()
+        .filter(|op| !matches!(op, Op::SliceEnd { .. }))
+        .collect();
+    apply_redacted(store, f, ops, ACTOR, now).map_err(|e| e.error)?;
+    Ok((wb, Vec::new(), "superseded"))
 }
 
 /// The batch was refused for no reason the agent caused: the slice's end and evidence, its
@@ -504,8 +534,16 @@ mod tests {
         store.apply(op, "human:tester", T0).expect("applies")
     }
 
-    #[test]
-    fn a_writeback_after_the_claim_moved_on_records_only_the_slice_and_its_usage() {
+    /// A project whose agent `exec` holds todo t1 (epoch 1) and runs slice s1 on it.
+    fn running_slice() -> (
+        tempfile::TempDir,
+        Project,
+        Store,
+        AgentName,
+        loopx_kernel::model::Todo,
+        loopx_kernel::model::SliceRecord,
+        Op,
+    ) {
         let dir = tempfile::tempdir().expect("temp dir");
         let project = Project::create(dir.path()).expect("project");
         let store = Store::create(&project, T0, "human:tester").expect("store");
@@ -561,6 +599,28 @@ mod tests {
         let Applied::Slice(slice) = apply(&store, Op::SliceStart(new)) else {
             panic!("a slice")
         };
+        (dir, project, store, agent, todo, slice, claim)
+    }
+
+    /// What the supervisor observed of `slice`: 42 tokens spent over two seconds.
+    fn finished_on<'a>(agent: &'a AgentName, slice: SliceId, todo: Option<TodoId>) -> Finished<'a> {
+        Finished {
+            slice,
+            todo,
+            epoch: todo.map(|_| 1),
+            quota: QuotaRequest {
+                tokens: 42,
+                ..crate::writeback::unpaced_quota(agent)
+            },
+            started_at: T0,
+            ended_at: T0.plus(Duration::from_secs(2)),
+            ..crate::writeback::test_finished(agent)
+        }
+    }
+
+    #[test]
+    fn a_writeback_after_the_claim_moved_on_records_only_the_slice_and_its_usage() {
+        let (_dir, project, store, agent, todo, slice, claim) = running_slice();
         // Someone takes the todo over while the slice runs: the epoch moves to 2.
         apply(
             &store,
@@ -572,27 +632,8 @@ mod tests {
         );
         apply(&store, claim);
         drop(store);
-        let finished = Finished {
-            slice: slice.id,
-            todo: Some(todo.id),
-            epoch: Some(1),
-            quota: QuotaRequest {
-                tokens: 42,
-                ..crate::writeback::unpaced_quota(&agent)
-            },
-            started_at: T0,
-            ended_at: T0.plus(Duration::from_secs(2)),
-            ..crate::writeback::test_finished(&agent)
-        };
-        let summary = write_back(
-            &crate::store_cache::StoreCache::default(),
-            &project,
-            &*loopx_kernel::SystemClock::shared(),
-            "agent:exec",
-            &finished,
-            None,
-        )
-        .expect("the end is written");
+        let finished = finished_on(&agent, slice.id, Some(todo.id));
+        let summary = write_back_as_exec(&project, &finished).expect("the end is written");
         assert_eq!(summary.writeback, "stale_epoch");
         assert_eq!(summary.todo_state, Some("unchanged"));
         let store = Store::open(&project).expect("store");
@@ -631,6 +672,114 @@ mod tests {
             42,
             "the usage is charged"
         );
+    }
+
+    fn write_back_as_exec(
+        project: &Project,
+        finished: &Finished<'_>,
+    ) -> Result<SliceSummary, KernelError> {
+        write_back(
+            &crate::store_cache::StoreCache::default(),
+            project,
+            &*loopx_kernel::SystemClock::shared(),
+            "agent:exec",
+            finished,
+            None,
+        )
+    }
+
+    /// Recovery on a live host closes a slice whose writeback waits for a store that is away
+    /// for longer than the claim's lease, as recovery does (`loopx:recovery`).
+    fn recovered(store: &Store, slice: SliceId) {
+        store
+            .apply(
+                Op::SliceInterrupt {
+                    slice,
+                    reason: "its claim lapsed: host h2 stopped renewing it".into(),
+                    exit: Some("host gone".into()),
+                    output_bytes: 0,
+                    usage: None,
+                },
+                "loopx:recovery",
+                T0.plus(Duration::from_secs(700)),
+            )
+            .expect("recovery closes the slice");
+    }
+
+    /// The usage, evidence kinds and recorded outcome of `slice` after a writeback.
+    fn afterwards(
+        project: &Project,
+        slice: SliceId,
+    ) -> (Option<loopx_kernel::model::Outcome>, Vec<String>, u64) {
+        let store = Store::open(project).expect("store");
+        store
+            .read(|s| {
+                Ok((
+                    s.slice(slice)?.and_then(|s| s.outcome),
+                    s.evidence_newest(10, |_| true)?
+                        .iter()
+                        .map(|e| e.kind.as_str().to_owned())
+                        .collect(),
+                    s.spends_since(T0)?.iter().map(|s| s.tokens).sum(),
+                ))
+            })
+            .expect("reads")
+    }
+
+    #[test]
+    fn a_writeback_after_recovery_closed_the_slice_keeps_recoverys_record_and_goes_on() {
+        let (_dir, project, store, agent, todo, slice, _) = running_slice();
+        recovered(&store, slice.id);
+        drop(store);
+        let finished = finished_on(&agent, slice.id, Some(todo.id));
+        let summary = write_back_as_exec(&project, &finished)
+            .expect("a superseded writeback is not an error");
+        assert_eq!(summary.writeback, "superseded");
+        assert_eq!(summary.todo_state, Some("unchanged"));
+        let (outcome, kinds, tokens) = afterwards(&project, slice.id);
+        assert_eq!(
+            outcome,
+            Some(loopx_kernel::model::Outcome::Interrupted),
+            "recovery's record stands"
+        );
+        assert_eq!(
+            kinds,
+            ["slice", "slice"],
+            "the supervisor's record of what ran (exit, log digest) beside recovery's"
+        );
+        assert_eq!(tokens, 42, "the usage is charged");
+    }
+
+    #[test]
+    fn a_planning_slice_closed_by_recovery_is_superseded_too() {
+        let (_dir, project, store, agent, todo, slice, _) = running_slice();
+        // The work slice ends; then a planning slice runs and is recovered.
+        recovered(&store, slice.id);
+        let new = NewSlice {
+            agent: agent.clone(),
+            todo: None,
+            epoch: None,
+            kind: SliceKind::Plan,
+            profile_hash: "h".into(),
+            argv: vec![],
+            limit_secs: 60,
+            log: None,
+            owner: None,
+        };
+        let Applied::Slice(plan) = apply(&store, Op::SliceStart(new)) else {
+            panic!("a slice")
+        };
+        recovered(&store, plan.id);
+        drop(store);
+        let _ = todo;
+        let finished = finished_on(&agent, plan.id, None);
+        let summary = write_back_as_exec(&project, &finished)
+            .expect("a superseded writeback is not an error");
+        assert_eq!(summary.writeback, "superseded");
+        assert_eq!(summary.todo_state, None);
+        let (outcome, _, tokens) = afterwards(&project, plan.id);
+        assert_eq!(outcome, Some(loopx_kernel::model::Outcome::Interrupted));
+        assert_eq!(tokens, 42);
     }
 
     mod any_report {
