@@ -298,6 +298,46 @@ pub const RECORDED_STREAMS: &[RecordedStream] = &[
         outcome: Some("auth_failed"),
         resets_at: None,
     },
+    // Written from Cursor's documented stream-json format (the CLI cannot be installed from a
+    // package registry): a run that writes a file and reports done, one with read, shell and
+    // function tool calls whose results talk about limits (never read), usage on the result
+    // and a progress report, and the two failures the CLI prints to stderr.
+    RecordedStream {
+        path: "cursor/stream-json-normal.jsonl",
+        format: OutputFormat::CursorStreamJson,
+        contents: &[stream!("cursor/stream-json-normal.jsonl")],
+        exit_code: Some(0),
+        now: SYNTHETIC_NOW,
+        outcome: Some("completed"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "cursor/stream-json-tool-calls.jsonl",
+        format: OutputFormat::CursorStreamJson,
+        contents: &[stream!("cursor/stream-json-tool-calls.jsonl")],
+        exit_code: Some(0),
+        now: SYNTHETIC_NOW,
+        outcome: Some("progress"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "cursor/usage-limit.stderr.txt",
+        format: OutputFormat::CursorStreamJson,
+        contents: &[stream!("cursor/usage-limit.stderr.txt")],
+        exit_code: Some(1),
+        now: SYNTHETIC_NOW,
+        outcome: Some("usage_limited"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "cursor/auth-failed.stderr.txt",
+        format: OutputFormat::CursorStreamJson,
+        contents: &[stream!("cursor/auth-failed.stderr.txt")],
+        exit_code: Some(1),
+        now: SYNTHETIC_NOW,
+        outcome: Some("auth_failed"),
+        resets_at: None,
+    },
     // Hand-written plain-text agents: their last lines report (or only talk about) a signal.
     RecordedStream {
         path: "text/ordinary-words.txt",

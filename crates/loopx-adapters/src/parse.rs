@@ -15,6 +15,7 @@
 mod ansi;
 mod claude;
 mod codex;
+mod cursor;
 mod gemini;
 mod json;
 mod rollout;
@@ -231,6 +232,7 @@ impl Parser {
         let events = match self.format {
             OutputFormat::ClaudeStreamJson => claude::event(&value, &self.rules, now),
             OutputFormat::CodexJson => codex::event(&value, &self.rules, now),
+            OutputFormat::CursorStreamJson => cursor::event(&value, &self.rules, now),
             OutputFormat::GeminiStreamJson | OutputFormat::GeminiJson => {
                 gemini::event(&value, &mut self.gemini_message, &self.rules, now)
             }

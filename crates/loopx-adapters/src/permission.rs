@@ -58,7 +58,14 @@ pub const BYPASS_MARKERS: [&str; 5] = [
 ];
 
 /// Flags (or values) that let an agent write files: never allowed at `read-only`.
-pub const WRITE_MARKERS: [&str; 4] = ["acceptEdits", "workspace-write", "auto_edit", "--full-auto"];
+pub const WRITE_MARKERS: [&str; 5] = [
+    "acceptEdits",
+    "workspace-write",
+    "auto_edit",
+    "--full-auto",
+    // Cursor: applies edits and runs commands without asking.
+    "--force",
+];
 
 /// The first bypass marker found in `args`, if any.
 pub fn find_bypass(args: &[String]) -> Option<&'static str> {

@@ -1,5 +1,5 @@
 //! A readable transcript of a structured agent stream (Claude Code `stream-json`, Codex
-//! `exec --json`, Gemini CLI `stream-json`): what the agent wrote, each tool call with its
+//! `exec --json`, Gemini CLI `stream-json`, Cursor `stream-json`): what the agent wrote, each tool call with its
 //! arguments summarised, tool results clipped, and the final result with tokens and cost.
 //!
 //! The shape is recognised per line, not per adapter: a log is whatever the agent printed, and
@@ -158,6 +158,18 @@ impl Transcript {
                     .and_then(Value::as_str)
                     .unwrap_or_else(|| str_at(&event["error"], "message"));
                 self.line(&format!("✗ {}", clip_line(message, RESULT_CHARS)));
+            }
+            // Cursor: the call sits under a `<name>ToolCall` key (or `function`).
+            "tool_call" if str_at(event, "subtype") == "started" => {
+                if let Some((key, inner)) =
+                    event["tool_call"].as_object().and_then(|c| c.iter().next())
+                {
+                    let line = match key.as_str() {
+                        "function" => call(str_at(inner, "name"), &inner["arguments"]),
+                        _ => call(key.strip_suffix("ToolCall").unwrap_or(key), &inner["args"]),
+                    };
+                    self.line(&line);
+                }
             }
             // Gemini CLI.
             "init" => self.session(event, "session_id"),
@@ -440,6 +452,15 @@ mod tests {
             text.contains("■ turn done · 31844 in / 1206 out tokens (27392 cached)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_cursor_run_shows_its_tool_calls_by_name() {
+        let text = render(&fixture("cursor/stream-json-tool-calls.jsonl")).expect("a transcript");
+        assert!(text.contains("→ read(path=\"src/lib.rs\")"), "{text}");
+        assert!(text.contains("→ shell(command=\"cargo test\")"), "{text}");
+        assert!(text.contains("→ edit_file("), "{text}");
+        assert!(text.contains("Fixed one test; two remain."), "{text}");
     }
 
     #[test]

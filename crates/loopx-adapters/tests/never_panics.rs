@@ -4,8 +4,9 @@ use jiff::Timestamp;
 use loopx_adapters::{OutputFormat, Parser, classify, parse_report, parse_reset_time};
 use proptest::prelude::*;
 
-const FORMATS: [OutputFormat; 6] = [
+const FORMATS: [OutputFormat; 7] = [
     OutputFormat::ClaudeStreamJson,
+    OutputFormat::CursorStreamJson,
     OutputFormat::CodexJson,
     OutputFormat::GeminiStreamJson,
     OutputFormat::GeminiJson,
@@ -17,7 +18,7 @@ const FORMATS: [OutputFormat; 6] = [
 fn line() -> impl Strategy<Value = String> {
     prop_oneof![
         any::<String>(),
-        "\\{\"type\":\"(result|assistant|system|rate_limit_event|error|turn\\.failed|item\\.completed|event_msg|message|init)\"[^\\n]{0,80}",
+        "\\{\"type\":\"(result|assistant|system|rate_limit_event|error|turn\\.failed|item\\.completed|event_msg|message|init|tool_call)\"[^\\n]{0,80}",
         Just(r#"{"type":"result","subtype":"success","is_error":true,"api_error_status":99999999,"result":7}"#.to_owned()),
         Just(r#"{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":-9223372036854775808}}"#.to_owned()),
         Just(r#"{"type":"event_msg","payload":{"type":"token_count","rate_limits":{"primary":{"used_percent":1e308,"resets_in_seconds":9223372036854775807}}}}"#.to_owned()),

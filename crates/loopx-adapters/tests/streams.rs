@@ -14,6 +14,7 @@ fn adapter_for(format: OutputFormat) -> loopx_adapters::Adapter {
         OutputFormat::ClaudeStreamJson => "claude-code",
         OutputFormat::CodexJson | OutputFormat::CodexRollout => "codex",
         OutputFormat::GeminiStreamJson | OutputFormat::GeminiJson => "gemini",
+        OutputFormat::CursorStreamJson => "cursor",
         OutputFormat::Text => "generic",
     };
     AdapterCatalog::builtin()
@@ -64,7 +65,7 @@ fn every_recorded_stream_is_classified_as_documented() {
 #[test]
 fn every_fixture_file_is_covered() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/streams");
-    for sub in ["claude", "codex", "gemini", "pty", "text"] {
+    for sub in ["claude", "codex", "cursor", "gemini", "pty", "text"] {
         for entry in std::fs::read_dir(dir.join(sub)).expect("fixture dir exists") {
             let name = format!(
                 "{sub}/{}",
@@ -94,6 +95,35 @@ fn claude_normal_stream_reports_session_cost_usage_and_tools() {
     );
     // The rate_limit_event says `allowed`: not a limit.
     assert_eq!(classify(&s, Some(0)).outcome, Outcome::Completed);
+}
+
+#[test]
+fn cursor_streams_give_session_tools_usage_and_report_but_never_read_the_prompt_or_tool_output() {
+    let s = summary_of(stream("cursor/stream-json-normal.jsonl"));
+    assert_eq!(
+        s.session_id.as_deref(),
+        Some("7c1d2a40-5b9e-4f3a-9d2e-1a6b3c8e0f11")
+    );
+    assert_eq!(
+        s.tool_calls, 1,
+        "the write, counted once (started, not completed)"
+    );
+    // The prompt echoed in the `user` event names a usage limit: loopx's words, not a signal.
+    let c = classify(&s, Some(0));
+    assert_eq!(c.outcome, Outcome::Completed);
+    assert_eq!(
+        c.report.and_then(Result::ok).map(|r| r.status),
+        Some(ReportStatus::Done)
+    );
+    let s = summary_of(stream("cursor/stream-json-tool-calls.jsonl"));
+    assert_eq!(s.tool_calls, 3);
+    let usage = s.usage();
+    assert_eq!(
+        (usage.input, usage.output, usage.cached_input),
+        (18_234 + 1_024, 912, 40_960)
+    );
+    // A file and a test run that talk about limits are tool output.
+    assert_eq!(classify(&s, Some(0)).outcome, Outcome::Progress);
 }
 
 #[test]

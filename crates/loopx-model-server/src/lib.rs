@@ -1,12 +1,14 @@
 //! # Theory of operation
 //!
 //! `loopx-model-server` is a test helper: a tiny HTTP/1.1 server on 127.0.0.1 that plays a
-//! [`Script`] of model turns, so the real agent CLIs (Claude Code, Codex) can be driven end to
+//! [`Script`] of model turns, so the real agent CLIs (Claude Code, Codex, Qwen Code, OpenCode) can be driven end to
 //! end with no network and no account. It is never a dependency of a shipped crate.
 //!
 //! - **APIs.** `POST /v1/messages` answers in the Anthropic Messages format (SSE when the
 //!   request says `"stream": true`, else one JSON message); `POST /v1/responses` answers in
-//!   the OpenAI Responses format that Codex's `wire_api = "responses"` reads. Side requests
+//!   the OpenAI Responses format that Codex's `wire_api = "responses"` reads; `POST
+//!   /v1/chat/completions` in the Chat Completions format of OpenAI-compatible clients (Qwen
+//!   Code, OpenCode). Side requests
 //!   (`/v1/messages/count_tokens`, `GET /v1/models`, probes of `/`) get small sensible answers
 //!   and never consume a turn; anything else is a 404, and a malformed request a 400 with a
 //!   message. Nothing a client sends can panic the server.

@@ -1,9 +1,11 @@
 //! Renders a scripted [`Reply`](crate::Reply) in each API's wire format.
 
 mod anthropic;
+mod chat;
 mod openai;
 
 pub(crate) use anthropic::{anthropic_message, count_tokens};
+pub(crate) use chat::chat_completion;
 pub(crate) use openai::openai_response;
 
 use serde_json::Value;

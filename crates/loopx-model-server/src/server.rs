@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::errors::StartError;
 use crate::http::{ReadError, Request, Response, read_request};
 use crate::record::{Answer, RecordedRequest, redact};
-use crate::render::{anthropic_message, count_tokens, openai_response};
+use crate::render::{anthropic_message, chat_completion, count_tokens, openai_response};
 use crate::script::{Script, Turn, WhenDone};
 
 /// A client that sends nothing for this long is dropped, so a stuck test cannot pin a thread.
@@ -44,6 +44,7 @@ struct Shared {
 enum Api {
     Anthropic,
     OpenAi,
+    Chat,
 }
 
 impl ModelServer {
@@ -192,6 +193,7 @@ impl Shared {
         let api = match (request.method.as_str(), request.path()) {
             ("POST", "/v1/messages") => Api::Anthropic,
             ("POST", "/v1/responses") => Api::OpenAi,
+            ("POST", "/v1/chat/completions" | "/chat/completions") => Api::Chat,
             ("POST", "/v1/messages/count_tokens") => {
                 let Ok(json) = &body else {
                     return side(bad_request("body is not JSON"), body);
@@ -228,6 +230,7 @@ impl Shared {
         let response = match (turn, api) {
             (Turn::Reply(reply), Api::Anthropic) => anthropic_message(reply, &model, stream, seq),
             (Turn::Reply(reply), Api::OpenAi) => openai_response(reply, &model, stream, seq),
+            (Turn::Reply(reply), Api::Chat) => chat_completion(reply, &model, stream, seq),
             (Turn::Error(error), _) => {
                 let mut response = Response::json(error.status, &error.body);
                 response.headers.extend(error.headers.clone());

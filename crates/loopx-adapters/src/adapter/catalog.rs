@@ -9,13 +9,14 @@ use crate::config::{is_id, read_named_file};
 use crate::errors::{ConfigKind, LoadError};
 
 /// The shipped adapter files, as `(name, contents)`.
-pub const BUILTIN_ADAPTERS: [(&str, &str); 5] = [
+pub const BUILTIN_ADAPTERS: [(&str, &str); 6] = [
     (
         "claude-code",
         include_str!("../../../../adapters/claude-code.toml"),
     ),
     ("codex", include_str!("../../../../adapters/codex.toml")),
     ("gemini", include_str!("../../../../adapters/gemini.toml")),
+    ("cursor", include_str!("../../../../adapters/cursor.toml")),
     ("generic", include_str!("../../../../adapters/generic.toml")),
     ("demo", include_str!("../../../../adapters/demo.toml")),
 ];

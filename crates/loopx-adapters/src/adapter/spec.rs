@@ -19,6 +19,8 @@ pub enum OutputFormat {
     CodexJson,
     /// `gemini --output-format stream-json`.
     GeminiStreamJson,
+    /// `cursor-agent -p --output-format stream-json`.
+    CursorStreamJson,
     /// `gemini --output-format json`: one (pretty-printed) JSON document at the end.
     GeminiJson,
     /// Plain text: only the adapter's signal rules and the report block are read.
@@ -30,10 +32,11 @@ pub enum OutputFormat {
 
 impl OutputFormat {
     /// The formats an adapter's `output` key may name.
-    pub const ADAPTER_FORMATS: [Self; 5] = [
+    pub const ADAPTER_FORMATS: [Self; 6] = [
         Self::ClaudeStreamJson,
         Self::CodexJson,
         Self::GeminiStreamJson,
+        Self::CursorStreamJson,
         Self::GeminiJson,
         Self::Text,
     ];
@@ -44,6 +47,7 @@ impl OutputFormat {
             Self::ClaudeStreamJson => "claude-stream-json",
             Self::CodexJson => "codex-json",
             Self::GeminiStreamJson => "gemini-stream-json",
+            Self::CursorStreamJson => "cursor-stream-json",
             Self::GeminiJson => "gemini-json",
             Self::Text => "text",
             Self::CodexRollout => "codex-rollout",
