@@ -12,7 +12,13 @@ fn init_writes_example_profiles_that_validate() {
         .iter()
         .map(|p| p["name"].as_str().expect("name"))
         .collect();
-    assert_eq!(names, ["demo", "executor", "planner", "reviewer"]);
+    // Besides the examples, a profile for each agent CLI this machine has on PATH.
+    let examples: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| !VENDOR_ADAPTERS.contains(n))
+        .collect();
+    assert_eq!(examples, ["demo", "executor", "planner", "reviewer"]);
     for profile in list["profiles"].as_array().expect("profiles") {
         assert_eq!(
             profile["problems"].as_array().expect("problems").len(),
@@ -28,7 +34,7 @@ fn init_writes_example_profiles_that_validate() {
             .lines()
             .filter(|l| l.starts_with("ok "))
             .count(),
-        4,
+        names.len(),
         "{}",
         check.stdout
     );
@@ -38,6 +44,63 @@ fn init_writes_example_profiles_that_validate() {
         "{}",
         show.stdout
     );
+}
+
+/// The built-in adapters of agent CLIs, for which `loopx init` writes a profile when it finds
+/// the program on PATH.
+const VENDOR_ADAPTERS: [&str; 6] = [
+    "claude-code",
+    "codex",
+    "gemini",
+    "cursor",
+    "opencode",
+    "qwen",
+];
+
+#[test]
+fn init_writes_a_profile_for_each_agent_cli_it_finds_on_path() {
+    let bin = tempfile::tempdir().expect("a bin dir");
+    let write = |name: &str, mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        let path = bin.path().join(name);
+        std::fs::write(&path, "#!/bin/sh\necho 2025.11.25-d5b3271\n").expect("a fake CLI");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    };
+    write("codex", 0o755);
+    write("cursor-agent", 0o755);
+    // Not executable: not an installed CLI.
+    write("claude", 0o644);
+    let path = format!("{}:/usr/bin:/bin", bin.path().display());
+    let dir = Loopx::empty();
+    let init = dir.run_env(&["init"], &[("PATH", &path)]);
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    assert!(
+        init.stdout
+            .contains("one for each agent CLI found: codex, cursor"),
+        "{}",
+        init.stdout
+    );
+    let profiles = dir.path().join(".loopx/profiles");
+    assert!(!profiles.join("claude-code.toml").exists());
+    let cursor = std::fs::read_to_string(profiles.join("cursor.toml")).expect("cursor's profile");
+    assert!(cursor.contains("adapter = \"cursor\""), "{cursor}");
+    assert!(
+        cursor.contains("cursor-agent"),
+        "names what it found: {cursor}"
+    );
+    // They load, and their CLI answers its health check.
+    let check = dir.run_env(&["profile", "check"], &[("PATH", &path)]);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    for name in ["codex", "cursor"] {
+        assert!(
+            check.stdout.contains(&format!("/profiles/{name}.toml")),
+            "{}",
+            check.stdout
+        );
+        let test = dir.run_env(&["adapter", "test", name, "--json"], &[("PATH", &path)]);
+        let report = test.json();
+        assert_eq!(report["health"]["ok"], true, "{name}: {report}");
+    }
 }
 
 #[test]

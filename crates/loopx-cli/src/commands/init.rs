@@ -62,8 +62,16 @@ pub fn run(ctx: &mut Ctx, args: crate::args::InitArgs) -> Result<(), ExpectedErr
             project.state_dir().display()
         ));
     }
+    let found: Vec<String> = installed_clis()
+        .into_iter()
+        .map(|(adapter, _)| adapter.name)
+        .collect();
+    let for_clis = match found.is_empty() {
+        true => String::new(),
+        false => format!("; one for each agent CLI found: {}", found.join(", ")),
+    };
     ctx.line(format!(
-        "Created {} (example profiles in profiles/)",
+        "Created {} (example profiles in profiles/{for_clis})",
         project.state_dir().display()
     ))?;
     ctx.line("Next: loopx goal start \"OBJECTIVE\"")?;
@@ -130,15 +138,72 @@ fn create_with(
     let store = Store::create(staged.project(), ctx.now(), &ctx.actor())?;
     drop(store);
     write_private(&staged.project().state_dir().join(".gitignore"), GITIGNORE)?;
+    let profiles = staged.project().state_dir().join("profiles");
     for (name, text) in EXAMPLE_PROFILES {
-        let path = staged
-            .project()
-            .state_dir()
-            .join("profiles")
-            .join(format!("{name}.toml"));
-        write_private(&path, text)?;
+        write_private(&profiles.join(format!("{name}.toml")), text)?;
+    }
+    for (adapter, found) in installed_clis() {
+        write_private(
+            &profiles.join(format!("{}.toml", adapter.name)),
+            &installed_profile(&adapter, &found),
+        )?;
     }
     Ok(staged.commit().map_err(KernelError::from)?)
+}
+
+/// The built-in vendor adapters whose program is on `PATH`, each with where it was found: a new
+/// project gets a profile for each agent CLI this machine already has.
+pub(crate) fn installed_clis() -> Vec<(loopx_adapters::Adapter, std::path::PathBuf)> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let catalog = loopx_adapters::AdapterCatalog::builtin();
+    loopx_adapters::BUILTIN_ADAPTERS
+        .iter()
+        // A shipped example of the same name keeps its place.
+        .filter(|(name, _)| !EXAMPLE_PROFILES.iter().any(|(example, _)| example == name))
+        .filter_map(|(name, _)| catalog.load(name).ok().flatten())
+        .filter_map(|adapter| {
+            let program = adapter.program.clone()?;
+            let found = std::env::split_paths(&path)
+                .map(|dir| dir.join(&program))
+                .find(|candidate| is_executable(candidate))?;
+            Some((adapter, found))
+        })
+        .collect()
+}
+
+fn is_executable(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// An executor profile on `adapter`, for a CLI found at `found`: the adapter's own defaults,
+/// workspace-write, and limits and a quota account to adjust.
+fn installed_profile(adapter: &loopx_adapters::Adapter, found: &std::path::Path) -> String {
+    let name = &adapter.name;
+    let description =
+        serde_json::to_string(&format!("{}: an executor", adapter.description)).unwrap_or_default();
+    format!(
+        r#"# Written by `loopx init`, which found `{program}` at {found}. An example to adjust;
+# every key is described in docs/profiles.md. Use it: loopx agent add NAME --profile {name}
+description = {description}
+adapter = "{name}"
+role = "executor"
+permission = "workspace-write"
+
+[limits]
+max_time = "30m"
+idle_timeout = "5m"
+grace = "10s"
+
+[quota]
+# Every profile on the same account shares holds: a limit hit by one pauses all.
+account = "{name}-main"
+slices_per_hour = 6
+burst = 2
+"#,
+        program = adapter.program.as_deref().unwrap_or_default(),
+        found = found.display(),
+    )
 }
 
 /// Writes a new file readable by its owner only; an existing file is an error, never
