@@ -9,14 +9,18 @@ cd "$(dirname "$0")/../.."
 
 CLAUDE_CODE_VERSION=2.1.197
 CODEX_VERSION=0.171.0
+# 0.15.x is the last Qwen Code line whose `engines` allow Node 20 (0.21 and later need Node 22).
+QWEN_CODE_VERSION=0.15.10
 PREFIX=${LOOPX_AGENT_CLIS:-.ci-tools/agent-clis}
 
 mkdir -p "$PREFIX"
 # --no-save keeps no package.json churn; --no-fund/--no-audit avoid extra registry calls.
 npm install --prefix "$PREFIX" --no-fund --no-audit --no-save \
     "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" \
-    "@openai/codex@$CODEX_VERSION"
+    "@openai/codex@$CODEX_VERSION" \
+    "@qwen-code/qwen-code@$QWEN_CODE_VERSION"
 
 "$PREFIX/node_modules/.bin/claude" --version
 "$PREFIX/node_modules/.bin/codex" --version
+"$PREFIX/node_modules/.bin/qwen" --version
 echo "installed into $PREFIX (set LOOPX_AGENT_CLIS=$(cd "$PREFIX" && pwd) to run the real-CLI tests)"

@@ -32,6 +32,8 @@ macro_rules! stream {
 const SYNTHETIC_NOW: &str = "2026-09-21T10:00:00Z";
 /// The captured runs happened around this instant (their own timestamps say 03:19–03:20 UTC).
 const CAPTURED_NOW: &str = "2026-11-30T03:20:00Z";
+/// When the Qwen Code and OpenCode runs were captured.
+const QWEN_NOW: &str = "2026-12-02T10:30:00Z";
 
 /// Every recorded stream with an expectation.
 pub const RECORDED_STREAMS: &[RecordedStream] = &[
@@ -336,6 +338,37 @@ pub const RECORDED_STREAMS: &[RecordedStream] = &[
         exit_code: Some(1),
         now: SYNTHETIC_NOW,
         outcome: Some("auth_failed"),
+        resets_at: None,
+    },
+    // Captured from Qwen Code 0.15.10 against the scripted server (Chat Completions), paths
+    // rewritten: a write_file call and a report; a refused key and an account out of quota,
+    // both of which it reports as `subtype:"success"` with exit 0 and `[API Error: …]` text
+    // (the 429 after seven tries over 87 s).
+    RecordedStream {
+        path: "qwen/captured-write-file.jsonl",
+        format: OutputFormat::QwenStreamJson,
+        contents: &[stream!("qwen/captured-write-file.jsonl")],
+        exit_code: Some(0),
+        now: QWEN_NOW,
+        outcome: Some("completed"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "qwen/captured-auth-401.jsonl",
+        format: OutputFormat::QwenStreamJson,
+        contents: &[stream!("qwen/captured-auth-401.jsonl")],
+        exit_code: Some(0),
+        now: QWEN_NOW,
+        outcome: Some("auth_failed"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "qwen/captured-quota-429.jsonl",
+        format: OutputFormat::QwenStreamJson,
+        contents: &[stream!("qwen/captured-quota-429.jsonl")],
+        exit_code: Some(0),
+        now: QWEN_NOW,
+        outcome: Some("usage_limited"),
         resets_at: None,
     },
     // Hand-written plain-text agents: their last lines report (or only talk about) a signal.

@@ -18,6 +18,7 @@ mod codex;
 mod cursor;
 mod gemini;
 mod json;
+mod qwen;
 mod rollout;
 mod tail;
 
@@ -233,6 +234,7 @@ impl Parser {
             OutputFormat::ClaudeStreamJson => claude::event(&value, &self.rules, now),
             OutputFormat::CodexJson => codex::event(&value, &self.rules, now),
             OutputFormat::CursorStreamJson => cursor::event(&value, &self.rules, now),
+            OutputFormat::QwenStreamJson => qwen::event(&value, &self.rules, now),
             OutputFormat::GeminiStreamJson | OutputFormat::GeminiJson => {
                 gemini::event(&value, &mut self.gemini_message, &self.rules, now)
             }

@@ -58,10 +58,11 @@ pub const BYPASS_MARKERS: [&str; 5] = [
 ];
 
 /// Flags (or values) that let an agent write files: never allowed at `read-only`.
-pub const WRITE_MARKERS: [&str; 5] = [
+pub const WRITE_MARKERS: [&str; 6] = [
     "acceptEdits",
     "workspace-write",
     "auto_edit",
+    "auto-edit",
     "--full-auto",
     // Cursor: applies edits and runs commands without asking.
     "--force",

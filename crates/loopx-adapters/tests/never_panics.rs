@@ -4,9 +4,10 @@ use jiff::Timestamp;
 use loopx_adapters::{OutputFormat, Parser, classify, parse_report, parse_reset_time};
 use proptest::prelude::*;
 
-const FORMATS: [OutputFormat; 7] = [
+const FORMATS: [OutputFormat; 8] = [
     OutputFormat::ClaudeStreamJson,
     OutputFormat::CursorStreamJson,
+    OutputFormat::QwenStreamJson,
     OutputFormat::CodexJson,
     OutputFormat::GeminiStreamJson,
     OutputFormat::GeminiJson,
@@ -20,6 +21,7 @@ fn line() -> impl Strategy<Value = String> {
         any::<String>(),
         "\\{\"type\":\"(result|assistant|system|rate_limit_event|error|turn\\.failed|item\\.completed|event_msg|message|init|tool_call)\"[^\\n]{0,80}",
         Just(r#"{"type":"result","subtype":"success","is_error":true,"api_error_status":99999999,"result":7}"#.to_owned()),
+        Just(r#"{"type":"result","subtype":"success","is_error":false,"result":"[API Error: 99999999999999999999 x"}"#.to_owned()),
         Just(r#"{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":-9223372036854775808}}"#.to_owned()),
         Just(r#"{"type":"event_msg","payload":{"type":"token_count","rate_limits":{"primary":{"used_percent":1e308,"resets_in_seconds":9223372036854775807}}}}"#.to_owned()),
         "(resets|try again (at|in)|reset after) [0-9a-zA-Z :,/()]{0,30}",

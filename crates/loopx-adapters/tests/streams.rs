@@ -15,6 +15,7 @@ fn adapter_for(format: OutputFormat) -> loopx_adapters::Adapter {
         OutputFormat::CodexJson | OutputFormat::CodexRollout => "codex",
         OutputFormat::GeminiStreamJson | OutputFormat::GeminiJson => "gemini",
         OutputFormat::CursorStreamJson => "cursor",
+        OutputFormat::QwenStreamJson => "qwen",
         OutputFormat::Text => "generic",
     };
     AdapterCatalog::builtin()
@@ -65,7 +66,7 @@ fn every_recorded_stream_is_classified_as_documented() {
 #[test]
 fn every_fixture_file_is_covered() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/streams");
-    for sub in ["claude", "codex", "cursor", "gemini", "pty", "text"] {
+    for sub in ["claude", "codex", "cursor", "gemini", "pty", "qwen", "text"] {
         for entry in std::fs::read_dir(dir.join(sub)).expect("fixture dir exists") {
             let name = format!(
                 "{sub}/{}",
@@ -124,6 +125,32 @@ fn cursor_streams_give_session_tools_usage_and_report_but_never_read_the_prompt_
     );
     // A file and a test run that talk about limits are tool output.
     assert_eq!(classify(&s, Some(0)).outcome, Outcome::Progress);
+}
+
+#[test]
+fn qwen_api_errors_reported_as_success_are_errors_and_never_the_agent_s_words() {
+    let s = summary_of(stream("qwen/captured-quota-429.jsonl"));
+    let finish = s.finish.as_ref().expect("a result event");
+    assert_eq!(
+        (finish.kind, finish.api_status),
+        (loopx_adapters::FinishKind::Error, Some(429))
+    );
+    assert_eq!(
+        s.final_message, None,
+        "Qwen Code's own error text is not a message"
+    );
+    assert_eq!(classify(&s, Some(0)).outcome, Outcome::UsageLimited);
+    let s = summary_of(stream("qwen/captured-write-file.jsonl"));
+    assert_eq!(s.tool_calls, 1);
+    // Per message (16016 + 10, then 16111 + 18), as the total on the result says.
+    let usage = s.usage();
+    assert_eq!((usage.input, usage.output), (32_127, 28));
+    let c = classify(&s, Some(0));
+    assert_eq!(c.outcome, Outcome::Completed);
+    assert_eq!(
+        c.report.and_then(Result::ok).map(|r| r.status),
+        Some(ReportStatus::Done)
+    );
 }
 
 #[test]

@@ -256,6 +256,28 @@ impl ErrorAnswer {
         }
     }
 
+    /// An OpenAI-compatible API's account out of credit: 429 `insufficient_quota` with a long
+    /// `retry-after` (no reset time: a prepaid balance has none).
+    pub fn openai_quota() -> Self {
+        Self {
+            status: 429,
+            headers: BTreeMap::from([("retry-after".to_owned(), "3600".to_owned())]),
+            body: openai_error_body(
+                "insufficient_quota",
+                "You exceeded your current quota, please check your plan and billing details.",
+            ),
+        }
+    }
+
+    /// An OpenAI-compatible API refusing the key: 401 `invalid_api_key`.
+    pub fn openai_invalid_key() -> Self {
+        Self {
+            status: 401,
+            headers: BTreeMap::new(),
+            body: openai_error_body("invalid_api_key", "Incorrect API key provided"),
+        }
+    }
+
     /// A plain 500, which both CLIs retry.
     pub fn server_error() -> Self {
         Self {
@@ -264,6 +286,14 @@ impl ErrorAnswer {
             body: anthropic_error_body("api_error", "Internal server error"),
         }
     }
+}
+
+fn openai_error_body(code: &str, message: &str) -> Value {
+    let kind = match code {
+        "invalid_api_key" => "invalid_request_error",
+        other => other,
+    };
+    json!({"error": {"message": message, "type": kind, "code": code}})
 }
 
 fn anthropic_error_body(kind: &str, message: &str) -> Value {

@@ -21,7 +21,7 @@ const IN_NETNS_VAR: &str = "LOOPX_MODEL_SERVER_IN_NETNS";
 /// The `loopx` binary the outer test built, for the inner tests.
 const LOOPX_VAR: &str = "LOOPX_REAL_CLIS_LOOPX";
 /// The `netns_*` tests; the outer test insists that all of them ran and passed.
-const NETNS_TESTS: usize = 10;
+const NETNS_TESTS: usize = 13;
 /// Generous: each run takes 1–6 s here, but CI machines are shared and slow.
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -33,7 +33,7 @@ fn real_clis_in_netns() {
         panic!("{CLIS_VAR} is not set: run scripts/agent-clis/install.sh and the test command in README.md")
     });
     let bin = Path::new(&dir).join("node_modules/.bin");
-    for cli in ["claude", "codex"] {
+    for cli in ["claude", "codex", "qwen"] {
         assert!(
             bin.join(cli).is_file(),
             "{CLIS_VAR}={} has no node_modules/.bin/{cli}\n(hint: run scripts/agent-clis/install.sh)",
@@ -414,19 +414,26 @@ struct Project {
 
 impl Project {
     fn new(script: Script, profile: &str) -> Project {
+        Project::create(|_| script, profile, false)
+    }
+
+    /// Like [`Project::new`], with a script that knows the project's directory (for CLIs whose
+    /// tools take absolute paths).
+    fn new_at(script: impl FnOnce(&Path) -> Script, profile: &str) -> Project {
         Project::create(script, profile, false)
     }
 
     /// Like [`Project::new`], in a git repository with one commit: the goal's todos are worked
     /// in worktrees, and land on `loopx/g1`.
     fn new_git(script: Script, profile: &str) -> Project {
-        Project::create(script, profile, true)
+        Project::create(|_| script, profile, true)
     }
 
-    fn create(script: Script, profile: &str, in_git: bool) -> Project {
-        let server = ModelServer::start(script).expect("the server starts");
+    fn create(script: impl FnOnce(&Path) -> Script, profile: &str, in_git: bool) -> Project {
+        let dir = tempfile::tempdir().expect("a temp project");
+        let server = ModelServer::start(script(dir.path())).expect("the server starts");
         let project = Project {
-            dir: tempfile::tempdir().expect("a temp project"),
+            dir,
             home: tempfile::tempdir().expect("a temp HOME"),
             server,
             env: Vec::new(),
@@ -492,6 +499,13 @@ impl Project {
     fn json(&self, args: &[&str]) -> Value {
         let out = self.ok(args);
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+    }
+
+    /// `loopx run --once --json`, insisting that its slice ended `outcome`.
+    fn run_once_to(&self, outcome: &str) -> Value {
+        let slice = self.run_once();
+        assert_eq!(slice["outcome"], outcome, "{slice}\n{}", self.log(&slice));
+        slice
     }
 
     /// `loopx run --once --json`: the slice it ran.
@@ -678,13 +692,7 @@ fn netns_loopx_halts_on_a_login_gate_when_claude_s_key_is_refused() {
         }),
     };
     let project = claude_project(Script::new([Turn::Error(refused)]), "ANTHROPIC_API_KEY");
-    let slice = project.run_once();
-    assert_eq!(
-        slice["outcome"],
-        "auth_failed",
-        "{slice}\n{}",
-        project.log(&slice)
-    );
+    let slice = project.run_once_to("auth_failed");
     assert_eq!(slice["todo_state"], "released", "{slice}");
     // The account is held until a person answers a gate that says how to log in.
     let status = project.json(&["quota", "status", "--json"]);
@@ -770,10 +778,132 @@ fn netns_loopx_runs_codex_to_a_done_todo() {
     assert_eq!(project.model_turns(), 1);
 }
 
+/// A Qwen Code project: its settings in the test HOME, its OpenAI-compatible API the scripted
+/// server. Usage statistics off (else it looks up an Aliyun host), managed auto-memory off (else
+/// it asks the model once more after every run, taking a scripted turn), and the client's own
+/// retries off (it still tries a 429 seven times over about 80 s; docs/profiles.md).
+fn qwen_project(script: impl FnOnce(&Path) -> Script, limits: &str) -> Project {
+    let profile = test_profile("qwen", "qwen-test")
+        .replace("max_time = \"2m\"\nidle_timeout = \"60s\"", limits);
+    let mut project = Project::new_at(script, &profile);
+    let settings = project.home.path().join(".qwen");
+    std::fs::create_dir(&settings).expect("~/.qwen is created");
+    let json = serde_json::json!({
+        "$version": 4,
+        "security": {"auth": {"selectedType": "openai"}},
+        "model": {"generationConfig": {"maxRetries": 0}},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "general": {"enableAutoUpdate": false},
+        "memory": {"enableManagedAutoMemory": false, "enableManagedAutoDream": false},
+    });
+    std::fs::write(settings.join("settings.json"), json.to_string()).expect("settings written");
+    project.env = vec![
+        ("OPENAI_BASE_URL", format!("{}/v1", project.server.url())),
+        ("OPENAI_API_KEY", "test-key".into()),
+        ("OPENAI_MODEL", "mock-model".into()),
+        ("QWEN_CODE_NO_RELAUNCH", "1".into()),
+    ];
+    project
+}
+
+const QWEN_LIMITS: &str = "max_time = \"2m\"\nidle_timeout = \"60s\"";
+
 #[test]
 #[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
-fn netns_loopx_adapter_test_passes_for_both_clis() {
-    for (adapter, version) in [("claude-code", "2.1.197"), ("codex", "0.171.0")] {
+fn netns_loopx_runs_qwen_to_a_done_todo() {
+    // Qwen Code's `write_file` takes an absolute path.
+    let write = |root: &Path| {
+        Script::new([
+            Turn::tool_call(
+                "write_file",
+                serde_json::json!({"file_path": root.join("hello.txt"), "content": "hi\n"}),
+            ),
+            Turn::text(
+                "Done.\n```loopx-report\n{\"status\":\"done\",\"summary\":\"wrote hello.txt\"}\n```",
+            ),
+        ])
+        .when_done(loopx_model_server::WhenDone::Fail)
+    };
+    let project = qwen_project(write, QWEN_LIMITS);
+    let slice = project.run_once_to("completed");
+    assert_eq!(slice["report"], "done", "{slice}");
+    assert_eq!(project.todo_state(), "done");
+    let written = std::fs::read_to_string(project.dir.path().join("hello.txt"));
+    assert_eq!(
+        written.ok().as_deref(),
+        Some("hi\n"),
+        "{}",
+        project.log(&slice)
+    );
+    // Two scripted turns of 100 in / 20 out, as Qwen Code's result totals them.
+    assert_eq!(slice["tokens"], 240, "{slice}");
+    assert_eq!(
+        project.model_turns(),
+        2,
+        "no extra memory or check requests"
+    );
+    let session = log_event(&project.log(&slice), "system")["session_id"].clone();
+    let detail = project.slice_evidence("s1")["detail"].clone();
+    assert!(
+        detail
+            .as_str()
+            .zip(session.as_str())
+            .is_some_and(|(d, id)| d.contains(&format!("session: {id}\n"))
+                && d.contains("containment: namespaces+landlock\n")),
+        "{detail} lacks session {session} or containment"
+    );
+}
+
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_loopx_holds_qwen_after_a_quota_429() {
+    // Qwen Code retries silently for about 80 s before it says anything: an idle limit under
+    // that would call it stalled.
+    let limits = "max_time = \"4m\"\nidle_timeout = \"3m\"";
+    let quota = Turn::Error(ErrorAnswer::openai_quota());
+    let project = qwen_project(|_| Script::new([quota]), limits);
+    let slice = project.run_once_to("usage_limited");
+    assert_eq!(slice["todo_state"], "released", "{slice}");
+    // No reset time is said: the account is held for loopx's backoff.
+    let hold = slice["hold_until"].as_str().expect("a hold");
+    let status = project.json(&["quota", "status", "--json"]);
+    assert_eq!(status["holds"][0]["key"], "qwen-test", "{status}");
+    assert_eq!(status["holds"][0]["until"], hold, "{status}");
+    let asked = project.model_turns();
+    let next = project.json(&["run", "--once", "--json"]);
+    assert_eq!(next["decision"], "wait", "{next}");
+    assert_eq!(next["slice"], Value::Null, "{next}");
+    assert_eq!(
+        project.model_turns(),
+        asked,
+        "the hold kept Qwen Code from asking again"
+    );
+}
+
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_loopx_halts_on_a_login_gate_when_qwen_s_key_is_refused() {
+    let refused = ErrorAnswer::openai_invalid_key();
+    let project = qwen_project(|_| Script::new([Turn::Error(refused)]), QWEN_LIMITS);
+    let slice = project.run_once_to("auth_failed");
+    assert_eq!(slice["todo_state"], "released", "{slice}");
+    let gates = project.json(&["gate", "list", "--json"]);
+    let question = gates["gates"][0]["question"].as_str().unwrap_or_default();
+    assert!(question.contains("OPENAI_API_KEY"), "{gates}");
+    let next = project.json(&["run", "--once", "--json"]);
+    assert_eq!(next["decision"], "ask", "{next}");
+    assert_eq!(project.model_turns(), 1, "a refused key is not retried");
+}
+
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_loopx_adapter_test_passes_for_each_cli() {
+    for (adapter, version) in [
+        ("claude-code", "2.1.197"),
+        ("codex", "0.171.0"),
+        ("qwen", "0.15.10"),
+    ] {
         let project = Project::new(
             Script::new([Turn::text("unused")]),
             &test_profile(adapter, "test"),

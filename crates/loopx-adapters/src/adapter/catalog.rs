@@ -9,7 +9,7 @@ use crate::config::{is_id, read_named_file};
 use crate::errors::{ConfigKind, LoadError};
 
 /// The shipped adapter files, as `(name, contents)`.
-pub const BUILTIN_ADAPTERS: [(&str, &str); 6] = [
+pub const BUILTIN_ADAPTERS: [(&str, &str); 7] = [
     (
         "claude-code",
         include_str!("../../../../adapters/claude-code.toml"),
@@ -17,6 +17,7 @@ pub const BUILTIN_ADAPTERS: [(&str, &str); 6] = [
     ("codex", include_str!("../../../../adapters/codex.toml")),
     ("gemini", include_str!("../../../../adapters/gemini.toml")),
     ("cursor", include_str!("../../../../adapters/cursor.toml")),
+    ("qwen", include_str!("../../../../adapters/qwen.toml")),
     ("generic", include_str!("../../../../adapters/generic.toml")),
     ("demo", include_str!("../../../../adapters/demo.toml")),
 ];

@@ -21,6 +21,8 @@ pub enum OutputFormat {
     GeminiStreamJson,
     /// `cursor-agent -p --output-format stream-json`.
     CursorStreamJson,
+    /// `qwen --output-format stream-json` (Qwen Code).
+    QwenStreamJson,
     /// `gemini --output-format json`: one (pretty-printed) JSON document at the end.
     GeminiJson,
     /// Plain text: only the adapter's signal rules and the report block are read.
@@ -32,11 +34,12 @@ pub enum OutputFormat {
 
 impl OutputFormat {
     /// The formats an adapter's `output` key may name.
-    pub const ADAPTER_FORMATS: [Self; 6] = [
+    pub const ADAPTER_FORMATS: [Self; 7] = [
         Self::ClaudeStreamJson,
         Self::CodexJson,
         Self::GeminiStreamJson,
         Self::CursorStreamJson,
+        Self::QwenStreamJson,
         Self::GeminiJson,
         Self::Text,
     ];
@@ -48,6 +51,7 @@ impl OutputFormat {
             Self::CodexJson => "codex-json",
             Self::GeminiStreamJson => "gemini-stream-json",
             Self::CursorStreamJson => "cursor-stream-json",
+            Self::QwenStreamJson => "qwen-stream-json",
             Self::GeminiJson => "gemini-json",
             Self::Text => "text",
             Self::CodexRollout => "codex-rollout",
