@@ -1,10 +1,12 @@
 //! The `loopx-model-server` command: start a server for a script file, announce the port, and
-//! serve until killed. Hand-parsed flags keep this dev helper free of a CLI framework.
+//! serve until killed; or, as `loopx-model-server conform`, run the adapter conformance kit
+//! ([`crate::conform`]). Hand-parsed flags keep this dev helper free of a CLI framework.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::conform::{Api, Kit};
 use crate::{ModelServer, Script};
 
 const USAGE: &str =
@@ -13,7 +15,16 @@ const USAGE: &str =
   --script FILE         JSON script of turns (see the crate docs)
   --port N              port on 127.0.0.1 to listen on (default 0: any free port)
   --port-file PATH      write the chosen port here once listening (atomically, via rename)
-  --requests-log PATH   append every request as one JSON line (credentials redacted)";
+  --requests-log PATH   append every request as one JSON line (credentials redacted)
+
+usage: loopx-model-server conform --profile FILE --api anthropic|responses|chat [--loopx PATH]
+           [--env NAME=VALUE]... [--home DIR] [--case report|quota|auth]... [--timeout SECS] [--json]
+
+  Runs the profile through `loopx run --once` against each standard script (a report, a 429
+  out of quota, a 401) and prints what loopx classified; exit 1 if any case differs.
+  `{url}` in the profile, in --env values and in the --home template's files is the server.";
+
+const CONFORM_TIMEOUT_SECS: u64 = 300;
 
 /// Parsed command line.
 #[derive(Debug, Default, PartialEq)]
@@ -26,6 +37,11 @@ struct Args {
 
 /// Runs the command; returns 2 for a usage error and 1 if the server cannot start.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let mut args = args.into_iter().peekable();
+    if args.peek().is_some_and(|a| a == "conform") {
+        args.next();
+        return conform(args);
+    }
     let args = match parse(args) {
         Ok(args) => args,
         Err(message) => {
@@ -40,6 +56,87 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+fn conform(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let (kit, as_json) = match parse_conform(args) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            eprintln!("error: {message}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match crate::conform::run(&kit) {
+        Ok(verdicts) => {
+            if as_json {
+                println!("{}", crate::conform::json(&verdicts));
+            } else {
+                print!("{}", crate::conform::table(&verdicts));
+            }
+            match verdicts.iter().all(|v| v.passed) {
+                true => ExitCode::SUCCESS,
+                false => ExitCode::from(1),
+            }
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn parse_conform(args: impl IntoIterator<Item = OsString>) -> Result<(Kit, bool), String> {
+    let mut kit = Kit {
+        timeout: std::time::Duration::from_secs(CONFORM_TIMEOUT_SECS),
+        ..Kit::default()
+    };
+    let mut as_json = false;
+    let mut args = args.into_iter();
+    while let Some(flag) = args.next() {
+        let flag = flag.to_string_lossy().into_owned();
+        if flag == "--json" {
+            as_json = true;
+            continue;
+        }
+        if flag == "-h" || flag == "--help" {
+            return Err("help requested".to_owned());
+        }
+        let value = args
+            .next()
+            .ok_or_else(|| format!("`{flag}` needs a value"))?;
+        let text = value.to_string_lossy().into_owned();
+        match flag.as_str() {
+            "--profile" => kit.profile = PathBuf::from(value),
+            "--api" => {
+                kit.api = Some(Api::parse(&text).ok_or_else(|| {
+                    format!("`--api {text}` is not one of anthropic, responses, chat")
+                })?);
+            }
+            "--loopx" => kit.loopx = Some(PathBuf::from(value)),
+            "--home" => kit.home = Some(PathBuf::from(value)),
+            "--case" => kit.only.push(text),
+            "--env" => {
+                let (name, value) = text
+                    .split_once('=')
+                    .ok_or_else(|| format!("`--env {text}` is not NAME=VALUE"))?;
+                kit.env.push((name.to_owned(), value.to_owned()));
+            }
+            "--timeout" => {
+                let secs: u64 = text
+                    .parse()
+                    .map_err(|_| format!("`--timeout {text}` is not a number of seconds"))?;
+                kit.timeout = std::time::Duration::from_secs(secs);
+            }
+            _ => return Err(format!("unknown flag `{flag}`")),
+        }
+    }
+    if kit.profile.as_os_str().is_empty() {
+        return Err("`--profile FILE` is required".to_owned());
+    }
+    if kit.api.is_none() {
+        return Err("`--api anthropic|responses|chat` is required".to_owned());
+    }
+    Ok((kit, as_json))
 }
 
 fn serve(args: &Args) -> Result<(), String> {
@@ -143,6 +240,42 @@ mod tests {
             (&["--bogus", "x"], "unknown flag `--bogus`"),
         ] {
             let error = args(list).expect_err("the command line is wrong");
+            assert!(error.contains(want), "{list:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn conform_command_lines_parse_or_say_what_is_wrong() {
+        let parse = |list: &[&str]| parse_conform(list.iter().map(OsString::from));
+        let (kit, as_json) = parse(&[
+            "--profile",
+            "p.toml",
+            "--api",
+            "chat",
+            "--env",
+            "A=b={url}",
+            "--case",
+            "quota",
+            "--json",
+        ])
+        .expect("valid");
+        assert!(as_json);
+        assert_eq!(kit.api, Some(Api::Chat));
+        assert_eq!(kit.env, [("A".to_owned(), "b={url}".to_owned())]);
+        assert_eq!(kit.only, ["quota"]);
+        for (list, want) in [
+            (&["--api", "chat"][..], "--profile FILE` is required"),
+            (
+                &["--profile", "p"],
+                "--api anthropic|responses|chat` is required",
+            ),
+            (&["--profile", "p", "--api", "grpc"], "not one of"),
+            (
+                &["--profile", "p", "--api", "chat", "--env", "A"],
+                "not NAME=VALUE",
+            ),
+        ] {
+            let error = parse(list).expect_err("wrong");
             assert!(error.contains(want), "{list:?}: {error}");
         }
     }

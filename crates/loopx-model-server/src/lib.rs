@@ -25,11 +25,15 @@
 //!   shell and writes the port to a file, so one `unshare -rn` command can start it in the
 //!   background and run a CLI against it.
 //!
+//! - **Conformance.** [`conform`] runs an agent profile through `loopx run --once` against the
+//!   standard scripts and prints what loopx classified (`loopx-model-server conform`).
+//!
 //! It deliberately keeps HTTP minimal: one request per connection (`Connection: close`), and a
 //! streamed answer is rendered whole, then sent with `Content-Length`. What the real CLIs sent
 //! and did against it is recorded in `docs/design/model-server.md`.
 
 pub mod cli;
+pub mod conform;
 mod errors;
 mod http;
 mod record;

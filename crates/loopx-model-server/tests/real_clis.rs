@@ -21,7 +21,7 @@ const IN_NETNS_VAR: &str = "LOOPX_MODEL_SERVER_IN_NETNS";
 /// The `loopx` binary the outer test built, for the inner tests.
 const LOOPX_VAR: &str = "LOOPX_REAL_CLIS_LOOPX";
 /// The `netns_*` tests; the outer test insists that all of them ran and passed.
-const NETNS_TESTS: usize = 13;
+const NETNS_TESTS: usize = 14;
 /// Generous: each run takes 1–6 s here, but CI machines are shared and slow.
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -894,6 +894,59 @@ fn netns_loopx_halts_on_a_login_gate_when_qwen_s_key_is_refused() {
     let next = project.json(&["run", "--once", "--json"]);
     assert_eq!(next["decision"], "ask", "{next}");
     assert_eq!(project.model_turns(), 1, "a refused key is not retried");
+}
+
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_the_conformance_kit_classifies_claude_code_as_it_should() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let profile = dir.path().join("claude.toml");
+    std::fs::write(&profile, test_profile("claude-code", "anthropic-test")).expect("written");
+    let loopx = std::env::var_os(LOOPX_VAR).expect("the outer test passes the loopx binary");
+    let bin = cli("claude").parent().expect("a bin dir").to_path_buf();
+    let mut command = offline_command(
+        Path::new(env!("CARGO_BIN_EXE_loopx-model-server")),
+        dir.path(),
+        dir.path(),
+        Some(&bin),
+    );
+    command
+        .args(["conform", "--api", "anthropic", "--json", "--profile"])
+        .arg(&profile)
+        .arg("--loopx")
+        .arg(&loopx)
+        .args(["--env", "ANTHROPIC_BASE_URL={url}"])
+        .args(["--env", "ANTHROPIC_API_KEY=test-key"]);
+    let output = wait_with_deadline(command, RUN_TIMEOUT);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let verdicts: Value = serde_json::from_str(&stdout).expect("JSON verdicts");
+    let got: Vec<(&str, &str, bool)> = verdicts
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|v| {
+            (
+                v["case"].as_str().unwrap_or_default(),
+                v["got"].as_str().unwrap_or_default(),
+                v["passed"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("report", "completed", true),
+            ("quota", "usage_limited", true),
+            ("auth", "auth_failed", true)
+        ],
+        "{stdout}"
+    );
 }
 
 #[test]
