@@ -32,7 +32,7 @@ macro_rules! stream {
 const SYNTHETIC_NOW: &str = "2026-09-21T10:00:00Z";
 /// The captured runs happened around this instant (their own timestamps say 03:19–03:20 UTC).
 const CAPTURED_NOW: &str = "2026-11-30T03:20:00Z";
-/// When the Qwen Code and OpenCode runs were captured.
+/// When the Qwen Code and OpenCode runs were captured (their own timestamps say 10:30–10:50).
 const QWEN_NOW: &str = "2026-12-02T10:30:00Z";
 
 /// Every recorded stream with an expectation.
@@ -367,6 +367,56 @@ pub const RECORDED_STREAMS: &[RecordedStream] = &[
         format: OutputFormat::QwenStreamJson,
         contents: &[stream!("qwen/captured-quota-429.jsonl")],
         exit_code: Some(0),
+        now: QWEN_NOW,
+        outcome: Some("usage_limited"),
+        resets_at: None,
+    },
+    // Captured from OpenCode 1.18.33 (`opencode run --format json`, an `@ai-sdk/openai-compatible`
+    // provider on the scripted server), paths rewritten: a write and a report; a plain answer
+    // with usage and cost; a refused key (no retry, exit 1); an account out of quota after six
+    // tries over 76 s (no `retry-after`); and the one stderr line (`--print-logs --log-level
+    // ERROR`) it prints while it sleeps for a `retry-after` of an hour before retrying.
+    RecordedStream {
+        path: "opencode/captured-write-file.jsonl",
+        format: OutputFormat::OpencodeJson,
+        contents: &[stream!("opencode/captured-write-file.jsonl")],
+        exit_code: Some(0),
+        now: QWEN_NOW,
+        outcome: Some("completed"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "opencode/captured-usage-cost.jsonl",
+        format: OutputFormat::OpencodeJson,
+        contents: &[stream!("opencode/captured-usage-cost.jsonl")],
+        exit_code: Some(0),
+        now: QWEN_NOW,
+        outcome: Some("completed"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "opencode/captured-auth-401.jsonl",
+        format: OutputFormat::OpencodeJson,
+        contents: &[stream!("opencode/captured-auth-401.jsonl")],
+        exit_code: Some(1),
+        now: QWEN_NOW,
+        outcome: Some("auth_failed"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "opencode/captured-quota-429.jsonl",
+        format: OutputFormat::OpencodeJson,
+        contents: &[stream!("opencode/captured-quota-429.jsonl")],
+        exit_code: Some(1),
+        now: QWEN_NOW,
+        outcome: Some("usage_limited"),
+        resets_at: None,
+    },
+    RecordedStream {
+        path: "opencode/stream-error-retry-after.txt",
+        format: OutputFormat::OpencodeJson,
+        contents: &[stream!("opencode/stream-error-retry-after.txt")],
+        exit_code: None,
         now: QWEN_NOW,
         outcome: Some("usage_limited"),
         resets_at: None,

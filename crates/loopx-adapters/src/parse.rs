@@ -6,7 +6,7 @@
 //! at the end ([`Parser::finish`]): its final message is the tail, and only its last lines are
 //! matched against signal wording — a sentence about a rate limit in the middle of its work is
 //! not a rate limit. In a structured stream, a line that is not JSON is the CLI's own stderr
-//! (a PTY merges both); those lines are kept in the tail too and read at the end.
+//! (a PTY merges both); those lines are matched against the `line` signals as they arrive.
 //!
 //! Robustness rules: a line may end in `\r\n` and carry ANSI escape sequences (a PTY adds both);
 //! a line that is not JSON, or a JSON event of an unknown type, is skipped (counted in
@@ -18,6 +18,7 @@ mod codex;
 mod cursor;
 mod gemini;
 mod json;
+mod opencode;
 mod qwen;
 mod rollout;
 mod tail;
@@ -35,8 +36,6 @@ use tail::Tail;
 pub const MAX_LINE_BYTES: usize = 8 << 20;
 /// The bytes of a plain-text agent's output kept as its final message: room for a report block.
 const TEXT_TAIL: usize = 256 << 10;
-/// The CLI's own lines outside a structured stream kept for the end.
-const FOREIGN_TAIL: usize = 64 << 10;
 /// How many of a plain-text agent's last lines are matched against signal wording.
 const FINAL_LINES: usize = 12;
 
@@ -50,10 +49,11 @@ pub struct Parser {
     overlong: bool,
     /// Gemini: the assistant message being streamed in deltas.
     gemini_message: String,
+    /// OpenCode: the run's cost so far (each step reports its own).
+    opencode_cost: f64,
     /// `gemini-json`: a pretty-printed document being collected.
     document: Option<String>,
-    /// The last bytes of a plain-text agent's output, or the CLI's own lines around a
-    /// structured stream.
+    /// The last bytes of a plain-text agent's output (empty for a structured stream).
     tail: Tail,
 }
 
@@ -63,7 +63,7 @@ impl Parser {
         let cap = if format == OutputFormat::Text {
             TEXT_TAIL
         } else {
-            FOREIGN_TAIL
+            0
         };
         Self {
             format,
@@ -72,6 +72,7 @@ impl Parser {
             pending: Vec::new(),
             overlong: false,
             gemini_message: String::new(),
+            opencode_cost: 0.0,
             document: None,
             tail: Tail::new(cap),
         }
@@ -148,8 +149,8 @@ impl Parser {
     }
 
     /// End of output: parse a trailing partial line and any document still being collected,
-    /// and read what was kept for the end (a plain-text agent's final message, the CLI's own
-    /// lines). Returns the events it adds.
+    /// and read what a plain-text agent wrote (its final message and last lines). Returns the
+    /// events it adds.
     pub fn finish(&mut self, now: Timestamp) -> Vec<AgentEvent> {
         let mut events = Vec::new();
         let mut sink = |e: AgentEvent| events.push(e);
@@ -163,22 +164,16 @@ impl Parser {
                 self.emit(event, &mut sink);
             }
         }
-        let kept: String = String::from_utf8_lossy(&self.tail.take())
-            .lines()
-            .map(|line| strip_ansi(line) + "\n")
-            .collect();
         if self.format == OutputFormat::Text {
+            let kept: String = String::from_utf8_lossy(&self.tail.take())
+                .lines()
+                .map(|line| strip_ansi(line) + "\n")
+                .collect();
             for event in detect_final(&last_lines(&kept, FINAL_LINES), now, &self.rules) {
                 self.emit(event, &mut sink);
             }
             if !kept.trim().is_empty() {
                 self.emit(AgentEvent::Message { text: kept }, &mut sink);
-            }
-        } else {
-            for line in kept.lines().map(str::trim).filter(|l| !l.is_empty()) {
-                for event in self.foreign_line(line, now) {
-                    self.emit(event, &mut sink);
-                }
             }
         }
         events
@@ -226,8 +221,12 @@ impl Parser {
             false => None,
         };
         let Some(value) = json else {
-            // The CLI's own words outside its stream (stderr, in a PTY): read at the end.
-            self.tail.push_line(line.as_bytes());
+            // The CLI's own words outside its stream (stderr, in a PTY), read as they come: a
+            // CLI may log a refused request and then sleep for an hour before retrying it
+            // (OpenCode on a long `retry-after`), and the refusal is what stops the slice.
+            for event in self.foreign_line(line, now) {
+                self.emit(event, sink);
+            }
             return;
         };
         let events = match self.format {
@@ -235,6 +234,9 @@ impl Parser {
             OutputFormat::CodexJson => codex::event(&value, &self.rules, now),
             OutputFormat::CursorStreamJson => cursor::event(&value, &self.rules, now),
             OutputFormat::QwenStreamJson => qwen::event(&value, &self.rules, now),
+            OutputFormat::OpencodeJson => {
+                opencode::event(&value, &mut self.opencode_cost, &self.rules, now)
+            }
             OutputFormat::GeminiStreamJson | OutputFormat::GeminiJson => {
                 gemini::event(&value, &mut self.gemini_message, &self.rules, now)
             }

@@ -49,12 +49,14 @@ impl FromStr for PermissionLevel {
 }
 
 /// Vendor flags (or flag values) that switch off the agent's own safety: allowed only at `full`.
-pub const BYPASS_MARKERS: [&str; 5] = [
+pub const BYPASS_MARKERS: [&str; 6] = [
     "--dangerously-skip-permissions",
     "bypassPermissions",
     "danger-full-access",
     "--dangerously-bypass-approvals-and-sandbox",
     "yolo",
+    // OpenCode `run`: allow every permission that would ask.
+    "--auto",
 ];
 
 /// Flags (or values) that let an agent write files: never allowed at `read-only`.

@@ -1,5 +1,6 @@
 //! A readable transcript of a structured agent stream (Claude Code `stream-json`, Codex
-//! `exec --json`, Gemini CLI `stream-json`, Cursor `stream-json`): what the agent wrote, each tool call with its
+//! `exec --json`, Gemini CLI `stream-json`, Cursor `stream-json`, Qwen Code `stream-json`,
+//! OpenCode `run --format json`): what the agent wrote, each tool call with its
 //! arguments summarised, tool results clipped, and the final result with tokens and cost.
 //!
 //! The shape is recognised per line, not per adapter: a log is whatever the agent printed, and
@@ -156,8 +157,35 @@ impl Transcript {
                 let message = event
                     .get("message")
                     .and_then(Value::as_str)
-                    .unwrap_or_else(|| str_at(&event["error"], "message"));
+                    .or_else(|| event["error"].get("message").and_then(Value::as_str))
+                    // OpenCode.
+                    .unwrap_or_else(|| str_at(&event["error"]["data"], "message"));
                 self.line(&format!("✗ {}", clip_line(message, RESULT_CHARS)));
+            }
+            // OpenCode: every event carries a `part`.
+            "text" if event.get("part").is_some() => self.text(str_at(&event["part"], "text")),
+            "tool_use" if event.get("part").is_some() => {
+                let (part, state) = (&event["part"], &event["part"]["state"]);
+                self.line(&call(str_at(part, "tool"), &state["input"]));
+                let status = str_at(state, "status");
+                let output = state
+                    .get("output")
+                    .and_then(Value::as_str)
+                    .unwrap_or_else(|| str_at(state, "error"));
+                self.result(status == "error", status, output);
+            }
+            "step_finish" => {
+                let t = &event["part"]["tokens"];
+                let line = format!(
+                    "■ step {} · {}",
+                    str_at(&event["part"], "reason"),
+                    tokens(
+                        u64_at(t, "input"),
+                        u64_at(t, "output"),
+                        u64_at(&t["cache"], "read")
+                    )
+                );
+                self.line(&line);
             }
             // Cursor: the call sits under a `<name>ToolCall` key (or `function`).
             "tool_call" if str_at(event, "subtype") == "started" => {

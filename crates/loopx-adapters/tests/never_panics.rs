@@ -4,8 +4,9 @@ use jiff::Timestamp;
 use loopx_adapters::{OutputFormat, Parser, classify, parse_report, parse_reset_time};
 use proptest::prelude::*;
 
-const FORMATS: [OutputFormat; 8] = [
+const FORMATS: [OutputFormat; 9] = [
     OutputFormat::ClaudeStreamJson,
+    OutputFormat::OpencodeJson,
     OutputFormat::CursorStreamJson,
     OutputFormat::QwenStreamJson,
     OutputFormat::CodexJson,
@@ -19,7 +20,7 @@ const FORMATS: [OutputFormat; 8] = [
 fn line() -> impl Strategy<Value = String> {
     prop_oneof![
         any::<String>(),
-        "\\{\"type\":\"(result|assistant|system|rate_limit_event|error|turn\\.failed|item\\.completed|event_msg|message|init|tool_call)\"[^\\n]{0,80}",
+        "\\{\"type\":\"(result|assistant|system|rate_limit_event|error|turn\\.failed|item\\.completed|event_msg|message|init|tool_call|step_start|step_finish|text|tool_use)\"[^\\n]{0,80}",
         Just(r#"{"type":"result","subtype":"success","is_error":true,"api_error_status":99999999,"result":7}"#.to_owned()),
         Just(r#"{"type":"result","subtype":"success","is_error":false,"result":"[API Error: 99999999999999999999 x"}"#.to_owned()),
         Just(r#"{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":-9223372036854775808}}"#.to_owned()),

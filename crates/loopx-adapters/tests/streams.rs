@@ -16,6 +16,7 @@ fn adapter_for(format: OutputFormat) -> loopx_adapters::Adapter {
         OutputFormat::GeminiStreamJson | OutputFormat::GeminiJson => "gemini",
         OutputFormat::CursorStreamJson => "cursor",
         OutputFormat::QwenStreamJson => "qwen",
+        OutputFormat::OpencodeJson => "opencode",
         OutputFormat::Text => "generic",
     };
     AdapterCatalog::builtin()
@@ -66,7 +67,9 @@ fn every_recorded_stream_is_classified_as_documented() {
 #[test]
 fn every_fixture_file_is_covered() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/streams");
-    for sub in ["claude", "codex", "cursor", "gemini", "pty", "qwen", "text"] {
+    for sub in [
+        "claude", "codex", "cursor", "gemini", "opencode", "pty", "qwen", "text",
+    ] {
         for entry in std::fs::read_dir(dir.join(sub)).expect("fixture dir exists") {
             let name = format!(
                 "{sub}/{}",
@@ -151,6 +154,35 @@ fn qwen_api_errors_reported_as_success_are_errors_and_never_the_agent_s_words() 
         c.report.and_then(Result::ok).map(|r| r.status),
         Some(ReportStatus::Done)
     );
+}
+
+#[test]
+fn opencode_steps_add_up_and_its_errors_say_why() {
+    let s = summary_of(stream("opencode/captured-usage-cost.jsonl"));
+    let usage = s.usage();
+    assert_eq!(
+        (usage.input, usage.output, usage.cached_input),
+        (800, 450 + 50, 200)
+    );
+    assert_eq!(s.cost_usd, Some(0.00996));
+    assert_eq!(
+        s.session_id.as_deref(),
+        Some("ses_dc9a2a57affezXyWDu3109wZEq")
+    );
+    // Two model requests of 100 in / 20 out each: a write, then the report.
+    let s = summary_of(stream("opencode/captured-write-file.jsonl"));
+    let usage = s.usage();
+    assert_eq!((usage.input, usage.output), (200, 40));
+    assert_eq!(s.tool_calls, 1);
+    let c = classify(&s, Some(0));
+    assert_eq!(c.outcome, Outcome::Completed);
+    assert_eq!(
+        c.report.and_then(Result::ok).map(|r| r.status),
+        Some(ReportStatus::Done)
+    );
+    let s = summary_of(stream("opencode/captured-auth-401.jsonl"));
+    assert_eq!(s.finish.as_ref().and_then(|f| f.api_status), Some(401));
+    assert_eq!(classify(&s, Some(1)).outcome, Outcome::AuthFailed);
 }
 
 #[test]

@@ -21,7 +21,7 @@ const IN_NETNS_VAR: &str = "LOOPX_MODEL_SERVER_IN_NETNS";
 /// The `loopx` binary the outer test built, for the inner tests.
 const LOOPX_VAR: &str = "LOOPX_REAL_CLIS_LOOPX";
 /// The `netns_*` tests; the outer test insists that all of them ran and passed.
-const NETNS_TESTS: usize = 14;
+const NETNS_TESTS: usize = 17;
 /// Generous: each run takes 1–6 s here, but CI machines are shared and slow.
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -33,7 +33,7 @@ fn real_clis_in_netns() {
         panic!("{CLIS_VAR} is not set: run scripts/agent-clis/install.sh and the test command in README.md")
     });
     let bin = Path::new(&dir).join("node_modules/.bin");
-    for cli in ["claude", "codex", "qwen"] {
+    for cli in ["claude", "codex", "qwen", "opencode"] {
         assert!(
             bin.join(cli).is_file(),
             "{CLIS_VAR}={} has no node_modules/.bin/{cli}\n(hint: run scripts/agent-clis/install.sh)",
@@ -778,6 +778,49 @@ fn netns_loopx_runs_codex_to_a_done_todo() {
     assert_eq!(project.model_turns(), 1);
 }
 
+/// A write tool call, then an answer with a report block that says done.
+fn write_then_report(tool: &str, input: Value) -> Script {
+    Script::new([
+        Turn::tool_call(tool, input),
+        Turn::text(
+            "Done.\n```loopx-report\n{\"status\":\"done\",\"summary\":\"wrote hello.txt\"}\n```",
+        ),
+    ])
+    .when_done(loopx_model_server::WhenDone::Fail)
+}
+
+/// The slice ran `write_then_report` to a done todo: the file is written, both turns' usage
+/// (100 in / 20 out each) counted, no other model request made, and its evidence names the
+/// session (the `session_key` of the log's first `event` line) and loopx's containment.
+fn assert_wrote_and_reported(project: &Project, event: &str, session_key: &str) {
+    let slice = project.run_once_to("completed");
+    assert_eq!(slice["report"], "done", "{slice}");
+    assert_eq!(project.todo_state(), "done");
+    let written = std::fs::read_to_string(project.dir.path().join("hello.txt"));
+    assert_eq!(
+        written.ok().as_deref(),
+        Some("hi\n"),
+        "{}",
+        project.log(&slice)
+    );
+    assert_eq!(slice["tokens"], 240, "{slice}");
+    assert_eq!(
+        project.model_turns(),
+        2,
+        "no title, memory or check requests"
+    );
+    let session = log_event(&project.log(&slice), event)[session_key].clone();
+    let detail = project.slice_evidence("s1")["detail"].clone();
+    assert!(
+        detail
+            .as_str()
+            .zip(session.as_str())
+            .is_some_and(|(d, id)| d.contains(&format!("session: {id}\n"))
+                && d.contains("containment: namespaces+landlock\n")),
+        "{detail} lacks session {session} or containment"
+    );
+}
+
 /// A Qwen Code project: its settings in the test HOME, its OpenAI-compatible API the scripted
 /// server. Usage statistics off (else it looks up an Aliyun host), managed auto-memory off (else
 /// it asks the model once more after every run, taking a scripted turn), and the client's own
@@ -814,45 +857,11 @@ const QWEN_LIMITS: &str = "max_time = \"2m\"\nidle_timeout = \"60s\"";
 fn netns_loopx_runs_qwen_to_a_done_todo() {
     // Qwen Code's `write_file` takes an absolute path.
     let write = |root: &Path| {
-        Script::new([
-            Turn::tool_call(
-                "write_file",
-                serde_json::json!({"file_path": root.join("hello.txt"), "content": "hi\n"}),
-            ),
-            Turn::text(
-                "Done.\n```loopx-report\n{\"status\":\"done\",\"summary\":\"wrote hello.txt\"}\n```",
-            ),
-        ])
-        .when_done(loopx_model_server::WhenDone::Fail)
+        let input = serde_json::json!({"file_path": root.join("hello.txt"), "content": "hi\n"});
+        write_then_report("write_file", input)
     };
     let project = qwen_project(write, QWEN_LIMITS);
-    let slice = project.run_once_to("completed");
-    assert_eq!(slice["report"], "done", "{slice}");
-    assert_eq!(project.todo_state(), "done");
-    let written = std::fs::read_to_string(project.dir.path().join("hello.txt"));
-    assert_eq!(
-        written.ok().as_deref(),
-        Some("hi\n"),
-        "{}",
-        project.log(&slice)
-    );
-    // Two scripted turns of 100 in / 20 out, as Qwen Code's result totals them.
-    assert_eq!(slice["tokens"], 240, "{slice}");
-    assert_eq!(
-        project.model_turns(),
-        2,
-        "no extra memory or check requests"
-    );
-    let session = log_event(&project.log(&slice), "system")["session_id"].clone();
-    let detail = project.slice_evidence("s1")["detail"].clone();
-    assert!(
-        detail
-            .as_str()
-            .zip(session.as_str())
-            .is_some_and(|(d, id)| d.contains(&format!("session: {id}\n"))
-                && d.contains("containment: namespaces+landlock\n")),
-        "{detail} lacks session {session} or containment"
-    );
+    assert_wrote_and_reported(&project, "system", "session_id");
 }
 
 #[test]
@@ -893,6 +902,80 @@ fn netns_loopx_halts_on_a_login_gate_when_qwen_s_key_is_refused() {
     assert!(question.contains("OPENAI_API_KEY"), "{gates}");
     let next = project.json(&["run", "--once", "--json"]);
     assert_eq!(next["decision"], "ask", "{next}");
+    assert_eq!(project.model_turns(), 1, "a refused key is not retried");
+}
+
+/// An OpenCode project: a provider `loopx` on the scripted server (Chat Completions) in the
+/// test HOME's OpenCode config, and the profile's model on it.
+fn opencode_project(script: Script) -> Project {
+    let profile = test_profile("opencode", "opencode-test").replace(
+        "adapter = \"opencode\"\n",
+        "adapter = \"opencode\"\nmodel = \"loopx/scripted\"\n",
+    );
+    let mut project = Project::new(script, &profile);
+    let config = project.home.path().join(".config/opencode");
+    std::fs::create_dir_all(&config).expect("the config dir is created");
+    let json = serde_json::json!({
+        "autoupdate": false,
+        "share": "disabled",
+        "provider": {"loopx": {
+            "npm": "@ai-sdk/openai-compatible",
+            "options": {"baseURL": format!("{}/v1", project.server.url()), "apiKey": "{env:OPENAI_API_KEY}"},
+            "models": {"scripted": {"limit": {"context": 128_000, "output": 8192}}},
+        }},
+    });
+    std::fs::write(config.join("opencode.json"), json.to_string()).expect("config written");
+    project.env = vec![
+        ("OPENAI_API_KEY", "test-key".into()),
+        ("OPENCODE_DISABLE_MODELS_FETCH", "1".into()),
+    ];
+    project
+}
+
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_loopx_runs_opencode_to_a_done_todo() {
+    let input = serde_json::json!({"filePath": "hello.txt", "content": "hi\n"});
+    let project = opencode_project(write_then_report("write", input));
+    // `--title` spares the title request.
+    assert_wrote_and_reported(&project, "step_start", "sessionID");
+}
+
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_loopx_stops_opencode_sleeping_on_a_quota_429_and_holds_it() {
+    // OpenCode would sleep the hour `retry-after` says, then retry: loopx reads the failed
+    // request from its log line and stops it at once.
+    let project = opencode_project(Script::new([Turn::Error(ErrorAnswer::openai_quota())]));
+    let started = Instant::now();
+    let slice = project.run_once_to("usage_limited");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "stopped at the first refusal, not after the retry: {slice}"
+    );
+    assert_eq!(slice["todo_state"], "released", "{slice}");
+    assert!(slice["hold_until"].is_string(), "{slice}");
+    assert_eq!(project.model_turns(), 1, "{slice}");
+    let next = project.json(&["run", "--once", "--json"]);
+    assert_eq!(next["decision"], "wait", "{next}");
+    assert_eq!(
+        project.model_turns(),
+        1,
+        "the hold kept OpenCode from asking again"
+    );
+}
+
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_loopx_halts_on_a_login_gate_when_opencode_s_key_is_refused() {
+    let project = opencode_project(Script::new([
+        Turn::Error(ErrorAnswer::openai_invalid_key()),
+    ]));
+    let slice = project.run_once_to("auth_failed");
+    assert_eq!(slice["todo_state"], "released", "{slice}");
+    let gates = project.json(&["gate", "list", "--json"]);
+    let question = gates["gates"][0]["question"].as_str().unwrap_or_default();
+    assert!(question.contains("opencode auth login"), "{gates}");
     assert_eq!(project.model_turns(), 1, "a refused key is not retried");
 }
 
@@ -956,6 +1039,7 @@ fn netns_loopx_adapter_test_passes_for_each_cli() {
         ("claude-code", "2.1.197"),
         ("codex", "0.171.0"),
         ("qwen", "0.15.10"),
+        ("opencode", "1.18.33"),
     ] {
         let project = Project::new(
             Script::new([Turn::text("unused")]),

@@ -9,7 +9,7 @@ use crate::config::{is_id, read_named_file};
 use crate::errors::{ConfigKind, LoadError};
 
 /// The shipped adapter files, as `(name, contents)`.
-pub const BUILTIN_ADAPTERS: [(&str, &str); 7] = [
+pub const BUILTIN_ADAPTERS: [(&str, &str); 8] = [
     (
         "claude-code",
         include_str!("../../../../adapters/claude-code.toml"),
@@ -18,6 +18,10 @@ pub const BUILTIN_ADAPTERS: [(&str, &str); 7] = [
     ("gemini", include_str!("../../../../adapters/gemini.toml")),
     ("cursor", include_str!("../../../../adapters/cursor.toml")),
     ("qwen", include_str!("../../../../adapters/qwen.toml")),
+    (
+        "opencode",
+        include_str!("../../../../adapters/opencode.toml"),
+    ),
     ("generic", include_str!("../../../../adapters/generic.toml")),
     ("demo", include_str!("../../../../adapters/demo.toml")),
 ];

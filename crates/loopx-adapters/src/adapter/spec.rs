@@ -23,6 +23,8 @@ pub enum OutputFormat {
     CursorStreamJson,
     /// `qwen --output-format stream-json` (Qwen Code).
     QwenStreamJson,
+    /// `opencode run --format json`.
+    OpencodeJson,
     /// `gemini --output-format json`: one (pretty-printed) JSON document at the end.
     GeminiJson,
     /// Plain text: only the adapter's signal rules and the report block are read.
@@ -34,12 +36,13 @@ pub enum OutputFormat {
 
 impl OutputFormat {
     /// The formats an adapter's `output` key may name.
-    pub const ADAPTER_FORMATS: [Self; 7] = [
+    pub const ADAPTER_FORMATS: [Self; 8] = [
         Self::ClaudeStreamJson,
         Self::CodexJson,
         Self::GeminiStreamJson,
         Self::CursorStreamJson,
         Self::QwenStreamJson,
+        Self::OpencodeJson,
         Self::GeminiJson,
         Self::Text,
     ];
@@ -52,6 +55,7 @@ impl OutputFormat {
             Self::GeminiStreamJson => "gemini-stream-json",
             Self::CursorStreamJson => "cursor-stream-json",
             Self::QwenStreamJson => "qwen-stream-json",
+            Self::OpencodeJson => "opencode-json",
             Self::GeminiJson => "gemini-json",
             Self::Text => "text",
             Self::CodexRollout => "codex-rollout",

@@ -135,7 +135,8 @@ fn rate_limit(v: &Value) -> Option<AgentEvent> {
     }))
 }
 
-fn rejected(resets_at: Option<Timestamp>, text: Option<&str>) -> LimitSignal {
+/// A refused limit, with the vendor's words when its reset time (if any) came from them.
+pub(super) fn rejected(resets_at: Option<Timestamp>, text: Option<&str>) -> LimitSignal {
     LimitSignal {
         status: LimitStatus::Rejected,
         resets_at,

@@ -12,8 +12,8 @@ use serde_json::Value;
 use super::claude;
 use super::json::str_at;
 use crate::adapter::{SignalRule, SignalScope};
-use crate::event::{AgentEvent, FinishKind, LimitSignal, LimitStatus};
-use crate::signals::{bounded, detect};
+use crate::event::{AgentEvent, FinishKind};
+use crate::signals::detect;
 
 const API_ERROR: &str = "[API Error: ";
 
@@ -31,13 +31,7 @@ pub(super) fn event(v: &Value, rules: &[SignalRule], now: Timestamp) -> Option<V
             let status = api_status(text);
             let mut signals = detect(text, now, rules, SignalScope::Final);
             if status == Some(429) && !signals.iter().any(|e| matches!(e, AgentEvent::Limit(_))) {
-                signals.push(AgentEvent::Limit(LimitSignal {
-                    status: LimitStatus::Rejected,
-                    resets_at: None,
-                    window: None,
-                    used_percent: None,
-                    text: Some(bounded(text)),
-                }));
+                signals.push(AgentEvent::Limit(claude::rejected(None, Some(text))));
             }
             for event in &mut events {
                 if let AgentEvent::Finished(finish) = event {
