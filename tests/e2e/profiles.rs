@@ -84,9 +84,10 @@ fn init_writes_a_profile_for_each_agent_cli_it_finds_on_path() {
     assert!(!profiles.join("claude-code.toml").exists());
     let cursor = std::fs::read_to_string(profiles.join("cursor.toml")).expect("cursor's profile");
     assert!(cursor.contains("adapter = \"cursor\""), "{cursor}");
+    assert!(cursor.contains("found `cursor-agent` on PATH"), "{cursor}");
     assert!(
-        cursor.contains("cursor-agent"),
-        "names what it found: {cursor}"
+        !cursor.contains(&bin.path().display().to_string()),
+        "no path of this machine in a file that may be committed: {cursor}"
     );
     // They load, and their CLI answers its health check.
     let check = dir.run_env(&["profile", "check"], &[("PATH", &path)]);

@@ -6,7 +6,8 @@
 //! at the end ([`Parser::finish`]): its final message is the tail, and only its last lines are
 //! matched against signal wording — a sentence about a rate limit in the middle of its work is
 //! not a rate limit. In a structured stream, a line that is not JSON is the CLI's own stderr
-//! (a PTY merges both); those lines are matched against the `line` signals as they arrive.
+//! (a PTY merges both): the adapter's `line` rules read it as it arrives, the built-in wording
+//! at the end.
 //!
 //! Robustness rules: a line may end in `\r\n` and carry ANSI escape sequences (a PTY adds both);
 //! a line that is not JSON, or a JSON event of an unknown type, is skipped (counted in
@@ -27,7 +28,7 @@ use jiff::Timestamp;
 
 use crate::adapter::{Adapter, OutputFormat, SignalRule, SignalScope};
 use crate::event::{AgentEvent, StreamSummary};
-use crate::signals::{detect, detect_final, retry_from_text};
+use crate::signals::{detect, detect_final, detect_rules, retry_from_text};
 
 pub use ansi::strip_ansi;
 use tail::Tail;
@@ -36,6 +37,8 @@ use tail::Tail;
 pub const MAX_LINE_BYTES: usize = 8 << 20;
 /// The bytes of a plain-text agent's output kept as its final message: room for a report block.
 const TEXT_TAIL: usize = 256 << 10;
+/// The CLI's own lines outside a structured stream kept for the end.
+const FOREIGN_TAIL: usize = 64 << 10;
 /// How many of a plain-text agent's last lines are matched against signal wording.
 const FINAL_LINES: usize = 12;
 
@@ -51,9 +54,14 @@ pub struct Parser {
     gemini_message: String,
     /// OpenCode: the run's cost so far (each step reports its own).
     opencode_cost: f64,
+    /// OpenCode: the last step ended the run (`reason:"stop"`) and nothing followed yet.
+    opencode_stopped: bool,
+    /// Qwen Code: the last assistant message was its own report of a failed request.
+    qwen_api_error: bool,
     /// `gemini-json`: a pretty-printed document being collected.
     document: Option<String>,
-    /// The last bytes of a plain-text agent's output (empty for a structured stream).
+    /// The last bytes of a plain-text agent's output, or the lines outside a structured
+    /// stream.
     tail: Tail,
 }
 
@@ -63,7 +71,7 @@ impl Parser {
         let cap = if format == OutputFormat::Text {
             TEXT_TAIL
         } else {
-            0
+            FOREIGN_TAIL
         };
         Self {
             format,
@@ -73,6 +81,8 @@ impl Parser {
             overlong: false,
             gemini_message: String::new(),
             opencode_cost: 0.0,
+            opencode_stopped: false,
+            qwen_api_error: false,
             document: None,
             tail: Tail::new(cap),
         }
@@ -149,8 +159,9 @@ impl Parser {
     }
 
     /// End of output: parse a trailing partial line and any document still being collected,
-    /// and read what a plain-text agent wrote (its final message and last lines). Returns the
-    /// events it adds.
+    /// and read what was kept for the end (a plain-text agent's final message and last lines;
+    /// the lines outside a structured stream, for the built-in wording). Returns the events it
+    /// adds.
     pub fn finish(&mut self, now: Timestamp) -> Vec<AgentEvent> {
         let mut events = Vec::new();
         let mut sink = |e: AgentEvent| events.push(e);
@@ -164,16 +175,25 @@ impl Parser {
                 self.emit(event, &mut sink);
             }
         }
+        if std::mem::take(&mut self.opencode_stopped) {
+            self.emit(opencode::finished(), &mut sink);
+        }
+        let kept: String = String::from_utf8_lossy(&self.tail.take())
+            .lines()
+            .map(|line| strip_ansi(line) + "\n")
+            .collect();
         if self.format == OutputFormat::Text {
-            let kept: String = String::from_utf8_lossy(&self.tail.take())
-                .lines()
-                .map(|line| strip_ansi(line) + "\n")
-                .collect();
             for event in detect_final(&last_lines(&kept, FINAL_LINES), now, &self.rules) {
                 self.emit(event, &mut sink);
             }
             if !kept.trim().is_empty() {
                 self.emit(AgentEvent::Message { text: kept }, &mut sink);
+            }
+        } else {
+            for line in kept.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                for event in self.foreign_line(line, now) {
+                    self.emit(event, &mut sink);
+                }
             }
         }
         events
@@ -221,22 +241,32 @@ impl Parser {
             false => None,
         };
         let Some(value) = json else {
-            // The CLI's own words outside its stream (stderr, in a PTY), read as they come: a
-            // CLI may log a refused request and then sleep for an hour before retrying it
-            // (OpenCode on a long `retry-after`), and the refusal is what stops the slice.
-            for event in self.foreign_line(line, now) {
+            // Outside the stream: the CLI's stderr, in a PTY — or anything the agent's tools
+            // print to the terminal, or a path the CLI echoes. Only the adapter's own `line`
+            // rules, which know the CLI's log format, are read as the line comes: a CLI may log
+            // a refused request and then sleep an hour before retrying it (OpenCode on a long
+            // `retry-after`), and that refusal stops the slice. The built-in wording is read at
+            // the end, where it only weighs in the outcome.
+            for event in detect_rules(line, now, &self.rules, SignalScope::Line) {
                 self.emit(event, sink);
             }
+            self.tail.push_line(line.as_bytes());
             return;
         };
         let events = match self.format {
             OutputFormat::ClaudeStreamJson => claude::event(&value, &self.rules, now),
             OutputFormat::CodexJson => codex::event(&value, &self.rules, now),
             OutputFormat::CursorStreamJson => cursor::event(&value, &self.rules, now),
-            OutputFormat::QwenStreamJson => qwen::event(&value, &self.rules, now),
-            OutputFormat::OpencodeJson => {
-                opencode::event(&value, &mut self.opencode_cost, &self.rules, now)
+            OutputFormat::QwenStreamJson => {
+                qwen::event(&value, &mut self.qwen_api_error, &self.rules, now)
             }
+            OutputFormat::OpencodeJson => opencode::event(
+                &value,
+                &mut self.opencode_cost,
+                &mut self.opencode_stopped,
+                &self.rules,
+                now,
+            ),
             OutputFormat::GeminiStreamJson | OutputFormat::GeminiJson => {
                 gemini::event(&value, &mut self.gemini_message, &self.rules, now)
             }
@@ -253,12 +283,13 @@ impl Parser {
         }
     }
 
-    /// A line outside a structured stream: the CLI's own stderr, in a PTY.
+    /// A line outside a structured stream, at the end: retries and the built-in wording (the
+    /// adapter's `line` rules ran when it came).
     fn foreign_line(&mut self, line: &str, now: Timestamp) -> Vec<AgentEvent> {
         if let Some(retry) = retry_from_text(line) {
             return vec![retry];
         }
-        let events = detect(line, now, &self.rules, SignalScope::Line);
+        let events = detect(line, now, &[], SignalScope::Line);
         if events.is_empty() {
             self.summary.skipped_lines += 1;
         }

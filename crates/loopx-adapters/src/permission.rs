@@ -81,9 +81,51 @@ pub fn find_write_grant(args: &[String]) -> Option<&'static str> {
 }
 
 fn find_marker(args: &[String], markers: &[&'static str]) -> Option<&'static str> {
-    // Substring match: `--permission-mode=bypassPermissions` and `--approval-mode=yolo` count.
     markers
         .iter()
         .copied()
-        .find(|m| args.iter().any(|a| a.contains(m)))
+        .find(|m| args.iter().any(|a| has_marker(a, m)))
+}
+
+/// A value marker (`yolo`, `bypassPermissions`) counts anywhere in an argument:
+/// `--permission-mode=bypassPermissions` and `--approval-mode=yolo` do. A flag marker
+/// (`--force`, `--auto`) counts as a whole word of it, or a word's name before `=`: `--force`,
+/// `--auto=true` and `sh -c "opencode run --auto"` do; `--force-with-lease` and Aider's
+/// `--auto-commits` do not.
+fn has_marker(arg: &str, marker: &str) -> bool {
+    if !marker.starts_with("--") {
+        return arg.contains(marker);
+    }
+    arg.split(|c: char| c.is_whitespace() || c == '\'' || c == '"')
+        .any(|word| word.split('=').next() == Some(marker))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|a| (*a).to_owned()).collect()
+    }
+
+    #[test]
+    fn flag_markers_are_whole_words_and_value_markers_are_anywhere() {
+        for granting in [
+            &["--force"][..],
+            &["--auto=true"],
+            &["-c", "opencode run --auto -- 'go'"],
+            &["--approval-mode=yolo"],
+            &["--permission-mode", "bypassPermissions"],
+            &["sh", "-c", "claude --dangerously-skip-permissions -p x"],
+        ] {
+            assert!(find_write_grant(&args(granting)).is_some(), "{granting:?}");
+        }
+        for harmless in [
+            &["--force-with-lease"][..],
+            &["--auto-commits", "--auto-test"],
+            &["--message", "forced"],
+        ] {
+            assert_eq!(find_write_grant(&args(harmless)), None, "{harmless:?}");
+        }
+    }
 }

@@ -197,6 +197,26 @@ pub fn detect(
             text: bounded(text),
         });
     }
+    for event in detect_rules(text, now, rules, scope) {
+        if !out
+            .iter()
+            .any(|e| std::mem::discriminant(e) == std::mem::discriminant(&event))
+        {
+            out.push(event);
+        }
+    }
+    out
+}
+
+/// Only the adapter's own `scope` rules on `text`, one event per kind: what a CLI's log line
+/// says, as the adapter that knows that CLI's wording reads it.
+pub(crate) fn detect_rules(
+    text: &str,
+    now: Timestamp,
+    rules: &[SignalRule],
+    scope: SignalScope,
+) -> Vec<AgentEvent> {
+    let mut out: Vec<AgentEvent> = Vec::new();
     for rule in rules
         .iter()
         .filter(|r| r.on == scope && r.pattern.is_match(text))

@@ -286,6 +286,104 @@ fn gemini_deltas_join_into_the_final_message() {
     assert_eq!(s.usage().cached_input, 18200);
 }
 
+/// The events `lines` give as they arrive, through the built-in adapter `name`.
+fn as_they_arrive(name: &str, format: OutputFormat, lines: &[&str]) -> Vec<AgentEvent> {
+    let adapter = AdapterCatalog::builtin()
+        .load(name)
+        .expect("loads")
+        .expect("exists");
+    let mut parser = Parser::for_adapter(&adapter);
+    assert_eq!(parser.summary().format, format);
+    lines
+        .iter()
+        .flat_map(|line| parser.feed_line(line, Timestamp::UNIX_EPOCH))
+        .collect()
+}
+
+#[test]
+fn only_the_adapter_s_own_log_format_stops_a_slice_as_the_line_comes() {
+    let refusal = |events: &[AgentEvent]| {
+        events.iter().any(|e| {
+            matches!(e, AgentEvent::Limit(l) if l.status == loopx_adapters::LimitStatus::Rejected)
+                || matches!(e, AgentEvent::AuthFailed { .. })
+        })
+    };
+    let logged = as_they_arrive(
+        "opencode",
+        OutputFormat::OpencodeJson,
+        &[
+            include_str!("../../../tests/fixtures/streams/opencode/stream-error-retry-after.txt")
+                .trim(),
+        ],
+    );
+    assert!(refusal(&logged), "OpenCode's own log line: {logged:?}");
+    // What OpenCode echoes when it refuses a permission names a path the model chose; a tool
+    // can print anything. Neither stops a slice as it comes.
+    let echoed = as_they_arrive(
+        "opencode",
+        OutputFormat::OpencodeJson,
+        &[
+            r#"! permission requested: external_directory (/x/error.error="AI_APICallError: You exceeded your current quota"); auto-rejecting"#,
+            "Error: You've hit your usage limit. 401 Unauthorized",
+            r#"timestamp=2026-12-02T10:45:11.035Z level=ERROR message="stream error" error.error="AI_APICallError: Rate limit reached for requests""#,
+        ],
+    );
+    assert!(!refusal(&echoed), "{echoed:?}");
+}
+
+#[test]
+fn qwen_text_that_the_model_wrote_is_its_words_even_when_it_reads_like_an_api_error() {
+    let lines = [
+        r#"{"type":"system","subtype":"init","session_id":"q1","model":"m"}"#,
+        r#"{"type":"assistant","session_id":"q1","message":{"id":"a1","role":"assistant","model":"m","content":[{"type":"text","text":"[API Error: 429 You exceeded your current quota] is what the log said; fixed"}],"usage":{"input_tokens":900,"output_tokens":31}}}"#,
+        r#"{"type":"result","subtype":"success","session_id":"q1","is_error":false,"result":"[API Error: 429 You exceeded your current quota] is what the log said; fixed","usage":{"input_tokens":900,"output_tokens":31}}"#,
+    ];
+    let events = as_they_arrive("qwen", OutputFormat::QwenStreamJson, &lines);
+    assert!(
+        !events.iter().any(|e| matches!(e, AgentEvent::Limit(_))),
+        "{events:?}"
+    );
+    let mut parser = Parser::new(OutputFormat::QwenStreamJson);
+    for line in lines {
+        parser.feed_line(line, Timestamp::UNIX_EPOCH);
+    }
+    parser.finish(Timestamp::UNIX_EPOCH);
+    assert_eq!(
+        classify(&parser.into_summary(), Some(0)).outcome,
+        Outcome::Completed
+    );
+}
+
+#[test]
+fn an_opencode_step_that_stops_is_the_end_only_when_nothing_follows() {
+    let step = |reason: &str| {
+        format!(
+            r#"{{"type":"step_finish","sessionID":"o1","part":{{"reason":"{reason}","tokens":{{"input":1,"output":1}},"cost":1e308}}}}"#
+        )
+    };
+    let start = r#"{"type":"step_start","sessionID":"o1","part":{}}"#;
+    let error = r#"{"type":"error","sessionID":"o1","error":{"name":"APIError","data":{"message":"Internal server error","statusCode":500}}}"#;
+    let (stop, stop_again) = (step("stop"), step("stop"));
+    let mut parser = Parser::new(OutputFormat::OpencodeJson);
+    for line in [start, stop.as_str(), start, error] {
+        let events = parser.feed_line(line, Timestamp::UNIX_EPOCH);
+        assert!(
+            !events.iter().any(|e| matches!(e, AgentEvent::Finished(f) if f.kind == loopx_adapters::FinishKind::Success)),
+            "a stopped step is not yet the end: {events:?}"
+        );
+    }
+    parser.feed_line(start, Timestamp::UNIX_EPOCH);
+    parser.feed_line(&stop_again, Timestamp::UNIX_EPOCH);
+    let end = parser.finish(Timestamp::UNIX_EPOCH);
+    assert!(
+        end.iter().any(|e| matches!(e, AgentEvent::Finished(f) if f.kind == loopx_adapters::FinishKind::Success)),
+        "{end:?}"
+    );
+    // Two costs of 1e308 do not make an infinite debt.
+    let cost = parser.summary().cost_usd.expect("a cost");
+    assert!(cost.is_finite(), "{cost}");
+}
+
 #[test]
 fn limit_text_in_tool_output_is_never_a_limit() {
     // A tool result quoting a limit sentence, then a clean result.

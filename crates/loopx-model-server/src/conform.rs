@@ -8,6 +8,8 @@
 //! `--env` values and in every file of the `--home` template, so a CLI whose endpoint lives in a
 //! config file (Codex, OpenCode) is pointed at the server too.
 
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -181,7 +183,9 @@ fn run_case(kit: &Kit, case: &Case, api: Api, profile: &str) -> Result<Verdict, 
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            // Its own process group, so a timeout stops loopx and whatever it started.
+            .process_group(0);
         for (key, value) in &kit.env {
             command.env(key, value.replace("{url}", &url));
         }
@@ -206,7 +210,10 @@ fn run_case(kit: &Kit, case: &Case, api: Api, profile: &str) -> Result<Verdict, 
     loopx(&["goal", "start", &format!("Conformance: {}", case.what)])?;
     loopx(&["todo", "add", "Check the project and report"])?;
     loopx(&["agent", "add", "a", "--profile", "conform"])?;
-    let output = loopx(&["run", "--once", "--json"])?;
+    let output = match loopx(&["run", "--once", "--json"]) {
+        Ok(output) => output,
+        Err(why) => return Ok(failed(case, why, 0)),
+    };
     let stdout = String::from_utf8_lossy(&output.stdout);
     let requests = server
         .requests()
@@ -216,22 +223,13 @@ fn run_case(kit: &Kit, case: &Case, api: Api, profile: &str) -> Result<Verdict, 
     let slice = match serde_json::from_str::<Value>(&stdout) {
         Ok(json) if json["slice"].is_object() => json["slice"].clone(),
         _ => {
-            return Ok(Verdict {
-                case: case.name,
-                expect: case.expect,
-                got: "no slice".to_owned(),
-                report: String::new(),
-                tokens: 0,
-                hold_until: None,
-                requests,
-                passed: false,
-                detail: format!(
-                    "`loopx run --once` ran no slice ({}): {} {}",
-                    output.status,
-                    stdout.trim(),
-                    String::from_utf8_lossy(&output.stderr).trim()
-                ),
-            });
+            let why = format!(
+                "`loopx run --once` ran no slice ({}): {} {}",
+                output.status,
+                stdout.trim(),
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+            return Ok(failed(case, why, requests));
         }
     };
     let text = |key: &str| slice[key].as_str().unwrap_or_default().to_owned();
@@ -249,6 +247,21 @@ fn run_case(kit: &Kit, case: &Case, api: Api, profile: &str) -> Result<Verdict, 
         passed,
         detail: text("reason"),
     })
+}
+
+/// A case that ran no slice (or ran over its time).
+fn failed(case: &Case, why: String, requests: usize) -> Verdict {
+    Verdict {
+        case: case.name,
+        expect: case.expect,
+        got: "no slice".to_owned(),
+        report: String::new(),
+        tokens: 0,
+        hold_until: None,
+        requests,
+        passed: false,
+        detail: why,
+    }
 }
 
 /// The verdicts as a table for people.
@@ -301,7 +314,8 @@ impl TempDir {
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let path =
             std::env::temp_dir().join(format!("loopx-conform-{what}-{}-{n}", std::process::id()));
-        std::fs::create_dir(&path)?;
+        // Private: a `--home` template may hold credentials.
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
         Ok(TempDir(path))
     }
 
@@ -358,6 +372,9 @@ fn wait(mut command: Command, timeout: Duration) -> Result<Output, String> {
             Ok(Some(status)) => break status,
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
             Ok(None) => {
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{}", child.id())])
+                    .status();
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!("loopx ran over {timeout:?} and was stopped"));

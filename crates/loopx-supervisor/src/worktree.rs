@@ -1132,6 +1132,10 @@ pub fn remove(root: &Path, goal: GoalId, todo: TodoId) -> Result<(), String> {
             {
                 let _ = std::fs::remove_dir_all(gitdir);
             }
+            // Whatever record git still has of a directory that is gone (loopx's own record
+            // was missing, or named another place): git's own cleanup, which touches only
+            // worktrees whose directory no longer exists.
+            let _ = repo.git(&["worktree", "prune"]);
         }
     }
     let _ = std::fs::remove_file(goal_dir(root, goal).join(format!("{todo}.index")));

@@ -3,7 +3,8 @@
 //! tool call: `part.tool`, `part.state.status`), `step_finish` (one model request: `reason`,
 //! `tokens{input,output,reasoning,cache{read,write}}`, `cost`), and `error` (`error.name`,
 //! `error.data{message,statusCode,isRetryable,responseBody}`) when the run fails. There is no
-//! result event: a step that finishes with `reason:"stop"` is the end of a successful run.
+//! result event: a run whose last step finished with `reason:"stop"` succeeded — known only at
+//! the end, since a step can stop and the loop go on (a compaction summary, say).
 //! Captured from OpenCode 1.18 in `tests/fixtures/streams/opencode/`.
 
 use jiff::Timestamp;
@@ -16,14 +17,20 @@ use crate::event::{AgentEvent, Finish, FinishKind, TokenUsage, UsageScope};
 use crate::signals::{bounded, detect};
 
 /// Events for one OpenCode event; `None` for an unknown event type. `cost` is the run's cost
-/// so far: each step reports its own, and loopx keeps the total.
+/// so far: each step reports its own, and loopx keeps the total. `stopped`: the last step
+/// ended with `reason:"stop"` and nothing has followed it yet ([`finished`] at the end).
 pub(super) fn event(
     v: &Value,
     cost: &mut f64,
+    stopped: &mut bool,
     rules: &[SignalRule],
     now: Timestamp,
 ) -> Option<Vec<AgentEvent>> {
-    let events = match str_at(v, "/type")? {
+    let kind = str_at(v, "/type")?;
+    if matches!(kind, "step_start" | "error") {
+        *stopped = false;
+    }
+    let events = match kind {
         "step_start" => str_at(v, "/sessionID")
             .map(|id| AgentEvent::Session {
                 id: id.to_owned(),
@@ -42,7 +49,10 @@ pub(super) fn event(
         "tool_use" => vec![AgentEvent::ToolCall {
             name: str_at(v, "/part/tool").unwrap_or("unknown").to_owned(),
         }],
-        "step_finish" => step_finish(v, cost),
+        "step_finish" => {
+            *stopped = str_at(v, "/part/reason") == Some("stop");
+            step_finish(v, cost)
+        }
         "error" => error(v, rules, now),
         _ => return None,
     };
@@ -65,19 +75,21 @@ fn step_finish(v: &Value, cost: &mut f64) -> Vec<AgentEvent> {
     if let Some(usd) = v
         .at("/part/cost")
         .and_then(Value::as_f64)
-        .filter(|c| c.is_finite() && *c >= 0.0)
+        .filter(|c| c.is_finite() && *c >= 0.0 && (*cost + c).is_finite())
     {
         *cost += usd;
         out.push(AgentEvent::Cost { usd: *cost });
     }
-    if str_at(v, "/part/reason") == Some("stop") {
-        out.push(AgentEvent::Finished(Finish {
-            kind: FinishKind::Success,
-            api_status: None,
-            text: None,
-        }));
-    }
     out
+}
+
+/// The end of a run whose last step stopped: a success (its final message is the last text).
+pub(super) fn finished() -> AgentEvent {
+    AgentEvent::Finished(Finish {
+        kind: FinishKind::Success,
+        api_status: None,
+        text: None,
+    })
 }
 
 fn error(v: &Value, rules: &[SignalRule], now: Timestamp) -> Vec<AgentEvent> {

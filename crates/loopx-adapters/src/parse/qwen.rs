@@ -3,14 +3,15 @@
 //! parser, with one difference. Qwen Code 0.15 reports a failed API call as an assistant message
 //! and a `result` that say `subtype:"success"`, `is_error:false` and exit 0, whose text is
 //! `[API Error: 401 …]` (captured in `tests/fixtures/streams/qwen/`; 0.24 sets `is_error`).
-//! That text is Qwen Code speaking, not the model: it is read for signals, never kept as the
-//! agent's message, and it ends the run as an error.
+//! That text is Qwen Code speaking, not the model — when its assistant message carries no
+//! output tokens (a model that writes `[API Error: …]` itself was paid for its words): it is
+//! read for signals, never kept as the agent's message, and it ends the run as an error.
 
 use jiff::Timestamp;
 use serde_json::Value;
 
 use super::claude;
-use super::json::str_at;
+use super::json::{str_at, u64_at};
 use crate::adapter::{SignalRule, SignalScope};
 use crate::event::{AgentEvent, FinishKind};
 use crate::signals::detect;
@@ -18,14 +19,27 @@ use crate::signals::detect;
 const API_ERROR: &str = "[API Error: ";
 
 /// Events for one Qwen Code stream-json event; `None` for an unknown event type.
-pub(super) fn event(v: &Value, rules: &[SignalRule], now: Timestamp) -> Option<Vec<AgentEvent>> {
+/// `api_error`: the last assistant message was Qwen Code's own error report.
+pub(super) fn event(
+    v: &Value,
+    api_error: &mut bool,
+    rules: &[SignalRule],
+    now: Timestamp,
+) -> Option<Vec<AgentEvent>> {
     let mut events = claude::event(v, rules, now)?;
     match str_at(v, "/type") {
         Some("assistant") => {
-            events.retain(|e| !matches!(e, AgentEvent::Message { text } if is_api_error(text)));
+            let unpaid = u64_at(v, "/message/usage/output_tokens").unwrap_or(0) == 0;
+            *api_error = unpaid
+                && events
+                    .iter()
+                    .any(|e| matches!(e, AgentEvent::Message { text } if is_api_error(text)));
+            if *api_error {
+                events.retain(|e| !matches!(e, AgentEvent::Message { .. }));
+            }
         }
         Some("result") => {
-            let Some(text) = str_at(v, "/result").filter(|t| is_api_error(t)) else {
+            let Some(text) = str_at(v, "/result").filter(|t| *api_error && is_api_error(t)) else {
                 return Some(events);
             };
             let status = api_status(text);

@@ -142,10 +142,10 @@ fn create_with(
     for (name, text) in EXAMPLE_PROFILES {
         write_private(&profiles.join(format!("{name}.toml")), text)?;
     }
-    for (adapter, found) in installed_clis() {
+    for (adapter, _) in installed_clis() {
         write_private(
             &profiles.join(format!("{}.toml", adapter.name)),
-            &installed_profile(&adapter, &found),
+            &installed_profile(&adapter),
         )?;
     }
     Ok(staged.commit().map_err(KernelError::from)?)
@@ -163,7 +163,9 @@ pub(crate) fn installed_clis() -> Vec<(loopx_adapters::Adapter, std::path::PathB
         .filter_map(|(name, _)| catalog.load(name).ok().flatten())
         .filter_map(|adapter| {
             let program = adapter.program.clone()?;
+            // An empty entry would mean the current directory: not an installed CLI.
             let found = std::env::split_paths(&path)
+                .filter(|dir| dir.is_absolute())
                 .map(|dir| dir.join(&program))
                 .find(|candidate| is_executable(candidate))?;
             Some((adapter, found))
@@ -176,14 +178,15 @@ fn is_executable(path: &std::path::Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// An executor profile on `adapter`, for a CLI found at `found`: the adapter's own defaults,
-/// workspace-write, and limits and a quota account to adjust.
-fn installed_profile(adapter: &loopx_adapters::Adapter, found: &std::path::Path) -> String {
+/// An executor profile on `adapter`, for a CLI found on `PATH`: the adapter's own defaults,
+/// workspace-write, and limits and a quota account to adjust. It names the program, not where
+/// it was found: the file may be committed, and a home directory's path is nobody's business.
+fn installed_profile(adapter: &loopx_adapters::Adapter) -> String {
     let name = &adapter.name;
     let description =
         serde_json::to_string(&format!("{}: an executor", adapter.description)).unwrap_or_default();
     format!(
-        r#"# Written by `loopx init`, which found `{program}` at {found}. An example to adjust;
+        r#"# Written by `loopx init`, which found `{program}` on PATH. An example to adjust;
 # every key is described in docs/profiles.md. Use it: loopx agent add NAME --profile {name}
 description = {description}
 adapter = "{name}"
@@ -202,7 +205,6 @@ slices_per_hour = 6
 burst = 2
 "#,
         program = adapter.program.as_deref().unwrap_or_default(),
-        found = found.display(),
     )
 }
 
