@@ -69,15 +69,7 @@ fn system(v: &Value) -> Vec<AgentEvent> {
 
 fn assistant(v: &Value, rules: &[SignalRule], now: Timestamp) -> Vec<AgentEvent> {
     let mut out = Vec::new();
-    let text: String = v
-        .at("/message/content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|block| str_at(block, "/type") == Some("text"))
-        .filter_map(|block| str_at(block, "/text"))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text: String = text_blocks(v).collect::<Vec<_>>().join("\n");
     // A `<synthetic>` message is Claude Code speaking, not the model: API errors and limits.
     let synthetic = str_at(v, "/message/model") == Some("<synthetic>")
         || v.at("/is_api_error_message").and_then(Value::as_bool) == Some(true);
@@ -111,6 +103,16 @@ fn assistant(v: &Value, rules: &[SignalRule], now: Timestamp) -> Vec<AgentEvent>
         });
     }
     out
+}
+
+/// The `text` blocks of a message's content (Claude Code's shape, which Cursor shares).
+pub(super) fn text_blocks(v: &Value) -> impl Iterator<Item = &str> {
+    v.at("/message/content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|block| str_at(block, "/type") == Some("text"))
+        .filter_map(|block| str_at(block, "/text"))
 }
 
 fn rate_limit(v: &Value) -> Option<AgentEvent> {

@@ -41,14 +41,8 @@ pub(super) fn event(v: &Value, rules: &[SignalRule], now: Timestamp) -> Option<V
 }
 
 fn assistant(v: &Value) -> Vec<AgentEvent> {
-    let text: String = v
-        .at("/message/content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|block| str_at(block, "/type") == Some("text"))
-        .filter_map(|block| str_at(block, "/text"))
-        .collect();
+    // One line per message: its blocks are pieces of one text.
+    let text: String = super::claude::text_blocks(v).collect();
     if text.is_empty() {
         return Vec::new();
     }

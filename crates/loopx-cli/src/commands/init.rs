@@ -45,11 +45,11 @@ pub fn run(ctx: &mut Ctx, args: crate::args::InitArgs) -> Result<(), ExpectedErr
         Some(url) => Some(store_config(url)?),
         None => None,
     };
-    let (project, created) = match create_with(ctx, &dir, config.as_deref()) {
-        Ok(project) => (project, true),
+    let (project, created, found) = match create_with(ctx, &dir, config.as_deref()) {
+        Ok((project, found)) => (project, true, found),
         Err(ExpectedError::Kernel(KernelError::Project(ProjectError::AlreadyInitialised {
             path,
-        }))) => (existing(&dir, &path)?, false),
+        }))) => (existing(&dir, &path)?, false, Vec::new()),
         Err(e) => return Err(e),
     };
     if ctx.json {
@@ -62,10 +62,6 @@ pub fn run(ctx: &mut Ctx, args: crate::args::InitArgs) -> Result<(), ExpectedErr
             project.state_dir().display()
         ));
     }
-    let found: Vec<String> = installed_clis()
-        .into_iter()
-        .map(|(adapter, _)| adapter.name)
-        .collect();
     let for_clis = match found.is_empty() {
         true => String::new(),
         false => format!("; one for each agent CLI found: {}", found.join(", ")),
@@ -102,7 +98,7 @@ fn existing(dir: &std::path::Path, state_dir: &std::path::Path) -> Result<Projec
 /// staging directory that is renamed into place once complete: a kill at any moment leaves no
 /// half-made project.
 pub(crate) fn create(ctx: &Ctx, dir: &std::path::Path) -> Result<Project, ExpectedError> {
-    create_with(ctx, dir, None)
+    create_with(ctx, dir, None).map(|(project, _)| project)
 }
 
 /// `loopx.toml` for a project whose store is the PostgreSQL database at `url`. A password in
@@ -126,11 +122,12 @@ fn store_config(url: &str) -> Result<String, ExpectedError> {
     ))
 }
 
+/// The new project, and the adapters it wrote a profile for (their CLI is on `PATH`).
 fn create_with(
     ctx: &Ctx,
     dir: &std::path::Path,
     config: Option<&str>,
-) -> Result<Project, ExpectedError> {
+) -> Result<(Project, Vec<String>), ExpectedError> {
     let staged = Project::stage(dir).map_err(KernelError::from)?;
     if let Some(config) = config {
         write_private(&staged.project().state_dir().join("loopx.toml"), config)?;
@@ -142,18 +139,20 @@ fn create_with(
     for (name, text) in EXAMPLE_PROFILES {
         write_private(&profiles.join(format!("{name}.toml")), text)?;
     }
-    for (adapter, _) in installed_clis() {
+    let mut found = Vec::new();
+    for adapter in installed_clis() {
         write_private(
             &profiles.join(format!("{}.toml", adapter.name)),
             &installed_profile(&adapter),
         )?;
+        found.push(adapter.name);
     }
-    Ok(staged.commit().map_err(KernelError::from)?)
+    Ok((staged.commit().map_err(KernelError::from)?, found))
 }
 
-/// The built-in vendor adapters whose program is on `PATH`, each with where it was found: a new
-/// project gets a profile for each agent CLI this machine already has.
-pub(crate) fn installed_clis() -> Vec<(loopx_adapters::Adapter, std::path::PathBuf)> {
+/// The built-in vendor adapters whose program is on `PATH`: a new project gets a profile for
+/// each agent CLI this machine already has.
+fn installed_clis() -> Vec<loopx_adapters::Adapter> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let catalog = loopx_adapters::AdapterCatalog::builtin();
     loopx_adapters::BUILTIN_ADAPTERS
@@ -164,11 +163,10 @@ pub(crate) fn installed_clis() -> Vec<(loopx_adapters::Adapter, std::path::PathB
         .filter_map(|adapter| {
             let program = adapter.program.clone()?;
             // An empty entry would mean the current directory: not an installed CLI.
-            let found = std::env::split_paths(&path)
+            std::env::split_paths(&path)
                 .filter(|dir| dir.is_absolute())
-                .map(|dir| dir.join(&program))
-                .find(|candidate| is_executable(candidate))?;
-            Some((adapter, found))
+                .any(|dir| is_executable(&dir.join(&program)))
+                .then_some(adapter)
         })
         .collect()
 }
