@@ -10,6 +10,7 @@ mod demo;
 mod demo_agent;
 mod docs;
 mod errors;
+mod escape;
 mod lifecycle;
 mod multi_host;
 mod outcomes;

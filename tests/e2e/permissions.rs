@@ -245,10 +245,60 @@ fn a_slice_writing_outside_the_scope_is_a_violation_with_a_gate() {
         "Slice s1 of agent `exec` changed 1 file outside the goal's scope (src/x.md): keep the changes or roll them back?"
     );
     assert_eq!(gate["options"], serde_json::json!(["keep", "rollback"]));
-    assert_eq!(gate["blocks"]["agent"], "exec");
-    // The gate holds the agent back until a person answers.
+    assert_eq!(gate["blocks"]["todos"], serde_json::json!(["t1"]));
+    // The gate holds the todo back until a person answers.
     let (out, _) = run_once(&loopx);
-    assert_eq!(out["decision"], "ask", "{out}");
+    assert_ne!(out["decision"], "deliver", "{out}");
+    assert_eq!(todo_state(&loopx, "t1"), "open");
+}
+
+/// Issue 33, gaps 1 and 9: an agent that wrote outside the scope of a shared goal and said
+/// `loopx report done` during its slice left its todo done, so work after it went ahead; and
+/// the violation gate read `asked by agent:exec`. Now the todo waits for a person: `keep`
+/// finishes it as reported, `rollback` leaves it open; the gate is loopx's.
+#[test]
+fn a_scope_violation_holds_a_todo_reported_done_until_a_person_answers() {
+    for (answer, after) in [("1", "done"), ("rollback", "open")] {
+        let loopx = Loopx::new();
+        git(loopx.path(), &["init", "-q"]);
+        write(&loopx.path().join("docs/README.md"), "docs\n");
+        git(loopx.path(), &["add", "docs"]);
+        git(loopx.path(), &["commit", "-q", "-m", "docs"]);
+        shared_docs_goal(&loopx);
+        crate::support::script_agent(
+            &loopx,
+            "exec",
+            &format!(
+                "cat > /dev/null\necho stolen > secrets.txt\n'{}' report done > docs/done.out 2>&1\n",
+                crate::support::LOOPX
+            ),
+            "max_time = \"1m\"",
+        );
+        loopx.ok(&["todo", "add", "Write the notes"]);
+        loopx.ok(&["todo", "add", "Publish the notes", "--after", "t1"]);
+        let (out, stderr) = run_once(&loopx);
+        let slice = &out["slice"];
+        assert_eq!(slice["report"], "none", "{out}\n{stderr}");
+        assert_eq!(
+            slice["violations"],
+            serde_json::json!(["secrets.txt"]),
+            "{out}"
+        );
+        assert_eq!(slice["todo_state"], "released", "{out}");
+        assert_eq!(todo_state(&loopx, "t1"), "open");
+        let note = std::fs::read_to_string(loopx.path().join("docs/done.out")).expect("done.out");
+        assert!(note.contains("t1"), "{note}");
+        // Nothing after t1 may start: t1 is held by the question, t2 waits for t1.
+        let (next, _) = run_once(&loopx);
+        assert_ne!(next["decision"], "deliver", "{next}");
+        let listed = loopx.ok(&["gate", "list"]).stdout;
+        assert!(listed.contains("opened by loopx"), "{listed}");
+        assert!(!listed.contains("asked by agent"), "{listed}");
+        let gate = &gates(&loopx)[0];
+        assert_eq!(gate["asked_by"], "loopx", "{gate}");
+        loopx.ok(&["gate", "answer", "q1", answer]);
+        assert_eq!(todo_state(&loopx, "t1"), after, "after `{answer}`");
+    }
 }
 
 #[test]

@@ -310,9 +310,21 @@ pub enum GateKind {
     /// (record version 6). `drop` (the second option) drops the todo; any other answer
     /// (`rebase`) reaches its next slice, with a fresh budget of attempts.
     Land { todo: TodoId },
+    /// A slice changed files it may not change in a shared goal's tree (record version 7).
+    /// The todo stays open, blocked by the gate, until a person answers: `keep` (the first
+    /// option) keeps the changes and finishes the todo as done when its slice reported it
+    /// done; `rollback` leaves the undoing to the todo's next slice (loopx touches no files of
+    /// a shared tree). A planning slice's gate has no todo and blocks its agent.
+    Scope {
+        todo: Option<TodoId>,
+        reported_done: bool,
+    },
 }
 
-/// The options of a rollback gate, in order.
+/// Who loopx's own gates are asked by.
+pub const LOOPX_ACTOR: &str = "loopx";
+
+/// The options of a rollback or scope gate, in order.
 pub const ROLLBACK_OPTIONS: [&str; 2] = ["keep", "rollback"];
 /// The options of a landing gate, in order.
 pub const LAND_OPTIONS: [&str; 2] = ["rebase", "drop"];
@@ -343,7 +355,7 @@ impl Gate {
     /// Whether loopx itself opened it (a stall, a login, a budget, goal-met, rollback or
     /// conflict gate, or an approval), rather than an agent or a person.
     pub fn opened_by_loopx(&self) -> bool {
-        self.kind != GateKind::Question || self.asked_by == "loopx"
+        self.kind != GateKind::Question || self.asked_by == LOOPX_ACTOR
     }
 
     /// The command that answers it, printed the same by `run`, `status`, `gate list` and the

@@ -9,9 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::errors::KernelError;
-use crate::model::{
-    Blocks, Evidence, EvidenceKind, FileRef, Gate, GateKind, Handoff, Todo, TodoState,
-};
+use crate::model::{Blocks, Evidence, EvidenceKind, FileRef, Gate, GateKind, Handoff, Todo};
 use crate::store::{Applied, NewEvidence, NewGate, NewHandoff, NewTodo};
 use crate::{AgentName, Op, SliceId, TodoId};
 
@@ -72,9 +70,6 @@ pub struct Reporter {
     pub agent: AgentName,
     /// The slice's todo and the epoch of its claim.
     pub claim: Option<(TodoId, u64)>,
-    /// The todo is finished only when its branch lands (a worktree goal): `done` is recorded
-    /// as a note, and the slice's end lands the branch and finishes the todo.
-    pub lands: bool,
 }
 
 /// What a report wrote, sent back to `loopx report` to print.
@@ -223,37 +218,28 @@ impl Reporter {
                 kind: GateKind::Question,
             })),
             AgentReport::Done { summary } => {
-                let Some((todo, epoch)) = self.claim else {
+                let Some((todo, _)) = self.claim else {
                     return Err(ReportRefused::usage(format!(
                         "slice {} has no todo, so there is nothing to mark done\n(hint: a planning slice proposes work with `loopx report todo \"TITLE\"`)",
                         self.slice
                     )));
                 };
-                let summary = summary.filter(|s| !s.trim().is_empty());
-                if self.lands {
-                    let said = summary
-                        .map(|s| format!(": {}", s.trim()))
-                        .unwrap_or_default();
-                    ops.push(Op::EvidenceAdd(self.evidence(
+                // Recorded as a note: the slice's end finishes the todo, once its changes pass
+                // the scope check (and, in a worktree goal, its branch lands). A todo marked
+                // done now would let work that depends on it go ahead before the check.
+                let said = summary
+                    .filter(|s| !s.trim().is_empty())
+                    .map(|s| format!(": {}", s.trim()))
+                    .unwrap_or_default();
+                ops.push(Op::EvidenceAdd(
+                    self.evidence(
                         EvidenceKind::Note,
                         format!("the agent reported {todo} done{said}"),
-                        "it is finished when its branch lands, as the slice ends".to_owned(),
-                    )));
-                    return Ok(ops);
-                }
-                if let Some(summary) = summary {
-                    ops.push(Op::EvidenceAdd(self.evidence(
-                        EvidenceKind::Note,
-                        summary,
-                        String::new(),
-                    )));
-                }
-                ops.push(Op::TodoFinish {
-                    todo,
-                    to: TodoState::Done,
-                    agent: Some(self.agent.clone()),
-                    epoch: Some(epoch),
-                });
+                        "it is finished as the slice ends, once its changes pass the scope check \
+                     (and, in a worktree goal, its branch lands)"
+                            .to_owned(),
+                    ),
+                ));
             }
         }
         Ok(ops)
@@ -293,17 +279,12 @@ mod tests {
             slice: SliceId(7),
             agent: "exec".parse().expect("a valid name"),
             claim: Some((TodoId(3), 2)),
-            lands: false,
         }
     }
 
     #[test]
-    fn done_in_a_worktree_goal_is_a_note_and_leaves_the_todo_to_the_landing() {
-        let lands = Reporter {
-            lands: true,
-            ..reporter()
-        };
-        let ops = lands
+    fn done_is_a_note_and_leaves_the_todo_to_the_slice_s_end() {
+        let ops = reporter()
             .batch(AgentReport::Done {
                 summary: Some("retries added".into()),
             })
@@ -338,14 +319,10 @@ mod tests {
             (slice.0, agent.as_str(), *todo, *epoch),
             (7, "exec", Some(TodoId(3)), Some(2))
         );
-        assert!(matches!(
-            &ops[2],
-            Op::TodoFinish {
-                todo: TodoId(3),
-                epoch: Some(2),
-                ..
-            }
-        ));
+        let Some(Op::EvidenceAdd(note)) = ops.last() else {
+            panic!("a note: {ops:?}")
+        };
+        assert_eq!((note.slice, note.todo), (Some(SliceId(7)), Some(TodoId(3))));
     }
 
     #[test]

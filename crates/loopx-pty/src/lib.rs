@@ -69,7 +69,7 @@ pub use errors::{ExecError, InputError, SpawnError, SpecError, WaitError};
 pub use exec::exec_with_limits;
 pub use launch::{PROMPT_FILE_ARG, PROMPT_FILE_VAR, SLICE_MARKER_VAR};
 pub use rlimits::ResourceLimits;
-pub use sandbox::{Sandbox, SandboxSupport};
+pub use sandbox::{SUPERVISOR_LOST_FILE, SUPERVISOR_LOST_STATUS, Sandbox, SandboxSupport};
 pub use slice::{
     ChildStatus, RunningSlice, SliceControl, SliceEvent, SliceEvents, SliceExit, SliceReport,
     StopReason, spawn_slice,

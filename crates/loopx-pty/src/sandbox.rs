@@ -256,6 +256,15 @@ pub(crate) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infal
         return exec(argv);
     }
     let (uid, gid) = (getuid(), getgid());
+    // The directory the agent starts in, as a path: entered again once the mounts below are
+    // in place, so that `..` from it walks the covered tree (a worktree's peers stay hidden),
+    // not the one the helper was started in.
+    let cwd = std::env::current_dir().map_err(|e| ExecError::Sandbox {
+        action: "read the working directory".to_owned(),
+        reason: e.to_string(),
+    })?;
+    // Who started the helper: when it is gone, the slice has no limits left but its own.
+    let supervisor = Supervisor::watch();
     let flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
     unshare(flags).map_err(|e| sandbox_err("create user, mount and PID namespaces", e))?;
     write_proc("/proc/self/setgroups", "deny")?;
@@ -279,6 +288,9 @@ pub(crate) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infal
     if let Some(room) = &sandbox.private_room {
         keep_only(room)?;
     }
+    private_terminals()?;
+    nix::unistd::chdir(&cwd)
+        .map_err(|e| sandbox_err(&format!("enter {} in the sandbox", cwd.display()), e))?;
     // Close-on-exec: the agent must not inherit the pipe's write end (it could report any
     // exit status it liked).
     let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
@@ -305,7 +317,10 @@ pub(crate) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infal
                 // SAFETY: ignoring a signal installs no handler code.
                 let _ = unsafe { nix::sys::signal::signal(signal, SigHandler::SigIgn) };
             }
-            let init_status = waitpid(child, None);
+            let init_status = match supervisor {
+                Some(supervisor) => supervisor.wait_for(child, sandbox.private_room.as_deref()),
+                None => waitpid(child, None),
+            };
             let mut word = [0u8; 8];
             let got = nix::unistd::read(&status_read, &mut word).unwrap_or(0);
             let agent = (got == word.len()).then(|| {
@@ -345,6 +360,17 @@ fn init(sandbox: &Sandbox, argv: &[CString], status: &OwnedFd) -> Result<i32, Ex
     // If the waiting helper dies (SIGKILL at the end of a stop), so does the whole slice.
     // SAFETY: plain prctl with an integer argument.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    // Not traceable by the agent: the init reports how the agent ended, and holds the status
+    // pipe. A process that is not dumpable can be traced, or its `/proc/1/fd` opened, only
+    // with CAP_SYS_PTRACE in the user namespace its memory belongs to, the person's, where the
+    // agent has no capability. The agent's own exec makes it dumpable again.
+    // SAFETY: plain prctl with an integer argument.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0) } != 0 {
+        return Err(sandbox_err(
+            "make the slice's init untraceable",
+            nix::errno::Errno::last(),
+        ));
+    }
     // A `/proc` of this namespace: the agent sees its own processes only. Some container
     // runtimes forbid it (masked paths); loopx's own processes stay unreadable there because
     // loopx is not dumpable.
@@ -420,6 +446,131 @@ fn die_by(signal: i32) -> ! {
         let _ = kill(Pid::this(), sig);
     }
     std::process::exit(128 + signal)
+}
+
+/// Gives the slice a terminal namespace of its own: a new `devpts` instance on `/dev/pts`, so
+/// that no other terminal of the person's (the one `loopx run` prints to, their shells) can be
+/// opened, written or read from the slice. The agent keeps its own terminal through its
+/// standard streams and `/dev/tty` (its controlling terminal); `/dev/ptmx` opens terminals in
+/// the new instance (the kernel looks for `pts` beside it), so tools that make their own
+/// terminals still work.
+fn private_terminals() -> Result<(), ExecError> {
+    mount(
+        Some("devpts"),
+        "/dev/pts",
+        Some("devpts"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=0620"),
+    )
+    .map_err(|e| sandbox_err("give the slice its own /dev/pts", e))
+}
+
+/// The process that started the helper (the supervisor, or the land check's caller), watched
+/// through a pidfd, so that the slice ends when it is gone: a `loopx run` killed with
+/// SIGKILL cannot stop its slices, and without this they would run on with no time limit
+/// until a later run recovered them.
+struct Supervisor {
+    pidfd: OwnedFd,
+}
+
+/// How long the agent gets to end after its supervisor is gone, before it is killed.
+const ORPHAN_GRACE_MS: i32 = 3000;
+
+/// The helper's exit status when its supervisor was gone and it stopped the slice.
+pub const SUPERVISOR_LOST_STATUS: i32 = 125;
+
+/// The file the helper leaves in the slice's room when it stopped the slice because its
+/// supervisor was gone; recovery reads it.
+pub const SUPERVISOR_LOST_FILE: &str = "supervisor-lost";
+
+impl Supervisor {
+    /// A pidfd on the parent, or `None` when the parent is already gone (then the helper was
+    /// adopted and there is nobody to watch) or the kernel has no pidfds (before 5.3).
+    fn watch() -> Option<Supervisor> {
+        use std::os::fd::FromRawFd;
+        let parent = nix::unistd::getppid();
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, parent.as_raw(), 0) };
+        let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+        // SAFETY: the descriptor was just returned to us and is owned by nothing else.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // Close-on-exec, so that the agent never holds it (pidfds are made with it set, but
+        // the init forks the agent from this process's descriptors).
+        let _ = nix::fcntl::fcntl(
+            &pidfd,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        );
+        // The parent could have died, and its pid been reused, before the pidfd was opened:
+        // then this process was adopted by then.
+        (nix::unistd::getppid() == parent).then_some(Supervisor { pidfd })
+    }
+
+    /// Waits for the init `child` like `waitpid`; when the supervisor goes first, stops the
+    /// slice (SIGTERM to the init, which passes it on; SIGKILL after a grace, which ends the
+    /// namespace), leaves [`SUPERVISOR_LOST_FILE`] in `room`, and exits with
+    /// [`SUPERVISOR_LOST_STATUS`].
+    fn wait_for(self, child: Pid, room: Option<&Path>) -> nix::Result<WaitStatus> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        // SAFETY: pidfd_open on our own child, which stays a zombie until we wait for it.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.as_raw(), 0) };
+        let Some(fd) = i32::try_from(fd).ok().filter(|fd| *fd >= 0) else {
+            return waitpid(child, None);
+        };
+        // SAFETY: just returned to us, owned by nothing else.
+        let init = unsafe { OwnedFd::from_raw_fd(fd) };
+        let poll = |timeout: i32| -> (bool, bool) {
+            let mut fds = [
+                libc::pollfd {
+                    fd: init.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: self.pidfd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: two valid pollfd structures for the call's duration.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
+            if n <= 0 {
+                return (false, false);
+            }
+            (fds[0].revents != 0, fds[1].revents != 0)
+        };
+        loop {
+            match poll(-1) {
+                (true, _) => return waitpid(child, None),
+                (false, true) => break,
+                (false, false) => {}
+            }
+        }
+        // The supervisor is gone: nobody will enforce the slice's limits or stop it.
+        let _ = kill(child, Signal::SIGTERM);
+        let deadline =
+            std::time::Instant::now() + std::time::Duration::from_millis(ORPHAN_GRACE_MS as u64);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let ms = i32::try_from(left.as_millis())
+                .unwrap_or(ORPHAN_GRACE_MS)
+                .max(1);
+            if poll(ms).0 {
+                break;
+            }
+        }
+        let _ = kill(child, Signal::SIGKILL);
+        let _ = waitpid(child, None);
+        if let Some(room) = room {
+            let _ = std::fs::write(
+                room.join(SUPERVISOR_LOST_FILE),
+                b"the supervisor was gone\n",
+            );
+        }
+        std::process::exit(SUPERVISOR_LOST_STATUS)
+    }
 }
 
 /// Covers `path` with an empty read-only tmpfs (a directory) or `/dev/null` (a file, a

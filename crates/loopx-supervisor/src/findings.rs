@@ -106,14 +106,28 @@ pub(crate) fn ops(f: &Finished<'_>) -> Vec<Op> {
                 commit: end.commit.clone(),
             },
         ),
+        // In the shared tree loopx rolls nothing back; the todo waits for the answer (keep
+        // finishes it as reported), and a planning slice's agent waits instead.
         _ => (
             format!(
-                "scope check of slice {} (agent `{}`); loopx rolls nothing back itself, the \
-                 answer reaches the agent in its next prompt.\n{detail}",
-                f.slice, f.agent
+                "scope check of slice {} (agent `{}`); loopx rolls nothing back itself: `keep` \
+                 keeps the changes{}, `rollback` asks the next slice to undo them.\n{detail}",
+                f.slice,
+                f.agent,
+                if claimed_done(f) {
+                    " and marks the todo done, as the agent reported"
+                } else {
+                    ""
+                }
             ),
-            Blocks::Agent(f.agent.clone()),
-            GateKind::Question,
+            f.todo.map_or_else(
+                || Blocks::Agent(f.agent.clone()),
+                |t| Blocks::Todos(vec![t]),
+            ),
+            GateKind::Scope {
+                todo: f.todo,
+                reported_done: f.todo.is_some() && claimed_done(f),
+            },
         ),
     };
     ops.push(Op::GateAsk(NewGate {
@@ -124,6 +138,13 @@ pub(crate) fn ops(f: &Finished<'_>) -> Vec<Op> {
         kind,
     }));
     ops
+}
+
+/// Whether the slice said its todo is done: a `done` report (in its final block or through
+/// `loopx report done`), or the profile's `done_when`.
+pub(crate) fn claimed_done(f: &Finished<'_>) -> bool {
+    (f.outcome == loopx_adapters::Outcome::Completed && f.classification.is_some_and(|c| c.done))
+        || f.reported_done
 }
 
 /// `outside the goal's scope`, `in `.loopx/``, or both.

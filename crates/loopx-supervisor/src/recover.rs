@@ -187,6 +187,9 @@ fn close(
         .map(|agent| agent.pid);
     let marker = marker(project.root(), slice.id);
     let swept = loopx_pty::stop_orphaned_slice(session, &marker, GRACE);
+    // The slice's own helper stops it soon after its supervisor is gone, and says so in the
+    // room it leaves.
+    let stopped_itself = crate::slice::room_has(marker.as_str(), loopx_pty::SUPERVISOR_LOST_FILE);
     // Its private room (temp dir, report socket) died with its supervisor's care.
     crate::slice::remove_room(marker.as_str());
     let output_bytes = slice
@@ -195,6 +198,9 @@ fn close(
         .and_then(|log| std::fs::metadata(project.root().join(log)).ok())
         .map_or(0, |m| m.len());
     let mut reason = why.to_owned();
+    if stopped_itself {
+        reason.push_str("; the slice stopped itself when its supervisor was lost");
+    }
     if !swept.found.is_empty() {
         reason.push_str(&format!(
             "; {} leftover process(es) were stopped",

@@ -424,12 +424,10 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
         .into_iter()
         .map(str::to_owned)
         .collect();
-    // A todo whose changes a person may roll back is not done yet (unless the agent already
-    // marked it done with `loopx report done`: then the violation gate still asks).
-    // Done as the report says, or as the profile's `done_when` recognised it.
-    let claimed_done = (f.outcome == Outcome::Completed
-        && f.classification.is_some_and(|c| c.done))
-        || f.reported_done;
+    // A todo whose changes a person may roll back is not done yet: the violation's gate holds
+    // it until a person answers (`keep` finishes it as reported). Done as the report says
+    // (also through `loopx report done`, which only notes it), or as `done_when` recognised it.
+    let claimed_done = findings::claimed_done(f);
     // A worktree goal's todo is done only once its branch landed.
     let landed = match f.worktree {
         None => true,

@@ -24,6 +24,8 @@
 //!   worked in the project's own tree). Gates gained the `rollback` and `land` kinds and
 //!   evidence the `land` kind (appended, so older records read unchanged). Every other record
 //!   is encoded as in version 5.
+//! - 7: gates gained the `scope` kind (appended, so a version-6 record reads unchanged); the
+//!   bump makes an older loopx refuse a scope gate by name instead of failing to decode it.
 
 use std::borrow::Cow;
 
@@ -39,7 +41,7 @@ use crate::model::{
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 6;
+pub(crate) const RECORD_VERSION: u8 = 7;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -55,7 +57,8 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
         why,
     };
     let body: Cow<'_, [u8]> = match bytes.split_first() {
-        Some((&RECORD_VERSION, body)) => Cow::Borrowed(body),
+        // Version 6 differs from 7 only in a gate kind version 7 appended.
+        Some((&(6 | RECORD_VERSION), body)) => Cow::Borrowed(body),
         Some((&version @ 1..=5, body)) => up_to_v5(version, table, body)
             .and_then(|v5| Ok(Cow::Owned(upgrade_v5(table, &v5)?.into_owned())))
             .map_err(|e| failed(e.to_string()))?,

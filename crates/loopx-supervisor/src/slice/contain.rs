@@ -98,6 +98,11 @@ pub(crate) fn remove_room(marker: &str) {
     let _ = std::fs::remove_dir_all(rooms_dir().join(marker));
 }
 
+/// Whether the room of slice `marker` holds `name` (a note its helper left).
+pub(crate) fn room_has(marker: &str, name: &str) -> bool {
+    rooms_dir().join(marker).join(name).exists()
+}
+
 /// Where this user's slice rooms live.
 fn rooms_dir() -> PathBuf {
     short_temp_dir().join(format!("loopx-{}", nix::unistd::getuid()))

@@ -208,7 +208,6 @@ impl Begun {
             slice: self.record.id,
             agent: self.setup.agent.name.clone(),
             claim: self.record.todo.zip(self.record.epoch),
-            lands: tree.is_some(),
         };
         let channel = Channel::open(
             &room.socket(),

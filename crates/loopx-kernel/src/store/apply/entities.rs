@@ -6,8 +6,8 @@ use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId};
 use crate::limits;
 use crate::model::{
     Agent, Answer, BUDGET_OPTIONS, Blocks, EventKind, Evidence, GOAL_MET_OPTIONS, Gate, GateKind,
-    GateState, Goal, GoalStatus, Handoff, Isolation, LAND_OPTIONS, PermissionLevel, STALL_OPTIONS,
-    SliceRecord, Todo, TodoState,
+    GateState, Goal, GoalStatus, Handoff, Isolation, LAND_OPTIONS, PermissionLevel,
+    ROLLBACK_OPTIONS, STALL_OPTIONS, SliceRecord, Todo, TodoState,
 };
 use crate::store::tables::{self, counter};
 use crate::store::writer::Writer;
@@ -164,7 +164,13 @@ pub(super) fn gate_ask(w: &Writer<'_>, new: NewGate) -> Result<Applied, KernelEr
         options: new.options,
         context: new.context,
         blocks: new.blocks,
-        asked_by: w.actor.to_owned(),
+        // A gate of loopx's own kind is loopx's, even when it is written in the batch of an
+        // agent's slice (a scope violation, a login): only a question has an author.
+        asked_by: if new.kind == GateKind::Question {
+            w.actor.to_owned()
+        } else {
+            crate::model::LOOPX_ACTOR.to_owned()
+        },
         state: GateState::Open,
         answer: None,
         created_at: w.now,
@@ -266,6 +272,16 @@ pub(super) fn gate_answer(
             let drop = chosen.is_some_and(|o| o == LAND_OPTIONS[1]);
             super::todo::stall_answered(w, *todo, id, drop)?;
         }
+        // `keep` of a slice that reported its todo done finishes it as the agent said; any
+        // other answer (`rollback`, guidance) gives it a fresh budget for the next slice.
+        GateKind::Scope {
+            todo: Some(todo),
+            reported_done,
+        } => {
+            let keep = chosen.is_some_and(|o| o == ROLLBACK_OPTIONS[0]);
+            super::todo::scope_answered(w, *todo, id, keep && *reported_done)?;
+        }
+        GateKind::Scope { todo: None, .. } => {}
     }
     Ok(Applied::Gate(gate))
 }

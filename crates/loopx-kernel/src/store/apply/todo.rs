@@ -429,6 +429,27 @@ pub(super) fn finish(
 /// A person answered the stall gate of `id`: `drop` drops the todo (fencing whoever holds it);
 /// any other answer gives it a fresh budget of attempts, so the stall guard counts only the
 /// slices that follow. A todo finished meanwhile is left as it is.
+/// A person answered a scope gate on `id`: `finish` (keep, and its slice reported it done)
+/// marks it done as the agent reported; otherwise it gets a fresh budget of attempts. A todo
+/// someone finished or claimed meanwhile is left as it is.
+pub(super) fn scope_answered(
+    w: &Writer<'_>,
+    id: TodoId,
+    gate: crate::ids::GateId,
+    finish_it: bool,
+) -> Result<(), KernelError> {
+    let todo: Todo = w.require(tables::TODOS, id.0, "todo", id)?;
+    let claimed = todo.lease.as_ref().is_some_and(|l| l.is_live(w.now));
+    if todo.state.is_final() || claimed {
+        return Ok(());
+    }
+    if finish_it {
+        finish(w, id, TodoState::Done, None, None)?;
+        return Ok(());
+    }
+    stall_answered(w, id, gate, false)
+}
+
 pub(super) fn stall_answered(
     w: &Writer<'_>,
     id: TodoId,

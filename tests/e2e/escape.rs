@@ -1,0 +1,198 @@
+//! The last ways out of a slice (issue 33), each tried by an adversarial agent through a real
+//! slice of the release binary with the default sandbox. Each test failed on the loopx before
+//! that issue: what the agent saw and how its attempts ended is left where the test reads it.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{Background, Loopx, git, script_agent};
+
+/// A project with a goal and t1 for agent `exec`, which runs `script` (after reading its
+/// prompt), in the project's own tree.
+fn attacker(script: &str, limits: &str) -> Loopx {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    script_agent(
+        &loopx,
+        "exec",
+        &format!("cat > /dev/null\n{script}"),
+        &format!("max_time = \"1m\"\nidle_timeout = \"30s\"\n{limits}"),
+    );
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    loopx
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("the agent left {name}: {e}"))
+}
+
+fn run_once(loopx: &Loopx) -> Value {
+    let run = loopx.run(&["run", "--once", "--json"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    run.json()
+}
+
+/// Gap 2: `/dev/pts` was the person's, so an agent opened their other terminals (the one
+/// `loopx run` prints to) and sent OSC 52 (set the clipboard) and OSC 0 (the title) past every
+/// escaping loopx does. In the slice `/dev/pts` is a terminal namespace of its own.
+#[test]
+fn an_agent_cannot_write_to_the_person_s_terminals() {
+    let person = nix::pty::openpty(None, None).expect("a terminal of the person's");
+    let name = nix::unistd::ttyname(&person.slave).expect("its name");
+    let loopx = attacker(
+        &format!(
+            "printf '\\033]52;c;ZXZpbA==\\007\\033]0;pwned\\007' > '{0}' 2> theirs.err; echo $? > theirs.rc\n\
+             cat '{0}' > /dev/null 2>&1 & sleep 0.2; kill $! 2>/dev/null\n\
+             ls /dev/pts > pts.txt\n\
+             echo mine > /dev/tty; echo $? > own.rc\n\
+             python3 -c 'import pty; m, s = pty.openpty(); print(\"made\")' > made.txt 2>&1 || echo made > made.txt\n",
+            name.display()
+        ),
+        "",
+    );
+    let out = run_once(&loopx);
+    assert_eq!(out["slice"]["outcome"], "completed", "{out}");
+    assert_ne!(read(loopx.path(), "theirs.rc").trim(), "0");
+    // Nothing reached the person's terminal.
+    nix::fcntl::fcntl(
+        &person.master,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+    )
+    .expect("non-blocking");
+    let mut buf = [0u8; 256];
+    let got = nix::unistd::read(&person.master, &mut buf);
+    assert!(
+        matches!(got, Err(nix::errno::Errno::EAGAIN)),
+        "the agent wrote to the person's terminal: {got:?} {:?}",
+        got.map(|n| String::from_utf8_lossy(&buf[..n]).into_owned())
+    );
+    // Its own terminal still works, and it can make new ones (some tools do).
+    assert_eq!(read(loopx.path(), "own.rc").trim(), "0");
+    assert_eq!(read(loopx.path(), "made.txt").trim(), "made");
+    let pts = read(loopx.path(), "pts.txt");
+    let theirs = name
+        .file_name()
+        .expect("a name")
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        !pts.lines().any(|l| l == theirs),
+        "the person's {theirs} is visible: {pts}"
+    );
+}
+
+/// Gap 4: a worktree slice entered its directory before `.loopx/` was covered, so `..` still
+/// reached the real `.loopx/worktrees/<goal>/`: a peer's uncommitted files and loopx's own
+/// index of it. Now the directory is entered through the covered tree.
+#[test]
+fn a_worktree_slice_cannot_read_its_peers_worktrees() {
+    let loopx = Loopx::new();
+    let root = loopx.path();
+    git(root, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(root.join("src")).expect("src");
+    std::fs::write(root.join("src/a.txt"), "a\n").expect("a");
+    git(root, &["add", "src"]);
+    git(root, &["commit", "-q", "-m", "start"]);
+    loopx.ok(&["goal", "start", "Edit the files", "--scope", "src/"]);
+    // A peer's worktree with work it has not committed yet.
+    let peer = root.join(".loopx/worktrees/g1/t9/src");
+    std::fs::create_dir_all(&peer).expect("a peer's worktree");
+    std::fs::write(peer.join("draft.txt"), "a peer's private draft\n").expect("draft");
+    script_agent(
+        &loopx,
+        "exec",
+        "cat > /dev/null\n\
+         ls -a .. ../.. > src/seen.txt 2>&1\n\
+         cat ../../t9/src/draft.txt > src/stolen.txt 2>&1; echo $? > src/stolen.rc\n",
+        "max_time = \"1m\"",
+    );
+    loopx.ok(&["todo", "add", "Edit a"]);
+    let out = run_once(&loopx);
+    assert_eq!(out["slice"]["outcome"], "completed", "{out}");
+    let own = root.join(".loopx/worktrees/g1/t1");
+    let stolen = read(&own, "src/stolen.txt");
+    assert!(!stolen.contains("private draft"), "{stolen}");
+    assert_ne!(read(&own, "src/stolen.rc").trim(), "0");
+    let seen = read(&own, "src/seen.txt");
+    assert!(!seen.contains("t9"), "a peer's worktree is visible: {seen}");
+}
+
+/// Gap 7: the agent could trace its slice's init and open its descriptors (the status pipe
+/// through which the init reports how the agent ended). The init is not dumpable now.
+#[test]
+fn an_agent_cannot_trace_its_slice_s_init() {
+    let loopx = attacker(
+        "ls -l /proc/1/fd/ > fds.txt 2>&1; echo $? > fds.rc\n\
+         cat /proc/1/environ > /dev/null 2>&1; echo $? > environ.rc\n\
+         python3 -c 'import ctypes; libc = ctypes.CDLL(None, use_errno=True); print(libc.ptrace(16, 1, 0, 0))' > attach.txt 2>&1\n",
+        "",
+    );
+    let out = run_once(&loopx);
+    assert_eq!(out["slice"]["outcome"], "completed", "{out}");
+    let fds = read(loopx.path(), "fds.txt");
+    assert_ne!(read(loopx.path(), "fds.rc").trim(), "0", "{fds}");
+    assert!(!fds.contains("pipe:"), "{fds}");
+    assert_ne!(read(loopx.path(), "environ.rc").trim(), "0");
+    let attach = read(loopx.path(), "attach.txt");
+    assert_eq!(attach.trim(), "-1", "PTRACE_ATTACH to the init: {attach}");
+}
+
+/// The processes whose command line holds `needle`.
+fn processes_with(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|cmdline| cmdline.contains(needle))
+        .collect()
+}
+
+/// Gap 6: after `kill -9` of `loopx run`, its agents ran on with no time limit until a later
+/// run recovered them. Now the slice watches its supervisor and stops when it is gone; the
+/// next run's recovery says so.
+#[test]
+fn a_slice_ends_when_its_supervisor_is_killed() {
+    let unique = format!(
+        "97.{:09}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .subsec_nanos()
+    );
+    let loopx = attacker(&format!("touch started\nsleep {unique}\n"), "");
+    let mut bg = Background::start(&loopx, &[]);
+    bg.wait_for("the slice", |e| e["event"] == "slice_started");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while processes_with(&unique).is_empty() {
+        assert!(Instant::now() < deadline, "the agent never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bg.signal(nix::sys::signal::Signal::SIGKILL);
+    let (code, _) = bg.finish();
+    assert_eq!(code, -1, "killed");
+    // The grace is 3 s; give a loaded machine room, but far less than the slice's minute.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !processes_with(&unique).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the agent outlived its supervisor: {:?}",
+            processes_with(&unique)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = loopx.ok(&["log", "--json"]).stdout;
+    assert!(
+        !status.contains("\"recovered\""),
+        "nothing recovered it yet"
+    );
+    let out = run_once(&loopx);
+    assert_eq!(out["recovered"][0]["slice"], "s1", "{out}");
+    let evidence = loopx.ok(&["evidence", "list", "--json"]).stdout;
+    assert!(
+        evidence.contains("stopped itself when its supervisor was lost"),
+        "{evidence}"
+    );
+}
