@@ -196,3 +196,38 @@ fn a_slice_ends_when_its_supervisor_is_killed() {
         "{evidence}"
     );
 }
+
+/// Gap 8: one slice added 100,000 todos over its report channel. A slice's channel now has a
+/// budget (200 todos, 1,000 items, 16 MiB); past it a report is refused and the first refusal
+/// is recorded on the slice.
+#[test]
+fn a_slice_cannot_flood_the_kernel_through_its_report_channel() {
+    let loopx = attacker(
+        &format!(
+            "i=0; ok=0\n\
+             while [ $i -lt 203 ]; do i=$((i+1)); '{LOOPX}' report todo \"flood $i\" > /dev/null 2>last.err && ok=$((ok+1)); done\n\
+             echo $ok > ok.txt\n",
+            LOOPX = crate::support::LOOPX
+        ),
+        "",
+    );
+    let out = run_once(&loopx);
+    assert_eq!(out["slice"]["outcome"], "completed", "{out}");
+    assert_eq!(read(loopx.path(), "ok.txt").trim(), "200");
+    let refused = read(loopx.path(), "last.err");
+    assert!(refused.contains("the most one slice may"), "{refused}");
+    let todos = loopx.ok(&["todo", "list", "--all", "--json"]).json();
+    assert_eq!(
+        todos["todos"].as_array().map(Vec::len),
+        Some(201),
+        "t1 and 200 more"
+    );
+    let evidence = loopx.ok(&["evidence", "list", "--json"]).stdout;
+    assert_eq!(
+        evidence
+            .matches("reached its report budget (200 todos)")
+            .count(),
+        1,
+        "{evidence}"
+    );
+}

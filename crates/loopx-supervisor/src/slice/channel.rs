@@ -53,6 +53,60 @@ struct Serving {
     /// Refused connections from outside the slice so far: only the first few are recorded, so
     /// a flood of them cannot flood the store.
     intrusions: u32,
+    /// What the slice has written through the channel so far, against [`Budget`].
+    spent: Budget,
+    /// The budget ran out and the first refusal was recorded: later ones are only logged.
+    overspent: bool,
+}
+
+/// What one slice may write through its channel: far more than a real agent writes in a
+/// slice, and little enough that one slice cannot flood the store (a slice once added 100,000
+/// todos in two minutes, and every `todo list` after it was 20 times slower).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Budget {
+    /// Todos proposed (`loopx report todo`).
+    pub(crate) todos: u32,
+    /// Evidence items, handoffs and questions.
+    pub(crate) items: u32,
+    /// Bytes of accepted requests.
+    pub(crate) bytes: u64,
+}
+
+/// The channel's budget per slice.
+pub(crate) const SLICE_BUDGET: Budget = Budget {
+    todos: 200,
+    items: 1000,
+    bytes: 16 << 20,
+};
+
+impl Budget {
+    /// What `report` would spend, or why it is over the budget.
+    fn spend(&self, report: &AgentReport, bytes: usize) -> Result<Budget, String> {
+        let mut next = *self;
+        next.bytes = next.bytes.saturating_add(bytes as u64);
+        match report {
+            AgentReport::Todo { .. } => next.todos += 1,
+            AgentReport::Evidence { .. }
+            | AgentReport::Handoff { .. }
+            | AgentReport::Ask { .. } => {
+                next.items += 1;
+            }
+            AgentReport::Done { .. } => {}
+        }
+        let over = if next.todos > SLICE_BUDGET.todos {
+            format!("{} todos", SLICE_BUDGET.todos)
+        } else if next.items > SLICE_BUDGET.items {
+            format!(
+                "{} evidence items, handoffs and questions",
+                SLICE_BUDGET.items
+            )
+        } else if next.bytes > SLICE_BUDGET.bytes {
+            format!("{} MiB of reports", SLICE_BUDGET.bytes >> 20)
+        } else {
+            return Ok(next);
+        };
+        Err(over)
+    }
 }
 
 /// How many refused connections a slice records as evidence; later ones are only logged.
@@ -82,6 +136,8 @@ impl Channel {
             leader: leader.clone(),
             done: done.clone(),
             intrusions: 0,
+            spent: Budget::default(),
+            overspent: false,
         };
         let mut serving = serving;
         let stopping = stop.clone();
@@ -196,6 +252,10 @@ impl Serving {
             }
         };
         let done = matches!(report, AgentReport::Done { .. });
+        let spent = match self.spent.spend(&report, line.len()) {
+            Ok(spent) => spent,
+            Err(limit) => return self.over_budget(&limit),
+        };
         let batch = match self.reporter.batch(report) {
             Ok(batch) => batch,
             Err(refused) => return ReportReply::Refused(refused),
@@ -212,8 +272,11 @@ impl Serving {
                     .map_err(|refused| refused.error)
             })
         });
-        if written.is_ok() && done {
-            self.done.store(true, Ordering::SeqCst);
+        if written.is_ok() {
+            self.spent = spent;
+            if done {
+                self.done.store(true, Ordering::SeqCst);
+            }
         }
         match written {
             Ok(mut applied) => match applied.pop().and_then(Reported::from_applied) {
@@ -236,6 +299,40 @@ impl Serving {
         None
     }
 
+    /// The slice spent its channel's budget: the request is refused, and the first refusal is
+    /// recorded as `violation` evidence on the slice (later ones are only logged).
+    fn over_budget(&mut self, limit: &str) -> ReportReply {
+        let slice = self.reporter.slice;
+        if !self.overspent {
+            self.overspent = true;
+            self.record(NewEvidence {
+                kind: EvidenceKind::Violation,
+                summary: format!(
+                    "slice {slice} reached its report budget ({limit}); later reports were refused"
+                ),
+                detail: format!(
+                    "A slice may write at most {} todos, {} evidence items, handoffs and questions, \
+                     and {} MiB through its report channel. What it wrote before stays.",
+                    SLICE_BUDGET.todos,
+                    SLICE_BUDGET.items,
+                    SLICE_BUDGET.bytes >> 20
+                ),
+                files: vec![],
+                todo: self.reporter.claim.map(|(t, _)| t),
+                slice: Some(slice),
+                epoch: None,
+            });
+        } else {
+            tracing::warn!(%slice, %limit, "refused another report over the slice's budget");
+        }
+        ReportReply::Refused(ReportRefused {
+            message: format!(
+                "slice {slice} has written {limit} through its report channel, the most one slice may; nothing was written\n(hint: put what is left in the report block of your final message)"
+            ),
+            class: "refused".to_owned(),
+        })
+    }
+
     /// Someone outside the slice tried to write as it: `violation` evidence on the slice.
     fn record_intrusion(&self, who: &str) {
         let r = &self.reporter;
@@ -253,6 +350,11 @@ impl Serving {
             slice: Some(r.slice),
             epoch: None,
         };
+        self.record(evidence);
+    }
+
+    /// Records loopx's own evidence about the slice.
+    fn record(&self, evidence: NewEvidence) {
         let written = retrying(&*self.clock, patience(), || {
             self.stores.with(&self.project, |store| {
                 store.apply(Op::EvidenceAdd(evidence.clone()), ACTOR, self.clock.now())
@@ -325,6 +427,37 @@ fn parent_of(pid: u32) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_budget_refuses_the_first_report_past_it_and_no_earlier_one() {
+        let todo = AgentReport::Todo {
+            title: "x".into(),
+            detail: String::new(),
+            priority: 0,
+            role: None,
+        };
+        let mut spent = Budget::default();
+        for _ in 0..SLICE_BUDGET.todos {
+            spent = spent.spend(&todo, 10).expect("within the budget");
+        }
+        let over = spent.spend(&todo, 10).expect_err("one todo too many");
+        assert_eq!(over, "200 todos");
+        let note = AgentReport::Handoff {
+            done: String::new(),
+            next: String::new(),
+            files: vec![],
+            questions: vec![],
+        };
+        assert!(
+            spent.spend(&note, 10).is_ok(),
+            "other items have their own count"
+        );
+        let big = Budget {
+            bytes: SLICE_BUDGET.bytes,
+            ..Budget::default()
+        };
+        assert_eq!(big.spend(&note, 1), Err("16 MiB of reports".to_owned()));
+    }
 
     #[test]
     fn a_process_descends_from_its_ancestors_only() {
