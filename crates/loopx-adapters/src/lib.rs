@@ -66,10 +66,10 @@ pub use permission::{
     BYPASS_MARKERS, PermissionLevel, WRITE_MARKERS, find_bypass, find_write_grant,
 };
 pub use profile::{
-    ContentHash, DEFAULT_ENV_ALLOW, DEFAULT_PROMPT_TEMPLATE, EnvPolicy, LoadedProfile,
-    PROMPT_PLACEHOLDERS, Profile, ProfileEntry, QuotaSettings, QuotaWindow, ResourceLimits,
-    SliceLimits, find_profile, load_profile_file, load_profile_str, load_profiles_dir,
-    render_prompt,
+    ContentHash, DEFAULT_ENV_ALLOW, DEFAULT_PROCESSES, DEFAULT_PROMPT_TEMPLATE, EnvPolicy,
+    LoadedProfile, PROMPT_PLACEHOLDERS, Profile, ProfileEntry, QuotaSettings, QuotaWindow,
+    ResourceLimits, SliceLimits, find_profile, load_profile_file, load_profile_str,
+    load_profiles_dir, render_prompt,
 };
 pub use project::{
     LandCheck, NotifyConfig, PROJECT_CONFIG_FILE, ProjectConfig, load_project_config,

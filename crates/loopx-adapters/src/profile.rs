@@ -11,6 +11,7 @@ pub use load::{
     load_profiles_dir,
 };
 pub use spec::{
-    ContentHash, DEFAULT_ENV_ALLOW, DEFAULT_PROMPT_TEMPLATE, EnvPolicy, PROMPT_PLACEHOLDERS,
-    Profile, QuotaSettings, QuotaWindow, ResourceLimits, SliceLimits, render_prompt,
+    ContentHash, DEFAULT_ENV_ALLOW, DEFAULT_PROCESSES, DEFAULT_PROMPT_TEMPLATE, EnvPolicy,
+    PROMPT_PLACEHOLDERS, Profile, QuotaSettings, QuotaWindow, ResourceLimits, SliceLimits,
+    render_prompt,
 };

@@ -53,6 +53,7 @@
 //! This crate is Linux-only: the sweep reads `/proc`.
 
 mod capture;
+mod cgroup;
 mod children;
 mod errors;
 mod exec;
@@ -64,6 +65,7 @@ mod spec;
 mod sweep;
 
 pub use capture::{AnsiStripper, LogCounts, clean_text};
+pub use cgroup::{CgroupLimits, SliceCgroup};
 pub use children::{Bounded, reap_adopted, run_bounded};
 pub use errors::{ExecError, InputError, SpawnError, SpecError, WaitError};
 pub use exec::exec_with_limits;

@@ -64,12 +64,18 @@ pub struct Sandbox {
     pub landlock: bool,
     /// Where the agent may write when `landlock` is on. Missing paths are skipped.
     pub writable: Vec<PathBuf>,
+    /// The slice's cgroup, joined before anything else; the slice's stop kills it and its end
+    /// removes it.
+    pub cgroup: Option<crate::SliceCgroup>,
+    /// `RLIMIT_NPROC`, set inside the slice's user namespace, where it counts the slice's own
+    /// processes (an unprivileged user's; root is exempt, and has the cgroup instead).
+    pub processes: Option<u64>,
 }
 
 impl Sandbox {
     /// Whether nothing is applied.
     pub fn is_empty(&self) -> bool {
-        !self.namespaces && !self.landlock
+        !self.namespaces && !self.landlock && self.cgroup.is_none()
     }
 
     /// The exec helper's arguments for this sandbox (`loopx __exec ARGS -- PROGRAM …`).
@@ -93,6 +99,13 @@ impl Sandbox {
                 args.push("--private-room".into());
                 args.push(room.clone().into_os_string());
             }
+            if let Some(n) = self.processes {
+                args.push("--processes".into());
+                args.push(n.to_string().into());
+            }
+        }
+        if let Some(cgroup) = &self.cgroup {
+            args.extend(cgroup.to_args());
         }
         if self.landlock {
             args.push("--landlock".into());
@@ -106,11 +119,15 @@ impl Sandbox {
 
     /// A short name of what is in effect, as slice records and `doctor` show it.
     pub fn describe(&self) -> &'static str {
-        match (self.namespaces, self.landlock) {
-            (true, true) => "namespaces+landlock",
-            (true, false) => "namespaces",
-            (false, true) => "landlock",
-            (false, false) => "session",
+        match (self.namespaces, self.landlock, self.cgroup.is_some()) {
+            (true, true, false) => "namespaces+landlock",
+            (true, true, true) => "namespaces+landlock+cgroup",
+            (true, false, false) => "namespaces",
+            (true, false, true) => "namespaces+cgroup",
+            (false, true, false) => "landlock",
+            (false, true, true) => "landlock+cgroup",
+            (false, false, false) => "session",
+            (false, false, true) => "session+cgroup",
         }
     }
 }
@@ -240,6 +257,22 @@ impl SandboxArgs {
             "--private-room" => self.sandbox.private_room = Some(value("--private-room")?),
             "--read-only" => self.sandbox.read_only.push(value("--read-only")?),
             "--write" => self.sandbox.writable.push(value("--write")?),
+            "--cgroup" => {
+                let dir = value("--cgroup")?;
+                self.sandbox
+                    .cgroup
+                    .get_or_insert_with(crate::SliceCgroup::default)
+                    .push(dir);
+            }
+            "--processes" => {
+                let given = value("--processes")?;
+                let n = given.to_str().and_then(|t| t.parse().ok()).ok_or_else(|| {
+                    ExecError::Usage {
+                        reason: format!("`--processes` needs a number, not {}", given.display()),
+                    }
+                })?;
+                self.sandbox.processes = Some(n);
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -249,6 +282,10 @@ impl SandboxArgs {
 /// Applies `sandbox` and runs `argv`: with namespaces, as the child of an init in a new PID
 /// namespace, this process waiting and exiting as the agent did; otherwise by `execv`.
 pub(crate) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infallible, ExecError> {
+    // First, before anything forks: everything of the slice is in its cgroup.
+    if let Some(cgroup) = &sandbox.cgroup {
+        crate::cgroup::join(cgroup.dirs())?;
+    }
     if !sandbox.namespaces {
         if sandbox.landlock {
             restrict_writes(&sandbox.writable)?;
@@ -270,6 +307,12 @@ pub(crate) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infal
     write_proc("/proc/self/setgroups", "deny")?;
     write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
     write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
+    // Set inside the new user namespace, where the kernel counts this user's processes of
+    // the slice only (set before, it would count all of the person's).
+    if let Some(n) = sandbox.processes {
+        nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NPROC, n, n)
+            .map_err(|e| sandbox_err("limit the slice's processes", e))?;
+    }
     // Mounts made here must not propagate back to the person's namespace.
     mount(
         None::<&str>,

@@ -49,6 +49,8 @@ pub(crate) struct RawLimits {
     pub(crate) file_size: Option<Checked<SizeValue>>,
     pub(crate) open_files: Option<Checked<u64>>,
     pub(crate) cpu_time: Option<Checked<DurationText>>,
+    pub(crate) processes: Option<Checked<u64>>,
+    pub(crate) memory_total: Option<Checked<SizeValue>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -106,6 +108,8 @@ pub(crate) fn known_keys(path: &[&str]) -> &'static [&'static str] {
             "file_size",
             "open_files",
             "cpu_time",
+            "processes",
+            "memory_total",
         ],
         ["quota"] => &["account", "slices_per_hour", "burst", "windows"],
         ["quota", "windows"] => &["window", "tokens", "cost_usd"],

@@ -76,7 +76,7 @@ pub struct SliceLimits {
 
 /// Kernel resource limits a profile sets on each process of a slice (soft = hard, so the agent
 /// cannot raise them).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ResourceLimits {
     /// `limits.memory`: bytes of data segment (`RLIMIT_DATA`) per process.
     pub memory_bytes: Option<u64>,
@@ -86,6 +86,29 @@ pub struct ResourceLimits {
     pub open_files: Option<u64>,
     /// `limits.cpu_time`: seconds of CPU per process (`RLIMIT_CPU`).
     pub cpu_seconds: Option<u64>,
+    /// `limits.processes`: processes of the whole slice at once (its cgroup's `pids.max`, or
+    /// `RLIMIT_NPROC` in its user namespace); [`DEFAULT_PROCESSES`] unless set.
+    pub processes: u64,
+    /// `limits.memory_total`: bytes of memory of the whole slice (its cgroup's memory limit;
+    /// not enforced without a cgroup).
+    pub memory_total_bytes: Option<u64>,
+}
+
+/// `limits.processes` when a profile does not set it: far more than an agent and its tools
+/// run at once, and a bound on a fork bomb.
+pub const DEFAULT_PROCESSES: u64 = 1024;
+
+impl Default for ResourceLimits {
+    fn default() -> Self {
+        Self {
+            memory_bytes: None,
+            file_size_bytes: None,
+            open_files: None,
+            cpu_seconds: None,
+            processes: DEFAULT_PROCESSES,
+            memory_total_bytes: None,
+        }
+    }
 }
 
 impl Default for SliceLimits {

@@ -339,6 +339,23 @@ fn limits(raw: Option<RawLimits>, adapter: Option<&Adapter>, p: &mut Problems) -
         "limits.file_size",
         "the agent could not write a file",
     );
+    limits.resources.memory_total_bytes = size(
+        raw.memory_total,
+        "limits.memory_total",
+        "the agent could not run",
+    );
+    if let Some((n, span)) = take(raw.processes, "limits.processes", p) {
+        if n < 8 {
+            p.push(
+                span,
+                Some("limits.processes"),
+                format!("`limits.processes` is {n}; an agent needs at least 8 (its CLI, a shell, the tools it runs)"),
+                None,
+            );
+        } else {
+            limits.resources.processes = n;
+        }
+    }
     if let Some((files, span)) = take(raw.open_files, "limits.open_files", p) {
         if files < 16 {
             p.push(

@@ -77,7 +77,7 @@ pub fn run(ctx: &mut Ctx, repair: bool) -> Result<(), ExpectedError> {
 
 /// The checks; only with `repair` is the store opened for writing (and so possibly repaired).
 fn checks(ctx: &Ctx, repair: bool) -> Vec<Check> {
-    let mut checks = vec![sandbox()];
+    let mut checks = vec![sandbox(), slice_cgroups()];
     let project = match ctx.project() {
         Ok(project) => project,
         Err(e) => {
@@ -268,6 +268,30 @@ fn worktrees(project: &loopx_kernel::Project, store: &Store, repair: bool) -> Op
         ),
         errors => Check::warn("worktrees", errors.join("; ")),
     })
+}
+
+/// Whether each slice gets a cgroup limiting its processes and memory as a whole
+/// (`docs/permissions.md`): tried by making one and removing it again.
+fn slice_cgroups() -> Check {
+    let limits = loopx_pty::CgroupLimits {
+        processes: Some(loopx_adapters::DEFAULT_PROCESSES),
+        memory_bytes: None,
+    };
+    match loopx_pty::SliceCgroup::create(&format!("doctor-{}", std::process::id()), limits) {
+        Ok(cgroup) => {
+            cgroup.remove();
+            Check::pass(
+                "slice limits",
+                "a cgroup per slice: `[limits] processes` and `memory_total` hold for the whole slice",
+            )
+        }
+        Err(why) => Check::warn(
+            "slice limits",
+            format!(
+                "no cgroup per slice ({why}): processes are limited in each slice's user namespace (RLIMIT_NPROC; not for root), memory per process (`[limits] memory`), and `memory_total` is not enforced\n(hint: run loopx as root, or in a delegated cgroup: systemd-run --user --scope -p Delegate=yes loopx run)"
+            ),
+        ),
+    }
 }
 
 /// What this kernel offers the slices' sandbox (`docs/permissions.md`).

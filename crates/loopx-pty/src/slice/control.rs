@@ -297,6 +297,10 @@ impl Control {
         st.kill_at = Some(Instant::now());
         st.kill_flag.store(true, Ordering::Relaxed);
         self.signal_session(Signal::SIGKILL);
+        // The whole slice at once, wherever its processes went.
+        if let Some(cgroup) = self.spec.sandbox.cgroup.clone() {
+            tokio::task::spawn_blocking(move || cgroup.kill());
+        }
     }
 
     fn signal_session(&self, signal: Signal) {
@@ -365,6 +369,9 @@ impl Control {
             tokio::task::spawn_blocking(move || input.send(InputMsg::Close));
         }
         self.guard.armed = false;
+        if let Some(cgroup) = self.spec.sandbox.cgroup.clone() {
+            let _ = tokio::task::spawn_blocking(move || cgroup.remove()).await;
+        }
         let swept = st.swept.take().unwrap_or_default();
         let status = st.status.flatten();
         let exit = self.classify(&st, status, summary.as_ref());

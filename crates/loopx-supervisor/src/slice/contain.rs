@@ -249,8 +249,26 @@ fn sandbox(
             writable.push(path);
         }
     }
+    // One limit on the whole slice's processes and memory, where loopx may make a cgroup;
+    // otherwise the per-process limits (and `RLIMIT_NPROC` in the user namespace) stand.
+    let resources = &plan.limits.resources;
+    let marker = room
+        .dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    let cgroup = marker.and_then(|marker| {
+        let limits = loopx_pty::CgroupLimits {
+            processes: Some(resources.processes),
+            memory_bytes: resources.memory_total_bytes,
+        };
+        loopx_pty::SliceCgroup::create(&marker, limits)
+            .inspect_err(|why| tracing::debug!(%why, "the slice runs without a cgroup"))
+            .ok()
+    });
     Ok(Sandbox {
         namespaces: support.namespaces,
+        cgroup,
+        processes: Some(resources.processes),
         hide: hidden(project_root),
         keep,
         read_only: git_dir(project_root)

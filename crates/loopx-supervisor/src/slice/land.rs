@@ -72,6 +72,8 @@ fn run_check(
         private_room: Some(room.dir().to_path_buf()),
         landlock: support.landlock_abi.is_some(),
         writable,
+        cgroup: None,
+        processes: Some(loopx_adapters::DEFAULT_PROCESSES),
     };
     let mut cmd = Command::new(loopx_exe);
     cmd.arg("__exec")

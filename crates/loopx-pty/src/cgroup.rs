@@ -1,0 +1,246 @@
+//! A control group per slice: one limit on the number of processes and on the memory of the
+//! whole slice, whatever it starts, and a way to stop all of it at once.
+//!
+//! `setrlimit` limits are per process (memory) or per user (processes; and root is exempt), so
+//! a fork bomb in a slice run as root was bounded only by the machine. Where loopx may create
+//! cgroups, each slice gets one:
+//!
+//! - **cgroup v2** (`/sys/fs/cgroup` is the unified hierarchy with the `pids` and `memory`
+//!   controllers): beneath loopx's own cgroup. v2 forbids processes in a cgroup whose
+//!   controllers are handed to children, so loopx first moves itself into a leaf `supervisor`
+//!   beside the slices (as container runtimes do in a delegated cgroup). Limits are `pids.max`
+//!   and `memory.max`; the stop is `cgroup.kill`.
+//! - **cgroup v1** (separate `pids` and `memory` hierarchies): a child of loopx's own cgroup in
+//!   each, with `pids.max` and `memory.limit_in_bytes`; the stop kills every process listed.
+//!
+//! Where neither can be created (no permission: an unprivileged user without a delegated
+//! cgroup), [`SliceCgroup::create`] says why and the slice runs with the per-process limits;
+//! the slice record and `loopx doctor` say which. The exec helper joins the cgroup before it
+//! forks anything (`--cgroup DIR`), so nothing of the slice is ever outside it.
+
+use std::path::{Path, PathBuf};
+
+/// The controllers a slice's cgroup uses.
+const CONTROLLERS: [&str; 2] = ["pids", "memory"];
+
+/// A slice's cgroup: one directory per hierarchy (one in v2).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SliceCgroup {
+    dirs: Vec<PathBuf>,
+    v2: bool,
+}
+
+/// What a slice's cgroup limits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CgroupLimits {
+    /// Processes (and threads) of the whole slice at once.
+    pub processes: Option<u64>,
+    /// Bytes of memory of the whole slice.
+    pub memory_bytes: Option<u64>,
+}
+
+impl SliceCgroup {
+    /// Creates the cgroup `loopx-<name>` with `limits`, or says why it cannot.
+    pub fn create(name: &str, limits: CgroupLimits) -> Result<SliceCgroup, String> {
+        let own = std::fs::read_to_string("/proc/self/cgroup")
+            .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+        let unified = Path::new("/sys/fs/cgroup/cgroup.controllers");
+        let cgroup = if unified.exists() && has_controllers(unified) {
+            create_v2(&own, name, limits)?
+        } else {
+            create_v1(&own, name, limits)?
+        };
+        Ok(cgroup)
+    }
+
+    /// The directories the helper joins (`--cgroup DIR` each).
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// Adds a directory to join (the helper, reading its arguments).
+    pub(crate) fn push(&mut self, dir: PathBuf) {
+        self.dirs.push(dir);
+    }
+
+    /// The helper arguments that join it.
+    pub fn to_args(&self) -> Vec<std::ffi::OsString> {
+        self.dirs
+            .iter()
+            .flat_map(|d| ["--cgroup".into(), d.clone().into_os_string()])
+            .collect()
+    }
+
+    /// Kills every process in it: `cgroup.kill` in v2, each listed process in v1.
+    pub fn kill(&self) {
+        if self.v2 {
+            for dir in &self.dirs {
+                let _ = std::fs::write(dir.join("cgroup.kill"), "1");
+            }
+            return;
+        }
+        for _ in 0..10 {
+            let mut found = false;
+            for dir in &self.dirs {
+                for pid in procs(dir) {
+                    found = true;
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+            }
+            if !found {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Kills what is left and removes the directories (a cgroup is removed once empty).
+    pub fn remove(&self) {
+        self.kill();
+        for dir in &self.dirs {
+            for _ in 0..50 {
+                match std::fs::remove_dir(dir) {
+                    Ok(()) => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+            }
+        }
+    }
+}
+
+/// Moves the calling process into each of `dirs` (the helper, before it forks anything).
+pub(crate) fn join(dirs: &[PathBuf]) -> Result<(), crate::errors::ExecError> {
+    for dir in dirs {
+        std::fs::write(dir.join("cgroup.procs"), "0").map_err(|e| {
+            crate::errors::ExecError::Sandbox {
+                action: format!("join the slice's cgroup {}", dir.display()),
+                reason: e.to_string(),
+            }
+        })?;
+    }
+    Ok(())
+}
+
+fn has_controllers(file: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return false;
+    };
+    CONTROLLERS
+        .iter()
+        .all(|c| text.split_whitespace().any(|w| w == *c))
+}
+
+fn procs(dir: &Path) -> Vec<i32> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+fn write(dir: &Path, file: &str, value: &str) -> Result<(), String> {
+    std::fs::write(dir.join(file), value)
+        .map_err(|e| format!("cannot write {}: {e}", dir.join(file).display()))
+}
+
+fn create_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::create_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(format!("cannot create the cgroup {}: {e}", dir.display())),
+    }
+}
+
+/// v2: `<own>/loopx-<name>`, with loopx itself moved into `<own>/supervisor` first (unless its
+/// own cgroup is the root, which may hold processes and hand out controllers at once).
+fn create_v2(own: &str, name: &str, limits: CgroupLimits) -> Result<SliceCgroup, String> {
+    let path = own
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .ok_or("no cgroup v2 line in /proc/self/cgroup")?;
+    let root = Path::new("/sys/fs/cgroup");
+    let mut base = root.join(path.trim_start_matches('/'));
+    // Already moved: the slices live beside the supervisor leaf.
+    if base.file_name().is_some_and(|n| n == "supervisor") {
+        base.pop();
+    } else if base != root {
+        let leaf = base.join("supervisor");
+        create_dir(&leaf)?;
+        write(&leaf, "cgroup.procs", "0")?;
+    }
+    let wanted = CONTROLLERS.map(|c| format!("+{c}")).join(" ");
+    write(&base, "cgroup.subtree_control", &wanted)?;
+    let dir = base.join(format!("loopx-{name}"));
+    create_dir(&dir)?;
+    let set = || -> Result<(), String> {
+        if let Some(n) = limits.processes {
+            write(&dir, "pids.max", &n.to_string())?;
+        }
+        if let Some(bytes) = limits.memory_bytes {
+            write(&dir, "memory.max", &bytes.to_string())?;
+            // No swap beyond the limit, so the limit is the slice's whole memory.
+            let _ = write(&dir, "memory.swap.max", "0");
+        }
+        Ok(())
+    };
+    let cgroup = SliceCgroup {
+        dirs: vec![dir.clone()],
+        v2: true,
+    };
+    set().inspect_err(|_| cgroup.remove())?;
+    Ok(cgroup)
+}
+
+/// v1: `loopx-<name>` beneath loopx's own cgroup in the `pids` and `memory` hierarchies (the
+/// `pids` one is required; `memory` is used when there).
+fn create_v1(own: &str, name: &str, limits: CgroupLimits) -> Result<SliceCgroup, String> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
+    let mut dirs = Vec::new();
+    for controller in CONTROLLERS {
+        let mount = mounts.lines().find_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let mut right = right.split_whitespace();
+            let (fstype, _, options) = (right.next()?, right.next()?, right.next()?);
+            (fstype == "cgroup" && options.split(',').any(|o| o == controller))
+                .then(|| left.split_whitespace().nth(4).map(PathBuf::from))
+                .flatten()
+        });
+        let own_path = own.lines().find_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let (_, names, path) = (parts.next()?, parts.next()?, parts.next()?);
+            names.split(',').any(|n| n == controller).then_some(path)
+        });
+        let (Some(mount), Some(own_path)) = (mount, own_path) else {
+            if controller == "pids" {
+                return Err("neither cgroup v2 nor the v1 `pids` controller is mounted".to_owned());
+            }
+            continue;
+        };
+        let dir = mount
+            .join(own_path.trim_start_matches('/'))
+            .join(format!("loopx-{name}"));
+        match create_dir(&dir) {
+            Ok(()) => dirs.push(dir),
+            Err(e) if controller == "pids" => return Err(e),
+            Err(_) => continue,
+        }
+    }
+    let cgroup = SliceCgroup { dirs, v2: false };
+    let set = || -> Result<(), String> {
+        for dir in &cgroup.dirs {
+            if dir.join("pids.max").exists() {
+                if let Some(n) = limits.processes {
+                    write(dir, "pids.max", &n.to_string())?;
+                }
+            } else if let Some(bytes) = limits.memory_bytes {
+                write(dir, "memory.limit_in_bytes", &bytes.to_string())?;
+            }
+        }
+        Ok(())
+    };
+    set().inspect_err(|_| cgroup.remove())?;
+    Ok(cgroup)
+}
