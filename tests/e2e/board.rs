@@ -421,3 +421,58 @@ fn a_running_slice_shows_its_agent_elapsed_time_and_a_live_tail() {
     );
     assert_eq!(run.finish().0, 0);
 }
+
+/// Issue 33, gap 5: slices share the host's loopback, so an agent held all 64 of the board's
+/// connection slots and the person got 503 until it stopped. A connection from inside a slice
+/// is now refused at accept; the person's still get through.
+#[test]
+fn an_agent_cannot_take_the_person_s_board() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    let board = BoardProcess::start(&loopx);
+    crate::support::script_agent(
+        &loopx,
+        "exec",
+        &format!(
+            r#"cat > /dev/null
+python3 -c '
+import socket, time
+held = [socket.create_connection(("127.0.0.1", {port})) for _ in range(70)]
+open("holding", "w").write("1")
+time.sleep(4)
+refused = 0
+for s in held:
+    s.settimeout(1)
+    try:
+        if b"403" in s.recv(100):
+            refused += 1
+    except OSError:
+        pass
+open("refused.txt", "w").write(str(refused))
+'"#,
+            port = board.port
+        ),
+        "max_time = \"1m\"",
+    );
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    let run = loopx
+        .command(&["run", "--once", "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("loopx run");
+    crate::support::wait_file(&loopx.path().join("holding"));
+    let (status, body) = board.request("GET / HTTP/1.1", "");
+    assert_eq!(
+        status, 200,
+        "the person is served while the agent tries: {body}"
+    );
+    let mut run = run;
+    assert!(run.wait().expect("run ends").success());
+    let refused = std::fs::read_to_string(loopx.path().join("refused.txt")).expect("refused.txt");
+    assert_eq!(
+        refused.trim(),
+        "70",
+        "every connection of the agent was refused"
+    );
+}

@@ -3,7 +3,9 @@
 //! # Theory of operation
 //!
 //! - **Served on loopback only** (`127.0.0.1`, a random port unless `--port`), one thread per
-//!   connection, at most [`MAX_CONNECTIONS`] at once. Plain HTTP/1.1 with one request per
+//!   connection, at most [`MAX_CONNECTIONS`] at once. A connection from a process inside a
+//!   slice (agents share the loopback) is refused at accept, so an agent cannot take the
+//!   person's slots. Plain HTTP/1.1 with one request per
 //!   connection (`http.rs`); the page, its script and its style are embedded in the binary, so
 //!   it works without a network and with no build step.
 //! - **A one-time code, then a session in the tab**: the printed address carries a 128-bit
@@ -110,6 +112,19 @@ impl Board {
         let board = self;
         for stream in listener.incoming() {
             let Ok(stream) = stream else { continue };
+            // An agent shares the host's loopback: its connections would hold the person's
+            // slots (and the board is the person's, never an agent's).
+            if let (Ok(local), Ok(peer)) = (stream.local_addr(), stream.peer_addr())
+                && loopx_pty::tcp_peer_in_slice(local, peer)
+            {
+                let _ = http::respond(
+                    &stream,
+                    403,
+                    "text/plain",
+                    b"the board is the person's: connections from inside a slice are refused\n",
+                );
+                continue;
+            }
             let board = Arc::clone(&board);
             if board.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
                 board.connections.fetch_sub(1, Ordering::SeqCst);
