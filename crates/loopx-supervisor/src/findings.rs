@@ -242,7 +242,19 @@ mod tests {
         );
         loopx_kernel::question::check_question(&gate.question).expect("concrete");
         assert_eq!(gate.options, [KEEP, ROLLBACK]);
-        assert_eq!(gate.blocks, Blocks::Agent(agent.clone()));
+        // The todo waits for the answer (a planning slice's agent would instead).
+        assert_eq!(gate.blocks, Blocks::Todos(vec![loopx_kernel::TodoId(2)]));
+        assert!(
+            matches!(
+                gate.kind,
+                GateKind::Scope {
+                    todo: Some(_),
+                    reported_done: false
+                }
+            ),
+            "{:?}",
+            gate.kind
+        );
     }
 
     #[test]

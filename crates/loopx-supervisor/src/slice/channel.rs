@@ -252,6 +252,16 @@ impl Serving {
             }
         };
         let done = matches!(report, AgentReport::Done { .. });
+        // Done once: the slice's end finishes the todo; saying it again changes nothing.
+        if done && self.done.load(Ordering::SeqCst) {
+            return ReportReply::Refused(ReportRefused {
+                message: format!(
+                    "this slice already reported its todo done; the slice's end finishes it (slice {})",
+                    self.reporter.slice
+                ),
+                class: "conflict".to_owned(),
+            });
+        }
         let spent = match self.spent.spend(&report, line.len()) {
             Ok(spent) => spent,
             Err(limit) => return self.over_budget(&limit),
