@@ -162,7 +162,12 @@ fn a_slice_ends_when_its_supervisor_is_killed() {
             .expect("after 1970")
             .subsec_nanos()
     );
-    let loopx = attacker(&format!("touch started\nsleep {unique}\n"), "");
+    // It ignores the hangup of its terminal (as many CLIs do), so only loopx can stop it;
+    // the repair slice after the recovery ends at once.
+    let loopx = attacker(
+        &format!("[ -f started ] && exit 0\ntrap '' HUP\ntouch started\nsleep {unique}\n"),
+        "",
+    );
     let mut bg = Background::start(&loopx, &[]);
     bg.wait_for("the slice", |e| e["event"] == "slice_started");
     let deadline = Instant::now() + Duration::from_secs(30);
