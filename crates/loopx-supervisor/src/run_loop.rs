@@ -290,6 +290,7 @@ pub fn run_loop_on(
         started: now,
         first_error: None,
         recover_at: None,
+        unrecorded: BTreeSet::new(),
     };
     coordinator.recover(emit);
     coordinator.run(emit)
@@ -423,6 +424,10 @@ struct Coordinator<'r> {
     /// A slice of this process could not be recorded as ended: recover it at this moment
     /// instead of waiting for the minute.
     recover_at: Option<Duration>,
+    /// Slices of this process whose end could not be recorded, until the store shows them
+    /// ended: recovery is tried again every few seconds until then (a try can fail, or find
+    /// the store still busy, on a loaded machine), not once and then a minute later.
+    unrecorded: BTreeSet<String>,
 }
 
 impl Coordinator<'_> {
@@ -562,8 +567,11 @@ impl Coordinator<'_> {
     /// How long to block for the next message.
     fn sleep_for(&self, now: Duration, draining: bool) -> Duration {
         if draining {
-            // Only workers' ends matter now; they arrive as messages.
-            return recover_every();
+            // Only workers' ends matter now, and the recovery of a slice whose end could not
+            // be recorded; the ends arrive as messages.
+            return self.recover_at.map_or_else(recover_every, |at| {
+                at.saturating_sub(now).min(recover_every())
+            });
         }
         let mut until = now + recover_every();
         for slot in self.slots.iter().filter(|s| !s.busy && s.ended.is_none()) {
@@ -707,7 +715,8 @@ impl Coordinator<'_> {
         let agent = self.slots[idx].name.clone();
         let error = crate::errors::chain(&e);
         let lasting = e.is_lasting();
-        if matches!(e, SupervisorError::Unrecorded { .. }) {
+        if let SupervisorError::Unrecorded { slice, .. } = &e {
+            self.unrecorded.insert(slice.clone());
             self.recover_at = Some(self.clock.monotonic() + RETRY_AFTER_ERROR);
         }
         let slot = &mut self.slots[idx];
@@ -746,10 +755,25 @@ impl Coordinator<'_> {
         match self.host.recover(&self.req.project, &self.req.world) {
             Ok(recovered) => {
                 for r in recovered {
+                    self.unrecorded.remove(&r.slice);
                     emit(&RunEvent::Recovered(r));
                 }
             }
             Err(e) => tracing::warn!(error = %e, "recovery of orphaned slices failed"),
+        }
+        if self.unrecorded.is_empty() {
+            return;
+        }
+        // Ended meanwhile (a peer's recovery closed it): nothing left to do for it.
+        let running: Option<BTreeSet<String>> = Store::open_read(&self.req.project)
+            .and_then(|store| store.read(|s| s.running_slices()))
+            .ok()
+            .map(|slices| slices.iter().map(|s| s.id.to_string()).collect());
+        if let Some(running) = running {
+            self.unrecorded.retain(|slice| running.contains(slice));
+        }
+        if !self.unrecorded.is_empty() {
+            self.recover_at = Some(self.clock.monotonic() + RETRY_AFTER_ERROR);
         }
     }
 }
