@@ -9,13 +9,18 @@ use crate::support::{LOOPX, Loopx, script_agent};
 
 /// A project with a goal, t1 for agent `exec`, which runs `script`.
 fn attacker(script: &str) -> Loopx {
+    attacker_with(script, "")
+}
+
+/// Like [`attacker`], with `limits` added to the profile's `[limits]`.
+pub(crate) fn attacker_with(script: &str, limits: &str) -> Loopx {
     let loopx = Loopx::new();
     loopx.ok(&["goal", "start", "Tidy the docs"]);
     script_agent(
         &loopx,
         "exec",
         &format!("cat > /dev/null\n{script}"),
-        "max_time = \"1m\"\nidle_timeout = \"30s\"",
+        &format!("max_time = \"1m\"\nidle_timeout = \"30s\"\n{limits}"),
     );
     loopx.ok(&["todo", "add", "Tidy the README"]);
     loopx
@@ -72,7 +77,9 @@ fn an_agent_cannot_answer_a_gate_or_act_as_a_person() {
         "t2",
     ]);
     run_once(&loopx, &[]);
-    assert_eq!(containment(&loopx), "namespaces+landlock");
+    // `+cgroup` where loopx may make one (root, or a delegated cgroup).
+    let contained = containment(&loopx);
+    assert!(contained.starts_with("namespaces+landlock"), "{contained}");
     assert_ne!(
         read(&loopx, "answer.rc").trim(),
         "0",

@@ -10,18 +10,9 @@ use serde_json::Value;
 use crate::support::{Background, Loopx, git, script_agent};
 
 /// A project with a goal and t1 for agent `exec`, which runs `script` (after reading its
-/// prompt), in the project's own tree.
+/// prompt) with `limits` added to its profile, in the project's own tree.
 fn attacker(script: &str, limits: &str) -> Loopx {
-    let loopx = Loopx::new();
-    loopx.ok(&["goal", "start", "Tidy the docs"]);
-    script_agent(
-        &loopx,
-        "exec",
-        &format!("cat > /dev/null\n{script}"),
-        &format!("max_time = \"1m\"\nidle_timeout = \"30s\"\n{limits}"),
-    );
-    loopx.ok(&["todo", "add", "Tidy the README"]);
-    loopx
+    crate::attacks::attacker_with(script, limits)
 }
 
 fn read(dir: &Path, name: &str) -> String {

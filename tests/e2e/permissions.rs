@@ -206,14 +206,20 @@ fn git(dir: &Path, args: &[&str]) {
     crate::support::git(dir, args);
 }
 
-#[test]
-fn a_slice_writing_outside_the_scope_is_a_violation_with_a_gate() {
+/// A git project with `docs/README.md` committed and the shared docs goal.
+fn docs_repo() -> Loopx {
     let loopx = Loopx::new();
     git(loopx.path(), &["init", "-q"]);
     write(&loopx.path().join("docs/README.md"), "docs\n");
     git(loopx.path(), &["add", "docs"]);
     git(loopx.path(), &["commit", "-q", "-m", "docs"]);
     shared_docs_goal(&loopx);
+    loopx
+}
+
+#[test]
+fn a_slice_writing_outside_the_scope_is_a_violation_with_a_gate() {
+    let loopx = docs_repo();
     loopx.ok(&["agent", "add", "exec", "--profile", "demo"]);
     loopx.ok(&["todo", "add", "Write the notes [demo:file=src/x.md]"]);
     let run = loopx.run(&["run", "--once", "--json"]);
@@ -259,12 +265,7 @@ fn a_slice_writing_outside_the_scope_is_a_violation_with_a_gate() {
 #[test]
 fn a_scope_violation_holds_a_todo_reported_done_until_a_person_answers() {
     for (answer, after) in [("1", "done"), ("rollback", "open")] {
-        let loopx = Loopx::new();
-        git(loopx.path(), &["init", "-q"]);
-        write(&loopx.path().join("docs/README.md"), "docs\n");
-        git(loopx.path(), &["add", "docs"]);
-        git(loopx.path(), &["commit", "-q", "-m", "docs"]);
-        shared_docs_goal(&loopx);
+        let loopx = docs_repo();
         crate::support::script_agent(
             &loopx,
             "exec",

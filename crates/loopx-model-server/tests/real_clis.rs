@@ -606,7 +606,7 @@ fn netns_loopx_runs_claude_to_a_done_todo() {
     assert!(detail.contains("report: wrote hello.txt"), "{detail}");
     // Claude Code did all this inside loopx's sandbox, not beside it.
     assert!(
-        detail.contains("containment: namespaces+landlock\n"),
+        detail.contains("containment: namespaces+landlock"),
         "{detail}"
     );
 }
@@ -637,7 +637,7 @@ fn netns_loopx_runs_claude_in_a_worktree_and_lands_its_work() {
     assert!(
         detail
             .as_str()
-            .is_some_and(|d| d.contains("containment: namespaces+landlock\n")),
+            .is_some_and(|d| d.contains("containment: namespaces+landlock")),
         "{detail}"
     );
 }
@@ -772,7 +772,7 @@ fn netns_loopx_runs_codex_to_a_done_todo() {
     assert!(
         detail
             .as_str()
-            .is_some_and(|d| d.contains("containment: namespaces+landlock\n")),
+            .is_some_and(|d| d.contains("containment: namespaces+landlock")),
         "Codex ran inside loopx's sandbox: {detail}"
     );
     assert_eq!(project.model_turns(), 1);
@@ -816,7 +816,7 @@ fn assert_wrote_and_reported(project: &Project, event: &str, session_key: &str) 
             .as_str()
             .zip(session.as_str())
             .is_some_and(|(d, id)| d.contains(&format!("session: {id}\n"))
-                && d.contains("containment: namespaces+landlock\n")),
+                && d.contains("containment: namespaces+landlock")),
         "{detail} lacks session {session} or containment"
     );
 }
