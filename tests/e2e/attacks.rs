@@ -43,7 +43,7 @@ fn run_once(loopx: &Loopx, env: &[(&str, &str)]) -> Value {
 }
 
 /// What contained slice s1, as its record says.
-fn containment(loopx: &Loopx) -> String {
+pub(crate) fn containment(loopx: &Loopx) -> String {
     let slice = loopx_kernel::Store::open_read(
         &loopx_kernel::Project::at(loopx.path()).expect("the project"),
     )

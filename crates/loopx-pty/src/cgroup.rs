@@ -44,13 +44,33 @@ impl SliceCgroup {
     pub fn create(name: &str, limits: CgroupLimits) -> Result<SliceCgroup, String> {
         let own = std::fs::read_to_string("/proc/self/cgroup")
             .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
-        let unified = Path::new("/sys/fs/cgroup/cgroup.controllers");
-        let cgroup = if unified.exists() && has_controllers(unified) {
-            create_v2(&own, name, limits)?
+        if v2_base(&own).is_some() {
+            create_v2(&own, name, limits)
         } else {
-            create_v1(&own, name, limits)?
-        };
-        Ok(cgroup)
+            create_v1(&own, name, limits)
+        }
+    }
+
+    /// The cgroup `loopx-<name>` a slice of a supervisor that died left behind, if any (found
+    /// beneath this process's own cgroup, as the dead one made it), for recovery to remove.
+    pub fn left_by(name: &str) -> Option<SliceCgroup> {
+        let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        let leaf = format!("loopx-{name}");
+        if let Some(base) = v2_base(&own) {
+            let dir = base.join(&leaf);
+            return dir.exists().then(|| SliceCgroup {
+                dirs: vec![dir],
+                v2: true,
+            });
+        }
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let dirs: Vec<PathBuf> = CONTROLLERS
+            .iter()
+            .filter_map(|c| v1_base(&mounts, &own, c))
+            .map(|base| base.join(&leaf))
+            .filter(|dir| dir.exists())
+            .collect();
+        (!dirs.is_empty()).then_some(SliceCgroup { dirs, v2: false })
     }
 
     /// The directories the helper joins (`--cgroup DIR` each).
@@ -156,17 +176,12 @@ fn create_dir(dir: &Path) -> Result<(), String> {
 /// v2: `<own>/loopx-<name>`, with loopx itself moved into `<own>/supervisor` first (unless its
 /// own cgroup is the root, which may hold processes and hand out controllers at once).
 fn create_v2(own: &str, name: &str, limits: CgroupLimits) -> Result<SliceCgroup, String> {
-    let path = own
-        .lines()
-        .find_map(|l| l.strip_prefix("0::"))
-        .ok_or("no cgroup v2 line in /proc/self/cgroup")?;
-    let root = Path::new("/sys/fs/cgroup");
-    let mut base = root.join(path.trim_start_matches('/'));
-    // Already moved: the slices live beside the supervisor leaf.
-    if base.file_name().is_some_and(|n| n == "supervisor") {
-        base.pop();
-    } else if base != root {
-        let leaf = base.join("supervisor");
+    let base = v2_base(own).ok_or("no cgroup v2 hierarchy with `pids` and `memory`")?;
+    let root = Path::new(V2_ROOT);
+    let mine = own_v2_dir(own).ok_or("no cgroup v2 line in /proc/self/cgroup")?;
+    // Not yet moved out of the cgroup whose controllers the slices get.
+    if mine == base && base != root {
+        let leaf = base.join(SUPERVISOR_LEAF);
         create_dir(&leaf)?;
         write(&leaf, "cgroup.procs", "0")?;
     }
@@ -193,6 +208,48 @@ fn create_v2(own: &str, name: &str, limits: CgroupLimits) -> Result<SliceCgroup,
     Ok(cgroup)
 }
 
+/// Where cgroup v2 is mounted when it is the unified hierarchy.
+const V2_ROOT: &str = "/sys/fs/cgroup";
+/// The leaf loopx moves itself into in v2, beside its slices' cgroups.
+const SUPERVISOR_LEAF: &str = "supervisor";
+
+/// This process's cgroup directory in v2.
+fn own_v2_dir(own: &str) -> Option<PathBuf> {
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+    Some(Path::new(V2_ROOT).join(path.trim().trim_start_matches('/')))
+}
+
+/// Where the slices' cgroups go in v2 (loopx's own cgroup, or its parent once loopx moved into
+/// its `supervisor` leaf); `None` when v2 lacks the controllers here.
+fn v2_base(own: &str) -> Option<PathBuf> {
+    if !has_controllers(&Path::new(V2_ROOT).join("cgroup.controllers")) {
+        return None;
+    }
+    let mut base = own_v2_dir(own)?;
+    if base.file_name().is_some_and(|n| n == SUPERVISOR_LEAF) {
+        base.pop();
+    }
+    Some(base)
+}
+
+/// Where the slices' cgroups go in the v1 hierarchy of `controller`: loopx's own cgroup there.
+fn v1_base(mounts: &str, own: &str, controller: &str) -> Option<PathBuf> {
+    let mount = mounts.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let mut right = right.split_whitespace();
+        let (fstype, _, options) = (right.next()?, right.next()?, right.next()?);
+        (fstype == "cgroup" && options.split(',').any(|o| o == controller))
+            .then(|| left.split_whitespace().nth(4).map(PathBuf::from))
+            .flatten()
+    })?;
+    let own_path = own.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, names, path) = (parts.next()?, parts.next()?, parts.next()?);
+        names.split(',').any(|n| n == controller).then_some(path)
+    })?;
+    Some(mount.join(own_path.trim().trim_start_matches('/')))
+}
+
 /// v1: `loopx-<name>` beneath loopx's own cgroup in the `pids` and `memory` hierarchies (the
 /// `pids` one is required; `memory` is used when there).
 fn create_v1(own: &str, name: &str, limits: CgroupLimits) -> Result<SliceCgroup, String> {
@@ -200,28 +257,13 @@ fn create_v1(own: &str, name: &str, limits: CgroupLimits) -> Result<SliceCgroup,
         .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
     let mut dirs = Vec::new();
     for controller in CONTROLLERS {
-        let mount = mounts.lines().find_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let mut right = right.split_whitespace();
-            let (fstype, _, options) = (right.next()?, right.next()?, right.next()?);
-            (fstype == "cgroup" && options.split(',').any(|o| o == controller))
-                .then(|| left.split_whitespace().nth(4).map(PathBuf::from))
-                .flatten()
-        });
-        let own_path = own.lines().find_map(|l| {
-            let mut parts = l.splitn(3, ':');
-            let (_, names, path) = (parts.next()?, parts.next()?, parts.next()?);
-            names.split(',').any(|n| n == controller).then_some(path)
-        });
-        let (Some(mount), Some(own_path)) = (mount, own_path) else {
+        let Some(base) = v1_base(&mounts, own, controller) else {
             if controller == "pids" {
                 return Err("neither cgroup v2 nor the v1 `pids` controller is mounted".to_owned());
             }
             continue;
         };
-        let dir = mount
-            .join(own_path.trim_start_matches('/'))
-            .join(format!("loopx-{name}"));
+        let dir = base.join(format!("loopx-{name}"));
         match create_dir(&dir) {
             Ok(()) => dirs.push(dir),
             Err(e) if controller == "pids" => return Err(e),

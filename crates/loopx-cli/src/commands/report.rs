@@ -103,11 +103,16 @@ fn send(socket: &std::path::Path, report: &AgentReport) -> Result<ReportReply, E
         .map_err(unreachable)?;
     let mut line = serde_json::to_vec(report).map_err(std::io::Error::from)?;
     line.push(b'\n');
-    stream.write_all(&line).map_err(unreachable)?;
+    // The channel may answer (a refusal of a caller outside the slice) and close before it
+    // reads the request: the write then fails, but the answer is there to read.
+    let written = stream.write_all(&line);
     let mut reply = String::new();
-    BufReader::new(&stream)
-        .read_line(&mut reply)
-        .map_err(unreachable)?;
+    let read = BufReader::new(&stream).read_line(&mut reply);
+    match (written, read) {
+        (_, Ok(n)) if n > 0 => {}
+        (Err(e), _) | (Ok(()), Err(e)) => return Err(unreachable(e)),
+        (Ok(()), Ok(_)) => {}
+    }
     serde_json::from_str(&reply).map_err(|e| ExpectedError::Reported {
         summary: format!("the slice's report channel answered something unreadable: {e}"),
         code: exit_code::INTERNAL,
