@@ -117,6 +117,19 @@ impl SliceCgroup {
         }
     }
 
+    /// The helper, once it stopped its slice because its supervisor was gone: moves itself out
+    /// (into the parent cgroup) and removes the slice's cgroup, so that none is left behind
+    /// for recovery. Best effort: where the parent takes no processes (v2 below the root),
+    /// recovery removes it.
+    pub(crate) fn leave_and_remove(&self) {
+        for dir in &self.dirs {
+            if let Some(parent) = dir.parent() {
+                let _ = std::fs::write(parent.join("cgroup.procs"), "0");
+            }
+        }
+        self.remove();
+    }
+
     /// Kills what is left and removes the directories (a cgroup is removed once empty).
     pub fn remove(&self) {
         self.kill();

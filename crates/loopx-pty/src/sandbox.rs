@@ -361,7 +361,7 @@ pub(crate) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infal
                 let _ = unsafe { nix::sys::signal::signal(signal, SigHandler::SigIgn) };
             }
             let init_status = match supervisor {
-                Some(supervisor) => supervisor.wait_for(child, sandbox.private_room.as_deref()),
+                Some(supervisor) => supervisor.wait_for(child, sandbox),
                 None => waitpid(child, None),
             };
             let mut word = [0u8; 8];
@@ -550,9 +550,10 @@ impl Supervisor {
 
     /// Waits for the init `child` like `waitpid`; when the supervisor goes first, stops the
     /// slice (SIGTERM to the init, which passes it on; SIGKILL after a grace, which ends the
-    /// namespace), leaves [`SUPERVISOR_LOST_FILE`] in `room`, and exits with
+    /// namespace), removes the slice's cgroup, leaves [`SUPERVISOR_LOST_FILE`] in its room,
+    /// and exits with
     /// [`SUPERVISOR_LOST_STATUS`].
-    fn wait_for(self, child: Pid, room: Option<&Path>) -> nix::Result<WaitStatus> {
+    fn wait_for(self, child: Pid, sandbox: &Sandbox) -> nix::Result<WaitStatus> {
         use std::os::fd::{AsRawFd, FromRawFd};
         // SAFETY: pidfd_open on our own child, which stays a zombie until we wait for it.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.as_raw(), 0) };
@@ -606,7 +607,10 @@ impl Supervisor {
         }
         let _ = kill(child, Signal::SIGKILL);
         let _ = waitpid(child, None);
-        if let Some(room) = room {
+        if let Some(cgroup) = &sandbox.cgroup {
+            cgroup.leave_and_remove();
+        }
+        if let Some(room) = &sandbox.private_room {
             let _ = std::fs::write(
                 room.join(SUPERVISOR_LOST_FILE),
                 b"the supervisor was gone\n",

@@ -187,14 +187,10 @@ fn close(
         .map(|agent| agent.pid);
     let marker = marker(project.root(), slice.id);
     let swept = loopx_pty::stop_orphaned_slice(session, &marker, GRACE);
-    // The cgroup its supervisor made for it (killed with the rest, then removed).
-    if let Some(cgroup) = loopx_pty::SliceCgroup::left_by(marker.as_str()) {
-        cgroup.remove();
-    }
     // The slice's own helper stops it soon after its supervisor is gone, and says so in the
     // room it leaves.
     let stopped_itself = crate::slice::room_has(marker.as_str(), loopx_pty::SUPERVISOR_LOST_FILE);
-    // Its private room (temp dir, report socket) died with its supervisor's care.
+    // Its private room (temp dir, report socket) and cgroup died with its supervisor's care.
     crate::slice::remove_room(marker.as_str());
     let output_bytes = slice
         .log

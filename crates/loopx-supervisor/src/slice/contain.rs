@@ -75,7 +75,9 @@ impl Room {
 
 impl Drop for Room {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some(marker) = self.dir.file_name().and_then(|n| n.to_str()) {
+            remove_room(marker);
+        }
     }
 }
 
@@ -94,7 +96,12 @@ pub(crate) fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()>
 }
 
 /// Removes the room of a slice whose supervisor died before it could (recovery).
+/// Removes slice `marker`'s room and its cgroup (named after it), whoever made them: the
+/// slice's own end (also when it never spawned), or recovery after its supervisor died.
 pub(crate) fn remove_room(marker: &str) {
+    if let Some(cgroup) = loopx_pty::SliceCgroup::left_by(marker) {
+        cgroup.remove();
+    }
     let _ = std::fs::remove_dir_all(rooms_dir().join(marker));
 }
 
