@@ -84,7 +84,7 @@ fn assert_asks(loopx: &Loopx, out: &Value, stderr: &str, gate: &str) {
     assert_eq!(out["decision"], "ask", "{out}\n{stderr}");
     assert_eq!(out["gate"]["id"], gate, "{out}");
     assert_eq!(out["slice"], Value::Null, "nothing ran: {out}");
-    let answer = format!("answer with: loopx gate answer {gate} N");
+    let answer = format!("answer with: loopx gate answer {gate} 1 (approve) | 2 (deny)");
     assert!(stderr.contains(&answer), "{stderr}");
     assert!(stderr.contains("with full permission"), "{stderr}");
     assert!(!stderr.contains("claimed"), "{stderr}");

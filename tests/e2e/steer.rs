@@ -26,13 +26,12 @@ fn a_number_means_that_option_and_an_out_of_range_one_is_refused() {
     ask(&loopx, "Ship the second candidate to users?");
     ask(&loopx, "Ship the third candidate to users?");
 
+    // The hint names every option by its number (a literal `N` was once typed, and taken).
+    let hint = "loopx gate answer q1 1 (ship it) | 2 (hold it) | 3 (drop it)";
     let listed = loopx.ok(&["gate", "list"]).stdout;
-    assert!(listed.contains("loopx gate answer q1 N"), "{listed}");
+    assert!(listed.contains(hint), "{listed}");
     let status = loopx.ok(&["status", "--json"]).json();
-    assert_eq!(
-        status["needs_you"][0]["answer_command"], "loopx gate answer q1 N",
-        "{status}"
-    );
+    assert_eq!(status["needs_you"][0]["answer_command"], hint, "{status}");
 
     let refused = loopx.run(&["gate", "answer", "q1", "7"]);
     assert_eq!(refused.code, 2, "{}{}", refused.stdout, refused.stderr);
@@ -178,4 +177,54 @@ fn an_agent_in_a_slice_shows_as_running_it() {
         "shown once, as the slice: {status}"
     );
     assert_eq!(run.finish().0, 0);
+}
+
+#[test]
+fn a_question_with_options_refuses_words_that_name_none_of_them_and_takes_a_note() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Release 2.0"]);
+    ask(&loopx, "Ship the release candidate to users?");
+    for words in ["N", "ok", "yes please", "1 (ship it)"] {
+        let refused = loopx.run(&["gate", "answer", "q1", words]);
+        assert_eq!(
+            refused.code, 2,
+            "{words}: {}{}",
+            refused.stdout, refused.stderr
+        );
+        assert!(
+            refused.stderr.contains("is not an option of gate q1")
+                && refused
+                    .stderr
+                    .contains("1 (ship it) | 2 (hold it) | 3 (drop it)"),
+            "{words}: {}",
+            refused.stderr
+        );
+        assert_eq!(
+            answer_of(&loopx, "q1"),
+            (String::new(), 0),
+            "{words}: nothing recorded"
+        );
+    }
+    // Guidance travels beside an option, never instead of one.
+    loopx.ok(&[
+        "gate",
+        "answer",
+        "q1",
+        "2",
+        "--note",
+        "wait for the security review",
+    ]);
+    assert_eq!(
+        answer_of(&loopx, "q1"),
+        ("hold it: wait for the security review".to_owned(), 2)
+    );
+    // A question without options still takes words.
+    loopx.ok(&[
+        "gate",
+        "ask",
+        "Which region should the canary run in first?",
+        "--global",
+    ]);
+    loopx.ok(&["gate", "answer", "q2", "eu-west-1"]);
+    assert_eq!(answer_of(&loopx, "q2"), ("eu-west-1".to_owned(), 0));
 }

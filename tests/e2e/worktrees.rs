@@ -273,7 +273,7 @@ done_"#;
         early.stderr
     );
     // Rollback really restores the checkpoint: files, and the branch. Answered by number, as
-    // the printed command `loopx gate answer qN N` and the board's second button do.
+    // the printed command `loopx gate answer qN 1 (keep) | 2 (rollback)` and the board's second button do.
     let id = gate["id"].as_str().expect("an id");
     let answered = loopx.ok(&["gate", "answer", id, "2"]);
     assert!(

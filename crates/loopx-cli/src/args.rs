@@ -498,6 +498,9 @@ pub enum GateCommand {
         /// Choose option N (1-based).
         #[arg(long, value_name = "N")]
         option: Option<u32>,
+        /// Guidance for the next slice, beside the chosen option (`1 --note "use the v2 API"`).
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
     },
     /// Withdraw a question that no longer matters.
     Withdraw {

@@ -288,6 +288,13 @@ pub enum Invalid {
         given: u32,
         count: usize,
     },
+    #[error("`{given}` is not an option of gate {gate}: answer with one of {options}")]
+    NotAnOption {
+        gate: GateId,
+        given: String,
+        /// `1 (keep) | 2 (rollback)`.
+        options: String,
+    },
     #[error("{0}")]
     Other(String),
 }

@@ -285,17 +285,17 @@ pub enum GateKind {
     /// A question from an agent, a person or loopx: the answer reaches the next prompt.
     Question,
     /// loopx asks about a todo that went several slices without progress. `retry` (the first
-    /// option) gives it a fresh budget of attempts, `drop` drops it, and any other answer is
-    /// guidance for the next slice, with a fresh budget too.
+    /// option) gives it a fresh budget of attempts, `drop` drops it. A person's note beside the
+    /// option (`--note`) reaches the next slice.
     Stall { todo: TodoId },
     /// An agent found itself not logged in: its account is held until a person logs in and
     /// answers. Any answer lifts the account's hold (the gate asks for `retry`).
     Login { account: String },
-    /// The goal spent its budget without a todo done. `continue` (the first option, and any
-    /// answer but `pause`) gives it a fresh budget; `pause` pauses the goal.
+    /// The goal spent its budget without a todo done. `continue` (the first option) gives it a
+    /// fresh budget; `pause` pauses the goal.
     Budget { goal: GoalId },
     /// No todo is left and planning slices in a row proposed nothing: is the goal met? `done`
-    /// (the first option) marks it done; any other answer gives planning a fresh start.
+    /// (the first option) marks it done; `plan` gives planning a fresh start.
     GoalMet { goal: GoalId },
     /// A slice changed files it may not change, in its todo's worktree (record version 6).
     /// `rollback` (the second option) is carried out by whoever records the answer, before
@@ -307,8 +307,8 @@ pub enum GateKind {
         commit: String,
     },
     /// A todo done by its agent could not land on the goal's branch: its branch conflicts
-    /// (record version 6). `drop` (the second option) drops the todo; any other answer
-    /// (`rebase`) reaches its next slice, with a fresh budget of attempts.
+    /// (record version 6). `drop` (the second option) drops the todo; `rebase` gives it a fresh
+    /// budget of attempts.
     Land { todo: TodoId },
     /// A slice changed files it may not change in a shared goal's tree (record version 7).
     /// The todo stays open, blocked by the gate, until a person answers: `keep` (the first
@@ -365,14 +365,25 @@ impl Gate {
     }
 }
 
-/// The command that answers gate `id` with `options`: by number when it has options (a number
-/// means that option, whatever the command or page it is given through), else in words.
+/// The command that answers gate `id` with `options`: by number when it has options, each
+/// number followed by what it means (`loopx gate answer q3 1 (keep) | 2 (rollback)`), else in
+/// words. A literal `N` in a hint was once typed as an answer, and taken.
 pub fn answer_command(id: &str, options: &[String]) -> String {
     if options.is_empty() {
         format!("loopx gate answer {id} \"ANSWER\"")
     } else {
-        format!("loopx gate answer {id} N")
+        format!("loopx gate answer {id} {}", option_list(options))
     }
+}
+
+/// `1 (keep) | 2 (rollback)`: every option by its number, each clipped to a short phrase.
+pub fn option_list(options: &[String]) -> String {
+    options
+        .iter()
+        .enumerate()
+        .map(|(i, o)| format!("{} ({})", i + 1, crate::limits::clip(o.trim(), 40)))
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

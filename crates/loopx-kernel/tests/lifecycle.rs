@@ -469,6 +469,7 @@ fn a_stall_is_asked_about_once_and_its_answer_acts_on_the_todo() {
                 gate: first.id,
                 choice: AnswerChoice::Option(1),
                 slice: None,
+                note: None,
             },
             HUMAN,
             T0,
@@ -493,6 +494,7 @@ fn a_stall_is_asked_about_once_and_its_answer_acts_on_the_todo() {
                 gate: second.id,
                 choice: AnswerChoice::Text("drop".into()),
                 slice: None,
+                note: None,
             },
             HUMAN,
             T0,
@@ -664,6 +666,7 @@ fn a_goal_s_spending_counts_every_slice_until_a_todo_is_done_or_a_person_restart
                 gate,
                 choice: AnswerChoice::Option(1),
                 slice: None,
+                note: None,
             },
             HUMAN,
             T0,
@@ -677,6 +680,7 @@ fn a_goal_s_spending_counts_every_slice_until_a_todo_is_done_or_a_person_restart
                 gate,
                 choice: AnswerChoice::Text("pause".into()),
                 slice: None,
+                note: None,
             },
             HUMAN,
             T0,
@@ -710,12 +714,16 @@ fn a_goal_met_gate_marks_the_goal_done_or_starts_its_planning_afresh() {
         }
     };
     let answer = |gate, text: &str| {
+        let (text, note) = text
+            .split_once(": ")
+            .map_or((text, None), |(t, n)| (t, Some(n)));
         f.store
             .apply(
                 Op::GateAnswer {
                     gate,
                     choice: AnswerChoice::Text(text.into()),
                     slice: None,
+                    note: note.map(str::to_owned),
                 },
                 HUMAN,
                 T0,
@@ -733,7 +741,19 @@ fn a_goal_met_gate_marks_the_goal_done_or_starts_its_planning_afresh() {
     assert_eq!(after(), None);
     let gate = ask();
     assert_eq!(ask(), gate, "asked once, whoever asks");
-    answer(gate, "keep going: try the docs");
+    // Words that name no option are refused; guidance goes beside `plan`, as a note.
+    let refused = f.store.apply(
+        Op::GateAnswer {
+            gate,
+            choice: AnswerChoice::Text("keep going".into()),
+            slice: None,
+            note: None,
+        },
+        HUMAN,
+        T0,
+    );
+    assert!(refused.is_err_and(|e| e.to_string().contains("1 (done) | 2 (plan)")));
+    answer(gate, "plan: try the docs");
     assert_eq!(after(), Some(3), "planning slices up to s3 no longer count");
     let status = || {
         f.store
@@ -791,6 +811,7 @@ fn answering_a_login_gate_lifts_the_account_s_hold() {
             gate: gate.id,
             choice: AnswerChoice::Option(1),
             slice: Some("s1".into()),
+            note: None,
         },
         "agent:a",
         T0,
@@ -802,6 +823,7 @@ fn answering_a_login_gate_lifts_the_account_s_hold() {
                 gate: gate.id,
                 choice: AnswerChoice::Option(1),
                 slice: None,
+                note: None,
             },
             HUMAN,
             T0,

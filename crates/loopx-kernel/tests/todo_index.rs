@@ -203,7 +203,7 @@ proptest! {
                 Step::Answer { gate } => {
                     if gates.is_empty() { continue }
                     let gate = gates[usize::from(gate) % gates.len()];
-                    Some(Op::GateAnswer { gate, choice: AnswerChoice::Text("keep v1".into()), slice: None })
+                    Some(Op::GateAnswer { gate, choice: AnswerChoice::Text("keep v1".into()), slice: None, note: None })
                 }
                 Step::Advance { minutes } => {
                     now = Timestamp(now.0 + minutes * 60_000);

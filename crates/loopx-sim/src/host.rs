@@ -490,6 +490,7 @@ impl SimHost {
             gate: id,
             choice,
             slice: None,
+            note: None,
         };
         let (project, now) = (self.project.clone(), self.clock.now());
         let answered =

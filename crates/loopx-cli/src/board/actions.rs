@@ -18,8 +18,11 @@ struct Answer {
     gate: String,
     /// An option's place (a button), never guessed from text.
     option: Option<u32>,
-    /// In words (read as `loopx gate answer` reads it).
+    /// In words (read as `loopx gate answer` reads it): only a gate without options takes it.
     answer: Option<String>,
+    /// Guidance beside the chosen option (`--note`).
+    #[serde(default)]
+    note: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -75,6 +78,7 @@ fn command(path: &str, body: &[u8]) -> Result<Command, (u16, String)> {
                 gate,
                 option,
                 answer,
+                note,
             } = parse(body)?;
             if option.is_some() == answer.is_some() {
                 return Err((400, "give an option or an answer in words".to_owned()));
@@ -83,6 +87,7 @@ fn command(path: &str, body: &[u8]) -> Result<Command, (u16, String)> {
                 id: gate,
                 answer,
                 option,
+                note,
             })
         }
         "/api/todo/add" => {

@@ -248,6 +248,7 @@ fn answer(project: &Project, actor: &str, gate: &str, options: &[String], intera
         gate: id,
         choice,
         slice: None,
+        note: None,
     };
     match Store::open(project).and_then(|s| s.apply(op, actor, Timestamp::now())) {
         Ok(Applied::Gate(g)) => {

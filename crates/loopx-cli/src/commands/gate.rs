@@ -84,6 +84,7 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
             id: text,
             answer,
             option,
+            note,
         } => {
             let choice = match (option, answer) {
                 (Some(n), _) => AnswerChoice::Option(n),
@@ -102,6 +103,7 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
                     gate: gate_id,
                     choice,
                     slice: slice_id(),
+                    note,
                 },
             )?;
             if ctx.json {

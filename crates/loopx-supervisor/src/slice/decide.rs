@@ -175,7 +175,7 @@ fn open_budget_gate(
         question: loopx_kernel::limits::bounded(&decision.reason, loopx_kernel::limits::QUESTION),
         options: BUDGET_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
         context: format!(
-            "Since {} goal {} spent {} slices, {} tokens and ${:.2} without a todo done.\n`continue` gives it a fresh budget; `pause` pauses the goal; any other answer continues too.",
+            "Since {} goal {} spent {} slices, {} tokens and ${:.2} without a todo done.\n`continue` gives it a fresh budget; `pause` pauses the goal.",
             spent
                 .since
                 .map_or_else(|| "it began".to_owned(), |t| t.to_string()),
@@ -210,7 +210,7 @@ fn open_goal_met_gate(
         ),
         options: GOAL_MET_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
         context: format!(
-            "{}\n`done` marks the goal done; `plan` (or any other answer, passed to the next planning slice as guidance) plans again. Adding a todo and answering `plan` puts the agents on it.",
+            "{}\n`done` marks the goal done; `plan` plans again (guidance for the planning slice goes in `--note`). Adding a todo and answering `plan` puts the agents on it.",
             decision.reason
         ),
         blocks: Blocks::Global,
@@ -244,7 +244,7 @@ fn open_stall_gate(
         ),
         options: STALL_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
         context: format!(
-            "{}\n`retry` gives it a fresh budget; `drop` drops it; any other answer is passed to the next slice as guidance, with a fresh budget.",
+            "{}\n`retry` gives it a fresh budget; `drop` drops it. Guidance for its next slice goes in `--note` (`loopx gate answer ID 1 --note \"…\"`).",
             decision.reason
         ),
         blocks: Blocks::Todos(vec![id]),

@@ -106,23 +106,33 @@ function renderGates(s) {
       ? "opened by loopx (" + kind + ")" : "asked by " + gate.asked_by;
     node.append(el("div", { class: "meta" }, asker + " · ", el("span", { "data-at": gate.created_at, text: relative(gate.created_at) })));
     if (gate.context) node.append(el("pre", { class: "context", text: gate.context }));
+    // A question with options is answered by one of them (words would be taken as some
+    // choice, silently): the text field is then a note sent with the button pressed.
+    const input = el("input", {
+      placeholder: gate.options.length ? "note for the next slice (optional), then choose…" : "your answer…",
+      class: gate.options.length ? "answer-note" : "answer-text",
+    });
     if (gate.options.length > 0) {
       const options = el("div", { class: "options" });
       gate.options.forEach((option, i) => {
         options.append(el("button", {
           class: "option", "data-option": String(i + 1),
-          onclick: () => answer(node, { gate: gate.id, option: i + 1 }),
+          onclick: () => {
+            const note = input.value.trim();
+            answer(node, note ? { gate: gate.id, option: i + 1, note } : { gate: gate.id, option: i + 1 });
+          },
         }, (i + 1) + ". " + option));
       });
       node.append(options);
+      node.append(input);
+    } else {
+      node.append(el("form", {
+        onsubmit: (e) => {
+          e.preventDefault();
+          if (input.value.trim()) answer(node, { gate: gate.id, answer: input.value });
+        },
+      }, input, el("button", { type: "submit" }, "Answer")));
     }
-    const input = el("input", { placeholder: gate.options.length ? "or answer in words…" : "your answer…", class: "answer-text" });
-    node.append(el("form", {
-      onsubmit: (e) => {
-        e.preventDefault();
-        if (input.value.trim()) answer(node, { gate: gate.id, answer: input.value });
-      },
-    }, input, el("button", { type: "submit" }, "Answer")));
     node.append(el("div", { class: "meta" }, "or: ", el("code", { text: answer_command })));
     box.append(node);
     const was = typed.get(gate.id);

@@ -193,6 +193,7 @@ pub(super) fn gate_answer(
     id: GateId,
     choice: AnswerChoice,
     slice: Option<String>,
+    note: Option<String>,
 ) -> Result<Applied, KernelError> {
     let mut gate: Gate = w.require(tables::GATES, id.0, "gate", id)?;
     if let Some(slice) = slice {
@@ -219,10 +220,31 @@ pub(super) fn gate_answer(
                 }
                 .into());
             };
-            (gate.options[index - 1].clone(), Some(n))
+            let chosen = gate.options[index - 1].clone();
+            match note.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+                Some(note) => {
+                    limits::check_text("note", note, limits::DETAIL, "")?;
+                    (format!("{chosen}: {note}"), Some(n))
+                }
+                None => (chosen, Some(n)),
+            }
+        }
+        // A question with options is answered by one of them: words that name none (a
+        // literal `N` copied from a hint, `ok`) would be taken as some choice, silently.
+        AnswerChoice::Text(text) if !gate.options.is_empty() => {
+            return Err(Invalid::NotAnOption {
+                gate: id,
+                given: limits::clip(text.trim(), 80),
+                options: crate::model::option_list(&gate.options),
+            }
+            .into());
         }
         AnswerChoice::Text(text) => {
             limits::check_text("answer", &text, limits::DETAIL, "")?;
+            let text = match note.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+                Some(note) => format!("{}: {note}", text.trim()),
+                None => text,
+            };
             (text.trim().to_owned(), None)
         }
     };
@@ -267,13 +289,13 @@ pub(super) fn gate_answer(
         // Whoever records the answer has already carried out a rollback (the kernel touches
         // no files); either way the todo gets a fresh budget of attempts.
         GateKind::Rollback { todo, .. } => super::todo::stall_answered(w, *todo, id, false)?,
-        // `drop` drops the todo; `rebase` (or any guidance) reaches its next slice.
+        // `drop` drops the todo; `rebase` (with any note) reaches its next slice.
         GateKind::Land { todo } => {
             let drop = chosen.is_some_and(|o| o == LAND_OPTIONS[1]);
             super::todo::stall_answered(w, *todo, id, drop)?;
         }
         // `keep` of a slice that reported its todo done finishes it as the agent said; any
-        // other answer (`rollback`, guidance) gives it a fresh budget for the next slice.
+        // other answer (`rollback`) gives it a fresh budget for the next slice.
         GateKind::Scope {
             todo: Some(todo),
             reported_done,

@@ -53,8 +53,8 @@ impl AnswerChoice {
     /// gate with options, an answer that names an option (any case) is that option, and a
     /// number is the option at that place. A number that is also another option's text (options
     /// `2` and `yes, delete it`: is `2` the first or the second?) is refused as ambiguous rather
-    /// than guessed. Anything else is an answer in words. The option's range is checked when the
-    /// answer is recorded.
+    /// than guessed. Anything else is an answer in words, which the kernel takes only on a gate
+    /// without options. The option's range is checked when the answer is recorded.
     pub fn resolve(self, gate: &Gate) -> Result<AnswerChoice, crate::errors::Invalid> {
         let AnswerChoice::Text(text) = self else {
             return Ok(self);
@@ -290,11 +290,14 @@ pub enum Op {
         epoch: Option<u64>,
     },
     GateAsk(NewGate),
-    /// `slice` is the slice the answer comes from, if any: such answers are refused.
+    /// `slice` is the slice the answer comes from, if any: such answers are refused. `note`
+    /// is guidance a person adds to an option (`loopx gate answer q3 1 --note "…"`), passed
+    /// to the next slice with the answer.
     GateAnswer {
         gate: GateId,
         choice: AnswerChoice,
         slice: Option<String>,
+        note: Option<String>,
     },
     GateWithdraw {
         gate: GateId,
@@ -430,10 +433,14 @@ impl Op {
                 r.redact_in_place(&mut new.context);
                 all(&mut new.options);
             }
-            Op::GateAnswer {
-                choice: AnswerChoice::Text(text),
-                ..
-            } => r.redact_in_place(text),
+            Op::GateAnswer { choice, note, .. } => {
+                if let AnswerChoice::Text(text) = choice {
+                    r.redact_in_place(text);
+                }
+                if let Some(note) = note {
+                    r.redact_in_place(note);
+                }
+            }
             Op::EvidenceAdd(new) => {
                 r.redact_in_place(&mut new.summary);
                 r.redact_in_place(&mut new.detail);
@@ -466,7 +473,6 @@ impl Op {
             | Op::TodoRenew { .. }
             | Op::TodoRelease { .. }
             | Op::TodoFinish { .. }
-            | Op::GateAnswer { .. }
             | Op::GateWithdraw { .. }
             | Op::SliceSpawned { .. }
             | Op::InSlice { .. }
@@ -509,7 +515,8 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             gate,
             choice,
             slice,
-        } => entities::gate_answer(w, gate, choice, slice),
+            note,
+        } => entities::gate_answer(w, gate, choice, slice, note),
         Op::GateWithdraw { gate } => entities::gate_withdraw(w, gate),
         Op::EvidenceAdd(new) => entities::evidence_add(w, new),
         Op::HandoffAdd(new) => entities::handoff_add(w, new),

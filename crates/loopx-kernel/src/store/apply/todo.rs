@@ -426,9 +426,6 @@ pub(super) fn finish(
     Ok(Applied::Todo(todo))
 }
 
-/// A person answered the stall gate of `id`: `drop` drops the todo (fencing whoever holds it);
-/// any other answer gives it a fresh budget of attempts, so the stall guard counts only the
-/// slices that follow. A todo finished meanwhile is left as it is.
 /// A person answered a scope gate on `id`: `finish` (keep, and its slice reported it done)
 /// marks it done as the agent reported; otherwise it gets a fresh budget of attempts. A todo
 /// someone finished or claimed meanwhile is left as it is.
@@ -450,6 +447,9 @@ pub(super) fn scope_answered(
     stall_answered(w, id, gate, false)
 }
 
+/// A person answered the stall gate of `id`: `drop` drops the todo (fencing whoever holds it);
+/// any other answer gives it a fresh budget of attempts, so the stall guard counts only the
+/// slices that follow. A todo finished meanwhile is left as it is.
 pub(super) fn stall_answered(
     w: &Writer<'_>,
     id: TodoId,
