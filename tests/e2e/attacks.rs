@@ -413,3 +413,27 @@ fn a_slice_that_cannot_be_contained_is_a_failed_spawn() {
         "{slice}"
     );
 }
+
+/// Issue 31: inside a slice, human commands said the store is missing, with the hint that
+/// `loopx init` creates a project — which an LLM agent may follow. Every one is refused with
+/// exit 6 and a hint to `loopx report`, and nothing is created.
+#[test]
+fn a_person_s_command_inside_a_slice_is_refused_with_a_hint_to_report() {
+    let loopx = attacker(&format!(
+        "for cmd in 'todo list' 'status' 'todo add Sneak' 'init' 'gate answer q1 1' 'log'; do\n\
+           '{LOOPX}' $cmd > out.txt 2>&1; echo \"$cmd=$?\" >> codes.txt; cat out.txt >> said.txt\n\
+         done\n"
+    ));
+    run_once(&loopx, &[]);
+    let codes = read(&loopx, "codes.txt");
+    for line in codes.lines() {
+        assert!(line.ends_with("=6"), "refused, exit 6: {codes}");
+    }
+    assert_eq!(codes.lines().count(), 6, "{codes}");
+    let said = read(&loopx, "said.txt");
+    assert!(said.contains("is a person's command"), "{said}");
+    assert!(said.contains("loopx report"), "{said}");
+    assert!(!said.contains("loopx init` creates"), "{said}");
+    let todos = loopx.ok(&["todo", "list", "--json"]).json();
+    assert_eq!(todos["todos"].as_array().map(Vec::len), Some(1), "{todos}");
+}

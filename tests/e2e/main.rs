@@ -11,6 +11,7 @@ mod demo_agent;
 mod docs;
 mod errors;
 mod escape;
+mod first_hour;
 mod lifecycle;
 mod multi_host;
 mod outcomes;

@@ -271,3 +271,129 @@ fn the_output_cap_bounds_the_log_not_the_agent_unless_the_profile_says_so() {
     let reason = slice["reason"].as_str().expect("a reason");
     assert!(reason.contains("kill_on_output"), "{reason}");
 }
+
+/// Issue 31: a shell agent whose every write the sandbox refused reported `progress` each
+/// time: 1,341 slices in two minutes, and no question. A `progress` report that moved nothing
+/// a person could see is `unchanged`: the todo rests, and the stall guard counts it.
+#[test]
+fn an_agent_that_always_reports_progress_without_a_change_is_stopped_by_the_stall_guard() {
+    let loopx = Loopx::new();
+    crate::support::git(loopx.path(), &["init", "-q", "-b", "main"]);
+    std::fs::write(loopx.path().join("app.py"), "print('hi')\n").expect("write");
+    crate::support::git(loopx.path(), &["add", "app.py"]);
+    crate::support::git(loopx.path(), &["commit", "-qm", "start"]);
+    loopx.ok(&["goal", "start", "Add a greeting"]);
+    // Its write goes where the sandbox refuses it; it says `progress` all the same.
+    script_agent(
+        &loopx,
+        "eager",
+        "cat >/dev/null\necho hello > /etc/loopx-greeting 2>/dev/null\nprintf '%s\\n' '```loopx-report' '{\"status\":\"progress\",\"summary\":\"working on the greeting\"}' '```'",
+        "max_time = \"20s\"",
+    );
+    loopx.ok(&["todo", "add", "Add a greeting to app.py"]);
+    let run = loopx.run(&["run", "--json", "--for", "8s"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let events = events(&run.stdout);
+    let ended = event(&events, "slice_ended");
+    assert_eq!(
+        ended.len(),
+        1,
+        "one slice, then the todo rests: {events:#?}"
+    );
+    assert_eq!(ended[0]["outcome"], "unchanged", "{:#}", ended[0]);
+    assert!(
+        ended[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("nothing a person could see moved")),
+        "{:#}",
+        ended[0]
+    );
+    // Later (its rests over: this process's clock runs ahead), two more such slices, and the
+    // next decision asks a person instead of running a fourth.
+    for skew in ["600000", "1800000"] {
+        let once = loopx.run_env(
+            &["run", "--once", "--json"],
+            &[("LOOPX_CLOCK_SKEW_MS", skew)],
+        );
+        assert_eq!(once.code, 0, "{}{}", once.stdout, once.stderr);
+        assert_eq!(
+            once.json()["slice"]["outcome"],
+            "unchanged",
+            "{}",
+            once.stdout
+        );
+    }
+    let asked = loopx.run_env(
+        &["run", "--once", "--json"],
+        &[("LOOPX_CLOCK_SKEW_MS", "7200000")],
+    );
+    let asked = asked.json();
+    assert_eq!(asked["decision"], "ask", "{asked:#}");
+    assert_eq!(asked["slice"], Value::Null, "{asked:#}");
+    let gates = loopx.ok(&["gate", "list", "--json"]).json();
+    assert_eq!(
+        gates["gates"][0]["kind"]["stall"]["todo"], "t1",
+        "the stall guard asks about t1: {gates:#}"
+    );
+}
+
+/// A new project bounds what a goal spends without a todo done, whatever its agents report.
+#[test]
+fn a_new_project_asks_after_thirty_slices_without_a_todo_done() {
+    let loopx = Loopx::new();
+    let config = std::fs::read_to_string(loopx.path().join(".loopx/loopx.toml")).expect("read");
+    assert!(config.contains("[budget]\nslices = 30\n"), "{config}");
+    // The file loads (a bad one is an error that names it).
+    let status = loopx.ok(&["quota", "status", "--json"]).json();
+    assert_eq!(status["problems"], serde_json::json!([]), "{status:#}");
+}
+
+/// Issue 31: a profile whose CLI is not installed was accepted by `agent add`; `loopx run` then
+/// showed `spawn_failed` and "paced at 6 slices an hour", and no question named the fix.
+#[test]
+fn an_agent_whose_cli_is_not_installed_is_named_by_agent_add_doctor_and_one_question() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Add retries"]);
+    loopx.ok(&["todo", "add", "Retry idempotent requests"]);
+    // A Codex profile, on a PATH without `codex`.
+    std::fs::write(
+        loopx.path().join(".loopx/profiles/cx.toml"),
+        "adapter = \"codex\"\npermission = \"workspace-write\"\n",
+    )
+    .expect("profile");
+    let path = [("PATH", "/usr/bin:/bin")];
+    let added = loopx.run_env(&["agent", "add", "rev", "--profile", "cx"], &path);
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    assert!(
+        added
+            .stdout
+            .contains("warning: rev cannot run yet: `codex` is not on PATH")
+            && added.stdout.contains("npm install -g @openai/codex"),
+        "{}",
+        added.stdout
+    );
+    let doctor = loopx.run_env(&["doctor"], &path);
+    assert!(
+        doctor.stdout.contains("agents") && doctor.stdout.contains("npm install -g @openai/codex"),
+        "{}",
+        doctor.stdout
+    );
+    let run = loopx.run_env(
+        &["run", "--json", "--on-gate", "exit", "--for", "30s"],
+        &path,
+    );
+    let events = events(&run.stdout);
+    let ended = event(&events, "slice_ended");
+    assert_eq!(ended.len(), 1, "one try, then a question: {events:#?}");
+    assert_eq!(ended[0]["outcome"], "spawn_failed", "{:#}", ended[0]);
+    let gates = loopx.ok(&["gate", "list", "--json"]).json();
+    let gate = &gates["gates"][0];
+    assert_eq!(gate["kind"]["spawn"]["agent"], "rev", "{gates:#}");
+    assert_eq!(gate["asked_by"], "loopx", "{gates:#}");
+    let question = gate["question"].as_str().unwrap_or_default();
+    assert!(
+        question.contains("`rev` could not be started")
+            && question.contains("npm install -g @openai/codex"),
+        "{question}"
+    );
+}

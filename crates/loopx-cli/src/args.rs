@@ -602,6 +602,25 @@ pub enum AgentCommand {
     },
     /// List registered agents.
     List,
+    /// Change an agent's profile, capabilities or role (its next slice uses them).
+    Set {
+        /// The agent's name.
+        name: String,
+        /// The profile it runs with from now on.
+        #[arg(long, value_name = "PROFILE")]
+        profile: Option<String>,
+        /// Its capabilities, replacing the old ones (repeatable).
+        #[arg(long = "capability", value_name = "CAP")]
+        capabilities: Vec<String>,
+        /// Its role.
+        #[arg(long, value_name = "ROLE")]
+        role: Option<String>,
+    },
+    /// Remove an agent that runs no slice now; the todos it holds go back to open.
+    Remove {
+        /// The agent's name.
+        name: String,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -29,6 +29,9 @@ use crate::errors::ExpectedError;
 
 /// Runs the chosen command.
 pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
+    if let Some(slice) = crate::context::slice_id() {
+        refuse_inside_a_slice(ctx, &slice, &command)?;
+    }
     match command {
         Command::Init(args) => init::run(ctx, args),
         Command::Store(cmd) => store::run(ctx, cmd),
@@ -51,6 +54,43 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Sim(args) => sim::run(ctx, args),
         Command::Report(cmd) => report::run(ctx, cmd),
     }
+}
+
+/// Inside a slice (`LOOPX_SLICE` set) only `loopx report` and the commands that read nothing
+/// of the project's state (`profile`, `adapter`) run: every other command is a person's, and
+/// is refused with exit 6 and a hint to `loopx report`. Before, the sandbox's hidden store
+/// made them say "no loopx project here" with the hint that `loopx init` creates one — which
+/// an agent may follow. A gate answer still reaches the kernel when the store is in reach (a
+/// slice run without the sandbox), which refuses it and records the attempt.
+fn refuse_inside_a_slice(ctx: &Ctx, slice: &str, command: &Command) -> Result<(), ExpectedError> {
+    use crate::args::GateCommand;
+    let name = match command {
+        Command::Report(_) | Command::Profile(_) | Command::Adapter(_) => return Ok(()),
+        Command::Gate(GateCommand::Answer { .. }) if ctx.store_read().is_ok() => return Ok(()),
+        Command::Init(_) => "init",
+        Command::Store(_) => "store",
+        Command::Goal(_) => "goal",
+        Command::Todo(_) => "todo",
+        Command::Gate(_) => "gate",
+        Command::Evidence(_) => "evidence",
+        Command::Handoff(_) => "handoff",
+        Command::Agent(_) => "agent",
+        Command::Status => "status",
+        Command::Log(_) => "log",
+        Command::Diff(_) => "diff",
+        Command::Doctor(_) => "doctor",
+        Command::Board(_) => "board",
+        Command::Quota(_) => "quota",
+        Command::Run(_) => "run",
+        Command::Demo(_) => "demo",
+        Command::Sim(_) => "sim",
+    };
+    Err(ExpectedError::Reported {
+        summary: format!(
+            "`loopx {name}` is a person's command, and this process runs inside slice {slice} (LOOPX_SLICE): refused\n(hint: an agent writes through `loopx report`: `loopx report evidence test \"…\"`, `loopx report todo \"…\"`, `loopx report ask \"…?\"`, `loopx report done`; `loopx report --help` lists them)"
+        ),
+        code: crate::exit_code::REFUSED,
+    })
 }
 
 /// Parses an id (`t3`, `q1`, an agent name).

@@ -47,6 +47,9 @@ pub struct SharedState {
     goal_id: Option<crate::ids::GoalId>,
     /// Running slices' todos: `(todo, slice)`.
     running: Vec<(crate::ids::TodoId, String)>,
+    /// The goal lets its agents write: in a read-only goal nobody writes, so no agent is set
+    /// apart from work for being read-only (`AgentView::writes`).
+    goal_writes: bool,
 }
 
 impl SharedState {
@@ -150,6 +153,9 @@ impl SharedState {
         Ok(SharedState {
             now,
             goal_id: goal.as_ref().map(|g| g.id),
+            goal_writes: goal
+                .as_ref()
+                .is_none_or(|g| g.permission != crate::model::PermissionLevel::ReadOnly),
             running: running_todos,
             goal: goal.map(|g| GoalView {
                 id: g.id.to_string(),
@@ -225,7 +231,9 @@ fn ready_for(
     let rank = |t: &crate::model::Todo| (std::cmp::Reverse(t.priority), t.id.0);
     let mut merged = Vec::new();
     let mut horizon: Option<Rank> = None;
-    let roles = std::iter::once(None).chain(agent.role.as_deref().map(Some));
+    // A read-only agent takes only todos for its role (`AgentView::writes`).
+    let any_role = agent.writes.then_some(None);
+    let roles = any_role.into_iter().chain(agent.role.as_deref().map(Some));
     let needs: &[bool] = match agent.capabilities.is_empty() {
         true => &[false],
         false => &[false, true],
@@ -284,8 +292,9 @@ impl DecisionState {
     pub fn for_agent(
         shared: std::sync::Arc<SharedState>,
         snap: &Snapshot<'_>,
-        agent: AgentView,
+        mut agent: AgentView,
     ) -> Result<DecisionState, KernelError> {
+        agent.writes |= !shared.goal_writes;
         let name: AgentName = agent.name.parse()?;
         let keys = hold_keys(&name, &agent.account);
         let holds: Vec<_> = shared

@@ -225,8 +225,14 @@ pub enum Conflict {
     ActiveGoal { goal: GoalId },
     #[error("gate {gate} is already {state}")]
     GateState { gate: GateId, state: &'static str },
-    #[error("agent `{agent}` is already registered")]
+    #[error(
+        "agent `{agent}` is already registered\n(hint: `loopx agent set {agent} --profile PROFILE` changes its profile; `loopx agent remove {agent}` removes it)"
+    )]
     AgentExists { agent: AgentName },
+    #[error(
+        "agent `{agent}` is running slice {slice}\n(hint: remove it once the slice ended: stop its `loopx run`, or wait)"
+    )]
+    AgentBusy { agent: AgentName, slice: SliceId },
     #[error("{todo} needs {missing:?}, which `{agent}` does not have")]
     MissingCapability {
         todo: TodoId,

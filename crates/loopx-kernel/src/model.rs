@@ -319,6 +319,11 @@ pub enum GateKind {
         todo: Option<TodoId>,
         reported_done: bool,
     },
+    /// An agent could not be started (its CLI is not installed, its profile's program is
+    /// wrong): it is blocked until a person fixes it and answers `retry` (record version 8).
+    /// Before, the run paced a failing spawn at six slices an hour, and no question named the
+    /// fix.
+    Spawn { agent: AgentName },
 }
 
 /// Who loopx's own gates are asked by.

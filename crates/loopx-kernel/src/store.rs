@@ -27,8 +27,8 @@ mod writer;
 
 pub use apply::quota::QuotaRequest;
 pub use apply::{
-    AnswerChoice, Applied, BatchError, BeginSlice, NewEvidence, NewGate, NewHandoff, NewSlice,
-    NewTodo, Op, SLICE_PLACEHOLDER, SliceEnd,
+    AgentChange, AnswerChoice, Applied, BatchError, BeginSlice, NewEvidence, NewGate, NewHandoff,
+    NewSlice, NewTodo, Op, SLICE_PLACEHOLDER, SliceEnd,
 };
 pub use copy::CopyReport;
 pub use open::{OpenOptions, SCHEMA_VERSION, Store, WriteLock, store_url};

@@ -16,6 +16,7 @@ use proptest::prelude::*;
 
 fn agent() -> AgentView {
     AgentView {
+        writes: true,
         name: "a".into(),
         capabilities: vec![],
         role: None,

@@ -76,6 +76,7 @@ fn step() -> impl Strategy<Value = Step> {
 /// The agents: no role and no capabilities; a reviewer with a GPU; a builder.
 fn agents() -> Vec<AgentView> {
     let view = |name: &str, role: Option<&str>, caps: &[&str]| AgentView {
+        writes: true,
         name: name.into(),
         capabilities: caps.iter().map(|c| (*c).to_owned()).collect(),
         role: role.map(str::to_owned),

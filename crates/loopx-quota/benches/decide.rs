@@ -9,6 +9,7 @@ use loopx_quota::*;
 fn main() {
     const T0: Millis = 1_790_000_000_000;
     let agent = AgentView {
+        writes: true,
         name: "exec".into(),
         capabilities: vec!["rust".into()],
         role: Some("executor".into()),

@@ -14,7 +14,8 @@ fn doubling(base: Millis, n: u32, ceiling: Millis) -> Millis {
 }
 
 /// Until when `todo` rests after slices that completed and left it open (no progress loopx
-/// can see: no report saying done, nothing `done_when` recognised). `None` when it need not.
+/// can see: no report saying done, nothing `done_when` recognised), or reported progress
+/// that moved nothing (`unchanged`). `None` when it need not.
 ///
 /// Times are the wall clock's: a slice that seems to have ended after `now` (the clock stepped
 /// back since) is taken as ending now, so a pause never lasts longer than it was meant to.
@@ -34,7 +35,7 @@ pub(crate) fn no_progress_pause(
         .filter(|s| s.todo.as_deref() == Some(todo.id.as_str()))
     {
         match slice.outcome {
-            Some(Outcome::Completed) => {
+            Some(Outcome::Completed | Outcome::Unchanged) => {
                 idle += 1;
                 last_end = last_end.or(slice.ended_at);
             }

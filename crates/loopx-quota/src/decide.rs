@@ -75,6 +75,11 @@ pub struct AgentView {
     pub name: String,
     pub capabilities: Vec<String>,
     pub role: Option<String>,
+    /// Its permission lets it change files (`workspace-write` or `full`). A read-only agent
+    /// takes only todos for its role (review work, or todos that say they need no writes) and
+    /// planning: in the README's own quick start a read-only reviewer took the work todo and
+    /// "finished" it with no change.
+    pub writes: bool,
     /// Holds are keyed by account: every profile on one subscription pauses together.
     pub account: String,
     pub pacing: Option<Pacing>,
@@ -386,6 +391,8 @@ fn candidates<'t>(input: &'t DecideInput<'_>) -> Vec<&'t TodoView> {
         .iter()
         .filter(|t| t.lease.as_ref().is_some_and(|(a, _)| *a == agent.name))
         .filter(|t| t.running.is_none())
+        // Claimed before its profile became read-only: its claim lapses to a writer.
+        .filter(|t| agent.writes || t.role.is_some())
         .collect();
     let mut claimable: Vec<&TodoView> = input
         .todos
@@ -400,6 +407,8 @@ fn candidates<'t>(input: &'t DecideInput<'_>) -> Vec<&'t TodoView> {
         .filter(|t| t.running.is_none())
         .filter(|t| t.needs.iter().all(|n| agent.capabilities.contains(n)))
         .filter(|t| t.role.is_none() || t.role == agent.role)
+        // Work without a role is work that changes files: a writer's.
+        .filter(|t| agent.writes || t.role.is_some())
         .collect();
     let best =
         |a: &&TodoView, b: &&TodoView| b.priority.cmp(&a.priority).then(a.order.cmp(&b.order));
@@ -662,7 +671,12 @@ fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
             })
             // A planning slice that could not do its work (a limit, a failure) proposed nothing
             // because it could not, not because nothing is left: it does not count.
-            .filter(|s| matches!(s.outcome, Some(Outcome::Completed | Outcome::Progress)))
+            .filter(|s| {
+                matches!(
+                    s.outcome,
+                    Some(Outcome::Completed | Outcome::Progress | Outcome::Unchanged)
+                )
+            })
             .count() as u32;
         if plans >= input.policy.max_plans_in_a_row {
             // Only a person can say now: left quiet, a goal whose planners never declare it met
@@ -698,6 +712,18 @@ fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
                     "{} is for role {}",
                     t.id,
                     t.role.as_deref().unwrap_or("")
+                ))
+            } else if !input.agent.writes && t.role.is_none() {
+                Some(format!(
+                    "{} changes files, and {} is read-only (it takes todos for its role{})",
+                    t.id,
+                    input.agent.name,
+                    input
+                        .agent
+                        .role
+                        .as_deref()
+                        .map(|r| format!(", `--role {r}`"))
+                        .unwrap_or_default()
                 ))
             } else {
                 t.lease

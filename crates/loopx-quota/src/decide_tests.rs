@@ -36,6 +36,7 @@ fn todo(id: &str, priority: i32) -> TodoView {
 fn world() -> World {
     World {
         agent: AgentView {
+            writes: true,
             name: "exec".into(),
             capabilities: vec!["rust".into()],
             role: Some("executor".into()),
@@ -126,6 +127,33 @@ fn deliver_takes_the_highest_priority_todo() {
         d.reason,
         "t2 is the highest-priority open todo exec can take"
     );
+}
+
+/// Issue 31: in the README's quick start a read-only reviewer took the work todo and
+/// "finished" it with no change.
+#[test]
+fn a_read_only_agent_takes_only_todos_for_its_role() {
+    let mut w = world();
+    w.agent.writes = false;
+    w.agent.role = Some("reviewer".into());
+    let d = run(&w);
+    assert_eq!(d.decision, DecisionKind::Quiet, "{d:?}");
+    assert!(
+        d.reason.contains("changes files, and exec is read-only")
+            && d.reason.contains("--role reviewer"),
+        "{}",
+        d.reason
+    );
+    // Nor a work todo it claimed before its profile became read-only.
+    w.todos[0].lease = Some(("exec".into(), T0 + 10 * MIN));
+    assert_eq!(run(&w).decision, DecisionKind::Quiet);
+    w.todos.push(TodoView {
+        role: Some("reviewer".into()),
+        ..todo("t3", 0)
+    });
+    let d = run(&w);
+    assert_eq!(d.decision, DecisionKind::Deliver, "{d:?}");
+    assert_eq!(d.todo.expect("todo").0, "t3", "its review work");
 }
 
 #[test]

@@ -35,6 +35,11 @@ pub enum Outcome {
     Interrupted,
     /// The agent could not be started.
     SpawnFailed,
+    /// The agent reported progress, but nothing a person could see moved: no change in its
+    /// tree, no evidence, todo or question of its own (decided by the supervisor, which sees
+    /// the tree). A shell agent whose every write the sandbox refused reported `progress` 1,341
+    /// times in two minutes while `progress` ended the stall guard's streak.
+    Unchanged,
 }
 
 /// How an outcome bears on the stall guard (K slices on a todo without progress ask a person).
@@ -78,7 +83,7 @@ pub struct OutcomePolicy {
 
 impl Outcome {
     /// Every outcome, in the order of the policy table.
-    pub const ALL: [Outcome; 12] = [
+    pub const ALL: [Outcome; 13] = [
         Outcome::Completed,
         Outcome::Progress,
         Outcome::Asked,
@@ -91,6 +96,7 @@ impl Outcome {
         Outcome::Failed,
         Outcome::Interrupted,
         Outcome::SpawnFailed,
+        Outcome::Unchanged,
     ];
 
     /// The snake_case name, as stored and shown (`usage_limited`).
@@ -108,6 +114,7 @@ impl Outcome {
             Outcome::Failed => "failed",
             Outcome::Interrupted => "interrupted",
             Outcome::SpawnFailed => "spawn_failed",
+            Outcome::Unchanged => "unchanged",
         }
     }
 
@@ -136,6 +143,9 @@ impl Outcome {
             Outcome::Failed => (Counts, Repair),
             Outcome::SpawnFailed => (Counts, Repair),
             Outcome::Interrupted => (Neutral, Repair),
+            // A report's word is not progress: like a completed slice that left its todo open,
+            // it counts, and the todo rests.
+            Outcome::Unchanged => (Counts, Continue),
         };
         OutcomePolicy { streak, next }
     }

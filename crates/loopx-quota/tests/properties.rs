@@ -61,6 +61,7 @@ proptest! {
         share in 0.1f64..1.0,
     ) {
         let agent = AgentView {
+            writes: true,
             name: "exec".into(),
             capabilities: vec![],
             role: None,

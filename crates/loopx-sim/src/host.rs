@@ -102,6 +102,8 @@ pub(crate) struct SimHost {
     rng_loop: fastrand::Rng,
     /// Calls to `next` in a row in which nothing happened.
     idle_calls: u32,
+    /// Per running slice: the items its agent's reports wrote (the report channel's count).
+    reported: BTreeMap<loopx_kernel::SliceId, u32>,
 }
 
 /// What a vendor knows of an account (on the true clock, which steps do not move).
@@ -151,6 +153,7 @@ impl SimHost {
             rng_people: fastrand::Rng::with_seed(seed ^ 0x9E0F_1E00),
             rng_loop: fastrand::Rng::with_seed(seed ^ 0x100F_0000),
             idle_calls: 0,
+            reported: BTreeMap::new(),
             plan,
         };
         host.schedule(Duration::ZERO, Event::PeopleLook);
@@ -302,7 +305,11 @@ impl SimHost {
                 .limited_until = Some(reset);
         }
         let mut msgs = Vec::new();
-        let result = sim.finish(&once, &output, exit, lost, &mut |step| {
+        let reported = loopx_supervisor::ChannelReports {
+            done: false,
+            items: self.reported.remove(&record.id).unwrap_or(0),
+        };
+        let result = sim.finish(&once, &output, exit, lost, reported, &mut |step| {
             if let Some(msg) = Msg::from_step(worker, &step) {
                 msgs.push(msg);
             }
@@ -444,6 +451,9 @@ impl SimHost {
         });
         match applied {
             Ok(mut applied) => {
+                if !matches!(report, Report::Done) {
+                    *self.reported.entry(who.slice).or_default() += 1;
+                }
                 let record = applied.pop().expect("two operations");
                 crate::invariants::report_accepted(self, &who, forged, before.as_ref(), &record)?;
             }

@@ -81,6 +81,7 @@ pub fn agent_view(agent: &Agent, loaded: &LoadedProfile) -> AgentView {
         // The agent record alone: `agent add` stores the profile's role there, and the claim
         // checks the same record.
         role: agent.role.clone(),
+        writes: loaded.profile.permission != loopx_adapters::PermissionLevel::ReadOnly,
         account: quota.account.clone(),
         pacing: quota.slices_per_hour.map(|n| Pacing {
             slices_per_hour: f64::from(n),

@@ -84,17 +84,19 @@ impl Observed {
         let Observed {
             begun,
             ran,
-            judged,
+            mut judged,
             changes,
             pid,
             ended_at,
             elapsed,
             spent,
             containment,
-            reported_done,
+            reported,
             commit,
             renewal,
         } = self;
+        let reported_done = reported.done;
+        crate::progress::check(&mut judged, &changes, reported);
         let setup = &begun.setup;
         let worktree = worktree_end(
             req,
@@ -127,6 +129,7 @@ impl Observed {
             leftovers: judged.leftovers,
             final_message: ran.summary.final_message.as_deref(),
             login: (adapter.login.as_deref(), &adapter.name),
+            install: adapter.install.as_deref(),
             limited_before,
             exit: judged.exit.clone(),
             classification: judged.classification.as_ref(),

@@ -44,6 +44,7 @@ mod errors;
 mod findings;
 mod notify;
 mod once;
+mod progress;
 pub mod prompt;
 mod recover;
 mod renew;
@@ -70,5 +71,5 @@ pub use run_loop::{
 };
 pub use shutdown::{Shutdown, Stopping};
 pub use signals::handle_signals;
-pub use slice::land_todo;
+pub use slice::{ChannelReports, land_todo};
 pub use store_cache::StoreCache;

@@ -263,18 +263,20 @@ impl SimulatedSlice {
     }
 
     /// The agent ended, having printed `output`, with `exit` (`lost_claim`: loopx stopped it
-    /// because a renewal found the claim gone). The rest is the real slice's end.
+    /// because a renewal found the claim gone), having written `reported` through its host's
+    /// stand-in for the report channel. The rest is the real slice's end.
     pub fn finish(
         self,
         req: &RunOnce,
         output: &[u8],
         exit: loopx_pty::SliceExit,
         lost_claim: Option<String>,
+        reported: slice::ChannelReports,
         on_step: &mut dyn FnMut(Step<'_>),
     ) -> Result<Once, SupervisorError> {
-        let observed = self
-            .begun
-            .observe_simulated(req, self.started, output, exit, lost_claim);
+        let observed =
+            self.begun
+                .observe_simulated(req, self.started, output, exit, lost_claim, reported);
         ended(req, self.decision, observed, on_step)
     }
 

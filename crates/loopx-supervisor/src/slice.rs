@@ -30,6 +30,7 @@ mod run;
 mod stream;
 
 pub(crate) use begin::{Began, Begun, actor, lease_max, lease_ttl, slice_path as slice_log_path};
+pub use channel::ChannelReports;
 pub(crate) use contain::{remove_room, room_has, slice_redactor};
 pub(crate) use decide::{Next, decide};
 pub(crate) use guard::{ACTOR, LiveSlices, patience, retrying};

@@ -60,6 +60,9 @@ pub struct Finished<'a> {
     /// How a person logs the agent's CLI in (the adapter's `login`), for the gate an auth
     /// failure opens, and the adapter's name.
     pub login: (Option<&'a str>, &'a str),
+    /// How a person installs the agent's CLI (the adapter's `install`), for the gate a failed
+    /// spawn opens.
+    pub install: Option<&'a str>,
     /// Usage limits without a reset time this agent hit in a row before this slice: each one
     /// doubles the backoff.
     pub limited_before: u32,
@@ -418,6 +421,9 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     if f.outcome == Outcome::AuthFailed {
         wb.parts.extend(login_gate(f).into_iter().map(core));
     }
+    if f.outcome == Outcome::SpawnFailed {
+        wb.parts.push(core(spawn_gate(f)));
+    }
     wb.violations = f
         .changes
         .violations()
@@ -705,6 +711,50 @@ fn resets_at(f: &Finished<'_>) -> Option<Timestamp> {
     Some(at.min(f.ended_at.plus(MAX_VENDOR_HOLD)))
 }
 
+/// The agent could not be started: it is blocked until a person answers a gate that names why
+/// (and how to install its CLI), rather than retried at its pace. Peers find the same gate.
+fn spawn_gate(f: &Finished<'_>) -> Op {
+    let (_, adapter) = f.login;
+    let install = f
+        .install
+        .map(|how| format!(" (`{adapter}` installs with: {how})"))
+        .unwrap_or_default();
+    let question = bounded(
+        &format!(
+            "`{}` could not be started: {}{install}. Fix it, then answer `retry`?",
+            f.agent,
+            f.reason
+                .strip_prefix("the agent could not be started: ")
+                .unwrap_or(f.reason)
+        ),
+        limits::QUESTION,
+    );
+    let mut gate = NewGate {
+        question,
+        options: vec!["retry".to_owned()],
+        context: bounded(
+            &format!(
+                "slice {} ended `spawn_failed`: {}\n`loopx doctor` checks every agent's profile and program; `loopx agent set {} --profile P` changes its profile.",
+                f.slice, f.reason, f.agent
+            ),
+            limits::DETAIL,
+        ),
+        blocks: Blocks::Agent(f.agent.clone()),
+        kind: GateKind::Spawn {
+            agent: f.agent.clone(),
+        },
+    };
+    // The reason is the launcher's words: should they make a question the kernel refuses,
+    // the question still names the agent and the way out.
+    if gate.check().is_err() {
+        gate.question = format!(
+            "`{}` could not be started: fix its profile or install its CLI, then answer `retry`?",
+            f.agent
+        );
+    }
+    Op::GateAsk(gate)
+}
+
 /// The agent is not logged in: its account is held until a person answers a gate that names
 /// the fix (the kernel lifts the hold with the answer). Peers on the account find the same
 /// gate open rather than a second one.
@@ -811,6 +861,7 @@ pub(crate) fn test_finished(agent: &AgentName) -> Finished<'_> {
         leftovers: 0,
         final_message: None,
         login: (None, "demo"),
+        install: None,
         limited_before: 0,
         exit: Some("exit 0".into()),
         classification: None,
@@ -1170,6 +1221,7 @@ mod tests {
         let agent: AgentName = "exec".parse().expect("a name");
         let f = Finished {
             login: (Some("run `codex login`"), "codex"),
+            install: None,
             ..finished(&c, &agent, "auth_failed", true)
         };
         let wb = writeback(&f, false);

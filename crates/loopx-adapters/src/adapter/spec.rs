@@ -210,6 +210,9 @@ pub struct Adapter {
     pub description: String,
     /// How a person logs the CLI in, for the gate a failed login opens.
     pub login: Option<String>,
+    /// How a person installs the CLI (`npm install -g @openai/codex`), named when its program
+    /// is not on `PATH`.
+    pub install: Option<String>,
     /// The executable; `None` means the profile must set `program` (the generic adapter).
     pub program: Option<String>,
     /// The argument template.

@@ -98,6 +98,9 @@ fn validate(
     let login = take(raw.login, "login", p)
         .map(|(v, _)| v.trim().to_owned())
         .filter(|v| !v.is_empty());
+    let install = take(raw.install, "install", p)
+        .map(|(v, _)| v.trim().to_owned())
+        .filter(|v| !v.is_empty());
     let description = take(raw.description, "description", p)
         .map(|(v, _)| v)
         .unwrap_or_default();
@@ -171,6 +174,7 @@ fn validate(
         name: name.to_owned(),
         description,
         login,
+        install,
         program,
         args: args?,
         output: output?,

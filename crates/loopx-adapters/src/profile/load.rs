@@ -22,6 +22,49 @@ pub struct LoadedProfile {
     pub content_hash: ContentHash,
 }
 
+impl LoadedProfile {
+    /// Why its program cannot be found through `path_var` (a bare name) or at its path: the
+    /// sentence names the program and how to install it. `None` when it is there, or is the
+    /// running loopx (`{loopx}`).
+    pub fn program_missing(&self, path_var: Option<&std::ffi::OsStr>) -> Option<String> {
+        let program = self
+            .profile
+            .program
+            .as_deref()
+            .or(self.adapter.program.as_deref())?;
+        // The running loopx, or a path relative to the directory the slice runs in.
+        if program.contains("{loopx}") || (program.contains('/') && !program.starts_with('/')) {
+            return None;
+        }
+        let runs = |path: &Path| {
+            std::fs::metadata(path).is_ok_and(|m| {
+                m.is_file()
+                    && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
+            })
+        };
+        let found = match program.contains('/') {
+            true => runs(Path::new(program)),
+            false => path_var
+                .map(std::env::split_paths)
+                .into_iter()
+                .flatten()
+                .filter(|dir| dir.is_absolute())
+                .any(|dir| runs(&dir.join(program))),
+        };
+        if found {
+            return None;
+        }
+        let install = match &self.adapter.install {
+            Some(how) => format!("install it: {how}"),
+            None => "install it, or set `program` in the profile to where it is".to_owned(),
+        };
+        Some(match program.contains('/') {
+            true => format!("`{program}` is not an executable file; {install}"),
+            false => format!("`{program}` is not on PATH; {install}"),
+        })
+    }
+}
+
 /// One file of a profiles directory and what loading it gave.
 #[derive(Debug)]
 pub struct ProfileEntry {

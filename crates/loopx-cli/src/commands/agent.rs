@@ -1,4 +1,4 @@
-//! `loopx agent add|list`.
+//! `loopx agent add|list|set|remove`.
 
 use loopx_kernel::Op;
 use loopx_kernel::store::Applied;
@@ -39,10 +39,57 @@ pub fn run(ctx: &mut Ctx, cmd: AgentCommand) -> Result<(), ExpectedError> {
                 unreachable!("agent add yields an agent")
             };
             if ctx.json {
-                ctx.json_out(&document("agent", &agent))
-            } else {
-                ctx.line(format!("Added agent {}", views::agent_line(&agent)))
+                return ctx.json_out(&document("agent", &agent));
             }
+            ctx.line(format!("Added agent {}", views::agent_line(&agent)))?;
+            warn_missing_program(ctx, &agent.name, &loaded)
+        }
+        AgentCommand::Set {
+            name,
+            profile,
+            capabilities,
+            role,
+        } => {
+            let name = id(&name)?;
+            let loaded = match &profile {
+                Some(profile) => Some(super::quota::load_profile(ctx, profile)?),
+                None => None,
+            };
+            if profile.is_none() && capabilities.is_empty() && role.is_none() {
+                return Err(ExpectedError::Usage(
+                    "nothing to change: give --profile, --capability or --role".to_owned(),
+                ));
+            }
+            let change = loopx_kernel::store::AgentChange {
+                profile,
+                capabilities: (!capabilities.is_empty()).then_some(capabilities),
+                role,
+            };
+            let store = ctx.store()?;
+            let op = Op::AgentSet { name, change };
+            let Applied::Agent(agent) = store.apply(op, &ctx.actor(), ctx.now())? else {
+                unreachable!("agent set yields an agent")
+            };
+            if ctx.json {
+                return ctx.json_out(&document("agent", &agent));
+            }
+            ctx.line(format!("Changed agent {}", views::agent_line(&agent)))?;
+            match loaded {
+                Some(loaded) => warn_missing_program(ctx, &agent.name, &loaded),
+                None => Ok(()),
+            }
+        }
+        AgentCommand::Remove { name } => {
+            let name = id(&name)?;
+            let store = ctx.store()?;
+            let op = Op::AgentRemove { name };
+            let Applied::Agent(agent) = store.apply(op, &ctx.actor(), ctx.now())? else {
+                unreachable!("agent remove yields the agent")
+            };
+            if ctx.json {
+                return ctx.json_out(&document("agent", &agent));
+            }
+            ctx.line(format!("Removed agent {}", agent.name))
         }
         AgentCommand::List => {
             let agents = ctx.store_read()?.read(|s| s.agents())?;
@@ -58,5 +105,21 @@ pub fn run(ctx: &mut Ctx, cmd: AgentCommand) -> Result<(), ExpectedError> {
             }
             Ok(())
         }
+    }
+}
+
+/// A profile whose program is not installed is accepted (the person may install it next), with
+/// a warning that names the install command: before, `loopx run` only showed `spawn_failed`.
+fn warn_missing_program(
+    ctx: &mut Ctx,
+    agent: &loopx_kernel::AgentName,
+    loaded: &loopx_adapters::LoadedProfile,
+) -> Result<(), ExpectedError> {
+    let path = std::env::var_os("PATH");
+    match loaded.program_missing(path.as_deref()) {
+        Some(why) => ctx.line(format!(
+            "warning: {agent} cannot run yet: {why} (`loopx doctor` checks again)"
+        )),
+        None => Ok(()),
     }
 }

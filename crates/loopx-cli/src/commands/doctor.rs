@@ -201,12 +201,56 @@ fn checks(ctx: &Ctx, repair: bool) -> Vec<Check> {
     if let Some(check) = worktrees(&project, &store, repair) {
         checks.push(check);
     }
+    if let Some(check) = agents(&project, &store) {
+        checks.push(check);
+    }
     checks.push(match loopx_supervisor::Notifier::load(&project) {
         Ok(Some(_)) => Check::pass("settings", "loopx.toml: notifications on"),
         Ok(None) => Check::pass("settings", "no notification command (loopx.toml)"),
         Err(e) => Check::fail("settings", ExpectedError::Supervisor(e)),
     });
     checks
+}
+
+/// Whether every registered agent can run: its profile loads and its program is installed.
+/// A warning, not a failure: the project's state is sound, and the person may install the CLI
+/// next. `None` when no agent is registered.
+fn agents(project: &loopx_kernel::Project, store: &Store) -> Option<Check> {
+    let agents = store.read(|s| s.agents()).ok()?;
+    if agents.is_empty() {
+        return None;
+    }
+    let state = project.state_dir();
+    let catalog = loopx_adapters::AdapterCatalog::with_dir(state.join("adapters"));
+    let path = std::env::var_os("PATH");
+    let problems: Vec<String> = agents
+        .iter()
+        .filter_map(|agent| {
+            let why = match loopx_adapters::find_profile(
+                &state.join("profiles"),
+                &agent.profile,
+                &catalog,
+            ) {
+                Ok(loaded) => loaded.program_missing(path.as_deref())?,
+                Err(e) => format!(
+                    "profile `{}` cannot be loaded ({}); `loopx profile check` explains",
+                    agent.profile,
+                    crate::errors::one_line(&e)
+                ),
+            };
+            Some(format!("{}: {why}", agent.name))
+        })
+        .collect();
+    Some(match problems.is_empty() {
+        true => Check::pass(
+            "agents",
+            format!(
+                "{} agent(s), each with its profile and program",
+                agents.len()
+            ),
+        ),
+        false => Check::warn("agents", problems.join("; ")),
+    })
 }
 
 /// Worktrees of todos that are done, dropped or unknown: found, and removed with `--repair`

@@ -37,6 +37,14 @@ const GITIGNORE: &str = "# Written by `loopx init`. loopx's state and the agents
 /bells/\n\
 /worktrees/\n";
 
+/// The budget a new project starts with (`.loopx/loopx.toml`): whatever its agents report, a
+/// goal that goes this many slices without a todo done asks a person whether to go on. Without
+/// one, an agent whose every slice failed quietly ran 1,341 slices in two minutes.
+const DEFAULT_BUDGET: &str = "# The most a goal spends without a todo done; past it, loopx asks a person whether to go\n\
+# on (docs/quota.md). Raise it for long goals, add `tokens` or `cost_usd`, but keep a bound.\n\
+[budget]\n\
+slices = 30\n";
+
 /// `loopx init`: a new project, or — like `git init` — nothing at all for a healthy one. A
 /// half-made or damaged one is an error that names the way out.
 pub fn run(ctx: &mut Ctx, args: crate::args::InitArgs) -> Result<(), ExpectedError> {
@@ -129,9 +137,12 @@ fn create_with(
     config: Option<&str>,
 ) -> Result<(Project, Vec<String>), ExpectedError> {
     let staged = Project::stage(dir).map_err(KernelError::from)?;
-    if let Some(config) = config {
-        write_private(&staged.project().state_dir().join("loopx.toml"), config)?;
-    }
+    let config = match config {
+        // `[store]` last: it is the section a person copies to other hosts.
+        Some(store) => format!("{DEFAULT_BUDGET}\n{store}"),
+        None => format!("# Written by `loopx init`.\n{DEFAULT_BUDGET}"),
+    };
+    write_private(&staged.project().state_dir().join("loopx.toml"), &config)?;
     let store = Store::create(staged.project(), ctx.now(), &ctx.actor())?;
     drop(store);
     write_private(&staged.project().state_dir().join(".gitignore"), GITIGNORE)?;

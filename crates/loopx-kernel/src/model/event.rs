@@ -151,6 +151,15 @@ pub enum EventKind {
         goal: GoalId,
         gate: GateId,
     },
+    /// A person changed an agent's profile, capabilities or role (record version 8).
+    AgentChanged {
+        agent: AgentName,
+        profile: String,
+    },
+    /// A person removed an agent (record version 8).
+    AgentRemoved {
+        agent: AgentName,
+    },
 }
 
 impl EventKind {
@@ -182,6 +191,8 @@ impl EventKind {
             EventKind::QuotaResumed { .. } => "quota_resumed",
             EventKind::TodoRetried { .. } => "todo_retried",
             EventKind::BudgetRestarted { .. } => "budget_restarted",
+            EventKind::AgentChanged { .. } => "agent_changed",
+            EventKind::AgentRemoved { .. } => "agent_removed",
         }
     }
 
@@ -296,6 +307,10 @@ impl EventKind {
             EventKind::BudgetRestarted { goal, gate } => {
                 format!("goal {goal} has a fresh budget (gate {gate} answered)")
             }
+            EventKind::AgentChanged { agent, profile } => {
+                format!("agent {agent} changed (profile {profile})")
+            }
+            EventKind::AgentRemoved { agent } => format!("agent {agent} removed"),
         }
     }
 }

@@ -26,6 +26,9 @@
 //!   is encoded as in version 5.
 //! - 7: gates gained the `scope` kind (appended, so a version-6 record reads unchanged); the
 //!   bump makes an older loopx refuse a scope gate by name instead of failing to decode it.
+//! - 8: slices gained the `unchanged` outcome, gates the `spawn` kind and events the
+//!   `agent_changed` and `agent_removed` kinds (appended, so a version-6 or 7 record reads unchanged); the bump
+//!   makes an older loopx refuse such records by name.
 
 use std::borrow::Cow;
 
@@ -41,7 +44,7 @@ use crate::model::{
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 7;
+pub(crate) const RECORD_VERSION: u8 = 8;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -57,8 +60,8 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
         why,
     };
     let body: Cow<'_, [u8]> = match bytes.split_first() {
-        // Version 6 differs from 7 only in a gate kind version 7 appended.
-        Some((&(6 | RECORD_VERSION), body)) => Cow::Borrowed(body),
+        // Versions 6 and 7 differ from 8 only in a gate kind and an outcome appended since.
+        Some((&(6 | 7 | RECORD_VERSION), body)) => Cow::Borrowed(body),
         Some((&version @ 1..=5, body)) => up_to_v5(version, table, body)
             .and_then(|v5| Ok(Cow::Owned(upgrade_v5(table, &v5)?.into_owned())))
             .map_err(|e| failed(e.to_string()))?,
@@ -493,8 +496,10 @@ mod tests {
 
     #[test]
     fn a_newer_record_is_refused_by_name() {
-        let err = decode::<u64>("todos", &[8, 1]).expect_err("too new");
-        assert!(err.to_string().contains("record version 8"), "{err}");
+        let err = decode::<u64>("todos", &[9, 1]).expect_err("too new");
+        assert!(err.to_string().contains("record version 9"), "{err}");
+        assert_eq!(decode::<u64>("todos", &[8, 1]).expect("version 8 reads"), 1);
+        assert_eq!(decode::<u64>("todos", &[7, 1]).expect("version 7 reads"), 1);
         assert_eq!(decode::<u64>("todos", &[6, 1]).expect("version 6 reads"), 1);
         assert_eq!(decode::<u64>("todos", &[3, 1]).expect("version 3 reads"), 1);
         assert_eq!(decode::<u64>("todos", &[4, 1]).expect("version 4 reads"), 1);

@@ -151,6 +151,10 @@ impl<'t> Writer<'t> {
         )
     }
 
+    pub(crate) fn remove_agent(&self, name: &str) -> Result<bool, KernelError> {
+        self.kv.remove(tables::AGENTS, &Key::text(name))
+    }
+
     pub(crate) fn quota_get<T: DeserializeOwned>(
         &self,
         key: &str,

@@ -36,7 +36,17 @@ pub(crate) struct Channel {
     leader: Arc<AtomicU32>,
     /// The agent reported its todo done (`loopx report done`) and it was written.
     done: Arc<AtomicBool>,
+    /// Todos, evidence, handoffs and questions written.
+    items: Arc<AtomicU32>,
     thread: Option<JoinHandle<()>>,
+}
+
+/// What an agent wrote through its slice's channel: whether it reported its todo done, and how
+/// many other items (todos, evidence, handoffs, questions) were written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChannelReports {
+    pub done: bool,
+    pub items: u32,
 }
 
 /// What the serving thread needs.
@@ -50,6 +60,7 @@ struct Serving {
     clock: SharedClock,
     leader: Arc<AtomicU32>,
     done: Arc<AtomicBool>,
+    items: Arc<AtomicU32>,
     /// Refused connections from outside the slice so far: only the first few are recorded, so
     /// a flood of them cannot flood the store.
     intrusions: u32,
@@ -127,6 +138,7 @@ impl Channel {
         let stop = Arc::new(AtomicBool::new(false));
         let leader = Arc::new(AtomicU32::new(0));
         let done = Arc::new(AtomicBool::new(false));
+        let items = Arc::new(AtomicU32::new(0));
         let serving = Serving {
             project,
             stores,
@@ -135,6 +147,7 @@ impl Channel {
             clock,
             leader: leader.clone(),
             done: done.clone(),
+            items: items.clone(),
             intrusions: 0,
             spent: Budget::default(),
             overspent: false,
@@ -159,13 +172,17 @@ impl Channel {
             stop,
             leader,
             done,
+            items,
             thread: Some(thread),
         })
     }
 
-    /// Whether the agent reported its todo done through this channel.
-    pub(crate) fn reported_done(&self) -> bool {
-        self.done.load(Ordering::SeqCst)
+    /// What the agent wrote through this channel so far.
+    pub(crate) fn reports(&self) -> ChannelReports {
+        ChannelReports {
+            done: self.done.load(Ordering::SeqCst),
+            items: self.items.load(Ordering::SeqCst),
+        }
     }
 
     /// The slice's process (the PTY's leader): every reporter must descend from it.
@@ -286,6 +303,8 @@ impl Serving {
             self.spent = spent;
             if done {
                 self.done.store(true, Ordering::SeqCst);
+            } else {
+                self.items.fetch_add(1, Ordering::SeqCst);
             }
         }
         match written {

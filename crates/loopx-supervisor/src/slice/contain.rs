@@ -245,6 +245,12 @@ fn sandbox(
             vec![],
         ),
     };
+    // A read-only slice writes nothing of its tree, whatever its CLI's flags say: Landlock
+    // holds it (where the kernel has it; `loopx doctor` says). Its temp dir, devices and the
+    // CLI's own state stay writable.
+    if plan.permission == loopx_adapters::PermissionLevel::ReadOnly {
+        writable.clear();
+    }
     writable.push(room.tmp());
     writable.extend(DEVICES.iter().map(PathBuf::from));
     for path in &plan.sandbox.writable {

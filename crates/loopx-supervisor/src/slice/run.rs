@@ -12,7 +12,7 @@ use loopx_kernel::store::QuotaRequest;
 use loopx_kernel::{AgentName, Op, SliceId, Store, Timestamp};
 
 use super::begin::{Begun, lease_ttl, slice_path};
-use super::channel::Channel;
+use super::channel::{Channel, ChannelReports};
 use super::contain::{Room, contain};
 use super::guard::{patience, retrying};
 use super::launch::{SliceEnv, launch_spec, process_identity};
@@ -64,9 +64,9 @@ pub(crate) struct Observed {
     pub spent: QuotaRequest,
     /// What contained the agent (`Sandbox::describe`).
     pub containment: &'static str,
-    /// The agent reported its todo done through the report channel (in a worktree goal the
-    /// todo is finished when its branch lands, at the writeback).
-    pub reported_done: bool,
+    /// What the agent wrote through the report channel: its todo done (in a worktree goal the
+    /// todo is finished when its branch lands, at the writeback), and other items.
+    pub reported: ChannelReports,
     /// The slice's commit in its todo's worktree (a worktree goal).
     pub commit: Option<crate::worktree::SliceCommit>,
     /// The claim's renewal, still running until the todo's landing is done (a worktree goal).
@@ -247,7 +247,7 @@ impl Launched {
         // The slice ended now, not after its bookkeeping (a busy store can hold that up).
         let ended = Ended::now(req, started);
         drop(runtime);
-        let reported_done = channel.as_ref().is_some_and(Channel::reported_done);
+        let reported = channel.as_ref().map(Channel::reports).unwrap_or_default();
         drop(channel);
         drop(room);
         req.shutdown.unregister(begun.record.id.0);
@@ -265,7 +265,7 @@ impl Launched {
         let process = Process {
             pid,
             containment,
-            reported_done,
+            reported,
         };
         let mut observed = conclude(req, begun, ran, process, ended, &before, lost_claim);
         observed.renewal = renewal;
@@ -279,8 +279,8 @@ impl Launched {
 struct Process {
     pid: Option<u32>,
     containment: &'static str,
-    /// The agent reported its todo done through the report channel.
-    reported_done: bool,
+    /// What the agent wrote through the report channel.
+    reported: ChannelReports,
 }
 
 /// When a slice's agent ended, on both clocks.
@@ -323,6 +323,7 @@ impl Begun {
         output: &[u8],
         exit: loopx_pty::SliceExit,
         lost_claim: Option<String>,
+        reported: ChannelReports,
     ) -> Observed {
         let (before, started) = started;
         let clock = &req.world.clock;
@@ -369,7 +370,7 @@ impl Begun {
         let process = Process {
             pid: None,
             containment: "simulated",
-            reported_done: false,
+            reported,
         };
         conclude(req, self, ran, process, ended, &before, lost_claim)
     }
@@ -404,7 +405,7 @@ fn conclude(
     let Process {
         pid,
         containment,
-        reported_done,
+        reported,
     } = process;
     let Ended {
         at: ended_at,
@@ -489,7 +490,7 @@ fn conclude(
         elapsed,
         spent,
         containment,
-        reported_done,
+        reported,
         commit,
         renewal: None,
     }

@@ -5,7 +5,7 @@ use crate::errors::{Conflict, Invalid, KernelError, Refused};
 use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId};
 use crate::limits;
 use crate::model::{
-    Agent, Answer, BUDGET_OPTIONS, Blocks, EventKind, Evidence, GOAL_MET_OPTIONS, Gate, GateKind,
+    Answer, BUDGET_OPTIONS, Blocks, EventKind, Evidence, GOAL_MET_OPTIONS, Gate, GateKind,
     GateState, Goal, GoalStatus, Handoff, Isolation, LAND_OPTIONS, PermissionLevel,
     ROLLBACK_OPTIONS, STALL_OPTIONS, SliceRecord, Todo, TodoState,
 };
@@ -304,6 +304,8 @@ pub(super) fn gate_answer(
             super::todo::scope_answered(w, *todo, id, keep && *reported_done)?;
         }
         GateKind::Scope { todo: None, .. } => {}
+        // Answering unblocks the agent: its next slice tries again.
+        GateKind::Spawn { .. } => {}
     }
     Ok(Applied::Gate(gate))
 }
@@ -385,35 +387,6 @@ pub(super) fn handoff_add(w: &Writer<'_>, new: NewHandoff) -> Result<Applied, Ke
         todo: new.todo,
     })?;
     Ok(Applied::Handoff(handoff))
-}
-
-pub(super) fn agent_add(
-    w: &Writer<'_>,
-    name: AgentName,
-    profile: String,
-    capabilities: Vec<String>,
-    role: Option<String>,
-) -> Result<Applied, KernelError> {
-    crate::ids::check_id("profile name", &profile)?;
-    for cap in capabilities.iter().chain(&role) {
-        crate::ids::check_id("capability or role", cap)?;
-    }
-    if w.agent(name.as_str())?.is_some() {
-        return Err(Conflict::AgentExists { agent: name }.into());
-    }
-    let agent = Agent {
-        name: name.clone(),
-        profile: profile.clone(),
-        capabilities,
-        role,
-        added_at: w.now,
-    };
-    w.put_agent(&agent)?;
-    w.event(EventKind::AgentAdded {
-        agent: name,
-        profile,
-    })?;
-    Ok(Applied::Agent(agent))
 }
 
 /// A write made under a claim carries its epoch, and the fencing rule applies: an agent must

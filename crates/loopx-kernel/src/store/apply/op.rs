@@ -310,6 +310,15 @@ pub enum Op {
         capabilities: Vec<String>,
         role: Option<String>,
     },
+    /// A person changes an agent (`loopx agent set`).
+    AgentSet {
+        name: AgentName,
+        change: super::agent::AgentChange,
+    },
+    /// A person removes an agent that runs no slice (`loopx agent remove`).
+    AgentRemove {
+        name: AgentName,
+    },
     SliceStart(NewSlice),
     SliceSpawned {
         slice: SliceId,
@@ -455,6 +464,11 @@ impl Op {
                 all(&mut new.questions);
             }
             Op::AgentAdd { profile, .. } => r.redact_in_place(profile),
+            Op::AgentSet { change, .. } => {
+                if let Some(profile) = &mut change.profile {
+                    r.redact_in_place(profile);
+                }
+            }
             Op::SliceStart(new) => all(&mut new.argv),
             Op::SliceBegin(begin) => all(&mut begin.slice.argv),
             Op::SliceInterrupt { reason, exit, .. } => {
@@ -474,6 +488,7 @@ impl Op {
             | Op::TodoRelease { .. }
             | Op::TodoFinish { .. }
             | Op::GateWithdraw { .. }
+            | Op::AgentRemove { .. }
             | Op::SliceSpawned { .. }
             | Op::InSlice { .. }
             | Op::ClaimLapsed { .. }
@@ -525,7 +540,9 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             profile,
             capabilities,
             role,
-        } => entities::agent_add(w, name, profile, capabilities, role),
+        } => super::agent::add(w, name, profile, capabilities, role),
+        Op::AgentSet { name, change } => super::agent::set(w, name, change),
+        Op::AgentRemove { name } => super::agent::remove(w, name),
         Op::SliceStart(new) => slice::start(w, new),
         Op::SliceBegin(begin) => slice::begin(w, begin),
         Op::SliceSpawned {

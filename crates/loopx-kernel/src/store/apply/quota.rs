@@ -126,6 +126,7 @@ pub(super) fn spend(
             _ => Vec::new(),
         };
         let agent = AgentView {
+            writes: true,
             name: req.agent.to_string(),
             capabilities: vec![],
             role: None,

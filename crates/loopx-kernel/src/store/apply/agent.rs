@@ -1,0 +1,123 @@
+//! Registering agents, changing them, and removing them: a person's operations.
+
+use super::op::Applied;
+use crate::errors::{Conflict, Invalid, KernelError};
+use crate::ids::AgentName;
+use crate::model::{Agent, EventKind, Todo, TodoState};
+use crate::store::tables;
+use crate::store::writer::Writer;
+
+/// What `agent set` changes; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentChange {
+    pub profile: Option<String>,
+    pub capabilities: Option<Vec<String>>,
+    pub role: Option<String>,
+}
+
+fn check(profile: &str, capabilities: &[String], role: Option<&String>) -> Result<(), Invalid> {
+    crate::ids::check_id("profile name", profile)?;
+    for cap in capabilities.iter().chain(role) {
+        crate::ids::check_id("capability or role", cap)?;
+    }
+    Ok(())
+}
+
+pub(super) fn add(
+    w: &Writer<'_>,
+    name: AgentName,
+    profile: String,
+    capabilities: Vec<String>,
+    role: Option<String>,
+) -> Result<Applied, KernelError> {
+    check(&profile, &capabilities, role.as_ref())?;
+    if w.agent(name.as_str())?.is_some() {
+        return Err(Conflict::AgentExists { agent: name }.into());
+    }
+    let agent = Agent {
+        name: name.clone(),
+        profile: profile.clone(),
+        capabilities,
+        role,
+        added_at: w.now,
+    };
+    w.put_agent(&agent)?;
+    w.event(EventKind::AgentAdded {
+        agent: name,
+        profile,
+    })?;
+    Ok(Applied::Agent(agent))
+}
+
+/// Changes an agent's profile, capabilities or role. Its running slice (if any) goes on as it
+/// began; the next one uses the change.
+pub(super) fn set(
+    w: &Writer<'_>,
+    name: AgentName,
+    change: AgentChange,
+) -> Result<Applied, KernelError> {
+    let mut agent = registered(w, &name)?;
+    if let Some(profile) = change.profile {
+        agent.profile = profile;
+    }
+    if let Some(capabilities) = change.capabilities {
+        agent.capabilities = capabilities;
+    }
+    if let Some(role) = change.role {
+        agent.role = Some(role);
+    }
+    check(&agent.profile, &agent.capabilities, agent.role.as_ref())?;
+    w.put_agent(&agent)?;
+    w.event(EventKind::AgentChanged {
+        agent: name,
+        profile: agent.profile.clone(),
+    })?;
+    Ok(Applied::Agent(agent))
+}
+
+/// Removes an agent that runs no slice now; the todos it holds go back to open (their epoch
+/// moves on, so a late write under its claim is refused). Its past slices, evidence and
+/// events stay: they are the record of what it did.
+pub(super) fn remove(w: &Writer<'_>, name: AgentName) -> Result<Applied, KernelError> {
+    let agent = registered(w, &name)?;
+    for id in w.running_ids()? {
+        let slice: Option<crate::model::SliceRecord> = w.get(tables::SLICES, id)?;
+        if let Some(slice) = slice.filter(|s| s.agent == name) {
+            return Err(Conflict::AgentBusy {
+                agent: name,
+                slice: slice.id,
+            }
+            .into());
+        }
+    }
+    for id in super::super::reads::index_keys(w.kv, tables::CLAIMED_TODOS)? {
+        let Some(mut todo) = w.get::<Todo>(tables::TODOS, id)? else {
+            continue;
+        };
+        let Some(lease) = todo.lease.take_if(|l| l.agent == name) else {
+            continue;
+        };
+        todo.state = TodoState::Open;
+        todo.epoch += 1;
+        todo.updated_at = w.now;
+        w.put_todo(&todo)?;
+        w.event(EventKind::TodoReleased {
+            todo: todo.id,
+            agent: name.clone(),
+            epoch: lease.epoch,
+        })?;
+    }
+    w.remove_agent(name.as_str())?;
+    w.event(EventKind::AgentRemoved { agent: name })?;
+    Ok(Applied::Agent(agent))
+}
+
+fn registered(w: &Writer<'_>, name: &AgentName) -> Result<Agent, KernelError> {
+    w.agent(name.as_str())?.ok_or_else(|| {
+        Invalid::NotFound {
+            what: "agent",
+            id: name.to_string(),
+        }
+        .into()
+    })
+}

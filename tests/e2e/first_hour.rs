@@ -1,0 +1,135 @@
+//! Issue 31, the first hour: what a new user hit, each through the real binary.
+
+use serde_json::Value;
+
+use crate::support::{Loopx, todo_state};
+
+/// A profile `name` on the generic adapter whose program is the shell script `script`, at
+/// `permission`, for role `role`, and an agent of the same name using it.
+fn agent(loopx: &Loopx, name: &str, script: &str, permission: &str, role: &str) {
+    let path = loopx.path().join(format!("{name}.sh"));
+    std::fs::write(&path, format!("#!/bin/sh\ncat >/dev/null\n{script}\n")).expect("script");
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&path, mode).expect("chmod");
+    std::fs::write(
+        loopx.path().join(format!(".loopx/profiles/{name}.toml")),
+        format!(
+            "adapter = \"generic\"\nprogram = \"{}\"\npermission = \"{permission}\"\nrole = \"{role}\"\n\n[limits]\nmax_time = \"20s\"\n",
+            path.display()
+        ),
+    )
+    .expect("profile");
+    loopx.ok(&["agent", "add", name, "--profile", name]);
+}
+
+const SAYS_DONE: &str =
+    "printf '%s\\n' '```loopx-report' '{\"status\":\"done\",\"summary\":\"reviewed it\"}' '```'";
+
+fn once(loopx: &Loopx, agent: &str) -> Value {
+    let run = loopx.run(&["run", "--once", "--json", "--agent", agent]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    run.json()
+}
+
+/// In the README's quick start a read-only reviewer took the work todo and "finished" it with
+/// no change ("t1 had nothing new to land"). A read-only agent takes only todos for its role.
+#[test]
+fn a_read_only_agent_never_completes_a_work_todo_and_takes_its_review() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Add retries to the HTTP client"]);
+    let script = format!("echo changed > wrote.txt 2>/dev/null\n{SAYS_DONE}");
+    agent(&loopx, "rev", &script, "read-only", "reviewer");
+    loopx.ok(&["todo", "add", "Retry idempotent requests with backoff"]);
+    let out = once(&loopx, "rev");
+    assert_eq!(out["decision"], "quiet", "{out:#}");
+    assert_eq!(out["slice"], Value::Null, "{out:#}");
+    let reason = out["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("t1 changes files, and rev is read-only")
+            && reason.contains("--role reviewer"),
+        "{reason}"
+    );
+    assert_eq!(todo_state(&loopx, "t1"), "open");
+    // Its review work, it takes and finishes.
+    loopx.ok(&[
+        "todo",
+        "add",
+        "Review the retry change",
+        "--role",
+        "reviewer",
+    ]);
+    let out = once(&loopx, "rev");
+    assert_eq!(out["slice"]["todo"], "t2", "{out:#}");
+    assert_eq!(todo_state(&loopx, "t2"), "done");
+    assert_eq!(
+        todo_state(&loopx, "t1"),
+        "open",
+        "the work todo waits for a writer"
+    );
+    // loopx's sandbox kept its tree read-only, whatever the (generic) CLI's flags.
+    assert!(
+        !loopx.path().join("wrote.txt").exists(),
+        "a read-only slice wrote its tree"
+    );
+    // In a read-only goal nobody writes, so nobody is set apart.
+    loopx.ok(&["goal", "done", "g1"]);
+    loopx.ok(&[
+        "goal",
+        "start",
+        "Audit the HTTP client",
+        "--permission",
+        "read-only",
+    ]);
+    loopx.ok(&["todo", "add", "List every call without a timeout"]);
+    let out = once(&loopx, "rev");
+    assert_eq!(out["slice"]["todo"], "t3", "{out:#}");
+}
+
+/// `agent 'exec' is already registered`, with no way to change or remove it.
+#[test]
+fn an_agent_can_be_changed_and_removed_and_its_claims_go_back_to_open() {
+    let loopx = Loopx::with_work();
+    let again = loopx.run(&["agent", "add", "exec", "--profile", "demo"]);
+    assert_ne!(again.code, 0);
+    assert!(
+        again
+            .stderr
+            .contains("loopx agent set exec --profile PROFILE"),
+        "{}",
+        again.stderr
+    );
+    let changed = loopx.ok(&[
+        "agent",
+        "set",
+        "exec",
+        "--profile",
+        "demo",
+        "--role",
+        "lead",
+        "--json",
+    ]);
+    let changed = changed.json();
+    assert_eq!(changed["agent"]["profile"], "demo", "{changed:#}");
+    assert_eq!(changed["agent"]["role"], "lead", "{changed:#}");
+    let missing = loopx.run(&["agent", "set", "exec", "--profile", "no-such-profile"]);
+    assert_ne!(missing.code, 0, "a profile that does not load is refused");
+
+    loopx.ok(&["todo", "claim", "t1", "--agent", "exec"]);
+    assert_eq!(todo_state(&loopx, "t1"), "claimed");
+    loopx.ok(&["agent", "remove", "exec"]);
+    assert_eq!(todo_state(&loopx, "t1"), "open", "its claim went back");
+    let agents = loopx.ok(&["agent", "list", "--json"]).json();
+    assert!(
+        agents["agents"]
+            .as_array()
+            .is_some_and(|a| a.iter().all(|a| a["name"] != "exec")),
+        "{agents:#}"
+    );
+    let log = loopx.ok(&["log", "--json", "-n", "50"]).stdout;
+    assert!(
+        log.contains("\"agent_changed\"") && log.contains("\"agent_removed\""),
+        "{log}"
+    );
+    let gone = loopx.run(&["agent", "remove", "exec"]);
+    assert_eq!(gone.code, 2, "{}", gone.stderr);
+}
