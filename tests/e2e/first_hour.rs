@@ -133,3 +133,96 @@ fn an_agent_can_be_changed_and_removed_and_its_claims_go_back_to_open() {
     let gone = loopx.run(&["agent", "remove", "exec"]);
     assert_eq!(gone.code, 2, "{}", gone.stderr);
 }
+
+/// A second `loopx run` on the same project ran silently beside the first, and the same agent
+/// had two slices at once. It now says so, and an agent never runs two slices at once.
+#[test]
+fn a_second_run_says_so_and_an_agent_never_has_two_slices_at_once() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    let done = "sleep 2\nprintf '%s\\n' '```loopx-report' '{\"status\":\"done\",\"summary\":\"tidied\"}' '```'";
+    agent(&loopx, "a", done, "workspace-write", "executor");
+    for title in ["Tidy the README", "Tidy the changelog", "Tidy the guide"] {
+        loopx.ok(&["todo", "add", title]);
+    }
+    let mut first = crate::support::Background::start(&loopx, &["--for", "20s"]);
+    first.wait_for("a slice", |e| e["event"] == "slice_started");
+    let second = loopx.run(&["run", "--json", "--for", "6s"]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        second
+            .stderr
+            .contains("another `loopx run` works on this project (pid ")
+            && second.stderr.contains("no agent runs two slices at once"),
+        "{}",
+        second.stderr
+    );
+    first.signal(nix::sys::signal::Signal::SIGTERM);
+    let _ = first.finish();
+    let project = loopx_kernel::Project::at(loopx.path()).expect("the project");
+    let store = loopx_kernel::Store::open_read(&project).expect("the store");
+    let mut slices: Vec<(u64, u64)> = store
+        .read(|s| s.slices_tail(100))
+        .expect("reads")
+        .iter()
+        .map(|s| (s.started_at.0, s.ended_at.map_or(u64::MAX, |t| t.0)))
+        .collect();
+    slices.sort_unstable();
+    assert!(slices.len() >= 2, "{slices:?}");
+    for pair in slices.windows(2) {
+        assert!(
+            pair[0].1 <= pair[1].0,
+            "agent a ran two slices at once: {slices:?}"
+        );
+    }
+}
+
+/// `docs/agents.md` shows how to write an agent for the generic adapter; its example runs here
+/// exactly as printed: prompt on stdin, scratch in `$TMPDIR`, evidence through `loopx report`,
+/// the report block at the end.
+#[test]
+fn the_example_agent_in_docs_agents_md_runs_as_printed() {
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/agents.md"))
+            .expect("docs/agents.md");
+    let start = docs.find("~~~sh\n").expect("the example") + "~~~sh\n".len();
+    let script = &docs[start..start + docs[start..].find("~~~").expect("its end")];
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Keep release notes"]);
+    let path = loopx.path().join("notes-agent");
+    std::fs::write(&path, script).expect("script");
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&path, mode).expect("chmod");
+    std::fs::write(
+        loopx.path().join(".loopx/profiles/notes.toml"),
+        format!(
+            "adapter = \"generic\"\nprogram = \"{}\"\npermission = \"workspace-write\"\nrole = \"executor\"\n\n[limits]\nmax_time = \"1m\"\n",
+            path.display()
+        ),
+    )
+    .expect("profile");
+    loopx.ok(&["agent", "add", "notes", "--profile", "notes"]);
+    loopx.ok(&["todo", "add", "Note the new retry policy"]);
+    // `loopx` on the slice's PATH, as an installed loopx is.
+    let bin = std::path::Path::new(crate::support::LOOPX)
+        .parent()
+        .expect("the binary's directory");
+    let path_var = format!("{}:/usr/bin:/bin", bin.display());
+    let run = loopx.run_env(&["run", "--once", "--json"], &[("PATH", &path_var)]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let out = run.json();
+    assert_eq!(out["slice"]["outcome"], "completed", "{out:#}");
+    assert_eq!(out["slice"]["report"], "done", "{out:#}");
+    assert_eq!(todo_state(&loopx, "t1"), "done");
+    let notes = std::fs::read_to_string(loopx.path().join("NOTES.md")).expect("NOTES.md");
+    assert_eq!(notes, "- t1: Note the new retry policy\n");
+    let evidence = loopx.ok(&["evidence", "list", "--json"]).stdout;
+    assert!(evidence.contains("NOTES.md has 1 line(s)"), "{evidence}");
+    // The prompt it read on stdin is kept beside its log.
+    let prompt = std::fs::read_to_string(loopx.path().join(".loopx/slices/s1.prompt"))
+        .expect("the prompt is kept");
+    assert!(
+        prompt.contains("Your task:\nt1: Note the new retry policy"),
+        "{prompt}"
+    );
+}

@@ -266,5 +266,18 @@ fn an_agent_that_cannot_start_ends_its_slice_and_releases_the_todo() {
     let decision = loopx
         .ok(&["quota", "should-run", "--agent", "exec", "--json"])
         .json();
+    // One question names the fix; the agent waits on it rather than trying again at its pace.
+    assert_eq!(decision["decision"], "ask", "{decision}");
+    let question = decision["gate"]["question"].as_str().unwrap_or_default();
+    assert!(
+        question.contains("`exec` could not be started"),
+        "{decision}"
+    );
+    // Answered, the agent tries again: a repair slice on the todo.
+    let gate = decision["gate"]["id"].as_str().expect("a gate");
+    loopx.ok(&["gate", "answer", gate, "retry"]);
+    let decision = loopx
+        .ok(&["quota", "should-run", "--agent", "exec", "--json"])
+        .json();
     assert_eq!(decision["decision"], "repair", "{decision}");
 }

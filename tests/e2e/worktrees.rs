@@ -302,7 +302,7 @@ done_"#;
 fn a_failing_land_check_keeps_the_todo_from_landing() {
     let loopx = git_project();
     // The check runs on each todo's branch merged with the goal's, contained like a slice.
-    loopx.write_config("[land]\ncheck = \"! grep -rq bad src/ && touch src/check-ran\"\n");
+    loopx.write_config("[land]\ncheck = \"! grep -r bad src/ && touch src/check-ran\"\n");
     let body = r#"case "$LOOPX_TODO" in
   t1) echo bad > src/a.txt ;;
   t2) sleep 1; echo fine >> src/b.txt ;;
@@ -328,8 +328,27 @@ done_"#;
     assert_eq!(show(&loopx, "loopx/g1:src/b.txt"), "b\nfine\n");
     let files = git(loopx.path(), &["ls-tree", "-r", "--name-only", "loopx/g1"]);
     assert!(!files.contains("check-ran"), "{files}");
-    // t1 rests, then gets a slice that sees why.
+    // The run says why t1 did not land (it said "without progress" before).
+    assert!(
+        run.stderr
+            .contains("t1 released; it did not land: the land check exited 1"),
+        "{}",
+        run.stderr
+    );
+    // t1 rests, then gets a slice that sees why: the check's output is in its prompt.
     assert_eq!(crate::support::decision(&loopx, "ann"), "wait");
+    let later = [("LOOPX_CLOCK_SKEW_MS", "600000")];
+    let next = loopx.run_env(&["run", "--once", "--json", "--agent", "ann"], &later);
+    let next = next.json();
+    assert_eq!(next["slice"]["todo"], "t1", "{next:#}");
+    let id = next["slice"]["id"].as_str().expect("a slice id");
+    let prompt = std::fs::read_to_string(loopx.path().join(format!(".loopx/slices/{id}.prompt")))
+        .expect("the prompt is kept");
+    assert!(
+        prompt.contains("t1 did not land: the land check exited 1")
+            && prompt.contains("src/a.txt:bad"),
+        "{prompt}"
+    );
     untouched(&loopx);
 }
 
@@ -698,4 +717,34 @@ fn echo_into(path: &std::path::Path, text: &str) {
         .open(path)
         .and_then(|mut f| f.write_all(text.as_bytes()))
         .expect("append");
+}
+
+/// Issue 31: a slice of a Python project committed and landed its `__pycache__/*.pyc` in a
+/// repository without ignore rules, and the agent's own `git commit` seemed to fail. loopx's
+/// default rules keep build outputs out; the agent's commit works and is folded into loopx's.
+#[test]
+fn build_outputs_stay_out_of_a_repository_without_ignores_and_the_agent_may_commit() {
+    let loopx = git_project();
+    agent(
+        &loopx,
+        "ann",
+        "mkdir -p src/__pycache__ && echo x > src/__pycache__/a.cpython-311.pyc\n\
+         echo 'print(1)' > src/c.py\n\
+         git add -A && git -c user.name=ann -c user.email=ann@x commit -qm mine 2> src/commit.err; echo $? > src/commit.rc\n\
+         done_",
+    );
+    loopx.ok(&["todo", "add", "Add c.py"]);
+    let out = loopx.ok(&["run", "--once", "--json"]).json();
+    assert_eq!(out["slice"]["todo_state"], "done", "{out:#}");
+    let files = git(loopx.path(), &["ls-tree", "-r", "--name-only", "loopx/g1"]);
+    assert!(files.contains("src/c.py"), "{files}");
+    assert!(
+        !files.contains("__pycache__"),
+        "a build output landed: {files}"
+    );
+    assert_eq!(
+        show(&loopx, "loopx/g1:src/commit.rc"),
+        "0\n",
+        "the agent's commit worked"
+    );
 }

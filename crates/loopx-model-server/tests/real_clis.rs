@@ -21,7 +21,7 @@ const IN_NETNS_VAR: &str = "LOOPX_MODEL_SERVER_IN_NETNS";
 /// The `loopx` binary the outer test built, for the inner tests.
 const LOOPX_VAR: &str = "LOOPX_REAL_CLIS_LOOPX";
 /// The `netns_*` tests; the outer test insists that all of them ran and passed.
-const NETNS_TESTS: usize = 17;
+const NETNS_TESTS: usize = 18;
 /// Generous: each run takes 1–6 s here, but CI machines are shared and slow.
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -776,6 +776,28 @@ fn netns_loopx_runs_codex_to_a_done_todo() {
         "Codex ran inside loopx's sandbox: {detail}"
     );
     assert_eq!(project.model_turns(), 1);
+}
+
+/// Issue 31: Claude Code at `workspace-write` could not run the project's tests (`Bash …
+/// requires approval` in its transcript). The shipped adapter lets it run commands; loopx's
+/// sandbox is the boundary.
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_claude_at_workspace_write_runs_a_command() {
+    let script = write_then_report(
+        "Bash",
+        serde_json::json!({"command": "echo ran > ran.txt", "description": "Run a command"}),
+    );
+    let project = claude_project(script, "ANTHROPIC_API_KEY");
+    let slice = project.run_once_to("completed");
+    assert_eq!(slice["report"], "done", "{slice}");
+    let ran = std::fs::read_to_string(project.dir.path().join("ran.txt"));
+    assert_eq!(
+        ran.ok().as_deref(),
+        Some("ran\n"),
+        "{}",
+        project.log(&slice)
+    );
 }
 
 /// A write tool call, then an answer with a report block that says done.

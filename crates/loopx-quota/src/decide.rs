@@ -294,6 +294,18 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
             ));
         }
     }
+    // One slice per agent at a time, whichever supervisor runs it (the kernel refuses a second).
+    if let Some(running) = input
+        .slices
+        .iter()
+        .rev()
+        .find(|s| s.agent == input.agent.name && s.outcome.is_none())
+    {
+        return Some(Decision::new(
+            DecisionKind::Quiet,
+            format!("{} is running slice s{} now", input.agent.name, running.id),
+        ));
+    }
     let candidates = candidates(input);
     if let Some(decision) = gate_blocks(input, &candidates, more_todos) {
         return Some(decision);

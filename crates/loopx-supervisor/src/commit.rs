@@ -67,6 +67,9 @@ pub struct SliceSummary {
     pub landed: Option<String>,
     /// The gate asking a person about a branch that does not land (a conflict).
     pub land_gate: Option<String>,
+    /// Why a todo its agent reported done did not land (`the land check exited 1`): it stays
+    /// open, and its next slice's prompt carries the check's output.
+    pub land_failed: Option<String>,
     /// `applied`; `stale_epoch` when the claim moved on and only the end, loopx's evidence of
     /// the slice and the quota usage were recorded; `refused` when the kernel refused loopx's
     /// own part of the batch (a bug) and only the essentials were recorded; `superseded` when
@@ -163,6 +166,13 @@ impl Observed {
                 {
                     summary.landed = match &end.landing {
                         Some(Landing::Landed { commit, .. }) => Some(commit.clone()),
+                        _ => None,
+                    };
+                    summary.land_failed = match &end.landing {
+                        Some(Landing::CheckFailed { how, .. }) => {
+                            Some(format!("the land check {how}"))
+                        }
+                        Some(Landing::Failed(why)) => Some(loopx_kernel::limits::clip(why, 200)),
                         _ => None,
                     };
                     // Done: its branch landed and stays; its worktree is no longer needed.
@@ -497,6 +507,7 @@ fn summary(
         violation_gate,
         landed: None,
         land_gate,
+        land_failed: None,
         writeback: result,
         dropped: wb.dropped.clone(),
     }

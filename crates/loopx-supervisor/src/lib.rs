@@ -44,6 +44,7 @@ mod errors;
 mod findings;
 mod notify;
 mod once;
+pub mod presence;
 mod progress;
 pub mod prompt;
 mod recover;

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use loopx_kernel::model::{Blocks, GateState, Goal, SliceKind, Todo};
+use loopx_kernel::model::{Blocks, EvidenceKind, GateState, Goal, SliceKind, Todo};
 use loopx_kernel::{AgentName, KernelError, Snapshot};
 
 /// How many evidence summaries the prompt carries.
@@ -71,8 +71,10 @@ pub fn prompt_values(
             match todo {
                 Some(t) => format!(
                     "{scope} (in your own git worktree of the branch {}: loopx commits what you \
-                     leave when the slice ends and lands it on {into} when you report done; do \
-                     not push, and do not switch branches)",
+                     leave when the slice ends and lands it on {into} when you report done, so \
+                     you need not commit; your own commits work too, and git may then print \
+                     `Unable to create '…/packed-refs.lock'`, which is harmless: the \
+                     repository's refs are loopx's. Do not push, and do not switch branches)",
                     crate::worktree::todo_branch(g.id, t.id)
                 ),
                 None => format!(
@@ -113,10 +115,32 @@ pub fn prompt_values(
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let evidence = snap
-        .evidence_newest(RECENT_EVIDENCE, |e| todo_id.is_none() || e.todo == todo_id)?
+    let recent =
+        snap.evidence_newest(RECENT_EVIDENCE, |e| todo_id.is_none() || e.todo == todo_id)?;
+    // The newest failed land check carries its output: the agent must see what failed to fix
+    // it (before, the prompt said only that the todo did not land).
+    let failed_check = recent
         .iter()
-        .map(|e| format!("- [{}] {} ({})", e.kind.as_str(), e.summary, e.id))
+        .find(|e| e.kind == EvidenceKind::Land)
+        .filter(|e| e.summary.contains("did not land: the land check"))
+        .map(|e| e.id);
+    let evidence = recent
+        .iter()
+        .map(|e| {
+            let line = format!("- [{}] {} ({})", e.kind.as_str(), e.summary, e.id);
+            match Some(e.id) == failed_check && !e.detail.trim().is_empty() {
+                true => format!(
+                    "{line}\n{}",
+                    e.detail
+                        .trim()
+                        .lines()
+                        .map(|l| format!("    {l}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ),
+                false => line,
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n");
     let values = BTreeMap::from([

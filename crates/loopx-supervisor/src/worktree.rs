@@ -330,6 +330,13 @@ fn ok(what: &str, out: GitOutput) -> Result<String, String> {
     }
 }
 
+/// Build outputs and caches no repository wants committed, for one without a `.gitignore`.
+const DEFAULT_IGNORE: &str = "# loopx's defaults for a repository without a .gitignore (docs/design/worktrees.md)\n\
+__pycache__/\n*.py[cod]\n.pytest_cache/\n.mypy_cache/\n.ruff_cache/\n.venv/\nvenv/\n.tox/\n\
+node_modules/\n.npm/\n.next/\n\
+target/\n*.o\n*.class\n.gradle/\n\
+.DS_Store\n.idea/\n.vscode/\n*.swp\n";
+
 /// A todo's worktree, found or made.
 ///
 /// loopx's own git commands here never read or write git's files for the worktree
@@ -441,8 +448,31 @@ impl Tree {
     /// in loopx's index.
     fn tree_now(&self, base: &str) -> Result<String, String> {
         self.stage_base(&self.index, base)?;
-        self.git(&["add", "--all"])?;
+        match self.default_ignore(base) {
+            Some(file) => {
+                let excludes = format!("core.excludesFile={}", file.display());
+                self.git(&["-c", &excludes, "add", "--all"])?
+            }
+            None => self.git(&["add", "--all"])?,
+        };
         Ok(self.git(&["write-tree"])?.trim().to_owned())
+    }
+
+    /// loopx's default ignore rules, for a repository whose `base` has no `.gitignore` at its
+    /// top: build outputs a slice leaves (`__pycache__/`, `node_modules/`, `target/`, …) were
+    /// committed and landed. The file lives beside loopx's index, out of the agent's sight;
+    /// `None` when the repository has its own rules (they are the person's to set) or the file
+    /// cannot be written.
+    fn default_ignore(&self, base: &str) -> Option<PathBuf> {
+        let own = format!("{base}:.gitignore");
+        if self.git(&["cat-file", "-e", &own]).is_ok() {
+            return None;
+        }
+        let file = self.index.parent()?.join("default-ignore");
+        if std::fs::read_to_string(&file).ok().as_deref() != Some(DEFAULT_IGNORE) {
+            std::fs::write(&file, DEFAULT_IGNORE).ok()?;
+        }
+        Some(file)
     }
 
     /// A commit of everything in the worktree with `parent` as its only parent, unless nothing

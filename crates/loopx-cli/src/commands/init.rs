@@ -35,6 +35,7 @@ const GITIGNORE: &str = "# Written by `loopx init`. loopx's state and the agents
 /slices/\n\
 /artifacts/\n\
 /bells/\n\
+/supervisors/\n\
 /worktrees/\n";
 
 /// The budget a new project starts with (`.loopx/loopx.toml`): whatever its agents report, a

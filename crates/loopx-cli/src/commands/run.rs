@@ -80,6 +80,14 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
         world: loopx_supervisor::World::real(),
     };
     let json = ctx.json;
+    // Two supervisors may share a project (each agent still runs one slice at a time), but a
+    // second one started by mistake should be said.
+    let (_presence, peers) = loopx_supervisor::presence::register(&req.project);
+    for peer in &peers {
+        say(&format!(
+            "note: another `loopx run` works on this project ({peer}); both will run, and no agent runs two slices at once"
+        ));
+    }
     let mut notifier = notifier(&req.project)?;
     let end = loopx_supervisor::run_loop(&req, &mut |event| {
         if let Some(notifier) = notifier.as_mut() {
@@ -342,6 +350,11 @@ fn ended_line(s: &SliceSummary) -> String {
         wrote.push(format!(
             "landed on the goal's branch as {}",
             loopx_supervisor::worktree::short(commit)
+        ));
+    }
+    if let Some(why) = &s.land_failed {
+        wrote.push(format!(
+            "it did not land: {why} (its output is in the todo's `land` evidence, and the next slice's prompt)"
         ));
     }
     if let Some(gate) = &s.land_gate {

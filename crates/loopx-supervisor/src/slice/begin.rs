@@ -115,7 +115,7 @@ impl Decided {
             Err(e) => return Err(e.into()),
         };
         let mut guard = SliceGuard::new(&req.project, &req.world.clock, record.id, beginning);
-        keep_argument_prompt(req, &plan, &record.id.to_string(), &prompt);
+        keep_prompt(req, &plan, &record.id.to_string(), &prompt);
         let name = setup.agent.name.as_str();
         if let (Some(todo), Some(epoch)) = (record.todo, record.epoch) {
             on_step(Step::Claimed {
@@ -207,12 +207,15 @@ fn recorded_argv(plan: &LaunchPlan, prompt: &str) -> Vec<String> {
         .collect()
 }
 
-/// Keeps the prompt of a slice that was given it as an argument in the slice's prompt file, as
-/// the record says (a prompt given as a file is written by the launch; one given on stdin is
-/// echoed into the log). Best effort: the record is already written, and the slice runs
-/// whether or not its prompt could be kept.
-fn keep_argument_prompt(req: &RunOnce, plan: &LaunchPlan, slice: &str, prompt: &str) {
-    if plan.prompt_delivery != loopx_adapters::PromptDelivery::Argument {
+/// Keeps the prompt of a slice that was given it as an argument or on stdin in the slice's
+/// prompt file, as the record and `docs/cli.md` say (a prompt given as a file is written by the
+/// launch). Best effort: the record is already written, and the slice runs whether or not its
+/// prompt could be kept.
+fn keep_prompt(req: &RunOnce, plan: &LaunchPlan, slice: &str, prompt: &str) {
+    if matches!(
+        plan.prompt_delivery,
+        loopx_adapters::PromptDelivery::File { .. }
+    ) {
         return;
     }
     let path = slice_path(req, &slice_file(slice, "prompt"));
@@ -230,6 +233,7 @@ fn lost_race(c: &Conflict) -> bool {
     matches!(
         c,
         Conflict::Claimed { .. }
+            | Conflict::AgentBusy { .. }
             | Conflict::SliceRunning { .. }
             | Conflict::PlanRunning { .. }
             | Conflict::GoalState { .. }

@@ -186,6 +186,19 @@ pub(crate) fn contain(
                 tree.repo.objects.clone().into_os_string(),
             ),
         ]);
+        // The agent's own `git commit` works; git's automatic housekeeping after it would
+        // repack the repository's objects and refs, which are loopx's and read-only in the
+        // slice, and fail noisily. None of it is needed in a slice.
+        spec.env.set.extend(
+            [
+                ("GIT_CONFIG_COUNT", "2"),
+                ("GIT_CONFIG_KEY_0", "gc.auto"),
+                ("GIT_CONFIG_VALUE_0", "0"),
+                ("GIT_CONFIG_KEY_1", "maintenance.auto"),
+                ("GIT_CONFIG_VALUE_1", "false"),
+            ]
+            .map(|(k, v)| (k.to_owned(), OsString::from(v))),
+        );
     }
     spec.sandbox = sandbox(plan, project_root, tree, room, &spec.env)?;
     if !spec.resources.is_empty() || !spec.sandbox.is_empty() {

@@ -160,6 +160,15 @@ fn refuse_inactive_goal(w: &Writer<'_>, todo_goal: Option<GoalId>) -> Result<(),
 fn refuse_overlap(w: &Writer<'_>, new: &NewSlice) -> Result<(), KernelError> {
     for running in w.running_ids()? {
         let other: SliceRecord = w.require(tables::SLICES, running, "slice", SliceId(running))?;
+        // One slice per agent, whichever supervisor runs it: a second `loopx run` on the same
+        // project once ran the same agent twice at once.
+        if other.agent == new.agent {
+            return Err(Conflict::AgentBusy {
+                agent: other.agent,
+                slice: other.id,
+            }
+            .into());
+        }
         if let Some(todo) = new.todo.filter(|t| other.todo == Some(*t)) {
             return Err(Conflict::SliceRunning {
                 todo,
