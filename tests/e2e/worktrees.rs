@@ -748,3 +748,35 @@ fn build_outputs_stay_out_of_a_repository_without_ignores_and_the_agent_may_comm
         "the agent's commit worked"
     );
 }
+
+/// Issue 31: `keep` on a scope question did not finish the todo its slice reported done (in
+/// a worktree goal it only gave the todo a fresh budget). Kept, the todo's branch lands on the
+/// goal's branch, out-of-scope file and all, and the todo is done.
+#[test]
+fn keep_on_a_rollback_gate_lands_a_todo_its_slice_reported_done() {
+    let loopx = git_project();
+    agent(
+        &loopx,
+        "ann",
+        "echo more >> src/a.txt\necho stray > stray.txt\ndone_",
+    );
+    loopx.ok(&["todo", "add", "Edit a"]);
+    let out = loopx.ok(&["run", "--once", "--json"]).json();
+    assert_eq!(out["slice"]["todo_state"], "released", "{out:#}");
+    let gates = gates(&loopx);
+    let [gate] = gates.as_slice() else {
+        panic!("one gate: {gates:?}")
+    };
+    assert_eq!(gate["kind"]["rollback"]["reported_done"], true, "{gate:#}");
+    let id = gate["id"].as_str().expect("an id");
+    let kept = loopx.ok(&["gate", "answer", id, "1"]);
+    assert!(
+        kept.stdout.contains("Kept: t1 landed on loopx/g1 as "),
+        "{}",
+        kept.stdout
+    );
+    assert_eq!(state(&loopx, "t1"), "done");
+    assert_eq!(show(&loopx, "loopx/g1:stray.txt"), "stray\n");
+    assert_eq!(show(&loopx, "loopx/g1:src/a.txt"), "a\nmore\n");
+    untouched(&loopx);
+}

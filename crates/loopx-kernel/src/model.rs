@@ -300,11 +300,16 @@ pub enum GateKind {
     /// A slice changed files it may not change, in its todo's worktree (record version 6).
     /// `rollback` (the second option) is carried out by whoever records the answer, before
     /// recording it: the todo's branch goes back from `commit` to `checkpoint`
-    /// (`docs/design/worktrees.md`). The kernel only records the answer.
+    /// (`docs/design/worktrees.md`). The kernel only records the answer. `keep` of a slice
+    /// that reported its todo done (`reported_done`, record version 8; an older gate reads
+    /// `false`) lands the todo's branch, again carried out by whoever records the answer.
     Rollback {
         todo: TodoId,
         checkpoint: String,
         commit: String,
+        /// The field is the last of the last field of a gate: a version-6 or -7 gate reads
+        /// with it `false` (`codec.rs`). Keep it last.
+        reported_done: bool,
     },
     /// A todo done by its agent could not land on the goal's branch: its branch conflicts
     /// (record version 6). `drop` (the second option) drops the todo; `rebase` gives it a fresh

@@ -104,6 +104,7 @@ pub(crate) fn ops(f: &Finished<'_>) -> Vec<Op> {
                 todo,
                 checkpoint: end.checkpoint.clone(),
                 commit: end.commit.clone(),
+                reported_done: claimed_done(f),
             },
         ),
         // In the shared tree loopx rolls nothing back; the todo waits for the answer (keep

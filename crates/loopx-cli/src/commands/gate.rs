@@ -97,15 +97,30 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
             };
             let gate_id = id(&text)?;
             let rolled_back = roll_back_first(ctx, gate_id, &choice)?;
-            let gate = apply(
-                ctx,
-                Op::GateAnswer {
-                    gate: gate_id,
-                    choice,
-                    slice: slice_id(),
-                    note,
-                },
-            )?;
+            let kept = land_kept_first(ctx, gate_id, &choice)?;
+            let answer = Op::GateAnswer {
+                gate: gate_id,
+                choice,
+                slice: slice_id(),
+                note,
+            };
+            let gate = match &kept {
+                None => apply(ctx, answer)?,
+                // The answer, the landing's evidence and (when it landed) the todo done, as one.
+                Some(kept) => {
+                    let ops = std::iter::once(answer)
+                        .chain(kept.ops.iter().cloned())
+                        .collect();
+                    let store = ctx.store()?;
+                    let applied = store
+                        .apply_all(ops, &ctx.actor(), ctx.now())
+                        .map_err(ExpectedError::from)?;
+                    match applied.into_iter().next() {
+                        Some(Applied::Gate(gate)) => gate,
+                        other => unreachable!("a gate answer yields the gate, not {other:?}"),
+                    }
+                }
+            };
             if ctx.json {
                 return ctx.json_out(&document("gate", &gate));
             }
@@ -117,6 +132,9 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
             ctx.line(format!("Answered gate {}: {answer}", gate.id))?;
             if let Some(done) = rolled_back {
                 ctx.line(format!("Rolled back: {done}"))?;
+            }
+            if let Some(kept) = kept {
+                ctx.line(format!("Kept: {}", kept.said))?;
             }
             tidy_dropped(ctx, &gate);
             Ok(())
@@ -178,6 +196,120 @@ fn roll_back_first(
             summary: format!("cannot roll back: {why}; the gate stays open"),
             code: crate::exit_code::CONFLICT,
         })
+}
+
+/// What keeping a worktree slice's changes did when the slice had reported its todo done.
+struct Kept {
+    /// The landing, in a sentence.
+    said: String,
+    /// Its evidence, and the todo done when it landed.
+    ops: Vec<Op>,
+}
+
+/// A rollback gate answered `keep`, when the slice that opened it reported its todo done,
+/// finishes the todo as the agent reported: its branch lands on the goal's branch first (the
+/// project's `[land] check` and all), as any landing does. When it does not land (a conflict,
+/// a failed check) the answer is recorded all the same, with the landing's evidence, and the
+/// todo goes on with a fresh budget. Only a person's answer does anything.
+fn land_kept_first(
+    ctx: &Ctx,
+    gate: GateId,
+    choice: &AnswerChoice,
+) -> Result<Option<Kept>, ExpectedError> {
+    use loopx_kernel::model::{EvidenceKind, GateKind, ROLLBACK_OPTIONS, TodoState};
+    use loopx_supervisor::worktree::{Landing, integration_branch, short};
+    if slice_id().is_some() {
+        return Ok(None);
+    }
+    let found = ctx.store_read()?.read(|s| {
+        let Some(g) = s.gate(gate)? else {
+            return Ok(None);
+        };
+        let GateKind::Rollback {
+            todo,
+            reported_done: true,
+            ..
+        } = g.kind
+        else {
+            return Ok(None);
+        };
+        let Some(t) = s.todo(todo)? else {
+            return Ok(None);
+        };
+        Ok(s.goal(t.goal)?.map(|goal| (g, t, goal)))
+    })?;
+    let Some((g, todo, goal)) = found else {
+        return Ok(None);
+    };
+    let keeps = choice.clone().resolve(&g)? == AnswerChoice::Option(1)
+        && g.options.first().is_some_and(|o| o == ROLLBACK_OPTIONS[0]);
+    if !keeps || g.state != GateState::Open || todo.state.is_final() {
+        return Ok(None);
+    }
+    let root = ctx.project()?.root().to_path_buf();
+    let exe = std::env::current_exe()
+        .map_err(|e| ExpectedError::Usage(format!("cannot find the loopx executable: {e}")))?;
+    let landing = loopx_supervisor::land_todo(&root, &exe, &goal, todo.id, &todo.title, &|| true);
+    let into = integration_branch(goal.id);
+    let (said, detail, landed) = match &landing {
+        Landing::Landed { commit, files, .. } => (
+            format!(
+                "{} landed on {into} as {}, kept by a person",
+                todo.id,
+                short(commit)
+            ),
+            files.join("\n"),
+            true,
+        ),
+        Landing::Empty => (
+            format!(
+                "{} had nothing new to land: its branch is on {into} already",
+                todo.id
+            ),
+            String::new(),
+            true,
+        ),
+        Landing::Conflict { files, .. } => (
+            format!(
+                "{} was kept, but its branch conflicts with {into} in {}; its next slice goes on",
+                todo.id,
+                files.join(", ")
+            ),
+            String::new(),
+            false,
+        ),
+        Landing::CheckFailed { how, output } => (
+            format!(
+                "{} was kept, but did not land: the land check {how}",
+                todo.id
+            ),
+            output.clone(),
+            false,
+        ),
+        Landing::Failed(why) => (
+            format!("{} was kept, but could not land on {into}", todo.id),
+            why.clone(),
+            false,
+        ),
+    };
+    let mut ops = vec![Op::EvidenceAdd(loopx_kernel::store::NewEvidence {
+        kind: EvidenceKind::Land,
+        summary: loopx_kernel::limits::bounded(&said, loopx_kernel::limits::SUMMARY),
+        detail: loopx_kernel::limits::bounded(&detail, loopx_kernel::limits::DETAIL),
+        files: vec![],
+        todo: Some(todo.id),
+        slice: None,
+        epoch: None,
+    })];
+    if landed {
+        ops.push(Op::TodoFinish {
+            todo: todo.id,
+            to: TodoState::Done,
+            agent: None,
+            epoch: None,
+        });
+    }
+    Ok(Some(Kept { said, ops }))
 }
 
 /// A stall or land gate answered `drop` dropped its todo: the todo's worktree goes (its

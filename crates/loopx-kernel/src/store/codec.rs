@@ -26,7 +26,8 @@
 //!   is encoded as in version 5.
 //! - 7: gates gained the `scope` kind (appended, so a version-6 record reads unchanged); the
 //!   bump makes an older loopx refuse a scope gate by name instead of failing to decode it.
-//! - 8: slices gained the `unchanged` outcome, gates the `spawn` kind and events the
+//! - 8: slices gained the `unchanged` outcome, gates the `spawn` kind and the rollback kind's
+//!   `reported_done` (its last field: an older gate reads it `false`), and events the
 //!   `agent_changed` and `agent_removed` kinds (appended, so a version-6 or 7 record reads unchanged); the bump
 //!   makes an older loopx refuse such records by name.
 
@@ -60,7 +61,14 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
         why,
     };
     let body: Cow<'_, [u8]> = match bytes.split_first() {
-        // Versions 6 and 7 differ from 8 only in a gate kind and an outcome appended since.
+        // A version-6 or -7 gate lacks the rollback kind's `reported_done`, the last field of
+        // its last field: a zero byte appended reads as `false` (postcard ignores it for every
+        // other kind). Otherwise they differ from 8 only in variants appended since.
+        Some((&(6 | 7), body)) if table == "gates" => {
+            let mut owned = body.to_vec();
+            owned.push(0);
+            Cow::Owned(owned)
+        }
         Some((&(6 | 7 | RECORD_VERSION), body)) => Cow::Borrowed(body),
         Some((&version @ 1..=5, body)) => up_to_v5(version, table, body)
             .and_then(|v5| Ok(Cow::Owned(upgrade_v5(table, &v5)?.into_owned())))
@@ -391,6 +399,50 @@ mod tests {
         // Other tables did not change between the versions.
         let n: u64 = decode("quota", &v1(&42u64)).expect("a number");
         assert_eq!(n, 42);
+    }
+
+    #[test]
+    fn version_7_gates_read_with_their_rollback_not_reported_done() {
+        let gate = |kind: GateKind| Gate {
+            id: GateId(4),
+            question: "Keep the changes outside the scope or roll them back?".into(),
+            options: vec!["keep".into(), "rollback".into()],
+            context: String::new(),
+            blocks: Blocks::Global,
+            asked_by: "loopx".into(),
+            state: GateState::Open,
+            answer: None,
+            created_at: Timestamp(7),
+            kind,
+        };
+        let rollback = gate(GateKind::Rollback {
+            todo: TodoId(3),
+            checkpoint: "abc".into(),
+            commit: "def".into(),
+            reported_done: false,
+        });
+        // Version 7 wrote the same bytes without the trailing `false`.
+        let mut old = vec![7];
+        old.extend(postcard::to_allocvec(&rollback).expect("encodes"));
+        assert_eq!(old.pop(), Some(0));
+        assert_eq!(decode::<Gate>("gates", &old).expect("decodes"), rollback);
+        for kind in [GateKind::Question, GateKind::Land { todo: TodoId(3) }] {
+            let other = gate(kind);
+            let mut old = vec![6];
+            old.extend(postcard::to_allocvec(&other).expect("encodes"));
+            assert_eq!(decode::<Gate>("gates", &old).expect("decodes"), other);
+        }
+        // And version 8 keeps the field.
+        let done = gate(GateKind::Rollback {
+            todo: TodoId(3),
+            checkpoint: "abc".into(),
+            commit: "def".into(),
+            reported_done: true,
+        });
+        assert_eq!(
+            decode::<Gate>("gates", &encode(&done)).expect("decodes"),
+            done
+        );
     }
 
     #[test]
