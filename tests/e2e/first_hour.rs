@@ -226,3 +226,37 @@ fn the_example_agent_in_docs_agents_md_runs_as_printed() {
         "{prompt}"
     );
 }
+
+/// Ctrl-C on a run that was only waiting printed an error and exited 8 (`INTERRUPTED`).
+#[test]
+fn ctrl_c_on_a_waiting_run_just_stops_it() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    agent(&loopx, "a", SAYS_DONE, "workspace-write", "executor");
+    loopx.ok(&["todo", "add", "Tidy the README", "--role", "nobody-here"]);
+    let mut run = crate::support::Background::start(&loopx, &[]);
+    run.wait_for("the agent going quiet", |e| e["event"] == "quiet");
+    run.signal(nix::sys::signal::Signal::SIGINT);
+    let (code, events) = run.finish();
+    assert_eq!(code, 0, "{events:#?}");
+}
+
+/// After `kill -9` of `loopx run`, `status` listed the dead slice as running.
+#[test]
+fn after_a_kill_9_status_says_the_slice_s_run_is_gone() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    agent(&loopx, "a", "sleep 30", "workspace-write", "executor");
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    let mut run = crate::support::Background::start(&loopx, &[]);
+    run.wait_for("the slice", |e| e["event"] == "slice_started");
+    run.signal(nix::sys::signal::Signal::SIGKILL);
+    let _ = run.finish();
+    let status = loopx.ok(&["status", "--json"]).json();
+    assert_eq!(status["running"][0]["orphaned"], true, "{status:#}");
+    let human = loopx.ok(&["status"]).stdout;
+    assert!(
+        human.contains("its loopx run is gone: the next `loopx run` recovers it"),
+        "{human}"
+    );
+}

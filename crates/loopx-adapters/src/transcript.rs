@@ -112,8 +112,14 @@ impl Transcript {
         }
     }
 
+    /// A line outside the event stream: the CLI's own words, shown without its terminal
+    /// escapes. A line of escapes alone (Claude Code restores the cursor and the terminal's
+    /// modes as it exits) is dropped: a transcript ended with `^[[?25h^[[?1004l…`.
     fn plain(&mut self, line: &str) {
-        self.line(line);
+        let text = crate::parse::strip_ansi(line);
+        if !text.trim().is_empty() {
+            self.line(text.trim_end());
+        }
     }
 
     fn text(&mut self, text: &str) {
@@ -523,6 +529,19 @@ mod tests {
         assert_eq!(live.line("a plain line"), "a plain line\n");
         assert_eq!(live.line(&delta("Done.")), "");
         assert_eq!(live.finish(), "Done.\n");
+    }
+
+    #[test]
+    fn terminal_escapes_around_a_stream_are_not_part_of_its_transcript() {
+        let stream = "{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Done.\"}]}}\n\
+                      {\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"Done.\"}\n\
+                      \u{1b}[?25h\u{1b}[?1004l\u{1b}[?2004l\r\n";
+        let text = render(stream.as_bytes()).expect("a transcript");
+        assert!(
+            !text.contains('\u{1b}') && !text.contains("[?25h"),
+            "{text:?}"
+        );
+        assert!(text.contains("Done."), "{text}");
     }
 
     #[test]

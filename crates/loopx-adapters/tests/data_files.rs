@@ -175,6 +175,8 @@ fn claude_launch_renders_flags_before_the_prompt() {
             "--verbose",
             "--permission-mode",
             "acceptEdits",
+            "--allowedTools",
+            "Bash",
             "--model",
             "claude-sonnet-4-5",
             "--max-turns",

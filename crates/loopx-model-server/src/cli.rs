@@ -37,6 +37,12 @@ struct Args {
 
 /// Runs the command; returns 2 for a usage error and 1 if the server cannot start.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let args: Vec<OsString> = args.into_iter().collect();
+    // Asked for, the usage is the answer: on stdout, exit 0 (it printed "error: help requested").
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     let mut args = args.into_iter().peekable();
     if args.peek().is_some_and(|a| a == "conform") {
         args.next();
@@ -205,6 +211,15 @@ mod tests {
 
     fn args(list: &[&str]) -> Result<Args, String> {
         parse(list.iter().map(OsString::from))
+    }
+
+    #[test]
+    fn help_is_the_usage_and_not_an_error() {
+        for flag in ["--help", "-h"] {
+            assert_eq!(main([OsString::from(flag)]), ExitCode::SUCCESS);
+            let conform = [OsString::from("conform"), OsString::from(flag)];
+            assert_eq!(main(conform), ExitCode::SUCCESS);
+        }
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub use notify::{Notification, Notifier};
 pub use once::{
     Begin, BegunSlice, Once, RunOnce, SimulatedSlice, Step, World, begin_once, run_once,
 };
-pub use recover::{Recovered, recover, recover_in};
+pub use recover::{Recovered, owner_gone, recover, recover_in};
 pub use renew::Renewed;
 pub use run_loop::{
     EndReason, Host, Msg, OnGate, RunEnd, RunEvent, RunLoop, run_loop, run_loop_on,

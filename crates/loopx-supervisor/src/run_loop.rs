@@ -174,6 +174,8 @@ pub enum RunEvent {
 pub struct RunEnd {
     pub reason: EndReason,
     pub slices: u64,
+    /// A stop found slices running, and stopped them (they are recorded `interrupted`).
+    pub stopped_slices: bool,
     /// The first error that stopped an agent, for [`EndReason::Error`].
     pub error: Option<SupervisorError>,
 }
@@ -433,12 +435,14 @@ struct Coordinator<'r> {
 impl Coordinator<'_> {
     fn run(&mut self, emit: &mut dyn FnMut(&RunEvent)) -> Result<RunEnd, SupervisorError> {
         let mut announced_stop = false;
+        let mut stopped_slices = false;
         let mut last_recovery = self.clock.monotonic();
         loop {
             let now = self.clock.monotonic();
             let stopping = self.req.shutdown.requested();
             if stopping && !announced_stop {
                 announced_stop = true;
+                stopped_slices = self.slots.iter().any(|s| s.busy);
                 emit(&RunEvent::Stopping {
                     reason: self.req.shutdown.reason().unwrap_or_default(),
                 });
@@ -469,6 +473,7 @@ impl Coordinator<'_> {
                 return Ok(RunEnd {
                     reason,
                     slices: self.slices,
+                    stopped_slices,
                     error: self.first_error.take(),
                 });
             }

@@ -40,9 +40,15 @@ pub fn run(ctx: &mut Ctx, args: BoardArgs) -> Result<(), ExpectedError> {
     ctx.flush()?;
     say(&mut std::io::stdout(), &first);
     if !json {
-        ctx.line(
-            "Each address works once, in one tab; press Enter here for another. Ctrl-C stops the board.",
-        )?;
+        // Started without a terminal (nohup, a service) nobody can press Enter: say what
+        // the one address allows, since a second opening of it is refused.
+        let more = match std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            true => "press Enter here for another. Ctrl-C stops the board.",
+            false => {
+                "this board has no terminal to print another, so open it in the tab you keep (reloading that tab keeps its session), or restart `loopx board` for a new one."
+            }
+        };
+        ctx.line(format!("Each address works once, in one tab; {more}"))?;
         ctx.flush()?;
     }
     // Enter prints a fresh address (another tab, another browser); end of input stops asking.

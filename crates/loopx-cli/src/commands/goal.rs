@@ -93,11 +93,20 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
                         )
                     })?,
             };
-            return if ctx.json {
-                ctx.json_out(&document("goal", &goal))
-            } else {
-                ctx.line(views::goal_line(ctx.style, &goal))
-            };
+            if ctx.json {
+                return ctx.json_out(&document("goal", &goal));
+            }
+            ctx.line(views::goal_line(ctx.style, &goal))?;
+            // A finished worktree goal's work waits on its branch, whatever goal came next:
+            // the merge command stays one command away.
+            if goal.status == GoalStatus::Done
+                && matches!(goal.isolation, Isolation::Worktree { .. })
+            {
+                for line in merge_hint(&goal) {
+                    ctx.line(line)?;
+                }
+            }
+            return Ok(());
         }
         GoalCommand::Pause { id } => (id, GoalStatus::Paused),
         GoalCommand::Resume { id } => (id, GoalStatus::Active),
@@ -187,7 +196,7 @@ fn show_applied(ctx: &mut Ctx, applied: Applied, verb: &str) -> Result<(), Expec
         let into = loopx_supervisor::worktree::integration_branch(goal.id);
         match goal.status {
             GoalStatus::Active if verb == "Started" => ctx.line(format!(
-                "Each todo is worked on its own branch ({into}-t1, …) in its own worktree under .loopx/worktrees/{}/; done todos land on {into}, which starts at {}. Your branch and work tree are never touched.",
+                "Each todo is worked on its own branch ({into}-tN for todo tN) in its own worktree under .loopx/worktrees/{}/; done todos land on {into}, which starts at {}. Your branch and work tree are never touched.",
                 goal.id,
                 short(base)
             ))?,

@@ -122,6 +122,8 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
             summary: "halted: a person must answer a gate (`loopx gate list`)".to_owned(),
             code: exit_code::HALTED_ON_GATE,
         }),
+        // Ctrl-C on a run that was only waiting stops it, and that is all: no error.
+        EndReason::Shutdown if !end.stopped_slices => Ok(()),
         EndReason::Shutdown => Err(ExpectedError::Reported {
             summary: "interrupted: running slices were stopped and recorded".to_owned(),
             code: exit_code::INTERRUPTED,
@@ -479,7 +481,10 @@ pub(crate) fn event_line(event: &RunEvent) -> String {
             detail,
         } => {
             let why = match reason {
-                EndReason::Goal => "done",
+                // "done" only when the goal is: a run whose goal a budget gate paused once
+                // said it ended "(done)".
+                EndReason::Goal if detail.split("; ").all(|d| d.ends_with(" is done")) => "done",
+                EndReason::Goal => "every agent stopped",
                 EndReason::MaxSlices => "slice limit reached",
                 EndReason::Time => "time is up",
                 EndReason::Gate => "halted on a gate",

@@ -73,6 +73,9 @@ struct NeedsYou {
 struct Running {
     slice: SliceRecord,
     elapsed_secs: u64,
+    /// Its `loopx run` (on this machine) is gone: the slice is not running, whatever its
+    /// record says, and the next `loopx run` recovers it.
+    orphaned: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -153,7 +156,16 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
         Ok((
             goal,
             gates,
-            s.running_slices()?,
+            s.running_slices()?
+                .into_iter()
+                .map(|slice| {
+                    let owner = s.slice_owner(slice.id)?;
+                    Ok((
+                        slice,
+                        owner.is_some_and(|o| loopx_supervisor::owner_gone(&o)),
+                    ))
+                })
+                .collect::<Result<Vec<_>, loopx_kernel::KernelError>>()?,
             todos,
             s.evidence_newest(FIRST_SCREEN, |_| true)?,
             agents,
@@ -340,7 +352,7 @@ fn assemble(
     now: Timestamp,
     goal: Option<Goal>,
     gates: Vec<Gate>,
-    running: Vec<SliceRecord>,
+    running: Vec<(SliceRecord, bool)>,
     todos: FirstTodos,
     latest_evidence: Vec<Evidence>,
     agents: Vec<AgentNow>,
@@ -419,9 +431,10 @@ fn assemble(
             .collect(),
         running: running
             .into_iter()
-            .map(|slice| Running {
+            .map(|(slice, orphaned)| Running {
                 elapsed_secs: now.since(slice.started_at).as_secs(),
                 slice,
+                orphaned,
             })
             .collect(),
         claimed,
@@ -511,8 +524,12 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
         } else {
             String::new()
         };
+        let gone = match run.orphaned {
+            true => "  (its loopx run is gone: the next `loopx run` recovers it)",
+            false => "",
+        };
         ctx.line(format!(
-            "  {:<5} {}{on}  {} elapsed{limit}",
+            "  {:<5} {}{on}  {} elapsed{limit}{gone}",
             slice.id.to_string(),
             slice.agent,
             short_duration(std::time::Duration::from_secs(run.elapsed_secs))
