@@ -21,7 +21,7 @@ const IN_NETNS_VAR: &str = "LOOPX_MODEL_SERVER_IN_NETNS";
 /// The `loopx` binary the outer test built, for the inner tests.
 const LOOPX_VAR: &str = "LOOPX_REAL_CLIS_LOOPX";
 /// The `netns_*` tests; the outer test insists that all of them ran and passed.
-const NETNS_TESTS: usize = 18;
+const NETNS_TESTS: usize = 19;
 /// Generous: each run takes 1–6 s here, but CI machines are shared and slow.
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -798,6 +798,144 @@ fn netns_claude_at_workspace_write_runs_a_command() {
         "{}",
         project.log(&slice)
     );
+}
+
+/// Issue 31's acceptance: the README's quick start, run as written — the shipped `executor`
+/// (Claude Code) and `reviewer` (Codex, read-only) profiles, a work todo and a review todo for
+/// the reviewer — finishes the todo with the executor and the review with the reviewer, each
+/// CLI against its own scripted server. Before, the read-only reviewer took the work todo and
+/// "finished" it with no change. Whichever agent plans after the review says the goal is met.
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_the_readme_quick_start_finishes_its_todo_and_its_review() {
+    let met = || {
+        Turn::text(
+            "Nothing is left.\n```loopx-report\n{\"status\":\"done\",\"summary\":\"the goal is met\"}\n```",
+        )
+    };
+    let claude = ModelServer::start(Script::new([
+        Turn::tool_call(
+            "Write",
+            serde_json::json!({"file_path": "src/retry.txt", "content": "retry with backoff\n"}),
+        ),
+        Turn::text(
+            "Done.\n```loopx-report\n{\"status\":\"done\",\"summary\":\"retries with backoff\"}\n```",
+        ),
+        met(),
+    ]))
+    .expect("Claude's server starts");
+    let codex = ModelServer::start(Script::new([
+        Turn::text(
+            "The change is sound.\n```loopx-report\n{\"status\":\"done\",\"summary\":\"reviewed the retry change\",\"evidence\":[{\"kind\":\"note\",\"summary\":\"retry.txt reads well\"}]}\n```",
+        ),
+        met(),
+    ]))
+    .expect("Codex's server starts");
+    let dir = tempfile::tempdir().expect("a temp project");
+    let home = tempfile::tempdir().expect("a temp HOME");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("src")).expect("src");
+    std::fs::write(root.join("src/client.txt"), "the HTTP client\n").expect("a file");
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    git(&["init", "-q"]);
+    git(&["add", "src"]);
+    git(&["commit", "-q", "-m", "start"]);
+    let codex_home = home.path().join("codex");
+    std::fs::create_dir(&codex_home).expect("CODEX_HOME");
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model_provider = \"loopx\"\n\n[model_providers.loopx]\nname = \"loopx\"\n\
+             base_url = \"{}/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n",
+            codex.url()
+        ),
+    )
+    .expect("Codex's config");
+    let env = [
+        ("ANTHROPIC_BASE_URL", claude.url()),
+        ("ANTHROPIC_API_KEY", "test-key".to_owned()),
+        ("CODEX_HOME", codex_home.display().to_string()),
+        ("OPENAI_API_KEY", "test-key".to_owned()),
+    ];
+    let loopx = |args: &[&str]| {
+        let program = std::env::var_os(LOOPX_VAR).expect("the outer test passes the loopx binary");
+        let bin = cli("claude").parent().expect("a bin dir").to_path_buf();
+        let mut command = offline_command(Path::new(&program), root, home.path(), Some(&bin));
+        command.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+        let out = wait_with_deadline(command, RUN_TIMEOUT);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert!(
+            out.status.success(),
+            "`loopx {}` failed ({}):\n{stdout}\n{stderr}\nClaude's requests: {:?}\nCodex's requests: {:?}",
+            args.join(" "),
+            out.status,
+            claude.requests(),
+            codex.requests()
+        );
+        stdout
+    };
+    // The README's quick start, as written.
+    loopx(&["init"]);
+    loopx(&[
+        "goal",
+        "start",
+        "Add retries to the HTTP client",
+        "--scope",
+        "src/**",
+        "--scope",
+        "tests/**",
+    ]);
+    loopx(&["agent", "add", "exec", "--profile", "executor"]);
+    loopx(&["agent", "add", "rev", "--profile", "reviewer"]);
+    loopx(&["todo", "add", "Retry idempotent requests with backoff"]);
+    loopx(&[
+        "todo",
+        "add",
+        "Review the retry change",
+        "--role",
+        "reviewer",
+        "--after",
+        "t1",
+    ]);
+    loopx(&["run", "--for", "150s"]);
+
+    let slices: Value =
+        serde_json::from_str(&loopx(&["log", "--json", "-n", "1000"])).unwrap_or(Value::Null);
+    let todos: Value = serde_json::from_str(&loopx(&["todo", "list", "--all", "--json"]))
+        .expect("todo list is JSON");
+    let by_id = |id: &str| {
+        todos["todos"]
+            .as_array()
+            .and_then(|all| all.iter().find(|t| t["id"] == id).cloned())
+            .unwrap_or(Value::Null)
+    };
+    let (t1, t2) = (by_id("t1"), by_id("t2"));
+    assert_eq!(t1["state"], "done", "{todos:#}\n{slices}");
+    assert_eq!(t2["state"], "done", "{todos:#}\n{slices}");
+    assert_eq!(t1["finished_under"]["agent"], "exec", "{t1:#}");
+    assert_eq!(t2["finished_under"]["agent"], "rev", "{t2:#}");
+    assert_eq!(
+        git(&["show", "loopx/g1:src/retry.txt"]),
+        "retry with backoff\n"
+    );
+    // After the review, one planning slice found nothing left: the goal is done, and the run
+    // ended by itself.
+    let goals: Value =
+        serde_json::from_str(&loopx(&["goal", "list", "--json"])).expect("goal list is JSON");
+    assert_eq!(goals["goals"][0]["status"], "done", "{goals:#}\n{slices}");
 }
 
 /// A write tool call, then an answer with a report block that says done.
