@@ -734,14 +734,7 @@ fn netns_loopx_runs_codex_to_a_done_todo() {
         script("codex-report.json"),
         &test_profile("codex", "openai-test"),
     );
-    let codex_home = project.home.path().join("codex");
-    std::fs::create_dir(&codex_home).expect("CODEX_HOME is created");
-    let config = format!(
-        "model_provider = \"loopx\"\n\n[model_providers.loopx]\nname = \"loopx\"\n\
-         base_url = \"{}/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n",
-        project.server.url()
-    );
-    std::fs::write(codex_home.join("config.toml"), config).expect("the config is written");
+    let codex_home = codex_home(project.home.path(), &project.server.url());
     project.env = vec![
         ("CODEX_HOME", codex_home.display().to_string()),
         ("OPENAI_API_KEY", "test-key".into()),
@@ -850,17 +843,7 @@ fn netns_the_readme_quick_start_finishes_its_todo_and_its_review() {
     git(&["init", "-q"]);
     git(&["add", "src"]);
     git(&["commit", "-q", "-m", "start"]);
-    let codex_home = home.path().join("codex");
-    std::fs::create_dir(&codex_home).expect("CODEX_HOME");
-    std::fs::write(
-        codex_home.join("config.toml"),
-        format!(
-            "model_provider = \"loopx\"\n\n[model_providers.loopx]\nname = \"loopx\"\n\
-             base_url = \"{}/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n",
-            codex.url()
-        ),
-    )
-    .expect("Codex's config");
+    let codex_home = codex_home(home.path(), &codex.url());
     let env = [
         ("ANTHROPIC_BASE_URL", claude.url()),
         ("ANTHROPIC_API_KEY", "test-key".to_owned()),
@@ -936,6 +919,18 @@ fn netns_the_readme_quick_start_finishes_its_todo_and_its_review() {
     let goals: Value =
         serde_json::from_str(&loopx(&["goal", "list", "--json"])).expect("goal list is JSON");
     assert_eq!(goals["goals"][0]["status"], "done", "{goals:#}\n{slices}");
+}
+
+/// A `CODEX_HOME` in `home` whose model provider is the scripted server at `url`.
+fn codex_home(home: &Path, url: &str) -> PathBuf {
+    let dir = home.join("codex");
+    std::fs::create_dir(&dir).expect("CODEX_HOME is created");
+    let config = format!(
+        "model_provider = \"loopx\"\n\n[model_providers.loopx]\nname = \"loopx\"\n\
+         base_url = \"{url}/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n"
+    );
+    std::fs::write(dir.join("config.toml"), config).expect("the config is written");
+    dir
 }
 
 /// A write tool call, then an answer with a report block that says done.

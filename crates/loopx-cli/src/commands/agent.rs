@@ -28,16 +28,15 @@ pub fn run(ctx: &mut Ctx, cmd: AgentCommand) -> Result<(), ExpectedError> {
                 capabilities
             };
             let role = role.or_else(|| loaded.profile.role.clone());
-            let store = ctx.store()?;
-            let op = Op::AgentAdd {
-                name,
-                profile,
-                capabilities,
-                role,
-            };
-            let Applied::Agent(agent) = store.apply(op, &ctx.actor(), ctx.now())? else {
-                unreachable!("agent add yields an agent")
-            };
+            let agent = apply(
+                ctx,
+                Op::AgentAdd {
+                    name,
+                    profile,
+                    capabilities,
+                    role,
+                },
+            )?;
             if ctx.json {
                 return ctx.json_out(&document("agent", &agent));
             }
@@ -65,11 +64,7 @@ pub fn run(ctx: &mut Ctx, cmd: AgentCommand) -> Result<(), ExpectedError> {
                 capabilities: (!capabilities.is_empty()).then_some(capabilities),
                 role,
             };
-            let store = ctx.store()?;
-            let op = Op::AgentSet { name, change };
-            let Applied::Agent(agent) = store.apply(op, &ctx.actor(), ctx.now())? else {
-                unreachable!("agent set yields an agent")
-            };
+            let agent = apply(ctx, Op::AgentSet { name, change })?;
             if ctx.json {
                 return ctx.json_out(&document("agent", &agent));
             }
@@ -81,11 +76,7 @@ pub fn run(ctx: &mut Ctx, cmd: AgentCommand) -> Result<(), ExpectedError> {
         }
         AgentCommand::Remove { name } => {
             let name = id(&name)?;
-            let store = ctx.store()?;
-            let op = Op::AgentRemove { name };
-            let Applied::Agent(agent) = store.apply(op, &ctx.actor(), ctx.now())? else {
-                unreachable!("agent remove yields the agent")
-            };
+            let agent = apply(ctx, Op::AgentRemove { name })?;
             if ctx.json {
                 return ctx.json_out(&document("agent", &agent));
             }
@@ -105,6 +96,14 @@ pub fn run(ctx: &mut Ctx, cmd: AgentCommand) -> Result<(), ExpectedError> {
             }
             Ok(())
         }
+    }
+}
+
+/// Applies an agent operation: each yields the agent (as it is now, or as it was removed).
+fn apply(ctx: &Ctx, op: Op) -> Result<loopx_kernel::model::Agent, ExpectedError> {
+    match ctx.store()?.apply(op, &ctx.actor(), ctx.now())? {
+        Applied::Agent(agent) => Ok(agent),
+        other => unreachable!("agent operations yield an agent, not {other:?}"),
     }
 }
 
