@@ -367,7 +367,7 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
         let mut d = Decision::new(
             DecisionKind::Wait,
             format!(
-                "{} ended {idle} slice(s) in a row without progress (no report saying done): trying it again later",
+                "{} ended {idle} slice(s) in a row without progress (its todo not done, and no `progress` report that moved something): trying it again later",
                 todo.id
             ),
         );
