@@ -192,12 +192,12 @@ fn three_hosts_share_one_goal_through_a_dead_host_and_a_database_outage() {
     }
     let (code1, events1) = first.finish();
     let (code2, events2) = second.finish();
-    // Stopped by the signal while only waiting (every todo done): exit 0, not an error.
+    // Stopped by the signal, not by an error: exit 0 when a host only waited, 8 when it
+    // interrupted a slice (a planning slice may be running when every todo is done).
     let last =
         |events: &[Value]| -> Vec<Value> { events.iter().rev().take(6).rev().cloned().collect() };
-    assert_eq!(
-        (code1, code2),
-        (0, 0),
+    assert!(
+        [code1, code2].iter().all(|c| [0, 8].contains(c)),
         "host 1 ended with {:#?}\nhost 2 ended with {:#?}",
         last(&events1),
         last(&events2)

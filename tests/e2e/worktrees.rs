@@ -335,8 +335,25 @@ done_"#;
         "{}",
         run.stderr
     );
-    // t1 rests, then gets a slice that sees why: the check's output is in its prompt.
+    // t1 rests, then gets a slice that sees why.
     assert_eq!(crate::support::decision(&loopx, "ann"), "wait");
+    untouched(&loopx);
+}
+
+/// The slice after a failed land check sees the check's output in its prompt (before, only
+/// that the todo did not land). This host's clock is moved past the todo's rest, so the test
+/// runs on a redb store only: a PostgreSQL store keeps time by the database's clock.
+#[test]
+fn the_slice_after_a_failed_land_check_sees_its_output() {
+    let loopx = git_project();
+    loopx.write_config("[land]\ncheck = \"! grep -r bad src/\"\n");
+    agent(&loopx, "ann", "echo bad > src/a.txt\ndone_");
+    loopx.ok(&["todo", "add", "Break a"]);
+    let first = loopx.ok(&["run", "--once", "--json"]).json();
+    assert_eq!(
+        first["slice"]["land_failed"], "the land check exited 1",
+        "{first:#}"
+    );
     let later = [("LOOPX_CLOCK_SKEW_MS", "600000")];
     let next = loopx.run_env(&["run", "--once", "--json", "--agent", "ann"], &later);
     let next = next.json();

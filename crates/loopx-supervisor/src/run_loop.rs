@@ -293,6 +293,7 @@ pub fn run_loop_on(
         first_error: None,
         recover_at: None,
         unrecorded: BTreeSet::new(),
+        interrupted: false,
     };
     coordinator.recover(emit);
     coordinator.run(emit)
@@ -430,19 +431,20 @@ struct Coordinator<'r> {
     /// ended: recovery is tried again every few seconds until then (a try can fail, or find
     /// the store still busy, on a loaded machine), not once and then a minute later.
     unrecorded: BTreeSet<String>,
+    /// A stop ended a slice of this run (`interrupted`): the run was interrupted, not only
+    /// stopped while it waited. A worker that was deciding when the stop came is not one.
+    interrupted: bool,
 }
 
 impl Coordinator<'_> {
     fn run(&mut self, emit: &mut dyn FnMut(&RunEvent)) -> Result<RunEnd, SupervisorError> {
         let mut announced_stop = false;
-        let mut stopped_slices = false;
         let mut last_recovery = self.clock.monotonic();
         loop {
             let now = self.clock.monotonic();
             let stopping = self.req.shutdown.requested();
             if stopping && !announced_stop {
                 announced_stop = true;
-                stopped_slices = self.slots.iter().any(|s| s.busy);
                 emit(&RunEvent::Stopping {
                     reason: self.req.shutdown.reason().unwrap_or_default(),
                 });
@@ -473,7 +475,7 @@ impl Coordinator<'_> {
                 return Ok(RunEnd {
                     reason,
                     slices: self.slices,
-                    stopped_slices,
+                    stopped_slices: self.interrupted,
                     error: self.first_error.take(),
                 });
             }
@@ -637,6 +639,8 @@ impl Coordinator<'_> {
         match result {
             Ok(Once::Ran { decision, slice }) => {
                 self.slices += 1;
+                self.interrupted |= slice.outcome == loopx_adapters::Outcome::Interrupted
+                    && self.req.shutdown.requested();
                 slot.last = Some(decision.decision);
                 slot.due = Some(now);
                 slot.shown = None;
