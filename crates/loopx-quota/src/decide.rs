@@ -299,7 +299,7 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
         .slices
         .iter()
         .rev()
-        .find(|s| s.agent == input.agent.name && s.outcome.is_none())
+        .find(|s| s.outcome.is_none() && s.agent == input.agent.name)
     {
         return Some(Decision::new(
             DecisionKind::Quiet,
