@@ -5,6 +5,7 @@
 //! | rule | what must hold |
 //! |---|---|
 //! | `one_slice_per_todo` | no todo has two running slices |
+//! | `one_slice_per_agent` | no agent has two running slices, whichever supervisor runs them |
 //! | `fenced_writes` | no write under a stale epoch is applied: a report, a renewal or a writeback is accepted only from the claim's holder under its current epoch |
 //! | `forgeries_refused` | a report that lies about its slice, agent, todo or epoch, or comes after its slice ended, is refused |
 //! | `window_not_overrun` | no slice begins on an account whose window (from the simulation's own ledger of what every slice reported) is spent |
@@ -82,10 +83,26 @@ pub(crate) fn after_step(host: &mut SimHost) -> Result<(), Halt> {
         .read(|s| s.running_slices())
         .map_err(|e| Halt::new(&host.books, now, "kernel_consistent", e.to_string()))?;
     let mut per_todo: BTreeMap<_, Vec<String>> = BTreeMap::new();
+    let mut per_agent: BTreeMap<_, Vec<String>> = BTreeMap::new();
     for slice in &running {
         if let Some(todo) = slice.todo {
             per_todo.entry(todo).or_default().push(slice.id.to_string());
         }
+        per_agent
+            .entry(slice.agent.clone())
+            .or_default()
+            .push(slice.id.to_string());
+    }
+    if let Some((agent, slices)) = per_agent.iter().find(|(_, s)| s.len() > 1) {
+        return halt(
+            host,
+            "one_slice_per_agent",
+            format!(
+                "agent {agent} has {} running slices: {}",
+                slices.len(),
+                slices.join(", ")
+            ),
+        );
     }
     if let Some((todo, slices)) = per_todo.iter().find(|(_, s)| s.len() > 1) {
         return halt(
