@@ -47,6 +47,7 @@ mod once;
 pub mod presence;
 mod progress;
 pub mod prompt;
+mod questions;
 mod recover;
 mod renew;
 mod run_loop;

@@ -26,6 +26,7 @@ use loopx_kernel::{AgentName, Invalid, SliceId, Timestamp, TodoId};
 
 use crate::findings;
 use crate::prompt::kind_name;
+use crate::questions;
 use crate::scope::SliceChanges;
 
 /// How long an account is held after a usage limit that named no reset time; it doubles with
@@ -419,10 +420,11 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
         wb.hold_until = Some(until);
     }
     if f.outcome == Outcome::AuthFailed {
-        wb.parts.extend(login_gate(f).into_iter().map(core));
+        wb.parts
+            .extend(questions::login_gate(f).into_iter().map(core));
     }
     if f.outcome == Outcome::SpawnFailed {
-        wb.parts.push(core(spawn_gate(f)));
+        wb.parts.push(core(questions::spawn_gate(f)));
     }
     wb.violations = f
         .changes
@@ -709,93 +711,6 @@ fn resets_at(f: &Finished<'_>) -> Option<Timestamp> {
         .filter(|_| f.outcome == Outcome::UsageLimited)?;
     let at = u64::try_from(at.as_millisecond()).ok().map(Timestamp)?;
     Some(at.min(f.ended_at.plus(MAX_VENDOR_HOLD)))
-}
-
-/// The agent could not be started: it is blocked until a person answers a gate that names why
-/// (and how to install its CLI), rather than retried at its pace. Peers find the same gate.
-fn spawn_gate(f: &Finished<'_>) -> Op {
-    let (_, adapter) = f.login;
-    let install = f
-        .install
-        .map(|how| format!(" (`{adapter}` installs with: {how})"))
-        .unwrap_or_default();
-    let question = bounded(
-        &format!(
-            "`{}` could not be started: {}{install}. Fix it, then answer `retry`?",
-            f.agent,
-            f.reason
-                .strip_prefix("the agent could not be started: ")
-                .unwrap_or(f.reason)
-        ),
-        limits::QUESTION,
-    );
-    let mut gate = NewGate {
-        question,
-        options: vec!["retry".to_owned()],
-        context: bounded(
-            &format!(
-                "slice {} ended `spawn_failed`: {}\n`loopx doctor` checks every agent's profile and program; `loopx agent set {} --profile P` changes its profile.",
-                f.slice, f.reason, f.agent
-            ),
-            limits::DETAIL,
-        ),
-        blocks: Blocks::Agent(f.agent.clone()),
-        kind: GateKind::Spawn {
-            agent: f.agent.clone(),
-        },
-    };
-    // The reason is the launcher's words: should they make a question the kernel refuses,
-    // the question still names the agent and the way out.
-    if gate.check().is_err() {
-        gate.question = format!(
-            "`{}` could not be started: fix its profile or install its CLI, then answer `retry`?",
-            f.agent
-        );
-    }
-    Op::GateAsk(gate)
-}
-
-/// The agent is not logged in: its account is held until a person answers a gate that names
-/// the fix (the kernel lifts the hold with the answer). Peers on the account find the same
-/// gate open rather than a second one.
-fn login_gate(f: &Finished<'_>) -> Vec<Op> {
-    let account = f.quota.account.clone();
-    let (login, adapter) = f.login;
-    let fix = login.map_or_else(
-        || format!("log `{adapter}` in as its documentation says (or give loopx its API key)"),
-        str::to_owned,
-    );
-    let question = bounded(
-        &format!(
-            "`{}` is not logged in (account `{account}`): {fix}, then answer `retry`?",
-            f.agent
-        ),
-        limits::QUESTION,
-    );
-    vec![
-        Op::QuotaHold {
-            key: account.clone(),
-            until: None,
-            reason: bounded(
-                &format!(
-                    "`{}` is not logged in (slice {}): held until a person answers the login gate",
-                    f.agent, f.slice
-                ),
-                limits::SUMMARY,
-            ),
-            source: HoldSource::Vendor,
-        },
-        Op::GateAsk(NewGate {
-            question,
-            options: vec!["retry".to_owned()],
-            context: bounded(
-                &format!("slice {} ended `auth_failed`: {}", f.slice, f.reason),
-                limits::DETAIL,
-            ),
-            blocks: Blocks::Agent(f.agent.clone()),
-            kind: GateKind::Login { account },
-        }),
-    ]
 }
 
 /// The agent's last words, when it gave no readable report: the end of its final message,
