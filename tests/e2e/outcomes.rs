@@ -337,9 +337,10 @@ fn an_agent_that_always_reports_progress_without_a_change_is_stopped_by_the_stal
     );
 }
 
-/// A new project bounds what a goal spends without a todo done, whatever its agents report.
+/// A new project bounds what a goal spends without a todo done, whatever its agents report:
+/// its `loopx.toml` sets the budget whose gate `a_goal_past_its_budget_asks_…` exercises.
 #[test]
-fn a_new_project_asks_after_thirty_slices_without_a_todo_done() {
+fn a_new_project_s_config_bounds_a_goal_at_thirty_slices_without_a_todo_done() {
     let loopx = Loopx::new();
     let config = std::fs::read_to_string(loopx.path().join(".loopx/loopx.toml")).expect("read");
     assert!(config.contains("[budget]\nslices = 30\n"), "{config}");

@@ -131,8 +131,11 @@ impl Observed {
             reason: &judged.reason,
             leftovers: judged.leftovers,
             final_message: ran.summary.final_message.as_deref(),
-            login: (adapter.login.as_deref(), &adapter.name),
-            install: adapter.install.as_deref(),
+            cli: crate::writeback::CliFixes {
+                adapter: &adapter.name,
+                login: adapter.login.as_deref(),
+                install: adapter.install.as_deref(),
+            },
             limited_before,
             exit: judged.exit.clone(),
             classification: judged.classification.as_ref(),

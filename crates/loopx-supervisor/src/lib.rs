@@ -73,5 +73,5 @@ pub use run_loop::{
 };
 pub use shutdown::{Shutdown, Stopping};
 pub use signals::handle_signals;
-pub use slice::{ChannelReports, land_todo};
+pub use slice::{ChannelReports, land_kept, land_todo};
 pub use store_cache::StoreCache;

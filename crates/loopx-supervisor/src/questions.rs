@@ -12,8 +12,9 @@ use crate::writeback::Finished;
 /// The agent could not be started: it is blocked until a person answers a gate that names why
 /// (and how to install its CLI), rather than retried at its pace. Peers find the same gate.
 pub(crate) fn spawn_gate(f: &Finished<'_>) -> Op {
-    let (_, adapter) = f.login;
+    let adapter = f.cli.adapter;
     let install = f
+        .cli
         .install
         .map(|how| format!(" (`{adapter}` installs with: {how})"))
         .unwrap_or_default();
@@ -58,7 +59,7 @@ pub(crate) fn spawn_gate(f: &Finished<'_>) -> Op {
 /// gate open rather than a second one.
 pub(crate) fn login_gate(f: &Finished<'_>) -> Vec<Op> {
     let account = f.quota.account.clone();
-    let (login, adapter) = f.login;
+    let (login, adapter) = (f.cli.login, f.cli.adapter);
     let fix = login.map_or_else(
         || format!("log `{adapter}` in as its documentation says (or give loopx its API key)"),
         str::to_owned,

@@ -36,7 +36,7 @@ pub(crate) use decide::{Next, decide};
 pub(crate) use guard::{ACTOR, LiveSlices, patience, retrying};
 #[cfg(test)]
 pub(crate) use guard::{Beginning, SliceGuard};
-pub use land::land_todo;
+pub use land::{land_kept, land_todo};
 pub(crate) use launch::{is_alive, marker, process_identity};
 pub(crate) use outcome::Judged;
 pub(crate) use run::Observed;

@@ -58,12 +58,8 @@ pub struct Finished<'a> {
     /// The agent's final message (a structured stream's result, a text agent's last output),
     /// for the evidence and the handoff when it gave no report.
     pub final_message: Option<&'a str>,
-    /// How a person logs the agent's CLI in (the adapter's `login`), for the gate an auth
-    /// failure opens, and the adapter's name.
-    pub login: (Option<&'a str>, &'a str),
-    /// How a person installs the agent's CLI (the adapter's `install`), for the gate a failed
-    /// spawn opens.
-    pub install: Option<&'a str>,
+    /// What a person does about the agent's CLI, for the gates a failed login or spawn opens.
+    pub cli: CliFixes<'a>,
     /// Usage limits without a reset time this agent hit in a row before this slice: each one
     /// doubles the backoff.
     pub limited_before: u32,
@@ -95,6 +91,17 @@ pub struct Finished<'a> {
     pub reported_done: bool,
     /// A worktree goal's todo slice: its commit, and its landing when it reported done.
     pub worktree: Option<&'a WorktreeEnd>,
+}
+
+/// What the adapter tells a person to do about its CLI (`questions.rs` names it in a gate).
+#[derive(Debug, Clone, Copy)]
+pub struct CliFixes<'a> {
+    /// The adapter's name.
+    pub adapter: &'a str,
+    /// How a person logs the CLI in (the adapter's `login`).
+    pub login: Option<&'a str>,
+    /// How a person installs it (the adapter's `install`).
+    pub install: Option<&'a str>,
 }
 
 /// How a worktree goal's todo slice ended in git.
@@ -775,8 +782,11 @@ pub(crate) fn test_finished(agent: &AgentName) -> Finished<'_> {
         reason: "because",
         leftovers: 0,
         final_message: None,
-        login: (None, "demo"),
-        install: None,
+        cli: CliFixes {
+            adapter: "demo",
+            login: None,
+            install: None,
+        },
         limited_before: 0,
         exit: Some("exit 0".into()),
         classification: None,
@@ -1135,8 +1145,11 @@ mod tests {
         let c = classified(Outcome::AuthFailed, None);
         let agent: AgentName = "exec".parse().expect("a name");
         let f = Finished {
-            login: (Some("run `codex login`"), "codex"),
-            install: None,
+            cli: CliFixes {
+                adapter: "codex",
+                login: Some("run `codex login`"),
+                install: None,
+            },
             ..finished(&c, &agent, "auth_failed", true)
         };
         let wb = writeback(&f, false);

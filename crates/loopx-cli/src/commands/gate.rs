@@ -216,8 +216,7 @@ fn land_kept_first(
     gate: GateId,
     choice: &AnswerChoice,
 ) -> Result<Option<Kept>, ExpectedError> {
-    use loopx_kernel::model::{EvidenceKind, GateKind, ROLLBACK_OPTIONS, TodoState};
-    use loopx_supervisor::worktree::{Landing, integration_branch, short};
+    use loopx_kernel::model::{GateKind, ROLLBACK_OPTIONS};
     if slice_id().is_some() {
         return Ok(None);
     }
@@ -249,66 +248,7 @@ fn land_kept_first(
     let root = ctx.project()?.root().to_path_buf();
     let exe = std::env::current_exe()
         .map_err(|e| ExpectedError::Usage(format!("cannot find the loopx executable: {e}")))?;
-    let landing = loopx_supervisor::land_todo(&root, &exe, &goal, todo.id, &todo.title, &|| true);
-    let into = integration_branch(goal.id);
-    let (said, detail, landed) = match &landing {
-        Landing::Landed { commit, files, .. } => (
-            format!(
-                "{} landed on {into} as {}, kept by a person",
-                todo.id,
-                short(commit)
-            ),
-            files.join("\n"),
-            true,
-        ),
-        Landing::Empty => (
-            format!(
-                "{} had nothing new to land: its branch is on {into} already",
-                todo.id
-            ),
-            String::new(),
-            true,
-        ),
-        Landing::Conflict { files, .. } => (
-            format!(
-                "{} was kept, but its branch conflicts with {into} in {}; its next slice goes on",
-                todo.id,
-                files.join(", ")
-            ),
-            String::new(),
-            false,
-        ),
-        Landing::CheckFailed { how, output } => (
-            format!(
-                "{} was kept, but did not land: the land check {how}",
-                todo.id
-            ),
-            output.clone(),
-            false,
-        ),
-        Landing::Failed(why) => (
-            format!("{} was kept, but could not land on {into}", todo.id),
-            why.clone(),
-            false,
-        ),
-    };
-    let mut ops = vec![Op::EvidenceAdd(loopx_kernel::store::NewEvidence {
-        kind: EvidenceKind::Land,
-        summary: loopx_kernel::limits::bounded(&said, loopx_kernel::limits::SUMMARY),
-        detail: loopx_kernel::limits::bounded(&detail, loopx_kernel::limits::DETAIL),
-        files: vec![],
-        todo: Some(todo.id),
-        slice: None,
-        epoch: None,
-    })];
-    if landed {
-        ops.push(Op::TodoFinish {
-            todo: todo.id,
-            to: TodoState::Done,
-            agent: None,
-            epoch: None,
-        });
-    }
+    let (said, ops) = loopx_supervisor::land_kept(&root, &exe, &goal, &todo);
     Ok(Some(Kept { said, ops }))
 }
 

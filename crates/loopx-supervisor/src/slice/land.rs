@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use loopx_kernel::TodoId;
-use loopx_kernel::model::Goal;
+use loopx_kernel::model::{Goal, Todo};
+use loopx_kernel::{Op, TodoId};
 use loopx_pty::{Sandbox, SandboxSupport};
 
 use super::contain::{DEVICES, Room, git_dir, hidden};
@@ -41,6 +41,81 @@ pub fn land_todo(
         run: &run,
     });
     land(root, goal.id, todo, title, check.as_ref(), held)
+}
+
+/// Lands a todo whose out-of-scope changes a person kept (`keep` on a rollback gate) after its
+/// slice reported it done: the landing any done todo gets, `[land] check` and all. Returns the
+/// landing in a sentence and what to record with the answer: its `land` evidence, and the todo
+/// done when it landed. When it does not land (a conflict, a failed check) the todo stays open
+/// and its next slice goes on. Git moves before the answer is recorded: should recording fail,
+/// answering again finds the branch landed already (nothing new to land) and finishes the todo.
+pub fn land_kept(root: &Path, loopx_exe: &Path, goal: &Goal, todo: &Todo) -> (String, Vec<Op>) {
+    use crate::worktree::{integration_branch, short};
+    use loopx_kernel::model::{EvidenceKind, TodoState};
+    let landing = land_todo(root, loopx_exe, goal, todo.id, &todo.title, &|| true);
+    if !matches!(landing, Landing::Landed { .. } | Landing::Empty) {
+        tracing::warn!(todo = %todo.id, ?landing, "a todo a person kept did not land");
+    }
+    let into = integration_branch(goal.id);
+    let (said, detail, landed) = match &landing {
+        Landing::Landed { commit, files, .. } => (
+            format!(
+                "{} landed on {into} as {}, kept by a person",
+                todo.id,
+                short(commit)
+            ),
+            files.join("\n"),
+            true,
+        ),
+        Landing::Empty => (
+            format!(
+                "{} had nothing new to land: its branch is on {into} already",
+                todo.id
+            ),
+            String::new(),
+            true,
+        ),
+        Landing::Conflict { files, .. } => (
+            format!(
+                "{} was kept, but its branch conflicts with {into} in {}; its next slice goes on",
+                todo.id,
+                files.join(", ")
+            ),
+            String::new(),
+            false,
+        ),
+        Landing::CheckFailed { how, output } => (
+            format!(
+                "{} was kept, but did not land: the land check {how}",
+                todo.id
+            ),
+            output.clone(),
+            false,
+        ),
+        Landing::Failed(why) => (
+            format!("{} was kept, but could not land on {into}", todo.id),
+            why.clone(),
+            false,
+        ),
+    };
+    let mut ops = vec![Op::EvidenceAdd(loopx_kernel::store::NewEvidence {
+        kind: EvidenceKind::Land,
+        summary: loopx_kernel::limits::bounded(&said, loopx_kernel::limits::SUMMARY),
+        detail: loopx_kernel::limits::bounded(&detail, loopx_kernel::limits::DETAIL),
+        files: vec![],
+        todo: Some(todo.id),
+        slice: None,
+        epoch: None,
+    })];
+    if landed {
+        ops.push(Op::TodoFinish {
+            todo: todo.id,
+            to: TodoState::Done,
+            agent: None,
+            epoch: None,
+        });
+    }
+    (said, ops)
 }
 
 /// Runs `sh -c command` in the checkout `dir` (at the project root's place in it, `prefix`)

@@ -3,7 +3,7 @@
 use super::op::Applied;
 use crate::errors::{Conflict, Invalid, KernelError};
 use crate::ids::AgentName;
-use crate::model::{Agent, EventKind, Todo, TodoState};
+use crate::model::{Agent, EventKind, Todo};
 use crate::store::tables;
 use crate::store::writer::Writer;
 
@@ -91,21 +91,15 @@ pub(super) fn remove(w: &Writer<'_>, name: AgentName) -> Result<Applied, KernelE
         }
     }
     for id in super::super::reads::index_keys(w.kv, tables::CLAIMED_TODOS)? {
-        let Some(mut todo) = w.get::<Todo>(tables::TODOS, id)? else {
-            continue;
-        };
-        let Some(lease) = todo.lease.take_if(|l| l.agent == name) else {
-            continue;
-        };
-        todo.state = TodoState::Open;
-        todo.epoch += 1;
-        todo.updated_at = w.now;
-        w.put_todo(&todo)?;
-        w.event(EventKind::TodoReleased {
-            todo: todo.id,
-            agent: name.clone(),
-            epoch: lease.epoch,
-        })?;
+        let todo: Option<Todo> = w.get(tables::TODOS, id)?;
+        if let Some(lease) = todo
+            .as_ref()
+            .and_then(|t| t.lease.as_ref())
+            .filter(|l| l.agent == name)
+        {
+            // The holder's own release, live lease or lapsed: the same event, epoch moved on.
+            super::todo::release(w, crate::ids::TodoId(id), &name, lease.epoch)?;
+        }
     }
     w.remove_agent(name.as_str())?;
     w.event(EventKind::AgentRemoved { agent: name })?;
