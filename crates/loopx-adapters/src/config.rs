@@ -31,13 +31,8 @@ pub(crate) fn is_env_name(s: &str) -> bool {
 }
 
 /// Names that look like credentials (DESIGN §5): they pass only when listed as secrets, so that
-/// their values are redacted wherever they show up.
-pub(crate) fn looks_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"]
-        .iter()
-        .any(|w| upper.contains(w))
-}
+/// their values are redacted wherever they show up. The same list the redactor reads.
+pub(crate) use loopx_vocab::credential_word;
 
 /// Placeholders usable in adapter arguments.
 pub(crate) const ARG_PLACEHOLDERS: [&str; 7] = [

@@ -1,52 +1,6 @@
 //! Permission levels and the vendor flags that must never leak below `full`.
 
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
-
-/// How much an agent may do. Ordered: `ReadOnly < WorkspaceWrite < Full`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PermissionLevel {
-    /// Read files and run read-only commands; never write.
-    ReadOnly,
-    /// Write inside the working directory, with the vendor's sandbox on.
-    WorkspaceWrite,
-    /// The vendor's bypass mode. Runs only after a human approved the profile's content hash.
-    Full,
-}
-
-impl PermissionLevel {
-    /// Every level, lowest first.
-    pub const ALL: [Self; 3] = [Self::ReadOnly, Self::WorkspaceWrite, Self::Full];
-
-    /// The spelling used in TOML and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ReadOnly => "read-only",
-            Self::WorkspaceWrite => "workspace-write",
-            Self::Full => "full",
-        }
-    }
-}
-
-impl fmt::Display for PermissionLevel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for PermissionLevel {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|level| level.as_str() == s)
-            .ok_or_else(|| format!("unknown permission level `{s}`"))
-    }
-}
+pub use loopx_vocab::PermissionLevel;
 
 /// Vendor flags (or flag values) that switch off the agent's own safety: allowed only at `full`.
 pub const BYPASS_MARKERS: [&str; 6] = [

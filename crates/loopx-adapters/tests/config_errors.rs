@@ -134,3 +134,44 @@ fn adapter_errors_are_located_too() {
     };
     insta::assert_snapshot!(err.one_line_each());
 }
+
+/// The redactor hides `PASSWD` and `COOKIE` variables; validation once let them through a
+/// profile's `env.allow` and an adapter's `env.pass` as plain variables, unredacted.
+#[test]
+fn every_name_the_redactor_treats_as_secret_is_refused_outside_secrets() {
+    for (name, word) in [("DB_PASSWD", "PASSWD"), ("SESSION_COOKIE", "COOKIE")] {
+        let profile = invalid(
+            "nightly",
+            &format!(
+                "adapter = \"claude-code\"\npermission = \"read-only\"\n[env]\nallow = [\"{name}\"]\n"
+            ),
+        );
+        let adapter = match loopx_adapters::load_adapter_str(
+            "bad",
+            "adapters/bad.toml",
+            &format!(
+                "program = \"x\"\nargs = [\"{{prompt}}\"]\noutput = \"text\"\n[permissions]\nread-only = []\n[env]\npass = [\"{name}\"]\n"
+            ),
+        ) {
+            Err(LoadError::Invalid(err)) => err,
+            Err(other) => panic!("expected an invalid-config error, got {other}"),
+            Ok(_) => panic!("an adapter passing `{name}` must be refused"),
+        };
+        for (err, key) in [(profile, "env.allow"), (adapter, "env.pass")] {
+            assert_eq!(err.problems.len(), 1, "{name}: {}", err.one_line_each());
+            let problem = &err.problems[0];
+            assert_eq!(problem.key.as_deref(), Some(key));
+            assert_eq!(
+                problem.message,
+                format!(
+                    "`{name}` looks like a credential (its name contains `{word}`) and cannot be \
+                     in `{key}`"
+                )
+            );
+            assert_eq!(
+                problem.help.as_deref(),
+                Some("list it in `env.secrets` so its value is redacted")
+            );
+        }
+    }
+}

@@ -2,7 +2,11 @@
 
 use std::path::PathBuf;
 
+use std::str::FromStr;
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use loopx_vocab::{EvidenceKind, PermissionLevel, Spelled, TodoState, UnknownWord};
 
 /// Supervise AI coding agents on goals that take days.
 #[derive(Debug, Parser)]
@@ -19,6 +23,16 @@ pub struct Cli {
     pub color: ColorChoice,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Where a new goal's agents work: the choice a person makes. The goal records the outcome
+/// ([`loopx_vocab::Isolation`]), which for a worktree goal includes the commit it starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IsolationMode {
+    /// A branch and worktree per todo.
+    Worktree,
+    /// The project's own tree.
+    Shared,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -105,8 +119,14 @@ pub enum StoreCommand {
     },
 }
 
-/// Evidence kinds an agent may report; `slice`, `quota` and `violation` are loopx's own.
-const AGENT_EVIDENCE_KINDS: [&str; 4] = ["test", "diff", "note", "artifact"];
+/// A parser that offers (in `--help` and completions) and accepts exactly the spellings of
+/// `members`, giving the typed member: the words come from the vocabulary, not a list here.
+fn spelled<T>(members: &'static [T]) -> impl TypedValueParser<Value = T>
+where
+    T: Spelled + FromStr<Err = UnknownWord> + Clone,
+{
+    PossibleValuesParser::new(members.iter().map(|m| m.spelling())).try_map(|s| s.parse::<T>())
+}
 
 /// `loopx report …`: the slice comes from `LOOPX_SLICE`, the agent from `LOOPX_AGENT`, and the
 /// claim from `LOOPX_TODO` and `LOOPX_EPOCH`, as loopx set them for the slice.
@@ -115,8 +135,8 @@ pub enum ReportCommand {
     /// Record evidence on the slice (and its todo).
     Evidence {
         /// test, diff, note or artifact.
-        #[arg(value_parser = AGENT_EVIDENCE_KINDS)]
-        kind: String,
+        #[arg(value_parser = spelled(&EvidenceKind::AGENT))]
+        kind: EvidenceKind,
         /// What was shown, in one line (several words are joined with spaces).
         #[arg(required = true, value_name = "TEXT")]
         text: Vec<String>,
@@ -308,15 +328,15 @@ pub enum GoalCommand {
         #[arg(long = "scope", value_name = "GLOB")]
         scope: Vec<String>,
         /// The most an agent may do: read-only, workspace-write or full.
-        #[arg(long, value_name = "LEVEL", default_value = "workspace-write", value_parser = ["read-only", "workspace-write", "full"])]
-        permission: String,
+        #[arg(long, value_name = "LEVEL", default_value = "workspace-write", value_parser = spelled(&PermissionLevel::ALL))]
+        permission: PermissionLevel,
         /// The goal's duty share of a rolling window, 0..1 (0 pauses it).
         #[arg(long, value_name = "F", default_value_t = 1.0)]
         share: f64,
         /// Where agents work: `worktree` (a branch and worktree per todo; the default in a git
         /// repository) or `shared` (the project's own tree; the only choice outside git).
-        #[arg(long, value_name = "MODE", value_parser = ["worktree", "shared"])]
-        isolation: Option<String>,
+        #[arg(long, value_name = "MODE")]
+        isolation: Option<IsolationMode>,
         /// Start from the last commit although the work tree has uncommitted changes (they stay
         /// in your checkout; the agents do not see them).
         #[arg(long)]
@@ -396,8 +416,8 @@ pub enum TodoCommand {
     /// List todos (default: open and claimed).
     List {
         /// Only todos in this state.
-        #[arg(long, value_parser = ["open", "claimed", "done", "dropped"])]
-        state: Option<String>,
+        #[arg(long, value_parser = spelled(&TodoState::ALL))]
+        state: Option<TodoState>,
         /// Every todo, finished ones too.
         #[arg(long, conflicts_with = "state")]
         all: bool,
@@ -522,8 +542,8 @@ pub enum EvidenceCommand {
         #[arg(long, value_name = "N", env = "LOOPX_EPOCH")]
         epoch: Option<u64>,
         /// slice, test, diff, note, artifact, quota or violation.
-        #[arg(long, default_value = "note", value_parser = ["slice", "test", "diff", "note", "artifact", "quota", "violation"])]
-        kind: String,
+        #[arg(long, default_value = "note", value_parser = spelled(&EvidenceKind::PERSON))]
+        kind: EvidenceKind,
         /// Longer detail.
         #[arg(long, default_value = "")]
         detail: String,

@@ -6,13 +6,13 @@
 //! settings (pacing, windows, account) come from its profile, which the caller loads.
 
 use loopx_quota::{
-    AgentView, DecideInput, Decision, GateBlocks, GateView, GoalView, Policy, SliceKind, SliceView,
-    Spending, TodoView, WindowState,
+    AgentView, DecideInput, Decision, GateBlocks, GateView, GoalView, Policy, SliceView, Spending,
+    TodoView, WindowState,
 };
 
 use crate::AgentName;
 use crate::errors::KernelError;
-use crate::model::{Blocks, GateState, GoalStatus, TodoState};
+use crate::model::{Blocks, GateState, TodoState};
 use crate::store::Snapshot;
 use crate::store::apply::quota::{busy_intervals, hold_keys, hold_views, pacing_key, window_key};
 use crate::time::Timestamp;
@@ -117,11 +117,7 @@ impl SharedState {
                 id: s.id.0,
                 agent: s.agent.to_string(),
                 todo: s.todo.map(|t| t.to_string()),
-                kind: match s.kind {
-                    crate::model::SliceKind::Work => SliceKind::Work,
-                    crate::model::SliceKind::Plan => SliceKind::Plan,
-                    crate::model::SliceKind::Repair => SliceKind::Repair,
-                },
+                kind: s.kind,
                 outcome: s.outcome,
                 ended_at: s.ended_at.map(|t| t.0),
             })
@@ -159,13 +155,7 @@ impl SharedState {
             running: running_todos,
             goal: goal.map(|g| GoalView {
                 id: g.id.to_string(),
-                status: match g.status {
-                    GoalStatus::Active => "active",
-                    GoalStatus::Paused => "paused",
-                    GoalStatus::Done => "done",
-                    GoalStatus::Archived => "archived",
-                }
-                .to_owned(),
+                status: g.status,
                 share: g.share,
                 spent,
                 plans_after,

@@ -8,17 +8,7 @@ use std::path::PathBuf;
 use crate::ids::{AgentName, GateId, GoalId, SliceId, TodoId};
 use crate::time::Timestamp;
 
-/// An id that does not follow the grammar.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid {kind} `{value}`: expected {expected}")]
-pub struct InvalidId {
-    /// What kind of id was expected (`todo id`, `agent name`).
-    pub kind: &'static str,
-    /// The text that was given.
-    pub value: String,
-    /// What a valid one looks like.
-    pub expected: &'static str,
-}
+pub use loopx_vocab::InvalidId;
 
 /// The project directory could not be used.
 #[derive(Debug, thiserror::Error)]

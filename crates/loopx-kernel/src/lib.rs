@@ -30,7 +30,7 @@ pub mod decision;
 pub mod doorbell;
 pub mod errors;
 pub mod fault;
-pub mod ids;
+pub use loopx_vocab::ids;
 pub mod limits;
 pub mod marker;
 pub mod model;

@@ -8,50 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId, SliceId, TodoId};
 use crate::time::Timestamp;
-pub use loopx_quota::Outcome;
+pub use loopx_vocab::{
+    EvidenceKind, GoalStatus, HoldSource, Isolation, Outcome, PermissionLevel, SliceKind, TodoState,
+};
 
 mod event;
 pub use event::{Event, EventKind};
-
-/// How much an agent may change, from nothing to everything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PermissionLevel {
-    ReadOnly,
-    WorkspaceWrite,
-    Full,
-}
-
-impl PermissionLevel {
-    /// The name used on the command line and in files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PermissionLevel::ReadOnly => "read-only",
-            PermissionLevel::WorkspaceWrite => "workspace-write",
-            PermissionLevel::Full => "full",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GoalStatus {
-    Active,
-    Paused,
-    Done,
-    Archived,
-}
-
-impl GoalStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GoalStatus::Active => "active",
-            GoalStatus::Paused => "paused",
-            GoalStatus::Done => "done",
-            GoalStatus::Archived => "archived",
-        }
-    }
-}
 
 /// What the agents work towards, and the bounds they work in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,54 +31,6 @@ pub struct Goal {
     /// Where the goal's agents work: the project's own tree, or a worktree per todo.
     /// Added in record version 6 (a goal of an older loopx reads as `Shared`).
     pub isolation: Isolation,
-}
-
-/// Where a goal's agents work (`docs/design/worktrees.md`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Isolation {
-    /// Every agent works in the project's own tree (a project outside git, or asked for).
-    Shared,
-    /// Each todo is worked on its own branch `loopx/<goal>-<todo>` in its own git worktree,
-    /// and lands on the goal's integration branch `loopx/<goal>`, which starts at `base`.
-    Worktree {
-        /// The commit the goal started from (a full object name).
-        base: String,
-    },
-}
-
-impl Isolation {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Isolation::Shared => "shared",
-            Isolation::Worktree { .. } => "worktree",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TodoState {
-    Open,
-    Claimed,
-    Done,
-    Dropped,
-}
-
-impl TodoState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TodoState::Open => "open",
-            TodoState::Claimed => "claimed",
-            TodoState::Done => "done",
-            TodoState::Dropped => "dropped",
-        }
-    }
-
-    /// Done and dropped todos never change again.
-    pub fn is_final(self) -> bool {
-        matches!(self, TodoState::Done | TodoState::Dropped)
-    }
 }
 
 /// The right of one agent to work on one todo until `expires_at`, fenced by `epoch`.
@@ -396,46 +310,6 @@ pub fn option_list(options: &[String]) -> String {
         .join(" | ")
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EvidenceKind {
-    Slice,
-    Test,
-    Diff,
-    Note,
-    Artifact,
-    Quota,
-    Violation,
-    /// A todo's branch landed on the goal's branch, or could not (record version 6).
-    Land,
-}
-
-impl EvidenceKind {
-    pub const ALL: [EvidenceKind; 8] = [
-        EvidenceKind::Slice,
-        EvidenceKind::Test,
-        EvidenceKind::Diff,
-        EvidenceKind::Note,
-        EvidenceKind::Artifact,
-        EvidenceKind::Quota,
-        EvidenceKind::Violation,
-        EvidenceKind::Land,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EvidenceKind::Slice => "slice",
-            EvidenceKind::Test => "test",
-            EvidenceKind::Diff => "diff",
-            EvidenceKind::Note => "note",
-            EvidenceKind::Artifact => "artifact",
-            EvidenceKind::Quota => "quota",
-            EvidenceKind::Violation => "violation",
-            EvidenceKind::Land => "land",
-        }
-    }
-}
-
 /// A file that evidence points at, pinned by its content hash.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileRef {
@@ -482,14 +356,6 @@ pub struct Agent {
     pub added_at: Timestamp,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SliceKind {
-    Work,
-    Plan,
-    Repair,
-}
-
 /// Enough to recognise a process after a restart: a pid alone may have been reused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessIdentity {
@@ -529,16 +395,6 @@ pub struct SliceRecord {
     /// SHA-256 of the slice's log as loopx finished writing it: `loopx log --slice` shows
     /// whether the file is still what loopx wrote. Empty when not recorded.
     pub log_sha256: String,
-}
-
-/// Who set a hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HoldSource {
-    /// Parsed from an agent's output (a vendor's `resets_at`).
-    Vendor,
-    /// Set by a person.
-    Manual,
 }
 
 /// A hold on an account (every profile on it pauses) or on one agent (key `agent:<name>`).

@@ -10,6 +10,8 @@ use std::sync::OnceLock;
 
 use regex::{Captures, Regex};
 
+use loopx_vocab::looks_like_credential;
+
 /// Replaces secrets in text.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
@@ -40,22 +42,6 @@ fn patterns() -> &'static Regex {
     })
 }
 
-/// Names of environment variables whose values are treated as secret.
-pub fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    [
-        "KEY",
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
-        "COOKIE",
-    ]
-    .iter()
-    .any(|word| upper.contains(word))
-}
-
 impl Redactor {
     /// Redacts the built-in patterns only.
     pub fn new() -> Self {
@@ -69,7 +55,7 @@ impl Redactor {
         I: IntoIterator<Item = (String, String)>,
     {
         for (name, value) in vars {
-            if is_secret_name(&name) || extra_names.contains(&name) {
+            if looks_like_credential(&name) || extra_names.contains(&name) {
                 self = self.with_value(value);
             }
         }

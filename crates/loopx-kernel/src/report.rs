@@ -13,14 +13,6 @@ use crate::model::{Blocks, Evidence, EvidenceKind, FileRef, Gate, GateKind, Hand
 use crate::store::{Applied, NewEvidence, NewGate, NewHandoff, NewTodo};
 use crate::{AgentName, Op, SliceId, TodoId};
 
-/// Evidence kinds an agent may report; `slice`, `quota` and `violation` are loopx's own.
-pub const AGENT_EVIDENCE_KINDS: [EvidenceKind; 4] = [
-    EvidenceKind::Test,
-    EvidenceKind::Diff,
-    EvidenceKind::Note,
-    EvidenceKind::Artifact,
-];
-
 /// The variable naming the slice's channel in the agent's environment.
 pub const SOCKET_VAR: &str = "LOOPX_REPORT_SOCKET";
 
@@ -165,7 +157,7 @@ impl Reporter {
                 detail,
                 files,
             } => {
-                if !AGENT_EVIDENCE_KINDS.contains(&kind) {
+                if !kind.agent_may_report() {
                     return Err(ReportRefused::usage(format!(
                         "evidence of kind `{}` is loopx's own; an agent reports test, diff, note or artifact",
                         kind.as_str()

@@ -33,7 +33,7 @@ fn main() {
     };
     let goal = GoalView {
         id: "g1".into(),
-        status: "active".into(),
+        status: loopx_quota::decide::GoalStatus::Active,
         share: 0.5,
         spent: Default::default(),
         plans_after: None,

@@ -21,6 +21,7 @@ use crate::outcome::{Next, Outcome, Streak};
 use crate::pacing::{Pacing, pacing_check};
 use crate::share::share_wait;
 use crate::window::{WindowLimit, WindowState};
+pub use loopx_vocab::{GoalStatus, HoldSource, SliceKind};
 
 /// Limits on retrying, stalling and planning.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -61,8 +62,7 @@ impl Default for Policy {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GoalView {
     pub id: String,
-    /// `active`, `paused`, `done`, `archived`.
-    pub status: String,
+    pub status: GoalStatus,
     pub share: f64,
     /// What it spent since a todo was last done.
     pub spent: Spending,
@@ -123,14 +123,6 @@ pub struct GateView {
     pub blocks: GateBlocks,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SliceKind {
-    Work,
-    Plan,
-    Repair,
-}
-
 /// A past (or running) slice, oldest first in [`DecideInput::slices`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SliceView {
@@ -143,15 +135,6 @@ pub struct SliceView {
     pub outcome: Option<Outcome>,
     /// When it ended; `None` while running.
     pub ended_at: Option<Millis>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HoldSource {
-    /// Parsed from the agent's output (`resets_at`).
-    Vendor,
-    /// Set by a person (`quota hold`, `quota pause`).
-    Manual,
 }
 
 /// A hold on an account (or on one agent, keyed `agent:<name>`).
@@ -280,7 +263,7 @@ pub fn decide(input: &DecideInput<'_>) -> Decision {
 /// taken), and the caller reads more and asks again.
 pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decision> {
     match input.goal {
-        Some(goal) if goal.status == "active" => {}
+        Some(goal) if goal.status == GoalStatus::Active => {}
         Some(goal) => {
             return Some(Decision::new(
                 DecisionKind::Stop,

@@ -46,7 +46,7 @@ fn world() -> World {
         },
         goal: Some(GoalView {
             id: "g1".into(),
-            status: "active".into(),
+            status: GoalStatus::Active,
             share: 1.0,
             spent: Spending::default(),
             plans_after: None,
@@ -170,9 +170,9 @@ fn its_own_claim_comes_first() {
 
 #[test]
 fn stop_when_the_goal_is_paused_done_or_missing() {
-    for status in ["paused", "done", "archived"] {
+    for status in [GoalStatus::Paused, GoalStatus::Done, GoalStatus::Archived] {
         let mut w = world();
-        w.goal.as_mut().expect("goal").status = status.into();
+        w.goal.as_mut().expect("goal").status = status;
         assert_eq!(run(&w).decision, DecisionKind::Stop, "{status}");
     }
     let mut w = world();
@@ -183,7 +183,7 @@ fn stop_when_the_goal_is_paused_done_or_missing() {
 #[test]
 fn stop_beats_everything() {
     let mut w = world();
-    w.goal.as_mut().expect("goal").status = "paused".into();
+    w.goal.as_mut().expect("goal").status = GoalStatus::Paused;
     w.gates.push(gate("q1", GateBlocks::Global));
     w.holds.push(hold(Some(T0 + MIN), HoldSource::Vendor));
     assert_eq!(run(&w).decision, DecisionKind::Stop);

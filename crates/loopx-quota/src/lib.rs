@@ -21,7 +21,7 @@
 mod backoff;
 pub mod budget;
 pub mod decide;
-pub mod outcome;
+pub use loopx_vocab::outcome;
 pub mod pacing;
 pub mod share;
 pub mod window;

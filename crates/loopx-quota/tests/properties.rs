@@ -71,7 +71,7 @@ proptest! {
         };
         let goal = GoalView {
             id: "g1".into(),
-            status: "active".into(),
+            status: loopx_quota::decide::GoalStatus::Active,
             share,
             spent: Default::default(),
             plans_after: None,

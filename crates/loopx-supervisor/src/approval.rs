@@ -139,12 +139,7 @@ pub(crate) fn permission(
     goal: Option<&Goal>,
     now: Timestamp,
 ) -> Result<Permission, SupervisorError> {
-    use loopx_kernel::model::PermissionLevel as K;
-    let cap = goal.map_or(PermissionLevel::Full, |g| match g.permission {
-        K::ReadOnly => PermissionLevel::ReadOnly,
-        K::WorkspaceWrite => PermissionLevel::WorkspaceWrite,
-        K::Full => PermissionLevel::Full,
-    });
+    let cap = goal.map_or(PermissionLevel::Full, |g| g.permission);
     let level = setup.loaded.profile.permission.min(cap);
     let adapter = &setup.loaded.adapter;
     let why = match (level, adapter.file.starts_with("<builtin>/")) {

@@ -66,7 +66,7 @@ pub fn prompt_values(
     // Where the agent works, when it is not the project's own tree: agents push, switch
     // branches and commit by habit, and should know what loopx does with their work.
     let scope = match (p.goal, p.todo) {
-        (Some(g), todo) if g.isolation.as_str() == "worktree" => {
+        (Some(g), todo) if g.isolation.is_worktree() => {
             let into = crate::worktree::integration_branch(g.id);
             match todo {
                 Some(t) => format!(

@@ -624,13 +624,12 @@ pub(crate) fn evidence(
 }
 
 /// Kinds an agent may report; the others are loopx's own to record.
+/// A kind the agent may not report (or no kind, or a word that names none) is a note: the
+/// report block is the agent's text, read leniently.
 fn kind_of(kind: Option<&str>) -> EvidenceKind {
-    match kind.map(str::trim) {
-        Some("test") => EvidenceKind::Test,
-        Some("diff") => EvidenceKind::Diff,
-        Some("artifact") => EvidenceKind::Artifact,
-        _ => EvidenceKind::Note,
-    }
+    kind.and_then(|k| k.trim().parse::<EvidenceKind>().ok())
+        .filter(|k| k.agent_may_report())
+        .unwrap_or(EvidenceKind::Note)
 }
 
 /// The report's handoff, else one written from what was observed.

@@ -12,8 +12,8 @@ use super::spec::{
     SignalKind, SignalRule, SignalScope, StdinMode,
 };
 use crate::config::{
-    ARG_PLACEHOLDERS, Checked, Problems, did_you_mean, is_env_name, looks_secret, parse_document,
-    parse_duration, placeholders, take,
+    ARG_PLACEHOLDERS, Checked, Problems, credential_word, did_you_mean, is_env_name,
+    parse_document, parse_duration, placeholders, take,
 };
 use crate::errors::{ConfigKind, InvalidConfig};
 use crate::permission::{PermissionLevel, find_bypass, find_write_grant};
@@ -447,12 +447,15 @@ pub(crate) fn env_names(
                 format!("`{name}` in `{key}` is not an environment variable name"),
                 None,
             );
-        } else if !secret && looks_secret(name) {
+        } else if let Some(word) = credential_word(name).filter(|_| !secret) {
             let secrets_key = key.replace("pass", "secrets").replace("allow", "secrets");
             p.push(
                 span.clone(),
                 Some(key),
-                format!("`{name}` looks like a credential and cannot be in `{key}`"),
+                format!(
+                    "`{name}` looks like a credential (its name contains `{word}`) and cannot be \
+                     in `{key}`"
+                ),
                 Some(format!(
                     "list it in `{secrets_key}` so its value is redacted"
                 )),

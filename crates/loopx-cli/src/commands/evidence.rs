@@ -3,7 +3,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use loopx_kernel::model::{Evidence, EvidenceKind, FileRef, Handoff};
+use loopx_kernel::model::{Evidence, FileRef, Handoff};
 use loopx_kernel::store::{Applied, NewEvidence, NewHandoff};
 use loopx_kernel::{Invalid, Op, SliceId, TodoId};
 use sha2::{Digest, Sha256};
@@ -27,7 +27,7 @@ pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
             let project = ctx.project()?;
             let new = NewEvidence {
                 epoch,
-                kind: evidence_kind(&kind),
+                kind,
                 summary,
                 detail,
                 files: file_refs(project.root(), &files)?,
@@ -106,14 +106,6 @@ pub fn handoff(ctx: &mut Ctx, args: HandoffArgs) -> Result<(), ExpectedError> {
         }
         None => ctx.line("No handoff yet."),
     }
-}
-
-/// A kind by its name (`test`); clap has already limited the names to real kinds.
-pub(super) fn evidence_kind(name: &str) -> EvidenceKind {
-    EvidenceKind::ALL
-        .into_iter()
-        .find(|k| k.as_str() == name)
-        .unwrap_or(EvidenceKind::Note)
 }
 
 /// Pins every file by its content.

@@ -271,7 +271,7 @@ fn tidy_dropped(ctx: &Ctx, gate: &Gate) {
             .flatten()
     });
     if let (Some((TodoState::Dropped, goal)), Ok(project)) = (found, ctx.project())
-        && goal.isolation.as_str() == "worktree"
+        && goal.isolation.is_worktree()
     {
         let _ = loopx_supervisor::worktree::remove(project.root(), goal.id, todo);
     }

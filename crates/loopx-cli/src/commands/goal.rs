@@ -1,6 +1,8 @@
 //! `loopx goal start|list|show|pause|resume|done`.
 
-use loopx_kernel::model::{GoalStatus, Isolation, PermissionLevel};
+use loopx_kernel::model::{GoalStatus, Isolation};
+
+use crate::args::IsolationMode;
 use loopx_kernel::store::Applied;
 use loopx_kernel::{GoalId, Op};
 use loopx_supervisor::worktree::{Repo, short};
@@ -21,11 +23,6 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
             isolation,
             from_head,
         } => {
-            let permission = match permission.as_str() {
-                "read-only" => PermissionLevel::ReadOnly,
-                "full" => PermissionLevel::Full,
-                _ => PermissionLevel::WorkspaceWrite,
-            };
             let root = ctx.project()?.root().to_path_buf();
             let store = ctx.store()?;
             let next = store
@@ -35,8 +32,7 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
                 .max()
                 .unwrap_or(0)
                 + 1;
-            let (isolation, repo) =
-                isolation_for(&root, isolation.as_deref(), from_head, GoalId(next))?;
+            let (isolation, repo) = isolation_for(&root, isolation, from_head, GoalId(next))?;
             let applied = store.apply(
                 Op::GoalStart {
                     objective,
@@ -128,12 +124,12 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
 /// silently included or left out.
 fn isolation_for(
     root: &std::path::Path,
-    asked: Option<&str>,
+    asked: Option<IsolationMode>,
     from_head: bool,
     next: GoalId,
 ) -> Result<(Isolation, Option<Repo>), ExpectedError> {
     let usage = |why: String| ExpectedError::Usage(why);
-    if asked == Some("shared") {
+    if asked == Some(IsolationMode::Shared) {
         return Ok((Isolation::Shared, None));
     }
     let repo = match Repo::of(root) {

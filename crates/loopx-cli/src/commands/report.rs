@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use loopx_kernel::report::{AgentReport, ReportRefused, ReportReply, Reported, SOCKET_VAR};
 
-use super::evidence::{evidence_kind, file_refs, show_evidence, show_handoff};
+use super::evidence::{file_refs, show_evidence, show_handoff};
 use crate::args::ReportCommand;
 use crate::context::Ctx;
 use crate::errors::ExpectedError;
@@ -36,7 +36,7 @@ pub fn run(ctx: &mut Ctx, cmd: ReportCommand) -> Result<(), ExpectedError> {
                 .map(std::path::PathBuf::from)
                 .unwrap_or_else(|| std::path::PathBuf::from("."));
             AgentReport::Evidence {
-                kind: evidence_kind(&kind),
+                kind,
                 summary: text.join(" "),
                 detail,
                 files: file_refs(&root, &files)?,

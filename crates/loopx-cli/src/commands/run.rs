@@ -110,7 +110,7 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
     if end.reason == EndReason::Goal && !json {
         // A worktree goal's work is on its branch: say how to bring it in.
         let goal = ctx.store_read()?.read(|s| Ok(s.goals()?.pop()))?;
-        if let Some(goal) = goal.filter(|g| g.isolation.as_str() == "worktree") {
+        if let Some(goal) = goal.filter(|g| g.isolation.is_worktree()) {
             for line in super::goal::merge_hint(&goal) {
                 say(&line);
             }

@@ -62,7 +62,7 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
                     limit: limit.unwrap_or(usize::MAX),
                 }),
             };
-            list(ctx, state.as_deref(), all, page)
+            list(ctx, state, all, page)
         }
         TodoCommand::Show { id: text } => {
             let tid: TodoId = id(&text)?;
@@ -79,7 +79,7 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
                 Ok((todo, handoff, goal))
             })?;
             let branch = goal
-                .filter(|g| g.isolation.as_str() == "worktree")
+                .filter(|g| g.isolation.is_worktree())
                 .map(|g| branch_of(ctx, &todo, g.id))
                 .transpose()?;
             if ctx.json {
@@ -212,7 +212,7 @@ fn worktree_goal_of(
             return Ok(None);
         };
         Ok(s.goal(t.goal)?
-            .filter(|g| g.isolation.as_str() == "worktree")
+            .filter(|g| g.isolation.is_worktree())
             .map(|g| (g, t.title)))
     })?)
 }
@@ -309,7 +309,7 @@ pub fn diff(ctx: &mut Ctx, args: crate::args::DiffArgs) -> Result<(), ExpectedEr
         let goal = s.goal(todo.goal)?;
         Ok((todo, goal))
     })?;
-    let Some(goal) = goal.filter(|g| g.isolation.as_str() == "worktree") else {
+    let Some(goal) = goal.filter(|g| g.isolation.is_worktree()) else {
         return Err(ExpectedError::Usage(format!(
             "{} belongs to a goal whose agents share the project's tree, so it has no branch of its own\n(hint: `git diff` shows the tree's changes; `loopx evidence list --todo {}` what each slice changed)",
             todo.id, todo.id
@@ -386,16 +386,16 @@ struct Page {
 
 fn list(
     ctx: &mut Ctx,
-    state: Option<&str>,
+    state: Option<TodoState>,
     all: bool,
     page: Option<Page>,
 ) -> Result<(), ExpectedError> {
     let wanted = |todo: &Todo| match state {
-        Some(state) => todo.state.as_str() == state,
+        Some(state) => todo.state == state,
         None => all || !todo.state.is_final(),
     };
     // Open and claimed todos come from the active index; finished ones need every todo.
-    let finished_wanted = all || matches!(state, Some("done" | "dropped"));
+    let finished_wanted = all || state.is_some_and(TodoState::is_final);
     let (todos, more) = ctx.store_read()?.read(|s| match page {
         Some(page) => s.todos_page(page.after, page.limit, !finished_wanted, wanted),
         None => {

@@ -145,7 +145,7 @@ impl Decided {
                 })
         });
         let tree = match &self.goal {
-            Some(goal) if goal.isolation.as_str() == "worktree" => Some(crate::worktree::prepare(
+            Some(goal) if goal.isolation.is_worktree() => Some(crate::worktree::prepare(
                 req.project.root(),
                 goal,
                 record.todo,

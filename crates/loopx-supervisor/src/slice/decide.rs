@@ -96,11 +96,7 @@ pub(crate) fn decide(
         now,
     });
     let kind = match (decision.decision, decision.slice) {
-        (DecisionKind::Deliver | DecisionKind::Repair, Some(kind)) => match kind {
-            loopx_quota::SliceKind::Work => SliceKind::Work,
-            loopx_quota::SliceKind::Plan => SliceKind::Plan,
-            loopx_quota::SliceKind::Repair => SliceKind::Repair,
-        },
+        (DecisionKind::Deliver | DecisionKind::Repair, Some(kind)) => kind,
         _ => {
             return Ok(Next::Done(Box::new(Once::Decided {
                 agent: name,

@@ -52,10 +52,7 @@ pub fn hold_views(holds: &[QuotaHold]) -> Vec<loopx_quota::Hold> {
             key: h.key.clone(),
             until: h.until.map(|t| t.0),
             reason: h.reason.clone(),
-            source: match h.source {
-                HoldSource::Vendor => loopx_quota::HoldSource::Vendor,
-                HoldSource::Manual => loopx_quota::HoldSource::Manual,
-            },
+            source: h.source,
             set_at: h.set_at.0,
         })
         .collect()
@@ -136,7 +133,7 @@ pub(super) fn spend(
         };
         let goal = goal.map(|(id, share)| GoalView {
             id: id.to_string(),
-            status: "active".into(),
+            status: loopx_vocab::GoalStatus::Active,
             share,
             spent: Default::default(),
             plans_after: None,

@@ -10,7 +10,17 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::errors::InvalidId;
+/// An id that does not follow the grammar.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {kind} `{value}`: expected {expected}")]
+pub struct InvalidId {
+    /// What kind of id was expected (`todo id`, `agent name`).
+    pub kind: &'static str,
+    /// The text that was given.
+    pub value: String,
+    /// What a valid one looks like.
+    pub expected: &'static str,
+}
 
 /// Checks an id against the grammar `^[a-z][a-z0-9-]{0,63}$`.
 pub fn check_id(kind: &'static str, text: &str) -> Result<(), InvalidId> {

@@ -1,0 +1,33 @@
+//! The words every loopx crate shares.
+//!
+//! # Theory of operation
+//!
+//! loopx's layers (the quota model, the kernel, the adapters, the supervisor, the CLI and the
+//! board) talk about the same things: a slice's [`Outcome`], an agent's [`PermissionLevel`], the
+//! [`SliceKind`] of a run, who set a [`HoldSource`], a goal's [`GoalStatus`] and [`Isolation`],
+//! an [`EvidenceKind`], the ids of every entity. Each of these is defined once, here, at the
+//! bottom of the crate graph, and every other crate uses (or re-exports) this definition: no
+//! string stands for one of them between layers, and no layer converts its own copy into
+//! another's by hand.
+//!
+//! The crate holds types and their spellings only: no I/O, no clock, no policy beyond the
+//! outcome table (what comes after each outcome), which is part of what an outcome means.
+//!
+//! Stored types are encoded by position (postcard): variants are appended, never inserted or
+//! reordered (`docs/design/store-format.md`).
+
+pub mod ids;
+pub mod kinds;
+pub mod outcome;
+pub mod permission;
+pub mod secrets;
+
+pub use ids::{
+    AgentName, EvidenceId, GateId, GoalId, HandoffId, InvalidId, SliceId, TodoId, check_id,
+};
+pub use kinds::{
+    EvidenceKind, GoalStatus, HoldSource, Isolation, SliceKind, Spelled, TodoState, UnknownWord,
+};
+pub use outcome::{Next, Outcome, OutcomePolicy, Streak};
+pub use permission::PermissionLevel;
+pub use secrets::{CREDENTIAL_WORDS, credential_word, looks_like_credential};
