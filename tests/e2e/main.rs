@@ -13,6 +13,7 @@ mod errors;
 mod escape;
 mod first_hour;
 mod lifecycle;
+mod logging;
 mod multi_host;
 mod outcomes;
 mod output;

@@ -141,6 +141,7 @@ impl Loopx {
             .env_remove("LOOPX_EPOCH")
             .env_remove("LOOPX_TODO")
             .env_remove("LOOPX_REPORT_SOCKET")
+            .env_remove("LOOPX_LOG")
             .env("USER", "tester")
             .env("NO_COLOR", "1");
         cmd

@@ -21,6 +21,10 @@ pub struct Cli {
     /// When to colour the output.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
+    /// Log more on stderr: -v info, -vv debug, -vvv trace (`LOOPX_LOG`, a filter such as
+    /// `debug` or `loopx_supervisor=debug`, takes precedence).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -96,6 +100,34 @@ pub enum Command {
     /// The state store: copy a project to PostgreSQL (several hosts, one goal).
     #[command(subcommand)]
     Store(StoreCommand),
+}
+
+impl Command {
+    /// The command's name as typed (`status`, `gate`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Init(_) => "init",
+            Command::Store(_) => "store",
+            Command::Goal(_) => "goal",
+            Command::Todo(_) => "todo",
+            Command::Gate(_) => "gate",
+            Command::Evidence(_) => "evidence",
+            Command::Handoff(_) => "handoff",
+            Command::Agent(_) => "agent",
+            Command::Status => "status",
+            Command::Log(_) => "log",
+            Command::Diff(_) => "diff",
+            Command::Doctor(_) => "doctor",
+            Command::Board(_) => "board",
+            Command::Profile(_) => "profile",
+            Command::Adapter(_) => "adapter",
+            Command::Quota(_) => "quota",
+            Command::Run(_) => "run",
+            Command::Demo(_) => "demo",
+            Command::Sim(_) => "sim",
+            Command::Report(_) => "report",
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]

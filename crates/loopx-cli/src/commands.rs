@@ -64,27 +64,12 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
 /// slice run without the sandbox), which refuses it and records the attempt.
 fn refuse_inside_a_slice(ctx: &Ctx, slice: &str, command: &Command) -> Result<(), ExpectedError> {
     use crate::args::GateCommand;
-    let name = match command {
+    match command {
         Command::Report(_) | Command::Profile(_) | Command::Adapter(_) => return Ok(()),
         Command::Gate(GateCommand::Answer { .. }) if ctx.store_read().is_ok() => return Ok(()),
-        Command::Init(_) => "init",
-        Command::Store(_) => "store",
-        Command::Goal(_) => "goal",
-        Command::Todo(_) => "todo",
-        Command::Gate(_) => "gate",
-        Command::Evidence(_) => "evidence",
-        Command::Handoff(_) => "handoff",
-        Command::Agent(_) => "agent",
-        Command::Status => "status",
-        Command::Log(_) => "log",
-        Command::Diff(_) => "diff",
-        Command::Doctor(_) => "doctor",
-        Command::Board(_) => "board",
-        Command::Quota(_) => "quota",
-        Command::Run(_) => "run",
-        Command::Demo(_) => "demo",
-        Command::Sim(_) => "sim",
-    };
+        _ => {}
+    }
+    let name = command.name();
     Err(ExpectedError::Reported {
         summary: format!(
             "`loopx {name}` is a person's command, and this process runs inside slice {slice} (LOOPX_SLICE): refused\n(hint: an agent writes through `loopx report`: `loopx report evidence test \"…\"`, `loopx report todo \"…\"`, `loopx report ask \"…?\"`, `loopx report done`; `loopx report --help` lists them)"

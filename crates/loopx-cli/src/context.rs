@@ -16,6 +16,8 @@ pub struct Ctx {
     pub json: bool,
     pub style: Style,
     pub out: BufWriter<Box<dyn Write + Send>>,
+    /// The process's log, when this context is the process's own command (not the board's).
+    pub logging: Option<crate::logging::Logging>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -68,6 +70,7 @@ impl Ctx {
                 enabled: colour && !cli.json,
             },
             out: BufWriter::new(Box::new(std::io::stdout())),
+            logging: None,
         }
     }
 
@@ -81,6 +84,7 @@ impl Ctx {
             json: true,
             style: Style { enabled: false },
             out: BufWriter::new(Box::new(captured.clone())),
+            logging: None,
         };
         (ctx, captured)
     }
@@ -106,17 +110,27 @@ impl Ctx {
             Some(dir) => Project::at(dir),
             None => Project::discover(&self.init_dir()?),
         };
-        Ok(project.map_err(loopx_kernel::KernelError::from)?)
+        let project = project.map_err(loopx_kernel::KernelError::from)?;
+        tracing::debug!(root = %project.root().display(), "project");
+        Ok(project)
     }
 
     /// The project's store, opened read-write for this one change.
     pub fn store(&self) -> Result<Store, ExpectedError> {
-        Ok(Store::open(&self.project()?)?)
+        let project = self.project()?;
+        let started = std::time::Instant::now();
+        let store = Store::open(&project);
+        tracing::debug!(ok = store.is_ok(), took = ?started.elapsed(), "store opened read-write");
+        Ok(store?)
     }
 
     /// The project's store, opened read-only: never waits for writers, never modifies the file.
     pub fn store_read(&self) -> Result<Store, ExpectedError> {
-        Ok(Store::open_read(&self.project()?)?)
+        let project = self.project()?;
+        let started = std::time::Instant::now();
+        let store = Store::open_read(&project);
+        tracing::debug!(ok = store.is_ok(), took = ?started.elapsed(), "store opened read-only");
+        Ok(store?)
     }
 
     /// Who is acting: `agent:<name>` inside a slice, else `human:<user>`.

@@ -13,6 +13,7 @@ mod context;
 mod demo_agent;
 pub mod errors;
 pub mod exit_code;
+mod logging;
 mod output;
 
 use std::io::Write;
@@ -65,6 +66,13 @@ pub fn main() -> ExitCode {
     };
     let json = cli.json;
     let mut ctx = context::Ctx::new(&cli);
+    let quiet = matches!(cli.command, args::Command::Sim(_));
+    ctx.logging = Some(logging::Logging::install(cli.verbose, quiet));
+    tracing::debug!(
+        command = cli.command.name(),
+        version = env!("CARGO_PKG_VERSION"),
+        "loopx"
+    );
     let result = commands::dispatch(&mut ctx, cli.command).and_then(|()| ctx.flush());
     match result {
         Ok(()) => ExitCode::from(exit_code::OK),
@@ -73,6 +81,8 @@ pub fn main() -> ExitCode {
         }
         Err(e) => {
             let _ = ctx.flush();
+            // Into a run's log file (stderr gets the message itself, just below).
+            tracing::info!(target: logging::RUN_TARGET, code = e.exit_code(), "ended: {e}");
             e.report(json);
             ExitCode::from(e.exit_code())
         }

@@ -307,6 +307,26 @@ fn absolute(path: &Path) -> Result<PathBuf, ProjectError> {
     })
 }
 
+/// Adds `line` (`/logs/`) to `.loopx/.gitignore` unless it is there: for what a newer loopx
+/// writes in a project an older one made. Never during a slice, where it would be a change in
+/// `.loopx/` (the scope check). A file that cannot be written is logged: git then shows the
+/// directory as untracked, which costs nothing else.
+pub fn ignore_in_git(root: &Path, line: &str) {
+    let path = root.join(STATE_DIR).join(".gitignore");
+    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    if text.lines().any(|l| l.trim() == line) {
+        return;
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(line);
+    text.push('\n');
+    if let Err(e) = std::fs::write(&path, text) {
+        tracing::warn!(path = %path.display(), error = %e, "cannot write .loopx/.gitignore");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,6 @@ use serde::Serialize;
 
 use crate::errors::SupervisorError;
 use crate::once::RunOnce;
-use crate::prompt::kind_name;
 use crate::slice::{ACTOR, Observed, actor, patience, retrying};
 use crate::worktree::{Landing, SliceCommit};
 use crate::writeback::{Finished, Item, WorktreeEnd, Writeback, lost_claim, writeback};
@@ -479,7 +478,7 @@ fn summary(
     SliceSummary {
         id: f.slice.to_string(),
         agent: f.agent.to_string(),
-        kind: kind_name(f.kind),
+        kind: f.kind.as_str(),
         todo: f.todo.map(|t| t.to_string()),
         epoch: f.epoch,
         outcome: f.outcome,

@@ -31,15 +31,6 @@ pub const REPORT_PROTOCOL: &str = r#"When you stop, end your final message with 
 - next_todos: work you propose; `role` names who should take it (e.g. `reviewer`).
 - Only `status` and `summary` are required."#;
 
-/// The word for a slice kind, as the prompt and `--json` show it.
-pub fn kind_name(kind: SliceKind) -> &'static str {
-    match kind {
-        SliceKind::Work => "work",
-        SliceKind::Plan => "plan",
-        SliceKind::Repair => "repair",
-    }
-}
-
 /// What the prompt is about.
 #[derive(Debug, Clone, Copy)]
 pub struct PromptFor<'a> {
@@ -183,7 +174,7 @@ fn task(todo: Option<&Todo>, kind: SliceKind) -> String {
     } else {
         ""
     };
-    format!("{body}{repair}\n\nSlice: {}", kind_name(kind))
+    format!("{body}{repair}\n\nSlice: {}", kind.as_str())
 }
 
 fn or_none(text: String) -> String {

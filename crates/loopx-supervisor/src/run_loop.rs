@@ -37,7 +37,6 @@ use serde::Serialize;
 use crate::commit::SliceSummary;
 use crate::errors::SupervisorError;
 use crate::once::{Once, RunOnce, Step, World, run_once};
-use crate::prompt::kind_name;
 use crate::recover::{Recovered, recover_in};
 use crate::shutdown::Shutdown;
 
@@ -853,7 +852,7 @@ fn step_msg(idx: usize, step: &Step<'_>) -> Option<Msg> {
         } => Some(Msg::Started(RunEvent::SliceStarted {
             agent: (*agent).to_owned(),
             slice: slice.to_string(),
-            kind: kind_name(*kind),
+            kind: kind.as_str(),
             todo: todo.map(|t| t.to_string()),
             log: (*log).to_owned(),
         })),

@@ -12,8 +12,8 @@
 //!   ignored files are not checked. Without git nothing is checked, and the slice's evidence says
 //!   so: walking a whole project for mtimes on every slice costs more than it tells.
 //! - **`.loopx/`, by a walk of its own.** It is small, and it must be checked whether or not git
-//!   ignores it. loopx's own writes are left out: `state.redb`, `slices/` (prompts and logs) and
-//!   `bells/` (doorbell sockets). Anything else the agent adds, changes or removes there (a
+//!   ignores it. loopx's own writes are left out: `state.redb`, `slices/` (prompts and logs),
+//!   `bells/` (doorbell sockets) and `logs/` (the supervisor's own log). Anything else the agent adds, changes or removes there (a
 //!   profile, an adapter) is a violation, whatever the scope.
 //!
 //! Changes are attributed to the slice they happen during: a person editing files meanwhile is
@@ -28,8 +28,9 @@ use std::process::{Command, Stdio};
 use loopx_kernel::project::STATE_DIR;
 
 /// What loopx writes in `.loopx/` itself during a slice (relative to `.loopx/`).
-/// `worktrees/` holds the todos' worktrees, each checked on its own (`worktree.rs`).
-const OWN_FILES: [&str; 4] = ["state.redb", "slices/", "bells/", "worktrees/"];
+/// `worktrees/` holds the todos' worktrees, each checked on its own (`worktree.rs`); `logs/`
+/// holds the supervisor's own log, which it appends to while the slice runs.
+const OWN_FILES: [&str; 5] = ["state.redb", "slices/", "bells/", "worktrees/", "logs/"];
 /// At most this many files are named in a `git diff --stat` command line.
 const STAT_FILES: usize = 200;
 

@@ -746,21 +746,7 @@ fn create(root: &Path, repo: &Repo, goal: GoalId, todo: Option<TodoId>) -> Resul
 /// Keeps the worktrees out of the person's `git status` (`.loopx/.gitignore`). Written when a
 /// worktree goal starts, never during a slice (where it would be a change in `.loopx/`).
 pub fn ignore_worktrees(root: &Path) {
-    let path = root.join(STATE_DIR).join(".gitignore");
-    let line = format!("/{WORKTREES_DIR}/");
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
-    if text.lines().any(|l| l.trim() == line) {
-        return;
-    }
-    let mut text = text;
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str(&line);
-    text.push('\n');
-    if let Err(e) = std::fs::write(&path, text) {
-        tracing::warn!(path = %path.display(), error = %e, "cannot write .loopx/.gitignore");
-    }
+    loopx_kernel::project::ignore_in_git(root, &format!("/{WORKTREES_DIR}/"));
 }
 
 /// What a slice left in its worktree, committed.

@@ -25,7 +25,6 @@ use loopx_kernel::time::short_duration;
 use loopx_kernel::{AgentName, Invalid, SliceId, Timestamp, TodoId};
 
 use crate::findings;
-use crate::prompt::kind_name;
 use crate::questions;
 use crate::scope::SliceChanges;
 
@@ -564,7 +563,7 @@ fn slice_evidence(
     let took = short_duration(f.elapsed);
     let summary = format!(
         "{} slice {}{on}: {} in {took} ({} tokens, ${:.4})",
-        kind_name(f.kind),
+        f.kind.as_str(),
         f.slice,
         f.outcome,
         f.quota.tokens,

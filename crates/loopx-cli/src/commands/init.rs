@@ -36,7 +36,8 @@ const GITIGNORE: &str = "# Written by `loopx init`. loopx's state and the agents
 /artifacts/\n\
 /bells/\n\
 /supervisors/\n\
-/worktrees/\n";
+/worktrees/\n\
+/logs/\n";
 
 /// The budget a new project starts with (`.loopx/loopx.toml`): whatever its agents report, a
 /// goal that goes this many slices without a todo done asks a person whether to go on. Without

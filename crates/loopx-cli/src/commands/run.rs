@@ -79,6 +79,9 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
         shutdown,
         world: loopx_supervisor::World::real(),
     };
+    if let Some(logging) = &ctx.logging {
+        logging.start_run_log(&req.project);
+    }
     let json = ctx.json;
     // Two supervisors may share a project (each agent still runs one slice at a time), but a
     // second one started by mistake should be said.
@@ -155,6 +158,9 @@ fn run_once(
         shutdown: Arc::clone(&shutdown),
         world: loopx_supervisor::World::real(),
     };
+    if let Some(logging) = &ctx.logging {
+        logging.start_run_log(&req.project);
+    }
     let recovered = loopx_supervisor::recover_in(&req.project, &req.world)?;
     for r in &recovered {
         say(&event_line(&RunEvent::Recovered(r.clone())));
@@ -293,7 +299,11 @@ fn notifier(
     Ok(Some(notifier))
 }
 
+/// A line of the run's progress, for the person watching, and for the run's log file (target
+/// [`crate::logging::RUN_TARGET`], which stderr's own log leaves out so that `-v` does not print
+/// it twice).
 fn say(line: &str) {
+    tracing::info!(target: "loopx::run", "{line}");
     let _ = writeln!(
         std::io::stderr(),
         "{}",
@@ -325,7 +335,7 @@ fn step_line(step: &Step<'_>) -> String {
             ..
         } => {
             let on = todo.map(|t| format!(" on {t}")).unwrap_or_default();
-            let kind = loopx_supervisor::prompt::kind_name(*kind);
+            let kind = kind.as_str();
             format!("slice {slice} started: {kind}{on} (log {log})")
         }
         Step::Spawned { slice, pid } => format!("slice {slice} spawned: pid {pid}"),

@@ -1,0 +1,297 @@
+//! Where loopx's own log goes: stderr for every command, and for `loopx run` also a file.
+//!
+//! The libraries emit `tracing` events (a slice log that could not be written, a report the
+//! kernel refused, a claim lost); the binary is the one place that decides where they go, so it
+//! installs the one subscriber here, at the edge, before any command runs.
+//!
+//! - stderr: `LOOPX_LOG` (an `EnvFilter` string such as `debug` or `loopx_supervisor=trace`)
+//!   when set, else `warn` (`error` for `loopx sim`, whose injected faults warn by design),
+//!   raised by `-v` (info), `-vv` (debug), `-vvv` (trace).
+//! - `loopx run` (and `run --once`): `.loopx/logs/run-<UTC time>-<pid>.log`, one file per run,
+//!   at `LOOPX_LOG` when set, else at least `info`; the newest 10 files are kept.
+//!
+//! Both are redacted as slice logs are (`loopx_kernel::Redactor`: the built-in patterns and the
+//! values of this process's credential-like variables), one event at a time: the formatter
+//! writes each event whole, so a secret cannot straddle two writes.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use loopx_kernel::{Project, Redactor};
+use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{Layer, fmt};
+
+/// The variable holding the filter.
+pub const LOG_VAR: &str = "LOOPX_LOG";
+
+/// The target of the run's progress lines (`loopx run` prints them itself): the file takes them,
+/// stderr's log does not.
+pub const RUN_TARGET: &str = "loopx::run";
+
+/// How many run logs `.loopx/logs/` keeps.
+pub const KEPT_RUN_LOGS: usize = 10;
+
+/// The installed subscriber's file half: empty until `loopx run` opens its file.
+#[derive(Debug, Clone)]
+pub struct Logging {
+    run_file: RunFile,
+}
+
+impl Logging {
+    /// Installs the process's subscriber. `verbose` is the number of `-v` flags; `quiet` lowers
+    /// stderr's default to errors (`loopx sim`, whose injected faults warn by design). A
+    /// `LOOPX_LOG` that is not a filter is reported on stderr, naming the variable, and the
+    /// default used: a typo in a logging variable must not stop a supervisor.
+    pub fn install(verbose: u8, quiet: bool) -> Logging {
+        let redactor = Arc::new(Redactor::for_process_env(&[]));
+        let from_env = std::env::var(LOG_VAR).ok().filter(|v| !v.trim().is_empty());
+        let parsed = from_env.as_deref().map(EnvFilter::try_new);
+        let problem = match &parsed {
+            Some(Err(e)) => Some(format!(
+                "warning: {LOG_VAR}=`{}` is not a log filter ({e}); using the default\n\
+                 (hint: a level such as `debug`, or `loopx_supervisor=debug,warn`)",
+                from_env.as_deref().unwrap_or_default()
+            )),
+            _ => None,
+        };
+        let chosen = |floor: LevelFilter, quiet: Option<&str>| -> EnvFilter {
+            match &from_env {
+                Some(text) if problem.is_none() => EnvFilter::new(text),
+                _ => {
+                    let filter =
+                        EnvFilter::default().add_directive(floor.max(level_for(verbose)).into());
+                    match quiet.and_then(|q| format!("{q}=off").parse().ok()) {
+                        Some(off) => filter.add_directive(off),
+                        None => filter,
+                    }
+                }
+            }
+        };
+        let run_file = RunFile::default();
+        let stderr = fmt::layer()
+            .with_writer(Redacting {
+                redactor: Arc::clone(&redactor),
+                sink: Sink::Stderr,
+            })
+            .with_ansi(std::io::IsTerminal::is_terminal(&io::stderr()))
+            .with_target(true)
+            .with_filter(chosen(
+                if quiet {
+                    LevelFilter::ERROR
+                } else {
+                    LevelFilter::WARN
+                },
+                Some(RUN_TARGET),
+            ));
+        let file = fmt::layer()
+            .with_writer(Redacting {
+                redactor,
+                sink: Sink::File(run_file.clone()),
+            })
+            .with_ansi(false)
+            .with_target(true)
+            .with_filter(chosen(LevelFilter::INFO, None));
+        // Fails only when a subscriber is installed already (a test calling `main` twice).
+        let _ = tracing_subscriber::registry()
+            .with(stderr)
+            .with(file)
+            .try_init();
+        if let Some(problem) = problem {
+            let _ = writeln!(io::stderr(), "{problem}");
+        }
+        Logging { run_file }
+    }
+
+    /// Opens this run's file under `.loopx/logs/` and removes all but the newest
+    /// [`KEPT_RUN_LOGS`]. Returns its path. A log that cannot be opened is reported and the run
+    /// goes on: the store, not the log, is the record of what happened.
+    pub fn start_run_log(&self, project: &Project) -> Option<PathBuf> {
+        match open_run_log(project) {
+            Ok((path, file)) => {
+                *self
+                    .run_file
+                    .0
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(file);
+                tracing::info!(
+                    log = %path.display(),
+                    version = env!("CARGO_PKG_VERSION"),
+                    pid = std::process::id(),
+                    "loopx run started"
+                );
+                Some(path)
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    io::stderr(),
+                    "warning: cannot write the run's log under {}: {e}",
+                    logs_dir(project).display()
+                );
+                None
+            }
+        }
+    }
+}
+
+fn level_for(verbose: u8) -> LevelFilter {
+    match verbose {
+        0 => LevelFilter::WARN,
+        1 => LevelFilter::INFO,
+        2 => LevelFilter::DEBUG,
+        _ => LevelFilter::TRACE,
+    }
+}
+
+/// `.loopx/logs/`.
+pub fn logs_dir(project: &Project) -> PathBuf {
+    project.state_dir().join("logs")
+}
+
+fn open_run_log(project: &Project) -> io::Result<(PathBuf, File)> {
+    let dir = logs_dir(project);
+    match fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => loopx_kernel::project::ignore_in_git(project.root(), "/logs/"),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
+    let path = dir.join(format!("run-{stamp}-{}.log", std::process::id()));
+    let file = OpenOptions::new()
+        .append(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)?;
+    prune(&dir, KEPT_RUN_LOGS);
+    Ok((path, file))
+}
+
+/// Removes all but the newest `keep` run logs (by name: the name starts with the UTC time).
+fn prune(dir: &Path, keep: usize) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut logs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("run-") && n.ends_with(".log"))
+        })
+        .collect();
+    logs.sort();
+    let excess = logs.len().saturating_sub(keep);
+    for old in &logs[..excess] {
+        if let Err(e) = fs::remove_file(old) {
+            tracing::warn!(path = %old.display(), error = %e, "cannot remove an old run log");
+        }
+    }
+}
+
+/// The run's file, once `loopx run` has opened it.
+#[derive(Debug, Clone, Default)]
+struct RunFile(Arc<Mutex<Option<File>>>);
+
+#[derive(Debug, Clone)]
+enum Sink {
+    Stderr,
+    File(RunFile),
+}
+
+/// A writer that redacts each event before it leaves the process.
+#[derive(Debug, Clone)]
+struct Redacting {
+    redactor: Arc<Redactor>,
+    sink: Sink,
+}
+
+impl<'a> MakeWriter<'a> for Redacting {
+    type Writer = Redacting;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+impl Write for Redacting {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let clean = self.redactor.redact(&text);
+        match &self.sink {
+            Sink::Stderr => io::stderr().lock().write_all(clean.as_bytes())?,
+            Sink::File(file) => {
+                let mut guard = file.0.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(file) = guard.as_mut() {
+                    file.write_all(clean.as_bytes())?;
+                }
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_gets_each_event_redacted_and_nothing_before_it_is_opened() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("run.log");
+        let run_file = RunFile::default();
+        let mut writer = Redacting {
+            redactor: Arc::new(Redactor::new().with_value("hunter2-in-env".into())),
+            sink: Sink::File(run_file.clone()),
+        };
+        writer
+            .write_all(b"before the file: dropped\n")
+            .expect("write");
+        *run_file.0.lock().expect("lock") = Some(File::create(&path).expect("create"));
+        let key = format!("sk-ant-{}", "a1".repeat(12));
+        writer
+            .write_all(format!("token {key} and hunter2-in-env\n").as_bytes())
+            .expect("write");
+        let text = fs::read_to_string(&path).expect("read");
+        assert!(!text.contains("dropped"), "{text}");
+        assert!(
+            !text.contains(&key) && !text.contains("hunter2-in-env"),
+            "{text}"
+        );
+        assert!(text.starts_with("token "), "{text}");
+    }
+
+    #[test]
+    fn pruning_keeps_the_newest_logs_by_name_and_nothing_else() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for i in 0..13 {
+            File::create(
+                dir.path()
+                    .join(format!("run-2026120{}T0000{i:02}Z-1.log", i % 3)),
+            )
+            .expect("create");
+        }
+        File::create(dir.path().join("notes.txt")).expect("create");
+        prune(dir.path(), 10);
+        let mut left: Vec<String> = fs::read_dir(dir.path())
+            .expect("read")
+            .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))
+            .collect();
+        left.sort();
+        assert_eq!(left.len(), 11, "{left:?}");
+        assert!(left.contains(&"notes.txt".to_owned()));
+        // The three oldest names (day 0 sorts first) went.
+        for gone in ["run-20261200T000000Z-1.log", "run-20261200T000003Z-1.log"] {
+            assert!(!left.contains(&gone.to_owned()), "{gone} should be gone");
+        }
+    }
+}
