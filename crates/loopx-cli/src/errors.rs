@@ -96,6 +96,8 @@ impl ExpectedError {
 fn kernel_exit_code(e: &KernelError) -> u8 {
     match e {
         KernelError::Project(_) => exit_code::CONFIG,
+        // A bug is loopx's own failure, not the store's: nothing a retry or `doctor` fixes.
+        KernelError::Store(loopx_kernel::StoreError::Bug { .. }) => exit_code::INTERNAL,
         KernelError::Store(_) => exit_code::STORE,
         KernelError::Conflict(_) => exit_code::CONFLICT,
         KernelError::Invalid(_) => exit_code::USAGE,

@@ -46,9 +46,11 @@ pub fn main() -> ExitCode {
     // Reset by `execve`, so agents and git are unaffected.
     let _ = nix::sys::prctl::set_dumpable(false);
     // redb panics on some kinds of damage; the kernel turns those panics into an error naming
-    // the store and `loopx doctor`, so its own panic message would only be noise.
+    // the store and `loopx doctor`, so its own panic message would only be noise. A panic
+    // anywhere else is a bug: the kernel is told where (`panic_site`), so that it says so.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        loopx_kernel::panic_site::record(info);
         if !info.location().is_some_and(|l| l.file().contains("/redb-")) {
             default_hook(info);
         }

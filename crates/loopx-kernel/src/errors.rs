@@ -60,6 +60,16 @@ pub enum StoreError {
         "state store `{path}` is damaged: {why}\n(hint: `loopx doctor` shows what; the file was left as it is)"
     )]
     Damaged { path: PathBuf, why: String },
+    /// loopx's own code panicked during a store operation: the change was not written, and the
+    /// file is not to blame.
+    #[error(
+        "loopx hit a bug at {location} ({message}) while using state store `{path}`; the change was not written\n(hint: this is loopx's fault, not the store's: please report it with this message)"
+    )]
+    Bug {
+        path: PathBuf,
+        location: String,
+        message: String,
+    },
     #[error(
         "state store `{path}` needs a repair after an interrupted write\n(hint: `loopx doctor --repair` lets the database engine repair it; any other loopx command repairs it too on its next write)"
     )]

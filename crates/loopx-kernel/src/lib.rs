@@ -34,6 +34,7 @@ pub use loopx_vocab::ids;
 pub mod limits;
 pub mod marker;
 pub mod model;
+pub mod panic_site;
 pub mod project;
 pub mod question;
 pub mod redact;

@@ -16,7 +16,7 @@ pub(crate) mod apply;
 mod codec;
 mod copy;
 pub(crate) mod kv;
-mod open;
+pub(crate) mod open;
 pub mod pg;
 mod reads;
 mod redb_kv;

@@ -348,7 +348,15 @@ impl Host for Threads {
                         }
                     })
                 }))
-                .unwrap_or_else(|panic| Err(SupervisorError::Panicked(panic_text(&panic))));
+                .unwrap_or_else(|panic| {
+                    let text = panic_text(&panic);
+                    Err(SupervisorError::Panicked(
+                        match loopx_kernel::panic_site::last() {
+                            Some(site) => format!("{text} (at {site})"),
+                            None => text,
+                        },
+                    ))
+                });
                 let _ = tx.send(Msg::Done(idx, result));
             })
             .map(|_| ())

@@ -739,7 +739,11 @@ fn open_retrying<T: Send + 'static>(
                     }
                 }
             }))
-            .map_err(|payload| panic_message(payload.as_ref()));
+            .map_err(|payload| {
+                // Opening runs redb's code alone: a panic here is the file's, not a bug.
+                let _ = crate::panic_site::take();
+                panic_message(payload.as_ref())
+            });
             let _ = tx.send(result);
         })
         .map_err(|source| StoreError::Io {
@@ -770,7 +774,8 @@ fn open_retrying<T: Send + 'static>(
 }
 
 /// Runs `f`, turning a panic inside redb (which panics on some damage instead of returning an
-/// error) into a `Damaged` error naming the file. A simulated crash (`fault`) unwinds on.
+/// error) into a `Damaged` error naming the file, and a panic in loopx's own code into a `Bug`
+/// naming its location (`panic_site`). A simulated crash (`fault`) unwinds on.
 pub(crate) fn shielded<T>(
     path: &Path,
     f: impl FnOnce() -> Result<T, KernelError>,
@@ -783,7 +788,17 @@ pub(crate) fn shield<T>(path: &Path, f: impl FnOnce() -> T) -> Result<T, StoreEr
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(result) => Ok(result),
         Err(payload) if crate::fault::dying() => std::panic::resume_unwind(payload),
-        Err(payload) => Err(damaged_by_panic(path, &panic_message(payload.as_ref()))),
+        Err(payload) => {
+            let message = panic_message(payload.as_ref());
+            Err(match crate::panic_site::take() {
+                Some(site) if !site.in_engine() => StoreError::Bug {
+                    path: path.to_path_buf(),
+                    location: site.to_string(),
+                    message,
+                },
+                _ => damaged_by_panic(path, &message),
+            })
+        }
     }
 }
 

@@ -182,9 +182,12 @@ impl Drop for SliceGuard {
         if self.armed && !loopx_kernel::fault::dying() {
             let reason = match (&self.cause, std::thread::panicking()) {
                 (Some(cause), _) => cause.clone(),
-                (None, true) => {
-                    "a bug in loopx stopped the slice's supervisor (a panic)".to_owned()
-                }
+                (None, true) => match loopx_kernel::panic_site::last() {
+                    Some(site) => {
+                        format!("a bug in loopx stopped the slice's supervisor (a panic at {site})")
+                    }
+                    None => "a bug in loopx stopped the slice's supervisor (a panic)".to_owned(),
+                },
                 (None, false) => "the slice's supervisor ended before its writeback".to_owned(),
             };
             match self.close(&reason) {
