@@ -128,6 +128,7 @@ fn setup(dir: &Path) {
     std::fs::write(project.state_dir().join("profiles/executor.toml"), profile).expect("profile");
     let store = Store::create(&project, Timestamp::now(), ACTOR).expect("store");
     let mut setup = vec![Op::GoalStart {
+        id: None,
         objective: "Benchmark".into(),
         scope: vec!["src/**".into()],
         permission: PermissionLevel::WorkspaceWrite,

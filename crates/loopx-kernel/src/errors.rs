@@ -223,6 +223,10 @@ pub enum Conflict {
         "goal {goal} is already active\n(hint: finish or pause it first: `loopx goal done {goal}` or `loopx goal pause {goal}`)"
     )]
     ActiveGoal { goal: GoalId },
+    #[error(
+        "another goal took id {expected} while this one was being prepared (it would be {next})\n(hint: run the command again)"
+    )]
+    GoalIdTaken { expected: GoalId, next: GoalId },
     #[error("gate {gate} is already {state}")]
     GateState { gate: GateId, state: &'static str },
     #[error(

@@ -19,6 +19,7 @@ fn healthy_store() -> Vec<u8> {
     let project = Project::create(dir.path()).expect("project");
     let store = Store::create(&project, common::T0, common::HUMAN).expect("store");
     let mut ops = vec![Op::GoalStart {
+        id: None,
         objective: "Survive corruption".into(),
         scope: vec![],
         permission: loopx_kernel::model::PermissionLevel::WorkspaceWrite,

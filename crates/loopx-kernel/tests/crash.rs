@@ -56,6 +56,7 @@ fn kill_nine_loses_no_acknowledged_write() {
     store
         .apply(
             Op::GoalStart {
+                id: None,
                 objective: "Crash".into(),
                 scope: vec![],
                 permission: loopx_kernel::model::PermissionLevel::ReadOnly,

@@ -132,6 +132,7 @@ fn a_goal_past_its_share_of_the_hour_waits() {
     f.store
         .apply(
             Op::GoalStart {
+                id: None,
                 objective: "Ship it".into(),
                 scope: vec![],
                 permission: loopx_kernel::model::PermissionLevel::WorkspaceWrite,

@@ -831,3 +831,57 @@ fn answering_a_login_gate_lifts_the_account_s_hold() {
         .expect("answered");
     assert!(f.store.read(|s| s.quota_holds()).expect("read").is_empty());
 }
+
+/// `goal start` names a worktree goal's branches after the id it expects before the goal exists;
+/// the kernel gives that id or refuses, so a branch never carries another goal's number.
+#[test]
+fn a_goal_start_that_expects_an_id_gets_it_or_is_refused() {
+    use loopx_kernel::GoalId;
+    use loopx_kernel::model::{GoalStatus, Isolation, PermissionLevel};
+    let f = fixture();
+    let start = |id: Option<GoalId>| Op::GoalStart {
+        id,
+        objective: "Ship it".into(),
+        scope: vec![],
+        permission: PermissionLevel::WorkspaceWrite,
+        share: 1.0,
+        isolation: Isolation::Shared,
+    };
+    let next = f.store.read(|s| s.next_goal_id()).expect("read");
+    assert_eq!(next, GoalId(1));
+    let Applied::Goal(first) = f.store.apply(start(Some(next)), HUMAN, T0).expect("starts") else {
+        panic!("a goal start yields its goal")
+    };
+    assert_eq!(first.id, next);
+    f.store
+        .apply(
+            Op::GoalSetStatus {
+                goal: None,
+                to: GoalStatus::Done,
+            },
+            HUMAN,
+            T0,
+        )
+        .expect("done");
+    // A start prepared before the first one took g1.
+    let err = f
+        .store
+        .apply(start(Some(GoalId(1))), HUMAN, T0)
+        .expect_err("g1 is taken");
+    assert!(
+        matches!(
+            err,
+            KernelError::Conflict(Conflict::GoalIdTaken {
+                expected: GoalId(1),
+                next: GoalId(2)
+            })
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        f.store.read(|s| s.goals()).expect("goals").len(),
+        1,
+        "nothing was started"
+    );
+    assert_eq!(f.store.read(|s| s.next_goal_id()).expect("read"), GoalId(2));
+}

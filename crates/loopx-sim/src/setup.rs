@@ -58,6 +58,7 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
     }
     let store = Store::create(&project, now, PERSON).map_err(|e| fail(&e))?;
     let mut ops = vec![Op::GoalStart {
+        id: None,
         objective: "Finish every simulated todo".to_owned(),
         scope: vec![],
         permission: PermissionLevel::WorkspaceWrite,

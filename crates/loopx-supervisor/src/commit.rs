@@ -567,6 +567,7 @@ mod tests {
         apply(
             &store,
             Op::GoalStart {
+                id: None,
                 objective: "Ship".into(),
                 scope: vec![],
                 permission: PermissionLevel::WorkspaceWrite,
@@ -875,6 +876,7 @@ mod tests {
             apply(
                 &store,
                 Op::GoalStart {
+                    id: None,
                     objective: "Ship".into(),
                     scope: vec![],
                     permission: PermissionLevel::WorkspaceWrite,

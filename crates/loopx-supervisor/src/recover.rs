@@ -296,6 +296,7 @@ mod tests {
         store
             .apply(
                 Op::GoalStart {
+                    id: None,
                     objective: "Ship".into(),
                     scope: vec![],
                     permission: PermissionLevel::WorkspaceWrite,

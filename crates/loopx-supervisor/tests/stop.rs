@@ -34,6 +34,7 @@ fn project(dir: &Path) -> Project {
     .expect("profile");
     for op in [
         Op::GoalStart {
+            id: None,
             objective: "Tidy the docs".into(),
             scope: vec![],
             permission: PermissionLevel::WorkspaceWrite,

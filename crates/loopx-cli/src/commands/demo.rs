@@ -166,6 +166,7 @@ fn setup(ctx: &Ctx, project: &Project) -> Result<(), ExpectedError> {
     store.apply_all(
         vec![
             Op::GoalStart {
+                id: None,
                 objective: GOAL.to_owned(),
                 scope: vec![],
                 permission: loopx_kernel::model::PermissionLevel::WorkspaceWrite,

@@ -25,16 +25,14 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
         } => {
             let root = ctx.project()?.root().to_path_buf();
             let store = ctx.store()?;
-            let next = store
-                .read(|s| s.goals())?
-                .iter()
-                .map(|g| g.id.0)
-                .max()
-                .unwrap_or(0)
-                + 1;
-            let (isolation, repo) = isolation_for(&root, isolation, from_head, GoalId(next))?;
+            // The id comes from the kernel's counter, and goes back in the op: the branches the
+            // check below looks for are named after it, and the kernel refuses the start if
+            // another goal took it meanwhile.
+            let next = store.read(|s| s.next_goal_id())?;
+            let (isolation, repo) = isolation_for(&root, isolation, from_head, next)?;
             let applied = store.apply(
                 Op::GoalStart {
+                    id: Some(next),
                     objective,
                     scope,
                     permission,

@@ -136,7 +136,16 @@ impl<'a> Snapshot<'a> {
         self.scan(tables::TODOS, false, usize::MAX, keep)
     }
 
-    /// Open and claimed todos, oldest first. Reads the active-todo index and only those todos,
+    /// The id the next `goal start` will take: what a caller names things after (a worktree
+    /// goal's branches) before starting it, and gives back in [`Op::GoalStart`]'s `id` so that
+    /// the kernel refuses the start if another took that id in between.
+    ///
+    /// [`Op::GoalStart`]: crate::Op::GoalStart
+    pub fn next_goal_id(&self) -> Result<GoalId, KernelError> {
+        Ok(GoalId(self.meta(tables::counter::GOAL)?.unwrap_or(1)))
+    }
+
+    /// Open and claimed todos, oldest first, through the active-todo index (one lookup each),
     /// unless most todos are active, when one sequential scan is cheaper than many lookups.
     pub fn active_todos(&self) -> Result<Vec<Todo>, KernelError> {
         // The counts kept with the indexes: a row count is a scan on a database server.

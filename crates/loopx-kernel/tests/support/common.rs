@@ -35,6 +35,7 @@ impl Fixture {
         self.store
             .apply(
                 Op::GoalStart {
+                    id: None,
                     objective: "Ship it".into(),
                     scope: vec![],
                     permission: PermissionLevel::WorkspaceWrite,

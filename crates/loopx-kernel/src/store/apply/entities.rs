@@ -14,6 +14,7 @@ use crate::store::writer::Writer;
 
 pub(super) fn goal_start(
     w: &Writer<'_>,
+    expected: Option<GoalId>,
     objective: String,
     scope: Vec<String>,
     permission: PermissionLevel,
@@ -47,6 +48,9 @@ pub(super) fn goal_start(
         return Err(Conflict::ActiveGoal { goal: active.id }.into());
     }
     let id = GoalId(w.next_id(counter::GOAL)?);
+    if let Some(expected) = expected.filter(|e| *e != id) {
+        return Err(Conflict::GoalIdTaken { expected, next: id }.into());
+    }
     let scope = if scope.is_empty() {
         vec!["**".to_owned()]
     } else {

@@ -254,6 +254,11 @@ pub struct SliceEnd {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     GoalStart {
+        /// The id the caller expects the goal to take ([`Snapshot::next_goal_id`]), when it
+        /// named something after it first; refused if another goal took it meanwhile.
+        ///
+        /// [`Snapshot::next_goal_id`]: crate::Snapshot::next_goal_id
+        id: Option<GoalId>,
         objective: String,
         scope: Vec<String>,
         permission: PermissionLevel,
@@ -503,12 +508,13 @@ impl Op {
 fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
     match op {
         Op::GoalStart {
+            id,
             objective,
             scope,
             permission,
             share,
             isolation,
-        } => entities::goal_start(w, objective, scope, permission, share, isolation),
+        } => entities::goal_start(w, id, objective, scope, permission, share, isolation),
         Op::GoalSetStatus { goal, to } => entities::goal_set_status(w, goal, to),
         Op::TodoAdd(new) => todo::add(w, new),
         Op::TodoClaim { todo, agent, ttl } => todo::claim(w, todo, &agent, ttl),
