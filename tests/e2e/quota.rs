@@ -1,5 +1,6 @@
 //! `loopx quota`: the decision, spends, holds, and concurrent spends on one account.
 
+use loopx_kernel::store::NewHold;
 use std::process::Stdio;
 
 use crate::support::Loopx;
@@ -238,12 +239,12 @@ fn a_vendor_reset_never_shortens_a_persons_pause() {
     let project = loopx_kernel::Project::at(loopx.path()).expect("project");
     let store = loopx_kernel::Store::open(&project).expect("store");
     let until = loopx_kernel::Timestamp::now().plus(std::time::Duration::from_secs(60));
-    let op = loopx_kernel::Op::QuotaHold {
+    let op = loopx_kernel::Op::QuotaHold(NewHold {
         key: "shared".into(),
         until: Some(until),
         reason: "five_hour limit".into(),
         source: loopx_kernel::model::HoldSource::Vendor,
-    };
+    });
     store
         .apply(op, "agent:a", loopx_kernel::Timestamp::now())
         .expect("hold");

@@ -11,6 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use loopx_kernel::model::{EvidenceKind, PermissionLevel, TodoState};
+use loopx_kernel::store::FinishTodo;
+use loopx_kernel::store::NewGoal;
 use loopx_kernel::store::{NewEvidence, NewTodo};
 use loopx_kernel::{AgentName, Op, Project, Store, Timestamp, TodoId};
 
@@ -127,14 +129,14 @@ fn setup(dir: &Path) {
     let profile = include_str!("../../../profiles/executor.toml");
     std::fs::write(project.state_dir().join("profiles/executor.toml"), profile).expect("profile");
     let store = Store::create(&project, Timestamp::now(), ACTOR).expect("store");
-    let mut setup = vec![Op::GoalStart {
+    let mut setup = vec![Op::GoalStart(NewGoal {
         id: None,
         objective: "Benchmark".into(),
         scope: vec!["src/**".into()],
         permission: PermissionLevel::WorkspaceWrite,
         share: 1.0,
         isolation: loopx_kernel::model::Isolation::Shared,
-    }];
+    })];
     for name in ["worker", "bench"] {
         setup.push(Op::AgentAdd {
             name: name.parse().expect("name"),
@@ -187,12 +189,12 @@ fn add_todos(dir: &Path, todos: u64, finished: u64) {
                 agent: worker.clone(),
                 ttl: Duration::from_secs(1800),
             });
-            ops.push(Op::TodoFinish {
+            ops.push(Op::TodoFinish(FinishTodo {
                 todo: TodoId(*i),
                 to: TodoState::Done,
                 agent: Some(worker.clone()),
                 epoch: Some(1),
-            });
+            }));
         }
         store.apply_all(ops, ACTOR, now).expect("finish");
     }

@@ -347,5 +347,5 @@ fn json(stream: &TcpStream, status: u16, body: &serde_json::Value) -> std::io::R
 fn new_secret() -> std::io::Result<String> {
     let mut bytes = [0u8; 16];
     std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex::encode(bytes))
 }

@@ -1,10 +1,18 @@
 //! # Theory of operation
 //!
-//! `loopx-cli` is the `loopx` binary: it parses the command line (clap), finds the project,
-//! opens the kernel's store for exactly one operation, and prints the result for people or, with
-//! `--json`, for scripts. It holds no business rules: every check and transition lives in
-//! `loopx-kernel`. Errors become one `error:` message on stderr and a documented exit code
-//! (`exit_code.rs`, `docs/cli.md`); a broken pipe on stdout exits 0 quietly.
+//! `loopx-cli` is the `loopx` binary: it parses the command line (clap, with the vocabulary's
+//! typed words), installs the process's log (`logging.rs`) and panic hook, finds the project,
+//! runs the command and prints the result for people or, with `--json`, for scripts. A person's
+//! command opens the store for one operation; `loopx run` hands over to `loopx-supervisor` for
+//! as long as it runs. It also holds the board (`board/`), the demo agent (`demo_agent/`) and
+//! `loopx sim`'s front end.
+//!
+//! The kernel holds the rules of state (every check and transition). Some rules that combine
+//! the kernel with git still live in command files (issue 27 moves them into an application
+//! layer): when a gate answer rolls a worktree back or lands a kept todo (`commands/gate.rs`),
+//! and when `todo done` is refused for a worktree with uncommitted work (`commands/todo.rs`).
+//! Errors become one `error:` message on stderr and a documented exit code (`exit_code.rs`,
+//! `docs/cli.md`); a broken pipe on stdout exits 0 quietly.
 
 mod args;
 mod board;

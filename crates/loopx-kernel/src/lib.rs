@@ -6,10 +6,16 @@
 //! it never runs a process.
 //!
 //! - [`Project`] finds the project root (like git finds `.git`) and keeps `.loopx/` private.
-//! - [`Store`] is the redb file `.loopx/state.redb`, opened per operation by every process in
-//!   redb's multi-writer mode. Reads take a [`Snapshot`]; the only mutation is
+//! - [`Store`] is a project's state: the redb file `.loopx/state.redb` (shared by every process
+//!   in redb's multi-writer mode), or a PostgreSQL schema (`[store] url`, several hosts; see
+//!   `docs/design/multi-host.md`). A command opens it for one operation; a supervisor keeps one
+//!   read-write handle for its run. Reads take a [`Snapshot`]; the only mutation is
 //!   [`Store::apply`], which validates one [`Op`], writes the changed records and its [`Event`]s in
 //!   a single durable transaction, and rings the [`doorbell`] so sleeping supervisors wake.
+//!   [`Store::run`] is the same for an operation with one kind of result ([`store::TypedOp`]),
+//!   returned typed.
+//! - A panic under a store operation is damage when it comes from the database engine and a bug
+//!   (with its location) when it comes from loopx's own code ([`panic_site`]).
 //! - One fencing rule: a todo's epoch grows at every change of holder (claim, reclaim, release,
 //!   finish), and every write under a claim needs it current and held by that agent
 //!   ([`model::Todo::claim_of`]); a stale one is refused with [`Conflict::StaleEpoch`], and the

@@ -44,10 +44,7 @@ pub fn marker_slice(project_root: &Path, marker: &str) -> Result<SliceId, Invali
 
 fn root_digest(project_root: &Path) -> String {
     let digest = Sha256::digest(project_root.as_os_str().as_encoded_bytes());
-    digest[..DIGEST_HEX / 2]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(&digest[..DIGEST_HEX / 2])
 }
 
 #[cfg(test)]

@@ -65,7 +65,7 @@ mod tests {
 
     #[test]
     fn a_panic_in_loopx_code_under_the_store_is_a_bug_with_its_location() {
-        std::panic::set_hook(Box::new(|info| record(info)));
+        std::panic::set_hook(Box::new(record));
         let err = shield(Path::new(STORE), || -> u32 {
             panic!("an index out of step")
         })

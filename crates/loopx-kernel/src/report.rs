@@ -282,7 +282,7 @@ mod tests {
             })
             .expect("a batch");
         assert!(
-            !ops.iter().any(|op| matches!(op, Op::TodoFinish { .. })),
+            !ops.iter().any(|op| matches!(op, Op::TodoFinish(_))),
             "{ops:?}"
         );
         let Some(Op::EvidenceAdd(note)) = ops.last() else {

@@ -27,9 +27,11 @@ mod writer;
 
 pub use apply::quota::QuotaRequest;
 pub use apply::{
-    AgentChange, AnswerChoice, Applied, BatchError, BeginSlice, NewEvidence, NewGate, NewHandoff,
-    NewSlice, NewTodo, Op, SLICE_PLACEHOLDER, SliceEnd,
+    AgentChange, AnswerChoice, Applied, BatchError, BeginSlice, FinishTodo, Interrupt, NewEvidence,
+    NewGate, NewGoal, NewHandoff, NewHold, NewSlice, NewTodo, Op, SLICE_PLACEHOLDER, SetGoalStatus,
+    SliceEnd,
 };
+pub use apply::{Begun, Interrupted, NewSpend, TypedOp};
 pub use copy::CopyReport;
 pub use open::{OpenOptions, SCHEMA_VERSION, Store, WriteLock, store_url};
 pub use snapshot::{Snapshot, TodoCounts};

@@ -12,6 +12,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use loopx_kernel::store::NewGoal;
 use loopx_kernel::store::NewTodo;
 use loopx_kernel::{Op, Project, Store, Timestamp, check_consistency};
 
@@ -55,14 +56,14 @@ fn kill_nine_loses_no_acknowledged_write() {
     let store = Store::create(&project, common::T0, common::HUMAN).expect("store");
     store
         .apply(
-            Op::GoalStart {
+            Op::GoalStart(NewGoal {
                 id: None,
                 objective: "Crash".into(),
                 scope: vec![],
                 permission: loopx_kernel::model::PermissionLevel::ReadOnly,
                 share: 1.0,
                 isolation: loopx_kernel::model::Isolation::Shared,
-            },
+            }),
             common::HUMAN,
             common::T0,
         )

@@ -10,6 +10,7 @@ use common::{HUMAN, T0, fixture};
 use loopx_kernel::decision::DecisionState;
 use loopx_kernel::model::HoldSource;
 use loopx_kernel::store::QuotaRequest;
+use loopx_kernel::store::{NewGoal, NewHold};
 use loopx_kernel::{Op, Store, Timestamp};
 use loopx_quota::{AgentView, Pacing, WindowLimit};
 use proptest::prelude::*;
@@ -72,10 +73,10 @@ proptest! {
                 Step::Charge { tokens, minutes } => {
                     Op::QuotaCharge(req(tokens, Some((Timestamp(now.0 - minutes * 60_000), now))))
                 }
-                Step::Hold { minutes } => Op::QuotaHold {
+                Step::Hold { minutes } => Op::QuotaHold(NewHold {
                     key: "acct".into(), until: Some(now.plus(Duration::from_secs(minutes * 60))),
                     reason: "five_hour limit".into(), source: HoldSource::Vendor,
-                },
+                }),
                 Step::Resume => Op::QuotaResume { key: None },
                 Step::Advance { minutes } => { now = now.plus(Duration::from_secs(minutes * 60)); continue; }
             };
@@ -131,14 +132,14 @@ fn a_goal_past_its_share_of_the_hour_waits() {
     let f = fixture();
     f.store
         .apply(
-            Op::GoalStart {
+            Op::GoalStart(NewGoal {
                 id: None,
                 objective: "Ship it".into(),
                 scope: vec![],
                 permission: loopx_kernel::model::PermissionLevel::WorkspaceWrite,
                 share: 0.25,
                 isolation: loopx_kernel::model::Isolation::Shared,
-            },
+            }),
             HUMAN,
             T0,
         )

@@ -8,6 +8,8 @@ use std::time::Duration;
 use common::{Fixture, HUMAN, T0, fixture};
 use loopx_kernel::model::{EventKind, TodoState};
 use loopx_kernel::store::Applied;
+use loopx_kernel::store::FinishTodo;
+use loopx_kernel::store::SetGoalStatus;
 use loopx_kernel::{Conflict, KernelError, Op, Timestamp};
 
 #[test]
@@ -47,12 +49,12 @@ fn an_expired_lease_is_reclaimed_once_and_fences_the_old_holder() {
     let err = f
         .store
         .apply(
-            Op::TodoFinish {
+            Op::TodoFinish(FinishTodo {
                 todo: t,
                 to: TodoState::Done,
                 agent: Some(a.clone()),
                 epoch: Some(1),
-            },
+            }),
             "agent:a",
             later,
         )
@@ -152,12 +154,12 @@ fn renew_release_and_done_need_the_current_epoch() {
     );
     f.store
         .apply(
-            Op::TodoFinish {
+            Op::TodoFinish(FinishTodo {
                 todo: t,
                 to: TodoState::Done,
                 agent: Some(a.clone()),
                 epoch: Some(3),
-            },
+            }),
             HUMAN,
             at,
         )
@@ -182,12 +184,12 @@ fn a_human_cannot_finish_a_todo_under_a_live_lease_without_its_epoch() {
     let err = f
         .store
         .apply(
-            Op::TodoFinish {
+            Op::TodoFinish(FinishTodo {
                 todo: t,
                 to: TodoState::Dropped,
                 agent: None,
                 epoch: None,
-            },
+            }),
             HUMAN,
             T0,
         )
@@ -199,12 +201,12 @@ fn a_human_cannot_finish_a_todo_under_a_live_lease_without_its_epoch() {
     let later = T0.plus(Duration::from_secs(120));
     f.store
         .apply(
-            Op::TodoFinish {
+            Op::TodoFinish(FinishTodo {
                 todo: t,
                 to: TodoState::Dropped,
                 agent: None,
                 epoch: None,
-            },
+            }),
             HUMAN,
             later,
         )
@@ -458,10 +460,10 @@ fn no_slice_starts_once_the_goal_is_done() {
     let a = f.agent("a");
     f.store
         .apply(
-            Op::GoalSetStatus {
+            Op::GoalSetStatus(SetGoalStatus {
                 goal: None,
                 to: loopx_kernel::model::GoalStatus::Done,
-            },
+            }),
             HUMAN,
             T0,
         )

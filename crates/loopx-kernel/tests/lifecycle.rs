@@ -10,9 +10,12 @@ use common::{Fixture, HUMAN, T0, fixture};
 use loopx_kernel::model::{
     Blocks, EventKind, EvidenceKind, GateKind, GateState, SliceKind, Todo, TodoState,
 };
+use loopx_kernel::store::FinishTodo;
+use loopx_kernel::store::Interrupt;
 use loopx_kernel::store::{
     AnswerChoice, Applied, BeginSlice, NewEvidence, NewGate, NewHandoff, NewSlice, QuotaRequest,
 };
+use loopx_kernel::store::{NewGoal, NewHold, SetGoalStatus};
 use loopx_kernel::{AgentName, Conflict, KernelError, Op, SliceId, Timestamp, TodoId};
 use loopx_quota::Pacing;
 
@@ -204,12 +207,12 @@ fn release(f: &Fixture, t: TodoId, agent: &AgentName, epoch: u64) -> Result<Appl
 
 fn done(f: &Fixture, t: TodoId, agent: &AgentName, epoch: u64) -> Result<Applied, KernelError> {
     f.store.apply(
-        Op::TodoFinish {
+        Op::TodoFinish(FinishTodo {
             todo: t,
             to: TodoState::Done,
             agent: Some(agent.clone()),
             epoch: Some(epoch),
-        },
+        }),
         &format!("agent:{agent}"),
         T0,
     )
@@ -338,13 +341,13 @@ fn the_slice_that_finished_its_todo_may_renew_and_write_but_nothing_else() {
 
 fn interrupt(f: &Fixture, slice: SliceId) -> Result<Applied, KernelError> {
     f.store.apply(
-        Op::SliceInterrupt {
+        Op::SliceInterrupt(Interrupt {
             slice,
             reason: "the store stayed busy through the writeback".into(),
             exit: Some("exit 0".into()),
             output_bytes: 12,
             usage: None,
-        },
+        }),
         "loopx",
         T0,
     )
@@ -365,13 +368,13 @@ fn an_interrupted_slice_still_charges_what_it_spent() {
     };
     f.store
         .apply(
-            Op::SliceInterrupt {
+            Op::SliceInterrupt(Interrupt {
                 slice,
                 reason: "the store stayed busy through the writeback".into(),
                 exit: Some("exit 0".into()),
                 output_bytes: 12,
                 usage: Some(spent),
-            },
+            }),
             "loopx",
             T0,
         )
@@ -628,12 +631,12 @@ fn a_goal_s_spending_counts_every_slice_until_a_todo_is_done_or_a_person_restart
     // A todo done starts the count again.
     f.store
         .apply(
-            Op::TodoFinish {
+            Op::TodoFinish(FinishTodo {
                 todo: t1,
                 to: TodoState::Done,
                 agent: Some(a.clone()),
                 epoch: Some(epoch),
-            },
+            }),
             "agent:a",
             T0,
         )
@@ -781,12 +784,12 @@ fn answering_a_login_gate_lifts_the_account_s_hold() {
     let f = fixture();
     f.goal();
     let a = f.agent("a");
-    let hold = Op::QuotaHold {
+    let hold = Op::QuotaHold(NewHold {
         key: "acct".into(),
         until: None,
         reason: "`a` is not logged in".into(),
         source: loopx_kernel::model::HoldSource::Vendor,
-    };
+    });
     let gate = NewGate {
         question: "`a` is not logged in (account `acct`): run `codex login`, then answer `retry`?"
             .into(),
@@ -839,13 +842,15 @@ fn a_goal_start_that_expects_an_id_gets_it_or_is_refused() {
     use loopx_kernel::GoalId;
     use loopx_kernel::model::{GoalStatus, Isolation, PermissionLevel};
     let f = fixture();
-    let start = |id: Option<GoalId>| Op::GoalStart {
-        id,
-        objective: "Ship it".into(),
-        scope: vec![],
-        permission: PermissionLevel::WorkspaceWrite,
-        share: 1.0,
-        isolation: Isolation::Shared,
+    let start = |id: Option<GoalId>| {
+        Op::GoalStart(NewGoal {
+            id,
+            objective: "Ship it".into(),
+            scope: vec![],
+            permission: PermissionLevel::WorkspaceWrite,
+            share: 1.0,
+            isolation: Isolation::Shared,
+        })
     };
     let next = f.store.read(|s| s.next_goal_id()).expect("read");
     assert_eq!(next, GoalId(1));
@@ -855,10 +860,10 @@ fn a_goal_start_that_expects_an_id_gets_it_or_is_refused() {
     assert_eq!(first.id, next);
     f.store
         .apply(
-            Op::GoalSetStatus {
+            Op::GoalSetStatus(SetGoalStatus {
                 goal: None,
                 to: GoalStatus::Done,
-            },
+            }),
             HUMAN,
             T0,
         )

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::{HUMAN, T0, fixture};
 use loopx_kernel::model::TodoState;
+use loopx_kernel::store::FinishTodo;
 use loopx_kernel::{AgentName, KernelError, Op, Timestamp, TodoId, check_consistency};
 use proptest::prelude::*;
 
@@ -120,7 +121,7 @@ proptest! {
                         (None, _) => !m.live(now),
                     };
                     let to = if drop { TodoState::Dropped } else { TodoState::Done };
-                    (Op::TodoFinish { todo: TodoId(u64::from(todo) + 1), to, agent: agent.map(|a| agents[usize::from(a)].clone()), epoch }, ok)
+                    (Op::TodoFinish(FinishTodo { todo: TodoId(u64::from(todo) + 1), to, agent: agent.map(|a| agents[usize::from(a)].clone()), epoch }), ok)
                 }
             };
             let result = f.store.apply(op, HUMAN, now);

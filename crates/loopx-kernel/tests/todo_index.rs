@@ -10,6 +10,7 @@ use std::time::Duration;
 use common::{HUMAN, T0, fixture};
 use loopx_kernel::decision::DecisionState;
 use loopx_kernel::model::{Blocks, GateKind, TodoState};
+use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::{AnswerChoice, Applied, NewGate, NewTodo};
 use loopx_kernel::{AgentName, GateId, Op, Snapshot, Timestamp, TodoId, check_consistency};
 use loopx_quota::{AgentView, DecideInput, Decision, DecisionKind, TodoView};
@@ -189,7 +190,7 @@ proptest! {
                     let Some(id) = pick(todo) else { continue };
                     let t = f.store.read(|s| s.todo(id)).expect("read").expect("todo");
                     let (agent, epoch) = t.lease.map(|l| (Some(l.agent), Some(l.epoch))).unwrap_or((None, None));
-                    Some(Op::TodoFinish { todo: id, to: if drop { TodoState::Dropped } else { TodoState::Done }, agent, epoch })
+                    Some(Op::TodoFinish(FinishTodo { todo: id, to: if drop { TodoState::Dropped } else { TodoState::Done }, agent, epoch }))
                 }
                 Step::Gate { todo } => {
                     let Some(id) = pick(todo) else { continue };
@@ -347,12 +348,12 @@ fn indexes_out_of_step_are_found_and_rebuilt() {
     let done = f.todo("Test the parser");
     f.store
         .apply(
-            Op::TodoFinish {
+            Op::TodoFinish(FinishTodo {
                 todo: done,
                 to: TodoState::Done,
                 agent: None,
                 epoch: None,
-            },
+            }),
             HUMAN,
             T0,
         )

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loopx_kernel::model::{EvidenceKind, GateKind, GateState, TodoState};
+use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::{AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff};
 use loopx_kernel::{
     AgentName, Clock, GateId, Op, Project, SharedClock, SliceId, Store, Timestamp, TodoId,
@@ -417,12 +418,12 @@ impl SimHost {
                 epoch,
             }),
             Report::Done => match who.claim {
-                Some((todo, epoch)) => Op::TodoFinish {
+                Some((todo, epoch)) => Op::TodoFinish(FinishTodo {
                     todo,
                     to: TodoState::Done,
                     agent: Some(who.agent.clone()),
                     epoch: Some(epoch),
-                },
+                }),
                 None => return Ok(()),
             },
             Report::Ask => Op::GateAsk(NewGate {

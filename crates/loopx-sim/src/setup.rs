@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use loopx_kernel::model::PermissionLevel;
+use loopx_kernel::store::NewGoal;
 use loopx_kernel::store::NewTodo;
 use loopx_kernel::{Op, Project, Store, Timestamp};
 
@@ -57,14 +58,14 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
             .map_err(|e| fail(&e))?;
     }
     let store = Store::create(&project, now, PERSON).map_err(|e| fail(&e))?;
-    let mut ops = vec![Op::GoalStart {
+    let mut ops = vec![Op::GoalStart(NewGoal {
         id: None,
         objective: "Finish every simulated todo".to_owned(),
         scope: vec![],
         permission: PermissionLevel::WorkspaceWrite,
         share: 1.0,
         isolation: loopx_kernel::model::Isolation::Shared,
-    }];
+    })];
     for agent in &scenario.agents {
         ops.push(Op::AgentAdd {
             name: agent.name.parse().map_err(|e| fail(&e))?,

@@ -18,8 +18,8 @@
 
 use loopx_adapters::PermissionLevel;
 use loopx_kernel::model::{Blocks, Gate, GateKind, GateState, Goal};
-use loopx_kernel::store::{Applied, NewGate};
-use loopx_kernel::{Op, Store, Timestamp};
+use loopx_kernel::store::NewGate;
+use loopx_kernel::{Store, Timestamp};
 use loopx_quota::{Decision, DecisionKind};
 
 use crate::agent::AgentSetup;
@@ -155,11 +155,7 @@ pub(crate) fn permission(
         Verdict::Denied(gate) => return Ok(Permission::Held(denied(&binding, &gate, why))),
         Verdict::Open(gate) => gate,
         Verdict::Unasked => {
-            let op = Op::GateAsk(ask(&binding, &setup.loaded.profile.file, why));
-            let Applied::Gate(gate) = store.apply(op, ACTOR, now)? else {
-                unreachable!("a gate ask yields the gate")
-            };
-            gate
+            store.run(ask(&binding, &setup.loaded.profile.file, why), ACTOR, now)?
         }
     };
     Ok(Permission::Held(asking(&binding, &gate, why)))

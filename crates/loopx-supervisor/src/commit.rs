@@ -425,9 +425,9 @@ fn essentials(
                 || matches!(
                     op,
                     Op::QuotaCharge(_)
-                        | Op::QuotaHold { .. }
+                        | Op::QuotaHold(_)
                         | Op::TodoRelease { .. }
-                        | Op::TodoFinish { .. }
+                        | Op::TodoFinish(_)
                 )
         })
         .map(|(_, op)| op)
@@ -464,7 +464,7 @@ fn summary(
                 loopx_kernel::model::GateKind::Land { .. } => land_gate = Some(g.id.to_string()),
                 _ => violation_gate = Some(g.id.to_string()),
             },
-            (Op::GoalSetStatus { .. }, _, _) => goal_done = true,
+            (Op::GoalSetStatus(_), _, _) => goal_done = true,
             _ => {}
         }
     }
@@ -525,11 +525,7 @@ fn file_sha256(path: &std::path::Path) -> String {
     if std::io::copy(&mut file, &mut hasher).is_err() {
         return String::new();
     }
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(hasher.finalize())
 }
 
 #[cfg(test)]
@@ -537,7 +533,7 @@ mod tests {
     use std::time::Duration;
 
     use loopx_kernel::model::SliceKind;
-    use loopx_kernel::store::{NewSlice, QuotaRequest};
+    use loopx_kernel::store::{Interrupt, NewGoal, NewSlice, QuotaRequest};
 
     use super::*;
 
@@ -566,14 +562,14 @@ mod tests {
         let agent: AgentName = "exec".parse().expect("a name");
         apply(
             &store,
-            Op::GoalStart {
+            Op::GoalStart(NewGoal {
                 id: None,
                 objective: "Ship".into(),
                 scope: vec![],
                 permission: PermissionLevel::WorkspaceWrite,
                 share: 1.0,
                 isolation: loopx_kernel::model::Isolation::Shared,
-            },
+            }),
         );
         apply(
             &store,
@@ -710,13 +706,13 @@ mod tests {
     fn recovered(store: &Store, slice: SliceId) {
         store
             .apply(
-                Op::SliceInterrupt {
+                Op::SliceInterrupt(Interrupt {
                     slice,
                     reason: "its claim lapsed: host h2 stopped renewing it".into(),
                     exit: Some("host gone".into()),
                     output_bytes: 0,
                     usage: None,
-                },
+                }),
                 "loopx:recovery",
                 T0.plus(Duration::from_secs(700)),
             )
@@ -875,14 +871,14 @@ mod tests {
             let agent: AgentName = "exec".parse().expect("a name");
             apply(
                 &store,
-                Op::GoalStart {
+                Op::GoalStart(NewGoal {
                     id: None,
                     objective: "Ship".into(),
                     scope: vec![],
                     permission: PermissionLevel::WorkspaceWrite,
                     share: 1.0,
                     isolation: loopx_kernel::model::Isolation::Shared,
-                },
+                }),
             );
             apply(
                 &store,

@@ -34,8 +34,9 @@
 //!    the slice and its usage are written; a busy or full store is retried. Then the guard is
 //!    disarmed.
 //!
-//! The store is opened per step and never held while the agent runs: other peers (`loopx
-//! status`, the agent's own `loopx` calls) use it meanwhile.
+//! The supervisor keeps one read-write store handle for its run (`store_cache.rs`: opening and
+//! closing redb costs four `fdatasync`s), and holds no transaction while an agent runs: other
+//! peers (`loopx status`, the agent's report channel) use the store meanwhile.
 
 mod agent;
 mod approval;

@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use loopx_adapters::NotifyConfig;
 use loopx_kernel::model::{Blocks, Gate, GateKind};
-use loopx_kernel::store::{Applied, NewGate};
-use loopx_kernel::{Op, Project, Store, Timestamp};
+use loopx_kernel::store::NewGate;
+use loopx_kernel::{Project, Store, Timestamp};
 use serde::Serialize;
 
 use crate::errors::SupervisorError;
@@ -88,11 +88,7 @@ impl Notifier {
         hasher.update(b"loopx-notify-v1\0");
         hasher.update(self.config.command.as_bytes());
         hasher.update(format!("\0{}", self.config.timeout.as_millis()).as_bytes());
-        let hash: String = hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let hash = hex::encode(hasher.finalize());
         format!("approval: notify sha256={hash}")
     }
 
@@ -123,12 +119,7 @@ impl Notifier {
                     blocks: Blocks::Nothing,
                     kind: GateKind::Question,
                 };
-                let Applied::Gate(gate) =
-                    store.apply(Op::GateAsk(ask), crate::approval::ACTOR, now)?
-                else {
-                    unreachable!("a gate ask yields the gate")
-                };
-                Ok(Some(gate))
+                Ok(Some(store.run(ask, crate::approval::ACTOR, now)?))
             }
         }
     }

@@ -5,6 +5,7 @@
 
 use loopx_kernel::limits::{self, bounded};
 use loopx_kernel::model::{Blocks, GateKind, HoldSource};
+use loopx_kernel::store::NewHold;
 use loopx_kernel::store::{NewGate, Op};
 
 use crate::writeback::Finished;
@@ -72,7 +73,7 @@ pub(crate) fn login_gate(f: &Finished<'_>) -> Vec<Op> {
         limits::QUESTION,
     );
     vec![
-        Op::QuotaHold {
+        Op::QuotaHold(NewHold {
             key: account.clone(),
             until: None,
             reason: bounded(
@@ -83,7 +84,7 @@ pub(crate) fn login_gate(f: &Finished<'_>) -> Vec<Op> {
                 limits::SUMMARY,
             ),
             source: HoldSource::Vendor,
-        },
+        }),
         Op::GateAsk(NewGate {
             question,
             options: vec!["retry".to_owned()],

@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use loopx_kernel::model::{ProcessIdentity, SliceRecord};
-use loopx_kernel::store::Applied;
+use loopx_kernel::store::{Interrupt, Interrupted};
 use loopx_kernel::{Conflict, KernelError, Op, Project, Store, Timestamp};
 use serde::Serialize;
 
@@ -223,7 +223,7 @@ fn close(
             swept.survivors
         ));
     }
-    let op = Op::SliceInterrupt {
+    let interrupt = Interrupt {
         slice: slice.id,
         reason,
         exit: Some("supervisor gone".into()),
@@ -232,11 +232,8 @@ fn close(
         usage: None,
     };
     let store = Store::open(project)?;
-    match store.apply(op, "loopx:recovery", world.clock.now()) {
-        Ok(Applied::Interrupted { released, .. }) => {
-            Ok(Some(Recovered::of(slice, owner, swept, released)))
-        }
-        Ok(other) => unreachable!("an interrupt yields the slice, not {other:?}"),
+    match store.run(interrupt, "loopx:recovery", world.clock.now()) {
+        Ok(Interrupted { released, .. }) => Ok(Some(Recovered::of(slice, owner, swept, released))),
         // A peer recovered it between our read and our write.
         Err(KernelError::Conflict(Conflict::SliceEnded { .. })) => Ok(None),
         Err(e) => Err(e.into()),
@@ -253,22 +250,17 @@ fn close_lapsed(
     slice: &SliceRecord,
     why: &str,
 ) -> Result<Option<Recovered>, SupervisorError> {
-    let ops = vec![
-        Op::ClaimLapsed { slice: slice.id },
-        Op::SliceInterrupt {
-            slice: slice.id,
-            reason: why.to_owned(),
-            exit: Some("host gone".into()),
-            output_bytes: 0,
-            usage: None,
-        },
-    ];
+    let interrupt = Interrupt {
+        slice: slice.id,
+        reason: why.to_owned(),
+        exit: Some("host gone".into()),
+        output_bytes: 0,
+        usage: None,
+    };
     let store = Store::open(project)?;
-    let released = match store.apply_all(ops, "loopx:recovery", world.clock.now()) {
-        Ok(applied) => match applied.last() {
-            Some(Applied::Interrupted { released, .. }) => *released,
-            other => unreachable!("an interrupt yields the slice, not {other:?}"),
-        },
+    let lapsed = vec![Op::ClaimLapsed { slice: slice.id }];
+    let released = match store.run_after(lapsed, interrupt, "loopx:recovery", world.clock.now()) {
+        Ok(Interrupted { released, .. }) => released,
         // Renewed meanwhile, or a peer recovered it first.
         Err(KernelError::Conflict(Conflict::ClaimLive { .. } | Conflict::SliceEnded { .. })) => {
             return Ok(None);
@@ -285,7 +277,7 @@ fn close_lapsed(
 #[cfg(test)]
 mod tests {
     use loopx_kernel::model::{PermissionLevel, SliceKind};
-    use loopx_kernel::store::{BeginSlice, NewSlice, QuotaRequest};
+    use loopx_kernel::store::{Applied, BeginSlice, NewGoal, NewSlice, QuotaRequest};
 
     use super::*;
     use crate::slice::process_identity;
@@ -295,14 +287,14 @@ mod tests {
         let agent: loopx_kernel::AgentName = "a".parse().expect("name");
         store
             .apply(
-                Op::GoalStart {
+                Op::GoalStart(NewGoal {
                     id: None,
                     objective: "Ship".into(),
                     scope: vec![],
                     permission: PermissionLevel::WorkspaceWrite,
                     share: 1.0,
                     isolation: loopx_kernel::model::Isolation::Shared,
-                },
+                }),
                 "human:t",
                 Timestamp::now(),
             )

@@ -20,7 +20,9 @@ use loopx_kernel::limits::{self, bounded, clip};
 use loopx_kernel::model::{
     Blocks, EvidenceKind, GateKind, GoalStatus, HoldSource, SliceKind, TodoState,
 };
+use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::{NewEvidence, NewGate, NewHandoff, NewTodo, Op, QuotaRequest, SliceEnd};
+use loopx_kernel::store::{NewHold, SetGoalStatus};
 use loopx_kernel::time::short_duration;
 use loopx_kernel::{AgentName, Invalid, SliceId, Timestamp, TodoId};
 
@@ -188,7 +190,7 @@ fn describe(op: &Op) -> String {
         Op::TodoAdd(t) => format!("the proposed todo `{}`", clip(&t.title, 80)),
         Op::EvidenceAdd(e) => format!("the evidence `{}`", clip(&e.summary, 80)),
         Op::GateAsk(g) => format!("the question `{}`", clip(&g.question, 80)),
-        Op::GoalSetStatus { .. } => "marking the goal done".to_owned(),
+        Op::GoalSetStatus(_) => "marking the goal done".to_owned(),
         other => format!("{other:?}"),
     }
 }
@@ -458,21 +460,21 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     let proposed = wb.parts.iter().any(|p| p.item == Some(Item::Todo));
     if f.kind == SliceKind::Plan && reported_done && !proposed {
         wb.parts.push(Part {
-            op: Op::GoalSetStatus {
+            op: Op::GoalSetStatus(SetGoalStatus {
                 goal: None,
                 to: GoalStatus::Done,
-            },
+            }),
             item: Some(Item::GoalDone),
         });
     }
     if let (Some(todo), Some(epoch), false) = (f.todo, f.epoch, done_by_agent) {
         wb.parts.push(core(if todo_done {
-            Op::TodoFinish {
+            Op::TodoFinish(FinishTodo {
                 todo,
                 to: TodoState::Done,
                 agent: Some(f.agent.clone()),
                 epoch: Some(epoch),
-            }
+            })
         } else {
             Op::TodoRelease {
                 todo,
@@ -545,12 +547,12 @@ fn hold(f: &Finished<'_>) -> Option<(Op, Timestamp)> {
             short_duration(backoff)
         ),
     };
-    let op = Op::QuotaHold {
+    let op = Op::QuotaHold(NewHold {
         key: f.quota.account.clone(),
         until: Some(until),
         reason,
         source: HoldSource::Vendor,
-    };
+    });
     Some((op, until))
 }
 
@@ -904,11 +906,11 @@ mod tests {
         );
         assert!(matches!(
             wb.ops().last(),
-            Some(Op::TodoFinish {
+            Some(Op::TodoFinish(FinishTodo {
                 to: TodoState::Done,
                 epoch: Some(3),
                 ..
-            })
+            }))
         ));
         let charge = wb.ops().into_iter().find_map(|op| match op {
             Op::QuotaCharge(req) => Some(req),
@@ -928,10 +930,10 @@ mod tests {
             wb.ops().iter().any(|op| {
                 matches!(
                     op,
-                    Op::GoalSetStatus {
+                    Op::GoalSetStatus(SetGoalStatus {
                         to: GoalStatus::Done,
                         ..
-                    }
+                    })
                 )
             })
         };
@@ -999,7 +1001,7 @@ mod tests {
         assert!(
             !wb.ops()
                 .iter()
-                .any(|op| matches!(op, Op::TodoRelease { .. } | Op::TodoFinish { .. })),
+                .any(|op| matches!(op, Op::TodoRelease { .. } | Op::TodoFinish(_))),
             "{:?}",
             wb.ops()
         );
@@ -1108,7 +1110,7 @@ mod tests {
         assert_eq!(wb.hold_until, Some(Timestamp(86_400_000)));
         assert!(wb.ops().iter().any(|op| matches!(
             op,
-            Op::QuotaHold { key, source: HoldSource::Vendor, .. } if key == "demo"
+            Op::QuotaHold(NewHold { key, source: HoldSource::Vendor, .. }) if key == "demo"
         )));
         assert!(matches!(wb.ops().last(), Some(Op::TodoRelease { .. })));
     }
@@ -1121,9 +1123,9 @@ mod tests {
         let until = Timestamp(3_000).plus(UNKNOWN_RESET_BACKOFF);
         assert_eq!(wb.hold_until, Some(until));
         let reason = wb.ops().into_iter().find_map(|op| match op {
-            Op::QuotaHold {
+            Op::QuotaHold(NewHold {
                 reason, until: u, ..
-            } if u == Some(until) => Some(reason),
+            }) if u == Some(until) => Some(reason),
             _ => None,
         });
         assert!(
@@ -1154,7 +1156,7 @@ mod tests {
         let ops = wb.ops();
         assert!(ops.iter().any(|op| matches!(
             op,
-            Op::QuotaHold { key, until: None, .. } if key == "demo"
+            Op::QuotaHold(NewHold { key, until: None, .. }) if key == "demo"
         )));
         let gate = ops
             .iter()
@@ -1263,7 +1265,7 @@ mod tests {
         let until = Timestamp(3_000).plus(UNKNOWN_RESET_BACKOFF * 2);
         assert_eq!(wb.hold_until, Some(until));
         let reason = wb.ops().into_iter().find_map(|op| match op {
-            Op::QuotaHold { reason, .. } => Some(reason),
+            Op::QuotaHold(NewHold { reason, .. }) => Some(reason),
             _ => None,
         });
         assert!(

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use loopx_kernel::model::{PermissionLevel, TodoState};
+use loopx_kernel::store::NewGoal;
 use loopx_kernel::store::NewTodo;
 use loopx_kernel::{Op, Project, Store, Timestamp};
 use loopx_supervisor::{Once, RunOnce, Shutdown, Step, run_once};
@@ -33,14 +34,14 @@ fn project(dir: &Path) -> Project {
     )
     .expect("profile");
     for op in [
-        Op::GoalStart {
+        Op::GoalStart(NewGoal {
             id: None,
             objective: "Tidy the docs".into(),
             scope: vec![],
             permission: PermissionLevel::WorkspaceWrite,
             share: 1.0,
             isolation: loopx_kernel::model::Isolation::Shared,
-        },
+        }),
         Op::AgentAdd {
             name: "a".parse().expect("a name"),
             profile: "a".into(),

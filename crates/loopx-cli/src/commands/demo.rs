@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use loopx_kernel::model::Isolation;
+use loopx_kernel::store::NewGoal;
 use loopx_kernel::store::{AnswerChoice, Applied};
 use loopx_kernel::{AgentName, Op, Project, Store, Timestamp};
 use loopx_supervisor::{EndReason, OnGate, RunEvent, RunLoop, Shutdown};
@@ -165,14 +166,14 @@ fn setup(ctx: &Ctx, project: &Project) -> Result<(), ExpectedError> {
     };
     store.apply_all(
         vec![
-            Op::GoalStart {
+            Op::GoalStart(NewGoal {
                 id: None,
                 objective: GOAL.to_owned(),
                 scope: vec![],
                 permission: loopx_kernel::model::PermissionLevel::WorkspaceWrite,
                 share: 1.0,
                 isolation: isolation(project.root()),
-            },
+            }),
             agent("executor", "demo", "executor")?,
             agent("reviewer", "demo-reviewer", "reviewer")?,
         ],

@@ -4,8 +4,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use loopx_kernel::model::{Evidence, FileRef, Handoff};
-use loopx_kernel::store::{Applied, NewEvidence, NewHandoff};
-use loopx_kernel::{Invalid, Op, SliceId, TodoId};
+use loopx_kernel::store::{NewEvidence, NewHandoff};
+use loopx_kernel::{Invalid, SliceId, TodoId};
 use sha2::{Digest, Sha256};
 
 use super::id;
@@ -35,11 +35,7 @@ pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
                 slice: current_slice(),
             };
             let store = ctx.store()?;
-            let Applied::Evidence(evidence) =
-                store.apply(Op::EvidenceAdd(new), &ctx.actor(), ctx.now())?
-            else {
-                unreachable!("evidence add yields evidence")
-            };
+            let evidence = store.run(new, &ctx.actor(), ctx.now())?;
             show_evidence(ctx, &evidence)
         }
         EvidenceCommand::List { todo, limit } => {
@@ -74,11 +70,7 @@ pub fn handoff(ctx: &mut Ctx, args: HandoffArgs) -> Result<(), ExpectedError> {
             slice: current_slice(),
         };
         let store = ctx.store()?;
-        let Applied::Handoff(handoff) =
-            store.apply(Op::HandoffAdd(new), &ctx.actor(), ctx.now())?
-        else {
-            unreachable!("handoff write yields a handoff")
-        };
+        let handoff = store.run(new, &ctx.actor(), ctx.now())?;
         return show_handoff(ctx, &handoff);
     }
     let todo: Option<TodoId> = args.todo.as_deref().map(id).transpose()?;
@@ -161,11 +153,7 @@ fn file_ref(root: &Path, path: &PathBuf) -> Result<FileRef, ExpectedError> {
         .unwrap_or(&absolute)
         .display()
         .to_string();
-    let sha256 = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let sha256 = hex::encode(hasher.finalize());
     Ok(FileRef {
         path: shown,
         sha256,

@@ -1,14 +1,12 @@
 //! `loopx goal start|list|show|pause|resume|done`.
 
-use loopx_kernel::model::{GoalStatus, Isolation};
-
-use crate::args::IsolationMode;
-use loopx_kernel::store::Applied;
-use loopx_kernel::{GoalId, Op};
+use loopx_kernel::GoalId;
+use loopx_kernel::model::{Goal, GoalStatus, Isolation};
+use loopx_kernel::store::{NewGoal, SetGoalStatus};
 use loopx_supervisor::worktree::{Repo, short};
 
 use super::id;
-use crate::args::GoalCommand;
+use crate::args::{GoalCommand, IsolationMode};
 use crate::context::Ctx;
 use crate::errors::ExpectedError;
 use crate::output::{document, views};
@@ -30,8 +28,8 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
             // another goal took it meanwhile.
             let next = store.read(|s| s.next_goal_id())?;
             let (isolation, repo) = isolation_for(&root, isolation, from_head, next)?;
-            let applied = store.apply(
-                Op::GoalStart {
+            let goal = store.run(
+                NewGoal {
                     id: Some(next),
                     objective,
                     scope,
@@ -42,14 +40,14 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
                 &ctx.actor(),
                 ctx.now(),
             )?;
-            let branch = match (&applied, &repo, &isolation) {
-                (Applied::Goal(goal), Some(repo), Isolation::Worktree { base }) => {
+            let branch = match (&repo, &isolation) {
+                (Some(repo), Isolation::Worktree { base }) => {
                     loopx_supervisor::worktree::ignore_worktrees(&root);
                     repo.start_integration(goal.id, base).err()
                 }
                 _ => None,
             };
-            show_applied(ctx, applied, "Started")?;
+            show_goal(ctx, &goal, "Started")?;
             if let Some(why) = branch {
                 // The goal exists; its first claim makes the branch, or fails saying why.
                 ctx.line(format!("warning: {why}"))?;
@@ -108,13 +106,13 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
     };
     let goal = target.as_deref().map(id::<GoalId>).transpose()?;
     let store = ctx.store()?;
-    let applied = store.apply(Op::GoalSetStatus { goal, to }, &ctx.actor(), ctx.now())?;
+    let goal = store.run(SetGoalStatus { goal, to }, &ctx.actor(), ctx.now())?;
     let verb = match to {
         GoalStatus::Paused => "Paused",
         GoalStatus::Active => "Resumed",
         _ => "Finished",
     };
-    show_applied(ctx, applied, verb)
+    show_goal(ctx, &goal, verb)
 }
 
 /// Where a new goal's agents work, and the repository when they work in worktrees: a git
@@ -178,12 +176,9 @@ fn isolation_for(
     Ok((Isolation::Worktree { base }, Some(repo)))
 }
 
-fn show_applied(ctx: &mut Ctx, applied: Applied, verb: &str) -> Result<(), ExpectedError> {
-    let Applied::Goal(goal) = applied else {
-        unreachable!("goal operations yield a goal")
-    };
+fn show_goal(ctx: &mut Ctx, goal: &Goal, verb: &str) -> Result<(), ExpectedError> {
     if ctx.json {
-        return ctx.json_out(&document("goal", &goal));
+        return ctx.json_out(&document("goal", goal));
     }
     ctx.line(format!("{verb} goal {}: {}", goal.id, goal.objective))?;
     if let Isolation::Worktree { base } = &goal.isolation {
@@ -195,7 +190,7 @@ fn show_applied(ctx: &mut Ctx, applied: Applied, verb: &str) -> Result<(), Expec
                 short(base)
             ))?,
             GoalStatus::Done => {
-                for line in merge_hint(&goal) {
+                for line in merge_hint(goal) {
                     ctx.line(line)?;
                 }
             }

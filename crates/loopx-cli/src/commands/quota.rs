@@ -7,6 +7,7 @@
 use loopx_kernel::decision::DecisionState;
 use loopx_kernel::model::{Agent, HoldSource, QuotaHold};
 use loopx_kernel::store::{Applied, QuotaRequest};
+use loopx_kernel::store::{NewHold, NewSpend};
 use loopx_kernel::{AgentName, Invalid, Op, Timestamp};
 use loopx_quota::{AgentView, Decision, DecisionKind, Pacing, WindowLimit, WindowState};
 use serde::Serialize;
@@ -97,15 +98,13 @@ fn hold(
     reason: String,
 ) -> Result<(), ExpectedError> {
     let store = ctx.store()?;
-    let op = Op::QuotaHold {
+    let new = NewHold {
         key,
         until,
         reason,
         source: HoldSource::Manual,
     };
-    let Applied::Hold(hold) = store.apply(op, &ctx.actor(), ctx.now())? else {
-        unreachable!("hold yields a hold")
-    };
+    let hold = store.run(new, &ctx.actor(), ctx.now())?;
     if ctx.json {
         return ctx.json_out(&document("hold", &hold));
     }
@@ -292,14 +291,12 @@ fn spend(
         cost_usd: cost,
         busy,
     };
-    let op = if charge {
-        Op::QuotaCharge(req)
+    let new = if charge {
+        NewSpend::Charge(req)
     } else {
-        Op::QuotaAdmit(req)
+        NewSpend::Admit(req)
     };
-    let Applied::Spend(spend) = store.apply(op, &ctx.actor(), now)? else {
-        unreachable!("spend yields a spend")
-    };
+    let spend = store.run(new, &ctx.actor(), now)?;
     if ctx.json {
         return ctx.json_out(&document("spend", &spend));
     }

@@ -1,6 +1,7 @@
 //! `loopx todo add|list|show|claim|renew|release|done|drop`.
 
 use loopx_kernel::model::{Todo, TodoState};
+use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::{Applied, NewTodo};
 use loopx_kernel::{AgentName, Invalid, Op, TodoId};
 
@@ -176,16 +177,15 @@ fn finish(ctx: &mut Ctx, args: FinishArgs, to: TodoState) -> Result<(), Expected
             epoch: None,
         }));
     }
-    ops.push(Op::TodoFinish {
+    let finish = FinishTodo {
         todo: tid,
         to,
         agent,
         epoch: args.epoch,
-    });
-    let applied = ctx.store()?.apply_all(ops, &ctx.actor(), ctx.now())?;
-    let Some(Applied::Todo(todo)) = applied.into_iter().last() else {
-        unreachable!("a todo finish yields the todo")
     };
+    let todo = ctx
+        .store()?
+        .run_after(ops, finish, &ctx.actor(), ctx.now())?;
     if let Some((goal, _)) = &worktree_goal {
         // Done or dropped: its worktree goes, its branch stays.
         let root = ctx.project()?.root().to_path_buf();

@@ -314,7 +314,7 @@ impl<W: Write> Stream<W> {
         let mut b = self.next_bytes();
         b[6] = (b[6] & 0x0f) | 0x40;
         b[8] = (b[8] & 0x3f) | 0x80;
-        let hex = hex(&b[..16]);
+        let hex = hex::encode(&b[..16]);
         format!(
             "{}-{}-{}-{}-{}",
             &hex[..8],
@@ -326,10 +326,6 @@ impl<W: Write> Stream<W> {
     }
 
     fn short_id(&mut self) -> String {
-        hex(&self.next_bytes()[..10])
+        hex::encode(&self.next_bytes()[..10])
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

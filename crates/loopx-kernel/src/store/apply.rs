@@ -8,9 +8,12 @@ mod op;
 pub mod quota;
 mod slice;
 mod todo;
+mod typed;
 
 pub use agent::AgentChange;
 pub use op::{
-    AnswerChoice, Applied, BatchError, BeginSlice, NewEvidence, NewGate, NewHandoff, NewSlice,
-    NewTodo, Op, SLICE_PLACEHOLDER, SliceEnd,
+    AnswerChoice, Applied, BatchError, BeginSlice, FinishTodo, Interrupt, NewEvidence, NewGate,
+    NewGoal, NewHandoff, NewHold, NewSlice, NewTodo, Op, SLICE_PLACEHOLDER, SetGoalStatus,
+    SliceEnd,
 };
+pub use typed::{Begun, Interrupted, NewSpend, TypedOp};

@@ -45,8 +45,7 @@ fn digest(kv: &dyn KvRead) -> Result<Summary, KernelError> {
     for table in Table::ALL {
         tables.push((table.name(), digest_table(kv, table, &mut hash)?));
     }
-    let hex = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    Ok((tables, hex))
+    Ok((tables, hex::encode(hash.finalize())))
 }
 
 impl Store {

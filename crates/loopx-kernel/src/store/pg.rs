@@ -203,8 +203,7 @@ fn error(shown: &std::path::Path, e: postgres::Error, waited: Option<Instant>) -
 fn channel_of(schema: &str) -> String {
     use sha2::Digest;
     let digest = sha2::Sha256::digest(schema.as_bytes());
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    format!("loopx_{hex}")
+    format!("loopx_{}", hex::encode(&digest[..8]))
 }
 
 /// A project's store on PostgreSQL: where it is and how to reach it.

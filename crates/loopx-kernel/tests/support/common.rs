@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use loopx_kernel::model::{PermissionLevel, Todo};
+use loopx_kernel::store::NewGoal;
 use loopx_kernel::store::{Applied, NewTodo};
 use loopx_kernel::{AgentName, Op, Project, Store, Timestamp, TodoId};
 
@@ -34,14 +35,14 @@ impl Fixture {
     pub fn goal(&self) {
         self.store
             .apply(
-                Op::GoalStart {
+                Op::GoalStart(NewGoal {
                     id: None,
                     objective: "Ship it".into(),
                     scope: vec![],
                     permission: PermissionLevel::WorkspaceWrite,
                     share: 1.0,
                     isolation: loopx_kernel::model::Isolation::Shared,
-                },
+                }),
                 HUMAN,
                 T0,
             )

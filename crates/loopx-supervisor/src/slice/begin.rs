@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use loopx_adapters::{LaunchContext, LaunchPlan, render_launch, render_prompt};
 use loopx_kernel::model::{SliceRecord, Todo};
-use loopx_kernel::store::{Applied, BeginSlice, NewSlice, SLICE_PLACEHOLDER};
-use loopx_kernel::{Conflict, KernelError, Op};
+use loopx_kernel::store::{BeginSlice, NewSlice, SLICE_PLACEHOLDER};
+use loopx_kernel::{Conflict, KernelError};
 
 use super::decide::{Decided, How};
 use super::guard::{Beginning, SliceGuard};
@@ -91,12 +91,9 @@ impl Decided {
             admit: setup.quota_request(0, 0.0, None),
         };
         let beginning = Beginning::start();
-        let begun = self
-            .store
-            .apply(Op::SliceBegin(begin), &actor(setup), req.world.clock.now());
+        let begun = self.store.run(begin, &actor(setup), req.world.clock.now());
         let (record, took_claim) = match begun {
-            Ok(Applied::SliceBegun { slice, took_claim }) => (slice, took_claim),
-            Ok(other) => unreachable!("a slice begin yields the slice, not {other:?}"),
+            Ok(loopx_kernel::store::Begun { slice, took_claim }) => (slice, took_claim),
             Err(KernelError::Conflict(Conflict::QuotaBlocked { until, reason })) => {
                 return Ok(Began::Not(Box::new(Once::Refused {
                     agent: setup.agent.name.to_string(),

@@ -6,8 +6,8 @@ use loopx_kernel::decision::{DecisionState, SharedState};
 use loopx_kernel::model::{
     BUDGET_OPTIONS, Blocks, GOAL_MET_OPTIONS, GateKind, Goal, GoalStatus, STALL_OPTIONS, SliceKind,
 };
-use loopx_kernel::store::{Applied, NewGate};
-use loopx_kernel::{KernelError, Op, Store, Timestamp, TodoId};
+use loopx_kernel::store::NewGate;
+use loopx_kernel::{KernelError, Store, Timestamp, TodoId};
 use loopx_quota::{Decision, DecisionKind};
 
 use super::guard::ACTOR;
@@ -255,8 +255,6 @@ fn ask(
     gate: NewGate,
     now: Timestamp,
 ) -> Result<Option<(String, String)>, SupervisorError> {
-    let Applied::Gate(gate) = store.apply(Op::GateAsk(gate), ACTOR, now)? else {
-        unreachable!("a gate ask yields the gate")
-    };
+    let gate = store.run(gate, ACTOR, now)?;
     Ok(Some((gate.id.to_string(), gate.question)))
 }

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use loopx_kernel::store::Interrupt;
 use loopx_kernel::store::QuotaRequest;
 use loopx_kernel::{
     Clock, Conflict, KernelError, Op, Project, SharedClock, SliceId, Store, StoreError,
@@ -152,12 +153,14 @@ impl SliceGuard {
     /// Records the slice `interrupted` (with its claim released), retrying while the store
     /// is busy or full, for at most the guard's patience. `Ok` also when someone else ended it.
     fn close(&self, reason: &str) -> Result<(), KernelError> {
-        let op = |usage: Option<QuotaRequest>| Op::SliceInterrupt {
-            slice: self.slice,
-            reason: reason.to_owned(),
-            exit: self.exit.clone(),
-            output_bytes: self.output_bytes,
-            usage,
+        let op = |usage: Option<QuotaRequest>| {
+            Op::SliceInterrupt(Interrupt {
+                slice: self.slice,
+                reason: reason.to_owned(),
+                exit: self.exit.clone(),
+                output_bytes: self.output_bytes,
+                usage,
+            })
         };
         let apply = |op: Op| Store::open(&self.project)?.apply(op, ACTOR, self.clock.now());
         let mut ended = retrying(&*self.clock, self.patience, || {

@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use loopx_kernel::model::{Goal, Todo};
+use loopx_kernel::store::FinishTodo;
 use loopx_kernel::{Op, TodoId};
 use loopx_pty::{Sandbox, SandboxSupport};
 
@@ -108,12 +109,12 @@ pub fn land_kept(root: &Path, loopx_exe: &Path, goal: &Goal, todo: &Todo) -> (St
         epoch: None,
     })];
     if landed {
-        ops.push(Op::TodoFinish {
+        ops.push(Op::TodoFinish(FinishTodo {
             todo: todo.id,
             to: TodoState::Done,
             agent: None,
             epoch: None,
-        });
+        }));
     }
     (said, ops)
 }

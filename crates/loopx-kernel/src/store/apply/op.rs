@@ -15,6 +15,62 @@ use crate::store::Store;
 use crate::store::writer::Writer;
 use crate::time::Timestamp;
 
+/// Ends a running slice as `interrupted`, with evidence saying why, and releases its claim if
+/// it still holds it: what a slice that could not finish normally leaves (its supervisor
+/// failed, was stopped, or died).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interrupt {
+    pub slice: SliceId,
+    pub reason: String,
+    pub exit: Option<String>,
+    pub output_bytes: u64,
+    /// The usage the slice spent, when known: charged (and recorded on the slice) in the same
+    /// transaction, so an interrupted slice's tokens still count against its windows.
+    pub usage: Option<super::quota::QuotaRequest>,
+}
+
+/// A todo done or dropped. Without an epoch only an unclaimed (or expired) todo may be
+/// finished.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishTodo {
+    pub todo: TodoId,
+    pub to: TodoState,
+    pub agent: Option<AgentName>,
+    pub epoch: Option<u64>,
+}
+
+/// A new goal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewGoal {
+    /// The id the caller expects the goal to take ([`Snapshot::next_goal_id`]), when it named
+    /// something after it first; refused if another goal took it meanwhile.
+    ///
+    /// [`Snapshot::next_goal_id`]: crate::Snapshot::next_goal_id
+    pub id: Option<GoalId>,
+    pub objective: String,
+    pub scope: Vec<String>,
+    pub permission: PermissionLevel,
+    pub share: f64,
+    pub isolation: crate::model::Isolation,
+}
+
+/// A goal paused, resumed or done.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetGoalStatus {
+    /// `None` acts on the current goal.
+    pub goal: Option<GoalId>,
+    pub to: GoalStatus,
+}
+
+/// A hold on an account (or `agent:<name>`) until a time, or until resumed (`until: None`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewHold {
+    pub key: String,
+    pub until: Option<Timestamp>,
+    pub reason: String,
+    pub source: crate::model::HoldSource,
+}
+
 /// A new todo.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewTodo {
@@ -253,23 +309,8 @@ pub struct SliceEnd {
 /// Every change the kernel accepts.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
-    GoalStart {
-        /// The id the caller expects the goal to take ([`Snapshot::next_goal_id`]), when it
-        /// named something after it first; refused if another goal took it meanwhile.
-        ///
-        /// [`Snapshot::next_goal_id`]: crate::Snapshot::next_goal_id
-        id: Option<GoalId>,
-        objective: String,
-        scope: Vec<String>,
-        permission: PermissionLevel,
-        share: f64,
-        isolation: crate::model::Isolation,
-    },
-    /// `None` acts on the current goal.
-    GoalSetStatus {
-        goal: Option<GoalId>,
-        to: GoalStatus,
-    },
+    GoalStart(NewGoal),
+    GoalSetStatus(SetGoalStatus),
     TodoAdd(NewTodo),
     TodoClaim {
         todo: TodoId,
@@ -287,13 +328,7 @@ pub enum Op {
         agent: AgentName,
         epoch: u64,
     },
-    /// Done or dropped. Without an epoch only an unclaimed (or expired) todo may be finished.
-    TodoFinish {
-        todo: TodoId,
-        to: TodoState,
-        agent: Option<AgentName>,
-        epoch: Option<u64>,
-    },
+    TodoFinish(FinishTodo),
     GateAsk(NewGate),
     /// `slice` is the slice the answer comes from, if any: such answers are refused. `note`
     /// is guidance a person adds to an option (`loopx gate answer q3 1 --note "…"`), passed
@@ -337,18 +372,7 @@ pub enum Op {
     },
     /// Claim, admit and record a slice at once (see [`BeginSlice`]).
     SliceBegin(BeginSlice),
-    /// Ends a running slice as `interrupted`, with evidence saying why, and releases its claim
-    /// if it still holds it: what a slice that could not finish normally leaves (its
-    /// supervisor failed, was stopped, or died).
-    SliceInterrupt {
-        slice: SliceId,
-        reason: String,
-        exit: Option<String>,
-        output_bytes: u64,
-        /// The usage the slice spent, when known: charged (and recorded on the slice) in the
-        /// same transaction, so an interrupted slice's tokens still count against its windows.
-        usage: Option<super::quota::QuotaRequest>,
-    },
+    SliceInterrupt(Interrupt),
     /// Refuses unless `slice` is running, runs `agent`, works under exactly this claim, and
     /// the claim's epoch is still current; writes nothing. The first operation of a batch an
     /// agent writes from inside its slice (`loopx report`), so the check and the writes are one
@@ -370,13 +394,7 @@ pub enum Op {
     QuotaAdmit(super::quota::QuotaRequest),
     /// Record usage known after a slice ran (may overspend: the excess becomes debt).
     QuotaCharge(super::quota::QuotaRequest),
-    /// Hold an account (or `agent:<name>`) until a time, or until resumed (`until: None`).
-    QuotaHold {
-        key: String,
-        until: Option<Timestamp>,
-        reason: String,
-        source: crate::model::HoldSource,
-    },
+    QuotaHold(NewHold),
     /// Lift the holds on a key, or every hold.
     QuotaResume {
         key: Option<String>,
@@ -416,11 +434,11 @@ impl Op {
         match self {
             Op::TodoRenew { .. } => "renew",
             Op::TodoRelease { .. } => "release",
-            Op::TodoFinish {
+            Op::TodoFinish(FinishTodo {
                 to: TodoState::Dropped,
                 ..
-            } => "drop",
-            Op::TodoFinish { .. } => "done",
+            }) => "drop",
+            Op::TodoFinish(_) => "done",
             Op::SliceStart(_) | Op::SliceBegin(_) => "slice start",
             Op::InSlice { .. } => "report",
             Op::ClaimLapsed { .. } => "recover",
@@ -432,9 +450,9 @@ impl Op {
     fn redact(&mut self, r: &Redactor) {
         let all = |texts: &mut Vec<String>| texts.iter_mut().for_each(|t| r.redact_in_place(t));
         match self {
-            Op::GoalStart {
+            Op::GoalStart(NewGoal {
                 objective, scope, ..
-            } => {
+            }) => {
                 r.redact_in_place(objective);
                 all(scope);
             }
@@ -476,7 +494,7 @@ impl Op {
             }
             Op::SliceStart(new) => all(&mut new.argv),
             Op::SliceBegin(begin) => all(&mut begin.slice.argv),
-            Op::SliceInterrupt { reason, exit, .. } => {
+            Op::SliceInterrupt(Interrupt { reason, exit, .. }) => {
                 r.redact_in_place(reason);
                 if let Some(exit) = exit {
                     r.redact_in_place(exit);
@@ -487,11 +505,11 @@ impl Op {
                     r.redact_in_place(exit);
                 }
             }
-            Op::GoalSetStatus { .. }
+            Op::GoalSetStatus(_)
             | Op::TodoClaim { .. }
             | Op::TodoRenew { .. }
             | Op::TodoRelease { .. }
-            | Op::TodoFinish { .. }
+            | Op::TodoFinish(_)
             | Op::GateWithdraw { .. }
             | Op::AgentRemove { .. }
             | Op::SliceSpawned { .. }
@@ -500,24 +518,24 @@ impl Op {
             | Op::QuotaAdmit(_)
             | Op::QuotaCharge(_)
             | Op::QuotaResume { .. } => {}
-            Op::QuotaHold { reason, .. } => r.redact_in_place(reason),
+            Op::QuotaHold(NewHold { reason, .. }) => r.redact_in_place(reason),
         }
     }
 }
 
 fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
     match op {
-        Op::GoalStart {
+        Op::GoalStart(NewGoal {
             id,
             objective,
             scope,
             permission,
             share,
             isolation,
-        } => entities::goal_start(w, id, objective, scope, permission, share, isolation),
-        Op::GoalSetStatus { goal, to } => entities::goal_set_status(w, goal, to),
+        }) => entities::goal_start(w, id, objective, scope, permission, share, isolation),
+        Op::GoalSetStatus(SetGoalStatus { goal, to }) => entities::goal_set_status(w, goal, to),
         Op::TodoAdd(new) => todo::add(w, new),
-        Op::TodoClaim { todo, agent, ttl } => todo::claim(w, todo, &agent, ttl),
+        Op::TodoClaim { todo, agent, ttl } => todo::claim(w, todo, &agent, ttl).map(Applied::Todo),
         Op::TodoRenew {
             todo,
             agent,
@@ -525,12 +543,12 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             ttl,
         } => todo::renew(w, todo, &agent, epoch, ttl),
         Op::TodoRelease { todo, agent, epoch } => todo::release(w, todo, &agent, epoch),
-        Op::TodoFinish {
+        Op::TodoFinish(FinishTodo {
             todo,
             to,
             agent,
             epoch,
-        } => todo::finish(w, todo, to, agent.as_ref(), epoch),
+        }) => todo::finish(w, todo, to, agent.as_ref(), epoch),
         Op::GateAsk(new) => entities::gate_ask(w, new),
         Op::GateAnswer {
             gate,
@@ -549,21 +567,21 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
         } => super::agent::add(w, name, profile, capabilities, role),
         Op::AgentSet { name, change } => super::agent::set(w, name, change),
         Op::AgentRemove { name } => super::agent::remove(w, name),
-        Op::SliceStart(new) => slice::start(w, new),
+        Op::SliceStart(new) => slice::start(w, new).map(Applied::Slice),
         Op::SliceBegin(begin) => slice::begin(w, begin),
         Op::SliceSpawned {
             slice,
             process,
             containment,
         } => slice::spawned(w, slice, process, containment),
-        Op::SliceEnd { slice, end } => slice::end(w, slice, end),
-        Op::SliceInterrupt {
+        Op::SliceEnd { slice, end } => slice::end(w, slice, end).map(Applied::Slice),
+        Op::SliceInterrupt(Interrupt {
             slice,
             reason,
             exit,
             output_bytes,
             usage,
-        } => slice::interrupt(w, slice, reason, exit, output_bytes, usage),
+        }) => slice::interrupt(w, slice, reason, exit, output_bytes, usage),
         Op::InSlice {
             slice,
             agent,
@@ -573,12 +591,12 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
         Op::ClaimLapsed { slice } => slice::claim_lapsed(w, slice),
         Op::QuotaAdmit(req) => super::quota::spend(w, req, true),
         Op::QuotaCharge(req) => super::quota::spend(w, req, false),
-        Op::QuotaHold {
+        Op::QuotaHold(NewHold {
             key,
             until,
             reason,
             source,
-        } => super::quota::hold(w, key, until, reason, source),
+        }) => super::quota::hold(w, key, until, reason, source),
         Op::QuotaResume { key } => super::quota::resume(w, key),
     }
 }

@@ -43,10 +43,7 @@ pub(super) fn begin(w: &Writer<'_>, begin: BeginSlice) -> Result<Applied, Kernel
                 super::todo::refuse_gated(w, id, &slice.agent)?;
                 Some(todo.epoch)
             } else {
-                let Applied::Todo(claimed) = super::todo::claim(w, id, &slice.agent, claim_ttl)?
-                else {
-                    unreachable!("a claim yields the todo")
-                };
+                let claimed = super::todo::claim(w, id, &slice.agent, claim_ttl)?;
                 took_claim = true;
                 Some(claimed.epoch)
             }
@@ -54,16 +51,14 @@ pub(super) fn begin(w: &Writer<'_>, begin: BeginSlice) -> Result<Applied, Kernel
         None => None,
     };
     super::quota::spend(w, admit, true)?;
-    let Applied::Slice(record) = start(w, slice)? else {
-        unreachable!("a slice start yields the slice")
-    };
+    let record = start(w, slice)?;
     Ok(Applied::SliceBegun {
         slice: record,
         took_claim,
     })
 }
 
-pub(super) fn start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, KernelError> {
+pub(super) fn start(w: &Writer<'_>, new: NewSlice) -> Result<SliceRecord, KernelError> {
     if w.agent(new.agent.as_str())?.is_none() {
         return Err(Invalid::NotFound {
             what: "agent",
@@ -127,7 +122,7 @@ pub(super) fn start(w: &Writer<'_>, new: NewSlice) -> Result<Applied, KernelErro
         epoch: record.epoch,
         kind: record.kind,
     })?;
-    Ok(Applied::Slice(record))
+    Ok(record)
 }
 
 /// A slice works on an active goal: its todo's (`todo_goal`), or for a planning slice the
@@ -213,7 +208,7 @@ pub(super) fn spawned(
     Ok(Applied::Slice(record))
 }
 
-pub(super) fn end(w: &Writer<'_>, id: SliceId, end: SliceEnd) -> Result<Applied, KernelError> {
+pub(super) fn end(w: &Writer<'_>, id: SliceId, end: SliceEnd) -> Result<SliceRecord, KernelError> {
     let mut record = running_slice(w, id)?;
     record.ended_at = Some(w.now);
     record.outcome = Some(end.outcome);
@@ -237,7 +232,7 @@ pub(super) fn end(w: &Writer<'_>, id: SliceId, end: SliceEnd) -> Result<Applied,
         slice: id,
         outcome: end.outcome.to_string(),
     })?;
-    Ok(Applied::Slice(record))
+    Ok(record)
 }
 
 /// Ends a running slice as `interrupted` with evidence of why, and releases its claim when it
@@ -250,7 +245,7 @@ pub(super) fn interrupt(
     output_bytes: u64,
     usage: Option<super::quota::QuotaRequest>,
 ) -> Result<Applied, KernelError> {
-    let Applied::Slice(ended) = end(
+    let ended = end(
         w,
         id,
         SliceEnd {
@@ -262,10 +257,7 @@ pub(super) fn interrupt(
             output_bytes,
             log_sha256: String::new(),
         },
-    )?
-    else {
-        unreachable!("a slice end yields the slice")
-    };
+    )?;
     if let Some(usage) = usage {
         super::quota::spend(w, usage, false)?;
     }

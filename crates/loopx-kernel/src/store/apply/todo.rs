@@ -100,7 +100,7 @@ pub(super) fn claim(
     id: TodoId,
     agent: &AgentName,
     ttl: Duration,
-) -> Result<Applied, KernelError> {
+) -> Result<Todo, KernelError> {
     check_ttl(ttl)?;
     let mut todo: Todo = w.require(tables::TODOS, id.0, "todo", id)?;
     let Some(registered) = w.agent(agent.as_str())? else {
@@ -185,7 +185,7 @@ pub(super) fn claim(
         expires_at,
         reclaimed_from,
     })?;
-    Ok(Applied::Todo(todo))
+    Ok(todo)
 }
 
 /// `id` is held by another live claim.

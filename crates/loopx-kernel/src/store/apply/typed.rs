@@ -1,0 +1,168 @@
+//! Operations with one kind of result. [`Store::run`] hands that result back typed, so that no
+//! caller matches an [`Applied`] and asserts (with `unreachable!`) the variant it asked for:
+//! which result an operation yields is said once, here, beside the operation.
+
+use super::op::{
+    Applied, BeginSlice, FinishTodo, Interrupt, NewEvidence, NewGate, NewGoal, NewHandoff, NewHold,
+    NewSlice, NewTodo, Op, SetGoalStatus,
+};
+use super::quota::QuotaRequest;
+use crate::errors::{KernelError, StoreError};
+use crate::model::{Evidence, Gate, Goal, Handoff, QuotaHold, SliceRecord, Spend, Todo};
+use crate::store::Store;
+use crate::time::Timestamp;
+
+/// An operation and the one kind of record it yields.
+pub trait TypedOp: Sized {
+    /// What [`Store::run`] returns for it.
+    type Output;
+    /// The operation, for [`Store::apply`] and batches.
+    fn into_op(self) -> Op;
+    /// Its result out of an [`Applied`]; `None` only if the kernel broke its own promise.
+    fn output(applied: Applied) -> Option<Self::Output>;
+}
+
+/// A slice begun: its record, and whether beginning it took the todo's claim (else the agent
+/// held it already).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Begun {
+    pub slice: SliceRecord,
+    pub took_claim: bool,
+}
+
+/// A slice interrupted: its record, and whether its claim was given back (a peer may hold the
+/// todo by now).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interrupted {
+    pub slice: SliceRecord,
+    pub released: bool,
+}
+
+/// A spend, admitted before a slice or charged after it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NewSpend {
+    /// A slice slot, refused when the account's quota has no room.
+    Admit(QuotaRequest),
+    /// Usage charged after the fact, whatever the quota says.
+    Charge(QuotaRequest),
+}
+
+macro_rules! typed {
+    ($input:ty => $output:ty, $op:ident, $applied:ident) => {
+        impl TypedOp for $input {
+            type Output = $output;
+            fn into_op(self) -> Op {
+                Op::$op(self)
+            }
+            fn output(applied: Applied) -> Option<$output> {
+                match applied {
+                    Applied::$applied(out) => Some(out),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+typed!(NewGoal => Goal, GoalStart, Goal);
+typed!(SetGoalStatus => Goal, GoalSetStatus, Goal);
+typed!(NewTodo => Todo, TodoAdd, Todo);
+typed!(FinishTodo => Todo, TodoFinish, Todo);
+typed!(NewGate => Gate, GateAsk, Gate);
+typed!(NewSlice => SliceRecord, SliceStart, Slice);
+typed!(NewHold => QuotaHold, QuotaHold, Hold);
+typed!(NewEvidence => Evidence, EvidenceAdd, Evidence);
+typed!(NewHandoff => Handoff, HandoffAdd, Handoff);
+
+impl TypedOp for BeginSlice {
+    type Output = Begun;
+    fn into_op(self) -> Op {
+        Op::SliceBegin(self)
+    }
+    fn output(applied: Applied) -> Option<Begun> {
+        match applied {
+            Applied::SliceBegun { slice, took_claim } => Some(Begun { slice, took_claim }),
+            _ => None,
+        }
+    }
+}
+
+impl TypedOp for Interrupt {
+    type Output = Interrupted;
+    fn into_op(self) -> Op {
+        Op::SliceInterrupt(self)
+    }
+    fn output(applied: Applied) -> Option<Interrupted> {
+        match applied {
+            Applied::Interrupted { slice, released } => Some(Interrupted { slice, released }),
+            _ => None,
+        }
+    }
+}
+
+impl TypedOp for NewSpend {
+    type Output = Spend;
+    fn into_op(self) -> Op {
+        match self {
+            NewSpend::Admit(req) => Op::QuotaAdmit(req),
+            NewSpend::Charge(req) => Op::QuotaCharge(req),
+        }
+    }
+    fn output(applied: Applied) -> Option<Spend> {
+        match applied {
+            Applied::Spend(spend) => Some(spend),
+            _ => None,
+        }
+    }
+}
+
+impl Store {
+    /// Applies one operation (as [`Store::apply`]) and returns its record, typed.
+    pub fn run<T: TypedOp>(
+        &self,
+        op: T,
+        actor: &str,
+        now: Timestamp,
+    ) -> Result<T::Output, KernelError> {
+        let applied = self.apply(op.into_op(), actor, now)?;
+        output_of::<T>(&self.path, applied)
+    }
+
+    /// Applies `before` and then `last` atomically (as [`Store::apply_all`]) and returns what
+    /// `last` yields, typed: a batch whose point is its last operation (the checks before a
+    /// todo is finished, a lapsed claim before the slice is interrupted).
+    pub fn run_after<T: TypedOp>(
+        &self,
+        mut before: Vec<Op>,
+        last: T,
+        actor: &str,
+        now: Timestamp,
+    ) -> Result<T::Output, KernelError> {
+        before.push(last.into_op());
+        let mut applied = self.apply_all(before, actor, now)?;
+        match applied.pop() {
+            Some(applied) => output_of::<T>(&self.path, applied),
+            None => Err(StoreError::Bug {
+                path: self.path.clone(),
+                location: std::any::type_name::<T>().to_owned(),
+                message: "a batch yielded no record".to_owned(),
+            }
+            .into()),
+        }
+    }
+}
+
+/// `T`'s record out of `applied`, or the kernel's own bug named (never a panic).
+pub(crate) fn output_of<T: TypedOp>(
+    path: &std::path::Path,
+    applied: Applied,
+) -> Result<T::Output, KernelError> {
+    T::output(applied).ok_or_else(|| {
+        StoreError::Bug {
+            path: path.to_path_buf(),
+            location: std::any::type_name::<T>().to_owned(),
+            message: "the operation yielded another kind of record than it promises".to_owned(),
+        }
+        .into()
+    })
+}
