@@ -137,6 +137,13 @@ fn usage_errors() {
     );
     check(
         &loopx,
+        "scope_not_a_glob",
+        &["goal", "start", "x", "--scope", "src/{a,b"],
+        &[],
+        2,
+    );
+    check(
+        &loopx,
         "share_out_of_range",
         &["goal", "start", "x", "--share", "1.5"],
         &[],

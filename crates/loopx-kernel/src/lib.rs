@@ -45,6 +45,7 @@ pub mod project;
 pub mod question;
 pub mod redact;
 pub mod report;
+pub mod scope;
 pub mod store;
 pub mod time;
 

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use loopx_kernel::project::STATE_DIR;
+use loopx_kernel::scope::Scope;
 
 /// What loopx writes in `.loopx/` itself during a slice (relative to `.loopx/`).
 /// `worktrees/` holds the todos' worktrees, each checked on its own (`worktree.rs`); `logs/`
@@ -158,9 +159,10 @@ pub(crate) fn compare(root: &Path, before: &Before, scope: &[String]) -> SliceCh
     };
     match git_changes(root, old) {
         Ok((files, stat, rules)) => {
+            let scope = Scope::recorded(scope);
             changes.outside = files
                 .iter()
-                .filter(|f| !in_scope(f, scope))
+                .filter(|f| !scope.contains(f))
                 .cloned()
                 // Git's ignore rules are never in scope: changing them hides files.
                 .chain(rules)
@@ -578,78 +580,12 @@ fn walk(dir: &Path, rel: &str, found: &mut BTreeMap<String, Fingerprint>) {
     }
 }
 
-/// Whether the goal's scope allows changing `path` (project-relative). An empty scope allows
-/// the whole project; nothing outside it is ever in scope.
-pub fn in_scope(path: &str, scope: &[String]) -> bool {
-    if path.starts_with("../") {
-        return false;
-    }
-    scope.is_empty() || scope.iter().any(|pattern| covers(pattern, path))
-}
-
-/// A pattern covers the paths it matches and everything beneath them: `docs`, `docs/` and
-/// `docs/**` all cover `docs/a/b.md`. Patterns are anchored at the project root; `*` and `?`
-/// stay within one path segment, `**` spans any number of them.
-fn covers(pattern: &str, path: &str) -> bool {
-    let pattern = pattern.trim();
-    let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
-    let pattern = pattern.trim_end_matches('/');
-    if pattern.is_empty() || pattern == "." {
-        return true;
-    }
-    let pat: Vec<&str> = pattern.split('/').collect();
-    let segs: Vec<&str> = path.split('/').collect();
-    (1..=segs.len()).any(|n| segments_match(&pat, &segs[..n]))
-}
-
-fn segments_match(pat: &[&str], segs: &[&str]) -> bool {
-    match pat.split_first() {
-        None => segs.is_empty(),
-        Some((&"**", rest)) => (0..=segs.len()).any(|i| segments_match(rest, &segs[i..])),
-        Some((p, rest)) => segs.split_first().is_some_and(|(s, more)| {
-            wildcard(p.as_bytes(), s.as_bytes()) && segments_match(rest, more)
-        }),
-    }
-}
-
-/// `*` and `?` within one segment.
-fn wildcard(p: &[u8], s: &[u8]) -> bool {
-    match (p.split_first(), s.split_first()) {
-        (None, _) => s.is_empty(),
-        (Some((b'*', rest)), _) => (0..=s.len()).any(|i| wildcard(rest, &s[i..])),
-        (Some((b'?', rest)), Some((_, more))) => wildcard(rest, more),
-        (Some((c, rest)), Some((d, more))) => c == d && wildcard(rest, more),
-        (Some(_), None) => false,
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
 
     fn scope(patterns: &[&str]) -> Vec<String> {
         patterns.iter().map(|p| (*p).to_owned()).collect()
-    }
-
-    #[test]
-    fn patterns_cover_what_they_match_and_everything_beneath() {
-        let docs = scope(&["docs/"]);
-        assert!(in_scope("docs/a.md", &docs));
-        assert!(in_scope("docs/deep/b.md", &docs));
-        assert!(!in_scope("src/x.md", &docs));
-        assert!(!in_scope("docsx/a.md", &docs));
-        assert!(in_scope("src/lib.rs", &scope(&["src/**"])));
-        assert!(in_scope("src/a/lib.rs", &scope(&["src"])));
-        assert!(in_scope("a/b/c.md", &scope(&["**/*.md"])));
-        assert!(in_scope("README.md", &scope(&["*.md"])));
-        assert!(
-            !in_scope("docs/a.md", &scope(&["*.md"])),
-            "anchored at the root"
-        );
-        assert!(in_scope("v1.txt", &scope(&["v?.txt"])));
-        assert!(in_scope("anything/at/all", &[]));
-        assert!(!in_scope("../x", &[]), "outside the project");
-        assert!(in_scope("x", &scope(&["./"])));
     }
 
     #[test]

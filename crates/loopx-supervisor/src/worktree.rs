@@ -31,7 +31,8 @@ use loopx_kernel::model::{Goal, Isolation};
 use loopx_kernel::project::STATE_DIR;
 use loopx_kernel::{GoalId, TodoId};
 
-use crate::scope::{GitOutput, SliceChanges, git_run, in_scope};
+use crate::scope::{GitOutput, SliceChanges, git_run};
+use loopx_kernel::scope::Scope;
 
 /// Where loopx keeps the todos' worktrees, under `.loopx/`.
 pub const WORKTREES_DIR: &str = "worktrees";
@@ -830,6 +831,7 @@ fn changes_between(
     ])?;
     let state = format!("{STATE_DIR}/");
     let mut stat = String::new();
+    let scope = Scope::recorded(scope);
     for entry in numstat.split('\0').filter(|e| !e.is_empty()) {
         let mut fields = entry.splitn(3, '\t');
         let (Some(added), Some(deleted), Some(repo_path)) =
@@ -844,7 +846,7 @@ fn changes_between(
         });
         if path.starts_with(&state) {
             changes.state_files.push(path.clone());
-        } else if !in_scope(&path, scope) {
+        } else if !scope.contains(&path) {
             changes.outside.push(path.clone());
         }
         changes.files.push(path);

@@ -40,6 +40,12 @@ pub(super) fn goal_start(
         ))
         .into());
     }
+    if let Err(invalid) = crate::scope::Scope::new(&scope) {
+        return Err(Invalid::Other(format!(
+            "{invalid}\n(hint: `*` and `?` stay within a directory, `**` spans any number, `{{a,b}}` is either, `[ab]` a class; `docs/` covers everything under docs)"
+        ))
+        .into());
+    }
     if !(0.0..=1.0).contains(&share) || share.is_nan() {
         return Err(Invalid::Other(format!("share `{share}` is outside 0..1\n(hint: 0.5 gives the goal half of the time; 0 pauses it)")).into());
     }
