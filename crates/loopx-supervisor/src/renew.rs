@@ -124,6 +124,9 @@ impl Renewal {
                     }
                 }
             })
+            .inspect_err(|e| {
+                tracing::error!(error = %e, "cannot start the claim's renewal thread; the claim lapses at its expiry")
+            })
             .ok();
         Renewal {
             done,

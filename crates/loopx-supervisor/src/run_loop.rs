@@ -888,6 +888,9 @@ impl Bell {
                     }
                 }
             })
+            .inspect_err(|e| {
+                tracing::warn!(error = %e, "cannot start the doorbell thread; the loop wakes on its timer alone")
+            })
             .ok();
         Bell { closing, thread }
     }

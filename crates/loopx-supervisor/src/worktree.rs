@@ -788,7 +788,9 @@ pub fn finish(
         Err(why) => {
             // Nothing is committed or checked; still, no git file of the agent's stays for a
             // person's git to follow.
-            let _ = tree.reset_agent_git(&checkpoint);
+            if let Err(e) = tree.reset_agent_git(&checkpoint) {
+                tracing::warn!(error = %e, "cannot reset the agent's git state after a failed snapshot");
+            }
             return Err(why);
         }
     };

@@ -189,7 +189,9 @@ fn finish(ctx: &mut Ctx, args: FinishArgs, to: TodoState) -> Result<(), Expected
     if let Some((goal, _)) = &worktree_goal {
         // Done or dropped: its worktree goes, its branch stays.
         let root = ctx.project()?.root().to_path_buf();
-        let _ = loopx_supervisor::worktree::remove(&root, goal.id, todo.id);
+        if let Err(e) = loopx_supervisor::worktree::remove(&root, goal.id, todo.id) {
+            tracing::warn!(todo = %todo.id, error = %e, "cannot remove the todo's worktree");
+        }
     }
     let verb = if to == TodoState::Done {
         "Done"

@@ -741,7 +741,9 @@ impl Store {
         // Best effort: the audit record must never replace the refusal the caller needs to see
         // (a busy store here would turn a conflict into a store error).
         if let Some(kind) = refusal_event(&ops[index], &err) {
-            let _ = self.record_refusal(kind, actor, now);
+            if let Err(e) = self.record_refusal(kind, actor, now) {
+                tracing::warn!(error = %e, "cannot record the refusal's event");
+            }
         }
         // A store that fails midway fails the batch as a whole, not the operation.
         let op = (!matches!(err, KernelError::Store(_))).then_some(index);
