@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::run_once::project;
-use crate::support::Loopx;
+use crate::support::{Loopx, todo_state};
 
 fn run_logs(loopx: &Loopx) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(loopx.path().join(".loopx/logs")) else {
@@ -82,12 +82,7 @@ fn run_once_leaves_its_log_under_loopx_logs_and_the_slice_is_not_charged_for_it(
         );
     }
     // The supervisor writes its log while the slice runs: that is not the agent's change.
-    assert_eq!(
-        crate::support::todo_state(&loopx, "t1"),
-        "done",
-        "{}",
-        run.stderr
-    );
+    assert_eq!(todo_state(&loopx, "t1"), "done", "{}", run.stderr);
     assert!(
         !run.stderr.contains("may not change"),
         "the run's own log was taken for the agent's change: {}",

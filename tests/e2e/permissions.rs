@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::Loopx;
+use crate::support::{Loopx, todo_state};
 
 /// The demo adapter with `full` mapped (the built-in one deliberately cannot express it).
 fn full_adapter() -> String {
@@ -63,11 +63,6 @@ fn run_once(loopx: &Loopx) -> (Value, String) {
 fn gates(loopx: &Loopx) -> Vec<Value> {
     let gates = loopx.ok(&["gate", "list", "--all", "--json"]).json();
     gates["gates"].as_array().expect("gates").clone()
-}
-
-fn todo_state(loopx: &Loopx, id: &str) -> String {
-    let todo = loopx.ok(&["todo", "show", id, "--json"]).json();
-    todo["todo"]["state"].as_str().expect("a state").to_owned()
 }
 
 fn slices_started(loopx: &Loopx) -> usize {

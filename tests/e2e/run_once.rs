@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::support::Loopx;
+use crate::support::{Loopx, todo_state};
 
 /// A project with a goal and the demo agent registered as `exec`.
 pub(crate) fn project() -> Loopx {
@@ -37,11 +37,6 @@ fn run_once(loopx: &Loopx, env: &[(&str, &str)]) -> Value {
         run.stderr
     );
     out["slice"].clone()
-}
-
-fn todo_state(loopx: &Loopx, id: &str) -> String {
-    let todo = loopx.ok(&["todo", "show", id, "--json"]).json();
-    todo["todo"]["state"].as_str().expect("a state").to_owned()
 }
 
 #[test]
