@@ -46,7 +46,7 @@ pub struct SharedState {
     /// The goal, by number, whose ready todos the agents read.
     goal_id: Option<crate::ids::GoalId>,
     /// Running slices' todos: `(todo, slice)`.
-    running: Vec<(crate::ids::TodoId, String)>,
+    running: Vec<(crate::ids::TodoId, crate::ids::SliceId)>,
     /// The goal lets its agents write: in a read-only goal nobody writes, so no agent is set
     /// apart from work for being read-only (`AgentView::writes`).
     goal_writes: bool,
@@ -72,7 +72,7 @@ impl SharedState {
         let running = snap.running_slices()?;
         let running_todos: Vec<_> = running
             .iter()
-            .filter_map(|s| Some((s.todo?, s.id.to_string())))
+            .filter_map(|s| Some((s.todo?, s.id)))
             .collect();
         let mut todos = Vec::new();
         if let Some(goal) = &goal {
@@ -98,14 +98,12 @@ impl SharedState {
             .into_iter()
             .filter(|g| g.state == GateState::Open)
             .map(|g| GateView {
-                id: g.id.to_string(),
+                id: g.id,
                 question: g.question,
                 blocks: match g.blocks {
                     Blocks::Global => GateBlocks::Global,
-                    Blocks::Agent(a) => GateBlocks::Agent(a.to_string()),
-                    Blocks::Todos(ts) => {
-                        GateBlocks::Todos(ts.iter().map(ToString::to_string).collect())
-                    }
+                    Blocks::Agent(a) => GateBlocks::Agent(a),
+                    Blocks::Todos(ts) => GateBlocks::Todos(ts),
                     Blocks::Nothing => GateBlocks::Todos(Vec::new()),
                 },
             })
@@ -115,8 +113,8 @@ impl SharedState {
             .into_iter()
             .map(|s| SliceView {
                 id: s.id.0,
-                agent: s.agent.to_string(),
-                todo: s.todo.map(|t| t.to_string()),
+                agent: s.agent,
+                todo: s.todo,
                 kind: s.kind,
                 outcome: s.outcome,
                 ended_at: s.ended_at.map(|t| t.0),
@@ -154,7 +152,7 @@ impl SharedState {
                 .is_none_or(|g| g.permission != crate::model::PermissionLevel::ReadOnly),
             running: running_todos,
             goal: goal.map(|g| GoalView {
-                id: g.id.to_string(),
+                id: g.id,
                 status: g.status,
                 share: g.share,
                 spent,
@@ -177,17 +175,17 @@ fn todo_view(
     snap: &Snapshot<'_>,
     t: &crate::model::Todo,
     ready: bool,
-    running: &[(crate::ids::TodoId, String)],
+    running: &[(crate::ids::TodoId, crate::ids::SliceId)],
 ) -> Result<TodoView, KernelError> {
     let mut waits_on = None;
     for dep in t.after.iter().filter(|_| !ready) {
         if snap.todo(*dep)?.is_some_and(|d| !d.state.is_final()) {
-            waits_on = Some(dep.to_string());
+            waits_on = Some(*dep);
             break;
         }
     }
     Ok(TodoView {
-        id: t.id.to_string(),
+        id: t.id,
         title: t.title.clone(),
         priority: t.priority,
         order: t.id.0,
@@ -198,11 +196,8 @@ fn todo_view(
             .lease
             .as_ref()
             .filter(|_| t.state == TodoState::Claimed)
-            .map(|l| (l.agent.to_string(), l.expires_at.0)),
-        running: running
-            .iter()
-            .find(|(id, _)| *id == t.id)
-            .map(|(_, s)| s.clone()),
+            .map(|l| (l.agent.clone(), l.expires_at.0)),
+        running: running.iter().find(|(id, _)| *id == t.id).map(|(_, s)| *s),
         attempts_since: t.attempts_since.map(|s| s.0),
     })
 }
@@ -285,7 +280,7 @@ impl DecisionState {
         mut agent: AgentView,
     ) -> Result<DecisionState, KernelError> {
         agent.writes |= !shared.goal_writes;
-        let name: AgentName = agent.name.parse()?;
+        let name: AgentName = agent.name.clone();
         let keys = hold_keys(&name, &agent.account);
         let holds: Vec<_> = shared
             .holds
@@ -319,8 +314,7 @@ impl DecisionState {
                     });
                 }
                 for todo in &ready {
-                    let id = todo.id.to_string();
-                    if !todos.iter().any(|t| t.id == id) {
+                    if !todos.iter().any(|t| t.id == todo.id) {
                         todos.push(todo_view(snap, todo, true, &shared.running)?);
                     }
                 }

@@ -18,7 +18,7 @@ use proptest::prelude::*;
 fn agent() -> AgentView {
     AgentView {
         writes: true,
-        name: "a".into(),
+        name: "a".parse().expect("an agent name"),
         capabilities: vec![],
         role: None,
         account: "acct".into(),

@@ -78,7 +78,7 @@ fn step() -> impl Strategy<Value = Step> {
 fn agents() -> Vec<AgentView> {
     let view = |name: &str, role: Option<&str>, caps: &[&str]| AgentView {
         writes: true,
-        name: name.into(),
+        name: name.parse().expect("an agent name"),
         capabilities: caps.iter().map(|c| (*c).to_owned()).collect(),
         role: role.map(str::to_owned),
         account: "acct".into(),
@@ -100,18 +100,18 @@ fn every_todo(s: &Snapshot<'_>) -> Vec<TodoView> {
     active
         .iter()
         .map(|t| TodoView {
-            id: t.id.to_string(),
+            id: t.id,
             title: t.title.clone(),
             priority: t.priority,
             order: t.id.0,
             needs: t.needs.clone(),
             role: t.role.clone(),
-            waits_on: t.after.iter().find(|d| live(d)).map(ToString::to_string),
+            waits_on: t.after.iter().find(|d| live(d)).copied(),
             lease: t
                 .lease
                 .as_ref()
                 .filter(|_| t.state == TodoState::Claimed)
-                .map(|l| (l.agent.to_string(), l.expires_at.0)),
+                .map(|l| (l.agent.clone(), l.expires_at.0)),
             running: None,
             attempts_since: t.attempts_since.map(|s| s.0),
         })
@@ -139,13 +139,13 @@ proptest! {
         f.goal();
         for view in agents() {
             f.store.apply(Op::AgentAdd {
-                name: view.name.parse().expect("name"),
+                name: view.name.clone(),
                 profile: "executor".into(),
                 capabilities: view.capabilities.clone(),
                 role: view.role.clone(),
             }, HUMAN, T0).expect("agent");
         }
-        let names: Vec<AgentName> = agents().iter().map(|a| a.name.parse().expect("name")).collect();
+        let names: Vec<AgentName> = agents().iter().map(|a| a.name.clone()).collect();
         let mut todos: Vec<TodoId> = Vec::new();
         let mut gates: Vec<GateId> = Vec::new();
         let mut now = T0;

@@ -10,7 +10,7 @@ fn main() {
     const T0: Millis = 1_790_000_000_000;
     let agent = AgentView {
         writes: true,
-        name: "exec".into(),
+        name: "exec".parse().expect("an agent name"),
         capabilities: vec!["rust".into()],
         role: Some("executor".into()),
         account: "anthropic-main".into(),
@@ -32,7 +32,7 @@ fn main() {
         ],
     };
     let goal = GoalView {
-        id: "g1".into(),
+        id: GoalId(1),
         status: loopx_quota::decide::GoalStatus::Active,
         share: 0.5,
         spent: Default::default(),
@@ -40,7 +40,7 @@ fn main() {
     };
     let todos: Vec<TodoView> = (1..=1_000)
         .map(|i| TodoView {
-            id: format!("t{i}"),
+            id: TodoId(i),
             title: format!("todo {i}"),
             priority: (i % 7) as i32,
             order: i,
@@ -58,16 +58,16 @@ fn main() {
         .collect();
     let gates: Vec<GateView> = (1..=20)
         .map(|i| GateView {
-            id: format!("q{i}"),
+            id: GateId(i as u64),
             question: "Which?".into(),
-            blocks: GateBlocks::Todos(vec![format!("t{}", i * 7)]),
+            blocks: GateBlocks::Todos(vec![TodoId((i * 7) as u64)]),
         })
         .collect();
     let slices: Vec<SliceView> = (0..200)
         .map(|i| SliceView {
             id: i + 1,
-            agent: "exec".into(),
-            todo: Some(format!("t{}", i % 50 + 1)),
+            agent: "exec".parse().expect("an agent name"),
+            todo: Some(TodoId(i % 50 + 1)),
             kind: SliceKind::Work,
             outcome: Some(loopx_quota::Outcome::Progress),
             ended_at: Some(1),

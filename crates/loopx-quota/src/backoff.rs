@@ -4,7 +4,7 @@
 //! nothing loops and nothing waits forever; the stall guard asks a person meanwhile.
 
 use crate::Millis;
-use crate::decide::{Policy, SliceView, TodoView};
+use crate::decide::{AgentName, Policy, SliceView, TodoView};
 use crate::outcome::Outcome;
 
 /// `base × 2^(n−1)`, at most `ceiling`.
@@ -32,7 +32,7 @@ pub(crate) fn no_progress_pause(
         .iter()
         .rev()
         .take_while(|s| s.id > since)
-        .filter(|s| s.todo.as_deref() == Some(todo.id.as_str()))
+        .filter(|s| s.todo == Some(todo.id))
     {
         match slice.outcome {
             Some(Outcome::Completed | Outcome::Unchanged) => {
@@ -53,13 +53,13 @@ pub(crate) fn no_progress_pause(
 /// decision stays a pure function) so that peers do not retry in step.
 pub(crate) fn transient_backoff(
     slices: &[SliceView],
-    agent: &str,
+    agent: &AgentName,
     policy: &Policy,
     now: Millis,
 ) -> Option<(Millis, u32)> {
     let mut failed = 0;
     let mut last = None;
-    for slice in slices.iter().rev().filter(|s| s.agent == agent) {
+    for slice in slices.iter().rev().filter(|s| s.agent == *agent) {
         match slice.outcome {
             Some(Outcome::Transient) => {
                 failed += 1;

@@ -21,7 +21,9 @@ use crate::outcome::{Next, Outcome, Streak};
 use crate::pacing::{Pacing, pacing_check};
 use crate::share::share_wait;
 use crate::window::{WindowLimit, WindowState};
-pub use loopx_vocab::{GoalStatus, HoldSource, SliceKind};
+pub use loopx_vocab::{
+    AgentName, GateId, GoalId, GoalStatus, HoldSource, SliceId, SliceKind, TodoId,
+};
 
 /// Limits on retrying, stalling and planning.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -61,7 +63,7 @@ impl Default for Policy {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GoalView {
-    pub id: String,
+    pub id: GoalId,
     pub status: GoalStatus,
     pub share: f64,
     /// What it spent since a todo was last done.
@@ -72,7 +74,7 @@ pub struct GoalView {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AgentView {
-    pub name: String,
+    pub name: AgentName,
     pub capabilities: Vec<String>,
     pub role: Option<String>,
     /// Its permission lets it change files (`workspace-write` or `full`). A read-only agent
@@ -89,7 +91,7 @@ pub struct AgentView {
 /// An open or claimed todo.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TodoView {
-    pub id: String,
+    pub id: TodoId,
     pub title: String,
     pub priority: i32,
     /// Creation order (the todo's number): older first among equals.
@@ -97,12 +99,12 @@ pub struct TodoView {
     pub needs: Vec<String>,
     pub role: Option<String>,
     /// A dependency that is not finished yet.
-    pub waits_on: Option<String>,
+    pub waits_on: Option<TodoId>,
     /// The lease: holder and expiry.
-    pub lease: Option<(String, Millis)>,
+    pub lease: Option<(AgentName, Millis)>,
     /// The slice running on it now, whoever's: nobody else may start one, not even another
     /// supervisor running the same agent under its live lease.
-    pub running: Option<String>,
+    pub running: Option<SliceId>,
     /// Only slices with a higher [`SliceView::id`] count toward the stall guard: a person gave
     /// the todo a fresh budget of attempts.
     pub attempts_since: Option<u64>,
@@ -112,13 +114,13 @@ pub struct TodoView {
 #[serde(rename_all = "snake_case")]
 pub enum GateBlocks {
     Global,
-    Agent(String),
-    Todos(Vec<String>),
+    Agent(AgentName),
+    Todos(Vec<TodoId>),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GateView {
-    pub id: String,
+    pub id: GateId,
     pub question: String,
     pub blocks: GateBlocks,
 }
@@ -128,8 +130,8 @@ pub struct GateView {
 pub struct SliceView {
     /// The slice's number (`s12` is 12): slices are numbered in the order they began.
     pub id: u64,
-    pub agent: String,
-    pub todo: Option<String>,
+    pub agent: AgentName,
+    pub todo: Option<TodoId>,
     pub kind: SliceKind,
     /// `None` while running.
     pub outcome: Option<Outcome>,
@@ -203,11 +205,11 @@ pub struct Decision {
     /// For deliver and repair.
     pub slice: Option<SliceKind>,
     /// The todo concerned: `(id, title)`.
-    pub todo: Option<(String, String)>,
+    pub todo: Option<(TodoId, String)>,
     /// For ask: `(id, question)` of the blocking gate; `None` when the ask is a stall.
-    pub gate: Option<(String, String)>,
+    pub gate: Option<(GateId, String)>,
     /// The todo that stalled, when a gate should be opened for it.
-    pub stalled: Option<String>,
+    pub stalled: Option<TodoId>,
     /// The goal spent its budget: a budget gate should be opened (the reason has the figures).
     pub over_budget: bool,
     /// No todo is left and planning proposes none: a goal-met gate should be opened.
@@ -309,8 +311,8 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
                     todo.id, input.policy.stall_after
                 ),
             );
-            d.todo = Some((todo.id.clone(), todo.title.clone()));
-            d.stalled = Some(todo.id.clone());
+            d.todo = Some((todo.id, todo.title.clone()));
+            d.stalled = Some(todo.id);
             return Some(d);
         }
         match no_progress_pause(input.slices, todo, input.policy, input.now) {
@@ -354,7 +356,7 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
                 todo.id
             ),
         );
-        d.todo = Some((todo.id.clone(), todo.title.clone()));
+        d.todo = Some((todo.id, todo.title.clone()));
         d.wake_at = Some(until);
         return Some(d);
     }
@@ -422,7 +424,7 @@ fn blocked_by_gate(input: &DecideInput<'_>, todo: &TodoView) -> bool {
 
 fn ask(gate: &GateView, reason: String) -> Decision {
     let mut d = Decision::new(DecisionKind::Ask, reason);
-    d.gate = Some((gate.id.clone(), gate.question.clone()));
+    d.gate = Some((gate.id, gate.question.clone()));
     d
 }
 
@@ -487,7 +489,7 @@ fn stall_streak(slices: &[SliceView], todo: &TodoView) -> u32 {
         .iter()
         .rev()
         .take_while(|s| s.id > since)
-        .filter(|s| s.todo.as_deref() == Some(todo.id.as_str()))
+        .filter(|s| s.todo == Some(todo.id))
     {
         match slice.outcome.map(|o| o.policy().streak) {
             Some(Streak::Counts) => streak += 1,
@@ -598,11 +600,7 @@ fn window_name(period_ms: Millis) -> String {
 }
 
 fn work_on(input: &DecideInput<'_>, todo: &TodoView) -> Decision {
-    let last = input
-        .slices
-        .iter()
-        .rev()
-        .find(|s| s.todo.as_deref() == Some(todo.id.as_str()));
+    let last = input.slices.iter().rev().find(|s| s.todo == Some(todo.id));
     let own = todo
         .lease
         .as_ref()
@@ -636,7 +634,7 @@ fn work_on(input: &DecideInput<'_>, todo: &TodoView) -> Decision {
             d
         }
     };
-    d.todo = Some((todo.id.clone(), todo.title.clone()));
+    d.todo = Some((todo.id, todo.title.clone()));
     d
 }
 

@@ -20,7 +20,7 @@ struct World {
 
 fn todo(id: &str, priority: i32) -> TodoView {
     TodoView {
-        id: id.into(),
+        id: id.parse().expect("a todo id"),
         title: format!("title of {id}"),
         priority,
         order: id[1..].parse().expect("number"),
@@ -37,15 +37,15 @@ fn world() -> World {
     World {
         agent: AgentView {
             writes: true,
-            name: "exec".into(),
-            capabilities: vec!["rust".into()],
-            role: Some("executor".into()),
-            account: "anthropic-main".into(),
+            name: "exec".parse().expect("an agent name"),
+            capabilities: vec!["rust".parse().expect("an id")],
+            role: Some("executor".parse().expect("an id")),
+            account: "anthropic-main".parse().expect("an id"),
             pacing: None,
             windows: vec![],
         },
         goal: Some(GoalView {
-            id: "g1".into(),
+            id: GoalId(1),
             status: GoalStatus::Active,
             share: 1.0,
             spent: Spending::default(),
@@ -87,7 +87,7 @@ fn run(w: &World) -> Decision {
 
 fn gate(id: &str, blocks: GateBlocks) -> GateView {
     GateView {
-        id: id.into(),
+        id: id.parse().expect("a gate id"),
         question: "Should the retry use backoff or fail fast?".into(),
         blocks,
     }
@@ -95,7 +95,7 @@ fn gate(id: &str, blocks: GateBlocks) -> GateView {
 
 fn hold(until: Option<Millis>, source: HoldSource) -> Hold {
     Hold {
-        key: "anthropic-main".into(),
+        key: "anthropic-main".parse().expect("an id"),
         until,
         reason: "five_hour limit".into(),
         source,
@@ -107,8 +107,8 @@ fn hold(until: Option<Millis>, source: HoldSource) -> Hold {
 fn slice(todo: Option<&str>, kind: SliceKind, outcome: Outcome) -> SliceView {
     SliceView {
         id: 0,
-        agent: "exec".into(),
-        todo: todo.map(Into::into),
+        agent: "exec".parse().expect("an agent name"),
+        todo: todo.map(|t| t.parse().expect("a todo id")),
         kind,
         outcome: Some(outcome),
         ended_at: Some(T0 - 60 * MIN),
@@ -122,7 +122,7 @@ fn deliver_takes_the_highest_priority_todo() {
         (d.decision, d.slice),
         (DecisionKind::Deliver, Some(SliceKind::Work))
     );
-    assert_eq!(d.todo.expect("todo").0, "t2");
+    assert_eq!(d.todo.expect("todo").0.to_string(), "t2");
     assert_eq!(
         d.reason,
         "t2 is the highest-priority open todo exec can take"
@@ -135,7 +135,7 @@ fn deliver_takes_the_highest_priority_todo() {
 fn a_read_only_agent_takes_only_todos_for_its_role() {
     let mut w = world();
     w.agent.writes = false;
-    w.agent.role = Some("reviewer".into());
+    w.agent.role = Some("reviewer".parse().expect("an id"));
     let d = run(&w);
     assert_eq!(d.decision, DecisionKind::Quiet, "{d:?}");
     assert!(
@@ -145,24 +145,24 @@ fn a_read_only_agent_takes_only_todos_for_its_role() {
         d.reason
     );
     // Nor a work todo it claimed before its profile became read-only.
-    w.todos[0].lease = Some(("exec".into(), T0 + 10 * MIN));
+    w.todos[0].lease = Some(("exec".parse().expect("an id"), T0 + 10 * MIN));
     assert_eq!(run(&w).decision, DecisionKind::Quiet);
     w.todos.push(TodoView {
-        role: Some("reviewer".into()),
+        role: Some("reviewer".parse().expect("an id")),
         ..todo("t3", 0)
     });
     let d = run(&w);
     assert_eq!(d.decision, DecisionKind::Deliver, "{d:?}");
-    assert_eq!(d.todo.expect("todo").0, "t3", "its review work");
+    assert_eq!(d.todo.expect("todo").0.to_string(), "t3", "its review work");
 }
 
 #[test]
 fn its_own_claim_comes_first() {
     let mut w = world();
-    w.todos[0].lease = Some(("exec".into(), T0 + 10 * MIN));
+    w.todos[0].lease = Some(("exec".parse().expect("an id"), T0 + 10 * MIN));
     let d = run(&w);
     assert_eq!(
-        d.todo.expect("todo").0,
+        d.todo.expect("todo").0.to_string(),
         "t1",
         "continue the claimed todo before a higher-priority one"
     );
@@ -196,32 +196,34 @@ fn a_gate_beats_quota() {
     w.holds.push(hold(Some(T0 + MIN), HoldSource::Vendor));
     let d = run(&w);
     assert_eq!(d.decision, DecisionKind::Ask);
-    assert_eq!(d.gate.expect("gate").0, "q1");
+    assert_eq!(d.gate.expect("gate").0.to_string(), "q1");
 }
 
 #[test]
 fn gates_on_the_agent_or_on_every_candidate_ask_and_others_do_not() {
     let mut w = world();
-    w.gates.push(gate("q1", GateBlocks::Agent("rev".into())));
+    w.gates
+        .push(gate("q1", GateBlocks::Agent("rev".parse().expect("an id"))));
     assert_eq!(
         run(&w).decision,
         DecisionKind::Deliver,
         "a gate for another agent"
     );
-    w.gates.push(gate("q2", GateBlocks::Agent("exec".into())));
+    w.gates.push(gate(
+        "q2",
+        GateBlocks::Agent("exec".parse().expect("an id")),
+    ));
     assert_eq!(run(&w).decision, DecisionKind::Ask);
 
     let mut w = world();
-    w.gates
-        .push(gate("q3", GateBlocks::Todos(vec!["t2".into()])));
+    w.gates.push(gate("q3", GateBlocks::Todos(vec![TodoId(2)])));
     let d = run(&w);
     assert_eq!(
         (d.decision, d.todo.expect("todo").0),
-        (DecisionKind::Deliver, "t1".into()),
+        (DecisionKind::Deliver, TodoId(1)),
         "take the unblocked one"
     );
-    w.gates
-        .push(gate("q4", GateBlocks::Todos(vec!["t1".into()])));
+    w.gates.push(gate("q4", GateBlocks::Todos(vec![TodoId(1)])));
     assert_eq!(
         run(&w).decision,
         DecisionKind::Ask,
@@ -293,7 +295,7 @@ fn pacing_windows_share_and_pauses_wait() {
 #[test]
 fn repair_beats_new_work() {
     let mut w = world();
-    w.todos[0].lease = Some(("exec".into(), T0 + 10 * MIN));
+    w.todos[0].lease = Some(("exec".parse().expect("an id"), T0 + 10 * MIN));
     w.slices
         .push(slice(Some("t1"), SliceKind::Work, Outcome::TimedOut));
     let d = run(&w);
@@ -301,7 +303,7 @@ fn repair_beats_new_work() {
         (d.decision, d.slice),
         (DecisionKind::Repair, Some(SliceKind::Repair))
     );
-    assert_eq!(d.todo.expect("todo").0, "t1");
+    assert_eq!(d.todo.expect("todo").0.to_string(), "t1");
 }
 
 #[test]
@@ -315,7 +317,7 @@ fn an_interrupted_slice_gets_a_repair_even_after_its_lease_was_freed() {
 #[test]
 fn stall_guard_asks_after_k_slices_without_progress() {
     let mut w = world();
-    w.todos[0].lease = Some(("exec".into(), T0 + 10 * MIN));
+    w.todos[0].lease = Some(("exec".parse().expect("an id"), T0 + 10 * MIN));
     for outcome in [
         Outcome::Failed,
         Outcome::UsageLimited,
@@ -327,7 +329,7 @@ fn stall_guard_asks_after_k_slices_without_progress() {
     }
     let d = run(&w);
     assert_eq!(d.decision, DecisionKind::Ask);
-    assert_eq!(d.stalled.as_deref(), Some("t1"));
+    assert_eq!(d.stalled.map(|t| t.to_string()).as_deref(), Some("t1"));
     // Progress resets the streak.
     w.slices
         .push(slice(Some("t1"), SliceKind::Repair, Outcome::Progress));
@@ -373,7 +375,7 @@ fn a_fresh_budget_of_attempts_counts_only_later_slices() {
         .push(slice(Some("t1"), SliceKind::Repair, Outcome::Failed));
     let d = run(&w);
     assert_eq!(d.decision, DecisionKind::Ask, "stalled again");
-    assert_eq!(d.stalled.as_deref(), Some("t1"));
+    assert_eq!(d.stalled.map(|t| t.to_string()).as_deref(), Some("t1"));
 }
 
 #[test]
@@ -438,11 +440,11 @@ fn quiet_names_why_nothing_can_be_taken() {
     let mut w = world();
     w.todos = vec![
         TodoView {
-            needs: vec!["gpu".into()],
+            needs: vec!["gpu".parse().expect("an id")],
             ..todo("t7", 0)
         },
         TodoView {
-            waits_on: Some("t7".into()),
+            waits_on: Some(TodoId(7)),
             ..todo("t8", 0)
         },
     ];
@@ -451,13 +453,13 @@ fn quiet_names_why_nothing_can_be_taken() {
     assert_eq!(d.reason, "nothing exec can take now: t7 needs gpu");
     let mut w = world();
     w.todos = vec![TodoView {
-        role: Some("reviewer".into()),
+        role: Some("reviewer".parse().expect("an id")),
         ..todo("t9", 0)
     }];
     assert!(run(&w).reason.contains("t9 is for role reviewer"));
     let mut w = world();
     w.todos = vec![TodoView {
-        lease: Some(("rev".into(), T0 + MIN)),
+        lease: Some(("rev".parse().expect("an id"), T0 + MIN)),
         ..todo("t4", 0)
     }];
     assert!(run(&w).reason.contains("t4 is claimed by rev"));
@@ -467,7 +469,7 @@ fn quiet_names_why_nothing_can_be_taken() {
 fn an_expired_lease_of_a_peer_is_claimable() {
     let mut w = world();
     w.todos = vec![TodoView {
-        lease: Some(("rev".into(), T0 - MIN)),
+        lease: Some(("rev".parse().expect("an id"), T0 - MIN)),
         ..todo("t4", 0)
     }];
     assert_eq!(run(&w).decision, DecisionKind::Deliver);
@@ -486,8 +488,8 @@ fn the_first_slice_after_a_vendor_hold_is_a_probe() {
 fn a_todo_with_a_running_slice_is_nobody_elses_to_start_even_under_its_own_lease() {
     let mut w = world();
     w.todos = vec![TodoView {
-        lease: Some(("exec".into(), T0 + MIN)),
-        running: Some("s4".into()),
+        lease: Some(("exec".parse().expect("an id"), T0 + MIN)),
+        running: Some("s4".parse().expect("an id")),
         ..todo("t4", 0)
     }];
     let d = run(&w);
@@ -505,7 +507,7 @@ fn one_agent_plans_at_a_time() {
     w.todos.clear();
     w.slices = vec![SliceView {
         id: 0,
-        agent: "rev".into(),
+        agent: "rev".parse().expect("an agent name"),
         todo: None,
         kind: SliceKind::Plan,
         outcome: None,
@@ -553,7 +555,7 @@ fn a_todo_that_keeps_completing_without_progress_rests_longer_each_time() {
     w.slices = vec![ended(T0), ended(T0), ended(T0)];
     let d = run(&w);
     assert_eq!(
-        (d.decision, d.stalled.as_deref()),
+        (d.decision, d.stalled.map(|t| t.to_string()).as_deref()),
         (DecisionKind::Ask, Some("t1"))
     );
 }
@@ -567,7 +569,7 @@ fn a_resting_todo_lets_the_next_one_go_first() {
     });
     let d = run(&w);
     assert_eq!(d.decision, DecisionKind::Deliver, "{}", d.reason);
-    assert_eq!(d.todo.expect("a todo").0, "t1");
+    assert_eq!(d.todo.expect("a todo").0.to_string(), "t1");
 }
 
 #[test]
@@ -604,14 +606,14 @@ fn temporary_failures_back_off_exponentially_with_jitter() {
     w.slices = vec![failed("t2", T0 - 60 * MIN)];
     let d = run(&w);
     assert_eq!(
-        (d.decision, d.todo.map(|t| t.0)),
+        (d.decision, d.todo.map(|t| t.0.to_string())),
         (DecisionKind::Deliver, Some("t2".to_owned()))
     );
     w.slices.push(failed("t2", T0 - 60 * MIN));
     w.slices.push(failed("t2", T0 - 60 * MIN));
     let d = run(&w);
     assert_eq!(
-        (d.decision, d.stalled.as_deref()),
+        (d.decision, d.stalled.map(|t| t.to_string()).as_deref()),
         (DecisionKind::Ask, Some("t2"))
     );
 }
@@ -639,7 +641,7 @@ fn a_goal_past_its_budget_asks_with_the_figures() {
         "goal g1 spent 20 slices (budget 20) without a todo done; continue?"
     );
     // An open gate (the budget gate, once opened) is what blocks from then on.
-    w.gates.push(gate("g7", GateBlocks::Global));
+    w.gates.push(gate("q7", GateBlocks::Global));
     let d = run(&w);
     assert_eq!((d.decision, d.over_budget), (DecisionKind::Ask, false));
 }

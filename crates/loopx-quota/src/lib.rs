@@ -31,6 +31,7 @@ pub use decide::{
     AgentView, Blocked, DecideInput, Decision, DecisionKind, GateBlocks, GateView, GoalView, Hold,
     HoldSource, Policy, SliceKind, SliceView, TodoView, admission, decide, decide_prefix,
 };
+pub use loopx_vocab::{AgentName, GateId, GoalId, GoalStatus, SliceId, TodoId};
 pub use outcome::{Next, Outcome, OutcomePolicy, Streak};
 pub use pacing::{Pacing, pacing_check};
 pub use share::share_wait;

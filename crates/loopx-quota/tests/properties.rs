@@ -62,7 +62,7 @@ proptest! {
     ) {
         let agent = AgentView {
             writes: true,
-            name: "exec".into(),
+            name: "exec".parse().expect("an agent name"),
             capabilities: vec![],
             role: None,
             account: "acct".into(),
@@ -70,13 +70,13 @@ proptest! {
             windows: vec![WindowLimit { period_ms: 5 * HOUR, tokens: Some(1_000), cost_usd: None }],
         };
         let goal = GoalView {
-            id: "g1".into(),
+            id: GoalId(1),
             status: loopx_quota::decide::GoalStatus::Active,
             share,
             spent: Default::default(),
             plans_after: None,
         };
-        let todos = vec![TodoView { id: "t1".into(), title: "x".into(), priority: 0, order: 1, needs: vec![], role: None, waits_on: None, lease: None, running: None, attempts_since: None }];
+        let todos = vec![TodoView { id: TodoId(1), title: "x".into(), priority: 0, order: 1, needs: vec![], role: None, waits_on: None, lease: None, running: None, attempts_since: None }];
         let holds = vec![Hold { key: "acct".into(), until: Some(T0 + hold_in), reason: "limit".into(), source: HoldSource::Vendor, set_at: T0 }];
         let windows = vec![WindowState { start: T0 - 1, tokens: used, cost_micros: 0 }];
         let busy = vec![(T0 - busy_min * 60_000, T0)];

@@ -76,7 +76,7 @@ pub fn load_agent(
 pub fn agent_view(agent: &Agent, loaded: &LoadedProfile) -> AgentView {
     let quota = &loaded.profile.quota;
     AgentView {
-        name: agent.name.to_string(),
+        name: agent.name.clone(),
         capabilities: agent.capabilities.clone(),
         // The agent record alone: `agent add` stores the profile's role there, and the claim
         // checks the same record.

@@ -263,7 +263,7 @@ fn held(kind: DecisionKind, gate: Option<&Gate>, reason: String) -> Decision {
         decision: kind,
         slice: None,
         todo: None,
-        gate: gate.map(|g| (g.id.to_string(), g.question.clone())),
+        gate: gate.map(|g| (g.id, g.question.clone())),
         stalled: None,
         over_budget: false,
         goal_met: false,

@@ -30,7 +30,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
 use loopx_kernel::doorbell::{self, Listener};
-use loopx_kernel::{Project, SharedClock, Store, Timestamp};
+use loopx_kernel::{GateId, Project, SharedClock, Store, Timestamp};
 use loopx_quota::{Decision, DecisionKind};
 use serde::Serialize;
 
@@ -428,7 +428,7 @@ struct Coordinator<'r> {
     /// Slices run so far.
     slices: u64,
     /// Gates whose question was shown.
-    asked: BTreeSet<String>,
+    asked: BTreeSet<GateId>,
     started: Duration,
     first_error: Option<SupervisorError>,
     /// A slice of this process could not be recorded as ended: recover it at this moment
@@ -698,13 +698,16 @@ impl Coordinator<'_> {
             DecisionKind::Ask => {
                 slot.due = Some(now + RECHECK);
                 if let Some((gate, question)) = decision.gate
-                    && self.asked.insert(gate.clone())
+                    && self.asked.insert(gate)
                 {
-                    let options = gate_options(&self.req.project, &gate);
+                    let options = gate_options(&self.req.project, gate);
                     emit(&RunEvent::Question {
                         agent,
-                        answer_with: loopx_kernel::model::answer_command(&gate, &options),
-                        gate,
+                        answer_with: loopx_kernel::model::answer_command(
+                            &gate.to_string(),
+                            &options,
+                        ),
+                        gate: gate.to_string(),
                         question,
                         options,
                     });
@@ -826,12 +829,9 @@ fn pause(
 }
 
 /// A gate's options, for showing its question.
-fn gate_options(project: &Project, gate: &str) -> Vec<String> {
-    let Ok(id) = gate.parse() else {
-        return Vec::new();
-    };
+fn gate_options(project: &Project, gate: GateId) -> Vec<String> {
     Store::open_read(project)
-        .and_then(|s| s.read(|s| s.gate(id)))
+        .and_then(|s| s.read(|s| s.gate(gate)))
         .ok()
         .flatten()
         .map(|g| g.options)

@@ -272,10 +272,9 @@ fn tidy_dropped(ctx: &Ctx, gate: &Gate) {
     });
     if let (Some((TodoState::Dropped, goal)), Ok(project)) = (found, ctx.project())
         && goal.isolation.is_worktree()
+        && let Err(e) = loopx_supervisor::worktree::remove(project.root(), goal.id, todo)
     {
-        if let Err(e) = loopx_supervisor::worktree::remove(project.root(), goal.id, todo) {
-            tracing::warn!(%todo, error = %e, "cannot remove the todo's worktree");
-        }
+        tracing::warn!(%todo, error = %e, "cannot remove the todo's worktree");
     }
 }
 

@@ -6,9 +6,8 @@
 
 use loopx_kernel::decision::DecisionState;
 use loopx_kernel::model::{Agent, HoldSource, QuotaHold};
-use loopx_kernel::store::{Applied, QuotaRequest};
-use loopx_kernel::store::{NewHold, NewSpend};
-use loopx_kernel::{AgentName, Invalid, Op, Timestamp};
+use loopx_kernel::store::{Applied, NewHold, NewSpend, QuotaRequest};
+use loopx_kernel::{AgentName, GateId, GoalId, Invalid, Op, Timestamp, TodoId};
 use loopx_quota::{AgentView, Decision, DecisionKind, Pacing, WindowLimit, WindowState};
 use serde::Serialize;
 
@@ -160,12 +159,12 @@ fn registered(store: &loopx_kernel::Store, name: &str) -> Result<Agent, Expected
 struct ShouldRun<'a> {
     format_version: u32,
     decision: DecisionKind,
-    agent: &'a str,
-    goal: Option<&'a str>,
+    agent: &'a AgentName,
+    goal: Option<GoalId>,
     slice: Option<loopx_quota::SliceKind>,
     todo: Option<TodoRef<'a>>,
     gate: Option<GateRef<'a>>,
-    stalled: Option<&'a str>,
+    stalled: Option<TodoId>,
     over_budget: bool,
     goal_met: bool,
     wake_at: Option<Timestamp>,
@@ -175,13 +174,13 @@ struct ShouldRun<'a> {
 
 #[derive(Debug, Serialize)]
 struct TodoRef<'a> {
-    id: &'a str,
+    id: &'a TodoId,
     title: &'a str,
 }
 
 #[derive(Debug, Serialize)]
 struct GateRef<'a> {
-    id: &'a str,
+    id: &'a GateId,
     question: &'a str,
 }
 
@@ -208,14 +207,14 @@ fn should_run_json<'a>(state: &'a DecisionState, d: &'a Decision) -> ShouldRun<'
         format_version: 1,
         decision: d.decision,
         agent: &state.agent.name,
-        goal: state.shared.goal.as_ref().map(|g| g.id.as_str()),
+        goal: state.shared.goal.as_ref().map(|g| g.id),
         slice: d.slice,
         todo: d.todo.as_ref().map(|(id, title)| TodoRef { id, title }),
         gate: d
             .gate
             .as_ref()
             .map(|(id, question)| GateRef { id, question }),
-        stalled: d.stalled.as_deref(),
+        stalled: d.stalled,
         over_budget: d.over_budget,
         goal_met: d.goal_met,
         wake_at: d.wake_at.map(Timestamp),
@@ -399,7 +398,7 @@ fn agent_quota(state: &DecisionState, now: Timestamp) -> AgentQuota {
         })
         .collect();
     AgentQuota {
-        agent: state.agent.name.clone(),
+        agent: state.agent.name.to_string(),
         account: state.agent.account.clone(),
         decision: d.decision,
         wake_at: d.wake_at.map(Timestamp),

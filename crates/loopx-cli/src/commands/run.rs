@@ -37,7 +37,7 @@ struct RunJson<'a> {
 
 #[derive(Debug, Serialize)]
 struct GateJson<'a> {
-    id: &'a str,
+    id: &'a loopx_kernel::GateId,
     question: &'a str,
 }
 
@@ -175,18 +175,14 @@ fn run_once(
         Once::Decided { agent, decision } => {
             if let Some((id, question)) = &decision.gate {
                 say(&format!("question {id}: {question}"));
-                let options = id
-                    .parse()
+                let options = loopx_kernel::Store::open_read(&req.project)
                     .ok()
-                    .and_then(|gate| {
-                        let store = loopx_kernel::Store::open_read(&req.project).ok()?;
-                        store.read(|s| s.gate(gate)).ok().flatten()
-                    })
+                    .and_then(|store| store.read(|s| s.gate(*id)).ok().flatten())
                     .map(|gate| gate.options)
                     .unwrap_or_default();
                 say(&format!(
                     "answer with: {}",
-                    loopx_kernel::model::answer_command(id, &options)
+                    loopx_kernel::model::answer_command(&id.to_string(), &options)
                 ));
             }
             (agent.as_str(), decision.clone(), None)

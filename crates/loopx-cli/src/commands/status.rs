@@ -668,8 +668,8 @@ fn agents_now(
                 running: None,
                 decision: Some(d.decision),
                 wake_at: d.wake_at.map(Timestamp),
-                todo: d.todo.as_ref().map(|(id, _)| id.clone()),
-                gate: d.gate.as_ref().map(|(id, _)| id.clone()),
+                todo: d.todo.as_ref().map(|(id, _)| id.to_string()),
+                gate: d.gate.as_ref().map(|(id, _)| id.to_string()),
                 summary: super::quota::describe(&d, now),
             },
             Err(why) => AgentNow {

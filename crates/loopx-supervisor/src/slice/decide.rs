@@ -7,7 +7,7 @@ use loopx_kernel::model::{
     BUDGET_OPTIONS, Blocks, GOAL_MET_OPTIONS, GateKind, Goal, GoalStatus, STALL_OPTIONS, SliceKind,
 };
 use loopx_kernel::store::NewGate;
-use loopx_kernel::{KernelError, Store, Timestamp, TodoId};
+use loopx_kernel::{GateId, Store, Timestamp, TodoId};
 use loopx_quota::{Decision, DecisionKind};
 
 use super::guard::ACTOR;
@@ -121,12 +121,7 @@ pub(crate) fn decide(
             })));
         }
     };
-    let todo: Option<TodoId> = decision
-        .todo
-        .as_ref()
-        .map(|(id, _)| id.parse())
-        .transpose()
-        .map_err(KernelError::from)?;
+    let todo: Option<TodoId> = decision.todo.as_ref().map(|(id, _)| *id);
     let how = How {
         kind,
         permission,
@@ -162,7 +157,7 @@ fn open_budget_gate(
     store: &Store,
     decision: &Decision,
     now: Timestamp,
-) -> Result<Option<(String, String)>, SupervisorError> {
+) -> Result<Option<(GateId, String)>, SupervisorError> {
     let Some(goal) = store.read(|s| s.current_goal())? else {
         return Ok(None);
     };
@@ -192,7 +187,7 @@ fn open_goal_met_gate(
     store: &Store,
     decision: &Decision,
     now: Timestamp,
-) -> Result<Option<(String, String)>, SupervisorError> {
+) -> Result<Option<(GateId, String)>, SupervisorError> {
     let Some(goal) = store.read(|s| s.current_goal())? else {
         return Ok(None);
     };
@@ -222,11 +217,10 @@ fn open_stall_gate(
     store: &Store,
     decision: &Decision,
     now: Timestamp,
-) -> Result<Option<(String, String)>, SupervisorError> {
-    let Some(todo) = decision.stalled.as_deref() else {
+) -> Result<Option<(GateId, String)>, SupervisorError> {
+    let Some(id) = decision.stalled else {
         return Ok(None);
     };
-    let id: TodoId = todo.parse().map_err(KernelError::from)?;
     let title = store
         .read(|s| s.todo(id))?
         .map(|t| t.title)
@@ -254,7 +248,7 @@ fn ask(
     store: &Store,
     gate: NewGate,
     now: Timestamp,
-) -> Result<Option<(String, String)>, SupervisorError> {
+) -> Result<Option<(GateId, String)>, SupervisorError> {
     let gate = store.run(gate, ACTOR, now)?;
-    Ok(Some((gate.id.to_string(), gate.question)))
+    Ok(Some((gate.id, gate.question)))
 }

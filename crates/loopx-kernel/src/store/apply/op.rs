@@ -740,10 +740,10 @@ impl Store {
         txn.abort().map_err(whole)?;
         // Best effort: the audit record must never replace the refusal the caller needs to see
         // (a busy store here would turn a conflict into a store error).
-        if let Some(kind) = refusal_event(&ops[index], &err) {
-            if let Err(e) = self.record_refusal(kind, actor, now) {
-                tracing::warn!(error = %e, "cannot record the refusal's event");
-            }
+        if let Some(kind) = refusal_event(&ops[index], &err)
+            && let Err(e) = self.record_refusal(kind, actor, now)
+        {
+            tracing::warn!(error = %e, "cannot record the refusal's event");
         }
         // A store that fails midway fails the batch as a whole, not the operation.
         let op = (!matches!(err, KernelError::Store(_))).then_some(index);

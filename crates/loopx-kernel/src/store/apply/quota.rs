@@ -124,7 +124,7 @@ pub(super) fn spend(
         };
         let agent = AgentView {
             writes: true,
-            name: req.agent.to_string(),
+            name: req.agent.clone(),
             capabilities: vec![],
             role: None,
             account: req.account.clone(),
@@ -132,7 +132,7 @@ pub(super) fn spend(
             windows: req.windows.clone(),
         };
         let goal = goal.map(|(id, share)| GoalView {
-            id: id.to_string(),
+            id,
             status: loopx_vocab::GoalStatus::Active,
             share,
             spent: Default::default(),
