@@ -168,12 +168,14 @@ fn open_run_log(project: &Project) -> io::Result<(PathBuf, File)> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&path)?;
-    prune(&dir, KEPT_RUN_LOGS);
+    prune(&dir, KEPT_RUN_LOGS, &path);
     Ok((path, file))
 }
 
-/// Removes all but the newest `keep` run logs (by name: the name starts with the UTC time).
-fn prune(dir: &Path, keep: usize) {
+/// Removes all but the newest `keep` run logs (by name: the name starts with the UTC time),
+/// never `current`: after the wall clock stepped back, this run's name sorts before older ones,
+/// and it would otherwise be removed the moment it was made.
+fn prune(dir: &Path, keep: usize, current: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -185,9 +187,10 @@ fn prune(dir: &Path, keep: usize) {
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| n.starts_with("run-") && n.ends_with(".log"))
         })
+        .filter(|p| p != current)
         .collect();
     logs.sort();
-    let excess = logs.len().saturating_sub(keep);
+    let excess = logs.len().saturating_sub(keep.saturating_sub(1));
     for old in &logs[..excess] {
         if let Err(e) = fs::remove_file(old) {
             tracing::warn!(path = %old.display(), error = %e, "cannot remove an old run log");
@@ -281,7 +284,8 @@ mod tests {
             .expect("create");
         }
         File::create(dir.path().join("notes.txt")).expect("create");
-        prune(dir.path(), 10);
+        let current = dir.path().join("run-20261202T000011Z-1.log");
+        prune(dir.path(), 10, &current);
         let mut left: Vec<String> = fs::read_dir(dir.path())
             .expect("read")
             .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))
@@ -293,5 +297,20 @@ mod tests {
         for gone in ["run-20261200T000000Z-1.log", "run-20261200T000003Z-1.log"] {
             assert!(!left.contains(&gone.to_owned()), "{gone} should be gone");
         }
+    }
+
+    #[test]
+    fn after_a_clock_step_back_this_runs_log_is_kept_though_its_name_is_oldest() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for i in 0..12 {
+            File::create(dir.path().join(format!("run-20261203T0000{i:02}Z-1.log")))
+                .expect("create");
+        }
+        let current = dir.path().join("run-20200101T000000Z-2.log");
+        File::create(&current).expect("this run's log");
+        prune(dir.path(), 10, &current);
+        assert!(current.exists(), "this run's own log was removed");
+        let count = fs::read_dir(dir.path()).expect("read").count();
+        assert_eq!(count, 10, "ten kept, this run's among them");
     }
 }
