@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use loopx_kernel::model::{EvidenceKind, PermissionLevel, TodoState};
 use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::NewGoal;
+use loopx_kernel::store::{ClaimTodo, NewAgent};
 use loopx_kernel::store::{NewEvidence, NewTodo};
 use loopx_kernel::{AgentName, Op, Project, Store, Timestamp, TodoId};
 
@@ -138,12 +139,12 @@ fn setup(dir: &Path) {
         isolation: loopx_kernel::model::Isolation::Shared,
     })];
     for name in ["worker", "bench"] {
-        setup.push(Op::AgentAdd {
+        setup.push(Op::AgentAdd(NewAgent {
             name: name.parse().expect("name"),
             profile: "executor".into(),
             capabilities: vec![],
             role: None,
-        });
+        }));
     }
     store
         .apply_all(setup, ACTOR, Timestamp::now())
@@ -184,11 +185,11 @@ fn add_todos(dir: &Path, todos: u64, finished: u64) {
     for chunk in ids[..finished as usize].chunks(500) {
         let mut ops = Vec::new();
         for i in chunk {
-            ops.push(Op::TodoClaim {
+            ops.push(Op::TodoClaim(ClaimTodo {
                 todo: TodoId(*i),
                 agent: worker.clone(),
                 ttl: Duration::from_secs(1800),
-            });
+            }));
             ops.push(Op::TodoFinish(FinishTodo {
                 todo: TodoId(*i),
                 to: TodoState::Done,

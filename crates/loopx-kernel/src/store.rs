@@ -27,9 +27,10 @@ mod writer;
 
 pub use apply::quota::QuotaRequest;
 pub use apply::{
-    AgentChange, AnswerChoice, Applied, BatchError, BeginSlice, FinishTodo, Interrupt, NewEvidence,
-    NewGate, NewGoal, NewHandoff, NewHold, NewSlice, NewTodo, Op, SLICE_PLACEHOLDER, SetGoalStatus,
-    SliceEnd,
+    AgentChange, AnswerChoice, AnswerGate, Applied, BatchError, BeginSlice, ChangeAgent, ClaimTodo,
+    FinishTodo, Interrupt, NewAgent, NewEvidence, NewGate, NewGoal, NewHandoff, NewHold, NewSlice,
+    NewTodo, Op, ReleaseClaim, RemoveAgent, RenewClaim, Resume, SLICE_PLACEHOLDER, SetGoalStatus,
+    SliceEnd, WithdrawGate,
 };
 pub use apply::{Begun, Interrupted, NewSpend, TypedOp};
 pub use copy::CopyReport;

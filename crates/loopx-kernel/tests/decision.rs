@@ -10,6 +10,7 @@ use common::{HUMAN, T0, fixture};
 use loopx_kernel::decision::DecisionState;
 use loopx_kernel::model::HoldSource;
 use loopx_kernel::store::QuotaRequest;
+use loopx_kernel::store::Resume;
 use loopx_kernel::store::{NewGoal, NewHold};
 use loopx_kernel::{Op, Store, Timestamp};
 use loopx_quota::{AgentView, Pacing, WindowLimit};
@@ -77,7 +78,7 @@ proptest! {
                     key: "acct".into(), until: Some(now.plus(Duration::from_secs(minutes * 60))),
                     reason: "five_hour limit".into(), source: HoldSource::Vendor,
                 }),
-                Step::Resume => Op::QuotaResume { key: None },
+                Step::Resume => Op::QuotaResume(Resume { key: None }),
                 Step::Advance { minutes } => { now = now.plus(Duration::from_secs(minutes * 60)); continue; }
             };
             // Refusals (quota says wait, nothing to resume) are part of the sequence.

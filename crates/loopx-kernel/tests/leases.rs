@@ -10,6 +10,7 @@ use loopx_kernel::model::{EventKind, TodoState};
 use loopx_kernel::store::Applied;
 use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::SetGoalStatus;
+use loopx_kernel::store::{ReleaseClaim, RenewClaim};
 use loopx_kernel::{Conflict, KernelError, Op, Timestamp};
 
 #[test]
@@ -106,12 +107,12 @@ fn renew_release_and_done_need_the_current_epoch() {
     let renewed = f
         .store
         .apply(
-            Op::TodoRenew {
+            Op::TodoRenew(RenewClaim {
                 todo: t,
                 agent: a.clone(),
                 epoch: 1,
                 ttl: Duration::from_secs(600),
-            },
+            }),
             HUMAN,
             at,
         )
@@ -126,11 +127,11 @@ fn renew_release_and_done_need_the_current_epoch() {
     assert!(
         f.store
             .apply(
-                Op::TodoRelease {
+                Op::TodoRelease(ReleaseClaim {
                     todo: t,
                     agent: a.clone(),
                     epoch: 7
-                },
+                }),
                 HUMAN,
                 at
             )
@@ -138,11 +139,11 @@ fn renew_release_and_done_need_the_current_epoch() {
     );
     f.store
         .apply(
-            Op::TodoRelease {
+            Op::TodoRelease(ReleaseClaim {
                 todo: t,
                 agent: a.clone(),
                 epoch: 1,
-            },
+            }),
             HUMAN,
             at,
         )
@@ -271,11 +272,11 @@ fn apply_all_is_all_or_nothing() {
     // The second operation fails (a stale epoch), so the first must not land either.
     let ops = vec![
         Op::TodoAdd(add),
-        Op::TodoRelease {
+        Op::TodoRelease(ReleaseClaim {
             todo: t,
             agent: a.clone(),
             epoch: 9,
-        },
+        }),
     ];
     assert!(f.store.apply_all(ops, HUMAN, T0).is_err());
     let (todos, after) = f

@@ -15,6 +15,7 @@ use loopx_kernel::store::Interrupt;
 use loopx_kernel::store::{
     AnswerChoice, Applied, BeginSlice, NewEvidence, NewGate, NewHandoff, NewSlice, QuotaRequest,
 };
+use loopx_kernel::store::{AnswerGate, ClaimTodo, NewAgent, ReleaseClaim, RenewClaim};
 use loopx_kernel::store::{NewGoal, NewHold, SetGoalStatus};
 use loopx_kernel::{AgentName, Conflict, KernelError, Op, SliceId, Timestamp, TodoId};
 use loopx_quota::Pacing;
@@ -129,11 +130,11 @@ fn a_refused_admission_leaves_no_claim_and_a_lost_race_spends_nothing() {
         .apply_all(
             vec![
                 Op::SliceEnd { slice: first, end },
-                Op::TodoRelease {
+                Op::TodoRelease(ReleaseClaim {
                     todo: t,
                     agent: a.clone(),
                     epoch: 1,
-                },
+                }),
             ],
             "agent:a",
             T0,
@@ -180,11 +181,11 @@ fn a_live_lease_is_continued_not_claimed_again() {
     let t = f.todo("Add retry");
     f.store
         .apply(
-            Op::TodoClaim {
+            Op::TodoClaim(ClaimTodo {
                 todo: t,
                 agent: a.clone(),
                 ttl: TTL,
-            },
+            }),
             HUMAN,
             T0,
         )
@@ -195,11 +196,11 @@ fn a_live_lease_is_continued_not_claimed_again() {
 
 fn release(f: &Fixture, t: TodoId, agent: &AgentName, epoch: u64) -> Result<Applied, KernelError> {
     f.store.apply(
-        Op::TodoRelease {
+        Op::TodoRelease(ReleaseClaim {
             todo: t,
             agent: agent.clone(),
             epoch,
-        },
+        }),
         HUMAN,
         T0,
     )
@@ -288,12 +289,12 @@ fn the_slice_that_finished_its_todo_may_renew_and_write_but_nothing_else() {
     let renewed = f
         .store
         .apply(
-            Op::TodoRenew {
+            Op::TodoRenew(RenewClaim {
                 todo: t,
                 agent: a.clone(),
                 epoch: 1,
                 ttl: TTL,
-            },
+            }),
             "agent:a",
             T0,
         )
@@ -468,12 +469,12 @@ fn a_stall_is_asked_about_once_and_its_answer_acts_on_the_todo() {
     let s = begun(&f, begin(Some(t2), &a, None), T0).0;
     f.store
         .apply(
-            Op::GateAnswer {
+            Op::GateAnswer(AnswerGate {
                 gate: first.id,
                 choice: AnswerChoice::Option(1),
                 slice: None,
                 note: None,
-            },
+            }),
             HUMAN,
             T0,
         )
@@ -493,12 +494,12 @@ fn a_stall_is_asked_about_once_and_its_answer_acts_on_the_todo() {
     assert_ne!(second.id, first.id);
     f.store
         .apply(
-            Op::GateAnswer {
+            Op::GateAnswer(AnswerGate {
                 gate: second.id,
                 choice: AnswerChoice::Text("drop".into()),
                 slice: None,
                 note: None,
-            },
+            }),
             HUMAN,
             T0,
         )
@@ -524,12 +525,12 @@ fn a_forward_clock_excursion_does_not_stamp_later_changes_in_the_future() {
     let day = Duration::from_secs(86_400);
     f.store
         .apply(
-            Op::AgentAdd {
+            Op::AgentAdd(NewAgent {
                 name: "early".parse().expect("name"),
                 profile: "p".into(),
                 capabilities: vec![],
                 role: None,
-            },
+            }),
             HUMAN,
             T0.plus(day),
         )
@@ -543,12 +544,12 @@ fn a_forward_clock_excursion_does_not_stamp_later_changes_in_the_future() {
         .expect("claim");
     f.store
         .apply(
-            Op::TodoRenew {
+            Op::TodoRenew(RenewClaim {
                 todo: t,
                 agent: a,
                 epoch: 1,
                 ttl: TTL,
-            },
+            }),
             HUMAN,
             T0.plus(Duration::from_millis(9_700)),
         )
@@ -665,12 +666,12 @@ fn a_goal_s_spending_counts_every_slice_until_a_todo_is_done_or_a_person_restart
     assert_eq!(ask(T0), gate, "asked once, whoever asks");
     f.store
         .apply(
-            Op::GateAnswer {
+            Op::GateAnswer(AnswerGate {
                 gate,
                 choice: AnswerChoice::Option(1),
                 slice: None,
                 note: None,
-            },
+            }),
             HUMAN,
             T0,
         )
@@ -679,12 +680,12 @@ fn a_goal_s_spending_counts_every_slice_until_a_todo_is_done_or_a_person_restart
     let gate = ask(T0);
     f.store
         .apply(
-            Op::GateAnswer {
+            Op::GateAnswer(AnswerGate {
                 gate,
                 choice: AnswerChoice::Text("pause".into()),
                 slice: None,
                 note: None,
-            },
+            }),
             HUMAN,
             T0,
         )
@@ -722,12 +723,12 @@ fn a_goal_met_gate_marks_the_goal_done_or_starts_its_planning_afresh() {
             .map_or((text, None), |(t, n)| (t, Some(n)));
         f.store
             .apply(
-                Op::GateAnswer {
+                Op::GateAnswer(AnswerGate {
                     gate,
                     choice: AnswerChoice::Text(text.into()),
                     slice: None,
                     note: note.map(str::to_owned),
-                },
+                }),
                 HUMAN,
                 T0,
             )
@@ -746,12 +747,12 @@ fn a_goal_met_gate_marks_the_goal_done_or_starts_its_planning_afresh() {
     assert_eq!(ask(), gate, "asked once, whoever asks");
     // Words that name no option are refused; guidance goes beside `plan`, as a note.
     let refused = f.store.apply(
-        Op::GateAnswer {
+        Op::GateAnswer(AnswerGate {
             gate,
             choice: AnswerChoice::Text("keep going".into()),
             slice: None,
             note: None,
-        },
+        }),
         HUMAN,
         T0,
     );
@@ -810,24 +811,24 @@ fn answering_a_login_gate_lifts_the_account_s_hold() {
     assert_eq!(f.store.read(|s| s.quota_holds()).expect("read").len(), 1);
     // An agent cannot answer it for itself.
     let from_slice = f.store.apply(
-        Op::GateAnswer {
+        Op::GateAnswer(AnswerGate {
             gate: gate.id,
             choice: AnswerChoice::Option(1),
             slice: Some("s1".into()),
             note: None,
-        },
+        }),
         "agent:a",
         T0,
     );
     assert!(from_slice.is_err(), "{from_slice:?}");
     f.store
         .apply(
-            Op::GateAnswer {
+            Op::GateAnswer(AnswerGate {
                 gate: gate.id,
                 choice: AnswerChoice::Option(1),
                 slice: None,
                 note: None,
-            },
+            }),
             HUMAN,
             T0,
         )

@@ -8,6 +8,7 @@ mod common;
 use common::{HUMAN, T0};
 
 use loopx_kernel::Op;
+use loopx_kernel::store::NewAgent;
 use loopx_kernel::{Project, Store};
 
 fn test_database() -> String {
@@ -191,12 +192,12 @@ fn newer_layout_probe() {
 }
 
 fn add_agent(name: &str) -> Op {
-    Op::AgentAdd {
+    Op::AgentAdd(NewAgent {
         name: name.parse().expect("name"),
         profile: "executor".into(),
         capabilities: vec![],
         role: None,
-    }
+    })
 }
 
 #[test]

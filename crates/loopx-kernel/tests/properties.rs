@@ -9,6 +9,7 @@ use std::time::Duration;
 use common::{HUMAN, T0, fixture};
 use loopx_kernel::model::TodoState;
 use loopx_kernel::store::FinishTodo;
+use loopx_kernel::store::{ClaimTodo, ReleaseClaim, RenewClaim};
 use loopx_kernel::{AgentName, KernelError, Op, Timestamp, TodoId, check_consistency};
 use proptest::prelude::*;
 
@@ -96,7 +97,7 @@ proptest! {
                 Step::Claim { todo, agent } => {
                     let Some(m) = model.get(usize::from(todo)) else { continue };
                     let ok = m.state == TodoState::Open || (m.state == TodoState::Claimed && !m.live(now));
-                    (Op::TodoClaim { todo: TodoId(u64::from(todo) + 1), agent: agents[usize::from(agent)].clone(), ttl: TTL }, ok)
+                    (Op::TodoClaim(ClaimTodo { todo: TodoId(u64::from(todo) + 1), agent: agents[usize::from(agent)].clone(), ttl: TTL }), ok)
                 }
                 Step::Renew { todo, agent, skew } | Step::Release { todo, agent, skew } => {
                     let Some(m) = model.get(usize::from(todo)) else { continue };
@@ -104,9 +105,9 @@ proptest! {
                     let ok = epoch == m.epoch && m.state == TodoState::Claimed && m.lease.is_some_and(|(a, _)| a == agent);
                     let (id, name) = (TodoId(u64::from(todo) + 1), agents[usize::from(agent)].clone());
                     let op = if matches!(step, Step::Renew { .. }) {
-                        Op::TodoRenew { todo: id, agent: name, epoch, ttl: TTL }
+                        Op::TodoRenew(RenewClaim { todo: id, agent: name, epoch, ttl: TTL })
                     } else {
-                        Op::TodoRelease { todo: id, agent: name, epoch }
+                        Op::TodoRelease(ReleaseClaim { todo: id, agent: name, epoch })
                     };
                     (op, ok)
                 }

@@ -12,6 +12,7 @@ use loopx_kernel::decision::DecisionState;
 use loopx_kernel::model::{Blocks, GateKind, TodoState};
 use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::{AnswerChoice, Applied, NewGate, NewTodo};
+use loopx_kernel::store::{AnswerGate, ClaimTodo, NewAgent, ReleaseClaim};
 use loopx_kernel::{AgentName, GateId, Op, Snapshot, Timestamp, TodoId, check_consistency};
 use loopx_quota::{AgentView, DecideInput, Decision, DecisionKind, TodoView};
 use proptest::prelude::*;
@@ -138,12 +139,12 @@ proptest! {
         let f = fixture();
         f.goal();
         for view in agents() {
-            f.store.apply(Op::AgentAdd {
+            f.store.apply(Op::AgentAdd(NewAgent {
                 name: view.name.clone(),
                 profile: "executor".into(),
                 capabilities: view.capabilities.clone(),
                 role: view.role.clone(),
-            }, HUMAN, T0).expect("agent");
+            }), HUMAN, T0).expect("agent");
         }
         let names: Vec<AgentName> = agents().iter().map(|a| a.name.clone()).collect();
         let mut todos: Vec<TodoId> = Vec::new();
@@ -178,13 +179,13 @@ proptest! {
                 }
                 Step::Claim { todo, agent } => {
                     let Some(todo) = pick(todo) else { continue };
-                    Some(Op::TodoClaim { todo, agent: names[usize::from(agent)].clone(), ttl: TTL })
+                    Some(Op::TodoClaim(ClaimTodo { todo, agent: names[usize::from(agent)].clone(), ttl: TTL }))
                 }
                 Step::Release { todo } => {
                     let Some(id) = pick(todo) else { continue };
                     let t = f.store.read(|s| s.todo(id)).expect("read").expect("todo");
                     let Some(lease) = t.lease else { continue };
-                    Some(Op::TodoRelease { todo: id, agent: lease.agent, epoch: lease.epoch })
+                    Some(Op::TodoRelease(ReleaseClaim { todo: id, agent: lease.agent, epoch: lease.epoch }))
                 }
                 Step::Finish { todo, drop } => {
                     let Some(id) = pick(todo) else { continue };
@@ -205,7 +206,7 @@ proptest! {
                 Step::Answer { gate } => {
                     if gates.is_empty() { continue }
                     let gate = gates[usize::from(gate) % gates.len()];
-                    Some(Op::GateAnswer { gate, choice: AnswerChoice::Text("keep v1".into()), slice: None, note: None })
+                    Some(Op::GateAnswer(AnswerGate { gate, choice: AnswerChoice::Text("keep v1".into()), slice: None, note: None }))
                 }
                 Step::Advance { minutes } => {
                     now = Timestamp(now.0 + minutes * 60_000);
@@ -277,11 +278,11 @@ fn a_store_from_before_the_indexes_gets_them_at_its_first_open() {
     };
     f.store
         .apply(
-            Op::TodoClaim {
+            Op::TodoClaim(ClaimTodo {
                 todo: first,
                 agent: name,
                 ttl: TTL,
-            },
+            }),
             HUMAN,
             T0,
         )

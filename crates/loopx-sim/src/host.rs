@@ -20,6 +20,7 @@ use std::time::Duration;
 use loopx_kernel::model::{EvidenceKind, GateKind, GateState, TodoState};
 use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::{AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff};
+use loopx_kernel::store::{AnswerGate, ReleaseClaim};
 use loopx_kernel::{
     AgentName, Clock, GateId, Op, Project, SharedClock, SliceId, Store, Timestamp, TodoId,
 };
@@ -497,12 +498,12 @@ impl SimHost {
             true => AnswerChoice::Text("go ahead".to_owned()),
             false => AnswerChoice::Option(1),
         };
-        let op = Op::GateAnswer {
+        let op = Op::GateAnswer(AnswerGate {
             gate: id,
             choice,
             slice: None,
             note: None,
-        };
+        });
         let (project, now) = (self.project.clone(), self.clock.now());
         let answered =
             self.as_other(|| Store::open(&project).and_then(|s| s.apply(op, "human:sim", now)));
@@ -531,11 +532,11 @@ impl SimHost {
         if lease.epoch != epoch {
             return;
         }
-        let op = Op::TodoRelease {
+        let op = Op::TodoRelease(ReleaseClaim {
             todo,
             agent: lease.agent,
             epoch,
-        };
+        });
         let (project, now) = (self.project.clone(), self.clock.now());
         if self
             .as_other(|| Store::open(&project).and_then(|s| s.apply(op, "human:sim", now)))

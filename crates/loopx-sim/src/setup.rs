@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use loopx_kernel::model::PermissionLevel;
+use loopx_kernel::store::NewAgent;
 use loopx_kernel::store::NewGoal;
 use loopx_kernel::store::NewTodo;
 use loopx_kernel::{Op, Project, Store, Timestamp};
@@ -67,12 +68,12 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
         isolation: loopx_kernel::model::Isolation::Shared,
     })];
     for agent in &scenario.agents {
-        ops.push(Op::AgentAdd {
+        ops.push(Op::AgentAdd(NewAgent {
             name: agent.name.parse().map_err(|e| fail(&e))?,
             profile: agent.name.clone(),
             capabilities: vec![],
             role: None,
-        });
+        }));
     }
     store.apply_all(ops, PERSON, now).map_err(|e| fail(&e))?;
     let todos: Vec<Op> = (1..=scenario.todos.count)

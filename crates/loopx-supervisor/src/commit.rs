@@ -424,10 +424,7 @@ fn essentials(
             *i < 2
                 || matches!(
                     op,
-                    Op::QuotaCharge(_)
-                        | Op::QuotaHold(_)
-                        | Op::TodoRelease { .. }
-                        | Op::TodoFinish(_)
+                    Op::QuotaCharge(_) | Op::QuotaHold(_) | Op::TodoRelease(_) | Op::TodoFinish(_)
                 )
         })
         .map(|(_, op)| op)
@@ -530,6 +527,7 @@ fn file_sha256(path: &std::path::Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    use loopx_kernel::store::{ClaimTodo, NewAgent, ReleaseClaim};
     use std::time::Duration;
 
     use loopx_kernel::model::SliceKind;
@@ -573,12 +571,12 @@ mod tests {
         );
         apply(
             &store,
-            Op::AgentAdd {
+            Op::AgentAdd(NewAgent {
                 name: agent.clone(),
                 profile: "demo".into(),
                 capabilities: vec![],
                 role: None,
-            },
+            }),
         );
         let new = loopx_kernel::store::NewTodo {
             goal: None,
@@ -592,11 +590,11 @@ mod tests {
         let Applied::Todo(todo) = apply(&store, Op::TodoAdd(new)) else {
             panic!("a todo")
         };
-        let claim = Op::TodoClaim {
+        let claim = Op::TodoClaim(ClaimTodo {
             todo: todo.id,
             agent: agent.clone(),
             ttl: Duration::from_secs(600),
-        };
+        });
         apply(&store, claim.clone());
         let new = NewSlice {
             agent: agent.clone(),
@@ -637,11 +635,11 @@ mod tests {
         // Someone takes the todo over while the slice runs: the epoch moves to 2.
         apply(
             &store,
-            Op::TodoRelease {
+            Op::TodoRelease(ReleaseClaim {
                 todo: todo.id,
                 agent: agent.clone(),
                 epoch: 1,
-            },
+            }),
         );
         apply(&store, claim);
         drop(store);
@@ -882,12 +880,12 @@ mod tests {
             );
             apply(
                 &store,
-                Op::AgentAdd {
+                Op::AgentAdd(NewAgent {
                     name: agent.clone(),
                     profile: "demo".into(),
                     capabilities: vec![],
                     role: Some("executor".into()),
-                },
+                }),
             );
             let Applied::Todo(todo) = apply(
                 &store,

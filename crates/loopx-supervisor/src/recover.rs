@@ -277,6 +277,7 @@ fn close_lapsed(
 #[cfg(test)]
 mod tests {
     use loopx_kernel::model::{PermissionLevel, SliceKind};
+    use loopx_kernel::store::NewAgent;
     use loopx_kernel::store::{Applied, BeginSlice, NewGoal, NewSlice, QuotaRequest};
 
     use super::*;
@@ -301,12 +302,12 @@ mod tests {
             .expect("goal");
         store
             .apply(
-                Op::AgentAdd {
+                Op::AgentAdd(NewAgent {
                     name: agent.clone(),
                     profile: "p".into(),
                     capabilities: vec![],
                     role: None,
-                },
+                }),
                 "human:t",
                 Timestamp::now(),
             )

@@ -16,6 +16,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use loopx_kernel::store::Applied;
+use loopx_kernel::store::RenewClaim;
 use loopx_kernel::{AgentName, KernelError, Op, Project, SharedClock, Store, TodoId};
 use loopx_pty::SliceControl;
 
@@ -43,12 +44,12 @@ pub(crate) fn renew_once(
     epoch: u64,
     ttl: Duration,
 ) -> Renewed {
-    let op = Op::TodoRenew {
+    let op = Op::TodoRenew(RenewClaim {
         todo,
         agent: agent.clone(),
         epoch,
         ttl,
-    };
+    });
     let actor = format!("agent:{agent}");
     match Store::open(project).and_then(|s| s.apply(op, &actor, clock.now())) {
         Ok(Applied::Todo(todo)) if todo.state.is_final() => Renewed::Finished,

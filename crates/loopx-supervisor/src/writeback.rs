@@ -21,6 +21,7 @@ use loopx_kernel::model::{
     Blocks, EvidenceKind, GateKind, GoalStatus, HoldSource, SliceKind, TodoState,
 };
 use loopx_kernel::store::FinishTodo;
+use loopx_kernel::store::ReleaseClaim;
 use loopx_kernel::store::{NewEvidence, NewGate, NewHandoff, NewTodo, Op, QuotaRequest, SliceEnd};
 use loopx_kernel::store::{NewHold, SetGoalStatus};
 use loopx_kernel::time::short_duration;
@@ -476,11 +477,11 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
                 epoch: Some(epoch),
             })
         } else {
-            Op::TodoRelease {
+            Op::TodoRelease(ReleaseClaim {
                 todo,
                 agent: f.agent.clone(),
                 epoch,
-            }
+            })
         }));
     }
     wb.todo_done = todo_done && f.todo.is_some();
@@ -970,7 +971,7 @@ mod tests {
         let wb = writeback(&f, false);
         assert!(!wb.todo_done, "a person may roll it back");
         assert_eq!(wb.violations, ["secrets.txt"]);
-        assert!(matches!(wb.ops().last(), Some(Op::TodoRelease { .. })));
+        assert!(matches!(wb.ops().last(), Some(Op::TodoRelease(_))));
         assert!(wb.ops().iter().any(|op| matches!(
             op,
             Op::EvidenceAdd(e) if e.kind == EvidenceKind::Violation
@@ -989,7 +990,7 @@ mod tests {
         assert!(!wb.todo_done);
         assert!(matches!(
             wb.ops().last(),
-            Some(Op::TodoRelease { epoch: 3, .. })
+            Some(Op::TodoRelease(ReleaseClaim { epoch: 3, .. }))
         ));
     }
 
@@ -1001,7 +1002,7 @@ mod tests {
         assert!(
             !wb.ops()
                 .iter()
-                .any(|op| matches!(op, Op::TodoRelease { .. } | Op::TodoFinish(_))),
+                .any(|op| matches!(op, Op::TodoRelease(_) | Op::TodoFinish(_))),
             "{:?}",
             wb.ops()
         );
@@ -1012,7 +1013,7 @@ mod tests {
         let not_done = check_done(&c, "progress", true, false);
         assert!(matches!(
             not_done.ops().last(),
-            Some(Op::TodoRelease { epoch: 3, .. })
+            Some(Op::TodoRelease(ReleaseClaim { epoch: 3, .. }))
         ));
     }
 
@@ -1112,7 +1113,7 @@ mod tests {
             op,
             Op::QuotaHold(NewHold { key, source: HoldSource::Vendor, .. }) if key == "demo"
         )));
-        assert!(matches!(wb.ops().last(), Some(Op::TodoRelease { .. })));
+        assert!(matches!(wb.ops().last(), Some(Op::TodoRelease(_))));
     }
 
     #[test]
@@ -1177,7 +1178,7 @@ mod tests {
         );
         // The kernel takes it as it is: loopx's own part of the batch is always valid.
         gate.check().expect("a valid gate");
-        assert!(matches!(ops.last(), Some(Op::TodoRelease { .. })));
+        assert!(matches!(ops.last(), Some(Op::TodoRelease(_))));
     }
 
     #[test]

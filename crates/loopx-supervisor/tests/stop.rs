@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use loopx_kernel::model::{PermissionLevel, TodoState};
+use loopx_kernel::store::NewAgent;
 use loopx_kernel::store::NewGoal;
 use loopx_kernel::store::NewTodo;
 use loopx_kernel::{Op, Project, Store, Timestamp};
@@ -42,12 +43,12 @@ fn project(dir: &Path) -> Project {
             share: 1.0,
             isolation: loopx_kernel::model::Isolation::Shared,
         }),
-        Op::AgentAdd {
+        Op::AgentAdd(NewAgent {
             name: "a".parse().expect("a name"),
             profile: "a".into(),
             capabilities: vec![],
             role: None,
-        },
+        }),
         Op::TodoAdd(NewTodo {
             goal: None,
             title: "Tidy the README".into(),

@@ -2,6 +2,7 @@
 
 use loopx_kernel::Op;
 use loopx_kernel::store::Applied;
+use loopx_kernel::store::{ChangeAgent, NewAgent, RemoveAgent};
 
 use super::id;
 use crate::args::AgentCommand;
@@ -30,12 +31,12 @@ pub fn run(ctx: &mut Ctx, cmd: AgentCommand) -> Result<(), ExpectedError> {
             let role = role.or_else(|| loaded.profile.role.clone());
             let agent = apply(
                 ctx,
-                Op::AgentAdd {
+                Op::AgentAdd(NewAgent {
                     name,
                     profile,
                     capabilities,
                     role,
-                },
+                }),
             )?;
             if ctx.json {
                 return ctx.json_out(&document("agent", &agent));
@@ -64,7 +65,7 @@ pub fn run(ctx: &mut Ctx, cmd: AgentCommand) -> Result<(), ExpectedError> {
                 capabilities: (!capabilities.is_empty()).then_some(capabilities),
                 role,
             };
-            let agent = apply(ctx, Op::AgentSet { name, change })?;
+            let agent = apply(ctx, Op::AgentSet(ChangeAgent { name, change }))?;
             if ctx.json {
                 return ctx.json_out(&document("agent", &agent));
             }
@@ -76,7 +77,7 @@ pub fn run(ctx: &mut Ctx, cmd: AgentCommand) -> Result<(), ExpectedError> {
         }
         AgentCommand::Remove { name } => {
             let name = id(&name)?;
-            let agent = apply(ctx, Op::AgentRemove { name })?;
+            let agent = apply(ctx, Op::AgentRemove(RemoveAgent { name }))?;
             if ctx.json {
                 return ctx.json_out(&document("agent", &agent));
             }

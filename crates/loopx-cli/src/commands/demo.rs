@@ -17,6 +17,7 @@ use std::sync::Arc;
 use loopx_kernel::model::Isolation;
 use loopx_kernel::store::NewGoal;
 use loopx_kernel::store::{AnswerChoice, Applied};
+use loopx_kernel::store::{AnswerGate, NewAgent};
 use loopx_kernel::{AgentName, Op, Project, Store, Timestamp};
 use loopx_supervisor::{EndReason, OnGate, RunEvent, RunLoop, Shutdown};
 
@@ -157,12 +158,12 @@ fn setup(ctx: &Ctx, project: &Project) -> Result<(), ExpectedError> {
     let store = Store::open(project)?;
     let actor = ctx.actor();
     let agent = |name: &str, profile: &str, role: &str| -> Result<Op, ExpectedError> {
-        Ok(Op::AgentAdd {
+        Ok(Op::AgentAdd(NewAgent {
             name: name.parse::<AgentName>()?,
             profile: profile.to_owned(),
             capabilities: vec!["demo".to_owned()],
             role: Some(role.to_owned()),
-        })
+        }))
     };
     store.apply_all(
         vec![
@@ -246,12 +247,12 @@ fn answer(project: &Project, actor: &str, gate: &str, options: &[String], intera
         ));
         AnswerChoice::Option(1)
     };
-    let op = Op::GateAnswer {
+    let op = Op::GateAnswer(AnswerGate {
         gate: id,
         choice,
         slice: None,
         note: None,
-    };
+    });
     match Store::open(project).and_then(|s| s.apply(op, actor, Timestamp::now())) {
         Ok(Applied::Gate(g)) => {
             let text = g.answer.map(|a| a.text).unwrap_or_default();

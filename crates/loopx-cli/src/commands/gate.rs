@@ -2,6 +2,7 @@
 
 use loopx_kernel::model::{Blocks, Gate, GateState};
 use loopx_kernel::store::{AnswerChoice, Applied, NewGate};
+use loopx_kernel::store::{AnswerGate, WithdrawGate};
 use loopx_kernel::{GateId, Invalid, Op, TodoId};
 
 use super::{id, ids};
@@ -98,12 +99,12 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
             let gate_id = id(&text)?;
             let rolled_back = roll_back_first(ctx, gate_id, &choice)?;
             let kept = land_kept_first(ctx, gate_id, &choice)?;
-            let answer = Op::GateAnswer {
+            let answer = Op::GateAnswer(AnswerGate {
                 gate: gate_id,
                 choice,
                 slice: slice_id(),
                 note,
-            };
+            });
             let gate = match &kept {
                 None => apply(ctx, answer)?,
                 // The answer, the landing's evidence and (when it landed) the todo done, as one.
@@ -140,7 +141,7 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
             Ok(())
         }
         GateCommand::Withdraw { id: text } => {
-            let gate = apply(ctx, Op::GateWithdraw { gate: id(&text)? })?;
+            let gate = apply(ctx, Op::GateWithdraw(WithdrawGate { gate: id(&text)? }))?;
             if ctx.json {
                 ctx.json_out(&document("gate", &gate))
             } else {

@@ -6,6 +6,7 @@
 
 use loopx_kernel::decision::DecisionState;
 use loopx_kernel::model::{Agent, HoldSource, QuotaHold};
+use loopx_kernel::store::Resume;
 use loopx_kernel::store::{Applied, NewHold, NewSpend, QuotaRequest};
 use loopx_kernel::{AgentName, GateId, GoalId, Invalid, Op, Timestamp, TodoId};
 use loopx_quota::{AgentView, Decision, DecisionKind, Pacing, WindowLimit, WindowState};
@@ -55,7 +56,7 @@ pub fn run(ctx: &mut Ctx, cmd: QuotaCommand) -> Result<(), ExpectedError> {
             };
             let store = ctx.store()?;
             let Applied::Resumed(keys) =
-                store.apply(Op::QuotaResume { key }, &ctx.actor(), ctx.now())?
+                store.apply(Op::QuotaResume(Resume { key }), &ctx.actor(), ctx.now())?
             else {
                 unreachable!("resume yields the resumed keys")
             };

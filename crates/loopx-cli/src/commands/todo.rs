@@ -3,6 +3,7 @@
 use loopx_kernel::model::{Todo, TodoState};
 use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::{Applied, NewTodo};
+use loopx_kernel::store::{ClaimTodo, ReleaseClaim, RenewClaim};
 use loopx_kernel::{AgentName, Invalid, Op, TodoId};
 
 use super::{duration, id, ids};
@@ -100,11 +101,11 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
             agent,
             ttl,
         } => {
-            let op = Op::TodoClaim {
+            let op = Op::TodoClaim(ClaimTodo {
                 todo: id(&text)?,
                 agent: id(&agent)?,
                 ttl: duration("--ttl", &ttl)?,
-            };
+            });
             let todo = apply(ctx, op)?;
             let lease = todo.lease.clone().expect("a claimed todo has a lease");
             show(
@@ -121,12 +122,12 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
             holder,
             ttl,
         } => {
-            let op = Op::TodoRenew {
+            let op = Op::TodoRenew(RenewClaim {
                 todo: id(&text)?,
                 agent: id(&holder.agent)?,
                 epoch: holder.epoch,
                 ttl: duration("--ttl", &ttl)?,
-            };
+            });
             let todo = apply(ctx, op)?;
             let until = todo
                 .lease
@@ -138,11 +139,11 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
         TodoCommand::Release { id: text, holder } => {
             let todo = apply(
                 ctx,
-                Op::TodoRelease {
+                Op::TodoRelease(ReleaseClaim {
                     todo: id(&text)?,
                     agent: id(&holder.agent)?,
                     epoch: holder.epoch,
-                },
+                }),
             )?;
             show(
                 ctx,

@@ -12,8 +12,9 @@ mod typed;
 
 pub use agent::AgentChange;
 pub use op::{
-    AnswerChoice, Applied, BatchError, BeginSlice, FinishTodo, Interrupt, NewEvidence, NewGate,
-    NewGoal, NewHandoff, NewHold, NewSlice, NewTodo, Op, SLICE_PLACEHOLDER, SetGoalStatus,
-    SliceEnd,
+    AnswerChoice, AnswerGate, Applied, BatchError, BeginSlice, ChangeAgent, ClaimTodo, FinishTodo,
+    Interrupt, NewAgent, NewEvidence, NewGate, NewGoal, NewHandoff, NewHold, NewSlice, NewTodo, Op,
+    ReleaseClaim, RemoveAgent, RenewClaim, Resume, SLICE_PLACEHOLDER, SetGoalStatus, SliceEnd,
+    WithdrawGate,
 };
 pub use typed::{Begun, Interrupted, NewSpend, TypedOp};

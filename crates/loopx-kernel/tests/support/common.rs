@@ -7,6 +7,7 @@ use std::time::Duration;
 use loopx_kernel::model::{PermissionLevel, Todo};
 use loopx_kernel::store::NewGoal;
 use loopx_kernel::store::{Applied, NewTodo};
+use loopx_kernel::store::{ClaimTodo, NewAgent};
 use loopx_kernel::{AgentName, Op, Project, Store, Timestamp, TodoId};
 
 pub const T0: Timestamp = Timestamp(1_790_000_000_000);
@@ -53,12 +54,12 @@ impl Fixture {
         let name: AgentName = name.parse().expect("name");
         self.store
             .apply(
-                Op::AgentAdd {
+                Op::AgentAdd(NewAgent {
                     name: name.clone(),
                     profile: "executor".into(),
                     capabilities: vec![],
                     role: None,
-                },
+                }),
                 HUMAN,
                 T0,
             )
@@ -89,11 +90,11 @@ impl Fixture {
         at: Timestamp,
     ) -> Result<Todo, loopx_kernel::KernelError> {
         let applied = self.store.apply(
-            Op::TodoClaim {
+            Op::TodoClaim(ClaimTodo {
                 todo,
                 agent: agent.clone(),
                 ttl: Duration::from_secs(60),
-            },
+            }),
             HUMAN,
             at,
         )?;

@@ -312,53 +312,20 @@ pub enum Op {
     GoalStart(NewGoal),
     GoalSetStatus(SetGoalStatus),
     TodoAdd(NewTodo),
-    TodoClaim {
-        todo: TodoId,
-        agent: AgentName,
-        ttl: Duration,
-    },
-    TodoRenew {
-        todo: TodoId,
-        agent: AgentName,
-        epoch: u64,
-        ttl: Duration,
-    },
-    TodoRelease {
-        todo: TodoId,
-        agent: AgentName,
-        epoch: u64,
-    },
+    TodoClaim(ClaimTodo),
+    TodoRenew(RenewClaim),
+    TodoRelease(ReleaseClaim),
     TodoFinish(FinishTodo),
     GateAsk(NewGate),
-    /// `slice` is the slice the answer comes from, if any: such answers are refused. `note`
-    /// is guidance a person adds to an option (`loopx gate answer q3 1 --note "…"`), passed
-    /// to the next slice with the answer.
-    GateAnswer {
-        gate: GateId,
-        choice: AnswerChoice,
-        slice: Option<String>,
-        note: Option<String>,
-    },
-    GateWithdraw {
-        gate: GateId,
-    },
+    GateAnswer(AnswerGate),
+    GateWithdraw(WithdrawGate),
     EvidenceAdd(NewEvidence),
     HandoffAdd(NewHandoff),
-    AgentAdd {
-        name: AgentName,
-        profile: String,
-        capabilities: Vec<String>,
-        role: Option<String>,
-    },
+    AgentAdd(NewAgent),
     /// A person changes an agent (`loopx agent set`).
-    AgentSet {
-        name: AgentName,
-        change: super::agent::AgentChange,
-    },
+    AgentSet(ChangeAgent),
     /// A person removes an agent that runs no slice (`loopx agent remove`).
-    AgentRemove {
-        name: AgentName,
-    },
+    AgentRemove(RemoveAgent),
     SliceStart(NewSlice),
     SliceSpawned {
         slice: SliceId,
@@ -396,9 +363,77 @@ pub enum Op {
     QuotaCharge(super::quota::QuotaRequest),
     QuotaHold(NewHold),
     /// Lift the holds on a key, or every hold.
-    QuotaResume {
-        key: Option<String>,
-    },
+    QuotaResume(Resume),
+}
+
+/// An agent claims a todo for `ttl`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimTodo {
+    pub todo: TodoId,
+    pub agent: AgentName,
+    pub ttl: Duration,
+}
+
+/// The holder of a claim (`agent` at `epoch`) extends it by `ttl` from now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenewClaim {
+    pub todo: TodoId,
+    pub agent: AgentName,
+    pub epoch: u64,
+    pub ttl: Duration,
+}
+
+/// The holder of a claim gives it back; the todo is open again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReleaseClaim {
+    pub todo: TodoId,
+    pub agent: AgentName,
+    pub epoch: u64,
+}
+
+/// A person answers a gate. `slice` is the slice the answer comes from, if any: such answers
+/// are refused. `note` is guidance a person adds to an option (`loopx gate answer q3 1 --note
+/// "…"`), passed to the next slice with the answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerGate {
+    pub gate: GateId,
+    pub choice: AnswerChoice,
+    pub slice: Option<String>,
+    pub note: Option<String>,
+}
+
+/// A gate closed without an answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WithdrawGate {
+    pub gate: GateId,
+}
+
+/// A person registers an agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewAgent {
+    pub name: AgentName,
+    pub profile: String,
+    pub capabilities: Vec<String>,
+    pub role: Option<String>,
+}
+
+/// A person changes an agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeAgent {
+    pub name: AgentName,
+    pub change: super::agent::AgentChange,
+}
+
+/// A person removes an agent that runs no slice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoveAgent {
+    pub name: AgentName,
+}
+
+/// Lift the holds on `key` (an account, or `agent:NAME`), or every hold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resume {
+    pub key: Option<String>,
 }
 
 /// The record an operation created or changed.
@@ -432,8 +467,8 @@ impl Op {
     /// A short name for refusals: `renew`, `done`.
     fn action(&self) -> &'static str {
         match self {
-            Op::TodoRenew { .. } => "renew",
-            Op::TodoRelease { .. } => "release",
+            Op::TodoRenew(_) => "renew",
+            Op::TodoRelease(_) => "release",
             Op::TodoFinish(FinishTodo {
                 to: TodoState::Dropped,
                 ..
@@ -465,7 +500,7 @@ impl Op {
                 r.redact_in_place(&mut new.context);
                 all(&mut new.options);
             }
-            Op::GateAnswer { choice, note, .. } => {
+            Op::GateAnswer(AnswerGate { choice, note, .. }) => {
                 if let AnswerChoice::Text(text) = choice {
                     r.redact_in_place(text);
                 }
@@ -486,8 +521,8 @@ impl Op {
                 all(&mut new.files);
                 all(&mut new.questions);
             }
-            Op::AgentAdd { profile, .. } => r.redact_in_place(profile),
-            Op::AgentSet { change, .. } => {
+            Op::AgentAdd(NewAgent { profile, .. }) => r.redact_in_place(profile),
+            Op::AgentSet(ChangeAgent { change, .. }) => {
                 if let Some(profile) = &mut change.profile {
                     r.redact_in_place(profile);
                 }
@@ -506,18 +541,18 @@ impl Op {
                 }
             }
             Op::GoalSetStatus(_)
-            | Op::TodoClaim { .. }
-            | Op::TodoRenew { .. }
-            | Op::TodoRelease { .. }
+            | Op::TodoClaim(_)
+            | Op::TodoRenew(_)
+            | Op::TodoRelease(_)
             | Op::TodoFinish(_)
-            | Op::GateWithdraw { .. }
-            | Op::AgentRemove { .. }
+            | Op::GateWithdraw(_)
+            | Op::AgentRemove(_)
             | Op::SliceSpawned { .. }
             | Op::InSlice { .. }
             | Op::ClaimLapsed { .. }
             | Op::QuotaAdmit(_)
             | Op::QuotaCharge(_)
-            | Op::QuotaResume { .. } => {}
+            | Op::QuotaResume(_) => {}
             Op::QuotaHold(NewHold { reason, .. }) => r.redact_in_place(reason),
         }
     }
@@ -535,14 +570,18 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
         }) => entities::goal_start(w, id, objective, scope, permission, share, isolation),
         Op::GoalSetStatus(SetGoalStatus { goal, to }) => entities::goal_set_status(w, goal, to),
         Op::TodoAdd(new) => todo::add(w, new),
-        Op::TodoClaim { todo, agent, ttl } => todo::claim(w, todo, &agent, ttl).map(Applied::Todo),
-        Op::TodoRenew {
+        Op::TodoClaim(ClaimTodo { todo, agent, ttl }) => {
+            todo::claim(w, todo, &agent, ttl).map(Applied::Todo)
+        }
+        Op::TodoRenew(RenewClaim {
             todo,
             agent,
             epoch,
             ttl,
-        } => todo::renew(w, todo, &agent, epoch, ttl),
-        Op::TodoRelease { todo, agent, epoch } => todo::release(w, todo, &agent, epoch),
+        }) => todo::renew(w, todo, &agent, epoch, ttl),
+        Op::TodoRelease(ReleaseClaim { todo, agent, epoch }) => {
+            todo::release(w, todo, &agent, epoch)
+        }
         Op::TodoFinish(FinishTodo {
             todo,
             to,
@@ -550,23 +589,23 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             epoch,
         }) => todo::finish(w, todo, to, agent.as_ref(), epoch),
         Op::GateAsk(new) => entities::gate_ask(w, new),
-        Op::GateAnswer {
+        Op::GateAnswer(AnswerGate {
             gate,
             choice,
             slice,
             note,
-        } => entities::gate_answer(w, gate, choice, slice, note),
-        Op::GateWithdraw { gate } => entities::gate_withdraw(w, gate),
+        }) => entities::gate_answer(w, gate, choice, slice, note),
+        Op::GateWithdraw(WithdrawGate { gate }) => entities::gate_withdraw(w, gate),
         Op::EvidenceAdd(new) => entities::evidence_add(w, new),
         Op::HandoffAdd(new) => entities::handoff_add(w, new),
-        Op::AgentAdd {
+        Op::AgentAdd(NewAgent {
             name,
             profile,
             capabilities,
             role,
-        } => super::agent::add(w, name, profile, capabilities, role),
-        Op::AgentSet { name, change } => super::agent::set(w, name, change),
-        Op::AgentRemove { name } => super::agent::remove(w, name),
+        }) => super::agent::add(w, name, profile, capabilities, role),
+        Op::AgentSet(ChangeAgent { name, change }) => super::agent::set(w, name, change),
+        Op::AgentRemove(RemoveAgent { name }) => super::agent::remove(w, name),
         Op::SliceStart(new) => slice::start(w, new).map(Applied::Slice),
         Op::SliceBegin(begin) => slice::begin(w, begin),
         Op::SliceSpawned {
@@ -597,7 +636,7 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             reason,
             source,
         }) => super::quota::hold(w, key, until, reason, source),
-        Op::QuotaResume { key } => super::quota::resume(w, key),
+        Op::QuotaResume(Resume { key }) => super::quota::resume(w, key),
     }
 }
 
@@ -619,12 +658,13 @@ fn refusal_event(op: &Op, err: &KernelError) -> Option<EventKind> {
             current: *current,
             action: op.action().to_owned(),
         }),
-        (KernelError::Refused(Refused::AnswerFromSlice { slice }), Op::GateAnswer { gate, .. }) => {
-            Some(EventKind::GateAnswerRefused {
-                gate: *gate,
-                slice: slice.clone(),
-            })
-        }
+        (
+            KernelError::Refused(Refused::AnswerFromSlice { slice }),
+            Op::GateAnswer(AnswerGate { gate, .. }),
+        ) => Some(EventKind::GateAnswerRefused {
+            gate: *gate,
+            slice: slice.clone(),
+        }),
         _ => None,
     }
 }

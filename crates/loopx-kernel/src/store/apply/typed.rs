@@ -3,12 +3,13 @@
 //! which result an operation yields is said once, here, beside the operation.
 
 use super::op::{
-    Applied, BeginSlice, FinishTodo, Interrupt, NewEvidence, NewGate, NewGoal, NewHandoff, NewHold,
-    NewSlice, NewTodo, Op, SetGoalStatus,
+    AnswerGate, Applied, BeginSlice, ChangeAgent, ClaimTodo, FinishTodo, Interrupt, NewAgent,
+    NewEvidence, NewGate, NewGoal, NewHandoff, NewHold, NewSlice, NewTodo, Op, ReleaseClaim,
+    RemoveAgent, RenewClaim, Resume, SetGoalStatus, WithdrawGate,
 };
 use super::quota::QuotaRequest;
 use crate::errors::{KernelError, StoreError};
-use crate::model::{Evidence, Gate, Goal, Handoff, QuotaHold, SliceRecord, Spend, Todo};
+use crate::model::{Agent, Evidence, Gate, Goal, Handoff, QuotaHold, SliceRecord, Spend, Todo};
 use crate::store::Store;
 use crate::time::Timestamp;
 
@@ -73,6 +74,15 @@ typed!(NewSlice => SliceRecord, SliceStart, Slice);
 typed!(NewHold => QuotaHold, QuotaHold, Hold);
 typed!(NewEvidence => Evidence, EvidenceAdd, Evidence);
 typed!(NewHandoff => Handoff, HandoffAdd, Handoff);
+typed!(ClaimTodo => Todo, TodoClaim, Todo);
+typed!(RenewClaim => Todo, TodoRenew, Todo);
+typed!(ReleaseClaim => Todo, TodoRelease, Todo);
+typed!(AnswerGate => Gate, GateAnswer, Gate);
+typed!(WithdrawGate => Gate, GateWithdraw, Gate);
+typed!(NewAgent => Agent, AgentAdd, Agent);
+typed!(ChangeAgent => Agent, AgentSet, Agent);
+typed!(RemoveAgent => Agent, AgentRemove, Agent);
+typed!(Resume => Vec<String>, QuotaResume, Resumed);
 
 impl TypedOp for BeginSlice {
     type Output = Begun;
