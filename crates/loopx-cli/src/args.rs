@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use loopx_vocab::{EvidenceKind, PermissionLevel, Spelled, TodoState, UnknownWord};
+use loopx_vocab::{EvidenceKind, IsolationMode, PermissionLevel, Spelled, TodoState, UnknownWord};
 
 /// Supervise AI coding agents on goals that take days.
 #[derive(Debug, Parser)]
@@ -27,16 +27,6 @@ pub struct Cli {
     pub verbose: u8,
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// Where a new goal's agents work: the choice a person makes. The goal records the outcome
-/// ([`loopx_vocab::Isolation`]), which for a worktree goal includes the commit it starts from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum IsolationMode {
-    /// A branch and worktree per todo.
-    Worktree,
-    /// The project's own tree.
-    Shared,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -367,7 +357,7 @@ pub enum GoalCommand {
         share: f64,
         /// Where agents work: `worktree` (a branch and worktree per todo; the default in a git
         /// repository) or `shared` (the project's own tree; the only choice outside git).
-        #[arg(long, value_name = "MODE")]
+        #[arg(long, value_name = "MODE", value_parser = spelled(&IsolationMode::ALL))]
         isolation: Option<IsolationMode>,
         /// Start from the last commit although the work tree has uncommitted changes (they stay
         /// in your checkout; the agents do not see them).

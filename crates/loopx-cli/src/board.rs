@@ -24,16 +24,16 @@
 //!   Answers carry `Content-Security-Policy` allowing only the board's own script and style, so
 //!   a title with markup stays text even if a bug rendered it as HTML. Changes are made one at
 //!   a time (a double click answers a gate once).
-//! - **State** (`state.rs`) is `status --json` and `quota status --json` as the CLI prints
-//!   them, plus the cards by column, the newest events and the tail of each running slice's
+//! - **State** (`state.rs`) is the application layer's status and quota snapshots (what
+//!   `status --json` and `quota status --json` print), plus the cards by column, the newest events and the tail of each running slice's
 //!   transcript.
 //! - **Live**: `/api/stream` is a server-sent event stream. It sends the state when it is
 //!   opened, and again when the kernel's doorbell rings (every commit rings it) and the state
 //!   changed; while a slice runs it also looks every second, for the transcript tails and the
 //!   elapsed times. The page never polls.
-//! - **Changes are the CLI's own commands** (`actions.rs`), run through a context that
-//!   captures their JSON: the same validation, the same kernel operation, the same actor
-//!   (`human:<user>`), the same refusal inside a slice.
+//! - **Changes are the application layer's operations** (`actions.rs`), the ones the CLI's
+//!   commands call: the same validation, the same kernel operation and git work, the same
+//!   actor (`human:<user>`, fixed when the board starts).
 
 mod actions;
 mod http;
@@ -41,7 +41,6 @@ mod state;
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -69,7 +68,8 @@ const BOARD_CSS: &str = include_str!("board/assets/board.css");
 
 /// A running board.
 pub struct Board {
-    dir: PathBuf,
+    /// The operations, as the person who started the board.
+    app: loopx_app::App,
     /// Codes printed and not yet traded for the session: each is good once.
     codes: Mutex<Vec<String>>,
     /// What a page holds once it traded a code.
@@ -81,12 +81,12 @@ pub struct Board {
 }
 
 impl Board {
-    /// Binds `127.0.0.1:port` (0: any free port) for the project in `dir`.
-    pub fn bind(dir: PathBuf, port: u16) -> std::io::Result<(Board, TcpListener)> {
+    /// Binds `127.0.0.1:port` (0: any free port) for the project `app` works on.
+    pub fn bind(app: loopx_app::App, port: u16) -> std::io::Result<(Board, TcpListener)> {
         let listener = TcpListener::bind(("127.0.0.1", port))?;
         let port = listener.local_addr()?.port();
         let board = Board {
-            dir,
+            app,
             codes: Mutex::new(Vec::new()),
             session: new_secret()?,
             changing: Mutex::new(()),
@@ -204,7 +204,7 @@ impl Board {
         }
         match (request.method.as_str(), request.path.as_str()) {
             ("GET", path) => match path {
-                "/api/state" => match state::board(&self.dir) {
+                "/api/state" => match state::board(&self.app) {
                     Ok(state) => json(stream, 200, &state),
                     Err(e) => json(stream, 503, &actions::error_body(&e)),
                 },
@@ -213,7 +213,7 @@ impl Board {
             },
             ("POST", path) => {
                 let _one_at_a_time = self.changing.lock().unwrap_or_else(PoisonError::into_inner);
-                let (status, body) = actions::act(&self.dir, path, &request.body);
+                let (status, body) = actions::act(&self.app, path, &request.body);
                 json(stream, status, &body)
             }
             _ => text(405, "GET or POST only\n"),
@@ -222,17 +222,14 @@ impl Board {
 
     /// The live stream: the state now, then whenever it changed.
     fn stream(&self, mut stream: &TcpStream) -> std::io::Result<()> {
-        let Ok(project) = loopx_kernel::Project::at(&self.dir) else {
-            return http::respond(stream, 503, "text/plain", b"the project is gone\n");
-        };
         // Bound before the first read, so a commit in between still wakes us.
-        let listener = loopx_kernel::doorbell::Listener::bind(&project);
+        let listener = loopx_kernel::doorbell::Listener::bind(self.app.project());
         http::start_events(stream)?;
         let mut sent = String::new();
         let mut last_write = Instant::now();
         loop {
             let built = Instant::now();
-            let (event, key, body, running) = match state::board(&self.dir) {
+            let (event, key, body, running) = match state::board(&self.app) {
                 Ok(mut state) => {
                     let running = state["status"]["running"]
                         .as_array()

@@ -2,7 +2,6 @@
 
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
 
 use loopx_kernel::{Project, Store, Timestamp};
 
@@ -16,7 +15,7 @@ pub struct Ctx {
     pub json: bool,
     pub style: Style,
     pub out: BufWriter<Box<dyn Write + Send>>,
-    /// The process's log, when this context is the process's own command (not the board's).
+    /// The process's log.
     pub logging: Option<crate::logging::Logging>,
 }
 
@@ -26,31 +25,6 @@ impl std::fmt::Debug for Ctx {
             .field("project_dir", &self.project_dir)
             .field("json", &self.json)
             .finish_non_exhaustive()
-    }
-}
-
-/// Output captured in memory (a command run for the board).
-#[derive(Debug, Clone, Default)]
-pub struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Captured {
-    /// Everything written so far, taken.
-    pub fn take(&self) -> Vec<u8> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-}
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
@@ -72,21 +46,6 @@ impl Ctx {
             out: BufWriter::new(Box::new(std::io::stdout())),
             logging: None,
         }
-    }
-
-    /// A context for the project in `dir` whose JSON output is captured: the board runs the
-    /// CLI's own commands through it, so a change made from the page is the same validated
-    /// operation, with the same actor, as the command a person would type.
-    pub fn capturing(dir: PathBuf) -> (Ctx, Captured) {
-        let captured = Captured::default();
-        let ctx = Ctx {
-            project_dir: Some(dir),
-            json: true,
-            style: Style { enabled: false },
-            out: BufWriter::new(Box::new(captured.clone())),
-            logging: None,
-        };
-        (ctx, captured)
     }
 
     /// Points this context at the project in `dir` (`loopx demo` creates its own).
@@ -131,6 +90,24 @@ impl Ctx {
         let store = Store::open_read(&project);
         tracing::debug!(ok = store.is_ok(), took = ?started.elapsed(), "store opened read-only");
         Ok(store?)
+    }
+
+    /// The application layer for this project and caller: who acts (`actor`), from which
+    /// slice and todo (`LOOPX_SLICE`, `LOOPX_TODO`), and the loopx executable for land checks,
+    /// read here, at the edge.
+    pub fn app(&self) -> Result<loopx_app::App, ExpectedError> {
+        let caller = loopx_app::Caller {
+            actor: self.actor(),
+            slice: slice_id(),
+            slice_todo: std::env::var("LOOPX_TODO")
+                .ok()
+                .and_then(|t| t.parse().ok()),
+        };
+        Ok(loopx_app::App::new(
+            self.project()?,
+            caller,
+            std::env::current_exe().ok(),
+        ))
     }
 
     /// Who is acting: `agent:<name>` inside a slice, else `human:<user>`.

@@ -1,6 +1,5 @@
 //! The one error type the CLI expects, and how it becomes a message and an exit code.
 
-use std::error::Error as _;
 use std::io::Write;
 
 use loopx_kernel::KernelError;
@@ -28,6 +27,9 @@ pub enum ExpectedError {
     /// `loopx run` could not run a slice at all.
     #[error(transparent)]
     Supervisor(#[from] loopx_supervisor::SupervisorError),
+    /// An operation of the application layer failed.
+    #[error(transparent)]
+    App(#[from] loopx_app::AppError),
 }
 
 impl From<std::io::Error> for ExpectedError {
@@ -52,30 +54,24 @@ impl ExpectedError {
     /// The documented exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            ExpectedError::Kernel(e) => kernel_exit_code(e),
+            ExpectedError::Kernel(e) => exit_code::of(loopx_app::kernel_class(e)),
             ExpectedError::Usage(_) => exit_code::USAGE,
             ExpectedError::Config(_) => exit_code::CONFIG,
             ExpectedError::Reported { code, .. } => *code,
             ExpectedError::Output(_) => exit_code::INTERNAL,
-            ExpectedError::Supervisor(e) => supervisor_exit_code(e),
+            ExpectedError::Supervisor(e) => exit_code::of(loopx_app::supervisor_class(e)),
+            ExpectedError::App(e) => exit_code::of(e.class()),
         }
     }
 
     /// A short stable name for `--json` (`conflict`, `store`).
     pub fn code_name(&self) -> &'static str {
-        match self.exit_code() {
-            exit_code::USAGE => "usage",
-            exit_code::CONFIG => "config",
-            exit_code::STORE => "store",
-            exit_code::CONFLICT => "conflict",
-            exit_code::REFUSED => "refused",
-            _ => "internal",
-        }
+        exit_code::class_of(self.exit_code()).map_or("internal", loopx_app::Class::name)
     }
 
     /// The message with its causes, one per line.
     pub fn render(&self) -> String {
-        render_chain(self.to_string(), self.source())
+        render(self)
     }
 
     /// Prints `error: …` to stderr, and with `--json` an error object to stdout.
@@ -93,27 +89,9 @@ impl ExpectedError {
     }
 }
 
-fn kernel_exit_code(e: &KernelError) -> u8 {
-    match e {
-        KernelError::Project(_) => exit_code::CONFIG,
-        // A bug is loopx's own failure, not the store's: nothing a retry or `doctor` fixes.
-        KernelError::Store(loopx_kernel::StoreError::Bug { .. }) => exit_code::INTERNAL,
-        KernelError::Store(_) => exit_code::STORE,
-        KernelError::Conflict(_) => exit_code::CONFLICT,
-        KernelError::Invalid(_) => exit_code::USAGE,
-        KernelError::Refused(_) => exit_code::REFUSED,
-    }
-}
-
-fn supervisor_exit_code(e: &loopx_supervisor::SupervisorError) -> u8 {
-    use loopx_supervisor::SupervisorError as S;
-    match e {
-        S::Kernel(k) => kernel_exit_code(k),
-        S::NoAgent | S::UnknownAgent { .. } => exit_code::USAGE,
-        S::Profile { .. } | S::Launch { .. } | S::ProjectConfig { .. } => exit_code::CONFIG,
-        S::Runtime(_) | S::Panicked(_) => exit_code::INTERNAL,
-        S::Unrecorded { .. } | S::WritebackLost { .. } => exit_code::STORE,
-    }
+/// An error's message with its causes, one per line.
+pub(crate) fn render(e: &dyn std::error::Error) -> String {
+    render_chain(e.to_string(), e.source())
 }
 
 /// An error and its causes on one line, without their hints: `what failed: the system's words`.
@@ -175,6 +153,6 @@ pub enum DemoAgentError {
 impl DemoAgentError {
     /// The message with its causes, one per line.
     pub fn render(&self) -> String {
-        render_chain(self.to_string(), self.source())
+        render(self)
     }
 }

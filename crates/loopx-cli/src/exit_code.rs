@@ -35,3 +35,30 @@ pub const ALL: [(u8, &str); 9] = [
     (HALTED_ON_GATE, "HALTED_ON_GATE"),
     (INTERRUPTED, "INTERRUPTED"),
 ];
+
+/// The exit code of a failure's class: one mapping, whatever the command.
+pub fn of(class: loopx_app::Class) -> u8 {
+    use loopx_app::Class;
+    match class {
+        Class::Usage => USAGE,
+        Class::Config => CONFIG,
+        Class::Store => STORE,
+        Class::Conflict => CONFLICT,
+        Class::Refused => REFUSED,
+        Class::Internal => INTERNAL,
+    }
+}
+
+/// The class an exit code stands for (`None`: success, or a code of `loopx run`'s own).
+pub fn class_of(code: u8) -> Option<loopx_app::Class> {
+    use loopx_app::Class;
+    Some(match code {
+        INTERNAL => Class::Internal,
+        USAGE => Class::Usage,
+        CONFIG => Class::Config,
+        STORE => Class::Store,
+        CONFLICT => Class::Conflict,
+        REFUSED => Class::Refused,
+        _ => return None,
+    })
+}

@@ -165,6 +165,17 @@ impl<'de> Deserialize<'de> for Timestamp {
     }
 }
 
+/// `5m ago`, `in 2h`, `now`: a time as seen from `now` (within a second is now).
+pub fn relative(now: Timestamp, at: Timestamp) -> String {
+    if at.0.saturating_add(1_000) < now.0 {
+        format!("{} ago", short_duration(now.since(at)))
+    } else if at.0 > now.0.saturating_add(1_000) {
+        format!("in {}", short_duration(at.since(now)))
+    } else {
+        "now".to_owned()
+    }
+}
+
 /// A short human duration: `45s`, `12m`, `3h 5m`, `2d 4h`.
 pub fn short_duration(d: Duration) -> String {
     let secs = d.as_secs();

@@ -214,6 +214,18 @@ impl Isolation {
     }
 }
 
+/// Where a new goal's agents work: the choice a person makes. The goal records the outcome
+/// ([`Isolation`]), which for a worktree goal includes the commit it starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IsolationMode {
+    /// A branch and worktree per todo.
+    Worktree,
+    /// The project's own tree.
+    Shared,
+}
+spelled!(IsolationMode, "isolation", [Worktree => "worktree", Shared => "shared"]);
+
 #[cfg(test)]
 mod tests {
     use super::*;

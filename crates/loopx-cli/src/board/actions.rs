@@ -1,16 +1,14 @@
-//! The changes a person can make from the page, each one a CLI command run through a context
-//! that captures its JSON: answer a gate, add a todo, drop a todo, pause or resume an agent or
-//! an account. Nothing here touches the store itself.
+//! The changes a person can make from the page, each one the application layer's operation,
+//! as the CLI's command makes it: answer a gate, add a todo, drop a todo, pause or resume an
+//! agent or an account. The answer is the record the CLI prints with `--json`. Nothing here
+//! touches the store itself.
 
-use std::path::Path;
-
+use loopx_app::quota::HoldTarget;
+use loopx_app::{App, AppError, Class};
+use loopx_kernel::model::TodoState;
+use loopx_kernel::store::{AnswerChoice, FinishTodo, NewTodo};
 use serde::Deserialize;
 use serde_json::{Value, json};
-
-use crate::args::{Command, FinishArgs, GateCommand, QuotaCommand, TodoCommand};
-use crate::context::Ctx;
-use crate::errors::ExpectedError;
-use crate::exit_code;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -50,10 +48,23 @@ struct Hold {
     account: Option<String>,
 }
 
+/// What the page asked for, read and checked.
+enum Action {
+    Answer {
+        gate: String,
+        choice: AnswerChoice,
+        note: Option<String>,
+    },
+    AddTodo(AddTodo),
+    DropTodo(DropTodo),
+    Pause(Hold),
+    Resume(Hold),
+}
+
 /// Runs the action at `path` with the JSON `body`; the status and the JSON to send back.
-pub(crate) fn act(dir: &Path, path: &str, body: &[u8]) -> (u16, Value) {
-    match command(path, body) {
-        Ok(command) => match run(dir, command) {
+pub(crate) fn act(app: &App, path: &str, body: &[u8]) -> (u16, Value) {
+    match action(path, body) {
+        Ok(action) => match run(app, action) {
             Ok(done) => (200, done),
             Err(e) => (status_of(&e), error_body(&e)),
         },
@@ -61,14 +72,14 @@ pub(crate) fn act(dir: &Path, path: &str, body: &[u8]) -> (u16, Value) {
     }
 }
 
-fn command(path: &str, body: &[u8]) -> Result<Command, (u16, String)> {
+fn action(path: &str, body: &[u8]) -> Result<Action, (u16, String)> {
     fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, (u16, String)> {
         serde_json::from_slice(body).map_err(|e| (400, format!("bad request body: {e}")))
     }
-    let hold = |body| -> Result<(Option<String>, Option<String>), (u16, String)> {
-        let Hold { agent, account } = parse(body)?;
-        match (&agent, &account) {
-            (Some(_), None) | (None, Some(_)) => Ok((agent, account)),
+    let hold = |body| -> Result<Hold, (u16, String)> {
+        let hold: Hold = parse(body)?;
+        match (&hold.agent, &hold.account) {
+            (Some(_), None) | (None, Some(_)) => Ok(hold),
             _ => Err((400, "name one agent or one account".to_owned())),
         }
     };
@@ -80,69 +91,80 @@ fn command(path: &str, body: &[u8]) -> Result<Command, (u16, String)> {
                 answer,
                 note,
             } = parse(body)?;
-            if option.is_some() == answer.is_some() {
-                return Err((400, "give an option or an answer in words".to_owned()));
-            }
-            Command::Gate(GateCommand::Answer {
-                id: gate,
-                answer,
-                option,
-                note,
-            })
+            let choice = match (option, answer) {
+                (Some(n), None) => AnswerChoice::Option(n),
+                (None, Some(text)) => AnswerChoice::Text(text),
+                _ => return Err((400, "give an option or an answer in words".to_owned())),
+            };
+            Action::Answer { gate, choice, note }
         }
-        "/api/todo/add" => {
-            let AddTodo {
-                title,
-                detail,
-                priority,
-            } = parse(body)?;
-            Command::Todo(TodoCommand::Add {
+        "/api/todo/add" => Action::AddTodo(parse(body)?),
+        "/api/todo/drop" => Action::DropTodo(parse(body)?),
+        "/api/pause" => Action::Pause(hold(body)?),
+        "/api/resume" => Action::Resume(hold(body)?),
+        _ => return Err((404, format!("no action {path}"))),
+    })
+}
+
+/// Runs one action; the record it yields, as `--json` prints it.
+fn run(app: &App, action: Action) -> Result<Value, AppError> {
+    fn doc(key: &str, value: impl serde::Serialize) -> Value {
+        json!({ "format_version": 1, key: value })
+    }
+    Ok(match action {
+        Action::Answer { gate, choice, note } => {
+            let answered = app.answer_gate(gate.parse()?, choice, note)?;
+            doc("gate", answered.gate)
+        }
+        Action::AddTodo(AddTodo {
+            title,
+            detail,
+            priority,
+        }) => doc(
+            "todo",
+            app.add_todo(NewTodo {
+                goal: None,
                 title,
                 detail,
                 priority,
                 needs: vec![],
                 after: vec![],
                 role: None,
-                goal: None,
-            })
-        }
-        "/api/todo/drop" => {
-            let DropTodo { todo, epoch } = parse(body)?;
-            Command::Todo(TodoCommand::Drop(FinishArgs {
-                id: todo,
+            })?,
+        ),
+        Action::DropTodo(DropTodo { todo, epoch }) => {
+            let finished = app.finish_todo(FinishTodo {
+                todo: todo.parse()?,
+                to: TodoState::Dropped,
                 agent: None,
                 epoch,
-            }))
+            })?;
+            doc("todo", finished.todo)
         }
-        "/api/pause" => {
-            let (agent, account) = hold(body)?;
-            Command::Quota(QuotaCommand::Pause { agent, account })
-        }
-        "/api/resume" => {
-            let (agent, account) = hold(body)?;
-            Command::Quota(QuotaCommand::Resume { agent, account })
-        }
-        _ => return Err((404, format!("no action {path}"))),
+        Action::Pause(hold) => doc("hold", app.pause(&target(hold)?)?),
+        Action::Resume(hold) => doc("resumed", app.resume(Some(&target(hold)?))?),
     })
 }
 
-fn run(dir: &Path, command: Command) -> Result<Value, ExpectedError> {
-    let (mut ctx, captured) = Ctx::capturing(dir.to_path_buf());
-    crate::commands::dispatch(&mut ctx, command)?;
-    ctx.flush()?;
-    Ok(serde_json::from_slice(&captured.take()).unwrap_or(Value::Null))
+/// The agent or the account a hold names (exactly one: checked when the body was read).
+fn target(hold: Hold) -> Result<HoldTarget, AppError> {
+    Ok(match (hold.agent, hold.account) {
+        (Some(agent), _) => HoldTarget::Agent(agent.parse()?),
+        (None, Some(account)) => HoldTarget::Account(account),
+        (None, None) => return Err(AppError::Usage("name one agent or one account".to_owned())),
+    })
 }
 
-fn status_of(e: &ExpectedError) -> u16 {
-    match e.exit_code() {
-        exit_code::USAGE | exit_code::CONFIG => 400,
-        exit_code::CONFLICT => 409,
-        exit_code::REFUSED => 403,
-        _ => 503,
+fn status_of(e: &AppError) -> u16 {
+    match e.class() {
+        Class::Usage | Class::Config => 400,
+        Class::Conflict => 409,
+        Class::Refused => 403,
+        Class::Store | Class::Internal => 503,
     }
 }
 
-/// An error as the page shows it: the CLI's own message and its code name.
-pub(crate) fn error_body(e: &ExpectedError) -> Value {
-    json!({"error": e.render(), "code": e.code_name()})
+/// An error as the page shows it: the message and its code name, as the CLI prints them.
+pub(crate) fn error_body(e: &AppError) -> Value {
+    json!({"error": crate::errors::render(e), "code": e.class().name()})
 }

@@ -1,17 +1,14 @@
-//! What the page shows, read from the kernel in one go: `status` and `quota status` exactly as
-//! the CLI prints them with `--json`, plus the cards by column, the newest events and a live
-//! tail of each running slice's transcript.
+//! What the page shows: the application layer's status and quota snapshots (the documents
+//! `status --json` and `quota status --json` print), plus the cards by column, the newest
+//! events and a live tail of each running slice's transcript.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use loopx_kernel::model::{Blocks, Evidence, Gate, GateState, SliceRecord, Todo, TodoState};
 use loopx_kernel::{Timestamp, TodoId};
 use serde_json::{Value, json};
 
-use crate::args::{Command, QuotaCommand};
-use crate::context::Ctx;
-use crate::errors::ExpectedError;
+use loopx_app::{App, AppError};
 
 /// Cards shown per column; the column's count says how many there are.
 const PER_COLUMN: usize = 100;
@@ -23,14 +20,12 @@ const TAIL_LINES: usize = 14;
 const TAIL_BYTES: u64 = 48 * 1024;
 
 /// The whole board as JSON.
-pub(crate) fn board(dir: &Path) -> Result<Value, ExpectedError> {
-    let status = run_json(dir, Command::Status)?;
-    let quota = run_json(dir, Command::Quota(QuotaCommand::Status))?;
-    let (ctx, _) = Ctx::capturing(dir.to_path_buf());
-    let project = ctx.project()?;
-    let now = ctx.now();
-    let store = loopx_kernel::Store::open_read(&project)?;
-    let (columns, running, events) = store.read(|s| {
+pub(crate) fn board(app: &App) -> Result<Value, AppError> {
+    let status = app.status()?;
+    let quota = app.quota_status()?;
+    let project = app.project();
+    let now = app.now();
+    let (columns, running, events) = app.read(|s| {
         let goal = match s.current_goal()? {
             Some(goal) => Some(goal),
             None => s.goals()?.pop(),
@@ -83,10 +78,9 @@ pub(crate) fn board(dir: &Path) -> Result<Value, ExpectedError> {
             .collect();
         Ok((columns, running, events))
     })?;
-    drop(store);
     let tails: serde_json::Map<String, Value> = running
         .iter()
-        .map(|slice| (slice.id.to_string(), Value::String(tail(&project, slice))))
+        .map(|slice| (slice.id.to_string(), Value::String(tail(project, slice))))
         .collect();
     Ok(json!({
         "now": now,
@@ -96,15 +90,6 @@ pub(crate) fn board(dir: &Path) -> Result<Value, ExpectedError> {
         "tails": tails,
         "events": events,
     }))
-}
-
-/// A CLI command's `--json` document.
-fn run_json(dir: &Path, command: Command) -> Result<Value, ExpectedError> {
-    let (mut ctx, captured) = Ctx::capturing(dir.to_path_buf());
-    crate::commands::dispatch(&mut ctx, command)?;
-    ctx.flush()?;
-    serde_json::from_slice(&captured.take())
-        .map_err(|e| ExpectedError::Usage(format!("the board could not read its own JSON: {e}")))
 }
 
 fn columns(

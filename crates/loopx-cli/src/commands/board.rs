@@ -9,10 +9,11 @@ use crate::context::Ctx;
 use crate::errors::ExpectedError;
 
 pub fn run(ctx: &mut Ctx, args: BoardArgs) -> Result<(), ExpectedError> {
-    let project = ctx.project()?;
+    let app = ctx.app()?;
+    let project = app.project().clone();
     // The store must open now: a board on a broken project says so here, not in the page.
-    drop(loopx_kernel::Store::open_read(&project)?);
-    let (board, listener) = Board::bind(project.root().to_path_buf(), args.port).map_err(|e| {
+    app.read(|_| Ok(()))?;
+    let (board, listener) = Board::bind(app, args.port).map_err(|e| {
         ExpectedError::Usage(format!(
             "cannot listen on 127.0.0.1:{}: {e}{}",
             args.port,

@@ -114,7 +114,7 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
         // A worktree goal's work is on its branch: say how to bring it in.
         let goal = ctx.store_read()?.read(|s| Ok(s.goals()?.pop()))?;
         if let Some(goal) = goal.filter(|g| g.isolation.is_worktree()) {
-            for line in super::goal::merge_hint(&goal) {
+            for line in loopx_app::goal::merge_commands(&goal) {
                 say(&line);
             }
         }
@@ -313,7 +313,7 @@ fn step_line(step: &Step<'_>) -> String {
             agent,
             decision,
             now,
-        } => format!("{agent}: {}", super::quota::describe(decision, *now)),
+        } => format!("{agent}: {}", loopx_app::quota::describe(decision, *now)),
         Step::Claimed {
             agent,
             todo,

@@ -2,20 +2,9 @@
 
 use loopx_kernel::Timestamp;
 use loopx_kernel::model::{Agent, Evidence, Gate, GateState, Goal, Handoff, Todo, TodoState};
-use loopx_kernel::time::short_duration;
+pub use loopx_kernel::time::relative;
 
 use super::Style;
-
-/// `3m ago`, `in 12m`, `now`.
-pub fn relative(now: Timestamp, at: Timestamp) -> String {
-    if at.0.saturating_add(1_000) < now.0 {
-        format!("{} ago", short_duration(now.since(at)))
-    } else if at.0 > now.0.saturating_add(1_000) {
-        format!("in {}", short_duration(at.since(now)))
-    } else {
-        "now".to_owned()
-    }
-}
 
 fn state_word(style: Style, state: TodoState) -> String {
     let word = format!("{:<7}", state.as_str());

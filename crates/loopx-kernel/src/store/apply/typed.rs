@@ -150,7 +150,28 @@ impl Store {
     ) -> Result<T::Output, KernelError> {
         before.push(last.into_op());
         let mut applied = self.apply_all(before, actor, now)?;
-        match applied.pop() {
+        self.batch_output::<T>(applied.pop())
+    }
+
+    /// Applies `first` and then `after` atomically and returns what `first` yields, typed: a
+    /// batch whose point is its first operation (a gate's answer, with the landing it caused).
+    pub fn run_before<T: TypedOp>(
+        &self,
+        first: T,
+        after: Vec<Op>,
+        actor: &str,
+        now: Timestamp,
+    ) -> Result<T::Output, KernelError> {
+        let ops = std::iter::once(first.into_op()).chain(after).collect();
+        let applied = self.apply_all(ops, actor, now)?;
+        self.batch_output::<T>(applied.into_iter().next())
+    }
+}
+
+impl Store {
+    /// `T`'s record out of a batch's, or the kernel's own bug named when there is none.
+    fn batch_output<T: TypedOp>(&self, applied: Option<Applied>) -> Result<T::Output, KernelError> {
+        match applied {
             Some(applied) => output_of::<T>(&self.path, applied),
             None => Err(StoreError::Bug {
                 path: self.path.clone(),

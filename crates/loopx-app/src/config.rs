@@ -1,0 +1,46 @@
+//! The project's configuration as operations use it: a profile by name, the project's budget,
+//! and each agent's quota view. One policy for a file that does not load: an operation whose
+//! result is acted on (the decision for an agent, adding an agent) fails with the file's own
+//! diagnostic; an overview (`status`, `quota status`) shows what it can and names the problem.
+
+use loopx_adapters::{AdapterCatalog, LoadError, LoadedProfile};
+use loopx_kernel::model::Agent;
+use loopx_quota::{AgentView, Budget};
+
+use crate::{App, AppError};
+
+impl App {
+    /// A profile of the project, by name.
+    pub fn profile(&self, name: &str) -> Result<LoadedProfile, AppError> {
+        let state = self.project.state_dir();
+        let catalog = AdapterCatalog::with_dir(state.join("adapters"));
+        loopx_adapters::find_profile(&state.join("profiles"), name, &catalog).map_err(|e| {
+            AppError::Config(format!("profile `{name}` cannot be loaded: {e}\n(hint: `loopx profile list` shows the profiles; `loopx profile check` explains)"))
+        })
+    }
+
+    /// The project's budget (`[budget]` in `.loopx/loopx.toml`), as `loopx run` decides with it.
+    pub fn budget(&self) -> Result<Budget, AppError> {
+        loopx_adapters::load_project_config(&self.project.state_dir())
+            .map(|config| config.budget)
+            .map_err(|err| match err {
+                LoadError::Invalid(invalid) => AppError::Config(invalid.render_plain()),
+                other => AppError::Config(other.to_string()),
+            })
+    }
+
+    /// The budget for an overview: a `loopx.toml` that does not load adds its diagnostic to
+    /// `problems`, and the overview goes on without a budget.
+    pub(crate) fn budget_or_problem(&self, problems: &mut Vec<String>) -> Budget {
+        self.budget().unwrap_or_else(|e| {
+            problems.push(e.to_string());
+            Budget::default()
+        })
+    }
+
+    /// The agent's quota settings, from its profile.
+    pub fn agent_view(&self, agent: &Agent) -> Result<AgentView, AppError> {
+        let loaded = self.profile(&agent.profile)?;
+        Ok(loopx_supervisor::agent_view(agent, &loaded))
+    }
+}

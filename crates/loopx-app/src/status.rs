@@ -1,0 +1,484 @@
+//! The status snapshot: what needs a person, what runs, what waits, what is next, the latest
+//! evidence, what each agent would do now. `loopx status` renders it, `status --json` and the
+//! board show it as it is.
+
+use loopx_kernel::model::{Evidence, Gate, GateState, Goal, SliceRecord, Todo};
+use loopx_kernel::store::TodoCounts;
+use loopx_kernel::{Timestamp, TodoId};
+use serde::Serialize;
+
+use loopx_kernel::decision::DecisionState;
+
+use crate::{App, AppError};
+
+/// How many of the next todos and latest evidence the first screen shows.
+const FIRST_SCREEN: usize = 5;
+
+#[derive(Debug, Serialize)]
+pub struct Status {
+    pub format_version: u32,
+    pub project: String,
+    pub goal: Option<Goal>,
+    pub needs_you: Vec<NeedsYou>,
+    pub running: Vec<Running>,
+    pub claimed: Vec<Claimed>,
+    pub waiting: Vec<Waiting>,
+    /// How many todos wait on a dependency in all (`waiting` lists the first of them).
+    pub waiting_total: u64,
+    pub next: Vec<Next>,
+    pub latest_evidence: Vec<Evidence>,
+    pub counts: TodoCounts,
+    /// What each registered agent would do now (the decision `quota should-run` prints).
+    pub agents: Vec<AgentNow>,
+    /// Where the goal's agents work.
+    pub isolation: Option<IsolationNow>,
+    /// What could not be read (an invalid `loopx.toml`): the rest is shown without it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+/// A goal's isolation as `status` shows it.
+#[derive(Debug, Serialize)]
+pub struct IsolationNow {
+    /// `worktree` or `shared`.
+    pub mode: &'static str,
+    /// Why the agents share the project's tree, in words (shared only).
+    pub why: Option<String>,
+    /// The goal's integration branch (worktree only).
+    pub branch: Option<String>,
+    /// The open and claimed todos' branches: commits ahead of the goal's branch.
+    pub todo_branches: Vec<loopx_supervisor::worktree::BranchState>,
+    /// What brings the goal's work into the person's branch, once it is done.
+    pub merge_commands: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AgentNow {
+    pub agent: String,
+    /// The slice it is running now, if any: then `decision` is what it would do next.
+    pub running: Option<String>,
+    pub decision: Option<loopx_quota::DecisionKind>,
+    pub wake_at: Option<Timestamp>,
+    pub todo: Option<String>,
+    pub gate: Option<String>,
+    /// The decision in words, or why it could not be made (an invalid profile).
+    pub summary: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct NeedsYou {
+    pub gate: Gate,
+    pub answer_command: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Running {
+    pub slice: SliceRecord,
+    pub elapsed_secs: u64,
+    /// Its `loopx run` (on this machine) is gone: the slice is not running, whatever its
+    /// record says, and the next `loopx run` recovers it.
+    pub orphaned: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Claimed {
+    pub todo: TodoId,
+    pub title: String,
+    pub agent: String,
+    pub epoch: u64,
+    pub expires_at: Timestamp,
+    pub expired: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Waiting {
+    pub todo: TodoId,
+    pub title: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Next {
+    pub todo: TodoId,
+    pub title: String,
+    pub priority: i32,
+}
+
+impl App {
+    /// The overview `loopx status` shows, read in one snapshot: what needs a person, what
+    /// runs, what waits, what is next, the latest evidence, and what each agent would do now.
+    pub fn status(&self) -> Result<Status, AppError> {
+        let project = self.project();
+        let now = self.now();
+        let store = self.store_read()?;
+        // Profiles are files: load each once (agents often share one), outside the read
+        // transaction.
+        let views = crate::quota::views_of(self, &store.read(|s| s.agents())?);
+        // A broken loopx.toml is reported by `loopx run` and `loopx quota status`; the
+        // overview still shows what it can, and names it.
+        let mut problems = Vec::new();
+        let budget = self.budget_or_problem(&mut problems);
+        // Everything below reads a bounded number of records, whatever the number of todos:
+        // the claimed ones, the first of the waiting and ready ones, counts kept as counters.
+        let (goal, gates, running, todos, latest_evidence, agents) = store.read(|s| {
+            let counts = s.todo_counts()?;
+            let agents = agents_now(s, &views, &budget, now)?;
+            // The active or paused goal; else the latest one, so a finished goal shows as done.
+            let goal = match s.current_goal()? {
+                Some(goal) => Some(goal),
+                None => s.goals()?.pop(),
+            };
+            let gates: Vec<Gate> = s
+                .gates()?
+                .into_iter()
+                .filter(|g| g.state == GateState::Open)
+                .collect();
+            let todos = match &goal {
+                Some(goal) => first_todos(s, goal.id, &gates, counts)?,
+                None => FirstTodos {
+                    claimed: s.claimed_todos()?,
+                    counts,
+                    ..FirstTodos::default()
+                },
+            };
+            let running = s
+                .running_slices()?
+                .into_iter()
+                .map(|slice| {
+                    let owner = s.slice_owner(slice.id)?;
+                    Ok((
+                        slice,
+                        owner.is_some_and(|o| loopx_supervisor::owner_gone(&o)),
+                    ))
+                })
+                .collect::<Result<Vec<_>, loopx_kernel::KernelError>>()?;
+            Ok((
+                goal,
+                gates,
+                running,
+                todos,
+                s.evidence_newest(FIRST_SCREEN, |_| true)?,
+                agents,
+            ))
+        })?;
+        let isolation = goal
+            .as_ref()
+            .map(|g| isolation_now(project.root(), g, &store));
+        drop(store);
+        let mut status = assemble(
+            project.root().display().to_string(),
+            now,
+            goal,
+            gates,
+            running,
+            todos,
+            latest_evidence,
+            agents,
+        );
+        status.isolation = isolation;
+        status.problems = problems;
+        for agent in &mut status.agents {
+            agent.running = status
+                .running
+                .iter()
+                .find(|r| r.slice.agent.as_str() == agent.agent)
+                .map(|r| r.slice.id.to_string());
+        }
+        Ok(status)
+    }
+}
+
+/// How many waiting todos `status` lists (the count says how many there are).
+const WAITING_SHOWN: usize = 10;
+
+/// The todos `status` shows: every claimed one, and the first of the goal's waiting and ready
+/// ones.
+#[derive(Debug, Default)]
+struct FirstTodos {
+    pub claimed: Vec<Todo>,
+    /// Waiting on a dependency, with the dependency: the first [`WAITING_SHOWN`].
+    pub waiting: Vec<(Todo, TodoId)>,
+    /// Ready todos that an open gate holds back.
+    pub gated: Vec<(Todo, loopx_kernel::GateId)>,
+    /// The first ready todos in the order agents take them, none of them gated.
+    pub ready: Vec<Todo>,
+    pub waiting_total: u64,
+    pub counts: TodoCounts,
+}
+
+fn first_todos(
+    s: &loopx_kernel::Snapshot<'_>,
+    goal: loopx_kernel::GoalId,
+    gates: &[Gate],
+    counts: TodoCounts,
+) -> Result<FirstTodos, loopx_kernel::KernelError> {
+    let mut first = FirstTodos {
+        claimed: s.claimed_todos()?,
+        waiting_total: s.waiting_count(goal)?,
+        counts,
+        ..FirstTodos::default()
+    };
+    for todo in s.waiting_todos(goal, WAITING_SHOWN)? {
+        let mut on = None;
+        for dep in &todo.after {
+            if s.todo(*dep)?.is_some_and(|d| !d.state.is_final()) {
+                on = Some(*dep);
+                break;
+            }
+        }
+        if let Some(dep) = on {
+            first.waiting.push((todo, dep));
+        }
+    }
+    // A global gate holds back every todo; other gates name the todos they hold back: a few
+    // lookups, not a scan.
+    let global = gates
+        .iter()
+        .find(|g| matches!(g.blocks, loopx_kernel::model::Blocks::Global))
+        .map(|g| g.id);
+    let named_by = |id: TodoId| {
+        gates
+            .iter()
+            .find(|g| matches!(&g.blocks, loopx_kernel::model::Blocks::Todos(ids) if ids.contains(&id)))
+            .map(|g| g.id)
+    };
+    let mut named: Vec<TodoId> = gates
+        .iter()
+        .flat_map(|g| match &g.blocks {
+            loopx_kernel::model::Blocks::Todos(ids) => ids.clone(),
+            _ => Vec::new(),
+        })
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    for id in &named {
+        let Some(todo) = s.todo(*id)? else { continue };
+        if todo.state != loopx_kernel::model::TodoState::Open || todo.goal != goal {
+            continue;
+        }
+        // Listed as gated only when nothing else holds it: a todo waiting on a dependency
+        // is listed (and counted) as waiting.
+        let mut ready = true;
+        for dep in &todo.after {
+            ready &= s.todo(*dep)?.is_none_or(|d| d.state.is_final());
+        }
+        if let (true, Some(gate)) = (ready, named_by(*id)) {
+            first.gated.push((todo, gate));
+        }
+    }
+    let wanted = FIRST_SCREEN + named.len();
+    for role in s.ready_roles(goal)? {
+        for needs in [false, true] {
+            first.ready.extend(
+                s.ready_todos(goal, role.as_deref(), needs, wanted)?
+                    .into_iter()
+                    .filter(|t| named_by(t.id).is_none()),
+            );
+        }
+    }
+    first
+        .ready
+        .sort_by_key(|t| (std::cmp::Reverse(t.priority), t.id));
+    first.ready.truncate(FIRST_SCREEN);
+    if let Some(gate) = global {
+        // Nothing is next while a gate holds back everything: the first in line wait on it.
+        first.gated.extend(first.ready.drain(..).map(|t| (t, gate)));
+    }
+    Ok(first)
+}
+
+fn isolation_now(root: &std::path::Path, goal: &Goal, store: &loopx_kernel::Store) -> IsolationNow {
+    use loopx_kernel::model::Isolation;
+    match &goal.isolation {
+        Isolation::Shared => IsolationNow {
+            mode: "shared",
+            why: Some(
+                match loopx_supervisor::worktree::in_git(root) {
+                    true => "started with --isolation shared",
+                    false => "the project is not a git repository",
+                }
+                .to_owned(),
+            ),
+            branch: None,
+            todo_branches: Vec::new(),
+            merge_commands: Vec::new(),
+        },
+        Isolation::Worktree { .. } => {
+            let branches =
+                loopx_supervisor::worktree::branch_states(root, goal.id).unwrap_or_default();
+            // Only the branches of open and claimed todos: a lookup each.
+            let todo_branches = store
+                .read(|s| {
+                    let mut open = Vec::new();
+                    for b in branches {
+                        if s.todo(b.todo)?.is_some_and(|t| !t.state.is_final()) {
+                            open.push(b);
+                        }
+                    }
+                    Ok(open)
+                })
+                .unwrap_or_default();
+            IsolationNow {
+                mode: "worktree",
+                why: None,
+                branch: Some(loopx_supervisor::worktree::integration_branch(goal.id)),
+                todo_branches,
+                merge_commands: match goal.status {
+                    loopx_kernel::model::GoalStatus::Done => crate::goal::merge_commands(goal),
+                    _ => Vec::new(),
+                },
+            }
+        }
+    }
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site, which reads better with the parts named"
+)]
+fn assemble(
+    project: String,
+    now: Timestamp,
+    goal: Option<Goal>,
+    gates: Vec<Gate>,
+    running: Vec<(SliceRecord, bool)>,
+    todos: FirstTodos,
+    latest_evidence: Vec<Evidence>,
+    agents: Vec<AgentNow>,
+) -> Status {
+    let FirstTodos {
+        claimed: claimed_todos,
+        waiting: waiting_todos,
+        gated,
+        ready,
+        waiting_total,
+        counts,
+    } = todos;
+    let mut claimed = Vec::new();
+    let mut waiting = Vec::new();
+    let mut next = Vec::new();
+    for todo in &claimed_todos {
+        if let Some(lease) = &todo.lease {
+            claimed.push(Claimed {
+                todo: todo.id,
+                title: todo.title.clone(),
+                agent: lease.agent.to_string(),
+                epoch: lease.epoch,
+                expires_at: lease.expires_at,
+                expired: !lease.is_live(now),
+            });
+        }
+    }
+    for (todo, dep) in &waiting_todos {
+        waiting.push(Waiting {
+            todo: todo.id,
+            title: todo.title.clone(),
+            reason: format!("waits on {dep}"),
+        });
+    }
+    for (todo, gate) in &gated {
+        waiting.push(Waiting {
+            todo: todo.id,
+            title: todo.title.clone(),
+            reason: format!("blocked by gate {gate}"),
+        });
+    }
+    // An expired lease is free to reclaim: next in line with the ready ones.
+    for todo in &claimed_todos {
+        if todo.lease.as_ref().is_some_and(|l| !l.is_live(now))
+            && !gates.iter().any(|g| {
+                g.blocks.blocks(None, Some(todo.id))
+                    && !matches!(g.blocks, loopx_kernel::model::Blocks::Agent(_))
+            })
+        {
+            next.push(Next {
+                todo: todo.id,
+                title: todo.title.clone(),
+                priority: todo.priority,
+            });
+        }
+    }
+    for todo in &ready {
+        next.push(Next {
+            todo: todo.id,
+            title: todo.title.clone(),
+            priority: todo.priority,
+        });
+    }
+    next.sort_by_key(|n| (std::cmp::Reverse(n.priority), n.todo));
+    next.truncate(FIRST_SCREEN);
+    Status {
+        format_version: 1,
+        project,
+        goal,
+        needs_you: gates
+            .into_iter()
+            .map(|gate| NeedsYou {
+                answer_command: gate.answer_command(),
+                gate,
+            })
+            .collect(),
+        running: running
+            .into_iter()
+            .map(|(slice, orphaned)| Running {
+                elapsed_secs: now.since(slice.started_at).as_secs(),
+                slice,
+                orphaned,
+            })
+            .collect(),
+        claimed,
+        waiting,
+        waiting_total,
+        next,
+        latest_evidence,
+        counts,
+        agents,
+        isolation: None,
+        problems: Vec::new(),
+    }
+}
+
+/// Each registered agent's decision, made on the same snapshot as the rest of the screen.
+/// Profiles are read first (file I/O stays outside the read transaction).
+fn agents_now(
+    snap: &loopx_kernel::Snapshot<'_>,
+    views: &[(String, Result<loopx_quota::AgentView, String>)],
+    budget: &loopx_quota::Budget,
+    now: Timestamp,
+) -> Result<Vec<AgentNow>, loopx_kernel::KernelError> {
+    let mut out = Vec::with_capacity(views.len());
+    if views.is_empty() {
+        return Ok(out);
+    }
+    let shared = std::sync::Arc::new(
+        loopx_kernel::decision::SharedState::read(snap, now)?.with_budget(budget.clone()),
+    );
+    for (name, view) in views {
+        let decided = view.clone().and_then(|view| {
+            DecisionState::for_agent(shared.clone(), snap, view)
+                .map(|state| state.decide())
+                .map_err(|e| e.to_string())
+        });
+        out.push(match decided {
+            Ok(d) => AgentNow {
+                agent: name.clone(),
+                running: None,
+                decision: Some(d.decision),
+                wake_at: d.wake_at.map(Timestamp),
+                todo: d.todo.as_ref().map(|(id, _)| id.to_string()),
+                gate: d.gate.as_ref().map(|(id, _)| id.to_string()),
+                summary: crate::quota::describe(&d, now),
+            },
+            Err(why) => AgentNow {
+                agent: name.clone(),
+                running: None,
+                decision: None,
+                wake_at: None,
+                todo: None,
+                gate: None,
+                summary: format!("cannot decide: {}", why.lines().next().unwrap_or_default()),
+            },
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,313 @@
+//! Todos: added, claimed, renewed, released, finished (done or dropped), read. A person's
+//! `done` in a worktree goal lands the todo's branch first; a finished todo's worktree goes.
+
+use std::time::Duration;
+
+use loopx_kernel::model::{EvidenceKind, GateKind, GateState, Goal, Handoff, Todo, TodoState};
+use loopx_kernel::store::{ClaimTodo, FinishTodo, NewEvidence, NewTodo, ReleaseClaim, RenewClaim};
+use loopx_kernel::{AgentName, GoalId, Invalid, Op, TodoId};
+use loopx_supervisor::worktree::{self, Landing, Repo, integration_branch, short, todo_branch};
+
+use crate::{App, AppError};
+
+/// A todo with what `todo show` shows beside it.
+#[derive(Debug, Clone)]
+pub struct TodoDetail {
+    pub todo: Todo,
+    pub latest_handoff: Option<Handoff>,
+    /// Its branch, in a worktree goal.
+    pub branch: Option<Branch>,
+}
+
+/// Where a worktree goal's todo branch stands (`todo show`, `status`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Branch {
+    pub name: String,
+    /// `None`: no branch yet (made at the first claim).
+    pub ahead: Option<u64>,
+    pub behind: Option<u64>,
+    /// Done, with nothing on its branch that is not on the goal's.
+    pub landed: bool,
+}
+
+impl Branch {
+    /// `+2 commits, not landed`, `landed`, `no branch yet`.
+    pub fn describe(&self) -> String {
+        match self.ahead {
+            None => "no branch yet: made at its first claim".to_owned(),
+            Some(0) if self.landed => "landed".to_owned(),
+            Some(0) => "nothing committed yet".to_owned(),
+            Some(n) => format!("+{n} commit{}, not landed", if n == 1 { "" } else { "s" }),
+        }
+    }
+}
+
+/// Which todos to list.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TodoQuery {
+    /// Only todos in this state; `None`: the open and claimed ones (every one with `all`).
+    pub state: Option<TodoState>,
+    pub all: bool,
+    pub page: Option<Page>,
+}
+
+/// A page: todos added after `after`, at most `limit` (in the order they were added).
+#[derive(Debug, Clone, Copy)]
+pub struct Page {
+    pub after: Option<TodoId>,
+    pub limit: Option<usize>,
+}
+
+/// A todo finished, and its landing in words when a person's `done` landed it.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub todo: Todo,
+    pub landed: Option<String>,
+}
+
+/// A todo's diff: its branch, and the text of what changed.
+#[derive(Debug, Clone)]
+pub struct Diff {
+    pub todo: Todo,
+    pub branch: String,
+    pub text: String,
+}
+
+impl App {
+    pub fn add_todo(&self, new: NewTodo) -> Result<Todo, AppError> {
+        self.run(new)
+    }
+
+    pub fn claim_todo(
+        &self,
+        todo: TodoId,
+        agent: AgentName,
+        ttl: Duration,
+    ) -> Result<Todo, AppError> {
+        self.run(ClaimTodo { todo, agent, ttl })
+    }
+
+    pub fn renew_claim(
+        &self,
+        todo: TodoId,
+        agent: AgentName,
+        epoch: u64,
+        ttl: Duration,
+    ) -> Result<Todo, AppError> {
+        self.run(RenewClaim {
+            todo,
+            agent,
+            epoch,
+            ttl,
+        })
+    }
+
+    pub fn release_claim(
+        &self,
+        todo: TodoId,
+        agent: AgentName,
+        epoch: u64,
+    ) -> Result<Todo, AppError> {
+        self.run(ReleaseClaim { todo, agent, epoch })
+    }
+
+    /// Finishes a todo, done or dropped. A person's `done` in a worktree goal means "on the
+    /// goal's branch": the todo's work lands first, by the same rules as an agent's, or the
+    /// todo stays as it is (a conflict, naming why). Done or dropped, its worktree goes; its
+    /// branch stays.
+    pub fn finish_todo(&self, finish: FinishTodo) -> Result<Finished, AppError> {
+        let tid = finish.todo;
+        let worktree_goal = self.read(|s| {
+            let Some(t) = s.todo(tid)? else {
+                return Ok(None);
+            };
+            Ok(s.goal(t.goal)?
+                .filter(|g| g.isolation.is_worktree())
+                .map(|g| (g, t.title)))
+        })?;
+        let landed = match (&worktree_goal, finish.to, &finish.agent) {
+            (Some((goal, title)), TodoState::Done, None) => {
+                self.land_for_person(goal, tid, title)?
+            }
+            _ => None,
+        };
+        let ops: Vec<Op> = landed
+            .iter()
+            .map(|summary| {
+                Op::EvidenceAdd(NewEvidence {
+                    kind: EvidenceKind::Land,
+                    summary: summary.clone(),
+                    detail: String::new(),
+                    files: vec![],
+                    todo: Some(tid),
+                    slice: None,
+                    epoch: None,
+                })
+            })
+            .collect();
+        let todo = self
+            .store()?
+            .run_after(ops, finish, &self.caller().actor, self.now())?;
+        if let Some((goal, _)) = &worktree_goal
+            && let Err(e) = worktree::remove(self.root(), goal.id, todo.id)
+        {
+            tracing::warn!(todo = %todo.id, error = %e, "cannot remove the todo's worktree");
+        }
+        Ok(Finished { todo, landed })
+    }
+
+    /// Lands a todo a person marks done; what landed, in words (`None`: it has no branch, or
+    /// nothing on it to land), or why the todo stays open.
+    fn land_for_person(
+        &self,
+        goal: &Goal,
+        todo: TodoId,
+        title: &str,
+    ) -> Result<Option<String>, AppError> {
+        let root = self.root();
+        let branch = todo_branch(goal.id, todo);
+        if !Repo::of(root).is_ok_and(|repo| repo.has_branch(&branch)) {
+            return Ok(None);
+        }
+        let rollback_open = self.read(|s| {
+            Ok(s.gates()?.into_iter().any(|g| {
+                g.state == GateState::Open
+                    && matches!(g.kind, GateKind::Rollback { todo: t, .. } if t == todo)
+            }))
+        })?;
+        let not_yet = |why: &str| AppError::Conflict(format!("{todo} stays open: {why}"));
+        if rollback_open {
+            return Err(not_yet(
+                "a gate asks whether to roll its last slice back; answer it first (`loopx gate list`)",
+            ));
+        }
+        if worktree::has_uncommitted(root, goal.id, todo).unwrap_or(false) {
+            return Err(not_yet(
+                "its worktree holds work no slice has committed (a slice is running, or one was stopped); let its next slice end first",
+            ));
+        }
+        let into = integration_branch(goal.id);
+        let refused = |why: String| {
+            AppError::Conflict(format!(
+                "{todo} stays open: {why}\n(hint: `loopx diff {todo}` shows its work; `loopx todo drop {todo}` drops it, its branch kept)"
+            ))
+        };
+        // No claim to lose: the kernel refuses the person's `done` if someone took the todo.
+        match loopx_supervisor::land_todo(root, self.exe()?, goal, todo, title, &|| true) {
+            Landing::Landed {
+                commit, commits, ..
+            } => Ok(Some(format!(
+                "{todo} landed on {into} as {}: {commits} commit(s)",
+                short(&commit)
+            ))),
+            Landing::Empty => Ok(None),
+            Landing::Conflict { files, .. } => Err(refused(format!(
+                "its branch {branch} conflicts with {into} in {}",
+                files.join(", ")
+            ))),
+            Landing::CheckFailed { how, output } => {
+                let tail: Vec<&str> = output.lines().rev().take(10).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                Err(refused(format!(
+                    "the land check {how} on its branch merged with {into}:\n{}",
+                    tail.join("\n")
+                )))
+            }
+            Landing::Failed(why) => Err(refused(why)),
+        }
+    }
+
+    /// The todos a query asks for, and whether more follow the page.
+    pub fn todos(&self, query: TodoQuery) -> Result<(Vec<Todo>, bool), AppError> {
+        if query.page.is_some_and(|p| p.limit == Some(0)) {
+            return Err(
+                Invalid::Other("`--limit 0` lists nothing: give 1 or more".to_owned()).into(),
+            );
+        }
+        let TodoQuery { state, all, page } = query;
+        let wanted = |todo: &Todo| match state {
+            Some(state) => todo.state == state,
+            None => all || !todo.state.is_final(),
+        };
+        // Open and claimed todos come from the active index; finished ones need every todo.
+        let finished_wanted = all || state.is_some_and(TodoState::is_final);
+        self.read(|s| match page {
+            Some(page) => s.todos_page(
+                page.after.map_or(0, |t| t.0),
+                page.limit.unwrap_or(usize::MAX),
+                !finished_wanted,
+                wanted,
+            ),
+            None => {
+                let todos = if finished_wanted {
+                    s.todos_where(wanted)?
+                } else {
+                    s.active_todos()?
+                };
+                Ok((todos.into_iter().filter(|t| wanted(t)).collect(), false))
+            }
+        })
+    }
+
+    /// A todo, its latest handoff and, in a worktree goal, its branch.
+    pub fn todo(&self, id: TodoId) -> Result<TodoDetail, AppError> {
+        let (todo, latest_handoff, goal) = self.read(|s| {
+            let todo = s.todo(id)?.ok_or_else(|| Invalid::NotFound {
+                what: "todo",
+                id: id.to_string(),
+            })?;
+            let handoff = match todo.latest_handoff {
+                Some(h) => s.handoff(h)?,
+                None => None,
+            };
+            let goal = s.goal(todo.goal)?;
+            Ok((todo, handoff, goal))
+        })?;
+        let branch = goal
+            .filter(|g| g.isolation.is_worktree())
+            .map(|g| self.branch_of(&todo, g.id));
+        Ok(TodoDetail {
+            todo,
+            latest_handoff,
+            branch,
+        })
+    }
+
+    /// Where a worktree goal's todo branch stands.
+    pub fn branch_of(&self, todo: &Todo, goal: GoalId) -> Branch {
+        let states = worktree::branch_states(self.root(), goal).unwrap_or_default();
+        let state = states.iter().find(|s| s.todo == todo.id);
+        Branch {
+            name: todo_branch(goal, todo.id),
+            ahead: state.map(|s| s.ahead),
+            behind: state.map(|s| s.behind),
+            landed: todo.state == TodoState::Done && state.is_some_and(|s| s.ahead == 0),
+        }
+    }
+
+    /// What the todo's branch changed since it forked from the goal's branch, and what its
+    /// worktree holds uncommitted.
+    pub fn todo_diff(&self, id: TodoId, stat: bool) -> Result<Diff, AppError> {
+        let (todo, goal) = self.read(|s| {
+            let todo = s.todo(id)?.ok_or_else(|| Invalid::NotFound {
+                what: "todo",
+                id: id.to_string(),
+            })?;
+            let goal = s.goal(todo.goal)?;
+            Ok((todo, goal))
+        })?;
+        let Some(goal) = goal.filter(|g| g.isolation.is_worktree()) else {
+            return Err(AppError::Usage(format!(
+                "{} belongs to a goal whose agents share the project's tree, so it has no branch of its own\n(hint: `git diff` shows the tree's changes; `loopx evidence list --todo {}` what each slice changed)",
+                todo.id, todo.id
+            )));
+        };
+        let text =
+            worktree::todo_diff(self.root(), goal.id, todo.id, stat).map_err(AppError::Usage)?;
+        Ok(Diff {
+            branch: todo_branch(goal.id, todo.id),
+            todo,
+            text,
+        })
+    }
+}
