@@ -1,8 +1,9 @@
 //! What can go wrong in an operation, and the class of each failure: the CLI turns a class into
 //! its documented exit code, the board into an HTTP status, so both say the same thing.
 
-use loopx_kernel::{KernelError, StoreError};
+use loopx_kernel::KernelError;
 use loopx_supervisor::SupervisorError;
+use loopx_vocab::ErrorClass;
 
 /// Every failure an operation can meet.
 #[derive(Debug, thiserror::Error)]
@@ -36,70 +37,14 @@ impl From<loopx_kernel::errors::InvalidId> for AppError {
     }
 }
 
-/// What kind of failure it is, whatever surface shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
-    /// Bad input: fix the request.
-    Usage,
-    /// The project or its configuration: fix a file.
-    Config,
-    /// The store is missing, damaged, too new or stayed busy.
-    Store,
-    /// Someone else holds it, or the state moved on.
-    Conflict,
-    /// A safety rule refused it.
-    Refused,
-    /// A bug in loopx.
-    Internal,
-}
-
-impl Class {
-    /// A short stable name, for JSON (`conflict`, `store`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Class::Usage => "usage",
-            Class::Config => "config",
-            Class::Store => "store",
-            Class::Conflict => "conflict",
-            Class::Refused => "refused",
-            Class::Internal => "internal",
-        }
-    }
-}
-
 impl AppError {
-    pub fn class(&self) -> Class {
+    pub fn class(&self) -> ErrorClass {
         match self {
-            AppError::Kernel(e) => kernel_class(e),
-            AppError::Usage(_) => Class::Usage,
-            AppError::Config(_) => Class::Config,
-            AppError::Conflict(_) => Class::Conflict,
-            AppError::Supervisor(e) => supervisor_class(e),
+            AppError::Kernel(e) => e.class(),
+            AppError::Usage(_) => ErrorClass::Usage,
+            AppError::Config(_) => ErrorClass::Config,
+            AppError::Conflict(_) => ErrorClass::Conflict,
+            AppError::Supervisor(e) => e.class(),
         }
-    }
-}
-
-/// The class of a kernel error.
-pub fn kernel_class(e: &KernelError) -> Class {
-    match e {
-        KernelError::Project(_) => Class::Config,
-        // A bug is loopx's own failure, not the store's: nothing a retry or `doctor` fixes.
-        KernelError::Store(StoreError::Bug { .. }) => Class::Internal,
-        KernelError::Store(_) => Class::Store,
-        KernelError::Conflict(_) => Class::Conflict,
-        KernelError::Invalid(_) => Class::Usage,
-        KernelError::Refused(_) => Class::Refused,
-    }
-}
-
-/// The class of a run loop's error.
-pub fn supervisor_class(e: &SupervisorError) -> Class {
-    use SupervisorError as S;
-    match e {
-        S::Kernel(k) => kernel_class(k),
-        S::NoAgent | S::UnknownAgent { .. } => Class::Usage,
-        S::Profile { .. } | S::Launch { .. } | S::ProjectConfig { .. } => Class::Config,
-        S::Runtime(_) | S::Panicked(_) => Class::Internal,
-        S::Unrecorded { .. } | S::WritebackLost { .. } => Class::Store,
     }
 }

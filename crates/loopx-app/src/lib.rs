@@ -14,7 +14,7 @@
 //!   slice), plus the path of the loopx executable for land checks. The surface reads them
 //!   from its own world (the CLI from its flags and the environment, the board from the
 //!   person who started it); nothing here reads an environment variable.
-//! - **Errors keep their class.** [`AppError::class`] says what kind of failure it is; the CLI
+//! - **Errors keep their class.** [`AppError::class`] says what kind of failure it is ([`ErrorClass`]); the CLI
 //!   turns that into its exit code and the board into an HTTP status.
 //! - **Reads are snapshots.** Each operation opens the store for itself (read-only for reads,
 //!   which never wait on a writer), as a short-lived command does; the kernel's transaction is
@@ -33,7 +33,8 @@ use std::path::PathBuf;
 use loopx_kernel::store::TypedOp;
 use loopx_kernel::{Project, Snapshot, Store, Timestamp, TodoId};
 
-pub use error::{AppError, Class, kernel_class, supervisor_class};
+pub use error::AppError;
+pub use loopx_vocab::ErrorClass;
 
 /// Who is acting, and from where.
 #[derive(Debug, Clone, PartialEq, Eq)]

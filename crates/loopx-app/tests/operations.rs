@@ -5,7 +5,7 @@ use std::path::Path;
 
 use loopx_app::goal::StartGoal;
 use loopx_app::quota::{AgentSpec, HoldTarget};
-use loopx_app::{App, AppError, Caller, Class};
+use loopx_app::{App, AppError, Caller, ErrorClass};
 use loopx_kernel::model::{Blocks, TodoState};
 use loopx_kernel::store::{AnswerChoice, FinishTodo, NewTodo};
 use loopx_kernel::{AgentName, Project, Store, Timestamp};
@@ -92,7 +92,7 @@ fn asking_for_worktrees_outside_git_is_refused_as_usage() {
             from_head: false,
         })
         .expect_err("no git repository");
-    assert_eq!(refused.class(), Class::Usage);
+    assert_eq!(refused.class(), ErrorClass::Usage);
     assert!(
         refused.to_string().contains("needs a git repository"),
         "{refused}"
@@ -134,7 +134,7 @@ fn a_question_a_person_answers_and_one_asked_from_a_slice_cannot_be_answered_fro
     let refused = from_slice
         .answer_gate(gate.id, AnswerChoice::Option(1), None)
         .expect_err("an answer from a slice");
-    assert_eq!(refused.class(), Class::Refused);
+    assert_eq!(refused.class(), ErrorClass::Refused);
     let answered = app
         .answer_gate(gate.id, AnswerChoice::Option(2), None)
         .expect("a person answers");
@@ -168,7 +168,7 @@ fn a_broken_loopx_toml_is_named_by_the_overviews_and_refuses_the_decision() {
     let refused = app
         .decision_for(&a)
         .expect_err("a decision acted on needs the budget");
-    assert_eq!(refused.class(), Class::Config);
+    assert_eq!(refused.class(), ErrorClass::Config);
 }
 
 #[test]

@@ -54,19 +54,19 @@ impl ExpectedError {
     /// The documented exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            ExpectedError::Kernel(e) => exit_code::of(loopx_app::kernel_class(e)),
+            ExpectedError::Kernel(e) => exit_code::of(e.class()),
             ExpectedError::Usage(_) => exit_code::USAGE,
             ExpectedError::Config(_) => exit_code::CONFIG,
             ExpectedError::Reported { code, .. } => *code,
             ExpectedError::Output(_) => exit_code::INTERNAL,
-            ExpectedError::Supervisor(e) => exit_code::of(loopx_app::supervisor_class(e)),
+            ExpectedError::Supervisor(e) => exit_code::of(e.class()),
             ExpectedError::App(e) => exit_code::of(e.class()),
         }
     }
 
     /// A short stable name for `--json` (`conflict`, `store`).
     pub fn code_name(&self) -> &'static str {
-        exit_code::class_of(self.exit_code()).map_or("internal", loopx_app::Class::name)
+        exit_code::class_of(self.exit_code()).map_or("internal", |c| c.as_str())
     }
 
     /// The message with its causes, one per line.

@@ -37,28 +37,28 @@ pub const ALL: [(u8, &str); 9] = [
 ];
 
 /// The exit code of a failure's class: one mapping, whatever the command.
-pub fn of(class: loopx_app::Class) -> u8 {
-    use loopx_app::Class;
+pub fn of(class: loopx_kernel::model::ErrorClass) -> u8 {
+    use loopx_kernel::model::ErrorClass;
     match class {
-        Class::Usage => USAGE,
-        Class::Config => CONFIG,
-        Class::Store => STORE,
-        Class::Conflict => CONFLICT,
-        Class::Refused => REFUSED,
-        Class::Internal => INTERNAL,
+        ErrorClass::Usage => USAGE,
+        ErrorClass::Config => CONFIG,
+        ErrorClass::Store => STORE,
+        ErrorClass::Conflict => CONFLICT,
+        ErrorClass::Refused => REFUSED,
+        ErrorClass::Internal => INTERNAL,
     }
 }
 
 /// The class an exit code stands for (`None`: success, or a code of `loopx run`'s own).
-pub fn class_of(code: u8) -> Option<loopx_app::Class> {
-    use loopx_app::Class;
+pub fn class_of(code: u8) -> Option<loopx_kernel::model::ErrorClass> {
+    use loopx_kernel::model::ErrorClass;
     Some(match code {
-        INTERNAL => Class::Internal,
-        USAGE => Class::Usage,
-        CONFIG => Class::Config,
-        STORE => Class::Store,
-        CONFLICT => Class::Conflict,
-        REFUSED => Class::Refused,
+        INTERNAL => ErrorClass::Internal,
+        USAGE => ErrorClass::Usage,
+        CONFIG => ErrorClass::Config,
+        STORE => ErrorClass::Store,
+        CONFLICT => ErrorClass::Conflict,
+        REFUSED => ErrorClass::Refused,
         _ => return None,
     })
 }

@@ -333,6 +333,23 @@ pub enum KernelError {
     Refused(#[from] Refused),
 }
 
+impl KernelError {
+    /// What kind of failure it is (the CLI's exit code, the board's HTTP status, an agent's
+    /// refused report).
+    pub fn class(&self) -> loopx_vocab::ErrorClass {
+        use loopx_vocab::ErrorClass;
+        match self {
+            KernelError::Project(_) => ErrorClass::Config,
+            // A bug is loopx's own failure, not the store's: nothing a retry or `doctor` fixes.
+            KernelError::Store(StoreError::Bug { .. }) => ErrorClass::Internal,
+            KernelError::Store(_) => ErrorClass::Store,
+            KernelError::Conflict(_) => ErrorClass::Conflict,
+            KernelError::Invalid(_) => ErrorClass::Usage,
+            KernelError::Refused(_) => ErrorClass::Refused,
+        }
+    }
+}
+
 impl From<InvalidId> for KernelError {
     fn from(e: InvalidId) -> Self {
         KernelError::Invalid(Invalid::Id(e))

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId, SliceId, TodoId};
 use crate::time::Timestamp;
 pub use loopx_vocab::{
-    EvidenceKind, GoalStatus, HoldSource, Isolation, Outcome, PermissionLevel, SliceKind, TodoState,
+    ErrorClass, EvidenceKind, GoalStatus, HoldSource, Isolation, Outcome, PermissionLevel,
+    SliceKind, TodoState,
 };
 
 mod event;

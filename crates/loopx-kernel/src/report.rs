@@ -78,8 +78,8 @@ pub enum Reported {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReportRefused {
     pub message: String,
-    /// `usage`, `conflict`, `refused`, `store` or `config`, as the CLI's exit codes.
-    pub class: String,
+    /// What kind of refusal it is: the CLI's exit code comes from it.
+    pub class: loopx_vocab::ErrorClass,
 }
 
 /// The channel's one answer per request.
@@ -93,16 +93,9 @@ pub enum ReportReply {
 impl ReportRefused {
     /// A refusal with the class of `err`.
     pub fn from_kernel(err: &KernelError) -> ReportRefused {
-        let class = match err {
-            KernelError::Project(_) => "config",
-            KernelError::Store(_) => "store",
-            KernelError::Conflict(_) => "conflict",
-            KernelError::Invalid(_) => "usage",
-            KernelError::Refused(_) => "refused",
-        };
         ReportRefused {
             message: err.to_string(),
-            class: class.to_owned(),
+            class: err.class(),
         }
     }
 
@@ -110,7 +103,7 @@ impl ReportRefused {
     pub fn usage(message: impl Into<String>) -> ReportRefused {
         ReportRefused {
             message: message.into(),
-            class: "usage".to_owned(),
+            class: loopx_vocab::ErrorClass::Usage,
         }
     }
 }
@@ -327,7 +320,7 @@ mod tests {
                 files: vec![],
             })
             .expect_err("violation evidence is loopx's");
-        assert_eq!(refused.class, "usage");
+        assert_eq!(refused.class, loopx_vocab::ErrorClass::Usage);
     }
 
     #[test]

@@ -55,6 +55,22 @@ pub enum SupervisorError {
 }
 
 impl SupervisorError {
+    /// What kind of failure it is (the CLI's exit code).
+    pub fn class(&self) -> loopx_kernel::model::ErrorClass {
+        use loopx_kernel::model::ErrorClass;
+        match self {
+            SupervisorError::Kernel(k) => k.class(),
+            SupervisorError::NoAgent | SupervisorError::UnknownAgent { .. } => ErrorClass::Usage,
+            SupervisorError::Profile { .. }
+            | SupervisorError::Launch { .. }
+            | SupervisorError::ProjectConfig { .. } => ErrorClass::Config,
+            SupervisorError::Runtime(_) | SupervisorError::Panicked(_) => ErrorClass::Internal,
+            SupervisorError::Unrecorded { .. } | SupervisorError::WritebackLost { .. } => {
+                ErrorClass::Store
+            }
+        }
+    }
+
     /// The store failed (not merely busy): a long-lived handle on it is reopened.
     pub(crate) fn is_store_failure(&self) -> bool {
         match self {

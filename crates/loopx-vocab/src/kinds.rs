@@ -226,6 +226,29 @@ pub enum IsolationMode {
 }
 spelled!(IsolationMode, "isolation", [Worktree => "worktree", Shared => "shared"]);
 
+/// What kind of failure something is, whatever shows it: the CLI's exit code, the board's HTTP
+/// status, an agent's refused report all come from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// Bad input: fix the request.
+    Usage,
+    /// The project or its configuration: fix a file.
+    Config,
+    /// The store is missing, damaged, too new or stayed busy.
+    Store,
+    /// Someone else holds it, or the state moved on.
+    Conflict,
+    /// A safety rule refused it.
+    Refused,
+    /// A bug in loopx.
+    Internal,
+}
+spelled!(ErrorClass, "error class", [
+    Usage => "usage", Config => "config", Store => "store", Conflict => "conflict",
+    Refused => "refused", Internal => "internal",
+]);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 //! touches the store itself.
 
 use loopx_app::quota::HoldTarget;
-use loopx_app::{App, AppError, Class};
+use loopx_app::{App, AppError, ErrorClass};
 use loopx_kernel::model::TodoState;
 use loopx_kernel::store::{AnswerChoice, FinishTodo, NewTodo};
 use serde::Deserialize;
@@ -157,14 +157,14 @@ fn target(hold: Hold) -> Result<HoldTarget, AppError> {
 
 fn status_of(e: &AppError) -> u16 {
     match e.class() {
-        Class::Usage | Class::Config => 400,
-        Class::Conflict => 409,
-        Class::Refused => 403,
-        Class::Store | Class::Internal => 503,
+        ErrorClass::Usage | ErrorClass::Config => 400,
+        ErrorClass::Conflict => 409,
+        ErrorClass::Refused => 403,
+        ErrorClass::Store | ErrorClass::Internal => 503,
     }
 }
 
 /// An error as the page shows it: the message and its code name, as the CLI prints them.
 pub(crate) fn error_body(e: &AppError) -> Value {
-    json!({"error": crate::errors::render(e), "code": e.class().name()})
+    json!({"error": crate::errors::render(e), "code": e.class().as_str()})
 }

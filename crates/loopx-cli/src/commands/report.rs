@@ -120,16 +120,8 @@ fn send(socket: &std::path::Path, report: &AgentReport) -> Result<ReportReply, E
 }
 
 fn refusal(refused: ReportRefused) -> ExpectedError {
-    let code = match refused.class.as_str() {
-        "usage" => exit_code::USAGE,
-        "conflict" => exit_code::CONFLICT,
-        "refused" => exit_code::REFUSED,
-        "store" => exit_code::STORE,
-        "config" => exit_code::CONFIG,
-        _ => exit_code::INTERNAL,
-    };
     ExpectedError::Reported {
         summary: refused.message,
-        code,
+        code: exit_code::of(refused.class),
     }
 }

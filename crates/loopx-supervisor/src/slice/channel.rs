@@ -244,7 +244,7 @@ impl Serving {
                     "this channel belongs to slice {}, and {who} is not part of it; nothing was written and the attempt was recorded",
                     self.reporter.slice
                 ),
-                class: "refused".to_owned(),
+                class: loopx_kernel::model::ErrorClass::Refused,
             });
         }
         let line = match read_request(stream) {
@@ -276,7 +276,7 @@ impl Serving {
                     "this slice already reported its todo done; the slice's end finishes it (slice {})",
                     self.reporter.slice
                 ),
-                class: "conflict".to_owned(),
+                class: loopx_kernel::model::ErrorClass::Conflict,
             });
         }
         let spent = match self.spent.spend(&report, line.len()) {
@@ -358,7 +358,7 @@ impl Serving {
             message: format!(
                 "slice {slice} has written {limit} through its report channel, the most one slice may; nothing was written\n(hint: put what is left in the report block of your final message)"
             ),
-            class: "refused".to_owned(),
+            class: loopx_kernel::model::ErrorClass::Refused,
         })
     }
 
