@@ -22,6 +22,7 @@
 
 mod config;
 mod error;
+pub mod evidence;
 pub mod gate;
 pub mod goal;
 pub mod quota;

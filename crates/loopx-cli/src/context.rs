@@ -74,15 +74,6 @@ impl Ctx {
         Ok(project)
     }
 
-    /// The project's store, opened read-write for this one change.
-    pub fn store(&self) -> Result<Store, ExpectedError> {
-        let project = self.project()?;
-        let started = std::time::Instant::now();
-        let store = Store::open(&project);
-        tracing::debug!(ok = store.is_ok(), took = ?started.elapsed(), "store opened read-write");
-        Ok(store?)
-    }
-
     /// The project's store, opened read-only: never waits for writers, never modifies the file.
     pub fn store_read(&self) -> Result<Store, ExpectedError> {
         let project = self.project()?;

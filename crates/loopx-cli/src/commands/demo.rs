@@ -15,9 +15,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use loopx_kernel::model::Isolation;
+use loopx_kernel::store::AnswerChoice;
+use loopx_kernel::store::NewAgent;
 use loopx_kernel::store::NewGoal;
-use loopx_kernel::store::{AnswerChoice, Applied};
-use loopx_kernel::store::{AnswerGate, NewAgent};
 use loopx_kernel::{AgentName, Op, Project, Store, Timestamp};
 use loopx_supervisor::{EndReason, OnGate, RunEvent, RunLoop, Shutdown};
 
@@ -59,18 +59,13 @@ pub fn run(ctx: &mut Ctx, args: DemoArgs) -> Result<(), ExpectedError> {
         world: loopx_supervisor::World::real(),
     };
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let actor = ctx.actor();
+    let app = ctx.app()?;
     let end = loopx_supervisor::run_loop(&req, &mut |event| {
         say(&super::run::event_line(event));
         if let RunEvent::Question { gate, options, .. } = event {
             // Asked on a thread of its own: the loop (and Ctrl-C) must not wait for the person.
-            let (project, actor, gate, options) = (
-                project.clone(),
-                actor.clone(),
-                gate.clone(),
-                options.clone(),
-            );
-            std::thread::spawn(move || answer(&project, &actor, &gate, &options, interactive));
+            let (app, gate, options) = (app.clone(), gate.clone(), options.clone());
+            std::thread::spawn(move || answer(&app, &gate, &options, interactive));
         }
     })?;
 
@@ -234,7 +229,7 @@ fn isolation(dir: &std::path::Path) -> Isolation {
 }
 
 /// Answers a question: at the terminal, or with its first option on the user's behalf.
-fn answer(project: &Project, actor: &str, gate: &str, options: &[String], interactive: bool) {
+fn answer(app: &loopx_app::App, gate: &str, options: &[String], interactive: bool) {
     let Ok(id) = gate.parse() else {
         return;
     };
@@ -247,18 +242,11 @@ fn answer(project: &Project, actor: &str, gate: &str, options: &[String], intera
         ));
         AnswerChoice::Option(1)
     };
-    let op = Op::GateAnswer(AnswerGate {
-        gate: id,
-        choice,
-        slice: None,
-        note: None,
-    });
-    match Store::open(project).and_then(|s| s.apply(op, actor, Timestamp::now())) {
-        Ok(Applied::Gate(g)) => {
-            let text = g.answer.map(|a| a.text).unwrap_or_default();
+    match app.answer_gate(id, choice, None) {
+        Ok(answered) => {
+            let text = answered.gate.answer.map(|a| a.text).unwrap_or_default();
             say(&format!("{gate} answered: {text}"));
         }
-        Ok(_) => {}
         Err(e) => say(&format!("{gate}: the answer was not recorded: {e}")),
     }
 }

@@ -1,12 +1,9 @@
-//! `loopx evidence add|list` and `loopx handoff [write]`.
+//! `loopx evidence add|list` and `loopx handoff [write]`: the application layer's evidence and
+//! handoff operations, shown.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-
-use loopx_kernel::model::{Evidence, FileRef, Handoff};
-use loopx_kernel::store::{NewEvidence, NewHandoff};
-use loopx_kernel::{Invalid, SliceId, TodoId};
-use sha2::{Digest, Sha256};
+use loopx_app::evidence::{AddEvidence, WriteHandoff};
+use loopx_kernel::TodoId;
+use loopx_kernel::model::{Evidence, Handoff};
 
 use super::id;
 use crate::args::{EvidenceCommand, HandoffArgs, HandoffCommand};
@@ -15,6 +12,7 @@ use crate::errors::ExpectedError;
 use crate::output::{document, views};
 
 pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
+    let app = ctx.app()?;
     match cmd {
         EvidenceCommand::Add {
             summary,
@@ -24,25 +22,18 @@ pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
             detail,
             files,
         } => {
-            let project = ctx.project()?;
-            let new = NewEvidence {
-                epoch,
+            let evidence = app.add_evidence(AddEvidence {
                 kind,
                 summary,
                 detail,
-                files: file_refs(project.root(), &files)?,
+                files,
                 todo: todo.as_deref().map(id).transpose()?,
-                slice: current_slice(),
-            };
-            let store = ctx.store()?;
-            let evidence = store.run(new, &ctx.actor(), ctx.now())?;
+                epoch,
+            })?;
             show_evidence(ctx, &evidence)
         }
         EvidenceCommand::List { todo, limit } => {
-            let todo: Option<TodoId> = todo.as_deref().map(id).transpose()?;
-            let evidence = ctx
-                .store_read()?
-                .read(|s| s.evidence_newest(limit, |e| todo.is_none() || e.todo == todo))?;
+            let evidence = app.evidence(todo.as_deref().map(id).transpose()?, limit)?;
             if ctx.json {
                 return ctx.json_out(&document("evidence", &evidence));
             }
@@ -59,33 +50,20 @@ pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
 }
 
 pub fn handoff(ctx: &mut Ctx, args: HandoffArgs) -> Result<(), ExpectedError> {
+    let app = ctx.app()?;
     if let Some(HandoffCommand::Write { todo, epoch, text }) = args.write {
-        let new = NewHandoff {
-            epoch,
+        let handoff = app.write_handoff(WriteHandoff {
             todo: todo.as_deref().map(id).transpose()?,
+            epoch,
             done: text.done,
             next: text.next,
             files: text.files,
             questions: text.questions,
-            slice: current_slice(),
-        };
-        let store = ctx.store()?;
-        let handoff = store.run(new, &ctx.actor(), ctx.now())?;
+        })?;
         return show_handoff(ctx, &handoff);
     }
     let todo: Option<TodoId> = args.todo.as_deref().map(id).transpose()?;
-    let handoff = ctx.store_read()?.read(|s| {
-        if let Some(t) = todo
-            && s.todo(t)?.is_none()
-        {
-            return Err(Invalid::NotFound {
-                what: "todo",
-                id: t.to_string(),
-            }
-            .into());
-        }
-        s.latest_handoff(todo)
-    })?;
+    let handoff = app.latest_handoff(todo)?;
     if ctx.json {
         return ctx.json_out(&document("handoff", &handoff));
     }
@@ -98,11 +76,6 @@ pub fn handoff(ctx: &mut Ctx, args: HandoffArgs) -> Result<(), ExpectedError> {
         }
         None => ctx.line("No handoff yet."),
     }
-}
-
-/// Pins every file by its content.
-pub(super) fn file_refs(root: &Path, files: &[PathBuf]) -> Result<Vec<FileRef>, ExpectedError> {
-    files.iter().map(|f| file_ref(root, f)).collect()
 }
 
 /// Prints recorded evidence.
@@ -124,39 +97,4 @@ pub(super) fn show_handoff(ctx: &mut Ctx, handoff: &Handoff) -> Result<(), Expec
     } else {
         ctx.line(format!("Wrote handoff {}", handoff.id))
     }
-}
-
-/// The slice this process runs in, when `LOOPX_SLICE` names one.
-fn current_slice() -> Option<SliceId> {
-    crate::context::slice_id().and_then(|s| s.parse().ok())
-}
-
-/// Pins a file by its content: path relative to the project when inside it, size and sha256.
-fn file_ref(root: &Path, path: &PathBuf) -> Result<FileRef, ExpectedError> {
-    let unreadable =
-        |e: std::io::Error| ExpectedError::Usage(format!("cannot read `{}`: {e}", path.display()));
-    let mut file = loopx_adapters::open_regular(path).map_err(unreadable)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut bytes = 0u64;
-    loop {
-        let n = file.read(&mut buf).map_err(unreadable)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        bytes += n as u64;
-    }
-    let absolute = std::path::absolute(path).map_err(unreadable)?;
-    let shown = absolute
-        .strip_prefix(root)
-        .unwrap_or(&absolute)
-        .display()
-        .to_string();
-    let sha256 = hex::encode(hasher.finalize());
-    Ok(FileRef {
-        path: shown,
-        sha256,
-        bytes,
-    })
 }

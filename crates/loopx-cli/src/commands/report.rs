@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use loopx_kernel::report::{AgentReport, ReportRefused, ReportReply, Reported, SOCKET_VAR};
 
-use super::evidence::{file_refs, show_evidence, show_handoff};
+use super::evidence::{show_evidence, show_handoff};
 use crate::args::ReportCommand;
 use crate::context::Ctx;
 use crate::errors::ExpectedError;
@@ -39,7 +39,7 @@ pub fn run(ctx: &mut Ctx, cmd: ReportCommand) -> Result<(), ExpectedError> {
                 kind,
                 summary: text.join(" "),
                 detail,
-                files: file_refs(&root, &files)?,
+                files: loopx_app::evidence::file_refs(&root, &files)?,
             }
         }
         ReportCommand::Handoff(text) => AgentReport::Handoff {

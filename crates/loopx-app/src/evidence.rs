@@ -1,0 +1,123 @@
+//! Evidence and handoffs a person (or a script outside any slice) records, and reading them.
+//! Files named as evidence are pinned by their content when recorded.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use loopx_kernel::model::{Evidence, EvidenceKind, FileRef, Handoff};
+use loopx_kernel::store::{NewEvidence, NewHandoff};
+use loopx_kernel::{Invalid, SliceId, TodoId};
+use sha2::{Digest, Sha256};
+
+use crate::{App, AppError};
+
+/// Evidence to record. Files are pinned by content; paths inside the project are shown
+/// relative to it.
+#[derive(Debug, Clone)]
+pub struct AddEvidence {
+    pub kind: EvidenceKind,
+    pub summary: String,
+    pub detail: String,
+    pub files: Vec<PathBuf>,
+    pub todo: Option<TodoId>,
+    /// The claim it is recorded under, when an agent records it by hand.
+    pub epoch: Option<u64>,
+}
+
+/// A handoff to write: what was done, what is next, the files and the open questions.
+#[derive(Debug, Clone)]
+pub struct WriteHandoff {
+    pub todo: Option<TodoId>,
+    pub epoch: Option<u64>,
+    pub done: String,
+    pub next: String,
+    pub files: Vec<String>,
+    pub questions: Vec<String>,
+}
+
+impl App {
+    pub fn add_evidence(&self, add: AddEvidence) -> Result<Evidence, AppError> {
+        let files = file_refs(self.root(), &add.files)?;
+        self.run(NewEvidence {
+            epoch: add.epoch,
+            kind: add.kind,
+            summary: add.summary,
+            detail: add.detail,
+            files,
+            todo: add.todo,
+            slice: self.slice_id(),
+        })
+    }
+
+    /// The newest evidence, of one todo or of all.
+    pub fn evidence(&self, todo: Option<TodoId>, limit: usize) -> Result<Vec<Evidence>, AppError> {
+        self.read(|s| s.evidence_newest(limit, |e| todo.is_none() || e.todo == todo))
+    }
+
+    pub fn write_handoff(&self, write: WriteHandoff) -> Result<Handoff, AppError> {
+        self.run(NewHandoff {
+            epoch: write.epoch,
+            todo: write.todo,
+            done: write.done,
+            next: write.next,
+            files: write.files,
+            questions: write.questions,
+            slice: self.slice_id(),
+        })
+    }
+
+    /// The latest handoff, of one todo (which must exist) or of all.
+    pub fn latest_handoff(&self, todo: Option<TodoId>) -> Result<Option<Handoff>, AppError> {
+        self.read(|s| {
+            if let Some(t) = todo
+                && s.todo(t)?.is_none()
+            {
+                return Err(Invalid::NotFound {
+                    what: "todo",
+                    id: t.to_string(),
+                }
+                .into());
+            }
+            s.latest_handoff(todo)
+        })
+    }
+
+    /// The caller's slice, when it names a well-formed one.
+    fn slice_id(&self) -> Option<SliceId> {
+        self.caller().slice.as_deref().and_then(|s| s.parse().ok())
+    }
+}
+
+/// Pins every file by its content.
+pub fn file_refs(root: &Path, files: &[PathBuf]) -> Result<Vec<FileRef>, AppError> {
+    files.iter().map(|f| file_ref(root, f)).collect()
+}
+
+/// Pins a file by its content: path relative to the project when inside it, size and sha256.
+fn file_ref(root: &Path, path: &Path) -> Result<FileRef, AppError> {
+    let unreadable =
+        |e: std::io::Error| AppError::Usage(format!("cannot read `{}`: {e}", path.display()));
+    let mut file = loopx_adapters::open_regular(path).map_err(unreadable)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut bytes = 0u64;
+    loop {
+        let n = file.read(&mut buf).map_err(unreadable)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        bytes += n as u64;
+    }
+    let absolute = std::path::absolute(path).map_err(unreadable)?;
+    let shown = absolute
+        .strip_prefix(root)
+        .unwrap_or(&absolute)
+        .display()
+        .to_string();
+    Ok(FileRef {
+        path: shown,
+        sha256: hex::encode(hasher.finalize()),
+        bytes,
+    })
+}
