@@ -142,7 +142,7 @@ impl App {
         if !wants || g.state != GateState::Open {
             return Ok(None);
         }
-        loopx_supervisor::worktree::roll_back(self.root(), todo.goal, todo.id, checkpoint, commit)
+        loopx_git::worktree::roll_back(self.root(), todo.goal, todo.id, checkpoint, commit)
             .map(Some)
             .map_err(|why| {
                 AppError::Conflict(format!("cannot roll back: {why}; the gate stays open"))
@@ -212,7 +212,7 @@ impl App {
             .flatten();
         if let Some((TodoState::Dropped, goal)) = found
             && goal.isolation.is_worktree()
-            && let Err(e) = loopx_supervisor::worktree::remove(self.root(), goal.id, todo)
+            && let Err(e) = loopx_git::worktree::remove(self.root(), goal.id, todo)
         {
             tracing::warn!(%todo, error = %e, "cannot remove the todo's worktree");
         }

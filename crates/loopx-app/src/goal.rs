@@ -1,10 +1,10 @@
 //! Goals: started (with the isolation a person chose or git allows), paused, resumed, done.
 //! A worktree goal's id comes from the kernel before any branch is made.
 
+use loopx_git::worktree::{Repo, integration_branch, short};
 use loopx_kernel::model::{Goal, GoalStatus, Isolation};
 use loopx_kernel::store::{NewGoal, SetGoalStatus};
 use loopx_kernel::{GoalId, Invalid};
-use loopx_supervisor::worktree::{Repo, integration_branch, short};
 use loopx_vocab::{IsolationMode, PermissionLevel};
 
 use crate::{App, AppError};
@@ -53,7 +53,7 @@ impl App {
         )?;
         let warning = match (&repo, &isolation) {
             (Some(repo), Isolation::Worktree { base }) => {
-                loopx_supervisor::worktree::ignore_worktrees(self.root());
+                loopx_git::worktree::ignore_worktrees(self.root());
                 repo.start_integration(goal.id, base).err()
             }
             _ => None,

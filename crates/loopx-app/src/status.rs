@@ -47,7 +47,7 @@ pub struct IsolationNow {
     /// The goal's integration branch (worktree only).
     pub branch: Option<String>,
     /// The open and claimed todos' branches: commits ahead of the goal's branch.
-    pub todo_branches: Vec<loopx_supervisor::worktree::BranchState>,
+    pub todo_branches: Vec<loopx_git::worktree::BranchState>,
     /// What brings the goal's work into the person's branch, once it is done.
     pub merge_commands: Vec<String>,
 }
@@ -293,7 +293,7 @@ fn isolation_now(root: &std::path::Path, goal: &Goal, store: &loopx_kernel::Stor
         Isolation::Shared => IsolationNow {
             mode: "shared",
             why: Some(
-                match loopx_supervisor::worktree::in_git(root) {
+                match loopx_git::worktree::in_git(root) {
                     true => "started with --isolation shared",
                     false => "the project is not a git repository",
                 }
@@ -304,8 +304,7 @@ fn isolation_now(root: &std::path::Path, goal: &Goal, store: &loopx_kernel::Stor
             merge_commands: Vec::new(),
         },
         Isolation::Worktree { .. } => {
-            let branches =
-                loopx_supervisor::worktree::branch_states(root, goal.id).unwrap_or_default();
+            let branches = loopx_git::worktree::branch_states(root, goal.id).unwrap_or_default();
             // Only the branches of open and claimed todos: a lookup each.
             let todo_branches = store
                 .read(|s| {
@@ -321,7 +320,7 @@ fn isolation_now(root: &std::path::Path, goal: &Goal, store: &loopx_kernel::Stor
             IsolationNow {
                 mode: "worktree",
                 why: None,
-                branch: Some(loopx_supervisor::worktree::integration_branch(goal.id)),
+                branch: Some(loopx_git::worktree::integration_branch(goal.id)),
                 todo_branches,
                 merge_commands: match goal.status {
                     loopx_kernel::model::GoalStatus::Done => crate::goal::merge_commands(goal),

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
+use loopx_git::worktree::{self, Landing, Repo, integration_branch, short, todo_branch};
 use loopx_kernel::model::{EvidenceKind, GateKind, GateState, Goal, Handoff, Todo, TodoState};
 use loopx_kernel::store::{ClaimTodo, FinishTodo, NewEvidence, NewTodo, ReleaseClaim, RenewClaim};
 use loopx_kernel::{AgentName, GoalId, Invalid, Op, TodoId};
-use loopx_supervisor::worktree::{self, Landing, Repo, integration_branch, short, todo_branch};
 
 use crate::{App, AppError};
 

@@ -7,11 +7,10 @@
 //! as long as it runs. It also holds the board (`board/`), the demo agent (`demo_agent/`) and
 //! `loopx sim`'s front end.
 //!
-//! The kernel holds the rules of state (every check and transition). Some rules that combine
-//! the kernel with git still live in command files (issue 27 moves them into an application
-//! layer): when a gate answer rolls a worktree back or lands a kept todo (`commands/gate.rs`),
-//! and when `todo done` is refused for a worktree with uncommitted work (`commands/todo.rs`).
-//! Errors become one `error:` message on stderr and a documented exit code (`exit_code.rs`,
+//! The kernel holds the rules of state (every check and transition); the application layer
+//! (`loopx-app`) holds each operation a person or an agent makes, with the git work around it.
+//! The CLI builds the `App` (the project and the caller) and its settings from the environment
+//! (`settings.rs`) at the edge, calls the operation and renders its result. Errors become one `error:` message on stderr and a documented exit code (`exit_code.rs`,
 //! `docs/cli.md`); a broken pipe on stdout exits 0 quietly.
 
 mod args;
@@ -23,6 +22,7 @@ pub mod errors;
 pub mod exit_code;
 mod logging;
 mod output;
+mod settings;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -78,6 +78,8 @@ pub fn main() -> ExitCode {
     let mut ctx = context::Ctx::new(&cli);
     let quiet = matches!(cli.command, args::Command::Sim(_));
     ctx.logging = Some(logging::Logging::install(cli.verbose, quiet));
+    // After the log (a bad value is warned about), before anything uses them.
+    settings::Settings::from_env().install();
     tracing::debug!(
         command = cli.command.name(),
         version = env!("CARGO_PKG_VERSION"),

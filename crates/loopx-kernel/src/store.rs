@@ -34,7 +34,10 @@ pub use apply::{
 };
 pub use apply::{Begun, Interrupted, NewSpend, TypedOp};
 pub use copy::CopyReport;
-pub use open::{OpenOptions, SCHEMA_VERSION, Store, WriteLock, store_url};
+pub use open::{
+    DEFAULT_WAIT, OpenOptions, SCHEMA_VERSION, Store, WriteLock, set_default_wait,
+    set_url_override, store_url, url_override,
+};
 pub use snapshot::{Snapshot, TodoCounts};
 
 pub(crate) use snapshot::TodoIndexRows;

@@ -96,22 +96,21 @@ impl Clock for SystemClock {
 static HOST_SKEW_MS: OnceLock<i64> = OnceLock::new();
 static CLOCK_OFFSET_MS: AtomicI64 = AtomicI64::new(0);
 
-/// `LOOPX_CLOCK_SKEW_MS` puts this process's wall clock that far off (negative: behind), as on
-/// a host whose clock is wrong: for tests and drills of several hosts on one machine.
-fn host_skew() -> i64 {
-    std::env::var("LOOPX_CLOCK_SKEW_MS")
-        .ok()
-        .and_then(|ms| ms.trim().parse().ok())
-        .unwrap_or(0)
+/// Puts this process's wall clock `ms` off the host's (negative: behind), as on a host whose
+/// clock is wrong: for tests and drills of several hosts on one machine (the surface's
+/// `LOOPX_CLOCK_SKEW_MS`). Once, before the clock is first read.
+pub fn set_host_skew(ms: i64) {
+    let _ = HOST_SKEW_MS.set(ms);
 }
 
-/// This host's wall clock (with `LOOPX_CLOCK_SKEW_MS`), before any move onto a store's clock.
+/// This host's wall clock (with its skew, [`set_host_skew`]), before any move onto a store's
+/// clock.
 pub fn host_now() -> Timestamp {
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     let ms = i128::try_from(since.as_millis()).unwrap_or(i128::MAX)
-        + i128::from(*HOST_SKEW_MS.get_or_init(host_skew));
+        + i128::from(HOST_SKEW_MS.get().copied().unwrap_or(0));
     Timestamp(u64::try_from(ms.max(0)).unwrap_or(u64::MAX))
 }
 

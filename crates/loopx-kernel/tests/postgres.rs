@@ -139,6 +139,9 @@ fn skewed_host_probe() {
     let Ok(root) = std::env::var("LOOPX_PROBE_PROJECT") else {
         return;
     };
+    // The skew a surface reads from `LOOPX_CLOCK_SKEW_MS` at its edge.
+    let skew = std::env::var("LOOPX_CLOCK_SKEW_MS").expect("skew");
+    loopx_kernel::time::set_host_skew(skew.parse().expect("ms"));
     let project = Project::at(std::path::Path::new(&root)).expect("project");
     // Read before the store is opened: the clock as the host has it, an hour fast.
     let host_now = loopx_kernel::Timestamp::now();

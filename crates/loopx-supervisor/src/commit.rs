@@ -18,8 +18,8 @@ use serde::Serialize;
 use crate::errors::SupervisorError;
 use crate::once::RunOnce;
 use crate::slice::{ACTOR, Observed, actor, patience, retrying};
-use crate::worktree::{Landing, SliceCommit};
 use crate::writeback::{Finished, Item, WorktreeEnd, Writeback, lost_claim, writeback};
+use loopx_git::worktree::{Landing, SliceCommit};
 
 /// One slice, as `loopx run --once --json` shows it (documented in `docs/cli.md`).
 #[derive(Debug, Clone, Serialize)]
@@ -179,7 +179,8 @@ impl Observed {
                     };
                     // Done: its branch landed and stays; its worktree is no longer needed.
                     if summary.todo_state == Some("done")
-                        && let Err(e) = crate::worktree::remove(req.project.root(), goal.id, todo)
+                        && let Err(e) =
+                            loopx_git::worktree::remove(req.project.root(), goal.id, todo)
                     {
                         tracing::warn!(%todo, error = %e, "cannot remove a done todo's worktree");
                     }
@@ -247,7 +248,7 @@ fn worktree_end(
         checkpoint: prepared.checkpoint.clone(),
         commit: commit.map_or_else(|| prepared.checkpoint.clone(), |c| c.head.clone()),
         landing,
-        integration: crate::worktree::integration_branch(goal.id),
+        integration: loopx_git::worktree::integration_branch(goal.id),
     })
 }
 

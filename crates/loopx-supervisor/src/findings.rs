@@ -9,7 +9,7 @@
 use loopx_kernel::model::{Blocks, EvidenceKind, GateKind};
 use loopx_kernel::store::{NewGate, Op};
 
-use crate::scope::SliceChanges;
+use loopx_git::scope::SliceChanges;
 use loopx_kernel::limits::{self, bounded, clip};
 
 use crate::writeback::{Finished, evidence};
@@ -96,8 +96,8 @@ pub(crate) fn ops(f: &Finished<'_>) -> Vec<Op> {
                  commit before the slice); `keep` keeps them.\n{detail}",
                 f.slice,
                 f.agent,
-                crate::worktree::short(&end.commit),
-                crate::worktree::short(&end.checkpoint),
+                loopx_git::worktree::short(&end.commit),
+                loopx_git::worktree::short(&end.checkpoint),
             ),
             Blocks::Todos(vec![todo]),
             GateKind::Rollback {

@@ -52,12 +52,10 @@ mod questions;
 mod recover;
 mod renew;
 mod run_loop;
-pub mod scope;
 pub mod shutdown;
 mod signals;
 mod slice;
 mod store_cache;
-pub mod worktree;
 pub mod writeback;
 
 pub use agent::{AgentSetup, agent_view, load_agent};
@@ -74,5 +72,5 @@ pub use run_loop::{
 };
 pub use shutdown::{Shutdown, Stopping};
 pub use signals::handle_signals;
-pub use slice::{ChannelReports, land_kept, land_todo};
+pub use slice::{ChannelReports, land_kept, land_todo, set_host_name, set_lease_max};
 pub use store_cache::StoreCache;

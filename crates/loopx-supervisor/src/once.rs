@@ -229,7 +229,7 @@ impl BegunSlice {
 pub struct SimulatedSlice {
     begun: slice::Begun,
     decision: Decision,
-    started: (crate::scope::Before, std::time::Duration),
+    started: (loopx_git::scope::Before, std::time::Duration),
     lease_ttl: std::time::Duration,
 }
 

@@ -17,8 +17,8 @@
 
 use loopx_adapters::{Classification, Outcome};
 
-use crate::scope::SliceChanges;
 use crate::slice::{ChannelReports, Judged};
+use loopx_git::scope::SliceChanges;
 
 /// What a slice left that a person could see, in a few words; `None` when nothing.
 pub(crate) fn what_moved(

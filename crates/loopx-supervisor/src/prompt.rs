@@ -58,7 +58,7 @@ pub fn prompt_values(
     // branches and commit by habit, and should know what loopx does with their work.
     let scope = match (p.goal, p.todo) {
         (Some(g), todo) if g.isolation.is_worktree() => {
-            let into = crate::worktree::integration_branch(g.id);
+            let into = loopx_git::worktree::integration_branch(g.id);
             match todo {
                 Some(t) => format!(
                     "{scope} (in your own git worktree of the branch {}: loopx commits what you \
@@ -66,7 +66,7 @@ pub fn prompt_values(
                      you need not commit; your own commits work too, and git may then print \
                      `Unable to create '…/packed-refs.lock'`, which is harmless: the \
                      repository's refs are loopx's. Do not push, and do not switch branches)",
-                    crate::worktree::todo_branch(g.id, t.id)
+                    loopx_git::worktree::todo_branch(g.id, t.id)
                 ),
                 None => format!(
                     "{scope} (you see the goal's branch {into} as it is now; files you write in \

@@ -29,6 +29,7 @@ mod redact_log;
 mod run;
 mod stream;
 
+pub use begin::set_lease_max;
 pub(crate) use begin::{Began, Begun, actor, lease_max, lease_ttl, slice_path as slice_log_path};
 pub use channel::ChannelReports;
 pub(crate) use contain::{remove_room, room_has, slice_redactor};
@@ -37,6 +38,7 @@ pub(crate) use guard::{ACTOR, LiveSlices, patience, retrying};
 #[cfg(test)]
 pub(crate) use guard::{Beginning, SliceGuard};
 pub use land::{land_kept, land_todo};
+pub use launch::set_host_name;
 pub(crate) use launch::{is_alive, marker, process_identity};
 pub(crate) use outcome::Judged;
 pub(crate) use run::Observed;

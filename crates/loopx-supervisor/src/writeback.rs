@@ -29,7 +29,7 @@ use loopx_kernel::{AgentName, Invalid, SliceId, Timestamp, TodoId};
 
 use crate::findings;
 use crate::questions;
-use crate::scope::SliceChanges;
+use loopx_git::scope::SliceChanges;
 
 /// How long an account is held after a usage limit that named no reset time; it doubles with
 /// each such limit in a row, up to [`MAX_UNKNOWN_RESET_BACKOFF`].
@@ -114,7 +114,7 @@ pub struct WorktreeEnd {
     pub commit: String,
     /// `None`: not tried (the agent did not report done, the slice's commit could not be
     /// made, the claim moved on); then the todo is not done.
-    pub landing: Option<crate::worktree::Landing>,
+    pub landing: Option<loopx_git::worktree::Landing>,
     /// The goal's integration branch.
     pub integration: String,
 }
@@ -200,7 +200,7 @@ fn describe(op: &Op) -> String {
 /// the todo landed. `wants` says whether it was asked to (the agent said done, nothing to
 /// roll back).
 fn landing_ops(f: &Finished<'_>, end: &WorktreeEnd, wants: bool) -> (Vec<Op>, bool) {
-    use crate::worktree::{Landing, short};
+    use loopx_git::worktree::{Landing, short};
     let Some(todo) = f.todo else {
         return (Vec::new(), true);
     };
@@ -269,7 +269,7 @@ fn landing_ops(f: &Finished<'_>, end: &WorktreeEnd, wants: bool) -> (Vec<Op>, bo
                  conflict markers and all, and that slice resolves them and reports done again.\n\
                  drop: {todo} is dropped; its branch stays for you to look at.\n\
                  conflicting files:\n{}",
-                crate::worktree::todo_branch_of(into, todo),
+                loopx_git::worktree::todo_branch_of(into, todo),
                 files.iter().map(|p| format!("  {p}\n")).collect::<String>()
             );
             let gate = NewGate {
@@ -771,8 +771,8 @@ pub(crate) fn unpaced_quota(agent: &AgentName) -> QuotaRequest {
 /// tokens, $0.50, from 1 000 to 3 000 ms, session `c4a9eaf5`.
 #[cfg(test)]
 pub(crate) fn test_finished(agent: &AgentName) -> Finished<'_> {
-    static NO_CHANGES: std::sync::LazyLock<crate::scope::SliceChanges> =
-        std::sync::LazyLock::new(crate::scope::SliceChanges::default);
+    static NO_CHANGES: std::sync::LazyLock<loopx_git::scope::SliceChanges> =
+        std::sync::LazyLock::new(loopx_git::scope::SliceChanges::default);
     Finished {
         slice: SliceId(4),
         agent,

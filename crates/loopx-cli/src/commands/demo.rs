@@ -215,11 +215,11 @@ fn isolation(dir: &std::path::Path) -> Isolation {
             "-m",
             "Start the demo project",
         ]);
-    let repo = loopx_supervisor::worktree::Repo::of(dir);
+    let repo = loopx_git::worktree::Repo::of(dir);
     match repo {
         Ok(repo) if made && repo.check_git_version().is_ok() => match repo.commit("HEAD") {
             Some(base) => {
-                loopx_supervisor::worktree::ignore_worktrees(dir);
+                loopx_git::worktree::ignore_worktrees(dir);
                 Isolation::Worktree { base }
             }
             None => Isolation::Shared,

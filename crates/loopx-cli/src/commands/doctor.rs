@@ -256,7 +256,7 @@ fn agents(project: &loopx_kernel::Project, store: &Store) -> Option<Check> {
 /// Worktrees of todos that are done, dropped or unknown: found, and removed with `--repair`
 /// (their branches stay). `None` when the project has no worktrees.
 fn worktrees(project: &loopx_kernel::Project, store: &Store, repair: bool) -> Option<Check> {
-    use loopx_supervisor::worktree;
+    use loopx_git::worktree;
     let found = worktree::list(project.root());
     if found.is_empty() {
         return None;

@@ -2,9 +2,9 @@
 //! shown.
 
 use loopx_app::goal::{StartGoal, merge_commands};
+use loopx_git::worktree::short;
 use loopx_kernel::GoalId;
 use loopx_kernel::model::{Goal, GoalStatus, Isolation};
-use loopx_supervisor::worktree::short;
 
 use super::id;
 use crate::args::GoalCommand;
@@ -88,7 +88,7 @@ fn show_goal(ctx: &mut Ctx, goal: &Goal, verb: &str) -> Result<(), ExpectedError
     }
     ctx.line(format!("{verb} goal {}: {}", goal.id, goal.objective))?;
     if let Isolation::Worktree { base } = &goal.isolation {
-        let into = loopx_supervisor::worktree::integration_branch(goal.id);
+        let into = loopx_git::worktree::integration_branch(goal.id);
         match goal.status {
             GoalStatus::Active if verb == "Started" => ctx.line(format!(
                 "Each todo is worked on its own branch ({into}-tN for todo tN) in its own worktree under .loopx/worktrees/{}/; done todos land on {into}, which starts at {}. Your branch and work tree are never touched.",

@@ -357,7 +357,7 @@ fn ended_line(s: &SliceSummary) -> String {
     if let Some(commit) = &s.landed {
         wrote.push(format!(
             "landed on the goal's branch as {}",
-            loopx_supervisor::worktree::short(commit)
+            loopx_git::worktree::short(commit)
         ));
     }
     if let Some(why) = &s.land_failed {

@@ -37,16 +37,38 @@ pub struct OpenOptions {
     pub wait: Duration,
 }
 
+/// How long to wait for a busy store unless [`set_default_wait`] said otherwise: a few
+/// seconds, long enough to queue behind a burst of peers, short enough that a person is told
+/// what holds the store instead of staring at a hung command.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(5);
+
+static DEFAULT_WAIT_SET: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+
+/// Sets this process's default wait for a busy store, once (the surface reads it from its
+/// configuration at start).
+pub fn set_default_wait(wait: Duration) {
+    let _ = DEFAULT_WAIT_SET.set(wait);
+}
+
 impl Default for OpenOptions {
     fn default() -> Self {
-        // A few seconds: long enough to queue behind a burst of peers, short enough that a
-        // person is told what holds the store instead of staring at a hung command.
-        let wait = std::env::var("LOOPX_STORE_WAIT_MS")
-            .ok()
-            .and_then(|ms| ms.parse().ok())
-            .map_or(Duration::from_secs(5), Duration::from_millis);
-        OpenOptions { wait }
+        OpenOptions {
+            wait: DEFAULT_WAIT_SET.get().copied().unwrap_or(DEFAULT_WAIT),
+        }
     }
+}
+
+static URL_OVERRIDE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Puts this process's store in the database at `url`, whatever `[store] url` says (the
+/// surface's `LOOPX_STORE_URL`), once.
+pub fn set_url_override(url: String) {
+    let _ = URL_OVERRIDE.set(url);
+}
+
+/// The database URL this process was given instead of `[store] url`, if any.
+pub fn url_override() -> Option<&'static str> {
+    URL_OVERRIDE.get().map(String::as_str)
 }
 
 /// The backend: a redb handle (read-write for changes, read-only, which never modifies the
@@ -164,13 +186,12 @@ impl WriteTxn {
     }
 }
 
-/// Where a project's store is: `LOOPX_STORE_URL`, else `[store] url` in `.loopx/loopx.toml`;
-/// `None` is the redb file in `.loopx/`.
+/// Where a project's store is: the URL this process was given ([`set_url_override`], the
+/// surface's `LOOPX_STORE_URL`), else `[store] url` in `.loopx/loopx.toml`; `None` is the redb
+/// file in `.loopx/`.
 pub fn store_url(project: &Project) -> Result<Option<String>, KernelError> {
-    if let Ok(url) = std::env::var("LOOPX_STORE_URL")
-        && !url.trim().is_empty()
-    {
-        return checked_url(url.trim(), "the environment variable LOOPX_STORE_URL").map(Some);
+    if let Some(url) = url_override() {
+        return checked_url(url, "the environment variable LOOPX_STORE_URL").map(Some);
     }
     let path = project.state_dir().join("loopx.toml");
     let text = match fs::read_to_string(&path) {

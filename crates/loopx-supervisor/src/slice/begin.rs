@@ -37,7 +37,7 @@ pub(crate) struct Begun {
     pub guard: SliceGuard,
     /// The todo's worktree, made ready (a worktree goal's todo slice), or why it could not be
     /// (then the slice is a failed spawn); `None` when the agent works in the project's tree.
-    pub tree: Option<Result<crate::worktree::Prepared, String>>,
+    pub tree: Option<Result<loopx_git::worktree::Prepared, String>>,
 }
 
 /// Where the begin leads.
@@ -142,7 +142,7 @@ impl Decided {
                 })
         });
         let tree = match &self.goal {
-            Some(goal) if goal.isolation.is_worktree() => Some(crate::worktree::prepare(
+            Some(goal) if goal.isolation.is_worktree() => Some(loopx_git::worktree::prepare(
                 req.project.root(),
                 goal,
                 record.todo,
@@ -250,27 +250,17 @@ pub(crate) fn lease_ttl(setup: &AgentSetup) -> Duration {
     (limits.max_time + limits.grace + LEASE_MARGIN).min(lease_max())
 }
 
-/// [`LEASE_MAX`], or `LOOPX_LEASE_MAX` (a duration such as `2m`; at least a second): shorter
-/// frees a dead supervisor's todo sooner, at the cost of more renewals.
-pub(crate) fn lease_max() -> Duration {
-    static MAX: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *MAX.get_or_init(read_lease_max)
+static LEASE_MAX_SET: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+
+/// Sets this process's longest claim before a renewal (the surface's `LOOPX_LEASE_MAX`), once:
+/// shorter frees a dead supervisor's todo sooner, at the cost of more renewals.
+pub fn set_lease_max(max: Duration) {
+    let _ = LEASE_MAX_SET.set(max.max(Duration::from_secs(1)));
 }
 
-fn read_lease_max() -> Duration {
-    let Some(text) = std::env::var("LOOPX_LEASE_MAX")
-        .ok()
-        .filter(|t| !t.is_empty())
-    else {
-        return LEASE_MAX;
-    };
-    match humantime::parse_duration(&text) {
-        Ok(d) if d >= Duration::from_secs(1) => d,
-        _ => {
-            tracing::warn!(%text, "LOOPX_LEASE_MAX is not a duration of a second or more; using 10m");
-            LEASE_MAX
-        }
-    }
+/// [`LEASE_MAX`], or what [`set_lease_max`] set.
+pub(crate) fn lease_max() -> Duration {
+    LEASE_MAX_SET.get().copied().unwrap_or(LEASE_MAX)
 }
 
 /// Who writes on the slice's behalf.

@@ -143,7 +143,7 @@ pub(crate) fn contain(
     spec: &mut LaunchSpec,
     plan: &LaunchPlan,
     project_root: &Path,
-    tree: Option<&crate::worktree::Tree>,
+    tree: Option<&loopx_git::worktree::Tree>,
     room: &Room,
     loopx_exe: &Path,
 ) -> Result<(), String> {
@@ -213,7 +213,7 @@ pub(crate) fn contain(
 fn sandbox(
     plan: &LaunchPlan,
     project_root: &Path,
-    tree: Option<&crate::worktree::Tree>,
+    tree: Option<&loopx_git::worktree::Tree>,
     room: &Room,
     env: &loopx_pty::EnvSpec,
 ) -> Result<Sandbox, String> {
@@ -359,13 +359,11 @@ pub(crate) fn slice_redactor(plan: &LaunchPlan) -> loopx_kernel::Redactor {
         )
 }
 
-/// Also hides the password of the store's database URL (`LOOPX_STORE_URL` is loopx's own, so
-/// the rule above passes it over, and a URL is skipped as a value).
+/// Also hides the password of the store's database URL given to this process
+/// (`LOOPX_STORE_URL` is loopx's own, so the rule above passes it over, and a URL is skipped as
+/// a value).
 fn store_password_hidden(redactor: loopx_kernel::Redactor) -> loopx_kernel::Redactor {
-    match std::env::var("LOOPX_STORE_URL")
-        .ok()
-        .and_then(|url| loopx_kernel::store::pg::url_password(&url))
-    {
+    match loopx_kernel::store::url_override().and_then(loopx_kernel::store::pg::url_password) {
         Some(password) => redactor.with_value(password),
         None => redactor,
     }

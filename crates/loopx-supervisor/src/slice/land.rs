@@ -12,7 +12,7 @@ use loopx_kernel::{Op, TodoId};
 use loopx_pty::{Sandbox, SandboxSupport};
 
 use super::contain::{DEVICES, Room, git_dir, hidden};
-use crate::worktree::{CheckRun, Landing, land};
+use loopx_git::worktree::{CheckRun, Landing, land};
 
 /// At most this much of a check's output is kept (its end: where test runners summarise).
 const CHECK_OUTPUT: usize = 64 * 1024;
@@ -51,7 +51,7 @@ pub fn land_todo(
 /// and its next slice goes on. Git moves before the answer is recorded: should recording fail,
 /// answering again finds the branch landed already (nothing new to land) and finishes the todo.
 pub fn land_kept(root: &Path, loopx_exe: &Path, goal: &Goal, todo: &Todo) -> (String, Vec<Op>) {
-    use crate::worktree::{integration_branch, short};
+    use loopx_git::worktree::{integration_branch, short};
     use loopx_kernel::model::{EvidenceKind, TodoState};
     let landing = land_todo(root, loopx_exe, goal, todo.id, &todo.title, &|| true);
     if !matches!(landing, Landing::Landed { .. } | Landing::Empty) {

@@ -113,19 +113,27 @@ pub(crate) fn process_identity(pid: u32) -> ProcessIdentity {
     }
 }
 
-/// This host and boot: the kernel's boot id, followed by `/NAME` when `LOOPX_HOST_ID` names a
-/// pretend host, for drills of several hosts on one machine: on a shared store the slices of
-/// another such "host" are judged as on a real one (by their claims, not by `/proc`). The
-/// machine's boot id stays first, so two machines given one name still differ.
+static HOST_NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names this process's pretend host (the surface's `LOOPX_HOST_ID`), once, before any slice:
+/// for drills of several hosts on one machine.
+pub fn set_host_name(name: String) {
+    let _ = HOST_NAME.set(name);
+}
+
+/// This host and boot: the kernel's boot id, followed by `/NAME` when [`set_host_name`] named a
+/// pretend host: on a shared store the slices of another such "host" are judged as on a real
+/// one (by their claims, not by `/proc`). The machine's boot id stays first, so two machines
+/// given one name still differ.
 fn host_boot() -> &'static str {
     static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     HOST.get_or_init(|| {
         let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
             .map(|s| s.trim().to_owned())
             .unwrap_or_default();
-        match std::env::var("LOOPX_HOST_ID") {
-            Ok(id) if !id.trim().is_empty() => format!("{boot}/{}", id.trim()),
-            _ => boot,
+        match HOST_NAME.get() {
+            Some(name) => format!("{boot}/{name}"),
+            None => boot,
         }
     })
 }

@@ -22,7 +22,7 @@ use super::stream::{Ran, Spawned, observe, spawn};
 use crate::errors::SupervisorError;
 use crate::once::{RunOnce, Step};
 use crate::renew::Renewal;
-use crate::scope::{self, SliceChanges};
+use loopx_git::scope::{self, SliceChanges};
 use loopx_kernel::report::Reporter;
 use loopx_pty::LaunchSpec;
 
@@ -68,7 +68,7 @@ pub(crate) struct Observed {
     /// todo is finished when its branch lands, at the writeback), and other items.
     pub reported: ChannelReports,
     /// The slice's commit in its todo's worktree (a worktree goal).
-    pub commit: Option<crate::worktree::SliceCommit>,
+    pub commit: Option<loopx_git::worktree::SliceCommit>,
     /// The claim's renewal, still running until the todo's landing is done (a worktree goal).
     pub renewal: Option<Renewal>,
 }
@@ -435,7 +435,7 @@ fn conclude(
                 Vec::new()
             };
             let state_files = scope::compare_state(root, before);
-            match crate::worktree::finish(prepared, &slice, agent, summary, scope) {
+            match loopx_git::worktree::finish(prepared, &slice, agent, summary, scope) {
                 Ok(mut commit) => {
                     commit.changes.state_files.extend(state_files);
                     for file in in_checkout {

@@ -37,7 +37,7 @@ const STAT_FILES: usize = 200;
 
 /// The project as it was before the slice.
 #[derive(Debug, Clone)]
-pub(crate) struct Before {
+pub struct Before {
     git: Result<GitState, String>,
     state: BTreeMap<String, Fingerprint>,
 }
@@ -111,7 +111,7 @@ impl SliceChanges {
 }
 
 /// The project's state before the slice.
-pub(crate) fn capture(root: &Path) -> Before {
+pub fn capture(root: &Path) -> Before {
     Before {
         git: git_state(root, None),
         state: state_files(&root.join(STATE_DIR)),
@@ -120,14 +120,14 @@ pub(crate) fn capture(root: &Path) -> Before {
 
 impl Before {
     /// Whether the project's files were captured through git (not `.loopx/` alone).
-    pub(crate) fn checks_git(&self) -> bool {
+    pub fn checks_git(&self) -> bool {
         self.git.is_ok()
     }
 }
 
 /// `.loopx/` alone before the slice: in a worktree goal the agent's files are checked in its
 /// own worktree (`worktree.rs`), and only the state directory here.
-pub(crate) fn capture_state(root: &Path) -> Before {
+pub fn capture_state(root: &Path) -> Before {
     Before {
         git: Err("checked in the todo's worktree".to_owned()),
         state: state_files(&root.join(STATE_DIR)),
@@ -135,7 +135,7 @@ pub(crate) fn capture_state(root: &Path) -> Before {
 }
 
 /// Files in `.loopx/` added, changed or removed since `before`.
-pub(crate) fn compare_state(root: &Path, before: &Before) -> Vec<String> {
+pub fn compare_state(root: &Path, before: &Before) -> Vec<String> {
     let state_after = state_files(&root.join(STATE_DIR));
     let keys: BTreeSet<&String> = before.state.keys().chain(state_after.keys()).collect();
     keys.into_iter()
@@ -145,7 +145,7 @@ pub(crate) fn compare_state(root: &Path, before: &Before) -> Vec<String> {
 }
 
 /// What changed since `before`, checked against the goal's `scope`.
-pub(crate) fn compare(root: &Path, before: &Before, scope: &[String]) -> SliceChanges {
+pub fn compare(root: &Path, before: &Before, scope: &[String]) -> SliceChanges {
     let mut changes = SliceChanges {
         state_files: compare_state(root, before),
         ..SliceChanges::default()
@@ -175,10 +175,10 @@ pub(crate) fn compare(root: &Path, before: &Before, scope: &[String]) -> SliceCh
     changes
 }
 
-/// Runs git in `dir` for at most [`git_timeout`]; its stdout, or why it failed. A git that
+/// Runs git in `dir` for at most [`crate::timeout`]; its stdout, or why it failed. A git that
 /// hangs (a lock another process holds, a prompt for credentials) costs the slice its scope
 /// check, never the supervisor its loop.
-pub(crate) fn git(dir: &str, args: &[&str]) -> Result<Vec<u8>, String> {
+pub fn git(dir: &str, args: &[&str]) -> Result<Vec<u8>, String> {
     let what = args.first().copied().unwrap_or("");
     let out = git_run(dir, args, &[])?;
     match out.code {
@@ -210,16 +210,16 @@ fn git_program() -> &'static std::path::Path {
 
 /// What one git command printed, and how it exited.
 #[derive(Debug)]
-pub(crate) struct GitOutput {
+pub struct GitOutput {
     /// `None`: it was killed (by a signal).
     pub code: Option<i32>,
     pub stdout: Vec<u8>,
     pub stderr: String,
 }
 
-/// Runs git in `dir` with `env` added, for at most [`git_timeout`]; how it ended, or why it
+/// Runs git in `dir` with `env` added, for at most [`crate::timeout`]; how it ended, or why it
 /// could not run (or was stopped at the deadline).
-pub(crate) fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutput, String> {
+pub fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutput, String> {
     let what = args.first().copied().unwrap_or("");
     let mut command = Command::new(git_program());
     command
@@ -256,7 +256,7 @@ pub(crate) fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<
         .env("GIT_TERMINAL_PROMPT", "0")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let timeout = git_timeout();
+    let timeout = crate::timeout();
     let out = loopx_pty::run_bounded(command, None, timeout)
         .map_err(|e| format!("cannot run git: {e}"))?;
     match out.status {
@@ -270,17 +270,6 @@ pub(crate) fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         }),
     }
-}
-
-/// How long one git command of the scope check may take: a minute, or `LOOPX_GIT_TIMEOUT` (a
-/// duration such as `20s`).
-fn git_timeout() -> std::time::Duration {
-    const DEFAULT: std::time::Duration = std::time::Duration::from_secs(60);
-    std::env::var("LOOPX_GIT_TIMEOUT")
-        .ok()
-        .and_then(|text| humantime::parse_duration(&text).ok())
-        .filter(|d| !d.is_zero())
-        .unwrap_or(DEFAULT)
 }
 
 /// The work tree's state. Where `core.excludesFile` points is asked again when a config file
@@ -526,7 +515,7 @@ fn parse_status(raw: &[u8]) -> Vec<(String, String)> {
 
 /// A repository path as seen from the project root; `None` for loopx's state directory, which
 /// is checked by its own walk.
-pub(crate) fn project_path(repo: &str, prefix: &str) -> Option<String> {
+pub fn project_path(repo: &str, prefix: &str) -> Option<String> {
     let path = match repo.strip_prefix(prefix) {
         Some(inside) => inside.to_owned(),
         None => {
@@ -539,7 +528,7 @@ pub(crate) fn project_path(repo: &str, prefix: &str) -> Option<String> {
 }
 
 /// The inverse of [`project_path`].
-pub(crate) fn repo_path(project: &str, prefix: &str) -> String {
+pub fn repo_path(project: &str, prefix: &str) -> String {
     let mut dir: Vec<&str> = prefix.split('/').filter(|s| !s.is_empty()).collect();
     let mut rest = project;
     while let Some(up) = rest.strip_prefix("../") {
@@ -616,7 +605,7 @@ pub(crate) mod tests {
     }
 
     /// Runs git in `dir` as a test user and insists on success; its stdout, trimmed.
-    pub(crate) fn git_as_tester(dir: &Path, args: &[&str]) -> String {
+    pub fn git_as_tester(dir: &Path, args: &[&str]) -> String {
         let out = Command::new("git")
             .arg("-C")
             .arg(dir)

@@ -1,0 +1,89 @@
+//! The process's settings from the environment, read once here, at the edge, and handed to the
+//! libraries that need them: no library reads an environment variable of loopx's.
+//!
+//! Most are drills and tests of rare paths (a host with a wrong clock, several pretend hosts
+//! on one machine, a short lease, a busy store, a slow git); `LOOPX_STORE_URL` names where the
+//! store is. Each is documented in `docs/cli.md` ("Environment").
+
+use std::time::Duration;
+
+/// What the environment says, parsed.
+#[derive(Debug, Default)]
+pub struct Settings {
+    /// `LOOPX_STORE_URL`: the store's database, instead of `[store] url` or the redb file.
+    pub store_url: Option<String>,
+    /// `LOOPX_STORE_WAIT_MS`: how long to wait for a busy store.
+    pub store_wait: Option<Duration>,
+    /// `LOOPX_CLOCK_SKEW_MS`: this process's wall clock that far off (negative: behind).
+    pub clock_skew_ms: i64,
+    /// `LOOPX_LEASE_MAX`: the longest claim before a renewal.
+    pub lease_max: Option<Duration>,
+    /// `LOOPX_HOST_ID`: a pretend host's name.
+    pub host_name: Option<String>,
+    /// `LOOPX_GIT_TIMEOUT`: how long one git command may take.
+    pub git_timeout: Option<Duration>,
+}
+
+impl Settings {
+    /// Reads the environment; a value that does not parse is named in a warning and left at
+    /// its default.
+    pub fn from_env() -> Settings {
+        let text = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let warn = |name: &str, value: &str, want: &str| {
+            tracing::warn!("{name}=`{value}` is not {want}; using the default");
+        };
+        let duration = |name: &str, at_least: Duration, want: &str| {
+            text(name).and_then(|value| match humantime::parse_duration(value.trim()) {
+                Ok(d) if d >= at_least && !d.is_zero() => Some(d),
+                _ => {
+                    warn(name, &value, want);
+                    None
+                }
+            })
+        };
+        Settings {
+            store_url: text("LOOPX_STORE_URL").map(|u| u.trim().to_owned()),
+            store_wait: text("LOOPX_STORE_WAIT_MS").and_then(|ms| match ms.trim().parse() {
+                Ok(ms) => Some(Duration::from_millis(ms)),
+                Err(_) => {
+                    warn("LOOPX_STORE_WAIT_MS", &ms, "a number of milliseconds");
+                    None
+                }
+            }),
+            clock_skew_ms: text("LOOPX_CLOCK_SKEW_MS").map_or(0, |ms| match ms.trim().parse() {
+                Ok(ms) => ms,
+                Err(_) => {
+                    warn("LOOPX_CLOCK_SKEW_MS", &ms, "a number of milliseconds");
+                    0
+                }
+            }),
+            lease_max: duration(
+                "LOOPX_LEASE_MAX",
+                Duration::from_secs(1),
+                "a duration of a second or more (like 2m)",
+            ),
+            host_name: text("LOOPX_HOST_ID").map(|id| id.trim().to_owned()),
+            git_timeout: duration("LOOPX_GIT_TIMEOUT", Duration::ZERO, "a duration (like 20s)"),
+        }
+    }
+
+    /// Hands each setting to the library that uses it, once, before any of them runs.
+    pub fn install(self) {
+        if let Some(url) = self.store_url {
+            loopx_kernel::store::set_url_override(url);
+        }
+        if let Some(wait) = self.store_wait {
+            loopx_kernel::store::set_default_wait(wait);
+        }
+        loopx_kernel::time::set_host_skew(self.clock_skew_ms);
+        if let Some(max) = self.lease_max {
+            loopx_supervisor::set_lease_max(max);
+        }
+        if let Some(name) = self.host_name {
+            loopx_supervisor::set_host_name(name);
+        }
+        if let Some(timeout) = self.git_timeout {
+            loopx_git::set_timeout(timeout);
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! loopx's git layer.
+//!
+//! # Theory of operation
+//!
+//! - **One runner.** Every git command loopx runs goes through [`scope::git_run`]: git found
+//!   on `PATH` once and spawned by its absolute path, with a cleared environment (no credential
+//!   of loopx's reaches a program git might start), the repository's own config unable to run a
+//!   program (`core.hooksPath`, `core.fsmonitor` and submodule recursion off), no prompt, no
+//!   optional lock, and a deadline ([`set_timeout`], a minute unless the surface says
+//!   otherwise). A git that hangs costs one check, never the supervisor its loop.
+//! - **Worktrees and landing** ([`worktree`]): each todo of a worktree goal is worked on its
+//!   own branch in its own worktree, each slice is a checkpoint and a commit, and a done todo
+//!   lands on the goal's integration branch with a compare-and-swap
+//!   (`docs/design/worktrees.md`).
+//! - **What a slice changed** ([`scope`]): the project's files through git (`HEAD` and
+//!   `git status` with a fingerprint per listed file) and `.loopx/` by a walk of its own,
+//!   compared before and after a slice.
+//! - This crate knows goals and todos only by their ids and a goal's isolation; it writes
+//!   nothing to the kernel. The supervisor and the application layer turn what it did into
+//!   evidence and kernel operations.
+
+pub mod scope;
+pub mod worktree;
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// How long one git command may take unless [`set_timeout`] said otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+static TIMEOUT: OnceLock<Duration> = OnceLock::new();
+
+/// Sets how long one git command may take, for this process, once (the surface reads it from
+/// its configuration at start). A later call is ignored: every command of a run has the same
+/// deadline.
+pub fn set_timeout(timeout: Duration) {
+    if !timeout.is_zero() {
+        let _ = TIMEOUT.set(timeout);
+    }
+}
+
+/// How long one git command may take.
+pub fn timeout() -> Duration {
+    TIMEOUT.get().copied().unwrap_or(DEFAULT_TIMEOUT)
+}
