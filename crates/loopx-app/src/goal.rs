@@ -54,7 +54,9 @@ impl App {
         let warning = match (&repo, &isolation) {
             (Some(repo), Isolation::Worktree { base }) => {
                 loopx_git::worktree::ignore_worktrees(self.root());
-                repo.start_integration(goal.id, base).err()
+                repo.start_integration(goal.id, base)
+                    .err()
+                    .map(|e| e.to_string())
             }
             _ => None,
         };
@@ -97,7 +99,7 @@ impl App {
         from_head: bool,
         next: GoalId,
     ) -> Result<(Isolation, Option<Repo>), AppError> {
-        let usage = AppError::Usage;
+        let usage = |e: loopx_git::GitError| AppError::Usage(e.to_string());
         if asked == Some(IsolationMode::Shared) {
             return Ok((Isolation::Shared, None));
         }
@@ -105,18 +107,18 @@ impl App {
             Ok(repo) => repo,
             Err(_) if asked.is_none() => return Ok((Isolation::Shared, None)),
             Err(why) => {
-                return Err(usage(format!(
+                return Err(AppError::Usage(format!(
                     "`--isolation worktree` needs a git repository: {why}\n(hint: `git init` and commit, or leave out `--isolation`)"
                 )));
             }
         };
         repo.check_git_version().map_err(|why| {
-            usage(format!(
+            AppError::Usage(format!(
                 "{why}\n(hint: upgrade git, or `--isolation shared`)"
             ))
         })?;
         let Some(base) = repo.commit("HEAD") else {
-            return Err(usage(
+            return Err(AppError::Usage(
                 "the repository has no commit yet, and a worktree goal starts from one\n(hint: commit what is there, or `--isolation shared`)".to_owned(),
             ));
         };
@@ -127,7 +129,7 @@ impl App {
                 0..=5 => String::new(),
                 n => format!(" and {} more", n - 5),
             };
-            return Err(usage(format!(
+            return Err(AppError::Usage(format!(
                 "the work tree has uncommitted changes ({}{more}), and the goal's agents start from the last commit, {}, without them\n(hint: commit them to include them; `--from-head` to start without them; `--isolation shared` to let agents work in this tree)",
                 named.join(", "),
                 short(&base)
@@ -140,7 +142,7 @@ impl App {
         // Todo branches of this name left by an earlier project would be taken for this goal's.
         let left = repo.branches_like(&format!("{branch}-"));
         if !left.is_empty() {
-            return Err(usage(format!(
+            return Err(AppError::Usage(format!(
                 "branches {} exist already (left by an earlier loopx project?), and this goal's todos would take them for their own\n(hint: delete them with `git branch -D {}`, or rename them, then start the goal again)",
                 left.join(", "),
                 left.join(" ")

@@ -302,8 +302,8 @@ impl App {
                 todo.id, todo.id
             )));
         };
-        let text =
-            worktree::todo_diff(self.root(), goal.id, todo.id, stat).map_err(AppError::Usage)?;
+        let text = worktree::todo_diff(self.root(), goal.id, todo.id, stat)
+            .map_err(|e| AppError::Usage(e.to_string()))?;
         Ok(Diff {
             branch: todo_branch(goal.id, todo.id),
             todo,

@@ -22,6 +22,33 @@
 pub mod scope;
 pub mod worktree;
 
+/// Why a git operation did not do what was asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GitError {
+    /// git could not be started (not installed, no process to spare).
+    #[error("cannot run git: {0}")]
+    Spawn(String),
+    /// git did not finish within [`timeout`] and was stopped.
+    #[error("`git {command}` did not finish in {after} and was stopped")]
+    TimedOut { command: String, after: String },
+    /// git ran and failed, in its own words.
+    #[error("`git {command}` failed: {stderr}")]
+    Failed { command: String, stderr: String },
+    /// The project is not in a git work tree.
+    #[error("the project is not in a git work tree")]
+    NotARepository,
+    /// What loopx found and will not work with (a git too old, a branch or a worktree that is
+    /// not what loopx left, a file it cannot write), in words.
+    #[error("{0}")]
+    Unusable(String),
+}
+
+impl From<String> for GitError {
+    fn from(why: String) -> Self {
+        GitError::Unusable(why)
+    }
+}
+
 use std::sync::OnceLock;
 use std::time::Duration;
 

@@ -28,6 +28,8 @@ use std::process::{Command, Stdio};
 use loopx_kernel::project::STATE_DIR;
 use loopx_kernel::scope::Scope;
 
+use crate::GitError;
+
 /// What loopx writes in `.loopx/` itself during a slice (relative to `.loopx/`).
 /// `worktrees/` holds the todos' worktrees, each checked on its own (`worktree.rs`); `logs/`
 /// holds the supervisor's own log, which it appends to while the slice runs.
@@ -38,7 +40,7 @@ const STAT_FILES: usize = 200;
 /// The project as it was before the slice.
 #[derive(Debug, Clone)]
 pub struct Before {
-    git: Result<GitState, String>,
+    git: Result<GitState, GitError>,
     state: BTreeMap<String, Fingerprint>,
 }
 
@@ -129,7 +131,9 @@ impl Before {
 /// own worktree (`worktree.rs`), and only the state directory here.
 pub fn capture_state(root: &Path) -> Before {
     Before {
-        git: Err("checked in the todo's worktree".to_owned()),
+        git: Err(GitError::Unusable(
+            "checked in the todo's worktree".to_owned(),
+        )),
         state: state_files(&root.join(STATE_DIR)),
     }
 }
@@ -153,7 +157,7 @@ pub fn compare(root: &Path, before: &Before, scope: &[String]) -> SliceChanges {
     let old = match &before.git {
         Ok(old) => old,
         Err(why) => {
-            changes.unchecked = Some(why.clone());
+            changes.unchecked = Some(why.to_string());
             return changes;
         }
     };
@@ -170,7 +174,7 @@ pub fn compare(root: &Path, before: &Before, scope: &[String]) -> SliceChanges {
             changes.files = files;
             changes.stat = stat;
         }
-        Err(why) => changes.unchecked = Some(why),
+        Err(why) => changes.unchecked = Some(why.to_string()),
     }
     changes
 }
@@ -178,13 +182,9 @@ pub fn compare(root: &Path, before: &Before, scope: &[String]) -> SliceChanges {
 /// Runs git in `dir` for at most [`crate::timeout`]; its stdout, or why it failed. A git that
 /// hangs (a lock another process holds, a prompt for credentials) costs the slice its scope
 /// check, never the supervisor its loop.
-pub fn git(dir: &str, args: &[&str]) -> Result<Vec<u8>, String> {
-    let what = args.first().copied().unwrap_or("");
+pub fn git(dir: &str, args: &[&str]) -> Result<Vec<u8>, GitError> {
     let out = git_run(dir, args, &[])?;
-    match out.code {
-        Some(0) => Ok(out.stdout),
-        _ => Err(format!("`git {what}` failed: {}", out.stderr.trim())),
-    }
+    out.succeeded(args).map(|out| out.stdout)
 }
 
 /// `git` as found on `PATH`, once. Spawned by an absolute path, git starts through
@@ -217,9 +217,22 @@ pub struct GitOutput {
     pub stderr: String,
 }
 
+impl GitOutput {
+    /// Itself when git exited 0, else [`GitError::Failed`] with git's words.
+    pub fn succeeded(self, args: &[&str]) -> Result<GitOutput, GitError> {
+        match self.code {
+            Some(0) => Ok(self),
+            _ => Err(GitError::Failed {
+                command: args.first().copied().unwrap_or("").to_owned(),
+                stderr: self.stderr.trim().to_owned(),
+            }),
+        }
+    }
+}
+
 /// Runs git in `dir` with `env` added, for at most [`crate::timeout`]; how it ended, or why it
 /// could not run (or was stopped at the deadline).
-pub fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutput, String> {
+pub fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutput, GitError> {
     let what = args.first().copied().unwrap_or("");
     let mut command = Command::new(git_program());
     command
@@ -258,12 +271,12 @@ pub fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutp
         .stderr(Stdio::piped());
     let timeout = crate::timeout();
     let out = loopx_pty::run_bounded(command, None, timeout)
-        .map_err(|e| format!("cannot run git: {e}"))?;
+        .map_err(|e| GitError::Spawn(e.to_string()))?;
     match out.status {
-        None => Err(format!(
-            "`git {what}` did not finish in {} and was stopped",
-            loopx_kernel::time::short_duration(timeout)
-        )),
+        None => Err(GitError::TimedOut {
+            command: what.to_owned(),
+            after: loopx_kernel::time::short_duration(timeout),
+        }),
         Some(status) => Ok(GitOutput {
             code: status.code(),
             stdout: out.stdout,
@@ -274,7 +287,7 @@ pub fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutp
 
 /// The work tree's state. Where `core.excludesFile` points is asked again when a config file
 /// changed since `before`: an agent could point it at a file of its own.
-fn git_state(root: &Path, before: Option<&GitState>) -> Result<GitState, String> {
+fn git_state(root: &Path, before: Option<&GitState>) -> Result<GitState, GitError> {
     let root = root.to_string_lossy();
     let where_args = [
         "rev-parse",
@@ -290,18 +303,15 @@ fn git_state(root: &Path, before: Option<&GitState>) -> Result<GitState, String>
     let with_head: Vec<&str> = where_args.iter().copied().chain(["HEAD"]).collect();
     let (where_, has_head) = match git(&root, &with_head) {
         Ok(out) => (out, true),
-        Err(e) if e.contains("not a git repository") => {
-            return Err("the project is not in a git work tree".to_owned());
+        Err(GitError::Failed { stderr, .. }) if stderr.contains("not a git repository") => {
+            return Err(GitError::NotARepository);
         }
         // A git that hung (or is missing) says so itself.
-        Err(e) if !e.starts_with("`git rev-parse` failed") => return Err(e),
+        Err(e @ (GitError::Spawn(_) | GitError::TimedOut { .. })) => return Err(e),
         Err(_) => (
-            git(&root, &where_args).map_err(|e| {
-                if e.starts_with("`git rev-parse` failed") {
-                    "the project is not in a git work tree".to_owned()
-                } else {
-                    e
-                }
+            git(&root, &where_args).map_err(|e| match e {
+                GitError::Failed { .. } => GitError::NotARepository,
+                other => other,
             })?,
             false,
         ),
@@ -407,7 +417,10 @@ fn ignore_rule_files(top: &str, exclude: String) -> Vec<String> {
 }
 
 /// The changed files (project-relative), their diff stat, and the ignore-rule files changed.
-fn git_changes(root: &Path, old: &GitState) -> Result<(Vec<String>, String, Vec<String>), String> {
+fn git_changes(
+    root: &Path,
+    old: &GitState,
+) -> Result<(Vec<String>, String, Vec<String>), GitError> {
     let new = git_state(root, Some(old))?;
     let rules = new
         .ignore_rules
@@ -463,7 +476,7 @@ fn diff_stat(
     new: &GitState,
     base: &str,
     files: &[String],
-) -> Result<String, String> {
+) -> Result<String, GitError> {
     if files.is_empty() {
         return Ok(String::new());
     }
@@ -497,7 +510,7 @@ fn diff_stat(
     Ok(stat)
 }
 
-fn empty_tree(top: &str) -> Result<String, String> {
+fn empty_tree(top: &str) -> Result<String, GitError> {
     let id = git(top, &["hash-object", "-t", "tree", "/dev/null"])?;
     Ok(String::from_utf8_lossy(&id).trim().to_owned())
 }

@@ -31,6 +31,7 @@ use loopx_kernel::model::{Goal, Isolation};
 use loopx_kernel::project::STATE_DIR;
 use loopx_kernel::{GoalId, TodoId};
 
+use crate::GitError;
 use crate::scope::{GitOutput, SliceChanges, git_run};
 use loopx_kernel::scope::Scope;
 
@@ -104,7 +105,7 @@ pub struct Repo {
 
 impl Repo {
     /// The repository `root` is in; why not when it is in none.
-    pub fn of(root: &Path) -> Result<Repo, String> {
+    pub fn of(root: &Path) -> Result<Repo, GitError> {
         let out = git_ok(
             root,
             &[
@@ -120,7 +121,7 @@ impl Repo {
         let prefix = lines.next().unwrap_or_default().to_owned();
         let common = lines.next().unwrap_or_default().to_owned();
         if top.is_empty() || common.is_empty() {
-            return Err("the project is not in a git work tree".to_owned());
+            return Err(GitError::NotARepository);
         }
         Ok(Repo {
             top: PathBuf::from(top),
@@ -130,7 +131,7 @@ impl Repo {
         })
     }
 
-    fn git(&self, args: &[&str]) -> Result<String, String> {
+    fn git(&self, args: &[&str]) -> Result<String, GitError> {
         git_ok(&self.top, args)
     }
 
@@ -159,7 +160,7 @@ impl Repo {
 
     /// Creates `branch` at `at` unless it exists (a peer may create it at the same moment);
     /// its head.
-    fn ensure_branch(&self, branch: &str, at: &str) -> Result<String, String> {
+    fn ensure_branch(&self, branch: &str, at: &str) -> Result<String, GitError> {
         if let Some(head) = self.branch_head(branch) {
             return Ok(head);
         }
@@ -168,18 +169,18 @@ impl Repo {
 
     /// Creates `branch` at `at`, which the caller found missing; its head (a peer's, if the
     /// peer created it first).
-    fn create_branch(&self, branch: &str, at: &str) -> Result<String, String> {
+    fn create_branch(&self, branch: &str, at: &str) -> Result<String, GitError> {
         let reference = format!("refs/heads/{branch}");
         let created = self.git(&["update-ref", "-m", "loopx: start", &reference, at, ZERO]);
         match (created, self.branch_head(branch)) {
             (Ok(_), _) => Ok(at.to_owned()),
             (Err(_), Some(head)) => Ok(head),
-            (Err(e), None) => Err(format!("cannot create the branch {branch}: {e}")),
+            (Err(e), None) => Err(format!("cannot create the branch {branch}: {e}").into()),
         }
     }
 
     /// The heads of the branches that exist among `branches`, in one git.
-    fn branch_heads(&self, branches: &[&str]) -> Result<Vec<(String, String)>, String> {
+    fn branch_heads(&self, branches: &[&str]) -> Result<Vec<(String, String)>, GitError> {
         let refs: Vec<String> = branches.iter().map(|b| format!("refs/heads/{b}")).collect();
         let args: Vec<&str> = ["for-each-ref", "--format=%(refname) %(objectname)"]
             .into_iter()
@@ -201,7 +202,7 @@ impl Repo {
 
     /// Files with uncommitted changes (untracked ones included, ignored ones and `.loopx/`
     /// not), relative to the project root.
-    pub fn uncommitted(&self) -> Result<Vec<String>, String> {
+    pub fn uncommitted(&self) -> Result<Vec<String>, GitError> {
         let out = self.git(&[
             "status",
             "--porcelain=v1",
@@ -220,7 +221,7 @@ impl Repo {
 
     /// Whether this git can land branches without a checkout (`merge-tree --write-tree`,
     /// git 2.38).
-    pub fn check_git_version(&self) -> Result<(), String> {
+    pub fn check_git_version(&self) -> Result<(), GitError> {
         let out = self.git(&["version"])?;
         let version: Vec<u32> = out
             .split_whitespace()
@@ -234,27 +235,28 @@ impl Repo {
             _ => Err(format!(
                 "worktree goals need git 2.38 or newer (this is `{}`)",
                 out.trim()
-            )),
+            )
+            .into()),
         }
     }
 
     /// Creates the goal's integration branch at `base`; refuses a branch of that name that
     /// exists at another commit (left by an earlier project in this repository).
-    pub fn start_integration(&self, goal: GoalId, base: &str) -> Result<(), String> {
+    pub fn start_integration(&self, goal: GoalId, base: &str) -> Result<(), GitError> {
         let branch = integration_branch(goal);
         match self.branch_head(&branch) {
             Some(head) if head == base => Ok(()),
             Some(head) => Err(format!(
                 "the branch {branch} exists already, at {} (left by an earlier loopx project?): delete it (`git branch -D {branch}`) or rename it, then start the goal again",
                 short(&head)
-            )),
+            ).into()),
             None => self.ensure_branch(&branch, base).map(|_| ()),
         }
     }
 
     /// The merge of two commits, without a checkout: its tree (with conflict markers in the
     /// files that conflict), and those files, project-relative (none: a clean merge).
-    fn merge_tree(&self, ours: &str, theirs: &str) -> Result<(String, Vec<String>), String> {
+    fn merge_tree(&self, ours: &str, theirs: &str) -> Result<(String, Vec<String>), GitError> {
         let merged = git_run(
             &self.top.to_string_lossy(),
             &[
@@ -274,7 +276,7 @@ impl Repo {
         match merged.code {
             Some(0) => Ok((tree, Vec::new())),
             Some(1) => Ok((tree, parts.map(|p| relative(p, &self.prefix)).collect())),
-            _ => Err(format!("`git merge-tree` failed: {}", merged.stderr.trim())),
+            _ => Err(format!("`git merge-tree` failed: {}", merged.stderr.trim()).into()),
         }
     }
 
@@ -285,7 +287,7 @@ impl Repo {
         first: &str,
         second: &str,
         message: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, GitError> {
         let args: Vec<&str> = COMMITTER
             .iter()
             .copied()
@@ -318,17 +320,14 @@ impl Repo {
 }
 
 /// Runs git in `dir`; its stdout as text, or why it failed.
-fn git_ok(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let what = args.first().copied().unwrap_or("");
+fn git_ok(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     let out = git_run(&dir.to_string_lossy(), args, &[])?;
-    ok(what, out)
+    ok(args, out)
 }
 
-fn ok(what: &str, out: GitOutput) -> Result<String, String> {
-    match out.code {
-        Some(0) => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
-        _ => Err(format!("`git {what}` failed: {}", out.stderr.trim())),
-    }
+fn ok(args: &[&str], out: GitOutput) -> Result<String, GitError> {
+    let out = out.succeeded(args)?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Build outputs and caches no repository wants committed, for one without a `.gitignore`.
@@ -370,7 +369,7 @@ impl Tree {
     }
 
     /// The todo's existing worktree, without creating anything.
-    pub fn find(root: &Path, goal: GoalId, todo: Option<TodoId>) -> Result<Option<Tree>, String> {
+    pub fn find(root: &Path, goal: GoalId, todo: Option<TodoId>) -> Result<Option<Tree>, GitError> {
         if !gitdir_record(root, goal, todo).exists() {
             return Ok(None);
         }
@@ -383,7 +382,7 @@ impl Tree {
         root: &Path,
         goal: GoalId,
         todo: Option<TodoId>,
-    ) -> Result<Option<Tree>, String> {
+    ) -> Result<Option<Tree>, GitError> {
         let dir = seat_dir(root, goal, todo);
         let Ok(recorded) = std::fs::read_to_string(gitdir_record(root, goal, todo)) else {
             return Ok(None);
@@ -404,8 +403,7 @@ impl Tree {
     }
 
     /// Git on the worktree's files through the repository's own directory and loopx's index.
-    fn git_with(&self, index: &Path, args: &[&str]) -> Result<String, String> {
-        let what = args.first().copied().unwrap_or("");
+    fn git_with(&self, index: &Path, args: &[&str]) -> Result<String, GitError> {
         let (common, dir, index) = (
             self.repo.common.to_string_lossy(),
             self.dir.to_string_lossy(),
@@ -416,10 +414,10 @@ impl Tree {
             ("GIT_WORK_TREE", dir.as_ref()),
             ("GIT_INDEX_FILE", index.as_ref()),
         ];
-        ok(what, git_run(&dir, args, &env)?)
+        ok(args, git_run(&dir, args, &env)?)
     }
 
-    fn git(&self, args: &[&str]) -> Result<String, String> {
+    fn git(&self, args: &[&str]) -> Result<String, GitError> {
         self.git_with(&self.index, args)
     }
 
@@ -427,7 +425,7 @@ impl Tree {
     /// `add` and `diff` would otherwise run `git status` inside each one, with that
     /// repository's config — the agent's, whose clean filter is a program. Their pointers stay
     /// as `base` has them.
-    fn stage_base(&self, index: &Path, base: &str) -> Result<(), String> {
+    fn stage_base(&self, index: &Path, base: &str) -> Result<(), GitError> {
         self.git_with(index, &["read-tree", base])?;
         let staged = self.git_with(index, &["ls-files", "--stage", "-z"])?;
         let gitlinks: Vec<&str> = staged
@@ -447,7 +445,7 @@ impl Tree {
 
     /// The tree of everything in the worktree now (ignored files aside), staged onto `base`
     /// in loopx's index.
-    fn tree_now(&self, base: &str) -> Result<String, String> {
+    fn tree_now(&self, base: &str) -> Result<String, GitError> {
         self.stage_base(&self.index, base)?;
         match self.default_ignore(base) {
             Some(file) => {
@@ -483,7 +481,7 @@ impl Tree {
         parent: &str,
         author: (&str, &str),
         message: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, GitError> {
         let tree = self.tree_now(parent)?;
         let parent_tree = self
             .repo
@@ -503,7 +501,7 @@ impl Tree {
             ("GIT_AUTHOR_NAME", name),
             ("GIT_AUTHOR_EMAIL", email),
         ];
-        Ok(ok("commit-tree", git_run(&common, &args, &env)?)?
+        Ok(ok(&["commit-tree"], git_run(&common, &args, &env)?)?
             .trim()
             .to_owned())
     }
@@ -511,7 +509,7 @@ impl Tree {
     /// Makes the worktree's files `to`'s, from `from`'s: changed files rewritten, files of
     /// `from` that `to` lacks removed; files neither knows (ignored, or written since `from`
     /// without being committed) left alone.
-    fn switch(&self, from: &str, to: &str) -> Result<(), String> {
+    fn switch(&self, from: &str, to: &str) -> Result<(), GitError> {
         self.git(&["read-tree", from])?;
         self.git(&["read-tree", "-u", "--reset", to])?;
         Ok(())
@@ -520,8 +518,9 @@ impl Tree {
     /// Gives the agent's own git a clean start at `head`: git's files for the worktree made
     /// afresh (whatever the agent left there, symlinks included, is removed, never followed),
     /// its index loopx's view of `head`, and the worktree's `.git` file pointing at them.
-    fn reset_agent_git(&self, head: &str) -> Result<(), String> {
-        let fail = |what: &str, e: std::io::Error| format!("cannot {what}: {e}");
+    fn reset_agent_git(&self, head: &str) -> Result<(), GitError> {
+        let fail =
+            |what: &str, e: std::io::Error| GitError::Unusable(format!("cannot {what}: {e}"));
         match std::fs::symlink_metadata(&self.gitdir) {
             Ok(m) if m.is_dir() => std::fs::remove_dir_all(&self.gitdir),
             Ok(_) => std::fs::remove_file(&self.gitdir),
@@ -563,7 +562,7 @@ impl Tree {
     }
 
     /// Moves the todo's branch from `old` to `new` (refused if it moved meanwhile).
-    fn move_branch(&self, new: &str, old: &str, why: &str) -> Result<(), String> {
+    fn move_branch(&self, new: &str, old: &str, why: &str) -> Result<(), GitError> {
         let Some(branch) = &self.branch else {
             return Ok(());
         };
@@ -601,9 +600,9 @@ pub fn prepare(
     todo: Option<TodoId>,
     slice: &str,
     rebase: bool,
-) -> Result<Prepared, String> {
+) -> Result<Prepared, GitError> {
     let Isolation::Worktree { base } = &goal.isolation else {
-        return Err(format!("goal {} works in the project's own tree", goal.id));
+        return Err(format!("goal {} works in the project's own tree", goal.id).into());
     };
     let repo = Repo::of(root)?;
     let integration = repo.ensure_branch(&integration_branch(goal.id), base)?;
@@ -681,7 +680,7 @@ fn merge_into(
     todo: TodoId,
     slice: &str,
     rebase: bool,
-) -> Result<Option<(String, Vec<String>)>, String> {
+) -> Result<Option<(String, Vec<String>)>, GitError> {
     let (tree, conflicts) = repo.merge_tree(head, integration)?;
     if !conflicts.is_empty() && !rebase {
         return Ok(None);
@@ -698,7 +697,7 @@ fn merge_into(
 }
 
 /// Makes the todo's worktree, detached at its branch.
-fn create(root: &Path, repo: &Repo, goal: GoalId, todo: Option<TodoId>) -> Result<Tree, String> {
+fn create(root: &Path, repo: &Repo, goal: GoalId, todo: Option<TodoId>) -> Result<Tree, GitError> {
     let dir = seat_dir(root, goal, todo);
     let parent = goal_dir(root, goal);
     std::fs::create_dir_all(&parent)
@@ -741,7 +740,7 @@ fn create(root: &Path, repo: &Repo, goal: GoalId, todo: Option<TodoId>) -> Resul
     )
     .map_err(|e| format!("cannot record the worktree's git directory: {e}"))?;
     Tree::find_in(repo, root, goal, todo)?
-        .ok_or_else(|| format!("the worktree {dir_text} vanished"))
+        .ok_or_else(|| GitError::Unusable(format!("the worktree {dir_text} vanished")))
 }
 
 /// Keeps the worktrees out of the person's `git status` (`.loopx/.gitignore`). Written when a
@@ -768,7 +767,7 @@ pub fn finish(
     agent: &str,
     summary: Option<&str>,
     scope: &[String],
-) -> Result<SliceCommit, String> {
+) -> Result<SliceCommit, GitError> {
     let tree = &prepared.tree;
     let on = tree
         .todo
@@ -815,7 +814,7 @@ fn changes_between(
     from: &str,
     to: &str,
     scope: &[String],
-) -> Result<SliceChanges, String> {
+) -> Result<SliceChanges, GitError> {
     let mut changes = SliceChanges::default();
     if from == to {
         return Ok(changes);
@@ -877,7 +876,7 @@ pub fn roll_back(
     todo: TodoId,
     checkpoint: &str,
     commit: &str,
-) -> Result<String, String> {
+) -> Result<String, GitError> {
     let repo = Repo::of(root)?;
     let branch = todo_branch(goal, todo);
     let head = repo.branch_head(&branch);
@@ -886,7 +885,7 @@ pub fn roll_back(
             "{todo}'s branch {branch} moved on since that slice (it is at {}, not {}): roll back by hand with `git revert`, or answer `keep`",
             short(head.as_deref().unwrap_or("nothing")),
             short(commit)
-        ));
+        ).into());
     }
     if let Some(tree) = Tree::find(root, goal, Some(todo))? {
         tree.switch(commit, checkpoint)?;
@@ -970,7 +969,8 @@ pub fn land(
     check: Option<&CheckRun<'_>>,
     held: &dyn Fn() -> bool,
 ) -> Landing {
-    try_land(root, goal, todo, title, check, held).unwrap_or_else(Landing::Failed)
+    try_land(root, goal, todo, title, check, held)
+        .unwrap_or_else(|e| Landing::Failed(e.to_string()))
 }
 
 fn try_land(
@@ -980,7 +980,7 @@ fn try_land(
     title: &str,
     check: Option<&CheckRun<'_>>,
     held: &dyn Fn() -> bool,
-) -> Result<Landing, String> {
+) -> Result<Landing, GitError> {
     let repo = Repo::of(root)?;
     let integration = integration_branch(goal);
     let branch = todo_branch(goal, todo);
@@ -1022,7 +1022,8 @@ fn try_land(
         if !held() {
             return Err(format!(
                 "{todo}'s claim was lost while it was being landed: nothing landed"
-            ));
+            )
+            .into());
         }
         let reference = format!("refs/heads/{integration}");
         if repo
@@ -1052,9 +1053,7 @@ fn try_land(
         // Another landing moved the branch meanwhile: merge again onto the new head.
         heads = repo.branch_heads(&[&integration, &branch])?;
     }
-    Err(format!(
-        "{integration} kept moving while {todo} tried to land ({LAND_TRIES} tries)"
-    ))
+    Err(format!("{integration} kept moving while {todo} tried to land ({LAND_TRIES} tries)").into())
 }
 
 /// The todos whose landings last changed `files` on the integration branch since the todo's
@@ -1096,7 +1095,7 @@ fn run_check(
     todo: TodoId,
     commit: &str,
     check: &CheckRun<'_>,
-) -> Result<Option<Landing>, String> {
+) -> Result<Option<Landing>, GitError> {
     let dir = goal_dir(root, goal).join(format!("land-{todo}"));
     let dir_text = dir.to_string_lossy().into_owned();
     if dir.exists() {
@@ -1122,7 +1121,7 @@ fn run_check(
 }
 
 /// Removes a todo's worktree (done or dropped); its branch stays.
-pub fn remove(root: &Path, goal: GoalId, todo: TodoId) -> Result<(), String> {
+pub fn remove(root: &Path, goal: GoalId, todo: TodoId) -> Result<(), GitError> {
     let dir = worktree_dir(root, goal, todo);
     let record = gitdir_record(root, goal, Some(todo));
     if dir.exists() {
@@ -1206,7 +1205,7 @@ pub struct BranchState {
 }
 
 /// Every todo branch of `goal`, in one git command.
-pub fn branch_states(root: &Path, goal: GoalId) -> Result<Vec<BranchState>, String> {
+pub fn branch_states(root: &Path, goal: GoalId) -> Result<Vec<BranchState>, GitError> {
     let into = integration_branch(goal);
     let format = format!("--format=%(refname:short) %(ahead-behind:refs/heads/{into})");
     let pattern = format!("refs/heads/{into}-*");
@@ -1234,7 +1233,7 @@ pub fn branch_states(root: &Path, goal: GoalId) -> Result<Vec<BranchState>, Stri
 
 /// Whether a todo's worktree holds work not on its branch (a slice running, or one that was
 /// killed before its commit), read through an index of its own.
-pub fn has_uncommitted(root: &Path, goal: GoalId, todo: TodoId) -> Result<bool, String> {
+pub fn has_uncommitted(root: &Path, goal: GoalId, todo: TodoId) -> Result<bool, GitError> {
     let Some(tree) = Tree::find(root, goal, Some(todo))? else {
         return Ok(false);
     };
@@ -1255,13 +1254,13 @@ pub fn has_uncommitted(root: &Path, goal: GoalId, todo: TodoId) -> Result<bool, 
 
 /// The diff of a todo's work: its branch against where it forked from the integration
 /// branch, then what its worktree holds uncommitted (a slice running now).
-pub fn todo_diff(root: &Path, goal: GoalId, todo: TodoId, stat: bool) -> Result<String, String> {
+pub fn todo_diff(root: &Path, goal: GoalId, todo: TodoId, stat: bool) -> Result<String, GitError> {
     let repo = Repo::of(root)?;
     let branch = todo_branch(goal, todo);
     if !repo.has_branch(&branch) {
-        return Err(format!(
-            "{todo} has no branch yet ({branch} is made at its first claim)"
-        ));
+        return Err(
+            format!("{todo} has no branch yet ({branch} is made at its first claim)").into(),
+        );
     }
     let range = format!(
         "refs/heads/{}...refs/heads/{branch}",

@@ -299,7 +299,11 @@ fn worktrees(project: &loopx_kernel::Project, store: &Store, repair: bool) -> Op
     }
     let failed: Vec<String> = stale
         .iter()
-        .filter_map(|(g, t, _)| worktree::remove(project.root(), *g, *t).err())
+        .filter_map(|(g, t, _)| {
+            worktree::remove(project.root(), *g, *t)
+                .err()
+                .map(|e| e.to_string())
+        })
         .collect();
     Some(match failed.as_slice() {
         [] => Check::pass(

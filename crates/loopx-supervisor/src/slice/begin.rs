@@ -37,7 +37,7 @@ pub(crate) struct Begun {
     pub guard: SliceGuard,
     /// The todo's worktree, made ready (a worktree goal's todo slice), or why it could not be
     /// (then the slice is a failed spawn); `None` when the agent works in the project's tree.
-    pub tree: Option<Result<loopx_git::worktree::Prepared, String>>,
+    pub tree: Option<Result<loopx_git::worktree::Prepared, loopx_git::GitError>>,
 }
 
 /// Where the begin leads.
