@@ -71,7 +71,7 @@ impl ExpectedError {
 
     /// The message with its causes, one per line.
     pub fn render(&self) -> String {
-        render(self)
+        loopx_app::render(self)
     }
 
     /// Prints `error: …` to stderr, and with `--json` an error object to stdout.
@@ -89,11 +89,6 @@ impl ExpectedError {
     }
 }
 
-/// An error's message with its causes, one per line.
-pub(crate) fn render(e: &dyn std::error::Error) -> String {
-    render_chain(e.to_string(), e.source())
-}
-
 /// An error and its causes on one line, without their hints: `what failed: the system's words`.
 pub(crate) fn one_line(e: &dyn std::error::Error) -> String {
     let first =
@@ -109,50 +104,4 @@ pub(crate) fn one_line(e: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
-}
-
-/// `message`, then each cause not already part of it. `transparent` variants forward `source()`
-/// to the inner error's source, so the chain starts below the message already shown.
-fn render_chain(
-    mut text: String,
-    mut source: Option<&(dyn std::error::Error + 'static)>,
-) -> String {
-    while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(&format!("\n  caused by: {line}"));
-        }
-        source = cause.source();
-    }
-    text
-}
-
-/// Why the simulated agent (`loopx __demo-agent`) could not run at all. Anything that goes
-/// wrong *inside* its work (a refused path, a file it could not write) is reported in its
-/// stream instead, the way a real agent would.
-#[derive(Debug, thiserror::Error)]
-pub enum DemoAgentError {
-    #[error("cannot read the prompt file `{path}`")]
-    Prompt {
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("no prompt\n(hint: pass `--prompt-file PATH` or pipe the prompt on stdin)")]
-    NoPrompt,
-    #[error("cannot read the prompt from stdin")]
-    Stdin(#[source] std::io::Error),
-    #[error("cannot find the working directory")]
-    Cwd(#[source] std::io::Error),
-    #[error("cannot record the simulated usage limit: {reason}")]
-    Marker { reason: String },
-    #[error("failed to write the stream")]
-    Output(#[source] std::io::Error),
-}
-
-impl DemoAgentError {
-    /// The message with its causes, one per line.
-    pub fn render(&self) -> String {
-        render(self)
-    }
 }

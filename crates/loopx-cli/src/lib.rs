@@ -4,8 +4,8 @@
 //! typed words), installs the process's log (`logging.rs`) and panic hook, finds the project,
 //! runs the command and prints the result for people or, with `--json`, for scripts. A person's
 //! command opens the store for one operation; `loopx run` hands over to `loopx-supervisor` for
-//! as long as it runs. It also holds the board (`board/`), the demo agent (`demo_agent/`) and
-//! `loopx sim`'s front end.
+//! as long as it runs. It also holds `loopx sim`'s front end; the board (`loopx-board`) and the demo
+//! agent (`loopx-demo-agent`) are crates of their own that it starts.
 //!
 //! The kernel holds the rules of state (every check and transition); the application layer
 //! (`loopx-app`) holds each operation a person or an agent makes, with the git work around it.
@@ -14,10 +14,8 @@
 //! `docs/cli.md`); a broken pipe on stdout exits 0 quietly.
 
 mod args;
-mod board;
 mod commands;
 mod context;
-mod demo_agent;
 pub mod errors;
 pub mod exit_code;
 mod logging;
@@ -47,7 +45,7 @@ pub fn main() -> ExitCode {
         .nth(1)
         .is_some_and(|a| a == "__demo-agent")
     {
-        return demo_agent::main(std::env::args_os().skip(2));
+        return loopx_demo_agent::main(std::env::args_os().skip(2));
     }
     // Not dumpable: other processes of this user (an agent outside a PID namespace) cannot
     // read loopx's memory or `/proc/<pid>/environ`, which holds variables no agent was given.

@@ -4,9 +4,9 @@ use std::io::Write;
 use std::sync::Arc;
 
 use crate::args::BoardArgs;
-use crate::board::Board;
 use crate::context::Ctx;
 use crate::errors::ExpectedError;
+use loopx_board::Board;
 
 pub fn run(ctx: &mut Ctx, args: BoardArgs) -> Result<(), ExpectedError> {
     let app = ctx.app()?;

@@ -1,13 +1,17 @@
 //! Just enough HTTP/1.1 for one browser on loopback: one request per connection, a body only
-//! by `Content-Length` (at most [`MAX_BODY`]), every answer closing the connection. Anything
-//! else is refused with a status, never guessed at.
+//! by `Content-Length` (at most [`MAX_BODY`]), every answer closing the connection. The request
+//! head is parsed by `httparse` (hyper's own parser); the limits, the refusals and the one
+//! request per connection are this file's. Anything else is refused with a status, never
+//! guessed at.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 
 /// The request line and headers together.
 const MAX_HEAD: usize = 16 * 1024;
 /// A form's JSON: a todo title, an answer.
 pub(crate) const MAX_BODY: usize = 64 * 1024;
+/// Headers a request may carry: a browser sends a dozen or two.
+const MAX_HEADERS: usize = 64;
 
 #[derive(Debug)]
 pub(crate) struct Request {
@@ -45,39 +49,33 @@ pub(crate) enum ReadError {
 }
 
 pub(crate) fn read_request(stream: impl Read) -> Result<Request, ReadError> {
-    let mut reader = BufReader::new(stream.take((MAX_HEAD + MAX_BODY) as u64));
-    let mut head_len = 0;
-    let line = read_line(&mut reader, &mut head_len)?;
-    if line.is_empty() {
-        return Err(ReadError::Closed);
-    }
-    let mut parts = line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(ReadError::Bad(400, "malformed request line"));
-    };
-    if !version.starts_with("HTTP/1.") {
-        return Err(ReadError::Bad(505, "HTTP/1.x only"));
-    }
-    let mut headers = Vec::new();
-    loop {
-        let line = read_line(&mut reader, &mut head_len)?;
-        if line.is_empty() {
-            break;
+    let mut stream = stream.take((MAX_HEAD + MAX_BODY) as u64);
+    let mut buf: Vec<u8> = Vec::with_capacity(2048);
+    let mut chunk = [0u8; 4096];
+    let (head_len, mut request) = loop {
+        let n = stream.read(&mut chunk).map_err(|_| ReadError::Closed)?;
+        if n == 0 {
+            // Nothing, or a head cut short: the peer went away.
+            return Err(ReadError::Closed);
         }
-        let Some((name, value)) = line.split_once(':') else {
-            return Err(ReadError::Bad(400, "malformed header"));
-        };
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-    }
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let mut request = Request {
-        method: method.to_owned(),
-        path: percent_decode(path),
-        query: parse_query(query),
-        headers,
-        body: Vec::new(),
+        buf.extend_from_slice(&chunk[..n]);
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut parsed = httparse::Request::new(&mut headers);
+        match parsed.parse(&buf) {
+            Ok(httparse::Status::Complete(len)) if len > MAX_HEAD => {
+                return Err(ReadError::Bad(431, "request head too large"));
+            }
+            Ok(httparse::Status::Complete(len)) => break (len, request_of(&parsed)?),
+            Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
+                return Err(ReadError::Bad(431, "request head too large"));
+            }
+            Ok(httparse::Status::Partial) => {}
+            Err(httparse::Error::TooManyHeaders) => {
+                return Err(ReadError::Bad(431, "too many headers"));
+            }
+            Err(httparse::Error::Version) => return Err(ReadError::Bad(505, "HTTP/1.x only")),
+            Err(_) => return Err(ReadError::Bad(400, "malformed request")),
+        }
     };
     if request.header("transfer-encoding").is_some() {
         return Err(ReadError::Bad(411, "send a Content-Length"));
@@ -91,30 +89,43 @@ pub(crate) fn read_request(stream: impl Read) -> Result<Request, ReadError> {
     if length > MAX_BODY {
         return Err(ReadError::Bad(413, "body too large"));
     }
-    request.body = vec![0; length];
-    reader
-        .read_exact(&mut request.body)
-        .map_err(|_| ReadError::Closed)?;
+    // What came with the head, then the rest; anything after the body is not read (one
+    // request per connection).
+    let mut body: Vec<u8> = buf[head_len..].iter().copied().take(length).collect();
+    let missing = length - body.len();
+    if missing > 0 {
+        let mut rest = vec![0; missing];
+        stream
+            .read_exact(&mut rest)
+            .map_err(|_| ReadError::Closed)?;
+        body.extend_from_slice(&rest);
+    }
+    request.body = body;
     Ok(request)
 }
 
-fn read_line(reader: &mut impl BufRead, head_len: &mut usize) -> Result<String, ReadError> {
-    let mut line = Vec::new();
-    let read = reader
-        .take((MAX_HEAD - *head_len + 1) as u64)
-        .read_until(b'\n', &mut line)
-        .map_err(|_| ReadError::Closed)?;
-    *head_len += read;
-    if *head_len > MAX_HEAD {
-        return Err(ReadError::Bad(431, "request head too large"));
-    }
-    if read > 0 && !line.ends_with(b"\n") {
-        return Err(ReadError::Closed);
-    }
-    while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
-        line.pop();
-    }
-    String::from_utf8(line).map_err(|_| ReadError::Bad(400, "request head is not UTF-8"))
+/// The request `httparse` read: its target split into path and query, header names lowercased.
+fn request_of(parsed: &httparse::Request<'_, '_>) -> Result<Request, ReadError> {
+    let (Some(method), Some(target)) = (parsed.method, parsed.path) else {
+        return Err(ReadError::Bad(400, "malformed request line"));
+    };
+    let headers = parsed
+        .headers
+        .iter()
+        .map(|h| {
+            let value = std::str::from_utf8(h.value)
+                .map_err(|_| ReadError::Bad(400, "request head is not UTF-8"))?;
+            Ok((h.name.to_ascii_lowercase(), value.trim().to_owned()))
+        })
+        .collect::<Result<Vec<_>, ReadError>>()?;
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    Ok(Request {
+        method: method.to_owned(),
+        path: percent_decode(path),
+        query: parse_query(query),
+        headers,
+        body: Vec::new(),
+    })
 }
 
 fn parse_query(query: &str) -> Vec<(String, String)> {
@@ -254,6 +265,24 @@ mod tests {
             Err(ReadError::Bad(411, _))
         ));
         assert!(matches!(read_request(&b""[..]), Err(ReadError::Closed)));
+        let cut_short = b"GET / HTTP/1.1\r\nHost: 127.0.0.1";
+        assert!(matches!(
+            read_request(&cut_short[..]),
+            Err(ReadError::Closed)
+        ));
+        let http2 = b"GET / HTTP/2.0\r\n\r\n";
+        assert!(matches!(
+            read_request(&http2[..]),
+            Err(ReadError::Bad(505 | 400, _))
+        ));
+        let many: String = (0..MAX_HEADERS + 1)
+            .map(|i| format!("X-{i}: y\r\n"))
+            .collect();
+        let many = format!("GET / HTTP/1.1\r\n{many}\r\n");
+        assert!(matches!(
+            read_request(many.as_bytes()),
+            Err(ReadError::Bad(431, _))
+        ));
         assert_eq!(percent_decode("%zz%4"), "%zz%4");
         assert_eq!(percent_decode("%é%41"), "%éA");
     }

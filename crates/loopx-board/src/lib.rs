@@ -62,9 +62,9 @@ const MIN_REFRESH: Duration = Duration::from_millis(250);
 /// A comment line keeps an idle stream open through proxies and tells us the page is gone.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
-const INDEX_HTML: &str = include_str!("board/assets/index.html");
-const BOARD_JS: &str = include_str!("board/assets/board.js");
-const BOARD_CSS: &str = include_str!("board/assets/board.css");
+const INDEX_HTML: &str = include_str!("assets/index.html");
+const BOARD_JS: &str = include_str!("assets/board.js");
+const BOARD_CSS: &str = include_str!("assets/board.css");
 
 /// A running board.
 pub struct Board {
@@ -78,6 +78,15 @@ pub struct Board {
     changing: Mutex<()>,
     port: u16,
     connections: AtomicUsize,
+}
+
+impl std::fmt::Debug for Board {
+    /// The port only: the session and the codes are secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Board")
+            .field("port", &self.port)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Board {

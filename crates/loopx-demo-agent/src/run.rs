@@ -18,15 +18,15 @@ const DEFAULT_RESET_SECS: i64 = 5;
 const EXIT_ERROR: u8 = 1;
 
 /// Runs the demo agent with the arguments after `__demo-agent`.
-pub(crate) fn main(rest: impl IntoIterator<Item = OsString>) -> ExitCode {
+pub fn main(rest: impl IntoIterator<Item = OsString>) -> ExitCode {
     let args = match DemoArgs::parse_from_rest(rest) {
         Ok(args) => args,
         Err(e) => {
             let _ = e.print();
             let code = if e.use_stderr() {
-                crate::exit_code::USAGE
+                crate::errors::exit_code::USAGE
             } else {
-                crate::exit_code::OK
+                crate::errors::exit_code::OK
             };
             return ExitCode::from(code);
         }
@@ -34,7 +34,7 @@ pub(crate) fn main(rest: impl IntoIterator<Item = OsString>) -> ExitCode {
     match run(&args, std::io::stdout().lock()) {
         Ok(code) => ExitCode::from(code),
         Err(DemoAgentError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-            ExitCode::from(crate::exit_code::OK)
+            ExitCode::from(crate::errors::exit_code::OK)
         }
         Err(e) => {
             let _ = writeln!(
@@ -43,7 +43,7 @@ pub(crate) fn main(rest: impl IntoIterator<Item = OsString>) -> ExitCode {
                 e.render()
             );
             let code = match e {
-                DemoAgentError::NoPrompt => crate::exit_code::USAGE,
+                DemoAgentError::NoPrompt => crate::errors::exit_code::USAGE,
                 _ => EXIT_ERROR,
             };
             ExitCode::from(code)
@@ -93,7 +93,7 @@ fn run(args: &DemoArgs, out: impl Write) -> Result<u8, DemoAgentError> {
     let ended =
         perform(&task, &ws, &mut stream).and_then(|ending| stream.finish(&ending.message()));
     match ended {
-        Ok(()) => Ok(crate::exit_code::OK),
+        Ok(()) => Ok(crate::errors::exit_code::OK),
         Err(Stop::MaxTurns) => {
             stream.max_turns_result().map_err(DemoAgentError::Output)?;
             Ok(EXIT_ERROR)

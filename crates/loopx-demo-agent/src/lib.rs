@@ -15,10 +15,11 @@
 
 mod args;
 mod behaviour;
+mod errors;
 mod report_cli;
 mod run;
 mod stream;
 mod task;
 mod workspace;
 
-pub(crate) use run::main;
+pub use run::main;
