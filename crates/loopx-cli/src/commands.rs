@@ -66,7 +66,11 @@ fn refuse_inside_a_slice(ctx: &Ctx, slice: &str, command: &Command) -> Result<()
     use crate::args::GateCommand;
     match command {
         Command::Report(_) | Command::Profile(_) | Command::Adapter(_) => return Ok(()),
-        Command::Gate(GateCommand::Answer { .. }) if ctx.store_read().is_ok() => return Ok(()),
+        Command::Gate(GateCommand::Answer { .. })
+            if ctx.app().is_ok_and(|app| app.read(|_| Ok(())).is_ok()) =>
+        {
+            return Ok(());
+        }
         _ => {}
     }
     let name = command.name();

@@ -3,7 +3,7 @@
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 
-use loopx_kernel::{Project, Store, Timestamp};
+use loopx_kernel::{Project, Timestamp};
 
 use crate::args::{Cli, ColorChoice};
 use crate::errors::ExpectedError;
@@ -72,15 +72,6 @@ impl Ctx {
         let project = project.map_err(loopx_kernel::KernelError::from)?;
         tracing::debug!(root = %project.root().display(), "project");
         Ok(project)
-    }
-
-    /// The project's store, opened read-only: never waits for writers, never modifies the file.
-    pub fn store_read(&self) -> Result<Store, ExpectedError> {
-        let project = self.project()?;
-        let started = std::time::Instant::now();
-        let store = Store::open_read(&project);
-        tracing::debug!(ok = store.is_ok(), took = ?started.elapsed(), "store opened read-only");
-        Ok(store?)
     }
 
     /// The application layer for this project and caller: who acts (`actor`), from which

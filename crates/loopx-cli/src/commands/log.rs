@@ -13,11 +13,11 @@ use crate::errors::ExpectedError;
 
 pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
     let slice: Option<SliceId> = args.slice.as_deref().map(id).transpose()?;
-    let project = ctx.project()?;
+    let app = ctx.app()?;
+    let project = app.project().clone();
     // Bind before the first read, so that nothing committed in between is missed.
     let listener = args.follow.then(|| Listener::bind(&project));
-    let store = loopx_kernel::Store::open_read(&project)?;
-    let events = store.read(|s| {
+    let events = app.read(|s| {
         if slice.is_some() {
             let all = s.events_from(1, usize::MAX)?;
             Ok(all
@@ -29,7 +29,7 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
         }
     })?;
     let recorded_sha = match slice {
-        Some(slice) => match store.read(|s| s.slice(slice))? {
+        Some(slice) => match app.read(|s| s.slice(slice))? {
             Some(record) => record.log_sha256,
             None => {
                 return Err(loopx_kernel::Invalid::NotFound {
@@ -41,7 +41,6 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
         },
         None => String::new(),
     };
-    drop(store);
     let mut first = true;
     let mut next = events.last().map_or(1, |e| e.seq + 1);
     for event in &events {
@@ -67,7 +66,7 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
             && running
         {
             let output = LiveOutput::new(log, shown, args.raw);
-            return follow_slice(ctx, &project, slice, output, listener, next);
+            return follow_slice(ctx, &app, slice, output, listener, next);
         }
         return ctx.flush();
     }
@@ -76,13 +75,11 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
         return Ok(());
     };
     if next == 1 {
-        next = store_next(&project)?;
+        next = store_next(&app)?;
     }
     loop {
         listener.wait(Duration::from_secs(1));
-        let store = loopx_kernel::Store::open_read(&project)?;
-        let fresh = store.read(|s| s.events_from(next, 10_000))?;
-        drop(store);
+        let fresh = app.read(|s| s.events_from(next, 10_000))?;
         for event in fresh.iter().filter(|e| about_slice(e, slice)) {
             print_event(ctx, event, &mut first)?;
         }
@@ -225,7 +222,7 @@ const FOLLOW_EVERY: Duration = Duration::from_millis(200);
 /// redacted in full only when the slice ends.
 fn follow_slice(
     ctx: &mut Ctx,
-    project: &loopx_kernel::Project,
+    app: &loopx_app::App,
     slice: SliceId,
     mut output: LiveOutput,
     listener: Listener,
@@ -233,7 +230,7 @@ fn follow_slice(
 ) -> Result<(), ExpectedError> {
     let mut first = false;
     if next == 1 {
-        next = store_next(project)?;
+        next = store_next(app)?;
     }
     for polls in 1u64.. {
         // The doorbell says when the slice's events arrive; every few seconds the store is read
@@ -241,9 +238,7 @@ fn follow_slice(
         let rang = listener.wait(FOLLOW_EVERY);
         let mut ended = false;
         if rang || polls % 15 == 0 {
-            let store = loopx_kernel::Store::open_read(project)?;
-            let fresh = store.read(|s| s.events_from(next, 10_000))?;
-            drop(store);
+            let fresh = app.read(|s| s.events_from(next, 10_000))?;
             if let Some(last) = fresh.last() {
                 next = last.seq + 1;
             }
@@ -354,9 +349,8 @@ impl LiveOutput {
     }
 }
 
-fn store_next(project: &loopx_kernel::Project) -> Result<u64, ExpectedError> {
-    let store = loopx_kernel::Store::open_read(project)?;
-    Ok(store.read(|s| s.event_count())? + 1)
+fn store_next(app: &loopx_app::App) -> Result<u64, ExpectedError> {
+    Ok(app.read(|s| s.event_count())? + 1)
 }
 
 fn about_slice(event: &Event, slice: Option<SliceId>) -> bool {

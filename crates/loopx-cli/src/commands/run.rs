@@ -112,7 +112,7 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
     let end = end?;
     if end.reason == EndReason::Goal && !json {
         // A worktree goal's work is on its branch: say how to bring it in.
-        let goal = ctx.store_read()?.read(|s| Ok(s.goals()?.pop()))?;
+        let goal = ctx.app()?.read(|s| Ok(s.goals()?.pop()))?;
         if let Some(goal) = goal.filter(|g| g.isolation.is_worktree()) {
             for line in loopx_app::goal::merge_commands(&goal) {
                 say(&line);
@@ -168,16 +168,17 @@ fn run_once(
     let notifier = notifier(&req.project)?;
     let once = loopx_supervisor::run_once(&req, &mut |step| say(&step_line(&step)))?;
     if let (Some(mut notifier), Once::Ran { slice, .. }) = (notifier, &once) {
-        notify_slice(&mut notifier, &req.project, slice);
+        notify_slice(&mut notifier, ctx.app().ok().as_ref(), slice);
         notifier.finish();
     }
     let (agent, decision, slice) = match &once {
         Once::Decided { agent, decision } => {
             if let Some((id, question)) = &decision.gate {
                 say(&format!("question {id}: {question}"));
-                let options = loopx_kernel::Store::open_read(&req.project)
+                let options = ctx
+                    .app()
                     .ok()
-                    .and_then(|store| store.read(|s| s.gate(*id)).ok().flatten())
+                    .and_then(|app| app.gate(*id).ok())
                     .map(|gate| gate.options)
                     .unwrap_or_default();
                 say(&format!(
@@ -253,15 +254,14 @@ fn run_once(
 /// Decisions are not notified: `--once` is often run from a timer, and would repeat them.
 fn notify_slice(
     notifier: &mut loopx_supervisor::Notifier,
-    project: &loopx_kernel::Project,
+    app: Option<&loopx_app::App>,
     slice: &SliceSummary,
 ) {
     notifier.notify(&RunEvent::SliceEnded(Box::new(slice.clone())));
     let Some(gate) = slice.gate.as_deref().and_then(|g| g.parse().ok()) else {
         return;
     };
-    let gate = loopx_kernel::Store::open_read(project).and_then(|s| s.read(|s| s.gate(gate)));
-    if let Ok(Some(gate)) = gate {
+    if let Some(gate) = app.and_then(|app| app.gate(gate).ok()) {
         let id = gate.id.to_string();
         notifier.notify(&RunEvent::Question {
             agent: slice.agent.clone(),
