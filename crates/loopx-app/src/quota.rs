@@ -314,9 +314,9 @@ fn agent_quota(state: &DecisionState, now: Timestamp) -> AgentQuota {
     AgentQuota {
         agent: state.agent.name.to_string(),
         account: state.agent.account.clone(),
-        decision: d.decision,
-        wake_at: d.wake_at.map(Timestamp),
-        reason: d.reason,
+        decision: d.kind(),
+        wake_at: d.wake_at().map(Timestamp),
+        reason: d.reason().to_owned(),
         pacing: state.agent.pacing,
         next_slice_allowed_at: next,
         windows,
@@ -325,20 +325,20 @@ fn agent_quota(state: &DecisionState, now: Timestamp) -> AgentQuota {
 
 /// A decision in words: `deliver t3 (work): …`, `wait until … (in 2h): …`.
 pub fn describe(d: &Decision, now: Timestamp) -> String {
-    let word = serde_json::to_value(d.decision)
+    let word = serde_json::to_value(d.kind())
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default();
-    let target = match (&d.todo, &d.gate) {
+    let target = match (&d.todo(), &d.gate()) {
         (Some((id, _)), _) => format!(" {id}"),
         (None, Some((id, _))) => format!(" gate {id}"),
         _ => String::new(),
     };
     let kind = d
-        .slice
+        .slice()
         .map(|k| format!(" ({})", k.as_str()))
         .unwrap_or_default();
-    let when = match (d.decision, d.wake_at) {
+    let when = match (d.kind(), d.wake_at()) {
         (DecisionKind::Wait, Some(at)) => {
             format!(
                 " until {} ({})",
@@ -349,7 +349,7 @@ pub fn describe(d: &Decision, now: Timestamp) -> String {
         (DecisionKind::Wait, None) => " until resumed".to_owned(),
         _ => String::new(),
     };
-    format!("{word}{target}{kind}{when}: {}", d.reason)
+    format!("{word}{target}{kind}{when}: {}", d.reason())
 }
 
 /// The view `decide()` is given for an agent, as `status` uses it (file I/O outside any read

@@ -462,10 +462,10 @@ fn agents_now(
             Ok(d) => AgentNow {
                 agent: name.clone(),
                 running: None,
-                decision: Some(d.decision),
-                wake_at: d.wake_at.map(Timestamp),
-                todo: d.todo.as_ref().map(|(id, _)| id.to_string()),
-                gate: d.gate.as_ref().map(|(id, _)| id.to_string()),
+                decision: Some(d.kind()),
+                wake_at: d.wake_at().map(Timestamp),
+                todo: d.todo().as_ref().map(|(id, _)| id.to_string()),
+                gate: d.gate().as_ref().map(|(id, _)| id.to_string()),
                 summary: crate::quota::describe(&d, now),
             },
             Err(why) => AgentNow {

@@ -87,7 +87,7 @@ proptest! {
             let reopened = Store::open(&f.project).expect("reopen");
             let after = reopened.read(|s| DecisionState::read(s, agent(), now)).expect("read").decide();
             prop_assert_eq!(&before, &after);
-            if let Some(wake) = before.wake_at {
+            if let Some(wake) = before.wake_at() {
                 prop_assert!(wake >= now.0, "wake_at {} is before now {}", wake, now.0);
             }
         }
@@ -154,7 +154,7 @@ fn a_goal_past_its_share_of_the_hour_waits() {
         .expect("read")
         .decide();
     assert_eq!(
-        before.decision,
+        before.kind(),
         loopx_quota::DecisionKind::Deliver,
         "{before:?}"
     );
@@ -176,6 +176,6 @@ fn a_goal_past_its_share_of_the_hour_waits() {
         .read(|s| DecisionState::read(s, agent(), now))
         .expect("read")
         .decide();
-    assert_eq!(after.decision, loopx_quota::DecisionKind::Wait, "{after:?}");
-    assert!(after.reason.contains("25% share"), "{}", after.reason);
+    assert_eq!(after.kind(), loopx_quota::DecisionKind::Wait, "{after:?}");
+    assert!(after.reason().contains("25% share"), "{}", after.reason());
 }

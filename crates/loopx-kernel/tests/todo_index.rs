@@ -14,7 +14,7 @@ use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::{AnswerChoice, Applied, NewGate, NewTodo};
 use loopx_kernel::store::{AnswerGate, ClaimTodo, NewAgent, ReleaseClaim};
 use loopx_kernel::{AgentName, GateId, Op, Snapshot, Timestamp, TodoId, check_consistency};
-use loopx_quota::{AgentView, DecideInput, Decision, DecisionKind, TodoView};
+use loopx_quota::{AgentView, DecideInput, Decision, TodoView};
 use proptest::prelude::*;
 
 const TTL: Duration = Duration::from_secs(600);
@@ -122,11 +122,12 @@ fn every_todo(s: &Snapshot<'_>) -> Vec<TodoView> {
 /// The parts of a decision that say what happens (a `quiet` names one of several reasons,
 /// which depends on the order todos were read in).
 fn gist(d: &Decision) -> Decision {
-    let mut d = d.clone();
-    if d.decision == DecisionKind::Quiet {
-        d.reason.clear();
+    match d {
+        Decision::Quiet { .. } => Decision::Quiet {
+            reason: String::new(),
+        },
+        other => other.clone(),
     }
-    d
 }
 
 proptest! {

@@ -110,6 +110,6 @@ fn main() {
     println!(
         "decide(): median {:?} per call (1,000 todos, 20 gates, 200 slices), decision {:?}",
         batches[10],
-        decide(&input).decision
+        decide(&input).kind()
     );
 }

@@ -198,47 +198,188 @@ pub enum DecisionKind {
     Stop,
 }
 
-/// What to do now, and why, in one sentence.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Decision {
-    pub decision: DecisionKind,
-    /// For deliver and repair.
-    pub slice: Option<SliceKind>,
-    /// The todo concerned: `(id, title)`.
-    pub todo: Option<(TodoId, String)>,
-    /// For ask: `(id, question)` of the blocking gate; `None` when the ask is a stall.
-    pub gate: Option<(GateId, String)>,
-    /// The todo that stalled, when a gate should be opened for it.
-    pub stalled: Option<TodoId>,
-    /// The goal spent its budget: a budget gate should be opened (the reason has the figures).
-    pub over_budget: bool,
-    /// No todo is left and planning proposes none: a goal-met gate should be opened.
-    pub goal_met: bool,
-    /// For wait: when to decide again (`None`: until a person resumes).
-    pub wake_at: Option<Millis>,
+/// A todo a decision concerns: its id and title.
+pub type TodoRef = (TodoId, String);
+
+/// What to do now, each kind with what it needs, and why in one sentence.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Run a slice: work on a todo, or (`todo: None`) plan the goal.
+    Deliver { run: Run, reason: String },
+    /// Run a repair slice on a todo whose last slice ended badly.
+    Repair { run: Run, reason: String },
+    /// A person must decide: `gate` is the gate that asks (the one holding the agent back, or
+    /// the one opened for a stall, the budget or a met goal once the supervisor opened it).
+    Ask {
+        about: AskAbout,
+        gate: Option<(GateId, String)>,
+        reason: String,
+    },
+    /// Decide again at `until` (`None`: when a person resumes); `todo` when it is a todo that
+    /// rests.
+    Wait {
+        until: Option<Millis>,
+        todo: Option<TodoRef>,
+        reason: String,
+    },
+    /// Nothing to do now; decide again when something changes.
+    Quiet { reason: String },
+    /// This agent's loop ends.
+    Stop { reason: String },
+}
+
+/// The slice a deliver or repair decision runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub slice: SliceKind,
+    /// `None`: a planning slice, on no todo.
+    pub todo: Option<TodoRef>,
     /// The first slice after a vendor hold ended: keep it short, the limit may not be gone.
     pub probe: bool,
-    pub reason: String,
+}
+
+/// What a person is asked about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AskAbout {
+    /// An open gate holds the agent back.
+    OpenGate,
+    /// A todo went slices without progress: a stall gate should be opened for it.
+    Stalled(TodoRef),
+    /// The goal spent its budget: a budget gate should be opened (the reason has the figures).
+    OverBudget,
+    /// No todo is left and planning proposes none: a goal-met gate should be opened.
+    GoalMet,
 }
 
 impl Decision {
     /// `stop`, for `reason`: what a caller decides without `decide` (the goal is over, loopx
     /// was stopped).
     pub fn stop(reason: String) -> Decision {
-        Decision::new(DecisionKind::Stop, reason)
+        Decision::Stop { reason }
     }
 
-    fn new(decision: DecisionKind, reason: String) -> Decision {
-        Decision {
-            decision,
-            slice: None,
+    /// The kind of decision, as `should-run` names it.
+    pub fn kind(&self) -> DecisionKind {
+        match self {
+            Decision::Deliver { .. } => DecisionKind::Deliver,
+            Decision::Repair { .. } => DecisionKind::Repair,
+            Decision::Ask { .. } => DecisionKind::Ask,
+            Decision::Wait { .. } => DecisionKind::Wait,
+            Decision::Quiet { .. } => DecisionKind::Quiet,
+            Decision::Stop { .. } => DecisionKind::Stop,
+        }
+    }
+
+    pub fn reason(&self) -> &str {
+        match self {
+            Decision::Deliver { reason, .. }
+            | Decision::Repair { reason, .. }
+            | Decision::Ask { reason, .. }
+            | Decision::Wait { reason, .. }
+            | Decision::Quiet { reason }
+            | Decision::Stop { reason } => reason,
+        }
+    }
+
+    /// The slice to run, for deliver and repair.
+    pub fn run(&self) -> Option<&Run> {
+        match self {
+            Decision::Deliver { run, .. } | Decision::Repair { run, .. } => Some(run),
+            _ => None,
+        }
+    }
+
+    /// The kind of slice to run, for deliver and repair.
+    pub fn slice(&self) -> Option<SliceKind> {
+        self.run().map(|run| run.slice)
+    }
+
+    /// The todo concerned: the one to run a slice on, the one that stalled, the one that rests.
+    pub fn todo(&self) -> Option<&TodoRef> {
+        match self {
+            Decision::Deliver { run, .. } | Decision::Repair { run, .. } => run.todo.as_ref(),
+            Decision::Ask {
+                about: AskAbout::Stalled(todo),
+                ..
+            } => Some(todo),
+            Decision::Wait { todo, .. } => todo.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The gate an ask waits on: `(id, question)`; `None` until one is opened for a stall,
+    /// the budget or a met goal.
+    pub fn gate(&self) -> Option<(GateId, &str)> {
+        match self {
+            Decision::Ask {
+                gate: Some((id, question)),
+                ..
+            } => Some((*id, question)),
+            _ => None,
+        }
+    }
+
+    /// Records the gate opened for this ask (a stall, the budget, a met goal).
+    pub fn gate_opened(&mut self, opened: (GateId, String)) {
+        if let Decision::Ask { gate, .. } = self {
+            *gate = Some(opened);
+        }
+    }
+
+    /// The todo that stalled, when a gate should be opened for it.
+    pub fn stalled(&self) -> Option<TodoId> {
+        match self {
+            Decision::Ask {
+                about: AskAbout::Stalled((id, _)),
+                ..
+            } => Some(*id),
+            _ => None,
+        }
+    }
+
+    /// Whether a budget gate should be opened.
+    pub fn over_budget(&self) -> bool {
+        matches!(
+            self,
+            Decision::Ask {
+                about: AskAbout::OverBudget,
+                ..
+            }
+        )
+    }
+
+    /// Whether a goal-met gate should be opened.
+    pub fn goal_met(&self) -> bool {
+        matches!(
+            self,
+            Decision::Ask {
+                about: AskAbout::GoalMet,
+                ..
+            }
+        )
+    }
+
+    /// For wait: when to decide again (`None`: until a person resumes, or not a wait).
+    pub fn wake_at(&self) -> Option<Millis> {
+        match self {
+            Decision::Wait { until, .. } => *until,
+            _ => None,
+        }
+    }
+
+    /// Whether the slice to run is a short probe after a vendor hold.
+    pub fn probe(&self) -> bool {
+        self.run().is_some_and(|run| run.probe)
+    }
+
+    fn quiet(reason: String) -> Decision {
+        Decision::Quiet { reason }
+    }
+
+    fn wait(until: Option<Millis>, reason: String) -> Decision {
+        Decision::Wait {
+            until,
             todo: None,
-            gate: None,
-            stalled: None,
-            over_budget: false,
-            goal_met: false,
-            wake_at: None,
-            probe: false,
             reason,
         }
     }
@@ -252,7 +393,7 @@ impl Decision {
 pub fn decide(input: &DecideInput<'_>) -> Decision {
     decide_prefix(input, false).unwrap_or_else(|| {
         // Unreachable: only a partial list of todos leaves the decision open.
-        Decision::new(DecisionKind::Quiet, "nothing to do".to_owned())
+        Decision::quiet("nothing to do".to_owned())
     })
 }
 
@@ -267,16 +408,13 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
     match input.goal {
         Some(goal) if goal.status == GoalStatus::Active => {}
         Some(goal) => {
-            return Some(Decision::new(
-                DecisionKind::Stop,
-                format!("goal {} is {}", goal.id, goal.status),
-            ));
+            return Some(Decision::stop(format!(
+                "goal {} is {}",
+                goal.id, goal.status
+            )));
         }
         None => {
-            return Some(Decision::new(
-                DecisionKind::Stop,
-                "there is no active goal".to_owned(),
-            ));
+            return Some(Decision::stop("there is no active goal".to_owned()));
         }
     }
     // One slice per agent at a time, whichever supervisor runs it (the kernel refuses a second).
@@ -286,10 +424,10 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
         .rev()
         .find(|s| s.outcome.is_none() && s.agent == input.agent.name)
     {
-        return Some(Decision::new(
-            DecisionKind::Quiet,
-            format!("{} is running slice s{} now", input.agent.name, running.id),
-        ));
+        return Some(Decision::quiet(format!(
+            "{} is running slice s{} now",
+            input.agent.name, running.id
+        )));
     }
     let candidates = candidates(input);
     if let Some(decision) = gate_blocks(input, &candidates, more_todos) {
@@ -304,16 +442,14 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
     let mut chosen = None;
     for todo in candidates.iter().filter(|t| !blocked_by_gate(input, t)) {
         if stall_streak(input.slices, todo) >= input.policy.stall_after {
-            let mut d = Decision::new(
-                DecisionKind::Ask,
-                format!(
+            return Some(Decision::Ask {
+                about: AskAbout::Stalled((todo.id, todo.title.clone())),
+                gate: None,
+                reason: format!(
                     "{} went {} slices without progress; a person should look at it",
                     todo.id, input.policy.stall_after
                 ),
-            );
-            d.todo = Some((todo.id, todo.title.clone()));
-            d.stalled = Some(todo.id);
-            return Some(d);
+            });
         }
         match no_progress_pause(input.slices, todo, input.policy, input.now) {
             Some((until, idle)) if until > input.now => {
@@ -338,27 +474,23 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
         transient_backoff(input.slices, &input.agent.name, input.policy, input.now)
         && until > input.now
     {
-        let mut d = Decision::new(
-            DecisionKind::Wait,
+        return Some(Decision::wait(
+            Some(until),
             format!(
                 "{} ended {failed} slice(s) in a row with a temporary failure: backing off",
                 input.agent.name
             ),
-        );
-        d.wake_at = Some(until);
-        return Some(d);
+        ));
     }
     if let (None, Some((until, todo, idle))) = (chosen, resting) {
-        let mut d = Decision::new(
-            DecisionKind::Wait,
-            format!(
+        return Some(Decision::Wait {
+            until: Some(until),
+            todo: Some((todo.id, todo.title.clone())),
+            reason: format!(
                 "{} ended {idle} slice(s) in a row without progress (its todo not done, and no `progress` report that moved something): trying it again later",
                 todo.id
             ),
-        );
-        d.todo = Some((todo.id, todo.title.clone()));
-        d.wake_at = Some(until);
-        return Some(d);
+        });
     }
     let probe = input.holds.iter().any(|h| {
         h.source == HoldSource::Vendor && h.ends(input.now).is_some_and(|u| u <= input.now)
@@ -367,15 +499,11 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
         Some(todo) => work_on(input, todo),
         None => plan_or_quiet(input),
     };
-    decision.probe = probe
-        && matches!(
-            decision.decision,
-            DecisionKind::Deliver | DecisionKind::Repair
-        );
-    if decision.probe {
-        decision
-            .reason
-            .push_str("; a vendor hold just ended, so this is a short probe first");
+    if probe
+        && let Decision::Deliver { run, reason } | Decision::Repair { run, reason } = &mut decision
+    {
+        run.probe = true;
+        reason.push_str("; a vendor hold just ended, so this is a short probe first");
     }
     Some(decision)
 }
@@ -423,9 +551,11 @@ fn blocked_by_gate(input: &DecideInput<'_>, todo: &TodoView) -> bool {
 }
 
 fn ask(gate: &GateView, reason: String) -> Decision {
-    let mut d = Decision::new(DecisionKind::Ask, reason);
-    d.gate = Some((gate.id, gate.question.clone()));
-    d
+    Decision::Ask {
+        about: AskAbout::OpenGate,
+        gate: Some((gate.id, gate.question.clone())),
+        reason,
+    }
 }
 
 fn gate_blocks(
@@ -467,16 +597,15 @@ fn over_budget(input: &DecideInput<'_>) -> Option<Decision> {
     if over.is_empty() {
         return None;
     }
-    let mut d = Decision::new(
-        DecisionKind::Ask,
-        format!(
+    Some(Decision::Ask {
+        about: AskAbout::OverBudget,
+        gate: None,
+        reason: format!(
             "goal {} spent {} without a todo done; continue?",
             goal.id,
             over.join(" and ")
         ),
-    );
-    d.over_budget = true;
-    Some(d)
+    })
 }
 
 /// Slices in a row on `todo` without progress, newest first, since its last fresh budget,
@@ -585,9 +714,7 @@ pub fn admission(input: &DecideInput<'_>) -> Result<(), Blocked> {
 
 fn quota_wait(input: &DecideInput<'_>) -> Option<Decision> {
     let blocked = admission(input).err()?;
-    let mut d = Decision::new(DecisionKind::Wait, blocked.reason);
-    d.wake_at = blocked.until;
-    Some(d)
+    Some(Decision::wait(blocked.until, blocked.reason))
 }
 
 fn window_name(period_ms: Millis) -> String {
@@ -605,18 +732,19 @@ fn work_on(input: &DecideInput<'_>, todo: &TodoView) -> Decision {
         .lease
         .as_ref()
         .is_some_and(|(a, _)| *a == input.agent.name);
-    let mut d = match last.and_then(|s| s.outcome) {
-        Some(outcome) if outcome.policy().next == Next::Repair => {
-            let mut d = Decision::new(
-                DecisionKind::Repair,
-                format!(
-                    "the last slice on {} ended {outcome}: inspect, then finish or roll back",
-                    todo.id
-                ),
-            );
-            d.slice = Some(SliceKind::Repair);
-            d
-        }
+    let on = |slice| Run {
+        slice,
+        todo: Some((todo.id, todo.title.clone())),
+        probe: false,
+    };
+    match last.and_then(|s| s.outcome) {
+        Some(outcome) if outcome.policy().next == Next::Repair => Decision::Repair {
+            run: on(SliceKind::Repair),
+            reason: format!(
+                "the last slice on {} ended {outcome}: inspect, then finish or roll back",
+                todo.id
+            ),
+        },
         _ => {
             let why = if own {
                 format!(
@@ -629,13 +757,12 @@ fn work_on(input: &DecideInput<'_>, todo: &TodoView) -> Decision {
                     todo.id, input.agent.name
                 )
             };
-            let mut d = Decision::new(DecisionKind::Deliver, why);
-            d.slice = Some(SliceKind::Work);
-            d
+            Decision::Deliver {
+                run: on(SliceKind::Work),
+                reason: why,
+            }
         }
-    };
-    d.todo = Some((todo.id, todo.title.clone()));
-    d
+    }
 }
 
 fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
@@ -646,13 +773,10 @@ fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
             .iter()
             .find(|s| s.kind == SliceKind::Plan && s.outcome.is_none())
         {
-            return Decision::new(
-                DecisionKind::Quiet,
-                format!(
-                    "no open todo, and `{}` is planning the next steps now",
-                    planner.agent
-                ),
-            );
+            return Decision::quiet(format!(
+                "no open todo, and `{}` is planning the next steps now",
+                planner.agent
+            ));
         }
         let after = input.goal.and_then(|g| g.plans_after);
         let plans = input
@@ -674,21 +798,22 @@ fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
         if plans >= input.policy.max_plans_in_a_row {
             // Only a person can say now: left quiet, a goal whose planners never declare it met
             // would wait forever with nobody asked (found by `loopx sim`).
-            let mut d = Decision::new(
-                DecisionKind::Ask,
-                format!(
+            return Decision::Ask {
+                about: AskAbout::GoalMet,
+                gate: None,
+                reason: format!(
                     "no todo is left and {plans} planning slices in a row proposed none: is the goal met?"
                 ),
-            );
-            d.goal_met = true;
-            return d;
+            };
         }
-        let mut d = Decision::new(
-            DecisionKind::Deliver,
-            "no open todo: plan the next steps or declare the goal done".to_owned(),
-        );
-        d.slice = Some(SliceKind::Plan);
-        return d;
+        return Decision::Deliver {
+            run: Run {
+                slice: SliceKind::Plan,
+                todo: None,
+                probe: false,
+            },
+            reason: "no open todo: plan the next steps or declare the goal done".to_owned(),
+        };
     }
     let why = input
         .todos
@@ -725,10 +850,7 @@ fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
             }
         })
         .unwrap_or_else(|| "nothing to do".to_owned());
-    Decision::new(
-        DecisionKind::Quiet,
-        format!("nothing {} can take now: {why}", input.agent.name),
-    )
+    Decision::quiet(format!("nothing {} can take now: {why}", input.agent.name))
 }
 
 #[cfg(test)]

@@ -119,12 +119,12 @@ fn slice(todo: Option<&str>, kind: SliceKind, outcome: Outcome) -> SliceView {
 fn deliver_takes_the_highest_priority_todo() {
     let d = run(&world());
     assert_eq!(
-        (d.decision, d.slice),
+        (d.kind(), d.slice()),
         (DecisionKind::Deliver, Some(SliceKind::Work))
     );
-    assert_eq!(d.todo.expect("todo").0.to_string(), "t2");
+    assert_eq!(d.todo().expect("todo").0.to_string(), "t2");
     assert_eq!(
-        d.reason,
+        d.reason(),
         "t2 is the highest-priority open todo exec can take"
     );
 }
@@ -137,23 +137,27 @@ fn a_read_only_agent_takes_only_todos_for_its_role() {
     w.agent.writes = false;
     w.agent.role = Some("reviewer".parse().expect("an id"));
     let d = run(&w);
-    assert_eq!(d.decision, DecisionKind::Quiet, "{d:?}");
+    assert_eq!(d.kind(), DecisionKind::Quiet, "{d:?}");
     assert!(
-        d.reason.contains("changes files, and exec is read-only")
-            && d.reason.contains("--role reviewer"),
+        d.reason().contains("changes files, and exec is read-only")
+            && d.reason().contains("--role reviewer"),
         "{}",
-        d.reason
+        d.reason()
     );
     // Nor a work todo it claimed before its profile became read-only.
     w.todos[0].lease = Some(("exec".parse().expect("an id"), T0 + 10 * MIN));
-    assert_eq!(run(&w).decision, DecisionKind::Quiet);
+    assert_eq!(run(&w).kind(), DecisionKind::Quiet);
     w.todos.push(TodoView {
         role: Some("reviewer".parse().expect("an id")),
         ..todo("t3", 0)
     });
     let d = run(&w);
-    assert_eq!(d.decision, DecisionKind::Deliver, "{d:?}");
-    assert_eq!(d.todo.expect("todo").0.to_string(), "t3", "its review work");
+    assert_eq!(d.kind(), DecisionKind::Deliver, "{d:?}");
+    assert_eq!(
+        d.todo().expect("todo").0.to_string(),
+        "t3",
+        "its review work"
+    );
 }
 
 #[test]
@@ -162,7 +166,7 @@ fn its_own_claim_comes_first() {
     w.todos[0].lease = Some(("exec".parse().expect("an id"), T0 + 10 * MIN));
     let d = run(&w);
     assert_eq!(
-        d.todo.expect("todo").0.to_string(),
+        d.todo().expect("todo").0.to_string(),
         "t1",
         "continue the claimed todo before a higher-priority one"
     );
@@ -173,11 +177,11 @@ fn stop_when_the_goal_is_paused_done_or_missing() {
     for status in [GoalStatus::Paused, GoalStatus::Done, GoalStatus::Archived] {
         let mut w = world();
         w.goal.as_mut().expect("goal").status = status;
-        assert_eq!(run(&w).decision, DecisionKind::Stop, "{status}");
+        assert_eq!(run(&w).kind(), DecisionKind::Stop, "{status}");
     }
     let mut w = world();
     w.goal = None;
-    assert_eq!(run(&w).decision, DecisionKind::Stop);
+    assert_eq!(run(&w).kind(), DecisionKind::Stop);
 }
 
 #[test]
@@ -186,7 +190,7 @@ fn stop_beats_everything() {
     w.goal.as_mut().expect("goal").status = GoalStatus::Paused;
     w.gates.push(gate("q1", GateBlocks::Global));
     w.holds.push(hold(Some(T0 + MIN), HoldSource::Vendor));
-    assert_eq!(run(&w).decision, DecisionKind::Stop);
+    assert_eq!(run(&w).kind(), DecisionKind::Stop);
 }
 
 #[test]
@@ -195,8 +199,8 @@ fn a_gate_beats_quota() {
     w.gates.push(gate("q1", GateBlocks::Global));
     w.holds.push(hold(Some(T0 + MIN), HoldSource::Vendor));
     let d = run(&w);
-    assert_eq!(d.decision, DecisionKind::Ask);
-    assert_eq!(d.gate.expect("gate").0.to_string(), "q1");
+    assert_eq!(d.kind(), DecisionKind::Ask);
+    assert_eq!(d.gate().expect("gate").0.to_string(), "q1");
 }
 
 #[test]
@@ -205,7 +209,7 @@ fn gates_on_the_agent_or_on_every_candidate_ask_and_others_do_not() {
     w.gates
         .push(gate("q1", GateBlocks::Agent("rev".parse().expect("an id"))));
     assert_eq!(
-        run(&w).decision,
+        run(&w).kind(),
         DecisionKind::Deliver,
         "a gate for another agent"
     );
@@ -213,19 +217,19 @@ fn gates_on_the_agent_or_on_every_candidate_ask_and_others_do_not() {
         "q2",
         GateBlocks::Agent("exec".parse().expect("an id")),
     ));
-    assert_eq!(run(&w).decision, DecisionKind::Ask);
+    assert_eq!(run(&w).kind(), DecisionKind::Ask);
 
     let mut w = world();
     w.gates.push(gate("q3", GateBlocks::Todos(vec![TodoId(2)])));
     let d = run(&w);
     assert_eq!(
-        (d.decision, d.todo.expect("todo").0),
+        (d.kind(), d.todo().expect("todo").0),
         (DecisionKind::Deliver, TodoId(1)),
         "take the unblocked one"
     );
     w.gates.push(gate("q4", GateBlocks::Todos(vec![TodoId(1)])));
     assert_eq!(
-        run(&w).decision,
+        run(&w).kind(),
         DecisionKind::Ask,
         "every todo it could take is blocked"
     );
@@ -241,9 +245,13 @@ fn a_hold_beats_pacing_and_wake_at_is_when_everything_allows() {
     w.tat = Some(T0 + 5 * MIN); // paced until T0 + 5 min
     w.holds.push(hold(Some(T0 + 30 * MIN), HoldSource::Vendor));
     let d = run(&w);
-    assert_eq!(d.decision, DecisionKind::Wait);
-    assert_eq!(d.wake_at, Some(T0 + 30 * MIN), "never before the hold ends");
-    assert!(d.reason.contains("on hold"), "{}", d.reason);
+    assert_eq!(d.kind(), DecisionKind::Wait);
+    assert_eq!(
+        d.wake_at(),
+        Some(T0 + 30 * MIN),
+        "never before the hold ends"
+    );
+    assert!(d.reason().contains("on hold"), "{}", d.reason());
 }
 
 #[test]
@@ -256,7 +264,7 @@ fn pacing_windows_share_and_pauses_wait() {
     w.tat = Some(T0 + 5 * MIN);
     let d = run(&w);
     assert_eq!(
-        (d.decision, d.wake_at),
+        (d.kind(), d.wake_at()),
         (DecisionKind::Wait, Some(T0 + 5 * MIN))
     );
 
@@ -273,20 +281,20 @@ fn pacing_windows_share_and_pauses_wait() {
     }];
     let d = run(&w);
     assert_eq!(
-        (d.decision, d.wake_at),
+        (d.kind(), d.wake_at()),
         (DecisionKind::Wait, Some(T0 + 299 * MIN))
     );
 
     let mut w = world();
     w.goal.as_mut().expect("goal").share = 0.5;
     w.busy = vec![(T0 - 30 * MIN, T0)];
-    assert_eq!(run(&w).decision, DecisionKind::Wait);
+    assert_eq!(run(&w).kind(), DecisionKind::Wait);
 
     let mut w = world();
     w.holds.push(hold(None, HoldSource::Manual));
     let d = run(&w);
     assert_eq!(
-        (d.decision, d.wake_at),
+        (d.kind(), d.wake_at()),
         (DecisionKind::Wait, None),
         "paused until a person resumes"
     );
@@ -300,10 +308,10 @@ fn repair_beats_new_work() {
         .push(slice(Some("t1"), SliceKind::Work, Outcome::TimedOut));
     let d = run(&w);
     assert_eq!(
-        (d.decision, d.slice),
+        (d.kind(), d.slice()),
         (DecisionKind::Repair, Some(SliceKind::Repair))
     );
-    assert_eq!(d.todo.expect("todo").0.to_string(), "t1");
+    assert_eq!(d.todo().expect("todo").0.to_string(), "t1");
 }
 
 #[test]
@@ -311,7 +319,7 @@ fn an_interrupted_slice_gets_a_repair_even_after_its_lease_was_freed() {
     let mut w = world();
     w.slices
         .push(slice(Some("t2"), SliceKind::Work, Outcome::Interrupted));
-    assert_eq!(run(&w).decision, DecisionKind::Repair);
+    assert_eq!(run(&w).kind(), DecisionKind::Repair);
 }
 
 #[test]
@@ -328,12 +336,12 @@ fn stall_guard_asks_after_k_slices_without_progress() {
         w.slices.push(slice(Some("t1"), SliceKind::Work, outcome));
     }
     let d = run(&w);
-    assert_eq!(d.decision, DecisionKind::Ask);
-    assert_eq!(d.stalled.map(|t| t.to_string()).as_deref(), Some("t1"));
+    assert_eq!(d.kind(), DecisionKind::Ask);
+    assert_eq!(d.stalled().map(|t| t.to_string()).as_deref(), Some("t1"));
     // Progress resets the streak.
     w.slices
         .push(slice(Some("t1"), SliceKind::Repair, Outcome::Progress));
-    assert_eq!(run(&w).decision, DecisionKind::Deliver);
+    assert_eq!(run(&w).kind(), DecisionKind::Deliver);
 }
 
 #[test]
@@ -345,7 +353,7 @@ fn interruptions_are_not_the_todo_s_stall() {
             .push(slice(Some("t1"), SliceKind::Work, Outcome::Interrupted));
     }
     let d = run(&w);
-    assert_eq!(d.decision, DecisionKind::Repair, "{}", d.reason);
+    assert_eq!(d.kind(), DecisionKind::Repair, "{}", d.reason());
 }
 
 #[test]
@@ -356,26 +364,26 @@ fn a_fresh_budget_of_attempts_counts_only_later_slices() {
         w.slices
             .push(slice(Some("t1"), SliceKind::Work, Outcome::Failed));
     }
-    assert_eq!(run(&w).decision, DecisionKind::Ask, "stalled");
+    assert_eq!(run(&w).kind(), DecisionKind::Ask, "stalled");
     // A person answered `retry` after the third slice (s3).
     w.todos[0].attempts_since = Some(3);
     let d = run(&w);
     assert_eq!(
-        (d.decision, d.slice),
+        (d.kind(), d.slice()),
         (DecisionKind::Repair, Some(SliceKind::Repair)),
         "{}",
-        d.reason
+        d.reason()
     );
     for _ in 0..2 {
         w.slices
             .push(slice(Some("t1"), SliceKind::Repair, Outcome::Failed));
     }
-    assert_eq!(run(&w).decision, DecisionKind::Repair, "two of three");
+    assert_eq!(run(&w).kind(), DecisionKind::Repair, "two of three");
     w.slices
         .push(slice(Some("t1"), SliceKind::Repair, Outcome::Failed));
     let d = run(&w);
-    assert_eq!(d.decision, DecisionKind::Ask, "stalled again");
-    assert_eq!(d.stalled.map(|t| t.to_string()).as_deref(), Some("t1"));
+    assert_eq!(d.kind(), DecisionKind::Ask, "stalled again");
+    assert_eq!(d.stalled().map(|t| t.to_string()).as_deref(), Some("t1"));
 }
 
 #[test]
@@ -389,8 +397,8 @@ fn a_hold_set_before_the_clock_stepped_back_lasts_as_long_as_it_was_set_for() {
         ..hold(None, HoldSource::Vendor)
     });
     let d = run(&w);
-    assert_eq!(d.decision, DecisionKind::Wait);
-    assert_eq!(d.wake_at, Some(T0 + 5 * 60 * MIN), "{}", d.reason);
+    assert_eq!(d.kind(), DecisionKind::Wait);
+    assert_eq!(d.wake_at(), Some(T0 + 5 * 60 * MIN), "{}", d.reason());
 }
 
 #[test]
@@ -399,7 +407,7 @@ fn planning_when_nothing_is_open_and_bounded() {
     w.todos.clear();
     let d = run(&w);
     assert_eq!(
-        (d.decision, d.slice),
+        (d.kind(), d.slice()),
         (DecisionKind::Deliver, Some(SliceKind::Plan))
     );
     // A planning slice that could not work (a usage limit) proposed nothing for that reason:
@@ -415,7 +423,7 @@ fn planning_when_nothing_is_open_and_bounded() {
         });
     }
     assert_eq!(
-        run(&w).slice,
+        run(&w).slice(),
         Some(SliceKind::Plan),
         "two finished plans so far"
     );
@@ -425,14 +433,14 @@ fn planning_when_nothing_is_open_and_bounded() {
     });
     let d = run(&w);
     assert_eq!(
-        (d.decision, d.goal_met),
+        (d.kind(), d.goal_met()),
         (DecisionKind::Ask, true),
         "three plans in a row proposed nothing: a person is asked whether the goal is met ({})",
-        d.reason
+        d.reason()
     );
     // The person said to plan again: the planning slices so far no longer count.
     w.goal.as_mut().expect("a goal").plans_after = Some(4);
-    assert_eq!(run(&w).slice, Some(SliceKind::Plan));
+    assert_eq!(run(&w).slice(), Some(SliceKind::Plan));
 }
 
 #[test]
@@ -449,20 +457,20 @@ fn quiet_names_why_nothing_can_be_taken() {
         },
     ];
     let d = run(&w);
-    assert_eq!(d.decision, DecisionKind::Quiet);
-    assert_eq!(d.reason, "nothing exec can take now: t7 needs gpu");
+    assert_eq!(d.kind(), DecisionKind::Quiet);
+    assert_eq!(d.reason(), "nothing exec can take now: t7 needs gpu");
     let mut w = world();
     w.todos = vec![TodoView {
         role: Some("reviewer".parse().expect("an id")),
         ..todo("t9", 0)
     }];
-    assert!(run(&w).reason.contains("t9 is for role reviewer"));
+    assert!(run(&w).reason().contains("t9 is for role reviewer"));
     let mut w = world();
     w.todos = vec![TodoView {
         lease: Some(("rev".parse().expect("an id"), T0 + MIN)),
         ..todo("t4", 0)
     }];
-    assert!(run(&w).reason.contains("t4 is claimed by rev"));
+    assert!(run(&w).reason().contains("t4 is claimed by rev"));
 }
 
 #[test]
@@ -472,7 +480,7 @@ fn an_expired_lease_of_a_peer_is_claimable() {
         lease: Some(("rev".parse().expect("an id"), T0 - MIN)),
         ..todo("t4", 0)
     }];
-    assert_eq!(run(&w).decision, DecisionKind::Deliver);
+    assert_eq!(run(&w).kind(), DecisionKind::Deliver);
 }
 
 #[test]
@@ -480,8 +488,8 @@ fn the_first_slice_after_a_vendor_hold_is_a_probe() {
     let mut w = world();
     w.holds.push(hold(Some(T0 - MIN), HoldSource::Vendor));
     let d = run(&w);
-    assert_eq!(d.decision, DecisionKind::Deliver);
-    assert!(d.probe, "{d:?}");
+    assert_eq!(d.kind(), DecisionKind::Deliver);
+    assert!(d.probe(), "{d:?}");
 }
 
 #[test]
@@ -493,11 +501,11 @@ fn a_todo_with_a_running_slice_is_nobody_elses_to_start_even_under_its_own_lease
         ..todo("t4", 0)
     }];
     let d = run(&w);
-    assert_eq!(d.decision, DecisionKind::Quiet, "{}", d.reason);
+    assert_eq!(d.kind(), DecisionKind::Quiet, "{}", d.reason());
     assert!(
-        d.reason.contains("t4 is being worked on in slice s4"),
+        d.reason().contains("t4 is being worked on in slice s4"),
         "{}",
-        d.reason
+        d.reason()
     );
 }
 
@@ -514,11 +522,11 @@ fn one_agent_plans_at_a_time() {
         ended_at: None,
     }];
     let d = run(&w);
-    assert_eq!(d.decision, DecisionKind::Quiet, "{}", d.reason);
-    assert!(d.reason.contains("`rev` is planning"), "{}", d.reason);
+    assert_eq!(d.kind(), DecisionKind::Quiet, "{}", d.reason());
+    assert!(d.reason().contains("`rev` is planning"), "{}", d.reason());
     w.slices[0].outcome = Some(Outcome::Progress);
     assert_eq!(
-        run(&w).slice,
+        run(&w).slice(),
         Some(SliceKind::Plan),
         "once it ended, plan again"
     );
@@ -536,26 +544,26 @@ fn a_todo_that_keeps_completing_without_progress_rests_longer_each_time() {
     w.slices.push(ended(T0 - 30_000));
     let d = run(&w);
     assert_eq!(
-        (d.decision, d.wake_at),
+        (d.kind(), d.wake_at()),
         (DecisionKind::Wait, Some(T0 + 30_000)),
         "{}",
-        d.reason
+        d.reason()
     );
-    assert!(d.reason.contains("without progress"), "{}", d.reason);
+    assert!(d.reason().contains("without progress"), "{}", d.reason());
     // A second one doubles it.
     w.slices.push(ended(T0 - 30_000));
-    assert_eq!(run(&w).wake_at, Some(T0 + 90_000));
+    assert_eq!(run(&w).wake_at(), Some(T0 + 90_000));
     // Once the pause is over it is tried again.
     w.slices = vec![ended(T0 - 61_000)];
-    assert_eq!(run(&w).decision, DecisionKind::Deliver);
+    assert_eq!(run(&w).kind(), DecisionKind::Deliver);
     // A slice that seems to end tomorrow (the clock stepped back since) rests from now.
     w.slices = vec![ended(T0 + 24 * 60 * MIN)];
-    assert_eq!(run(&w).wake_at, Some(T0 + 60_000));
+    assert_eq!(run(&w).wake_at(), Some(T0 + 60_000));
     // The third asks a person, resting or not.
     w.slices = vec![ended(T0), ended(T0), ended(T0)];
     let d = run(&w);
     assert_eq!(
-        (d.decision, d.stalled.map(|t| t.to_string()).as_deref()),
+        (d.kind(), d.stalled().map(|t| t.to_string()).as_deref()),
         (DecisionKind::Ask, Some("t1"))
     );
 }
@@ -568,8 +576,8 @@ fn a_resting_todo_lets_the_next_one_go_first() {
         ..slice(Some("t2"), SliceKind::Work, Outcome::Completed)
     });
     let d = run(&w);
-    assert_eq!(d.decision, DecisionKind::Deliver, "{}", d.reason);
-    assert_eq!(d.todo.expect("a todo").0.to_string(), "t1");
+    assert_eq!(d.kind(), DecisionKind::Deliver, "{}", d.reason());
+    assert_eq!(d.todo().expect("a todo").0.to_string(), "t1");
 }
 
 #[test]
@@ -581,15 +589,15 @@ fn temporary_failures_back_off_exponentially_with_jitter() {
     };
     w.slices.push(failed("t2", T0));
     let d = run(&w);
-    assert_eq!(d.decision, DecisionKind::Wait, "{}", d.reason);
-    assert!(d.reason.contains("temporary failure"), "{}", d.reason);
-    let first = d.wake_at.expect("a wake time") - T0;
+    assert_eq!(d.kind(), DecisionKind::Wait, "{}", d.reason());
+    assert!(d.reason().contains("temporary failure"), "{}", d.reason());
+    let first = d.wake_at().expect("a wake time") - T0;
     assert!((24_000..=36_000).contains(&first), "30 s ± 20 %: {first}");
     // Four in a row (two per todo, so neither stalled): 30 s × 2³.
     for todo in ["t1", "t2", "t1"] {
         w.slices.push(failed(todo, T0));
     }
-    let fourth = run(&w).wake_at.expect("a wake time") - T0;
+    let fourth = run(&w).wake_at().expect("a wake time") - T0;
     assert!(
         (192_000..=288_000).contains(&fourth),
         "240 s ± 20 %: {fourth}"
@@ -598,7 +606,7 @@ fn temporary_failures_back_off_exponentially_with_jitter() {
     for _ in 0..20 {
         w.slices.push(failed("t1", T0));
     }
-    let capped = run(&w).wake_at.expect("a wake time") - T0;
+    let capped = run(&w).wake_at().expect("a wake time") - T0;
     assert!(capped <= 12 * MIN, "at most the ceiling + 20 %: {capped}");
     // After the backoff the work goes on (nothing the agent did needs repair); the third on
     // one todo asks a person.
@@ -606,14 +614,14 @@ fn temporary_failures_back_off_exponentially_with_jitter() {
     w.slices = vec![failed("t2", T0 - 60 * MIN)];
     let d = run(&w);
     assert_eq!(
-        (d.decision, d.todo.map(|t| t.0.to_string())),
+        (d.kind(), d.todo().map(|t| t.0.to_string())),
         (DecisionKind::Deliver, Some("t2".to_owned()))
     );
     w.slices.push(failed("t2", T0 - 60 * MIN));
     w.slices.push(failed("t2", T0 - 60 * MIN));
     let d = run(&w);
     assert_eq!(
-        (d.decision, d.stalled.map(|t| t.to_string()).as_deref()),
+        (d.kind(), d.stalled().map(|t| t.to_string()).as_deref()),
         (DecisionKind::Ask, Some("t2"))
     );
 }
@@ -632,16 +640,16 @@ fn a_goal_past_its_budget_asks_with_the_figures() {
         tokens: 1_000_000,
         cost_usd: 4.0,
     };
-    assert_eq!(run(&w).decision, DecisionKind::Deliver);
+    assert_eq!(run(&w).kind(), DecisionKind::Deliver);
     w.goal.as_mut().expect("a goal").spent.slices = 20;
     let d = run(&w);
-    assert_eq!((d.decision, d.over_budget), (DecisionKind::Ask, true));
+    assert_eq!((d.kind(), d.over_budget()), (DecisionKind::Ask, true));
     assert_eq!(
-        d.reason,
+        d.reason(),
         "goal g1 spent 20 slices (budget 20) without a todo done; continue?"
     );
     // An open gate (the budget gate, once opened) is what blocks from then on.
     w.gates.push(gate("q7", GateBlocks::Global));
     let d = run(&w);
-    assert_eq!((d.decision, d.over_budget), (DecisionKind::Ask, false));
+    assert_eq!((d.kind(), d.over_budget()), (DecisionKind::Ask, false));
 }

@@ -28,8 +28,9 @@ pub mod window;
 
 pub use budget::{Budget, Spending};
 pub use decide::{
-    AgentView, Blocked, DecideInput, Decision, DecisionKind, GateBlocks, GateView, GoalView, Hold,
-    HoldSource, Policy, SliceKind, SliceView, TodoView, admission, decide, decide_prefix,
+    AgentView, AskAbout, Blocked, DecideInput, Decision, DecisionKind, GateBlocks, GateView,
+    GoalView, Hold, HoldSource, Policy, Run, SliceKind, SliceView, TodoRef, TodoView, admission,
+    decide, decide_prefix,
 };
 pub use loopx_vocab::{AgentName, GateId, GoalId, GoalStatus, SliceId, TodoId};
 pub use outcome::{Next, Outcome, OutcomePolicy, Streak};

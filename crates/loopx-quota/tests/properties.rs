@@ -85,8 +85,8 @@ proptest! {
             now: T0, agent: &agent, goal: Some(&goal), todos: &todos, gates: &[], slices: &[], holds: &holds,
             pacing_tat: tat_in.map(|t| T0 + t), windows: &windows, busy: &busy, policy: &policy,
         });
-        prop_assert_eq!(d.decision, DecisionKind::Wait);
-        let wake = d.wake_at.expect("a timed wait");
+        prop_assert_eq!(d.kind(), DecisionKind::Wait);
+        let wake = d.wake_at().expect("a timed wait");
         prop_assert!(wake >= T0 + hold_in, "woke at {} before the hold's end {}", wake, T0 + hold_in);
     }
 

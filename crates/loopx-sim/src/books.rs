@@ -202,12 +202,12 @@ impl Books {
     ) {
         self.last_decision.insert(
             agent.to_owned(),
-            (now, decision.decision, decision.reason.clone()),
+            (now, decision.kind(), decision.reason().to_owned()),
         );
         if let Some((since, why)) = self.waiting_since.remove(agent) {
             *self.waiting.entry(why).or_default() += now.since(since);
         }
-        match decision.decision {
+        match decision.kind() {
             DecisionKind::Stop => {
                 self.stopped.insert(agent.to_owned());
             }
@@ -267,8 +267,8 @@ impl Books {
 
 /// What an agent waits for, in a word or two.
 fn waiting_reason(decision: &loopx_quota::Decision) -> String {
-    let reason = decision.reason.to_lowercase();
-    let kind = match decision.decision {
+    let reason = decision.reason().to_lowercase();
+    let kind = match decision.kind() {
         DecisionKind::Wait => "wait",
         DecisionKind::Quiet => "quiet",
         _ => "ask",

@@ -184,8 +184,8 @@ fn hold_resumes(host: &mut SimHost) -> Result<(), Halt> {
 
 /// Whether a decision shows the agent no longer held: anything but a `wait` on a hold.
 pub(crate) fn resumes(decision: &loopx_quota::Decision) -> bool {
-    let reason = decision.reason.to_lowercase();
-    decision.decision != loopx_quota::DecisionKind::Wait
+    let reason = decision.reason().to_lowercase();
+    decision.kind() != loopx_quota::DecisionKind::Wait
         || !(reason.contains("hold") || reason.contains("held"))
 }
 

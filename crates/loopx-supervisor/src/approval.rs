@@ -20,7 +20,7 @@ use loopx_adapters::PermissionLevel;
 use loopx_kernel::model::{Blocks, Gate, GateKind, GateState, Goal};
 use loopx_kernel::store::NewGate;
 use loopx_kernel::{Store, Timestamp};
-use loopx_quota::{Decision, DecisionKind};
+use loopx_quota::Decision;
 
 use crate::agent::AgentSetup;
 use crate::errors::SupervisorError;
@@ -225,16 +225,16 @@ fn ask(binding: &Binding, file: &str, why: Why<'_>) -> NewGate {
 }
 
 fn asking(binding: &Binding, gate: &Gate, why: Why<'_>) -> Decision {
-    held(
-        DecisionKind::Ask,
-        Some(gate),
-        format!(
+    Decision::Ask {
+        about: loopx_quota::AskAbout::OpenGate,
+        gate: Some((gate.id, gate.question.clone())),
+        reason: format!(
             "`{}` needs a person's approval to run profile `{}` {}",
             binding.agent,
             binding.profile,
             why.what()
         ),
-    )
+    }
 }
 
 fn denied(binding: &Binding, gate: &Gate, why: Why<'_>) -> Decision {
@@ -244,33 +244,14 @@ fn denied(binding: &Binding, gate: &Gate, why: Why<'_>) -> Decision {
             "or use an adapter shipped with loopx"
         }
     };
-    held(
-        DecisionKind::Stop,
-        None,
-        format!(
-            "running profile `{}` {} was denied in gate {} (answer `{}`); edit the profile \
+    Decision::stop(format!(
+        "running profile `{}` {} was denied in gate {} (answer `{}`); edit the profile \
              to ask again (any change asks again), {instead}",
-            binding.profile,
-            why.what(),
-            gate.id,
-            gate.answer.as_ref().map_or("", |a| a.text.as_str())
-        ),
-    )
-}
-
-fn held(kind: DecisionKind, gate: Option<&Gate>, reason: String) -> Decision {
-    Decision {
-        decision: kind,
-        slice: None,
-        todo: None,
-        gate: gate.map(|g| (g.id, g.question.clone())),
-        stalled: None,
-        over_budget: false,
-        goal_met: false,
-        wake_at: None,
-        probe: false,
-        reason,
-    }
+        binding.profile,
+        why.what(),
+        gate.id,
+        gate.answer.as_ref().map_or("", |a| a.text.as_str())
+    ))
 }
 
 #[cfg(test)]

@@ -617,7 +617,7 @@ impl Coordinator<'_> {
             Msg::Decided(idx, decision) => {
                 let slot = &mut self.slots[idx];
                 // Any decision but `wait` ends a pause: the hold or the window is over.
-                if decision.decision != DecisionKind::Wait && slot.paused {
+                if decision.kind() != DecisionKind::Wait && slot.paused {
                     slot.paused = false;
                     slot.shown = None;
                     emit(&RunEvent::Resumed {
@@ -648,7 +648,7 @@ impl Coordinator<'_> {
                 self.slices += 1;
                 self.interrupted |= slice.outcome == loopx_adapters::Outcome::Interrupted
                     && self.req.shutdown.requested();
-                slot.last = Some(decision.decision);
+                slot.last = Some(decision.kind());
                 slot.due = Some(now);
                 slot.shown = None;
                 emit(&RunEvent::SliceEnded(slice));
@@ -681,23 +681,23 @@ impl Coordinator<'_> {
         let now = self.clock.monotonic();
         let wall = self.clock.now();
         let slot = &mut self.slots[idx];
-        slot.last = Some(decision.decision);
+        slot.last = Some(decision.kind());
         let agent = slot.name.clone();
-        match decision.decision {
+        match decision.kind() {
             DecisionKind::Stop => {
-                slot.ended = Some(decision.reason.clone());
+                slot.ended = Some(decision.reason().to_owned());
                 emit(&RunEvent::AgentStopped {
                     agent,
-                    reason: decision.reason,
+                    reason: decision.reason().to_owned(),
                 });
             }
             DecisionKind::Wait => {
-                let until = decision.wake_at.map(Timestamp);
-                pause(slot, (now, wall), until, decision.reason, emit);
+                let until = decision.wake_at().map(Timestamp);
+                pause(slot, (now, wall), until, decision.reason().to_owned(), emit);
             }
             DecisionKind::Ask => {
                 slot.due = Some(now + RECHECK);
-                if let Some((gate, question)) = decision.gate
+                if let Some((gate, question)) = decision.gate()
                     && self.asked.insert(gate)
                 {
                     let options = gate_options(&self.req.project, gate);
@@ -708,7 +708,7 @@ impl Coordinator<'_> {
                             &options,
                         ),
                         gate: gate.to_string(),
-                        question,
+                        question: question.to_owned(),
                         options,
                     });
                 }
@@ -721,7 +721,7 @@ impl Coordinator<'_> {
                     slot.shown = Some("quiet".to_owned());
                     emit(&RunEvent::Quiet {
                         agent,
-                        reason: decision.reason,
+                        reason: decision.reason().to_owned(),
                     });
                 }
             }

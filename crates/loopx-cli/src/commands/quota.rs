@@ -135,7 +135,7 @@ struct TodoRef<'a> {
 
 #[derive(Debug, Serialize)]
 struct GateRef<'a> {
-    id: &'a GateId,
+    id: GateId,
     question: &'a str,
 }
 
@@ -150,21 +150,18 @@ fn should_run(ctx: &mut Ctx, app: &App, agent: &AgentName) -> Result<(), Expecte
 fn should_run_json<'a>(state: &'a DecisionState, d: &'a Decision) -> ShouldRun<'a> {
     ShouldRun {
         format_version: 1,
-        decision: d.decision,
+        decision: d.kind(),
         agent: &state.agent.name,
         goal: state.shared.goal.as_ref().map(|g| g.id),
-        slice: d.slice,
-        todo: d.todo.as_ref().map(|(id, title)| TodoRef { id, title }),
-        gate: d
-            .gate
-            .as_ref()
-            .map(|(id, question)| GateRef { id, question }),
-        stalled: d.stalled,
-        over_budget: d.over_budget,
-        goal_met: d.goal_met,
-        wake_at: d.wake_at.map(Timestamp),
-        probe: d.probe,
-        reason: &d.reason,
+        slice: d.slice(),
+        todo: d.todo().map(|(id, title)| TodoRef { id, title }),
+        gate: d.gate().map(|(id, question)| GateRef { id, question }),
+        stalled: d.stalled(),
+        over_budget: d.over_budget(),
+        goal_met: d.goal_met(),
+        wake_at: d.wake_at().map(Timestamp),
+        probe: d.probe(),
+        reason: d.reason(),
     }
 }
 

@@ -37,7 +37,7 @@ struct RunJson<'a> {
 
 #[derive(Debug, Serialize)]
 struct GateJson<'a> {
-    id: &'a loopx_kernel::GateId,
+    id: loopx_kernel::GateId,
     question: &'a str,
 }
 
@@ -173,7 +173,7 @@ fn run_once(
     }
     let (agent, decision, slice) = match &once {
         Once::Decided { agent, decision } => {
-            if let Some((id, question)) = &decision.gate {
+            if let Some((id, question)) = &decision.gate() {
                 say(&format!("question {id}: {question}"));
                 let options = ctx
                     .app()
@@ -198,22 +198,23 @@ fn run_once(
             say(&format!(
                 "{agent}: wait until {until}: quota refused the slice: {reason}"
             ));
-            let mut wait = decision.clone();
-            wait.decision = DecisionKind::Wait;
-            wait.wake_at = None;
-            wait.reason = reason.clone();
+            let wait = loopx_quota::Decision::Wait {
+                until: None,
+                todo: decision.todo().cloned(),
+                reason: reason.clone(),
+            };
             (agent.as_str(), wait, None)
         }
         Once::Ran { decision, slice } => (slice.agent.as_str(), decision.clone(), Some(&**slice)),
         Once::Contended {
             agent,
-            decision,
+            decision: _,
             why,
         } => {
             say(&format!("{agent}: a peer got there first: {why}"));
-            let mut quiet = decision.clone();
-            quiet.decision = DecisionKind::Quiet;
-            quiet.reason = format!("a peer got there first: {why}");
+            let quiet = loopx_quota::Decision::Quiet {
+                reason: format!("a peer got there first: {why}"),
+            };
             (agent.as_str(), quiet, None)
         }
         Once::Stopped { agent, why } => {
@@ -225,17 +226,16 @@ fn run_once(
     if ctx.json {
         let wake_at = match &once {
             Once::Refused { until, .. } => *until,
-            _ => decision.wake_at.map(Timestamp),
+            _ => decision.wake_at().map(Timestamp),
         };
         ctx.json_out(&RunJson {
             format_version: 1,
             agent,
-            decision: decision.decision,
-            reason: &decision.reason,
+            decision: decision.kind(),
+            reason: decision.reason(),
             wake_at,
             gate: decision
-                .gate
-                .as_ref()
+                .gate()
                 .map(|(id, question)| GateJson { id, question }),
             slice,
             recovered: &recovered,

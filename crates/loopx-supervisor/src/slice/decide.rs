@@ -80,22 +80,25 @@ pub(crate) fn decide(
         DecisionState::for_agent(std::sync::Arc::new(shared), s, setup.view.clone())
     })?;
     let mut decision = state.decide();
-    if decision.decision == DecisionKind::Ask && decision.gate.is_none() {
+    if decision.kind() == DecisionKind::Ask && decision.gate().is_none() {
         let store = req.world.stores.get(&req.project)?;
-        decision.gate = if decision.over_budget {
+        let opened = if decision.over_budget() {
             open_budget_gate(&store, &decision, now)?
-        } else if decision.goal_met {
+        } else if decision.goal_met() {
             open_goal_met_gate(&store, &decision, now)?
         } else {
             open_stall_gate(&store, &decision, now)?
         };
+        if let Some(opened) = opened {
+            decision.gate_opened(opened);
+        }
     }
     on_step(Step::Decided {
         agent: &name,
         decision: &decision,
         now,
     });
-    let kind = match (decision.decision, decision.slice) {
+    let kind = match (decision.kind(), decision.slice()) {
         (DecisionKind::Deliver | DecisionKind::Repair, Some(kind)) => kind,
         _ => {
             return Ok(Next::Done(Box::new(Once::Decided {
@@ -121,11 +124,11 @@ pub(crate) fn decide(
             })));
         }
     };
-    let todo: Option<TodoId> = decision.todo.as_ref().map(|(id, _)| *id);
+    let todo: Option<TodoId> = decision.todo().as_ref().map(|(id, _)| *id);
     let how = How {
         kind,
         permission,
-        probe: decision.probe,
+        probe: decision.probe(),
     };
     Ok(Next::Run(Box::new(Decided {
         setup,
@@ -163,7 +166,7 @@ fn open_budget_gate(
     };
     let spent = store.read(|s| s.goal_spent(goal.id))?;
     let gate = NewGate {
-        question: loopx_kernel::limits::bounded(&decision.reason, loopx_kernel::limits::QUESTION),
+        question: loopx_kernel::limits::bounded(decision.reason(), loopx_kernel::limits::QUESTION),
         options: BUDGET_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
         context: format!(
             "Since {} goal {} spent {} slices, {} tokens and ${:.2} without a todo done.\n`continue` gives it a fresh budget; `pause` pauses the goal.",
@@ -202,7 +205,7 @@ fn open_goal_met_gate(
         options: GOAL_MET_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
         context: format!(
             "{}\n`done` marks the goal done; `plan` plans again (guidance for the planning slice goes in `--note`). Adding a todo and answering `plan` puts the agents on it.",
-            decision.reason
+            decision.reason()
         ),
         blocks: Blocks::Global,
         kind: GateKind::GoalMet { goal: goal.id },
@@ -218,7 +221,7 @@ fn open_stall_gate(
     decision: &Decision,
     now: Timestamp,
 ) -> Result<Option<(GateId, String)>, SupervisorError> {
-    let Some(id) = decision.stalled else {
+    let Some(id) = decision.stalled() else {
         return Ok(None);
     };
     let title = store
@@ -235,7 +238,7 @@ fn open_stall_gate(
         options: STALL_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
         context: format!(
             "{}\n`retry` gives it a fresh budget; `drop` drops it. Guidance for its next slice goes in `--note` (`loopx gate answer ID 1 --note \"…\"`).",
-            decision.reason
+            decision.reason()
         ),
         blocks: Blocks::Todos(vec![id]),
         kind: GateKind::Stall { todo: id },
