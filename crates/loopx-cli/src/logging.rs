@@ -64,8 +64,10 @@ impl Logging {
             match &from_env {
                 Some(text) if problem.is_none() => EnvFilter::new(text),
                 _ => {
-                    let filter =
-                        EnvFilter::default().add_directive(floor.max(level_for(verbose)).into());
+                    // `-v` raises the level above the layer's default; without it the default
+                    // holds (errors only on stderr for `loopx sim`).
+                    let level = level_for(verbose).map_or(floor, |asked| floor.max(asked));
+                    let filter = EnvFilter::default().add_directive(level.into());
                     match quiet.and_then(|q| format!("{q}=off").parse().ok()) {
                         Some(off) => filter.add_directive(off),
                         None => filter,
@@ -139,12 +141,12 @@ impl Logging {
     }
 }
 
-fn level_for(verbose: u8) -> LevelFilter {
+fn level_for(verbose: u8) -> Option<LevelFilter> {
     match verbose {
-        0 => LevelFilter::WARN,
-        1 => LevelFilter::INFO,
-        2 => LevelFilter::DEBUG,
-        _ => LevelFilter::TRACE,
+        0 => None,
+        1 => Some(LevelFilter::INFO),
+        2 => Some(LevelFilter::DEBUG),
+        _ => Some(LevelFilter::TRACE),
     }
 }
 
