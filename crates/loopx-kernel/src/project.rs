@@ -12,7 +12,7 @@
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::errors::ProjectError;
@@ -311,9 +311,31 @@ fn absolute(path: &Path) -> Result<PathBuf, ProjectError> {
 /// writes in a project an older one made. Never during a slice, where it would be a change in
 /// `.loopx/` (the scope check). A file that cannot be written is logged: git then shows the
 /// directory as untracked, which costs nothing else.
+///
+/// The file is read without following a symlink and replaced by a rename, which replaces a
+/// link rather than writing through it: a link an agent planted there (to a file of the
+/// person's) is left alone, never appended to.
 pub fn ignore_in_git(root: &Path, line: &str) {
+    use std::io::Read;
     let path = root.join(STATE_DIR).join(".gitignore");
-    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    let warn = |e: &dyn std::fmt::Display| {
+        tracing::warn!(path = %path.display(), error = %e, "cannot write .loopx/.gitignore");
+    };
+    let mut text = String::new();
+    match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&path)
+    {
+        Ok(mut file) => {
+            if let Err(e) = file.read_to_string(&mut text) {
+                return warn(&e);
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        // A symlink (ELOOP) or anything else that is not loopx's file: left as it is.
+        Err(e) => return warn(&e),
+    }
     if text.lines().any(|l| l.trim() == line) {
         return;
     }
@@ -322,8 +344,18 @@ pub fn ignore_in_git(root: &Path, line: &str) {
     }
     text.push_str(line);
     text.push('\n');
-    if let Err(e) = std::fs::write(&path, text) {
-        tracing::warn!(path = %path.display(), error = %e, "cannot write .loopx/.gitignore");
+    let staged = path.with_extension(format!("tmp.{}", std::process::id()));
+    let written = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .mode(0o644)
+        .open(&staged)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        .and_then(|()| fs::rename(&staged, &path));
+    if let Err(e) = written {
+        let _ = fs::remove_file(&staged);
+        warn(&e);
     }
 }
 
@@ -333,6 +365,32 @@ mod tests {
 
     fn temp() -> tempfile::TempDir {
         tempfile::tempdir().expect("temp dir")
+    }
+
+    #[test]
+    fn a_line_is_added_to_the_gitignore_once_and_a_planted_link_is_never_written_through() {
+        let tmp = temp();
+        let project = Project::create(tmp.path()).expect("create");
+        let ignore = project.state_dir().join(".gitignore");
+        fs::write(&ignore, "/state.redb").expect("write");
+        ignore_in_git(tmp.path(), "/logs/");
+        ignore_in_git(tmp.path(), "/logs/");
+        assert_eq!(
+            fs::read_to_string(&ignore).expect("read"),
+            "/state.redb\n/logs/\n"
+        );
+        // An agent replaced it with a link to a file of the person's.
+        let theirs = tmp.path().join("bashrc");
+        fs::write(&theirs, "alias ll='ls -l'\n").expect("write");
+        fs::remove_file(&ignore).expect("rm");
+        std::os::unix::fs::symlink(&theirs, &ignore).expect("link");
+        ignore_in_git(tmp.path(), "/worktrees/");
+        assert_eq!(
+            fs::read_to_string(&theirs).expect("read"),
+            "alias ll='ls -l'\n",
+            "the person's file is untouched"
+        );
+        assert!(fs::symlink_metadata(&ignore).expect("stat").is_symlink());
     }
 
     #[test]
