@@ -49,18 +49,5 @@ impl AppError {
     }
 }
 
-/// An error's message with its causes, one per line (`caused by: …`), each cause shown once:
-/// `transparent` variants forward `source()` to the inner error's source, so the chain starts
-/// below the message already shown.
-pub fn render(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(&format!("\n  caused by: {line}"));
-        }
-        source = cause.source();
-    }
-    text
-}
+/// An error's message with its causes, one per line (the vocabulary's one rendering).
+pub use loopx_vocab::render_error;

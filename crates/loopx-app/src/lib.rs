@@ -34,7 +34,7 @@ use std::path::PathBuf;
 use loopx_kernel::store::TypedOp;
 use loopx_kernel::{Project, Snapshot, Store, Timestamp, TodoId};
 
-pub use error::{AppError, render};
+pub use error::{AppError, render_error};
 pub use loopx_vocab::ErrorClass;
 
 /// Who is acting, and from where.

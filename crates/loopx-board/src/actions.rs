@@ -166,5 +166,5 @@ fn status_of(e: &AppError) -> u16 {
 
 /// An error as the page shows it: the message and its code name, as the CLI prints them.
 pub(crate) fn error_body(e: &AppError) -> Value {
-    json!({"error": loopx_app::render(e), "code": e.class().as_str()})
+    json!({"error": loopx_app::render_error(e), "code": e.class().as_str()})
 }

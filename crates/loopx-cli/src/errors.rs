@@ -71,7 +71,7 @@ impl ExpectedError {
 
     /// The message with its causes, one per line.
     pub fn render(&self) -> String {
-        loopx_app::render(self)
+        loopx_app::render_error(self)
     }
 
     /// Prints `error: …` to stderr, and with `--json` an error object to stdout.

@@ -34,15 +34,6 @@ pub enum DemoAgentError {
 impl DemoAgentError {
     /// The message with its causes, one per line.
     pub fn render(&self) -> String {
-        let mut text = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(cause) = source {
-            let line = cause.to_string();
-            if !text.contains(&line) {
-                text.push_str(&format!("\n  caused by: {line}"));
-            }
-            source = cause.source();
-        }
-        text
+        loopx_vocab::render_error(self)
     }
 }

@@ -32,3 +32,19 @@ pub use kinds::{
 pub use outcome::{Next, Outcome, OutcomePolicy, Streak};
 pub use permission::PermissionLevel;
 pub use secrets::{CREDENTIAL_WORDS, credential_word, looks_like_credential};
+
+/// An error's message with its causes, one per line (`caused by: …`), each cause shown once:
+/// `transparent` variants forward `source()` to the inner error's source, so the chain starts
+/// below the message already shown. How every loopx program writes an error for a person.
+pub fn render_error(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(&format!("\n  caused by: {line}"));
+        }
+        source = cause.source();
+    }
+    text
+}
