@@ -36,13 +36,8 @@ fn start(app: &App) {
 
 fn todo(title: &str) -> NewTodo {
     NewTodo {
-        goal: None,
         title: title.into(),
-        detail: String::new(),
-        priority: 0,
-        needs: vec![],
-        after: vec![],
-        role: None,
+        ..NewTodo::default()
     }
 }
 

@@ -123,13 +123,10 @@ fn run(app: &App, action: Action) -> Result<Value, AppError> {
         }) => doc(
             "todo",
             app.add_todo(NewTodo {
-                goal: None,
                 title,
                 detail,
                 priority,
-                needs: vec![],
-                after: vec![],
-                role: None,
+                ..NewTodo::default()
             })?,
         ),
         Action::DropTodo(DropTodo { todo, epoch }) => {

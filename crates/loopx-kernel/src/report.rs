@@ -180,13 +180,11 @@ impl Reporter {
                 priority,
                 role,
             } => ops.push(Op::TodoAdd(NewTodo {
-                goal: None,
                 title,
                 detail,
                 priority,
-                needs: vec![],
-                after: vec![],
                 role,
+                ..NewTodo::default()
             })),
             AgentReport::Ask {
                 question,

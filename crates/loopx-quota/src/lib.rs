@@ -21,6 +21,7 @@
 mod backoff;
 pub mod budget;
 pub mod decide;
+mod decision;
 pub use loopx_vocab::outcome;
 pub mod pacing;
 pub mod share;

@@ -72,7 +72,7 @@ pub struct NewHold {
 }
 
 /// A new todo.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct NewTodo {
     /// `None` adds it to the current goal.
     pub goal: Option<GoalId>,

@@ -1,0 +1,204 @@
+//! What the decision before every slice says: its kind, and the data each kind needs. Built by
+//! `decide.rs`; read through accessors by the supervisor, the CLI, the board and the simulation.
+
+use serde::Serialize;
+
+use crate::{GateId, Millis, SliceKind, TodoId};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    Deliver,
+    Repair,
+    Ask,
+    Wait,
+    Quiet,
+    Stop,
+}
+
+/// A todo a decision concerns: its id and title.
+pub type TodoRef = (TodoId, String);
+
+/// What to do now, each kind with what it needs, and why in one sentence.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Run a slice: work on a todo, or (`todo: None`) plan the goal.
+    Deliver { run: Run, reason: String },
+    /// Run a repair slice on a todo whose last slice ended badly.
+    Repair { run: Run, reason: String },
+    /// A person must decide: `gate` is the gate that asks (the one holding the agent back, or
+    /// the one opened for a stall, the budget or a met goal once the supervisor opened it).
+    Ask {
+        about: AskAbout,
+        gate: Option<(GateId, String)>,
+        reason: String,
+    },
+    /// Decide again at `until` (`None`: when a person resumes); `todo` when it is a todo that
+    /// rests.
+    Wait {
+        until: Option<Millis>,
+        todo: Option<TodoRef>,
+        reason: String,
+    },
+    /// Nothing to do now; decide again when something changes.
+    Quiet { reason: String },
+    /// This agent's loop ends.
+    Stop { reason: String },
+}
+
+/// The slice a deliver or repair decision runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub slice: SliceKind,
+    /// `None`: a planning slice, on no todo.
+    pub todo: Option<TodoRef>,
+    /// The first slice after a vendor hold ended: keep it short, the limit may not be gone.
+    pub probe: bool,
+}
+
+/// What a person is asked about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AskAbout {
+    /// An open gate holds the agent back.
+    OpenGate,
+    /// A todo went slices without progress: a stall gate should be opened for it.
+    Stalled(TodoRef),
+    /// The goal spent its budget: a budget gate should be opened (the reason has the figures).
+    OverBudget,
+    /// No todo is left and planning proposes none: a goal-met gate should be opened.
+    GoalMet,
+}
+
+impl Decision {
+    /// `stop`, for `reason`: what a caller decides without `decide` (the goal is over, loopx
+    /// was stopped).
+    pub fn stop(reason: String) -> Decision {
+        Decision::Stop { reason }
+    }
+
+    /// The kind of decision, as `should-run` names it.
+    pub fn kind(&self) -> DecisionKind {
+        match self {
+            Decision::Deliver { .. } => DecisionKind::Deliver,
+            Decision::Repair { .. } => DecisionKind::Repair,
+            Decision::Ask { .. } => DecisionKind::Ask,
+            Decision::Wait { .. } => DecisionKind::Wait,
+            Decision::Quiet { .. } => DecisionKind::Quiet,
+            Decision::Stop { .. } => DecisionKind::Stop,
+        }
+    }
+
+    pub fn reason(&self) -> &str {
+        match self {
+            Decision::Deliver { reason, .. }
+            | Decision::Repair { reason, .. }
+            | Decision::Ask { reason, .. }
+            | Decision::Wait { reason, .. }
+            | Decision::Quiet { reason }
+            | Decision::Stop { reason } => reason,
+        }
+    }
+
+    /// The slice to run, for deliver and repair.
+    pub fn run(&self) -> Option<&Run> {
+        match self {
+            Decision::Deliver { run, .. } | Decision::Repair { run, .. } => Some(run),
+            _ => None,
+        }
+    }
+
+    /// The kind of slice to run, for deliver and repair.
+    pub fn slice(&self) -> Option<SliceKind> {
+        self.run().map(|run| run.slice)
+    }
+
+    /// The todo concerned: the one to run a slice on, the one that stalled, the one that rests.
+    pub fn todo(&self) -> Option<&TodoRef> {
+        match self {
+            Decision::Deliver { run, .. } | Decision::Repair { run, .. } => run.todo.as_ref(),
+            Decision::Ask {
+                about: AskAbout::Stalled(todo),
+                ..
+            } => Some(todo),
+            Decision::Wait { todo, .. } => todo.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The gate an ask waits on: `(id, question)`; `None` until one is opened for a stall,
+    /// the budget or a met goal.
+    pub fn gate(&self) -> Option<(GateId, &str)> {
+        match self {
+            Decision::Ask {
+                gate: Some((id, question)),
+                ..
+            } => Some((*id, question)),
+            _ => None,
+        }
+    }
+
+    /// Records the gate opened for this ask (a stall, the budget, a met goal).
+    pub fn gate_opened(&mut self, opened: (GateId, String)) {
+        if let Decision::Ask { gate, .. } = self {
+            *gate = Some(opened);
+        }
+    }
+
+    /// The todo that stalled, when a gate should be opened for it.
+    pub fn stalled(&self) -> Option<TodoId> {
+        match self {
+            Decision::Ask {
+                about: AskAbout::Stalled((id, _)),
+                ..
+            } => Some(*id),
+            _ => None,
+        }
+    }
+
+    /// Whether a budget gate should be opened.
+    pub fn over_budget(&self) -> bool {
+        matches!(
+            self,
+            Decision::Ask {
+                about: AskAbout::OverBudget,
+                ..
+            }
+        )
+    }
+
+    /// Whether a goal-met gate should be opened.
+    pub fn goal_met(&self) -> bool {
+        matches!(
+            self,
+            Decision::Ask {
+                about: AskAbout::GoalMet,
+                ..
+            }
+        )
+    }
+
+    /// For wait: when to decide again (`None`: until a person resumes, or not a wait).
+    pub fn wake_at(&self) -> Option<Millis> {
+        match self {
+            Decision::Wait { until, .. } => *until,
+            _ => None,
+        }
+    }
+
+    /// Whether the slice to run is a short probe after a vendor hold.
+    pub fn probe(&self) -> bool {
+        self.run().is_some_and(|run| run.probe)
+    }
+
+    pub(crate) fn quiet(reason: String) -> Decision {
+        Decision::Quiet { reason }
+    }
+
+    pub(crate) fn wait(until: Option<Millis>, reason: String) -> Decision {
+        Decision::Wait {
+            until,
+            todo: None,
+            reason,
+        }
+    }
+}
