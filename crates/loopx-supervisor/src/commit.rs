@@ -113,13 +113,10 @@ impl Observed {
         }
         let log = begun.record.log.clone().unwrap_or_default();
         let limited_before = match judged.outcome {
-            Outcome::UsageLimited => {
-                limits_in_a_row(&req.project, &setup.agent.name, begun.record.id)
-            }
+            Outcome::UsageLimited => limits_in_a_row(req, &setup.agent.name, begun.record.id),
             _ => 0,
         };
         let adapter = &setup.loaded.adapter;
-        let redactor = crate::slice::slice_redactor(&begun.plan);
         let finished = Finished {
             slice: begun.record.id,
             agent: &setup.agent.name,
@@ -139,13 +136,15 @@ impl Observed {
             exit: judged.exit.clone(),
             classification: judged.classification.as_ref(),
             session: ran.summary.session_id.as_deref(),
-            output_bytes: ran.report.as_ref().map_or(0, |r| r.bytes_total),
+            output_bytes: ran.end.as_ref().map_or(0, |e| e.bytes),
             log_sha256: file_sha256(&crate::slice::slice_log_path(req, &log)),
-            redactor: Some(&redactor),
+            redactor: Some(&begun.redactor),
             containment,
+            pid,
             started_at: begun.record.started_at,
             ended_at,
             elapsed,
+            limit_secs: begun.record.limit_secs,
             log: &log,
             quota: spent,
             changes: &changes,
@@ -158,32 +157,16 @@ impl Observed {
             &*req.world.clock,
             &actor(setup),
             &finished,
-            pid,
         ) {
-            Ok(mut summary) => {
-                summary.limit_secs = begun.record.limit_secs;
+            Ok(summary) => {
                 begun.guard.disarm();
-                if let (Some(end), Some(goal), Some(todo)) =
+                // Done: its branch landed and stays; its worktree is no longer needed.
+                if let (Some(_), Some(goal), Some(todo)) =
                     (&worktree, &begun.goal, begun.record.todo)
+                    && summary.todo_state == Some("done")
+                    && let Err(e) = loopx_git::worktree::remove(req.project.root(), goal.id, todo)
                 {
-                    summary.landed = match &end.landing {
-                        Some(Landing::Landed { commit, .. }) => Some(commit.clone()),
-                        _ => None,
-                    };
-                    summary.land_failed = match &end.landing {
-                        Some(Landing::CheckFailed { how, .. }) => {
-                            Some(format!("the land check {how}"))
-                        }
-                        Some(Landing::Failed(why)) => Some(loopx_kernel::limits::clip(why, 200)),
-                        _ => None,
-                    };
-                    // Done: its branch landed and stays; its worktree is no longer needed.
-                    if summary.todo_state == Some("done")
-                        && let Err(e) =
-                            loopx_git::worktree::remove(req.project.root(), goal.id, todo)
-                    {
-                        tracing::warn!(%todo, error = %e, "cannot remove a done todo's worktree");
-                    }
+                    tracing::warn!(%todo, error = %e, "cannot remove a done todo's worktree");
                 }
                 Ok(summary)
             }
@@ -256,7 +239,9 @@ fn worktree_end(
 /// claim lands nothing.
 fn held_todo(req: &RunOnce, todo: TodoId, agent: &AgentName, epoch: u64) -> Option<String> {
     let found = retrying(&*req.world.clock, patience(), || {
-        Store::open(&req.project)?.read(|s| s.todo(todo))
+        req.world
+            .stores
+            .with(&req.project, |store| store.read(|s| s.todo(todo)))
     });
     match found {
         Ok(Some(t)) if t.claim_of(agent, epoch) == ClaimStanding::Held => Some(t.title),
@@ -271,9 +256,11 @@ fn held_todo(req: &RunOnce, todo: TodoId, agent: &AgentName, epoch: u64) -> Opti
 /// How many of `agent`'s slices before `slice` ended `usage_limited` in a row: a limit that
 /// keeps coming back without a reset time backs off longer each time. A store that cannot be
 /// read counts none (the shortest backoff).
-fn limits_in_a_row(project: &Project, agent: &AgentName, slice: SliceId) -> u32 {
+fn limits_in_a_row(req: &RunOnce, agent: &AgentName, slice: SliceId) -> u32 {
     const LOOK_BACK: usize = 64;
-    let tail = Store::open(project).and_then(|store| store.read(|s| s.slices_tail(LOOK_BACK)));
+    let tail = req.world.stores.with(&req.project, |store| {
+        store.read(|s| s.slices_tail(LOOK_BACK))
+    });
     let Ok(tail) = tail else { return 0 };
     let in_a_row = tail
         .iter()
@@ -292,12 +279,11 @@ pub(crate) fn write_back(
     clock: &dyn Clock,
     actor: &str,
     f: &Finished<'_>,
-    pid: Option<u32>,
 ) -> Result<SliceSummary, KernelError> {
     let (wb, applied, result) = retrying(clock, patience(), || {
         stores.with(project, |store| attempt(store, actor, f, clock.now()))
     })?;
-    Ok(summary(f, pid, &wb, &applied, result))
+    Ok(summary(f, &wb, &applied, result))
 }
 
 /// The batch, redacted with the slice's redactor (which knows its profile's secret names).
@@ -440,9 +426,10 @@ fn essentials(
     }
 }
 
+/// The slice as `run --once --json` shows it: every field from the slice's facts and what its
+/// writeback applied.
 fn summary(
     f: &Finished<'_>,
-    pid: Option<u32>,
     wb: &Writeback,
     applied: &[Applied],
     result: &'static str,
@@ -467,6 +454,7 @@ fn summary(
         }
     }
     let applied_ok = result == "applied";
+    let landing = f.worktree.and_then(|w| w.landing.as_ref());
     let todo_state = match (f.todo, applied_ok, wb.todo_done) {
         (None, _, _) => None,
         (Some(_), true, true) => Some("done"),
@@ -483,11 +471,11 @@ fn summary(
         reason: f.reason.to_owned(),
         leftovers: f.leftovers,
         exit: f.exit.clone(),
-        pid,
+        pid: f.pid,
         started_at: f.started_at,
         ended_at: f.ended_at,
         duration_ms: u64::try_from(f.elapsed.as_millis()).unwrap_or(u64::MAX),
-        limit_secs: 0,
+        limit_secs: f.limit_secs,
         tokens: f.quota.tokens,
         cost_usd: f.quota.cost_usd,
         output_bytes: f.output_bytes,
@@ -505,9 +493,16 @@ fn summary(
             .then(|| f.changes.files.clone()),
         violations: wb.violations.clone(),
         violation_gate,
-        landed: None,
+        landed: match landing {
+            Some(Landing::Landed { commit, .. }) => Some(commit.clone()),
+            _ => None,
+        },
         land_gate,
-        land_failed: None,
+        land_failed: match landing {
+            Some(Landing::CheckFailed { how, .. }) => Some(format!("the land check {how}")),
+            Some(Landing::Failed(why)) => Some(loopx_kernel::limits::clip(why, 200)),
+            _ => None,
+        },
         writeback: result,
         dropped: wb.dropped.clone(),
     }
@@ -696,7 +691,6 @@ mod tests {
             &*loopx_kernel::SystemClock::shared(),
             "agent:exec",
             finished,
-            None,
         )
     }
 
@@ -954,7 +948,7 @@ mod tests {
                     ended_at: T0.plus(Duration::from_secs(2)),
                     ..crate::writeback::test_finished(&agent)
                 };
-                let summary = write_back(&crate::store_cache::StoreCache::default(), &project, &*loopx_kernel::SystemClock::shared(), "agent:exec", &finished, None)
+                let summary = write_back(&crate::store_cache::StoreCache::default(), &project, &*loopx_kernel::SystemClock::shared(), "agent:exec", &finished)
                     .expect("the writeback lands");
                 prop_assert_eq!(summary.writeback, "applied");
                 let store = Store::open_read(&project).expect("store");

@@ -253,6 +253,7 @@ impl SimulatedSlice {
     pub fn renew(&self, req: &RunOnce) -> Option<Renewed> {
         let (todo, epoch) = self.begun.record.todo.zip(self.begun.record.epoch)?;
         Some(crate::renew::renew_once(
+            &req.world.stores,
             &req.project,
             &req.world.clock,
             &self.begun.setup.agent.name,

@@ -371,6 +371,7 @@ mod tests {
         let slice = begun(&project);
         let guard = crate::slice::SliceGuard::new(
             &project,
+            &crate::store_cache::StoreCache::default(),
             &loopx_kernel::SystemClock::shared(),
             slice,
             crate::slice::Beginning::start(),

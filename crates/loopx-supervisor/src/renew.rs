@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use loopx_kernel::store::Applied;
 use loopx_kernel::store::RenewClaim;
-use loopx_kernel::{AgentName, KernelError, Op, Project, SharedClock, Store, TodoId};
+use loopx_kernel::{AgentName, KernelError, Op, Project, SharedClock, TodoId};
+
+use crate::store_cache::StoreCache;
 use loopx_pty::SliceControl;
 
 /// What one renewal found.
@@ -35,8 +37,10 @@ pub enum Renewed {
     Failed(String),
 }
 
-/// Renews `agent`'s claim on `todo` under `epoch` for `ttl`, once.
+/// Renews `agent`'s claim on `todo` under `epoch` for `ttl`, once, through the supervisor's
+/// store handle.
 pub(crate) fn renew_once(
+    stores: &StoreCache,
     project: &Project,
     clock: &SharedClock,
     agent: &AgentName,
@@ -51,7 +55,7 @@ pub(crate) fn renew_once(
         ttl,
     });
     let actor = format!("agent:{agent}");
-    match Store::open(project).and_then(|s| s.apply(op, &actor, clock.now())) {
+    match stores.with(project, |s| s.apply(op, &actor, clock.now())) {
         Ok(Applied::Todo(todo)) if todo.state.is_final() => Renewed::Finished,
         Ok(_) => Renewed::Kept,
         Err(KernelError::Conflict(c)) => Renewed::Lost(c.to_string()),
@@ -76,6 +80,7 @@ pub(crate) struct Renewal {
 
 impl Renewal {
     pub(crate) fn start(
+        stores: StoreCache,
         project: Project,
         clock: SharedClock,
         agent: AgentName,
@@ -95,7 +100,7 @@ impl Renewal {
                 let mut renewed_at = clock.monotonic();
                 while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(every) {
                     let tried_at = clock.monotonic();
-                    let outcome = match renew_once(&project, &clock, &agent, todo, epoch, ttl) {
+                    let outcome = match renew_once(&stores, &project, &clock, &agent, todo, epoch, ttl) {
                         // No renewal left before the claim runs out (the store, or its
                         // database on another host, stayed unreachable): a peer may take the
                         // todo once it has, and two agents must never work on one todo.

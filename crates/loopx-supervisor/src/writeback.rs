@@ -77,10 +77,14 @@ pub struct Finished<'a> {
     pub redactor: Option<&'a loopx_kernel::Redactor>,
     /// What contained the agent (`namespaces+landlock`, …), for the slice's evidence.
     pub containment: &'a str,
+    /// The agent's process id (none when it never spawned, or was simulated).
+    pub pid: Option<u32>,
     pub started_at: Timestamp,
     pub ended_at: Timestamp,
     /// How long the slice ran, on the monotonic clock.
     pub elapsed: std::time::Duration,
+    /// The wall-time limit it ran under, in seconds.
+    pub limit_secs: u64,
     /// The slice's log, relative to the project root.
     pub log: &'a str,
     /// What the slice spent, as the agent's quota is charged: its tokens, cost and the time
@@ -796,9 +800,11 @@ pub(crate) fn test_finished(agent: &AgentName) -> Finished<'_> {
         log_sha256: String::new(),
         redactor: None,
         containment: "session",
+        pid: None,
         started_at: Timestamp(1_000),
         ended_at: Timestamp(3_000),
         elapsed: std::time::Duration::from_secs(2),
+        limit_secs: 60,
         log: ".loopx/slices/s4.log",
         quota: QuotaRequest {
             tokens: 10,

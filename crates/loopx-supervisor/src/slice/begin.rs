@@ -34,6 +34,9 @@ pub(crate) struct Begun {
     pub record: SliceRecord,
     /// The launch, with the slice's own id in its file names.
     pub plan: LaunchPlan,
+    /// What everything the slice leaves is redacted with (its log, its reports, its
+    /// writeback), built once from the plan and loopx's environment.
+    pub redactor: loopx_kernel::Redactor,
     pub guard: SliceGuard,
     /// The todo's worktree, made ready (a worktree goal's todo slice), or why it could not be
     /// (then the slice is a failed spawn); `None` when the agent works in the project's tree.
@@ -111,7 +114,13 @@ impl Decided {
             }
             Err(e) => return Err(e.into()),
         };
-        let mut guard = SliceGuard::new(&req.project, &req.world.clock, record.id, beginning);
+        let mut guard = SliceGuard::new(
+            &req.project,
+            &req.world.stores,
+            &req.world.clock,
+            record.id,
+            beginning,
+        );
         keep_prompt(req, &plan, &record.id.to_string(), &prompt);
         let name = setup.agent.name.as_str();
         if let (Some(todo), Some(epoch)) = (record.todo, record.epoch) {
@@ -180,6 +189,7 @@ impl Decided {
             goal,
             store: Some(store),
             record,
+            redactor: super::contain::slice_redactor(&plan),
             plan,
             guard,
             tree,

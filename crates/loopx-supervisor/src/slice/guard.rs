@@ -17,11 +17,10 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::store_cache::StoreCache;
 use loopx_kernel::store::Interrupt;
 use loopx_kernel::store::QuotaRequest;
-use loopx_kernel::{
-    Clock, Conflict, KernelError, Op, Project, SharedClock, SliceId, Store, StoreError,
-};
+use loopx_kernel::{Clock, Conflict, KernelError, Op, Project, SharedClock, SliceId, StoreError};
 
 /// Who records what loopx itself decided about a slice.
 pub(crate) const ACTOR: &str = "loopx";
@@ -81,6 +80,9 @@ impl Drop for Beginning {
 #[derive(Debug)]
 pub(crate) struct SliceGuard {
     project: Project,
+    /// The supervisor's store handles: the end goes through the same handle as the slice's
+    /// other writes (a handle that met an I/O failure is replaced by the cache).
+    stores: StoreCache,
     clock: SharedClock,
     slice: SliceId,
     armed: bool,
@@ -99,6 +101,7 @@ impl SliceGuard {
     /// Takes the slice over from the begin that recorded it (in flight until now).
     pub(crate) fn new(
         project: &Project,
+        stores: &StoreCache,
         clock: &SharedClock,
         slice: SliceId,
         begun: Beginning,
@@ -109,6 +112,7 @@ impl SliceGuard {
         drop(begun);
         SliceGuard {
             project: project.clone(),
+            stores: stores.clone(),
             clock: clock.clone(),
             slice,
             armed: true,
@@ -162,7 +166,11 @@ impl SliceGuard {
                 usage,
             })
         };
-        let apply = |op: Op| Store::open(&self.project)?.apply(op, ACTOR, self.clock.now());
+        let apply = |op: Op| {
+            self.stores.with(&self.project, |store| {
+                store.apply(op, ACTOR, self.clock.now())
+            })
+        };
         let mut ended = retrying(&*self.clock, self.patience, || {
             apply(op(self.usage.clone()))
         });

@@ -31,6 +31,7 @@ pub(crate) fn launch_spec(
     plan: &LaunchPlan,
     env: &SliceEnv<'_>,
     log: PathBuf,
+    redactor: &loopx_kernel::Redactor,
 ) -> (LaunchSpec, Option<Vec<u8>>) {
     let mut set: Vec<(String, OsString)> = plan
         .env_set
@@ -82,7 +83,7 @@ pub(crate) fn launch_spec(
         // The log keeps the first and the last half of `max_output`, with a marker between
         // naming what was left out.
         log: LogSpec {
-            mask: super::contain::slice_redactor(plan)
+            mask: redactor
                 .values()
                 .iter()
                 .map(|v| v.clone().into_bytes())

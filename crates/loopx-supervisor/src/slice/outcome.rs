@@ -21,8 +21,8 @@ pub(crate) struct Judged {
 
 /// Judges a slice of a profile whose todos are done `done_when`.
 pub(crate) fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
-    let report = match &ran.report {
-        Ok(report) => report,
+    let end = match &ran.end {
+        Ok(end) => end,
         Err(why) => {
             return Judged {
                 outcome: Outcome::SpawnFailed,
@@ -33,11 +33,11 @@ pub(crate) fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
             };
         }
     };
-    let c = classify_for(&ran.summary, exit_code(&report.exit), done_when);
+    let c = classify_for(&ran.summary, exit_code(&end.exit), done_when);
     // loopx stopped the agent itself because the vendor refused it: the refusal is the outcome.
     let enforced = match ran.stopped_for_refusal {
         true => None,
-        false => enforced(&report.exit, &ran.summary),
+        false => enforced(&end.exit, &ran.summary),
     };
     let (outcome, reason) = match enforced {
         Some((outcome, reason)) => (outcome, reason),
@@ -50,10 +50,10 @@ pub(crate) fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
         ),
         None => (c.outcome, c.reason.clone()),
     };
-    let reason = if report.leftover_count > 0 {
+    let reason = if end.leftovers > 0 {
         format!(
             "{reason}; {} leftover process(es) were stopped after the agent exited",
-            report.leftover_count
+            end.leftovers
         )
     } else {
         reason
@@ -61,8 +61,8 @@ pub(crate) fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
     Judged {
         outcome,
         reason,
-        leftovers: u32::try_from(report.leftover_count).unwrap_or(u32::MAX),
-        exit: Some(describe_exit(&report.exit)),
+        leftovers: end.leftovers,
+        exit: Some(describe_exit(&end.exit)),
         classification: Some(c),
     }
 }

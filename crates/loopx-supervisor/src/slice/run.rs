@@ -18,7 +18,7 @@ use super::guard::{patience, retrying};
 use super::launch::{SliceEnv, launch_spec, process_identity};
 use super::outcome::{Judged, judge};
 use super::redact_log::redact_log;
-use super::stream::{Ran, Spawned, observe, spawn};
+use super::stream::{ProcessEnd, Ran, Spawned, observe, spawn};
 use crate::errors::SupervisorError;
 use crate::once::{RunOnce, Step};
 use crate::renew::Renewal;
@@ -96,7 +96,8 @@ impl Begun {
             todo: self.record.todo,
             epoch: self.record.epoch,
         };
-        let (mut spec, stdin) = launch_spec(&self.plan, &env, slice_path(req, &log));
+        let (mut spec, stdin) =
+            launch_spec(&self.plan, &env, slice_path(req, &log), &self.redactor);
         create_private(&spec.log.path);
         // A room, a sandbox or a channel that cannot be had is a failed spawn: it counts
         // toward the todo's stall guard like any other, never a free retry at once.
@@ -134,6 +135,7 @@ impl Begun {
             .zip(self.record.todo)
             .map(|(epoch, todo)| {
                 Renewal::start(
+                    req.world.stores.clone(),
                     req.project.clone(),
                     req.world.clock.clone(),
                     setup.agent.name.clone(),
@@ -214,7 +216,7 @@ impl Begun {
             (req.project.clone(), req.world.stores.clone()),
             reporter,
             req.world.clock.clone(),
-            super::contain::slice_redactor(&self.plan),
+            self.redactor.clone(),
         )
         .map_err(|e| format!("loopx could not open the slice's report channel: {e}"))?;
         spec.env.set.push((
@@ -258,18 +260,22 @@ impl Launched {
         drop(begun.store.take());
         // A worktree slice keeps its claim renewed through its landing (a land check may run
         // for many minutes); any other slice's claim needs no renewing once its agent ended.
-        let (lost_claim, renewal) = match &begun.tree {
-            Some(Ok(_)) => (renewal.as_ref().and_then(Renewal::lost), renewal),
-            _ => (renewal.and_then(Renewal::finish), None),
+        let claim = match &begun.tree {
+            Some(Ok(_)) => Claim {
+                lost: renewal.as_ref().and_then(Renewal::lost),
+                renewal,
+            },
+            _ => Claim {
+                lost: renewal.and_then(Renewal::finish),
+                renewal: None,
+            },
         };
         let process = Process {
             pid,
             containment,
             reported,
         };
-        let mut observed = conclude(req, begun, ran, process, ended, &before, lost_claim);
-        observed.renewal = renewal;
-        observed
+        conclude(req, begun, ran, process, ended, &before, claim)
     }
 }
 
@@ -281,6 +287,14 @@ struct Process {
     containment: &'static str,
     /// What the agent wrote through the report channel.
     reported: ChannelReports,
+}
+
+/// The slice's claim once its agent ended: why it was lost, if it was, and its renewal when
+/// it must go on through the todo's landing (a worktree goal).
+#[derive(Debug)]
+struct Claim {
+    lost: Option<String>,
+    renewal: Option<Renewal>,
 }
 
 /// When a slice's agent ended, on both clocks.
@@ -336,32 +350,19 @@ impl Begun {
         let mut refused = false;
         parser.feed(output, now, &mut |event| refused |= is_refusal(&event));
         parser.finish(now);
-        let bytes = u64::try_from(output.len()).unwrap_or(u64::MAX);
-        let report = loopx_pty::SliceReport {
-            slice_id: super::launch::marker(req.project.root(), self.record.id),
-            pid: 0,
-            // loopx stops an agent the vendor refused at once (`stream.rs`).
-            exit: match refused {
-                true => loopx_pty::SliceExit::Stopped(loopx_pty::StopReason::Requested),
-                false => exit,
-            },
-            status: None,
-            duration: clock.monotonic().saturating_sub(started),
-            bytes_total: bytes,
-            bytes_logged: bytes,
-            bytes_dropped: 0,
-            leftover_count: 0,
-            leftover_pids: Vec::new(),
-            survivors: Vec::new(),
-            waiting_for_input: false,
-            text: String::new(),
-            screen: String::new(),
-            log_path: log,
-            capture_complete: true,
+        // loopx stops an agent the vendor refused at once (`stream.rs`).
+        let exit = match refused {
+            true => loopx_pty::SliceExit::Stopped(loopx_pty::StopReason::Requested),
+            false => exit,
+        };
+        let end = ProcessEnd {
+            exit,
+            leftovers: 0,
+            bytes: u64::try_from(output.len()).unwrap_or(u64::MAX),
             capture_error: None,
         };
         let ran = Ran {
-            report: Ok(report),
+            end: Ok(end),
             summary: parser.into_summary(),
             stopped_for_refusal: refused,
         };
@@ -372,7 +373,11 @@ impl Begun {
             containment: "simulated",
             reported,
         };
-        conclude(req, self, ran, process, ended, &before, lost_claim)
+        let claim = Claim {
+            lost: lost_claim,
+            renewal: None,
+        };
+        conclude(req, self, ran, process, ended, &before, claim)
     }
 }
 
@@ -400,7 +405,7 @@ fn conclude(
     process: Process,
     ended: Ended,
     before: &scope::Before,
-    lost_claim: Option<String>,
+    claim: Claim,
 ) -> Observed {
     let Process {
         pid,
@@ -412,7 +417,7 @@ fn conclude(
         elapsed,
     } = ended;
     let log = slice_path(req, begun.record.log.as_deref().unwrap_or_default());
-    if let Err(e) = redact_log(&log, &super::contain::slice_redactor(&begun.plan)) {
+    if let Err(e) = redact_log(&log, &begun.redactor) {
         tracing::warn!(slice = %begun.record.id, error = %e, "cannot redact the slice log");
     }
     let scope = begun.goal.as_ref().map_or(&[][..], |g| &g.scope);
@@ -458,21 +463,16 @@ fn conclude(
         _ => (scope::compare(req.project.root(), before, scope), None),
     };
     if judged.outcome == Outcome::Interrupted {
-        if let Some(why) = lost_claim {
+        if let Some(why) = &claim.lost {
             judged.reason = format!("the slice was stopped: it lost its claim ({why})");
         } else if let Some(why) = req.shutdown.reason() {
             judged.reason = format!("shutdown: loopx was stopped ({why}) during the slice");
         }
     }
-    if let Some(why) = ran
-        .report
-        .as_ref()
-        .ok()
-        .and_then(|r| r.capture_error.as_ref())
-    {
+    if let Some(why) = ran.end.as_ref().ok().and_then(|e| e.capture_error.as_ref()) {
         judged.reason = format!("{}; its log was cut short ({why})", judged.reason);
     }
-    let bytes = ran.report.as_ref().map_or(0, |r| r.bytes_total);
+    let bytes = ran.end.as_ref().map_or(0, |e| e.bytes);
     let usage = ran.summary.usage();
     let spent = begun.setup.quota_request(
         usage.input.saturating_add(usage.output),
@@ -492,7 +492,7 @@ fn conclude(
         containment,
         reported,
         commit,
-        renewal: None,
+        renewal: claim.renewal,
     }
 }
 

@@ -5,16 +5,41 @@ use loopx_pty::{LaunchSpec, RunningSlice, SliceEvent, SliceEvents, SliceExit, Sl
 
 use super::run::{is_refusal, jiff_time};
 
-/// What running the process gave.
+/// What running the agent gave: the same for an agent in a PTY and a simulated one, so that
+/// everything after it (judging, the scope check, the writeback) is one path.
 #[derive(Debug)]
 pub(crate) struct Ran {
-    /// The PTY's report, or why the process never started.
-    pub report: Result<SliceReport, String>,
+    /// How the agent's process ended, or why it never started.
+    pub end: Result<ProcessEnd, String>,
     /// The parsed stream (empty when nothing started).
     pub summary: StreamSummary,
     /// loopx stopped the agent because the vendor refused it (a `rejected` limit event, or
     /// credentials refused).
     pub stopped_for_refusal: bool,
+}
+
+/// How the agent's process ended, as far as judging the slice needs it.
+#[derive(Debug, Clone)]
+pub(crate) struct ProcessEnd {
+    /// How it ended: its own exit, or one of loopx's limits.
+    pub exit: SliceExit,
+    /// Processes it left behind, stopped after it exited.
+    pub leftovers: u32,
+    /// Bytes it printed.
+    pub bytes: u64,
+    /// Why its log was cut short, if it was.
+    pub capture_error: Option<String>,
+}
+
+impl From<SliceReport> for ProcessEnd {
+    fn from(report: SliceReport) -> ProcessEnd {
+        ProcessEnd {
+            exit: report.exit,
+            leftovers: u32::try_from(report.leftover_count).unwrap_or(u32::MAX),
+            bytes: report.bytes_total,
+            capture_error: report.capture_error,
+        }
+    }
 }
 
 /// A spawned agent and its events.
@@ -52,7 +77,7 @@ pub(crate) async fn observe(
         Ok(spawned) => spawned,
         Err(why) => {
             return Ran {
-                report: Err(why),
+                end: Err(why),
                 summary: parser.into_summary(),
                 stopped_for_refusal: false,
             };
@@ -89,9 +114,13 @@ pub(crate) async fn observe(
         }
     }
     parser.finish(jiff_time(clock.now()));
-    let report = slice.wait().await.map_err(|e| crate::errors::chain(&e));
+    let end = slice
+        .wait()
+        .await
+        .map(ProcessEnd::from)
+        .map_err(|e| crate::errors::chain(&e));
     Ran {
-        report,
+        end,
         summary: parser.into_summary(),
         stopped_for_refusal,
     }
