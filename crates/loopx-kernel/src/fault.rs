@@ -1,22 +1,23 @@
-//! Faults injected by the deterministic simulation (`loopx sim`), and by nothing else.
+//! Faults injected by the deterministic simulation (`loopx sim`) and by tests, and by nothing
+//! else: a wrapper around the storage interface, attached to a store handle
+//! ([`Store::with_faults`](crate::Store::with_faults)). A handle without one (every handle
+//! production opens) writes as it always does; a handle with one asks it before each write,
+//! and it may make the store busy or full for that write, or crash the process just before or
+//! just after the write commits.
 //!
-//! A simulation installs an [`Injector`] on its own thread (it runs the whole loop on one
-//! thread). Every write the kernel is asked to make on that thread asks the injector first,
-//! which may make the store busy or full for that write, or crash the process just before or
-//! just after the write commits. Production never installs one: the cost is one thread-local
-//! read per write.
-//!
-//! A crash is an unwind whose payload is [`Crashed`]: the simulation catches it where the
-//! process would have died. While it unwinds the thread is [`dying`]: a dead process writes
-//! nothing more, so destructors that would record something (a slice's guard) must not, and
-//! the kernel refuses every write until the simulation [`revive`]s the thread as the next
-//! supervisor.
+//! One [`Faults`] stands for one simulated process: every handle of that process carries a
+//! clone. A crash is an unwind whose payload is [`Crashed`]: the simulation catches it where
+//! the process would have died. From then on the process is [`dying`](Faults::dying): a dead
+//! process writes nothing more, so every handle carrying it refuses writes, and destructors
+//! that would record something (a slice's guard) ask first. The next supervisor the
+//! simulation starts gets a new `Faults`.
 //!
 //! With the `planted-bugs` feature a simulation can also switch on a known bug ([`plant`]), to
 //! prove that its invariants find it. Without the feature [`planted`] is always false.
 
-use std::cell::{Cell, RefCell};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::errors::{KernelError, StoreError};
 
@@ -38,88 +39,80 @@ pub enum Fault {
 pub struct Crashed;
 
 /// Decides the fault (if any) for a write, given the name of its first operation.
-pub type Injector = Box<dyn FnMut(&'static str) -> Option<Fault>>;
+pub type Injector = Arc<dyn Fn(&'static str) -> Option<Fault> + Send + Sync>;
 
-thread_local! {
-    static INJECTOR: RefCell<Option<Injector>> = const { RefCell::new(None) };
-    static DYING: Cell<bool> = const { Cell::new(false) };
+/// The faults of one simulated process, for every store handle it opens.
+#[derive(Clone)]
+pub struct Faults {
+    inject: Injector,
+    dying: Arc<AtomicBool>,
 }
 
-/// Installs `injector` for this thread until the returned value is dropped.
-pub fn install(injector: Injector) -> Installed {
-    INJECTOR.with(|slot| *slot.borrow_mut() = Some(injector));
-    Installed(())
-}
-
-/// Removes the injector when dropped.
-#[derive(Debug)]
-pub struct Installed(());
-
-impl Drop for Installed {
-    fn drop(&mut self) {
-        INJECTOR.with(|slot| slot.borrow_mut().take());
-        DYING.with(|d| d.set(false));
+impl std::fmt::Debug for Faults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Faults")
+            .field("dying", &self.dying())
+            .finish_non_exhaustive()
     }
 }
 
-/// Whether this thread is unwinding from a simulated crash: nothing may be written.
-pub fn dying() -> bool {
-    DYING.with(Cell::get)
-}
-
-/// The crashed process is gone; the thread goes on as the next one.
-pub fn revive() {
-    DYING.with(|d| d.set(false));
-}
-
-/// Crashes the simulated process here.
-pub fn crash() -> ! {
-    crash_with(Crashed)
-}
-
-/// Ends the simulated process here, unwinding with `payload` (a simulation that halts on a
-/// broken invariant): like a crash, nothing more is written on the way out.
-pub fn crash_with<P: std::any::Any + Send + 'static>(payload: P) -> ! {
-    DYING.with(|d| d.set(true));
-    std::panic::panic_any(payload)
-}
-
-/// Asks the injector about a write to the store at `path`. `Ok(true)`: crash once it
-/// committed.
-pub(crate) fn before_write(path: &Path, action: &'static str) -> Result<bool, KernelError> {
-    if dying() {
-        return Err(StoreError::Damaged {
-            path: path.to_path_buf(),
-            why: "the process writing it has crashed (simulated)".to_owned(),
+impl Faults {
+    /// A process whose writes `inject` decides about.
+    pub fn new(inject: Injector) -> Faults {
+        Faults {
+            inject,
+            dying: Arc::new(AtomicBool::new(false)),
         }
-        .into());
     }
-    // `try_with`: a write from a destructor at thread exit finds no injector, not a panic.
-    let fault = INJECTOR
-        .try_with(|slot| slot.borrow_mut().as_mut().and_then(|inject| inject(action)))
-        .ok()
-        .flatten();
-    match fault {
-        None => Ok(false),
-        Some(Fault::Busy) => Err(StoreError::Busy {
-            path: path.to_path_buf(),
-            waited_ms: 0,
-            holders: " (simulated)".to_owned(),
-        }
-        .into()),
-        Some(Fault::NoSpace) => Err(StoreError::NoSpace {
-            path: path.to_path_buf(),
-            source: std::io::Error::from_raw_os_error(libc_enospc()),
-        }
-        .into()),
-        Some(Fault::CrashBefore) => crash(),
-        Some(Fault::CrashAfter) => Ok(true),
-    }
-}
 
-/// `ENOSPC`, without a libc dependency for one number.
-fn libc_enospc() -> i32 {
-    nix::errno::Errno::ENOSPC as i32
+    /// Whether the process has crashed: it writes nothing more.
+    pub fn dying(&self) -> bool {
+        self.dying.load(Ordering::SeqCst)
+    }
+
+    /// Crashes the simulated process here.
+    pub fn crash(&self) -> ! {
+        self.crash_with(Crashed)
+    }
+
+    /// Ends the simulated process here, unwinding with `payload` (a simulation that halts on
+    /// a broken invariant): like a crash, nothing more is written on the way out.
+    pub fn crash_with<P: std::any::Any + Send + 'static>(&self, payload: P) -> ! {
+        self.dying.store(true, Ordering::SeqCst);
+        std::panic::panic_any(payload)
+    }
+
+    /// Asks the injector about a write to the store at `path`. `Ok(true)`: crash once it
+    /// committed.
+    pub(crate) fn before_write(
+        &self,
+        path: &Path,
+        action: &'static str,
+    ) -> Result<bool, KernelError> {
+        if self.dying() {
+            return Err(StoreError::Damaged {
+                path: path.to_path_buf(),
+                why: "the process writing it has crashed (simulated)".to_owned(),
+            }
+            .into());
+        }
+        match (self.inject)(action) {
+            None => Ok(false),
+            Some(Fault::Busy) => Err(StoreError::Busy {
+                path: path.to_path_buf(),
+                waited_ms: 0,
+                holders: " (simulated)".to_owned(),
+            }
+            .into()),
+            Some(Fault::NoSpace) => Err(StoreError::NoSpace {
+                path: path.to_path_buf(),
+                source: std::io::Error::from_raw_os_error(nix::errno::Errno::ENOSPC as i32),
+            }
+            .into()),
+            Some(Fault::CrashBefore) => self.crash(),
+            Some(Fault::CrashAfter) => Ok(true),
+        }
+    }
 }
 
 /// A bug planted on purpose, for proving that the simulation finds it.
@@ -130,9 +123,10 @@ pub enum PlantedBug {
     RenewIgnoresEpoch,
 }
 
+// Not on the write path of a build without the feature: `planted` is a constant there.
 #[cfg(feature = "planted-bugs")]
 thread_local! {
-    static PLANTED: Cell<Option<PlantedBug>> = const { Cell::new(None) };
+    static PLANTED: std::cell::Cell<Option<PlantedBug>> = const { std::cell::Cell::new(None) };
 }
 
 /// Switches `bug` on (or every bug off, with `None`) for this thread.

@@ -1,9 +1,8 @@
 //! The faults injected into the kernel's writes, drawn from the seed.
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use loopx_kernel::fault::{Fault, Installed};
+use loopx_kernel::fault::{Fault, Faults};
 use serde::Serialize;
 
 use crate::scenario::Checked;
@@ -29,7 +28,6 @@ pub struct FaultCounts {
 
 #[derive(Debug)]
 pub(crate) struct FaultState {
-    pub writer: Writer,
     rng: fastrand::Rng,
     busy: f64,
     full: f64,
@@ -41,7 +39,6 @@ impl FaultState {
     pub(crate) fn new(plan: &Checked, seed: u64) -> FaultState {
         let f = &plan.scenario.faults;
         FaultState {
-            writer: Writer::Supervisor,
             rng: fastrand::Rng::with_seed(seed ^ 0xFA17_0000),
             busy: f.store_busy,
             full: f.disk_full,
@@ -50,7 +47,7 @@ impl FaultState {
         }
     }
 
-    fn draw(&mut self, _action: &'static str) -> Option<Fault> {
+    fn draw(&mut self, writer: Writer) -> Option<Fault> {
         if self.busy > 0.0 && self.rng.f64() < self.busy {
             self.counts.store_busy += 1;
             return Some(Fault::Busy);
@@ -59,7 +56,7 @@ impl FaultState {
             self.counts.disk_full += 1;
             return Some(Fault::NoSpace);
         }
-        if self.writer == Writer::Supervisor && self.crash > 0.0 && self.rng.f64() < self.crash {
+        if writer == Writer::Supervisor && self.crash > 0.0 && self.rng.f64() < self.crash {
             self.counts.crashes_at_writes += 1;
             return Some(match self.rng.bool() {
                 true => Fault::CrashBefore,
@@ -70,7 +67,17 @@ impl FaultState {
     }
 }
 
-/// Makes the kernel ask `state` before every write on this thread.
-pub(crate) fn install(state: Rc<RefCell<FaultState>>) -> Installed {
-    loopx_kernel::fault::install(Box::new(move |action| state.borrow_mut().draw(action)))
+/// The draws of one simulation, shared by every writer in it (one thread, in a fixed order:
+/// a seed replays exactly).
+pub(crate) type SharedFaults = Arc<Mutex<FaultState>>;
+
+/// The faults of `writer`'s store handles, drawn from `state`.
+pub(crate) fn faults_of(state: &SharedFaults, writer: Writer) -> Faults {
+    let state = Arc::clone(state);
+    Faults::new(Arc::new(move |_action| {
+        state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .draw(writer)
+    }))
 }

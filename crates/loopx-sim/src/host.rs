@@ -10,7 +10,6 @@
 //! timeout the clock jumps to it: a sleep costs nothing. After every step the invariants are
 //! checked (`invariants.rs`); a broken one halts the run where it broke.
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Range;
 use std::rc::Rc;
@@ -33,9 +32,10 @@ use loopx_supervisor::{
 use crate::agent::{Act, Forgery, Report, Script, Setting};
 use crate::books::Books;
 use crate::clock::VirtualClock;
-use crate::faults::{FaultState, Writer};
+use crate::faults::{SharedFaults, Writer, faults_of};
 use crate::invariants::Halt;
 use crate::scenario::Checked;
+use loopx_kernel::fault::Faults;
 
 /// How often the simulated people look at the open gates.
 const PEOPLE_LOOK_EVERY: Duration = Duration::from_secs(5 * 60);
@@ -87,7 +87,12 @@ pub(crate) struct SimHost {
     pub clock: Arc<VirtualClock>,
     pub plan: Rc<Checked>,
     pub project: Project,
-    pub faults: Rc<RefCell<FaultState>>,
+    pub faults: SharedFaults,
+    /// The faults of the supervisor running now: its writes may crash it, and a kill crashes
+    /// it. Each supervisor the simulation starts gets its own ([`SimHost::next_supervisor`]).
+    pub supervisor: Faults,
+    /// The faults of everyone else's writes (agents' reports, people): busy or full only.
+    others: Faults,
     pub books: Books,
     /// The scenario's agents by name: (account, index in the scenario).
     agents: BTreeMap<String, (String, usize)>,
@@ -124,7 +129,7 @@ impl SimHost {
         plan: Rc<Checked>,
         project: Project,
         clock: Arc<VirtualClock>,
-        faults: Rc<RefCell<FaultState>>,
+        faults: SharedFaults,
         seed: u64,
     ) -> SimHost {
         let scenario = &plan.scenario;
@@ -143,6 +148,8 @@ impl SimHost {
             books: Books::new(&plan),
             clock,
             project,
+            supervisor: faults_of(&faults, Writer::Supervisor),
+            others: faults_of(&faults, Writer::Other),
             faults,
             agents,
             inbox: VecDeque::new(),
@@ -201,14 +208,20 @@ impl SimHost {
         Duration::from_millis(rng.u64(lo..=hi))
     }
 
-    /// Runs `f` as a write by someone other than the supervisor: an agent's `loopx report`, a
-    /// person. Such a write may find the store busy or full, but cannot kill the supervisor.
-    fn as_other<T>(&self, f: impl FnOnce() -> T) -> T {
-        let before = self.faults.borrow().writer;
-        self.faults.borrow_mut().writer = Writer::Other;
-        let out = f();
-        self.faults.borrow_mut().writer = before;
-        out
+    /// A store handle for a write by someone other than the supervisor: an agent's `loopx
+    /// report`, a person. Such a write may find the store busy or full, but cannot kill the
+    /// supervisor.
+    fn others_store(
+        project: &Project,
+        others: &Faults,
+    ) -> Result<Store, loopx_kernel::KernelError> {
+        Ok(Store::open(project)?.with_faults(others.clone()))
+    }
+
+    /// The faults of the next supervisor (the last one crashed, or this is the first).
+    pub(crate) fn next_supervisor(&mut self) -> Faults {
+        self.supervisor = faults_of(&self.faults, Writer::Supervisor);
+        self.supervisor.clone()
     }
 
     /// The supervisor was killed: every running agent is orphaned. Its renewals and its end
@@ -254,7 +267,7 @@ impl SimHost {
                 self.books.faults.kills += 1;
                 let rate = self.plan.scenario.faults.crashes_per_day;
                 self.schedule_rate(rate, Event::Kill);
-                loopx_kernel::fault::crash();
+                self.supervisor.crash();
             }
             // Already down: the next kill is drawn when it is up again.
             Event::Kill => {
@@ -448,9 +461,8 @@ impl SimHost {
         let now = self.clock.now();
         let actor = format!("agent:{}", who.agent);
         let project = self.project.clone();
-        let applied = self.as_other(|| {
-            Store::open(&project).and_then(|s| s.apply_all(vec![guard, op], &actor, now))
-        });
+        let applied = Self::others_store(&project, &self.others)
+            .and_then(|s| s.apply_all(vec![guard, op], &actor, now));
         match applied {
             Ok(mut applied) => {
                 if !matches!(report, Report::Done) {
@@ -506,7 +518,7 @@ impl SimHost {
         });
         let (project, now) = (self.project.clone(), self.clock.now());
         let answered =
-            self.as_other(|| Store::open(&project).and_then(|s| s.apply(op, "human:sim", now)));
+            Self::others_store(&project, &self.others).and_then(|s| s.apply(op, "human:sim", now));
         match answered {
             Ok(_) => self.books.answered += 1,
             // A busy store: the person tries again in a minute.
@@ -538,8 +550,8 @@ impl SimHost {
             epoch,
         });
         let (project, now) = (self.project.clone(), self.clock.now());
-        if self
-            .as_other(|| Store::open(&project).and_then(|s| s.apply(op, "human:sim", now)))
+        if Self::others_store(&project, &self.others)
+            .and_then(|s| s.apply(op, "human:sim", now))
             .is_ok()
         {
             self.books.taken_back += 1;
@@ -716,7 +728,6 @@ impl Host for SimHost {
 
     fn start(&mut self, idx: usize, once: RunOnce) -> Result<(), String> {
         self.books.step += 1;
-        self.faults.borrow_mut().writer = Writer::Supervisor;
         let mut msgs = Vec::new();
         let mut decided = Vec::new();
         let begun = begin_once(&once, &mut |step| {
@@ -746,14 +757,14 @@ impl Host for SimHost {
             Ok(Begin::Running(begun)) => {
                 let record = begun.record().clone();
                 if let Err(halt) = crate::invariants::at_begin(self, &record) {
-                    halt.raise();
+                    halt.raise(&self.supervisor);
                 }
                 self.launch(idx, once, *begun);
             }
             Err(e) => self.inbox.push_back(Msg::Done(idx, Err(e))),
         }
         if let Err(halt) = self.check() {
-            halt.raise();
+            halt.raise(&self.supervisor);
         }
         Ok(())
     }
@@ -773,7 +784,7 @@ impl Host for SimHost {
             let event = self.queue.remove(&(at, seq)).expect("the first event");
             self.clock.advance_to(at);
             if let Err(halt) = self.play(event, true) {
-                halt.raise();
+                halt.raise(&self.supervisor);
             }
             if let Some(msg) = self.inbox.pop_front() {
                 self.idle_calls = 0;
@@ -791,7 +802,7 @@ impl Host for SimHost {
                     "no_spin",
                     "the run loop asked for its next message 10,000 times without time passing or anything happening",
                 )
-                .raise();
+                .raise(&self.supervisor);
             }
         }
         self.clock.advance_to(deadline);
@@ -803,7 +814,6 @@ impl Host for SimHost {
         project: &Project,
         world: &World,
     ) -> Result<Vec<Recovered>, SupervisorError> {
-        self.faults.borrow_mut().writer = Writer::Supervisor;
         let recovered = recover_in(project, world)?;
         self.books.recovered += recovered.len() as u64;
         let launched = self.books.launched.clone();
@@ -823,7 +833,7 @@ impl Host for SimHost {
             }
         }
         if let Err(halt) = crate::invariants::after_recovery(self) {
-            halt.raise();
+            halt.raise(&self.supervisor);
         }
         Ok(recovered)
     }

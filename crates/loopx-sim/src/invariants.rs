@@ -59,8 +59,8 @@ impl Halt {
     }
 
     /// Unwinds out of the run loop, writing nothing more on the way (like a crash).
-    pub(crate) fn raise(self) -> ! {
-        loopx_kernel::fault::crash_with(self)
+    pub(crate) fn raise(self, supervisor: &loopx_kernel::fault::Faults) -> ! {
+        supervisor.crash_with(self)
     }
 }
 

@@ -13,8 +13,8 @@
 //!   virtual time (its reports, the renewals, its end). Nothing runs concurrently, so the
 //!   same seed replays the same run exactly.
 //! - **Chance.** Everything random is drawn from the seed: what each agent does
-//!   (`agent.rs`), when people answer, and the faults (`faults.rs`) the kernel's fault hook
-//!   injects into writes (a busy store, a full disk, the supervisor crashing just before or
+//!   (`agent.rs`), when people answer, and the faults (`faults.rs`) that the store handles' fault
+//!   wrapper (`loopx_kernel::fault::Faults`) injects into writes (a busy store, a full disk, the supervisor crashing just before or
 //!   after a commit), plus kills between steps and clock steps.
 //! - **Crashes.** A crash unwinds out of the run loop ([`loopx_kernel::fault::Crashed`]),
 //!   writing nothing on the way; the running agents are orphaned (their reports still come),
@@ -34,7 +34,6 @@ mod report;
 mod scenario;
 mod setup;
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -97,13 +96,15 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
     };
     let clock = Arc::new(VirtualClock::new(plan.start));
     let project = setup::create(&dir, &plan, clock.now())?;
-    let faults = Rc::new(RefCell::new(faults::FaultState::new(&plan, options.seed)));
-    let installed = faults::install(Rc::clone(&faults));
+    let faults = Arc::new(std::sync::Mutex::new(faults::FaultState::new(
+        &plan,
+        options.seed,
+    )));
     let mut host = SimHost::new(
         Rc::clone(&plan),
         project.clone(),
         Arc::clone(&clock),
-        Rc::clone(&faults),
+        Arc::clone(&faults),
         options.seed,
     );
     let mut restarts = fastrand::Rng::with_seed(options.seed ^ 0x5E57_A127);
@@ -138,7 +139,7 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
                 clock: clock.clone(),
                 me,
                 alive: Arc::new(move |id| *id == alive),
-                stores: Default::default(),
+                stores: loopx_supervisor::StoreCache::with_faults(host.next_supervisor()),
             },
         };
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -147,7 +148,6 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
             let _crash = DropOnUnwind(&req.world.stores);
             run_loop_on(&req, names.clone(), &mut host, &mut |_| {})
         }));
-        loopx_kernel::fault::revive();
         match result {
             Ok(Ok(end)) if end.reason == EndReason::Error => {
                 let why = end
@@ -198,7 +198,6 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
             },
         }
     };
-    drop(installed);
     // Cut short (`--hours` below the scenario's), a goal is not expected to be done.
     let expect_done = plan.scenario.sim.expect_done && plan.hours >= plan.scenario.sim.hours;
     if violation.is_none()
@@ -209,7 +208,11 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
     host.books.faults = FaultCounts {
         kills: host.books.faults.kills,
         clock_steps: host.books.faults.clock_steps,
-        ..faults.borrow().counts.clone()
+        ..faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .counts
+            .clone()
     };
     Ok(report(
         &host,

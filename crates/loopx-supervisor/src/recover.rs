@@ -231,8 +231,10 @@ fn close(
         // What the agent spent died with its supervisor.
         usage: None,
     };
-    let store = Store::open(project)?;
-    match store.run(interrupt, "loopx:recovery", world.clock.now()) {
+    let closed = world.stores.with(project, |store| {
+        store.run(interrupt, "loopx:recovery", world.clock.now())
+    });
+    match closed {
         Ok(Interrupted { released, .. }) => Ok(Some(Recovered::of(slice, owner, swept, released))),
         // A peer recovered it between our read and our write.
         Err(KernelError::Conflict(Conflict::SliceEnded { .. })) => Ok(None),
@@ -257,9 +259,11 @@ fn close_lapsed(
         output_bytes: 0,
         usage: None,
     };
-    let store = Store::open(project)?;
     let lapsed = vec![Op::ClaimLapsed { slice: slice.id }];
-    let released = match store.run_after(lapsed, interrupt, "loopx:recovery", world.clock.now()) {
+    let closed = world.stores.with(project, |store| {
+        store.run_after(lapsed, interrupt, "loopx:recovery", world.clock.now())
+    });
+    let released = match closed {
         Ok(Interrupted { released, .. }) => released,
         // Renewed meanwhile, or a peer recovered it first.
         Err(KernelError::Conflict(Conflict::ClaimLive { .. } | Conflict::SliceEnded { .. })) => {
@@ -267,7 +271,6 @@ fn close_lapsed(
         }
         Err(e) => return Err(e.into()),
     };
-    drop(store);
     let marker = marker(project.root(), slice.id);
     let swept = loopx_pty::stop_orphaned_slice(None, &marker, GRACE);
     crate::slice::remove_room(marker.as_str());

@@ -11,18 +11,23 @@
 //!
 //! A handle that met an I/O failure is dropped ([`StoreCache::with`]), and the next operation
 //! opens a fresh one: redb latches such a failure until the file is opened again.
+//!
+//! The simulation makes its supervisor's cache with [`StoreCache::with_faults`]: every handle
+//! it opens carries the simulated process's faults (`loopx_kernel::fault`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use loopx_kernel::errors::StoreError;
+use loopx_kernel::fault::Faults;
 use loopx_kernel::{KernelError, Project, Store};
 
 /// Read-write handles by store file; cloning shares them.
 #[derive(Clone, Default)]
 pub struct StoreCache {
     handles: Arc<Mutex<HashMap<PathBuf, Arc<Store>>>>,
+    faults: Option<Faults>,
 }
 
 impl std::fmt::Debug for StoreCache {
@@ -32,6 +37,20 @@ impl std::fmt::Debug for StoreCache {
 }
 
 impl StoreCache {
+    /// A cache whose handles inject `faults` into their writes (the simulation).
+    pub fn with_faults(faults: Faults) -> StoreCache {
+        StoreCache {
+            handles: Arc::default(),
+            faults: Some(faults),
+        }
+    }
+
+    /// Whether the (simulated) process these handles belong to has crashed: it writes nothing
+    /// more, not even a slice's end from a destructor. Never true in production.
+    pub fn dying(&self) -> bool {
+        self.faults.as_ref().is_some_and(Faults::dying)
+    }
+
     /// The handle on `project`'s store, opened now if this supervisor has none yet.
     pub fn get(&self, project: &Project) -> Result<Arc<Store>, KernelError> {
         let path = project.store_path();
@@ -40,7 +59,11 @@ impl StoreCache {
             return Ok(store.clone());
         }
         // Opened under the lock: two workers starting at once open one handle, not two.
-        let store = Arc::new(Store::open(project)?);
+        let store = match &self.faults {
+            Some(faults) => Store::open(project)?.with_faults(faults.clone()),
+            None => Store::open(project)?,
+        };
+        let store = Arc::new(store);
         handles.insert(path, store.clone());
         Ok(store)
     }

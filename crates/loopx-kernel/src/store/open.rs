@@ -100,6 +100,9 @@ pub struct Store {
     pub(crate) path: PathBuf,
     pub(crate) options: OpenOptions,
     pub(crate) redactor: crate::redact::Redactor,
+    /// The faults a simulation or a test injects into this handle's writes; `None` in
+    /// production.
+    pub(crate) faults: Option<crate::fault::Faults>,
 }
 
 impl Drop for Store {
@@ -302,6 +305,7 @@ impl Store {
             path,
             options: OpenOptions::default(),
             redactor: crate::redact::Redactor::for_process_env(&[]),
+            faults: None,
         };
         store.initialise(now, actor)?;
         Ok(store)
@@ -365,6 +369,7 @@ impl Store {
             project: project.clone(),
             options,
             redactor,
+            faults: None,
         })
     }
 
@@ -375,6 +380,13 @@ impl Store {
             store.upgrade()?;
         }
         Ok(store)
+    }
+
+    /// This handle, with `faults` injected into its writes (the simulation and tests).
+    #[must_use]
+    pub fn with_faults(mut self, faults: crate::fault::Faults) -> Store {
+        self.faults = Some(faults);
+        self
     }
 
     /// Opens the store of an existing project.
@@ -505,6 +517,7 @@ impl Store {
             path,
             options,
             redactor: crate::redact::Redactor::for_process_env(&[]),
+            faults: None,
         };
         let schema = store.check_schema()?;
         Ok((store, schema))
@@ -808,7 +821,7 @@ pub(crate) fn shielded<T>(
 pub(crate) fn shield<T>(path: &Path, f: impl FnOnce() -> T) -> Result<T, StoreError> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(result) => Ok(result),
-        Err(payload) if crate::fault::dying() => std::panic::resume_unwind(payload),
+        Err(payload) if payload.is::<crate::fault::Crashed>() => std::panic::resume_unwind(payload),
         Err(payload) => {
             let message = panic_message(payload.as_ref());
             Err(match crate::panic_site::take() {

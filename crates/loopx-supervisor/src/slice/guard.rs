@@ -190,7 +190,7 @@ impl SliceGuard {
 impl Drop for SliceGuard {
     fn drop(&mut self) {
         // A crashed process records nothing (the simulation's crash unwinds through here).
-        if self.armed && !loopx_kernel::fault::dying() {
+        if self.armed && !self.stores.dying() {
             let reason = match (&self.cause, std::thread::panicking()) {
                 (Some(cause), _) => cause.clone(),
                 (None, true) => match loopx_kernel::panic_site::last() {

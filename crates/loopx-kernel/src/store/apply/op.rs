@@ -749,7 +749,10 @@ impl Store {
             op.redact(redactor);
         }
         let action = ops.first().map_or("change", Op::action);
-        let crash_after = crate::fault::before_write(&self.path, action).map_err(whole)?;
+        let crash_after = match &self.faults {
+            Some(faults) => faults.before_write(&self.path, action).map_err(whole)?,
+            None => false,
+        };
         let txn = self.begin_write().map_err(whole)?;
         let now = txn.corrected(now);
         let db_now = txn.db_now();
@@ -771,8 +774,8 @@ impl Store {
         })?;
         let Some((index, err)) = failure else {
             txn.commit().map_err(whole)?;
-            if crash_after {
-                crate::fault::crash();
+            if let Some(faults) = self.faults.as_ref().filter(|_| crash_after) {
+                faults.crash();
             }
             crate::doorbell::ring(&self.project);
             return Ok(applied);
