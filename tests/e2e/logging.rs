@@ -120,3 +120,36 @@ fn run_logs_rotate_keeping_the_newest_ten() {
     );
     assert!(dir.join("keep-me.txt").exists(), "only run logs are pruned");
 }
+
+/// A profile's secret (`[env] secrets`) that the agent prints in its last words reaches neither
+/// the run's log nor what `loopx run` prints, though its name does not look like a credential:
+/// loopx knows it as a secret because the profile says so.
+#[test]
+fn a_profile_s_secret_in_the_agent_s_last_words_reaches_no_log() {
+    const VALUE: &str = "lic-7f3a9c2e5b1d0a4c";
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    crate::support::cli_stand_in(
+        &loopx,
+        "exec",
+        "claude-code",
+        "printf '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"the mirror refused licence %s\"}\\n' \"$ACME_LICENSE\"\nexit 1",
+        "\n[env]\nsecrets = [\"ACME_LICENSE\"]\n[limits]\nmax_time = \"1m\"",
+    );
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    let run = loopx.run_env(&["run", "--once", "--json"], &[("ACME_LICENSE", VALUE)]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let slice = &run.json()["slice"];
+    let reason = slice["reason"].as_str().expect("a reason");
+    assert!(
+        reason.contains("the mirror refused licence"),
+        "the agent's words are kept: {slice}"
+    );
+    assert!(!run.stdout.contains(VALUE), "{}", run.stdout);
+    assert!(!run.stderr.contains(VALUE), "{}", run.stderr);
+    let logs = run_logs(&loopx);
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let log = std::fs::read_to_string(&logs[0]).expect("the run's log");
+    assert!(log.contains("the mirror refused licence"), "{log}");
+    assert!(!log.contains(VALUE), "{log}");
+}

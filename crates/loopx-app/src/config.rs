@@ -19,6 +19,22 @@ impl App {
         })
     }
 
+    /// The names of every variable a registered agent's profile or adapter declares secret
+    /// (`[env] secrets`), sorted: what loopx's own log hides besides the credential-like names
+    /// (a secret need not be named like one). An agent whose profile does not load adds none;
+    /// its slices cannot start either.
+    pub fn secret_env_names(&self) -> Result<Vec<String>, AppError> {
+        let agents = self.read(|s| s.agents())?;
+        let mut names = std::collections::BTreeSet::new();
+        for agent in &agents {
+            if let Ok(loaded) = self.profile(&agent.profile) {
+                names.extend(loaded.adapter.env_secrets);
+                names.extend(loaded.profile.env.secrets);
+            }
+        }
+        Ok(names.into_iter().collect())
+    }
+
     /// The project's budget (`[budget]` in `.loopx/loopx.toml`), as `loopx run` decides with it.
     pub fn budget(&self) -> Result<Budget, AppError> {
         loopx_adapters::load_project_config(&self.project.state_dir())

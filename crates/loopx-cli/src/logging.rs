@@ -11,14 +11,15 @@
 //!   at `LOOPX_LOG` when set, else at least `info`; the newest 10 files are kept.
 //!
 //! Both are redacted as slice logs are (`loopx_kernel::Redactor`: the built-in patterns and the
-//! values of this process's credential-like variables), one event at a time: the formatter
+//! values of this process's credential-like variables, and, once `loopx run` knows its project,
+//! the variables its agents' profiles declare secret), one event at a time: the formatter
 //! writes each event whole, so a secret cannot straddle two writes.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use loopx_kernel::{Project, Redactor};
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
@@ -41,6 +42,8 @@ pub const KEPT_RUN_LOGS: usize = 10;
 #[derive(Debug, Clone)]
 pub struct Logging {
     run_file: RunFile,
+    /// What both halves redact with; widened by [`Logging::start_run_log`].
+    redactor: Arc<RwLock<Redactor>>,
 }
 
 impl Logging {
@@ -49,7 +52,7 @@ impl Logging {
     /// `LOOPX_LOG` that is not a filter is reported on stderr, naming the variable, and the
     /// default used: a typo in a logging variable must not stop a supervisor.
     pub fn install(verbose: u8, quiet: bool) -> Logging {
-        let redactor = Arc::new(Redactor::for_process_env(&[]));
+        let redactor = Arc::new(RwLock::new(Redactor::for_process_env(&[])));
         let from_env = std::env::var(LOG_VAR).ok().filter(|v| !v.trim().is_empty());
         let parsed = from_env.as_deref().map(EnvFilter::try_new);
         let problem = match &parsed {
@@ -93,7 +96,7 @@ impl Logging {
             ));
         let file = fmt::layer()
             .with_writer(Redacting {
-                redactor,
+                redactor: Arc::clone(&redactor),
                 sink: Sink::File(run_file.clone()),
             })
             .with_ansi(false)
@@ -107,13 +110,19 @@ impl Logging {
         if let Some(problem) = problem {
             let _ = writeln!(io::stderr(), "{problem}");
         }
-        Logging { run_file }
+        Logging { run_file, redactor }
     }
 
     /// Opens this run's file under `.loopx/logs/` and removes all but the newest
-    /// [`KEPT_RUN_LOGS`]. Returns its path. A log that cannot be opened is reported and the run
-    /// goes on: the store, not the log, is the record of what happened.
-    pub fn start_run_log(&self, project: &Project) -> Option<PathBuf> {
+    /// [`KEPT_RUN_LOGS`], and from now on hides the values of `secret_names` (the variables the
+    /// project's profiles declare secret) in both halves. Returns its path. A log that cannot be
+    /// opened is reported and the run goes on: the store, not the log, is the record of what
+    /// happened.
+    pub fn start_run_log(&self, project: &Project, secret_names: &[String]) -> Option<PathBuf> {
+        *self
+            .redactor
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Redactor::for_process_env(secret_names);
         match open_run_log(project) {
             Ok((path, file)) => {
                 *self
@@ -213,7 +222,7 @@ enum Sink {
 /// A writer that redacts each event before it leaves the process.
 #[derive(Debug, Clone)]
 struct Redacting {
-    redactor: Arc<Redactor>,
+    redactor: Arc<RwLock<Redactor>>,
     sink: Sink,
 }
 
@@ -227,7 +236,11 @@ impl<'a> MakeWriter<'a> for Redacting {
 impl Write for Redacting {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
-        let clean = self.redactor.redact(&text);
+        let clean = self
+            .redactor
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .redact(&text);
         match &self.sink {
             Sink::Stderr => io::stderr().lock().write_all(clean.as_bytes())?,
             Sink::File(file) => {
@@ -255,7 +268,9 @@ mod tests {
         let path = dir.path().join("run.log");
         let run_file = RunFile::default();
         let mut writer = Redacting {
-            redactor: Arc::new(Redactor::new().with_value("hunter2-in-env".into())),
+            redactor: Arc::new(RwLock::new(
+                Redactor::new().with_value("hunter2-in-env".into()),
+            )),
             sink: Sink::File(run_file.clone()),
         };
         writer
@@ -273,6 +288,42 @@ mod tests {
             "{text}"
         );
         assert!(text.starts_with("token "), "{text}");
+    }
+
+    #[test]
+    fn a_run_hides_what_its_profiles_declare_secret_whatever_its_name() {
+        // A variable of this process whose name looks like no credential (cargo sets it):
+        // hidden only once a profile names it.
+        let (name, value) = ("CARGO_PKG_NAME", env!("CARGO_PKG_NAME"));
+        assert_eq!(std::env::var(name).as_deref(), Ok(value), "set by cargo");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = Project::create(dir.path()).expect("project");
+        let logging = Logging {
+            run_file: RunFile::default(),
+            redactor: Arc::new(RwLock::new(Redactor::for_process_env(&[]))),
+        };
+        let mut writer = Redacting {
+            redactor: Arc::clone(&logging.redactor),
+            sink: Sink::Stderr,
+        };
+        let line = format!("the agent said {value}\n");
+        assert!(
+            writer
+                .redactor
+                .read()
+                .expect("lock")
+                .redact(&line)
+                .contains(value),
+            "not a secret by its name"
+        );
+        let path = logging
+            .start_run_log(&project, &[name.to_owned()])
+            .expect("the run's log");
+        writer.sink = Sink::File(logging.run_file.clone());
+        writer.write_all(line.as_bytes()).expect("write");
+        let text = fs::read_to_string(&path).expect("read");
+        assert!(text.contains("the agent said"), "{text}");
+        assert!(!text.contains(value), "{text}");
     }
 
     #[test]

@@ -29,7 +29,9 @@ fn add_todo(store: &Store, title: &str) -> Result<(), KernelError> {
         title: title.into(),
         ..NewTodo::default()
     };
-    store.apply(Op::TodoAdd(new), common::HUMAN, common::T0).map(drop)
+    store
+        .apply(Op::TodoAdd(new), common::HUMAN, common::T0)
+        .map(drop)
 }
 
 fn titles(f: &common::Fixture) -> Vec<String> {
@@ -62,7 +64,11 @@ fn a_busy_or_full_fault_refuses_the_write_of_its_handle_only() {
     // A handle without the wrapper, on the same file, writes as ever.
     add_todo(&f.store, "written").expect("no faults");
     assert_eq!(titles(&f), ["written"]);
-    assert_eq!(asked.load(Ordering::SeqCst), 1, "asked once, for its own write");
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "asked once, for its own write"
+    );
 }
 
 #[test]

@@ -427,7 +427,9 @@ fn essentials(
 }
 
 /// The slice as `run --once --json` shows it: every field from the slice's facts and what its
-/// writeback applied.
+/// writeback applied. Its texts that carry the agent's words (the reason, why a landing failed,
+/// what of its report was dropped) are redacted as the store's copies are: the summary is
+/// printed, and `loopx run` writes it to its log.
 fn summary(
     f: &Finished<'_>,
     wb: &Writeback,
@@ -455,6 +457,10 @@ fn summary(
     }
     let applied_ok = result == "applied";
     let landing = f.worktree.and_then(|w| w.landing.as_ref());
+    let redacted = |text: &str| match f.redactor {
+        Some(redactor) => redactor.redact(text).into_owned(),
+        None => text.to_owned(),
+    };
     let todo_state = match (f.todo, applied_ok, wb.todo_done) {
         (None, _, _) => None,
         (Some(_), true, true) => Some("done"),
@@ -468,7 +474,7 @@ fn summary(
         todo: f.todo.map(|t| t.to_string()),
         epoch: f.epoch,
         outcome: f.outcome,
-        reason: f.reason.to_owned(),
+        reason: redacted(f.reason),
         leftovers: f.leftovers,
         exit: f.exit.clone(),
         pid: f.pid,
@@ -500,11 +506,11 @@ fn summary(
         land_gate,
         land_failed: match landing {
             Some(Landing::CheckFailed { how, .. }) => Some(format!("the land check {how}")),
-            Some(Landing::Failed(why)) => Some(loopx_kernel::limits::clip(why, 200)),
+            Some(Landing::Failed(why)) => Some(redacted(&loopx_kernel::limits::clip(why, 200))),
             _ => None,
         },
         writeback: result,
-        dropped: wb.dropped.clone(),
+        dropped: wb.dropped.iter().map(|d| redacted(d)).collect(),
     }
 }
 

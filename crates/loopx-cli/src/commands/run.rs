@@ -80,7 +80,7 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
         world: loopx_supervisor::World::real(),
     };
     if let Some(logging) = &ctx.logging {
-        logging.start_run_log(&req.project);
+        logging.start_run_log(&req.project, &secret_names(ctx));
     }
     let json = ctx.json;
     // Two supervisors may share a project (each agent still runs one slice at a time), but a
@@ -159,7 +159,7 @@ fn run_once(
         world: loopx_supervisor::World::real(),
     };
     if let Some(logging) = &ctx.logging {
-        logging.start_run_log(&req.project);
+        logging.start_run_log(&req.project, &secret_names(ctx));
     }
     let recovered = loopx_supervisor::recover_in(&req.project, &req.world)?;
     for r in &recovered {
@@ -298,6 +298,14 @@ fn notifier(
 /// A line of the run's progress, for the person watching, and for the run's log file (target
 /// [`crate::logging::RUN_TARGET`], which stderr's own log leaves out so that `-v` does not print
 /// it twice).
+/// What the run's log hides besides credential-like names: the secrets its agents' profiles
+/// declare. A store that cannot be read hides only those (the run reports the store itself).
+fn secret_names(ctx: &Ctx) -> Vec<String> {
+    ctx.app()
+        .and_then(|app| app.secret_env_names().map_err(Into::into))
+        .unwrap_or_default()
+}
+
 fn say(line: &str) {
     tracing::info!(target: "loopx::run", "{line}");
     let _ = writeln!(

@@ -325,17 +325,6 @@ impl RunningSlice {
         self.report = None;
         report
     }
-
-    /// [`RunningSlice::wait`] for code outside the runtime (not on one of its threads).
-    pub fn wait_blocking(mut self) -> Result<SliceReport, WaitError> {
-        let lost = WaitError {
-            slice: self.slice_id.to_string(),
-        };
-        match self.report.take() {
-            Some(rx) => rx.blocking_recv().map_err(|_| lost),
-            None => Err(lost),
-        }
-    }
 }
 
 impl Drop for RunningSlice {
@@ -359,10 +348,5 @@ impl SliceEvents {
     /// The next event, or `None` once the slice has ended.
     pub async fn next(&mut self) -> Option<SliceEvent> {
         self.rx.recv().await
-    }
-
-    /// [`SliceEvents::next`] for code outside the runtime.
-    pub fn blocking_next(&mut self) -> Option<SliceEvent> {
-        self.rx.blocking_recv()
     }
 }
