@@ -118,8 +118,6 @@ impl SharedState {
                 kind: s.kind,
                 outcome: s.outcome,
                 ended_at: s.ended_at.map(|t| t.0),
-                tokens: s.tokens,
-                cost_usd: s.cost_usd,
             })
             .collect();
         let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));

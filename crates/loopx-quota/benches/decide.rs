@@ -71,8 +71,6 @@ fn main() {
             kind: SliceKind::Work,
             outcome: Some(loopx_quota::Outcome::Progress),
             ended_at: Some(1),
-            tokens: 10_000,
-            cost_usd: 0.05,
         })
         .collect();
     let windows = vec![

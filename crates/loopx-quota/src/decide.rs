@@ -138,9 +138,6 @@ pub struct SliceView {
     pub outcome: Option<Outcome>,
     /// When it ended; `None` while running.
     pub ended_at: Option<Millis>,
-    /// What it spent (0 while running, or when it spent nothing: a usage limit, a failed spawn).
-    pub tokens: u64,
-    pub cost_usd: f64,
 }
 
 /// A hold on an account (or on one agent, keyed `agent:<name>`).
@@ -492,7 +489,6 @@ pub fn admission(input: &DecideInput<'_>) -> Result<(), Blocked> {
             ),
         ));
     }
-    let expected = expected_spend(&input.agent.name, input.slices);
     for (limit, state) in input.agent.windows.iter().zip(input.windows) {
         if let Some(at) = state.exhausted_until(limit, now) {
             blockers.push((
@@ -503,8 +499,6 @@ pub fn admission(input: &DecideInput<'_>) -> Result<(), Blocked> {
                     input.agent.account
                 ),
             ));
-        } else if let Some(blocker) = expected.and_then(|e| too_small(input, limit, *state, e)) {
-            blockers.push(blocker);
         }
     }
     // Indefinite blockers win; otherwise the latest time, since every constraint must allow it.
@@ -519,89 +513,6 @@ pub fn admission(input: &DecideInput<'_>) -> Result<(), Blocked> {
             reason: reason.clone(),
         }),
     }
-}
-
-/// How many of an agent's last slices that spent something its expected spend is learned from.
-const EXPECTED_FROM: usize = 20;
-/// Fewer such slices than this give no estimate: a new agent is admitted while there is room.
-const EXPECTED_AFTER: usize = 3;
-
-/// What one slice of an agent is expected to spend, learned from its recent slices.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ExpectedSpend {
-    /// The 90th percentile (nearest rank) of their tokens, and of their cost.
-    pub tokens: u64,
-    pub cost_usd: f64,
-    /// How many slices it was learned from.
-    pub from: usize,
-}
-
-/// What a slice of `agent` is expected to spend: the 90th percentile of what its last
-/// [`EXPECTED_FROM`] slices that spent anything spent. `None` with fewer than
-/// [`EXPECTED_AFTER`] of them.
-pub fn expected_spend(agent: &AgentName, slices: &[SliceView]) -> Option<ExpectedSpend> {
-    let spent: Vec<&SliceView> = slices
-        .iter()
-        .rev()
-        .filter(|s| s.agent == *agent && (s.tokens > 0 || s.cost_usd > 0.0))
-        .take(EXPECTED_FROM)
-        .collect();
-    if spent.len() < EXPECTED_AFTER {
-        return None;
-    }
-    // Nearest rank: the smallest value at least 90 % of the sample is at or below.
-    let rank = (spent.len() * 9).div_ceil(10).max(1) - 1;
-    let mut tokens: Vec<u64> = spent.iter().map(|s| s.tokens).collect();
-    tokens.sort_unstable();
-    let mut costs: Vec<f64> = spent.iter().map(|s| s.cost_usd).collect();
-    costs.sort_unstable_by(f64::total_cmp);
-    Some(ExpectedSpend {
-        tokens: tokens[rank],
-        cost_usd: costs[rank],
-        from: spent.len(),
-    })
-}
-
-/// The blocker when `state`'s window has room left but less than a slice is expected to
-/// spend: admitted anyway, the slice would overrun the budget (the excess becomes the next
-/// window's debt, and the vendor's own limit may stop the slice half-way). A window with
-/// nothing spent in it yet admits one slice whatever it is expected to cost: a budget smaller
-/// than one slice would otherwise never run anything.
-fn too_small(
-    input: &DecideInput<'_>,
-    limit: &WindowLimit,
-    state: WindowState,
-    expected: ExpectedSpend,
-) -> Option<(Option<Millis>, String)> {
-    let now = input.now;
-    let rolled = state.rolled(limit, now);
-    if rolled.tokens == 0 && rolled.cost_micros == 0 {
-        return None;
-    }
-    let at = state
-        .fits(limit, now, expected.tokens, expected.cost_usd)
-        .err()?;
-    let (tokens_left, cost_left) = state.remaining(limit, now);
-    let short = match (tokens_left, cost_left) {
-        (Some(left), _) if left < expected.tokens => format!(
-            "{left} tokens left, and a slice of {} spends up to {}",
-            input.agent.name, expected.tokens
-        ),
-        (_, Some(left)) => format!(
-            "${left:.2} left, and a slice of {} spends up to ${:.2}",
-            input.agent.name, expected.cost_usd
-        ),
-        _ => "too little left for a slice".to_owned(),
-    };
-    Some((
-        Some(at),
-        format!(
-            "the {} window of {} has {short} (the 90th percentile of its last {} slices)",
-            window_name(limit.period_ms),
-            input.agent.account,
-            expected.from
-        ),
-    ))
 }
 
 fn quota_wait(input: &DecideInput<'_>) -> Option<Decision> {

@@ -112,8 +112,6 @@ fn slice(todo: Option<&str>, kind: SliceKind, outcome: Outcome) -> SliceView {
         kind,
         outcome: Some(outcome),
         ended_at: Some(T0 - 60 * MIN),
-        tokens: 0,
-        cost_usd: 0.0,
     }
 }
 
@@ -254,75 +252,6 @@ fn a_hold_beats_pacing_and_wake_at_is_when_everything_allows() {
         "never before the hold ends"
     );
     assert!(d.reason().contains("on hold"), "{}", d.reason());
-}
-
-/// A 5-hour window of 100,000 tokens opened a minute before `T0` with `spent` in it, and
-/// `exec`'s recent slices, each of which spent `each` tokens.
-fn window_with(spent: u64, each: &[u64]) -> World {
-    let mut w = world();
-    w.agent.windows = vec![WindowLimit {
-        period_ms: 300 * MIN,
-        tokens: Some(100_000),
-        cost_usd: None,
-    }];
-    w.windows = vec![WindowState {
-        start: if spent > 0 { T0 - MIN } else { 0 },
-        tokens: spent,
-        cost_micros: 0,
-    }];
-    for (id, &tokens) in (1..).zip(each) {
-        w.slices.push(SliceView {
-            id,
-            tokens,
-            ..slice(Some("t9"), SliceKind::Work, Outcome::Progress)
-        });
-    }
-    w
-}
-
-#[test]
-fn a_slice_is_admitted_only_where_its_window_has_room_for_what_it_usually_spends() {
-    // exec's slices spend 20–40 k tokens (the 90th percentile of ten, the ninth smallest:
-    // 40 k); 30 k are left.
-    let each = [
-        20_000, 25_000, 22_000, 40_000, 21_000, 30_000, 24_000, 40_000, 26_000, 20_000,
-    ];
-    let d = run(&window_with(70_000, &each));
-    assert_eq!(
-        (d.kind(), d.wake_at()),
-        (DecisionKind::Wait, Some(T0 + 299 * MIN)),
-        "it waits for the window to reset: {}",
-        d.reason()
-    );
-    for words in [
-        "30000 tokens left",
-        "up to 40000",
-        "90th percentile of its last 10",
-    ] {
-        assert!(d.reason().contains(words), "{words}: {}", d.reason());
-    }
-    // With room for it, it runs.
-    assert_eq!(
-        run(&window_with(60_000, &each)).kind(),
-        DecisionKind::Deliver
-    );
-    // Two slices are too few to learn from: any room admits, as before.
-    assert_eq!(
-        run(&window_with(99_000, &[40_000, 40_000])).kind(),
-        DecisionKind::Deliver
-    );
-    // Slices that spent nothing (a usage limit, a failed spawn) teach nothing.
-    assert_eq!(
-        run(&window_with(70_000, &[0, 0, 0, 0])).kind(),
-        DecisionKind::Deliver
-    );
-}
-
-#[test]
-fn a_window_with_nothing_spent_admits_a_slice_larger_than_its_budget() {
-    // Else an agent whose slices cost more than the whole window would never run at all.
-    let d = run(&window_with(0, &[150_000, 150_000, 150_000]));
-    assert_eq!(d.kind(), DecisionKind::Deliver, "{}", d.reason());
 }
 
 #[test]
@@ -591,8 +520,6 @@ fn one_agent_plans_at_a_time() {
         kind: SliceKind::Plan,
         outcome: None,
         ended_at: None,
-        tokens: 0,
-        cost_usd: 0.0,
     }];
     let d = run(&w);
     assert_eq!(d.kind(), DecisionKind::Quiet, "{}", d.reason());
