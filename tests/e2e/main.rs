@@ -14,6 +14,7 @@ mod escape;
 mod first_hour;
 mod lifecycle;
 mod logging;
+mod monitors;
 mod multi_host;
 mod outcomes;
 mod output;

@@ -23,6 +23,8 @@ pub struct Status {
     pub running: Vec<Running>,
     pub claimed: Vec<Claimed>,
     pub waiting: Vec<Waiting>,
+    /// The goal's monitors loopx polls (every dependency finished).
+    pub monitors: Vec<MonitorNow>,
     /// How many todos wait on a dependency in all (`waiting` lists the first of them).
     pub waiting_total: u64,
     pub next: Vec<Next>,
@@ -95,6 +97,40 @@ pub struct Waiting {
     pub todo: TodoId,
     pub title: String,
     pub reason: String,
+}
+
+/// A monitor as `status` shows it: its next poll and its last result.
+#[derive(Debug, Serialize)]
+pub struct MonitorNow {
+    pub todo: TodoId,
+    pub title: String,
+    pub check: String,
+    /// `None` while a person is asked about it (`gate`).
+    pub next_poll: Option<Timestamp>,
+    pub expires_at: Option<Timestamp>,
+    pub polls: u64,
+    /// `met`, `not_yet` or `failed`; `None` before its first poll.
+    pub last: Option<loopx_kernel::model::PollVerdict>,
+    pub last_at: Option<Timestamp>,
+    pub gate: Option<loopx_kernel::GateId>,
+}
+
+impl MonitorNow {
+    fn of(todo: &Todo) -> Option<MonitorNow> {
+        let m = todo.monitor.as_ref()?;
+        let last = m.last();
+        Some(MonitorNow {
+            todo: todo.id,
+            title: todo.title.clone(),
+            check: m.check.clone(),
+            next_poll: m.asked.is_none().then_some(m.next_at),
+            expires_at: m.expires_at,
+            polls: m.polls,
+            last: last.map(|o| o.verdict),
+            last_at: last.map(|o| o.last_at),
+            gate: m.asked,
+        })
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -202,6 +238,8 @@ struct FirstTodos {
     pub gated: Vec<(Todo, loopx_kernel::GateId)>,
     /// The first ready todos in the order agents take them, none of them gated.
     pub ready: Vec<Todo>,
+    /// The goal's monitors whose dependencies are all finished.
+    pub monitors: Vec<Todo>,
     pub waiting_total: u64,
     pub counts: TodoCounts,
 }
@@ -215,6 +253,7 @@ fn first_todos(
     let mut first = FirstTodos {
         claimed: s.claimed_todos()?,
         waiting_total: s.waiting_count(goal)?,
+        monitors: s.monitors(goal)?,
         counts,
         ..FirstTodos::default()
     };
@@ -350,6 +389,7 @@ fn assemble(
         waiting: waiting_todos,
         gated,
         ready,
+        monitors,
         waiting_total,
         counts,
     } = todos;
@@ -406,6 +446,7 @@ fn assemble(
     }
     next.sort_by_key(|n| (std::cmp::Reverse(n.priority), n.todo));
     next.truncate(FIRST_SCREEN);
+    let monitors = monitors.iter().filter_map(MonitorNow::of).collect();
     Status {
         format_version: 1,
         project,
@@ -427,6 +468,7 @@ fn assemble(
             .collect(),
         claimed,
         waiting,
+        monitors,
         waiting_total,
         next,
         latest_evidence,

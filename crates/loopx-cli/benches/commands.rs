@@ -177,6 +177,8 @@ fn add_todos(dir: &Path, todos: u64, finished: u64) {
                     needs: vec![],
                     after: vec![],
                     role: None,
+                    monitor: None,
+                    not_before: None,
                 })
             })
             .collect();

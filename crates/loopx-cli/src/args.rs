@@ -410,7 +410,37 @@ pub struct FinishArgs {
     pub epoch: Option<u64>,
 }
 
+/// What a todo waits on besides other todos: a check loopx polls (a monitor), or a time.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct WaitArgs {
+    /// Make it a monitor: loopx runs this shell command every `--every`, with no agent and no
+    /// quota; exit 0 means met (the todo is done), 1 not yet (docs/monitors.md).
+    #[arg(long, value_name = "COMMAND")]
+    pub check: Option<String>,
+    /// How often a monitor's check runs (`10m`; at least `10s`).
+    #[arg(long, value_name = "DURATION", requires = "check")]
+    pub every: Option<String>,
+    /// A person is asked when a monitor is not met after this long (`48h`).
+    #[arg(long, value_name = "DURATION", requires = "check")]
+    pub expires: Option<String>,
+    /// `changed`: a monitor is met when its check's output differs from its first poll's.
+    #[arg(long, value_name = "CONDITION", value_parser = ["changed"], requires = "check")]
+    pub until: Option<String>,
+    /// The profile whose environment (and secrets, and permission) a monitor's check runs
+    /// with; without it the check runs read-only in the sandbox with loopx's base environment.
+    #[arg(long, value_name = "PROFILE", requires = "check")]
+    pub profile: Option<String>,
+    /// No agent takes the todo before then: a time (`2026-12-05T09:00:00Z`) or a duration
+    /// from now (`3h`).
+    #[arg(long, value_name = "TIME")]
+    pub not_before: Option<String>,
+}
+
 #[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per command; boxing would only complicate clap's derive"
+)]
 pub enum TodoCommand {
     /// Add a todo to the current goal.
     Add {
@@ -434,6 +464,8 @@ pub enum TodoCommand {
         /// The goal (default: the current one).
         #[arg(long, value_name = "ID")]
         goal: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
     },
     /// List todos (default: open and claimed).
     List {

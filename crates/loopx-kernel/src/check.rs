@@ -125,7 +125,9 @@ fn check_todo_index(
             TodoState::Open => {
                 want.open_count += 1;
                 let waits = unfinished(todo);
-                if waits.is_empty() {
+                if waits.is_empty() && todo.is_monitor() {
+                    want.monitors.push((todo.goal.0, todo.id.0));
+                } else if waits.is_empty() {
                     if let crate::store::kv::Key::Ready(g, r, n, p, id) =
                         crate::store::ready_key(todo)
                     {
@@ -154,6 +156,7 @@ fn check_todo_index(
     }
     stored.waiting_counts.sort_unstable();
     want.dependents.sort_unstable();
+    want.monitors.sort_unstable();
     stored.claimed.sort_unstable();
     if stored != want {
         problems.push(format!(

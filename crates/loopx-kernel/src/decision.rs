@@ -82,6 +82,8 @@ impl SharedState {
                 .filter(|t| t.goal == goal.id)
                 .collect();
             mine.extend(snap.waiting_todos(goal.id, WAITING_SEEN)?);
+            // Its monitors: while all the work waits on one, agents are quiet, and say which.
+            mine.extend(snap.monitors(goal.id)?);
             // The first ready todo of each role: an agent that can take none of them still
             // sees that the goal has work left (it stays quiet rather than plans), and why.
             for role in snap.ready_roles(goal.id)? {
@@ -199,6 +201,8 @@ fn todo_view(
             .map(|l| (l.agent.clone(), l.expires_at.0)),
         running: running.iter().find(|(id, _)| *id == t.id).map(|(_, s)| *s),
         attempts_since: t.attempts_since.map(|s| s.0),
+        monitor: t.monitor.as_ref().map(|m| m.next_at.0),
+        rests_until: t.not_before.map(|at| at.0),
     })
 }
 

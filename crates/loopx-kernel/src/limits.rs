@@ -34,6 +34,15 @@ pub fn clip(text: &str, max: usize) -> String {
     }
 }
 
+/// The last `max` characters at most, cut on a character boundary (an output's tail).
+pub fn clip_tail(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    match count.checked_sub(max) {
+        Some(skip) if skip > 0 => text.chars().skip(skip).collect(),
+        _ => text.to_owned(),
+    }
+}
+
 /// A required text: not blank, at most `max` characters.
 pub(crate) fn check_text(
     field: &'static str,

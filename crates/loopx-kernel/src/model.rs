@@ -14,7 +14,12 @@ pub use loopx_vocab::{
 };
 
 mod event;
+mod monitor;
 pub use event::{Event, EventKind};
+pub use monitor::{
+    CHECK_LIMIT_MS, FAILURES_BEFORE_ASKING, MIN_EVERY_MS, Monitor, MonitorSpec, OUTPUT_TAIL_BYTES,
+    Observation, PollVerdict, check_limit_ms, output_hash,
+};
 
 /// What the agents work towards, and the bounds they work in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,9 +86,24 @@ pub struct Todo {
     /// The stall guard counts only slices after this one: a person answered the todo's stall
     /// gate and gave it a fresh budget of attempts.
     pub attempts_since: Option<SliceId>,
+    /// Set on a monitor: loopx polls its check, no agent takes it (record version 9).
+    pub monitor: Option<Box<Monitor>>,
+    /// It rests until then: no agent takes it before (`--not-before`, record version 9). The
+    /// two fields are the last of a todo: an older record reads with both `None` (`codec.rs`).
+    pub not_before: Option<Timestamp>,
 }
 
 impl Todo {
+    /// Whether loopx polls it itself.
+    pub fn is_monitor(&self) -> bool {
+        self.monitor.is_some()
+    }
+
+    /// Whether it rests at `now` (`--not-before` not reached).
+    pub fn rests(&self, now: Timestamp) -> bool {
+        self.not_before.is_some_and(|t| t > now)
+    }
+
     /// Whether `agent` works under the current claim `epoch` of this todo: it holds the lease
     /// at that epoch, or it finished the todo under it (see [`Todo::finished_under`]). An
     /// expired lease that nobody has reclaimed still counts: a reclaim changes the epoch, so
@@ -244,6 +264,10 @@ pub enum GateKind {
     /// Before, the run paced a failing spawn at six slices an hour, and no question named the
     /// fix.
     Spawn { agent: AgentName },
+    /// A monitor expired, or its check failed three times in a row (record version 9). `poll`
+    /// (the first option) polls it again now (an expired one gets as long again as it had);
+    /// `met` marks it done, which releases the todos after it; `drop` drops it.
+    Monitor { todo: TodoId },
 }
 
 /// Who loopx's own gates are asked by.
@@ -253,6 +277,9 @@ pub const LOOPX_ACTOR: &str = "loopx";
 pub const ROLLBACK_OPTIONS: [&str; 2] = ["keep", "rollback"];
 /// The options of a landing gate, in order.
 pub const LAND_OPTIONS: [&str; 2] = ["rebase", "drop"];
+
+/// The options of a monitor gate, in order.
+pub const MONITOR_OPTIONS: [&str; 3] = ["poll", "met", "drop"];
 
 /// The options of a stall gate, in order.
 pub const STALL_OPTIONS: [&str; 2] = ["retry", "drop"];

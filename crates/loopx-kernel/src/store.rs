@@ -27,10 +27,10 @@ mod writer;
 
 pub use apply::quota::QuotaRequest;
 pub use apply::{
-    AgentChange, AnswerChoice, AnswerGate, Applied, BatchError, BeginSlice, ChangeAgent, ClaimTodo,
-    FinishTodo, Interrupt, NewAgent, NewEvidence, NewGate, NewGoal, NewHandoff, NewHold, NewSlice,
-    NewTodo, Op, ReleaseClaim, RemoveAgent, RenewClaim, Resume, SLICE_PLACEHOLDER, SetGoalStatus,
-    SliceEnd, WithdrawGate,
+    AgentChange, AnswerChoice, AnswerGate, Applied, BatchError, BeginSlice, ChangeAgent, ClaimPoll,
+    ClaimTodo, FinishTodo, Interrupt, NewAgent, NewEvidence, NewGate, NewGoal, NewHandoff, NewHold,
+    NewSlice, NewTodo, Op, RecordPoll, ReleaseClaim, RemoveAgent, RenewClaim, Resume,
+    SLICE_PLACEHOLDER, SetGoalStatus, SliceEnd, WithdrawGate,
 };
 pub use apply::{Begun, Interrupted, NewSpend, TypedOp};
 pub use copy::CopyReport;

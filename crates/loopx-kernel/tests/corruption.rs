@@ -36,6 +36,8 @@ fn healthy_store() -> Vec<u8> {
             needs: vec![],
             after: vec![],
             role: None,
+            monitor: None,
+            not_before: None,
         }));
     }
     ops.push(Op::GateAsk(NewGate {
@@ -112,6 +114,8 @@ fn exercise(dir: &Path) -> Result<(), String> {
                             needs: vec![],
                             after: vec![],
                             role: None,
+                            monitor: None,
+                            not_before: None,
                         }),
                         common::HUMAN,
                         Timestamp(common::T0.0 + 1),

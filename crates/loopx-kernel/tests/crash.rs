@@ -39,6 +39,8 @@ fn crash_writer_child() {
             needs: vec![],
             after: vec![],
             role: None,
+            monitor: None,
+            not_before: None,
         };
         store
             .apply(Op::TodoAdd(new), "human:crash", Timestamp::now())

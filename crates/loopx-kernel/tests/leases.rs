@@ -228,6 +228,8 @@ fn dependencies_gates_capabilities_and_roles_guard_a_claim() {
         needs: vec![],
         after: vec![first],
         role: None,
+        monitor: None,
+        not_before: None,
     };
     let Applied::Todo(second) = f.store.apply(Op::TodoAdd(new), HUMAN, T0).expect("add") else {
         panic!("todo")
@@ -268,6 +270,8 @@ fn apply_all_is_all_or_nothing() {
         needs: vec![],
         after: vec![],
         role: None,
+        monitor: None,
+        not_before: None,
     };
     // The second operation fails (a stale epoch), so the first must not land either.
     let ops = vec![

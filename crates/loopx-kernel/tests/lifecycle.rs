@@ -570,6 +570,8 @@ fn a_refused_batch_names_the_operation() {
         needs: vec![],
         after: vec![],
         role: None,
+        monitor: None,
+        not_before: None,
     };
     let bad = loopx_kernel::store::NewTodo {
         role: Some("Reviewer Team".into()),

@@ -45,6 +45,8 @@ fn the_store_file_holds_no_secret_in_any_field() {
         needs: vec![],
         after: vec![],
         role: None,
+        monitor: None,
+        not_before: None,
     };
     f.store.apply(Op::TodoAdd(todo), HUMAN, T0).expect("todo");
     let gate = NewGate {

@@ -115,6 +115,8 @@ fn every_todo(s: &Snapshot<'_>) -> Vec<TodoView> {
                 .map(|l| (l.agent.clone(), l.expires_at.0)),
             running: None,
             attempts_since: t.attempts_since.map(|s| s.0),
+            monitor: t.monitor.as_ref().map(|m| m.next_at.0),
+            rests_until: t.not_before.map(|at| at.0),
         })
         .collect()
 }
@@ -123,8 +125,9 @@ fn every_todo(s: &Snapshot<'_>) -> Vec<TodoView> {
 /// which depends on the order todos were read in).
 fn gist(d: &Decision) -> Decision {
     match d {
-        Decision::Quiet { .. } => Decision::Quiet {
+        Decision::Quiet { waiting_for, .. } => Decision::Quiet {
             reason: String::new(),
+            waiting_for: waiting_for.clone(),
         },
         other => other.clone(),
     }
@@ -162,6 +165,8 @@ proptest! {
                     needs: if gpu { vec!["gpu".into()] } else { vec![] },
                     after: after.into_iter().filter_map(pick).collect(),
                     role: match role { 1 => Some("reviewer".into()), 2 => Some("builder".into()), _ => None },
+                    monitor: None,
+                    not_before: None,
                 })),
                 Step::Batch { count, priority, gpu } => {
                     let ops = (0..count).map(|i| Op::TodoAdd(NewTodo {
@@ -172,6 +177,8 @@ proptest! {
                         needs: if gpu { vec!["gpu".into()] } else { vec![] },
                         after: vec![],
                         role: None,
+                        monitor: None,
+                        not_before: None,
                     })).collect();
                     for applied in f.store.apply_all(ops, HUMAN, now).expect("batch") {
                         if let Applied::Todo(t) = applied { todos.push(t.id) }
@@ -268,6 +275,8 @@ fn a_store_from_before_the_indexes_gets_them_at_its_first_open() {
                 needs: vec![],
                 after: vec![second],
                 role: None,
+                monitor: None,
+                not_before: None,
             }),
             HUMAN,
             T0,
@@ -319,7 +328,11 @@ fn a_store_from_before_the_indexes_gets_them_at_its_first_open() {
     let store = loopx_kernel::Store::open_read(&f.project).expect("the first open builds them");
     store
         .read(|s| {
-            assert_eq!(s.meta("schema_version")?, Some(2), "upgraded");
+            assert_eq!(
+                s.meta("schema_version")?,
+                Some(loopx_kernel::store::SCHEMA_VERSION),
+                "upgraded"
+            );
             assert_eq!(check_consistency(s)?, Vec::<String>::new());
             let counts = s.todo_counts()?;
             assert_eq!((counts.open, counts.claimed), (2, 1));

@@ -54,6 +54,8 @@ fn main() {
             lease: None,
             running: None,
             attempts_since: None,
+            monitor: None,
+            rests_until: None,
         })
         .collect();
     let gates: Vec<GateView> = (1..=20)

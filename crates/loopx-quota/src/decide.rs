@@ -12,7 +12,7 @@
 //!    planning slices in a row proposed nothing → `ask` whether the goal is met (`goal_met`);
 //! 7. otherwise → `quiet`.
 
-pub use crate::decision::{AskAbout, Decision, DecisionKind, Run, TodoRef};
+pub use crate::decision::{AskAbout, Decision, DecisionKind, Run, TodoRef, Waiting};
 use serde::Serialize;
 
 use crate::Millis;
@@ -109,6 +109,10 @@ pub struct TodoView {
     /// Only slices with a higher [`SliceView::id`] count toward the stall guard: a person gave
     /// the todo a fresh budget of attempts.
     pub attempts_since: Option<u64>,
+    /// A monitor: loopx polls it, no agent takes it; its next poll is due then.
+    pub monitor: Option<Millis>,
+    /// No agent takes it before then (`--not-before`).
+    pub rests_until: Option<Millis>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -295,6 +299,19 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
             ),
         });
     }
+    if chosen.is_none()
+        && let Some(todo) = resting_until(input)
+    {
+        return Some(Decision::Wait {
+            until: todo.rests_until,
+            todo: Some((todo.id, todo.title.clone())),
+            reason: format!(
+                "{} rests until its --not-before time ({}), and nothing else can be taken now",
+                todo.id,
+                from_now(input.now, todo.rests_until.unwrap_or(input.now))
+            ),
+        });
+    }
     let probe = input.holds.iter().any(|h| {
         h.source == HoldSource::Vendor && h.ends(input.now).is_some_and(|u| u <= input.now)
     });
@@ -332,6 +349,8 @@ fn candidates<'t>(input: &'t DecideInput<'_>) -> Vec<&'t TodoView> {
         })
         .filter(|t| t.lease.as_ref().is_none_or(|(a, _)| *a != agent.name))
         .filter(|t| t.waits_on.is_none())
+        .filter(|t| t.monitor.is_none())
+        .filter(|t| t.rests_until.is_none_or(|until| until <= input.now))
         .filter(|t| t.running.is_none())
         .filter(|t| t.needs.iter().all(|n| agent.capabilities.contains(n)))
         .filter(|t| t.role.is_none() || t.role == agent.role)
@@ -344,6 +363,74 @@ fn candidates<'t>(input: &'t DecideInput<'_>) -> Vec<&'t TodoView> {
     claimable.sort_by(best);
     own.extend(claimable);
     own
+}
+
+/// The first todo this agent could take once its `--not-before` time comes.
+fn resting_until<'t>(input: &'t DecideInput<'_>) -> Option<&'t TodoView> {
+    let agent = input.agent;
+    input
+        .todos
+        .iter()
+        .filter(|t| t.rests_until.is_some_and(|until| until > input.now))
+        .filter(|t| t.waits_on.is_none() && t.monitor.is_none() && t.lease.is_none())
+        .filter(|t| t.needs.iter().all(|n| agent.capabilities.contains(n)))
+        .filter(|t| t.role.is_none() || t.role == agent.role)
+        .filter(|t| agent.writes || t.role.is_some())
+        .filter(|t| !blocked_by_gate(input, t))
+        .min_by_key(|t| t.rests_until)
+}
+
+/// `in 4m 10s`, `now`: how far `at` is from `now`, for a reason.
+fn from_now(now: Millis, at: Millis) -> String {
+    let secs = at.saturating_sub(now).div_ceil(1000);
+    match secs {
+        0 => "now".to_owned(),
+        1..60 => format!("in {secs}s"),
+        60..3600 => format!("in {}m {}s", secs / 60, secs % 60),
+        _ => format!("in {}h {}m", secs / 3600, secs % 3600 / 60),
+    }
+}
+
+/// When every open todo in view is a monitor or waits on another todo, the monitor the work
+/// waits for: a question about one first, else the one polled next.
+fn waiting_on_monitor(input: &DecideInput<'_>) -> Option<Decision> {
+    let all_wait = input
+        .todos
+        .iter()
+        .all(|t| t.monitor.is_some() || (t.waits_on.is_some() && t.running.is_none()));
+    if !all_wait {
+        return None;
+    }
+    let monitors = || input.todos.iter().filter(|t| t.monitor.is_some());
+    for todo in monitors() {
+        if let Some(gate) = input
+            .gates
+            .iter()
+            .find(|g| matches!(&g.blocks, GateBlocks::Todos(ids) if ids.contains(&todo.id)))
+        {
+            return Some(ask(
+                gate,
+                format!(
+                    "the open work waits on monitor {}, and a person is asked about it",
+                    todo.id
+                ),
+            ));
+        }
+    }
+    let next = monitors().min_by_key(|t| t.monitor)?;
+    let due = next.monitor.unwrap_or(input.now);
+    Some(Decision::Quiet {
+        reason: format!(
+            "the open work waits on monitor {} ({}), which loopx polls itself: next poll {}",
+            next.id,
+            next.title,
+            from_now(input.now, due)
+        ),
+        waiting_for: Some(crate::Waiting {
+            todo: (next.id, next.title.clone()),
+            next_poll: due,
+        }),
+    })
 }
 
 fn blocked_by_gate(input: &DecideInput<'_>, todo: &TodoView) -> bool {
@@ -618,10 +705,27 @@ fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
             reason: "no open todo: plan the next steps or declare the goal done".to_owned(),
         };
     }
+    if let Some(decision) = waiting_on_monitor(input) {
+        return decision;
+    }
     let why = input
         .todos
         .iter()
         .find_map(|t| {
+            if let Some(due) = t.monitor {
+                return Some(format!(
+                    "{} is a monitor loopx polls (next poll {})",
+                    t.id,
+                    from_now(input.now, due)
+                ));
+            }
+            if let Some(until) = t.rests_until.filter(|u| *u > input.now) {
+                return Some(format!(
+                    "{} rests until its --not-before time ({})",
+                    t.id,
+                    from_now(input.now, until)
+                ));
+            }
             if let Some(slice) = &t.running {
                 Some(format!("{} is being worked on in slice {slice}", t.id))
             } else if let Some(dep) = &t.waits_on {

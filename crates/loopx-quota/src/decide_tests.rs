@@ -30,6 +30,8 @@ fn todo(id: &str, priority: i32) -> TodoView {
         lease: None,
         running: None,
         attempts_since: None,
+        monitor: None,
+        rests_until: None,
     }
 }
 
@@ -652,4 +654,55 @@ fn a_goal_past_its_budget_asks_with_the_figures() {
     w.gates.push(gate("q7", GateBlocks::Global));
     let d = run(&w);
     assert_eq!((d.kind(), d.over_budget()), (DecisionKind::Ask, false));
+}
+
+/// Issue 28: while every open todo is a monitor or waits on one, agents neither plan nor work,
+/// and the decision names the monitor and its next poll.
+#[test]
+fn work_that_waits_on_a_monitor_keeps_agents_quiet_and_says_which() {
+    let mut w = world();
+    let mut monitor = todo("t1", 1);
+    monitor.monitor = Some(T0 + 4 * MIN);
+    let mut after = todo("t2", 5);
+    after.waits_on = Some("t1".parse().expect("an id"));
+    w.todos = vec![monitor, after];
+    let d = run(&w);
+    assert_eq!(d.kind(), DecisionKind::Quiet, "{d:?}");
+    let waiting = d.waiting_for().expect("a monitor waited for");
+    assert_eq!(waiting.todo.0.to_string(), "t1");
+    assert_eq!(waiting.next_poll, T0 + 4 * MIN);
+    assert!(d.reason().contains("next poll in 4m 0s"), "{}", d.reason());
+    // A question about the monitor (it expired, or its check keeps failing) is an ask.
+    w.gates = vec![gate(
+        "q1",
+        GateBlocks::Todos(vec!["t1".parse().expect("an id")]),
+    )];
+    let d = run(&w);
+    assert_eq!(d.kind(), DecisionKind::Ask, "{d:?}");
+    assert_eq!(d.gate().map(|(id, _)| id.to_string()), Some("q1".into()));
+    // Other work to take goes on meanwhile.
+    w.gates.clear();
+    w.todos.push(todo("t3", 0));
+    let d = run(&w);
+    assert_eq!(d.kind(), DecisionKind::Deliver, "{d:?}");
+    assert_eq!(d.todo().expect("todo").0.to_string(), "t3");
+}
+
+#[test]
+fn a_todo_resting_until_a_time_is_waited_for_not_planned_around() {
+    let mut w = world();
+    let mut resting = todo("t1", 1);
+    resting.rests_until = Some(T0 + 90 * MIN);
+    w.todos = vec![resting.clone()];
+    let d = run(&w);
+    assert_eq!(d.kind(), DecisionKind::Wait, "{d:?}");
+    assert_eq!(d.wake_at(), Some(T0 + 90 * MIN));
+    assert_eq!(d.todo().expect("todo").0.to_string(), "t1");
+    // Its time come, it is taken.
+    w.todos[0].rests_until = Some(T0);
+    assert_eq!(run(&w).kind(), DecisionKind::Deliver);
+    // Another todo is taken before it meanwhile.
+    w.todos = vec![resting, todo("t2", 0)];
+    let d = run(&w);
+    assert_eq!(d.todo().expect("todo").0.to_string(), "t2");
 }

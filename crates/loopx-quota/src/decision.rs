@@ -40,10 +40,21 @@ pub enum Decision {
         todo: Option<TodoRef>,
         reason: String,
     },
-    /// Nothing to do now; decide again when something changes.
-    Quiet { reason: String },
+    /// Nothing to do now; decide again when something changes. `waiting_for`: the open work
+    /// waits on a monitor loopx polls, next due then.
+    Quiet {
+        reason: String,
+        waiting_for: Option<Waiting>,
+    },
     /// This agent's loop ends.
     Stop { reason: String },
+}
+
+/// The monitor a quiet decision waits for, and when loopx polls it next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waiting {
+    pub todo: TodoRef,
+    pub next_poll: Millis,
 }
 
 /// The slice a deliver or repair decision runs.
@@ -94,7 +105,7 @@ impl Decision {
             | Decision::Repair { reason, .. }
             | Decision::Ask { reason, .. }
             | Decision::Wait { reason, .. }
-            | Decision::Quiet { reason }
+            | Decision::Quiet { reason, .. }
             | Decision::Stop { reason } => reason,
         }
     }
@@ -191,7 +202,18 @@ impl Decision {
     }
 
     pub(crate) fn quiet(reason: String) -> Decision {
-        Decision::Quiet { reason }
+        Decision::Quiet {
+            reason,
+            waiting_for: None,
+        }
+    }
+
+    /// For quiet: the monitor the work waits for.
+    pub fn waiting_for(&self) -> Option<&Waiting> {
+        match self {
+            Decision::Quiet { waiting_for, .. } => waiting_for.as_ref(),
+            _ => None,
+        }
     }
 
     pub(crate) fn wait(until: Option<Millis>, reason: String) -> Decision {

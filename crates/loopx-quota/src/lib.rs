@@ -30,8 +30,8 @@ pub mod window;
 pub use budget::{Budget, Spending};
 pub use decide::{
     AgentView, AskAbout, Blocked, DecideInput, Decision, DecisionKind, GateBlocks, GateView,
-    GoalView, Hold, HoldSource, Policy, Run, SliceKind, SliceView, TodoRef, TodoView, admission,
-    decide, decide_prefix,
+    GoalView, Hold, HoldSource, Policy, Run, SliceKind, SliceView, TodoRef, TodoView, Waiting,
+    admission, decide, decide_prefix,
 };
 pub use loopx_vocab::{AgentName, GateId, GoalId, GoalStatus, SliceId, TodoId};
 pub use outcome::{Next, Outcome, OutcomePolicy, Streak};

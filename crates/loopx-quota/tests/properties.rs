@@ -76,7 +76,7 @@ proptest! {
             spent: Default::default(),
             plans_after: None,
         };
-        let todos = vec![TodoView { id: TodoId(1), title: "x".into(), priority: 0, order: 1, needs: vec![], role: None, waits_on: None, lease: None, running: None, attempts_since: None }];
+        let todos = vec![TodoView { id: TodoId(1), title: "x".into(), priority: 0, order: 1, needs: vec![], role: None, waits_on: None, lease: None, running: None, attempts_since: None, monitor: None, rests_until: None }];
         let holds = vec![Hold { key: "acct".into(), until: Some(T0 + hold_in), reason: "limit".into(), source: HoldSource::Vendor, set_at: T0 }];
         let windows = vec![WindowState { start: T0 - 1, tokens: used, cost_micros: 0 }];
         let busy = vec![(T0 - busy_min * 60_000, T0)];

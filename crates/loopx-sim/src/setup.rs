@@ -86,6 +86,8 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
                 needs: vec![],
                 after: vec![],
                 role: None,
+                monitor: None,
+                not_before: None,
             })
         })
         .collect();

@@ -588,6 +588,8 @@ mod tests {
             needs: vec![],
             after: vec![],
             role: None,
+            monitor: None,
+            not_before: None,
         };
         let Applied::Todo(todo) = apply(&store, Op::TodoAdd(new)) else {
             panic!("a todo")
@@ -898,6 +900,8 @@ mod tests {
                     needs: vec![],
                     after: vec![],
                     role: None,
+                    monitor: None,
+                    not_before: None,
                 }),
             ) else {
                 panic!("a todo")

@@ -45,6 +45,7 @@ mod errors;
 mod findings;
 mod notify;
 mod once;
+pub mod poll;
 pub mod presence;
 mod progress;
 pub mod prompt;

@@ -141,6 +141,8 @@ pub enum RunEvent {
         options: Vec<String>,
         answer_with: String,
     },
+    /// loopx polled a monitor.
+    Polled(crate::poll::PollSummary),
     /// Nothing for the agent to do now.
     Quiet {
         agent: String,
@@ -190,6 +192,8 @@ pub enum Msg {
     Done(usize, Result<Once, SupervisorError>),
     /// The doorbell rang, or a stop was requested: look again.
     Wake,
+    /// A round of monitor polls ended.
+    Polled(Result<crate::poll::Polled, SupervisorError>),
 }
 
 impl Msg {
@@ -218,6 +222,12 @@ pub trait Host {
     fn random(&mut self, range: Range<u64>) -> u64;
     /// Housekeeping between messages.
     fn tidy(&mut self) {}
+    /// Starts a round of monitor polls, whose [`Msg::Polled`] arrives through [`Host::next`];
+    /// `false`: this host polls nothing (the simulation has no checks to run).
+    fn start_polls(&mut self, job: crate::poll::PollJob) -> bool {
+        let _ = job;
+        false
+    }
 }
 
 /// What the coordinator knows of one agent.
@@ -293,6 +303,7 @@ pub fn run_loop_on(
         recover_at: None,
         unrecorded: BTreeSet::new(),
         interrupted: false,
+        poller: crate::poll::Poller::new(now),
     };
     coordinator.recover(emit);
     coordinator.run(emit)
@@ -383,6 +394,26 @@ impl Host for Threads {
         fastrand::u64(range)
     }
 
+    fn start_polls(&mut self, job: crate::poll::PollJob) -> bool {
+        let tx = self.tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("loopx-polls".to_owned())
+            .spawn(move || {
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.run()))
+                    .unwrap_or_else(|panic| Err(SupervisorError::Panicked(panic_text(&panic))));
+                let _ = tx.send(Msg::Polled(result));
+            });
+        if let Err(e) = spawned {
+            // Reported as a failed round: the coordinator tries again a little later.
+            let _ = self
+                .tx
+                .send(Msg::Polled(Err(SupervisorError::Panicked(format!(
+                    "cannot start the polling thread: {e}"
+                )))));
+        }
+        true
+    }
+
     fn tidy(&mut self) {
         let now = self.clock.monotonic();
         if now.saturating_sub(self.last_reap) >= REAP_EVERY {
@@ -441,6 +472,8 @@ struct Coordinator<'r> {
     /// A stop ended a slice of this run (`interrupted`): the run was interrupted, not only
     /// stopped while it waited. A worker that was deciding when the stop came is not one.
     interrupted: bool,
+    /// When monitors are polled next.
+    poller: crate::poll::Poller,
 }
 
 impl Coordinator<'_> {
@@ -465,7 +498,11 @@ impl Coordinator<'_> {
             if !stopping && !out_of_time && !budget_spent {
                 self.start_due(now);
             }
+            if !stopping && !out_of_time && self.poller.is_due(now) {
+                self.start_polls(now);
+            }
             if self.slots.iter().all(|s| !s.busy)
+                && !self.poller.busy
                 && let Some((reason, detail)) = self.end(stopping, out_of_time)
             {
                 // An agent stopped by an error makes the whole run an error, however it ended.
@@ -535,6 +572,21 @@ impl Coordinator<'_> {
         }
     }
 
+    /// Starts a round of monitor polls (checks run by loopx, no agent, no quota).
+    fn start_polls(&mut self, now: Duration) {
+        let job = crate::poll::PollJob {
+            project: self.req.project.clone(),
+            world: self.req.world.clone(),
+            loopx_exe: self.req.loopx_exe.clone(),
+        };
+        if self.host.start_polls(job) {
+            self.poller.busy = true;
+        } else {
+            self.poller.due = None;
+        }
+        let _ = now;
+    }
+
     /// Whether the loop is over, once no worker runs.
     fn end(&self, stopping: bool, out_of_time: bool) -> Option<(EndReason, String)> {
         if stopping {
@@ -599,6 +651,9 @@ impl Coordinator<'_> {
         if let Some(at) = self.recover_at {
             until = until.min(at);
         }
+        if let Some(due) = self.poller.due.filter(|_| !self.poller.busy) {
+            until = until.min(due);
+        }
         until.saturating_sub(now)
     }
 
@@ -606,6 +661,7 @@ impl Coordinator<'_> {
         match msg {
             Msg::Wake => {
                 let now = self.clock.monotonic();
+                self.poller.rung(now);
                 for slot in &mut self.slots {
                     if slot.busy {
                         slot.rung = true;
@@ -627,6 +683,23 @@ impl Coordinator<'_> {
             }
             Msg::Started(event) => emit(&event),
             Msg::Done(idx, result) => self.done(idx, result, emit),
+            Msg::Polled(result) => {
+                let clock = (self.clock.monotonic(), self.clock.now());
+                let next = match result {
+                    Ok(polled) => {
+                        for poll in polled.polls {
+                            emit(&RunEvent::Polled(poll));
+                        }
+                        polled.next_due
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %crate::errors::chain(&e), "polling monitors failed; trying again later");
+                        let wall = clock.1;
+                        Some(Timestamp(wall.0 + RETRY_AFTER_ERROR.as_millis() as u64))
+                    }
+                };
+                self.poller.finished(next, clock, RECHECK);
+            }
         }
     }
 

@@ -420,6 +420,8 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
                     .map(str::trim)
                     .filter(|r| !r.is_empty())
                     .map(str::to_owned),
+                monitor: None,
+                not_before: None,
             };
             wb.add_item(f, Op::TodoAdd(new), Item::Todo);
         }

@@ -57,6 +57,8 @@ fn project(dir: &Path) -> Project {
             needs: vec![],
             after: vec![],
             role: None,
+            monitor: None,
+            not_before: None,
         }),
     ] {
         store.apply(op, HUMAN, Timestamp::now()).expect("set up");

@@ -143,10 +143,12 @@ pub enum EvidenceKind {
     Violation,
     /// A todo's branch landed on the goal's branch, or could not (record version 6).
     Land,
+    /// A monitor's check was met: its output (record version 9).
+    Monitor,
 }
 spelled!(EvidenceKind, "evidence kind", [
     Slice => "slice", Test => "test", Diff => "diff", Note => "note", Artifact => "artifact",
-    Quota => "quota", Violation => "violation", Land => "land",
+    Quota => "quota", Violation => "violation", Land => "land", Monitor => "monitor",
 ]);
 
 impl EvidenceKind {

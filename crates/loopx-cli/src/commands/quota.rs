@@ -124,7 +124,16 @@ struct ShouldRun<'a> {
     goal_met: bool,
     wake_at: Option<Timestamp>,
     probe: bool,
+    /// For quiet: the monitor the open work waits for, and its next poll.
+    waiting_for: Option<WaitingRef<'a>>,
     reason: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct WaitingRef<'a> {
+    todo: &'a TodoId,
+    title: &'a str,
+    next_poll: Timestamp,
 }
 
 #[derive(Debug, Serialize)]
@@ -161,6 +170,11 @@ fn should_run_json<'a>(state: &'a DecisionState, d: &'a Decision) -> ShouldRun<'
         goal_met: d.goal_met(),
         wake_at: d.wake_at().map(Timestamp),
         probe: d.probe(),
+        waiting_for: d.waiting_for().map(|w| WaitingRef {
+            todo: &w.todo.0,
+            title: &w.todo.1,
+            next_poll: Timestamp(w.next_poll),
+        }),
         reason: d.reason(),
     }
 }

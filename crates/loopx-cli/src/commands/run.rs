@@ -214,6 +214,7 @@ fn run_once(
             say(&format!("{agent}: a peer got there first: {why}"));
             let quiet = loopx_quota::Decision::Quiet {
                 reason: format!("a peer got there first: {why}"),
+                waiting_for: None,
             };
             (agent.as_str(), quiet, None)
         }
@@ -484,6 +485,15 @@ pub(crate) fn event_line(event: &RunEvent) -> String {
             )
         }
         RunEvent::Quiet { agent, reason } => format!("{agent}: quiet: {reason}"),
+        RunEvent::Polled(p) => {
+            let exit = p.exit.map(|c| format!(" (exit {c})")).unwrap_or_default();
+            let then = match (&p.gate, p.next_at) {
+                (Some(gate), _) => format!("; a person is asked: gate {gate}"),
+                (None, Some(at)) => format!("; next poll at {}", at_and_in(at)),
+                (None, None) => String::new(),
+            };
+            format!("monitor {} polled: {}{exit}{then}", p.todo, p.result)
+        }
         RunEvent::AgentStopped { agent, reason } => format!("{agent}: stopped: {reason}"),
         RunEvent::AgentError { agent, error } => format!("{agent}: error: {error}"),
         RunEvent::Stopping { reason } => {

@@ -146,6 +146,33 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
             ctx.line(format!("  {:<12} {now_doing}", a.agent))?;
         }
     }
+    if !status.monitors.is_empty() {
+        ctx.line("")?;
+        ctx.line(style.bold(&format!("Monitors ({})", status.monitors.len())))?;
+        for m in &status.monitors {
+            let last = match (m.last, m.last_at) {
+                (Some(verdict), Some(at)) => {
+                    format!("last {} {}", verdict.as_str(), views::relative(now, at))
+                }
+                _ => "not polled yet".to_owned(),
+            };
+            let next = match (m.gate, m.next_poll) {
+                (Some(gate), _) => style.yellow(&format!("a person is asked: gate {gate}")),
+                (None, Some(at)) => format!("next poll {}", views::relative(now, at)),
+                (None, None) => String::new(),
+            };
+            let expires = m
+                .expires_at
+                .map(|at| format!(", expires {}", views::relative(now, at)))
+                .unwrap_or_default();
+            ctx.line(format!(
+                "  {:<5} {}  {}",
+                m.todo.to_string(),
+                style.dim(&format!("{next}; {last}, {} poll(s){expires}", m.polls)),
+                views::one_line(&m.title)
+            ))?;
+        }
+    }
     let expired: Vec<&Claimed> = status.claimed.iter().filter(|c| c.expired).collect();
     if !status.waiting.is_empty() || !expired.is_empty() {
         ctx.line("")?;

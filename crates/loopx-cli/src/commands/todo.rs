@@ -2,15 +2,59 @@
 //! layer's todo operations, shown.
 
 use loopx_app::todo::{Page, TodoQuery};
-use loopx_kernel::model::{Todo, TodoState};
+use loopx_kernel::model::{MonitorSpec, Todo, TodoState};
 use loopx_kernel::store::{FinishTodo, NewTodo};
+use loopx_kernel::time::Timestamp;
 use loopx_kernel::{AgentName, TodoId};
 
 use super::{duration, id, ids};
-use crate::args::{FinishArgs, TodoCommand};
+use crate::args::{FinishArgs, TodoCommand, WaitArgs};
 use crate::context::Ctx;
 use crate::errors::ExpectedError;
 use crate::output::{document, views};
+
+/// The monitor and the resting time `--check`, `--every`, `--expires`, `--until`,
+/// `--profile` and `--not-before` ask for (shared with `loopx report todo`).
+pub(crate) fn waits(
+    wait: &WaitArgs,
+    now: Timestamp,
+) -> Result<(Option<MonitorSpec>, Option<Timestamp>), ExpectedError> {
+    let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let monitor = match &wait.check {
+        None => None,
+        Some(check) => {
+            let every = wait.every.as_deref().ok_or_else(|| {
+                ExpectedError::Usage(
+                    "a monitor needs a cadence: `--every 10m` (how often loopx runs the check)"
+                        .to_owned(),
+                )
+            })?;
+            Some(MonitorSpec {
+                check: check.clone(),
+                every_ms: millis(duration("--every", every)?),
+                expires_after_ms: wait
+                    .expires
+                    .as_deref()
+                    .map(|e| duration("--expires", e).map(millis))
+                    .transpose()?,
+                until_changed: wait.until.as_deref() == Some("changed"),
+                profile: wait.profile.clone(),
+            })
+        }
+    };
+    let not_before = match wait.not_before.as_deref() {
+        None => None,
+        Some(text) => Some(match Timestamp::parse_rfc3339(text) {
+            Some(at) => at,
+            None => now.plus(duration("--not-before", text).map_err(|_| {
+                ExpectedError::Usage(format!(
+                    "`{text}` for --not-before is neither a time nor a duration\n(hint: `2026-12-05T09:00:00Z`, or `3h` from now)"
+                ))
+            })?),
+        }),
+    };
+    Ok((monitor, not_before))
+}
 
 pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
     let app = ctx.app()?;
@@ -23,7 +67,9 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
             after,
             role,
             goal,
+            wait,
         } => {
+            let (monitor, not_before) = waits(&wait, ctx.now())?;
             let new = NewTodo {
                 goal: goal.as_deref().map(id).transpose()?,
                 title,
@@ -32,6 +78,8 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
                 needs,
                 after: ids(&after)?,
                 role,
+                monitor,
+                not_before,
             };
             let todo = app.add_todo(new)?;
             show(

@@ -1,7 +1,10 @@
 //! How records read to people: one line in a list, a few lines when shown.
 
 use loopx_kernel::Timestamp;
-use loopx_kernel::model::{Agent, Evidence, Gate, GateState, Goal, Handoff, Todo, TodoState};
+use loopx_kernel::limits::clip;
+use loopx_kernel::model::{
+    Agent, Evidence, Gate, GateState, Goal, Handoff, Monitor, Todo, TodoState,
+};
 pub use loopx_kernel::time::relative;
 
 use super::Style;
@@ -93,6 +96,12 @@ pub fn todo_detail(
     if let Some(role) = &todo.role {
         lines.push(format!("role      {role}"));
     }
+    if let Some(at) = todo.not_before {
+        lines.push(format!("rests     until {at} ({})", relative(now, at)));
+    }
+    if let Some(monitor) = &todo.monitor {
+        lines.extend(monitor_lines(monitor, todo.state.is_final(), now));
+    }
     lines.push(format!(
         "added     {} by {}",
         todo.created_at, todo.created_by
@@ -104,6 +113,68 @@ pub fn todo_detail(
     if let Some(handoff) = handoff {
         lines.push(String::new());
         lines.extend(handoff_lines(style, handoff, now));
+    }
+    lines
+}
+
+/// A monitor's check, cadence, next poll and recent observations (`todo show`).
+pub fn monitor_lines(monitor: &Monitor, finished: bool, now: Timestamp) -> Vec<String> {
+    let every =
+        loopx_kernel::time::short_duration(std::time::Duration::from_millis(monitor.every_ms));
+    let until = if monitor.until_changed {
+        ", until its output changes"
+    } else {
+        ""
+    };
+    let mut lines = vec![format!(
+        "check     {} (every {every}{until})",
+        monitor.check
+    )];
+    if let Some(profile) = &monitor.profile {
+        lines.push(format!("profile   {profile}"));
+    }
+    if let Some(at) = monitor.expires_at {
+        lines.push(format!("expires   {at} ({})", relative(now, at)));
+    }
+    let next = match (&monitor.asked, &monitor.poll, finished) {
+        (_, _, true) => None,
+        (Some(gate), _, _) => Some(format!("a person is asked first ({gate})")),
+        (None, Some(lease), _) => Some(format!("{} polls it now", lease.agent)),
+        (None, None, false) => Some(format!(
+            "{} ({})",
+            monitor.next_at,
+            relative(now, monitor.next_at)
+        )),
+    };
+    if let Some(next) = next {
+        lines.push(format!("next poll {next}"));
+    }
+    lines.push(format!(
+        "polls     {}{}",
+        monitor.polls,
+        match monitor.failures {
+            0 => String::new(),
+            n => format!(", the last {n} failed"),
+        }
+    ));
+    for seen in monitor.recent.iter().rev() {
+        let exit = seen
+            .exit
+            .map_or_else(|| "no exit".to_owned(), |c| format!("exit {c}"));
+        let times = match seen.count {
+            1 => format!("{}", seen.at),
+            n => format!("{} … {} ({n} polls)", seen.at, seen.last_at),
+        };
+        let last_line = seen.tail.lines().last().unwrap_or("").trim();
+        lines.push(format!(
+            "  {times}: {}, {exit}{}",
+            seen.verdict.as_str(),
+            if last_line.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", clip(last_line, 100))
+            }
+        ));
     }
     lines
 }

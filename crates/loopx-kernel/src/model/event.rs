@@ -160,6 +160,14 @@ pub enum EventKind {
     AgentRemoved {
         agent: AgentName,
     },
+    /// A monitor's check ran with a result unlike its last one, or was met (record version 9);
+    /// a poll with the same result as the last counts into the monitor's observation instead.
+    MonitorPolled {
+        todo: TodoId,
+        verdict: super::PollVerdict,
+        exit: Option<i32>,
+        polls: u64,
+    },
 }
 
 impl EventKind {
@@ -193,6 +201,7 @@ impl EventKind {
             EventKind::BudgetRestarted { .. } => "budget_restarted",
             EventKind::AgentChanged { .. } => "agent_changed",
             EventKind::AgentRemoved { .. } => "agent_removed",
+            EventKind::MonitorPolled { .. } => "monitor_polled",
         }
     }
 
@@ -311,6 +320,18 @@ impl EventKind {
                 format!("agent {agent} changed (profile {profile})")
             }
             EventKind::AgentRemoved { agent } => format!("agent {agent} removed"),
+            EventKind::MonitorPolled {
+                todo,
+                verdict,
+                exit,
+                polls,
+            } => {
+                let exit = exit.map_or_else(|| "no exit".to_owned(), |c| format!("exit {c}"));
+                format!(
+                    "{todo} polled ({polls} so far): {}, {exit}",
+                    verdict.as_str()
+                )
+            }
         }
     }
 }

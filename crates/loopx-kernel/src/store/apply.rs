@@ -4,6 +4,7 @@
 mod agent;
 pub mod budget;
 mod entities;
+mod monitor;
 mod op;
 pub mod quota;
 mod slice;
@@ -11,6 +12,7 @@ mod todo;
 mod typed;
 
 pub use agent::AgentChange;
+pub use monitor::{ClaimPoll, RecordPoll};
 pub use op::{
     AnswerChoice, AnswerGate, Applied, BatchError, BeginSlice, ChangeAgent, ClaimTodo, FinishTodo,
     Interrupt, NewAgent, NewEvidence, NewGate, NewGoal, NewHandoff, NewHold, NewSlice, NewTodo, Op,

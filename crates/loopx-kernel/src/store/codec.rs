@@ -30,6 +30,9 @@
 //!   `reported_done` (its last field: an older gate reads it `false`), and events the
 //!   `agent_changed` and `agent_removed` kinds (appended, so a version-6 or 7 record reads unchanged); the bump
 //!   makes an older loopx refuse such records by name.
+//! - 9: todos gained `monitor` and `not_before`, their last two fields: an older todo reads
+//!   with both `None` (two zero bytes appended). Gates gained the `monitor` kind, evidence the
+//!   `monitor` kind and events `monitor_polled` (appended, so older records read unchanged).
 
 use std::borrow::Cow;
 
@@ -45,7 +48,7 @@ use crate::model::{
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 8;
+pub(crate) const RECORD_VERSION: u8 = 9;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -60,6 +63,7 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
         table: table.to_owned(),
         why,
     };
+    let version = bytes.first().copied().unwrap_or(RECORD_VERSION);
     let body: Cow<'_, [u8]> = match bytes.split_first() {
         // A version-6 or -7 gate lacks the rollback kind's `reported_done`, the last field of
         // its last field: a zero byte appended reads as `false` (postcard ignores it for every
@@ -69,7 +73,7 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
             owned.push(0);
             Cow::Owned(owned)
         }
-        Some((&(6 | 7 | RECORD_VERSION), body)) => Cow::Borrowed(body),
+        Some((&(6 | 7 | 8 | RECORD_VERSION), body)) => Cow::Borrowed(body),
         Some((&version @ 1..=5, body)) => up_to_v5(version, table, body)
             .and_then(|v5| Ok(Cow::Owned(upgrade_v5(table, &v5)?.into_owned())))
             .map_err(|e| failed(e.to_string()))?,
@@ -79,6 +83,17 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
             )));
         }
         None => return Err(failed("empty record".to_owned())),
+    };
+    // A todo before version 9 lacks `monitor` and `not_before`, its last two fields: two zero
+    // bytes read as `None` each (a todo upgraded from version 1 already has them, and postcard
+    // ignores what follows a complete value).
+    let body = match (table, version) {
+        ("todos", ..9) => {
+            let mut owned = body.into_owned();
+            owned.extend_from_slice(&[0, 0]);
+            Cow::Owned(owned)
+        }
+        _ => body,
     };
     postcard::from_bytes(&body).map_err(|e| failed(e.to_string()))
 }
@@ -309,6 +324,8 @@ impl From<TodoV1> for Todo {
             updated_at: t.updated_at,
             finished_under: None,
             attempts_since: None,
+            monitor: None,
+            not_before: None,
         }
     }
 }
@@ -547,9 +564,40 @@ mod tests {
     }
 
     #[test]
+    fn a_version_8_todo_reads_as_neither_a_monitor_nor_resting() {
+        let todo = Todo::from(TodoV1 {
+            id: TodoId(3),
+            goal: GoalId(1),
+            title: "Wait".into(),
+            detail: String::new(),
+            priority: 2,
+            state: TodoState::Open,
+            needs: vec![],
+            after: vec![TodoId(1)],
+            role: None,
+            epoch: 4,
+            lease: None,
+            latest_handoff: None,
+            created_by: "human:ann".into(),
+            created_at: Timestamp(5),
+            updated_at: Timestamp(6),
+        });
+        let current = encode(&todo);
+        assert_eq!(current[0], RECORD_VERSION);
+        // Version 8 wrote the same fields without the last two (`None`, one zero byte each).
+        assert_eq!(&current[current.len() - 2..], &[0, 0]);
+        let mut v8 = current[..current.len() - 2].to_vec();
+        v8[0] = 8;
+        let read: Todo = decode("todos", &v8).expect("a version-8 todo reads");
+        assert_eq!(read, todo);
+        assert!(read.monitor.is_none() && read.not_before.is_none());
+    }
+
+    #[test]
     fn a_newer_record_is_refused_by_name() {
-        let err = decode::<u64>("todos", &[9, 1]).expect_err("too new");
-        assert!(err.to_string().contains("record version 9"), "{err}");
+        let err = decode::<u64>("todos", &[10, 1]).expect_err("too new");
+        assert!(err.to_string().contains("record version 10"), "{err}");
+        assert_eq!(decode::<u64>("todos", &[9, 1]).expect("version 9 reads"), 1);
         assert_eq!(decode::<u64>("todos", &[8, 1]).expect("version 8 reads"), 1);
         assert_eq!(decode::<u64>("todos", &[7, 1]).expect("version 7 reads"), 1);
         assert_eq!(decode::<u64>("todos", &[6, 1]).expect("version 6 reads"), 1);

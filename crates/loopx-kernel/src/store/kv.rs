@@ -144,11 +144,12 @@ pub(crate) enum Table {
     ReadyTodos,
     WaitingTodos,
     Dependents,
+    MonitorTodos,
 }
 
 impl Table {
     /// Every table, in the order `loopx store copy` copies them.
-    pub(crate) const ALL: [Table; 18] = [
+    pub(crate) const ALL: [Table; 19] = [
         Table::Meta,
         Table::Goals,
         Table::Todos,
@@ -167,6 +168,7 @@ impl Table {
         Table::ReadyTodos,
         Table::WaitingTodos,
         Table::Dependents,
+        Table::MonitorTodos,
     ];
 
     /// The table's name (redb's, and the one errors give).
@@ -190,6 +192,7 @@ impl Table {
             Table::ReadyTodos => "ready_todos",
             Table::WaitingTodos => "waiting_todos",
             Table::Dependents => "todo_dependents",
+            Table::MonitorTodos => "monitor_todos",
         }
     }
 
@@ -214,6 +217,7 @@ impl Table {
             Table::ReadyTodos => 16,
             Table::WaitingTodos => 17,
             Table::Dependents => 18,
+            Table::MonitorTodos => 19,
         }
     }
 
@@ -232,7 +236,7 @@ impl Table {
             Table::Quota | Table::Agents => Shape::Named,
             Table::Running | Table::ActiveTodos | Table::ClaimedTodos => Shape::Set,
             Table::ReadyTodos => Shape::Ready,
-            Table::WaitingTodos | Table::Dependents => Shape::Pair,
+            Table::WaitingTodos | Table::Dependents | Table::MonitorTodos => Shape::Pair,
         }
     }
 }

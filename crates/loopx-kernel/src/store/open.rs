@@ -22,8 +22,11 @@ use crate::project::Project;
 /// The layout of tables and records this loopx reads and writes. Version 2 added the todo
 /// indexes (`store/todo_index.rs`): a version-1 store is upgraded at its first open, and a
 /// loopx that knows only version 1 then refuses the store instead of writing todos without
-/// keeping the indexes.
-pub const SCHEMA_VERSION: u64 = 2;
+/// keeping the indexes. Version 3 added `monitor_todos` (open monitors, which are never
+/// ready): a version-2 store gets it, with every index rebuilt, at its first read-write open,
+/// and a loopx that knows only version 2 then refuses the store instead of taking a monitor for
+/// work.
+pub const SCHEMA_VERSION: u64 = 3;
 /// The oldest layout this loopx opens (and upgrades).
 const OLDEST_SCHEMA: u64 = 1;
 
@@ -424,7 +427,7 @@ impl Store {
         })
     }
 
-    /// Brings a version-1 store to this layout: builds its todo indexes and records version 2,
+    /// Brings a version-1 or -2 store to this layout: builds its todo indexes and records the version,
     /// in one transaction (a peer that upgraded it meanwhile leaves nothing to do).
     fn upgrade(&self) -> Result<(), KernelError> {
         let txn = self.begin_write()?;

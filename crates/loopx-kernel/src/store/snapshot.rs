@@ -29,6 +29,7 @@ pub(crate) struct TodoIndexRows {
     pub waiting_counts: Vec<(u64, u64)>,
     pub waiting: Vec<(u64, u64)>,
     pub dependents: Vec<(u64, u64)>,
+    pub monitors: Vec<(u64, u64)>,
     pub claimed: Vec<u64>,
     pub open_count: u64,
     pub claimed_count: u64,
@@ -287,6 +288,17 @@ impl<'a> Snapshot<'a> {
         self.todos_by_id(ids.iter().map(Key::num))
     }
 
+    /// The open monitors of `goal` whose dependencies are all finished, oldest first: what
+    /// supervisors poll (and what the decision says the goal waits for).
+    pub fn monitors(&self, goal: GoalId) -> Result<Vec<Todo>, KernelError> {
+        let range = (
+            Bound::Included(Key::Pair(goal.0, 0)),
+            Bound::Included(Key::Pair(goal.0, u64::MAX)),
+        );
+        let ids = self.kv.keys(tables::MONITOR_TODOS, range, usize::MAX)?;
+        self.todos_by_id(ids.iter().map(Key::num))
+    }
+
     /// How many open todos of `goal` wait on an unfinished dependency.
     pub fn waiting_count(&self, goal: GoalId) -> Result<u64, KernelError> {
         Ok(self.meta(&tables::waiting_key(goal.0))?.unwrap_or(0))
@@ -307,6 +319,7 @@ impl<'a> Snapshot<'a> {
         for (table, out) in [
             (tables::WAITING_TODOS, &mut rows.waiting),
             (tables::DEPENDENTS, &mut rows.dependents),
+            (tables::MONITOR_TODOS, &mut rows.monitors),
         ] {
             for key in self.kv.keys(table, ALL_KEYS, usize::MAX)? {
                 if let Key::Pair(a, b) = key {

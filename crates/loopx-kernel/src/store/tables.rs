@@ -33,6 +33,9 @@ pub(crate) const WAITING_TODOS: Table = Table::WaitingTodos;
 /// For each waiting todo, one row per dependency it waits on: `(dependency, todo)`, so that
 /// finishing a todo finds the todos it releases without a scan.
 pub(crate) const DEPENDENTS: Table = Table::Dependents;
+/// Open monitors whose dependencies are all finished, `(goal, id)`: what supervisors poll.
+/// A monitor is never in `ready_todos` (no agent takes it).
+pub(crate) const MONITOR_TODOS: Table = Table::MonitorTodos;
 /// Claimed todos (live or expired leases).
 pub(crate) const CLAIMED_TODOS: Table = Table::ClaimedTodos;
 pub(crate) const EVENTS: Table = Table::Events;

@@ -10,6 +10,8 @@
 //!   `(dependency, todo)` in `todo_dependents` per dependency it waits on. Finishing a todo
 //!   reads its rows there and moves each dependent whose dependencies are now all finished to
 //!   `ready_todos`: the cost is the number of dependents, not of todos;
+//! - `monitor_todos` `(goal, id)`: an open monitor with every dependency finished. Monitors
+//!   are never ready: loopx polls them, no agent takes them;
 //! - `claimed_todos` `id`: claimed, its lease live or expired.
 //!
 //! The counts of open and claimed todos sit in `meta` beside the dropped count, and each
@@ -100,6 +102,7 @@ fn unplace(ix: Ix<'_>, todo: &Todo) -> Result<(), KernelError> {
     match todo.state {
         TodoState::Open => {
             ix.remove(tables::READY_TODOS, &ready_key(todo))?;
+            ix.remove(tables::MONITOR_TODOS, &Key::Pair(todo.goal.0, todo.id.0))?;
             let waited = ix.remove(tables::WAITING_TODOS, &Key::Pair(todo.goal.0, todo.id.0))?;
             if waited {
                 for dep in &todo.after {
@@ -122,7 +125,7 @@ fn place(ix: Ix<'_>, todo: &Todo) -> Result<(), KernelError> {
         TodoState::Open => {
             let unfinished = unfinished_deps(ix, todo)?;
             if unfinished.is_empty() {
-                ix.put(tables::READY_TODOS, &ready_key(todo), &[])?;
+                put_ready(ix, todo)?;
             } else {
                 ix.put(
                     tables::WAITING_TODOS,
@@ -179,9 +182,22 @@ fn release_dependents(ix: Ix<'_>, finished: u64) -> Result<(), KernelError> {
         }
         ix.remove(tables::WAITING_TODOS, &Key::Pair(todo.goal.0, todo.id.0))?;
         count_waiting(ix, todo.goal.0, -1)?;
-        ix.put(tables::READY_TODOS, &ready_key(&todo), &[])?;
+        put_ready(ix, &todo)?;
     }
     Ok(())
+}
+
+/// Puts an open todo whose dependencies are all finished where it is worked from: the ready
+/// index for agents, or the monitors' for loopx's polls.
+fn put_ready(ix: Ix<'_>, todo: &Todo) -> Result<(), KernelError> {
+    match todo.is_monitor() {
+        true => ix.put(
+            tables::MONITOR_TODOS,
+            &Key::Pair(todo.goal.0, todo.id.0),
+            &[],
+        ),
+        false => ix.put(tables::READY_TODOS, &ready_key(todo), &[]),
+    }
 }
 
 /// Builds the indexes of a store written before they existed (or of a new one), from the
@@ -193,6 +209,7 @@ pub(crate) fn build(ix: Ix<'_>) -> Result<(), KernelError> {
         tables::WAITING_TODOS,
         tables::DEPENDENTS,
         tables::CLAIMED_TODOS,
+        tables::MONITOR_TODOS,
     ] {
         ix.clear(table)?;
     }

@@ -76,6 +76,8 @@ impl Fixture {
             needs: vec![],
             after: vec![],
             role: None,
+            monitor: None,
+            not_before: None,
         };
         match self.store.apply(Op::TodoAdd(new), HUMAN, T0).expect("todo") {
             Applied::Todo(todo) => todo.id,

@@ -316,6 +316,9 @@ pub(super) fn gate_answer(
         GateKind::Scope { todo: None, .. } => {}
         // Answering unblocks the agent: its next slice tries again.
         GateKind::Spawn { .. } => {}
+        GateKind::Monitor { todo } => {
+            super::monitor::answered(w, *todo, chosen.map(String::as_str))?;
+        }
     }
     Ok(Applied::Gate(gate))
 }

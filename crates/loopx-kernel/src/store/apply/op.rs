@@ -82,6 +82,10 @@ pub struct NewTodo {
     pub needs: Vec<String>,
     pub after: Vec<TodoId>,
     pub role: Option<String>,
+    /// Makes it a monitor: loopx polls the check, no agent takes it.
+    pub monitor: Option<crate::model::MonitorSpec>,
+    /// No agent takes it before then.
+    pub not_before: Option<Timestamp>,
 }
 
 /// A new gate.
@@ -184,6 +188,19 @@ impl NewTodo {
         limits::check_len("detail", &self.detail, limits::DETAIL)?;
         for name in self.needs.iter().chain(&self.role) {
             crate::ids::check_id("capability or role", name)?;
+        }
+        if let Some(monitor) = &self.monitor {
+            limits::check_text("check", &monitor.check, limits::DETAIL, "")?;
+            if monitor.every_ms < crate::model::MIN_EVERY_MS {
+                return Err(Invalid::Other(format!(
+                    "a monitor polls at most every {} seconds (--every {}s was given)\n(hint: `--every 1m`)",
+                    crate::model::MIN_EVERY_MS / 1000,
+                    monitor.every_ms / 1000
+                )));
+            }
+            if let Some(profile) = &monitor.profile {
+                crate::ids::check_id("profile", profile)?;
+            }
         }
         Ok(())
     }
@@ -322,6 +339,10 @@ pub enum Op {
     EvidenceAdd(NewEvidence),
     HandoffAdd(NewHandoff),
     AgentAdd(NewAgent),
+    /// A supervisor takes a monitor's due poll (or asks a person about an expired one).
+    PollClaim(super::monitor::ClaimPoll),
+    /// A poll's result, under its claim.
+    PollRecord(super::monitor::RecordPoll),
     /// A person changes an agent (`loopx agent set`).
     AgentSet(ChangeAgent),
     /// A person removes an agent that runs no slice (`loopx agent remove`).
@@ -469,6 +490,7 @@ impl Op {
         match self {
             Op::TodoRenew(_) => "renew",
             Op::TodoRelease(_) => "release",
+            Op::PollClaim(_) | Op::PollRecord(_) => "poll",
             Op::TodoFinish(FinishTodo {
                 to: TodoState::Dropped,
                 ..
@@ -554,6 +576,13 @@ impl Op {
             | Op::QuotaCharge(_)
             | Op::QuotaResume(_) => {}
             Op::QuotaHold(NewHold { reason, .. }) => r.redact_in_place(reason),
+            Op::PollRecord(poll) => {
+                r.redact_in_place(&mut poll.tail);
+                if let Some(why) = &mut poll.failed {
+                    r.redact_in_place(why);
+                }
+            }
+            Op::PollClaim(_) => {}
         }
     }
 }
@@ -596,6 +625,8 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             note,
         }) => entities::gate_answer(w, gate, choice, slice, note),
         Op::GateWithdraw(WithdrawGate { gate }) => entities::gate_withdraw(w, gate),
+        Op::PollClaim(claim) => super::monitor::claim_poll(w, claim),
+        Op::PollRecord(poll) => super::monitor::record_poll(w, poll),
         Op::EvidenceAdd(new) => entities::evidence_add(w, new),
         Op::HandoffAdd(new) => entities::handoff_add(w, new),
         Op::AgentAdd(NewAgent {

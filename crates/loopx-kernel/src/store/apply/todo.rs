@@ -39,6 +39,14 @@ pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> 
             after.push(dep);
         }
     }
+    // A check an agent wrote runs with no more rights than the sandbox gives: a profile (its
+    // environment, its secrets, its permission) is a person's to give.
+    if new.monitor.as_ref().is_some_and(|m| m.profile.is_some()) && w.actor.starts_with("agent:") {
+        return Err(Invalid::Other(
+            "only a person may give a monitor's check a profile; an agent's check runs in the read-only sandbox".to_owned(),
+        )
+        .into());
+    }
     let id = TodoId(w.next_id(counter::TODO)?);
     let todo = Todo {
         id,
@@ -58,6 +66,10 @@ pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> 
         updated_at: w.now,
         finished_under: None,
         attempts_since: None,
+        monitor: new
+            .monitor
+            .map(|spec| Box::new(crate::model::Monitor::new(spec, w.now))),
+        not_before: new.not_before,
     };
     w.put_todo(&todo)?;
     w.event(EventKind::TodoAdded {
@@ -131,16 +143,18 @@ pub(super) fn claim(
             .into());
         }
     };
-    for dep in &todo.after {
-        let dep_todo: Todo = w.require(tables::TODOS, dep.0, "todo", dep)?;
-        if !dep_todo.state.is_final() {
-            return Err(Conflict::Waiting {
-                todo: id,
-                after: *dep,
-                state: dep_todo.state.as_str(),
-            }
-            .into());
-        }
+    refuse_waiting(w, &todo)?;
+    if todo.is_monitor() {
+        return Err(Invalid::Other(format!(
+            "{id} is a monitor: loopx polls its check itself, and no agent takes it\n(hint: take a todo `--after {id}`; `loopx todo show {id}` shows its polls)"
+        ))
+        .into());
+    }
+    if let Some(until) = todo.not_before.filter(|t| *t > w.now) {
+        return Err(Invalid::Other(format!(
+            "{id} rests until {until} (`--not-before`): no agent takes it before then"
+        ))
+        .into());
     }
     refuse_gated(w, id, agent)?;
     let missing: Vec<String> = todo
@@ -189,6 +203,22 @@ pub(super) fn claim(
 }
 
 /// `id` is held by another live claim.
+/// Refuses work on `todo` while one of its dependencies is unfinished.
+pub(super) fn refuse_waiting(w: &Writer<'_>, todo: &Todo) -> Result<(), KernelError> {
+    for dep in &todo.after {
+        let dep_todo: Todo = w.require(tables::TODOS, dep.0, "todo", dep)?;
+        if !dep_todo.state.is_final() {
+            return Err(Conflict::Waiting {
+                todo: todo.id,
+                after: *dep,
+                state: dep_todo.state.as_str(),
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
 fn claimed(id: TodoId, lease: &Lease) -> KernelError {
     Conflict::Claimed {
         todo: id,

@@ -1,0 +1,282 @@
+//! Monitor polls in the kernel: claimed like a slice, recorded under the claim, compacted, and
+//! asking a person when they fail or expire.
+
+#[path = "support/common.rs"]
+mod common;
+
+use std::time::Duration;
+
+use common::{Fixture, HUMAN, T0, fixture};
+use loopx_kernel::model::{GateKind, GateState, MonitorSpec, PollVerdict, TodoState, output_hash};
+use loopx_kernel::store::{AnswerChoice, AnswerGate, ClaimPoll, NewTodo, RecordPoll};
+use loopx_kernel::{AgentName, KernelError, Timestamp, TodoId, check_consistency};
+
+fn monitor(f: &Fixture, spec: MonitorSpec) -> TodoId {
+    let new = NewTodo {
+        title: "Wait for run 42".into(),
+        monitor: Some(spec),
+        ..NewTodo::default()
+    };
+    f.store.run(new, HUMAN, T0).expect("a monitor").id
+}
+
+fn every_minute() -> MonitorSpec {
+    MonitorSpec {
+        check: "scripts/run-done.sh 42".into(),
+        every_ms: 60_000,
+        ..MonitorSpec::default()
+    }
+}
+
+fn at(secs: u64) -> Timestamp {
+    T0.plus(Duration::from_secs(secs))
+}
+
+fn poller(name: &str) -> AgentName {
+    name.parse().expect("a name")
+}
+
+fn claim(f: &Fixture, todo: TodoId, by: &str, now: Timestamp) -> Result<u64, KernelError> {
+    let claim = ClaimPoll {
+        todo,
+        by: poller(by),
+        ttl: Duration::from_secs(40),
+    };
+    f.store.run(claim, "loopx", now).map(|t| t.epoch)
+}
+
+fn record(
+    f: &Fixture,
+    todo: TodoId,
+    epoch: u64,
+    exit: Option<i32>,
+    output: &str,
+    now: Timestamp,
+) -> Result<loopx_kernel::model::Todo, KernelError> {
+    let poll = RecordPoll {
+        todo,
+        epoch,
+        exit,
+        failed: exit
+            .is_none()
+            .then(|| "the check ran past its time limit".to_owned()),
+        hash: output_hash(output.as_bytes()),
+        tail: output.to_owned(),
+    };
+    f.store.run(poll, "loopx", now)
+}
+
+fn consistent(f: &Fixture) {
+    let problems = f.store.read(check_consistency).expect("read");
+    assert!(problems.is_empty(), "{problems:?}");
+}
+
+#[test]
+fn two_supervisors_never_poll_one_monitor_at_once_and_a_lapsed_poll_is_not_recorded() {
+    let f = fixture();
+    f.goal();
+    let t = monitor(&f, every_minute());
+    let first = claim(&f, t, "host-a", at(0)).expect("the first claim");
+    let second = claim(&f, t, "host-b", at(1)).expect_err("polled already");
+    assert!(second.to_string().contains("host-a polls it"), "{second}");
+    // host-a stalls past its claim; host-b polls it, and host-a's late result is refused.
+    let taken = claim(&f, t, "host-b", at(41)).expect("the lapsed poll is taken over");
+    assert!(taken > first);
+    let late = record(&f, t, first, Some(0), "done", at(42)).expect_err("stale");
+    assert!(matches!(late, KernelError::Conflict(_)), "{late}");
+    let todo = record(&f, t, taken, Some(1), "running", at(43)).expect("recorded");
+    assert_eq!(todo.state, TodoState::Open);
+    let m = todo.monitor.expect("a monitor");
+    assert_eq!(m.polls, 1);
+    assert_eq!(m.next_at, at(43 + 60));
+    assert!(m.poll.is_none());
+    // Not due again before its cadence.
+    let early = claim(&f, t, "host-a", at(60)).expect_err("not due");
+    assert!(early.to_string().contains("next poll"), "{early}");
+    consistent(&f);
+}
+
+#[test]
+fn a_met_monitor_is_done_with_its_output_as_evidence_and_releases_its_dependents() {
+    let f = fixture();
+    f.goal();
+    let t = monitor(&f, every_minute());
+    let after = NewTodo {
+        title: "Evaluate run 42".into(),
+        after: vec![t],
+        ..NewTodo::default()
+    };
+    let dependent = f.store.run(after, HUMAN, T0).expect("a dependent").id;
+    let epoch = claim(&f, t, "host-a", at(0)).expect("claimed");
+    record(&f, t, epoch, Some(1), "running", at(1)).expect("not yet");
+    let epoch = claim(&f, t, "host-a", at(61)).expect("claimed again");
+    let done = record(&f, t, epoch, Some(0), "run 42 finished: loss 0.12", at(62)).expect("met");
+    assert_eq!(done.state, TodoState::Done);
+    f.store
+        .read(|s| {
+            let evidence = s.evidence_newest(10, |e| e.todo == Some(t))?;
+            assert_eq!(evidence.len(), 1);
+            assert_eq!(evidence[0].kind, loopx_kernel::model::EvidenceKind::Monitor);
+            assert!(evidence[0].detail.contains("loss 0.12"));
+            let goal = s.current_goal()?.expect("a goal");
+            let ready = s.ready_todos(goal.id, None, false, 10)?;
+            assert_eq!(ready.iter().map(|t| t.id).collect::<Vec<_>>(), [dependent]);
+            assert!(s.monitors(goal.id)?.is_empty());
+            Ok(())
+        })
+        .expect("read");
+    consistent(&f);
+}
+
+#[test]
+fn three_failed_polls_back_off_then_ask_and_poll_again_resumes() {
+    let f = fixture();
+    f.goal();
+    let t = monitor(&f, every_minute());
+    let mut now = at(0);
+    let mut waits = Vec::new();
+    for _ in 0..3 {
+        let epoch = claim(&f, t, "host-a", now).expect("due");
+        let todo = record(&f, t, epoch, None, "", now).expect("recorded");
+        let m = todo.monitor.expect("a monitor");
+        waits.push(m.next_at.since(now).as_secs());
+        now = m.next_at;
+    }
+    // The cadence doubled per failure in a row.
+    assert_eq!(waits, [120, 240, 480]);
+    let (gate, todo) = f
+        .store
+        .read(|s| Ok((s.gates()?, s.todo(t)?.expect("the monitor"))))
+        .expect("read");
+    let gate = gate
+        .into_iter()
+        .find(|g| g.state == GateState::Open)
+        .expect("asked");
+    assert_eq!(gate.kind, GateKind::Monitor { todo: t });
+    assert_eq!(gate.options, ["poll", "met", "drop"]);
+    assert!(
+        gate.question.contains("failed 3 times"),
+        "{}",
+        gate.question
+    );
+    assert!(gate.context.contains("time limit"), "{}", gate.context);
+    assert_eq!(todo.monitor.as_ref().and_then(|m| m.asked), Some(gate.id));
+    // While asked, nobody polls it, however late.
+    claim(&f, t, "host-a", at(100_000)).expect_err("a person is asked");
+    let answer = AnswerGate {
+        gate: gate.id,
+        choice: AnswerChoice::Option(1),
+        note: None,
+        slice: None,
+    };
+    f.store.run(answer, HUMAN, at(100_000)).expect("answered");
+    let epoch = claim(&f, t, "host-a", at(100_001)).expect("due again at once");
+    let todo = record(&f, t, epoch, Some(1), "", at(100_002)).expect("recorded");
+    let m = todo.monitor.expect("a monitor");
+    assert_eq!(m.failures, 0);
+    assert_eq!(
+        m.recent.last().map(|o| o.verdict),
+        Some(PollVerdict::NotYet)
+    );
+    consistent(&f);
+}
+
+#[test]
+fn an_expired_monitor_asks_instead_of_polling_and_met_releases_it() {
+    let f = fixture();
+    f.goal();
+    let t = monitor(
+        &f,
+        MonitorSpec {
+            expires_after_ms: Some(3_600_000),
+            ..every_minute()
+        },
+    );
+    let todo = f
+        .store
+        .run(
+            ClaimPoll {
+                todo: t,
+                by: poller("host-a"),
+                ttl: Duration::from_secs(40),
+            },
+            "loopx",
+            at(3_600),
+        )
+        .expect("asks");
+    let gate = todo.monitor.and_then(|m| m.asked).expect("a gate");
+    let answer = AnswerGate {
+        gate,
+        choice: AnswerChoice::Option(2),
+        note: None,
+        slice: None,
+    };
+    f.store.run(answer, HUMAN, at(3_700)).expect("answered");
+    let todo = f
+        .store
+        .read(|s| s.todo(t))
+        .expect("read")
+        .expect("the monitor");
+    assert_eq!(todo.state, TodoState::Done);
+    consistent(&f);
+}
+
+#[test]
+fn a_monitor_polled_for_200_hours_stays_a_small_record() {
+    let f = fixture();
+    f.goal();
+    let t = monitor(&f, every_minute());
+    // Its JSON, which is larger than the stored record (postcard).
+    let size = |f: &Fixture| {
+        let todo = f.store.read(|s| s.todo(t)).expect("read").expect("todo");
+        serde_json::to_vec(&todo).expect("json").len()
+    };
+    let mut now = at(0);
+    // 2,000 polls, every one "not yet" with the same output, then 20 with changing output.
+    for i in 0..2_020u64 {
+        let epoch = claim(&f, t, "host-a", now).expect("due");
+        let output = if i < 2_000 {
+            "running".to_owned()
+        } else {
+            format!("step {i}")
+        };
+        let todo = record(&f, t, epoch, Some(1), &output, now).expect("recorded");
+        now = todo.monitor.expect("a monitor").next_at;
+    }
+    let todo = f.store.read(|s| s.todo(t)).expect("read").expect("todo");
+    let m = todo.monitor.expect("a monitor");
+    assert_eq!(m.polls, 2_020);
+    assert_eq!(m.recent.len(), 8);
+    assert!(size(&f) < 8 * 1024, "{} bytes", size(&f));
+    // Only polls whose result changed are events: the first, and the 20 that differed.
+    let events = f
+        .store
+        .read(|s| s.events_from(1, usize::MAX))
+        .expect("events");
+    let polled = events
+        .iter()
+        .filter(|e| e.kind.name() == "monitor_polled")
+        .count();
+    assert_eq!(polled, 21);
+    consistent(&f);
+}
+
+#[test]
+fn only_a_person_gives_a_check_a_profile() {
+    let f = fixture();
+    f.goal();
+    let new = NewTodo {
+        title: "Wait for CI".into(),
+        monitor: Some(MonitorSpec {
+            profile: Some("ci-reader".into()),
+            ..every_minute()
+        }),
+        ..NewTodo::default()
+    };
+    let refused = f
+        .store
+        .run(new.clone(), "agent:exec", T0)
+        .expect_err("an agent");
+    assert!(refused.to_string().contains("only a person"), "{refused}");
+    f.store.run(new, HUMAN, T0).expect("a person may");
+}

@@ -1,0 +1,180 @@
+//! Monitors (`docs/monitors.md`): todos loopx polls itself, with no agent and no quota.
+
+use serde_json::Value;
+
+use crate::support::{Background, Loopx, demo_project, event, todo_state};
+
+/// A check that is met once `flag` exists in the project's tree.
+fn flag_check(flag: &str) -> String {
+    format!("if test -e {flag}; then echo finished; else echo still running; exit 1; fi")
+}
+
+fn should_run(loopx: &Loopx) -> Value {
+    loopx
+        .ok(&["quota", "should-run", "--agent", "exec", "--json"])
+        .json()
+}
+
+#[test]
+fn a_monitor_met_after_polls_wakes_its_dependent_and_no_agent_runs_before() {
+    let loopx = demo_project(&["exec"]);
+    let check = flag_check("job-42.done");
+    loopx.ok(&[
+        "todo",
+        "add",
+        "Wait for job 42",
+        "--check",
+        &check,
+        "--every",
+        "10s",
+    ]);
+    loopx.ok(&["todo", "add", "Evaluate job 42", "--after", "t1"]);
+    // Before any poll the agent is quiet, and says what for: not a planning slice.
+    let decision = should_run(&loopx);
+    assert_eq!(decision["decision"], "quiet", "{decision}");
+    assert_eq!(decision["waiting_for"]["todo"], "t1", "{decision}");
+    assert!(
+        decision["waiting_for"]["next_poll"].is_string(),
+        "{decision}"
+    );
+    let mut bg = Background::start(&loopx, &["--max-slices", "1"]);
+    let first = bg.wait_for("the first poll", |e| e["event"] == "polled");
+    assert_eq!(first["todo"], "t1", "{first}");
+    assert_eq!(first["result"], "not yet", "{first}");
+    assert_eq!(first["exit"], 1, "{first}");
+    std::fs::write(loopx.path().join("job-42.done"), "").expect("the job ends");
+    let (code, events) = bg.finish();
+    assert_eq!(code, 0, "{events:#?}");
+    let polls = event(&events, "polled");
+    let met = polls.last().expect("a last poll");
+    assert_eq!(met["result"], "met", "{events:#?}");
+    assert_eq!(met["exit"], 0, "{events:#?}");
+    // No slice ran before the monitor was met; the one that ran was on its dependent.
+    let position = |want: &Value| events.iter().position(|e| e == want).expect("seen");
+    let started = event(&events, "slice_started");
+    assert_eq!(started.len(), 1, "{events:#?}");
+    assert!(position(started[0]) > position(met), "{events:#?}");
+    assert_eq!(started[0]["todo"], "t2", "{events:#?}");
+    assert_eq!(todo_state(&loopx, "t1"), "done");
+    // The check's output is the monitor's evidence, and every poll is counted on the todo.
+    let evidence = loopx.ok(&["evidence", "list", "--json"]).json();
+    let kinds: Vec<&str> = evidence["evidence"]
+        .as_array()
+        .expect("evidence")
+        .iter()
+        .filter(|e| e["todo"] == "t1")
+        .map(|e| e["kind"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(kinds, ["monitor"], "{evidence}");
+    let shown = loopx.ok(&["todo", "show", "t1", "--json"]).json();
+    let monitor = &shown["todo"]["monitor"];
+    assert_eq!(
+        monitor["polls"].as_u64(),
+        Some(polls.len() as u64),
+        "{shown}"
+    );
+    let recent = monitor["recent"].as_array().expect("observations");
+    assert_eq!(recent.last().expect("one")["verdict"], "met", "{shown}");
+    assert!(
+        recent.last().expect("one")["tail"]
+            .as_str()
+            .is_some_and(|t| t.contains("finished")),
+        "{shown}"
+    );
+}
+
+#[test]
+fn an_agent_cannot_claim_a_monitor_and_a_resting_todo_waits() {
+    let loopx = demo_project(&["exec"]);
+    loopx.ok(&["todo", "add", "Wait", "--check", "exit 1", "--every", "1m"]);
+    let refused = loopx.run(&["todo", "claim", "t1", "--agent", "exec"]);
+    assert_ne!(refused.code, 0);
+    assert!(
+        refused.stderr.contains("t1 is a monitor"),
+        "{}",
+        refused.stderr
+    );
+    loopx.ok(&["todo", "drop", "t1"]);
+    loopx.ok(&[
+        "todo",
+        "add",
+        "Deploy after the freeze",
+        "--not-before",
+        "2h",
+    ]);
+    let decision = should_run(&loopx);
+    assert_eq!(decision["decision"], "wait", "{decision}");
+    assert_eq!(decision["todo"]["id"], "t2", "{decision}");
+    assert!(decision["wake_at"].is_string(), "{decision}");
+    let refused = loopx.run(&["todo", "claim", "t2", "--agent", "exec"]);
+    assert_ne!(refused.code, 0);
+    assert!(refused.stderr.contains("rests until"), "{}", refused.stderr);
+    // A cadence shorter than ten seconds is a busy loop, refused with what to give instead.
+    let fast = loopx.run(&["todo", "add", "Spin", "--check", "true", "--every", "1s"]);
+    assert_eq!(fast.code, 2, "{}", fast.stderr);
+    assert!(fast.stderr.contains("--every 1m"), "{}", fast.stderr);
+}
+
+#[test]
+fn an_expired_monitor_asks_a_person_and_its_dependents_wait_for_the_answer() {
+    let loopx = demo_project(&["exec"]);
+    loopx.ok(&[
+        "todo",
+        "add",
+        "Wait for the review",
+        "--check",
+        "exit 1",
+        "--every",
+        "10s",
+        "--expires",
+        "1s",
+    ]);
+    loopx.ok(&["todo", "add", "Merge after the review", "--after", "t1"]);
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let run = loopx.run(&["run", "--on-gate", "exit"]);
+    assert_eq!(
+        run.code,
+        i32::from(loopx_cli::exit_code::HALTED_ON_GATE),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("waiting on gate q1"), "{}", run.stderr);
+    assert!(run.stderr.contains("expired"), "{}", run.stderr);
+    assert!(!run.stderr.contains("slice s1"), "{}", run.stderr);
+    assert_eq!(todo_state(&loopx, "t2"), "open");
+    // `drop`: the monitor is dropped, which releases the todo after it.
+    loopx.ok(&["gate", "answer", "q1", "3"]);
+    assert_eq!(todo_state(&loopx, "t1"), "dropped");
+    let decision = should_run(&loopx);
+    assert_eq!(decision["decision"], "deliver", "{decision}");
+    assert_eq!(decision["todo"]["id"], "t2", "{decision}");
+}
+
+#[test]
+fn a_check_cannot_write_outside_its_sandbox() {
+    let loopx = demo_project(&["exec"]);
+    let outside = tempfile::tempdir().expect("a directory outside the project");
+    let check = format!(
+        "echo planted > planted.txt; echo planted > {}/planted.txt; echo x >> .loopx/loopx.toml; echo looked; exit 0",
+        outside.path().display()
+    );
+    loopx.ok(&["todo", "add", "Look", "--check", &check, "--every", "10s"]);
+    let config_before =
+        std::fs::read_to_string(loopx.path().join(".loopx/loopx.toml")).expect("config");
+    let mut bg = Background::start(&loopx, &["--for", "20s"]);
+    let polled = bg.wait_for("the poll", |e| e["event"] == "polled");
+    bg.signal(nix::sys::signal::Signal::SIGTERM);
+    let _ = bg.finish();
+    assert_eq!(polled["result"], "met", "{polled}");
+    assert!(!loopx.path().join("planted.txt").exists());
+    assert!(!outside.path().join("planted.txt").exists());
+    let config_after =
+        std::fs::read_to_string(loopx.path().join(".loopx/loopx.toml")).expect("config");
+    assert_eq!(config_before, config_after);
+    let shown = loopx.ok(&["todo", "show", "t1", "--json"]).json();
+    let tail = shown["todo"]["monitor"]["recent"][0]["tail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(tail.contains("looked"), "{tail}");
+}
