@@ -56,6 +56,12 @@ fn a_monitor_met_after_polls_wakes_its_dependent_and_no_agent_runs_before() {
     assert!(position(started[0]) > position(met), "{events:#?}");
     assert_eq!(started[0]["todo"], "t2", "{events:#?}");
     assert_eq!(todo_state(&loopx, "t1"), "done");
+    // The dependent's slice starts from what the monitor saw.
+    let prompt =
+        std::fs::read_to_string(loopx.path().join(".loopx/slices/s1.prompt")).expect("prompt");
+    let evidence = &prompt[prompt.find("Recent evidence:").expect("the section")..];
+    assert!(evidence.contains("[monitor] t1 met after"), "{prompt}");
+    assert!(evidence.contains("    finished"), "{prompt}");
     // The check's output is the monitor's evidence, and every poll is counted on the todo.
     let evidence = loopx.ok(&["evidence", "list", "--json"]).json();
     let kinds: Vec<&str> = evidence["evidence"]

@@ -28,7 +28,11 @@ pub const REPORT_PROTOCOL: &str = r#"When you stop, end your final message with 
   must decide; then ask one concrete question that ends with `?` and names the decision.
 - evidence: what you checked and how (kinds: test, diff, note, artifact).
 - handoff: what the next agent on this task needs to know.
-- next_todos: work you propose; `role` names who should take it (e.g. `reviewer`).
+- next_todos: work you propose; `role` names who should take it (e.g. `reviewer`). To wait on
+  something slow you started (a training run, CI), propose a monitor instead of checking back
+  yourself: `{"title":"Wait for run 42","check":"test -e out/run42.done","every":"10m"}`; loopx
+  runs the check (exit 0: done, 1: not yet) with no agent, and `"after":["t7"]` makes a todo
+  wait for it (`loopx report todo … --check … --every …` does the same and prints the id).
 - Only `status` and `summary` are required."#;
 
 /// What the prompt is about.
@@ -106,10 +110,16 @@ pub fn prompt_values(
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let recent =
-        snap.evidence_newest(RECENT_EVIDENCE, |e| todo_id.is_none() || e.todo == todo_id)?;
+    // A todo's own evidence, and what the monitors it waited on saw when they were met.
+    let after = p.todo.map(|t| t.after.as_slice()).unwrap_or_default();
+    let recent = snap.evidence_newest(RECENT_EVIDENCE, |e| {
+        todo_id.is_none()
+            || e.todo == todo_id
+            || (e.kind == EvidenceKind::Monitor && e.todo.is_some_and(|t| after.contains(&t)))
+    })?;
     // The newest failed land check carries its output: the agent must see what failed to fix
-    // it (before, the prompt said only that the todo did not land).
+    // it (before, the prompt said only that the todo did not land). So does a met monitor's:
+    // it is what the work after it starts from.
     let failed_check = recent
         .iter()
         .find(|e| e.kind == EvidenceKind::Land)
@@ -119,7 +129,9 @@ pub fn prompt_values(
         .iter()
         .map(|e| {
             let line = format!("- [{}] {} ({})", e.kind.as_str(), e.summary, e.id);
-            match Some(e.id) == failed_check && !e.detail.trim().is_empty() {
+            let with_output = Some(e.id) == failed_check
+                || (e.kind == EvidenceKind::Monitor && todo_id.is_some() && e.todo != todo_id);
+            match with_output && !e.detail.trim().is_empty() {
                 true => format!(
                     "{line}\n{}",
                     e.detail
