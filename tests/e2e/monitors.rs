@@ -184,3 +184,60 @@ fn a_check_cannot_write_outside_its_sandbox() {
         .to_owned();
     assert!(tail.contains("looked"), "{tail}");
 }
+
+/// Issue 28: an agent that started a long job reports a monitor and the work after it; loopx
+/// polls the check (which runs read-only in the sandbox, whatever it tries) and starts the
+/// follow-up once the job is done, with no slice in between.
+#[test]
+fn an_agent_reports_a_monitor_and_its_follow_up_which_runs_once_the_job_is_done() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Train and evaluate model 42"]);
+    let script = format!(
+        "r() {{ n=$1; shift; '{loopx}' --json report \"$@\" > $n.out 2> $n.err; echo $? > $n.rc; }}\n\
+         cat > /dev/null\n\
+         if [ \"$LOOPX_TODO\" = t1 ]; then\n\
+           r monitor todo 'Wait for run 42' --check 'echo planted > planted-by-check.txt; if test -e run42.done; then echo loss 0.12; else exit 1; fi' --every 10s\n\
+           id=$(grep -o '\"id\":\"t[0-9]*\"' monitor.out | head -1 | cut -d'\"' -f4)\n\
+           r follow todo 'Evaluate run 42' --after \"$id\"\n\
+           r profile todo 'Wait with my rights' --check true --every 1m --profile executor\n\
+         fi\n\
+         r done done --summary 'ok'\n",
+        loopx = crate::support::LOOPX
+    );
+    crate::support::script_agent(
+        &loopx,
+        "exec",
+        &script,
+        "max_time = \"2m\"\nidle_timeout = \"1m\"",
+    );
+    loopx.ok(&["todo", "add", "Start training run 42"]);
+    let mut bg = Background::start(&loopx, &["--max-slices", "2"]);
+    let first = bg.wait_for("the monitor's first poll", |e| e["event"] == "polled");
+    assert_eq!(first["todo"], "t2", "{first}");
+    assert_eq!(first["result"], "not yet", "{first}");
+    std::fs::write(loopx.path().join("run42.done"), "").expect("the run ends");
+    let (code, events) = bg.finish();
+    assert_eq!(code, 0, "{events:#?}");
+    let started: Vec<&Value> = event(&events, "slice_started");
+    let todos: Vec<&str> = started.iter().filter_map(|e| e["todo"].as_str()).collect();
+    assert_eq!(todos, ["t1", "t3"], "{events:#?}");
+    let met = events
+        .iter()
+        .position(|e| e["event"] == "polled" && e["result"] == "met")
+        .expect("met");
+    let second = events.iter().position(|e| *e == *started[1]).expect("seen");
+    assert!(met < second, "{events:#?}");
+    // The check ran in the read-only sandbox: it wrote nothing in the project.
+    assert!(!loopx.path().join("planted-by-check.txt").exists());
+    // A profile is a person's to give.
+    let profile = std::fs::read_to_string(loopx.path().join("profile.err")).expect("stderr");
+    let rc = std::fs::read_to_string(loopx.path().join("profile.rc")).unwrap_or_default();
+    let out = std::fs::read_to_string(loopx.path().join("profile.out")).unwrap_or_default();
+    assert!(
+        profile.contains("only a person"),
+        "rc {rc} out {out} err {profile}"
+    );
+    let shown = loopx.ok(&["todo", "show", "t2", "--json"]).json();
+    assert_eq!(shown["todo"]["created_by"], "agent:exec", "{shown}");
+    assert_eq!(shown["todo"]["state"], "done", "{shown}");
+}

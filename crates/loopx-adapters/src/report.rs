@@ -28,7 +28,7 @@ pub struct ReportEvidence {
 }
 
 /// A todo the agent proposes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ReportTodo {
     /// Title.
     pub title: String,
@@ -38,6 +38,33 @@ pub struct ReportTodo {
     /// The role that should take it (`reviewer`, …).
     #[serde(default)]
     pub role: Option<String>,
+    /// Ids of todos that must be finished first (`["t7"]`).
+    #[serde(default)]
+    pub after: Vec<String>,
+    /// A monitor: the check loopx polls (exit 0 met, 1 not yet), with `every`.
+    #[serde(default)]
+    pub check: Option<String>,
+    /// A monitor's cadence (`10m`).
+    #[serde(default)]
+    pub every: Option<String>,
+    /// How long until a person is asked about a monitor not met (`48h`).
+    #[serde(default)]
+    pub expires: Option<String>,
+    /// `changed`: a monitor met when its check's output changes.
+    #[serde(default)]
+    pub until: Option<String>,
+}
+
+impl ReportTodo {
+    /// The monitor the item describes, in words; `None` without a `check`.
+    pub fn monitor_words(&self) -> Option<loopx_vocab::MonitorWords> {
+        Some(loopx_vocab::MonitorWords {
+            check: self.check.clone()?,
+            every: self.every.clone(),
+            expires: self.expires.clone(),
+            until: self.until.clone(),
+        })
+    }
 }
 
 /// A question for a human.

@@ -184,6 +184,11 @@ pub enum ReportCommand {
         /// The role of agent that should take it.
         #[arg(long, value_name = "ROLE")]
         role: Option<String>,
+        /// A todo that must be finished first (repeatable): a monitor you reported, say.
+        #[arg(long = "after", value_name = "ID")]
+        after: Vec<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
     },
     /// Ask a person a concrete question; blocks the slice's todo (or, without one, this agent).
     Ask(QuestionArgs),
@@ -434,6 +439,18 @@ pub struct WaitArgs {
     /// from now (`3h`).
     #[arg(long, value_name = "TIME")]
     pub not_before: Option<String>,
+}
+
+impl WaitArgs {
+    /// The monitor these flags describe, in words; `None` without `--check`.
+    pub fn words(&self) -> Option<loopx_vocab::MonitorWords> {
+        Some(loopx_vocab::MonitorWords {
+            check: self.check.clone()?,
+            every: self.every.clone(),
+            expires: self.expires.clone(),
+            until: self.until.clone(),
+        })
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -73,6 +73,7 @@ fn plan<W: Write>(task: &Task, ws: &Workspace, stream: &mut Stream<W>) -> Result
         title: title.to_owned(),
         detail: Some(detail),
         role: Some(role.to_owned()),
+        ..ReportTodo::default()
     };
     let mut report = report(
         ReportStatus::Progress,
@@ -226,6 +227,7 @@ fn review<W: Write>(task: &Task, ws: &Workspace, stream: &mut Stream<W>) -> Resu
             title: format!("Write {file}"),
             detail: Some(format!("The review found no `{file}`. [demo:file={file}]")),
             role: Some("executor".to_owned()),
+            ..ReportTodo::default()
         }];
         return Ok(Ending {
             lead: summary,
@@ -255,6 +257,7 @@ fn review<W: Write>(task: &Task, ws: &Workspace, stream: &mut Stream<W>) -> Resu
                 "The review found no `Goal:` line. [demo:file={file}]"
             )),
             role: Some("executor".to_owned()),
+            ..ReportTodo::default()
         }];
     }
     Ok(Ending {

@@ -17,8 +17,8 @@ mod event;
 mod monitor;
 pub use event::{Event, EventKind};
 pub use monitor::{
-    CHECK_LIMIT_MS, FAILURES_BEFORE_ASKING, MIN_EVERY_MS, Monitor, MonitorSpec, OUTPUT_TAIL_BYTES,
-    Observation, PollVerdict, check_limit_ms, output_hash,
+    CHECK_LIMIT_MS, FAILURES_BEFORE_ASKING, MIN_EVERY_MS, Monitor, MonitorSpec, MonitorWords,
+    OUTPUT_TAIL_BYTES, Observation, PollVerdict, check_limit_ms, output_hash,
 };
 
 /// What the agents work towards, and the bounds they work in.

@@ -38,12 +38,19 @@ pub enum AgentReport {
         files: Vec<String>,
         questions: Vec<String>,
     },
-    /// `loopx report todo TITLE`.
+    /// `loopx report todo TITLE`: with `monitor`, a check loopx polls (never with a profile:
+    /// an agent's check runs read-only in the sandbox).
     Todo {
         title: String,
         detail: String,
         priority: i32,
         role: Option<String>,
+        #[serde(default)]
+        after: Vec<TodoId>,
+        #[serde(default)]
+        monitor: Option<crate::model::MonitorWords>,
+        #[serde(default)]
+        not_before: Option<crate::time::Timestamp>,
     },
     /// `loopx report ask QUESTION`.
     Ask {
@@ -179,13 +186,25 @@ impl Reporter {
                 detail,
                 priority,
                 role,
-            } => ops.push(Op::TodoAdd(NewTodo {
-                title,
-                detail,
-                priority,
-                role,
-                ..NewTodo::default()
-            })),
+                after,
+                monitor,
+                not_before,
+            } => {
+                let monitor = monitor
+                    .map(|words| crate::model::MonitorSpec::from_words(&words, None))
+                    .transpose()
+                    .map_err(|e| ReportRefused::usage(e.to_string()))?;
+                ops.push(Op::TodoAdd(NewTodo {
+                    title,
+                    detail,
+                    priority,
+                    role,
+                    after,
+                    monitor,
+                    not_before,
+                    ..NewTodo::default()
+                }))
+            }
             AgentReport::Ask {
                 question,
                 options,

@@ -856,6 +856,7 @@ mod tests {
                                 title,
                                 detail,
                                 role,
+                                ..ReportTodo::default()
                             })
                             .collect(),
                         question: question.map(|(text, options)| ReportQuestion { text, options }),

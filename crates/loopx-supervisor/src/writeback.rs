@@ -407,20 +407,43 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     wb.parts.extend(findings::ops(f).into_iter().map(core));
     if let Some(Ok(r)) = report {
         for todo in r.next_todos.iter().take(REPORT_ITEMS) {
+            // A monitor or a dependency the kernel cannot take is dropped and noted, as any
+            // item it refuses.
+            let waits = todo
+                .monitor_words()
+                .map(|words| loopx_kernel::model::MonitorSpec::from_words(&words, None))
+                .transpose()
+                .map_err(|e| e.to_string())
+                .and_then(|monitor| {
+                    let after = todo
+                        .after
+                        .iter()
+                        .map(|id| id.trim().parse::<loopx_kernel::TodoId>())
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| e.to_string())?;
+                    Ok((monitor, after))
+                });
+            let (monitor, after) = match waits {
+                Ok(waits) => waits,
+                Err(why) => {
+                    wb.note_dropped(f, &format!("todo `{}`", todo.title.trim()), &why);
+                    continue;
+                }
+            };
             let new = NewTodo {
                 goal: None,
                 title: bounded(todo.title.trim(), limits::TITLE),
                 detail: bounded(todo.detail.as_deref().unwrap_or("").trim(), limits::DETAIL),
                 priority: 0,
                 needs: vec![],
-                after: vec![],
+                after,
                 role: todo
                     .role
                     .as_deref()
                     .map(str::trim)
                     .filter(|r| !r.is_empty())
                     .map(str::to_owned),
-                monitor: None,
+                monitor,
                 not_before: None,
             };
             wb.add_item(f, Op::TodoAdd(new), Item::Todo);
@@ -958,6 +981,7 @@ mod tests {
             title: "Review".into(),
             detail: None,
             role: None,
+            ..ReportTodo::default()
         }];
         let wb = check_kind(&done(more), "completed", false, SliceKind::Plan);
         assert!(!is_goal_done(&wb), "it proposed more work");
@@ -1080,11 +1104,13 @@ mod tests {
                 title: "Review the notes".into(),
                 detail: None,
                 role: Some("reviewer".into()),
+                ..ReportTodo::default()
             },
             ReportTodo {
                 title: "   ".into(),
                 detail: None,
                 role: None,
+                ..ReportTodo::default()
             },
         ];
         let c = classified(Outcome::Progress, Some(Ok(r)));
@@ -1103,6 +1129,52 @@ mod tests {
         let gate = gate.expect("a gate");
         assert_eq!(gate.options, ["list"]);
         assert_eq!(gate.blocks, Blocks::Agent("exec".parse().expect("a name")));
+    }
+
+    #[test]
+    fn a_reported_monitor_becomes_one_and_a_malformed_one_is_dropped_and_noted() {
+        let mut r = report(ReportStatus::Progress);
+        r.next_todos = vec![
+            ReportTodo {
+                title: "Wait for run 42".into(),
+                check: Some("test -e out/run42.done".into()),
+                every: Some("10m".into()),
+                expires: Some("2d".into()),
+                ..ReportTodo::default()
+            },
+            ReportTodo {
+                title: "Evaluate run 7".into(),
+                after: vec!["t7".into()],
+                ..ReportTodo::default()
+            },
+            ReportTodo {
+                title: "Wait for CI".into(),
+                check: Some("gh run view 1".into()),
+                every: Some("soon".into()),
+                ..ReportTodo::default()
+            },
+        ];
+        let c = classified(Outcome::Progress, Some(Ok(r)));
+        let wb = check(&c, "progress", false);
+        let added: Vec<NewTodo> = wb
+            .ops()
+            .into_iter()
+            .filter_map(|op| match op {
+                Op::TodoAdd(new) => Some(new),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(added.len(), 2, "{added:?}");
+        let monitor = added[0].monitor.as_ref().expect("a monitor");
+        assert_eq!(monitor.every_ms, 600_000);
+        assert_eq!(monitor.expires_after_ms, Some(2 * 86_400_000));
+        assert_eq!(monitor.profile, None);
+        assert_eq!(added[1].after, ["t7".parse().expect("an id")]);
+        assert!(
+            notes(&wb).iter().any(|n| n.contains("`soon`")),
+            "{:?}",
+            notes(&wb)
+        );
     }
 
     #[test]

@@ -282,3 +282,18 @@ mod tests {
         );
     }
 }
+
+/// A monitor as a person or an agent writes it (`--check`, `--every`, `--expires`, `--until`,
+/// or the same fields of a report block's `next_todos` item): words, read into a spec by the
+/// kernel (`MonitorSpec::from_words`), so every surface accepts and refuses the same things.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct MonitorWords {
+    /// The check, a shell command: exit 0 met, 1 not yet.
+    pub check: String,
+    /// The cadence: `10m`.
+    pub every: Option<String>,
+    /// How long until a person is asked: `48h`.
+    pub expires: Option<String>,
+    /// `changed`: met when the check's output differs from its first poll's.
+    pub until: Option<String>,
+}

@@ -26,8 +26,8 @@ pub use ids::{
     AgentName, EvidenceId, GateId, GoalId, HandoffId, InvalidId, SliceId, TodoId, check_id,
 };
 pub use kinds::{
-    ErrorClass, EvidenceKind, GoalStatus, HoldSource, Isolation, IsolationMode, SliceKind, Spelled,
-    TodoState, UnknownWord,
+    ErrorClass, EvidenceKind, GoalStatus, HoldSource, Isolation, IsolationMode, MonitorWords,
+    SliceKind, Spelled, TodoState, UnknownWord,
 };
 pub use outcome::{Next, Outcome, OutcomePolicy, Streak};
 pub use permission::PermissionLevel;

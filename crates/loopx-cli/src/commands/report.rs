@@ -53,11 +53,24 @@ pub fn run(ctx: &mut Ctx, cmd: ReportCommand) -> Result<(), ExpectedError> {
             detail,
             priority,
             role,
+            after,
+            wait,
         } => AgentReport::Todo {
             title,
             detail,
             priority,
             role,
+            after: super::ids(&after)?,
+            // Refused here, where the flag is, as the kernel refuses it from any agent.
+            monitor: match wait.profile {
+                Some(_) => {
+                    return Err(ExpectedError::Usage(
+                        "only a person may give a monitor's check a profile; an agent's check runs read-only in the sandbox\n(hint: leave out --profile)".to_owned(),
+                    ));
+                }
+                None => wait.words(),
+            },
+            not_before: super::todo::waits(&wait, ctx.now())?.1,
         },
         ReportCommand::Ask(ask) => AgentReport::Ask {
             question: ask.question,

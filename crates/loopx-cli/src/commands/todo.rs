@@ -19,29 +19,10 @@ pub(crate) fn waits(
     wait: &WaitArgs,
     now: Timestamp,
 ) -> Result<(Option<MonitorSpec>, Option<Timestamp>), ExpectedError> {
-    let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    let monitor = match &wait.check {
-        None => None,
-        Some(check) => {
-            let every = wait.every.as_deref().ok_or_else(|| {
-                ExpectedError::Usage(
-                    "a monitor needs a cadence: `--every 10m` (how often loopx runs the check)"
-                        .to_owned(),
-                )
-            })?;
-            Some(MonitorSpec {
-                check: check.clone(),
-                every_ms: millis(duration("--every", every)?),
-                expires_after_ms: wait
-                    .expires
-                    .as_deref()
-                    .map(|e| duration("--expires", e).map(millis))
-                    .transpose()?,
-                until_changed: wait.until.as_deref() == Some("changed"),
-                profile: wait.profile.clone(),
-            })
-        }
-    };
+    let monitor = wait
+        .words()
+        .map(|words| MonitorSpec::from_words(&words, wait.profile.clone()))
+        .transpose()?;
     let not_before = match wait.not_before.as_deref() {
         None => None,
         Some(text) => Some(match Timestamp::parse_rfc3339(text) {

@@ -11,8 +11,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::Lease;
+use crate::errors::Invalid;
 use crate::ids::GateId;
 use crate::time::Timestamp;
+pub use loopx_vocab::MonitorWords;
 
 /// How many distinct results a monitor keeps.
 pub const RECENT_OBSERVATIONS: usize = 8;
@@ -190,6 +192,55 @@ pub struct MonitorSpec {
     pub expires_after_ms: Option<u64>,
     pub until_changed: bool,
     pub profile: Option<String>,
+}
+
+impl MonitorSpec {
+    /// The spec `words` describe, with `profile` (a person's only): durations as `10m`, `48h`;
+    /// `until` only `changed`. The kernel checks the rest (the shortest cadence, the check's
+    /// length) when the todo is added.
+    pub fn from_words(
+        words: &MonitorWords,
+        profile: Option<String>,
+    ) -> Result<MonitorSpec, Invalid> {
+        let millis = |field: &str, text: &str| -> Result<u64, Invalid> {
+            let d = humantime::parse_duration(text.trim()).map_err(|e| {
+                Invalid::Other(format!(
+                    "`{text}` for a monitor's {field} is not a duration ({e})\n(hint: `10m`, `2h`, `48h`)"
+                ))
+            })?;
+            if d > crate::time::MAX_DURATION {
+                return Err(Invalid::Other(format!(
+                    "`{text}` for a monitor's {field} is longer than a year"
+                )));
+            }
+            Ok(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        };
+        let every = words.every.as_deref().ok_or_else(|| {
+            Invalid::Other(
+                "a monitor needs a cadence: `--every 10m` (`\"every\": \"10m\"` in a report block), how often loopx runs its check".to_owned(),
+            )
+        })?;
+        let until_changed = match words.until.as_deref().map(str::trim) {
+            None => false,
+            Some("changed") => true,
+            Some(other) => {
+                return Err(Invalid::Other(format!(
+                    "a monitor is met on exit 0, or `until changed`; `{other}` is not a condition"
+                )));
+            }
+        };
+        Ok(MonitorSpec {
+            check: words.check.clone(),
+            every_ms: millis("cadence (every)", every)?,
+            expires_after_ms: words
+                .expires
+                .as_deref()
+                .map(|e| millis("expiry (expires)", e))
+                .transpose()?,
+            until_changed,
+            profile,
+        })
+    }
 }
 
 /// The shortest cadence: a check more often than this is a busy loop.

@@ -464,6 +464,9 @@ mod tests {
             detail: String::new(),
             priority: 0,
             role: None,
+            after: vec![],
+            monitor: None,
+            not_before: None,
         };
         let mut spent = Budget::default();
         for _ in 0..SLICE_BUDGET.todos {
