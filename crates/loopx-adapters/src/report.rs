@@ -53,6 +53,9 @@ pub struct ReportTodo {
     /// `changed`: a monitor met when its check's output changes.
     #[serde(default)]
     pub until: Option<String>,
+    /// Todos that wait for this one, added with it: the work after a monitor.
+    #[serde(default)]
+    pub then: Vec<ReportTodo>,
 }
 
 impl ReportTodo {

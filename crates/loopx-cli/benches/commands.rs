@@ -179,6 +179,7 @@ fn add_todos(dir: &Path, todos: u64, finished: u64) {
                     role: None,
                     monitor: None,
                     not_before: None,
+                    then: vec![],
                 })
             })
             .collect();

@@ -38,6 +38,7 @@ fn healthy_store() -> Vec<u8> {
             role: None,
             monitor: None,
             not_before: None,
+            then: vec![],
         }));
     }
     ops.push(Op::GateAsk(NewGate {
@@ -116,6 +117,7 @@ fn exercise(dir: &Path) -> Result<(), String> {
                             role: None,
                             monitor: None,
                             not_before: None,
+                            then: vec![],
                         }),
                         common::HUMAN,
                         Timestamp(common::T0.0 + 1),

@@ -41,6 +41,7 @@ fn crash_writer_child() {
             role: None,
             monitor: None,
             not_before: None,
+            then: vec![],
         };
         store
             .apply(Op::TodoAdd(new), "human:crash", Timestamp::now())

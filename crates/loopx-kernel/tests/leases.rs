@@ -230,6 +230,7 @@ fn dependencies_gates_capabilities_and_roles_guard_a_claim() {
         role: None,
         monitor: None,
         not_before: None,
+        then: vec![],
     };
     let Applied::Todo(second) = f.store.apply(Op::TodoAdd(new), HUMAN, T0).expect("add") else {
         panic!("todo")
@@ -272,6 +273,7 @@ fn apply_all_is_all_or_nothing() {
         role: None,
         monitor: None,
         not_before: None,
+        then: vec![],
     };
     // The second operation fails (a stale epoch), so the first must not land either.
     let ops = vec![

@@ -572,6 +572,7 @@ fn a_refused_batch_names_the_operation() {
         role: None,
         monitor: None,
         not_before: None,
+        then: vec![],
     };
     let bad = loopx_kernel::store::NewTodo {
         role: Some("Reviewer Team".into()),

@@ -262,6 +262,45 @@ fn a_monitor_polled_for_200_hours_stays_a_small_record() {
 }
 
 #[test]
+fn a_monitor_and_the_work_after_it_are_added_together() {
+    let f = fixture();
+    f.goal();
+    let new = NewTodo {
+        title: "Wait for run 42".into(),
+        monitor: Some(every_minute()),
+        then: vec![NewTodo {
+            title: "Evaluate run 42".into(),
+            ..NewTodo::default()
+        }],
+        ..NewTodo::default()
+    };
+    let first = f.store.run(new, "agent:exec", T0).expect("added");
+    let after = f
+        .store
+        .read(|s| s.todo(TodoId(first.id.0 + 1)))
+        .expect("read")
+        .expect("the follow-up");
+    assert_eq!(after.title, "Evaluate run 42");
+    assert_eq!(after.after, [first.id]);
+    assert!(after.monitor.is_none());
+    // One level only: the follow-up of a follow-up is reported once the first exists.
+    let nested = NewTodo {
+        title: "a".into(),
+        then: vec![NewTodo {
+            title: "b".into(),
+            then: vec![NewTodo {
+                title: "c".into(),
+                ..NewTodo::default()
+            }],
+            ..NewTodo::default()
+        }],
+        ..NewTodo::default()
+    };
+    f.store.run(nested, "agent:exec", T0).expect_err("nested");
+    consistent(&f);
+}
+
+#[test]
 fn only_a_person_gives_a_check_a_profile() {
     let f = fixture();
     f.goal();

@@ -47,6 +47,7 @@ fn the_store_file_holds_no_secret_in_any_field() {
         role: None,
         monitor: None,
         not_before: None,
+        then: vec![],
     };
     f.store.apply(Op::TodoAdd(todo), HUMAN, T0).expect("todo");
     let gate = NewGate {

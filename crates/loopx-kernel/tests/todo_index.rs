@@ -167,6 +167,7 @@ proptest! {
                     role: match role { 1 => Some("reviewer".into()), 2 => Some("builder".into()), _ => None },
                     monitor: None,
                     not_before: None,
+                    then: vec![],
                 })),
                 Step::Batch { count, priority, gpu } => {
                     let ops = (0..count).map(|i| Op::TodoAdd(NewTodo {
@@ -179,6 +180,7 @@ proptest! {
                         role: None,
                         monitor: None,
                         not_before: None,
+                        then: vec![],
                     })).collect();
                     for applied in f.store.apply_all(ops, HUMAN, now).expect("batch") {
                         if let Applied::Todo(t) = applied { todos.push(t.id) }
@@ -277,6 +279,7 @@ fn a_store_from_before_the_indexes_gets_them_at_its_first_open() {
                 role: None,
                 monitor: None,
                 not_before: None,
+                then: vec![],
             }),
             HUMAN,
             T0,

@@ -88,6 +88,7 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
                 role: None,
                 monitor: None,
                 not_before: None,
+                then: vec![],
             })
         })
         .collect();

@@ -590,6 +590,7 @@ mod tests {
             role: None,
             monitor: None,
             not_before: None,
+            then: vec![],
         };
         let Applied::Todo(todo) = apply(&store, Op::TodoAdd(new)) else {
             panic!("a todo")
@@ -903,6 +904,7 @@ mod tests {
                     role: None,
                     monitor: None,
                     not_before: None,
+                    then: vec![],
                 }),
             ) else {
                 panic!("a todo")

@@ -30,9 +30,9 @@ pub const REPORT_PROTOCOL: &str = r#"When you stop, end your final message with 
 - handoff: what the next agent on this task needs to know.
 - next_todos: work you propose; `role` names who should take it (e.g. `reviewer`). To wait on
   something slow you started (a training run, CI), propose a monitor instead of checking back
-  yourself: `{"title":"Wait for run 42","check":"test -e out/run42.done","every":"10m"}`; loopx
-  runs the check (exit 0: done, 1: not yet) with no agent, and `"after":["t7"]` makes a todo
-  wait for it (`loopx report todo … --check … --every …` does the same and prints the id).
+  yourself: `{"title":"Wait for run 42","check":"test -e out/run42.done","every":"10m",
+  "then":[{"title":"Evaluate run 42"}]}`; loopx runs the check (exit 0: done, 1: not yet) with
+  no agent, and starts the `then` todos once it is met.
 - Only `status` and `summary` are required."#;
 
 /// What the prompt is about.

@@ -15,7 +15,7 @@
 //! valid. Evidence kinds an agent may not claim (`slice`, `quota`, `violation`) are recorded
 //! as notes.
 
-use loopx_adapters::{Classification, Outcome, Report};
+use loopx_adapters::{Classification, Outcome, Report, ReportTodo};
 use loopx_kernel::limits::{self, bounded, clip};
 use loopx_kernel::model::{
     Blocks, EvidenceKind, GateKind, GoalStatus, HoldSource, SliceKind, TodoState,
@@ -408,45 +408,11 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     if let Some(Ok(r)) = report {
         for todo in r.next_todos.iter().take(REPORT_ITEMS) {
             // A monitor or a dependency the kernel cannot take is dropped and noted, as any
-            // item it refuses.
-            let waits = todo
-                .monitor_words()
-                .map(|words| loopx_kernel::model::MonitorSpec::from_words(&words, None))
-                .transpose()
-                .map_err(|e| e.to_string())
-                .and_then(|monitor| {
-                    let after = todo
-                        .after
-                        .iter()
-                        .map(|id| id.trim().parse::<loopx_kernel::TodoId>())
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(|e| e.to_string())?;
-                    Ok((monitor, after))
-                });
-            let (monitor, after) = match waits {
-                Ok(waits) => waits,
-                Err(why) => {
-                    wb.note_dropped(f, &format!("todo `{}`", todo.title.trim()), &why);
-                    continue;
-                }
-            };
-            let new = NewTodo {
-                goal: None,
-                title: bounded(todo.title.trim(), limits::TITLE),
-                detail: bounded(todo.detail.as_deref().unwrap_or("").trim(), limits::DETAIL),
-                priority: 0,
-                needs: vec![],
-                after,
-                role: todo
-                    .role
-                    .as_deref()
-                    .map(str::trim)
-                    .filter(|r| !r.is_empty())
-                    .map(str::to_owned),
-                monitor,
-                not_before: None,
-            };
-            wb.add_item(f, Op::TodoAdd(new), Item::Todo);
+            // item it refuses (with the todos after it).
+            match proposed(todo, true) {
+                Ok(new) => wb.add_item(f, Op::TodoAdd(new), Item::Todo),
+                Err(why) => wb.note_dropped(f, &format!("todo `{}`", todo.title.trim()), &why),
+            }
         }
     }
     if let Some((text, options)) = question {
@@ -537,6 +503,48 @@ impl Writeback {
             }
         }
     }
+}
+
+/// A todo the agent proposes, as the kernel adds it: its monitor and dependencies read, and
+/// (with `then_allowed`) the todos that follow it.
+fn proposed(todo: &ReportTodo, then_allowed: bool) -> Result<NewTodo, String> {
+    let monitor = todo
+        .monitor_words()
+        .map(|words| loopx_kernel::model::MonitorSpec::from_words(&words, None))
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let after = todo
+        .after
+        .iter()
+        .map(|id| id.trim().parse::<loopx_kernel::TodoId>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    if !then_allowed && !todo.then.is_empty() {
+        return Err("a todo in `then` cannot have a `then` of its own".to_owned());
+    }
+    let then = todo
+        .then
+        .iter()
+        .take(REPORT_ITEMS)
+        .map(|next| proposed(next, false))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(NewTodo {
+        goal: None,
+        title: bounded(todo.title.trim(), limits::TITLE),
+        detail: bounded(todo.detail.as_deref().unwrap_or("").trim(), limits::DETAIL),
+        priority: 0,
+        needs: vec![],
+        after,
+        role: todo
+            .role
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(str::to_owned),
+        monitor,
+        not_before: None,
+        then,
+    })
 }
 
 fn core(op: Op) -> Part {
@@ -1140,6 +1148,10 @@ mod tests {
                 check: Some("test -e out/run42.done".into()),
                 every: Some("10m".into()),
                 expires: Some("2d".into()),
+                then: vec![ReportTodo {
+                    title: "Evaluate run 42".into(),
+                    ..ReportTodo::default()
+                }],
                 ..ReportTodo::default()
             },
             ReportTodo {
@@ -1169,6 +1181,8 @@ mod tests {
         assert_eq!(monitor.every_ms, 600_000);
         assert_eq!(monitor.expires_after_ms, Some(2 * 86_400_000));
         assert_eq!(monitor.profile, None);
+        assert_eq!(added[0].then.len(), 1, "the work after it, added with it");
+        assert_eq!(added[0].then[0].title, "Evaluate run 42");
         assert_eq!(added[1].after, ["t7".parse().expect("an id")]);
         assert!(
             notes(&wb).iter().any(|n| n.contains("`soon`")),

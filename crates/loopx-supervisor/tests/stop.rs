@@ -59,6 +59,7 @@ fn project(dir: &Path) -> Project {
             role: None,
             monitor: None,
             not_before: None,
+            then: vec![],
         }),
     ] {
         store.apply(op, HUMAN, Timestamp::now()).expect("set up");

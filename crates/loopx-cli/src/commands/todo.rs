@@ -61,6 +61,7 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
                 role,
                 monitor,
                 not_before,
+                then: vec![],
             };
             let todo = app.add_todo(new)?;
             show(

@@ -78,6 +78,7 @@ impl Fixture {
             role: None,
             monitor: None,
             not_before: None,
+            then: vec![],
         };
         match self.store.apply(Op::TodoAdd(new), HUMAN, T0).expect("todo") {
             Applied::Todo(todo) => todo.id,

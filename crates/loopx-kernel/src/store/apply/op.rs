@@ -86,6 +86,9 @@ pub struct NewTodo {
     pub monitor: Option<crate::model::MonitorSpec>,
     /// No agent takes it before then.
     pub not_before: Option<Timestamp>,
+    /// Todos added with it, each `--after` it, in the same transaction: a monitor and the work
+    /// that follows it, reported together (one level: these have no `then` of their own).
+    pub then: Vec<NewTodo>,
 }
 
 /// A new gate.
@@ -175,6 +178,18 @@ pub struct NewHandoff {
 }
 
 impl NewTodo {
+    /// Redacts what it writes: its text, its check, and the todos added after it.
+    fn redact(&mut self, r: &Redactor) {
+        r.redact_in_place(&mut self.title);
+        r.redact_in_place(&mut self.detail);
+        if let Some(m) = &mut self.monitor {
+            r.redact_in_place(&mut m.check);
+        }
+        for next in &mut self.then {
+            next.redact(r);
+        }
+    }
+
     /// What the kernel refuses in any new todo, whatever the state: a blank or too long title,
     /// a too long detail, a capability or role that is not an id (`reviewer`, not `Reviewer
     /// Team`).
@@ -201,6 +216,21 @@ impl NewTodo {
             if let Some(profile) = &monitor.profile {
                 crate::ids::check_id("profile", profile)?;
             }
+        }
+        if self.then.len() > limits::LIST_ITEMS {
+            return Err(Invalid::Other(format!(
+                "{} todos after one are too many (at most {})",
+                self.then.len(),
+                limits::LIST_ITEMS
+            )));
+        }
+        for next in &self.then {
+            if !next.then.is_empty() {
+                return Err(Invalid::Other(
+                    "a todo added after another cannot have todos after it in the same report; report them once it exists".to_owned(),
+                ));
+            }
+            next.check()?;
         }
         Ok(())
     }
@@ -513,10 +543,7 @@ impl Op {
                 r.redact_in_place(objective);
                 all(scope);
             }
-            Op::TodoAdd(new) => {
-                r.redact_in_place(&mut new.title);
-                r.redact_in_place(&mut new.detail);
-            }
+            Op::TodoAdd(new) => new.redact(r),
             Op::GateAsk(new) => {
                 r.redact_in_place(&mut new.question);
                 r.redact_in_place(&mut new.context);

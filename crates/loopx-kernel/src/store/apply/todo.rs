@@ -78,6 +78,11 @@ pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> 
         title: todo.title.clone(),
         priority: todo.priority,
     })?;
+    for mut next in new.then {
+        next.goal = Some(goal.id);
+        next.after.push(id);
+        add(w, next)?;
+    }
     super::budget::goal_met_moot(w, goal.id)?;
     Ok(Applied::Todo(todo))
 }
