@@ -422,6 +422,44 @@ fn a_running_slice_shows_its_agent_elapsed_time_and_a_live_tail() {
     assert_eq!(run.finish().0, 0);
 }
 
+/// Issue 28: a monitor has a column of its own, with its check, its cadence, when it is polled
+/// next and what its last poll saw.
+#[test]
+fn a_monitor_shows_in_its_column_with_its_last_poll() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Wait for the job"]);
+    loopx.ok(&["agent", "add", "exec", "--profile", "demo"]);
+    loopx.ok(&[
+        "todo",
+        "add",
+        "Wait for job 7",
+        "--check",
+        "echo 'step 3 of 10'; exit 1",
+        "--every",
+        "10m",
+    ]);
+    loopx.ok(&["todo", "add", "Evaluate job 7", "--after", "t1"]);
+    let mut run = Background::start(&loopx, &["--for", "30s"]);
+    run.wait_for("the first poll", |e| e["event"] == "polled");
+    let board = BoardProcess::start(&loopx);
+    let mut browser = Browser::start();
+    browser.open(&board.url);
+    browser.wait_for(
+        "the monitor's card",
+        r#"(() => {
+            const card = document.querySelector('#col-monitors [data-todo="t1"]');
+            return card && /every 10m/.test(card.innerText)
+                && /next poll in \d+m/.test(card.innerText)
+                && /last: not yet \(exit 1\): step 3 of 10 · 1 poll/.test(card.innerText)
+                && document.querySelector('#col-open [data-todo="t2"]');
+        })()"#,
+        Duration::from_secs(20),
+    );
+    browser.screenshot(&output_dir("board").join("board-monitor.png"));
+    run.signal(nix::sys::signal::Signal::SIGTERM);
+    let _ = run.finish();
+}
+
 /// Issue 33, gap 5: slices share the host's loopback, so an agent held all 64 of the board's
 /// connection slots and the person got 503 until it stopped. A connection from inside a slice
 /// is now refused at accept; the person's still get through.

@@ -109,6 +109,7 @@ fn columns(
         })
     };
     let mut open = Vec::new();
+    let mut monitors = Vec::new();
     let mut claimed = Vec::new();
     let mut blocked = Vec::new();
     let mut finished = Vec::new();
@@ -125,6 +126,14 @@ fn columns(
             "updated_at": todo.updated_at,
         });
         match todo.state {
+            // A monitor has a column of its own, whatever holds it: loopx works it, not agents.
+            TodoState::Open if todo.is_monitor() => {
+                card["monitor"] = monitor_card(todo);
+                if let Some(gate) = gate_of(todo) {
+                    card["gate"] = json!({"id": gate.id, "question": gate.question});
+                }
+                monitors.push(card);
+            }
             TodoState::Open => {
                 if let Some(gate) = gate_of(todo) {
                     card["gate"] = json!({"id": gate.id, "question": gate.question});
@@ -195,10 +204,35 @@ fn columns(
     };
     json!({
         "open": column(open),
+        "monitors": column(monitors),
         "claimed": column(claimed),
         "blocked": column(blocked),
         "done": column(finished),
         "dropped": column(dropped),
+    })
+}
+
+/// What a monitor's card shows: its check and cadence, when it is polled next, its last result.
+fn monitor_card(todo: &Todo) -> Value {
+    let Some(m) = todo.monitor.as_deref() else {
+        return Value::Null;
+    };
+    let last = m.last().map(|o| {
+        json!({
+            "verdict": o.verdict,
+            "at": o.last_at,
+            "exit": o.exit,
+            "line": o.tail.lines().last().unwrap_or("").trim(),
+        })
+    });
+    json!({
+        "check": m.check,
+        "every_ms": m.every_ms,
+        "next_at": m.asked.is_none().then_some(m.next_at),
+        "expires_at": m.expires_at,
+        "polls": m.polls,
+        "failures": m.failures,
+        "last": last,
     })
 }
 

@@ -209,6 +209,14 @@ function renderQuota(s) {
   box.append(list);
 }
 
+// `10m`, `1h 30m`, `45s`: a cadence in words.
+function duration(ms) {
+  const secs = Math.round(ms / 1000);
+  if (secs < 60) return secs + "s";
+  if (secs < 3600) return Math.floor(secs / 60) + "m" + (secs % 60 ? " " + (secs % 60) + "s" : "");
+  return Math.floor(secs / 3600) + "h" + (secs % 3600 >= 60 ? " " + Math.floor((secs % 3600) / 60) + "m" : "");
+}
+
 function card(todo, column, s) {
   const node = el("div", { class: "card", "data-todo": todo.id });
   node.append(el("div", { class: "title" }, el("span", { class: "id", text: todo.id }), todo.title));
@@ -216,6 +224,17 @@ function card(todo, column, s) {
   if (todo.priority) meta.append(el("span", { class: "chip", text: "priority " + todo.priority }));
   for (const wait of todo.waits_on || []) meta.append(el("span", { class: "chip", text: wait }));
   if (todo.gate) meta.append(el("span", { class: "chip gate-chip", text: "gate " + todo.gate.id + ": " + todo.gate.question }));
+  if (todo.monitor) {
+    const m = todo.monitor;
+    meta.append(el("div", { class: "check", text: "$ " + m.check }));
+    meta.append(el("span", { class: "chip", text: "every " + duration(m.every_ms) }));
+    if (m.next_at) meta.append(el("span", { class: "chip wake", "data-at": m.next_at, text: "next poll " + relative(m.next_at) }));
+    if (m.expires_at) meta.append(el("span", { class: "chip", text: "expires " + relative(m.expires_at) }));
+    const last = m.last
+      ? "last: " + m.last.verdict.replace("_", " ") + (m.last.exit === null ? "" : " (exit " + m.last.exit + ")") + (m.last.line ? ": " + m.last.line : "")
+      : "not polled yet";
+    meta.append(el("div", { class: "last-poll", text: last + " · " + m.polls + " poll(s)" }));
+  }
   if (todo.lease) {
     meta.append(el("div", { text: todo.lease.agent + " · epoch " + todo.lease.epoch + (todo.lease.live ? "" : " · lease expired") }));
   }
@@ -232,7 +251,7 @@ function card(todo, column, s) {
     node.append(el("div", { class: "meta", text: "done: " + todo.handoff.done }));
     if (todo.handoff.next) node.append(el("div", { class: "meta", text: "next: " + todo.handoff.next }));
   }
-  if (column === "open" || column === "claimed" || column === "blocked") {
+  if (column === "open" || column === "monitors" || column === "claimed" || column === "blocked") {
     node.append(el("button", {
       class: "danger",
       onclick: () => {
@@ -244,7 +263,7 @@ function card(todo, column, s) {
 }
 
 function renderColumns(s) {
-  for (const name of ["open", "claimed", "blocked", "done", "dropped"]) {
+  for (const name of ["open", "monitors", "claimed", "blocked", "done", "dropped"]) {
     const column = s.columns[name];
     const box = document.querySelector("#col-" + name + " .cards");
     box.replaceChildren();
@@ -269,7 +288,7 @@ function tick() {
   for (const node of document.querySelectorAll("[data-at]")) {
     const at = node.getAttribute("data-at");
     if (!at) continue;
-    const prefix = node.textContent.startsWith("until ") ? "until " : node.textContent.startsWith(", resets ") ? ", resets " : "";
+    const prefix = ["until ", ", resets ", "next poll "].find((p) => node.textContent.startsWith(p)) || "";
     node.textContent = prefix + relative(at);
   }
   for (const node of document.querySelectorAll(".elapsed")) {
