@@ -241,3 +241,26 @@ fn an_agent_reports_a_monitor_and_its_follow_up_which_runs_once_the_job_is_done(
     assert_eq!(shown["todo"]["created_by"], "agent:exec", "{shown}");
     assert_eq!(shown["todo"]["state"], "done", "{shown}");
 }
+
+/// Two supervisors on one project poll a monitor once per cadence between them: a poll is
+/// claimed like a slice, and the one that loses the claim runs no check.
+#[test]
+fn two_supervisors_never_poll_one_monitor_at_once() {
+    let loopx = demo_project(&["exec"]);
+    loopx.ok(&["todo", "add", "Wait", "--check", "exit 1", "--every", "10s"]);
+    loopx.ok(&["todo", "add", "Then", "--after", "t1"]);
+    let mut a = Background::start(&loopx, &["--for", "14s"]);
+    let mut b = Background::start(&loopx, &["--for", "14s"]);
+    a.wait_for("a's start", |e| e["event"] == "running");
+    b.wait_for("b's start", |e| e["event"] == "running");
+    let (_, a_events) = a.finish();
+    let (_, b_events) = b.finish();
+    let polled = event(&a_events, "polled").len() + event(&b_events, "polled").len();
+    let shown = loopx.ok(&["todo", "show", "t1", "--json"]).json();
+    let polls = shown["todo"]["monitor"]["polls"].as_u64().expect("polls");
+    assert_eq!(polled as u64, polls, "{a_events:#?}\n{b_events:#?}");
+    // Two cadences in 14 seconds: the first poll at once, the second 10 s later.
+    assert_eq!(polls, 2, "{shown}");
+    assert!(event(&a_events, "slice_started").is_empty());
+    assert!(event(&b_events, "slice_started").is_empty());
+}
