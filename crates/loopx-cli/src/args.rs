@@ -245,6 +245,10 @@ pub struct SimArgs {
     /// Keep the simulated project in DIR, for `loopx status`, `loopx log`.
     #[arg(long, value_name = "DIR")]
     pub keep: Option<std::path::PathBuf>,
+    /// Also run a baseline on the same seed and compare (a scenario with `[experiments]`):
+    /// `timer:15m` wakes each agent every 15 minutes to look, with no monitors.
+    #[arg(long, value_name = "POLICY")]
+    pub baseline: Option<String>,
 }
 
 /// `--on-gate`.

@@ -104,6 +104,8 @@ pub struct Setting {
     pub idle: Duration,
     /// The true time now (the vendor's clock).
     pub now: Timestamp,
+    /// A slice on an experiment's todo: what it does there.
+    pub experiment: Option<crate::experiments::Step>,
 }
 
 /// Draws the script of one slice.
@@ -153,7 +155,7 @@ pub fn script(
                 }
             }
             let status = if done { "done" } else { "progress" };
-            out.result(&final_message(status), tokens);
+            out.result(&final_message(status, proposed(setting, done)), tokens);
         }
         Act::UsageLimit => {
             script.duration = work.min(Duration::from_secs(120));
@@ -228,13 +230,35 @@ pub fn script(
 
 const SESSION: &str = "5e1d6c2a-77b0-4f51-9c0e-5b2a8d4f1e90";
 
+/// The todos a finished `Run experiment N` proposes: its evaluation, after a monitor of the
+/// job (loopx) or as a plain todo (the timer baseline).
+fn proposed(setting: &Setting, done: bool) -> serde_json::Value {
+    use crate::experiments::{Step, check_of, evaluate_title};
+    match setting.experiment {
+        Some(Step::Run { n, every }) if done => {
+            let evaluate = json!({"title": evaluate_title(n)});
+            match every {
+                Some(every) => json!([{
+                    "title": format!("Wait for experiment {n}'s job"),
+                    "check": check_of(n),
+                    "every": format!("{}s", every.as_secs()),
+                    "then": [evaluate],
+                }]),
+                None => json!([evaluate]),
+            }
+        }
+        _ => json!([]),
+    }
+}
+
 /// The agent's final message: a sentence and its report block.
-fn final_message(status: &str) -> String {
+fn final_message(status: &str, next_todos: serde_json::Value) -> String {
     let report = json!({
         "status": status,
         "summary": format!("Simulated work ({status})."),
         "evidence": [{"kind": "test", "summary": "simulated tests pass"}],
         "handoff": "Continue from the simulated notes.",
+        "next_todos": next_todos,
     });
     format!("Done for this slice.\n\n```loopx-report\n{report}\n```")
 }
@@ -340,6 +364,7 @@ mod tests {
             max_time: Duration::from_secs(3600),
             idle: Duration::from_secs(300),
             now: Timestamp(1_790_000_000_000),
+            experiment: None,
         };
         let behaviour = crate::scenario::Behaviour::default();
         let mut rng = fastrand::Rng::with_seed(7);

@@ -80,6 +80,9 @@ struct Running {
     slice: SimulatedSlice,
     script: Script,
     account: String,
+    act: Act,
+    /// What the slice does on an experiment's todo.
+    step: Option<crate::experiments::Step>,
 }
 
 /// One simulated world: the virtual clock, the event queue, the vendors, the people.
@@ -111,6 +114,9 @@ pub(crate) struct SimHost {
     idle_calls: u32,
     /// Per running slice: the items its agent's reports wrote (the report channel's count).
     reported: BTreeMap<loopx_kernel::SliceId, u32>,
+    /// Long experiments: the jobs agents started, and what waiting for them cost.
+    pub experiments: crate::experiments::ExperimentBooks,
+    rng_jobs: fastrand::Rng,
 }
 
 /// What a vendor knows of an account (on the true clock, which steps do not move).
@@ -163,6 +169,8 @@ impl SimHost {
             rng_loop: fastrand::Rng::with_seed(seed ^ 0x100F_0000),
             idle_calls: 0,
             reported: BTreeMap::new(),
+            experiments: crate::experiments::ExperimentBooks::default(),
+            rng_jobs: fastrand::Rng::with_seed(seed ^ 0x10B5_0000),
             plan,
         };
         host.schedule(Duration::ZERO, Event::PeopleLook);
@@ -296,7 +304,15 @@ impl SimHost {
             slice: sim,
             script,
             account,
+            act,
+            step,
         } = r;
+        // A run that completed started its job, whatever loopx records of it.
+        if let (None, Act::Completes, Some(crate::experiments::Step::Run { n, .. })) =
+            (&lost, act, step)
+        {
+            self.start_job(n);
+        }
         let (output, exit) = match &lost {
             // loopx stopped the agent when the claim was lost: what it printed so far.
             Some(_) => (
@@ -634,16 +650,27 @@ impl SimHost {
         // (An admission is never lost: it is recorded with the slice's begin.)
         self.books.charge(&account, wall, 0, 0);
         self.books.launched.insert(record.id.0);
-        let act = match forced {
+        let mut act = match forced {
             Some((act, _)) => act,
             None => pick(&mut self.rng_agents, &self.plan.scenario.behaviour),
         };
+        let step = self.experiment_step(record.todo);
+        if let Some(step) = step {
+            // Before its job ended an evaluation can only look.
+            if matches!(step, crate::experiments::Step::Look { .. })
+                && matches!(act, Act::Completes | Act::Progress)
+            {
+                act = Act::Progress;
+            }
+            self.experiments.started(step, self.clock.true_now());
+        }
         let setting = Setting {
             kind: record.kind,
             has_todo: record.todo.is_some(),
             max_time: limits.max_time.min(self.plan.max_time[index]),
             idle: limits.idle_timeout,
             now: self.clock.true_now(),
+            experiment: step,
         };
         let reset = forced.and_then(|(_, until)| until);
         let script = crate::agent::script(
@@ -684,8 +711,50 @@ impl SimHost {
                 slice: sim,
                 script,
                 account,
+                act,
+                step,
             },
         );
+    }
+
+    /// What a slice on `todo` does for an experiment, if it is an experiment's todo.
+    fn experiment_step(&self, todo: Option<TodoId>) -> Option<crate::experiments::Step> {
+        use crate::experiments::{Step, parse_title};
+        self.plan.scenario.experiments.as_ref()?;
+        let (n, run) = parse_title(&read_todo(&self.project, todo)?.title)?;
+        if run {
+            let every = self
+                .plan
+                .baseline
+                .is_none()
+                .then_some(self.plan.monitor_every);
+            return Some(Step::Run { n, every });
+        }
+        let ended = self
+            .experiments
+            .jobs
+            .get(&n)
+            .is_some_and(|job| job.ends_at <= self.clock.true_now());
+        Some(match ended {
+            true => Step::Evaluate { n },
+            false => Step::Look { n },
+        })
+    }
+
+    /// Job `n` starts now (once: a run retried after its writeback was lost starts no other).
+    fn start_job(&mut self, n: u32) {
+        if self.experiments.jobs.contains_key(&n) {
+            return;
+        }
+        let Some(spec) = &self.plan.scenario.experiments else {
+            return;
+        };
+        let runs = Self::uniform(&mut self.rng_jobs, self.plan.job_hours);
+        let ok = self.rng_jobs.u32(0..100) >= spec.fail_percent;
+        let ends_at = self.clock.true_now().plus(runs);
+        self.experiments
+            .jobs
+            .insert(n, crate::experiments::Job { ends_at, ok });
     }
 
     /// The slices whose agents run now.
@@ -840,6 +909,37 @@ impl Host for SimHost {
 
     fn random(&mut self, range: Range<u64>) -> u64 {
         self.rng_loop.u64(range)
+    }
+
+    /// Polls run at once, on the coordinator's thread and the virtual clock; a check is the
+    /// job's state, with no process. Only a scenario of experiments has monitors to poll.
+    fn start_polls(&mut self, job: loopx_supervisor::poll::PollJob) -> bool {
+        if self.plan.scenario.experiments.is_none() {
+            return false;
+        }
+        self.books.step += 1;
+        let jobs = self.experiments.jobs.clone();
+        let now = self.clock.true_now();
+        let result = loopx_supervisor::poll::poll_due_with(
+            &job.project,
+            &job.world,
+            &mut |_todo, monitor, _limit| {
+                let (exit, output) = crate::experiments::check(&jobs, now, &monitor.check);
+                loopx_supervisor::poll::CheckRun {
+                    exit: Some(exit),
+                    failed: None,
+                    output: output.into_bytes(),
+                }
+            },
+        );
+        if let Ok(polled) = &result {
+            self.experiments.polls += polled.polls.len() as u64;
+        }
+        self.inbox.push_back(Msg::Polled(result));
+        if let Err(halt) = self.check() {
+            halt.raise(&self.supervisor);
+        }
+        true
     }
 }
 

@@ -243,6 +243,9 @@ pub(crate) fn at_begin(host: &mut SimHost, record: &SliceRecord) -> Result<(), H
             ),
         );
     }
+    if record.todo.is_none() && host.plan.scenario.experiments.is_some() {
+        quiet_while_waiting(host, record)?;
+    }
     if let Some(streak) = host.books.streaks.get(&agent).copied() {
         let base =
             Duration::from_secs(30) * 2u32.saturating_pow(streak.count.saturating_sub(1).min(10));
@@ -261,6 +264,30 @@ pub(crate) fn at_begin(host: &mut SimHost, record: &SliceRecord) -> Result<(), H
                 ),
             );
         }
+    }
+    Ok(())
+}
+
+/// No planning slice while every open todo is a monitor or waits on one (issue 28): the work
+/// waits on the world, and the agents are quiet.
+fn quiet_while_waiting(host: &SimHost, record: &SliceRecord) -> Result<(), Halt> {
+    let open = Store::open_read(&host.project)
+        .and_then(|s| s.read(|s| s.active_todos()))
+        .unwrap_or_default();
+    let monitors = open.iter().filter(|t| t.is_monitor()).count();
+    let waiting =
+        |t: &loopx_kernel::model::Todo| t.after.iter().any(|dep| open.iter().any(|o| o.id == *dep));
+    if monitors > 0 && open.iter().all(|t| t.is_monitor() || waiting(t)) {
+        return halt(
+            host,
+            "quiet_while_waiting",
+            format!(
+                "planning slice {} of {} began while all {} open todo(s) waited on {monitors} monitor(s)",
+                record.id,
+                record.agent,
+                open.len()
+            ),
+        );
     }
     Ok(())
 }

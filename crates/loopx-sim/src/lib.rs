@@ -27,6 +27,7 @@ mod agent;
 mod books;
 mod clock;
 mod errors;
+mod experiments;
 mod faults;
 mod host;
 mod invariants;
@@ -48,6 +49,7 @@ use loopx_supervisor::{EndReason, OnGate, RunLoop, Shutdown, World, run_loop_on}
 pub use agent::Act;
 pub use clock::VirtualClock;
 pub use errors::SimError;
+pub use experiments::ExperimentsReport;
 pub use faults::FaultCounts;
 pub use invariants::Halt;
 pub use report::{AccountUse, SimReport};
@@ -65,6 +67,9 @@ pub struct Options {
     pub keep: Option<PathBuf>,
     /// The scenario's name in the report.
     pub name: String,
+    /// Run the timer baseline instead of loopx's monitors: every agent wakes this often to
+    /// look (`--baseline timer:15m`).
+    pub baseline: Option<Duration>,
 }
 
 /// Runs `plan` with `options`: the report says whether every invariant held.
@@ -81,6 +86,7 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
         }
         plan.hours = hours;
     }
+    plan.baseline = options.baseline;
     let plan = Rc::new(plan);
     let (_temp, dir) = match &options.keep {
         Some(dir) => {
@@ -296,6 +302,20 @@ fn report(
         events,
         events_digest: format!("{digest:016x}"),
         wall_ms: u64::try_from(wall.as_millis()).unwrap_or(u64::MAX),
+        experiments: plan.scenario.experiments.as_ref().map(|_| {
+            let mode = plan.baseline.map_or_else(
+                || "loopx".to_owned(),
+                |p| format!("timer:{}m", p.as_secs() / 60),
+            );
+            let tokens = books
+                .ledger
+                .values()
+                .flat_map(|(_, s)| s)
+                .map(|s| s.1)
+                .sum();
+            host.experiments
+                .report(mode, books.slices, tokens, host.clock.true_now())
+        }),
         violation,
     }
 }

@@ -47,6 +47,8 @@ pub struct SimReport {
     pub events: u64,
     pub events_digest: String,
     pub wall_ms: u64,
+    /// Long experiments' figures (`[experiments]` scenarios).
+    pub experiments: Option<crate::experiments::ExperimentsReport>,
     /// The invariant that broke, if one did.
     pub violation: Option<Halt>,
 }

@@ -26,6 +26,33 @@ pub struct Scenario {
     pub people: People,
     #[serde(default)]
     pub faults: Faults,
+    /// Long experiments: agents start jobs that run for hours, and wait for them.
+    #[serde(default)]
+    pub experiments: Option<Experiments>,
+}
+
+/// Long experiments (issue 28): a todo per experiment, `Run experiment N`. The agent that runs
+/// it starts a job that runs for hours (it may fail) and proposes `Evaluate experiment N` after
+/// it: with loopx, as a monitor the agent reports (its check is the job's state, polled every
+/// `every`) with the evaluation in its `then`; under a timer baseline as a plain todo, which the
+/// agents look at each time their timer wakes them. An evaluation slice before its job ended
+/// achieves nothing (a wasted look).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiments {
+    pub count: u32,
+    /// How long a job runs, in hours: `[min, max]`.
+    pub job_hours: [f64; 2],
+    /// The share of jobs that fail, in percent (the check reports the end either way).
+    #[serde(default)]
+    pub fail_percent: u32,
+    /// How often the monitors the agents report are polled (`10m`).
+    #[serde(default = "default_every")]
+    pub every: String,
+}
+
+fn default_every() -> String {
+    "10m".to_owned()
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -200,6 +227,13 @@ pub struct Checked {
     pub answer_after: [Duration; 2],
     pub restart_after: [Duration; 2],
     pub clock_step: Duration,
+    /// `[experiments] every`.
+    pub monitor_every: Duration,
+    /// `[experiments] job_hours`.
+    pub job_hours: [Duration; 2],
+    /// A timer baseline (`loopx sim --baseline timer:15m`): every agent wakes this often and
+    /// runs a slice to look, with no monitors. `None`: loopx.
+    pub baseline: Option<Duration>,
 }
 
 impl Scenario {
@@ -282,11 +316,30 @@ impl Scenario {
                 &a.idle_timeout,
             )?);
         }
-        if self.todos.count == 0 || self.todos.count > 100_000 {
+        let least = u32::from(self.experiments.is_none());
+        if self.todos.count < least || self.todos.count > 100_000 {
             return Err(bad(format!(
-                "`todos.count` = {} must be between 1 and 100000",
+                "`todos.count` = {} must be between {least} and 100000",
                 self.todos.count
             )));
+        }
+        let (mut monitor_every, mut job_hours) = (Duration::from_secs(600), [Duration::ZERO; 2]);
+        if let Some(e) = &self.experiments {
+            let [lo, hi] = e.job_hours;
+            if e.count == 0 || e.count > 10_000 || !(lo >= 0.0 && lo <= hi && hi <= 10_000.0) {
+                return Err(bad(format!(
+                    "`experiments`: `count` = {} must be between 1 and 10000 and `job_hours` = [{lo}, {hi}] a [min, max] of hours",
+                    e.count
+                )));
+            }
+            if e.fail_percent > 100 {
+                return Err(bad(format!(
+                    "`experiments.fail_percent` = {} is more than 100",
+                    e.fail_percent
+                )));
+            }
+            monitor_every = duration("experiments.every", &e.every)?;
+            job_hours = [lo, hi].map(|h| Duration::from_secs_f64(h * 3600.0));
         }
         let b = &self.behaviour;
         if b.weights().iter().all(|(_, w)| *w == 0) {
@@ -343,6 +396,9 @@ impl Scenario {
             answer_after,
             restart_after,
             clock_step,
+            monitor_every,
+            job_hours,
+            baseline: None,
             scenario: self,
         })
     }

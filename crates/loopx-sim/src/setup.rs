@@ -30,9 +30,17 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
             .position(|a| a.name == agent.account)
             .expect("checked: the account exists");
         let account = &scenario.accounts[acct];
-        let pacing = agent
-            .slices_per_hour
-            .map_or_else(String::new, |n| format!("slices_per_hour = {n}\n"));
+        // A timer baseline wakes each agent once a period: pacing of one slice a period, with
+        // no burst.
+        let pacing = match plan.baseline {
+            Some(period) => format!(
+                "slices_per_hour = {}\nburst = 1\n",
+                (3600 / period.as_secs().max(1)).max(1)
+            ),
+            None => agent
+                .slices_per_hour
+                .map_or_else(String::new, |n| format!("slices_per_hour = {n}\n")),
+        };
         let profile = format!(
             "description = \"simulated agent {name}\"\n\
              adapter = \"claude-code\"\n\
@@ -76,8 +84,15 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
         }));
     }
     store.apply_all(ops, PERSON, now).map_err(|e| fail(&e))?;
-    let todos: Vec<Op> = (1..=scenario.todos.count)
+    let experiments = scenario.experiments.as_ref().map_or(0, |e| e.count);
+    let todos: Vec<Op> = (1..=experiments)
         .map(|n| {
+            Op::TodoAdd(NewTodo {
+                title: crate::experiments::run_title(n),
+                ..NewTodo::default()
+            })
+        })
+        .chain((1..=scenario.todos.count).map(|n| {
             Op::TodoAdd(NewTodo {
                 goal: None,
                 title: format!("Simulated todo {n}"),
@@ -90,7 +105,7 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
                 not_before: None,
                 then: vec![],
             })
-        })
+        }))
         .collect();
     for chunk in todos.chunks(1000) {
         store

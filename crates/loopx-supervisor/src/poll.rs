@@ -68,11 +68,26 @@ pub struct CheckRun {
     pub output: Vec<u8>,
 }
 
-/// Polls every due monitor of the current goal, one after another.
+/// Runs one monitor's check: the todo, its monitor, the time limit.
+pub type CheckRunner<'r> = dyn FnMut(&Todo, &Monitor, Duration) -> CheckRun + 'r;
+
+/// Polls every due monitor of the current goal, one after another, running each check
+/// contained ([`run_check`]).
 pub fn poll_due(
     project: &Project,
     world: &World,
     loopx_exe: &Path,
+) -> Result<Polled, SupervisorError> {
+    poll_due_with(project, world, &mut |todo, monitor, limit| {
+        run_check(project, loopx_exe, todo, monitor, limit)
+    })
+}
+
+/// [`poll_due`] with another way to run a check (the simulation's, which runs no process).
+pub fn poll_due_with(
+    project: &Project,
+    world: &World,
+    check: &mut CheckRunner<'_>,
 ) -> Result<Polled, SupervisorError> {
     let now = world.clock.now();
     let monitors = read_monitors(project, world)?;
@@ -84,7 +99,7 @@ pub fn poll_due(
         if !monitor.due(now) {
             continue;
         }
-        if let Some(summary) = poll_one(project, world, loopx_exe, &todo)? {
+        if let Some(summary) = poll_one(project, world, check, &todo)? {
             polled.polls.push(summary);
         }
     }
@@ -123,7 +138,7 @@ pub fn next_due(monitors: &[Todo]) -> Option<Timestamp> {
 fn poll_one(
     project: &Project,
     world: &World,
-    loopx_exe: &Path,
+    run: &mut CheckRunner<'_>,
     todo: &Todo,
 ) -> Result<Option<PollSummary>, SupervisorError> {
     let Some(monitor) = &todo.monitor else {
@@ -157,7 +172,7 @@ fn poll_one(
         )));
     }
     let epoch = claimed.epoch;
-    let check = run_check(project, loopx_exe, &claimed, m, limit);
+    let check = run(&claimed, m, limit);
     let redactor = check_redactor(project, m);
     let text = loopx_pty::clean_text(&check.output);
     let record = RecordPoll {

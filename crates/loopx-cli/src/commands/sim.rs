@@ -34,6 +34,17 @@ pub fn run(ctx: &mut Ctx, args: SimArgs) -> Result<(), ExpectedError> {
             "--keep keeps one run's project: use it with one seed".to_owned(),
         ));
     }
+    let baseline = args.baseline.as_deref().map(timer).transpose()?;
+    if baseline.is_some() && plan.scenario.experiments.is_none() {
+        return Err(ExpectedError::Usage(format!(
+            "--baseline compares how agents wait for long jobs: {name} has no [experiments] section\n(hint: `loopx sim tests/sim/experiments.toml --baseline timer:15m`)"
+        )));
+    }
+    if baseline.is_some() && args.keep.is_some() {
+        return Err(ExpectedError::Usage(
+            "--keep keeps one run's project: leave out --baseline".to_owned(),
+        ));
+    }
     let mut failed = Vec::new();
     for seed in args.seed..args.seed.saturating_add(args.seeds) {
         let options = Options {
@@ -41,13 +52,27 @@ pub fn run(ctx: &mut Ctx, args: SimArgs) -> Result<(), ExpectedError> {
             hours: args.hours,
             keep: args.keep.clone(),
             name: name.clone(),
+            baseline: None,
         };
         let report =
             loopx_sim::run(&plan, &options).map_err(|e| ExpectedError::Config(e.to_string()))?;
-        show(ctx, &report, args.seeds > 1)?;
         if !report.passed() {
             failed.push(seed);
         }
+        let Some(period) = baseline else {
+            show(ctx, &report, args.seeds > 1)?;
+            continue;
+        };
+        let timed = Options {
+            baseline: Some(period),
+            ..options
+        };
+        let other =
+            loopx_sim::run(&plan, &timed).map_err(|e| ExpectedError::Config(e.to_string()))?;
+        if !other.passed() && !failed.contains(&seed) {
+            failed.push(seed);
+        }
+        compare(ctx, &report, &other)?;
     }
     if let Some(dir) = &args.keep {
         ctx.line(format!("project kept in {}", dir.display()))?;
@@ -73,6 +98,78 @@ pub fn run(ctx: &mut Ctx, args: SimArgs) -> Result<(), ExpectedError> {
     }
 }
 
+/// `timer:15m`: the period of a timer baseline.
+fn timer(text: &str) -> Result<std::time::Duration, ExpectedError> {
+    let bad = || {
+        ExpectedError::Usage(format!(
+            "--baseline `{text}` is not a policy: the one there is is `timer:DURATION` (`timer:15m`), every agent woken that often to look"
+        ))
+    };
+    let period = text.strip_prefix("timer:").ok_or_else(bad)?;
+    let period = humantime::parse_duration(period).map_err(|_| bad())?;
+    if period < std::time::Duration::from_secs(60) || period > std::time::Duration::from_secs(3600)
+    {
+        return Err(ExpectedError::Usage(format!(
+            "--baseline {text}: the timer's period must be between 1m and 1h (a whole number of wakes an hour)"
+        )));
+    }
+    Ok(period)
+}
+
+/// One seed, loopx and the baseline side by side.
+fn compare(ctx: &mut Ctx, loopx: &SimReport, baseline: &SimReport) -> Result<(), ExpectedError> {
+    let side = |r: &SimReport| {
+        let mut v = serde_json::to_value(&r.experiments).unwrap_or_default();
+        v["goal_done"] = r.goal_done.into();
+        v["hours"] = r.hours.into();
+        v["passed"] = r.passed().into();
+        if let Some(halt) = &r.violation {
+            v["violation"] = serde_json::to_value(halt).unwrap_or_default();
+        }
+        v
+    };
+    if ctx.json {
+        return ctx.json_out(&serde_json::json!({
+            "format_version": 1,
+            "seed": loopx.seed,
+            "loopx": side(loopx),
+            "baseline": side(baseline),
+        }));
+    }
+    for r in [loopx, baseline] {
+        let Some(e) = &r.experiments else { continue };
+        let verdict = verdict(r);
+        ctx.line(format!(
+            "seed {} {:<10} {} agent slices ({} wasted), {} tokens, {} polls; {}/{} jobs acted on, median {} after the job ended (max {}); goal {} in {:.1} h: {verdict}",
+            r.seed,
+            e.mode,
+            e.agent_slices,
+            e.wasted_slices,
+            e.tokens,
+            e.polls,
+            e.jobs_acted_on,
+            e.jobs_started,
+            minutes(e.act_minutes_median),
+            minutes(e.act_minutes_max),
+            if r.goal_done { "done" } else { "not done" },
+            r.hours,
+        ))?;
+    }
+    Ok(())
+}
+
+/// `ok`, or the broken rule with its step.
+fn verdict(report: &SimReport) -> String {
+    match &report.violation {
+        None => "ok".to_owned(),
+        Some(v) => format!("BROKEN {} at step {}: {}", v.rule, v.step, v.detail),
+    }
+}
+
+fn minutes(m: Option<f64>) -> String {
+    m.map_or_else(|| "-".to_owned(), |m| format!("{m:.1} min"))
+}
+
 fn show(ctx: &mut Ctx, report: &SimReport, brief: bool) -> Result<(), ExpectedError> {
     if ctx.json {
         return ctx.json_out(&serde_json::json!({"format_version": 1, "sim": report}));
@@ -80,10 +177,7 @@ fn show(ctx: &mut Ctx, report: &SimReport, brief: bool) -> Result<(), ExpectedEr
     if !brief {
         return ctx.line(report.to_string());
     }
-    let verdict = match &report.violation {
-        None => "ok".to_owned(),
-        Some(v) => format!("BROKEN {} at step {}: {}", v.rule, v.step, v.detail),
-    };
+    let verdict = verdict(report);
     ctx.line(format!(
         "seed {}: {:.1} h, {} slices ({} wasted), goal {}, {:.1} s: {verdict}",
         report.seed,
