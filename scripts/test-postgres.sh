@@ -20,7 +20,7 @@ export LOOPX_TEST_POSTGRES="$url"
 # and format tests, and two index tests that edit the redb file underneath the kernel.
 cargo nextest run --profile ci -p loopx-kernel --run-ignored all -E '
     binary(lifecycle) | binary(leases) | binary(decision) | binary(properties)
-    | binary(secrets) | binary(postgres)
+    | binary(secrets) | binary(postgres) | binary(monitors)
     | (binary(todo_index) & !test(a_store_from_before_the_indexes_gets_them_at_its_first_open)
        & !test(indexes_out_of_step_are_found_and_rebuilt))'
 

@@ -9,6 +9,12 @@ fn flag_check(flag: &str) -> String {
     format!("if test -e {flag}; then echo finished; else echo still running; exit 1; fi")
 }
 
+/// A monitor `t1` with `check` polled `every`, and a todo `t2` after it.
+fn monitor_and_follow_up(loopx: &Loopx, check: &str, every: &str) {
+    loopx.ok(&["todo", "add", "Wait", "--check", check, "--every", every]);
+    loopx.ok(&["todo", "add", "Then", "--after", "t1"]);
+}
+
 fn should_run(loopx: &Loopx) -> Value {
     loopx
         .ok(&["quota", "should-run", "--agent", "exec", "--json"])
@@ -119,6 +125,16 @@ fn an_agent_cannot_claim_a_monitor_and_a_resting_todo_waits() {
     let fast = loopx.run(&["todo", "add", "Spin", "--check", "true", "--every", "1s"]);
     assert_eq!(fast.code, 2, "{}", fast.stderr);
     assert!(fast.stderr.contains("--every 1m"), "{}", fast.stderr);
+    // A profile that does not load is refused when it is given, not at the first poll.
+    let misspelt = ["todo", "add", "Look", "--check", "true", "--every", "1m"];
+    let misspelt = loopx.run(&[&misspelt[..], &["--profile", "exce"]].concat());
+    assert_ne!(misspelt.code, 0);
+    assert!(
+        misspelt.stderr.contains("profile `exce`"),
+        "{}",
+        misspelt.stderr
+    );
+    assert!(!loopx.ok(&["todo", "list"]).stdout.contains("Look"));
 }
 
 #[test]
@@ -247,8 +263,7 @@ fn an_agent_reports_a_monitor_and_its_follow_up_which_runs_once_the_job_is_done(
 #[test]
 fn two_supervisors_never_poll_one_monitor_at_once() {
     let loopx = demo_project(&["exec"]);
-    loopx.ok(&["todo", "add", "Wait", "--check", "exit 1", "--every", "10s"]);
-    loopx.ok(&["todo", "add", "Then", "--after", "t1"]);
+    monitor_and_follow_up(&loopx, "exit 1", "10s");
     let mut a = Background::start(&loopx, &["--for", "14s"]);
     let mut b = Background::start(&loopx, &["--for", "14s"]);
     a.wait_for("a's start", |e| e["event"] == "running");
@@ -263,4 +278,62 @@ fn two_supervisors_never_poll_one_monitor_at_once() {
     assert_eq!(polls, 2, "{shown}");
     assert!(event(&a_events, "slice_started").is_empty());
     assert!(event(&b_events, "slice_started").is_empty());
+}
+
+/// `loopx run --once` (a cron job's supervisor) polls the due monitors before it decides, so
+/// the work after a met one runs in the same invocation.
+#[test]
+fn run_once_polls_first_and_then_works_on_what_the_met_monitor_released() {
+    let loopx = demo_project(&["exec"]);
+    monitor_and_follow_up(&loopx, "echo done", "1h");
+    let run = loopx.ok(&["run", "--once"]);
+    assert!(
+        run.stderr.contains("monitor t1 polled: met (exit 0)"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("started: work on t2"), "{}", run.stderr);
+    assert_eq!(todo_state(&loopx, "t1"), "done");
+}
+
+/// A stop while a check runs stops the check and ends the run at once, not when the check
+/// would have ended.
+#[test]
+fn a_stop_during_a_long_check_ends_the_run_at_once() {
+    let loopx = demo_project(&["exec"]);
+    monitor_and_follow_up(&loopx, "sleep 50; exit 1", "10m");
+    let mut bg = Background::start(&loopx, &[]);
+    bg.wait_for("the start", |e| e["event"] == "running");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let stopped = std::time::Instant::now();
+    bg.signal(nix::sys::signal::Signal::SIGTERM);
+    let (_, events) = bg.finish();
+    assert!(
+        stopped.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}: {events:#?}",
+        stopped.elapsed()
+    );
+    let shown = loopx.ok(&["todo", "show", "t1", "--json"]).json();
+    assert_eq!(shown["todo"]["state"], "open", "{shown}");
+}
+
+/// A check's output is read as a slice's log is: a secret of loopx's environment split by
+/// colour codes is whole again, and redacted, before anything is stored.
+#[test]
+fn a_secret_a_check_prints_between_colour_codes_is_redacted() {
+    let loopx = demo_project(&["exec"]);
+    let check = r"printf 'token: hunt\033[0mer2-sekrit-42\n'; exit 1";
+    loopx.ok(&["todo", "add", "Wait", "--check", check, "--every", "10m"]);
+    let mut cmd = loopx.command(&["run", "--json", "--for", "3s"]);
+    cmd.env("SOME_SERVICE_TOKEN", "hunter2-sekrit-42");
+    let out = cmd.output().expect("loopx run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("\"polled\""), "{stdout}");
+    let shown = loopx.ok(&["todo", "show", "t1", "--json"]).json();
+    let tail = shown["todo"]["monitor"]["recent"][0]["tail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(tail.starts_with("token: "), "{tail}");
+    assert!(!tail.contains("sekrit") && !tail.contains("hunt"), "{tail}");
 }

@@ -74,7 +74,12 @@ pub struct Diff {
 }
 
 impl App {
+    /// Adds a todo. A monitor's profile is loaded now, so a misspelt name is refused when it is
+    /// given rather than at the first poll, hours later.
     pub fn add_todo(&self, new: NewTodo) -> Result<Todo, AppError> {
+        if let Some(profile) = new.monitor.as_ref().and_then(|m| m.profile.as_deref()) {
+            self.profile(profile)?;
+        }
         self.run(new)
     }
 

@@ -74,7 +74,7 @@ fn main() {
             .with(&project, |s| s.run(new, "human:bench", Timestamp::now()))
             .expect("a monitor");
         let started = Instant::now();
-        let polled = poll_due(&project, &world, exe).expect("a round of polls");
+        let polled = poll_due(&project, &world, exe, &|| false).expect("a round of polls");
         rounds.push(started.elapsed());
         assert_eq!(polled.polls.len(), 1, "one poll a round");
         assert_eq!(polled.polls[0].result, "met", "{:?}", polled.polls[0]);

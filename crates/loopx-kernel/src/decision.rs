@@ -201,7 +201,7 @@ fn todo_view(
             .map(|l| (l.agent.clone(), l.expires_at.0)),
         running: running.iter().find(|(id, _)| *id == t.id).map(|(_, s)| *s),
         attempts_since: t.attempts_since.map(|s| s.0),
-        monitor: t.monitor.as_ref().map(|m| m.next_at.0),
+        monitor: t.monitor.as_ref().map(|m| m.next_due().0),
         rests_until: t.not_before.map(|at| at.0),
     })
 }

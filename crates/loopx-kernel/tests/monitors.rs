@@ -7,9 +7,10 @@ mod common;
 use std::time::Duration;
 
 use common::{Fixture, HUMAN, T0, fixture};
+use loopx_kernel::model::Todo;
 use loopx_kernel::model::{GateKind, GateState, MonitorSpec, PollVerdict, TodoState, output_hash};
 use loopx_kernel::store::{AnswerChoice, AnswerGate, ClaimPoll, NewTodo, RecordPoll};
-use loopx_kernel::{AgentName, KernelError, Timestamp, TodoId, check_consistency};
+use loopx_kernel::{AgentName, GateId, KernelError, Timestamp, TodoId, check_consistency};
 
 fn monitor(f: &Fixture, spec: MonitorSpec) -> TodoId {
     let new = NewTodo {
@@ -37,12 +38,33 @@ fn poller(name: &str) -> AgentName {
 }
 
 fn claim(f: &Fixture, todo: TodoId, by: &str, now: Timestamp) -> Result<u64, KernelError> {
+    claim_todo(f, todo, by, now).map(|t| t.epoch)
+}
+
+fn claim_todo(f: &Fixture, todo: TodoId, by: &str, now: Timestamp) -> Result<Todo, KernelError> {
     let claim = ClaimPoll {
         todo,
         by: poller(by),
         ttl: Duration::from_secs(40),
     };
-    f.store.run(claim, "loopx", now).map(|t| t.epoch)
+    f.store.run(claim, "loopx", now)
+}
+
+/// The gate a claim opened instead of polling (an expired monitor asks).
+fn claim_asks(f: &Fixture, todo: TodoId, now: Timestamp) -> GateId {
+    let todo = claim_todo(f, todo, "host-a", now).expect("asks");
+    todo.monitor.and_then(|m| m.asked).expect("a gate")
+}
+
+/// A person answers `gate` with its option `n` (1 poll, 2 met, 3 drop).
+fn answer(f: &Fixture, gate: GateId, n: u32, now: Timestamp) {
+    let answer = AnswerGate {
+        gate,
+        choice: AnswerChoice::Option(n),
+        note: None,
+        slice: None,
+    };
+    f.store.run(answer, HUMAN, now).expect("answered");
 }
 
 fn record(
@@ -163,13 +185,7 @@ fn three_failed_polls_back_off_then_ask_and_poll_again_resumes() {
     assert_eq!(todo.monitor.as_ref().and_then(|m| m.asked), Some(gate.id));
     // While asked, nobody polls it, however late.
     claim(&f, t, "host-a", at(100_000)).expect_err("a person is asked");
-    let answer = AnswerGate {
-        gate: gate.id,
-        choice: AnswerChoice::Option(1),
-        note: None,
-        slice: None,
-    };
-    f.store.run(answer, HUMAN, at(100_000)).expect("answered");
+    answer(&f, gate.id, 1, at(100_000));
     let epoch = claim(&f, t, "host-a", at(100_001)).expect("due again at once");
     let todo = record(&f, t, epoch, Some(1), "", at(100_002)).expect("recorded");
     let m = todo.monitor.expect("a monitor");
@@ -192,26 +208,8 @@ fn an_expired_monitor_asks_instead_of_polling_and_met_releases_it() {
             ..every_minute()
         },
     );
-    let todo = f
-        .store
-        .run(
-            ClaimPoll {
-                todo: t,
-                by: poller("host-a"),
-                ttl: Duration::from_secs(40),
-            },
-            "loopx",
-            at(3_600),
-        )
-        .expect("asks");
-    let gate = todo.monitor.and_then(|m| m.asked).expect("a gate");
-    let answer = AnswerGate {
-        gate,
-        choice: AnswerChoice::Option(2),
-        note: None,
-        slice: None,
-    };
-    f.store.run(answer, HUMAN, at(3_700)).expect("answered");
+    let gate = claim_asks(&f, t, at(3_600));
+    answer(&f, gate, 2, at(3_700));
     let todo = f
         .store
         .read(|s| s.todo(t))
@@ -318,4 +316,67 @@ fn only_a_person_gives_a_check_a_profile() {
         .expect_err("an agent");
     assert!(refused.to_string().contains("only a person"), "{refused}");
     f.store.run(new, HUMAN, T0).expect("a person may");
+}
+
+#[test]
+fn an_expired_monitor_is_asked_about_at_its_expiry_and_poll_gives_it_as_long_again() {
+    let f = fixture();
+    f.goal();
+    let t = monitor(
+        &f,
+        MonitorSpec {
+            every_ms: 3_600_000,
+            expires_after_ms: Some(90 * 60_000),
+            ..every_minute()
+        },
+    );
+    let epoch = claim(&f, t, "host-a", at(0)).expect("due at once");
+    let todo = record(&f, t, epoch, Some(1), "", at(1)).expect("not yet");
+    let m = todo.monitor.expect("a monitor");
+    // Next poll in an hour; the expiry (90 min) comes first at the one after: due then.
+    assert_eq!(m.next_due(), at(1 + 3_600));
+    let epoch = claim(&f, t, "host-a", at(3_601)).expect("polled at its cadence");
+    let todo = record(&f, t, epoch, Some(1), "", at(3_602)).expect("not yet");
+    let m = todo.monitor.expect("a monitor");
+    assert_eq!(m.next_due(), at(5_400), "its expiry, before the next poll");
+    assert!(!m.due(at(5_399)) && m.due(at(5_400)));
+    // At its expiry, not at the next poll an hour later, the claim asks instead.
+    let gate = claim_asks(&f, t, at(5_400));
+    // Answered `poll` ten hours later: 90 minutes again from the answer, not from the start.
+    answer(&f, gate, 1, at(41_400));
+    let todo = f
+        .store
+        .read(|s| s.todo(t))
+        .expect("read")
+        .expect("the monitor");
+    let m = todo.monitor.expect("a monitor");
+    assert_eq!(m.expires_at, Some(at(41_400 + 5_400)));
+    assert!(m.due(at(41_400)) && m.asked.is_none());
+    consistent(&f);
+}
+
+#[test]
+fn a_withdrawn_question_about_a_monitor_lets_it_be_polled_again() {
+    let f = fixture();
+    f.goal();
+    let t = monitor(
+        &f,
+        MonitorSpec {
+            expires_after_ms: Some(60_000),
+            ..every_minute()
+        },
+    );
+    let asked = claim(&f, t, "host-a", at(120));
+    assert!(asked.is_ok(), "{asked:?}");
+    let gate = f
+        .store
+        .read(|s| s.todo(t))
+        .expect("read")
+        .and_then(|t| t.monitor.and_then(|m| m.asked))
+        .expect("asked");
+    f.store
+        .run(loopx_kernel::store::WithdrawGate { gate }, HUMAN, at(180))
+        .expect("withdrawn");
+    claim(&f, t, "host-a", at(181)).expect("polled again, not stuck");
+    consistent(&f);
 }

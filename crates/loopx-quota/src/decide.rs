@@ -417,7 +417,12 @@ fn waiting_on_monitor(input: &DecideInput<'_>) -> Option<Decision> {
             ));
         }
     }
-    let next = monitors().min_by_key(|t| t.monitor)?;
+    // A monitor that waits on a todo itself is not polled yet: the one the work waits for
+    // is one that is.
+    let next = monitors()
+        .filter(|t| t.waits_on.is_none())
+        .min_by_key(|t| t.monitor)
+        .or_else(|| monitors().min_by_key(|t| t.monitor))?;
     let due = next.monitor.unwrap_or(input.now);
     Some(Decision::Quiet {
         reason: format!(

@@ -923,6 +923,7 @@ impl Host for SimHost {
         let result = loopx_supervisor::poll::poll_due_with(
             &job.project,
             &job.world,
+            &|| job.stopped(),
             &mut |_todo, monitor, _limit| {
                 let (exit, output) = crate::experiments::check(&jobs, now, &monitor.check);
                 loopx_supervisor::poll::CheckRun {

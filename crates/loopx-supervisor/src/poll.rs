@@ -12,7 +12,7 @@
 //! its whole process tree stopped at the end; a time limit (a tenth of the cadence, 10 s to 5
 //! min) and an output cap (64 KiB: more is a flood, and a failed poll). Its environment is
 //! loopx's base allowlist, plus, for a check a person gave a profile, that profile's allowlist,
-//! secrets and permission; an agent's check never has one.
+//! secrets and sandbox settings (still read-only); an agent's check never has one.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -30,10 +30,13 @@ use serde::Serialize;
 
 use crate::errors::SupervisorError;
 use crate::once::World;
-use crate::slice::{ACTOR, Room, contain};
+use crate::shutdown::Shutdown;
+use crate::slice::{ACTOR, Room, contain, slice_redactor};
 
 /// The most output a check may print: more is a flood (a failed poll).
 pub const CHECK_OUTPUT_CAP: u64 = 64 * 1024;
+/// The most polls one round runs; the rest come in the next round, at once.
+const MAX_POLLS_PER_ROUND: usize = 16;
 /// How long a poll's claim outlasts its check's time limit.
 const CLAIM_MARGIN: Duration = Duration::from_secs(30);
 
@@ -65,8 +68,14 @@ pub struct CheckRun {
     pub exit: Option<i32>,
     /// Why the poll failed whatever its exit.
     pub failed: Option<String>,
+    /// What it printed, as text: terminal escapes stripped and secrets redacted (the slice's
+    /// rules: its profile's secrets, and loopx's own environment it was not given).
     pub output: Vec<u8>,
 }
+
+/// Whether the round should stop (loopx is stopping, or the run's time is up): no more polls,
+/// and the running check is stopped.
+pub type Stopped<'s> = dyn Fn() -> bool + 's;
 
 /// Runs one monitor's check: the todo, its monitor, the time limit.
 pub type CheckRunner<'r> = dyn FnMut(&Todo, &Monitor, Duration) -> CheckRun + 'r;
@@ -77,9 +86,10 @@ pub fn poll_due(
     project: &Project,
     world: &World,
     loopx_exe: &Path,
+    stopped: &Stopped<'_>,
 ) -> Result<Polled, SupervisorError> {
-    poll_due_with(project, world, &mut |todo, monitor, limit| {
-        run_check(project, loopx_exe, todo, monitor, limit)
+    poll_due_with(project, world, stopped, &mut |todo, monitor, limit| {
+        run_check(project, loopx_exe, todo, monitor, limit, stopped)
     })
 }
 
@@ -87,17 +97,23 @@ pub fn poll_due(
 pub fn poll_due_with(
     project: &Project,
     world: &World,
+    stopped: &Stopped<'_>,
     check: &mut CheckRunner<'_>,
 ) -> Result<Polled, SupervisorError> {
     let now = world.clock.now();
     let monitors = read_monitors(project, world)?;
     let mut polled = Polled::default();
-    for todo in monitors {
-        let Some(monitor) = &todo.monitor else {
-            continue;
-        };
-        if !monitor.due(now) {
-            continue;
+    // The earliest due first, at most a round's worth: a flood of monitors waits its turn
+    // rather than holding the round (and a stop) for long.
+    let mut due: Vec<Todo> = monitors
+        .into_iter()
+        .filter(|t| t.monitor.as_ref().is_some_and(|m| m.due(now)))
+        .collect();
+    due.sort_by_key(|t| t.monitor.as_ref().map(|m| m.next_due()));
+    due.truncate(MAX_POLLS_PER_ROUND);
+    for todo in due {
+        if stopped() {
+            break;
         }
         if let Some(summary) = poll_one(project, world, check, &todo)? {
             polled.polls.push(summary);
@@ -128,8 +144,8 @@ pub fn next_due(monitors: &[Todo]) -> Option<Timestamp> {
         .filter(|m| m.asked.is_none())
         .map(|m| match &m.poll {
             // Being polled elsewhere: look again when that claim ends.
-            Some(lease) => lease.expires_at.max(m.next_at),
-            None => m.next_at,
+            Some(lease) => lease.expires_at.max(m.next_due()),
+            None => m.next_due(),
         })
         .min()
 }
@@ -173,15 +189,13 @@ fn poll_one(
     }
     let epoch = claimed.epoch;
     let check = run(&claimed, m, limit);
-    let redactor = check_redactor(project, m);
-    let text = loopx_pty::clean_text(&check.output);
     let record = RecordPoll {
         todo: claimed.id,
         epoch,
         exit: check.exit,
         failed: check.failed.clone(),
         hash: output_hash(&check.output),
-        tail: redactor.redact(&text).into_owned(),
+        tail: String::from_utf8_lossy(&check.output).into_owned(),
     };
     let recorded = world
         .stores
@@ -231,20 +245,12 @@ fn check_profile(project: &Project, monitor: &Monitor) -> Option<loopx_adapters:
         .ok()
 }
 
-/// The redactor for a check's output: the process's own secrets and its profile's.
-fn check_redactor(project: &Project, monitor: &Monitor) -> loopx_kernel::Redactor {
-    let secrets = check_profile(project, monitor)
-        .map(|p| p.profile.env.secrets)
-        .unwrap_or_default();
-    loopx_kernel::Redactor::for_process_env(&secrets)
-}
-
 /// The plan a check runs under: `sh -c CHECK` in the project's tree, read-only and sandboxed
 /// unless a person gave it a profile.
 fn check_plan(project: &Project, monitor: &Monitor, limit: Duration) -> Result<LaunchPlan, String> {
     let mut allow: Vec<String> = DEFAULT_ENV_ALLOW.iter().map(|s| (*s).to_owned()).collect();
     let mut secrets = Vec::new();
-    let mut permission = PermissionLevel::ReadOnly;
+    let permission = PermissionLevel::ReadOnly;
     let mut sandbox = SandboxPolicy {
         mode: SandboxMode::Auto,
         writable: Vec::new(),
@@ -256,9 +262,9 @@ fn check_plan(project: &Project, monitor: &Monitor, limit: Duration) -> Result<L
         let profile = loaded.profile;
         allow.extend(profile.env.allow);
         secrets = profile.env.secrets;
-        // A `full` profile's check still runs at `workspace-write`: `full` needs a person's
-        // approval per slice, which a poll never asks for.
-        permission = profile.permission.min(PermissionLevel::WorkspaceWrite);
+        // Still read-only: a check looks, and a check that could write the project could
+        // rewrite a script a later poll runs with the profile's secrets. The profile's own
+        // writable paths (its CLI's state) stay writable.
         sandbox = profile.sandbox;
     }
     Ok(LaunchPlan {
@@ -295,6 +301,7 @@ pub fn run_check(
     todo: &Todo,
     monitor: &Monitor,
     limit: Duration,
+    stopped: &Stopped<'_>,
 ) -> CheckRun {
     let failed = |why: String| CheckRun {
         exit: None,
@@ -360,11 +367,24 @@ pub fn run_check(
     if let Err(why) = contain(&mut spec, &plan, project.root(), None, &room, loopx_exe) {
         return failed(why);
     }
-    run_spec(spec)
+    let mut ran = run_spec(spec, stopped);
+    // As a slice's log is read: escapes out first (a secret split by colour codes is whole
+    // again), then control characters, then the secrets.
+    let mut plain = Vec::with_capacity(ran.output.len());
+    loopx_pty::AnsiStripper::default().feed(&ran.output, &mut plain);
+    let text = loopx_pty::clean_text(&plain);
+    ran.output = slice_redactor(&plan)
+        .redact(&text)
+        .into_owned()
+        .into_bytes();
+    ran
 }
 
 /// Spawns `spec` in its PTY and collects its output until it ends.
-fn run_spec(spec: LaunchSpec) -> CheckRun {
+/// How often a running check looks whether loopx is stopping.
+const STOP_CHECK: Duration = Duration::from_millis(200);
+
+fn run_spec(spec: LaunchSpec, stopped: &Stopped<'_>) -> CheckRun {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -393,7 +413,20 @@ fn run_spec(spec: LaunchSpec) -> CheckRun {
             }
         };
         let mut output = Vec::new();
-        while let Some(event) = events.next().await {
+        let mut stopping = false;
+        loop {
+            let event = match tokio::time::timeout(STOP_CHECK, events.next()).await {
+                Ok(Some(event)) => event,
+                Ok(None) => break,
+                Err(_) => {
+                    // loopx is stopping: the check goes with it (its whole tree).
+                    if stopped() && !stopping {
+                        stopping = true;
+                        slice.stop();
+                    }
+                    continue;
+                }
+            };
             if let SliceEvent::Output(bytes) = event
                 && (output.len() as u64) < CHECK_OUTPUT_CAP
             {
@@ -436,11 +469,22 @@ pub struct PollJob {
     pub project: Project,
     pub world: World,
     pub loopx_exe: std::path::PathBuf,
+    /// A stop requested stops the round, and its running check.
+    pub shutdown: std::sync::Arc<Shutdown>,
+    /// Set when the run's time is up: the same.
+    pub time_up: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl PollJob {
     pub fn run(&self) -> Result<Polled, SupervisorError> {
-        poll_due(&self.project, &self.world, &self.loopx_exe)
+        poll_due(&self.project, &self.world, &self.loopx_exe, &|| {
+            self.stopped()
+        })
+    }
+
+    /// Whether the round should stop.
+    pub fn stopped(&self) -> bool {
+        self.shutdown.requested() || self.time_up.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

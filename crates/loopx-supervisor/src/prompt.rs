@@ -29,10 +29,11 @@ pub const REPORT_PROTOCOL: &str = r#"When you stop, end your final message with 
 - evidence: what you checked and how (kinds: test, diff, note, artifact).
 - handoff: what the next agent on this task needs to know.
 - next_todos: work you propose; `role` names who should take it (e.g. `reviewer`). To wait on
-  something slow you started (a training run, CI), propose a monitor instead of checking back
-  yourself: `{"title":"Wait for run 42","check":"test -e out/run42.done","every":"10m",
-  "then":[{"title":"Evaluate run 42"}]}`; loopx runs the check (exit 0: done, 1: not yet) with
-  no agent, and starts the `then` todos once it is met.
+  something slow that runs outside your slice (a training run on a cluster, CI; a process you
+  leave running is stopped when your slice ends), propose a monitor instead of checking back:
+  `{"title":"Wait for run 42","check":"test -e /scratch/run42/done","every":"10m",
+  "then":[{"title":"Evaluate run 42"}]}`; loopx runs the check read-only (exit 0: done, 1: not
+  yet) with no agent, and starts the `then` todos once it is met.
 - Only `status` and `summary` are required."#;
 
 /// What the prompt is about.

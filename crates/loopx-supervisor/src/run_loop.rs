@@ -304,6 +304,7 @@ pub fn run_loop_on(
         unrecorded: BTreeSet::new(),
         interrupted: false,
         poller: crate::poll::Poller::new(now),
+        time_up: Arc::new(AtomicBool::new(false)),
     };
     coordinator.recover(emit);
     coordinator.run(emit)
@@ -474,6 +475,8 @@ struct Coordinator<'r> {
     interrupted: bool,
     /// When monitors are polled next.
     poller: crate::poll::Poller,
+    /// Set once `--for` ran out: a round of polls under way stops.
+    time_up: Arc<AtomicBool>,
 }
 
 impl Coordinator<'_> {
@@ -490,6 +493,9 @@ impl Coordinator<'_> {
                 });
             }
             let out_of_time = self.req.run_for.is_some_and(|d| now >= self.started + d);
+            if out_of_time {
+                self.time_up.store(true, Ordering::Relaxed);
+            }
             let busy = self.slots.iter().filter(|s| s.busy).count() as u64;
             let budget_spent = self
                 .req
@@ -578,6 +584,8 @@ impl Coordinator<'_> {
             project: self.req.project.clone(),
             world: self.req.world.clone(),
             loopx_exe: self.req.loopx_exe.clone(),
+            shutdown: Arc::clone(&self.req.shutdown),
+            time_up: Arc::clone(&self.time_up),
         };
         if self.host.start_polls(job) {
             self.poller.busy = true;

@@ -32,7 +32,7 @@ mod stream;
 pub use begin::set_lease_max;
 pub(crate) use begin::{Began, Begun, actor, lease_max, lease_ttl, slice_path as slice_log_path};
 pub use channel::ChannelReports;
-pub(crate) use contain::{Room, contain, remove_room, room_has};
+pub(crate) use contain::{Room, contain, remove_room, room_has, slice_redactor};
 pub(crate) use decide::{Next, decide};
 pub(crate) use guard::{ACTOR, LiveSlices, patience, retrying};
 #[cfg(test)]

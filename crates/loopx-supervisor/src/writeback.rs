@@ -406,7 +406,13 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
         .push(core(Op::HandoffAdd(handoff(f, report, question.as_ref()))));
     wb.parts.extend(findings::ops(f).into_iter().map(core));
     if let Some(Ok(r)) = report {
-        for todo in r.next_todos.iter().take(REPORT_ITEMS) {
+        // The todos in an item's `then` count against the report's items like any other.
+        let mut left = REPORT_ITEMS;
+        for todo in &r.next_todos {
+            let Some(rest) = left.checked_sub(1 + todo.then.len()) else {
+                break;
+            };
+            left = rest;
             // A monitor or a dependency the kernel cannot take is dropped and noted, as any
             // item it refuses (with the todos after it).
             match proposed(todo, true) {
@@ -525,7 +531,6 @@ fn proposed(todo: &ReportTodo, then_allowed: bool) -> Result<NewTodo, String> {
     let then = todo
         .then
         .iter()
-        .take(REPORT_ITEMS)
         .map(|next| proposed(next, false))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(NewTodo {

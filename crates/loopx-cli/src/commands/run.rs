@@ -165,6 +165,15 @@ fn run_once(
     for r in &recovered {
         say(&event_line(&RunEvent::Recovered(r.clone())));
     }
+    // A cron-driven `run --once` is the only supervisor some setups have: it polls the due
+    // monitors first, so that the work after a met one can be decided on now.
+    let polled =
+        loopx_supervisor::poll::poll_due(&req.project, &req.world, &req.loopx_exe, &|| {
+            shutdown.requested()
+        })?;
+    for poll in polled.polls {
+        say(&event_line(&RunEvent::Polled(poll)));
+    }
     let notifier = notifier(&req.project)?;
     let once = loopx_supervisor::run_once(&req, &mut |step| say(&step_line(&step)))?;
     if let (Some(mut notifier), Once::Ran { slice, .. }) = (notifier, &once) {

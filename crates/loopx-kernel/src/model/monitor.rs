@@ -32,6 +32,9 @@ pub struct Monitor {
     pub every_ms: u64,
     /// After this a person is asked (extend, mark met, or drop).
     pub expires_at: Option<Timestamp>,
+    /// How long it may go unmet (`--expires`): `poll` on an expired one gives it this long
+    /// again, from the answer.
+    pub expires_after_ms: Option<u64>,
     /// Met when the check's output differs from its first poll's, rather than on exit 0.
     pub until_changed: bool,
     /// The profile whose environment allowlist (and secrets) the check runs with; only a
@@ -101,6 +104,7 @@ impl Monitor {
             expires_at: spec
                 .expires_after_ms
                 .map(|ms| now.plus(std::time::Duration::from_millis(ms))),
+            expires_after_ms: spec.expires_after_ms,
             until_changed: spec.until_changed,
             profile: spec.profile,
             next_at: now,
@@ -113,12 +117,19 @@ impl Monitor {
         }
     }
 
-    /// Whether a poll is due at `now`: its time has come, nobody polls it under a live claim,
-    /// and no question about it is open.
+    /// Whether a poll is due at `now`: its time has come (or it expired, which asks a person
+    /// at once rather than at the next poll), nobody polls it under a live claim, and no
+    /// question about it is open.
     pub fn due(&self, now: Timestamp) -> bool {
-        self.next_at <= now
+        (self.next_at <= now || self.expired(now))
             && self.asked.is_none()
             && self.poll.as_ref().is_none_or(|l| !l.is_live(now))
+    }
+
+    /// When it is next due: its next poll, or its expiry if that comes first.
+    pub fn next_due(&self) -> Timestamp {
+        self.expires_at
+            .map_or(self.next_at, |at| at.min(self.next_at))
     }
 
     /// Whether it expired at `now`.

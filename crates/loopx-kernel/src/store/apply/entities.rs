@@ -335,6 +335,11 @@ pub(super) fn gate_withdraw(w: &Writer<'_>, id: GateId) -> Result<Applied, Kerne
     gate.state = GateState::Withdrawn;
     w.put(tables::GATES, id.0, &gate)?;
     w.event(EventKind::GateWithdrawn { gate: id })?;
+    // A monitor waits for its question's answer: withdrawn, nobody would answer it, and the
+    // monitor would never be polled again. It is polled again, as for `poll`.
+    if let GateKind::Monitor { todo } = &gate.kind {
+        super::monitor::answered(w, *todo, Some(crate::model::MONITOR_OPTIONS[0]))?;
+    }
     Ok(Applied::Gate(gate))
 }
 

@@ -69,6 +69,7 @@ pub(super) fn claim_poll(w: &Writer<'_>, claim: ClaimPoll) -> Result<Applied, Ke
     if !monitor.due(w.now) {
         return Err(not_due(&todo, &monitor));
     }
+    // The poll's claim goes with the expiry question below: expired, it is not polled.
     if monitor.expired(w.now) {
         let gate = ask(w, &todo, expired_question(&todo, &monitor))?;
         let m = todo.monitor.as_mut().expect("checked above");
@@ -265,15 +266,17 @@ pub(super) fn answered(
             super::todo::finish(w, id, TodoState::Dropped, None, None)?;
         }
         _ => {
-            let created = todo.created_at;
             let Some(m) = todo.monitor.as_mut() else {
                 return Ok(());
             };
             m.asked = None;
             m.failures = 0;
             m.next_at = w.now;
-            if let Some(at) = m.expires_at.filter(|at| *at <= w.now) {
-                m.expires_at = Some(w.now.plus(at.since(created)));
+            // As long again as `--expires` gave it, from the answer.
+            if m.expired(w.now) {
+                m.expires_at = m
+                    .expires_after_ms
+                    .map(|ms| w.now.plus(Duration::from_millis(ms)));
             }
             todo.updated_at = w.now;
             w.put_todo(&todo)?;

@@ -208,9 +208,9 @@ impl NewTodo {
             limits::check_text("check", &monitor.check, limits::DETAIL, "")?;
             if monitor.every_ms < crate::model::MIN_EVERY_MS {
                 return Err(Invalid::Other(format!(
-                    "a monitor polls at most every {} seconds (--every {}s was given)\n(hint: `--every 1m`)",
+                    "a monitor polls at most every {} seconds (--every {} was given)\n(hint: `--every 1m`)",
                     crate::model::MIN_EVERY_MS / 1000,
-                    monitor.every_ms / 1000
+                    humantime::format_duration(Duration::from_millis(monitor.every_ms))
                 )));
             }
             if let Some(profile) = &monitor.profile {
