@@ -172,6 +172,57 @@ fn an_expired_monitor_asks_a_person_and_its_dependents_wait_for_the_answer() {
     assert_eq!(decision["todo"]["id"], "t2", "{decision}");
 }
 
+/// A check that fails (exit 2: neither met nor not yet) backs off, doubling its cadence, and
+/// after three failures in a row asks a person with its output; no agent runs meanwhile.
+#[test]
+fn a_failing_check_backs_off_and_then_asks_with_its_output() {
+    let loopx = demo_project(&["exec"]);
+    monitor_and_follow_up(
+        &loopx,
+        "echo 'scripts/run-done.sh: no such file'; exit 2",
+        "10s",
+    );
+    let started = std::time::Instant::now();
+    let run = loopx.run(&["run", "--on-gate", "exit", "--for", "3m"]);
+    let took = started.elapsed();
+    assert_eq!(
+        run.code,
+        i32::from(loopx_cli::exit_code::HALTED_ON_GATE),
+        "{}",
+        run.stderr
+    );
+    let polls: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("monitor t1 polled:"))
+        .collect();
+    assert_eq!(polls.len(), 3, "{}", run.stderr);
+    // 10 s, then 20 s, then 40 s: the three polls spread over a minute, not over 20 s.
+    assert!(
+        polls[0].contains("failed (exit 2); next poll at"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        polls[1].contains("failed (exit 2); next poll at"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        polls[2].contains("asked (exit 2); a person is asked: gate q1"),
+        "{}",
+        run.stderr
+    );
+    assert!(took.as_secs() >= 55, "{took:?}\n{}", run.stderr);
+    assert!(!run.stderr.contains("slice s1"), "{}", run.stderr);
+    let gate = loopx.ok(&["gate", "show", "q1", "--json"]).json();
+    let question = gate["gate"]["question"].as_str().unwrap_or_default();
+    assert!(question.contains("failed 3 times"), "{gate}");
+    let context = gate["gate"]["context"].as_str().unwrap_or_default();
+    assert!(context.contains("no such file"), "{gate}");
+    assert_eq!(todo_state(&loopx, "t2"), "open");
+}
+
 #[test]
 fn a_check_cannot_write_outside_its_sandbox() {
     let loopx = demo_project(&["exec"]);

@@ -14,7 +14,9 @@ use crate::AgentName;
 use crate::errors::KernelError;
 use crate::model::{Blocks, GateState, TodoState};
 use crate::store::Snapshot;
-use crate::store::apply::quota::{busy_intervals, hold_keys, hold_views, pacing_key, window_key};
+use crate::store::apply::quota::{
+    account_key, busy_intervals, hold_keys, hold_views, pacing_key, window_key,
+};
 use crate::time::Timestamp;
 
 /// How many recent slices the decision looks at (stall streaks, planning runs, repairs).
@@ -47,6 +49,8 @@ pub struct SharedState {
     goal_id: Option<crate::ids::GoalId>,
     /// Running slices' todos: `(todo, slice)`.
     running: Vec<(crate::ids::TodoId, crate::ids::SliceId)>,
+    /// Running slices' agents, one entry per slice.
+    running_agents: Vec<AgentName>,
     /// The goal lets its agents write: in a read-only goal nobody writes, so no agent is set
     /// apart from work for being read-only (`AgentView::writes`).
     goal_writes: bool,
@@ -120,6 +124,8 @@ impl SharedState {
                 kind: s.kind,
                 outcome: s.outcome,
                 ended_at: s.ended_at.map(|t| t.0),
+                tokens: s.tokens,
+                cost_usd: s.cost_usd,
             })
             .collect();
         let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));
@@ -153,6 +159,7 @@ impl SharedState {
                 .as_ref()
                 .is_none_or(|g| g.permission != crate::model::PermissionLevel::ReadOnly),
             running: running_todos,
+            running_agents: running.into_iter().map(|s| s.agent).collect(),
             goal: goal.map(|g| GoalView {
                 id: g.id,
                 status: g.status,
@@ -257,6 +264,8 @@ pub struct DecisionState {
     pub holds: Vec<loopx_quota::Hold>,
     pub pacing_tat: Option<u64>,
     pub windows: Vec<WindowState>,
+    /// The agents with a slice running on this agent's account (`DecideInput::in_flight`).
+    pub in_flight: Vec<AgentName>,
     /// The shared todos and the agent's best ready ones: as many as the decision needed.
     pub todos: Vec<TodoView>,
     /// The decision, made while reading (it says how many todos to read).
@@ -302,6 +311,13 @@ impl DecisionState {
             })
             .collect::<Result<Vec<_>, KernelError>>()?;
         let holds = hold_views(&holds);
+        let mut in_flight = Vec::new();
+        for running in &shared.running_agents {
+            let account = snap.quota_value::<String>(&account_key(running))?;
+            if account.as_deref() == Some(agent.account.as_str()) {
+                in_flight.push(running.clone());
+            }
+        }
         let mut limit = FIRST_READ;
         loop {
             let mut todos = shared.todos.clone();
@@ -334,6 +350,7 @@ impl DecisionState {
                 holds: &holds,
                 pacing_tat,
                 windows: &windows,
+                in_flight: &in_flight,
                 busy: &shared.busy,
                 policy: &shared.policy,
             };
@@ -344,6 +361,7 @@ impl DecisionState {
                     holds,
                     pacing_tat,
                     windows,
+                    in_flight,
                     todos,
                     decision,
                 });

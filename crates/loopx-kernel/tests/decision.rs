@@ -12,7 +12,7 @@ use loopx_kernel::model::HoldSource;
 use loopx_kernel::store::QuotaRequest;
 use loopx_kernel::store::Resume;
 use loopx_kernel::store::{NewGoal, NewHold};
-use loopx_kernel::{Op, Store, Timestamp};
+use loopx_kernel::{AgentName, Op, Store, Timestamp};
 use loopx_quota::{AgentView, Pacing, WindowLimit};
 use proptest::prelude::*;
 
@@ -178,4 +178,105 @@ fn a_goal_past_its_share_of_the_hour_waits() {
         .decide();
     assert_eq!(after.kind(), loopx_quota::DecisionKind::Wait, "{after:?}");
     assert!(after.reason().contains("25% share"), "{}", after.reason());
+}
+
+/// Two agents on one account: while one's slice runs, what it is expected to spend is kept
+/// for it, so the other is not admitted on the same room; when it ends, the room is what is
+/// left.
+#[test]
+fn a_running_slice_s_expected_spend_is_kept_for_it_on_its_account() {
+    use loopx_kernel::store::{BeginSlice, NewSlice, SliceEnd};
+    let f = fixture();
+    f.goal();
+    let (a, b) = (f.agent("a"), f.agent("b"));
+    let window = WindowLimit {
+        period_ms: 5 * 3_600_000,
+        tokens: Some(200_000),
+        cost_usd: None,
+    };
+    let view = |name: &AgentName| AgentView {
+        name: name.clone(),
+        pacing: None,
+        windows: vec![window],
+        ..agent()
+    };
+    let usage = |agent: &AgentName, tokens| QuotaRequest {
+        agent: agent.clone(),
+        account: "acct".into(),
+        pacing: None,
+        windows: vec![window],
+        tokens,
+        cost_usd: 0.0,
+        busy: None,
+    };
+    let begin = |agent: &AgentName, minute: u64| {
+        let todo = f.todo(&format!("{agent}'s work at minute {minute}"));
+        let op = Op::SliceBegin(BeginSlice {
+            slice: NewSlice {
+                agent: agent.clone(),
+                todo: Some(todo),
+                epoch: None,
+                kind: loopx_kernel::model::SliceKind::Work,
+                profile_hash: "h".into(),
+                argv: vec!["agent".into()],
+                limit_secs: 60,
+                log: None,
+                owner: None,
+            },
+            claim_ttl: Duration::from_secs(600),
+            admit: usage(agent, 0),
+        });
+        match f.store.apply(op, HUMAN, minutes(minute)).expect("begins") {
+            loopx_kernel::store::Applied::SliceBegun { slice, .. } => slice.id,
+            other => panic!("expected a begun slice, got {other:?}"),
+        }
+    };
+    let end = |agent: &AgentName, slice, tokens, minute: u64| {
+        let end = Op::SliceEnd {
+            slice,
+            end: SliceEnd {
+                outcome: loopx_kernel::model::Outcome::Progress,
+                leftovers: 0,
+                exit: None,
+                tokens,
+                cost_usd: 0.0,
+                output_bytes: 0,
+                log_sha256: String::new(),
+            },
+        };
+        let charge = Op::QuotaCharge(usage(agent, tokens));
+        f.store
+            .apply_all(vec![end, charge], HUMAN, minutes(minute))
+            .expect("ends");
+    };
+    let decide = |name: &AgentName, minute: u64| {
+        f.store
+            .read(|s| DecisionState::read(s, view(name), minutes(minute)))
+            .expect("read")
+            .decide()
+    };
+    // Three slices each: a's spent 25 k apiece, b's 30 k; 35 k of the window are left.
+    for (minute, (agent, tokens)) in (0..).step_by(2).zip([(&a, 25_000), (&b, 30_000)].repeat(3)) {
+        let slice = begin(agent, minute + 1);
+        end(agent, slice, tokens, minute + 2);
+    }
+    assert_eq!(decide(&a, 7).kind(), loopx_quota::DecisionKind::Deliver);
+    // b runs again: its 30 k are kept, and a's 25 k do not fit in the 5 k beside them.
+    let running = begin(&b, 8);
+    let waits = decide(&a, 9);
+    assert_eq!(waits.kind(), loopx_quota::DecisionKind::Wait, "{waits:?}");
+    assert!(
+        waits
+            .reason()
+            .contains("the running slice on it 55000 with it"),
+        "{}",
+        waits.reason()
+    );
+    // b's slice spent 5 k: 30 k are left, room for a.
+    end(&b, running, 5_000, 10);
+    assert_eq!(decide(&a, 11).kind(), loopx_quota::DecisionKind::Deliver);
+}
+
+fn minutes(n: u64) -> Timestamp {
+    T0.plus(Duration::from_secs(n * 60))
 }

@@ -246,6 +246,7 @@ proptest! {
                         holds: &state.holds,
                         pacing_tat: state.pacing_tat,
                         windows: &state.windows,
+                        in_flight: &state.in_flight,
                         busy: &shared.busy,
                         policy: &shared.policy,
                     });

@@ -73,6 +73,8 @@ fn main() {
             kind: SliceKind::Work,
             outcome: Some(loopx_quota::Outcome::Progress),
             ended_at: Some(1),
+            tokens: 10_000,
+            cost_usd: 0.05,
         })
         .collect();
     let windows = vec![
@@ -97,6 +99,7 @@ fn main() {
         holds: &[],
         pacing_tat: Some(T0 - 1),
         windows: &windows,
+        in_flight: &[],
         busy: &busy,
         policy: &policy,
     };

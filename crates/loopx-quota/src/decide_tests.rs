@@ -14,6 +14,7 @@ struct World {
     holds: Vec<Hold>,
     tat: Option<Millis>,
     windows: Vec<WindowState>,
+    in_flight: Vec<AgentName>,
     busy: Vec<(Millis, Millis)>,
     policy: Policy,
 }
@@ -59,6 +60,7 @@ fn world() -> World {
         holds: vec![],
         tat: None,
         windows: vec![],
+        in_flight: vec![],
         busy: vec![],
         policy: Policy::default(),
     }
@@ -82,6 +84,7 @@ fn run(w: &World) -> Decision {
         holds: &w.holds,
         pacing_tat: w.tat,
         windows: &w.windows,
+        in_flight: &w.in_flight,
         busy: &w.busy,
         policy: &w.policy,
     })
@@ -114,6 +117,8 @@ fn slice(todo: Option<&str>, kind: SliceKind, outcome: Outcome) -> SliceView {
         kind,
         outcome: Some(outcome),
         ended_at: Some(T0 - 60 * MIN),
+        tokens: 0,
+        cost_usd: 0.0,
     }
 }
 
@@ -254,6 +259,142 @@ fn a_hold_beats_pacing_and_wake_at_is_when_everything_allows() {
         "never before the hold ends"
     );
     assert!(d.reason().contains("on hold"), "{}", d.reason());
+}
+
+/// A 5-hour window of 100,000 tokens opened a minute before `T0` with `spent` in it, and
+/// `exec`'s recent slices, each of which spent `each` tokens.
+fn window_with(spent: u64, each: &[u64]) -> World {
+    let mut w = world();
+    w.agent.windows = vec![WindowLimit {
+        period_ms: 300 * MIN,
+        tokens: Some(100_000),
+        cost_usd: None,
+    }];
+    w.windows = vec![WindowState {
+        start: if spent > 0 { T0 - MIN } else { 0 },
+        tokens: spent,
+        cost_micros: 0,
+    }];
+    for (id, &tokens) in (1..).zip(each) {
+        w.slices.push(SliceView {
+            id,
+            tokens,
+            ..slice(Some("t9"), SliceKind::Work, Outcome::Progress)
+        });
+    }
+    w
+}
+
+/// exec's recent slices: 20–40 k tokens; the 75th percentile of ten (the eighth smallest) is
+/// 30 k.
+const EACH: [u64; 10] = [
+    20_000, 25_000, 22_000, 40_000, 21_000, 30_000, 24_000, 40_000, 26_000, 20_000,
+];
+
+#[test]
+fn a_slice_is_admitted_only_where_its_window_has_room_for_what_it_usually_spends() {
+    // 25 k are left.
+    let d = run(&window_with(75_000, &EACH));
+    assert_eq!(
+        (d.kind(), d.wake_at()),
+        (DecisionKind::Wait, Some(T0 + 299 * MIN)),
+        "it waits for the window to reset: {}",
+        d.reason()
+    );
+    for words in [
+        "25000 tokens left",
+        "up to 30000",
+        "75th percentile of its last 10",
+    ] {
+        assert!(d.reason().contains(words), "{words}: {}", d.reason());
+    }
+    // With room for it (30 k left), it runs: even its largest (40 k) stays within 125 %.
+    assert_eq!(
+        run(&window_with(70_000, &EACH)).kind(),
+        DecisionKind::Deliver
+    );
+    // Usually 20 k, once 60 k: with 25 k left the usual fits, but the largest would take the
+    // window to 135 %, past the 25 % an overrun may take.
+    let mut spiky = [20_000; 10];
+    spiky[4] = 60_000;
+    let d = run(&window_with(75_000, &spiky));
+    assert_eq!(d.kind(), DecisionKind::Wait, "{}", d.reason());
+    assert!(
+        d.reason().contains(
+            "25000 tokens left; a slice of exec spends up to 60000 (the largest of its last 10; \
+             at most 25 % past the budget)"
+        ),
+        "{}",
+        d.reason()
+    );
+    assert_eq!(
+        run(&window_with(65_000, &spiky)).kind(),
+        DecisionKind::Deliver,
+        "125 % exactly is within the bound"
+    );
+    // While loopx learns (fewer than three slices), a slice is expected to spend twice the
+    // largest: the first slices of a goal overran windows most.
+    let learning = run(&window_with(50_000, &[20_000, 30_000]));
+    assert_eq!(learning.kind(), DecisionKind::Wait, "{}", learning.reason());
+    assert!(
+        learning
+            .reason()
+            .contains("spends up to 60000 (twice the largest of its first 2, while loopx learns)"),
+        "{}",
+        learning.reason()
+    );
+    assert_eq!(
+        run(&window_with(40_000, &[20_000, 30_000])).kind(),
+        DecisionKind::Deliver
+    );
+    // An agent with none yet is admitted while there is room.
+    assert_eq!(run(&window_with(99_000, &[])).kind(), DecisionKind::Deliver);
+    // Slices that spent nothing (a failed spawn) teach nothing; nor do slices a usage limit
+    // cut short, whatever they spent.
+    assert_eq!(
+        run(&window_with(70_000, &[0, 0, 0, 0])).kind(),
+        DecisionKind::Deliver
+    );
+    let mut cut_short = window_with(70_000, &[50_000, 50_000, 50_000]);
+    for s in &mut cut_short.slices {
+        s.outcome = Some(Outcome::UsageLimited);
+    }
+    assert_eq!(run(&cut_short).kind(), DecisionKind::Deliver);
+}
+
+#[test]
+fn what_running_slices_on_the_account_are_expected_to_spend_is_reserved() {
+    // 50 k are left: room for one of exec's slices (30 k), not for two.
+    let mut w = window_with(50_000, &EACH);
+    assert_eq!(run(&w).kind(), DecisionKind::Deliver);
+    // exec's peer on the same account is running a slice; it spends like exec does.
+    let helper: AgentName = "helper".parse().expect("a name");
+    for (id, &tokens) in (100..).zip(&EACH) {
+        w.slices.push(SliceView {
+            id,
+            agent: helper.clone(),
+            tokens,
+            ..slice(Some("t8"), SliceKind::Work, Outcome::Progress)
+        });
+    }
+    w.in_flight = vec![helper.clone()];
+    let d = run(&w);
+    assert_eq!(d.kind(), DecisionKind::Wait, "{}", d.reason());
+    assert!(
+        d.reason().contains("the running slice on it 60000 with it"),
+        "{}",
+        d.reason()
+    );
+    // A running agent too new to have an estimate reserves nothing.
+    w.slices.retain(|s| s.agent != helper);
+    assert_eq!(run(&w).kind(), DecisionKind::Deliver);
+}
+
+#[test]
+fn a_window_with_nothing_spent_admits_a_slice_larger_than_its_budget() {
+    // Else an agent whose slices cost more than the whole window would never run at all.
+    let d = run(&window_with(0, &[150_000, 150_000, 150_000]));
+    assert_eq!(d.kind(), DecisionKind::Deliver, "{}", d.reason());
 }
 
 #[test]
@@ -522,6 +663,8 @@ fn one_agent_plans_at_a_time() {
         kind: SliceKind::Plan,
         outcome: None,
         ended_at: None,
+        tokens: 0,
+        cost_usd: 0.0,
     }];
     let d = run(&w);
     assert_eq!(d.kind(), DecisionKind::Quiet, "{}", d.reason());

@@ -83,7 +83,7 @@ proptest! {
         let policy = Policy::default();
         let d = decide(&DecideInput {
             now: T0, agent: &agent, goal: Some(&goal), todos: &todos, gates: &[], slices: &[], holds: &holds,
-            pacing_tat: tat_in.map(|t| T0 + t), windows: &windows, busy: &busy, policy: &policy,
+            pacing_tat: tat_in.map(|t| T0 + t), windows: &windows, in_flight: &[], busy: &busy, policy: &policy,
         });
         prop_assert_eq!(d.kind(), DecisionKind::Wait);
         let wake = d.wake_at().expect("a timed wait");

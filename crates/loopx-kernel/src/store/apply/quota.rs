@@ -31,6 +31,12 @@ pub(crate) fn pacing_key(agent: &AgentName) -> String {
     format!("pacing/{agent}")
 }
 
+/// The account an agent last spent on: the decision reserves what a running slice is
+/// expected to spend on its agent's account, and the kernel does not read profiles.
+pub(crate) fn account_key(agent: &AgentName) -> String {
+    format!("account/{agent}")
+}
+
 pub(crate) fn window_key(account: &str, limit: &WindowLimit) -> String {
     format!("window/{account}/{}", limit.period_ms)
 }
@@ -91,6 +97,9 @@ pub(super) fn spend(
         })
         .collect::<Result<_, _>>()?;
     let keys = hold_keys(&req.agent, &req.account);
+    if w.quota_get::<String>(&account_key(&req.agent))?.as_deref() != Some(req.account.as_str()) {
+        w.quota_put(&account_key(&req.agent), &req.account)?;
+    }
     // The goal is the one active in this transaction: a `goal done` or `goal start` committed
     // while the caller prepared the request must not leave the spend on a stale goal.
     let goal = w
@@ -148,6 +157,7 @@ pub(super) fn spend(
             holds: &hold_views(&holds),
             pacing_tat: tat,
             windows: &states,
+            in_flight: &[],
             busy: &busy,
             policy: &policy,
         };
