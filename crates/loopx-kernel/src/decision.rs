@@ -312,7 +312,8 @@ impl DecisionState {
             .collect::<Result<Vec<_>, KernelError>>()?;
         let holds = hold_views(&holds);
         let mut in_flight = Vec::new();
-        for running in &shared.running_agents {
+        // Its own running slice is not beside it: the decision says it is running.
+        for running in shared.running_agents.iter().filter(|a| **a != agent.name) {
             let account = snap.quota_value::<String>(&account_key(running))?;
             if account.as_deref() == Some(agent.account.as_str()) {
                 in_flight.push(running.clone());

@@ -599,9 +599,7 @@ pub fn admission(input: &DecideInput<'_>) -> Result<(), Blocked> {
                     input.agent.account
                 ),
             ));
-        } else if let Some(blocker) =
-            expected.and_then(|e| too_small(input, limit, *state, e, reserved))
-        {
+        } else if let Some(blocker) = too_small(input, limit, *state, expected, reserved) {
             blockers.push(blocker);
         }
     }
@@ -696,7 +694,17 @@ pub fn expected_spend(agent: &AgentName, slices: &[SliceView]) -> Option<Expecte
     }
     let mut tokens: Vec<u64> = spent.iter().map(|s| s.tokens).collect();
     tokens.sort_unstable();
-    let mut costs: Vec<f64> = spent.iter().map(|s| s.cost_usd).collect();
+    // A cost that is not a number (a CLI's garbled report) counts as none.
+    let mut costs: Vec<f64> = spent
+        .iter()
+        .map(|s| {
+            if s.cost_usd.is_finite() {
+                s.cost_usd
+            } else {
+                0.0
+            }
+        })
+        .collect();
     costs.sort_unstable_by(f64::total_cmp);
     let from = spent.len();
     let at = |rank: usize| Amount {
@@ -739,44 +747,61 @@ fn reserved_spend(input: &DecideInput<'_>) -> (Amount, Amount, usize) {
 /// top of what the account's running slices are expected to spend, or so little that a slice
 /// as large as the agent's largest recent one would take it more than [`OVERRUN_TOLERATED`]
 /// percent past its budget. Admitted anyway, the slice would overrun the budget (the excess
-/// becomes the next window's debt, and the vendor's own limit may stop it half-way). A window
-/// with nothing spent in it yet admits one slice whatever it is expected to cost: a budget
-/// smaller than one slice would otherwise never run anything.
+/// becomes the next window's debt, and the vendor's own limit may stop it half-way). An agent
+/// with no estimate yet counts as spending nothing itself, but the running slices' share is
+/// kept all the same. A window with nothing spent in it and no slice running on the account
+/// admits one slice whatever it is expected to cost: a budget smaller than one slice would
+/// otherwise never run anything.
 fn too_small(
     input: &DecideInput<'_>,
     limit: &WindowLimit,
     state: WindowState,
-    expected: ExpectedSpend,
+    expected: Option<ExpectedSpend>,
     (reserved, reserved_largest, running): (Amount, Amount, usize),
 ) -> Option<(Option<Millis>, String)> {
     let now = input.now;
     let rolled = state.rolled(limit, now);
-    if rolled.tokens == 0 && rolled.cost_micros == 0 {
+    if rolled.tokens == 0 && rolled.cost_micros == 0 && input.in_flight.is_empty() {
         return None;
     }
-    let typical = expected.typical + reserved;
-    let largest = expected.largest + reserved_largest;
+    if expected.is_none() && running == 0 {
+        return None;
+    }
+    let own = expected.map_or(Amount::default(), |e| e.typical);
+    let own_largest = expected.map_or(Amount::default(), |e| e.largest);
+    let typical = own + reserved;
+    let largest = own_largest + reserved_largest;
     let tolerated = WindowLimit {
         period_ms: limit.period_ms,
         tokens: limit
             .tokens
-            .map(|t| t.saturating_mul(100 + OVERRUN_TOLERATED) / 100),
+            .map(|t| t.saturating_add((t / 100).saturating_mul(OVERRUN_TOLERATED))),
         cost_usd: limit
             .cost_usd
-            .map(|c| c * (100 + OVERRUN_TOLERATED) as f64 / 100.0),
+            .map(|c| c + c * OVERRUN_TOLERATED as f64 / 100.0),
     };
     let fits = |limit: &WindowLimit, amount: Amount| {
         rolled.fits(limit, now, amount.tokens, amount.cost_usd)
     };
     let (at, checked, amount, each, why) = match fits(limit, typical) {
-        Err(at) => (at, limit, typical, expected.typical, expected.basis()),
+        Err(at) => (
+            at,
+            limit,
+            typical,
+            own,
+            expected.map(|e| e.basis()).unwrap_or_default(),
+        ),
         Ok(()) => {
             let at = fits(&tolerated, largest).err()?;
-            let why = format!(
-                "the largest of its last {}; at most {OVERRUN_TOLERATED} % past the budget",
-                expected.from
-            );
-            (at, &tolerated, largest, expected.largest, why)
+            let why = expected
+                .map(|e| {
+                    format!(
+                        "the largest of its last {}; at most {OVERRUN_TOLERATED} % past the budget",
+                        e.from
+                    )
+                })
+                .unwrap_or_default();
+            (at, &tolerated, largest, own_largest, why)
         }
     };
     let tokens_short = checked
@@ -801,18 +826,28 @@ fn too_small(
         ),
         (None, None) => return None,
     };
-    let running = match running {
-        0 => String::new(),
-        1 => format!(", and the running slice on it {together} with it"),
-        n => format!(", and the {n} running slices on it {together} with it"),
+    let slices = match running {
+        1 => "the running slice on it".to_owned(),
+        n => format!("the {n} running slices on it"),
+    };
+    let what = match (expected, running) {
+        (Some(_), 0) => format!(
+            "a slice of {} spends up to {each} ({why})",
+            input.agent.name
+        ),
+        (Some(_), _) => format!(
+            "a slice of {} spends up to {each} ({why}), and {slices} {together} with it",
+            input.agent.name
+        ),
+        (None, 1) => format!("{slices} is expected to spend {together}"),
+        (None, _) => format!("{slices} are expected to spend {together}"),
     };
     Some((
         Some(at),
         format!(
-            "the {} window of {} has {left} left; a slice of {} spends up to {each} ({why}){running}",
+            "the {} window of {} has {left} left; {what}",
             window_name(limit.period_ms),
             input.agent.account,
-            input.agent.name,
         ),
     ))
 }
