@@ -13,6 +13,8 @@
 //!   first spend and resets in full at its end); overspend carries into the next window as debt.
 //! - [`share`]: a goal's duty share of a rolling window of slice time.
 //! - [`decide`]: stop → ask → wait → repair → deliver → plan → quiet, with one human reason.
+//! - [`expected`]: admission by expected cost: room in a window for what an agent's slices
+//!   usually and at most spend, beside the account's running slices.
 //! - [`budget`]: the most a goal may spend without a todo done.
 //! - [`outcome`]: the one vocabulary of slice outcomes, and the one table of what follows each.
 //!
@@ -22,6 +24,7 @@ mod backoff;
 pub mod budget;
 pub mod decide;
 mod decision;
+pub mod expected;
 pub use loopx_vocab::outcome;
 pub mod pacing;
 pub mod share;
