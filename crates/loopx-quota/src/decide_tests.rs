@@ -386,6 +386,29 @@ fn what_running_slices_on_the_account_are_expected_to_spend_is_reserved() {
         "{}",
         d.reason()
     );
+    // An agent with no estimate of its own still leaves the running slice its share.
+    let mut new_agent = w.clone();
+    new_agent.slices.retain(|s| s.agent == helper);
+    new_agent.windows[0].tokens = 75_000;
+    let d = run(&new_agent);
+    assert_eq!(d.kind(), DecisionKind::Wait, "{}", d.reason());
+    assert!(
+        d.reason()
+            .contains("25000 tokens left; the running slice on it is expected to spend 30000"),
+        "{}",
+        d.reason()
+    );
+    // A window with nothing spent admits a slice of any size only while nothing runs on the
+    // account: each agent's begin would pass that test at once.
+    let mut fresh = w.clone();
+    fresh.windows[0] = WindowState::default();
+    for s in fresh.slices.iter_mut().filter(|s| s.agent == helper) {
+        s.tokens = 80_000;
+    }
+    let d = run(&fresh);
+    assert_eq!(d.kind(), DecisionKind::Wait, "{}", d.reason());
+    fresh.in_flight.clear();
+    assert_eq!(run(&fresh).kind(), DecisionKind::Deliver);
     // A running agent too new to have an estimate reserves nothing.
     w.slices.retain(|s| s.agent != helper);
     assert_eq!(run(&w).kind(), DecisionKind::Deliver);

@@ -140,8 +140,9 @@ pub(crate) fn reserved_spend(input: &DecideInput<'_>) -> (Amount, Amount, usize)
 /// as large as the agent's largest recent one would take it more than [`OVERRUN_TOLERATED`]
 /// percent past its budget. Admitted anyway, the slice would overrun the budget (the excess
 /// becomes the next window's debt, and the vendor's own limit may stop it half-way). An agent
-/// with no estimate yet is admitted while there is room. A window with nothing spent in it
-/// admits a slice whatever it is expected to cost: a budget smaller than one slice would
+/// with no estimate yet counts as spending nothing itself, but the running slices' share is
+/// kept all the same. A window with nothing spent in it and no slice running on the account
+/// admits one slice whatever it is expected to cost: a budget smaller than one slice would
 /// otherwise never run anything.
 pub(crate) fn too_small(
     input: &DecideInput<'_>,
@@ -152,13 +153,12 @@ pub(crate) fn too_small(
 ) -> Option<(Option<Millis>, String)> {
     let now = input.now;
     let rolled = state.rolled(limit, now);
-    if rolled.tokens == 0 && rolled.cost_micros == 0 {
+    if rolled.tokens == 0 && rolled.cost_micros == 0 && input.in_flight.is_empty() {
         return None;
     }
-    // Not yet: an agent with no estimate is admitted while there is room, whatever runs
-    // beside it (see issue 28's note: keeping the running slices' share for it changed the
-    // 200-hour scenario's course and was not landed unproven).
-    expected?;
+    if expected.is_none() && running == 0 {
+        return None;
+    }
     let own = expected.map_or(Amount::default(), |e| e.typical);
     let own_largest = expected.map_or(Amount::default(), |e| e.largest);
     let typical = own + reserved;

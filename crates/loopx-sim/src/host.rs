@@ -683,6 +683,16 @@ impl SimHost {
         if act == Act::NotLoggedIn {
             self.vendors.get_mut(&account).expect("account").logged_out = true;
         }
+        // A limit is the account's, from the request the vendor refused: a slice starting on
+        // the account meanwhile meets the same limit and is told the same reset. (Drawn at the
+        // end, two slices begun together had each announced a reset of its own, and the vendor
+        // kept the last one to end: loopx, holding until the later, was judged late.)
+        if let Some(reset) = script.reset {
+            self.vendors
+                .get_mut(&account)
+                .expect("account")
+                .limited_until = Some(reset);
+        }
         let id = record.id.0;
         let by = Reporter {
             slice: record.id,
