@@ -2,6 +2,7 @@
 
 use loopx_kernel::store::NewHold;
 use std::process::Stdio;
+use std::time::Duration;
 
 use crate::support::Loopx;
 
@@ -256,4 +257,51 @@ fn a_vendor_reset_never_shortens_a_persons_pause() {
         "still paused until resumed: {hold}"
     );
     assert_eq!(hold["source"], "manual");
+}
+
+#[test]
+fn a_slice_is_stopped_where_it_would_take_its_window_a_quarter_past_its_budget() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Spend carefully"]);
+    // Claude Code reports each message's usage as it comes: 3,000 tokens every half second.
+    crate::support::cli_stand_in(
+        &loopx,
+        "claude",
+        "claude-code",
+        r#"echo '{"type":"system","subtype":"init","session_id":"9a2b","model":"claude-sonnet-4-5","tools":[],"apiKeySource":"none"}'
+for n in 1 2 3 4 5 6 7 8; do
+  echo '{"type":"assistant","message":{"id":"msg_'$n'","type":"message","role":"assistant","content":[{"type":"text","text":"Working."}],"usage":{"input_tokens":2000,"output_tokens":1000}},"session_id":"9a2b"}'
+  sleep 0.5
+done
+exec sleep 60"#,
+        "[limits]\nmax_time = \"2m\"\n\n[quota]\naccount = \"acct\"\n\n[[quota.windows]]\nwindow = \"5h\"\ntokens = 10000\n",
+    );
+    loopx.ok(&["todo", "add", "Add retry to the HTTP client"]);
+    loopx.ok(&[
+        "quota", "spend", "--agent", "claude", "--charge", "--tokens", "8000", "--ran", "10m",
+    ]);
+    // 8,000 of 10,000 spent: the slice may take the window to 12,500, so 4,500 more.
+    let decision = should_run(&loopx, "claude");
+    assert_eq!(decision["decision"], "deliver", "{decision:#}");
+    assert_eq!(decision["max_tokens"], 4500, "{decision:#}");
+    let run = loopx.run(&["run", "--json", "--once"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let slice = &run.json()["slice"];
+    assert_eq!(slice["outcome"], "interrupted", "{slice:#}");
+    let reason = slice["reason"].as_str().expect("a reason");
+    assert!(
+        reason.contains("spent 4500 tokens, the slice's ceiling"),
+        "{reason}"
+    );
+    // Stopped at its second message (6,000 tokens), not after eight, nor at the wall time.
+    let took = Duration::from_millis(slice["duration_ms"].as_u64().expect("a duration"));
+    assert!(took < Duration::from_secs(3), "the slice took {took:?}");
+    // What it spent is charged: the overrun becomes debt, 14,000 of a 10,000 window.
+    let log = loopx.ok(&["log", "-n", "100"]).stdout;
+    assert!(
+        log.contains("usage charged for claude on acct: 6000 tokens"),
+        "{log}"
+    );
+    let decision = should_run(&loopx, "claude");
+    assert_eq!(decision["decision"], "wait", "{decision:#}");
 }

@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::Millis;
 use crate::backoff::{no_progress_pause, transient_backoff};
 use crate::budget::{Budget, Spending};
-use crate::expected::{expected_spend, reserved_spend, too_small};
+use crate::expected::{expected_spend, reserved_spend, spend_ceiling, too_small};
 use crate::outcome::{Next, Outcome, Streak};
 use crate::pacing::{Pacing, pacing_check};
 use crate::share::share_wait;
@@ -332,6 +332,9 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
         run.probe = true;
         reason.push_str("; a vendor hold just ended, so this is a short probe first");
     }
+    if let Decision::Deliver { run, .. } | Decision::Repair { run, .. } = &mut decision {
+        run.max_tokens = spend_ceiling(input, reserved_spend(input).0);
+    }
     Some(decision)
 }
 
@@ -642,6 +645,7 @@ fn work_on(input: &DecideInput<'_>, todo: &TodoView) -> Decision {
         slice,
         todo: Some((todo.id, todo.title.clone())),
         probe: false,
+        max_tokens: None,
     };
     match last.and_then(|s| s.outcome) {
         Some(outcome) if outcome.policy().next == Next::Repair => Decision::Repair {
@@ -717,6 +721,7 @@ fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
                 slice: SliceKind::Plan,
                 todo: None,
                 probe: false,
+                max_tokens: None,
             },
             reason: "no open todo: plan the next steps or declare the goal done".to_owned(),
         };

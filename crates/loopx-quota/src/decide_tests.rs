@@ -363,12 +363,9 @@ fn a_slice_is_admitted_only_where_its_window_has_room_for_what_it_usually_spends
     assert_eq!(run(&cut_short).kind(), DecisionKind::Deliver);
 }
 
-#[test]
-fn what_running_slices_on_the_account_are_expected_to_spend_is_reserved() {
-    // 50 k are left: room for one of exec's slices (30 k), not for two.
-    let mut w = window_with(50_000, &EACH);
-    assert_eq!(run(&w).kind(), DecisionKind::Deliver);
-    // exec's peer on the same account is running a slice; it spends like exec does.
+/// exec's peer `helper` on the same account, running a slice now, whose slices spend like
+/// exec's ([`EACH`]).
+fn running_peer(w: &mut World) -> AgentName {
     let helper: AgentName = "helper".parse().expect("a name");
     for (id, &tokens) in (100..).zip(&EACH) {
         w.slices.push(SliceView {
@@ -379,6 +376,16 @@ fn what_running_slices_on_the_account_are_expected_to_spend_is_reserved() {
         });
     }
     w.in_flight = vec![helper.clone()];
+    helper
+}
+
+#[test]
+fn what_running_slices_on_the_account_are_expected_to_spend_is_reserved() {
+    // 50 k are left: room for one of exec's slices (30 k), not for two.
+    let mut w = window_with(50_000, &EACH);
+    assert_eq!(run(&w).kind(), DecisionKind::Deliver);
+    // exec's peer on the same account is running a slice; it spends like exec does.
+    let helper = running_peer(&mut w);
     let d = run(&w);
     assert_eq!(d.kind(), DecisionKind::Wait, "{}", d.reason());
     assert!(
@@ -412,6 +419,33 @@ fn what_running_slices_on_the_account_are_expected_to_spend_is_reserved() {
     // A running agent too new to have an estimate reserves nothing.
     w.slices.retain(|s| s.agent != helper);
     assert_eq!(run(&w).kind(), DecisionKind::Deliver);
+}
+
+#[test]
+fn an_admitted_slice_may_spend_what_keeps_its_window_within_a_quarter_past_its_budget() {
+    // 50 k spent of 100 k: the slice may spend up to 125 k in all, 75 k.
+    let mut w = window_with(50_000, &EACH);
+    let d = run(&w);
+    assert_eq!(d.kind(), DecisionKind::Deliver, "{}", d.reason());
+    assert_eq!(d.max_tokens(), Some(75_000));
+    // A peer's running slice keeps what it usually spends (30 k): 45 k are left for this one.
+    let helper = running_peer(&mut w);
+    w.windows[0].tokens = 20_000;
+    let d = run(&w);
+    assert_eq!(d.kind(), DecisionKind::Deliver, "{}", d.reason());
+    assert_eq!(d.max_tokens(), Some(125_000 - 20_000 - 30_000));
+    // The one slice an empty window admits whatever it costs has no ceiling: cut, a slice
+    // larger than the budget would never finish.
+    let d = run(&window_with(0, &[150_000, 150_000, 150_000]));
+    assert_eq!(d.kind(), DecisionKind::Deliver, "{}", d.reason());
+    assert_eq!(d.max_tokens(), None);
+    // Nor has a slice on an account whose windows count no tokens.
+    let mut dollars = window_with(50_000, &EACH);
+    dollars.agent.windows[0].tokens = None;
+    dollars.agent.windows[0].cost_usd = Some(10.0);
+    assert_eq!(run(&dollars).max_tokens(), None);
+    // A decision to wait runs nothing, so it has none.
+    assert_eq!(run(&window_with(99_000, &EACH)).max_tokens(), None);
 }
 
 #[test]

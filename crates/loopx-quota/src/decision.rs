@@ -65,6 +65,10 @@ pub struct Run {
     pub todo: Option<TodoRef>,
     /// The first slice after a vendor hold ended: keep it short, the limit may not be gone.
     pub probe: bool,
+    /// The most tokens the slice may spend: past it, a window of its account would go more
+    /// than 25 % past its budget (the running slices' usual spend kept aside). loopx stops the
+    /// slice there. `None`: no window counts tokens, or the window is empty and nothing runs.
+    pub max_tokens: Option<u64>,
 }
 
 /// What a person is asked about.
@@ -199,6 +203,11 @@ impl Decision {
     /// Whether the slice to run is a short probe after a vendor hold.
     pub fn probe(&self) -> bool {
         self.run().is_some_and(|run| run.probe)
+    }
+
+    /// The most tokens the slice to run may spend, when a window limits it.
+    pub fn max_tokens(&self) -> Option<u64> {
+        self.run().and_then(|run| run.max_tokens)
     }
 
     pub(crate) fn quiet(reason: String) -> Decision {

@@ -135,6 +135,42 @@ pub(crate) fn reserved_spend(input: &DecideInput<'_>) -> (Amount, Amount, usize)
         })
 }
 
+/// The most tokens a slice admitted now may spend before loopx stops it: what keeps every
+/// token window of the agent's account at most [`OVERRUN_TOLERATED`] percent past its budget,
+/// `reserved` (what the account's running slices usually spend) kept aside for them.
+/// Admission alone bounds the overrun only as far as an agent's history foretells its next
+/// slice (one whose slices had spent at most 19 k spent 51 k and took a window to 129 %);
+/// this bounds it whatever the slice does, as far as the agent reports its usage as it goes.
+/// `None` when no window counts tokens, and for the one slice an empty window with nothing
+/// running admits whatever it costs (a budget smaller than one slice must still get work
+/// done: cut, such a slice would never finish).
+pub(crate) fn spend_ceiling(input: &DecideInput<'_>, reserved: Amount) -> Option<u64> {
+    input
+        .agent
+        .windows
+        .iter()
+        .zip(input.windows)
+        .filter_map(|(limit, state)| {
+            let budget = limit.tokens?;
+            let rolled = state.rolled(limit, input.now);
+            let fresh = rolled.tokens == 0 && rolled.cost_micros == 0;
+            if fresh && input.in_flight.is_empty() {
+                return None;
+            }
+            Some(
+                tolerated(budget)
+                    .saturating_sub(rolled.tokens)
+                    .saturating_sub(reserved.tokens),
+            )
+        })
+        .min()
+}
+
+/// A token budget and the overrun it tolerates.
+fn tolerated(budget: u64) -> u64 {
+    budget.saturating_add((budget / 100).saturating_mul(OVERRUN_TOLERATED))
+}
+
 /// The blocker when `state`'s window has room left, but not for what a slice usually spends on
 /// top of what the account's running slices are expected to spend, or so little that a slice
 /// as large as the agent's largest recent one would take it more than [`OVERRUN_TOLERATED`]
@@ -165,9 +201,7 @@ pub(crate) fn too_small(
     let largest = own_largest + reserved_largest;
     let tolerated = WindowLimit {
         period_ms: limit.period_ms,
-        tokens: limit
-            .tokens
-            .map(|t| t.saturating_add((t / 100).saturating_mul(OVERRUN_TOLERATED))),
+        tokens: limit.tokens.map(tolerated),
         cost_usd: limit
             .cost_usd
             .map(|c| c + c * OVERRUN_TOLERATED as f64 / 100.0),

@@ -93,6 +93,8 @@ pub struct Script {
     pub reports: Vec<(Duration, Report)>,
     /// The vendor's reset, for a usage limit (true time).
     pub reset: Option<Timestamp>,
+    /// loopx stopped the slice at its token ceiling, before the agent finished.
+    pub cut_at_ceiling: bool,
 }
 
 /// What a script needs to know about its slice and the world.
@@ -106,6 +108,8 @@ pub struct Setting {
     pub now: Timestamp,
     /// A slice on an experiment's todo: what it does there.
     pub experiment: Option<crate::experiments::Step>,
+    /// The slice's token ceiling (the decision's), if any.
+    pub max_tokens: Option<u64>,
 }
 
 /// Draws the script of one slice.
@@ -128,6 +132,7 @@ pub fn script(
         tokens,
         reports: Vec::new(),
         reset: None,
+        cut_at_ceiling: false,
     };
     let half = work / 2;
     match act {
@@ -218,6 +223,24 @@ pub fn script(
         script.exit = SliceExit::TimedOut;
         out.truncate_to_start();
         script.tokens = 0;
+    }
+    // loopx stops a slice once the usage it reports reaches its token ceiling. An agent spends
+    // as it works, evenly: it gets that far in that share of its time, and says no more.
+    if let Some(max) = setting.max_tokens
+        && matches!(
+            act,
+            Act::Completes | Act::Progress | Act::Asks | Act::ForgedReport
+        )
+        && script.exit == SliceExit::Exited(0)
+        && script.tokens >= max
+    {
+        let share = max as f64 / script.tokens.max(1) as f64;
+        script.duration = script.duration.mul_f64(share).max(Duration::from_secs(1));
+        script.tokens = max;
+        script.exit = SliceExit::Stopped(loopx_pty::StopReason::Requested);
+        script.cut_at_ceiling = true;
+        out.truncate_to_start();
+        out.spent(max);
     }
     // A stopped agent reports nothing more; only a process it left behind could.
     let end = script.duration;
@@ -325,6 +348,17 @@ impl Stream {
                 "cache_creation_input_tokens":0,"cache_read_input_tokens":0}}));
     }
 
+    /// An assistant message that used `tokens`, and nothing final (Claude Code reports each
+    /// message's usage as it comes).
+    fn spent(&mut self, tokens: u64) {
+        let input = tokens * 3 / 4;
+        self.line(
+            json!({"type":"assistant","message":{"id":"msg_sim_spent","type":"message",
+            "role":"assistant","model":"claude-sim","content":[{"type":"text","text":"Still working."}],
+            "usage":{"input_tokens":input,"output_tokens":tokens - input}},"session_id":SESSION}),
+        );
+    }
+
     /// Keeps only `system/init`: a slice stopped at its wall time printed nothing final.
     fn truncate_to_start(&mut self) {
         self.bytes.truncate(self.start);
@@ -365,6 +399,7 @@ mod tests {
             idle: Duration::from_secs(300),
             now: Timestamp(1_790_000_000_000),
             experiment: None,
+            max_tokens: None,
         };
         let behaviour = crate::scenario::Behaviour::default();
         let mut rng = fastrand::Rng::with_seed(7);

@@ -671,6 +671,7 @@ impl SimHost {
             idle: limits.idle_timeout,
             now: self.clock.true_now(),
             experiment: step,
+            max_tokens: limits.max_tokens,
         };
         let reset = forced.and_then(|(_, until)| until);
         let script = crate::agent::script(
@@ -682,6 +683,10 @@ impl SimHost {
         );
         if act == Act::NotLoggedIn {
             self.vendors.get_mut(&account).expect("account").logged_out = true;
+        }
+        // Stopped at its token ceiling, a slice finished nothing (nor started its job).
+        if script.cut_at_ceiling && act == Act::Completes {
+            act = Act::Progress;
         }
         // A limit is the account's, from the request the vendor refused: a slice starting on
         // the account meanwhile meets the same limit and is told the same reset. (Drawn at the

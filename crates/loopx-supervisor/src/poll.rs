@@ -288,6 +288,7 @@ fn check_plan(project: &Project, monitor: &Monitor, limit: Duration) -> Result<L
             max_output_bytes: CHECK_OUTPUT_CAP,
             kill_on_output: true,
             max_turns: None,
+            max_tokens: None,
             resources: Default::default(),
         },
     })

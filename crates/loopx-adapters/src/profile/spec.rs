@@ -70,6 +70,11 @@ pub struct SliceLimits {
     pub kill_on_output: bool,
     /// Agent turns, when the adapter can limit them.
     pub max_turns: Option<u32>,
+    /// Tokens the slice may spend, set per slice by the decision (not by a profile): past it
+    /// a window of the agent's account would go more than 25 % past its budget. loopx stops
+    /// the slice once the usage the agent reports reaches it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
     /// Kernel limits on every process of the slice (`setrlimit`), each `None` unless set.
     pub resources: ResourceLimits,
 }
@@ -120,6 +125,7 @@ impl Default for SliceLimits {
             max_output_bytes: 2 << 20,
             kill_on_output: false,
             max_turns: None,
+            max_tokens: None,
             resources: ResourceLimits::default(),
         }
     }

@@ -124,6 +124,8 @@ struct ShouldRun<'a> {
     goal_met: bool,
     wake_at: Option<Timestamp>,
     probe: bool,
+    /// The most tokens the slice may spend before loopx stops it (`null`: no ceiling).
+    max_tokens: Option<u64>,
     /// For quiet: the monitor the open work waits for, and its next poll.
     waiting_for: Option<WaitingRef<'a>>,
     reason: &'a str,
@@ -170,6 +172,7 @@ fn should_run_json<'a>(state: &'a DecisionState, d: &'a Decision) -> ShouldRun<'
         goal_met: d.goal_met(),
         wake_at: d.wake_at().map(Timestamp),
         probe: d.probe(),
+        max_tokens: d.max_tokens(),
         waiting_for: d.waiting_for().map(|w| WaitingRef {
             todo: &w.todo.0,
             title: &w.todo.1,

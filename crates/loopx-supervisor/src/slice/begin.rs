@@ -309,6 +309,7 @@ fn plan_for(
         // The vendor's limit may not be gone: find out in minutes, not in a whole slice.
         plan.limits.max_time = plan.limits.max_time.min(PROBE_MAX_TIME);
     }
+    plan.limits.max_tokens = how.max_tokens;
     Ok(plan)
 }
 

@@ -23,6 +23,8 @@ pub(crate) struct How {
     pub permission: PermissionLevel,
     /// The first slice after a vendor hold: a short one.
     pub probe: bool,
+    /// The most tokens it may spend (the decision's ceiling).
+    pub max_tokens: Option<u64>,
 }
 
 /// A decision to run a slice, with what the slice needs.
@@ -129,6 +131,7 @@ pub(crate) fn decide(
         kind,
         permission,
         probe: decision.probe(),
+        max_tokens: decision.max_tokens(),
     };
     Ok(Next::Run(Box::new(Decided {
         setup,

@@ -50,6 +50,12 @@ pub(crate) fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
         ),
         None => (c.outcome, c.reason.clone()),
     };
+    let reason = match ran.stopped_at_ceiling {
+        Some(max) if outcome == Outcome::Interrupted => format!(
+            "loopx stopped the agent when it had spent {max} tokens, the slice's ceiling: more would take its account's window more than 25 % past its budget"
+        ),
+        _ => reason,
+    };
     let reason = if end.leftovers > 0 {
         format!(
             "{reason}; {} leftover process(es) were stopped after the agent exited",

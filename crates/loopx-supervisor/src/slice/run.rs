@@ -18,7 +18,7 @@ use super::guard::{patience, retrying};
 use super::launch::{SliceEnv, launch_spec, process_identity};
 use super::outcome::{Judged, judge};
 use super::redact_log::redact_log;
-use super::stream::{ProcessEnd, Ran, Spawned, observe, spawn};
+use super::stream::{ProcessEnd, Ran, Spawned, observe, reached_ceiling, spawn};
 use crate::errors::SupervisorError;
 use crate::once::{RunOnce, Step};
 use crate::renew::Renewal;
@@ -245,7 +245,14 @@ impl Launched {
             room,
         } = self;
         let pid = spawned.as_ref().ok().map(|s| s.slice.pid());
-        let ran = runtime.block_on(observe(spawned, stdin, parser, &req.world.clock));
+        let max_tokens = begun.plan.limits.max_tokens;
+        let ran = runtime.block_on(observe(
+            spawned,
+            stdin,
+            parser,
+            max_tokens,
+            &req.world.clock,
+        ));
         // The slice ended now, not after its bookkeeping (a busy store can hold that up).
         let ended = Ended::now(req, started);
         drop(runtime);
@@ -350,8 +357,13 @@ impl Begun {
         let mut refused = false;
         parser.feed(output, now, &mut |event| refused |= is_refusal(&event));
         parser.finish(now);
-        // loopx stops an agent the vendor refused at once (`stream.rs`).
-        let exit = match refused {
+        // loopx stops an agent the vendor refused at once, and one that reached its token
+        // ceiling (`stream.rs`): the host printed only what came before.
+        let ceiling = match refused {
+            true => None,
+            false => reached_ceiling(parser.summary(), self.plan.limits.max_tokens),
+        };
+        let exit = match refused || ceiling.is_some() {
             true => loopx_pty::SliceExit::Stopped(loopx_pty::StopReason::Requested),
             false => exit,
         };
@@ -365,6 +377,7 @@ impl Begun {
             end: Ok(end),
             summary: parser.into_summary(),
             stopped_for_refusal: refused,
+            stopped_at_ceiling: ceiling,
         };
         let ended = Ended::now(req, started);
         // A simulated agent runs in no process at all.

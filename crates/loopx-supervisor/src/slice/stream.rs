@@ -16,6 +16,9 @@ pub(crate) struct Ran {
     /// loopx stopped the agent because the vendor refused it (a `rejected` limit event, or
     /// credentials refused).
     pub stopped_for_refusal: bool,
+    /// loopx stopped the agent at the slice's token ceiling (the figure), by the usage it
+    /// reported.
+    pub stopped_at_ceiling: Option<u64>,
 }
 
 /// How the agent's process ended, as far as judging the slice needs it.
@@ -61,13 +64,21 @@ pub(crate) fn spawn(
         .map_err(|e| crate::errors::chain(&e))
 }
 
+/// The slice's token ceiling, once the usage the agent reported so far reached it.
+pub(crate) fn reached_ceiling(summary: &StreamSummary, max_tokens: Option<u64>) -> Option<u64> {
+    let max = max_tokens?;
+    let usage = summary.usage();
+    (usage.input.saturating_add(usage.output) >= max).then_some(max)
+}
+
 /// Types `stdin` into the agent's terminal, feeds every output chunk to `parser` as it
-/// arrives (stopping the agent when the vendor refuses it), and waits for the end and the
-/// sweep.
+/// arrives (stopping the agent when the vendor refuses it, or when the usage it reports
+/// reaches `max_tokens`), and waits for the end and the sweep.
 pub(crate) async fn observe(
     spawned: Result<Spawned, String>,
     stdin: Option<Vec<u8>>,
     mut parser: Parser,
+    max_tokens: Option<u64>,
     clock: &loopx_kernel::SharedClock,
 ) -> Ran {
     let Spawned {
@@ -80,6 +91,7 @@ pub(crate) async fn observe(
                 end: Err(why),
                 summary: parser.into_summary(),
                 stopped_for_refusal: false,
+                stopped_at_ceiling: None,
             };
         }
     };
@@ -89,6 +101,7 @@ pub(crate) async fn observe(
         tracing::warn!(error = %e, "could not type the prompt into the agent's terminal");
     }
     let mut stopped_for_refusal = false;
+    let mut stopped_at_ceiling = None;
     while let Some(event) = events.next().await {
         match event {
             SliceEvent::Output(bytes) => {
@@ -103,6 +116,19 @@ pub(crate) async fn observe(
                 if refused && !stopped_for_refusal {
                     stopped_for_refusal = true;
                     tracing::info!("the vendor refused the agent: stopping the slice");
+                    slice.stop();
+                }
+                // The window's bound holds whatever the slice does: the decision's admission
+                // only foretells what it will spend.
+                if !stopped_for_refusal
+                    && stopped_at_ceiling.is_none()
+                    && let Some(max) = reached_ceiling(parser.summary(), max_tokens)
+                {
+                    stopped_at_ceiling = Some(max);
+                    tracing::info!(
+                        max,
+                        "the agent reached the slice's token ceiling: stopping it"
+                    );
                     slice.stop();
                 }
             }
@@ -123,6 +149,7 @@ pub(crate) async fn observe(
         end,
         summary: parser.into_summary(),
         stopped_for_refusal,
+        stopped_at_ceiling,
     }
 }
 
