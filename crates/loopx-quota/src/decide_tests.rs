@@ -429,7 +429,7 @@ fn an_admitted_slice_may_spend_what_keeps_its_window_within_a_quarter_past_its_b
     assert_eq!(d.kind(), DecisionKind::Deliver, "{}", d.reason());
     assert_eq!(d.max_tokens(), Some(75_000));
     // A peer's running slice keeps what it usually spends (30 k): 45 k are left for this one.
-    let helper = running_peer(&mut w);
+    running_peer(&mut w);
     w.windows[0].tokens = 20_000;
     let d = run(&w);
     assert_eq!(d.kind(), DecisionKind::Deliver, "{}", d.reason());
