@@ -100,6 +100,22 @@ pub struct Report {
     /// A question for a human.
     #[serde(default)]
     pub question: Option<ReportQuestion>,
+    /// A change to the goal, for a person to accept (`docs/goals.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub propose_goal: Option<ReportGoalProposal>,
+}
+
+/// A change to the goal an agent proposes: a person accepts or rejects it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportGoalProposal {
+    /// What the objective should say.
+    #[serde(default)]
+    pub objective: Option<String>,
+    /// The whole scope it should have.
+    #[serde(default)]
+    pub scope: Vec<String>,
+    /// Why.
+    pub why: String,
 }
 
 /// A report block that could not be read: kept as evidence of what the agent wrote.

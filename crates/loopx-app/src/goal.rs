@@ -1,9 +1,10 @@
-//! Goals: started (with the isolation a person chose or git allows), paused, resumed, done.
+//! Goals: started (with the isolation a person chose or git allows), amended, paused,
+//! resumed, done.
 //! A worktree goal's id comes from the kernel before any branch is made.
 
 use loopx_git::worktree::{Repo, integration_branch, short};
-use loopx_kernel::model::{Goal, GoalStatus, Isolation};
-use loopx_kernel::store::{NewGoal, SetGoalStatus};
+use loopx_kernel::model::{Goal, GoalRevision, GoalStatus, Isolation};
+use loopx_kernel::store::{AmendGoal, Amended, NewGoal, SetGoalStatus};
 use loopx_kernel::{GoalId, Invalid};
 use loopx_vocab::{IsolationMode, PermissionLevel};
 
@@ -66,6 +67,24 @@ impl App {
     /// Pauses, resumes or finishes a goal (`None`: the current one).
     pub fn set_goal_status(&self, goal: Option<GoalId>, to: GoalStatus) -> Result<Goal, AppError> {
         self.run(SetGoalStatus { goal, to })
+    }
+
+    /// A person amends a goal (`None` in `amend.goal`: the current one): its next revision.
+    /// Refused inside a slice: an agent proposes a change (`report propose-goal`), a person
+    /// answers it.
+    pub fn amend_goal(&self, amend: AmendGoal) -> Result<Amended, AppError> {
+        if let Some(slice) = &self.caller.slice {
+            let refused = loopx_kernel::Refused::AmendByAgent {
+                actor: format!("a process of slice `{slice}`"),
+            };
+            return Err(loopx_kernel::KernelError::from(refused).into());
+        }
+        self.run(amend)
+    }
+
+    /// Every recorded revision of `goal`, oldest first.
+    pub fn goal_revisions(&self, goal: GoalId) -> Result<Vec<GoalRevision>, AppError> {
+        self.read(|s| s.goal_revisions(goal))
     }
 
     pub fn goals(&self) -> Result<Vec<Goal>, AppError> {

@@ -63,6 +63,8 @@ pub struct Page {
 pub struct Finished {
     pub todo: Todo,
     pub landed: Option<String>,
+    /// Its successor, created in the same transaction (`todo done --next`).
+    pub next: Option<Todo>,
 }
 
 /// A todo's diff: its branch, and the text of what changed.
@@ -121,7 +123,42 @@ impl App {
     /// todo stays as it is (a conflict, naming why). Done or dropped, its worktree goes; its
     /// branch stays.
     pub fn finish_todo(&self, finish: FinishTodo) -> Result<Finished, AppError> {
+        self.finish_todo_then(finish, None)
+    }
+
+    /// [`App::finish_todo`], and with `next` (a title) its successor in the same transaction:
+    /// a todo on the same goal, with the same role and priority, after the finished one (so
+    /// the link says where it came from). Done or nothing: a successor the kernel refuses
+    /// leaves the todo as it was.
+    pub fn finish_todo_then(
+        &self,
+        finish: FinishTodo,
+        next: Option<String>,
+    ) -> Result<Finished, AppError> {
         let tid = finish.todo;
+        if next.is_some() && finish.to != TodoState::Done {
+            return Err(AppError::Usage(
+                "only a todo marked done has a successor\n(hint: leave out --next)".to_owned(),
+            ));
+        }
+        let successor = match &next {
+            Some(title) => {
+                let before = self.read(|s| s.todo(tid))?.ok_or(Invalid::NotFound {
+                    what: "todo",
+                    id: tid.to_string(),
+                })?;
+                Some(NewTodo {
+                    goal: Some(before.goal),
+                    title: title.clone(),
+                    priority: before.priority,
+                    role: before.role.clone(),
+                    needs: before.needs.clone(),
+                    after: vec![tid],
+                    ..NewTodo::default()
+                })
+            }
+            None => None,
+        };
         let worktree_goal = self.read(|s| {
             let Some(t) = s.todo(tid)? else {
                 return Ok(None);
@@ -150,15 +187,33 @@ impl App {
                 })
             })
             .collect();
-        let todo = self
+        // The successor first, waiting on the todo; finishing the todo then frees it, in the
+        // same transaction.
+        let mut ops = ops;
+        let with_next = successor.is_some();
+        ops.extend(successor.map(Op::TodoAdd));
+        ops.push(Op::TodoFinish(finish));
+        let mut applied = self
             .store()?
-            .run_after(ops, finish, &self.caller().actor, self.now())?;
+            .apply_all(ops, &self.caller().actor, self.now())?;
+        let todo = match applied.pop() {
+            Some(loopx_kernel::store::Applied::Todo(todo)) => todo,
+            other => {
+                return Err(AppError::Conflict(format!(
+                    "finishing {tid} yielded {other:?}, not the todo"
+                )));
+            }
+        };
+        let next = match (with_next, applied.pop()) {
+            (true, Some(loopx_kernel::store::Applied::Todo(next))) => Some(next),
+            _ => None,
+        };
         if let Some((goal, _)) = &worktree_goal
             && let Err(e) = worktree::remove(self.root(), goal.id, todo.id)
         {
             tracing::warn!(todo = %todo.id, error = %e, "cannot remove the todo's worktree");
         }
-        Ok(Finished { todo, landed })
+        Ok(Finished { todo, landed, next })
     }
 
     /// Lands a todo a person marks done; what landed, in words (`None`: it has no branch, or

@@ -198,6 +198,19 @@ pub enum ReportCommand {
         #[arg(long, value_name = "TEXT")]
         summary: Option<String>,
     },
+    /// Propose a change to the goal: a person accepts it (it becomes the goal's next
+    /// revision) or rejects it. Nothing changes until then.
+    ProposeGoal {
+        /// What the objective should say.
+        #[arg(long, value_name = "TEXT")]
+        objective: Option<String>,
+        /// A path glob the goal's scope should have (repeatable; replaces the whole scope).
+        #[arg(long = "scope", value_name = "GLOB")]
+        scope: Vec<String>,
+        /// Why, for the person who decides.
+        #[arg(long, value_name = "TEXT")]
+        why: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -373,6 +386,26 @@ pub enum GoalCommand {
         #[arg(long)]
         from_head: bool,
     },
+    /// Amend the current goal (a person's command): its objective, scope or permission. The
+    /// goal gets a new revision; every slice after it is told the change, and the next one
+    /// re-plans the open todos.
+    Amend {
+        /// The new objective.
+        #[arg(long, value_name = "TEXT")]
+        objective: Option<String>,
+        /// The new scope: a path glob agents may change (repeatable; replaces the whole scope).
+        #[arg(long = "scope", value_name = "GLOB")]
+        scope: Vec<String>,
+        /// The new permission ceiling: read-only, workspace-write or full.
+        #[arg(long, value_name = "LEVEL", value_parser = spelled(&PermissionLevel::ALL))]
+        permission: Option<PermissionLevel>,
+        /// Why, for the revision and the agents.
+        #[arg(long, value_name = "TEXT", default_value = "")]
+        why: String,
+        /// The goal (default: the current one).
+        #[arg(long, value_name = "ID")]
+        goal: Option<String>,
+    },
     /// List every goal.
     List,
     /// Show a goal (default: the current one).
@@ -538,9 +571,19 @@ pub enum TodoCommand {
         holder: HolderArgs,
     },
     /// Mark a todo done.
-    Done(FinishArgs),
+    Done(DoneArgs),
     /// Drop a todo: it will not be done.
     Drop(FinishArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DoneArgs {
+    #[command(flatten)]
+    pub finish: FinishArgs,
+    /// Create its successor in the same transaction: a todo with this title on the same goal,
+    /// with the same role and priority, after this one.
+    #[arg(long, value_name = "TITLE")]
+    pub next: Option<String>,
 }
 
 /// A question for a person (`gate ask`, `report ask`).

@@ -340,6 +340,7 @@ fn report(status: ReportStatus, summary: String, handoff: &str) -> Report {
         handoff: Some(handoff.to_owned()),
         next_todos: Vec::new(),
         question: None,
+        propose_goal: None,
     }
 }
 

@@ -152,6 +152,10 @@ impl SharedState {
             Some(goal) => snap.goal_plans_after(goal.id)?,
             None => None,
         };
+        let replan_after = match &goal {
+            Some(goal) => snap.goal_replan_after(goal.id)?,
+            None => None,
+        };
         Ok(SharedState {
             now,
             goal_id: goal.as_ref().map(|g| g.id),
@@ -166,6 +170,8 @@ impl SharedState {
                 share: g.share,
                 spent,
                 plans_after,
+                revision: g.revision,
+                replan_after,
             }),
             todos,
             gates,

@@ -316,6 +316,10 @@ pub enum Refused {
         "gates are answered by people, and this runs inside slice `{slice}`\n(hint: a human answers with `loopx gate answer` in their own terminal)"
     )]
     AnswerFromSlice { slice: String },
+    #[error(
+        "a goal is amended by a person, and `{actor}` is not one\n(hint: an agent proposes a change with `loopx report propose-goal`; a person answers it)"
+    )]
+    AmendByAgent { actor: String },
 }
 
 /// Any failure of a kernel operation.

@@ -15,11 +15,13 @@ pub use loopx_vocab::{
 
 mod event;
 mod monitor;
+mod revision;
 pub use event::{Event, EventKind};
 pub use monitor::{
     CHECK_LIMIT_MS, FAILURES_BEFORE_ASKING, MIN_EVERY_MS, Monitor, MonitorSpec, MonitorWords,
     OUTPUT_TAIL_BYTES, Observation, PollVerdict, check_limit_ms, output_hash,
 };
+pub use revision::{GoalRevision, goal_digest};
 
 /// What the agents work towards, and the bounds they work in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +39,9 @@ pub struct Goal {
     /// Where the goal's agents work: the project's own tree, or a worktree per todo.
     /// Added in record version 6 (a goal of an older loopx reads as `Shared`).
     pub isolation: Isolation,
+    /// Its revision: 1 as started, one more at each amendment (`goal amend`). Added in record
+    /// version 10 (a goal of an older loopx reads as revision 1).
+    pub revision: u32,
 }
 
 /// The right of one agent to work on one todo until `expires_at`, fenced by `epoch`.
@@ -268,6 +273,15 @@ pub enum GateKind {
     /// (the first option) polls it again now (an expired one gets as long again as it had);
     /// `met` marks it done, which releases the todos after it; `drop` drops it.
     Monitor { todo: TodoId },
+    /// An agent proposes to amend the goal (`loopx report propose-goal`, record version 10).
+    /// `accept` (the first option) amends it as the person who answers; `reject` leaves it.
+    /// A field left `None` stays as it is.
+    GoalProposal {
+        goal: GoalId,
+        objective: Option<String>,
+        scope: Option<Vec<String>>,
+        why: String,
+    },
 }
 
 /// Who loopx's own gates are asked by.
@@ -287,6 +301,8 @@ pub const STALL_OPTIONS: [&str; 2] = ["retry", "drop"];
 pub const BUDGET_OPTIONS: [&str; 2] = ["continue", "pause"];
 /// The options of a goal-met gate, in order.
 pub const GOAL_MET_OPTIONS: [&str; 2] = ["done", "plan"];
+/// The options of a goal proposal, in order.
+pub const PROPOSAL_OPTIONS: [&str; 2] = ["accept", "reject"];
 
 /// A concrete question for a human.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -60,6 +60,13 @@ pub enum AgentReport {
     },
     /// `loopx report done`.
     Done { summary: Option<String> },
+    /// `loopx report propose-goal`: a change to the goal, for a person to accept.
+    ProposeGoal {
+        objective: Option<String>,
+        #[serde(default)]
+        scope: Vec<String>,
+        why: String,
+    },
 }
 
 /// The slice a report is written for, as the supervisor knows it.
@@ -219,6 +226,16 @@ impl Reporter {
                 },
                 kind: GateKind::Question,
             })),
+            AgentReport::ProposeGoal {
+                objective,
+                scope,
+                why,
+            } => ops.push(Op::GateAsk(goal_proposal(
+                objective,
+                scope,
+                why,
+                &self.ask_context(String::new()),
+            ))),
             AgentReport::Done { summary } => {
                 let Some((todo, _)) = self.claim else {
                     return Err(ReportRefused::usage(format!(
@@ -269,6 +286,30 @@ impl Reported {
             Applied::Gate(g) => Some(Reported::Gate(g)),
             _ => None,
         }
+    }
+}
+
+/// An agent's proposal to amend the goal, as a gate to ask: the kernel fills in the goal, the
+/// question, the options and the current text (`store/apply/amend.rs`); `asked` says who
+/// proposed it and where. The report block's `propose_goal` and `loopx report propose-goal`
+/// both make it.
+pub fn goal_proposal(
+    objective: Option<String>,
+    scope: Vec<String>,
+    why: String,
+    asked: &str,
+) -> NewGate {
+    NewGate {
+        question: String::new(),
+        options: Vec::new(),
+        context: asked.to_owned(),
+        blocks: Blocks::Nothing,
+        kind: GateKind::GoalProposal {
+            goal: crate::ids::GoalId(0),
+            objective,
+            scope: (!scope.is_empty()).then_some(scope),
+            why,
+        },
     }
 }
 

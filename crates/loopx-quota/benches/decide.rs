@@ -37,6 +37,8 @@ fn main() {
         share: 0.5,
         spent: Default::default(),
         plans_after: None,
+        revision: 1,
+        replan_after: None,
     };
     let todos: Vec<TodoView> = (1..=1_000)
         .map(|i| TodoView {

@@ -72,6 +72,10 @@ pub struct GoalView {
     pub spent: Spending,
     /// Planning slices up to this one no longer count (a person said to plan afresh).
     pub plans_after: Option<u64>,
+    /// Its revision (1 as started; one more at each `goal amend`).
+    pub revision: u32,
+    /// Amended after this slice, and not re-planned since: the next slice plans.
+    pub replan_after: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -296,7 +300,9 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
             ),
         ));
     }
-    if let (None, Some((until, todo, idle))) = (chosen, resting) {
+    // After an amendment the goal is re-planned first, resting todos or not.
+    let replan = crate::replan::replan(input);
+    if let (None, None, Some((until, todo, idle))) = (&replan, chosen, resting) {
         return Some(Decision::Wait {
             until: Some(until),
             todo: Some((todo.id, todo.title.clone())),
@@ -307,6 +313,7 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
         });
     }
     if chosen.is_none()
+        && replan.is_none()
         && let Some(todo) = resting_until(input)
     {
         return Some(Decision::Wait {
@@ -322,9 +329,10 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
     let probe = input.holds.iter().any(|h| {
         h.source == HoldSource::Vendor && h.ends(input.now).is_some_and(|u| u <= input.now)
     });
-    let mut decision = match chosen {
-        Some(todo) => work_on(input, todo),
-        None => plan_or_quiet(input),
+    let mut decision = match (replan, chosen) {
+        (Some(replan), _) => replan,
+        (None, Some(todo)) => work_on(input, todo),
+        (None, None) => plan_or_quiet(input),
     };
     if probe
         && let Decision::Deliver { run, reason } | Decision::Repair { run, reason } = &mut decision

@@ -54,6 +54,8 @@ fn world() -> World {
             share: 1.0,
             spent: Spending::default(),
             plans_after: None,
+            revision: 1,
+            replan_after: None,
         }),
         todos: vec![todo("t1", 1), todo("t2", 5)],
         gates: vec![],

@@ -16,6 +16,7 @@
 //! - [`expected`]: admission by expected cost: room in a window for what an agent's slices
 //!   usually and at most spend, beside the account's running slices.
 //! - [`budget`]: the most a goal may spend without a todo done.
+//! - `replan`: after a person amended the goal, a planning slice first.
 //! - [`outcome`]: the one vocabulary of slice outcomes, and the one table of what follows each.
 //!
 //! See `docs/quota.md` for the model and a worked example.
@@ -27,6 +28,7 @@ mod decision;
 pub mod expected;
 pub use loopx_vocab::outcome;
 pub mod pacing;
+mod replan;
 pub mod share;
 pub mod window;
 

@@ -75,6 +75,8 @@ proptest! {
             share,
             spent: Default::default(),
             plans_after: None,
+            revision: 1,
+            replan_after: None,
         };
         let todos = vec![TodoView { id: TodoId(1), title: "x".into(), priority: 0, order: 1, needs: vec![], role: None, waits_on: None, lease: None, running: None, attempts_since: None, monitor: None, rests_until: None }];
         let holds = vec![Hold { key: "acct".into(), until: Some(T0 + hold_in), reason: "limit".into(), source: HoldSource::Vendor, set_at: T0 }];

@@ -861,6 +861,7 @@ mod tests {
                             })
                             .collect(),
                         question: question.map(|(text, options)| ReportQuestion { text, options }),
+                        propose_goal: None,
                     }
                 })
         }

@@ -39,6 +39,7 @@
 //! peers (`loopx status`, the agent's report channel) use the store meanwhile.
 
 mod agent;
+pub mod amendment;
 mod approval;
 mod commit;
 mod errors;

@@ -95,6 +95,7 @@ mod tests {
             handoff: Some("carry on".to_owned()),
             next_todos: vec![],
             question: None,
+            propose_goal: None,
         }
     }
 

@@ -34,6 +34,9 @@ pub const REPORT_PROTOCOL: &str = r#"When you stop, end your final message with 
   `{"title":"Wait for run 42","check":"test -e /scratch/run42/done","every":"10m",
   "then":[{"title":"Evaluate run 42"}]}`; loopx runs the check read-only (exit 0: done, 1: not
   yet) with no agent, and starts the `then` todos once it is met.
+- propose_goal: when the goal itself should change (its objective or scope), propose it:
+  `{"objective":"…","scope":["src/**"],"why":"…"}`; a person accepts or rejects it, and you work
+  to the goal as it is meanwhile.
 - Only `status` and `summary` are required."#;
 
 /// What the prompt is about.
@@ -147,12 +150,23 @@ pub fn prompt_values(
         })
         .collect::<Vec<_>>()
         .join("\n");
+    // The planning slice that re-plans an amended goal reviews its open todos.
+    let task = match (p.goal, p.todo, p.kind) {
+        (Some(goal), None, SliceKind::Plan) if snap.goal_replan_after(goal.id)?.is_some() => {
+            format!(
+                "{}\n\nSlice: {}",
+                crate::amendment::replan_task(snap, goal)?,
+                p.kind.as_str()
+            )
+        }
+        _ => task(p.todo, p.kind),
+    };
     let values = BTreeMap::from([
         ("agent", p.agent.to_string()),
         ("role", p.role.unwrap_or("an agent").to_owned()),
         ("goal", goal),
         ("scope", scope),
-        ("todo", task(p.todo, p.kind)),
+        ("todo", task),
         ("handoff", or_none(handoff)),
         ("gates", or_none(gates)),
         ("evidence", or_none(evidence)),

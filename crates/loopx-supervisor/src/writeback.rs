@@ -424,6 +424,20 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     if let Some((text, options)) = question {
         wb.add_item(f, Op::GateAsk(gate(f, text, options)), Item::Question);
     }
+    if let Some(Ok(Report {
+        propose_goal: Some(p),
+        ..
+    })) = report
+    {
+        let asked = format!("proposed by `{}` in slice {}", f.agent, f.slice);
+        let proposal = loopx_kernel::report::goal_proposal(
+            p.objective.clone(),
+            p.scope.clone(),
+            p.why.clone(),
+            &asked,
+        );
+        wb.add_item(f, Op::GateAsk(proposal), Item::Question);
+    }
     wb.parts.push(core(Op::QuotaCharge(f.quota.clone())));
     if let Some((op, until)) = hold(f) {
         wb.parts.push(core(op));
@@ -870,6 +884,7 @@ mod tests {
             handoff: Some("Review them".into()),
             next_todos: vec![],
             question: None,
+            propose_goal: None,
         }
     }
 

@@ -1,10 +1,11 @@
-//! `loopx goal start|list|show|pause|resume|done`: the application layer's goal operations,
-//! shown.
+//! `loopx goal start|amend|list|show|pause|resume|done`: the application layer's goal
+//! operations, shown.
 
 use loopx_app::goal::{StartGoal, merge_commands};
 use loopx_git::worktree::short;
 use loopx_kernel::GoalId;
-use loopx_kernel::model::{Goal, GoalStatus, Isolation};
+use loopx_kernel::model::{Goal, GoalRevision, GoalStatus, Isolation};
+use loopx_kernel::store::AmendGoal;
 
 use super::id;
 use crate::args::GoalCommand;
@@ -38,6 +39,34 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
             }
             return Ok(());
         }
+        GoalCommand::Amend {
+            objective,
+            scope,
+            permission,
+            why,
+            goal,
+        } => {
+            let amended = app.amend_goal(AmendGoal {
+                goal: goal.as_deref().map(id::<GoalId>).transpose()?,
+                objective,
+                scope: (!scope.is_empty()).then_some(scope),
+                permission,
+                why,
+            })?;
+            if ctx.json {
+                return ctx.json_out(&document("amended", &amended_json(&amended)));
+            }
+            let r = &amended.revision;
+            ctx.line(format!(
+                "Amended goal {} to revision {}: {}",
+                amended.goal.id,
+                r.number,
+                r.summary()
+            ))?;
+            return ctx.line(
+                "Slices already running finish under the revision they started with; every slice after this one is told the change, and the next one re-plans the open todos.",
+            );
+        }
         GoalCommand::List => {
             let goals = app.goals()?;
             if ctx.json {
@@ -53,10 +82,29 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
         }
         GoalCommand::Show { id: goal } => {
             let goal = app.goal(goal.as_deref().map(id::<GoalId>).transpose()?)?;
+            let revisions = app.goal_revisions(goal.id)?;
             if ctx.json {
-                return ctx.json_out(&document("goal", &goal));
+                return ctx.json_out(&document(
+                    "goal",
+                    &Shown {
+                        goal: &goal,
+                        revisions: &revisions,
+                    },
+                ));
             }
             ctx.line(views::goal_line(ctx.style, &goal))?;
+            if revisions.len() > 1 {
+                ctx.line("Revisions:")?;
+                for r in &revisions {
+                    ctx.line(format!(
+                        "  {}  {}  {}  {}",
+                        r.number,
+                        r.at,
+                        r.by,
+                        r.summary()
+                    ))?;
+                }
+            }
             // A finished worktree goal's work waits on its branch, whatever goal came next:
             // the merge command stays one command away.
             if goal.status == GoalStatus::Done
@@ -104,4 +152,26 @@ fn show_goal(ctx: &mut Ctx, goal: &Goal, verb: &str) -> Result<(), ExpectedError
         }
     }
     Ok(())
+}
+
+/// `goal show --json`: the goal's fields, and its revisions.
+#[derive(serde::Serialize)]
+struct Shown<'a> {
+    #[serde(flatten)]
+    goal: &'a Goal,
+    revisions: &'a [GoalRevision],
+}
+
+/// `goal amend --json`: the goal as it now is, and the revision it became.
+#[derive(serde::Serialize)]
+struct AmendedJson<'a> {
+    goal: &'a Goal,
+    revision: &'a GoalRevision,
+}
+
+fn amended_json(a: &loopx_kernel::store::Amended) -> AmendedJson<'_> {
+    AmendedJson {
+        goal: &a.goal,
+        revision: &a.revision,
+    }
 }

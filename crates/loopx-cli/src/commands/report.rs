@@ -1,4 +1,4 @@
-//! `loopx report evidence|handoff|todo|ask|done`: an agent writes into the kernel from inside
+//! `loopx report evidence|handoff|todo|ask|done|propose-goal`: an agent writes into the kernel from inside
 //! its slice, while the slice runs.
 //!
 //! The report goes over the slice's channel (`LOOPX_REPORT_SOCKET`), never into the store
@@ -78,6 +78,15 @@ pub fn run(ctx: &mut Ctx, cmd: ReportCommand) -> Result<(), ExpectedError> {
             context: ask.context,
         },
         ReportCommand::Done { summary } => AgentReport::Done { summary },
+        ReportCommand::ProposeGoal {
+            objective,
+            scope,
+            why,
+        } => AgentReport::ProposeGoal {
+            objective,
+            scope,
+            why,
+        },
     };
     let reply = match send(std::path::Path::new(&socket), &report)? {
         ReportReply::Written(reported) => *reported,

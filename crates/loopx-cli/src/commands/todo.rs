@@ -144,8 +144,8 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
                 format!("Released {}; it is open again", todo.id),
             )
         }
-        TodoCommand::Done(args) => finish(ctx, &app, args, TodoState::Done),
-        TodoCommand::Drop(args) => finish(ctx, &app, args, TodoState::Dropped),
+        TodoCommand::Done(args) => finish(ctx, &app, args.finish, TodoState::Done, args.next),
+        TodoCommand::Drop(args) => finish(ctx, &app, args, TodoState::Dropped, None),
     }
 }
 
@@ -154,15 +154,23 @@ fn finish(
     app: &loopx_app::App,
     args: FinishArgs,
     to: TodoState,
+    next: Option<String>,
 ) -> Result<(), ExpectedError> {
     let agent: Option<AgentName> = args.agent.as_deref().map(id).transpose()?;
-    let finished = app.finish_todo(FinishTodo {
-        todo: id::<TodoId>(&args.id)?,
-        to,
-        agent,
-        epoch: args.epoch,
-    })?;
+    let finished = app.finish_todo_then(
+        FinishTodo {
+            todo: id::<TodoId>(&args.id)?,
+            to,
+            agent,
+            epoch: args.epoch,
+        },
+        next,
+    )?;
     let todo = finished.todo;
+    if ctx.json && finished.next.is_some() {
+        let doc = serde_json::json!({ "format_version": 1, "todo": todo, "next": finished.next });
+        return ctx.json_out(&doc);
+    }
     let verb = if to == TodoState::Done {
         "Done"
     } else {
@@ -171,7 +179,11 @@ fn finish(
     if let Some(summary) = finished.landed {
         ctx.line(summary)?;
     }
-    show(ctx, &todo, format!("{verb}: {} {}", todo.id, todo.title))
+    show(ctx, &todo, format!("{verb}: {} {}", todo.id, todo.title))?;
+    match &finished.next {
+        Some(next) if !ctx.json => ctx.line(format!("Next: {} {}", next.id, next.title)),
+        _ => Ok(()),
+    }
 }
 
 /// `loopx diff TODO`: what the todo's branch changed since it forked from the goal's branch,

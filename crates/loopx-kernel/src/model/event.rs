@@ -168,6 +168,13 @@ pub enum EventKind {
         exit: Option<i32>,
         polls: u64,
     },
+    /// A person amended the goal (record version 10): its new revision, what changed and why.
+    GoalAmended {
+        goal: GoalId,
+        revision: u32,
+        changed: Vec<String>,
+        why: String,
+    },
 }
 
 impl EventKind {
@@ -202,6 +209,7 @@ impl EventKind {
             EventKind::AgentChanged { .. } => "agent_changed",
             EventKind::AgentRemoved { .. } => "agent_removed",
             EventKind::MonitorPolled { .. } => "monitor_polled",
+            EventKind::GoalAmended { .. } => "goal_amended",
         }
     }
 
@@ -214,6 +222,21 @@ impl EventKind {
             } => format!("goal {goal} started: {objective}"),
             EventKind::GoalStatusChanged { goal, from, to } => {
                 format!("goal {goal} {} → {}", from.as_str(), to.as_str())
+            }
+            EventKind::GoalAmended {
+                goal,
+                revision,
+                changed,
+                why,
+            } => {
+                let why = match why.trim() {
+                    "" => String::new(),
+                    why => format!(" (why: {why})"),
+                };
+                format!(
+                    "goal {goal} amended to revision {revision}: {} changed{why}",
+                    changed.join(", ")
+                )
             }
             EventKind::TodoAdded {
                 todo,

@@ -2,6 +2,7 @@
 //! transaction that also appends its event.
 
 mod agent;
+pub mod amend;
 pub mod budget;
 mod entities;
 mod monitor;
@@ -14,9 +15,9 @@ mod typed;
 pub use agent::AgentChange;
 pub use monitor::{ClaimPoll, RecordPoll};
 pub use op::{
-    AnswerChoice, AnswerGate, Applied, BatchError, BeginSlice, ChangeAgent, ClaimTodo, FinishTodo,
-    Interrupt, NewAgent, NewEvidence, NewGate, NewGoal, NewHandoff, NewHold, NewSlice, NewTodo, Op,
-    ReleaseClaim, RemoveAgent, RenewClaim, Resume, SLICE_PLACEHOLDER, SetGoalStatus, SliceEnd,
-    WithdrawGate,
+    AmendGoal, AnswerChoice, AnswerGate, Applied, BatchError, BeginSlice, ChangeAgent, ClaimTodo,
+    FinishTodo, Interrupt, NewAgent, NewEvidence, NewGate, NewGoal, NewHandoff, NewHold, NewSlice,
+    NewTodo, Op, ReleaseClaim, RemoveAgent, RenewClaim, Resume, SLICE_PLACEHOLDER, SetGoalStatus,
+    SliceEnd, WithdrawGate,
 };
-pub use typed::{Begun, Interrupted, NewSpend, TypedOp};
+pub use typed::{Amended, Begun, Interrupted, NewSpend, TypedOp};

@@ -33,6 +33,10 @@
 //! - 9: todos gained `monitor` and `not_before`, their last two fields: an older todo reads
 //!   with both `None` (two zero bytes appended). Gates gained the `monitor` kind, evidence the
 //!   `monitor` kind and events `monitor_polled` (appended, so older records read unchanged).
+//! - 10: goals gained `revision`, their last field: an older goal reads as revision 1 (the
+//!   byte 1 appended). Goal revisions are a table of their own (`goal_revisions`); events
+//!   gained `goal_amended` and gates the `goal_proposal` kind (appended, so older records read
+//!   unchanged).
 
 use std::borrow::Cow;
 
@@ -48,7 +52,7 @@ use crate::model::{
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 9;
+pub(crate) const RECORD_VERSION: u8 = 10;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -73,7 +77,7 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
             owned.push(0);
             Cow::Owned(owned)
         }
-        Some((&(6 | 7 | 8 | RECORD_VERSION), body)) => Cow::Borrowed(body),
+        Some((&(6 | 7 | 8 | 9 | RECORD_VERSION), body)) => Cow::Borrowed(body),
         Some((&version @ 1..=5, body)) => up_to_v5(version, table, body)
             .and_then(|v5| Ok(Cow::Owned(upgrade_v5(table, &v5)?.into_owned())))
             .map_err(|e| failed(e.to_string()))?,
@@ -91,6 +95,13 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
         ("todos", ..9) => {
             let mut owned = body.into_owned();
             owned.extend_from_slice(&[0, 0]);
+            Cow::Owned(owned)
+        }
+        // A goal before version 10 lacks `revision`, its last field: it is revision 1 (a goal
+        // upgraded from version 5 or older has it already; what follows is ignored).
+        ("goals", ..10) => {
+            let mut owned = body.into_owned();
+            owned.push(1);
             Cow::Owned(owned)
         }
         _ => body,
@@ -147,6 +158,7 @@ impl From<GoalV5> for Goal {
             created_at: g.created_at,
             updated_at: g.updated_at,
             isolation: Isolation::Shared,
+            revision: 1,
         }
     }
 }
@@ -594,9 +606,43 @@ mod tests {
     }
 
     #[test]
+    fn a_version_9_goal_reads_as_revision_1() {
+        let goal = Goal {
+            revision: 4,
+            ..Goal::from(GoalV5 {
+                id: GoalId(2),
+                objective: "Ship".into(),
+                scope: vec!["src/**".into()],
+                permission: PermissionLevel::WorkspaceWrite,
+                share: 1.0,
+                status: GoalStatus::Active,
+                created_at: Timestamp(1),
+                updated_at: Timestamp(2),
+            })
+        };
+        let current = encode(&goal);
+        // Version 9 wrote the same fields without the last (`revision`, one byte here).
+        assert_eq!(current.last(), Some(&4));
+        let mut v9 = current[..current.len() - 1].to_vec();
+        v9[0] = 9;
+        let read: Goal = decode("goals", &v9).expect("a version-9 goal reads");
+        assert_eq!(
+            read,
+            Goal {
+                revision: 1,
+                ..goal
+            }
+        );
+    }
+
+    #[test]
     fn a_newer_record_is_refused_by_name() {
-        let err = decode::<u64>("todos", &[10, 1]).expect_err("too new");
-        assert!(err.to_string().contains("record version 10"), "{err}");
+        let err = decode::<u64>("todos", &[11, 1]).expect_err("too new");
+        assert!(err.to_string().contains("record version 11"), "{err}");
+        assert_eq!(
+            decode::<u64>("todos", &[10, 1]).expect("version 10 reads"),
+            1
+        );
         assert_eq!(decode::<u64>("todos", &[9, 1]).expect("version 9 reads"), 1);
         assert_eq!(decode::<u64>("todos", &[8, 1]).expect("version 8 reads"), 1);
         assert_eq!(decode::<u64>("todos", &[7, 1]).expect("version 7 reads"), 1);

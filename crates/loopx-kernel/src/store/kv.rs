@@ -145,11 +145,12 @@ pub(crate) enum Table {
     WaitingTodos,
     Dependents,
     MonitorTodos,
+    GoalRevisions,
 }
 
 impl Table {
     /// Every table, in the order `loopx store copy` copies them.
-    pub(crate) const ALL: [Table; 19] = [
+    pub(crate) const ALL: [Table; 20] = [
         Table::Meta,
         Table::Goals,
         Table::Todos,
@@ -169,6 +170,7 @@ impl Table {
         Table::WaitingTodos,
         Table::Dependents,
         Table::MonitorTodos,
+        Table::GoalRevisions,
     ];
 
     /// The table's name (redb's, and the one errors give).
@@ -193,6 +195,7 @@ impl Table {
             Table::WaitingTodos => "waiting_todos",
             Table::Dependents => "todo_dependents",
             Table::MonitorTodos => "monitor_todos",
+            Table::GoalRevisions => "goal_revisions",
         }
     }
 
@@ -218,6 +221,7 @@ impl Table {
             Table::WaitingTodos => 17,
             Table::Dependents => 18,
             Table::MonitorTodos => 19,
+            Table::GoalRevisions => 20,
         }
     }
 
@@ -232,7 +236,8 @@ impl Table {
             | Table::Slices
             | Table::SliceOwners
             | Table::Events
-            | Table::Spends => Shape::Numbered,
+            | Table::Spends
+            | Table::GoalRevisions => Shape::Numbered,
             Table::Quota | Table::Agents => Shape::Named,
             Table::Running | Table::ActiveTodos | Table::ClaimedTodos => Shape::Set,
             Table::ReadyTodos => Shape::Ready,

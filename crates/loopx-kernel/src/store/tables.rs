@@ -44,6 +44,13 @@ pub(crate) const QUOTA: Table = Table::Quota;
 /// The spend ledger.
 pub(crate) const SPENDS: Table = Table::Spends;
 pub(crate) const AGENTS: Table = Table::Agents;
+/// Every revision of every goal, keyed [`revision_key`]: a goal's are one range, in order.
+pub(crate) const GOAL_REVISIONS: Table = Table::GoalRevisions;
+
+/// The key of revision `number` of goal `goal`.
+pub(crate) fn revision_key(goal: u64, number: u32) -> u64 {
+    (goal << 32) | u64::from(number)
+}
 
 /// Names of the counters in `META`, one per numbered kind.
 pub(crate) mod counter {

@@ -64,18 +64,36 @@ impl Decided {
                 Some(id) => s.todo(id)?,
                 None => None,
             };
-            prompt_values(
+            // The goal as it is now: a person may have amended it since the decision.
+            let goal = match self.goal.as_ref() {
+                Some(g) => s.goal(g.id)?.or_else(|| Some(g.clone())),
+                None => None,
+            };
+            let values = prompt_values(
                 s,
                 PromptFor {
                     agent: &setup.agent.name,
                     role: setup.view.role.as_deref(),
-                    goal: self.goal.as_ref(),
+                    goal: goal.as_ref(),
                     todo: todo.as_ref(),
                     kind: self.how.kind,
                 },
-            )
+            )?;
+            let note = match goal.as_ref() {
+                Some(goal) => crate::amendment::goal_change_note(s, goal)?,
+                None => None,
+            };
+            Ok((values, note))
         })?;
-        let prompt = render_prompt(&setup.loaded.profile.prompt_template, &values);
+        let (values, note) = values;
+        // An amended goal's change heads the prompt, whatever the profile's template holds.
+        let prompt = match note {
+            Some(note) => format!(
+                "{note}\n\n{}",
+                render_prompt(&setup.loaded.profile.prompt_template, &values)
+            ),
+            None => render_prompt(&setup.loaded.profile.prompt_template, &values),
+        };
         let root = req.project.root();
         let plan = plan_for(req, setup, self.how, &prompt, SLICE_PLACEHOLDER, root)?;
         let begin = BeginSlice {

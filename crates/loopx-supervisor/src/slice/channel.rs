@@ -99,7 +99,8 @@ impl Budget {
             AgentReport::Todo { .. } => next.todos += 1,
             AgentReport::Evidence { .. }
             | AgentReport::Handoff { .. }
-            | AgentReport::Ask { .. } => {
+            | AgentReport::Ask { .. }
+            | AgentReport::ProposeGoal { .. } => {
                 next.items += 1;
             }
             AgentReport::Done { .. } => {}

@@ -29,23 +29,7 @@ pub(super) fn goal_start(
         ))
         .into());
     }
-    limits::check_text("objective", &objective, limits::OBJECTIVE, "")?;
-    limits::check_list("scope", &scope, 500)?;
-    if let Some(bad) = scope
-        .iter()
-        .find(|g| g.starts_with('/') || g.split('/').any(|part| part == ".."))
-    {
-        return Err(Invalid::Other(format!(
-            "scope `{bad}` leaves the project\n(hint: scopes are globs relative to the project root, like `src/**`)"
-        ))
-        .into());
-    }
-    if let Err(invalid) = crate::scope::Scope::new(&scope) {
-        return Err(Invalid::Other(format!(
-            "{invalid}\n(hint: `*` and `?` stay within a directory, `**` spans any number, `{{a,b}}` is either, `[ab]` a class; `docs/` covers everything under docs)"
-        ))
-        .into());
-    }
+    check_objective_and_scope(&objective, &scope)?;
     if !(0.0..=1.0).contains(&share) || share.is_nan() {
         return Err(Invalid::Other(format!("share `{share}` is outside 0..1\n(hint: 0.5 gives the goal half of the time; 0 pauses it)")).into());
     }
@@ -72,8 +56,10 @@ pub(super) fn goal_start(
         created_at: w.now,
         updated_at: w.now,
         isolation,
+        revision: 1,
     };
     w.put(tables::GOALS, id.0, &goal)?;
+    super::amend::put_revision(w, &goal, "", Vec::new())?;
     w.event(EventKind::GoalStarted {
         goal: id,
         objective: goal.objective.clone(),
@@ -82,6 +68,32 @@ pub(super) fn goal_start(
         share,
     })?;
     Ok(Applied::Goal(goal))
+}
+
+/// A goal's objective and scope, as `goal start` and `goal amend` take them: within the
+/// limits, and the scope's globs valid and inside the project.
+pub(super) fn check_objective_and_scope(
+    objective: &str,
+    scope: &[String],
+) -> Result<(), KernelError> {
+    limits::check_text("objective", objective, limits::OBJECTIVE, "")?;
+    limits::check_list("scope", scope, 500)?;
+    if let Some(bad) = scope
+        .iter()
+        .find(|g| g.starts_with('/') || g.split('/').any(|part| part == ".."))
+    {
+        return Err(Invalid::Other(format!(
+            "scope `{bad}` leaves the project\n(hint: scopes are globs relative to the project root, like `src/**`)"
+        ))
+        .into());
+    }
+    if let Err(invalid) = crate::scope::Scope::new(scope) {
+        return Err(Invalid::Other(format!(
+            "{invalid}\n(hint: `*` and `?` stay within a directory, `**` spans any number, `{{a,b}}` is either, `[ab]` a class; `docs/` covers everything under docs)"
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 pub(super) fn goal_set_status(
@@ -133,6 +145,20 @@ pub(super) fn goal_set_status(
     {
         return Err(Conflict::ActiveGoal { goal: other.id }.into());
     }
+    // An agent's planning slice that reports `done` says the goal is met. With todos of the
+    // goal still open (a re-planning slice runs beside them, `amend.rs`) it is not: only a
+    // person ends a goal over open work.
+    if to == GoalStatus::Done && w.actor.starts_with("agent:") {
+        let open = open_todos_of(w, target.id)?;
+        if open > 0 {
+            return Err(Conflict::GoalState {
+                goal: target.id,
+                state: "still open",
+                action: "marked done by an agent while it has open todos",
+            }
+            .into());
+        }
+    }
     let mut goal = target.clone();
     let from = goal.status;
     goal.status = to;
@@ -150,6 +176,7 @@ pub(super) fn goal_set_status(
 }
 
 pub(super) fn gate_ask(w: &Writer<'_>, new: NewGate) -> Result<Applied, KernelError> {
+    let new = super::amend::proposal_asked(w, new)?;
     new.check()?;
     if let Blocks::Todos(todos) = &new.blocks {
         for todo in todos {
@@ -176,7 +203,7 @@ pub(super) fn gate_ask(w: &Writer<'_>, new: NewGate) -> Result<Applied, KernelEr
         blocks: new.blocks,
         // A gate of loopx's own kind is loopx's, even when it is written in the batch of an
         // agent's slice (a scope violation, a login): only a question has an author.
-        asked_by: if new.kind == GateKind::Question {
+        asked_by: if matches!(new.kind, GateKind::Question | GateKind::GoalProposal { .. }) {
             w.actor.to_owned()
         } else {
             crate::model::LOOPX_ACTOR.to_owned()
@@ -319,6 +346,11 @@ pub(super) fn gate_answer(
         GateKind::Monitor { todo } => {
             super::monitor::answered(w, *todo, chosen.map(String::as_str))?;
         }
+        GateKind::GoalProposal { .. } => {
+            if chosen.is_some_and(|o| o == crate::model::PROPOSAL_OPTIONS[0]) {
+                super::amend::proposal_accepted(w, &gate)?;
+            }
+        }
     }
     Ok(Applied::Gate(gate))
 }
@@ -457,4 +489,16 @@ fn check_claim(w: &Writer<'_>, todo: &Todo, epoch: Option<u64>) -> Result<(), Ke
         }
         .into())
     }
+}
+
+/// How many todos of `goal` are open or claimed.
+fn open_todos_of(w: &Writer<'_>, goal: GoalId) -> Result<usize, KernelError> {
+    let mut open = 0;
+    for id in crate::store::reads::index_keys(w.kv, tables::ACTIVE_TODOS)? {
+        let todo: Option<Todo> = w.get(tables::TODOS, id)?;
+        if todo.is_some_and(|t| t.goal == goal && !t.state.is_final()) {
+            open += 1;
+        }
+    }
+    Ok(open)
 }

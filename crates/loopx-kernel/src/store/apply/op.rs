@@ -62,6 +62,20 @@ pub struct SetGoalStatus {
     pub to: GoalStatus,
 }
 
+/// A person's change to a goal's objective, scope or permission (`goal amend`); a field left
+/// `None` stays as it is.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AmendGoal {
+    /// `None` acts on the current goal (active, else paused).
+    pub goal: Option<GoalId>,
+    pub objective: Option<String>,
+    /// Empty: the whole project (`**`), as at `goal start`.
+    pub scope: Option<Vec<String>>,
+    pub permission: Option<PermissionLevel>,
+    /// Why, in the person's words.
+    pub why: String,
+}
+
 /// A hold on an account (or `agent:<name>`) until a time, or until resumed (`until: None`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewHold {
@@ -241,6 +255,11 @@ impl NewGate {
     /// [`check_question`](crate::question::check_question)) or too long, blank or too long
     /// options, too many of them, a too long context, a todo gate that names no todo.
     pub fn check(&self) -> Result<(), Invalid> {
+        // A goal proposal's question is loopx's, written when the kernel asks it
+        // (`amend.rs`); what the agent wrote is checked there, as an amendment's would be.
+        if let GateKind::GoalProposal { why, .. } = &self.kind {
+            return limits::check_text("why", why, limits::DETAIL, "");
+        }
         crate::question::check_question(&self.question)?;
         limits::check_text(
             "question",
@@ -358,6 +377,8 @@ pub struct SliceEnd {
 pub enum Op {
     GoalStart(NewGoal),
     GoalSetStatus(SetGoalStatus),
+    /// A person amends a goal: its next revision.
+    GoalAmend(AmendGoal),
     TodoAdd(NewTodo),
     TodoClaim(ClaimTodo),
     TodoRenew(RenewClaim),
@@ -510,6 +531,11 @@ pub enum Applied {
     },
     Spend(crate::model::Spend),
     Hold(crate::model::QuotaHold),
+    /// A goal amended, and its new revision.
+    Amended {
+        goal: Goal,
+        revision: crate::model::GoalRevision,
+    },
     /// The keys whose holds were lifted.
     Resumed(Vec<String>),
 }
@@ -542,6 +568,20 @@ impl Op {
             }) => {
                 r.redact_in_place(objective);
                 all(scope);
+            }
+            Op::GoalAmend(AmendGoal {
+                objective,
+                scope,
+                why,
+                ..
+            }) => {
+                if let Some(objective) = objective {
+                    r.redact_in_place(objective);
+                }
+                if let Some(scope) = scope {
+                    all(scope);
+                }
+                r.redact_in_place(why);
             }
             Op::TodoAdd(new) => new.redact(r),
             Op::GateAsk(new) => {
@@ -625,6 +665,7 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             isolation,
         }) => entities::goal_start(w, id, objective, scope, permission, share, isolation),
         Op::GoalSetStatus(SetGoalStatus { goal, to }) => entities::goal_set_status(w, goal, to),
+        Op::GoalAmend(amend) => super::amend::goal_amend(w, amend),
         Op::TodoAdd(new) => todo::add(w, new),
         Op::TodoClaim(ClaimTodo { todo, agent, ttl }) => {
             todo::claim(w, todo, &agent, ttl).map(Applied::Todo)

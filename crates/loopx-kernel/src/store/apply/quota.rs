@@ -146,6 +146,8 @@ pub(super) fn spend(
             share,
             spent: Default::default(),
             plans_after: None,
+            revision: 1,
+            replan_after: None,
         });
         let input = DecideInput {
             now: now.0,

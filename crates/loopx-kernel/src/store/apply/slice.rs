@@ -219,6 +219,7 @@ pub(super) fn end(w: &Writer<'_>, id: SliceId, end: SliceEnd) -> Result<SliceRec
     };
     if let Some(goal) = goal {
         super::budget::charge(w, goal, end.tokens, end.cost_usd)?;
+        super::amend::replanned(w, goal, &record)?;
     }
     record.exit = end.exit;
     record.tokens = end.tokens;

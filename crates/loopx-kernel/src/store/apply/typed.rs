@@ -3,9 +3,9 @@
 //! which result an operation yields is said once, here, beside the operation.
 
 use super::op::{
-    AnswerGate, Applied, BeginSlice, ChangeAgent, ClaimTodo, FinishTodo, Interrupt, NewAgent,
-    NewEvidence, NewGate, NewGoal, NewHandoff, NewHold, NewSlice, NewTodo, Op, ReleaseClaim,
-    RemoveAgent, RenewClaim, Resume, SetGoalStatus, WithdrawGate,
+    AmendGoal, AnswerGate, Applied, BeginSlice, ChangeAgent, ClaimTodo, FinishTodo, Interrupt,
+    NewAgent, NewEvidence, NewGate, NewGoal, NewHandoff, NewHold, NewSlice, NewTodo, Op,
+    ReleaseClaim, RemoveAgent, RenewClaim, Resume, SetGoalStatus, WithdrawGate,
 };
 use super::quota::QuotaRequest;
 use crate::errors::{KernelError, StoreError};
@@ -67,6 +67,26 @@ macro_rules! typed {
 
 typed!(NewGoal => Goal, GoalStart, Goal);
 typed!(SetGoalStatus => Goal, GoalSetStatus, Goal);
+
+/// A goal amended, and the revision it now is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Amended {
+    pub goal: Goal,
+    pub revision: crate::model::GoalRevision,
+}
+
+impl TypedOp for AmendGoal {
+    type Output = Amended;
+    fn into_op(self) -> Op {
+        Op::GoalAmend(self)
+    }
+    fn output(applied: Applied) -> Option<Amended> {
+        match applied {
+            Applied::Amended { goal, revision } => Some(Amended { goal, revision }),
+            _ => None,
+        }
+    }
+}
 typed!(NewTodo => Todo, TodoAdd, Todo);
 typed!(FinishTodo => Todo, TodoFinish, Todo);
 typed!(NewGate => Gate, GateAsk, Gate);

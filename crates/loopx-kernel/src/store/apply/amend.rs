@@ -1,0 +1,271 @@
+//! `goal amend`: a person changes a goal's objective, scope or permission. The goal gets the
+//! next revision (its record in `goal_revisions` says what it said from then on, who changed
+//! it and why), and its planning counts afresh from the amendment: the next decision re-plans
+//! (`loopx_quota::decide`, through [`crate::decision`]).
+
+use super::op::{AmendGoal, Applied, NewGate};
+use crate::errors::{Invalid, KernelError, Refused};
+use crate::model::{
+    Blocks, EventKind, Gate, GateKind, Goal, GoalRevision, GoalStatus, PROPOSAL_OPTIONS,
+    goal_digest,
+};
+use crate::store::tables::{self, counter};
+use crate::store::writer::Writer;
+
+/// Most revisions of one goal: a goal amended more often than this is a new goal.
+pub const MAX_REVISIONS: u32 = 1_000;
+
+pub(super) fn goal_amend(w: &Writer<'_>, amend: AmendGoal) -> Result<Applied, KernelError> {
+    // A goal's words are a person's: an agent that could rewrite them could widen its own
+    // scope. (Inside a slice the store is out of the agent's reach; this holds for whatever
+    // writes through the kernel in an agent's name.)
+    if !w.actor.starts_with("human:") {
+        return Err(Refused::AmendByAgent {
+            actor: w.actor.to_owned(),
+        }
+        .into());
+    }
+    let mut goal = target(w, amend.goal)?;
+    let objective = amend
+        .objective
+        .map(|o| o.trim().to_owned())
+        .unwrap_or_else(|| goal.objective.clone());
+    let scope = match amend.scope {
+        Some(scope) if scope.is_empty() => vec!["**".to_owned()],
+        Some(scope) => scope,
+        None => goal.scope.clone(),
+    };
+    super::entities::check_objective_and_scope(&objective, &scope)?;
+    if !amend.why.trim().is_empty() {
+        crate::limits::check_text("why", &amend.why, crate::limits::DETAIL, "")?;
+    }
+    let permission = amend.permission.unwrap_or(goal.permission);
+    let mut changed = Vec::new();
+    if objective != goal.objective {
+        changed.push("objective".to_owned());
+    }
+    if scope != goal.scope {
+        changed.push("scope".to_owned());
+    }
+    if permission != goal.permission {
+        changed.push("permission".to_owned());
+    }
+    if changed.is_empty() {
+        return Err(Invalid::Other(format!(
+            "goal {} already says that: nothing to amend\n(hint: `loopx goal show` prints its objective, scope and permission)",
+            goal.id
+        ))
+        .into());
+    }
+    if goal.revision >= MAX_REVISIONS {
+        return Err(Invalid::Other(format!(
+            "goal {} has {MAX_REVISIONS} revisions already\n(hint: finish it with `loopx goal done` and start the new one)",
+            goal.id
+        ))
+        .into());
+    }
+    goal.objective = objective;
+    goal.scope = scope;
+    goal.permission = permission;
+    goal.revision += 1;
+    goal.updated_at = w.now;
+    w.put(tables::GOALS, goal.id.0, &goal)?;
+    let revision = put_revision(w, &goal, amend.why.trim(), changed)?;
+    // Planning slices before the amendment planned another goal: they no longer count, and
+    // the next decision re-plans.
+    w.quota_put(&super::budget::plans_key(goal.id), &revision.after_slice)?;
+    w.quota_put(&replan_key(goal.id), &revision.after_slice)?;
+    w.event(EventKind::GoalAmended {
+        goal: goal.id,
+        revision: revision.number,
+        changed: revision.changed.clone(),
+        why: revision.why.clone(),
+    })?;
+    Ok(Applied::Amended { goal, revision })
+}
+
+/// The goal `goal` names, or the current one (active, else paused); a finished goal is not
+/// amended.
+fn target(w: &Writer<'_>, goal: Option<crate::ids::GoalId>) -> Result<Goal, KernelError> {
+    let goals: Vec<Goal> = w.all(tables::GOALS)?;
+    let open = |g: &&Goal| matches!(g.status, GoalStatus::Active | GoalStatus::Paused);
+    let found = match goal {
+        Some(id) => goals.iter().find(|g| g.id == id).ok_or(Invalid::NotFound {
+            what: "goal",
+            id: id.to_string(),
+        })?,
+        None => goals.iter().rev().find(open).ok_or_else(|| {
+            Invalid::Other(
+                "there is no active or paused goal\n(hint: `loopx goal list`)".to_owned(),
+            )
+        })?,
+    };
+    if !open(&found) {
+        return Err(Invalid::Other(format!(
+            "goal {} is {}: only an active or paused goal is amended\n(hint: start a new goal with `loopx goal start`)",
+            found.id,
+            found.status.as_str()
+        ))
+        .into());
+    }
+    Ok(found.clone())
+}
+
+/// Records `goal` as it now is as its revision `goal.revision`.
+pub(super) fn put_revision(
+    w: &Writer<'_>,
+    goal: &Goal,
+    why: &str,
+    changed: Vec<String>,
+) -> Result<GoalRevision, KernelError> {
+    let revision = GoalRevision {
+        goal: goal.id,
+        number: goal.revision,
+        at: w.now,
+        by: w.actor.to_owned(),
+        why: why.to_owned(),
+        objective: goal.objective.clone(),
+        scope: goal.scope.clone(),
+        permission: goal.permission,
+        digest: goal_digest(&goal.objective, &goal.scope),
+        changed,
+        after_slice: w.peek_id(counter::SLICE)?.saturating_sub(1),
+    };
+    w.put(
+        tables::GOAL_REVISIONS,
+        tables::revision_key(goal.id.0, goal.revision),
+        &revision,
+    )?;
+    Ok(revision)
+}
+
+/// The quota-table key of the last slice begun before `goal` was last amended: until a
+/// planning slice after it has done its work, the goal is re-planned first.
+pub fn replan_key(goal: crate::ids::GoalId) -> String {
+    format!("replan/{}", goal.0)
+}
+
+/// A planning slice begun after `goal`'s last amendment did its work (it ended completed,
+/// progress or unchanged): the goal is re-planned, and work goes on as usual. A planning
+/// slice that could not work (a limit, a failure) leaves the re-planning due.
+pub(super) fn replanned(
+    w: &Writer<'_>,
+    goal: crate::ids::GoalId,
+    slice: &crate::model::SliceRecord,
+) -> Result<(), KernelError> {
+    use crate::model::{Outcome, SliceKind};
+    if slice.kind != SliceKind::Plan || slice.todo.is_some() {
+        return Ok(());
+    }
+    let worked = matches!(
+        slice.outcome,
+        Some(Outcome::Completed | Outcome::Progress | Outcome::Unchanged)
+    );
+    let key = replan_key(goal);
+    match w.quota_get::<u64>(&key)? {
+        Some(after) if worked && slice.id.0 > after => {
+            w.quota_remove(&key)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// An agent's proposal to amend the goal, as the kernel asks it: about the goal active now
+/// (whatever id the batch carried), with its words checked as an amendment's would be, and
+/// the question, options and context loopx's own (the current and the proposed text side by
+/// side). It blocks nothing: the agents go on with the goal as it is until a person accepts.
+pub(super) fn proposal_asked(w: &Writer<'_>, mut new: NewGate) -> Result<NewGate, KernelError> {
+    let GateKind::GoalProposal {
+        objective,
+        scope,
+        why,
+        ..
+    } = new.kind
+    else {
+        return Ok(new);
+    };
+    let goals: Vec<Goal> = w.all(tables::GOALS)?;
+    let Some(goal) = goals.into_iter().find(|g| g.status == GoalStatus::Active) else {
+        return Err(
+            Invalid::Other("there is no active goal to propose a change to".to_owned()).into(),
+        );
+    };
+    let objective = objective
+        .map(|o| o.trim().to_owned())
+        .filter(|o| *o != goal.objective);
+    let scope = scope.filter(|s| !s.is_empty() && *s != goal.scope);
+    if objective.is_none() && scope.is_none() {
+        return Err(Invalid::Other(format!(
+            "the proposal changes nothing: goal {} already says that\n(hint: give `--objective` or `--scope` with what the goal should say)",
+            goal.id
+        ))
+        .into());
+    }
+    super::entities::check_objective_and_scope(
+        objective.as_deref().unwrap_or(&goal.objective),
+        scope.as_deref().unwrap_or(&goal.scope),
+    )?;
+    crate::limits::check_text("why", &why, crate::limits::DETAIL, "")?;
+    let mut what = Vec::new();
+    let mut context = Vec::new();
+    if let Some(o) = &objective {
+        what.push("objective".to_owned());
+        context.push(format!("objective now: {}\nproposed: {o}", goal.objective));
+    }
+    if let Some(s) = &scope {
+        what.push("scope".to_owned());
+        context.push(format!(
+            "scope now: {}\nproposed: {}",
+            goal.scope.join(", "),
+            s.join(", ")
+        ));
+    }
+    context.push(format!("why: {}", why.trim()));
+    new.question = format!(
+        "`{}` proposes to change the {} of goal {}: accept?",
+        w.actor.trim_start_matches("agent:"),
+        what.join(" and "),
+        goal.id
+    );
+    new.options = PROPOSAL_OPTIONS.iter().map(|o| (*o).to_owned()).collect();
+    new.context = format!("{}\n\n{}", context.join("\n\n"), new.context.trim())
+        .trim()
+        .to_owned();
+    new.blocks = Blocks::Nothing;
+    new.kind = GateKind::GoalProposal {
+        goal: goal.id,
+        objective,
+        scope,
+        why: why.trim().to_owned(),
+    };
+    Ok(new)
+}
+
+/// A person accepted `gate`'s proposal: the goal is amended as they, with the agent's reason.
+pub(super) fn proposal_accepted(w: &Writer<'_>, gate: &Gate) -> Result<(), KernelError> {
+    let GateKind::GoalProposal {
+        goal,
+        objective,
+        scope,
+        why,
+    } = &gate.kind
+    else {
+        return Ok(());
+    };
+    goal_amend(
+        w,
+        AmendGoal {
+            goal: Some(*goal),
+            objective: objective.clone(),
+            scope: scope.clone(),
+            permission: None,
+            why: format!(
+                "{why} (proposed by `{}`, accepted in {})",
+                gate.asked_by.trim_start_matches("agent:"),
+                gate.id
+            ),
+        },
+    )?;
+    Ok(())
+}

@@ -1,0 +1,225 @@
+//! `goal amend`: revisions, who may amend, and the re-planning that follows.
+
+#[path = "support/common.rs"]
+mod common;
+
+use common::{HUMAN, T0, fixture};
+use loopx_kernel::decision::DecisionState;
+use loopx_kernel::model::{Outcome, PermissionLevel, SliceKind};
+use loopx_kernel::store::{AmendGoal, Amended, NewSlice, SliceEnd};
+use loopx_kernel::{KernelError, Op, SliceId, Timestamp};
+use loopx_quota::{AgentView, DecisionKind};
+
+fn at(minutes: u64) -> Timestamp {
+    T0.plus(std::time::Duration::from_secs(60 * minutes))
+}
+
+fn amend(f: &common::Fixture, change: AmendGoal, actor: &str) -> Result<Amended, KernelError> {
+    f.store.run(change, actor, at(10))
+}
+
+fn planner() -> AgentView {
+    AgentView {
+        writes: true,
+        name: "a".parse().expect("a name"),
+        capabilities: vec![],
+        role: None,
+        account: "acct".into(),
+        pacing: None,
+        windows: vec![],
+    }
+}
+
+fn decide(f: &common::Fixture, minute: u64) -> loopx_quota::Decision {
+    f.store
+        .read(|s| DecisionState::read(s, planner(), at(minute)))
+        .expect("read")
+        .decide()
+}
+
+/// Starts and ends a planning slice of `a` with `outcome`.
+fn plan_slice(f: &common::Fixture, outcome: Outcome, minute: u64) -> SliceId {
+    let slice = match f
+        .store
+        .apply(
+            Op::SliceStart(NewSlice {
+                agent: "a".parse().expect("a name"),
+                todo: None,
+                epoch: None,
+                kind: SliceKind::Plan,
+                profile_hash: String::new(),
+                argv: vec![],
+                limit_secs: 60,
+                log: None,
+                owner: None,
+            }),
+            "agent:a",
+            at(minute),
+        )
+        .expect("start")
+    {
+        loopx_kernel::store::Applied::Slice(s) => s.id,
+        other => panic!("a slice, not {other:?}"),
+    };
+    f.store
+        .apply(
+            Op::SliceEnd {
+                slice,
+                end: SliceEnd {
+                    outcome,
+                    exit: Some("exit 0".into()),
+                    tokens: 0,
+                    cost_usd: 0.0,
+                    output_bytes: 0,
+                    leftovers: 0,
+                    log_sha256: String::new(),
+                },
+            },
+            "agent:a",
+            at(minute + 1),
+        )
+        .expect("end");
+    slice
+}
+
+#[test]
+fn an_amendment_is_the_goal_s_next_revision_with_who_why_and_what_changed() {
+    let f = fixture();
+    f.goal();
+    let amended = amend(
+        &f,
+        AmendGoal {
+            objective: Some("Ship it over gRPC".into()),
+            scope: Some(vec!["src/**".into(), "proto/**".into()]),
+            why: "the client moved to gRPC".into(),
+            ..AmendGoal::default()
+        },
+        HUMAN,
+    )
+    .expect("amended");
+    assert_eq!(amended.goal.revision, 2);
+    assert_eq!(amended.goal.objective, "Ship it over gRPC");
+    assert_eq!(amended.revision.changed, ["objective", "scope"]);
+    assert_eq!(
+        amended.revision.summary(),
+        "objective and scope changed (why: the client moved to gRPC)"
+    );
+    let revisions = f
+        .store
+        .read(|s| s.goal_revisions(amended.goal.id))
+        .expect("read");
+    assert_eq!(revisions.len(), 2, "{revisions:#?}");
+    assert_eq!(revisions[0].objective, "Ship it");
+    assert_eq!(revisions[0].by, HUMAN);
+    assert_ne!(revisions[0].digest, revisions[1].digest);
+    // Only what changes makes a revision; a permission alone does.
+    let same = amend(
+        &f,
+        AmendGoal {
+            objective: Some("Ship it over gRPC".into()),
+            ..AmendGoal::default()
+        },
+        HUMAN,
+    )
+    .expect_err("nothing changes");
+    assert!(same.to_string().contains("nothing to amend"), "{same}");
+    let widened = amend(
+        &f,
+        AmendGoal {
+            permission: Some(PermissionLevel::ReadOnly),
+            ..AmendGoal::default()
+        },
+        HUMAN,
+    )
+    .expect("a new permission");
+    assert_eq!(widened.revision.number, 3);
+    assert_eq!(widened.revision.digest, revisions[1].digest);
+    // The log says it.
+    let log = f.store.read(|s| s.events_tail(5)).expect("events");
+    assert!(
+        log.iter()
+            .any(|e| e.kind.describe() == "goal g1 amended to revision 3: permission changed"),
+        "{log:#?}"
+    );
+}
+
+#[test]
+fn only_a_person_amends_a_goal() {
+    let f = fixture();
+    f.goal();
+    let refused = amend(
+        &f,
+        AmendGoal {
+            scope: Some(vec!["**".into(), "/etc/**".into()]),
+            ..AmendGoal::default()
+        },
+        "agent:exec",
+    )
+    .expect_err("an agent may not");
+    assert_eq!(
+        refused.class(),
+        loopx_kernel::model::ErrorClass::Refused,
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("propose-goal"), "{refused}");
+    // Bad words are refused as at `goal start`, and nothing changes.
+    let outside = amend(
+        &f,
+        AmendGoal {
+            scope: Some(vec!["../elsewhere/**".into()]),
+            ..AmendGoal::default()
+        },
+        HUMAN,
+    )
+    .expect_err("outside the project");
+    assert!(
+        outside.to_string().contains("leaves the project"),
+        "{outside}"
+    );
+    let goal = f
+        .store
+        .read(|s| s.current_goal())
+        .expect("read")
+        .expect("a goal");
+    assert_eq!(
+        (goal.revision, goal.scope.as_slice()),
+        (1, &["**".to_owned()][..])
+    );
+}
+
+#[test]
+fn the_first_decision_after_an_amendment_re_plans_until_a_planning_slice_did_its_work() {
+    let f = fixture();
+    f.goal();
+    f.agent("a");
+    let todo = f.todo("Add retries");
+    assert_eq!(decide(&f, 5).todo().map(|(id, _)| id), Some(&todo));
+    amend(
+        &f,
+        AmendGoal {
+            objective: Some("Ship it over gRPC".into()),
+            ..AmendGoal::default()
+        },
+        HUMAN,
+    )
+    .expect("amended");
+    let d = decide(&f, 11);
+    assert_eq!(
+        (d.kind(), d.slice(), d.todo()),
+        (DecisionKind::Deliver, Some(SliceKind::Plan), None),
+        "{}",
+        d.reason()
+    );
+    assert!(
+        d.reason().contains("amended (revision 2)"),
+        "{}",
+        d.reason()
+    );
+    // A planning slice a limit cut short planned nothing: re-planning is still due.
+    plan_slice(&f, Outcome::UsageLimited, 12);
+    assert_eq!(decide(&f, 14).slice(), Some(SliceKind::Plan));
+    // One that did its work ends it: the todo is worked on again.
+    plan_slice(&f, Outcome::Progress, 15);
+    let d = decide(&f, 17);
+    assert_eq!(d.todo().map(|(id, _)| id), Some(&todo), "{}", d.reason());
+}

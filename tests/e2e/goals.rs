@@ -1,0 +1,203 @@
+//! `loopx goal amend`: a person's change reaches the next slice, which re-plans.
+
+use crate::support::{LOOPX, Loopx, script_agent};
+
+/// A project whose goal is `Add retries to the HTTP client`, in `src/**`.
+fn http_client_goal() -> Loopx {
+    let loopx = Loopx::new();
+    loopx.ok(&[
+        "goal",
+        "start",
+        "Add retries to the HTTP client",
+        "--scope",
+        "src/**",
+    ]);
+    loopx
+}
+
+#[test]
+fn an_amended_objective_heads_the_next_slice_s_prompt_and_that_slice_re_plans() {
+    let loopx = http_client_goal();
+    // The agent keeps the prompt it was given, then reports progress.
+    script_agent(
+        &loopx,
+        "worker",
+        r#"n=$(ls prompt-*.txt 2>/dev/null | wc -l)
+cat > "prompt-$n.txt"
+printf '%s\n' '```loopx-report' '{"status":"progress","summary":"looked","handoff":"t1 no longer fits: the client is gRPC now"}' '```'"#,
+        "max_time = \"30s\"",
+    );
+    loopx.ok(&["todo", "add", "Retry on HTTP 503"]);
+    let before = loopx.ok(&["run", "--json", "--once"]).json();
+    assert_eq!(before["slice"]["kind"], "work", "{before:#}");
+    // A person changes the goal; an agent cannot.
+    let refused = loopx
+        .command(&["goal", "amend", "--objective", "Anything"])
+        .env("LOOPX_SLICE", "s9")
+        .output()
+        .expect("run");
+    assert_eq!(
+        refused.status.code(),
+        Some(6),
+        "refused as a person's command"
+    );
+    let amended = loopx.ok(&[
+        "goal",
+        "amend",
+        "--objective",
+        "Move the client to gRPC, with retries",
+        "--scope",
+        "src/**",
+        "--scope",
+        "proto/**",
+        "--why",
+        "the service dropped HTTP",
+    ]);
+    assert!(
+        amended
+            .stdout
+            .contains("Amended goal g1 to revision 2: objective and scope changed (why: the service dropped HTTP)"),
+        "{}",
+        amended.stdout
+    );
+    // The next slice plans, and its prompt starts with the change and lists the open todo.
+    let after = loopx.ok(&["run", "--json", "--once"]).json();
+    assert_eq!(after["slice"]["kind"], "plan", "{after:#}");
+    let prompt = std::fs::read_to_string(loopx.path().join("prompt-1.txt")).expect("a prompt");
+    assert!(
+        prompt.starts_with("The goal changed in revision 2 (objective and scope changed (why: the service dropped HTTP)"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("- objective now: Move the client to gRPC, with retries\n  objective before: Add retries to the HTTP client"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("- t1: Retry on HTTP 503"), "{prompt}");
+    // Re-planned, the agent goes back to the todo, still told of the change.
+    let next = loopx.ok(&["run", "--json", "--once"]).json();
+    assert_eq!(next["slice"]["kind"], "work", "{next:#}");
+    let prompt = std::fs::read_to_string(loopx.path().join("prompt-2.txt")).expect("a prompt");
+    assert!(
+        prompt.starts_with("The goal changed in revision 2"),
+        "{prompt}"
+    );
+    // `goal show` lists the revisions.
+    let shown = loopx.ok(&["goal", "show", "--json"]).json();
+    let revisions = shown["goal"]["revisions"].as_array().expect("revisions");
+    assert_eq!(revisions.len(), 2, "{shown:#}");
+    assert_eq!(
+        revisions[1]["changed"],
+        serde_json::json!(["objective", "scope"])
+    );
+    assert_eq!(shown["goal"]["revision"], 2, "{shown:#}");
+    let text = loopx.ok(&["goal", "show"]).stdout;
+    assert!(text.contains("Revisions:"), "{text}");
+}
+
+#[test]
+fn an_agent_proposes_a_change_and_only_a_person_s_accept_makes_it_a_revision() {
+    let loopx = http_client_goal();
+    // First through the CLI, then through its report block's `propose_goal`.
+    script_agent(
+        &loopx,
+        "worker",
+        &format!(
+            r#"cat > /dev/null
+if [ ! -e proposed-once ]; then
+  touch proposed-once
+  '{LOOPX}' report propose-goal --objective "Retry in the gRPC client" --why "the service moved to gRPC" > propose.out 2>&1
+  printf '%s\n' '```loopx-report' '{{"status":"progress","summary":"proposed"}}' '```'
+else
+  printf '%s\n' '```loopx-report' '{{"status":"progress","summary":"proposed again","propose_goal":{{"scope":["src/**","proto/**"],"why":"the protos live in proto/"}}}}' '```'
+fi"#
+        ),
+        "max_time = \"30s\"",
+    );
+    loopx.ok(&["todo", "add", "Retry on HTTP 503"]);
+    loopx.ok(&["run", "--json", "--once"]);
+    let out = std::fs::read_to_string(loopx.path().join("propose.out")).expect("output");
+    assert!(out.contains("q1"), "{out}");
+    let gate = loopx.ok(&["gate", "show", "q1", "--json"]).json();
+    assert_eq!(
+        gate["gate"]["question"], "`worker` proposes to change the objective of goal g1: accept?",
+        "{gate:#}"
+    );
+    let context = gate["gate"]["context"].as_str().expect("context");
+    assert!(
+        context.contains(
+            "objective now: Add retries to the HTTP client\nproposed: Retry in the gRPC client"
+        ),
+        "{context}"
+    );
+    // A proposal holds nothing back: the agent works on while it waits.
+    let next = loopx.ok(&["run", "--json", "--once"]).json();
+    assert_eq!(next["slice"]["kind"], "work", "{next:#}");
+    // Rejected, nothing changes; accepted, the goal is amended by the person who answered.
+    loopx.ok(&["gate", "answer", "q1", "2"]);
+    let goal = loopx.ok(&["goal", "show", "--json"]).json();
+    assert_eq!(goal["goal"]["revision"], 1, "{goal:#}");
+    loopx.ok(&["gate", "answer", "q2", "1"]);
+    let goal = loopx.ok(&["goal", "show", "--json"]).json();
+    assert_eq!(goal["goal"]["revision"], 2, "{goal:#}");
+    assert_eq!(
+        goal["goal"]["scope"],
+        serde_json::json!(["src/**", "proto/**"])
+    );
+    assert_eq!(goal["goal"]["objective"], "Add retries to the HTTP client");
+    let revision = &goal["goal"]["revisions"][1];
+    assert!(
+        revision["by"]
+            .as_str()
+            .is_some_and(|by| by.starts_with("human:")),
+        "{revision:#}"
+    );
+    assert_eq!(
+        revision["why"],
+        "the protos live in proto/ (proposed by `worker`, accepted in q2)"
+    );
+}
+
+#[test]
+fn todo_done_next_finishes_a_todo_and_creates_its_successor_in_one_step() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Ship the parser"]);
+    loopx.ok(&[
+        "todo",
+        "add",
+        "Write the parser",
+        "--priority",
+        "3",
+        "--role",
+        "exec",
+    ]);
+    let out = loopx
+        .ok(&[
+            "todo",
+            "done",
+            "t1",
+            "--next",
+            "Review the parser",
+            "--json",
+        ])
+        .json();
+    assert_eq!(out["todo"]["state"], "done", "{out:#}");
+    let next = &out["next"];
+    assert_eq!(next["id"], "t2", "{out:#}");
+    assert_eq!(next["title"], "Review the parser");
+    assert_eq!(
+        (next["priority"].as_i64(), next["role"].as_str()),
+        (Some(3), Some("exec"))
+    );
+    assert_eq!(next["after"], serde_json::json!(["t1"]));
+    assert_eq!(next["state"], "open");
+    // A successor the kernel refuses leaves the todo as it was: both or neither.
+    loopx.ok(&["todo", "add", "Write the lexer"]);
+    let refused = loopx.run(&["todo", "done", "t3", "--next", "   "]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    let t3 = loopx.ok(&["todo", "show", "t3", "--json"]).json();
+    assert_eq!(t3["todo"]["state"], "open", "{t3:#}");
+    let text = loopx
+        .ok(&["todo", "done", "t3", "--next", "Test the lexer"])
+        .stdout;
+    assert!(text.contains("Next: t4 Test the lexer"), "{text}");
+}
