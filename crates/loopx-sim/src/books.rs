@@ -52,6 +52,10 @@ pub(crate) struct Books {
     pub questions: u64,
     pub answered: u64,
     pub taken_back: u64,
+    pub amendments: u64,
+    /// The last slice before the goal's latest amendment, until the first slice after it
+    /// began (which must plan).
+    pub replan_after: Option<u64>,
     pub forgeries_refused: u64,
     pub reports_refused: u64,
     pub faults: FaultCounts,
@@ -108,6 +112,8 @@ impl Books {
             questions: 0,
             answered: 0,
             taken_back: 0,
+            amendments: 0,
+            replan_after: None,
             forgeries_refused: 0,
             reports_refused: 0,
             faults: FaultCounts::default(),

@@ -58,6 +58,8 @@ enum Event {
     Answer { gate: GateId },
     /// A person takes a claimed todo back from its agent.
     TakeBack,
+    /// A person amends the goal.
+    Amend,
     /// The wall clock steps.
     ClockStep,
     /// The supervisor is killed.
@@ -180,6 +182,8 @@ impl SimHost {
         host.schedule_rate(kills, Event::Kill);
         host.schedule_rate(steps, Event::ClockStep);
         host.schedule_rate(take_backs, Event::TakeBack);
+        let amends = host.plan.scenario.people.amend_per_day;
+        host.schedule_rate(amends, Event::Amend);
         host
     }
 
@@ -270,6 +274,7 @@ impl SimHost {
             Event::PeopleLook => self.people_look(),
             Event::Answer { gate } => self.answer(gate),
             Event::TakeBack => self.take_back(),
+            Event::Amend => self.amend(),
             Event::ClockStep => self.clock_step(),
             Event::Kill if live => {
                 self.books.faults.kills += 1;
@@ -539,6 +544,39 @@ impl SimHost {
             Ok(_) => self.books.answered += 1,
             // A busy store: the person tries again in a minute.
             Err(_) => self.schedule(Duration::from_secs(60), Event::Answer { gate: id }),
+        }
+    }
+
+    /// A person rewrites the goal's objective (`loopx goal amend`), as `human:sim`.
+    fn amend(&mut self) {
+        let rate = self.plan.scenario.people.amend_per_day;
+        self.schedule_rate(rate, Event::Amend);
+        let (project, now) = (self.project.clone(), self.clock.now());
+        let Some(goal) = Store::open_read(&project)
+            .and_then(|s| s.read(|s| s.current_goal()))
+            .ok()
+            .flatten()
+        else {
+            return;
+        };
+        let objective = format!(
+            "{} (revision {})",
+            goal.objective
+                .split(" (revision ")
+                .next()
+                .unwrap_or_default(),
+            goal.revision + 1
+        );
+        let op = Op::GoalAmend(loopx_kernel::store::AmendGoal {
+            objective: Some(objective),
+            why: "the simulation's person changed their mind".to_owned(),
+            ..Default::default()
+        });
+        if let Ok(Applied::Amended { revision, .. }) =
+            Self::others_store(&project, &self.others).and_then(|s| s.apply(op, "human:sim", now))
+        {
+            self.books.amendments += 1;
+            self.books.replan_after = Some(revision.after_slice);
         }
     }
 
@@ -841,6 +879,17 @@ impl Host for SimHost {
             Ok(Begin::Running(begun)) => {
                 let record = begun.record().clone();
                 if let Err(halt) = crate::invariants::at_begin(self, &record) {
+                    halt.raise(&self.supervisor);
+                }
+                let prompt = match &begun.plan().prompt_delivery {
+                    loopx_adapters::PromptDelivery::File { contents, .. }
+                    | loopx_adapters::PromptDelivery::Stdin { contents } => contents.clone(),
+                    // The prompt is the last argument (`… -- PROMPT`).
+                    loopx_adapters::PromptDelivery::Argument => {
+                        begun.plan().args.last().cloned().unwrap_or_default()
+                    }
+                };
+                if let Err(halt) = crate::invariants::amendment_heard(self, &record, &prompt) {
                     halt.raise(&self.supervisor);
                 }
                 self.launch(idx, once, *begun);

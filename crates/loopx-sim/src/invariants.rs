@@ -18,6 +18,7 @@
 //! | `kernel_consistent` | `loopx_kernel::check_consistency` finds nothing (every 500 steps and at the end) |
 //! | `loop_ends_cleanly` | the run loop neither panics nor stops on an error |
 //! | `no_spin` | the run loop does not ask for work again and again with no time passing |
+//! | `amendment_heard` | once a person amended the goal, every slice's prompt starts with the revision it began under, and the first slice after an amendment plans |
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -196,6 +197,52 @@ pub(crate) fn note_decision(books: &mut Books, account: &str, now: Timestamp) {
             r.resumed = true;
         }
     }
+}
+
+/// When a slice begins, with the prompt it was given: once the goal was amended, the prompt
+/// starts with the revision the slice began under, and the first slice after an amendment is a
+/// planning slice.
+pub(crate) fn amendment_heard(
+    host: &mut SimHost,
+    record: &SliceRecord,
+    prompt: &str,
+) -> Result<(), Halt> {
+    let goal = Store::open_read(&host.project)
+        .and_then(|s| s.read(|s| s.current_goal()))
+        .ok()
+        .flatten();
+    if let Some(goal) = goal.filter(|g| g.revision > 1) {
+        let heading = format!("The goal changed in revision {}", goal.revision);
+        if !prompt.starts_with(&heading) {
+            let first = prompt.lines().next().unwrap_or_default().to_owned();
+            return halt(
+                host,
+                "amendment_heard",
+                format!(
+                    "slice {} of {} began under revision {} of goal {}, and its prompt does not start with it: `{first}`",
+                    record.id, record.agent, goal.revision, goal.id
+                ),
+            );
+        }
+    }
+    if let Some(after) = host.books.replan_after
+        && record.id.0 > after
+    {
+        host.books.replan_after = None;
+        if record.kind != loopx_kernel::model::SliceKind::Plan {
+            return halt(
+                host,
+                "amendment_heard",
+                format!(
+                    "slice {} of {} is the first after the goal was amended, and it is a {} slice, not a planning one",
+                    record.id,
+                    record.agent,
+                    record.kind.as_str()
+                ),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// When a slice begins.

@@ -297,6 +297,7 @@ fn report(
         forgeries_refused: books.forgeries_refused,
         reports_refused: books.reports_refused,
         todos_taken_back: books.taken_back,
+        goal_amendments: books.amendments,
         reports_acknowledged: books.acks.len() as u64,
         steps: books.step,
         events,

@@ -41,6 +41,8 @@ pub struct SimReport {
     pub forgeries_refused: u64,
     pub reports_refused: u64,
     pub todos_taken_back: u64,
+    /// Times a person amended the goal.
+    pub goal_amendments: u64,
     pub reports_acknowledged: u64,
     pub steps: u64,
     /// A digest of the store's event log: the same seed gives the same digest.
@@ -115,8 +117,8 @@ impl fmt::Display for SimReport {
         writeln!(f, "waiting: {}", waiting.join(", "))?;
         writeln!(
             f,
-            "questions: {} asked, {} answered; todos taken back: {}",
-            self.questions, self.answered, self.todos_taken_back
+            "questions: {} asked, {} answered; todos taken back: {}; goal amended: {}",
+            self.questions, self.answered, self.todos_taken_back, self.goal_amendments
         )?;
         let x = &self.faults;
         writeln!(

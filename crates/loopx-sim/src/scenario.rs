@@ -170,6 +170,8 @@ pub struct People {
     /// How often, per day, a person takes a claimed todo back from its agent
     /// (`loopx todo release`).
     pub take_back_per_day: f64,
+    /// How often, per day, a person amends the goal's objective (`loopx goal amend`).
+    pub amend_per_day: f64,
 }
 
 impl Default for People {
@@ -177,6 +179,7 @@ impl Default for People {
         People {
             answer_after: ["5m".to_owned(), "3h".to_owned()],
             take_back_per_day: 0.0,
+            amend_per_day: 0.0,
         }
     }
 }
@@ -372,6 +375,7 @@ impl Scenario {
             ("faults.crashes_per_day", f.crashes_per_day),
             ("faults.clock_steps_per_day", f.clock_steps_per_day),
             ("people.take_back_per_day", self.people.take_back_per_day),
+            ("people.amend_per_day", self.people.amend_per_day),
         ] {
             if !(0.0..=1_000.0).contains(&rate) {
                 return Err(bad(format!("`{key}` = {rate} must be between 0 and 1000")));

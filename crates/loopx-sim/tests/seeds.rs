@@ -82,6 +82,7 @@ fn seeds_1_to_4_meet_every_fault_and_behaviour() {
         ("slice recovered", sum(&|r| r.recovered_slices)),
         ("question answered", sum(&|r| r.answered)),
         ("todo taken back", sum(&|r| r.todos_taken_back)),
+        ("goal amended", sum(&|r| r.goal_amendments)),
         ("forgery refused", sum(&|r| r.forgeries_refused)),
     ];
     for (what, count) in faults {
