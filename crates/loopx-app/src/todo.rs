@@ -167,6 +167,11 @@ impl App {
                 .filter(|g| g.isolation.is_worktree())
                 .map(|g| (g, t.title)))
         })?;
+        // The successor is checked before anything lands: a branch merged for a todo the
+        // kernel then leaves open would break "both or neither".
+        if let Some(next) = &successor {
+            next.check()?;
+        }
         let landed = match (&worktree_goal, finish.to, &finish.agent) {
             (Some((goal, title)), TodoState::Done, None) => {
                 self.land_for_person(goal, tid, title)?

@@ -278,6 +278,9 @@ pub enum GateKind {
     /// A field left `None` stays as it is.
     GoalProposal {
         goal: GoalId,
+        /// The revision it was proposed against: accepted after the goal changed again, it
+        /// would silently undo that change, so it is refused then.
+        revision: u32,
         objective: Option<String>,
         scope: Option<Vec<String>>,
         why: String,

@@ -306,6 +306,7 @@ pub fn goal_proposal(
         blocks: Blocks::Nothing,
         kind: GateKind::GoalProposal {
             goal: crate::ids::GoalId(0),
+            revision: 0,
             objective,
             scope: (!scope.is_empty()).then_some(scope),
             why,

@@ -223,3 +223,56 @@ fn the_first_decision_after_an_amendment_re_plans_until_a_planning_slice_did_its
     let d = decide(&f, 17);
     assert_eq!(d.todo().map(|(id, _)| id), Some(&todo), "{}", d.reason());
 }
+
+#[test]
+fn a_proposal_made_before_a_later_amendment_cannot_undo_it() {
+    let f = fixture();
+    f.goal();
+    let proposal = loopx_kernel::report::goal_proposal(
+        None,
+        vec!["src/**".into()],
+        "only the sources".into(),
+        "proposed by `exec` in slice s1",
+    );
+    let gate = match f
+        .store
+        .apply(Op::GateAsk(proposal), "agent:exec", at(5))
+        .expect("asked")
+    {
+        loopx_kernel::store::Applied::Gate(g) => g,
+        other => panic!("a gate, not {other:?}"),
+    };
+    amend(
+        &f,
+        AmendGoal {
+            scope: Some(vec!["lib/**".into()]),
+            ..AmendGoal::default()
+        },
+        HUMAN,
+    )
+    .expect("a person amends first");
+    let accept = f.store.apply(
+        Op::GateAnswer(loopx_kernel::store::AnswerGate {
+            gate: gate.id,
+            choice: loopx_kernel::store::AnswerChoice::Option(1),
+            slice: None,
+            note: None,
+        }),
+        HUMAN,
+        at(20),
+    );
+    let err = accept.expect_err("stale proposal");
+    assert!(
+        err.to_string().contains("would undo what changed since"),
+        "{err}"
+    );
+    let goal = f
+        .store
+        .read(|s| s.current_goal())
+        .expect("read")
+        .expect("goal");
+    assert_eq!(
+        (goal.revision, goal.scope.as_slice()),
+        (2, &["lib/**".to_owned()][..])
+    );
+}

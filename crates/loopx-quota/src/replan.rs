@@ -12,12 +12,13 @@ use crate::decision::{Decision, Run};
 /// The planning slice to run now, if the goal was amended and no planning slice since runs.
 pub(crate) fn replan(input: &DecideInput<'_>) -> Option<Decision> {
     let goal = input.goal?;
-    let after = goal.replan_after?;
-    // One planner at a time; the others keep working meanwhile.
+    goal.replan_after?;
+    // One planner at a time, whenever it began (the kernel refuses a second): the others keep
+    // working meanwhile. The re-planning stays due until one begun after `after` did its work.
     let planning = input
         .slices
         .iter()
-        .any(|s| s.kind == SliceKind::Plan && s.outcome.is_none() && s.id > after);
+        .any(|s| s.kind == SliceKind::Plan && s.outcome.is_none());
     if planning {
         return None;
     }

@@ -93,7 +93,7 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
                 ));
             }
             ctx.line(views::goal_line(ctx.style, &goal))?;
-            if revisions.len() > 1 {
+            if goal.revision > 1 {
                 ctx.line("Revisions:")?;
                 for r in &revisions {
                     ctx.line(format!(

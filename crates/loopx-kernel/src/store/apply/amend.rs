@@ -206,7 +206,8 @@ pub(super) fn proposal_asked(w: &Writer<'_>, mut new: NewGate) -> Result<NewGate
         objective.as_deref().unwrap_or(&goal.objective),
         scope.as_deref().unwrap_or(&goal.scope),
     )?;
-    crate::limits::check_text("why", &why, crate::limits::DETAIL, "")?;
+    // Room for what accepting it adds to the revision's `why` (who proposed it, where).
+    crate::limits::check_text("why", &why, crate::limits::DETAIL - 200, "")?;
     let mut what = Vec::new();
     let mut context = Vec::new();
     if let Some(o) = &objective {
@@ -235,6 +236,7 @@ pub(super) fn proposal_asked(w: &Writer<'_>, mut new: NewGate) -> Result<NewGate
     new.blocks = Blocks::Nothing;
     new.kind = GateKind::GoalProposal {
         goal: goal.id,
+        revision: goal.revision,
         objective,
         scope,
         why: why.trim().to_owned(),
@@ -246,6 +248,7 @@ pub(super) fn proposal_asked(w: &Writer<'_>, mut new: NewGate) -> Result<NewGate
 pub(super) fn proposal_accepted(w: &Writer<'_>, gate: &Gate) -> Result<(), KernelError> {
     let GateKind::GoalProposal {
         goal,
+        revision,
         objective,
         scope,
         why,
@@ -253,6 +256,14 @@ pub(super) fn proposal_accepted(w: &Writer<'_>, gate: &Gate) -> Result<(), Kerne
     else {
         return Ok(());
     };
+    let current: Goal = w.require(tables::GOALS, goal.0, "goal", goal)?;
+    if current.revision != *revision {
+        return Err(Invalid::Other(format!(
+            "{} proposed a change to revision {revision} of goal {goal}, and the goal is at revision {} now: accepting it would undo what changed since\n(hint: answer `reject`, and amend the goal with `loopx goal amend` if it should still change)",
+            gate.id, current.revision
+        ))
+        .into());
+    }
     goal_amend(
         w,
         AmendGoal {
