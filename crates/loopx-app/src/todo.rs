@@ -127,7 +127,7 @@ impl App {
     }
 
     /// [`App::finish_todo`], and with `next` (a title) its successor in the same transaction:
-    /// a todo on the same goal, with the same role and priority, after the finished one (so
+    /// a todo on the same goal, with the same role, needs and priority, after the finished one (so
     /// the link says where it came from). Done or nothing: a successor the kernel refuses
     /// leaves the todo as it was.
     pub fn finish_todo_then(

@@ -581,7 +581,7 @@ pub struct DoneArgs {
     #[command(flatten)]
     pub finish: FinishArgs,
     /// Create its successor in the same transaction: a todo with this title on the same goal,
-    /// with the same role and priority, after this one.
+    /// with the same role, needs and priority, after this one.
     #[arg(long, value_name = "TITLE")]
     pub next: Option<String>,
 }
