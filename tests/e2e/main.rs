@@ -12,6 +12,7 @@ mod docs;
 mod errors;
 mod escape;
 mod first_hour;
+mod freshness;
 mod goals;
 mod lifecycle;
 mod logging;

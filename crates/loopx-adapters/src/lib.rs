@@ -72,8 +72,8 @@ pub use profile::{
     load_profiles_dir, render_prompt,
 };
 pub use project::{
-    LandCheck, NotifyConfig, PROJECT_CONFIG_FILE, ProjectConfig, load_project_config,
-    project_config_str,
+    EvidenceRules, LandCheck, NotifyConfig, PROJECT_CONFIG_FILE, ProjectConfig,
+    load_project_config, project_config_str,
 };
 pub use report::{
     MalformedReport, Report, ReportEvidence, ReportQuestion, ReportStatus, ReportTodo, parse_report,

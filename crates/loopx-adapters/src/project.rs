@@ -14,13 +14,20 @@
 //! [land]            # run on a todo's branch merged with the goal's before it lands
 //! check = "cargo test"
 //! timeout = "20m"
+//!
+//! [evidence]        # what an agent's `done` needs, and how long evidence stays fresh
+//! done_needs = ["test"]
+//! shelf_life = { test = "2d" }
 //! ```
 //!
 //! Loaded like profiles: every problem at once, with file, line and column, unknown keys with
 //! a "did you mean".
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
+
+use loopx_vocab::EvidenceKind;
 
 use serde::Deserialize;
 
@@ -43,6 +50,18 @@ pub struct ProjectConfig {
     pub budget: loopx_quota::Budget,
     /// `[land]`: the check a todo's branch must pass before it lands.
     pub land_check: Option<LandCheck>,
+    /// `[evidence]`: what an agent's `done` needs, and how long each kind stays fresh.
+    pub evidence: EvidenceRules,
+}
+
+/// `[evidence]` (`docs/goals.md`, "Evidence that ages").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EvidenceRules {
+    /// A todo an agent reports done is done only with fresh evidence of each of these kinds
+    /// (its own, or recorded on the todo before); none by default.
+    pub done_needs: Vec<EvidenceKind>,
+    /// Evidence of a kind older than its shelf life is stale; no kind has one by default.
+    pub shelf_life: BTreeMap<EvidenceKind, Duration>,
 }
 
 /// `[land] check`: a shell command run in a checkout of what would land; a todo lands only
@@ -69,6 +88,7 @@ struct RawProject {
     notify: Option<RawNotify>,
     budget: Option<RawBudget>,
     land: Option<RawNotify>,
+    evidence: Option<RawEvidence>,
     /// Read by the kernel (`loopx_kernel::store::store_url`); checked here with the rest.
     store: Option<RawStore>,
 }
@@ -76,6 +96,12 @@ struct RawProject {
 #[derive(Debug, Deserialize)]
 struct RawStore {
     url: Option<Checked<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawEvidence {
+    done_needs: Option<Checked<Vec<String>>>,
+    shelf_life: Option<BTreeMap<String, Checked<DurationText>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -95,7 +121,9 @@ struct RawNotify {
 
 fn known_keys(path: &[&str]) -> &'static [&'static str] {
     match path {
-        [] => &["notify", "budget", "land", "store"],
+        [] => &["notify", "budget", "land", "evidence", "store"],
+        ["evidence"] => &["done_needs", "shelf_life"],
+        ["evidence", "shelf_life"] => &EvidenceKind::NAMES,
         ["store"] => &["url"],
         ["notify"] => &["command", "timeout"],
         ["land"] => &["check", "timeout"],
@@ -183,6 +211,10 @@ pub fn project_config_str(file: &str, text: &str) -> Result<ProjectConfig, LoadE
         notify: raw.notify.and_then(|n| notify(n, &mut p)),
         budget: raw.budget.map(|b| budget(b, &mut p)).unwrap_or_default(),
         land_check: raw.land.and_then(|l| land(l, &mut p)),
+        evidence: raw
+            .evidence
+            .map(|e| evidence(e, &mut p))
+            .unwrap_or_default(),
     });
     p.finish(ConfigKind::Project, PROJECT_CONFIG_FILE, config)
         .map_err(LoadError::Invalid)
@@ -274,9 +306,72 @@ fn land(raw: RawNotify, p: &mut Problems) -> Option<LandCheck> {
     Some(LandCheck { command, timeout })
 }
 
+fn evidence(raw: RawEvidence, p: &mut Problems) -> EvidenceRules {
+    let mut rules = EvidenceRules::default();
+    let kind = |name: &str, span: std::ops::Range<usize>, key: &str, p: &mut Problems| {
+        let found = name.parse::<EvidenceKind>().ok();
+        if found.is_none() {
+            p.push(
+                span,
+                Some(key),
+                format!("unknown evidence kind `{name}`"),
+                Some(format!("one of {}", EvidenceKind::NAMES.join(", "))),
+            );
+        }
+        found
+    };
+    if let Some((names, span)) = take(raw.done_needs, "evidence.done_needs", p) {
+        for name in names {
+            if let Some(k) = kind(&name, span.clone(), "evidence.done_needs", p)
+                && !rules.done_needs.contains(&k)
+            {
+                rules.done_needs.push(k);
+            }
+        }
+    }
+    for (name, life) in raw.shelf_life.unwrap_or_default() {
+        let key = format!("evidence.shelf_life.{name}");
+        let Some((text, span)) = life.get(&key, p) else {
+            continue;
+        };
+        let Some(k) = kind(&name, span.clone(), &key, p) else {
+            continue;
+        };
+        if let Some(d) = duration(&text.0, span, &key, p) {
+            rules.shelf_life.insert(k, d);
+        }
+    }
+    rules
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn evidence_rules_with_every_bad_kind_and_duration_named() {
+        let config = project_config_str(
+            "loopx.toml",
+            "[evidence]\ndone_needs = [\"test\"]\nshelf_life = { test = \"2d\", monitor = \"12h\" }\n",
+        )
+        .expect("valid");
+        assert_eq!(config.evidence.done_needs, [EvidenceKind::Test]);
+        assert_eq!(
+            config.evidence.shelf_life.get(&EvidenceKind::Test),
+            Some(&Duration::from_secs(2 * 86_400))
+        );
+        let err = project_config_str(
+            "loopx.toml",
+            "[evidence]\ndone_needs = [\"tests\"]\nshelf_life = { test = \"soon\" }\n",
+        )
+        .expect_err("invalid");
+        let LoadError::Invalid(invalid) = err else {
+            panic!("{err}")
+        };
+        let text = invalid.one_line_each();
+        assert!(text.contains("unknown evidence kind `tests`"), "{text}");
+        assert!(text.contains("evidence.shelf_life.test"), "{text}");
+    }
 
     #[test]
     fn a_notify_command_with_its_timeout() {

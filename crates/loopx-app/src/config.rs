@@ -35,14 +35,22 @@ impl App {
         Ok(names.into_iter().collect())
     }
 
+    /// `.loopx/loopx.toml`, or its diagnostic.
+    fn project_config(&self) -> Result<loopx_adapters::ProjectConfig, AppError> {
+        loopx_adapters::load_project_config(&self.project.state_dir()).map_err(|err| match err {
+            LoadError::Invalid(invalid) => AppError::Config(invalid.render_plain()),
+            other => AppError::Config(other.to_string()),
+        })
+    }
+
     /// The project's budget (`[budget]` in `.loopx/loopx.toml`), as `loopx run` decides with it.
     pub fn budget(&self) -> Result<Budget, AppError> {
-        loopx_adapters::load_project_config(&self.project.state_dir())
-            .map(|config| config.budget)
-            .map_err(|err| match err {
-                LoadError::Invalid(invalid) => AppError::Config(invalid.render_plain()),
-                other => AppError::Config(other.to_string()),
-            })
+        self.project_config().map(|config| config.budget)
+    }
+
+    /// What an agent's `done` needs and how long evidence stays fresh (`[evidence]`).
+    pub fn evidence_rules(&self) -> Result<loopx_adapters::EvidenceRules, AppError> {
+        self.project_config().map(|config| config.evidence)
     }
 
     /// The budget for an overview: a `loopx.toml` that does not load adds its diagnostic to

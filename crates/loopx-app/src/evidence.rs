@@ -38,6 +38,14 @@ pub struct WriteHandoff {
 impl App {
     pub fn add_evidence(&self, add: AddEvidence) -> Result<Evidence, AppError> {
         let files = file_refs(self.root(), &add.files)?;
+        let work = self.read(|s| {
+            Ok(loopx_supervisor::freshness::mark_for(
+                self.root(),
+                s,
+                add.kind,
+                add.todo,
+            ))
+        })?;
         self.run(NewEvidence {
             epoch: add.epoch,
             kind: add.kind,
@@ -46,12 +54,34 @@ impl App {
             files,
             todo: add.todo,
             slice: self.slice_id(),
+            work,
         })
     }
 
     /// The newest evidence, of one todo or of all.
     pub fn evidence(&self, todo: Option<TodoId>, limit: usize) -> Result<Vec<Evidence>, AppError> {
         self.read(|s| s.evidence_newest(limit, |e| todo.is_none() || e.todo == todo))
+    }
+
+    /// The newest evidence, each with why it is stale (`None`: fresh), judged against the tree
+    /// as it is now (`docs/goals.md`, "Evidence that ages").
+    pub fn evidence_judged(
+        &self,
+        todo: Option<TodoId>,
+        limit: usize,
+    ) -> Result<Vec<(Evidence, Option<String>)>, AppError> {
+        let rules = self.evidence_rules()?;
+        let now = self.now();
+        self.read(|s| {
+            let mut judge = loopx_supervisor::freshness::Freshness::new(self.root(), &rules, now);
+            s.evidence_newest(limit, |e| todo.is_none() || e.todo == todo)?
+                .into_iter()
+                .map(|e| {
+                    let stale = judge.stale(s, &e)?;
+                    Ok((e, stale))
+                })
+                .collect()
+        })
     }
 
     pub fn write_handoff(&self, write: WriteHandoff) -> Result<Handoff, AppError> {

@@ -189,6 +189,7 @@ impl App {
                     todo: Some(tid),
                     slice: None,
                     epoch: None,
+                    work: None,
                 })
             })
             .collect();

@@ -224,6 +224,7 @@ fn pad_events(dir: &Path, events: u64) {
                     files: vec![],
                     todo: None,
                     slice: None,
+                    work: None,
                 })
             })
             .collect();

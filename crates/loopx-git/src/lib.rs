@@ -15,11 +15,15 @@
 //! - **What a slice changed** ([`scope`]): the project's files through git (`HEAD` and
 //!   `git status` with a fingerprint per listed file) and `.loopx/` by a walk of its own,
 //!   compared before and after a slice.
+//! - **What evidence saw** ([`work`]): a mark of the tree (its commit and the content of every
+//!   uncommitted file) recorded with evidence, and the files whose content differs since, by
+//!   which evidence goes stale.
 //! - This crate knows goals and todos only by their ids and a goal's isolation; it writes
 //!   nothing to the kernel. The supervisor and the application layer turn what it did into
 //!   evidence and kernel operations.
 
 pub mod scope;
+pub mod work;
 pub mod worktree;
 
 /// Why a git operation did not do what was asked.

@@ -99,6 +99,9 @@ pub struct SliceChanges {
     pub outside: Vec<String>,
     /// Files in `.loopx/` the agent added, changed or removed.
     pub state_files: Vec<String>,
+    /// The tree as the slice left it, taken when its report carries evidence about the work:
+    /// recorded with that evidence (`work.rs`).
+    pub work: Option<loopx_kernel::model::WorkMark>,
 }
 
 impl SliceChanges {
@@ -327,18 +330,7 @@ fn git_state(root: &Path, before: Option<&GitState>) -> Result<GitState, GitErro
         .filter(|_| has_head)
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty());
-    let raw = git(
-        &top,
-        &[
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--no-renames",
-            "--ignore-submodules=all",
-        ],
-    )?;
-    let status = parse_status(&raw)
+    let status = status(&top)?
         .into_iter()
         .filter_map(|(code, path)| {
             let project = project_path(&path, &prefix)?;
@@ -516,6 +508,23 @@ fn empty_tree(top: &str) -> Result<String, GitError> {
 }
 
 /// `XY path` entries of `git status --porcelain=v1 -z --no-renames`.
+/// `git status` of the repository at `top`: (two-letter code, repository path) of every
+/// changed, added, removed and untracked file; ignored files and submodules are left out.
+pub(crate) fn status(top: &str) -> Result<Vec<(String, String)>, GitError> {
+    let raw = git(
+        top,
+        &[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=all",
+        ],
+    )?;
+    Ok(parse_status(&raw))
+}
+
 fn parse_status(raw: &[u8]) -> Vec<(String, String)> {
     raw.split(|b| *b == 0)
         .filter(|e| e.len() > 3)

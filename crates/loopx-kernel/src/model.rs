@@ -377,6 +377,32 @@ pub struct Evidence {
     pub slice: Option<SliceId>,
     pub actor: String,
     pub at: Timestamp,
+    /// The goal's revision when it was recorded (0: not recorded, a record before version 11).
+    pub revision: u32,
+    /// The state of the work it speaks about when it was recorded: `None` when not recorded
+    /// (a kind that speaks about no work, a project outside git, an older record). The two
+    /// fields are the last of evidence: an older record reads with both empty (`codec.rs`).
+    pub work: Option<WorkMark>,
+}
+
+/// The state of a work tree when evidence about it was recorded: what `loopx evidence list`
+/// compares with the tree as it is now to tell whether the evidence went stale
+/// (`docs/goals.md`, "Evidence that ages").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkMark {
+    /// The commit checked out (`HEAD`); `None` before the first commit.
+    pub commit: Option<String>,
+    /// Files that differed from it, project-relative, each with the git blob id of its
+    /// content (empty: deleted).
+    pub dirty: Vec<(String, String)>,
+    /// More files differed than were recorded (`WorkMark::MAX_DIRTY`): a change to any file
+    /// not listed may be one of them.
+    pub overflow: bool,
+}
+
+impl WorkMark {
+    /// At most this many uncommitted files are recorded with one piece of evidence.
+    pub const MAX_DIRTY: usize = 200;
 }
 
 /// What the next agent on a todo needs to know.

@@ -145,6 +145,7 @@ impl Reporter {
             todo: self.todo(),
             slice: Some(self.slice),
             epoch: self.epoch(),
+            work: None,
         }
     }
 

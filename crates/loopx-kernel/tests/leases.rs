@@ -348,6 +348,7 @@ fn a_stale_holder_cannot_write_the_handoff_or_evidence() {
         todo: Some(t),
         slice: None,
         epoch: Some(1),
+        work: None,
     };
     assert!(
         f.store

@@ -312,6 +312,7 @@ fn the_slice_that_finished_its_todo_may_renew_and_write_but_nothing_else() {
         todo: Some(t),
         slice: None,
         epoch: Some(1),
+        work: None,
     };
     f.store
         .apply(Op::EvidenceAdd(evidence.clone()), "agent:a", T0)

@@ -66,6 +66,7 @@ fn the_store_file_holds_no_secret_in_any_field() {
         files: vec![],
         todo: None,
         slice: None,
+        work: None,
     };
     f.store
         .apply(Op::EvidenceAdd(evidence), HUMAN, T0)

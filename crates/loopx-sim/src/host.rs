@@ -440,6 +440,7 @@ impl SimHost {
             todo,
             slice: Some(who.slice),
             epoch,
+            work: None,
         };
         let op = match report {
             Report::Evidence | Report::Forged(_) => Op::EvidenceAdd(evidence("simulated evidence")),

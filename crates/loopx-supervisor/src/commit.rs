@@ -87,7 +87,7 @@ impl Observed {
             begun,
             ran,
             mut judged,
-            changes,
+            mut changes,
             pid,
             ended_at,
             elapsed,
@@ -97,8 +97,14 @@ impl Observed {
             commit,
             renewal,
         } = self;
-        let reported_done = reported.done;
+        let mut reported_done = reported.done;
         crate::progress::check(&mut judged, &changes, reported);
+        crate::verified::check(req, begun.record.todo, &mut judged, &mut reported_done);
+        if reports_work_evidence(judged.classification.as_ref()) {
+            let tree = begun.tree.as_ref().and_then(|t| t.as_ref().ok());
+            let dir = tree.map_or_else(|| req.project.root().to_path_buf(), |p| p.tree.workdir());
+            changes.work = loopx_git::work::mark(&dir).ok();
+        }
         let setup = &begun.setup;
         let worktree = worktree_end(
             req,
@@ -195,6 +201,17 @@ impl Observed {
             }
         }
     }
+}
+
+/// Whether the slice's report block carries evidence about the work (a test result, a diff):
+/// it is recorded with a mark of the tree the slice left.
+fn reports_work_evidence(c: Option<&loopx_adapters::Classification>) -> bool {
+    let report = c.and_then(|c| c.report.as_ref()?.as_ref().ok());
+    report.is_some_and(|r| {
+        r.evidence
+            .iter()
+            .any(|e| crate::writeback::kind_of(e.kind.as_deref()).speaks_about_work())
+    })
 }
 
 /// How a worktree goal's todo slice ended in git: its checkpoint and commit, and its landing

@@ -44,6 +44,7 @@ mod approval;
 mod commit;
 mod errors;
 mod findings;
+pub mod freshness;
 mod notify;
 mod once;
 pub mod poll;
@@ -58,6 +59,7 @@ pub mod shutdown;
 mod signals;
 mod slice;
 mod store_cache;
+mod verified;
 pub mod writeback;
 
 pub use agent::{AgentSetup, agent_view, load_agent};

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use loopx_kernel::model::{Blocks, EvidenceKind, GateState, Goal, SliceKind, Todo};
+use loopx_kernel::model::{Blocks, Evidence, EvidenceKind, GateState, Goal, SliceKind, Todo};
 use loopx_kernel::{AgentName, KernelError, Snapshot};
 
 /// How many evidence summaries the prompt carries.
@@ -50,9 +50,13 @@ pub struct PromptFor<'a> {
 }
 
 /// The values of the template's placeholders (`loopx_adapters::PROMPT_PLACEHOLDERS`).
+///
+/// `stale` says why a piece of evidence is stale (`freshness.rs`), or `None`: the agent is told,
+/// so that it does not build on a test result about other code.
 pub fn prompt_values(
     snap: &Snapshot<'_>,
     p: PromptFor<'_>,
+    stale: &mut dyn FnMut(&Snapshot<'_>, &Evidence) -> Option<String>,
 ) -> Result<BTreeMap<&'static str, String>, KernelError> {
     let todo_id = p.todo.map(|t| t.id);
     let goal = p
@@ -132,7 +136,15 @@ pub fn prompt_values(
     let evidence = recent
         .iter()
         .map(|e| {
-            let line = format!("- [{}] {} ({})", e.kind.as_str(), e.summary, e.id);
+            let line = match stale(snap, e) {
+                Some(why) => format!(
+                    "- [{}] {} ({}; stale: {why})",
+                    e.kind.as_str(),
+                    e.summary,
+                    e.id
+                ),
+                None => format!("- [{}] {} ({})", e.kind.as_str(), e.summary, e.id),
+            };
             let with_output = Some(e.id) == failed_check
                 || (e.kind == EvidenceKind::Monitor && todo_id.is_some() && e.todo != todo_id);
             match with_output && !e.detail.trim().is_empty() {
@@ -196,8 +208,10 @@ fn task(todo: Option<&Todo>, kind: SliceKind) -> String {
             .to_owned(),
     };
     let repair = if kind == SliceKind::Repair {
-        "\n\nThe previous slice on this todo ended abnormally: check what it left before you \
-         continue."
+        "\n\nThe previous slice on this todo did not finish it cleanly (its `slice` evidence \
+         says why: it ended abnormally, or its done was not taken because the evidence the \
+         project needs was missing or stale): check what it left, and run the checks again \
+         and report what they show, before you continue."
     } else {
         ""
     };

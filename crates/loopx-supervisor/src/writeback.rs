@@ -368,7 +368,11 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     match report {
         Some(Ok(r)) => {
             for e in r.evidence.iter().take(REPORT_ITEMS) {
-                let new = evidence(f, kind_of(e.kind.as_deref()), &e.summary, "");
+                let kind = kind_of(e.kind.as_deref());
+                let mut new = evidence(f, kind, &e.summary, "");
+                if kind.speaks_about_work() {
+                    new.work = f.changes.work.clone();
+                }
                 wb.add_item(f, Op::EvidenceAdd(new), Item::Evidence);
             }
             question = r
@@ -678,13 +682,14 @@ pub(crate) fn evidence(
         // The batch is checked against the claim's epoch as a whole (the release or done in it).
         epoch: f.epoch,
         slice: Some(f.slice),
+        work: None,
     }
 }
 
 /// Kinds an agent may report; the others are loopx's own to record.
 /// A kind the agent may not report (or no kind, or a word that names none) is a note: the
 /// report block is the agent's text, read leniently.
-fn kind_of(kind: Option<&str>) -> EvidenceKind {
+pub(crate) fn kind_of(kind: Option<&str>) -> EvidenceKind {
     kind.and_then(|k| k.trim().parse::<EvidenceKind>().ok())
         .filter(|k| k.agent_may_report())
         .unwrap_or(EvidenceKind::Note)

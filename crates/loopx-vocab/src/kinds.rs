@@ -35,6 +35,8 @@ macro_rules! spelled {
         impl $ty {
             /// Every member, in declaration (and storage) order.
             pub const ALL: [$ty; [$($word),+].len()] = [$($ty::$variant),+];
+            /// Every member's spelling, in the same order.
+            pub const NAMES: [&'static str; [$($word),+].len()] = [$($word),+];
 
             /// The spelling used on the command line, in files and in JSON.
             pub fn as_str(self) -> &'static str {
@@ -131,7 +133,7 @@ impl TodoState {
 }
 
 /// What a piece of evidence shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EvidenceKind {
     Slice,
@@ -152,6 +154,16 @@ spelled!(EvidenceKind, "evidence kind", [
 ]);
 
 impl EvidenceKind {
+    /// Whether it speaks about the state of the work (a test result, a diff, an artifact, a
+    /// land check's run): it goes stale when that work changes, or when an amendment changed
+    /// the objective it was judged against. The others are a record of what happened.
+    pub fn speaks_about_work(self) -> bool {
+        matches!(
+            self,
+            EvidenceKind::Test | EvidenceKind::Diff | EvidenceKind::Artifact | EvidenceKind::Land
+        )
+    }
+
     /// The kinds an agent may report; `slice`, `quota`, `violation` and `land` are loopx's own
     /// record of what it saw.
     pub const AGENT: [EvidenceKind; 4] = [

@@ -40,6 +40,10 @@ pub enum Outcome {
     /// the tree). A shell agent whose every write the sandbox refused reported `progress` 1,341
     /// times in two minutes while `progress` ended the stall guard's streak.
     Unchanged,
+    /// The agent reported its todo done, but the evidence the project's `done` needs
+    /// (`[evidence] done_needs`) is missing or stale (decided by the supervisor, which sees the
+    /// tree): the todo stays open, and the next slice on it re-verifies (record version 11).
+    Unverified,
 }
 
 /// How an outcome bears on the stall guard (K slices on a todo without progress ask a person).
@@ -83,7 +87,7 @@ pub struct OutcomePolicy {
 
 impl Outcome {
     /// Every outcome, in the order of the policy table.
-    pub const ALL: [Outcome; 13] = [
+    pub const ALL: [Outcome; 14] = [
         Outcome::Completed,
         Outcome::Progress,
         Outcome::Asked,
@@ -97,6 +101,7 @@ impl Outcome {
         Outcome::Interrupted,
         Outcome::SpawnFailed,
         Outcome::Unchanged,
+        Outcome::Unverified,
     ];
 
     /// The snake_case name, as stored and shown (`usage_limited`).
@@ -115,6 +120,7 @@ impl Outcome {
             Outcome::Interrupted => "interrupted",
             Outcome::SpawnFailed => "spawn_failed",
             Outcome::Unchanged => "unchanged",
+            Outcome::Unverified => "unverified",
         }
     }
 
@@ -146,6 +152,9 @@ impl Outcome {
             // A report's word is not progress: like a completed slice that left its todo open,
             // it counts, and the todo rests.
             Outcome::Unchanged => (Counts, Continue),
+            // Done without the proof it needs: a repair slice on the same todo runs the checks
+            // again. It counts, so an agent that never proves it asks a person in the end.
+            Outcome::Unverified => (Counts, Repair),
         };
         OutcomePolicy { streak, next }
     }

@@ -33,20 +33,43 @@ pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
             show_evidence(ctx, &evidence)
         }
         EvidenceCommand::List { todo, limit } => {
-            let evidence = app.evidence(todo.as_deref().map(id).transpose()?, limit)?;
+            let evidence = app.evidence_judged(todo.as_deref().map(id).transpose()?, limit)?;
             if ctx.json {
-                return ctx.json_out(&document("evidence", &evidence));
+                let judged: Vec<_> = evidence
+                    .iter()
+                    .map(|(e, stale)| JudgedEvidence {
+                        evidence: e,
+                        stale: stale.is_some(),
+                        stale_reason: stale.as_deref(),
+                    })
+                    .collect();
+                return ctx.json_out(&document("evidence", &judged));
             }
             if evidence.is_empty() {
                 return ctx.line("No evidence yet.");
             }
             let now = ctx.now();
-            for e in &evidence {
+            for (e, stale) in &evidence {
                 ctx.line(views::evidence_line(ctx.style, e, now))?;
+                if let Some(why) = stale {
+                    ctx.line(format!(
+                        "      {}",
+                        ctx.style.yellow(&format!("stale: {why}"))
+                    ))?;
+                }
             }
             Ok(())
         }
     }
+}
+
+/// A piece of evidence as `evidence list --json` shows it: with whether it is still fresh.
+#[derive(serde::Serialize)]
+struct JudgedEvidence<'a> {
+    #[serde(flatten)]
+    evidence: &'a Evidence,
+    stale: bool,
+    stale_reason: Option<&'a str>,
 }
 
 pub fn handoff(ctx: &mut Ctx, args: HandoffArgs) -> Result<(), ExpectedError> {

@@ -37,6 +37,8 @@
 //!   byte 1 appended). Goal revisions are a table of their own (`goal_revisions`); events
 //!   gained `goal_amended` and gates the `goal_proposal` kind (appended, so older records read
 //!   unchanged).
+//! - 11: evidence gained `revision` and `work`, its last two fields: older evidence reads with
+//!   revision 0 and no work mark (not recorded; two zero bytes appended).
 
 use std::borrow::Cow;
 
@@ -52,7 +54,7 @@ use crate::model::{
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 10;
+pub(crate) const RECORD_VERSION: u8 = 11;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -77,7 +79,7 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
             owned.push(0);
             Cow::Owned(owned)
         }
-        Some((&(6 | 7 | 8 | 9 | RECORD_VERSION), body)) => Cow::Borrowed(body),
+        Some((&(6 | 7 | 8 | 9 | 10 | RECORD_VERSION), body)) => Cow::Borrowed(body),
         Some((&version @ 1..=5, body)) => up_to_v5(version, table, body)
             .and_then(|v5| Ok(Cow::Owned(upgrade_v5(table, &v5)?.into_owned())))
             .map_err(|e| failed(e.to_string()))?,
@@ -102,6 +104,13 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
         ("goals", ..10) => {
             let mut owned = body.into_owned();
             owned.push(1);
+            Cow::Owned(owned)
+        }
+        // Evidence before version 11 lacks `revision` and `work`, its last two fields: two
+        // zero bytes read as revision 0 and `None` (not recorded).
+        ("evidence", ..11) => {
+            let mut owned = body.into_owned();
+            owned.extend_from_slice(&[0, 0]);
             Cow::Owned(owned)
         }
         _ => body,
@@ -637,8 +646,12 @@ mod tests {
 
     #[test]
     fn a_newer_record_is_refused_by_name() {
-        let err = decode::<u64>("todos", &[11, 1]).expect_err("too new");
-        assert!(err.to_string().contains("record version 11"), "{err}");
+        let err = decode::<u64>("todos", &[12, 1]).expect_err("too new");
+        assert!(err.to_string().contains("record version 12"), "{err}");
+        assert_eq!(
+            decode::<u64>("todos", &[11, 1]).expect("version 11 reads"),
+            1
+        );
         assert_eq!(
             decode::<u64>("todos", &[10, 1]).expect("version 10 reads"),
             1

@@ -59,6 +59,9 @@ impl Decided {
         on_step: &mut dyn FnMut(Step<'_>),
     ) -> Result<Began, SupervisorError> {
         let setup = &self.setup;
+        let rules = crate::notify::project_config(&req.project)?.evidence;
+        let now = req.world.clock.now();
+        let mut judge = crate::freshness::Freshness::new(req.project.root(), &rules, now);
         let values = self.store.read(|s| {
             let todo: Option<Todo> = match self.todo {
                 Some(id) => s.todo(id)?,
@@ -78,6 +81,7 @@ impl Decided {
                     todo: todo.as_ref(),
                     kind: self.how.kind,
                 },
+                &mut |s, e| judge.stale(s, e).ok().flatten(),
             )?;
             let note = match goal.as_ref() {
                 Some(goal) => crate::amendment::goal_change_note(s, goal)?,

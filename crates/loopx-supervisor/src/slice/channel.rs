@@ -54,6 +54,9 @@ struct Serving {
     project: Project,
     /// The supervisor's store handle, which reports are written through.
     stores: crate::store_cache::StoreCache,
+    /// The tree the agent works in (the project's, or its todo's worktree): evidence about
+    /// the work is recorded with a mark of it (`freshness.rs`).
+    work: PathBuf,
     /// What reports may not store (`contain::slice_redactor`).
     redactor: loopx_kernel::Redactor,
     reporter: Reporter,
@@ -128,7 +131,7 @@ impl Channel {
     /// Listens at `path` for the slice `reporter` names.
     pub(crate) fn open(
         path: &Path,
-        (project, stores): (Project, crate::store_cache::StoreCache),
+        (project, stores, work): (Project, crate::store_cache::StoreCache, PathBuf),
         reporter: Reporter,
         clock: SharedClock,
         redactor: loopx_kernel::Redactor,
@@ -143,6 +146,7 @@ impl Channel {
         let serving = Serving {
             project,
             stores,
+            work,
             redactor,
             reporter,
             clock,
@@ -284,10 +288,17 @@ impl Serving {
             Ok(spent) => spent,
             Err(limit) => return self.over_budget(&limit),
         };
-        let batch = match self.reporter.batch(report) {
+        let mut batch = match self.reporter.batch(report) {
             Ok(batch) => batch,
             Err(refused) => return ReportReply::Refused(refused),
         };
+        for op in &mut batch {
+            if let Op::EvidenceAdd(new) = op
+                && new.kind.speaks_about_work()
+            {
+                new.work = loopx_git::work::mark(&self.work).ok();
+            }
+        }
         let written = retrying(&*self.clock, patience(), || {
             self.stores.with(&self.project, |store| {
                 store
@@ -351,6 +362,7 @@ impl Serving {
                 todo: self.reporter.claim.map(|(t, _)| t),
                 slice: Some(slice),
                 epoch: None,
+                work: None,
             });
         } else {
             tracing::warn!(%slice, %limit, "refused another report over the slice's budget");
@@ -379,6 +391,7 @@ impl Serving {
             todo: r.claim.map(|(t, _)| t),
             slice: Some(r.slice),
             epoch: None,
+            work: None,
         };
         self.record(evidence);
     }

@@ -107,6 +107,7 @@ pub fn land_kept(root: &Path, loopx_exe: &Path, goal: &Goal, todo: &Todo) -> (St
         todo: Some(todo.id),
         slice: None,
         epoch: None,
+        work: None,
     })];
     if landed {
         ops.push(Op::TodoFinish(FinishTodo {

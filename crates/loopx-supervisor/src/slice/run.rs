@@ -211,9 +211,10 @@ impl Begun {
             agent: self.setup.agent.name.clone(),
             claim: self.record.todo.zip(self.record.epoch),
         };
+        let work = tree.map_or_else(|| req.project.root().to_path_buf(), |p| p.tree.workdir());
         let channel = Channel::open(
             &room.socket(),
-            (req.project.clone(), req.world.stores.clone()),
+            (req.project.clone(), req.world.stores.clone(), work),
             reporter,
             req.world.clock.clone(),
             self.redactor.clone(),

@@ -377,13 +377,25 @@ pub(super) fn gate_withdraw(w: &Writer<'_>, id: GateId) -> Result<Applied, Kerne
 
 pub(crate) fn evidence_add(w: &Writer<'_>, new: NewEvidence) -> Result<Applied, KernelError> {
     new.check()?;
-    if let Some(todo) = new.todo {
-        let record = w.require::<Todo>(tables::TODOS, todo.0, "todo", todo)?;
-        check_claim(w, &record, new.epoch)?;
-    }
+    let goal = match new.todo {
+        Some(todo) => {
+            let record = w.require::<Todo>(tables::TODOS, todo.0, "todo", todo)?;
+            check_claim(w, &record, new.epoch)?;
+            Some(record.goal)
+        }
+        None => super::budget::active_goal(w)?,
+    };
     if let Some(slice) = new.slice {
         w.require::<SliceRecord>(tables::SLICES, slice.0, "slice", slice)?;
     }
+    // The revision it was recorded under: evidence from before an amendment that touched it
+    // is stale (`docs/goals.md`).
+    let revision = match goal {
+        Some(goal) => w
+            .get::<Goal>(tables::GOALS, goal.0)?
+            .map_or(0, |g| g.revision),
+        None => 0,
+    };
     let id = EvidenceId(w.next_id(counter::EVIDENCE)?);
     let evidence = Evidence {
         id,
@@ -395,6 +407,8 @@ pub(crate) fn evidence_add(w: &Writer<'_>, new: NewEvidence) -> Result<Applied, 
         slice: new.slice,
         actor: w.actor.to_owned(),
         at: w.now,
+        revision,
+        work: new.work,
     };
     w.put(tables::EVIDENCE, id.0, &evidence)?;
     w.event(EventKind::EvidenceAdded {

@@ -177,6 +177,7 @@ pub(super) fn record_poll(w: &Writer<'_>, poll: RecordPoll) -> Result<Applied, K
                     todo: Some(id),
                     slice: None,
                     epoch: None,
+                    work: None,
                 },
             )?;
             return super::todo::finish(w, id, TodoState::Done, None, None);

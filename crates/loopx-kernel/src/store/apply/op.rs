@@ -9,6 +9,7 @@ use crate::limits;
 use crate::model::{
     Agent, Blocks, EventKind, Evidence, EvidenceKind, FileRef, Gate, GateKind, Goal, GoalStatus,
     Handoff, Outcome, PermissionLevel, ProcessIdentity, SliceKind, SliceRecord, Todo, TodoState,
+    WorkMark,
 };
 use crate::redact::Redactor;
 use crate::store::Store;
@@ -176,6 +177,9 @@ pub struct NewEvidence {
     pub slice: Option<SliceId>,
     /// The epoch of the claim the writer works under: a stale one is refused.
     pub epoch: Option<u64>,
+    /// The state of the work it speaks about, as the writer found it (the kernel sees no
+    /// files); the goal's revision the kernel adds itself.
+    pub work: Option<WorkMark>,
 }
 
 /// A new handoff note.

@@ -276,6 +276,7 @@ pub(super) fn interrupt(
             todo: ended.todo,
             slice: Some(id),
             epoch: None,
+            work: None,
         },
     )?;
     let mut released = false;

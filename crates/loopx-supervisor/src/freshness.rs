@@ -1,0 +1,248 @@
+//! Whether evidence is still fresh: one judgement that `evidence list`, `status`, the slice
+//! prompt and the done check all use (`docs/goals.md`, "Evidence that ages").
+//!
+//! Evidence is stale, first reason first, when
+//! 1. a file it pinned no longer has the content it pinned (or is gone);
+//! 2. its kind's shelf life (`[evidence] shelf_life` in `loopx.toml`) has passed;
+//! 3. it speaks about the work ([`EvidenceKind::speaks_about_work`]) and an amendment since it
+//!    was recorded changed the objective, or narrowed the scope away from a file it pinned;
+//! 4. it speaks about the work and a file in the goal's scope has other content now than the
+//!    tree had when it was recorded (its [`WorkMark`]): the tests ran on other code.
+//!
+//! Where the work is: the project's tree, or in a worktree goal the todo's worktree (its
+//! branch once the worktree is gone). A tree loopx cannot check (no git, a commit no longer in
+//! the repository) is said so, and counts as stale: evidence that cannot be shown to be about
+//! this code does not prove this code.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use loopx_adapters::EvidenceRules;
+use loopx_kernel::model::{Evidence, EvidenceKind, Goal, GoalStatus, Isolation, WorkMark};
+use loopx_kernel::scope::Scope;
+use loopx_kernel::{GoalId, KernelError, Snapshot, Timestamp, TodoId};
+use sha2::{Digest, Sha256};
+
+/// Where a todo's work is, for marks and comparisons.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Work {
+    /// A checked-out tree.
+    Tree(PathBuf),
+    /// A branch with no tree (a worktree goal's todo after its worktree was removed).
+    Branch(String),
+}
+
+/// A comparison already made: the tree, the scope, and the recorded mark (as text).
+type Compared = (Work, Vec<String>, String);
+
+/// Judges evidence against the tree as it is now; marks of the present are taken once per
+/// tree and comparisons once per recorded mark.
+#[derive(Debug)]
+pub struct Freshness<'a> {
+    root: &'a Path,
+    rules: &'a EvidenceRules,
+    now: Timestamp,
+    marks: BTreeMap<Work, Result<WorkMark, String>>,
+    compared: BTreeMap<Compared, Result<Vec<String>, String>>,
+    goals: BTreeMap<GoalId, Option<Goal>>,
+}
+
+impl<'a> Freshness<'a> {
+    pub fn new(root: &'a Path, rules: &'a EvidenceRules, now: Timestamp) -> Self {
+        Freshness {
+            root,
+            rules,
+            now,
+            marks: BTreeMap::new(),
+            compared: BTreeMap::new(),
+            goals: BTreeMap::new(),
+        }
+    }
+
+    /// Why `e` is stale, in a few words (`src/lib.rs changed since it was recorded`); `None`
+    /// when it is fresh.
+    pub fn stale(
+        &mut self,
+        snap: &Snapshot<'_>,
+        e: &Evidence,
+    ) -> Result<Option<String>, KernelError> {
+        if let Some(why) = e.files.iter().find_map(|f| pinned_changed(self.root, f)) {
+            return Ok(Some(why));
+        }
+        if let Some(life) = self.rules.shelf_life.get(&e.kind) {
+            let age = self.now.0.saturating_sub(e.at.0);
+            if u128::from(age) > life.as_millis() {
+                return Ok(Some(format!(
+                    "older than the {} shelf life of {}",
+                    e.kind,
+                    loopx_kernel::time::short_duration(*life)
+                )));
+            }
+        }
+        if !e.kind.speaks_about_work() {
+            return Ok(None);
+        }
+        let Some(goal) = self.goal_of(snap, e)? else {
+            return Ok(None);
+        };
+        if e.revision > 0 && e.revision < goal.revision {
+            for rev in snap.goal_revisions(goal.id)? {
+                if rev.number <= e.revision {
+                    continue;
+                }
+                if rev.changed.iter().any(|c| c == "objective") {
+                    return Ok(Some(format!(
+                        "recorded under revision {}; the objective changed in revision {}",
+                        e.revision, rev.number
+                    )));
+                }
+                let scope = Scope::recorded(&rev.scope);
+                if rev.changed.iter().any(|c| c == "scope")
+                    && let Some(f) = e.files.iter().find(|f| !scope.contains(&f.path))
+                {
+                    return Ok(Some(format!(
+                        "recorded under revision {}; revision {} took {} out of the scope",
+                        e.revision, rev.number, f.path
+                    )));
+                }
+            }
+        }
+        let Some(then) = &e.work else {
+            return Ok(None);
+        };
+        let work = work_of(self.root, &goal, e.todo);
+        let changed = self.changed_since(&work, &goal.scope, then);
+        Ok(match changed {
+            Ok(files) if files.is_empty() => None,
+            Ok(files) => Some(format!("{} changed since it was recorded", named(&files))),
+            Err(why) => Some(format!("its work cannot be compared: {why}")),
+        })
+    }
+
+    fn goal_of(&mut self, snap: &Snapshot<'_>, e: &Evidence) -> Result<Option<Goal>, KernelError> {
+        let id = match e.todo {
+            Some(todo) => snap.todo(todo)?.map(|t| t.goal),
+            None => snap
+                .goals()?
+                .into_iter()
+                .rev()
+                .find(|g| g.status == GoalStatus::Active)
+                .map(|g| g.id),
+        };
+        let Some(id) = id else {
+            return Ok(None);
+        };
+        if let std::collections::btree_map::Entry::Vacant(slot) = self.goals.entry(id) {
+            slot.insert(snap.goal(id)?);
+        }
+        Ok(self.goals.get(&id).cloned().flatten())
+    }
+
+    fn changed_since(
+        &mut self,
+        work: &Work,
+        scope: &[String],
+        then: &WorkMark,
+    ) -> Result<Vec<String>, String> {
+        let key = (work.clone(), scope.to_vec(), format!("{then:?}"));
+        if let Some(known) = self.compared.get(&key) {
+            return known.clone();
+        }
+        let now = self
+            .marks
+            .entry(work.clone())
+            .or_insert_with(|| mark_of(self.root, work))
+            .clone();
+        let result = now.and_then(|now| {
+            let scope = Scope::recorded(scope);
+            let dir = match work {
+                Work::Tree(dir) => dir.as_path(),
+                Work::Branch(_) => self.root,
+            };
+            loopx_git::work::changed_between(dir, then, &now, &|p| scope.contains(p))
+                .map_err(|e| e.to_string())
+        });
+        self.compared.insert(key, result.clone());
+        result
+    }
+}
+
+/// The mark to record with new evidence about `todo`'s work (or the project's, for none):
+/// `None` for a kind that speaks about no work, or a tree git cannot read.
+pub fn mark_for(
+    root: &Path,
+    snap: &Snapshot<'_>,
+    kind: EvidenceKind,
+    todo: Option<TodoId>,
+) -> Option<WorkMark> {
+    if !kind.speaks_about_work() {
+        return None;
+    }
+    let goal = match todo {
+        Some(t) => snap.todo(t).ok()??.goal,
+        None => {
+            return loopx_git::work::mark(root).ok();
+        }
+    };
+    let goal = snap.goal(goal).ok()??;
+    mark_of(root, &work_of(root, &goal, todo)).ok()
+}
+
+fn work_of(root: &Path, goal: &Goal, todo: Option<TodoId>) -> Work {
+    match (&goal.isolation, todo) {
+        (Isolation::Worktree { .. }, Some(todo)) => {
+            let dir = loopx_git::worktree::worktree_dir(root, goal.id, todo);
+            if dir.is_dir() {
+                Work::Tree(dir)
+            } else {
+                Work::Branch(loopx_git::worktree::todo_branch(goal.id, todo))
+            }
+        }
+        _ => Work::Tree(root.to_path_buf()),
+    }
+}
+
+fn mark_of(root: &Path, work: &Work) -> Result<WorkMark, String> {
+    match work {
+        Work::Tree(dir) => loopx_git::work::mark(dir),
+        Work::Branch(branch) => loopx_git::work::mark_at(root, branch),
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// Why a pinned file no longer holds what was pinned; `None` while it does.
+fn pinned_changed(root: &Path, f: &loopx_kernel::model::FileRef) -> Option<String> {
+    let path = root.join(&f.path);
+    let Ok(mut file) = loopx_adapters::open_regular(&path) else {
+        return Some(format!("{} is gone", f.path));
+    };
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) => return Some(format!("{} cannot be read ({e})", f.path)),
+        }
+    }
+    let now = hex::encode(hasher.finalize());
+    (now != f.sha256).then(|| {
+        format!(
+            "{} changed since it was pinned (sha256 {} now {})",
+            f.path,
+            &f.sha256[..f.sha256.len().min(12)],
+            &now[..12]
+        )
+    })
+}
+
+/// `a` / `a and b` / `a, b and 3 more files`.
+fn named(files: &[String]) -> String {
+    match files {
+        [one] => one.clone(),
+        [a, b] => format!("{a} and {b}"),
+        [a, b, rest @ ..] => format!("{a}, {b} and {} more files", rest.len()),
+        [] => "nothing".to_owned(),
+    }
+}
