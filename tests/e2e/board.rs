@@ -514,3 +514,37 @@ open("refused.txt", "w").write(str(refused))
         "every connection of the agent was refused"
     );
 }
+
+/// Issue 29: a done card's evidence says when it went stale, as `evidence list` does.
+#[test]
+fn a_done_card_shows_its_stale_evidence_as_stale() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Measure the cache"]);
+    loopx.ok(&["todo", "add", "Measure the hit rate"]);
+    std::fs::write(loopx.path().join("hits.txt"), "hit rate 91%\n").expect("write");
+    loopx.ok(&[
+        "evidence",
+        "add",
+        "hit rate 91%",
+        "--kind",
+        "artifact",
+        "--file",
+        "hits.txt",
+        "--todo",
+        "t1",
+    ]);
+    loopx.ok(&["todo", "done", "t1"]);
+    std::fs::write(loopx.path().join("hits.txt"), "hit rate 40%\n").expect("write");
+    let board = BoardProcess::start(&loopx);
+    let mut browser = Browser::start();
+    browser.open(&board.url);
+    browser.wait_for(
+        "the done card with its evidence marked stale",
+        r#"(() => {
+            const card = document.querySelector('#col-done [data-todo="t1"]');
+            return card && /artifact: hit rate 91%/.test(card.innerText)
+                && /stale: hits\.txt changed since it was pinned/.test(card.innerText);
+        })()"#,
+        Duration::from_secs(20),
+    );
+}

@@ -42,11 +42,17 @@ fn a_pinned_file_changed_after_its_evidence_was_recorded_is_stale() {
         why.starts_with("results.txt changed since it was pinned"),
         "{why}"
     );
-    let text = loopx.ok(&["evidence", "list"]).stdout;
-    assert!(
-        text.contains("stale: results.txt changed since it was pinned"),
-        "{text}"
-    );
+    for command in [&["evidence", "list"][..], &["status"]] {
+        let text = loopx.ok(command).stdout;
+        assert!(
+            text.contains("stale: results.txt changed since it was pinned"),
+            "{command:?}: {text}"
+        );
+    }
+    let status = loopx.ok(&["status", "--json"]).json();
+    let latest = &status["latest_evidence"][0];
+    assert_eq!(latest["kind"], "artifact", "{status:#}");
+    assert_eq!(latest["stale"], true, "{status:#}");
     std::fs::remove_file(loopx.path().join("results.txt")).expect("remove");
     let gone = listed(&loopx, "artifact");
     assert_eq!(gone["stale_reason"], "results.txt is gone", "{gone:#}");

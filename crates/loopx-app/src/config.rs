@@ -53,12 +53,16 @@ impl App {
         self.project_config().map(|config| config.evidence)
     }
 
-    /// The budget for an overview: a `loopx.toml` that does not load adds its diagnostic to
-    /// `problems`, and the overview goes on without a budget.
-    pub(crate) fn budget_or_problem(&self, problems: &mut Vec<String>) -> Budget {
-        self.budget().unwrap_or_else(|e| {
+    /// The project's configuration for an overview: a `loopx.toml` that does not load adds its
+    /// diagnostic to `problems`, and the overview goes on with the defaults (no budget, no
+    /// evidence rules).
+    pub(crate) fn config_or_problem(
+        &self,
+        problems: &mut Vec<String>,
+    ) -> loopx_adapters::ProjectConfig {
+        self.project_config().unwrap_or_else(|e| {
             problems.push(e.to_string());
-            Budget::default()
+            loopx_adapters::ProjectConfig::default()
         })
     }
 

@@ -4,9 +4,12 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use loopx_adapters::EvidenceRules;
 use loopx_kernel::model::{Evidence, EvidenceKind, FileRef, Handoff};
 use loopx_kernel::store::{NewEvidence, NewHandoff};
-use loopx_kernel::{Invalid, SliceId, TodoId};
+use loopx_kernel::{Invalid, KernelError, SliceId, Snapshot, Timestamp, TodoId};
+use loopx_supervisor::freshness::Freshness;
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::{App, AppError};
@@ -22,6 +25,48 @@ pub struct AddEvidence {
     pub todo: Option<TodoId>,
     /// The claim it is recorded under, when an agent records it by hand.
     pub epoch: Option<u64>,
+}
+
+/// A piece of evidence as every surface shows it: with whether it is still fresh
+/// (`evidence list --json`, `status --json`, the board). The evidence's own fields come first,
+/// flattened.
+#[derive(Debug, Clone, Serialize)]
+pub struct JudgedEvidence {
+    #[serde(flatten)]
+    pub evidence: Evidence,
+    pub stale: bool,
+    /// Why it is stale, in a few words (`src/lib.rs changed since it was recorded`).
+    pub stale_reason: Option<String>,
+}
+
+/// Judges evidence the one way (`loopx_supervisor::freshness`) for a read of the store.
+#[derive(Debug)]
+pub struct EvidenceJudge {
+    root: PathBuf,
+    rules: EvidenceRules,
+    now: Timestamp,
+}
+
+impl EvidenceJudge {
+    /// Each of `evidence`, judged; the tree is read once however many there are.
+    pub fn all(
+        &self,
+        s: &Snapshot<'_>,
+        evidence: Vec<Evidence>,
+    ) -> Result<Vec<JudgedEvidence>, KernelError> {
+        let mut judge = Freshness::new(&self.root, &self.rules, self.now);
+        evidence
+            .into_iter()
+            .map(|evidence| {
+                let stale_reason = judge.stale(s, &evidence)?;
+                Ok(JudgedEvidence {
+                    evidence,
+                    stale: stale_reason.is_some(),
+                    stale_reason,
+                })
+            })
+            .collect()
+    }
 }
 
 /// A handoff to write: what was done, what is next, the files and the open questions.
@@ -63,25 +108,29 @@ impl App {
         self.read(|s| s.evidence_newest(limit, |e| todo.is_none() || e.todo == todo))
     }
 
-    /// The newest evidence, each with why it is stale (`None`: fresh), judged against the tree
-    /// as it is now (`docs/goals.md`, "Evidence that ages").
+    /// The newest evidence, each judged fresh or stale against the tree as it is now
+    /// (`docs/goals.md`, "Evidence that ages").
     pub fn evidence_judged(
         &self,
         todo: Option<TodoId>,
         limit: usize,
-    ) -> Result<Vec<(Evidence, Option<String>)>, AppError> {
-        let rules = self.evidence_rules()?;
-        let now = self.now();
+    ) -> Result<Vec<JudgedEvidence>, AppError> {
+        let judge = self.evidence_judge(self.evidence_rules()?);
         self.read(|s| {
-            let mut judge = loopx_supervisor::freshness::Freshness::new(self.root(), &rules, now);
-            s.evidence_newest(limit, |e| todo.is_none() || e.todo == todo)?
-                .into_iter()
-                .map(|e| {
-                    let stale = judge.stale(s, &e)?;
-                    Ok((e, stale))
-                })
-                .collect()
+            judge.all(
+                s,
+                s.evidence_newest(limit, |e| todo.is_none() || e.todo == todo)?,
+            )
         })
+    }
+
+    /// A judge of evidence under `rules`, as things are now.
+    pub fn evidence_judge(&self, rules: EvidenceRules) -> EvidenceJudge {
+        EvidenceJudge {
+            root: self.root().to_path_buf(),
+            rules,
+            now: self.now(),
+        }
     }
 
     pub fn write_handoff(&self, write: WriteHandoff) -> Result<Handoff, AppError> {

@@ -208,7 +208,7 @@ impl App {
                 Err(e) => problems.push(e.to_string()),
             }
         }
-        let budget = self.budget_or_problem(&mut problems);
+        let budget = self.config_or_problem(&mut problems).budget;
         // One snapshot for every agent, with the shared part read once.
         let agents = store.read(|s| {
             let shared = Arc::new(SharedState::read(s, now)?.with_budget(budget));

@@ -2,13 +2,14 @@
 //! evidence, what each agent would do now. `loopx status` renders it, `status --json` and the
 //! board show it as it is.
 
-use loopx_kernel::model::{Evidence, Gate, GateState, Goal, SliceRecord, Todo};
+use loopx_kernel::model::{Gate, GateState, Goal, SliceRecord, Todo};
 use loopx_kernel::store::TodoCounts;
 use loopx_kernel::{Timestamp, TodoId};
 use serde::Serialize;
 
 use loopx_kernel::decision::DecisionState;
 
+use crate::evidence::JudgedEvidence;
 use crate::{App, AppError};
 
 /// How many of the next todos and latest evidence the first screen shows.
@@ -28,7 +29,7 @@ pub struct Status {
     /// How many todos wait on a dependency in all (`waiting` lists the first of them).
     pub waiting_total: u64,
     pub next: Vec<Next>,
-    pub latest_evidence: Vec<Evidence>,
+    pub latest_evidence: Vec<JudgedEvidence>,
     pub counts: TodoCounts,
     /// What each registered agent would do now (the decision `quota should-run` prints).
     pub agents: Vec<AgentNow>,
@@ -153,7 +154,9 @@ impl App {
         // A broken loopx.toml is reported by `loopx run` and `loopx quota status`; the
         // overview still shows what it can, and names it.
         let mut problems = Vec::new();
-        let budget = self.budget_or_problem(&mut problems);
+        let config = self.config_or_problem(&mut problems);
+        let budget = config.budget;
+        let judge = self.evidence_judge(config.evidence);
         // Everything below reads a bounded number of records, whatever the number of todos:
         // the claimed ones, the first of the waiting and ready ones, counts kept as counters.
         let (goal, gates, running, todos, latest_evidence, agents) = store.read(|s| {
@@ -193,7 +196,7 @@ impl App {
                 gates,
                 running,
                 todos,
-                s.evidence_newest(FIRST_SCREEN, |_| true)?,
+                judge.all(s, s.evidence_newest(FIRST_SCREEN, |_| true)?)?,
                 agents,
             ))
         })?;
@@ -381,7 +384,7 @@ fn assemble(
     gates: Vec<Gate>,
     running: Vec<(SliceRecord, bool)>,
     todos: FirstTodos,
-    latest_evidence: Vec<Evidence>,
+    latest_evidence: Vec<JudgedEvidence>,
     agents: Vec<AgentNow>,
 ) -> Status {
     let FirstTodos {

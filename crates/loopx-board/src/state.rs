@@ -4,10 +4,11 @@
 
 use std::collections::HashMap;
 
-use loopx_kernel::model::{Blocks, Evidence, Gate, GateState, SliceRecord, Todo, TodoState};
+use loopx_kernel::model::{Blocks, Gate, GateState, SliceRecord, Todo, TodoState};
 use loopx_kernel::{Timestamp, TodoId};
 use serde_json::{Value, json};
 
+use loopx_app::evidence::JudgedEvidence;
 use loopx_app::{App, AppError};
 
 /// Cards shown per column; the column's count says how many there are.
@@ -25,6 +26,8 @@ pub(crate) fn board(app: &App) -> Result<Value, AppError> {
     let quota = app.quota_status()?;
     let project = app.project();
     let now = app.now();
+    // The rules' problems, if any, are in `status`'s; the cards go on without them.
+    let judge = app.evidence_judge(app.evidence_rules().unwrap_or_default());
     let (columns, running, events) = app.read(|s| {
         let goal = match s.current_goal()? {
             Some(goal) => Some(goal),
@@ -49,9 +52,12 @@ pub(crate) fn board(app: &App) -> Result<Value, AppError> {
             .filter(|t| matches!(t.state, TodoState::Done | TodoState::Dropped))
             .map(|t| t.id)
             .collect();
-        let evidence = s.evidence_newest(4 * PER_COLUMN, |e| {
-            e.todo.is_some_and(|t| finished.contains(&t))
-        })?;
+        let evidence = judge.all(
+            s,
+            s.evidence_newest(4 * PER_COLUMN, |e| {
+                e.todo.is_some_and(|t| finished.contains(&t))
+            })?,
+        )?;
         let mut handoffs = HashMap::new();
         for todo in &todos {
             if let Some(id) = todo.latest_handoff
@@ -96,7 +102,7 @@ fn columns(
     todos: &[Todo],
     gates: &[Gate],
     running: &[SliceRecord],
-    evidence: &[Evidence],
+    evidence: &[JudgedEvidence],
     handoffs: &HashMap<TodoId, loopx_kernel::model::Handoff>,
     now: Timestamp,
 ) -> Value {
@@ -175,9 +181,12 @@ fn columns(
             TodoState::Done | TodoState::Dropped => {
                 let mine: Vec<Value> = evidence
                     .iter()
-                    .filter(|e| e.todo == Some(todo.id))
+                    .filter(|e| e.evidence.todo == Some(todo.id))
                     .take(3)
-                    .map(|e| json!({"id": e.id, "kind": e.kind, "summary": e.summary}))
+                    .map(|j| {
+                        let e = &j.evidence;
+                        json!({"id": e.id, "kind": e.kind, "summary": e.summary, "stale_reason": j.stale_reason})
+                    })
                     .collect();
                 card["evidence"] = json!(mine);
                 if let Some(handoff) = handoffs.get(&todo.id) {

@@ -246,7 +246,10 @@ function card(todo, column, s) {
     const tail = (s.tails || {})[todo.slice.id] || "";
     node.append(el("pre", { class: "tail", text: tail || "(no output yet)" }));
   }
-  for (const e of todo.evidence || []) node.append(el("div", { class: "meta", text: e.kind + ": " + e.summary }));
+  for (const e of todo.evidence || []) {
+    node.append(el("div", { class: "meta", text: e.kind + ": " + e.summary }));
+    if (e.stale_reason) node.append(el("div", { class: "meta stale", text: "stale: " + e.stale_reason }));
+  }
   if (todo.handoff) {
     node.append(el("div", { class: "meta", text: "done: " + todo.handoff.done }));
     if (todo.handoff.next) node.append(el("div", { class: "meta", text: "next: " + todo.handoff.next }));

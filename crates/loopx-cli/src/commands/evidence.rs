@@ -35,41 +35,20 @@ pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
         EvidenceCommand::List { todo, limit } => {
             let evidence = app.evidence_judged(todo.as_deref().map(id).transpose()?, limit)?;
             if ctx.json {
-                let judged: Vec<_> = evidence
-                    .iter()
-                    .map(|(e, stale)| JudgedEvidence {
-                        evidence: e,
-                        stale: stale.is_some(),
-                        stale_reason: stale.as_deref(),
-                    })
-                    .collect();
-                return ctx.json_out(&document("evidence", &judged));
+                return ctx.json_out(&document("evidence", &evidence));
             }
             if evidence.is_empty() {
                 return ctx.line("No evidence yet.");
             }
             let now = ctx.now();
-            for (e, stale) in &evidence {
-                ctx.line(views::evidence_line(ctx.style, e, now))?;
-                if let Some(why) = stale {
-                    ctx.line(format!(
-                        "      {}",
-                        ctx.style.yellow(&format!("stale: {why}"))
-                    ))?;
+            for judged in &evidence {
+                for line in views::judged_evidence_lines(ctx.style, judged, now) {
+                    ctx.line(line)?;
                 }
             }
             Ok(())
         }
     }
-}
-
-/// A piece of evidence as `evidence list --json` shows it: with whether it is still fresh.
-#[derive(serde::Serialize)]
-struct JudgedEvidence<'a> {
-    #[serde(flatten)]
-    evidence: &'a Evidence,
-    stale: bool,
-    stale_reason: Option<&'a str>,
 }
 
 pub fn handoff(ctx: &mut Ctx, args: HandoffArgs) -> Result<(), ExpectedError> {

@@ -227,7 +227,9 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
         ctx.line("")?;
         ctx.line(style.bold("Latest evidence"))?;
         for e in &status.latest_evidence {
-            ctx.line(format!("  {}", views::evidence_line(style, e, now)))?;
+            for line in views::judged_evidence_lines(style, e, now) {
+                ctx.line(format!("  {line}"))?;
+            }
         }
     }
     ctx.line("")?;

@@ -1,5 +1,6 @@
 //! How records read to people: one line in a list, a few lines when shown.
 
+use loopx_app::evidence::JudgedEvidence;
 use loopx_kernel::Timestamp;
 use loopx_kernel::limits::clip;
 use loopx_kernel::model::{
@@ -246,6 +247,15 @@ pub fn evidence_line(style: Style, evidence: &Evidence, now: Timestamp) -> Strin
             relative(now, evidence.at)
         ))
     )
+}
+
+/// A piece of evidence and, when it is stale, a second line saying why.
+pub fn judged_evidence_lines(style: Style, judged: &JudgedEvidence, now: Timestamp) -> Vec<String> {
+    let mut lines = vec![evidence_line(style, &judged.evidence, now)];
+    if let Some(why) = &judged.stale_reason {
+        lines.push(format!("      {}", style.yellow(&format!("stale: {why}"))));
+    }
+    lines
 }
 
 pub fn handoff_lines(style: Style, handoff: &Handoff, now: Timestamp) -> Vec<String> {
