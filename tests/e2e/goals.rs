@@ -1,6 +1,7 @@
 //! `loopx goal amend`: a person's change reaches the next slice, which re-plans.
 
-use crate::support::{LOOPX, Loopx, script_agent};
+use crate::support::{LOOPX, Loopx, git, script_agent};
+use serde_json::Value;
 
 /// A project whose goal is `Add retries to the HTTP client`, in `src/**`.
 fn http_client_goal() -> Loopx {
@@ -200,4 +201,105 @@ fn todo_done_next_finishes_a_todo_and_creates_its_successor_in_one_step() {
         .ok(&["todo", "done", "t3", "--next", "Test the lexer"])
         .stdout;
     assert!(text.contains("Next: t4 Test the lexer"), "{text}");
+}
+
+#[test]
+fn a_scope_narrowed_under_open_todos_asks_one_question_naming_them_and_refuses_their_claims() {
+    let loopx = Loopx::new();
+    // The files a slice changed are recorded where git can tell them.
+    std::fs::write(loopx.path().join(".gitignore"), ".loopx/\n*.sh\n").expect("write");
+    git(loopx.path(), &["init", "-q"]);
+    git(loopx.path(), &["add", "-A"]);
+    git(loopx.path(), &["commit", "-qm", "start"]);
+    loopx.ok(&[
+        "goal",
+        "start",
+        "Move the client to gRPC",
+        "--isolation",
+        "shared",
+        "--scope",
+        "src/**",
+        "--scope",
+        "proto/**",
+    ]);
+    // t1's slice changes a file in proto/; t3 has a proto file pinned as evidence; t2's work
+    // stays in src/, and t4 has none recorded.
+    script_agent(
+        &loopx,
+        "worker",
+        r#"mkdir -p proto && echo "service Api {}" > proto/api.proto
+printf '%s\n' '```loopx-report' '{"status":"progress","summary":"drafted the service"}' '```'"#,
+        "max_time = \"30s\"",
+    );
+    loopx.ok(&[
+        "todo",
+        "add",
+        "Write the service definition",
+        "--priority",
+        "3",
+    ]);
+    loopx.ok(&["todo", "add", "Retry on UNAVAILABLE"]);
+    loopx.ok(&["todo", "add", "Drop the old proto"]);
+    loopx.ok(&["todo", "add", "Document the client"]);
+    let first = loopx.ok(&["run", "--json", "--once"]).json();
+    assert_eq!(first["slice"]["todo"], "t1", "{first:#}");
+    std::fs::create_dir_all(loopx.path().join("src")).expect("mkdir");
+    std::fs::write(loopx.path().join("src/retry.rs"), "// retries\n").expect("write");
+    std::fs::write(loopx.path().join("proto/old.proto"), "// old\n").expect("write");
+    for (todo, file) in [("t2", "src/retry.rs"), ("t3", "proto/old.proto")] {
+        loopx.ok(&[
+            "evidence", "add", "drafted", "--kind", "artifact", "--file", file, "--todo", todo,
+        ]);
+    }
+    loopx.ok(&[
+        "goal",
+        "amend",
+        "--scope",
+        "src/**",
+        "--why",
+        "the proto lives in its own repository now",
+    ]);
+    let gates = loopx.ok(&["gate", "list", "--json"]).json();
+    let open: Vec<&Value> = gates["gates"]
+        .as_array()
+        .expect("gates")
+        .iter()
+        .filter(|g| g["state"] == "open")
+        .collect();
+    assert_eq!(open.len(), 1, "one question: {gates:#}");
+    let gate = open[0];
+    assert_eq!(
+        gate["question"],
+        "Revision 2 narrowed the scope of goal g1 to src/**: 2 open todos with work outside it (t1, t3). Keep or drop them?",
+        "{gate:#}"
+    );
+    assert_eq!(
+        gate["blocks"],
+        serde_json::json!({"todos": ["t1", "t3"]}),
+        "{gate:#}"
+    );
+    let context = gate["context"].as_str().expect("context");
+    assert!(
+        context.contains("t1 Write the service definition: proto/api.proto"),
+        "{context}"
+    );
+    assert!(
+        context.contains("t3 Drop the old proto: proto/old.proto"),
+        "{context}"
+    );
+    // No agent takes a held todo; the others go on.
+    let refused = loopx.run(&["todo", "claim", "t1", "--agent", "worker"]);
+    assert_eq!(refused.code, 5, "{}", refused.stderr);
+    assert!(refused.stderr.contains("q1"), "{}", refused.stderr);
+    loopx.ok(&["todo", "claim", "t2", "--agent", "worker"]);
+    // `drop` drops the todos still held.
+    loopx.ok(&["gate", "answer", "q1", "drop"]);
+    for (todo, state) in [
+        ("t1", "dropped"),
+        ("t2", "claimed"),
+        ("t3", "dropped"),
+        ("t4", "open"),
+    ] {
+        assert_eq!(crate::support::todo_state(&loopx, todo), state, "{todo}");
+    }
 }

@@ -285,6 +285,10 @@ pub enum GateKind {
         scope: Option<Vec<String>>,
         why: String,
     },
+    /// An amendment narrowed the goal's scope, and open todos have recorded work that fit the
+    /// old scope and not the new one (record version 11). The gate blocks them: `keep` (the
+    /// first option) lets agents take them again; `drop` drops every one still open.
+    ScopeNarrowed { goal: GoalId, revision: u32 },
 }
 
 /// Who loopx's own gates are asked by.
@@ -306,6 +310,8 @@ pub const BUDGET_OPTIONS: [&str; 2] = ["continue", "pause"];
 pub const GOAL_MET_OPTIONS: [&str; 2] = ["done", "plan"];
 /// The options of a goal proposal, in order.
 pub const PROPOSAL_OPTIONS: [&str; 2] = ["accept", "reject"];
+/// The options of a narrowed scope's question, in order.
+pub const NARROWED_OPTIONS: [&str; 2] = ["keep", "drop"];
 
 /// A concrete question for a human.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -383,6 +389,30 @@ pub struct Evidence {
     /// (a kind that speaks about no work, a project outside git, an older record). The two
     /// fields are the last of evidence: an older record reads with both empty (`codec.rs`).
     pub work: Option<WorkMark>,
+}
+
+impl Evidence {
+    /// The files a `diff` item lists, as [`diff_detail`] wrote them; none for another kind.
+    pub fn diff_files(&self) -> impl Iterator<Item = &str> {
+        let listed = match self.kind {
+            EvidenceKind::Diff => self.detail.split_once(DIFF_FILES).map(|(_, l)| l),
+            _ => None,
+        };
+        listed
+            .unwrap_or_default()
+            .lines()
+            .map_while(|l| l.strip_prefix("  "))
+    }
+}
+
+/// Where a `diff` item's detail starts listing its files.
+const DIFF_FILES: &str = "\nfiles:\n";
+
+/// The detail of a `diff` item: the `git diff --stat`, then every changed file, one indented a
+/// line ([`Evidence::diff_files`] reads them back: what a narrowed scope checks).
+pub fn diff_detail(stat: &str, files: &[String]) -> String {
+    let listed: String = files.iter().map(|f| format!("  {f}\n")).collect();
+    format!("{}{DIFF_FILES}{listed}", stat.trim_end())
 }
 
 /// The state of a work tree when evidence about it was recorded: what `loopx evidence list`
@@ -496,4 +526,31 @@ pub struct Spend {
     /// When the slice ran, for the goal's share.
     pub busy: Option<(Timestamp, Timestamp)>,
     pub at: Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_diff_item_gives_back_the_files_it_listed_and_another_kind_none() {
+        let files = vec!["src/a b.rs".to_owned(), "proto/api.proto".to_owned()];
+        let mut e = Evidence {
+            id: crate::ids::EvidenceId(1),
+            kind: EvidenceKind::Diff,
+            summary: "slice s1 changed 2 files".into(),
+            // A stat line that looks like a listed file is not one.
+            detail: diff_detail("  files:\n 2 files changed\n", &files),
+            files: vec![],
+            todo: None,
+            slice: None,
+            actor: "agent:a".into(),
+            at: Timestamp(0),
+            revision: 1,
+            work: None,
+        };
+        assert_eq!(e.diff_files().collect::<Vec<_>>(), files);
+        e.kind = EvidenceKind::Note;
+        assert_eq!(e.diff_files().count(), 0);
+    }
 }

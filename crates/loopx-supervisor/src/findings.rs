@@ -42,7 +42,7 @@ pub(crate) fn ops(f: &Finished<'_>) -> Vec<Op> {
             files(c.files.len()),
             named(&c.files)
         );
-        let detail = format!("{}\nfiles:\n{}", c.stat.trim_end(), listed(&c.files));
+        let detail = loopx_kernel::model::diff_detail(&c.stat, &c.files);
         ops.push(Op::EvidenceAdd(evidence(
             f,
             EvidenceKind::Diff,

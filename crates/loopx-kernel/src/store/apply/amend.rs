@@ -5,10 +5,15 @@
 
 use super::op::{AmendGoal, Applied, NewGate};
 use crate::errors::{Invalid, KernelError, Refused};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::ids::TodoId;
+use crate::limits;
 use crate::model::{
-    Blocks, EventKind, Gate, GateKind, Goal, GoalRevision, GoalStatus, PROPOSAL_OPTIONS,
-    goal_digest,
+    Blocks, EventKind, Evidence, Gate, GateKind, Goal, GoalRevision, GoalStatus, NARROWED_OPTIONS,
+    PROPOSAL_OPTIONS, Todo, goal_digest,
 };
+use crate::scope::Scope;
 use crate::store::tables::{self, counter};
 use crate::store::writer::Writer;
 
@@ -65,7 +70,7 @@ pub(super) fn goal_amend(w: &Writer<'_>, amend: AmendGoal) -> Result<Applied, Ke
         .into());
     }
     goal.objective = objective;
-    goal.scope = scope;
+    let before = std::mem::replace(&mut goal.scope, scope);
     goal.permission = permission;
     goal.revision += 1;
     goal.updated_at = w.now;
@@ -81,7 +86,118 @@ pub(super) fn goal_amend(w: &Writer<'_>, amend: AmendGoal) -> Result<Applied, Ke
         changed: revision.changed.clone(),
         why: revision.why.clone(),
     })?;
+    if revision.changed.iter().any(|c| c == "scope") {
+        hold_misfits(w, &goal, &before)?;
+    }
     Ok(Applied::Amended { goal, revision })
+}
+
+/// Most todos a narrowed scope's question names in its text (all of them are held).
+const NAMED_MISFITS: usize = 20;
+
+/// The amendment just recorded narrowed `goal`'s scope from `before`: its open todos with
+/// recorded work (the files their slices changed, the files their evidence pinned) that fit
+/// the old scope and not the new one are held behind one question, keep or drop. Until a
+/// person answers, no agent claims them; a slice running on one finishes as it began. A todo
+/// with no recorded work fits any scope: the re-planning slice sees the change and says.
+fn hold_misfits(w: &Writer<'_>, goal: &Goal, before: &[String]) -> Result<(), KernelError> {
+    let old = Scope::recorded(before);
+    let new = Scope::recorded(&goal.scope);
+    let open: BTreeMap<TodoId, Todo> = w
+        .all::<Todo>(tables::TODOS)?
+        .into_iter()
+        .filter(|t| t.goal == goal.id && !t.state.is_final() && !t.is_monitor())
+        .map(|t| (t.id, t))
+        .collect();
+    if open.is_empty() {
+        return Ok(());
+    }
+    // Every evidence item is read: an amendment is rare, and its question must be whole.
+    let mut outside: BTreeMap<TodoId, BTreeSet<String>> = BTreeMap::new();
+    for e in w.all::<Evidence>(tables::EVIDENCE)? {
+        let Some(todo) = e.todo.filter(|t| open.contains_key(t)) else {
+            continue;
+        };
+        let files = e
+            .files
+            .iter()
+            .map(|f| f.path.as_str())
+            .chain(e.diff_files());
+        for path in files.filter(|p| old.contains(p) && !new.contains(p)) {
+            outside.entry(todo).or_default().insert(path.to_owned());
+        }
+    }
+    if outside.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<TodoId> = outside.keys().copied().collect();
+    let named = ids
+        .iter()
+        .take(NAMED_MISFITS)
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = match ids.len().saturating_sub(NAMED_MISFITS) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    let question = format!(
+        "Revision {} narrowed the scope of goal {} to {}: {} open todo{} with work outside it ({named}{more}). Keep or drop {}?",
+        goal.revision,
+        goal.id,
+        goal.scope.join(", "),
+        ids.len(),
+        if ids.len() == 1 { "" } else { "s" },
+        if ids.len() == 1 { "it" } else { "them" },
+    );
+    let mut context = String::new();
+    for (id, files) in &outside {
+        let title = open.get(id).map(|t| t.title.as_str()).unwrap_or_default();
+        let mut shown: Vec<&str> = files.iter().take(5).map(String::as_str).collect();
+        if files.len() > 5 {
+            shown.push("…");
+        }
+        context.push_str(&format!(
+            "{id} {}: {}\n",
+            limits::clip(title, 80),
+            shown.join(", ")
+        ));
+    }
+    context.push_str(
+        "\nkeep: agents take them again, in the new scope. drop: every one still open is dropped.\nTo keep some and drop others, drop those with `loopx todo drop tN` first, then answer keep.",
+    );
+    super::entities::gate_ask(
+        w,
+        NewGate {
+            question: limits::clip(&question, limits::QUESTION),
+            options: NARROWED_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
+            context: limits::clip(&context, limits::DETAIL),
+            blocks: Blocks::Todos(ids),
+            kind: GateKind::ScopeNarrowed {
+                goal: goal.id,
+                revision: goal.revision,
+            },
+        },
+    )?;
+    Ok(())
+}
+
+/// A person answered a narrowed scope's question: `drop` drops every todo it held that is
+/// still open (fencing whoever holds one); `keep` leaves them to be taken again.
+pub(super) fn narrowed_answered(
+    w: &Writer<'_>,
+    gate: &Gate,
+    drop: bool,
+) -> Result<(), KernelError> {
+    let Blocks::Todos(todos) = &gate.blocks else {
+        return Ok(());
+    };
+    if drop {
+        for todo in todos {
+            super::todo::stall_answered(w, *todo, gate.id, true)?;
+        }
+    }
+    Ok(())
 }
 
 /// The goal `goal` names, or the current one (active, else paused); a finished goal is not

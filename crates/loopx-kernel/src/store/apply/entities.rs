@@ -351,6 +351,10 @@ pub(super) fn gate_answer(
                 super::amend::proposal_accepted(w, &gate)?;
             }
         }
+        GateKind::ScopeNarrowed { .. } => {
+            let drop = chosen.is_some_and(|o| o == crate::model::NARROWED_OPTIONS[1]);
+            super::amend::narrowed_answered(w, &gate, drop)?;
+        }
     }
     Ok(Applied::Gate(gate))
 }
