@@ -16,17 +16,27 @@ fn http_client_goal() -> Loopx {
     loopx
 }
 
+/// An agent `worker` that keeps each prompt it is given (`prompt-0.txt`, `prompt-1.txt`, …) and
+/// reports `report` (a report block's JSON).
+fn prompt_keeper(loopx: &Loopx, report: &str) {
+    script_agent(
+        loopx,
+        "worker",
+        &format!(
+            r#"n=$(ls prompt-*.txt 2>/dev/null | wc -l)
+cat > "prompt-$n.txt"
+printf '%s\n' '```loopx-report' '{report}' '```'"#
+        ),
+        "max_time = \"30s\"",
+    );
+}
+
 #[test]
 fn an_amended_objective_heads_the_next_slice_s_prompt_and_that_slice_re_plans() {
     let loopx = http_client_goal();
-    // The agent keeps the prompt it was given, then reports progress.
-    script_agent(
+    prompt_keeper(
         &loopx,
-        "worker",
-        r#"n=$(ls prompt-*.txt 2>/dev/null | wc -l)
-cat > "prompt-$n.txt"
-printf '%s\n' '```loopx-report' '{"status":"progress","summary":"looked","handoff":"t1 no longer fits: the client is gRPC now"}' '```'"#,
-        "max_time = \"30s\"",
+        r#"{"status":"progress","summary":"looked","handoff":"t1 no longer fits: the client is gRPC now"}"#,
     );
     loopx.ok(&["todo", "add", "Retry on HTTP 503"]);
     let before = loopx.ok(&["run", "--json", "--once"]).json();
@@ -302,4 +312,125 @@ printf '%s\n' '```loopx-report' '{"status":"progress","summary":"drafted the ser
     ] {
         assert_eq!(crate::support::todo_state(&loopx, todo), state, "{todo}");
     }
+}
+
+#[test]
+fn a_handoff_written_before_its_todo_changed_and_an_answer_given_under_an_older_objective_are_marked()
+ {
+    let loopx = http_client_goal();
+    prompt_keeper(&loopx, r#"{"status":"progress","summary":"looked"}"#);
+    loopx.ok(&["todo", "add", "Retry on HTTP 503"]);
+    loopx.ok(&[
+        "handoff",
+        "write",
+        "--todo",
+        "t1",
+        "--done",
+        "read the client",
+        "--next",
+        "add backoff",
+    ]);
+    let fresh = loopx.ok(&["handoff", "--todo", "t1", "--json"]).json();
+    assert_eq!(fresh["handoff"]["stale"], false, "{fresh:#}");
+    // A person rewrites the task under the handoff.
+    let changed = loopx.ok(&[
+        "todo",
+        "set",
+        "t1",
+        "--title",
+        "Retry on HTTP 503 and 429",
+        "--priority",
+        "5",
+    ]);
+    assert!(changed.stdout.contains("Changed t1"), "{}", changed.stdout);
+    let stale = loopx.ok(&["handoff", "--todo", "t1", "--json"]).json();
+    assert_eq!(stale["handoff"]["stale"], true, "{stale:#}");
+    assert_eq!(
+        stale["handoff"]["stale_reason"],
+        "written before the todo's title (was \"Retry on HTTP 503\"); the todo's priority (0 → 5) changed",
+        "{stale:#}"
+    );
+    let shown = loopx.ok(&["todo", "show", "t1"]).stdout;
+    assert!(
+        shown.contains("stale: written before the todo's title"),
+        "{shown}"
+    );
+    // Nothing to change, a finished todo and an agent are refused.
+    assert_eq!(loopx.run(&["todo", "set", "t1", "--priority", "5"]).code, 2);
+    let refused = loopx.run_env(
+        &["todo", "set", "t1", "--priority", "1"],
+        &[("LOOPX_SLICE", "s9")],
+    );
+    assert_eq!(refused.code, 6, "{}", refused.stderr);
+
+    // A question that held t1 was answered under revision 1; the objective changes.
+    loopx.ok(&[
+        "gate",
+        "ask",
+        "Should t1 retry POST requests too?",
+        "--option",
+        "yes",
+        "--option",
+        "no",
+        "--blocks",
+        "t1",
+    ]);
+    loopx.ok(&["gate", "answer", "q1", "no"]);
+    loopx.ok(&[
+        "goal",
+        "amend",
+        "--objective",
+        "Move the client to gRPC, with retries",
+    ]);
+    let gates = loopx.ok(&["gate", "list", "--json"]).json();
+    let again = gates["gates"]
+        .as_array()
+        .expect("gates")
+        .iter()
+        .find(|g| g["state"] == "open")
+        .cloned()
+        .unwrap_or_else(|| panic!("asked again: {gates:#}"));
+    assert_eq!(
+        again["question"], "Should t1 retry POST requests too?",
+        "{again:#}"
+    );
+    assert_eq!(
+        again["blocks"],
+        serde_json::json!({"todos": ["t1"]}),
+        "{again:#}"
+    );
+    let context = again["context"].as_str().expect("context");
+    assert!(
+        context.starts_with(
+            "Asked again: revision 2 changed the objective of goal g1 after q1 was answered `no`"
+        ),
+        "{context}"
+    );
+    assert_eq!(
+        loopx
+            .run(&["todo", "claim", "t1", "--agent", "worker"])
+            .code,
+        5
+    );
+    let id = again["id"].as_str().expect("id");
+    loopx.ok(&["gate", "answer", id, "yes"]);
+    // The re-planning slice, then t1's: its prompt marks the handoff and the old answer.
+    loopx.ok(&["run", "--once"]);
+    let work = loopx.ok(&["run", "--json", "--once"]).json();
+    assert_eq!(work["slice"]["todo"], "t1", "{work:#}");
+    let prompt = std::fs::read_to_string(loopx.path().join("prompt-1.txt")).expect("a prompt");
+    assert!(
+        prompt.contains("(stale: written before the todo's title (was \"Retry on HTTP 503\"); the todo's priority (0 → 5); the goal (revision 1 → 2) changed; read it as history, not as the task)"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("Answer: no\n(answered under revision 1; the goal is at revision 2: check it still holds)"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(&format!(
+            "{id}: Should t1 retry POST requests too?\nAnswer: yes\n"
+        )),
+        "{prompt}"
+    );
 }

@@ -55,13 +55,30 @@ pub struct ProjectConfig {
 }
 
 /// `[evidence]` (`docs/goals.md`, "Evidence that ages").
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvidenceRules {
     /// A todo an agent reports done is done only with fresh evidence of each of these kinds
     /// (its own, or recorded on the todo before); none by default.
     pub done_needs: Vec<EvidenceKind>,
     /// Evidence of a kind older than its shelf life is stale; no kind has one by default.
     pub shelf_life: BTreeMap<EvidenceKind, Duration>,
+    /// A person's answer older than this is shown with its age where it is used.
+    pub decision_max_age: Duration,
+}
+
+impl EvidenceRules {
+    /// How old an answer may be before it is shown with its age, unless `loopx.toml` says.
+    pub const DECISION_MAX_AGE: Duration = Duration::from_secs(7 * 86_400);
+}
+
+impl Default for EvidenceRules {
+    fn default() -> Self {
+        EvidenceRules {
+            done_needs: Vec::new(),
+            shelf_life: BTreeMap::new(),
+            decision_max_age: Self::DECISION_MAX_AGE,
+        }
+    }
 }
 
 /// `[land] check`: a shell command run in a checkout of what would land; a todo lands only
@@ -102,6 +119,7 @@ struct RawStore {
 struct RawEvidence {
     done_needs: Option<Checked<Vec<String>>>,
     shelf_life: Option<BTreeMap<String, Checked<DurationText>>>,
+    decision_max_age: Option<Checked<DurationText>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -122,7 +140,7 @@ struct RawNotify {
 fn known_keys(path: &[&str]) -> &'static [&'static str] {
     match path {
         [] => &["notify", "budget", "land", "evidence", "store"],
-        ["evidence"] => &["done_needs", "shelf_life"],
+        ["evidence"] => &["done_needs", "shelf_life", "decision_max_age"],
         ["evidence", "shelf_life"] => &EvidenceKind::NAMES,
         ["store"] => &["url"],
         ["notify"] => &["command", "timeout"],
@@ -341,6 +359,11 @@ fn evidence(raw: RawEvidence, p: &mut Problems) -> EvidenceRules {
             rules.shelf_life.insert(k, d);
         }
     }
+    if let Some((text, span)) = take(raw.decision_max_age, "evidence.decision_max_age", p)
+        && let Some(d) = duration(&text.0, span, "evidence.decision_max_age", p)
+    {
+        rules.decision_max_age = d;
+    }
     rules
 }
 
@@ -352,10 +375,14 @@ mod tests {
     fn evidence_rules_with_every_bad_kind_and_duration_named() {
         let config = project_config_str(
             "loopx.toml",
-            "[evidence]\ndone_needs = [\"test\"]\nshelf_life = { test = \"2d\", monitor = \"12h\" }\n",
+            "[evidence]\ndone_needs = [\"test\"]\nshelf_life = { test = \"2d\", monitor = \"12h\" }\ndecision_max_age = \"3d\"\n",
         )
         .expect("valid");
         assert_eq!(config.evidence.done_needs, [EvidenceKind::Test]);
+        assert_eq!(
+            config.evidence.decision_max_age,
+            Duration::from_secs(3 * 86_400)
+        );
         assert_eq!(
             config.evidence.shelf_life.get(&EvidenceKind::Test),
             Some(&Duration::from_secs(2 * 86_400))

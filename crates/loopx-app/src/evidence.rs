@@ -27,17 +27,30 @@ pub struct AddEvidence {
     pub epoch: Option<u64>,
 }
 
-/// A piece of evidence as every surface shows it: with whether it is still fresh
-/// (`evidence list --json`, `status --json`, the board). The evidence's own fields come first,
-/// flattened.
+/// Evidence or a handoff as every surface shows it: with whether it still holds
+/// (`evidence list --json`, `handoff --json`, `status --json`, the board). The record's own
+/// fields come first, flattened.
 #[derive(Debug, Clone, Serialize)]
-pub struct JudgedEvidence {
+pub struct Judged<T> {
     #[serde(flatten)]
-    pub evidence: Evidence,
+    pub item: T,
     pub stale: bool,
     /// Why it is stale, in a few words (`src/lib.rs changed since it was recorded`).
     pub stale_reason: Option<String>,
 }
+
+impl<T> Judged<T> {
+    fn new(item: T, stale_reason: Option<String>) -> Self {
+        Judged {
+            item,
+            stale: stale_reason.is_some(),
+            stale_reason,
+        }
+    }
+}
+
+pub type JudgedEvidence = Judged<Evidence>;
+pub type JudgedHandoff = Judged<Handoff>;
 
 /// Judges evidence the one way (`loopx_supervisor::freshness`) for a read of the store.
 #[derive(Debug)]
@@ -58,14 +71,20 @@ impl EvidenceJudge {
         evidence
             .into_iter()
             .map(|evidence| {
-                let stale_reason = judge.stale(s, &evidence)?;
-                Ok(JudgedEvidence {
-                    evidence,
-                    stale: stale_reason.is_some(),
-                    stale_reason,
-                })
+                let stale = judge.stale(s, &evidence)?;
+                Ok(Judged::new(evidence, stale))
             })
             .collect()
+    }
+
+    /// A handoff, judged: whether its todo or goal changed since it was written.
+    pub fn handoff(
+        &self,
+        s: &Snapshot<'_>,
+        handoff: Handoff,
+    ) -> Result<JudgedHandoff, KernelError> {
+        let stale = Freshness::new(&self.root, &self.rules, self.now).handoff(s, &handoff)?;
+        Ok(Judged::new(handoff, stale))
     }
 }
 
@@ -145,8 +164,9 @@ impl App {
         })
     }
 
-    /// The latest handoff, of one todo (which must exist) or of all.
-    pub fn latest_handoff(&self, todo: Option<TodoId>) -> Result<Option<Handoff>, AppError> {
+    /// The latest handoff, of one todo (which must exist) or of all, judged.
+    pub fn latest_handoff(&self, todo: Option<TodoId>) -> Result<Option<JudgedHandoff>, AppError> {
+        let judge = self.evidence_judge(self.evidence_rules().unwrap_or_default());
         self.read(|s| {
             if let Some(t) = todo
                 && s.todo(t)?.is_none()
@@ -157,7 +177,9 @@ impl App {
                 }
                 .into());
             }
-            s.latest_handoff(todo)
+            s.latest_handoff(todo)?
+                .map(|h| judge.handoff(s, h))
+                .transpose()
         })
     }
 

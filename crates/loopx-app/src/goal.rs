@@ -73,12 +73,7 @@ impl App {
     /// Refused inside a slice: an agent proposes a change (`report propose-goal`), a person
     /// answers it.
     pub fn amend_goal(&self, amend: AmendGoal) -> Result<Amended, AppError> {
-        if let Some(slice) = &self.caller.slice {
-            let refused = loopx_kernel::Refused::AmendByAgent {
-                actor: format!("a process of slice `{slice}`"),
-            };
-            return Err(loopx_kernel::KernelError::from(refused).into());
-        }
+        self.refuse_in_slice(|actor| loopx_kernel::Refused::AmendByAgent { actor })?;
         self.run(amend)
     }
 

@@ -136,4 +136,19 @@ impl App {
     pub(crate) fn in_slice(&self) -> bool {
         self.caller.slice.is_some()
     }
+
+    /// A person's operation, refused from inside a slice with `refused` naming the slice's
+    /// process: the store would refuse the agent anyway, and this says why before it runs.
+    pub(crate) fn refuse_in_slice(
+        &self,
+        refused: impl FnOnce(String) -> loopx_kernel::Refused,
+    ) -> Result<(), AppError> {
+        match &self.caller.slice {
+            Some(slice) => {
+                let refused = refused(format!("a process of slice `{slice}`"));
+                Err(loopx_kernel::KernelError::from(refused).into())
+            }
+            None => Ok(()),
+        }
+    }
 }

@@ -4,8 +4,10 @@
 use std::time::Duration;
 
 use loopx_git::worktree::{self, Landing, Repo, integration_branch, short, todo_branch};
-use loopx_kernel::model::{EvidenceKind, GateKind, GateState, Goal, Handoff, Todo, TodoState};
-use loopx_kernel::store::{ClaimTodo, FinishTodo, NewEvidence, NewTodo, ReleaseClaim, RenewClaim};
+use loopx_kernel::model::{EvidenceKind, GateKind, GateState, Goal, Todo, TodoState};
+use loopx_kernel::store::{
+    ClaimTodo, EditTodo, FinishTodo, NewEvidence, NewTodo, ReleaseClaim, RenewClaim,
+};
 use loopx_kernel::{AgentName, GoalId, Invalid, Op, TodoId};
 
 use crate::{App, AppError};
@@ -14,7 +16,7 @@ use crate::{App, AppError};
 #[derive(Debug, Clone)]
 pub struct TodoDetail {
     pub todo: Todo,
-    pub latest_handoff: Option<Handoff>,
+    pub latest_handoff: Option<crate::evidence::JudgedHandoff>,
     /// Its branch, in a worktree goal.
     pub branch: Option<Branch>,
 }
@@ -83,6 +85,13 @@ impl App {
             self.profile(profile)?;
         }
         self.run(new)
+    }
+
+    /// A person changes a todo's title, detail or priority. Refused inside a slice: the task
+    /// an agent is held to is a person's to change.
+    pub fn edit_todo(&self, edit: EditTodo) -> Result<Todo, AppError> {
+        self.refuse_in_slice(|actor| loopx_kernel::Refused::EditByAgent { actor })?;
+        self.run(edit)
     }
 
     pub fn claim_todo(
@@ -317,13 +326,14 @@ impl App {
 
     /// A todo, its latest handoff and, in a worktree goal, its branch.
     pub fn todo(&self, id: TodoId) -> Result<TodoDetail, AppError> {
+        let judge = self.evidence_judge(self.evidence_rules().unwrap_or_default());
         let (todo, latest_handoff, goal) = self.read(|s| {
             let todo = s.todo(id)?.ok_or_else(|| Invalid::NotFound {
                 what: "todo",
                 id: id.to_string(),
             })?;
             let handoff = match todo.latest_handoff {
-                Some(h) => s.handoff(h)?,
+                Some(h) => s.handoff(h)?.map(|h| judge.handoff(s, h)).transpose()?,
                 None => None,
             };
             let goal = s.goal(todo.goal)?;

@@ -181,10 +181,10 @@ fn columns(
             TodoState::Done | TodoState::Dropped => {
                 let mine: Vec<Value> = evidence
                     .iter()
-                    .filter(|e| e.evidence.todo == Some(todo.id))
+                    .filter(|e| e.item.todo == Some(todo.id))
                     .take(3)
                     .map(|j| {
-                        let e = &j.evidence;
+                        let e = &j.item;
                         json!({"id": e.id, "kind": e.kind, "summary": e.summary, "stale_reason": j.stale_reason})
                     })
                     .collect();

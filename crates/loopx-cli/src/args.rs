@@ -570,6 +570,21 @@ pub enum TodoCommand {
         #[command(flatten)]
         holder: HolderArgs,
     },
+    /// Change a todo's title, detail or priority (a person's command). A handoff written before
+    /// the change is shown as stale, with what changed.
+    Set {
+        /// The todo (`t3`).
+        id: String,
+        /// The new title.
+        #[arg(long)]
+        title: Option<String>,
+        /// The new detail.
+        #[arg(long)]
+        detail: Option<String>,
+        /// The new priority (higher runs first).
+        #[arg(long, allow_negative_numbers = true)]
+        priority: Option<i32>,
+    },
     /// Mark a todo done.
     Done(DoneArgs),
     /// Drop a todo: it will not be done.

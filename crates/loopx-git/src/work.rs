@@ -59,18 +59,21 @@ fn place(dir: &Path) -> Result<Place, GitError> {
 /// The tree at `dir` as it is now.
 pub fn mark(dir: &Path) -> Result<WorkMark, GitError> {
     let place = place(dir)?;
-    let mut paths: Vec<String> = status(&place.top)?
+    // Files outside the project and loopx's own state are never about the work: they are
+    // neither hashed nor counted.
+    let mut paths: Vec<(String, String)> = status(&place.top)?
         .into_iter()
-        .map(|(_, path)| path)
+        .filter_map(|(_, repo)| Some((project_path(&repo, &place.prefix)?, repo)))
         .collect();
     let overflow = paths.len() > WorkMark::MAX_DIRTY;
     paths.truncate(WorkMark::MAX_DIRTY);
-    let blobs = blob_ids(&place.top, &paths)?;
+    let repo_paths: Vec<String> = paths.iter().map(|(_, repo)| repo.clone()).collect();
+    let blobs = blob_ids(&place.top, &repo_paths)?;
     let dirty = paths
-        .iter()
-        .filter_map(|repo| {
-            let project = project_path(repo, &place.prefix)?;
-            Some((project, blobs.get(repo).cloned().unwrap_or_default()))
+        .into_iter()
+        .map(|(project, repo)| {
+            let blob = blobs.get(&repo).cloned().unwrap_or_default();
+            (project, blob)
         })
         .collect();
     Ok(WorkMark {

@@ -320,6 +320,10 @@ pub enum Refused {
         "a goal is amended by a person, and `{actor}` is not one\n(hint: an agent proposes a change with `loopx report propose-goal`; a person answers it)"
     )]
     AmendByAgent { actor: String },
+    #[error(
+        "a todo is changed by a person, and `{actor}` is not one\n(hint: an agent says what should change in its handoff, or proposes a new todo)"
+    )]
+    EditByAgent { actor: String },
 }
 
 /// Any failure of a kernel operation.

@@ -447,6 +447,61 @@ pub struct Handoff {
     pub slice: Option<SliceId>,
     pub actor: String,
     pub at: Timestamp,
+    /// The goal's revision when it was written (0: not recorded, a record before version 11).
+    pub revision: u32,
+    /// The todo as it was when the handoff was written: what [`Handoff::changed_since`]
+    /// compares. `None` for a handoff of no todo, or an older record. The two fields are the
+    /// last of a handoff: an older record reads with both empty (`codec.rs`).
+    pub seen: Option<TodoSeen>,
+}
+
+/// A todo's words as a handoff about it saw them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoSeen {
+    pub title: String,
+    pub priority: i32,
+    /// SHA-256 of the detail, hex.
+    pub detail_sha256: String,
+}
+
+impl TodoSeen {
+    pub fn of(todo: &Todo) -> TodoSeen {
+        TodoSeen {
+            title: todo.title.clone(),
+            priority: todo.priority,
+            detail_sha256: revision::text_digest(&todo.detail),
+        }
+    }
+}
+
+impl Handoff {
+    /// What changed since it was written, in a few words (`the todo's priority (2 → 5); the
+    /// goal (revision 1 → 2)`); `None` while nothing did. `todo` is its todo as it is now,
+    /// `goal_revision` the revision its goal is at now.
+    pub fn changed_since(&self, todo: Option<&Todo>, goal_revision: u32) -> Option<String> {
+        let mut what = Vec::new();
+        if let (Some(seen), Some(todo)) = (&self.seen, todo) {
+            if seen.title != todo.title {
+                what.push(format!("the todo's title (was \"{}\")", seen.title));
+            }
+            if seen.detail_sha256 != revision::text_digest(&todo.detail) {
+                what.push("the todo's detail".to_owned());
+            }
+            if seen.priority != todo.priority {
+                what.push(format!(
+                    "the todo's priority ({} → {})",
+                    seen.priority, todo.priority
+                ));
+            }
+        }
+        if self.revision > 0 && self.revision < goal_revision {
+            what.push(format!(
+                "the goal (revision {} → {goal_revision})",
+                self.revision
+            ));
+        }
+        (!what.is_empty()).then(|| format!("written before {} changed", what.join("; ")))
+    }
 }
 
 /// A registered peer.

@@ -1,5 +1,7 @@
 //! Whether evidence is still fresh: one judgement that `evidence list`, `status`, the slice
-//! prompt and the done check all use (`docs/goals.md`, "Evidence that ages").
+//! prompt and the done check all use (`docs/goals.md`, "Evidence that ages"). Handoffs and
+//! answers age here too: a handoff written before its todo or goal changed, an answer given
+//! under an older revision or longer ago than `decision_max_age`.
 //!
 //! Evidence is stale, first reason first, when
 //! 1. a file it pinned no longer has the content it pinned (or is gone);
@@ -19,7 +21,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use loopx_adapters::EvidenceRules;
-use loopx_kernel::model::{Evidence, EvidenceKind, Goal, GoalStatus, Isolation, WorkMark};
+use loopx_kernel::model::{
+    Blocks, Evidence, EvidenceKind, Gate, Goal, GoalStatus, Handoff, Isolation, WorkMark,
+};
 use loopx_kernel::scope::Scope;
 use loopx_kernel::{GoalId, KernelError, Snapshot, Timestamp, TodoId};
 use sha2::{Digest, Sha256};
@@ -120,8 +124,73 @@ impl<'a> Freshness<'a> {
         })
     }
 
+    /// What changed since `h` was written (its todo's words, the goal's revision), in a few
+    /// words; `None` while it still describes the work as it is.
+    pub fn handoff(
+        &mut self,
+        snap: &Snapshot<'_>,
+        h: &Handoff,
+    ) -> Result<Option<String>, KernelError> {
+        let todo = match h.todo {
+            Some(id) => snap.todo(id)?,
+            None => None,
+        };
+        let revision = self.goal_about(snap, h.todo)?.map_or(0, |g| g.revision);
+        Ok(h.changed_since(todo.as_ref(), revision))
+    }
+
+    /// How an answered gate's answer has aged, where it is used: `answered under revision 1;
+    /// the goal is at revision 2`, or `answered 9d ago`; `None` when it is recent and the goal
+    /// has not changed since.
+    pub fn answer(
+        &mut self,
+        snap: &Snapshot<'_>,
+        gate: &Gate,
+    ) -> Result<Option<String>, KernelError> {
+        let Some(answer) = &gate.answer else {
+            return Ok(None);
+        };
+        let todo = match &gate.blocks {
+            Blocks::Todos(todos) => todos.first().copied(),
+            _ => None,
+        };
+        let mut why = Vec::new();
+        if let Some(goal) = self.goal_about(snap, todo)? {
+            let under = snap
+                .goal_revisions(goal.id)?
+                .iter()
+                .filter(|r| r.at <= answer.at)
+                .map(|r| r.number)
+                .max()
+                .unwrap_or(1);
+            if under < goal.revision {
+                why.push(format!(
+                    "answered under revision {under}; the goal is at revision {}",
+                    goal.revision
+                ));
+            }
+        }
+        let age = self.now.since(answer.at);
+        if age > self.rules.decision_max_age {
+            why.push(format!(
+                "answered {} ago",
+                loopx_kernel::time::short_duration(age)
+            ));
+        }
+        Ok((!why.is_empty()).then(|| why.join("; ")))
+    }
+
     fn goal_of(&mut self, snap: &Snapshot<'_>, e: &Evidence) -> Result<Option<Goal>, KernelError> {
-        let id = match e.todo {
+        self.goal_about(snap, e.todo)
+    }
+
+    /// The goal of `todo`, or the active one for none.
+    fn goal_about(
+        &mut self,
+        snap: &Snapshot<'_>,
+        todo: Option<TodoId>,
+    ) -> Result<Option<Goal>, KernelError> {
+        let id = match todo {
             Some(todo) => snap.todo(todo)?.map(|t| t.goal),
             None => snap
                 .goals()?

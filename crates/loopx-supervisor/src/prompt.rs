@@ -8,8 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use loopx_kernel::model::{Blocks, Evidence, EvidenceKind, GateState, Goal, SliceKind, Todo};
+use loopx_kernel::model::{Blocks, EvidenceKind, GateState, Goal, SliceKind, Todo};
 use loopx_kernel::{AgentName, KernelError, Snapshot};
+
+use crate::freshness::Freshness;
 
 /// How many evidence summaries the prompt carries.
 const RECENT_EVIDENCE: usize = 5;
@@ -51,12 +53,13 @@ pub struct PromptFor<'a> {
 
 /// The values of the template's placeholders (`loopx_adapters::PROMPT_PLACEHOLDERS`).
 ///
-/// `stale` says why a piece of evidence is stale (`freshness.rs`), or `None`: the agent is told,
-/// so that it does not build on a test result about other code.
+/// `judge` says what went stale (`freshness.rs`): evidence about other code, a handoff written
+/// before its todo or goal changed, an answer given under an older revision or long ago. The
+/// agent is told, so that it does not build on them as if they were current.
 pub fn prompt_values(
     snap: &Snapshot<'_>,
     p: PromptFor<'_>,
-    stale: &mut dyn FnMut(&Snapshot<'_>, &Evidence) -> Option<String>,
+    judge: &mut Freshness<'_>,
 ) -> Result<BTreeMap<&'static str, String>, KernelError> {
     let todo_id = p.todo.map(|t| t.id);
     let goal = p
@@ -92,6 +95,11 @@ pub fn prompt_values(
         .latest_handoff(todo_id)?
         .map(|h| {
             let mut lines = Vec::new();
+            if let Some(why) = judge.handoff(snap, &h).ok().flatten() {
+                lines.push(format!(
+                    "(stale: {why}; read it as history, not as the task)"
+                ));
+            }
             if !h.done.trim().is_empty() {
                 lines.push(format!("done: {}", h.done.trim()));
             }
@@ -114,7 +122,14 @@ pub fn prompt_values(
         .iter()
         .filter_map(|g| {
             let answer = g.answer.as_ref()?;
-            Some(format!("{}: {}\nAnswer: {}", g.id, g.question, answer.text))
+            let aged = match judge.answer(snap, g).ok().flatten() {
+                Some(why) => format!("\n({why}: check it still holds)"),
+                None => String::new(),
+            };
+            Some(format!(
+                "{}: {}\nAnswer: {}{aged}",
+                g.id, g.question, answer.text
+            ))
         })
         .collect::<Vec<_>>()
         .join("\n");
@@ -136,7 +151,7 @@ pub fn prompt_values(
     let evidence = recent
         .iter()
         .map(|e| {
-            let line = match stale(snap, e) {
+            let line = match judge.stale(snap, e).ok().flatten() {
                 Some(why) => format!(
                     "- [{}] {} ({}; stale: {why})",
                     e.kind.as_str(),

@@ -3,7 +3,7 @@
 
 use loopx_app::todo::{Page, TodoQuery};
 use loopx_kernel::model::{MonitorSpec, Todo, TodoState};
-use loopx_kernel::store::{FinishTodo, NewTodo};
+use loopx_kernel::store::{EditTodo, FinishTodo, NewTodo};
 use loopx_kernel::time::Timestamp;
 use loopx_kernel::{AgentName, TodoId};
 
@@ -143,6 +143,20 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
                 &todo,
                 format!("Released {}; it is open again", todo.id),
             )
+        }
+        TodoCommand::Set {
+            id: text,
+            title,
+            detail,
+            priority,
+        } => {
+            let todo = app.edit_todo(EditTodo {
+                todo: id(&text)?,
+                title,
+                detail,
+                priority,
+            })?;
+            show(ctx, &todo, format!("Changed {}", todo.id))
         }
         TodoCommand::Done(args) => finish(ctx, &app, args.finish, TodoState::Done, args.next),
         TodoCommand::Drop(args) => finish(ctx, &app, args, TodoState::Dropped, None),

@@ -1,11 +1,9 @@
 //! How records read to people: one line in a list, a few lines when shown.
 
-use loopx_app::evidence::JudgedEvidence;
+use loopx_app::evidence::{JudgedEvidence, JudgedHandoff};
 use loopx_kernel::Timestamp;
 use loopx_kernel::limits::clip;
-use loopx_kernel::model::{
-    Agent, Evidence, Gate, GateState, Goal, Handoff, Monitor, Todo, TodoState,
-};
+use loopx_kernel::model::{Agent, Evidence, Gate, GateState, Goal, Monitor, Todo, TodoState};
 pub use loopx_kernel::time::relative;
 
 use super::Style;
@@ -63,7 +61,7 @@ pub fn todo_line(style: Style, todo: &Todo, now: Timestamp) -> String {
 pub fn todo_detail(
     style: Style,
     todo: &Todo,
-    handoff: Option<&Handoff>,
+    handoff: Option<&JudgedHandoff>,
     now: Timestamp,
 ) -> Vec<String> {
     let mut lines = vec![
@@ -251,14 +249,15 @@ pub fn evidence_line(style: Style, evidence: &Evidence, now: Timestamp) -> Strin
 
 /// A piece of evidence and, when it is stale, a second line saying why.
 pub fn judged_evidence_lines(style: Style, judged: &JudgedEvidence, now: Timestamp) -> Vec<String> {
-    let mut lines = vec![evidence_line(style, &judged.evidence, now)];
+    let mut lines = vec![evidence_line(style, &judged.item, now)];
     if let Some(why) = &judged.stale_reason {
         lines.push(format!("      {}", style.yellow(&format!("stale: {why}"))));
     }
     lines
 }
 
-pub fn handoff_lines(style: Style, handoff: &Handoff, now: Timestamp) -> Vec<String> {
+pub fn handoff_lines(style: Style, judged: &JudgedHandoff, now: Timestamp) -> Vec<String> {
+    let handoff = &judged.item;
     let about = handoff
         .todo
         .map(|t| format!(" for {t}"))
@@ -280,6 +279,9 @@ pub fn handoff_lines(style: Style, handoff: &Handoff, now: Timestamp) -> Vec<Str
     }
     for question in &handoff.questions {
         lines.push(format!("open question: {question}"));
+    }
+    if let Some(why) = &judged.stale_reason {
+        lines.push(style.yellow(&format!("stale: {why}")));
     }
     lines
 }

@@ -175,6 +175,11 @@ pub enum EventKind {
         changed: Vec<String>,
         why: String,
     },
+    /// A person changed a todo's title, detail or priority (record version 11).
+    TodoEdited {
+        todo: TodoId,
+        changed: Vec<String>,
+    },
 }
 
 impl EventKind {
@@ -210,6 +215,7 @@ impl EventKind {
             EventKind::AgentRemoved { .. } => "agent_removed",
             EventKind::MonitorPolled { .. } => "monitor_polled",
             EventKind::GoalAmended { .. } => "goal_amended",
+            EventKind::TodoEdited { .. } => "todo_edited",
         }
     }
 
@@ -222,6 +228,9 @@ impl EventKind {
             } => format!("goal {goal} started: {objective}"),
             EventKind::GoalStatusChanged { goal, from, to } => {
                 format!("goal {goal} {} → {}", from.as_str(), to.as_str())
+            }
+            EventKind::TodoEdited { todo, changed } => {
+                format!("{todo} changed: {}", changed.join(", "))
             }
             EventKind::GoalAmended {
                 goal,

@@ -44,6 +44,11 @@ impl GoalRevision {
     }
 }
 
+/// The SHA-256 of a text, in hex.
+pub(crate) fn text_digest(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
 /// The SHA-256 of a goal's objective and scope, in hex: two revisions with the same digest say
 /// the same thing.
 pub fn goal_digest(objective: &str, scope: &[String]) -> String {

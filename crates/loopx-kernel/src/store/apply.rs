@@ -4,6 +4,7 @@
 mod agent;
 pub mod amend;
 pub mod budget;
+mod edit;
 mod entities;
 mod monitor;
 mod op;
@@ -13,6 +14,7 @@ mod todo;
 mod typed;
 
 pub use agent::AgentChange;
+pub use edit::EditTodo;
 pub use monitor::{ClaimPoll, RecordPoll};
 pub use op::{
     AmendGoal, AnswerChoice, AnswerGate, Applied, BatchError, BeginSlice, ChangeAgent, ClaimTodo,

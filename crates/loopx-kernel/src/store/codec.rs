@@ -37,8 +37,10 @@
 //!   byte 1 appended). Goal revisions are a table of their own (`goal_revisions`); events
 //!   gained `goal_amended` and gates the `goal_proposal` kind (appended, so older records read
 //!   unchanged).
-//! - 11: evidence gained `revision` and `work`, its last two fields: older evidence reads with
-//!   revision 0 and no work mark (not recorded; two zero bytes appended).
+//! - 11: evidence gained `revision` and `work`, handoffs `revision` and `seen`, their last two
+//!   fields: an older one reads with revision 0 and neither recorded (two zero bytes
+//!   appended). Gates gained the `scope_narrowed` kind, events `todo_edited`, slice outcomes
+//!   `unverified` (appended, so older records read unchanged).
 
 use std::borrow::Cow;
 
@@ -106,9 +108,10 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
             owned.push(1);
             Cow::Owned(owned)
         }
-        // Evidence before version 11 lacks `revision` and `work`, its last two fields: two
-        // zero bytes read as revision 0 and `None` (not recorded).
-        ("evidence", ..11) => {
+        // Evidence before version 11 lacks `revision` and `work`, a handoff `revision` and
+        // `seen`, their last two fields: two zero bytes read as revision 0 and `None` (not
+        // recorded).
+        ("evidence" | "handoffs", ..11) => {
             let mut owned = body.into_owned();
             owned.extend_from_slice(&[0, 0]);
             Cow::Owned(owned)
@@ -642,6 +645,50 @@ mod tests {
                 ..goal
             }
         );
+    }
+
+    #[test]
+    fn version_10_evidence_and_handoffs_read_with_nothing_recorded_of_their_age() {
+        use crate::ids::{EvidenceId, HandoffId};
+        use crate::model::{Evidence, EvidenceKind, Handoff};
+        let evidence = Evidence {
+            id: EvidenceId(1),
+            kind: EvidenceKind::Test,
+            summary: "3 passed".into(),
+            detail: String::new(),
+            files: vec![],
+            todo: Some(TodoId(2)),
+            slice: None,
+            actor: "human:ann".into(),
+            at: Timestamp(5),
+            revision: 0,
+            work: None,
+        };
+        let handoff = Handoff {
+            id: HandoffId(1),
+            todo: Some(TodoId(2)),
+            done: "read".into(),
+            next: "write".into(),
+            files: vec![],
+            questions: vec![],
+            slice: None,
+            actor: "human:ann".into(),
+            at: Timestamp(5),
+            revision: 0,
+            seen: None,
+        };
+        // Version 10 wrote the same fields without the last two (zero and `None`: one zero
+        // byte each).
+        let old = |mut bytes: Vec<u8>| {
+            assert_eq!(&bytes[bytes.len() - 2..], &[0, 0]);
+            bytes.truncate(bytes.len() - 2);
+            bytes[0] = 10;
+            bytes
+        };
+        let read: Evidence = decode("evidence", &old(encode(&evidence))).expect("reads");
+        assert_eq!(read, evidence);
+        let read: Handoff = decode("handoffs", &old(encode(&handoff))).expect("reads");
+        assert_eq!(read, handoff);
     }
 
     #[test]

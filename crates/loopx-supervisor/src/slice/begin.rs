@@ -81,7 +81,7 @@ impl Decided {
                     todo: todo.as_ref(),
                     kind: self.how.kind,
                 },
-                &mut |s, e| judge.stale(s, e).ok().flatten(),
+                &mut judge,
             )?;
             let note = match goal.as_ref() {
                 Some(goal) => crate::amendment::goal_change_note(s, goal)?,

@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::ids::TodoId;
 use crate::limits;
 use crate::model::{
-    Blocks, EventKind, Evidence, Gate, GateKind, Goal, GoalRevision, GoalStatus, NARROWED_OPTIONS,
-    PROPOSAL_OPTIONS, Todo, goal_digest,
+    Blocks, EventKind, Evidence, Gate, GateKind, GateState, Goal, GoalRevision, GoalStatus,
+    NARROWED_OPTIONS, PROPOSAL_OPTIONS, Todo, goal_digest,
 };
 use crate::scope::Scope;
 use crate::store::tables::{self, counter};
@@ -88,6 +88,9 @@ pub(super) fn goal_amend(w: &Writer<'_>, amend: AmendGoal) -> Result<Applied, Ke
     })?;
     if revision.changed.iter().any(|c| c == "scope") {
         hold_misfits(w, &goal, &before)?;
+    }
+    if revision.changed.iter().any(|c| c == "objective") {
+        ask_again(w, &goal)?;
     }
     Ok(Applied::Amended { goal, revision })
 }
@@ -179,6 +182,58 @@ fn hold_misfits(w: &Writer<'_>, goal: &Goal, before: &[String]) -> Result<(), Ke
             },
         },
     )?;
+    Ok(())
+}
+
+/// The objective changed: a question answered before, that still blocks open todos of the
+/// goal, was decided for another objective. It is asked again, with the old answer in its
+/// context, and holds its todos until a person answers it under this revision. The newest
+/// answer to the same question is the one asked again.
+fn ask_again(w: &Writer<'_>, goal: &Goal) -> Result<(), KernelError> {
+    let open: BTreeSet<TodoId> = w
+        .all::<Todo>(tables::TODOS)?
+        .into_iter()
+        .filter(|t| t.goal == goal.id && !t.state.is_final())
+        .map(|t| t.id)
+        .collect();
+    let mut asked: BTreeSet<(String, Vec<TodoId>)> = BTreeSet::new();
+    let gates: Vec<Gate> = w.all(tables::GATES)?;
+    for gate in gates.iter().rev() {
+        let (GateKind::Question, Blocks::Todos(todos)) = (&gate.kind, &gate.blocks) else {
+            continue;
+        };
+        let still: Vec<TodoId> = todos.iter().copied().filter(|t| open.contains(t)).collect();
+        let key = (gate.question.clone(), still.clone());
+        if still.is_empty() || !asked.insert(key) {
+            continue;
+        }
+        let Some(answer) = gate
+            .answer
+            .as_ref()
+            .filter(|_| gate.state == GateState::Answered)
+        else {
+            continue;
+        };
+        let context = format!(
+            "Asked again: revision {} changed the objective of goal {} after {} was answered `{}` by {}.\n\n{}",
+            goal.revision,
+            goal.id,
+            gate.id,
+            limits::clip(&answer.text, 200),
+            answer.by,
+            gate.context
+        );
+        super::entities::gate_ask(
+            w,
+            NewGate {
+                question: gate.question.clone(),
+                options: gate.options.clone(),
+                context: limits::clip(context.trim(), limits::DETAIL),
+                blocks: Blocks::Todos(still),
+                kind: GateKind::Question,
+            },
+        )?;
+    }
     Ok(())
 }
 

@@ -379,6 +379,16 @@ pub(super) fn gate_withdraw(w: &Writer<'_>, id: GateId) -> Result<Applied, Kerne
     Ok(Applied::Gate(gate))
 }
 
+/// The revision `goal` is at now (0: no goal).
+fn revision_of(w: &Writer<'_>, goal: Option<crate::ids::GoalId>) -> Result<u32, KernelError> {
+    Ok(match goal {
+        Some(goal) => w
+            .get::<Goal>(tables::GOALS, goal.0)?
+            .map_or(0, |g| g.revision),
+        None => 0,
+    })
+}
+
 pub(crate) fn evidence_add(w: &Writer<'_>, new: NewEvidence) -> Result<Applied, KernelError> {
     new.check()?;
     let goal = match new.todo {
@@ -394,12 +404,7 @@ pub(crate) fn evidence_add(w: &Writer<'_>, new: NewEvidence) -> Result<Applied, 
     }
     // The revision it was recorded under: evidence from before an amendment that touched it
     // is stale (`docs/goals.md`).
-    let revision = match goal {
-        Some(goal) => w
-            .get::<Goal>(tables::GOALS, goal.0)?
-            .map_or(0, |g| g.revision),
-        None => 0,
-    };
+    let revision = revision_of(w, goal)?;
     let id = EvidenceId(w.next_id(counter::EVIDENCE)?);
     let evidence = Evidence {
         id,
@@ -433,8 +438,15 @@ pub(super) fn handoff_add(w: &Writer<'_>, new: NewHandoff) -> Result<Applied, Ke
     if let Some(record) = &todo {
         check_claim(w, record, new.epoch)?;
     }
+    let goal = match &todo {
+        Some(record) => Some(record.goal),
+        None => super::budget::active_goal(w)?,
+    };
+    let revision = revision_of(w, goal)?;
     let id = HandoffId(w.next_id(counter::HANDOFF)?);
     let handoff = Handoff {
+        revision,
+        seen: todo.as_ref().map(crate::model::TodoSeen::of),
         id,
         todo: new.todo,
         done: new.done,

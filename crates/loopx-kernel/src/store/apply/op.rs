@@ -384,6 +384,8 @@ pub enum Op {
     /// A person amends a goal: its next revision.
     GoalAmend(AmendGoal),
     TodoAdd(NewTodo),
+    /// A person changes a todo's title, detail or priority.
+    TodoEdit(super::edit::EditTodo),
     TodoClaim(ClaimTodo),
     TodoRenew(RenewClaim),
     TodoRelease(ReleaseClaim),
@@ -588,6 +590,7 @@ impl Op {
                 r.redact_in_place(why);
             }
             Op::TodoAdd(new) => new.redact(r),
+            Op::TodoEdit(edit) => edit.redact(r),
             Op::GateAsk(new) => {
                 r.redact_in_place(&mut new.question);
                 r.redact_in_place(&mut new.context);
@@ -707,6 +710,7 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             capabilities,
             role,
         }) => super::agent::add(w, name, profile, capabilities, role),
+        Op::TodoEdit(edit) => super::edit::edit(w, edit),
         Op::AgentSet(ChangeAgent { name, change }) => super::agent::set(w, name, change),
         Op::AgentRemove(RemoveAgent { name }) => super::agent::remove(w, name),
         Op::SliceStart(new) => slice::start(w, new).map(Applied::Slice),

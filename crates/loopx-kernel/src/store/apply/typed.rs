@@ -88,6 +88,7 @@ impl TypedOp for AmendGoal {
     }
 }
 typed!(NewTodo => Todo, TodoAdd, Todo);
+typed!(super::edit::EditTodo => Todo, TodoEdit, Todo);
 typed!(FinishTodo => Todo, TodoFinish, Todo);
 typed!(NewGate => Gate, GateAsk, Gate);
 typed!(NewSlice => SliceRecord, SliceStart, Slice);
