@@ -110,6 +110,9 @@ pub struct Setting {
     pub experiment: Option<crate::experiments::Step>,
     /// The slice's token ceiling (the decision's), if any.
     pub max_tokens: Option<u64>,
+    /// People change the code under the agents (`[people] edit_per_day`): an agent on a todo
+    /// then runs the tests only in some slices, and may say done on the tests it ran before.
+    pub edits: bool,
 }
 
 /// Draws the script of one slice.
@@ -160,7 +163,13 @@ pub fn script(
                 }
             }
             let status = if done { "done" } else { "progress" };
-            out.result(&final_message(status, proposed(setting, done)), tokens);
+            // Drawn only where people change the code: the other scenarios' seeds replay as
+            // before.
+            let tested = !(setting.edits && setting.has_todo) || rng.u32(0..100) < TESTED_PERCENT;
+            out.result(
+                &final_message(status, proposed(setting, done), tested),
+                tokens,
+            );
         }
         Act::UsageLimit => {
             script.duration = work.min(Duration::from_secs(120));
@@ -274,12 +283,20 @@ fn proposed(setting: &Setting, done: bool) -> serde_json::Value {
     }
 }
 
-/// The agent's final message: a sentence and its report block.
-fn final_message(status: &str, next_todos: serde_json::Value) -> String {
+/// Where people change the code, the share of an agent's slices on a todo that run the tests.
+const TESTED_PERCENT: u32 = 60;
+
+/// The agent's final message: a sentence and its report block, with a test result when the
+/// agent ran the tests in this slice.
+fn final_message(status: &str, next_todos: serde_json::Value, tested: bool) -> String {
+    let evidence = match tested {
+        true => json!([{"kind": "test", "summary": "simulated tests pass"}]),
+        false => json!([]),
+    };
     let report = json!({
         "status": status,
         "summary": format!("Simulated work ({status})."),
-        "evidence": [{"kind": "test", "summary": "simulated tests pass"}],
+        "evidence": evidence,
         "handoff": "Continue from the simulated notes.",
         "next_todos": next_todos,
     });
@@ -400,6 +417,7 @@ mod tests {
             now: Timestamp(1_790_000_000_000),
             experiment: None,
             max_tokens: None,
+            edits: false,
         };
         let behaviour = crate::scenario::Behaviour::default();
         let mut rng = fastrand::Rng::with_seed(7);

@@ -53,6 +53,11 @@ pub(crate) struct Books {
     pub answered: u64,
     pub taken_back: u64,
     pub amendments: u64,
+    /// Commits a person made to a file in the goal's scope.
+    pub edits: u64,
+    /// The newest evidence when the last edit was committed: a test result with a greater id
+    /// was recorded about the code as it is now, one with this id or less about older code.
+    pub evidence_before_edit: u64,
     /// The last slice before the goal's latest amendment, until the first slice after it
     /// began (which must plan).
     pub replan_after: Option<u64>,
@@ -113,6 +118,8 @@ impl Books {
             answered: 0,
             taken_back: 0,
             amendments: 0,
+            edits: 0,
+            evidence_before_edit: 0,
             replan_after: None,
             forgeries_refused: 0,
             reports_refused: 0,

@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loopx_kernel::model::{EvidenceKind, GateKind, GateState, TodoState};
-use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::{AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff};
 use loopx_kernel::store::{AnswerGate, ReleaseClaim};
 use loopx_kernel::{
@@ -60,6 +59,8 @@ enum Event {
     TakeBack,
     /// A person amends the goal.
     Amend,
+    /// A person commits a change to a file in the goal's scope.
+    Edit,
     /// The wall clock steps.
     ClockStep,
     /// The supervisor is killed.
@@ -116,6 +117,8 @@ pub(crate) struct SimHost {
     idle_calls: u32,
     /// Per running slice: the items its agent's reports wrote (the report channel's count).
     reported: BTreeMap<loopx_kernel::SliceId, u32>,
+    /// Running slices whose agent said `loopx report done`.
+    reported_done: BTreeSet<loopx_kernel::SliceId>,
     /// Long experiments: the jobs agents started, and what waiting for them cost.
     pub experiments: crate::experiments::ExperimentBooks,
     rng_jobs: fastrand::Rng,
@@ -171,6 +174,7 @@ impl SimHost {
             rng_loop: fastrand::Rng::with_seed(seed ^ 0x100F_0000),
             idle_calls: 0,
             reported: BTreeMap::new(),
+            reported_done: BTreeSet::new(),
             experiments: crate::experiments::ExperimentBooks::default(),
             rng_jobs: fastrand::Rng::with_seed(seed ^ 0x10B5_0000),
             plan,
@@ -184,6 +188,8 @@ impl SimHost {
         host.schedule_rate(take_backs, Event::TakeBack);
         let amends = host.plan.scenario.people.amend_per_day;
         host.schedule_rate(amends, Event::Amend);
+        let edits = host.plan.scenario.people.edit_per_day;
+        host.schedule_rate(edits, Event::Edit);
         host
     }
 
@@ -275,6 +281,7 @@ impl SimHost {
             Event::Answer { gate } => self.answer(gate),
             Event::TakeBack => self.take_back(),
             Event::Amend => self.amend(),
+            Event::Edit => self.edit()?,
             Event::ClockStep => self.clock_step(),
             Event::Kill if live => {
                 self.books.faults.kills += 1;
@@ -342,7 +349,7 @@ impl SimHost {
         }
         let mut msgs = Vec::new();
         let reported = loopx_supervisor::ChannelReports {
-            done: false,
+            done: self.reported_done.remove(&record.id),
             items: self.reported.remove(&record.id).unwrap_or(0),
         };
         let result = sim.finish(&once, &output, exit, lost, reported, &mut |step| {
@@ -369,6 +376,7 @@ impl SimHost {
                 _ => {}
             }
             crate::invariants::writeback_fenced(self, &record, before.as_ref(), summary)?;
+            crate::invariants::done_on_fresh_evidence(self, &record, summary)?;
         }
         self.inbox.push_back(Msg::Done(worker, result));
         self.inbox.push_back(Msg::Wake);
@@ -453,15 +461,19 @@ impl SimHost {
                 slice: Some(who.slice),
                 epoch,
             }),
-            Report::Done => match who.claim {
-                Some((todo, epoch)) => Op::TodoFinish(FinishTodo {
-                    todo,
-                    to: TodoState::Done,
-                    agent: Some(who.agent.clone()),
-                    epoch: Some(epoch),
-                }),
-                None => return Ok(()),
-            },
+            // What `loopx report done` writes (`loopx_kernel::report`): a note; the slice's end
+            // finishes the todo, as for a real agent.
+            Report::Done => {
+                let reporter = loopx_kernel::report::Reporter {
+                    slice: who.slice,
+                    agent: who.agent.clone(),
+                    claim: who.claim,
+                };
+                match reporter.batch(loopx_kernel::report::AgentReport::Done { summary: None }) {
+                    Ok(mut batch) => batch.pop().expect("the note after the guard"),
+                    Err(_) => return Ok(()),
+                }
+            }
             Report::Ask => Op::GateAsk(NewGate {
                 question: "Should the simulated agent go on this way?".to_owned(),
                 options: vec!["yes".to_owned(), "no".to_owned()],
@@ -487,8 +499,11 @@ impl SimHost {
             .and_then(|s| s.apply_all(vec![guard, op], &actor, now));
         match applied {
             Ok(mut applied) => {
-                if !matches!(report, Report::Done) {
-                    *self.reported.entry(who.slice).or_default() += 1;
+                match report {
+                    Report::Done => {
+                        self.reported_done.insert(who.slice);
+                    }
+                    _ => *self.reported.entry(who.slice).or_default() += 1,
                 }
                 let record = applied.pop().expect("two operations");
                 crate::invariants::report_accepted(self, &who, forged, before.as_ref(), &record)?;
@@ -579,6 +594,37 @@ impl SimHost {
             self.books.amendments += 1;
             self.books.replan_after = Some(revision.after_slice);
         }
+    }
+
+    /// A person changes the file in the goal's scope and commits it: every test result
+    /// recorded before is about other code from now on.
+    fn edit(&mut self) -> Result<(), Halt> {
+        let rate = self.plan.scenario.people.edit_per_day;
+        self.schedule_rate(rate, Event::Edit);
+        let newest = Store::open_read(&self.project)
+            .and_then(|s| s.read(|s| s.evidence_newest(1, |_| true)))
+            .map(|e| e.first().map_or(0, |e| e.id.0));
+        let Ok(newest) = newest else {
+            return Ok(());
+        };
+        let root = self.project.root().to_path_buf();
+        let n = self.books.edits + 1;
+        let edited = std::fs::write(
+            root.join(crate::setup::EDITED),
+            format!("// edited {n} times\n"),
+        )
+        .map_err(|e| e.to_string())
+        .and_then(|()| crate::setup::commit(&root, &format!("edit {n}")));
+        if let Err(why) = edited {
+            return crate::invariants::halt(
+                self,
+                "loop_ends_cleanly",
+                format!("the simulation's person could not commit: {why}"),
+            );
+        }
+        self.books.edits = n;
+        self.books.evidence_before_edit = newest;
+        Ok(())
     }
 
     fn take_back(&mut self) {
@@ -711,6 +757,7 @@ impl SimHost {
             now: self.clock.true_now(),
             experiment: step,
             max_tokens: limits.max_tokens,
+            edits: self.plan.scenario.people.edit_per_day > 0.0,
         };
         let reset = forced.and_then(|(_, until)| until);
         let script = crate::agent::script(

@@ -18,6 +18,7 @@
 //! | `kernel_consistent` | `loopx_kernel::check_consistency` finds nothing (every 500 steps and at the end) |
 //! | `loop_ends_cleanly` | the run loop neither panics nor stops on an error |
 //! | `no_spin` | the run loop does not ask for work again and again with no time passing |
+//! | `done_on_fresh_evidence` | where people change the code, an agent's slice finishes its todo as done only with a test result recorded after the last change (by the simulation's own books, not loopx's judgement) |
 //! | `amendment_heard` | once a person amended the goal, every slice's prompt starts with the revision it began under, and the first slice after an amendment plans |
 
 use std::collections::BTreeMap;
@@ -65,7 +66,7 @@ impl Halt {
     }
 }
 
-fn halt(host: &SimHost, rule: &'static str, detail: String) -> Result<(), Halt> {
+pub(crate) fn halt(host: &SimHost, rule: &'static str, detail: String) -> Result<(), Halt> {
     Err(Halt::new(&host.books, host.clock.true_now(), rule, detail))
 }
 
@@ -418,6 +419,48 @@ pub(crate) fn report_accepted(
         host.books.acks.push(ack);
     }
     Ok(())
+}
+
+/// Where people change the code (`[people] edit_per_day`, with `[evidence] done_needs =
+/// ["test"]`): a slice that finished its todo as done had a test result about the code as it
+/// is, one recorded after the last commit a person made. The simulation's agents change no
+/// files, so the books' watermark (the newest evidence when the last edit was committed) is
+/// the whole truth; loopx's own judgement (`freshness.rs`) is not consulted.
+pub(crate) fn done_on_fresh_evidence(
+    host: &SimHost,
+    record: &SliceRecord,
+    summary: &SliceSummary,
+) -> Result<(), Halt> {
+    if host.plan.scenario.people.edit_per_day <= 0.0 || summary.todo_state != Some("done") {
+        return Ok(());
+    }
+    let Some(todo) = record.todo else {
+        return Ok(());
+    };
+    let after = host.books.evidence_before_edit;
+    let fresh = Store::open_read(&host.project)
+        .and_then(|s| {
+            s.read(|s| {
+                s.evidence_newest(1, |e| {
+                    e.todo == Some(todo)
+                        && e.kind == loopx_kernel::model::EvidenceKind::Test
+                        && e.id.0 > after
+                })
+            })
+        })
+        .map(|found| !found.is_empty());
+    match fresh {
+        Ok(true) => Ok(()),
+        Ok(false) => halt(
+            host,
+            "done_on_fresh_evidence",
+            format!(
+                "slice {} finished {todo} as done with no test result recorded since the last change to the code (the newest evidence then was e{after})",
+                record.id
+            ),
+        ),
+        Err(e) => halt(host, "kernel_consistent", e.to_string()),
+    }
 }
 
 /// A slice's writeback applied its todo's change only under the slice's own claim.

@@ -298,6 +298,7 @@ fn report(
         reports_refused: books.reports_refused,
         todos_taken_back: books.taken_back,
         goal_amendments: books.amendments,
+        files_changed: books.edits,
         reports_acknowledged: books.acks.len() as u64,
         steps: books.step,
         events,

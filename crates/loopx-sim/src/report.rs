@@ -43,6 +43,8 @@ pub struct SimReport {
     pub todos_taken_back: u64,
     /// Times a person amended the goal.
     pub goal_amendments: u64,
+    /// Commits a person made to a file in the goal's scope.
+    pub files_changed: u64,
     pub reports_acknowledged: u64,
     pub steps: u64,
     /// A digest of the store's event log: the same seed gives the same digest.
@@ -117,8 +119,12 @@ impl fmt::Display for SimReport {
         writeln!(f, "waiting: {}", waiting.join(", "))?;
         writeln!(
             f,
-            "questions: {} asked, {} answered; todos taken back: {}; goal amended: {}",
-            self.questions, self.answered, self.todos_taken_back, self.goal_amendments
+            "questions: {} asked, {} answered; todos taken back: {}; goal amended: {}; files changed: {}",
+            self.questions,
+            self.answered,
+            self.todos_taken_back,
+            self.goal_amendments,
+            self.files_changed
         )?;
         let x = &self.faults;
         writeln!(

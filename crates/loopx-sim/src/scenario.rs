@@ -172,6 +172,10 @@ pub struct People {
     pub take_back_per_day: f64,
     /// How often, per day, a person amends the goal's objective (`loopx goal amend`).
     pub amend_per_day: f64,
+    /// How often, per day, a person commits a change to a file in the goal's scope. Not zero:
+    /// the project is a git repository, the goal's scope is `src/**`, and `loopx.toml` asks
+    /// for a fresh test result before an agent's done is taken (`[evidence] done_needs`).
+    pub edit_per_day: f64,
 }
 
 impl Default for People {
@@ -180,6 +184,7 @@ impl Default for People {
             answer_after: ["5m".to_owned(), "3h".to_owned()],
             take_back_per_day: 0.0,
             amend_per_day: 0.0,
+            edit_per_day: 0.0,
         }
     }
 }
@@ -376,6 +381,7 @@ impl Scenario {
             ("faults.clock_steps_per_day", f.clock_steps_per_day),
             ("people.take_back_per_day", self.people.take_back_per_day),
             ("people.amend_per_day", self.people.amend_per_day),
+            ("people.edit_per_day", self.people.edit_per_day),
         ] {
             if !(0.0..=1_000.0).contains(&rate) {
                 return Err(bad(format!("`{key}` = {rate} must be between 0 and 1000")));

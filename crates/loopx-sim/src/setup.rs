@@ -66,11 +66,18 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
         std::fs::write(profiles.join(format!("{}.toml", agent.name)), profile)
             .map_err(|e| fail(&e))?;
     }
+    let edits = scenario.people.edit_per_day > 0.0;
+    if edits {
+        under_git(dir, &project).map_err(|e| fail(&e))?;
+    }
     let store = Store::create(&project, now, PERSON).map_err(|e| fail(&e))?;
     let mut ops = vec![Op::GoalStart(NewGoal {
         id: None,
         objective: "Finish every simulated todo".to_owned(),
-        scope: vec![],
+        scope: match edits {
+            true => vec!["src/**".to_owned()],
+            false => vec![],
+        },
         permission: PermissionLevel::WorkspaceWrite,
         share: 1.0,
         isolation: loopx_kernel::model::Isolation::Shared,
@@ -113,4 +120,57 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
             .map_err(|e| fail(&e))?;
     }
     Ok(project)
+}
+
+/// The file a person changes (`[people] edit_per_day`).
+pub(crate) const EDITED: &str = "src/lib.rs";
+
+/// Makes the project a git repository with one file in the goal's scope, and asks for a fresh
+/// test result before an agent's done is taken.
+fn under_git(dir: &Path, project: &Project) -> Result<(), String> {
+    std::fs::create_dir_all(dir.join("src")).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join(EDITED), "// edited 0 times\n").map_err(|e| e.to_string())?;
+    std::fs::write(dir.join(".gitignore"), ".loopx/\n").map_err(|e| e.to_string())?;
+    let config = project.state_dir().join("loopx.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap_or_default();
+    text.push_str("\n[evidence]\ndone_needs = [\"test\"]\n");
+    std::fs::write(&config, text).map_err(|e| e.to_string())?;
+    git(dir, &["init", "-q"])?;
+    commit(dir, "start")
+}
+
+/// Commits everything in `dir` as the simulation's person.
+pub(crate) fn commit(dir: &Path, message: &str) -> Result<(), String> {
+    git(dir, &["add", "-A"])?;
+    git(
+        dir,
+        &[
+            "-c",
+            "user.name=sim",
+            "-c",
+            "user.email=sim@loopx.invalid",
+            "commit",
+            "-q",
+            "--no-verify",
+            "-m",
+            message,
+        ],
+    )
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<(), String> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .map_err(|e| format!("git {}: {e}", args.join(" ")))?;
+    match out.status.success() {
+        true => Ok(()),
+        false => Err(format!(
+            "git {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+    }
 }
