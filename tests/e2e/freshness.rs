@@ -7,14 +7,19 @@ use crate::support::{LOOPX, Loopx, git, script_agent};
 
 /// The evidence of `kind` in `evidence list --json`.
 fn listed(loopx: &Loopx, kind: &str) -> Value {
+    listed_where(loopx, "kind", kind)
+}
+
+/// The newest evidence in `evidence list --json` whose `field` is `value`.
+fn listed_where(loopx: &Loopx, field: &str, value: &str) -> Value {
     let list = loopx.ok(&["evidence", "list", "--json"]).json();
     list["evidence"]
         .as_array()
         .expect("a list")
         .iter()
-        .find(|e| e["kind"] == kind)
+        .find(|e| e[field] == value)
         .cloned()
-        .unwrap_or_else(|| panic!("no {kind} evidence in {list:#}"))
+        .unwrap_or_else(|| panic!("no evidence with {field} {value} in {list:#}"))
 }
 
 #[test]
@@ -201,4 +206,29 @@ esac"#
     assert_eq!(again["kind"], "repair", "{again:#}");
     assert_eq!(again["todo_state"], "done", "{again:#}");
     assert!(again["landed"].is_string(), "{again:#}");
+}
+
+#[test]
+fn a_scope_change_ages_only_evidence_pinning_a_file_it_took_out() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Ship the parser", "--scope", "src/**"]);
+    std::fs::create_dir_all(loopx.path().join("src")).expect("mkdir");
+    std::fs::write(loopx.path().join("src/grammar.txt"), "g\n").expect("write");
+    std::fs::write(loopx.path().join("bench.txt"), "12ms\n").expect("write");
+    for file in ["src/grammar.txt", "bench.txt"] {
+        loopx.ok(&[
+            "evidence", "add", file, "--kind", "artifact", "--file", file,
+        ]);
+    }
+    let stale_of = |file: &str| listed_where(&loopx, "summary", file)["stale_reason"].clone();
+    // Widening the scope takes nothing out: a file that was never in it does not age.
+    loopx.ok(&["goal", "amend", "--scope", "src/**", "--scope", "proto/**"]);
+    assert_eq!(stale_of("bench.txt"), Value::Null);
+    assert_eq!(stale_of("src/grammar.txt"), Value::Null);
+    loopx.ok(&["goal", "amend", "--scope", "proto/**"]);
+    assert_eq!(
+        stale_of("src/grammar.txt"),
+        "recorded under revision 1; revision 3 took src/grammar.txt out of the scope"
+    );
+    assert_eq!(stale_of("bench.txt"), Value::Null);
 }

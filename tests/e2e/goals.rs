@@ -280,7 +280,7 @@ printf '%s\n' '```loopx-report' '{"status":"progress","summary":"drafted the ser
     let gate = open[0];
     assert_eq!(
         gate["question"],
-        "Revision 2 narrowed the scope of goal g1 to src/**: 2 open todos with work outside it (t1, t3). Keep or drop them?",
+        "Revision 2 narrowed the scope of goal g1: 2 open todos with work outside it (t1, t3). Keep or drop them?",
         "{gate:#}"
     );
     assert_eq!(

@@ -324,6 +324,13 @@ fn land(raw: RawNotify, p: &mut Problems) -> Option<LandCheck> {
     Some(LandCheck { command, timeout })
 }
 
+/// The kinds `done_needs` may name.
+const DONE_NEEDS: [EvidenceKind; 3] = [
+    EvidenceKind::Test,
+    EvidenceKind::Artifact,
+    EvidenceKind::Note,
+];
+
 fn evidence(raw: RawEvidence, p: &mut Problems) -> EvidenceRules {
     let mut rules = EvidenceRules::default();
     let kind = |name: &str, span: std::ops::Range<usize>, key: &str, p: &mut Problems| {
@@ -340,9 +347,22 @@ fn evidence(raw: RawEvidence, p: &mut Problems) -> EvidenceRules {
     };
     if let Some((names, span)) = take(raw.done_needs, "evidence.done_needs", p) {
         for name in names {
-            if let Some(k) = kind(&name, span.clone(), "evidence.done_needs", p)
-                && !rules.done_needs.contains(&k)
-            {
+            let Some(k) = kind(&name, span.clone(), "evidence.done_needs", p) else {
+                continue;
+            };
+            // loopx's own kinds would be met by loopx's records (`slice`, `diff`) or never
+            // (`land` is written after the check): only what an agent shows proves its done.
+            if !DONE_NEEDS.contains(&k) {
+                p.push(
+                    span.clone(),
+                    Some("evidence.done_needs"),
+                    format!("`{name}` evidence is loopx's own record, not proof an agent gives"),
+                    Some(format!(
+                        "one of {}",
+                        DONE_NEEDS.map(|k| k.as_str()).join(", ")
+                    )),
+                );
+            } else if !rules.done_needs.contains(&k) {
                 rules.done_needs.push(k);
             }
         }
@@ -389,7 +409,7 @@ mod tests {
         );
         let err = project_config_str(
             "loopx.toml",
-            "[evidence]\ndone_needs = [\"tests\"]\nshelf_life = { test = \"soon\" }\n",
+            "[evidence]\ndone_needs = [\"tests\", \"land\"]\nshelf_life = { test = \"soon\" }\n",
         )
         .expect_err("invalid");
         let LoadError::Invalid(invalid) = err else {
@@ -397,6 +417,10 @@ mod tests {
         };
         let text = invalid.one_line_each();
         assert!(text.contains("unknown evidence kind `tests`"), "{text}");
+        assert!(
+            text.contains("`land` evidence is loopx's own record"),
+            "{text}"
+        );
         assert!(text.contains("evidence.shelf_life.test"), "{text}");
     }
 

@@ -60,10 +60,18 @@ fn place(dir: &Path) -> Result<Place, GitError> {
 pub fn mark(dir: &Path) -> Result<WorkMark, GitError> {
     let place = place(dir)?;
     // Files outside the project and loopx's own state are never about the work: they are
-    // neither hashed nor counted.
-    let mut paths: Vec<(String, String)> = status(&place.top)?
+    // neither hashed nor counted. Files the index is told to ignore (`update-index
+    // --assume-unchanged`, `--skip-worktree`) are hashed as if changed: `git status` would not
+    // show an edit to them.
+    let mut repo_paths: BTreeSet<String> = status(&place.top)?
         .into_iter()
-        .filter_map(|(_, repo)| Some((project_path(&repo, &place.prefix)?, repo)))
+        .map(|(_, repo)| repo)
+        .collect();
+    repo_paths.extend(hidden(&place.top)?);
+    let mut paths: Vec<(String, String)> = repo_paths
+        .into_iter()
+        .filter_map(|repo| Some((project_path(&repo, &place.prefix)?, repo)))
+        .filter(|(project, _)| !project.starts_with("../"))
         .collect();
     let overflow = paths.len() > WorkMark::MAX_DIRTY;
     paths.truncate(WorkMark::MAX_DIRTY);
@@ -81,6 +89,24 @@ pub fn mark(dir: &Path) -> Result<WorkMark, GitError> {
         dirty,
         overflow,
     })
+}
+
+/// The mark to record with evidence about the tree at `dir`: `None` outside git (such evidence
+/// ages only by its pinned files and shelf life), and a mark that compares as unknown when git
+/// could not read the tree, so that the evidence counts as stale rather than fresh forever.
+pub fn mark_or_unknown(dir: &Path) -> Option<WorkMark> {
+    match mark(dir) {
+        Ok(mark) => Some(mark),
+        Err(GitError::NotARepository | GitError::Spawn(_)) => None,
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot mark the work tree");
+            Some(WorkMark {
+                commit: None,
+                dirty: vec![],
+                overflow: true,
+            })
+        }
+    }
 }
 
 /// The tree as `rev` holds it, with nothing uncommitted (a worktree goal's branch after its
@@ -136,20 +162,22 @@ pub fn changed_between(
         );
     }
     candidates.retain(|path| in_scope(path));
-    if candidates.is_empty() {
+    if candidates.is_empty() && !then.overflow && !now.overflow {
         return Ok(vec![]);
+    }
+    // More files differed than a mark lists: a change among the others cannot be told apart.
+    if then.overflow || now.overflow {
+        return Err(GitError::Unusable(format!(
+            "more than {} files differ from the commit, too many to compare",
+            WorkMark::MAX_DIRTY
+        )));
     }
     let paths: Vec<String> = candidates.iter().cloned().collect();
     let then_ids = contents(&place, then, &paths)?;
     let now_ids = contents(&place, now, &paths)?;
-    let then_dirty: BTreeSet<&str> = then.dirty.iter().map(|(p, _)| p.as_str()).collect();
     Ok(paths
         .into_iter()
-        .filter(|path| {
-            then_ids.get(path) != now_ids.get(path)
-                // A file uncommitted then that the mark could not list: unknown, so changed.
-                || (then.overflow && !then_dirty.contains(path.as_str()))
-        })
+        .filter(|path| then_ids.get(path) != now_ids.get(path))
         .collect())
 }
 
@@ -214,17 +242,44 @@ fn contents(
     Ok(ids)
 }
 
-/// `git hash-object` of each existing file of `paths` (repository-relative), without writing
-/// anything; a deleted file has none.
+/// Files the index hides from `git status`: assume-unchanged (a lowercase tag in `ls-files
+/// -v`) and skip-worktree (`S`).
+fn hidden(top: &str) -> Result<Vec<String>, GitError> {
+    let out = git(top, &["ls-files", "-v", "-z"])?;
+    Ok(out
+        .split(|b| *b == 0)
+        .filter(|e| e.len() > 2)
+        .filter(|e| e[0].is_ascii_lowercase() || e[0] == b'S')
+        .map(|e| String::from_utf8_lossy(&e[2..]).into_owned())
+        .collect())
+}
+
+/// The content id of each existing file of `paths` (repository-relative), without writing
+/// anything; a deleted file has none. A regular file's is `git hash-object`'s (the repository's
+/// filters applied, as for a commit). A symlink's is its target, and a file that cannot be read
+/// is named by its size and time: neither is hashed by git, which would follow the link or fail
+/// on the file and lose the whole mark.
 fn blob_ids(top: &str, paths: &[String]) -> Result<BTreeMap<String, String>, GitError> {
-    let present: Vec<&String> = paths
-        .iter()
-        .filter(|p| {
-            std::fs::symlink_metadata(Path::new(top).join(p.as_str()))
-                .is_ok_and(|m| m.is_file() || m.is_symlink())
-        })
-        .collect();
+    use std::os::unix::fs::MetadataExt;
     let mut ids = BTreeMap::new();
+    let mut present: Vec<&String> = Vec::new();
+    for path in paths {
+        let full = Path::new(top).join(path.as_str());
+        let Ok(meta) = std::fs::symlink_metadata(&full) else {
+            continue;
+        };
+        if meta.is_symlink() {
+            let target = std::fs::read_link(&full).unwrap_or_default();
+            ids.insert(path.clone(), format!("link:{}", target.display()));
+        } else if !meta.is_file() {
+            continue;
+        } else if std::fs::File::open(&full).is_err() {
+            let when = meta.mtime_nsec() + meta.mtime() * 1_000_000_000;
+            ids.insert(path.clone(), format!("unreadable:{}:{when}", meta.len()));
+        } else {
+            present.push(path);
+        }
+    }
     for chunk in present.chunks(PATHS_PER_CALL) {
         let mut args = vec!["hash-object", "--"];
         args.extend(chunk.iter().map(|p| p.as_str()));
@@ -288,6 +343,45 @@ mod tests {
         assert_eq!(changed(dir.path(), &then), Vec::<String>::new());
         std::fs::write(dir.path().join("src/new.rs"), "new\n").expect("write");
         assert_eq!(changed(dir.path(), &then), vec!["src/new.rs"]);
+    }
+
+    #[test]
+    fn an_edit_the_index_is_told_to_ignore_is_still_seen() {
+        let dir = repo();
+        let then = mark(dir.path()).expect("mark");
+        for flag in ["--assume-unchanged", "--skip-worktree"] {
+            git_as_tester(dir.path(), &["update-index", flag, "src/lib.rs"]);
+            std::fs::write(dir.path().join("src/lib.rs"), format!("{flag}\n")).expect("write");
+            assert_eq!(changed(dir.path(), &then), vec!["src/lib.rs"], "{flag}");
+            let undo = flag.replace("--", "--no-");
+            git_as_tester(dir.path(), &["update-index", &undo, "src/lib.rs"]);
+        }
+    }
+
+    #[test]
+    fn a_dangling_symlink_or_an_unreadable_file_leaves_the_mark_whole() {
+        let dir = repo();
+        std::os::unix::fs::symlink("/nonexistent", dir.path().join("src/gone")).expect("link");
+        let then = mark(dir.path()).expect("a mark despite the dangling link");
+        std::fs::remove_file(dir.path().join("src/gone")).expect("remove");
+        std::os::unix::fs::symlink("/elsewhere", dir.path().join("src/gone")).expect("link");
+        assert_eq!(changed(dir.path(), &then), vec!["src/gone"]);
+    }
+
+    #[test]
+    fn more_files_than_a_mark_lists_cannot_be_compared() {
+        let dir = repo();
+        for n in 0..=WorkMark::MAX_DIRTY {
+            std::fs::write(dir.path().join(format!("src/f{n}.rs")), "x\n").expect("write");
+        }
+        let then = mark(dir.path()).expect("mark");
+        assert!(then.overflow, "{} listed", then.dirty.len());
+        let now = mark(dir.path()).expect("mark");
+        let err = changed_between(dir.path(), &then, &now, &|_| true).expect_err("unknown");
+        assert!(err.to_string().contains("too many to compare"), "{err}");
+        // Outside git there is no mark at all; a tree git cannot read is marked as unknown.
+        let plain = tempfile::tempdir().expect("tempdir");
+        assert_eq!(mark_or_unknown(plain.path()), None);
     }
 
     #[test]

@@ -395,7 +395,7 @@ impl Evidence {
     /// The files a `diff` item lists, as [`diff_detail`] wrote them; none for another kind.
     pub fn diff_files(&self) -> impl Iterator<Item = &str> {
         let listed = match self.kind {
-            EvidenceKind::Diff => self.detail.split_once(DIFF_FILES).map(|(_, l)| l),
+            EvidenceKind::Diff => self.detail.strip_prefix(DIFF_FILES),
             _ => None,
         };
         listed
@@ -405,14 +405,15 @@ impl Evidence {
     }
 }
 
-/// Where a `diff` item's detail starts listing its files.
-const DIFF_FILES: &str = "\nfiles:\n";
+/// How a `diff` item's detail starts: its files come first.
+const DIFF_FILES: &str = "files:\n";
 
-/// The detail of a `diff` item: the `git diff --stat`, then every changed file, one indented a
-/// line ([`Evidence::diff_files`] reads them back: what a narrowed scope checks).
+/// The detail of a `diff` item: every changed file, one indented a line, then the `git diff
+/// --stat` ([`Evidence::diff_files`] reads the files back: what a narrowed scope checks). The
+/// files come first, so that a detail clipped to its limit loses the stat, not them.
 pub fn diff_detail(stat: &str, files: &[String]) -> String {
     let listed: String = files.iter().map(|f| format!("  {f}\n")).collect();
-    format!("{}{DIFF_FILES}{listed}", stat.trim_end())
+    format!("{DIFF_FILES}{listed}\n{}", stat.trim_end())
 }
 
 /// The state of a work tree when evidence about it was recorded: what `loopx evidence list`

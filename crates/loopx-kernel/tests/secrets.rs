@@ -98,3 +98,34 @@ fn the_store_file_holds_no_secret_in_any_field() {
         "redaction markers are stored"
     );
 }
+
+/// A file pinned by something that is no SHA-256 (a report written by hand to the socket) is
+/// refused whole: its pin could never match, and judging it later must not trip on it.
+#[test]
+fn evidence_pinned_by_no_sha256_is_refused() {
+    let f = fixture();
+    for sha256 in ["aéééééééééé".to_owned(), "ABCD".repeat(16), "ab".repeat(31)] {
+        let evidence = NewEvidence {
+            epoch: None,
+            kind: EvidenceKind::Test,
+            summary: "3 passed".into(),
+            detail: String::new(),
+            files: vec![loopx_kernel::model::FileRef {
+                path: "src/lib.rs".into(),
+                sha256: sha256.clone(),
+                bytes: 1,
+            }],
+            todo: None,
+            slice: None,
+            work: None,
+        };
+        let err = f
+            .store
+            .apply(Op::EvidenceAdd(evidence), HUMAN, T0)
+            .expect_err("refused");
+        assert!(
+            err.to_string().contains("which is no SHA-256"),
+            "{sha256}: {err}"
+        );
+    }
+}

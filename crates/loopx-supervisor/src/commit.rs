@@ -103,7 +103,7 @@ impl Observed {
         if reports_work_evidence(judged.classification.as_ref()) {
             let tree = begun.tree.as_ref().and_then(|t| t.as_ref().ok());
             let dir = tree.map_or_else(|| req.project.root().to_path_buf(), |p| p.tree.workdir());
-            changes.work = loopx_git::work::mark(&dir).ok();
+            changes.work = loopx_git::work::mark_or_unknown(&dir);
         }
         let setup = &begun.setup;
         let worktree = worktree_end(

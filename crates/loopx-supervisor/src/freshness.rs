@@ -71,7 +71,16 @@ impl<'a> Freshness<'a> {
         snap: &Snapshot<'_>,
         e: &Evidence,
     ) -> Result<Option<String>, KernelError> {
-        if let Some(why) = e.files.iter().find_map(|f| pinned_changed(self.root, f)) {
+        // A file pinned from inside a slice is named relative to the tree the slice worked
+        // in: a worktree goal's todo's own worktree.
+        let pinned_in = match (e.slice, self.goal_of(snap, e)?) {
+            (Some(_), Some(goal)) => match work_of(self.root, &goal, e.todo) {
+                Work::Tree(dir) => dir,
+                Work::Branch(_) => self.root.to_path_buf(),
+            },
+            _ => self.root.to_path_buf(),
+        };
+        if let Some(why) = e.files.iter().find_map(|f| pinned_changed(&pinned_in, f)) {
             return Ok(Some(why));
         }
         if let Some(life) = self.rules.shelf_life.get(&e.kind) {
@@ -91,7 +100,9 @@ impl<'a> Freshness<'a> {
             return Ok(None);
         };
         if e.revision > 0 && e.revision < goal.revision {
-            for rev in snap.goal_revisions(goal.id)? {
+            let revisions = snap.goal_revisions(goal.id)?;
+            for pair in revisions.windows(2) {
+                let (before, rev) = (&pair[0], &pair[1]);
                 if rev.number <= e.revision {
                     continue;
                 }
@@ -101,9 +112,14 @@ impl<'a> Freshness<'a> {
                         e.revision, rev.number
                     )));
                 }
-                let scope = Scope::recorded(&rev.scope);
+                // Only a file the scope held before and not after: evidence pinning a file
+                // that was never in the scope is not aged by a change of it.
+                let (old, new) = (Scope::recorded(&before.scope), Scope::recorded(&rev.scope));
                 if rev.changed.iter().any(|c| c == "scope")
-                    && let Some(f) = e.files.iter().find(|f| !scope.contains(&f.path))
+                    && let Some(f) = e
+                        .files
+                        .iter()
+                        .find(|f| old.contains(&f.path) && !new.contains(&f.path))
                 {
                     return Ok(Some(format!(
                         "recorded under revision {}; revision {} took {} out of the scope",
@@ -251,11 +267,14 @@ pub fn mark_for(
     let goal = match todo {
         Some(t) => snap.todo(t).ok()??.goal,
         None => {
-            return loopx_git::work::mark(root).ok();
+            return loopx_git::work::mark_or_unknown(root);
         }
     };
     let goal = snap.goal(goal).ok()??;
-    mark_of(root, &work_of(root, &goal, todo)).ok()
+    match work_of(root, &goal, todo) {
+        Work::Tree(dir) => loopx_git::work::mark_or_unknown(&dir),
+        Work::Branch(branch) => loopx_git::work::mark_at(root, &branch).ok(),
+    }
 }
 
 fn work_of(root: &Path, goal: &Goal, todo: Option<TodoId>) -> Work {
@@ -300,7 +319,7 @@ fn pinned_changed(root: &Path, f: &loopx_kernel::model::FileRef) -> Option<Strin
         format!(
             "{} changed since it was pinned (sha256 {} now {})",
             f.path,
-            &f.sha256[..f.sha256.len().min(12)],
+            f.sha256.get(..12).unwrap_or(&f.sha256),
             &now[..12]
         )
     })

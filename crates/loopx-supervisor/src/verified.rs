@@ -35,22 +35,18 @@ pub(crate) fn check(
     let Some(todo) = todo.filter(|_| said_done) else {
         return;
     };
-    let rules = match crate::notify::project_config(&req.project) {
-        Ok(config) => config.evidence,
+    // The file loaded when the slice began; a person broke it since. What it asks for cannot
+    // be known, so the done is not taken on trust: the next slice tries again once it loads.
+    let missing = match crate::notify::project_config(&req.project) {
+        Ok(config) if config.evidence.done_needs.is_empty() => return,
+        Ok(config) => missing(req, todo, &config.evidence, judged.classification.as_ref())
+            .unwrap_or_else(|e| {
+                tracing::warn!(%todo, error = %e, "cannot read the todo's evidence to check a done");
+                vec![("its evidence could not be read".to_owned(), None)]
+            }),
         Err(e) => {
-            // The file loaded when the slice began; a person is editing it. Take the word.
             tracing::warn!(error = %e, "cannot read loopx.toml to check a done");
-            return;
-        }
-    };
-    if rules.done_needs.is_empty() {
-        return;
-    }
-    let missing = match missing(req, todo, &rules, judged.classification.as_ref()) {
-        Ok(missing) => missing,
-        Err(e) => {
-            tracing::warn!(%todo, error = %e, "cannot read the todo's evidence to check a done");
-            vec![("its evidence could not be read".to_owned(), None)]
+            vec![("loopx.toml could not be read to check it".to_owned(), None)]
         }
     };
     if missing.is_empty() {
@@ -83,8 +79,10 @@ fn missing(
     let reported: Vec<EvidenceKind> = classification
         .and_then(|c| c.report.as_ref()?.as_ref().ok())
         .map(|r| {
+            // Only what the writeback records counts.
             r.evidence
                 .iter()
+                .take(crate::writeback::REPORT_ITEMS)
                 .map(|e| crate::writeback::kind_of(e.kind.as_deref()))
                 .collect()
         })

@@ -42,7 +42,7 @@ const MAX_VENDOR_HOLD: std::time::Duration = std::time::Duration::from_secs(8 * 
 /// How much of the agent's final message the evidence and handoff carry when it gave no report.
 const FINAL_WORDS: usize = 2_000;
 /// At most this many proposed todos and evidence items are taken from one report.
-const REPORT_ITEMS: usize = 32;
+pub(crate) const REPORT_ITEMS: usize = 32;
 
 /// The facts of a finished slice.
 #[derive(Debug, Clone)]

@@ -296,7 +296,7 @@ impl Serving {
             if let Op::EvidenceAdd(new) = op
                 && new.kind.speaks_about_work()
             {
-                new.work = loopx_git::work::mark(&self.work).ok();
+                new.work = loopx_git::work::mark_or_unknown(&self.work);
             }
         }
         let written = retrying(&*self.clock, patience(), || {

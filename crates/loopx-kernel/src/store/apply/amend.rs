@@ -145,15 +145,14 @@ fn hold_misfits(w: &Writer<'_>, goal: &Goal, before: &[String]) -> Result<(), Ke
         n => format!(" and {n} more"),
     };
     let question = format!(
-        "Revision {} narrowed the scope of goal {} to {}: {} open todo{} with work outside it ({named}{more}). Keep or drop {}?",
+        "Revision {} narrowed the scope of goal {}: {} open todo{} with work outside it ({named}{more}). Keep or drop {}?",
         goal.revision,
         goal.id,
-        goal.scope.join(", "),
         ids.len(),
         if ids.len() == 1 { "" } else { "s" },
         if ids.len() == 1 { "it" } else { "them" },
     );
-    let mut context = String::new();
+    let mut context = format!("The scope is now: {}\n\n", goal.scope.join(", "));
     for (id, files) in &outside {
         let title = open.get(id).map(|t| t.title.as_str()).unwrap_or_default();
         let mut shown: Vec<&str> = files.iter().take(5).map(String::as_str).collect();

@@ -379,14 +379,33 @@ pub(super) fn gate_withdraw(w: &Writer<'_>, id: GateId) -> Result<Applied, Kerne
     Ok(Applied::Gate(gate))
 }
 
-/// The revision `goal` is at now (0: no goal).
-fn revision_of(w: &Writer<'_>, goal: Option<crate::ids::GoalId>) -> Result<u32, KernelError> {
-    Ok(match goal {
-        Some(goal) => w
-            .get::<Goal>(tables::GOALS, goal.0)?
-            .map_or(0, |g| g.revision),
-        None => 0,
-    })
+/// The revision of `goal` a record is written under (0: no goal): the one `slice` began under
+/// when a slice writes it (its agent worked from that revision's prompt, whatever a person
+/// amended meanwhile), else the revision the goal is at now.
+fn revision_of(
+    w: &Writer<'_>,
+    goal: Option<crate::ids::GoalId>,
+    slice: Option<crate::ids::SliceId>,
+) -> Result<u32, KernelError> {
+    let Some(goal) = goal else {
+        return Ok(0);
+    };
+    let Some(goal) = w.get::<Goal>(tables::GOALS, goal.0)? else {
+        return Ok(0);
+    };
+    let Some(slice) = slice else {
+        return Ok(goal.revision);
+    };
+    // Revision N was made after slice `after_slice` began: a slice after it began under N.
+    let mut number = goal.revision;
+    while number > 1 {
+        let key = tables::revision_key(goal.id.0, number);
+        match w.get::<crate::model::GoalRevision>(tables::GOAL_REVISIONS, key)? {
+            Some(rev) if rev.after_slice >= slice.0 => number -= 1,
+            _ => break,
+        }
+    }
+    Ok(number)
 }
 
 pub(crate) fn evidence_add(w: &Writer<'_>, new: NewEvidence) -> Result<Applied, KernelError> {
@@ -404,7 +423,7 @@ pub(crate) fn evidence_add(w: &Writer<'_>, new: NewEvidence) -> Result<Applied, 
     }
     // The revision it was recorded under: evidence from before an amendment that touched it
     // is stale (`docs/goals.md`).
-    let revision = revision_of(w, goal)?;
+    let revision = revision_of(w, goal, new.slice)?;
     let id = EvidenceId(w.next_id(counter::EVIDENCE)?);
     let evidence = Evidence {
         id,
@@ -442,7 +461,7 @@ pub(super) fn handoff_add(w: &Writer<'_>, new: NewHandoff) -> Result<Applied, Ke
         Some(record) => Some(record.goal),
         None => super::budget::active_goal(w)?,
     };
-    let revision = revision_of(w, goal)?;
+    let revision = revision_of(w, goal, new.slice)?;
     let id = HandoffId(w.next_id(counter::HANDOFF)?);
     let handoff = Handoff {
         revision,

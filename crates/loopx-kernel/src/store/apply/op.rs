@@ -308,6 +308,21 @@ impl NewEvidence {
                 hint: "",
             });
         }
+        // A pin is compared with the file's content later: one that is no SHA-256 could never
+        // match, and is a report written by hand, not by `loopx report`.
+        for f in &self.files {
+            let hex = f.sha256.len() == 64
+                && f.sha256
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            if !hex || f.path.trim().is_empty() {
+                return Err(Invalid::Other(format!(
+                    "evidence file `{}` is pinned by `{}`, which is no SHA-256 (64 lowercase hex digits)\n(hint: name the file with `--file PATH`: loopx pins it)",
+                    limits::clip(&f.path, 80),
+                    limits::clip(&f.sha256, 80)
+                )));
+            }
+        }
         Ok(())
     }
 }
