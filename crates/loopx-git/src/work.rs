@@ -129,6 +129,10 @@ pub fn changed_between(
     now: &WorkMark,
     in_scope: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<String>, GitError> {
+    // The tree as it was: nothing to ask git (the common case, and the cheap one).
+    if then == now && !then.overflow {
+        return Ok(vec![]);
+    }
     let place = place(dir)?;
     let mut candidates: BTreeSet<String> = then
         .dirty
