@@ -22,6 +22,20 @@ fn listed_where(loopx: &Loopx, field: &str, value: &str) -> Value {
         .unwrap_or_else(|| panic!("no evidence with {field} {value} in {list:#}"))
 }
 
+/// A project in git with `src/lib.rs` committed, whose agents' dones need a fresh test result.
+fn tested_git_project() -> Loopx {
+    let loopx = Loopx::new();
+    let dir = loopx.path();
+    std::fs::create_dir_all(dir.join("src")).expect("mkdir");
+    std::fs::write(dir.join("src/lib.rs"), "v1\n").expect("write");
+    std::fs::write(dir.join(".gitignore"), ".loopx/\n*.sh\nprompt-*.txt\n").expect("write");
+    git(dir, &["init", "-q"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", "v1"]);
+    loopx.write_config("[evidence]\ndone_needs = [\"test\"]\n");
+    loopx
+}
+
 #[test]
 fn a_pinned_file_changed_after_its_evidence_was_recorded_is_stale() {
     let loopx = Loopx::new();
@@ -65,15 +79,8 @@ fn a_pinned_file_changed_after_its_evidence_was_recorded_is_stale() {
 
 #[test]
 fn a_test_result_from_before_a_commit_that_touched_the_scope_is_stale_and_proves_no_done() {
-    let loopx = Loopx::new();
+    let loopx = tested_git_project();
     let dir = loopx.path();
-    std::fs::create_dir_all(dir.join("src")).expect("mkdir");
-    std::fs::write(dir.join("src/lib.rs"), "v1\n").expect("write");
-    std::fs::write(dir.join(".gitignore"), ".loopx/\n*.sh\nprompt-*.txt\n").expect("write");
-    git(dir, &["init", "-q"]);
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-qm", "v1"]);
-    loopx.write_config("[evidence]\ndone_needs = [\"test\"]\n");
     // The project's own tree, which a person commits to meanwhile (a worktree goal's todo
     // is the next test).
     loopx.ok(&[
@@ -150,15 +157,7 @@ esac"#
 #[test]
 fn in_a_worktree_goal_the_checkpoint_keeps_a_test_fresh_and_a_later_edit_keeps_the_todo_from_landing()
  {
-    let loopx = Loopx::new();
-    let dir = loopx.path();
-    std::fs::create_dir_all(dir.join("src")).expect("mkdir");
-    std::fs::write(dir.join("src/lib.rs"), "v1\n").expect("write");
-    std::fs::write(dir.join(".gitignore"), ".loopx/\n*.sh\nprompt-*.txt\n").expect("write");
-    git(dir, &["init", "-q"]);
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-qm", "v1"]);
-    loopx.write_config("[evidence]\ndone_needs = [\"test\"]\n");
+    let loopx = tested_git_project();
     loopx.ok(&["goal", "start", "Fix the parser", "--scope", "src/**"]);
     // Each todo's first slice changes its file and runs the tests. t1's second slice says done
     // as it is; t2's changes the file again first; its third tests again.

@@ -95,7 +95,7 @@ pub fn prompt_values(
         .latest_handoff(todo_id)?
         .map(|h| {
             let mut lines = Vec::new();
-            if let Some(why) = judge.handoff(snap, &h).ok().flatten() {
+            if let Some(why) = judged(judge.handoff(snap, &h)) {
                 lines.push(format!(
                     "(stale: {why}; read it as history, not as the task)"
                 ));
@@ -122,7 +122,7 @@ pub fn prompt_values(
         .iter()
         .filter_map(|g| {
             let answer = g.answer.as_ref()?;
-            let aged = match judge.answer(snap, g).ok().flatten() {
+            let aged = match judged(judge.answer(snap, g)) {
                 Some(why) => format!("\n({why}: check it still holds)"),
                 None => String::new(),
             };
@@ -151,7 +151,7 @@ pub fn prompt_values(
     let evidence = recent
         .iter()
         .map(|e| {
-            let line = match judge.stale(snap, e).ok().flatten() {
+            let line = match judged(judge.stale(snap, e)) {
                 Some(why) => format!(
                     "- [{}] {} ({}; stale: {why})",
                     e.kind.as_str(),
@@ -200,6 +200,15 @@ pub fn prompt_values(
         ("report_protocol", REPORT_PROTOCOL.to_owned()),
     ]);
     Ok(values)
+}
+
+/// A judgement of what went stale, or `None` (said nothing) when the store could not be read
+/// for it: the prompt goes out without the mark, and the log says why.
+fn judged(judgement: Result<Option<String>, KernelError>) -> Option<String> {
+    judgement.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "cannot judge whether a record in the prompt is stale");
+        None
+    })
 }
 
 /// Whether an answered gate is context for this agent on this todo.
