@@ -434,3 +434,128 @@ fn a_handoff_written_before_its_todo_changed_and_an_answer_given_under_an_older_
         "{prompt}"
     );
 }
+
+#[test]
+fn a_re_planning_slice_drops_and_rewrites_the_todos_the_amendment_left_behind() {
+    let loopx = http_client_goal();
+    // The agent always asks to drop t1 and rewrite t2: only the re-planning slice may.
+    prompt_keeper(
+        &loopx,
+        r#"{"status":"progress","summary":"re-planned","drop_todos":[{"todo":"t1","why":"HTTP is gone"}],"rewrite_todos":[{"todo":"t2","title":"Add retries around the gRPC stub","why":"the client is gRPC now"}]}"#,
+    );
+    loopx.ok(&["todo", "add", "Retry on HTTP 503"]);
+    loopx.ok(&["todo", "add", "Add retries"]);
+    let work = loopx.ok(&["run", "--json", "--once"]).json();
+    assert_eq!(work["slice"]["kind"], "work", "{work:#}");
+    let t1 = loopx.ok(&["todo", "show", "t1", "--json"]).json();
+    assert_eq!(
+        t1["todo"]["state"], "open",
+        "a work slice drops nothing: {t1:#}"
+    );
+    let notes = loopx.ok(&["evidence", "list", "--json"]).stdout;
+    assert!(
+        notes.contains("dropping t1: only the planning slice that re-plans"),
+        "the refusal is noted: {notes}"
+    );
+    loopx.ok(&[
+        "goal",
+        "amend",
+        "--objective",
+        "Move the client to gRPC, with retries",
+        "--why",
+        "the service dropped HTTP",
+    ]);
+    let plan = loopx.ok(&["run", "--json", "--once"]).json();
+    assert_eq!(plan["slice"]["kind"], "plan", "{plan:#}");
+    let prompt = std::fs::read_to_string(loopx.path().join("prompt-1.txt")).expect("a prompt");
+    assert!(
+        prompt.contains("\"drop_todos\""),
+        "the task says how: {prompt}"
+    );
+    let t1 = loopx.ok(&["todo", "show", "t1", "--json"]).json();
+    assert_eq!(t1["todo"]["state"], "dropped", "{t1:#}");
+    let t2 = loopx.ok(&["todo", "show", "t2", "--json"]).json();
+    assert_eq!(t2["todo"]["title"], "Add retries around the gRPC stub");
+    let log = loopx.ok(&["log"]).stdout;
+    assert!(
+        log.contains("t1 dropped in re-planning by slice s2: HTTP is gone"),
+        "{log}"
+    );
+    assert!(
+        log.contains("t2 rewritten (title) in re-planning by slice s2: the client is gRPC now"),
+        "{log}"
+    );
+    // Re-planned: the next slice works on t2, and may no longer drop it.
+    let next = loopx.ok(&["run", "--json", "--once"]).json();
+    assert_eq!(
+        (
+            next["slice"]["kind"].as_str(),
+            next["slice"]["todo"].as_str()
+        ),
+        (Some("work"), Some("t2")),
+        "{next:#}"
+    );
+    let t2 = loopx.ok(&["todo", "show", "t2", "--json"]).json();
+    assert_eq!(t2["todo"]["state"], "open", "{t2:#}");
+}
+
+#[test]
+fn a_continuation_is_held_for_the_agent_that_did_the_work_before_it() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Ship the config loader"]);
+    script_agent(
+        &loopx,
+        "worker",
+        r#"if [ -e proposed ]; then next='[]'; else next='[{"title":"Validate the config","same_agent":true}]'; touch proposed; fi
+printf '%s\n' '```loopx-report' "{\"status\":\"done\",\"summary\":\"parsed\",\"next_todos\":$next}" '```'"#,
+        "max_time = \"30s\"",
+    );
+    script_agent(
+        &loopx,
+        "other",
+        r#"printf '%s\n' '```loopx-report' '{"status":"progress","summary":"looked"}' '```'"#,
+        "max_time = \"30s\"",
+    );
+    loopx.ok(&["todo", "add", "Parse the config"]);
+    loopx.ok(&["run", "--once", "--agent", "worker"]);
+    let t2 = loopx.ok(&["todo", "show", "t2", "--json"]).json();
+    assert_eq!(t2["todo"]["state"], "claimed", "{t2:#}");
+    assert_eq!(t2["todo"]["lease"]["agent"], "worker", "{t2:#}");
+    // Another agent passes it over while it is held; its agent takes it next.
+    let other = loopx
+        .ok(&["run", "--once", "--json", "--agent", "other"])
+        .json();
+    assert_ne!(other["slice"]["todo"], "t2", "{other:#}");
+    let worker = loopx
+        .ok(&["run", "--once", "--json", "--agent", "worker"])
+        .json();
+    assert_eq!(worker["slice"]["todo"], "t2", "{worker:#}");
+    // A person's continuation goes to the agent that worked on the todo.
+    loopx.ok(&["todo", "add", "Write the docs"]);
+    let other = loopx
+        .ok(&["run", "--once", "--json", "--agent", "other"])
+        .json();
+    assert_eq!(other["slice"]["todo"], "t3", "{other:#}");
+    let text = loopx
+        .ok(&[
+            "todo",
+            "done",
+            "t3",
+            "--next",
+            "Publish the docs",
+            "--same-agent",
+        ])
+        .stdout;
+    assert!(
+        text.contains("Next: t4 Publish the docs (held for other until "),
+        "{text}"
+    );
+    loopx.ok(&["todo", "add", "Tidy up"]);
+    let refused = loopx.run(&["todo", "done", "t5", "--next", "x", "--same-agent"]);
+    assert_eq!(refused.code, 2, "nobody worked on t5: {}", refused.stderr);
+    assert!(
+        refused.stderr.contains("leave out --same-agent"),
+        "{}",
+        refused.stderr
+    );
+}

@@ -76,7 +76,8 @@ pub use project::{
     load_project_config, project_config_str,
 };
 pub use report::{
-    MalformedReport, Report, ReportEvidence, ReportQuestion, ReportStatus, ReportTodo, parse_report,
+    MalformedReport, Report, ReportDrop, ReportEvidence, ReportQuestion, ReportRewrite,
+    ReportStatus, ReportTodo, parse_report,
 };
 pub use reset::{epoch_to_timestamp, parse_reset_time};
 pub use sandbox::{SandboxMode, SandboxPolicy, expand_path};

@@ -56,6 +56,33 @@ pub struct ReportTodo {
     /// Todos that wait for this one, added with it: the work after a monitor.
     #[serde(default)]
     pub then: Vec<ReportTodo>,
+    /// A continuation: held for the agent that proposes it, which takes it next.
+    #[serde(default)]
+    pub same_agent: bool,
+}
+
+/// An open todo that the planning slice re-planning an amended goal drops: it no longer fits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportDrop {
+    /// Its id (`t3`).
+    pub todo: String,
+    /// Why it no longer fits.
+    pub why: String,
+}
+
+/// An open todo that the planning slice re-planning an amended goal rewrites to fit it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportRewrite {
+    /// Its id (`t3`).
+    pub todo: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub detail: Option<String>,
+    #[serde(default)]
+    pub priority: Option<i32>,
+    /// Why.
+    pub why: String,
 }
 
 impl ReportTodo {
@@ -103,6 +130,12 @@ pub struct Report {
     /// A change to the goal, for a person to accept (`docs/goals.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub propose_goal: Option<ReportGoalProposal>,
+    /// Re-planning an amended goal: open todos that no longer fit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop_todos: Vec<ReportDrop>,
+    /// Re-planning an amended goal: open todos rewritten to fit it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rewrite_todos: Vec<ReportRewrite>,
 }
 
 /// A change to the goal an agent proposes: a person accepts or rejects it.

@@ -44,6 +44,9 @@ impl Branch {
     }
 }
 
+/// How far back a continuation looks for the agent that worked on the todo it continues.
+const RECENT_SLICES: usize = 500;
+
 /// Which todos to list.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TodoQuery {
@@ -67,6 +70,14 @@ pub struct Finished {
     pub landed: Option<String>,
     /// Its successor, created in the same transaction (`todo done --next`).
     pub next: Option<Todo>,
+}
+
+/// The successor of a todo marked done (`todo done --next TITLE [--same-agent]`).
+#[derive(Debug, Clone)]
+pub struct Successor {
+    pub title: String,
+    /// Held for the agent that worked on the finished todo ([`NewTodo::held_for`]).
+    pub same_agent: bool,
 }
 
 /// A todo's diff: its branch, and the text of what changed.
@@ -142,7 +153,7 @@ impl App {
     pub fn finish_todo_then(
         &self,
         finish: FinishTodo,
-        next: Option<String>,
+        next: Option<Successor>,
     ) -> Result<Finished, AppError> {
         let tid = finish.todo;
         if next.is_some() && finish.to != TodoState::Done {
@@ -150,19 +161,24 @@ impl App {
                 "only a todo marked done has a successor\n(hint: leave out --next)".to_owned(),
             ));
         }
-        let successor = match &next {
-            Some(title) => {
+        let successor = match next {
+            Some(next) => {
                 let before = self.read(|s| s.todo(tid))?.ok_or(Invalid::NotFound {
                     what: "todo",
                     id: tid.to_string(),
                 })?;
+                let held_for = match next.same_agent {
+                    true => Some(self.worked_on_by(&before, finish.agent.as_ref())?),
+                    false => None,
+                };
                 Some(NewTodo {
                     goal: Some(before.goal),
-                    title: title.clone(),
+                    title: next.title,
                     priority: before.priority,
                     role: before.role.clone(),
                     needs: before.needs.clone(),
                     after: vec![tid],
+                    held_for,
                     ..NewTodo::default()
                 })
             }
@@ -229,6 +245,31 @@ impl App {
             tracing::warn!(todo = %todo.id, error = %e, "cannot remove the todo's worktree");
         }
         Ok(Finished { todo, landed, next })
+    }
+
+    /// The agent a continuation of `todo` is held for: the one finishing it, else its claim's
+    /// holder (its lease lapsed), else the agent of its latest recent slice.
+    fn worked_on_by(
+        &self,
+        todo: &Todo,
+        finishing: Option<&AgentName>,
+    ) -> Result<AgentName, AppError> {
+        if let Some(agent) = finishing.or(todo.lease.as_ref().map(|l| &l.agent)) {
+            return Ok(agent.clone());
+        }
+        let last = self.read(|s| {
+            Ok(s.slices_tail(RECENT_SLICES)?
+                .into_iter()
+                .rev()
+                .find(|slice| slice.todo == Some(todo.id))
+                .map(|slice| slice.agent))
+        })?;
+        last.ok_or_else(|| {
+            AppError::Usage(format!(
+                "no agent worked on {} in the last {RECENT_SLICES} slices: there is no same agent to hold its successor for\n(hint: leave out --same-agent)",
+                todo.id
+            ))
+        })
     }
 
     /// Lands a todo a person marks done; what landed, in words (`None`: it has no branch, or

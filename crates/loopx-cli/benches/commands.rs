@@ -180,6 +180,7 @@ fn add_todos(dir: &Path, todos: u64, finished: u64) {
                     monitor: None,
                     not_before: None,
                     then: vec![],
+                    held_for: None,
                 })
             })
             .collect();

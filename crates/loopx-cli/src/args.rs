@@ -491,10 +491,6 @@ impl WaitArgs {
 }
 
 #[derive(Debug, Subcommand)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "parsed once per command; boxing would only complicate clap's derive"
-)]
 pub enum TodoCommand {
     /// Add a todo to the current goal.
     Add {
@@ -599,6 +595,10 @@ pub struct DoneArgs {
     /// with the same role, needs and priority, after this one.
     #[arg(long, value_name = "TITLE")]
     pub next: Option<String>,
+    /// Hold the successor for the agent that worked on this todo: that agent takes it next,
+    /// another only if it has not within 15 minutes.
+    #[arg(long, requires = "next")]
+    pub same_agent: bool,
 }
 
 /// A question for a person (`gate ask`, `report ask`).

@@ -341,6 +341,8 @@ fn report(status: ReportStatus, summary: String, handoff: &str) -> Report {
         next_todos: Vec::new(),
         question: None,
         propose_goal: None,
+        drop_todos: vec![],
+        rewrite_todos: vec![],
     }
 }
 

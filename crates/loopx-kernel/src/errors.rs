@@ -324,6 +324,17 @@ pub enum Refused {
         "a todo is changed by a person, and `{actor}` is not one\n(hint: an agent says what should change in its handoff, or proposes a new todo)"
     )]
     EditByAgent { actor: String },
+    #[error(
+        "only the planning slice that re-plans an amended goal drops or rewrites its todos, and {why}\n(hint: say in the handoff which todos no longer fit and why; a person drops them)"
+    )]
+    NotReplanning { why: String },
+    #[error(
+        "{todo} is finished by the agent that holds it or by a person, and `{actor}` does not hold it\n(hint: an agent reports its own todo done with `loopx report done`; work on another todo is proposed, not finished)"
+    )]
+    FinishByAgent {
+        actor: String,
+        todo: crate::ids::TodoId,
+    },
 }
 
 /// Any failure of a kernel operation.

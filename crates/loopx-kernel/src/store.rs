@@ -32,7 +32,10 @@ pub use apply::{
     NewSlice, NewTodo, Op, RecordPoll, ReleaseClaim, RemoveAgent, RenewClaim, Resume,
     SLICE_PLACEHOLDER, SetGoalStatus, SliceEnd, WithdrawGate,
 };
-pub use apply::{AmendGoal, Amended, Begun, EditTodo, Interrupted, NewSpend, TypedOp};
+pub use apply::{
+    AmendGoal, Amended, Begun, CONTINUATION_HOLD, EditTodo, Interrupted, NewSpend, ReplanTodo,
+    Replanning, TypedOp,
+};
 pub use copy::CopyReport;
 pub use open::{
     DEFAULT_WAIT, OpenOptions, SCHEMA_VERSION, Store, WriteLock, set_default_wait,

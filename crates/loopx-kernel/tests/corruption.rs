@@ -39,6 +39,7 @@ fn healthy_store() -> Vec<u8> {
             monitor: None,
             not_before: None,
             then: vec![],
+            held_for: None,
         }));
     }
     ops.push(Op::GateAsk(NewGate {
@@ -118,6 +119,7 @@ fn exercise(dir: &Path) -> Result<(), String> {
                             monitor: None,
                             not_before: None,
                             then: vec![],
+                            held_for: None,
                         }),
                         common::HUMAN,
                         Timestamp(common::T0.0 + 1),

@@ -42,6 +42,7 @@ fn crash_writer_child() {
             monitor: None,
             not_before: None,
             then: vec![],
+            held_for: None,
         };
         store
             .apply(Op::TodoAdd(new), "human:crash", Timestamp::now())

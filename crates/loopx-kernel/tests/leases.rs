@@ -231,6 +231,7 @@ fn dependencies_gates_capabilities_and_roles_guard_a_claim() {
         monitor: None,
         not_before: None,
         then: vec![],
+        held_for: None,
     };
     let Applied::Todo(second) = f.store.apply(Op::TodoAdd(new), HUMAN, T0).expect("add") else {
         panic!("todo")
@@ -274,6 +275,7 @@ fn apply_all_is_all_or_nothing() {
         monitor: None,
         not_before: None,
         then: vec![],
+        held_for: None,
     };
     // The second operation fails (a stale epoch), so the first must not land either.
     let ops = vec![

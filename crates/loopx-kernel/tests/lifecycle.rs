@@ -574,6 +574,7 @@ fn a_refused_batch_names_the_operation() {
         monitor: None,
         not_before: None,
         then: vec![],
+        held_for: None,
     };
     let bad = loopx_kernel::store::NewTodo {
         role: Some("Reviewer Team".into()),

@@ -90,7 +90,7 @@ proptest! {
         for step in steps {
             let (op, expect_ok) = match step.clone() {
                 Step::Add => {
-                    let new = loopx_kernel::store::NewTodo { goal: None, title: format!("todo {}", model.len() + 1), detail: String::new(), priority: 0, needs: vec![], after: vec![], role: None, monitor: None, not_before: None, then: vec![] };
+                    let new = loopx_kernel::store::NewTodo { goal: None, title: format!("todo {}", model.len() + 1), detail: String::new(), priority: 0, needs: vec![], after: vec![], role: None, monitor: None, not_before: None, then: vec![], held_for: None };
                     (Op::TodoAdd(new), true)
                 }
                 Step::Advance { secs } => {

@@ -48,6 +48,7 @@ fn the_store_file_holds_no_secret_in_any_field() {
         monitor: None,
         not_before: None,
         then: vec![],
+        held_for: None,
     };
     f.store.apply(Op::TodoAdd(todo), HUMAN, T0).expect("todo");
     let gate = NewGate {

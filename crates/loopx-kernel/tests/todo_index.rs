@@ -168,6 +168,7 @@ proptest! {
                     monitor: None,
                     not_before: None,
                     then: vec![],
+                    held_for: None,
                 })),
                 Step::Batch { count, priority, gpu } => {
                     let ops = (0..count).map(|i| Op::TodoAdd(NewTodo {
@@ -181,6 +182,7 @@ proptest! {
                         monitor: None,
                         not_before: None,
                         then: vec![],
+                        held_for: None,
                     })).collect();
                     for applied in f.store.apply_all(ops, HUMAN, now).expect("batch") {
                         if let Applied::Todo(t) = applied { todos.push(t.id) }
@@ -281,6 +283,7 @@ fn a_store_from_before_the_indexes_gets_them_at_its_first_open() {
                 monitor: None,
                 not_before: None,
                 then: vec![],
+                held_for: None,
             }),
             HUMAN,
             T0,

@@ -354,6 +354,8 @@ fn candidates<'t>(input: &'t DecideInput<'_>) -> Vec<&'t TodoView> {
         .iter()
         .filter(|t| t.lease.as_ref().is_some_and(|(a, _)| *a == agent.name))
         .filter(|t| t.running.is_none())
+        // A continuation held for it may come after a todo not finished yet.
+        .filter(|t| t.waits_on.is_none())
         // Claimed before its profile became read-only: its claim lapses to a writer.
         .filter(|t| agent.writes || t.role.is_some())
         .collect();

@@ -111,6 +111,7 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
                 monitor: None,
                 not_before: None,
                 then: vec![],
+                held_for: None,
             })
         }))
         .collect();

@@ -66,8 +66,51 @@ pub fn replan_task(snap: &Snapshot<'_>, goal: &Goal) -> Result<String, KernelErr
     Ok(format!(
         "The goal was amended (see the top of this prompt): re-plan for it. The open todos were \
          planned for the goal as it was:\n{open}\n\nPropose as `next_todos` the work the goal \
-         now needs that none of them covers. Say in your handoff which open todos no longer fit \
-         and why: a person drops them. Report `progress` when you are done; the goal is not over \
-         while todos are open."
+         now needs that none of them covers. In this slice only, you may also drop the open \
+         todos that no longer fit (`\"drop_todos\":[{{\"todo\":\"t3\",\"why\":\"…\"}}]`) and \
+         rewrite the ones that fit differently (`\"rewrite_todos\":[{{\"todo\":\"t4\",\"title\":\
+         \"…\",\"detail\":\"…\",\"why\":\"…\"}}]`); a todo another agent is working on is left \
+         as it is. Report `progress` when you are done; the goal is not over while todos are open."
     ))
+}
+
+/// The report's drops and rewrites of open todos (`drop_todos`, `rewrite_todos`) as the
+/// kernel takes them from `slice`, each with what it is in words: an id that does not parse is
+/// an error for that item alone. Whether `slice` may (it is the re-planning slice) is the
+/// kernel's to say.
+pub(crate) fn replan_ops(
+    slice: loopx_kernel::SliceId,
+    report: &loopx_adapters::Report,
+) -> Vec<(String, Result<loopx_kernel::store::Op, String>)> {
+    use loopx_kernel::limits::{self, bounded};
+    use loopx_kernel::store::{Op, ReplanTodo, Replanning};
+    let op = |todo: &str, change: Replanning, why: &str| {
+        let todo = todo
+            .trim()
+            .parse::<loopx_kernel::TodoId>()
+            .map_err(|e| e.to_string())?;
+        Ok(Op::TodoReplan(ReplanTodo {
+            slice,
+            todo,
+            change,
+            why: bounded(why.trim(), limits::DETAIL),
+        }))
+    };
+    let drops = report.drop_todos.iter().map(|d| {
+        let what = format!("dropping `{}`", limits::clip(d.todo.trim(), 40));
+        (what, op(&d.todo, Replanning::Drop, &d.why))
+    });
+    let rewrites = report.rewrite_todos.iter().map(|r| {
+        let what = format!("rewriting `{}`", limits::clip(r.todo.trim(), 40));
+        let change = Replanning::Rewrite {
+            title: r.title.as_deref().map(|t| bounded(t.trim(), limits::TITLE)),
+            detail: r
+                .detail
+                .as_deref()
+                .map(|d| bounded(d.trim(), limits::DETAIL)),
+            priority: r.priority,
+        };
+        (what, op(&r.todo, change, &r.why))
+    });
+    drops.chain(rewrites).collect()
 }

@@ -608,6 +608,7 @@ mod tests {
             monitor: None,
             not_before: None,
             then: vec![],
+            held_for: None,
         };
         let Applied::Todo(todo) = apply(&store, Op::TodoAdd(new)) else {
             panic!("a todo")
@@ -879,6 +880,8 @@ mod tests {
                             .collect(),
                         question: question.map(|(text, options)| ReportQuestion { text, options }),
                         propose_goal: None,
+                        drop_todos: vec![],
+                        rewrite_todos: vec![],
                     }
                 })
         }
@@ -923,6 +926,7 @@ mod tests {
                     monitor: None,
                     not_before: None,
                     then: vec![],
+                    held_for: None,
                 }),
             ) else {
                 panic!("a todo")

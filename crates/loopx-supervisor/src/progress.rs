@@ -96,6 +96,8 @@ mod tests {
             next_todos: vec![],
             question: None,
             propose_goal: None,
+            drop_todos: vec![],
+            rewrite_todos: vec![],
         }
     }
 

@@ -35,7 +35,8 @@ pub const REPORT_PROTOCOL: &str = r#"When you stop, end your final message with 
   leave running is stopped when your slice ends), propose a monitor instead of checking back:
   `{"title":"Wait for run 42","check":"test -e /scratch/run42/done","every":"10m",
   "then":[{"title":"Evaluate run 42"}]}`; loopx runs the check read-only (exit 0: done, 1: not
-  yet) with no agent, and starts the `then` todos once it is met.
+  yet) with no agent, and starts the `then` todos once it is met. `"same_agent":true` holds a
+  todo for you: you take it next, another agent only if you have not within 15 minutes.
 - propose_goal: when the goal itself should change (its objective or scope), propose it:
   `{"objective":"…","scope":["src/**"],"why":"…"}`; a person accepts or rejects it, and you work
   to the goal as it is meanwhile.

@@ -140,6 +140,8 @@ pub enum Item {
     Question,
     /// A planning slice declared the goal met.
     GoalDone,
+    /// The re-planning slice dropped or rewrote an open todo.
+    Replan,
 }
 
 /// The batch, and what it will do (for the caller's output).
@@ -196,6 +198,10 @@ fn describe(op: &Op) -> String {
         Op::EvidenceAdd(e) => format!("the evidence `{}`", clip(&e.summary, 80)),
         Op::GateAsk(g) => format!("the question `{}`", clip(&g.question, 80)),
         Op::GoalSetStatus(_) => "marking the goal done".to_owned(),
+        Op::TodoReplan(r) => match r.change {
+            loopx_kernel::store::Replanning::Drop => format!("dropping {}", r.todo),
+            loopx_kernel::store::Replanning::Rewrite { .. } => format!("rewriting {}", r.todo),
+        },
         other => format!("{other:?}"),
     }
 }
@@ -419,9 +425,20 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
             left = rest;
             // A monitor or a dependency the kernel cannot take is dropped and noted, as any
             // item it refuses (with the todos after it).
-            match proposed(todo, true) {
+            match proposed(todo, true, f.agent) {
                 Ok(new) => wb.add_item(f, Op::TodoAdd(new), Item::Todo),
                 Err(why) => wb.note_dropped(f, &format!("todo `{}`", todo.title.trim()), &why),
+            }
+        }
+        // What the planning slice that re-plans an amended goal drops and rewrites; the kernel
+        // refuses them from any other slice, and each refusal is noted like any dropped item.
+        for (what, op) in crate::amendment::replan_ops(f.slice, r)
+            .into_iter()
+            .take(REPORT_ITEMS)
+        {
+            match op {
+                Ok(op) => wb.add_item(f, op, Item::Replan),
+                Err(why) => wb.note_dropped(f, &what, &why),
             }
         }
     }
@@ -531,7 +548,8 @@ impl Writeback {
 
 /// A todo the agent proposes, as the kernel adds it: its monitor and dependencies read, and
 /// (with `then_allowed`) the todos that follow it.
-fn proposed(todo: &ReportTodo, then_allowed: bool) -> Result<NewTodo, String> {
+/// A continuation (`same_agent`) is held for `agent`, the one proposing it.
+fn proposed(todo: &ReportTodo, then_allowed: bool, agent: &AgentName) -> Result<NewTodo, String> {
     let monitor = todo
         .monitor_words()
         .map(|words| loopx_kernel::model::MonitorSpec::from_words(&words, None))
@@ -549,7 +567,7 @@ fn proposed(todo: &ReportTodo, then_allowed: bool) -> Result<NewTodo, String> {
     let then = todo
         .then
         .iter()
-        .map(|next| proposed(next, false))
+        .map(|next| proposed(next, false, agent))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(NewTodo {
         goal: None,
@@ -567,6 +585,7 @@ fn proposed(todo: &ReportTodo, then_allowed: bool) -> Result<NewTodo, String> {
         monitor,
         not_before: None,
         then,
+        held_for: todo.same_agent.then(|| agent.clone()),
     })
 }
 
@@ -890,6 +909,8 @@ mod tests {
             next_todos: vec![],
             question: None,
             propose_goal: None,
+            drop_todos: vec![],
+            rewrite_todos: vec![],
         }
     }
 

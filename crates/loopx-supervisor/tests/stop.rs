@@ -60,6 +60,7 @@ fn project(dir: &Path) -> Project {
             monitor: None,
             not_before: None,
             then: vec![],
+            held_for: None,
         }),
     ] {
         store.apply(op, HUMAN, Timestamp::now()).expect("set up");

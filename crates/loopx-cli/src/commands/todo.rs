@@ -62,6 +62,7 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
                 monitor,
                 not_before,
                 then: vec![],
+                held_for: None,
             };
             let todo = app.add_todo(new)?;
             show(
@@ -158,7 +159,13 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
             })?;
             show(ctx, &todo, format!("Changed {}", todo.id))
         }
-        TodoCommand::Done(args) => finish(ctx, &app, args.finish, TodoState::Done, args.next),
+        TodoCommand::Done(args) => {
+            let next = args.next.map(|title| loopx_app::todo::Successor {
+                title,
+                same_agent: args.same_agent,
+            });
+            finish(ctx, &app, args.finish, TodoState::Done, next)
+        }
         TodoCommand::Drop(args) => finish(ctx, &app, args, TodoState::Dropped, None),
     }
 }
@@ -168,7 +175,7 @@ fn finish(
     app: &loopx_app::App,
     args: FinishArgs,
     to: TodoState,
-    next: Option<String>,
+    next: Option<loopx_app::todo::Successor>,
 ) -> Result<(), ExpectedError> {
     let agent: Option<AgentName> = args.agent.as_deref().map(id).transpose()?;
     let finished = app.finish_todo_then(
@@ -195,7 +202,13 @@ fn finish(
     }
     show(ctx, &todo, format!("{verb}: {} {}", todo.id, todo.title))?;
     match &finished.next {
-        Some(next) if !ctx.json => ctx.line(format!("Next: {} {}", next.id, next.title)),
+        Some(next) if !ctx.json => {
+            let held = match &next.lease {
+                Some(lease) => format!(" (held for {} until {})", lease.agent, lease.expires_at),
+                None => String::new(),
+            };
+            ctx.line(format!("Next: {} {}{held}", next.id, next.title))
+        }
         _ => Ok(()),
     }
 }

@@ -180,6 +180,15 @@ pub enum EventKind {
         todo: TodoId,
         changed: Vec<String>,
     },
+    /// The planning slice that re-planned an amended goal dropped or rewrote an open todo
+    /// (record version 12): what changed and why.
+    TodoReplanned {
+        todo: TodoId,
+        slice: SliceId,
+        dropped: bool,
+        changed: Vec<String>,
+        why: String,
+    },
 }
 
 impl EventKind {
@@ -216,6 +225,7 @@ impl EventKind {
             EventKind::MonitorPolled { .. } => "monitor_polled",
             EventKind::GoalAmended { .. } => "goal_amended",
             EventKind::TodoEdited { .. } => "todo_edited",
+            EventKind::TodoReplanned { .. } => "todo_replanned",
         }
     }
 
@@ -231,6 +241,19 @@ impl EventKind {
             }
             EventKind::TodoEdited { todo, changed } => {
                 format!("{todo} changed: {}", changed.join(", "))
+            }
+            EventKind::TodoReplanned {
+                todo,
+                slice,
+                dropped,
+                changed,
+                why,
+            } => {
+                let what = match dropped {
+                    true => "dropped".to_owned(),
+                    false => format!("rewritten ({})", changed.join(", ")),
+                };
+                format!("{todo} {what} in re-planning by slice {slice}: {why}")
             }
             EventKind::GoalAmended {
                 goal,

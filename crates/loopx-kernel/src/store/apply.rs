@@ -9,6 +9,7 @@ mod entities;
 mod monitor;
 mod op;
 pub mod quota;
+mod replan;
 mod slice;
 mod todo;
 mod typed;
@@ -22,4 +23,6 @@ pub use op::{
     NewTodo, Op, ReleaseClaim, RemoveAgent, RenewClaim, Resume, SLICE_PLACEHOLDER, SetGoalStatus,
     SliceEnd, WithdrawGate,
 };
+pub use replan::{ReplanTodo, Replanning};
+pub use todo::CONTINUATION_HOLD;
 pub use typed::{Amended, Begun, Interrupted, NewSpend, TypedOp};

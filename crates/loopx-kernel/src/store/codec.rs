@@ -41,6 +41,8 @@
 //!   fields: an older one reads with revision 0 and neither recorded (two zero bytes
 //!   appended). Gates gained the `scope_narrowed` kind, events `todo_edited`, slice outcomes
 //!   `unverified` (appended, so older records read unchanged).
+//! - 12: events gained `todo_replanned` (appended, so older records read unchanged); the bump
+//!   makes an older loopx refuse such an event by name instead of failing to decode it.
 
 use std::borrow::Cow;
 
@@ -56,7 +58,7 @@ use crate::model::{
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 11;
+pub(crate) const RECORD_VERSION: u8 = 12;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -81,7 +83,7 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
             owned.push(0);
             Cow::Owned(owned)
         }
-        Some((&(6 | 7 | 8 | 9 | 10 | RECORD_VERSION), body)) => Cow::Borrowed(body),
+        Some((&(6 | 7 | 8 | 9 | 10 | 11 | RECORD_VERSION), body)) => Cow::Borrowed(body),
         Some((&version @ 1..=5, body)) => up_to_v5(version, table, body)
             .and_then(|v5| Ok(Cow::Owned(upgrade_v5(table, &v5)?.into_owned())))
             .map_err(|e| failed(e.to_string()))?,
@@ -693,8 +695,12 @@ mod tests {
 
     #[test]
     fn a_newer_record_is_refused_by_name() {
-        let err = decode::<u64>("todos", &[12, 1]).expect_err("too new");
-        assert!(err.to_string().contains("record version 12"), "{err}");
+        let err = decode::<u64>("todos", &[13, 1]).expect_err("too new");
+        assert!(err.to_string().contains("record version 13"), "{err}");
+        assert_eq!(
+            decode::<u64>("todos", &[12, 1]).expect("version 12 reads"),
+            1
+        );
         assert_eq!(
             decode::<u64>("todos", &[11, 1]).expect("version 11 reads"),
             1

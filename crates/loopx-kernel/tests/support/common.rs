@@ -79,6 +79,7 @@ impl Fixture {
             monitor: None,
             not_before: None,
             then: vec![],
+            held_for: None,
         };
         match self.store.apply(Op::TodoAdd(new), HUMAN, T0).expect("todo") {
             Applied::Todo(todo) => todo.id,

@@ -335,6 +335,8 @@ pub(super) fn replanned(
     match w.quota_get::<u64>(&key)? {
         Some(after) if worked && slice.id.0 > after => {
             w.quota_remove(&key)?;
+            // Its writeback, applied after its end, may still drop and rewrite todos.
+            w.quota_put(&super::replan::replanned_key(goal), &slice.id.0)?;
         }
         _ => {}
     }

@@ -37,6 +37,17 @@ pub(super) fn edit(w: &Writer<'_>, edit: EditTodo) -> Result<Applied, KernelErro
         }
         .into());
     }
+    let (todo, changed) = rewrite(w, edit)?;
+    w.event(EventKind::TodoEdited {
+        todo: todo.id,
+        changed,
+    })?;
+    Ok(Applied::Todo(todo))
+}
+
+/// Changes the todo's words as `edit` says and stores it; what changed (`title`, `detail`,
+/// `priority`). The caller has checked who may, and records the event.
+pub(super) fn rewrite(w: &Writer<'_>, edit: EditTodo) -> Result<(Todo, Vec<String>), KernelError> {
     let mut todo: Todo = w.require(tables::TODOS, edit.todo.0, "todo", edit.todo)?;
     if todo.state.is_final() {
         return Err(Conflict::TodoState {
@@ -76,9 +87,5 @@ pub(super) fn edit(w: &Writer<'_>, edit: EditTodo) -> Result<Applied, KernelErro
     }
     todo.updated_at = w.now;
     w.put_todo(&todo)?;
-    w.event(EventKind::TodoEdited {
-        todo: todo.id,
-        changed,
-    })?;
-    Ok(Applied::Todo(todo))
+    Ok((todo, changed))
 }

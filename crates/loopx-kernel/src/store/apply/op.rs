@@ -104,6 +104,11 @@ pub struct NewTodo {
     /// Todos added with it, each `--after` it, in the same transaction: a monitor and the work
     /// that follows it, reported together (one level: these have no `then` of their own).
     pub then: Vec<NewTodo>,
+    /// A continuation for this agent (`--same-agent`): it is claimed for the agent at once, for
+    /// [`CONTINUATION_HOLD`], so that the agent takes it next and a peer only once that lapses.
+    ///
+    /// [`CONTINUATION_HOLD`]: crate::store::CONTINUATION_HOLD
+    pub held_for: Option<AgentName>,
 }
 
 /// A new gate.
@@ -401,6 +406,8 @@ pub enum Op {
     TodoAdd(NewTodo),
     /// A person changes a todo's title, detail or priority.
     TodoEdit(super::edit::EditTodo),
+    /// The planning slice that re-plans an amended goal drops or rewrites an open todo.
+    TodoReplan(super::replan::ReplanTodo),
     TodoClaim(ClaimTodo),
     TodoRenew(RenewClaim),
     TodoRelease(ReleaseClaim),
@@ -606,6 +613,7 @@ impl Op {
             }
             Op::TodoAdd(new) => new.redact(r),
             Op::TodoEdit(edit) => edit.redact(r),
+            Op::TodoReplan(replan) => replan.redact(r),
             Op::GateAsk(new) => {
                 r.redact_in_place(&mut new.question);
                 r.redact_in_place(&mut new.context);
@@ -706,7 +714,7 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             to,
             agent,
             epoch,
-        }) => todo::finish(w, todo, to, agent.as_ref(), epoch),
+        }) => todo::finish_as_writer(w, todo, to, agent.as_ref(), epoch),
         Op::GateAsk(new) => entities::gate_ask(w, new),
         Op::GateAnswer(AnswerGate {
             gate,
@@ -726,6 +734,7 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             role,
         }) => super::agent::add(w, name, profile, capabilities, role),
         Op::TodoEdit(edit) => super::edit::edit(w, edit),
+        Op::TodoReplan(replan) => super::replan::apply(w, replan),
         Op::AgentSet(ChangeAgent { name, change }) => super::agent::set(w, name, change),
         Op::AgentRemove(RemoveAgent { name }) => super::agent::remove(w, name),
         Op::SliceStart(new) => slice::start(w, new).map(Applied::Slice),

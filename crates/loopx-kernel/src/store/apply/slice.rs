@@ -39,8 +39,10 @@ pub(super) fn begin(w: &Writer<'_>, begin: BeginSlice) -> Result<Applied, Kernel
                     .is_some_and(|l| l.agent == slice.agent && l.is_live(w.now));
             if held {
                 // Continuing a held claim skips the claim's checks: a gate opened since the
-                // decision must still hold the slice back.
+                // decision must still hold the slice back, and a continuation held for the
+                // agent (`NewTodo::held_for`) waits for what it comes after.
                 super::todo::refuse_gated(w, id, &slice.agent)?;
+                super::todo::refuse_waiting(w, &todo)?;
                 Some(todo.epoch)
             } else {
                 let claimed = super::todo::claim(w, id, &slice.agent, claim_ttl)?;

@@ -78,6 +78,10 @@ pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> 
         title: todo.title.clone(),
         priority: todo.priority,
     })?;
+    let todo = match &new.held_for {
+        Some(agent) => hold(w, todo, agent)?,
+        None => todo,
+    };
     for mut next in new.then {
         next.goal = Some(goal.id);
         next.after.push(id);
@@ -85,6 +89,71 @@ pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> 
     }
     super::budget::goal_met_moot(w, goal.id)?;
     Ok(Applied::Todo(todo))
+}
+
+/// How long a continuation is held for the agent that did the work before it: long enough for
+/// that agent's next decision, which follows its slice's end; after that any agent may take it
+/// (an agent in a quota wait does not keep its successor from the others).
+pub const CONTINUATION_HOLD: Duration = Duration::from_secs(15 * 60);
+
+/// Claims a new todo for `agent` ([`NewTodo::held_for`]): a claim like any other, which the
+/// agent's next slice continues, except that a dependency may still be unfinished (the todo it
+/// continues is finished in the same transaction) — the slice waits for it all the same.
+fn hold(w: &Writer<'_>, mut todo: Todo, agent: &AgentName) -> Result<Todo, KernelError> {
+    let Some(registered) = w.agent(agent.as_str())? else {
+        return Err(Invalid::Other(format!(
+            "{} cannot be held for `{agent}`: no such agent is registered",
+            todo.id
+        ))
+        .into());
+    };
+    let fits = todo
+        .needs
+        .iter()
+        .all(|n| registered.capabilities.contains(n))
+        && (todo.role.is_none() || todo.role == registered.role);
+    if !fits || todo.is_monitor() {
+        return Err(Invalid::Other(format!(
+            "{} cannot be held for `{agent}`: {}",
+            todo.id,
+            match todo.is_monitor() {
+                true => "a monitor is polled by loopx, not taken by an agent",
+                false => "the agent lacks its role or a capability it needs",
+            }
+        ))
+        .into());
+    }
+    grant(w, &mut todo, agent, CONTINUATION_HOLD, None)?;
+    Ok(todo)
+}
+
+/// Gives `agent` the claim on `todo` for `ttl` under the next epoch, and records it.
+fn grant(
+    w: &Writer<'_>,
+    todo: &mut Todo,
+    agent: &AgentName,
+    ttl: Duration,
+    reclaimed_from: Option<AgentName>,
+) -> Result<(), KernelError> {
+    todo.epoch += 1;
+    let expires_at = w.now.plus(ttl);
+    todo.lease = Some(Lease {
+        agent: agent.clone(),
+        epoch: todo.epoch,
+        granted_at: w.now,
+        expires_at,
+    });
+    todo.state = TodoState::Claimed;
+    todo.updated_at = w.now;
+    w.put_todo(todo)?;
+    w.event(EventKind::TodoClaimed {
+        todo: todo.id,
+        agent: agent.clone(),
+        epoch: todo.epoch,
+        expires_at,
+        reclaimed_from,
+    })?;
+    Ok(())
 }
 
 fn current_goal(w: &Writer<'_>) -> Result<crate::model::Goal, KernelError> {
@@ -186,24 +255,7 @@ pub(super) fn claim(
         }
         .into());
     }
-    todo.epoch += 1;
-    let expires_at = w.now.plus(ttl);
-    todo.lease = Some(Lease {
-        agent: agent.clone(),
-        epoch: todo.epoch,
-        granted_at: w.now,
-        expires_at,
-    });
-    todo.state = TodoState::Claimed;
-    todo.updated_at = w.now;
-    w.put_todo(&todo)?;
-    w.event(EventKind::TodoClaimed {
-        todo: id,
-        agent: agent.clone(),
-        epoch: todo.epoch,
-        expires_at,
-        reclaimed_from,
-    })?;
+    grant(w, &mut todo, agent, ttl, reclaimed_from)?;
     Ok(todo)
 }
 
@@ -224,7 +276,7 @@ pub(super) fn refuse_waiting(w: &Writer<'_>, todo: &Todo) -> Result<(), KernelEr
     Ok(())
 }
 
-fn claimed(id: TodoId, lease: &Lease) -> KernelError {
+pub(super) fn claimed(id: TodoId, lease: &Lease) -> KernelError {
     Conflict::Claimed {
         todo: id,
         agent: lease.agent.clone(),
@@ -391,6 +443,28 @@ pub(super) fn release(
         epoch,
     })?;
     Ok(Applied::Todo(todo))
+}
+
+/// [`finish`] as the writer asks it (`Op::TodoFinish`): an agent finishes only what it holds,
+/// under its own name. A done on someone else's todo would skip the checks its own slice's
+/// done gets (`[evidence] done_needs`, landing), and a drop would throw away work it was never
+/// given. loopx's own finishes (a monitor met, a re-planning drop) call [`finish`].
+pub(super) fn finish_as_writer(
+    w: &Writer<'_>,
+    id: TodoId,
+    to: TodoState,
+    agent: Option<&AgentName>,
+    epoch: Option<u64>,
+) -> Result<Applied, KernelError> {
+    let holder = agent.map(|a| format!("agent:{a}"));
+    if w.actor.starts_with("agent:") && (epoch.is_none() || holder.as_deref() != Some(w.actor)) {
+        return Err(crate::errors::Refused::FinishByAgent {
+            actor: w.actor.to_owned(),
+            todo: id,
+        }
+        .into());
+    }
+    finish(w, id, to, agent, epoch)
 }
 
 /// Marks the todo done or dropped.
