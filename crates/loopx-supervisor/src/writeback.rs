@@ -418,6 +418,7 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     if let Some(Ok(r)) = report {
         // The todos in an item's `then` count against the report's items like any other.
         let mut left = REPORT_ITEMS;
+        let mut held = false;
         for todo in &r.next_todos {
             let Some(rest) = left.checked_sub(1 + todo.then.len()) else {
                 break;
@@ -426,7 +427,19 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
             // A monitor or a dependency the kernel cannot take is dropped and noted, as any
             // item it refuses (with the todos after it).
             match proposed(todo, true, f.agent) {
-                Ok(new) => wb.add_item(f, Op::TodoAdd(new), Item::Todo),
+                // One continuation per slice: an agent cannot hold a stack of todos from
+                // its peers; the rest are added open.
+                Ok(mut new) => {
+                    if held && new.held_for.take().is_some() {
+                        wb.note_dropped(
+                            f,
+                            &format!("holding `{}` for this agent", todo.title.trim()),
+                            "a slice holds one continuation; this todo is open to any agent",
+                        );
+                    }
+                    held |= new.held_for.is_some();
+                    wb.add_item(f, Op::TodoAdd(new), Item::Todo)
+                }
                 Err(why) => wb.note_dropped(f, &format!("todo `{}`", todo.title.trim()), &why),
             }
         }
@@ -585,7 +598,8 @@ fn proposed(todo: &ReportTodo, then_allowed: bool, agent: &AgentName) -> Result<
         monitor,
         not_before: None,
         then,
-        held_for: todo.same_agent.then(|| agent.clone()),
+        // A `then` todo waits on a monitor for longer than a hold lasts: it is not held.
+        held_for: (then_allowed && todo.same_agent).then(|| agent.clone()),
     })
 }
 
