@@ -328,6 +328,10 @@ pub struct Gate {
     pub answer: Option<Answer>,
     pub created_at: Timestamp,
     pub kind: GateKind,
+    /// The revision its goal was at when it was answered (record version 13, its last field):
+    /// an answer is "answered under revision N" once the goal moved on. 0 while it is open,
+    /// and for an answer an older loopx recorded (then judged by the answer's time).
+    pub answered_under: u32,
 }
 
 impl Gate {
@@ -462,6 +466,10 @@ pub struct SliceRecord {
     /// SHA-256 of the slice's log as loopx finished writing it: `loopx log --slice` shows
     /// whether the file is still what loopx wrote. Empty when not recorded.
     pub log_sha256: String,
+    /// Its todo's words as the slice began with them (record version 13, its last field): the
+    /// handoff it writes is stale once they changed, even when a person rewrote the todo while
+    /// it ran. `None` for a slice without a todo, or one an older loopx began.
+    pub seen: Option<TodoSeen>,
 }
 
 /// A hold on an account (every profile on it pauses) or on one agent (key `agent:<name>`).

@@ -39,28 +39,7 @@ fn decide(f: &common::Fixture, minute: u64) -> loopx_quota::Decision {
 
 /// Starts and ends a planning slice of `a` with `outcome`.
 fn plan_slice(f: &common::Fixture, outcome: Outcome, minute: u64) -> SliceId {
-    let slice = match f
-        .store
-        .apply(
-            Op::SliceStart(NewSlice {
-                agent: "a".parse().expect("a name"),
-                todo: None,
-                epoch: None,
-                kind: SliceKind::Plan,
-                profile_hash: String::new(),
-                argv: vec![],
-                limit_secs: 60,
-                log: None,
-                owner: None,
-            }),
-            "agent:a",
-            at(minute),
-        )
-        .expect("start")
-    {
-        loopx_kernel::store::Applied::Slice(s) => s.id,
-        other => panic!("a slice, not {other:?}"),
-    };
+    let slice = start_slice(f, None, minute);
     f.store
         .apply(
             Op::SliceEnd {
@@ -275,4 +254,140 @@ fn a_proposal_made_before_a_later_amendment_cannot_undo_it() {
         (goal.revision, goal.scope.as_slice()),
         (2, &["lib/**".to_owned()][..])
     );
+}
+
+/// Starts a slice of `a`: on `claim` (a todo and the epoch of its claim), or a planning one.
+fn start_slice(
+    f: &common::Fixture,
+    claim: Option<(loopx_kernel::TodoId, u64)>,
+    minute: u64,
+) -> SliceId {
+    let new = NewSlice {
+        agent: "a".parse().expect("a name"),
+        todo: claim.map(|c| c.0),
+        epoch: claim.map(|c| c.1),
+        kind: match claim {
+            Some(_) => SliceKind::Work,
+            None => SliceKind::Plan,
+        },
+        profile_hash: String::new(),
+        argv: vec![],
+        limit_secs: 3600,
+        log: None,
+        owner: None,
+    };
+    match f
+        .store
+        .apply(Op::SliceStart(new), "agent:a", at(minute))
+        .expect("start")
+    {
+        loopx_kernel::store::Applied::Slice(s) => s.id,
+        other => panic!("a slice, not {other:?}"),
+    }
+}
+
+#[test]
+fn a_handoff_speaks_of_the_todo_its_slice_began_with() {
+    use loopx_kernel::store::{Applied, EditTodo, NewHandoff};
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let todo = f.todo("Add retries");
+    let epoch = f.claim(todo, &a, at(1)).expect("claimed").epoch;
+    let slice = start_slice(&f, Some((todo, epoch)), 1);
+    // A person rewrites the task while the agent works on the old one.
+    f.store
+        .apply(
+            Op::TodoEdit(EditTodo {
+                todo,
+                title: Some("Add retries with jitter".into()),
+                detail: None,
+                priority: None,
+            }),
+            HUMAN,
+            at(2),
+        )
+        .expect("edited");
+    let handoff = |slice: Option<SliceId>, actor: &str| {
+        let new = NewHandoff {
+            todo: Some(todo),
+            done: "Retries without jitter".into(),
+            next: "Wire them in".into(),
+            files: vec![],
+            questions: vec![],
+            slice,
+            epoch: Some(epoch),
+        };
+        match f
+            .store
+            .apply(Op::HandoffAdd(new), actor, at(3))
+            .expect("handoff")
+        {
+            Applied::Handoff(h) => h,
+            other => panic!("a handoff, not {other:?}"),
+        }
+    };
+    let now = f.store.read(|s| s.todo(todo)).expect("read").expect("todo");
+    let written = handoff(Some(slice), "agent:a");
+    assert_eq!(
+        written.changed_since(Some(&now), 1).as_deref(),
+        Some("written before the todo's title (was \"Add retries\") changed")
+    );
+    // Written outside a slice, it speaks of the todo as it is now.
+    let by_hand = handoff(None, HUMAN);
+    assert_eq!(by_hand.changed_since(Some(&now), 1), None);
+}
+
+#[test]
+fn an_answer_records_the_revision_it_was_given_under_whatever_the_clock_says() {
+    use loopx_kernel::model::Blocks;
+    use loopx_kernel::store::{AnswerChoice, AnswerGate, Applied, NewGate};
+    let f = fixture();
+    f.goal();
+    let todo = f.todo("Add retries");
+    let ask = |minute: u64| {
+        let new = NewGate {
+            question: "Should t1 retry with exponential backoff or a fixed delay?".into(),
+            options: vec![],
+            context: String::new(),
+            blocks: Blocks::Todos(vec![todo]),
+            kind: loopx_kernel::model::GateKind::Question,
+        };
+        match f
+            .store
+            .apply(Op::GateAsk(new), HUMAN, at(minute))
+            .expect("asked")
+        {
+            Applied::Gate(g) => g.id,
+            other => panic!("a gate, not {other:?}"),
+        }
+    };
+    let answer = |gate, minute: u64| {
+        let op = Op::GateAnswer(AnswerGate {
+            gate,
+            choice: AnswerChoice::Text("exponential".into()),
+            slice: None,
+            note: None,
+        });
+        match f.store.apply(op, HUMAN, at(minute)).expect("answered") {
+            Applied::Gate(g) => (g.answered_under, g.answer.expect("an answer").at),
+            other => panic!("a gate, not {other:?}"),
+        }
+    };
+    let before = ask(1);
+    let after = ask(2);
+    assert_eq!(answer(before, 5).0, 1);
+    amend(
+        &f,
+        AmendGoal {
+            objective: Some("Ship it over gRPC".into()),
+            ..AmendGoal::default()
+        },
+        HUMAN,
+    )
+    .expect("amended at minute 10");
+    // The wall clock stepped back across the amendment: the answer's time is before it, its
+    // revision is not.
+    let (under, answered_at) = answer(after, 8);
+    assert_eq!((under, answered_at), (2, at(8)));
 }

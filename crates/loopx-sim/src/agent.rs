@@ -113,7 +113,26 @@ pub struct Setting {
     /// People change the code under the agents (`[people] edit_per_day`): an agent on a todo
     /// then runs the tests only in some slices, and may say done on the tests it ran before.
     pub edits: bool,
+    /// Where people amend the goal (`[people] amend_per_day`): the open todos the agent may
+    /// name in `drop_todos` and `rewrite_todos`, and whether this is the planning slice that
+    /// re-plans (the only one whose are taken; any other slice's must be refused).
+    pub replan: Option<Replan>,
 }
+
+/// What an agent may re-plan, where people amend the goal.
+#[derive(Debug, Clone)]
+pub struct Replan {
+    /// The planning slice after an amendment, while re-planning is due.
+    pub replanning: bool,
+    /// Open todos other than the slice's own, by number.
+    pub open: Vec<u64>,
+}
+
+/// Where people amend the goal, the share of finished todos whose agent proposes a follow-up
+/// for itself (`next_todos` with `same_agent`), and of slices other than the re-planning one
+/// that try to drop or rewrite a todo anyway.
+const CONTINUE_PERCENT: u32 = 20;
+const STRAY_REPLAN_PERCENT: u32 = 10;
 
 /// Draws the script of one slice.
 pub fn script(
@@ -166,10 +185,11 @@ pub fn script(
             // Drawn only where people change the code: the other scenarios' seeds replay as
             // before.
             let tested = !(setting.edits && setting.has_todo) || rng.u32(0..100) < TESTED_PERCENT;
-            out.result(
-                &final_message(status, proposed(setting, done), tested),
-                tokens,
-            );
+            let mut report = final_report(status, proposed(setting, done), tested);
+            if let Some(replan) = &setting.replan {
+                replanned(&mut report, replan, done && setting.has_todo, rng);
+            }
+            out.result(&final_message(&report), tokens);
         }
         Act::UsageLimit => {
             script.duration = work.min(Duration::from_secs(120));
@@ -286,20 +306,51 @@ fn proposed(setting: &Setting, done: bool) -> serde_json::Value {
 /// Where people change the code, the share of an agent's slices on a todo that run the tests.
 const TESTED_PERCENT: u32 = 60;
 
-/// The agent's final message: a sentence and its report block, with a test result when the
-/// agent ran the tests in this slice.
-fn final_message(status: &str, next_todos: serde_json::Value, tested: bool) -> String {
+/// The agent's report block, with a test result when the agent ran the tests in this slice.
+fn final_report(status: &str, next_todos: serde_json::Value, tested: bool) -> serde_json::Value {
     let evidence = match tested {
         true => json!([{"kind": "test", "summary": "simulated tests pass"}]),
         false => json!([]),
     };
-    let report = json!({
+    json!({
         "status": status,
         "summary": format!("Simulated work ({status})."),
         "evidence": evidence,
         "handoff": "Continue from the simulated notes.",
         "next_todos": next_todos,
-    });
+    })
+}
+
+/// Where people amend the goal: the re-planning slice drops one open todo and rewrites
+/// another; now and then another slice tries the same (loopx must refuse it); and an agent
+/// that finished its todo sometimes proposes a follow-up for itself.
+fn replanned(
+    report: &mut serde_json::Value,
+    replan: &Replan,
+    finished: bool,
+    rng: &mut fastrand::Rng,
+) {
+    let tries = replan.replanning || rng.u32(0..100) < STRAY_REPLAN_PERCENT;
+    if tries && !replan.open.is_empty() {
+        let drop = replan.open[rng.usize(..replan.open.len())];
+        report["drop_todos"] =
+            json!([{"todo": format!("t{drop}"), "why": "the amended goal no longer needs it"}]);
+        if let Some(&rewrite) = replan.open.iter().find(|&&t| t != drop) {
+            report["rewrite_todos"] = json!([{"todo": format!("t{rewrite}"),
+                "title": format!("Simulated todo {rewrite}, re-planned"), "priority": 1,
+                "why": "the amended goal asks for it differently"}]);
+        }
+    }
+    if finished && rng.u32(0..100) < CONTINUE_PERCENT {
+        let next = report["next_todos"]
+            .as_array_mut()
+            .expect("next_todos is a list");
+        next.push(json!({"title": "Simulated follow-up", "same_agent": true}));
+    }
+}
+
+/// The agent's final message: a sentence and its report block.
+fn final_message(report: &serde_json::Value) -> String {
     format!("Done for this slice.\n\n```loopx-report\n{report}\n```")
 }
 
@@ -418,6 +469,7 @@ mod tests {
             experiment: None,
             max_tokens: None,
             edits: false,
+            replan: None,
         };
         let behaviour = crate::scenario::Behaviour::default();
         let mut rng = fastrand::Rng::with_seed(7);

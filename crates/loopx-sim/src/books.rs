@@ -61,6 +61,9 @@ pub(crate) struct Books {
     /// The last slice before the goal's latest amendment, until the first slice after it
     /// began (which must plan).
     pub replan_after: Option<u64>,
+    /// Slices launched as the planning slice that re-plans an amended goal: only they may
+    /// drop or rewrite todos (`replanned_by_the_replanner`).
+    pub replanners: BTreeSet<u64>,
     pub forgeries_refused: u64,
     pub reports_refused: u64,
     pub faults: FaultCounts,
@@ -121,6 +124,7 @@ impl Books {
             edits: 0,
             evidence_before_edit: 0,
             replan_after: None,
+            replanners: BTreeSet::new(),
             forgeries_refused: 0,
             reports_refused: 0,
             faults: FaultCounts::default(),

@@ -758,7 +758,11 @@ impl SimHost {
             experiment: step,
             max_tokens: limits.max_tokens,
             edits: self.plan.scenario.people.edit_per_day > 0.0,
+            replan: self.replan_for(&record),
         };
+        if setting.replan.as_ref().is_some_and(|r| r.replanning) {
+            self.books.replanners.insert(record.id.0);
+        }
         let reset = forced.and_then(|(_, until)| until);
         let script = crate::agent::script(
             act,
@@ -816,6 +820,35 @@ impl SimHost {
                 step,
             },
         );
+    }
+
+    /// Where people amend the goal: what `record`'s agent may name to drop or rewrite, and
+    /// whether its slice is the planning one after an amendment, by the store as it began.
+    fn replan_for(
+        &self,
+        record: &loopx_kernel::model::SliceRecord,
+    ) -> Option<crate::agent::Replan> {
+        if self.plan.scenario.people.amend_per_day <= 0.0 {
+            return None;
+        }
+        let store = Store::open_read(&self.project).ok()?;
+        let (goal, todos) = store.read(|s| Ok((s.current_goal()?, s.todos()?))).ok()?;
+        let goal = goal?;
+        let due = store
+            .read(|s| s.goal_replan_after(goal.id))
+            .ok()
+            .flatten()
+            .is_some_and(|after| record.id.0 > after);
+        let open = todos
+            .iter()
+            .filter(|t| t.goal == goal.id && !t.state.is_final() && !t.is_monitor())
+            .filter(|t| Some(t.id) != record.todo)
+            .map(|t| t.id.0)
+            .collect();
+        Some(crate::agent::Replan {
+            replanning: due && record.kind == loopx_kernel::model::SliceKind::Plan,
+            open,
+        })
     }
 
     /// What a slice on `todo` does for an experiment, if it is an experiment's todo.

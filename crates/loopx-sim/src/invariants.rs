@@ -20,6 +20,7 @@
 //! | `no_spin` | the run loop does not ask for work again and again with no time passing |
 //! | `done_on_fresh_evidence` | where people change the code, an agent's slice finishes its todo as done only with a test result recorded after the last change (by the simulation's own books, not loopx's judgement) |
 //! | `amendment_heard` | once a person amended the goal, every slice's prompt starts with the revision it began under, and the first slice after an amendment plans |
+//! | `replanned_by_the_replanner` | every todo dropped or rewritten by re-planning was changed by a slice the simulation launched as the planning slice after an amendment; the others that tried were refused |
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -520,6 +521,7 @@ pub(crate) fn at_end(host: &SimHost, expect_done: bool) -> Result<(), Halt> {
         )
     })?;
     consistent(host, &store)?;
+    replanned_by_the_replanner(host, &store)?;
     for &(kind, id) in &host.books.acks {
         let found = store
             .read(|s| {
@@ -571,4 +573,38 @@ pub(crate) fn at_end(host: &SimHost, expect_done: bool) -> Result<(), Halt> {
         }
     }
     Ok(())
+}
+
+/// At the end: every `todo_replanned` event names a slice the simulation launched as the one
+/// that re-plans (while loopx's store said re-planning was due, a planning slice); a stray
+/// slice's `drop_todos` and `rewrite_todos` left nothing.
+fn replanned_by_the_replanner(host: &SimHost, store: &Store) -> Result<(), Halt> {
+    for (slice, todo) in replanned(store) {
+        if !host.books.replanners.contains(&slice) {
+            return halt(
+                host,
+                "replanned_by_the_replanner",
+                format!(
+                    "slice {slice} re-planned t{todo}, and it was not the planning slice after an amendment"
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Every todo re-planning dropped or rewrote: (slice, todo).
+pub(crate) fn replanned(store: &Store) -> Vec<(u64, u64)> {
+    let events = store
+        .read(|s| s.events_from(0, usize::MAX))
+        .unwrap_or_default();
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            loopx_kernel::model::EventKind::TodoReplanned { slice, todo, .. } => {
+                Some((slice.0, todo.0))
+            }
+            _ => None,
+        })
+        .collect()
 }

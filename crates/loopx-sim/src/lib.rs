@@ -298,6 +298,9 @@ fn report(
         reports_refused: books.reports_refused,
         todos_taken_back: books.taken_back,
         goal_amendments: books.amendments,
+        todos_replanned: store
+            .as_ref()
+            .map_or(0, |s| crate::invariants::replanned(s).len() as u64),
         files_changed: books.edits,
         reports_acknowledged: books.acks.len() as u64,
         steps: books.step,

@@ -43,6 +43,8 @@ pub struct SimReport {
     pub todos_taken_back: u64,
     /// Times a person amended the goal.
     pub goal_amendments: u64,
+    /// Todos the planning slices after amendments dropped or rewrote.
+    pub todos_replanned: u64,
     /// Commits a person made to a file in the goal's scope.
     pub files_changed: u64,
     pub reports_acknowledged: u64,
@@ -119,11 +121,12 @@ impl fmt::Display for SimReport {
         writeln!(f, "waiting: {}", waiting.join(", "))?;
         writeln!(
             f,
-            "questions: {} asked, {} answered; todos taken back: {}; goal amended: {}; files changed: {}",
+            "questions: {} asked, {} answered; todos taken back: {}; goal amended: {} (todos re-planned: {}); files changed: {}",
             self.questions,
             self.answered,
             self.todos_taken_back,
             self.goal_amendments,
+            self.todos_replanned,
             self.files_changed
         )?;
         let x = &self.faults;

@@ -111,14 +111,16 @@ fn seeds_1_to_4_meet_every_fault_and_behaviour() {
 /// Evidence that ages: people change the code a dozen times a day, and no todo is finished on
 /// a test result older than the last change (`done_on_fresh_evidence`). Not vacuous: changes
 /// were made, a done was refused for want of a fresh result (`unverified`), and the goal was
-/// still done.
+/// still done. The goal is amended daily too: the re-planning slices drop and rewrite todos,
+/// and only they (`replanned_by_the_replanner`).
 #[test]
 fn aging_seeds_1_to_4_finish_no_todo_on_a_stale_test_result() {
-    let mut unverified = 0;
+    let (mut unverified, mut replanned) = (0, 0);
     for seed in 1..=4 {
         let report = run("aging.toml", seed);
         assert!(report.passed() && report.goal_done, "{report}");
         assert!(report.files_changed > 0, "{report}");
+        replanned += report.todos_replanned;
         unverified += report
             .slices_by_outcome
             .get("unverified")
@@ -126,6 +128,9 @@ fn aging_seeds_1_to_4_finish_no_todo_on_a_stale_test_result() {
             .unwrap_or(0);
     }
     assert!(unverified > 0, "no done was refused in seeds 1-4");
+    // And the amendments were re-planned: `replanned_by_the_replanner` judged real drops and
+    // rewrites.
+    assert!(replanned > 0, "no todo was re-planned in seeds 1-4");
 }
 
 /// The same seed replays the same run: the same steps, slices and event log.

@@ -287,6 +287,7 @@ mod tests {
                 at: Timestamp(id),
             }),
             created_at: Timestamp(id),
+            answered_under: 0,
         }
     }
 

@@ -172,13 +172,18 @@ impl<'a> Freshness<'a> {
         };
         let mut why = Vec::new();
         if let Some(goal) = self.goal_about(snap, todo)? {
-            let under = snap
-                .goal_revisions(goal.id)?
-                .iter()
-                .filter(|r| r.at <= answer.at)
-                .map(|r| r.number)
-                .max()
-                .unwrap_or(1);
+            // Recorded with the answer since record version 13; an older answer is dated by
+            // its time (which a wall clock stepped back across an amendment can misdate).
+            let under = match gate.answered_under {
+                0 => snap
+                    .goal_revisions(goal.id)?
+                    .iter()
+                    .filter(|r| r.at <= answer.at)
+                    .map(|r| r.number)
+                    .max()
+                    .unwrap_or(1),
+                under => under,
+            };
             if under < goal.revision {
                 why.push(format!(
                     "answered under revision {under}; the goal is at revision {}",

@@ -410,6 +410,7 @@ mod tests {
             leftovers: 0,
             containment: String::new(),
             log_sha256: String::new(),
+            seen: None,
         }
     }
 

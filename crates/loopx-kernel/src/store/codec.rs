@@ -43,6 +43,9 @@
 //!   `unverified` (appended, so older records read unchanged).
 //! - 12: events gained `todo_replanned` (appended, so older records read unchanged); the bump
 //!   makes an older loopx refuse such an event by name instead of failing to decode it.
+//! - 13: gates gained `answered_under` (the goal revision an answer was given under) and
+//!   slices `seen` (their todo's words as they began), each its last field: an older gate reads
+//!   0 (not recorded) and an older slice `None` (a zero byte appended).
 
 use std::borrow::Cow;
 
@@ -58,7 +61,7 @@ use crate::model::{
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 12;
+pub(crate) const RECORD_VERSION: u8 = 13;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -83,7 +86,7 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
             owned.push(0);
             Cow::Owned(owned)
         }
-        Some((&(6 | 7 | 8 | 9 | 10 | 11 | RECORD_VERSION), body)) => Cow::Borrowed(body),
+        Some((&(6 | 7 | 8 | 9 | 10 | 11 | 12 | RECORD_VERSION), body)) => Cow::Borrowed(body),
         Some((&version @ 1..=5, body)) => up_to_v5(version, table, body)
             .and_then(|v5| Ok(Cow::Owned(upgrade_v5(table, &v5)?.into_owned())))
             .map_err(|e| failed(e.to_string()))?,
@@ -116,6 +119,14 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
         ("evidence" | "handoffs", ..11) => {
             let mut owned = body.into_owned();
             owned.extend_from_slice(&[0, 0]);
+            Cow::Owned(owned)
+        }
+        // A gate or slice before version 13 lacks `answered_under` or `seen`, its last field:
+        // a zero byte reads as 0 or `None` (a version-6 or -7 gate got its `reported_done`
+        // byte above; postcard ignores what follows a complete value).
+        ("gates" | "slices", ..13) => {
+            let mut owned = body.into_owned();
+            owned.push(0);
             Cow::Owned(owned)
         }
         _ => body,
@@ -244,6 +255,7 @@ impl From<SliceV4> for SliceRecord {
             leftovers: s.leftovers,
             containment: String::new(),
             log_sha256: String::new(),
+            seen: None,
         }
     }
 }
@@ -306,6 +318,7 @@ impl From<SliceV2> for SliceRecord {
             leftovers: 0,
             containment: String::new(),
             log_sha256: String::new(),
+            seen: None,
         }
     }
 }
@@ -383,6 +396,7 @@ impl From<GateV1> for Gate {
             answer: g.answer,
             created_at: g.created_at,
             kind: GateKind::Question,
+            answered_under: 0,
         }
     }
 }
@@ -457,6 +471,7 @@ mod tests {
             answer: None,
             created_at: Timestamp(7),
             kind,
+            answered_under: 0,
         };
         let rollback = gate(GateKind::Rollback {
             todo: TodoId(3),
@@ -464,15 +479,17 @@ mod tests {
             commit: "def".into(),
             reported_done: false,
         });
-        // Version 7 wrote the same bytes without the trailing `false`.
+        // Version 7 wrote the same bytes without the trailing `false` (nor `answered_under`,
+        // version 13's).
         let mut old = vec![7];
         old.extend(postcard::to_allocvec(&rollback).expect("encodes"));
-        assert_eq!(old.pop(), Some(0));
+        assert_eq!((old.pop(), old.pop()), (Some(0), Some(0)));
         assert_eq!(decode::<Gate>("gates", &old).expect("decodes"), rollback);
         for kind in [GateKind::Question, GateKind::Land { todo: TodoId(3) }] {
             let other = gate(kind);
             let mut old = vec![6];
             old.extend(postcard::to_allocvec(&other).expect("encodes"));
+            assert_eq!(old.pop(), Some(0));
             assert_eq!(decode::<Gate>("gates", &old).expect("decodes"), other);
         }
         // And version 8 keeps the field.
@@ -694,9 +711,89 @@ mod tests {
     }
 
     #[test]
+    fn version_12_gates_and_slices_read_with_no_revision_or_words_recorded() {
+        let gate = Gate {
+            id: GateId(5),
+            question: "Ship it?".into(),
+            options: vec![],
+            context: String::new(),
+            blocks: Blocks::Global,
+            asked_by: "human:ann".into(),
+            state: GateState::Answered,
+            answer: Some(Answer {
+                text: "yes".into(),
+                option: None,
+                by: "human:bo".into(),
+                at: Timestamp(9),
+            }),
+            created_at: Timestamp(7),
+            kind: GateKind::Question,
+            answered_under: 0,
+        };
+        let slice = SliceRecord {
+            id: SliceId(9),
+            agent: "codex".parse().expect("a name"),
+            todo: Some(TodoId(2)),
+            epoch: Some(1),
+            kind: SliceKind::Work,
+            profile_hash: "h".into(),
+            argv: vec![],
+            process: None,
+            started_at: Timestamp(1),
+            limit_secs: 60,
+            ended_at: None,
+            outcome: None,
+            exit: None,
+            tokens: 1,
+            cost_usd: 0.0,
+            output_bytes: 2,
+            log: None,
+            leftovers: 0,
+            containment: "session".into(),
+            log_sha256: String::new(),
+            seen: None,
+        };
+        // Version 12 wrote the same fields without the last one (0 and `None`: a zero byte).
+        let old = |mut bytes: Vec<u8>| {
+            assert_eq!(bytes.pop(), Some(0));
+            bytes[0] = 12;
+            bytes
+        };
+        let read: Gate = decode("gates", &old(encode(&gate))).expect("reads");
+        assert_eq!(read, gate);
+        let read: SliceRecord = decode("slices", &old(encode(&slice))).expect("reads");
+        assert_eq!(read, slice);
+        // And version 13 keeps both.
+        let seen = SliceRecord {
+            seen: Some(crate::model::TodoSeen {
+                title: "Ship".into(),
+                priority: 2,
+                detail_sha256: "00".into(),
+            }),
+            ..slice
+        };
+        assert_eq!(
+            decode::<SliceRecord>("slices", &encode(&seen)).expect("reads"),
+            seen
+        );
+        let under = Gate {
+            answered_under: 3,
+            ..gate
+        };
+        assert_eq!(
+            decode::<Gate>("gates", &encode(&under)).expect("reads"),
+            under
+        );
+    }
+
+    #[test]
     fn a_newer_record_is_refused_by_name() {
-        let err = decode::<u64>("todos", &[13, 1]).expect_err("too new");
-        assert!(err.to_string().contains("record version 13"), "{err}");
+        let err = decode::<u64>("todos", &[14, 1]).expect_err("too new");
+        assert!(err.to_string().contains("record version 14"), "{err}");
+        assert_eq!(
+            decode::<u64>("todos", &[13, 1]).expect("version 13 reads"),
+            1
+        );
         assert_eq!(
             decode::<u64>("todos", &[12, 1]).expect("version 12 reads"),
             1

@@ -212,6 +212,7 @@ pub(super) fn gate_ask(w: &Writer<'_>, new: NewGate) -> Result<Applied, KernelEr
         answer: None,
         created_at: w.now,
         kind: new.kind,
+        answered_under: 0,
     };
     w.put(tables::GATES, id.0, &gate)?;
     if let GateKind::GoalMet { goal } = gate.kind {
@@ -292,6 +293,7 @@ pub(super) fn gate_answer(
         at: w.now,
     });
     gate.state = GateState::Answered;
+    gate.answered_under = answered_under(w, &gate)?;
     w.put(tables::GATES, id.0, &gate)?;
     w.event(EventKind::GateAnswered {
         gate: id,
@@ -379,6 +381,23 @@ pub(super) fn gate_withdraw(w: &Writer<'_>, id: GateId) -> Result<Applied, Kerne
     Ok(Applied::Gate(gate))
 }
 
+/// The revision of the goal `gate` is about (its first todo's, else the active one) as it is
+/// answered; 0 without a goal.
+fn answered_under(w: &Writer<'_>, gate: &Gate) -> Result<u32, KernelError> {
+    let todo = match &gate.blocks {
+        Blocks::Todos(todos) => match todos.first() {
+            Some(id) => w.get::<Todo>(tables::TODOS, id.0)?,
+            None => None,
+        },
+        _ => None,
+    };
+    let goal = match todo {
+        Some(todo) => Some(todo.goal),
+        None => super::budget::active_goal(w)?,
+    };
+    revision_of(w, goal, None)
+}
+
 /// The revision of `goal` a record is written under (0: no goal): the one `slice` began under
 /// when a slice writes it (its agent worked from that revision's prompt, whatever a person
 /// amended meanwhile), else the revision the goal is at now.
@@ -462,10 +481,22 @@ pub(super) fn handoff_add(w: &Writer<'_>, new: NewHandoff) -> Result<Applied, Ke
         None => super::budget::active_goal(w)?,
     };
     let revision = revision_of(w, goal, new.slice)?;
+    let seen = match (&todo, new.slice) {
+        (Some(record), Some(slice)) => {
+            // What the slice began with: a person may have rewritten the todo since, and the
+            // handoff speaks of the task the agent was given.
+            let began = w
+                .get::<SliceRecord>(tables::SLICES, slice.0)?
+                .filter(|s| s.todo == Some(record.id))
+                .and_then(|s| s.seen);
+            Some(began.unwrap_or_else(|| crate::model::TodoSeen::of(record)))
+        }
+        (record, _) => record.as_ref().map(crate::model::TodoSeen::of),
+    };
     let id = HandoffId(w.next_id(counter::HANDOFF)?);
     let handoff = Handoff {
         revision,
-        seen: todo.as_ref().map(crate::model::TodoSeen::of),
+        seen,
         id,
         todo: new.todo,
         done: new.done,

@@ -951,6 +951,7 @@ mod answer_tests {
             answer: None,
             created_at: crate::Timestamp(0),
             kind: GateKind::Question,
+            answered_under: 0,
         }
     }
 

@@ -69,9 +69,11 @@ pub(super) fn start(w: &Writer<'_>, new: NewSlice) -> Result<SliceRecord, Kernel
         .into());
     }
     let mut todo_goal = None;
+    let mut seen = None;
     if let Some(todo_id) = new.todo {
         let todo: Todo = w.require(tables::TODOS, todo_id.0, "todo", todo_id)?;
         todo_goal = Some(todo.goal);
+        seen = Some(crate::model::TodoSeen::of(&todo));
         let epoch = new.epoch.ok_or_else(|| {
             Invalid::Other(format!(
                 "a slice on {todo_id} must carry the epoch of its claim"
@@ -111,6 +113,7 @@ pub(super) fn start(w: &Writer<'_>, new: NewSlice) -> Result<SliceRecord, Kernel
         leftovers: 0,
         containment: String::new(),
         log_sha256: String::new(),
+        seen,
     };
     w.put(tables::SLICES, id.0, &record)?;
     w.set_running(id.0, true)?;
