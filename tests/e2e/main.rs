@@ -14,6 +14,7 @@ mod escape;
 mod first_hour;
 mod freshness;
 mod goals;
+mod lark;
 mod lifecycle;
 mod logging;
 mod monitors;

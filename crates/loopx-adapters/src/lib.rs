@@ -72,8 +72,8 @@ pub use profile::{
     load_profiles_dir, render_prompt,
 };
 pub use project::{
-    EvidenceRules, LandCheck, NotifyConfig, PROJECT_CONFIG_FILE, ProjectConfig,
-    load_project_config, project_config_str,
+    DEFAULT_LARK_BASE_URL, EvidenceRules, LandCheck, LarkBoard, LarkConfig, LarkQuestions,
+    NotifyConfig, PROJECT_CONFIG_FILE, ProjectConfig, load_project_config, project_config_str,
 };
 pub use report::{
     MalformedReport, Report, ReportDrop, ReportEvidence, ReportQuestion, ReportRewrite,

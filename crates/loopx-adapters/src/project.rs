@@ -18,6 +18,9 @@
 //! [evidence]        # what an agent's `done` needs, and how long evidence stays fresh
 //! done_needs = ["test"]
 //! shelf_life = { test = "2d" }
+//!
+//! [lark]            # the Lark (Feishu) board and questions (`lark.rs`, `docs/lark.md`)
+//! app_id = "cli_…"
 //! ```
 //!
 //! Loaded like profiles: every problem at once, with file, line and column, unknown keys with
@@ -34,6 +37,9 @@ use serde::Deserialize;
 use crate::adapter::duration;
 use crate::config::{Checked, DurationText, Problems, parse_document, take};
 use crate::errors::{ConfigKind, LoadError};
+
+mod lark;
+pub use lark::{DEFAULT_LARK_BASE_URL, LarkBoard, LarkConfig, LarkQuestions};
 
 /// The file's name inside `.loopx/`.
 pub const PROJECT_CONFIG_FILE: &str = "loopx.toml";
@@ -52,6 +58,8 @@ pub struct ProjectConfig {
     pub land_check: Option<LandCheck>,
     /// `[evidence]`: what an agent's `done` needs, and how long each kind stays fresh.
     pub evidence: EvidenceRules,
+    /// `[lark]`: the Lark (Feishu) board and questions.
+    pub lark: Option<LarkConfig>,
 }
 
 /// `[evidence]` (`docs/goals.md`, "Evidence that ages").
@@ -106,6 +114,7 @@ struct RawProject {
     budget: Option<RawBudget>,
     land: Option<RawNotify>,
     evidence: Option<RawEvidence>,
+    lark: Option<lark::RawLark>,
     /// Read by the kernel (`loopx_kernel::store::store_url`); checked here with the rest.
     store: Option<RawStore>,
 }
@@ -139,7 +148,8 @@ struct RawNotify {
 
 fn known_keys(path: &[&str]) -> &'static [&'static str] {
     match path {
-        [] => &["notify", "budget", "land", "evidence", "store"],
+        [] => &["notify", "budget", "land", "evidence", "store", "lark"],
+        ["lark", rest @ ..] => lark::known_keys(rest),
         ["evidence"] => &["done_needs", "shelf_life", "decision_max_age"],
         ["evidence", "shelf_life"] => &EvidenceKind::NAMES,
         ["store"] => &["url"],
@@ -233,6 +243,7 @@ pub fn project_config_str(file: &str, text: &str) -> Result<ProjectConfig, LoadE
             .evidence
             .map(|e| evidence(e, &mut p))
             .unwrap_or_default(),
+        lark: raw.lark.and_then(|l| lark::lark(l, &mut p)),
     });
     p.finish(ConfigKind::Project, PROJECT_CONFIG_FILE, config)
         .map_err(LoadError::Invalid)

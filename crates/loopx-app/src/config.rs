@@ -53,6 +53,11 @@ impl App {
         self.project_config().map(|config| config.evidence)
     }
 
+    /// `[lark]`: the Lark (Feishu) board and questions, if the project has them.
+    pub fn lark_config(&self) -> Result<Option<loopx_adapters::LarkConfig>, AppError> {
+        self.project_config().map(|config| config.lark)
+    }
+
     /// The project's configuration for an overview: a `loopx.toml` that does not load adds its
     /// diagnostic to `problems`, and the overview goes on with the defaults (no budget, no
     /// evidence rules).

@@ -20,6 +20,7 @@
 //!   which never wait on a writer), as a short-lived command does; the kernel's transaction is
 //!   the unit of consistency.
 
+pub mod board;
 mod config;
 mod error;
 pub mod evidence;

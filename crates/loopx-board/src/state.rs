@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use loopx_kernel::model::{Blocks, Gate, GateState, SliceRecord, Todo, TodoState};
+use loopx_kernel::model::{Gate, GateState, SliceRecord, Todo, TodoState};
 use loopx_kernel::{Timestamp, TodoId};
 use serde_json::{Value, json};
 
@@ -107,13 +107,7 @@ fn columns(
     now: Timestamp,
 ) -> Value {
     let done: HashMap<TodoId, TodoState> = todos.iter().map(|t| (t.id, t.state)).collect();
-    let gate_of = |todo: &Todo| -> Option<&Gate> {
-        gates.iter().find(|g| match &g.blocks {
-            Blocks::Global => true,
-            Blocks::Todos(ids) => ids.contains(&todo.id),
-            _ => false,
-        })
-    };
+    let gate_of = |todo: &Todo| loopx_app::board::blocking_gate(todo, gates);
     let mut open = Vec::new();
     let mut monitors = Vec::new();
     let mut claimed = Vec::new();

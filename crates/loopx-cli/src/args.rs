@@ -90,6 +90,10 @@ pub enum Command {
     /// The state store: copy a project to PostgreSQL (several hosts, one goal).
     #[command(subcommand)]
     Store(StoreCommand),
+    /// The Lark (Feishu) board: the todos as records of a Lark Base table (`[lark]` in
+    /// `.loopx/loopx.toml`; see docs/lark.md).
+    #[command(subcommand)]
+    Lark(LarkCommand),
 }
 
 impl Command {
@@ -116,6 +120,7 @@ impl Command {
             Command::Demo(_) => "demo",
             Command::Sim(_) => "sim",
             Command::Report(_) => "report",
+            Command::Lark(_) => "lark",
         }
     }
 }
@@ -128,6 +133,14 @@ pub struct InitArgs {
     /// `PGPASSWORD`, never in the URL. See docs/design/multi-host.md.
     #[arg(long, value_name = "postgres://USER@HOST:PORT/DB")]
     pub store: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LarkCommand {
+    /// Bring the Base table in step with the todos once: create the table's missing fields,
+    /// create, update and delete records, and say what changed. The app secret comes from
+    /// `LOOPX_LARK_APP_SECRET`.
+    Sync,
 }
 
 #[derive(Debug, Subcommand)]

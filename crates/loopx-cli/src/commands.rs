@@ -8,6 +8,7 @@ mod evidence;
 mod gate;
 mod goal;
 mod init;
+mod lark;
 mod log;
 mod profile;
 mod quota;
@@ -53,6 +54,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Demo(args) => demo::run(ctx, args),
         Command::Sim(args) => sim::run(ctx, args),
         Command::Report(cmd) => report::run(ctx, cmd),
+        Command::Lark(cmd) => lark::run(ctx, cmd),
     }
 }
 

@@ -11,17 +11,17 @@ const MAX_HEAD: usize = 64 * 1024;
 
 /// A parsed request.
 #[derive(Debug)]
-pub(crate) struct Request {
-    pub(crate) method: String,
+pub struct Request {
+    pub method: String,
     /// The target as sent, query included (`/v1/messages?beta=true`).
-    pub(crate) target: String,
+    pub target: String,
     /// Names lowercased, in the order received.
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) body: Vec<u8>,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
 }
 
 impl Request {
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n == name)
@@ -29,7 +29,7 @@ impl Request {
     }
 
     /// The target without its query string.
-    pub(crate) fn path(&self) -> &str {
+    pub fn path(&self) -> &str {
         self.target
             .split_once('?')
             .map_or(self.target.as_str(), |(path, _)| path)
@@ -38,7 +38,7 @@ impl Request {
 
 /// Why a request could not be read; the message is sent back in a 400.
 #[derive(Debug)]
-pub(crate) enum ReadError {
+pub enum ReadError {
     /// The peer closed or timed out before a full request head: nothing to answer.
     Closed,
     Malformed(String),
@@ -50,7 +50,7 @@ impl From<std::io::Error> for ReadError {
     }
 }
 
-pub(crate) fn read_request(stream: impl Read) -> Result<Request, ReadError> {
+pub fn read_request(stream: impl Read) -> Result<Request, ReadError> {
     let mut reader = BufReader::new(stream);
     let mut head_len = 0;
     let request_line = read_line(&mut reader, &mut head_len)?;
@@ -163,14 +163,14 @@ fn read_chunked(reader: &mut impl BufRead) -> Result<Vec<u8>, ReadError> {
 
 /// An answer about to be written.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Response {
-    pub(crate) status: u16,
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) body: Vec<u8>,
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
 }
 
 impl Response {
-    pub(crate) fn json(status: u16, body: &serde_json::Value) -> Self {
+    pub fn json(status: u16, body: &serde_json::Value) -> Self {
         Self {
             status,
             headers: vec![("content-type".to_owned(), "application/json".to_owned())],
@@ -178,7 +178,7 @@ impl Response {
         }
     }
 
-    pub(crate) fn sse(body: String) -> Self {
+    pub fn sse(body: String) -> Self {
         Self {
             status: 200,
             headers: vec![
@@ -189,7 +189,7 @@ impl Response {
         }
     }
 
-    pub(crate) fn write_to(&self, mut out: impl Write, head_only: bool) -> std::io::Result<()> {
+    pub fn write_to(&self, mut out: impl Write, head_only: bool) -> std::io::Result<()> {
         let mut head = format!("HTTP/1.1 {} {}\r\n", self.status, reason(self.status));
         for (name, value) in &self.headers {
             head.push_str(&format!("{name}: {value}\r\n"));

@@ -35,7 +35,8 @@
 pub mod cli;
 pub mod conform;
 mod errors;
-mod http;
+/// The HTTP/1.1 this server speaks, shared with the scripted Lark server (`loopx-lark-server`).
+pub mod http;
 mod record;
 mod render;
 pub mod script;

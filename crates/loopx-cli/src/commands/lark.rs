@@ -1,0 +1,80 @@
+//! `loopx lark sync`: one full reconciliation of the Lark board (`docs/lark.md`).
+
+use crate::args::LarkCommand;
+use crate::context::Ctx;
+use crate::errors::ExpectedError;
+use crate::exit_code;
+
+/// Where the app secret comes from; never from a file.
+const SECRET_VAR: &str = "LOOPX_LARK_APP_SECRET";
+
+pub fn run(ctx: &mut Ctx, cmd: LarkCommand) -> Result<(), ExpectedError> {
+    match cmd {
+        LarkCommand::Sync => sync(ctx),
+    }
+}
+
+fn sync(ctx: &mut Ctx) -> Result<(), ExpectedError> {
+    let app = ctx.app()?;
+    let Some(lark) = app.lark_config()? else {
+        return Err(ExpectedError::Usage(
+            "no [lark] in .loopx/loopx.toml: set app_id and [lark.board] app_token (docs/lark.md)"
+                .to_owned(),
+        ));
+    };
+    let Some(board) = &lark.board else {
+        return Err(ExpectedError::Usage(
+            "no [lark.board] in .loopx/loopx.toml: set app_token to the Base's token (docs/lark.md)"
+                .to_owned(),
+        ));
+    };
+    let secret = std::env::var(SECRET_VAR).unwrap_or_default();
+    if secret.trim().is_empty() {
+        return Err(ExpectedError::Usage(format!(
+            "{SECRET_VAR} is not set: give the app secret of {} (the developer console's Credentials page) in loopx's environment",
+            lark.app_id
+        )));
+    }
+    let mut client = loopx_lark::Client::new(&lark.base_url, &lark.app_id, secret.trim());
+    let report = match loopx_lark::sync(&app, &mut client, board) {
+        Ok(report) => report,
+        Err(loopx_lark::SyncError::App(e)) => return Err(e.into()),
+        Err(loopx_lark::SyncError::Lark(e)) if e.is_transient() => {
+            return Err(ExpectedError::Reported {
+                summary: format!("{e}; nothing in loopx changed, run it again"),
+                code: exit_code::INTERNAL,
+            });
+        }
+        Err(e) => return Err(ExpectedError::Config(e.to_string())),
+    };
+    if ctx.json {
+        return ctx.json_out(&serde_json::json!({
+            "format_version": 1,
+            "table_id": report.table_id,
+            "table_created": report.table_created,
+            "fields_created": report.fields_created,
+            "created": report.created,
+            "updated": report.updated,
+            "deleted": report.deleted,
+            "requests": report.requests,
+        }));
+    }
+    if report.table_created {
+        ctx.line(format!(
+            "Created the table `{}` ({}); loopx finds it by that name, or set [lark.board] table_id = \"{}\".",
+            loopx_lark::sync::TABLE_NAME,
+            report.table_id,
+            report.table_id
+        ))?;
+    }
+    if !report.fields_created.is_empty() {
+        ctx.line(format!(
+            "Added fields: {}.",
+            report.fields_created.join(", ")
+        ))?;
+    }
+    ctx.line(format!(
+        "Lark table {}: {} created, {} updated, {} deleted ({} requests).",
+        report.table_id, report.created, report.updated, report.deleted, report.requests
+    ))
+}

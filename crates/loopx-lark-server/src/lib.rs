@@ -1,0 +1,439 @@
+//! A scripted Lark (Feishu) Open API server on 127.0.0.1, for tests.
+//!
+//! # Theory of operation
+//!
+//! It implements the endpoints loopx's Lark board uses, with the request and response shapes
+//! of Lark's documentation (`docs/lark.md` cites each): the tenant token
+//! (`auth/v3/tenant_access_token/internal`), and a Base's tables, fields and records (list,
+//! `batch_create`, `batch_update`, `batch_delete`), in memory. It checks what Lark checks and
+//! loopx could get wrong: the app secret, the bearer token on every call, at most 500 records a
+//! batch, a field's value of the field's type, a record id that exists. Every answer is JSON
+//! with `code` and `msg`; a refusal is a non-zero `code` (under HTTP 400, as Lark does).
+//!
+//! A test drives it from the outside: [`LarkServer::state`] to read and change the table as a
+//! person in Lark would, [`LarkServer::fail_next`] to make the next requests answer as
+//! throttled or as an outage, and [`LarkServer::requests`] for the requests it served.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use loopx_model_server::http::{Request, Response, read_request};
+use serde_json::{Map, Value, json};
+
+/// Records a batch takes at most (Lark's documented limit).
+pub const MAX_BATCH: usize = 500;
+
+/// How a request the test asked to fail is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// HTTP 429 with code 99991400, as Lark throttles.
+    Throttled,
+    /// HTTP 503 without JSON: Lark is down.
+    Outage,
+}
+
+/// A field of the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    pub id: String,
+    pub name: String,
+    pub kind: i64,
+    pub options: Vec<String>,
+}
+
+/// A table of the Base.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Table {
+    pub name: String,
+    pub fields: Vec<Field>,
+    /// Records by id, in creation order of their ids.
+    pub records: BTreeMap<String, Map<String, Value>>,
+}
+
+/// What the server holds.
+#[derive(Debug, Default)]
+pub struct State {
+    pub app_id: String,
+    pub secret: String,
+    /// The one Base, by app token: its tables by id.
+    pub app_token: String,
+    pub tables: BTreeMap<String, Table>,
+    pub tokens_issued: u64,
+    /// Requests served: (method, path without query).
+    pub requests: Vec<(String, String)>,
+    failures: Vec<Failure>,
+    next_id: u64,
+}
+
+impl State {
+    fn id(&mut self, prefix: &str) -> String {
+        self.next_id += 1;
+        format!("{prefix}{:08}", self.next_id)
+    }
+
+    /// The only table, for tests that have one.
+    pub fn table(&self) -> &Table {
+        self.tables.values().next().expect("a table")
+    }
+}
+
+/// The server; stops with the test process.
+#[derive(Debug)]
+pub struct LarkServer {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+}
+
+impl LarkServer {
+    /// Starts on 127.0.0.1 with an app `app_id`/`secret` and a Base `app_token`.
+    pub fn start(app_id: &str, secret: &str, app_token: &str) -> std::io::Result<LarkServer> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(Mutex::new(State {
+            app_id: app_id.to_owned(),
+            secret: secret.to_owned(),
+            app_token: app_token.to_owned(),
+            ..State::default()
+        }));
+        let shared = Arc::clone(&state);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let state = Arc::clone(&shared);
+                std::thread::spawn(move || serve(stream, &state));
+            }
+        });
+        Ok(LarkServer { addr, state })
+    }
+
+    /// `http://127.0.0.1:PORT`, for `lark.base_url`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next requests answer as `failures` say, one each, in order.
+    pub fn fail_next(&self, failures: &[Failure]) {
+        self.state().failures.extend_from_slice(failures);
+    }
+
+    /// Requests served so far: (method, path).
+    pub fn requests(&self) -> Vec<(String, String)> {
+        self.state().requests.clone()
+    }
+
+    /// Adds a table with no fields; its id.
+    pub fn add_table(&self, name: &str) -> String {
+        let mut state = self.state();
+        let id = state.id("tbl");
+        state.tables.insert(
+            id.clone(),
+            Table {
+                name: name.to_owned(),
+                ..Table::default()
+            },
+        );
+        id
+    }
+}
+
+fn serve(stream: TcpStream, state: &Mutex<State>) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let Ok(request) = read_request(&stream) else {
+        return;
+    };
+    let response = {
+        let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
+        answer(&mut state, &request)
+    };
+    let _ = response.write_to(&stream, false);
+}
+
+fn ok(data: Value) -> Response {
+    Response::json(200, &json!({"code": 0, "msg": "success", "data": data}))
+}
+
+fn refuse(code: i64, msg: &str) -> Response {
+    Response::json(400, &json!({"code": code, "msg": msg}))
+}
+
+fn answer(state: &mut State, request: &Request) -> Response {
+    let path = request.path().to_owned();
+    state.requests.push((request.method.clone(), path.clone()));
+    if !state.failures.is_empty() {
+        return match state.failures.remove(0) {
+            Failure::Throttled => Response::json(
+                429,
+                &json!({"code": 99_991_400, "msg": "request trigger frequency limit"}),
+            ),
+            Failure::Outage => Response {
+                status: 503,
+                headers: vec![("Content-Type".into(), "text/plain".into())],
+                body: b"upstream unavailable".to_vec(),
+            },
+        };
+    }
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    if path == "/open-apis/auth/v3/tenant_access_token/internal" {
+        if body["app_id"] != state.app_id.as_str() || body["app_secret"] != state.secret.as_str() {
+            return refuse(10_014, "app secret invalid");
+        }
+        state.tokens_issued += 1;
+        let token = format!("t-{}", state.tokens_issued);
+        return Response::json(
+            200,
+            &json!({"code": 0, "msg": "ok", "tenant_access_token": token, "expire": 7200}),
+        );
+    }
+    let bearer = request.header("authorization").unwrap_or_default();
+    let live = format!("Bearer t-{}", state.tokens_issued);
+    if state.tokens_issued == 0 || bearer != live {
+        return refuse(99_991_663, "Invalid access token for authorization");
+    }
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match (request.method.as_str(), parts.as_slice()) {
+        (method, ["open-apis", "bitable", "v1", "apps", app, rest @ ..]) => {
+            if *app != state.app_token {
+                return refuse(1_254_003, "WrongBaseToken");
+            }
+            bitable(state, method, rest, &body, &request.target)
+        }
+        _ => refuse(404, "no such endpoint in the scripted server"),
+    }
+}
+
+fn bitable(state: &mut State, method: &str, rest: &[&str], body: &Value, target: &str) -> Response {
+    match (method, rest) {
+        ("POST", ["tables"]) => {
+            let name = body["table"]["name"].as_str().unwrap_or("Table").to_owned();
+            let id = state.id("tbl");
+            state.tables.insert(
+                id.clone(),
+                Table {
+                    name,
+                    ..Table::default()
+                },
+            );
+            ok(json!({"table_id": id, "default_view_id": "vew1", "field_id_list": []}))
+        }
+        ("GET", ["tables"]) => {
+            let items: Vec<Value> = state
+                .tables
+                .iter()
+                .map(|(id, t)| json!({"table_id": id, "name": t.name, "revision": 1}))
+                .collect();
+            ok(json!({"has_more": false, "page_token": null, "total": items.len(), "items": items}))
+        }
+        (method, ["tables", table, rest @ ..]) => {
+            let table_id = (*table).to_owned();
+            if !state.tables.contains_key(&table_id) {
+                return refuse(1_254_004, "WrongTableId");
+            }
+            table_call(state, &table_id, method, rest, body, target)
+        }
+        _ => refuse(404, "no such endpoint in the scripted server"),
+    }
+}
+
+fn table_call(
+    state: &mut State,
+    table_id: &str,
+    method: &str,
+    rest: &[&str],
+    body: &Value,
+    target: &str,
+) -> Response {
+    match (method, rest) {
+        ("GET", ["fields"]) => {
+            let table = &state.tables[table_id];
+            let items: Vec<Value> = table
+                .fields
+                .iter()
+                .map(|f| json!({"field_id": f.id, "field_name": f.name, "type": f.kind, "property": null}))
+                .collect();
+            ok(json!({"has_more": false, "page_token": null, "total": items.len(), "items": items}))
+        }
+        ("POST", ["fields"]) => {
+            let (Some(name), Some(kind)) = (body["field_name"].as_str(), body["type"].as_i64())
+            else {
+                return refuse(1_254_001, "WrongRequestBody");
+            };
+            if state.tables[table_id].fields.iter().any(|f| f.name == name) {
+                return refuse(1_254_014, "FieldNameDuplicated");
+            }
+            let options = body["property"]["options"]
+                .as_array()
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|o| o["name"].as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let id = state.id("fld");
+            let field = Field {
+                id: id.clone(),
+                name: name.to_owned(),
+                kind,
+                options,
+            };
+            state
+                .tables
+                .get_mut(table_id)
+                .expect("checked")
+                .fields
+                .push(field);
+            ok(json!({"field": {"field_id": id, "field_name": name, "type": kind}}))
+        }
+        ("GET", ["records"]) => list_records(&state.tables[table_id], target),
+        (
+            "POST",
+            [
+                "records",
+                op @ ("batch_create" | "batch_update" | "batch_delete"),
+            ],
+        ) => {
+            let Some(records) = body["records"].as_array() else {
+                return refuse(1_254_001, "WrongRequestBody");
+            };
+            if records.len() > MAX_BATCH {
+                return refuse(1_254_104, "RecordAddOnceExceedLimit");
+            }
+            match *op {
+                "batch_create" => batch_create(state, table_id, records),
+                "batch_update" => batch_update(state, table_id, records),
+                _ => batch_delete(state, table_id, records),
+            }
+        }
+        _ => refuse(404, "no such endpoint in the scripted server"),
+    }
+}
+
+/// A page of records; `page_token` is the index to start from.
+fn list_records(table: &Table, target: &str) -> Response {
+    let query = target.split_once('?').map_or("", |(_, q)| q);
+    let param = |name: &str| {
+        query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+            .and_then(|v| v.parse::<usize>().ok())
+    };
+    let size = param("page_size").unwrap_or(20).min(500);
+    let start = param("page_token").unwrap_or(0);
+    let items: Vec<Value> = table
+        .records
+        .iter()
+        .skip(start)
+        .take(size)
+        .map(|(id, fields)| json!({"record_id": id, "fields": fields}))
+        .collect();
+    let more = start + size < table.records.len();
+    ok(json!({
+        "has_more": more,
+        "page_token": if more { json!((start + size).to_string()) } else { Value::Null },
+        "total": table.records.len(),
+        "items": items,
+    }))
+}
+
+/// Why `fields` cannot be written to `table`, if they cannot: an unknown field, or a value of
+/// the wrong type (`null` clears a cell).
+fn check_fields(table: &Table, fields: &Map<String, Value>) -> Option<Response> {
+    for (name, value) in fields {
+        let Some(field) = table.fields.iter().find(|f| &f.name == name) else {
+            return Some(refuse(1_254_045, &format!("FieldNameNotFound: {name}")));
+        };
+        let fits = match (field.kind, value) {
+            (_, Value::Null) => true,
+            (1, Value::String(_)) => true,
+            (2, Value::Number(_)) => true,
+            (3, Value::String(s)) => field.options.iter().any(|o| o == s),
+            (5, Value::Number(n)) => n.is_u64(),
+            _ => false,
+        };
+        if !fits {
+            return Some(refuse(1_254_015, &format!("FieldConvFail: {name}")));
+        }
+    }
+    None
+}
+
+fn without_nulls(fields: &Map<String, Value>) -> Map<String, Value> {
+    fields
+        .iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn batch_create(state: &mut State, table_id: &str, records: &[Value]) -> Response {
+    for r in records {
+        if let Some(refused) = check_fields(
+            &state.tables[table_id],
+            &r["fields"].as_object().cloned().unwrap_or_default(),
+        ) {
+            return refused;
+        }
+    }
+    let mut out = Vec::new();
+    for r in records {
+        let id = state.id("rec");
+        let fields = without_nulls(&r["fields"].as_object().cloned().unwrap_or_default());
+        out.push(json!({"record_id": id, "fields": fields}));
+        state
+            .tables
+            .get_mut(table_id)
+            .expect("checked")
+            .records
+            .insert(id, fields);
+    }
+    ok(json!({"records": out}))
+}
+
+fn batch_update(state: &mut State, table_id: &str, records: &[Value]) -> Response {
+    let table = &state.tables[table_id];
+    for r in records {
+        let id = r["record_id"].as_str().unwrap_or_default();
+        if !table.records.contains_key(id) {
+            return refuse(1_254_043, &format!("RecordIdNotFound: {id}"));
+        }
+        if let Some(refused) =
+            check_fields(table, &r["fields"].as_object().cloned().unwrap_or_default())
+        {
+            return refused;
+        }
+    }
+    let table = state.tables.get_mut(table_id).expect("checked");
+    let mut out = Vec::new();
+    for r in records {
+        let id = r["record_id"].as_str().unwrap_or_default();
+        let record = table.records.get_mut(id).expect("checked");
+        for (name, value) in r["fields"].as_object().cloned().unwrap_or_default() {
+            match value {
+                Value::Null => record.remove(&name),
+                value => record.insert(name, value),
+            };
+        }
+        out.push(json!({"record_id": id, "fields": record}));
+    }
+    ok(json!({"records": out}))
+}
+
+fn batch_delete(state: &mut State, table_id: &str, records: &[Value]) -> Response {
+    let table = state.tables.get_mut(table_id).expect("checked");
+    let ids: Vec<&str> = records.iter().filter_map(Value::as_str).collect();
+    if let Some(missing) = ids.iter().find(|id| !table.records.contains_key(**id)) {
+        return refuse(1_254_043, &format!("RecordIdNotFound: {missing}"));
+    }
+    let out: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            table.records.remove(*id);
+            json!({"deleted": true, "record_id": id})
+        })
+        .collect();
+    ok(json!({"records": out}))
+}

@@ -1,0 +1,408 @@
+//! The Lark Open API, as loopx uses it: the tenant token, a Base table's fields and records
+//! (`docs/lark.md` cites the page each shape follows).
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// Records a batch endpoint takes in one request (the documented limit of
+/// `records/batch_create`, `batch_update` and `batch_delete`).
+pub const BATCH: usize = 500;
+/// Records a page of `records` (list) holds at most.
+const PAGE: usize = 500;
+/// Tries of one request Lark throttled, before giving up.
+const THROTTLED_TRIES: u32 = 5;
+/// The first wait after a throttled request; doubled each time.
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+/// A token is renewed this long before Lark says it expires.
+const TOKEN_MARGIN: Duration = Duration::from_secs(300);
+
+/// Lark's codes for a token it no longer takes (invalid, expired).
+const TOKEN_REFUSED: [i64; 3] = [99_991_661, 99_991_663, 99_991_668];
+/// Lark's code for "request trigger frequency limit".
+const THROTTLED: i64 = 99_991_400;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LarkError {
+    /// No answer (connection refused, timeout, TLS).
+    #[error("Lark at {url} did not answer: {why}")]
+    Transport { url: String, why: String },
+    /// Lark answered with a non-zero code.
+    #[error("Lark refused {what}: code {code}, {msg}{hint}")]
+    Api {
+        what: String,
+        code: i64,
+        msg: String,
+        hint: String,
+    },
+    /// Lark kept throttling.
+    #[error("Lark throttled {what} {tries} times in a row; try again later")]
+    Throttled { what: String, tries: u32 },
+    /// An answer that is not what the documentation says.
+    #[error("Lark's answer to {what} is not what its documentation describes: {why}")]
+    Shape { what: String, why: String },
+}
+
+impl LarkError {
+    /// Whether trying again later may succeed (the projection retries; a refusal waits for a
+    /// person to fix the configuration).
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            LarkError::Transport { .. } | LarkError::Throttled { .. }
+        )
+    }
+}
+
+/// A field of a table, as Lark lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    pub id: String,
+    pub name: String,
+    /// 1 text, 2 number, 3 single select, 5 date, …
+    pub kind: i64,
+}
+
+/// A record of a table: its id and its fields by name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub id: String,
+    pub fields: serde_json::Map<String, Value>,
+}
+
+/// A client of one Lark app.
+pub struct Client {
+    base_url: String,
+    app_id: String,
+    secret: String,
+    agent: ureq::Agent,
+    token: Option<(String, Instant)>,
+    /// Requests made, token requests included.
+    pub requests: u64,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secret or the token.
+        f.debug_struct("Client")
+            .field("base_url", &self.base_url)
+            .field("app_id", &self.app_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    pub fn new(base_url: &str, app_id: &str, secret: &str) -> Client {
+        let config = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(30)))
+            .http_status_as_error(false)
+            .build();
+        Client {
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            app_id: app_id.to_owned(),
+            secret: secret.to_owned(),
+            agent: config.into(),
+            token: None,
+            requests: 0,
+        }
+    }
+
+    /// `GET …/fields`: every field of the table.
+    pub fn fields(&mut self, app: &str, table: &str) -> Result<Vec<Field>, LarkError> {
+        let path = format!("/open-apis/bitable/v1/apps/{app}/tables/{table}/fields?page_size=100");
+        let items = self.pages(&path, "the table's fields")?;
+        Ok(items
+            .iter()
+            .map(|item| Field {
+                id: text_of(item, "field_id"),
+                name: text_of(item, "field_name"),
+                kind: item["type"].as_i64().unwrap_or(0),
+            })
+            .collect())
+    }
+
+    /// `POST …/fields`: a new field, `property` as the type needs (a single select's options).
+    pub fn create_field(
+        &mut self,
+        app: &str,
+        table: &str,
+        name: &str,
+        kind: i64,
+        property: Option<Value>,
+    ) -> Result<(), LarkError> {
+        let mut body = json!({"field_name": name, "type": kind});
+        if let Some(property) = property {
+            body["property"] = property;
+        }
+        let path = format!("/open-apis/bitable/v1/apps/{app}/tables/{table}/fields");
+        self.call(
+            "POST",
+            &path,
+            Some(body),
+            &format!("the new field `{name}`"),
+        )
+        .map(drop)
+    }
+
+    /// `GET …/tables`: the Base's tables, (id, name).
+    pub fn tables(&mut self, app: &str) -> Result<Vec<(String, String)>, LarkError> {
+        let path = format!("/open-apis/bitable/v1/apps/{app}/tables?page_size=100");
+        let items = self.pages(&path, "the Base's tables")?;
+        Ok(items
+            .iter()
+            .map(|item| (text_of(item, "table_id"), text_of(item, "name")))
+            .collect())
+    }
+
+    /// `POST …/tables`: a new table named `name`; its id.
+    pub fn create_table(&mut self, app: &str, name: &str) -> Result<String, LarkError> {
+        let path = format!("/open-apis/bitable/v1/apps/{app}/tables");
+        let body = json!({"table": {"name": name, "default_view_name": "Board"}});
+        let data = self.call("POST", &path, Some(body), "a new table")?;
+        match data["table_id"].as_str() {
+            Some(id) => Ok(id.to_owned()),
+            None => Err(LarkError::Shape {
+                what: "a new table".into(),
+                why: "no `data.table_id`".into(),
+            }),
+        }
+    }
+
+    /// `GET …/records`, page by page: every record of the table.
+    pub fn records(&mut self, app: &str, table: &str) -> Result<Vec<Record>, LarkError> {
+        let path =
+            format!("/open-apis/bitable/v1/apps/{app}/tables/{table}/records?page_size={PAGE}");
+        let items = self.pages(&path, "the table's records")?;
+        Ok(items
+            .into_iter()
+            .map(|item| Record {
+                id: text_of(&item, "record_id"),
+                fields: item["fields"].as_object().cloned().unwrap_or_default(),
+            })
+            .collect())
+    }
+
+    /// Every item of a listing `path` (with its `page_size`), following `page_token`.
+    fn pages(&mut self, path: &str, what: &str) -> Result<Vec<Value>, LarkError> {
+        let mut out = Vec::new();
+        let mut page: Option<String> = None;
+        loop {
+            let path = match &page {
+                Some(token) => format!("{path}&page_token={token}"),
+                None => path.to_owned(),
+            };
+            let data = self.call("GET", &path, None, what)?;
+            out.extend(items(&data, what)?.iter().cloned());
+            page = next_page(&data);
+            if page.is_none() {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// `records/batch_create`, [`BATCH`] a request.
+    pub fn create_records(
+        &mut self,
+        app: &str,
+        table: &str,
+        rows: &[serde_json::Map<String, Value>],
+    ) -> Result<(), LarkError> {
+        let records = rows.iter().map(|f| json!({"fields": f})).collect();
+        self.batches(app, table, "batch_create", records, "new records")
+    }
+
+    /// `records/batch_update`, [`BATCH`] a request.
+    pub fn update_records(
+        &mut self,
+        app: &str,
+        table: &str,
+        rows: &[(String, serde_json::Map<String, Value>)],
+    ) -> Result<(), LarkError> {
+        let records = rows
+            .iter()
+            .map(|(id, f)| json!({"record_id": id, "fields": f}))
+            .collect();
+        self.batches(app, table, "batch_update", records, "changed records")
+    }
+
+    /// `records/batch_delete`, [`BATCH`] a request.
+    pub fn delete_records(
+        &mut self,
+        app: &str,
+        table: &str,
+        ids: &[String],
+    ) -> Result<(), LarkError> {
+        let records = ids.iter().map(|id| json!(id)).collect();
+        self.batches(app, table, "batch_delete", records, "records to delete")
+    }
+
+    /// `records/<op>` with `records`, [`BATCH`] a request.
+    fn batches(
+        &mut self,
+        app: &str,
+        table: &str,
+        op: &str,
+        records: Vec<Value>,
+        what: &str,
+    ) -> Result<(), LarkError> {
+        let path = format!("/open-apis/bitable/v1/apps/{app}/tables/{table}/records/{op}");
+        for chunk in records.chunks(BATCH) {
+            self.call("POST", &path, Some(json!({"records": chunk})), what)?;
+        }
+        Ok(())
+    }
+
+    /// The tenant token, fetched or renewed when it is missing or about to expire.
+    fn token(&mut self) -> Result<String, LarkError> {
+        if let Some((token, until)) = &self.token
+            && Instant::now() < *until
+        {
+            return Ok(token.clone());
+        }
+        let url = format!(
+            "{}/open-apis/auth/v3/tenant_access_token/internal",
+            self.base_url
+        );
+        let body = json!({"app_id": self.app_id, "app_secret": self.secret});
+        let answer = self.send("POST", &url, None, Some(&body), "the app's token")?;
+        let token = answer["tenant_access_token"].as_str().unwrap_or_default();
+        if token.is_empty() {
+            return Err(LarkError::Shape {
+                what: "the app's token".into(),
+                why: "no `tenant_access_token`".into(),
+            });
+        }
+        let life = Duration::from_secs(answer["expire"].as_u64().unwrap_or(0));
+        let until = Instant::now() + life.saturating_sub(TOKEN_MARGIN);
+        self.token = Some((token.to_owned(), until));
+        Ok(token.to_owned())
+    }
+
+    /// One authenticated call: `data` of the answer. A refused token is renewed once.
+    fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        what: &str,
+    ) -> Result<Value, LarkError> {
+        let url = format!("{}{path}", self.base_url);
+        for renewed in [false, true] {
+            let token = self.token()?;
+            match self.send(method, &url, Some(&token), body.as_ref(), what) {
+                Err(LarkError::Api { code, .. }) if !renewed && TOKEN_REFUSED.contains(&code) => {
+                    self.token = None;
+                }
+                other => return other.map(|answer| answer["data"].clone()),
+            }
+        }
+        unreachable!("the second try returns")
+    }
+
+    /// Sends one request, waiting out throttling; the whole answer when its `code` is 0.
+    fn send(
+        &mut self,
+        method: &str,
+        url: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+        what: &str,
+    ) -> Result<Value, LarkError> {
+        let mut wait = FIRST_BACKOFF;
+        for _ in 0..THROTTLED_TRIES {
+            self.requests += 1;
+            let bearer = token.map(|t| format!("Bearer {t}"));
+            let response = match (method, body) {
+                ("GET", _) => {
+                    let mut request = self.agent.get(url);
+                    if let Some(b) = &bearer {
+                        request = request.header("Authorization", b);
+                    }
+                    request.call()
+                }
+                (_, body) => {
+                    let mut request = self
+                        .agent
+                        .post(url)
+                        .header("Content-Type", "application/json; charset=utf-8");
+                    if let Some(b) = &bearer {
+                        request = request.header("Authorization", b);
+                    }
+                    request.send(body.map(Value::to_string).unwrap_or_default())
+                }
+            };
+            let mut response = response.map_err(|e| LarkError::Transport {
+                url: url.split("/open-apis").next().unwrap_or(url).to_owned(),
+                why: e.to_string(),
+            })?;
+            let status = response.status().as_u16();
+            let text = response.body_mut().read_to_string().unwrap_or_default();
+            let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            let code = answer["code"].as_i64();
+            if status == 429 || code == Some(THROTTLED) {
+                tracing::info!(
+                    what,
+                    wait_ms = wait.as_millis() as u64,
+                    "Lark throttled a request"
+                );
+                std::thread::sleep(wait);
+                wait *= 2;
+                continue;
+            }
+            return match code {
+                Some(0) => Ok(answer),
+                Some(code) => Err(LarkError::Api {
+                    what: what.to_owned(),
+                    code,
+                    msg: answer["msg"].as_str().unwrap_or("no message").to_owned(),
+                    hint: hint(code),
+                }),
+                None => Err(LarkError::Shape {
+                    what: what.to_owned(),
+                    why: format!("HTTP {status} without a JSON `code`"),
+                }),
+            };
+        }
+        Err(LarkError::Throttled {
+            what: what.to_owned(),
+            tries: THROTTLED_TRIES,
+        })
+    }
+}
+
+/// What a person can do about a refusal, for the codes a setup meets first.
+fn hint(code: i64) -> String {
+    let hint = match code {
+        10_003 | 10_014 => "check lark.app_id and LOOPX_LARK_APP_SECRET",
+        99_991_672 | 1_254_302 | 91_403 => {
+            "the app lacks a permission: grant it `bitable:app` in the developer console and add the app to the Base"
+        }
+        1_254_003 | 1_254_004 => "check lark.board.app_token and table_id",
+        _ => return String::new(),
+    };
+    format!(" ({hint})")
+}
+
+fn items<'v>(data: &'v Value, what: &str) -> Result<&'v Vec<Value>, LarkError> {
+    static EMPTY: Vec<Value> = Vec::new();
+    match &data["items"] {
+        Value::Array(items) => Ok(items),
+        // Lark leaves `items` out of an empty page.
+        Value::Null => Ok(&EMPTY),
+        _ => Err(LarkError::Shape {
+            what: what.to_owned(),
+            why: "`data.items` is not a list".into(),
+        }),
+    }
+}
+
+fn next_page(data: &Value) -> Option<String> {
+    match data["has_more"].as_bool() {
+        Some(true) => data["page_token"].as_str().map(str::to_owned),
+        _ => None,
+    }
+}
+
+fn text_of(item: &Value, key: &str) -> String {
+    item[key].as_str().unwrap_or_default().to_owned()
+}
