@@ -40,6 +40,20 @@ fn record(server: &LarkServer, id: &str) -> serde_json::Map<String, Value> {
         .unwrap_or_else(|| panic!("no record of {id}"))
 }
 
+/// The Status a todo's record shows, if the table has one for it.
+fn status_on_board(server: &LarkServer, id: &str) -> Option<String> {
+    let state = server.state();
+    let table = state.tables.values().next()?;
+    let record = table
+        .records
+        .values()
+        .find(|f| f.get("Todo ID").and_then(Value::as_str) == Some(id))?;
+    record
+        .get("Status")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
 fn record_requests(server: &LarkServer, since: usize) -> usize {
     server.requests()[since..]
         .iter()
@@ -167,8 +181,12 @@ fn throttling_is_waited_out_and_an_outage_changes_nothing() {
     loopx.ok(&["todo", "add", "Write the docs"]);
     server.fail_next(&[Failure::Outage]);
     let run = loopx.run_env(&["lark", "sync"], &[("LOOPX_LARK_APP_SECRET", SECRET)]);
-    assert_ne!(run.code, 0, "{}", run.stdout);
-    assert!(run.stderr.contains("Lark"), "{}", run.stderr);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stderr.contains("HTTP 503") && run.stderr.contains("run it again"),
+        "{}",
+        run.stderr
+    );
     let report = sync(&loopx);
     assert_eq!(report["created"], 1, "{report}");
     assert_eq!(server.state().table().records.len(), 2);
@@ -205,4 +223,210 @@ fn a_wrong_secret_a_missing_one_and_one_in_the_file_are_refused_by_name() {
         "the secret is not echoed: {}",
         run.stderr
     );
+}
+
+const TOKEN: &str = "verify-me";
+const KEY: &str = "encrypt-me";
+
+/// A free port on 127.0.0.1 (bound and let go: another process could take it in between, as
+/// with any test that picks a port).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a port")
+        .port()
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs()
+}
+
+/// Waits up to 30 s for `check` to hold.
+fn eventually(what: &str, check: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !check() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {what} within 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_question_becomes_a_card_and_only_an_allowed_signed_press_answers_it_and_wakes_the_run() {
+    use crate::support::{Background, demo_project};
+    use loopx_lark_server::{Presser, Signing};
+    let server = LarkServer::start("cli_test", SECRET, "bascnTest").expect("server");
+    let loopx = demo_project(&["exec"]);
+    loopx.ok(&[
+        "todo",
+        "add",
+        "Choose the format [demo:ask]",
+        "--priority",
+        "5",
+    ]);
+    loopx.ok(&["todo", "add", "Write the outro", "--after", "t1"]);
+    let port = free_port();
+    loopx.write_config(format!(
+        "[lark]\nbase_url = \"{}\"\napp_id = \"cli_test\"\n[lark.board]\napp_token = \"bascnTest\"\n[lark.questions]\nchat_id = \"oc_team\"\nanswerers = [\"ou_ann\"]\nlisten = \"127.0.0.1:{port}\"\n",
+        server.url()
+    ));
+    let env = [
+        ("LOOPX_LARK_APP_SECRET", SECRET),
+        ("LOOPX_LARK_VERIFICATION_TOKEN", TOKEN),
+        ("LOOPX_LARK_ENCRYPT_KEY", KEY),
+    ];
+    let mut run = Background::start_env(&loopx, &[], &env);
+    run.wait_for("the question", |e| e["event"] == "question");
+    eventually("the question's card", || {
+        server.state().card_of("q1").is_some()
+    });
+    let (message, card) = server.state().card_of("q1").expect("the card");
+    assert_eq!(server.state().messages[&message].chat, "oc_team");
+    assert!(
+        card.to_string().contains("\"option\":1"),
+        "a button per option: {card}"
+    );
+    eventually("t1 blocked on the board", || {
+        status_on_board(&server, "t1").as_deref() == Some("Blocked by a question")
+    });
+
+    let url = format!("http://127.0.0.1:{port}/lark/callback");
+    let lark = Presser {
+        verification_token: TOKEN.into(),
+        encrypt_key: KEY.into(),
+    };
+    let press = |who: &str| {
+        lark.seal(
+            &lark.button_event(
+                who,
+                &message,
+                &serde_json::json!({"gate": "q1", "option": 1}),
+            ),
+            [7; 16],
+        )
+    };
+    let open = || loopx.ok(&["gate", "show", "q1", "--json"]).json()["gate"]["state"] == "open";
+    // Refused, each for its own reason, and the question stays open.
+    let now = now_secs();
+    for (body, at, nonce, signing, why) in [
+        (
+            press("ou_ann"),
+            now,
+            "n-unsigned",
+            Signing::None,
+            "not signed",
+        ),
+        (press("ou_ann"), now, "n-wrong", Signing::Wrong, "signature"),
+        (
+            press("ou_ann"),
+            now - 600,
+            "n-stale",
+            Signing::Good,
+            "timestamp",
+        ),
+        (press("ou_eve"), now, "n-eve", Signing::Good, "not one of"),
+    ] {
+        let (status, answer) = lark.post(&url, &body, at, nonce, signing);
+        assert_eq!(status, 401, "{why}: {answer}");
+        assert!(
+            answer["error"].as_str().is_some_and(|e| e.contains(why)),
+            "{why}: {answer}"
+        );
+        assert!(open(), "{why} changed nothing");
+    }
+    let forged = Presser {
+        verification_token: "guessed".into(),
+        encrypt_key: KEY.into(),
+    };
+    let body = forged.seal(
+        &forged.button_event(
+            "ou_ann",
+            &message,
+            &serde_json::json!({"gate": "q1", "option": 2}),
+        ),
+        [9; 16],
+    );
+    let (status, answer) = lark.post(&url, &body, now, "n-token", Signing::Good);
+    assert_eq!(
+        (
+            status,
+            answer["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("Verification Token"))
+        ),
+        (401, true),
+        "{answer}"
+    );
+    assert!(open());
+
+    // Ann's press, as Lark sends it: the answer is hers, and the run goes on.
+    let body = press("ou_ann");
+    let (status, answer) = lark.post(&url, &body, now, "n-ann", Signing::Good);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["toast"]["type"], "success", "{answer}");
+    run.wait_for("the answered todo's slice", |e| {
+        e["event"] == "slice_started" && e["todo"] == "t1"
+    });
+    let gate = loopx.ok(&["gate", "show", "q1", "--json"]).json();
+    assert_eq!(gate["gate"]["answer"]["by"], "human:lark:ou_ann", "{gate}");
+    assert_eq!(gate["gate"]["answer"]["option"], 1, "{gate}");
+    // The same press again is a replay.
+    let (status, answer) = lark.post(&url, &body, now, "n-ann", Signing::Good);
+    assert_eq!(status, 401, "{answer}");
+    assert!(
+        answer["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("replay")),
+        "{answer}"
+    );
+    // The card shows the answer, and the board the todo done.
+    eventually("the card closed", || {
+        server.state().messages[&message]
+            .card
+            .to_string()
+            .contains("human:lark:ou_ann")
+    });
+    let (code, _) = run.finish();
+    assert_eq!(code, 0);
+    let status = loopx.ok(&["status"]).stdout;
+    assert!(status.contains("Lark board: in step"), "{status}");
+    let json = loopx.ok(&["status", "--json"]).json();
+    assert_eq!(json["projections"][0]["name"], "lark", "{json}");
+    eventually("t1 done on the board", || {
+        status_on_board(&server, "t1").as_deref() == Some("Done")
+    });
+}
+
+#[test]
+fn while_lark_is_down_the_run_goes_on_status_says_so_and_the_board_catches_up() {
+    use crate::support::{Background, demo_project};
+    let server = LarkServer::start("cli_test", SECRET, "bascnTest").expect("server");
+    let loopx = demo_project(&["exec"]);
+    loopx.ok(&["todo", "add", "Choose the format [demo:ask]"]);
+    loopx.write_config(format!(
+        "[lark]\nbase_url = \"{}\"\napp_id = \"cli_test\"\n[lark.board]\napp_token = \"bascnTest\"\n",
+        server.url()
+    ));
+    server.fail_next(&[Failure::Outage; 500]);
+    let mut run = Background::start_env(&loopx, &[], &[("LOOPX_LARK_APP_SECRET", SECRET)]);
+    run.wait_for("the question, Lark or not", |e| e["event"] == "question");
+    let projection = || loopx.ok(&["status", "--json"]).json()["projections"][0].clone();
+    eventually("the failure in status", || {
+        !projection()["failing_since"].is_null()
+    });
+    let status = loopx.ok(&["status"]).stdout;
+    assert!(status.contains("Lark board: failing since"), "{status}");
+    server.recover();
+    eventually("the board in step again", || {
+        projection()["failing_since"].is_null()
+            && status_on_board(&server, "t1").as_deref() == Some("Blocked by a question")
+    });
+    run.signal(nix::sys::signal::Signal::SIGINT);
+    let (code, _) = run.finish();
+    assert_eq!(code, 0);
 }

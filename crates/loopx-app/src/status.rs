@@ -38,6 +38,9 @@ pub struct Status {
     /// What could not be read (an invalid `loopx.toml`): the rest is shown without it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
+    /// The projections off the machine (the Lark board) and how their last pass went.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub projections: Vec<crate::projection::ProjectionHealth>,
 }
 
 /// A goal's isolation as `status` shows it.
@@ -216,6 +219,7 @@ impl App {
         );
         status.isolation = isolation;
         status.problems = problems;
+        status.projections = self.projection_health();
         for agent in &mut status.agents {
             agent.running = status
                 .running
@@ -479,6 +483,7 @@ fn assemble(
         agents,
         isolation: None,
         problems: Vec::new(),
+        projections: Vec::new(),
     }
 }
 

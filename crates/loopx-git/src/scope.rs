@@ -32,8 +32,16 @@ use crate::GitError;
 
 /// What loopx writes in `.loopx/` itself during a slice (relative to `.loopx/`).
 /// `worktrees/` holds the todos' worktrees, each checked on its own (`worktree.rs`); `logs/`
-/// holds the supervisor's own log, which it appends to while the slice runs.
-const OWN_FILES: [&str; 5] = ["state.redb", "slices/", "bells/", "worktrees/", "logs/"];
+/// holds the supervisor's own log, which it appends to while the slice runs; `projections/`
+/// what the Lark board's thread of the same supervisor records (`docs/lark.md`).
+const OWN_FILES: [&str; 6] = [
+    "state.redb",
+    "slices/",
+    "bells/",
+    "worktrees/",
+    "logs/",
+    "projections/",
+];
 /// At most this many files are named in a `git diff --stat` command line.
 const STAT_FILES: usize = 200;
 

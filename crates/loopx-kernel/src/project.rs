@@ -211,6 +211,12 @@ impl Project {
         self.state_dir().join("bells")
     }
 
+    /// Where the projections off the machine (the Lark board) keep their own state: their
+    /// health and what they posted. loopx's own files, like `bells/`: not an agent's change.
+    pub fn projections_dir(&self) -> PathBuf {
+        self.state_dir().join("projections")
+    }
+
     /// Refuses a `.loopx/` that someone else could have put there or could change.
     pub fn check_private(&self) -> Result<(), ProjectError> {
         let dir = self.state_dir();

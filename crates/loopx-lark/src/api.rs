@@ -252,6 +252,37 @@ impl Client {
         Ok(())
     }
 
+    /// `POST im/v1/messages?receive_id_type=chat_id`: an interactive card to the chat; the
+    /// message's id.
+    pub fn send_card(&mut self, chat_id: &str, card: &Value) -> Result<String, LarkError> {
+        let body = json!({
+            "receive_id": chat_id,
+            "msg_type": "interactive",
+            "content": card.to_string(),
+        });
+        let data = self.call(
+            "POST",
+            "/open-apis/im/v1/messages?receive_id_type=chat_id",
+            Some(body),
+            "a question's card",
+        )?;
+        match data["message_id"].as_str() {
+            Some(id) => Ok(id.to_owned()),
+            None => Err(LarkError::Shape {
+                what: "a question's card".into(),
+                why: "no `data.message_id`".into(),
+            }),
+        }
+    }
+
+    /// `PATCH im/v1/messages/:message_id`: the card shows `card` from now on.
+    pub fn update_card(&mut self, message_id: &str, card: &Value) -> Result<(), LarkError> {
+        let path = format!("/open-apis/im/v1/messages/{message_id}");
+        let body = json!({"content": card.to_string()});
+        self.call("PATCH", &path, Some(body), "an answered card")
+            .map(drop)
+    }
+
     /// The tenant token, fetched or renewed when it is missing or about to expire.
     fn token(&mut self) -> Result<String, LarkError> {
         if let Some((token, until)) = &self.token
@@ -320,11 +351,13 @@ impl Client {
                     }
                     request.call()
                 }
-                (_, body) => {
-                    let mut request = self
-                        .agent
-                        .post(url)
-                        .header("Content-Type", "application/json; charset=utf-8");
+                (method, body) => {
+                    let request = match method {
+                        "PATCH" => self.agent.patch(url),
+                        _ => self.agent.post(url),
+                    };
+                    let mut request =
+                        request.header("Content-Type", "application/json; charset=utf-8");
                     if let Some(b) = &bearer {
                         request = request.header("Authorization", b);
                     }
@@ -339,6 +372,13 @@ impl Client {
             let text = response.body_mut().read_to_string().unwrap_or_default();
             let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
             let code = answer["code"].as_i64();
+            // Lark (or a proxy before it) in trouble: like no answer, worth trying later.
+            if status >= 500 && code.is_none_or(|c| c != 0) {
+                return Err(LarkError::Transport {
+                    url: url.split("/open-apis").next().unwrap_or(url).to_owned(),
+                    why: format!("HTTP {status}"),
+                });
+            }
             if status == 429 || code == Some(THROTTLED) {
                 tracing::info!(
                     what,

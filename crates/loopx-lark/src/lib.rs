@@ -5,8 +5,8 @@
 //! - **The kernel is the truth; the table is a projection.** [`projection::rows`] turns the
 //!   application layer's view of the current goal into one row per todo (Task, Status, Agent,
 //!   Priority, …), the same classification the local board uses
-//!   ([`loopx_app::board::Column`]). Nothing here writes to the kernel yet: changes made in
-//!   Lark flowing back are a later step (`docs/lark.md`, "Not built yet").
+//!   ([`loopx_app::board::Column`]). Nothing here writes to the kernel but a question's answer:
+//!   changes made in Lark's table flowing back are a later step (`docs/lark.md`).
 //! - **One reconciliation, whole.** [`sync::sync`] makes sure the table and its fields exist,
 //!   reads every record, and [`reconcile::plan`] (pure) says what to create, update and delete
 //!   so that the table shows the rows and nothing else of loopx's: a row is matched to its todo
@@ -19,10 +19,21 @@
 //!   expires or when Lark refuses it; a non-zero `code` is an error even under HTTP 200;
 //!   throttling (HTTP 429, code 99991400) is waited out with backoff. Tests run against the
 //!   scripted server in `crates/loopx-lark-server`.
+//! - **Questions from a phone.** [`cards`] posts every open gate to the chat as a card with a
+//!   button per option; [`listen`] hears the press, [`callback`] checks it (signature, time,
+//!   nonce, decryption, token, answerer) before anything in it is believed, and the answer is
+//!   the application layer's, by `human:lark:<open_id>`, under the kernel's rule for an answer.
+//! - **Kept in step by `loopx run`.** [`service`] runs a pass after each change the doorbell
+//!   announces, backs off on failure, and records its health for `loopx status`; it never
+//!   touches the run loop.
 
 pub mod api;
+pub mod callback;
+pub mod cards;
+pub mod listen;
 pub mod projection;
 pub mod reconcile;
+pub mod service;
 pub mod sync;
 
 pub use api::{Client, LarkError};

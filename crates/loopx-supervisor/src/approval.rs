@@ -28,6 +28,16 @@ use crate::errors::SupervisorError;
 /// Who opens approval gates: the supervisor itself, never an agent or a person.
 pub(crate) const ACTOR: &str = "loopx";
 
+/// How every approval gate's context begins (`approval: agent=…`, `approval: notify …`).
+pub(crate) const APPROVAL_LINE: &str = "approval: ";
+
+/// Whether `gate` is one of loopx's approvals (a `full` profile, a project adapter, the
+/// notification command): asked by loopx itself, its context starting with the approval line.
+/// Surfaces off the machine (a Lark card) do not offer them unless told to.
+pub fn is_approval(gate: &Gate) -> bool {
+    gate.asked_by == ACTOR && gate.context.starts_with(APPROVAL_LINE)
+}
+
 /// The option that approves; any other answer denies.
 pub(crate) const APPROVE: &str = "approve";
 const DENY: &str = "deny";
@@ -60,7 +70,7 @@ impl Binding {
     /// The context line an approval gate carries, matched exactly.
     pub(crate) fn line(&self) -> String {
         format!(
-            "approval: agent={} profile={} sha256={}",
+            "{APPROVAL_LINE}agent={} profile={} sha256={}",
             self.agent, self.profile, self.sha256
         )
     }

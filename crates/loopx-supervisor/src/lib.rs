@@ -63,6 +63,7 @@ mod verified;
 pub mod writeback;
 
 pub use agent::{AgentSetup, agent_view, load_agent};
+pub use approval::is_approval;
 pub use commit::SliceSummary;
 pub use errors::{SupervisorError, chain as error_chain};
 pub use notify::{Notification, Notifier};

@@ -89,7 +89,7 @@ impl Notifier {
         hasher.update(self.config.command.as_bytes());
         hasher.update(format!("\0{}", self.config.timeout.as_millis()).as_bytes());
         let hash = hex::encode(hasher.finalize());
-        format!("approval: notify sha256={hash}")
+        format!("{}notify sha256={hash}", crate::approval::APPROVAL_LINE)
     }
 
     /// Whether a person approved this command; opens the approval gate when none was asked

@@ -37,7 +37,8 @@ const GITIGNORE: &str = "# Written by `loopx init`. loopx's state and the agents
 /bells/\n\
 /supervisors/\n\
 /worktrees/\n\
-/logs/\n";
+/logs/\n\
+/projections/\n";
 
 /// The budget a new project starts with (`.loopx/loopx.toml`): whatever its agents report, a
 /// goal that goes this many slices without a todo done asks a person whether to go on. Without

@@ -92,6 +92,7 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
         ));
     }
     let mut notifier = notifier(&req.project)?;
+    let lark = start_lark(ctx, &req.loopx_exe)?;
     let end = loopx_supervisor::run_loop(&req, &mut |event| {
         if let Some(notifier) = notifier.as_mut() {
             notifier.notify(event);
@@ -108,6 +109,9 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
     });
     if let Some(notifier) = notifier {
         notifier.finish();
+    }
+    if let Some(lark) = lark {
+        lark.finish(LARK_LAST_PASS);
     }
     let end = end?;
     if end.reason == EndReason::Goal && !json {
@@ -310,10 +314,76 @@ fn notifier(
 /// it twice).
 /// What the run's log hides besides credential-like names: the secrets its agents' profiles
 /// declare. A store that cannot be read hides only those (the run reports the store itself).
+/// With `[lark]` set, keeps the Lark board in step and hears its card callbacks while the run
+/// runs (`docs/lark.md`). A missing secret leaves that part out, and says so; an address for
+/// the callbacks that cannot be bound stops the run before it starts.
+fn start_lark(
+    ctx: &Ctx,
+    loopx_exe: &std::path::Path,
+) -> Result<Option<loopx_lark::service::Started>, ExpectedError> {
+    let app = ctx.app()?;
+    let Some(mut lark) = app.lark_config()? else {
+        return Ok(None);
+    };
+    let env = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let Some(app_secret) = env("LOOPX_LARK_APP_SECRET") else {
+        say(
+            "note: [lark] is set but LOOPX_LARK_APP_SECRET is not: the Lark board is not kept in step",
+        );
+        return Ok(None);
+    };
+    let callback = env("LOOPX_LARK_VERIFICATION_TOKEN").zip(env("LOOPX_LARK_ENCRYPT_KEY"));
+    if lark.questions.is_some() && callback.is_none() {
+        say(
+            "note: [lark.questions] is set but LOOPX_LARK_VERIFICATION_TOKEN and LOOPX_LARK_ENCRYPT_KEY are not both: questions are not posted to Lark (a press could not be checked)",
+        );
+        lark.questions = None;
+    }
+    // Before any slice: a line added to `.loopx/.gitignore` while one runs would be its change.
+    loopx_kernel::project::ignore_in_git(app.project().root(), "/projections/");
+    let secrets = loopx_lark::service::Secrets {
+        app_secret,
+        callback,
+    };
+    let started = loopx_lark::service::start(
+        app.project().clone(),
+        Some(loopx_exe.to_path_buf()),
+        lark,
+        secrets,
+    )
+    .map_err(ExpectedError::Usage)?;
+    if let Some(addr) = started.listening {
+        say(&format!(
+            "Lark: questions are answered at http://{addr}{}",
+            loopx_lark::listen::CALLBACK_PATH
+        ));
+    }
+    Ok(Some(started))
+}
+
+/// How long a run that ends waits for the Lark board's last pass.
+const LARK_LAST_PASS: std::time::Duration = std::time::Duration::from_secs(15);
+
 fn secret_names(ctx: &Ctx) -> Vec<String> {
-    ctx.app()
+    let mut names = ctx
+        .app()
         .and_then(|app| app.secret_env_names().map_err(Into::into))
-        .unwrap_or_default()
+        .unwrap_or_default();
+    // The Lark board's secrets are masked in the run's log like a profile's.
+    names.extend(
+        [
+            "LOOPX_LARK_APP_SECRET",
+            "LOOPX_LARK_VERIFICATION_TOKEN",
+            "LOOPX_LARK_ENCRYPT_KEY",
+        ]
+        .map(str::to_owned),
+    );
+    names
 }
 
 fn say(line: &str) {

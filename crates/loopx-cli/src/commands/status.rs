@@ -238,6 +238,26 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
         "Todos: {} open · {} claimed · {} done · {} dropped",
         c.open, c.claimed, c.done, c.dropped
     )))?;
+    for p in &status.projections {
+        let name = match p.name.as_str() {
+            "lark" => "Lark board",
+            other => other,
+        };
+        match (&p.failing_since, &p.error) {
+            (Some(since), Some(error)) => ctx.line(style.yellow(&format!(
+                "{name}: failing since {} ({error}); retrying",
+                loopx_kernel::time::relative(now, *since)
+            )))?,
+            _ => ctx.line(style.dim(&format!(
+                "{name}: in step {} ({})",
+                p.ok_at.map_or_else(
+                    || "never".to_owned(),
+                    |at| loopx_kernel::time::relative(now, at)
+                ),
+                p.detail
+            )))?,
+        }
+    }
     for problem in &status.problems {
         ctx.line(style.red(problem))?;
     }

@@ -1,0 +1,215 @@
+//! The callback listener: Lark POSTs a card's button press to `/lark/callback` on
+//! `[lark.questions] listen` (through the HTTPS proxy or tunnel a person puts in front). Each
+//! request is opened by the [`Verifier`](crate::callback::Verifier); a press becomes the
+//! gate's answer by the person `human:lark:<open_id>`, through the application layer's one
+//! rule for an answer, and the card is changed to show it. Anything refused changes nothing and
+//! is logged with its reason.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use loopx_app::{App, Caller};
+use loopx_kernel::store::AnswerChoice;
+use loopx_kernel::{GateId, Project};
+use serde_json::{Value, json};
+
+use crate::callback::{Callback, Verifier};
+
+/// The path Lark is told to call.
+pub const CALLBACK_PATH: &str = "/lark/callback";
+/// A request head larger than this is refused.
+const MAX_HEAD: usize = 16 * 1024;
+/// A body larger than this is refused (a card callback is a few KiB).
+const MAX_BODY: usize = 64 * 1024;
+/// How long a client may take to send its request.
+const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Requests served at once; more wait in the kernel's backlog.
+const MAX_CONNECTIONS: usize = 16;
+
+/// What answering needs besides the request.
+#[derive(Debug)]
+pub struct Answering {
+    pub project: Project,
+    pub loopx_exe: Option<PathBuf>,
+    /// Approvals may be answered from Lark (`[lark.questions] approvals`).
+    pub approvals: bool,
+    pub verifier: Mutex<Verifier>,
+}
+
+/// Serves `listener` until the process ends, one thread per request (at most
+/// [`MAX_CONNECTIONS`] at once).
+pub fn serve(listener: TcpListener, answering: Arc<Answering>) {
+    let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for stream in listener.incoming().flatten() {
+        if busy.load(std::sync::atomic::Ordering::SeqCst) >= MAX_CONNECTIONS {
+            let _ = reply(&stream, 503, &json!({"error": "busy"}));
+            continue;
+        }
+        busy.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let (answering, busy) = (Arc::clone(&answering), Arc::clone(&busy));
+        std::thread::spawn(move || {
+            handle(&stream, &answering);
+            busy.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        });
+    }
+}
+
+fn handle(stream: &TcpStream, answering: &Answering) {
+    let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
+    let (status, body) = match read(stream) {
+        Ok((method, path, headers, body)) if method == "POST" && path == CALLBACK_PATH => {
+            callback(answering, &headers, &body)
+        }
+        Ok(_) => (404, json!({"error": format!("POST {CALLBACK_PATH} only")})),
+        Err(why) => (400, json!({"error": why})),
+    };
+    let _ = reply(stream, status, &body);
+}
+
+fn callback(answering: &Answering, headers: &[(String, String)], body: &[u8]) -> (u16, Value) {
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let opened = answering
+        .verifier
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .open(header, body, now);
+    match opened {
+        Err(refusal) => {
+            tracing::warn!(%refusal, "refused a Lark callback");
+            (401, json!({"error": refusal.to_string()}))
+        }
+        Ok(Callback::Challenge(challenge)) => (200, json!({"challenge": challenge})),
+        Ok(Callback::Press {
+            open_id,
+            gate,
+            option,
+            ..
+        }) => (200, press(answering, &open_id, &gate, option)),
+    }
+}
+
+/// Answers `gate` with `option` as `human:lark:<open_id>`; the callback's answer: a toast and,
+/// when answered, the card showing it.
+fn press(answering: &Answering, open_id: &str, gate: &str, option: u32) -> Value {
+    let toast = |kind: &str, text: String| json!({"toast": {"type": kind, "content": text}});
+    let Ok(id) = gate.parse::<GateId>() else {
+        return toast("error", format!("`{gate}` is not a question of loopx"));
+    };
+    let app = App::new(
+        answering.project.clone(),
+        Caller::person(&format!("lark:{open_id}")),
+        answering.loopx_exe.clone(),
+    );
+    match app.gate(id) {
+        Ok(g) if loopx_app::gate::is_approval(&g) && !answering.approvals => {
+            tracing::warn!(gate, open_id, "refused an approval answered from Lark");
+            return toast(
+                "error",
+                format!("{id} is an approval: answer it at the machine"),
+            );
+        }
+        Ok(_) => {}
+        Err(e) => return toast("error", e.to_string()),
+    }
+    match app.answer_gate(id, AnswerChoice::Option(option), None) {
+        Ok(answered) => {
+            tracing::info!(gate, open_id, option, "a question was answered from Lark");
+            let text = answered
+                .gate
+                .answer
+                .as_ref()
+                .map_or(String::new(), |a| a.text.clone());
+            let mut out = toast("success", format!("Answered {id}: {text}"));
+            out["card"] = json!({"type": "raw", "data": crate::cards::closed_card(&answered.gate)});
+            out
+        }
+        Err(e) => {
+            tracing::warn!(gate, open_id, error = %e, "an answer from Lark was refused");
+            toast("error", e.to_string())
+        }
+    }
+}
+
+type Parsed = (String, String, Vec<(String, String)>, Vec<u8>);
+
+/// One request: method, path, headers (lowercase names), body.
+fn read(mut stream: &TcpStream) -> Result<Parsed, String> {
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        let n = stream.read(&mut chunk).map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the request ended early".into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        if buf.len() > MAX_HEAD {
+            return Err("request head too large".into());
+        }
+    };
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut request = httparse::Request::new(&mut headers);
+    request
+        .parse(&buf[..head_end])
+        .map_err(|e| format!("malformed request: {e}"))?;
+    let method = request.method.unwrap_or_default().to_owned();
+    let path = request.path.unwrap_or_default().to_owned();
+    let headers: Vec<(String, String)> = request
+        .headers
+        .iter()
+        .map(|h| {
+            (
+                h.name.to_ascii_lowercase(),
+                String::from_utf8_lossy(h.value).trim().to_owned(),
+            )
+        })
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    if length > MAX_BODY {
+        return Err("request body too large".into());
+    }
+    let mut body = buf[head_end..].to_vec();
+    while body.len() < length {
+        let n = stream.read(&mut chunk).map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the body ended early".into());
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    body.truncate(length);
+    Ok((method, path, headers, body))
+}
+
+fn reply(mut stream: &TcpStream, status: u16, body: &Value) -> std::io::Result<()> {
+    let text = body.to_string();
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        _ => "Service Unavailable",
+    };
+    write!(
+        stream,
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+        text.len()
+    )?;
+    stream.flush()
+}
