@@ -430,3 +430,96 @@ fn while_lark_is_down_the_run_goes_on_status_says_so_and_the_board_catches_up() 
     let (code, _) = run.finish();
     assert_eq!(code, 0);
 }
+
+#[test]
+fn a_drop_a_priority_and_a_new_row_by_an_answerer_flow_back_and_anything_else_is_put_back() {
+    let server = LarkServer::start("cli_test", SECRET, "bascnTest").expect("server");
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Ship the retry client"]);
+    loopx.write_config(format!(
+        "[lark]\nbase_url = \"{}\"\napp_id = \"cli_test\"\n[lark.board]\napp_token = \"bascnTest\"\n[lark.questions]\nchat_id = \"oc_team\"\nanswerers = [\"ou_ann\"]\n",
+        server.url()
+    ));
+    for title in ["Add retry", "Write the docs", "Old idea", "Rename me"] {
+        loopx.ok(&["todo", "add", title]);
+    }
+    sync(&loopx);
+    server.edit_as("ou_ann", "t3", serde_json::json!({"Status": "Dropped"}));
+    server.edit_as("ou_ann", "t2", serde_json::json!({"Priority": 7}));
+    let ann_row = server.add_as("ou_ann", serde_json::json!({"Task": "Ship the changelog"}));
+    server.edit_as("ou_eve", "t1", serde_json::json!({"Status": "Dropped"}));
+    let eve_row = server.add_as("ou_eve", serde_json::json!({"Task": "Eve's idea"}));
+    server.edit_as(
+        "ou_ann",
+        "t4",
+        serde_json::json!({"Task": "Renamed in Lark", "Status": "Done"}),
+    );
+
+    let report = sync(&loopx);
+    let taken: Vec<String> = serde_json::from_value(report["taken"].clone()).expect("a list");
+    let refused: Vec<String> = serde_json::from_value(report["refused"].clone()).expect("a list");
+    assert_eq!(taken.len(), 3, "{report}");
+    assert_eq!(refused.len(), 4, "{report}");
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.contains("t1") && r.contains("not one of the answerers")),
+        "{refused:?}"
+    );
+    assert!(
+        refused.iter().any(|r| r.contains("Eve's idea")),
+        "{refused:?}"
+    );
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.contains("t4 Task") && r.contains("loopx's to fill")),
+        "{refused:?}"
+    );
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.contains("t4 Status") && r.contains("only a move to Dropped")),
+        "{refused:?}"
+    );
+
+    // In the kernel, by Ann.
+    let todo = |id: &str| loopx.ok(&["todo", "show", id, "--json"]).json()["todo"].clone();
+    assert_eq!(todo("t3")["state"], "dropped");
+    assert_eq!(todo("t2")["priority"], 7);
+    assert_eq!(todo("t5")["title"], "Ship the changelog");
+    assert_eq!(todo("t5")["created_by"], "human:lark:ou_ann");
+    assert_eq!(todo("t1")["state"], "open");
+    assert_eq!(todo("t4")["title"], "Rename me");
+    let log = loopx.ok(&["log", "-n", "20"]).stdout;
+    assert!(log.contains("human:lark:ou_ann"), "{log}");
+    // On the table: Ann's row is t5's; Eve's is gone; the refused edits are put back.
+    let state = server.state();
+    let table = state.table();
+    assert_eq!(table.records[&ann_row]["Todo ID"], "t5");
+    assert!(!table.records.contains_key(&eve_row));
+    drop(state);
+    assert_eq!(status_on_board(&server, "t1").as_deref(), Some("Open"));
+    assert_eq!(status_on_board(&server, "t3").as_deref(), Some("Dropped"));
+    assert_eq!(status_on_board(&server, "t4").as_deref(), Some("Open"));
+    assert_eq!(record(&server, "t4")["Task"], "Rename me");
+    // Nothing is taken twice.
+    let again = sync(&loopx);
+    assert_eq!(
+        (
+            &again["taken"],
+            &again["refused"],
+            &again["created"],
+            &again["updated"],
+            &again["deleted"]
+        ),
+        (
+            &serde_json::json!([]),
+            &serde_json::json!([]),
+            &Value::from(0),
+            &Value::from(0),
+            &Value::from(0)
+        ),
+        "{again}"
+    );
+}

@@ -124,6 +124,12 @@ impl App {
         Ok(self.store()?.run(op, &self.caller.actor, self.now())?)
     }
 
+    /// The loopx executable this app was built with, to build another for someone else (a
+    /// person answering from Lark).
+    pub fn loopx_exe(&self) -> Option<PathBuf> {
+        self.exe.clone()
+    }
+
     /// The loopx executable, for a land check.
     pub(crate) fn exe(&self) -> Result<&std::path::Path, AppError> {
         self.exe

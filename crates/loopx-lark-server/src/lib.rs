@@ -54,6 +54,9 @@ pub struct Table {
     pub fields: Vec<Field>,
     /// Records by id, in creation order of their ids.
     pub records: BTreeMap<String, Map<String, Value>>,
+    /// Who last changed a record, when a person did (an open_id); a record the app wrote last
+    /// is not here. Listed as `last_modified_by` with `automatic_fields=true`.
+    pub modified_by: BTreeMap<String, String>,
 }
 
 /// What the server holds.
@@ -130,6 +133,37 @@ impl LarkServer {
     /// Lark is back: the failures not yet served are forgotten.
     pub fn recover(&self) {
         self.state().failures.clear();
+    }
+
+    /// A person (`open_id`) changes `fields` of the record of todo `todo` in Lark, as the
+    /// table's UI would; its record id.
+    pub fn edit_as(&self, open_id: &str, todo: &str, fields: Value) -> String {
+        let mut state = self.state();
+        let table = state.tables.values_mut().next().expect("a table");
+        let id = table
+            .records
+            .iter()
+            .find(|(_, f)| f.get("Todo ID").and_then(Value::as_str) == Some(todo))
+            .map(|(id, _)| id.clone())
+            .unwrap_or_else(|| panic!("no record of {todo}"));
+        let record = table.records.get_mut(&id).expect("found");
+        for (name, value) in fields.as_object().cloned().unwrap_or_default() {
+            record.insert(name, value);
+        }
+        table.modified_by.insert(id.clone(), open_id.to_owned());
+        id
+    }
+
+    /// A person (`open_id`) adds a row with `fields` in Lark; its record id.
+    pub fn add_as(&self, open_id: &str, fields: Value) -> String {
+        let mut state = self.state();
+        let id = state.id("rec");
+        let table = state.tables.values_mut().next().expect("a table");
+        table
+            .records
+            .insert(id.clone(), fields.as_object().cloned().unwrap_or_default());
+        table.modified_by.insert(id.clone(), open_id.to_owned());
+        id
     }
 
     /// Requests served so far: (method, path).
@@ -342,7 +376,17 @@ fn list_records(table: &Table, target: &str) -> Response {
         .iter()
         .skip(start)
         .take(size)
-        .map(|(id, fields)| json!({"record_id": id, "fields": fields}))
+        .map(|(id, fields)| {
+            let mut item = json!({"record_id": id, "fields": fields});
+            if query.split('&').any(|kv| kv == "automatic_fields=true") {
+                item["last_modified_by"] = match table.modified_by.get(id) {
+                    Some(open_id) => json!({"id": open_id, "name": "A person"}),
+                    // The app wrote it last: Lark names no user.
+                    None => json!({"id": ""}),
+                };
+            }
+            item
+        })
         .collect();
     let more = start + size < table.records.len();
     ok(json!({
@@ -424,6 +468,7 @@ fn batch_update(state: &mut State, table_id: &str, records: &[Value]) -> Respons
     let mut out = Vec::new();
     for r in records {
         let id = r["record_id"].as_str().unwrap_or_default();
+        table.modified_by.remove(id);
         let record = table.records.get_mut(id).expect("checked");
         for (name, value) in r["fields"].as_object().cloned().unwrap_or_default() {
             match value {
@@ -446,6 +491,7 @@ fn batch_delete(state: &mut State, table_id: &str, records: &[Value]) -> Respons
         .iter()
         .map(|id| {
             table.records.remove(*id);
+            table.modified_by.remove(*id);
             json!({"deleted": true, "record_id": id})
         })
         .collect();

@@ -68,6 +68,9 @@ pub struct Field {
 pub struct Record {
     pub id: String,
     pub fields: serde_json::Map<String, Value>,
+    /// The open_id of the person who changed it last; `None` when the app did (Lark names no
+    /// user then) or it was not asked for.
+    pub modified_by: Option<String>,
 }
 
 /// A client of one Lark app.
@@ -170,14 +173,20 @@ impl Client {
 
     /// `GET …/records`, page by page: every record of the table.
     pub fn records(&mut self, app: &str, table: &str) -> Result<Vec<Record>, LarkError> {
-        let path =
-            format!("/open-apis/bitable/v1/apps/{app}/tables/{table}/records?page_size={PAGE}");
+        // `automatic_fields` adds who changed each record last.
+        let path = format!(
+            "/open-apis/bitable/v1/apps/{app}/tables/{table}/records?page_size={PAGE}&automatic_fields=true"
+        );
         let items = self.pages(&path, "the table's records")?;
         Ok(items
             .into_iter()
             .map(|item| Record {
                 id: text_of(&item, "record_id"),
                 fields: item["fields"].as_object().cloned().unwrap_or_default(),
+                modified_by: item["last_modified_by"]["id"]
+                    .as_str()
+                    .filter(|id| id.starts_with("ou_"))
+                    .map(str::to_owned),
             })
             .collect())
     }

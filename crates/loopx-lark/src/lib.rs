@@ -5,9 +5,10 @@
 //! - **The kernel is the truth; the table is a projection.** [`projection::rows`] turns the
 //!   application layer's view of the current goal into one row per todo (Task, Status, Agent,
 //!   Priority, …), the same classification the local board uses
-//!   ([`loopx_app::board::Column`]). Nothing here writes to the kernel but a question's answer:
-//!   changes made in Lark's table flowing back are a later step (`docs/lark.md`).
-//! - **One reconciliation, whole.** [`sync::sync`] makes sure the table and its fields exist,
+//!   ([`loopx_app::board::Column`]). What people change in the table comes back only as the
+//!   CLI's own operations by an allowed person ([`flowback`]: a drop, a priority, a new todo),
+//!   or is refused and written over.
+//! - **One reconciliation, whole.** [`Board::sync`] makes sure the table and its fields exist,
 //!   reads every record, and [`reconcile::plan`] (pure) says what to create, update and delete
 //!   so that the table shows the rows and nothing else of loopx's: a row is matched to its todo
 //!   by the `Todo ID` field; a record without one (a person's own row) is left alone. Writes go
@@ -30,6 +31,7 @@
 pub mod api;
 pub mod callback;
 pub mod cards;
+pub mod flowback;
 pub mod listen;
 pub mod projection;
 pub mod reconcile;
@@ -37,4 +39,4 @@ pub mod service;
 pub mod sync;
 
 pub use api::{Client, LarkError};
-pub use sync::{SyncError, SyncReport, sync};
+pub use sync::{Board, SyncError, SyncReport};

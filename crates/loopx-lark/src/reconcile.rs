@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde_json::{Map, Value};
 
 use crate::api::Record;
+use crate::flowback::Taken;
 use crate::projection::{Row, TODO_ID};
 
 /// The writes that bring a table in step.
@@ -23,19 +24,27 @@ impl Plan {
 }
 
 /// The plan for `rows` over `records`. A record is loopx's when its `Todo ID` names a todo
-/// (`t12`): one with no todo left to show, or a second one for the same todo, is deleted. A
-/// record without a `Todo ID` is a person's and left alone. `fields` are the names loopx
+/// (`t12`), or `taken` adopted it (a person's new row, now that todo): one with no todo left to
+/// show, or a second one for the same todo, is deleted, and so is a row `taken` rejected. Any
+/// other record without a `Todo ID` is a person's and left alone. `fields` are the names loopx
 /// writes: other fields of a record (a person's own columns) are never compared or cleared.
-pub fn plan(rows: &[Row], records: &[Record], fields: &[&str]) -> Plan {
+pub fn plan(rows: &[Row], records: &[Record], fields: &[&str], taken: &Taken) -> Plan {
     let mut by_todo: BTreeMap<String, &Record> = BTreeMap::new();
     let mut plan = Plan::default();
     for record in records {
-        let Some(todo) = record
-            .fields
-            .get(TODO_ID)
-            .map(text)
-            .filter(|t| is_todo_id(t))
-        else {
+        if taken.rejected.contains(&record.id) {
+            plan.delete.push(record.id.clone());
+            continue;
+        }
+        let todo = match taken.adopted.get(&record.id) {
+            Some(todo) => Some(todo.to_string()),
+            None => record
+                .fields
+                .get(TODO_ID)
+                .map(text)
+                .filter(|t| is_todo_id(t)),
+        };
+        let Some(todo) = todo else {
             continue;
         };
         match by_todo.entry(todo) {
@@ -90,7 +99,7 @@ fn same(want: Option<&Value>, have: Option<&Value>) -> bool {
 }
 
 /// A cell as text.
-fn text(value: &Value) -> String {
+pub(crate) fn text(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts
@@ -124,6 +133,7 @@ mod tests {
         Record {
             id: id.to_owned(),
             fields: fields.as_object().cloned().expect("an object"),
+            modified_by: None,
         }
     }
 
@@ -145,7 +155,7 @@ mod tests {
             record("recp", json!({"Task": "a person's new row"})),
             record("dup2", json!({"Task": "task 2", TODO_ID: "t2"})),
         ];
-        let plan = plan(&rows, &records, &FIELDS);
+        let plan = plan(&rows, &records, &FIELDS, &Taken::default());
         assert_eq!(plan.create, vec![rows[2].fields.clone()]);
         assert_eq!(
             plan.update,
@@ -164,10 +174,10 @@ mod tests {
             "rec1",
             json!({"Task": "task 1", "Status": "Open", TODO_ID: "t1", "Priority": 0}),
         )];
-        assert!(plan(&rows, &same, &FIELDS).is_empty());
+        assert!(plan(&rows, &same, &FIELDS, &Taken::default()).is_empty());
         let mut cleared = rows[0].clone();
         cleared.fields.remove("Status");
-        let plan = plan(&[cleared], &same, &FIELDS);
+        let plan = plan(&[cleared], &same, &FIELDS, &Taken::default());
         assert_eq!(plan.update[0].1.get("Status"), Some(&Value::Null));
     }
 }

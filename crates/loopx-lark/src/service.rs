@@ -17,7 +17,9 @@ use loopx_kernel::Project;
 
 use crate::api::Client;
 use crate::callback::Verifier;
+use crate::flowback::People;
 use crate::listen::{Answering, serve};
+use crate::sync::Board;
 
 /// A pass runs at least this often, changes or not (a person may have edited the table).
 pub const IN_STEP_EVERY: Duration = Duration::from_secs(60);
@@ -124,16 +126,23 @@ fn keep_in_step(
         error: None,
         detail: String::new(),
     };
+    let mut board = config.board.clone().map(Board::new);
+    // Changes people make in the table are read this often, besides after every change here.
+    let idle = config
+        .board
+        .as_ref()
+        .filter(|_| config.questions.is_some())
+        .map_or(IN_STEP_EVERY, |b| b.poll.min(IN_STEP_EVERY));
     let mut backoff = Duration::from_secs(1);
     loop {
-        let wait = match pass(&app, &mut client, config) {
+        let wait = match pass(&app, &mut client, board.as_mut(), config) {
             Ok(detail) => {
                 health.ok_at = Some(app.now());
                 health.failing_since = None;
                 health.error = None;
                 health.detail = detail;
                 backoff = Duration::from_secs(1);
-                IN_STEP_EVERY
+                idle
             }
             Err(why) => {
                 tracing::warn!(error = %why, retry_in_s = backoff.as_secs(), "the Lark board could not be brought in step");
@@ -157,14 +166,38 @@ fn keep_in_step(
 }
 
 /// One pass: the table, then the cards; what they show, in words.
-fn pass(app: &App, client: &mut Client, config: &LarkConfig) -> Result<String, String> {
+fn pass(
+    app: &App,
+    client: &mut Client,
+    board: Option<&mut Board>,
+    config: &LarkConfig,
+) -> Result<String, String> {
     let mut said = Vec::new();
-    if let Some(board) = &config.board {
-        let report = crate::sync::sync(app, client, board).map_err(|e| e.to_string())?;
+    if let Some(board) = board {
+        let people = People {
+            project: app.project(),
+            loopx_exe: app.loopx_exe(),
+            answerers: config.questions.as_ref().map_or(&[], |q| &q.answerers),
+        };
+        let report = board
+            .sync(app, client, &people)
+            .map_err(|e| e.to_string())?;
         said.push(format!(
             "table {}: {} created, {} updated, {} deleted",
             report.table_id, report.created, report.updated, report.deleted
         ));
+        let taken = &report.taken;
+        if !taken.applied.is_empty() || !taken.refused.is_empty() {
+            said.push(format!(
+                "from Lark: {} taken, {} refused{}",
+                taken.applied.len(),
+                taken.refused.len(),
+                taken
+                    .refused
+                    .last()
+                    .map_or(String::new(), |r| format!(" (last: {r})"))
+            ));
+        }
     }
     if let Some(questions) = &config.questions {
         let report =

@@ -1,9 +1,10 @@
-//! One full reconciliation of the Lark board (`loopx lark sync`).
+//! One reconciliation of the Lark board: `loopx lark sync` runs one, `loopx run` one per pass.
 
 use loopx_adapters::LarkBoard;
 use loopx_app::App;
 
 use crate::api::{Client, LarkError};
+use crate::flowback::{People, Taken};
 use crate::projection::{self, FIELDS};
 use crate::reconcile;
 
@@ -21,6 +22,8 @@ pub struct SyncReport {
     pub created: usize,
     pub updated: usize,
     pub deleted: usize,
+    /// What people changed in Lark, taken or refused.
+    pub taken: Taken,
     /// Requests made to Lark, token requests included.
     pub requests: u64,
 }
@@ -42,28 +45,87 @@ pub enum SyncError {
     },
 }
 
-/// Brings `board`'s table in step with the kernel: the table (created when none is
-/// configured), its fields (missing ones created), and one record per todo.
-pub fn sync(app: &App, client: &mut Client, board: &LarkBoard) -> Result<SyncReport, SyncError> {
-    let before = client.requests;
-    let mut report = SyncReport::default();
-    let app_token = board.app_token.as_str();
-    let table = match &board.table_id {
-        Some(id) => id.clone(),
-        // The table loopx made before, found by its name; made now if there is none.
-        None => match client
-            .tables(app_token)?
-            .into_iter()
-            .find(|(_, name)| name == TABLE_NAME)
-        {
-            Some((id, _)) => id,
-            None => {
-                report.table_created = true;
-                client.create_table(app_token, TABLE_NAME)?
-            }
-        },
-    };
-    let present = client.fields(app_token, &table)?;
+/// A board's table, once found, and whether its fields are known to be there: a pass after the
+/// first reads only the records.
+#[derive(Debug, Clone)]
+pub struct Board {
+    config: LarkBoard,
+    table: Option<String>,
+    fields_ready: bool,
+}
+
+impl Board {
+    pub fn new(config: LarkBoard) -> Board {
+        Board {
+            table: config.table_id.clone(),
+            config,
+            fields_ready: false,
+        }
+    }
+
+    /// Brings the table in step with the kernel: the table (created when none is configured
+    /// or found), its fields (missing ones created), the changes people made that `people`
+    /// allows, and one record per todo.
+    pub fn sync(
+        &mut self,
+        app: &App,
+        client: &mut Client,
+        people: &People<'_>,
+    ) -> Result<SyncReport, SyncError> {
+        let before = client.requests;
+        let mut report = SyncReport::default();
+        let app_token = self.config.app_token.clone();
+        let table = match &self.table {
+            Some(id) => id.clone(),
+            // The table loopx made before, found by its name; made now if there is none.
+            None => match client
+                .tables(&app_token)?
+                .into_iter()
+                .find(|(_, name)| name == TABLE_NAME)
+            {
+                Some((id, _)) => id,
+                None => {
+                    report.table_created = true;
+                    client.create_table(&app_token, TABLE_NAME)?
+                }
+            },
+        };
+        self.table = Some(table.clone());
+        if !self.fields_ready {
+            report.fields_created = ensure_fields(client, &app_token, &table)?;
+            self.fields_ready = true;
+        }
+        let records = client.records(&app_token, &table)?;
+        let shown = projection::rows(app)?;
+        report.taken = crate::flowback::take(people, &shown, &records);
+        // What people changed is in the kernel now (or refused): show the kernel as it is.
+        let rows = match report.taken.applied.is_empty() {
+            true => shown,
+            false => projection::rows(app)?,
+        };
+        let names: Vec<&str> = FIELDS.iter().map(|(n, _)| *n).collect();
+        let plan = reconcile::plan(&rows, &records, &names, &report.taken);
+        client.create_records(&app_token, &table, &plan.create)?;
+        client.update_records(&app_token, &table, &plan.update)?;
+        client.delete_records(&app_token, &table, &plan.delete)?;
+        report.created = plan.create.len();
+        report.updated = plan.update.len();
+        report.deleted = plan.delete.len();
+        report.table_id = table;
+        report.requests = client.requests - before;
+        Ok(report)
+    }
+}
+
+/// Creates the board's missing fields; their names. A field of the board's name and another
+/// type stops the sync.
+fn ensure_fields(
+    client: &mut Client,
+    app_token: &str,
+    table: &str,
+) -> Result<Vec<String>, SyncError> {
+    let present = client.fields(app_token, table)?;
+    let mut created = Vec::new();
     for (name, kind) in FIELDS {
         match present.iter().find(|f| f.name == name) {
             Some(f) if f.kind == kind => {}
@@ -78,28 +140,16 @@ pub fn sync(app: &App, client: &mut Client, board: &LarkBoard) -> Result<SyncRep
             None => {
                 client.create_field(
                     app_token,
-                    &table,
+                    table,
                     name,
                     kind,
                     projection::property(name, kind),
                 )?;
-                report.fields_created.push(name.to_owned());
+                created.push(name.to_owned());
             }
         }
     }
-    let rows = projection::rows(app)?;
-    let records = client.records(app_token, &table)?;
-    let names: Vec<&str> = FIELDS.iter().map(|(n, _)| *n).collect();
-    let plan = reconcile::plan(&rows, &records, &names);
-    client.create_records(app_token, &table, &plan.create)?;
-    client.update_records(app_token, &table, &plan.update)?;
-    client.delete_records(app_token, &table, &plan.delete)?;
-    report.created = plan.create.len();
-    report.updated = plan.update.len();
-    report.deleted = plan.delete.len();
-    report.table_id = table;
-    report.requests = client.requests - before;
-    Ok(report)
+    Ok(created)
 }
 
 fn type_name(kind: i64) -> &'static str {

@@ -36,7 +36,14 @@ fn sync(ctx: &mut Ctx) -> Result<(), ExpectedError> {
         )));
     }
     let mut client = loopx_lark::Client::new(&lark.base_url, &lark.app_id, secret.trim());
-    let report = match loopx_lark::sync(&app, &mut client, board) {
+    // The changes people made in the table are taken or refused by the same rules as the
+    // board `loopx run` keeps (`docs/lark.md`).
+    let people = loopx_lark::flowback::People {
+        project: app.project(),
+        loopx_exe: app.loopx_exe(),
+        answerers: lark.questions.as_ref().map_or(&[], |q| &q.answerers),
+    };
+    let report = match loopx_lark::Board::new(board.clone()).sync(&app, &mut client, &people) {
         Ok(report) => report,
         Err(loopx_lark::SyncError::App(e)) => return Err(e.into()),
         Err(loopx_lark::SyncError::Lark(e)) if e.is_transient() => {
@@ -56,6 +63,8 @@ fn sync(ctx: &mut Ctx) -> Result<(), ExpectedError> {
             "created": report.created,
             "updated": report.updated,
             "deleted": report.deleted,
+            "taken": report.taken.applied,
+            "refused": report.taken.refused,
             "requests": report.requests,
         }));
     }
@@ -66,6 +75,12 @@ fn sync(ctx: &mut Ctx) -> Result<(), ExpectedError> {
             report.table_id,
             report.table_id
         ))?;
+    }
+    for line in &report.taken.applied {
+        ctx.line(format!("From Lark: {line}."))?;
+    }
+    for line in &report.taken.refused {
+        ctx.line(format!("Refused from Lark (put back): {line}."))?;
     }
     if !report.fields_created.is_empty() {
         ctx.line(format!(
