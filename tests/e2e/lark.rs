@@ -78,6 +78,10 @@ fn todos_become_records_that_follow_the_loop_and_a_table_in_step_costs_no_write(
         (&Value::Bool(true), &Value::from(2), &Some(10)),
         "{first}"
     );
+    assert_eq!(
+        server.state().table().views,
+        [("Kanban".to_owned(), "kanban".to_owned())]
+    );
     let t1 = record(&server, "t1");
     assert_eq!(t1["Task"], "Add retry");
     assert_eq!(t1["Status"], "Open");
@@ -521,5 +525,75 @@ fn a_drop_a_priority_and_a_new_row_by_an_answerer_flow_back_and_anything_else_is
             &Value::from(0)
         ),
         "{again}"
+    );
+}
+
+#[test]
+fn doctor_names_what_is_missing_in_lark_and_creates_nothing() {
+    let server = LarkServer::start("cli_test", SECRET, "bascnTest").expect("server");
+    let loopx = project(&server, None);
+    loopx.write_config(format!(
+        "[lark]\nbase_url = \"{}\"\napp_id = \"cli_test\"\n[lark.board]\napp_token = \"bascnTest\"\n[lark.questions]\nchat_id = \"oc_team\"\nanswerers = [\"ou_ann\"]\n",
+        server.url()
+    ));
+    let lark_checks = |env: &[(&str, &str)]| {
+        let run = loopx.run_env(&["doctor", "--json"], env);
+        let checks: Vec<Value> = run.json()["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .filter(|c| c["name"] == "lark")
+            .cloned()
+            .collect();
+        (run.code, checks)
+    };
+    let (code, checks) = lark_checks(&[]);
+    assert_eq!(code, 3, "{checks:?}");
+    assert!(
+        checks[0]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("LOOPX_LARK_APP_SECRET")),
+        "{checks:?}"
+    );
+    let env = [("LOOPX_LARK_APP_SECRET", SECRET)];
+    let (code, checks) = lark_checks(&env);
+    assert_eq!(code, 3, "{checks:?}");
+    let detail = |i: usize| checks[i]["detail"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        checks[0]["warning"] == true && detail(0).contains("first sync creates it"),
+        "{checks:?}"
+    );
+    assert!(
+        checks[1]["ok"] == false && detail(1).contains("add the app's bot to the chat"),
+        "{checks:?}"
+    );
+    assert!(
+        checks[2]["warning"] == true && detail(2).contains("LOOPX_LARK_ENCRYPT_KEY"),
+        "{checks:?}"
+    );
+    assert!(server.state().tables.is_empty(), "doctor created nothing");
+    server
+        .state()
+        .chats
+        .insert("oc_team".into(), "Release team".into());
+    sync(&loopx);
+    let env = [
+        ("LOOPX_LARK_APP_SECRET", SECRET),
+        ("LOOPX_LARK_VERIFICATION_TOKEN", TOKEN),
+        ("LOOPX_LARK_ENCRYPT_KEY", KEY),
+    ];
+    let (code, checks) = lark_checks(&env);
+    assert_eq!(code, 0, "{checks:?}");
+    assert!(
+        checks
+            .iter()
+            .all(|c| c["ok"] == true && c["warning"] == false),
+        "{checks:?}"
+    );
+    assert!(
+        checks[1]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("Release team")),
+        "{checks:?}"
     );
 }

@@ -54,6 +54,8 @@ pub struct Table {
     pub fields: Vec<Field>,
     /// Records by id, in creation order of their ids.
     pub records: BTreeMap<String, Map<String, Value>>,
+    /// Views: (name, type).
+    pub views: Vec<(String, String)>,
     /// Who last changed a record, when a person did (an open_id); a record the app wrote last
     /// is not here. Listed as `last_modified_by` with `automatic_fields=true`.
     pub modified_by: BTreeMap<String, String>,
@@ -70,6 +72,8 @@ pub struct State {
     pub tokens_issued: u64,
     /// Messages the app sent, by id.
     pub messages: BTreeMap<String, Message>,
+    /// Chats the app's bot is in: id → name.
+    pub chats: BTreeMap<String, String>,
     /// Requests served: (method, path without query).
     pub requests: Vec<(String, String)>,
     failures: Vec<Failure>,
@@ -241,6 +245,10 @@ fn answer(state: &mut State, request: &Request) -> Response {
     }
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match (request.method.as_str(), parts.as_slice()) {
+        ("GET", ["open-apis", "im", "v1", "chats", chat]) => match state.chats.get(*chat) {
+            Some(name) => ok(json!({"chat_id": chat, "name": name, "chat_mode": "group"})),
+            None => refuse(232_011, "the app is not in the chat"),
+        },
         (method, ["open-apis", "im", "v1", "messages", rest @ ..]) => {
             im(state, method, rest, &body, &request.target)
         }
@@ -337,6 +345,24 @@ fn table_call(
             ok(json!({"field": {"field_id": id, "field_name": name, "type": kind}}))
         }
         ("GET", ["records"]) => list_records(&state.tables[table_id], target),
+        ("POST", ["views"]) => {
+            let (Some(name), Some(kind)) = (body["view_name"].as_str(), body["view_type"].as_str())
+            else {
+                return refuse(1_254_001, "WrongRequestBody");
+            };
+            if !["grid", "kanban", "gallery", "gantt", "form"].contains(&kind) {
+                return refuse(1_254_001, "WrongRequestBody: view_type");
+            }
+            let view = (name.to_owned(), kind.to_owned());
+            state
+                .tables
+                .get_mut(table_id)
+                .expect("checked")
+                .views
+                .push(view);
+            let id = state.id("vew");
+            ok(json!({"view": {"view_id": id, "view_name": name, "view_type": kind}}))
+        }
         (
             "POST",
             [

@@ -171,6 +171,20 @@ impl Client {
         }
     }
 
+    /// `POST …/views`: a view named `name` of `kind` (`grid`, `kanban`, …).
+    pub fn create_view(
+        &mut self,
+        app: &str,
+        table: &str,
+        name: &str,
+        kind: &str,
+    ) -> Result<(), LarkError> {
+        let path = format!("/open-apis/bitable/v1/apps/{app}/tables/{table}/views");
+        let body = json!({"view_name": name, "view_type": kind});
+        self.call("POST", &path, Some(body), "the board's Kanban view")
+            .map(drop)
+    }
+
     /// `GET …/records`, page by page: every record of the table.
     pub fn records(&mut self, app: &str, table: &str) -> Result<Vec<Record>, LarkError> {
         // `automatic_fields` adds who changed each record last.
@@ -259,6 +273,13 @@ impl Client {
             self.call("POST", &path, Some(json!({"records": chunk})), what)?;
         }
         Ok(())
+    }
+
+    /// `GET im/v1/chats/:chat_id`: the chat's name, when the app (its bot) is in it.
+    pub fn chat_name(&mut self, chat_id: &str) -> Result<String, LarkError> {
+        let path = format!("/open-apis/im/v1/chats/{chat_id}");
+        let data = self.call("GET", &path, None, "the questions' chat")?;
+        Ok(data["name"].as_str().unwrap_or_default().to_owned())
     }
 
     /// `POST im/v1/messages?receive_id_type=chat_id`: an interactive card to the chat; the
@@ -423,6 +444,7 @@ impl Client {
 fn hint(code: i64) -> String {
     let hint = match code {
         10_003 | 10_014 => "check lark.app_id and LOOPX_LARK_APP_SECRET",
+        232_011 | 232_025 | 230_002 => "add the app's bot to the chat of lark.questions.chat_id",
         99_991_672 | 1_254_302 | 91_403 => {
             "the app lacks a permission: grant it `bitable:app` in the developer console and add the app to the Base"
         }

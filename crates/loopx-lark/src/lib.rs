@@ -31,6 +31,7 @@
 pub mod api;
 pub mod callback;
 pub mod cards;
+pub mod doctor;
 pub mod flowback;
 pub mod listen;
 pub mod projection;

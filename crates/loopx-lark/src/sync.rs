@@ -10,6 +10,8 @@ use crate::reconcile;
 
 /// The name of the table loopx uses (and creates) when `[lark.board] table_id` is not set.
 pub const TABLE_NAME: &str = "loopx";
+/// The Kanban view of a table loopx makes.
+pub const KANBAN_VIEW: &str = "Kanban";
 
 /// What one reconciliation did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -93,6 +95,11 @@ impl Board {
         self.table = Some(table.clone());
         if !self.fields_ready {
             report.fields_created = ensure_fields(client, &app_token, &table)?;
+            // A table loopx made gets a Kanban view; Lark groups it by the table's single
+            // select, and Status is the board's only one.
+            if report.table_created {
+                client.create_view(&app_token, &table, KANBAN_VIEW, "kanban")?;
+            }
             self.fields_ready = true;
         }
         let records = client.records(&app_token, &table)?;

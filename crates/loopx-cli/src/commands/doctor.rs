@@ -209,7 +209,32 @@ fn checks(ctx: &Ctx, repair: bool) -> Vec<Check> {
         Ok(None) => Check::pass("settings", "no notification command (loopx.toml)"),
         Err(e) => Check::fail("settings", ExpectedError::Supervisor(e)),
     });
+    checks.extend(lark(ctx));
     checks
+}
+
+/// `[lark]`, when set: the token, the table and its fields, the chat (`docs/lark.md`).
+fn lark(ctx: &Ctx) -> Vec<Check> {
+    let Ok(Some(config)) = ctx
+        .app()
+        .and_then(|app| app.lark_config().map_err(Into::into))
+    else {
+        return Vec::new();
+    };
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let secret = env("LOOPX_LARK_APP_SECRET");
+    let callback =
+        env("LOOPX_LARK_VERIFICATION_TOKEN").is_some() && env("LOOPX_LARK_ENCRYPT_KEY").is_some();
+    loopx_lark::doctor::check(&config, secret.as_deref().map(str::trim), callback)
+        .into_iter()
+        .map(|finding| match finding {
+            loopx_lark::doctor::Finding::Ok(text) => Check::pass("lark", text),
+            loopx_lark::doctor::Finding::Warn(text) => Check::warn("lark", text),
+            loopx_lark::doctor::Finding::Fail(text) => {
+                Check::fail("lark", ExpectedError::Config(text))
+            }
+        })
+        .collect()
 }
 
 /// Whether every registered agent can run: its profile loads and its program is installed.
