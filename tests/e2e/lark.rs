@@ -315,6 +315,13 @@ fn a_question_becomes_a_card_and_only_an_allowed_signed_press_answers_it_and_wak
         )
     };
     let open = || loopx.ok(&["gate", "show", "q1", "--json"]).json()["gate"]["state"] == "open";
+    // Lark checks the callback URL when it is saved: answered once it passes the same checks.
+    let check = |token: &str, nonce: &str| {
+        let body = lark.seal(&serde_json::json!({"type": "url_verification", "challenge": "c-123", "token": token}), [3; 16]);
+        lark.post(&url, &body, now_secs(), nonce, Signing::Good)
+    };
+    assert_eq!(check(TOKEN, "n-check"), (200, serde_json::json!({"challenge": "c-123"})));
+    assert_eq!(check("guessed", "n-check-2").0, 401);
     // Refused, each for its own reason, and the question stays open.
     let now = now_secs();
     for (body, at, nonce, signing, why) in [
