@@ -47,10 +47,10 @@ pub fn main() -> ExitCode {
     {
         return loopx_demo_agent::main(std::env::args_os().skip(2));
     }
-    // Not dumpable: other processes of this user (an agent outside a PID namespace) cannot
-    // read loopx's memory or `/proc/<pid>/environ`, which holds variables no agent was given.
-    // Reset by `execve`, so agents and git are unaffected.
-    let _ = nix::sys::prctl::set_dumpable(false);
+    // Other processes of this user (an agent outside a PID namespace) cannot read loopx's
+    // memory or its environment, which holds variables no agent was given (not dumpable on
+    // Linux, PT_DENY_ATTACH on macOS). Reset by `execve`, so agents and git are unaffected.
+    let _ = loopx_os::forbid_inspection();
     // redb panics on some kinds of damage; the kernel turns those panics into an error naming
     // the store and `loopx doctor`, so its own panic message would only be noise. A panic
     // anywhere else is a bug: the kernel is told where (`panic_site`), so that it says so.

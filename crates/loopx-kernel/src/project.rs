@@ -52,37 +52,26 @@ impl Staged {
     pub fn commit(mut self) -> Result<Project, ProjectError> {
         let root = self.project.root.clone();
         let target = root.join(STATE_DIR);
-        let renamed = nix::fcntl::renameat2(
-            nix::fcntl::AT_FDCWD,
-            &self.project.state_dir,
-            nix::fcntl::AT_FDCWD,
-            &target,
-            nix::fcntl::RenameFlags::RENAME_NOREPLACE,
-        );
-        let renamed = match renamed {
-            // A file system without RENAME_NOREPLACE (NFS, some FUSE mounts): claim the name
-            // with an exclusive mkdir, then rename over that empty directory, which replaces
-            // it in one step.
-            Err(nix::errno::Errno::EINVAL) => fs::create_dir(&target)
-                .and_then(|()| fs::rename(&self.project.state_dir, &target))
-                .map_err(|e| match e.kind() {
-                    io::ErrorKind::AlreadyExists => nix::errno::Errno::EEXIST,
-                    _ => nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0)),
-                }),
-            other => other,
-        };
+        // A file system without an exclusive rename (NFS, some FUSE mounts) gets the name
+        // claimed with an exclusive mkdir, then renamed over in one step (`rename_exclusive`).
+        let renamed = loopx_os::rename_exclusive(&self.project.state_dir, &target);
         match renamed {
             Ok(()) => {
                 self.committed = true;
                 sync_dir(&root);
                 Ok(Project::with_root(root))
             }
-            Err(nix::errno::Errno::EEXIST | nix::errno::Errno::ENOTEMPTY) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::AlreadyExists | io::ErrorKind::DirectoryNotEmpty
+                ) =>
+            {
                 Err(ProjectError::AlreadyInitialised { path: target })
             }
-            Err(e) => Err(ProjectError::Io {
+            Err(source) => Err(ProjectError::Io {
                 path: target,
-                source: e.into(),
+                source,
             }),
         }
     }

@@ -42,6 +42,9 @@ pub struct CgroupLimits {
 impl SliceCgroup {
     /// Creates the cgroup `loopx-<name>` with `limits`, or says why it cannot.
     pub fn create(name: &str, limits: CgroupLimits) -> Result<SliceCgroup, String> {
+        if !cfg!(target_os = "linux") {
+            return Err("cgroups are Linux's: this platform limits each process".to_owned());
+        }
         let own = std::fs::read_to_string("/proc/self/cgroup")
             .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
         if v2_base(&own).is_some() {
@@ -121,6 +124,8 @@ impl SliceCgroup {
     /// (into the parent cgroup) and removes the slice's cgroup, so that none is left behind
     /// for recovery. Best effort: where the parent takes no processes (v2 below the root),
     /// recovery removes it.
+    // The sandbox's Linux half uses it; macOS has no cgroups (`create` fails there).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn leave_and_remove(&self) {
         for dir in &self.dirs {
             if let Some(parent) = dir.parent() {
@@ -146,6 +151,7 @@ impl SliceCgroup {
 }
 
 /// Moves the calling process into each of `dirs` (the helper, before it forks anything).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn join(dirs: &[PathBuf]) -> Result<(), crate::errors::ExecError> {
     for dir in dirs {
         std::fs::write(dir.join("cgroup.procs"), "0").map_err(|e| {

@@ -53,8 +53,8 @@ pub fn reap_adopted() -> Vec<u32> {
     let owned = owned();
     let me = getpid().as_raw();
     let mut reaped = Vec::new();
-    for stat in crate::sweep::all_stats() {
-        if stat.ppid == me && stat.is_dead() && !owned.contains(&stat.pid) {
+    for stat in loopx_os::processes() {
+        if stat.ppid == me && stat.dead && !owned.contains(&stat.pid) {
             // Non-blocking and by pid: a zombie is reaped at once.
             if waitpid(Pid::from_raw(stat.pid), Some(WaitPidFlag::WNOHANG)).is_ok() {
                 reaped.extend(u32::try_from(stat.pid).ok());

@@ -13,7 +13,7 @@ use crate::sandbox::{Sandbox, SandboxArgs, c_string, run_sandboxed};
 /// `PROGRAM ARGS...`. Never returns on success.
 ///
 /// `args` are the arguments after the helper's own name (and subcommand, e.g. `__exec`):
-/// `[--limit NAME=VALUE]... [--namespaces [--hide PATH]...] [--landlock [--write PATH]...] --
+/// `[--limit NAME=VALUE]... [--namespaces [--hide PATH]...] [--landlock [--write PATH]...] [--seatbelt …] --
 /// PROGRAM [ARG]...`, with `NAME` one of `cpu` (seconds), `data`, `fsize` (bytes) or `nofile`
 /// (see [`Sandbox`](crate::Sandbox) for the rest). `PROGRAM` is executed as given (no `PATH` search): the slice
 /// passes an absolute path it has already checked. A limit above the current hard limit is
@@ -93,13 +93,14 @@ where
     if command.is_empty() {
         return Err(usage("no program after `--`"));
     }
-    // Hiding needs a mount namespace; a path that would silently stay visible is refused.
-    let mounts = !sandbox.sandbox.hide.is_empty()
+    // Hiding needs a mount namespace or a Seatbelt profile; a path that would silently stay
+    // visible is refused.
+    let hides = !sandbox.sandbox.hide.is_empty()
         || !sandbox.sandbox.read_only.is_empty()
         || sandbox.sandbox.private_room.is_some();
-    if mounts && !sandbox.sandbox.namespaces {
+    if hides && !(sandbox.sandbox.namespaces || sandbox.sandbox.seatbelt) {
         return Err(usage(
-            "`--hide`, `--read-only` and `--private-room` need `--namespaces`",
+            "`--hide`, `--read-only` and `--private-room` need `--namespaces` or `--seatbelt`",
         ));
     }
     Ok((session, limits, sandbox.sandbox, command))

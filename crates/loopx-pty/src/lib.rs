@@ -40,7 +40,7 @@
 //! **Termination** (`docs/design/termination.md`). Stopping sends SIGTERM to every process
 //! group in the slice's session, waits the grace period, then SIGKILL; a second stop kills at
 //! once. After *every* slice, also a normal exit, a sweep finds what is left, by session and by
-//! the `LOOPX_SLICE` marker in `/proc/<pid>/environ` (which catches `setsid` escapees),
+//! the `LOOPX_SLICE` marker in the process's environment (which catches `setsid` escapees),
 //! terminates it the same way, and counts it ([`SliceReport::leftover_count`]). The leader is
 //! reaped by pid; orphans are reaped too when the process is a child subreaper
 //! ([`become_child_subreaper`]).
@@ -50,7 +50,9 @@
 //! owner waits for is registered, so that [`reap_adopted`] can reap the orphans a subreaper
 //! adopts (a daemon git or a notification left behind) without stealing anyone's status.
 //!
-//! This crate is Linux-only: the sweep reads `/proc`.
+//! **Platforms.** What the operating system is asked about processes (the table, a marker in an
+//! environment, orphans) goes through `loopx-os`; containment has its seam in the sandbox
+//! module: namespaces and Landlock on Linux, a generated Seatbelt profile on macOS.
 
 mod capture;
 mod cgroup;

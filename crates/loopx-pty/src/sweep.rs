@@ -6,10 +6,6 @@
 //! process whose environment carries `LOOPX_SLICE=<id>`, which covers `setsid` escapees, plus
 //! the sessions such escapees lead.
 
-mod procfs;
-
-pub(crate) use procfs::all_stats;
-
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -18,7 +14,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::{Pid, getpgrp, getpid, getsid};
 
-use procfs::ProcStat;
+use loopx_os::Process as ProcStat;
 
 /// How often the sweep looks again while waiting for processes to exit.
 const POLL: Duration = Duration::from_millis(20);
@@ -26,13 +22,14 @@ const POLL: Duration = Duration::from_millis(20);
 /// uninterruptible sleep die only when their I/O returns).
 const KILL_WAIT: Duration = Duration::from_secs(3);
 
-/// Makes this process adopt orphaned descendants (`PR_SET_CHILD_SUBREAPER`).
+/// Makes this process adopt orphaned descendants (Linux's `PR_SET_CHILD_SUBREAPER`; macOS has
+/// none, and says so with an error of kind `Unsupported`: there launchd reaps them).
 ///
 /// Without it, a slice's orphaned grandchildren are re-parented to PID 1, and where PID 1 does
 /// not reap (some containers and VMs) every swept process stays a zombie forever. With it they
 /// become loopx's children and the sweep reaps them. Call once at supervisor start-up.
-pub fn become_child_subreaper() -> Result<(), nix::Error> {
-    nix::sys::prctl::set_child_subreaper(true)
+pub fn become_child_subreaper() -> std::io::Result<()> {
+    loopx_os::adopt_orphans()
 }
 
 /// What [`stop_orphaned_slice`] found.
@@ -95,14 +92,14 @@ impl SliceProcesses {
     /// found: a killed escapee's environment is unreadable, yet its session and its zombie
     /// are still the slice's.
     pub(crate) fn scan(&self, leader: i32, seen: &mut Seen) -> Targets {
-        let stats = procfs::all_stats();
+        let stats = loopx_os::processes();
         let me = getpid().as_raw();
         let own_group = getpgrp().as_raw();
         let own_session = getsid(None).map_or(-1, Pid::as_raw);
         let marked: BTreeSet<i32> = match &self.marker {
             Some(marker) => stats
                 .iter()
-                .filter(|s| !s.is_dead() && s.pid != me && procfs::has_marker(s.pid, marker))
+                .filter(|s| !s.dead && s.pid != me && loopx_os::environ_has(s.pid, marker))
                 .map(|s| s.pid)
                 .collect(),
             None => BTreeSet::new(),
@@ -124,7 +121,7 @@ impl SliceProcesses {
         let was_seen = |s: &ProcStat| seen.pids.contains(&s.pid) && safe(s);
         for stat in stats
             .iter()
-            .filter(|s| s.is_dead() && (belongs(s) || was_seen(s)))
+            .filter(|s| s.dead && (belongs(s) || was_seen(s)))
         {
             if stat.ppid == me && stat.pid != leader && !crate::children::is_owned(stat.pid) {
                 // Non-blocking, by pid: never steals another child's status.
@@ -133,7 +130,7 @@ impl SliceProcesses {
         }
         let procs: Vec<ProcStat> = stats
             .into_iter()
-            .filter(|s| !s.is_dead() && belongs(s))
+            .filter(|s| !s.dead && belongs(s))
             .collect();
         seen.pids.extend(procs.iter().map(|s| s.pid));
         Targets { procs, sessions }

@@ -119,9 +119,10 @@ fn live_peers(dir: &std::path::Path) -> Vec<Peer> {
 
 /// This host's name, as the kernel knows it.
 fn host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
+    nix::unistd::gethostname()
         .ok()
+        .and_then(|h| h.into_string().ok())
+        .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty() && !h.contains(char::is_whitespace))
         .unwrap_or_else(|| "this-host".to_owned())
 }

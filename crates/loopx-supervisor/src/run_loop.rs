@@ -256,7 +256,10 @@ struct Slot {
 /// Runs every agent until the goal is done, a limit is reached, or a stop is requested.
 pub fn run_loop(req: &RunLoop, emit: &mut dyn FnMut(&RunEvent)) -> Result<RunEnd, SupervisorError> {
     let names = agent_names(req)?;
-    if let Err(e) = loopx_pty::become_child_subreaper() {
+    // macOS has no subreaper (launchd reaps orphans there): nothing to warn about.
+    if let Err(e) = loopx_pty::become_child_subreaper()
+        && e.kind() != std::io::ErrorKind::Unsupported
+    {
         tracing::warn!(error = %e, "cannot become a child subreaper; orphans go to init");
     }
     let mut host = Threads::start(req);

@@ -367,9 +367,22 @@ fn slice_cgroups() -> Check {
     }
 }
 
-/// What this kernel offers the slices' sandbox (`docs/permissions.md`).
+/// What this machine offers the slices' sandbox (`docs/permissions.md`, `docs/platforms.md`).
 fn sandbox() -> Check {
     let support = loopx_pty::SandboxSupport::probe();
+    if cfg!(target_os = "macos") {
+        return if support.seatbelt {
+            Check::pass(
+                "sandbox",
+                "seatbelt: every slice runs under a generated Seatbelt profile (sandbox-exec); no PID namespace, so escapees are swept by marker (docs/platforms.md)",
+            )
+        } else {
+            Check::warn(
+                "sandbox",
+                "session: /usr/bin/sandbox-exec is missing, so slices are not contained; profiles with `[sandbox] mode = \"required\"` will not start",
+            )
+        };
+    }
     let landlock = support
         .landlock_abi
         .map_or_else(String::new, |abi| format!("Landlock ABI {abi}"));

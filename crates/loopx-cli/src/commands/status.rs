@@ -52,9 +52,9 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
         }
     }
     let support = loopx_pty::SandboxSupport::quick();
-    if !(support.namespaces && support.landlock_abi.is_some()) {
+    if !support.complete() {
         ctx.line(style.yellow(
-            "Sandbox: this kernel cannot fully contain slices; agents may reach the store (see `loopx doctor`)",
+            "Sandbox: this machine cannot fully contain slices; agents may reach the store (see `loopx doctor`)",
         ))?;
     }
     ctx.line("")?;

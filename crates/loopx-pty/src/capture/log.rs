@@ -2,8 +2,8 @@
 //! held in a ring and written at the end after a marker line naming how many bytes were dropped
 //! in between. Memory stays at `tail` bytes whatever the agent prints.
 //!
-//! The log's whole bounded size is reserved on disk when it is created (`fallocate`, keeping the
-//! file's size), so a disk that fills during the slice cannot cut it short; the reservation
+//! The log's whole bounded size is reserved on disk when it is created (`fallocate` on Linux,
+//! `F_PREALLOCATE` on macOS, keeping the file's size), so a disk that fills during the slice cannot cut it short; the reservation
 //! beyond what was written is given back at the end. Where that is not possible (the disk was
 //! full already, or the filesystem cannot reserve), a write that fails stops logging but not
 //! the slice: bytes are still counted, and at the end the log gets a line saying where and why
@@ -180,15 +180,8 @@ const MARKER_ROOM: usize = 4096;
 /// Reserves `len` bytes of disk for `file` without changing its size. Best effort: a disk
 /// that is full already, or a filesystem that cannot reserve, leaves the log as it was.
 fn reserve(file: &File, len: usize) {
-    let Ok(len) = nix::libc::off_t::try_from(len) else {
-        return;
-    };
-    if let Err(e) = nix::fcntl::fallocate(
-        file,
-        nix::fcntl::FallocateFlags::FALLOC_FL_KEEP_SIZE,
-        0,
-        len,
-    ) {
+    let len = u64::try_from(len).unwrap_or(u64::MAX);
+    if let Err(e) = loopx_os::reserve(file, len) {
         tracing::debug!(error = %e, "cannot reserve room for the slice log");
     }
 }

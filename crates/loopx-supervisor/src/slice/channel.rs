@@ -2,7 +2,7 @@
 //!
 //! A Unix socket in the slice's private room (`LOOPX_REPORT_SOCKET`). `loopx report` inside
 //! the slice sends one [`AgentReport`] as a JSON line and reads one [`ReportReply`]. The
-//! supervisor asks the kernel who connected (`SO_PEERCRED`) and accepts only a process whose
+//! supervisor asks the kernel who connected (`SO_PEERCRED`, `LOCAL_PEERPID`) and accepts only a process whose
 //! ancestry reaches the slice's own process; it writes the report under the slice's agent,
 //! todo and epoch, never under anything the request says. A connection from outside the slice
 //! (another slice's agent that found this socket) is refused, and recorded on this slice as
@@ -22,7 +22,6 @@ use loopx_kernel::report::{
 };
 use loopx_kernel::store::NewEvidence;
 use loopx_kernel::{Op, Project, SharedClock};
-use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 
 use super::guard::{ACTOR, patience, retrying};
 
@@ -225,9 +224,7 @@ impl Serving {
     }
 
     fn reply(&mut self, stream: &UnixStream) -> ReportReply {
-        let peer = getsockopt(stream, PeerCredentials)
-            .ok()
-            .and_then(|c| u32::try_from(c.pid()).ok());
+        let peer = loopx_os::unix_peer_pid(stream).and_then(|pid| u32::try_from(pid).ok());
         let leader = self.leader();
         let inside = match (peer, leader) {
             (Some(peer), Some(leader)) => descends_from(peer, leader),
@@ -440,7 +437,7 @@ fn read_request(mut stream: &UnixStream) -> std::io::Result<Vec<u8>> {
     Ok(line)
 }
 
-/// Whether `pid`'s ancestry (by `/proc/PID/stat`'s parent) reaches `leader`. A process that
+/// Whether `pid`'s ancestry (by the process table's parents) reaches `leader`. A process that
 /// left the slice's tree (double fork, `setsid`) was re-parented to the init of the slice's
 /// PID namespace, which descends from the leader, or to loopx, which does not.
 fn descends_from(pid: u32, leader: u32) -> bool {
@@ -458,13 +455,8 @@ fn descends_from(pid: u32, leader: u32) -> bool {
 }
 
 fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces and parentheses): state, ppid, …
-    stat[stat.rfind(')')? + 1..]
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    let process = loopx_os::process(i32::try_from(pid).ok()?)?;
+    u32::try_from(process.ppid).ok()
 }
 
 #[cfg(test)]

@@ -222,7 +222,7 @@ fn sandbox(
         return Ok(Sandbox::default());
     }
     let support = SandboxSupport::probe();
-    if mode == SandboxMode::Required && !(support.namespaces && support.landlock_abi.is_some()) {
+    if mode == SandboxMode::Required && !support.complete() {
         return Err(format!(
             "the profile requires a sandbox (`[sandbox] mode = \"required\"`), and this kernel lacks {}\n(hint: `loopx doctor` shows what the kernel offers; set `mode = \"auto\"` to run with what there is)",
             missing(support).join(" and ")
@@ -302,6 +302,7 @@ fn sandbox(
             .unwrap_or_default(),
         private_room: Some(room.dir.clone()),
         landlock: support.landlock_abi.is_some(),
+        seatbelt: support.seatbelt,
         writable,
     })
 }
@@ -369,9 +370,15 @@ fn store_password_hidden(redactor: loopx_kernel::Redactor) -> loopx_kernel::Reda
     }
 }
 
-/// What this kernel does not offer, in words.
+/// What this machine does not offer, in words.
 pub(crate) fn missing(support: SandboxSupport) -> Vec<&'static str> {
     let mut missing = Vec::new();
+    if cfg!(target_os = "macos") {
+        if !support.seatbelt {
+            missing.push("Seatbelt (/usr/bin/sandbox-exec)");
+        }
+        return missing;
+    }
     if !support.namespaces {
         missing.push("unprivileged user namespaces");
     }

@@ -148,6 +148,7 @@ fn run_check(
             .unwrap_or_default(),
         private_room: Some(room.dir().to_path_buf()),
         landlock: support.landlock_abi.is_some(),
+        seatbelt: support.seatbelt,
         writable,
         cgroup: None,
         processes: Some(loopx_adapters::DEFAULT_PROCESSES),

@@ -99,14 +99,13 @@ pub(crate) fn launch_spec(
     (spec, stdin)
 }
 
-/// Enough to recognise the process after a restart: pid, start time (field 22 of
-/// `/proc/<pid>/stat`, clock ticks since boot) and the boot id. A process that already exited
-/// gets start time 0, which matches no live process.
+/// Enough to recognise the process after a restart: pid, start time and the boot id
+/// (`loopx-os`). A process that already exited gets start time 0, which matches no live process.
 pub(crate) fn process_identity(pid: u32) -> ProcessIdentity {
-    let start_ticks = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+    let start_ticks = i32::try_from(pid)
         .ok()
-        .and_then(|stat| start_ticks(&stat))
-        .unwrap_or(0);
+        .and_then(loopx_os::process)
+        .map_or(0, |p| p.started);
     ProcessIdentity {
         pid,
         start_ticks,
@@ -124,17 +123,15 @@ pub fn set_host_name(name: String) {
 
 /// This host and boot: the kernel's boot id, followed by `/NAME` when [`set_host_name`] named a
 /// pretend host: on a shared store the slices of another such "host" are judged as on a real
-/// one (by their claims, not by `/proc`). The machine's boot id stays first, so two machines
+/// one (by their claims, not by the process table). The machine's boot id stays first, so two machines
 /// given one name still differ.
 fn host_boot() -> &'static str {
     static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     HOST.get_or_init(|| {
-        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .map(|s| s.trim().to_owned())
-            .unwrap_or_default();
+        let boot = loopx_os::boot_id();
         match HOST_NAME.get() {
             Some(name) => format!("{boot}/{name}"),
-            None => boot,
+            None => boot.to_owned(),
         }
     })
 }
@@ -142,42 +139,21 @@ fn host_boot() -> &'static str {
 /// Whether the process `id` names still runs: same pid, start time and boot, and not a zombie.
 /// A reused pid has another start time; a reboot has another boot id.
 pub(crate) fn is_alive(id: &ProcessIdentity) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", id.pid)) else {
+    let Some(now) = i32::try_from(id.pid).ok().and_then(loopx_os::process) else {
         return false;
     };
-    let state = stat
-        .rfind(')')
-        .and_then(|end| stat[end + 1..].split_whitespace().next());
-    let dead = matches!(state, Some("Z" | "X" | "x"));
-    let now = process_identity(id.pid);
     // The machine's boot, without a pretend host's name (`LOOPX_HOST_ID`): a process of this
-    // machine is seen in `/proc` whichever name its supervisor gave itself.
+    // machine is in the process table whichever name its supervisor gave itself.
     let boot = |b: &str| b.split('/').next().unwrap_or("").to_owned();
-    !dead
+    !now.dead
         && id.start_ticks != 0
-        && now.pid == id.pid
-        && now.start_ticks == id.start_ticks
-        && boot(&now.boot_id) == boot(&id.boot_id)
-}
-
-/// Field 22 of a `/proc/<pid>/stat` line. The command name (field 2) may hold spaces and
-/// parentheses, so fields are counted after its last `)`.
-fn start_ticks(stat: &str) -> Option<u64> {
-    let after = &stat[stat.rfind(')')? + 1..];
-    // Fields 3.. follow the name; field 22 is the 20th of them.
-    after.split_whitespace().nth(19)?.parse().ok()
+        && now.started == id.start_ticks
+        && boot(host_boot()) == boot(&id.boot_id)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn start_ticks_are_read_after_the_command_name() {
-        let stat = "42 (a) b (c)) S 1 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 777 1234 56";
-        assert_eq!(start_ticks(stat), Some(777));
-        assert_eq!(start_ticks("garbage"), None);
-    }
 
     #[test]
     fn own_process_has_an_identity() {

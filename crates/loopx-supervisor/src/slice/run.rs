@@ -119,14 +119,18 @@ impl Begun {
             }
         };
         // Orphans of the agent are re-parented to loopx, so the sweep can reap them.
-        if let Err(e) = loopx_pty::become_child_subreaper() {
+        if let Err(e) = loopx_pty::become_child_subreaper()
+            && e.kind() != std::io::ErrorKind::Unsupported
+        {
             tracing::warn!(error = %e, "cannot become a child subreaper; orphans go to init");
         }
         let parser = Parser::for_adapter(&setup.loaded.adapter);
         // A worktree slice is checked in its worktree; the person's own tree too when no
-        // Landlock keeps the agent out of it.
+        // Landlock or Seatbelt keeps the agent out of it.
         let before = match &self.tree {
-            Some(_) if spec.sandbox.landlock => scope::capture_state(req.project.root()),
+            Some(_) if spec.sandbox.landlock || spec.sandbox.seatbelt => {
+                scope::capture_state(req.project.root())
+            }
             _ => scope::capture(req.project.root()),
         };
         let renewal = self
