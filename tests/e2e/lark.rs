@@ -241,6 +241,25 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// `loopx run` with the board, the questions' chat (Ann the one answerer) and the callback
+/// listener on a free port: the port and the run.
+fn run_listening(loopx: &Loopx, server: &LarkServer) -> (u16, crate::support::Background) {
+    let port = free_port();
+    loopx.write_config(format!(
+        "[lark]\nbase_url = \"{}\"\napp_id = \"cli_test\"\n[lark.board]\napp_token = \"bascnTest\"\n[lark.questions]\nchat_id = \"oc_team\"\nanswerers = [\"ou_ann\"]\nlisten = \"127.0.0.1:{port}\"\n",
+        server.url()
+    ));
+    let env = [
+        ("LOOPX_LARK_APP_SECRET", SECRET),
+        ("LOOPX_LARK_VERIFICATION_TOKEN", TOKEN),
+        ("LOOPX_LARK_ENCRYPT_KEY", KEY),
+    ];
+    (
+        port,
+        crate::support::Background::start_env(loopx, &[], &env),
+    )
+}
+
 fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -262,7 +281,7 @@ fn eventually(what: &str, check: impl Fn() -> bool) {
 
 #[test]
 fn a_question_becomes_a_card_and_only_an_allowed_signed_press_answers_it_and_wakes_the_run() {
-    use crate::support::{Background, demo_project};
+    use crate::support::demo_project;
     use loopx_lark_server::{Presser, Signing};
     let server = LarkServer::start("cli_test", SECRET, "bascnTest").expect("server");
     let loopx = demo_project(&["exec"]);
@@ -274,17 +293,7 @@ fn a_question_becomes_a_card_and_only_an_allowed_signed_press_answers_it_and_wak
         "5",
     ]);
     loopx.ok(&["todo", "add", "Write the outro", "--after", "t1"]);
-    let port = free_port();
-    loopx.write_config(format!(
-        "[lark]\nbase_url = \"{}\"\napp_id = \"cli_test\"\n[lark.board]\napp_token = \"bascnTest\"\n[lark.questions]\nchat_id = \"oc_team\"\nanswerers = [\"ou_ann\"]\nlisten = \"127.0.0.1:{port}\"\n",
-        server.url()
-    ));
-    let env = [
-        ("LOOPX_LARK_APP_SECRET", SECRET),
-        ("LOOPX_LARK_VERIFICATION_TOKEN", TOKEN),
-        ("LOOPX_LARK_ENCRYPT_KEY", KEY),
-    ];
-    let mut run = Background::start_env(&loopx, &[], &env);
+    let (port, mut run) = run_listening(&loopx, &server);
     run.wait_for("the question", |e| e["event"] == "question");
     eventually("the question's card", || {
         server.state().card_of("q1").is_some()
@@ -317,10 +326,16 @@ fn a_question_becomes_a_card_and_only_an_allowed_signed_press_answers_it_and_wak
     let open = || loopx.ok(&["gate", "show", "q1", "--json"]).json()["gate"]["state"] == "open";
     // Lark checks the callback URL when it is saved: answered once it passes the same checks.
     let check = |token: &str, nonce: &str| {
-        let body = lark.seal(&serde_json::json!({"type": "url_verification", "challenge": "c-123", "token": token}), [3; 16]);
+        let body = lark.seal(
+            &serde_json::json!({"type": "url_verification", "challenge": "c-123", "token": token}),
+            [3; 16],
+        );
         lark.post(&url, &body, now_secs(), nonce, Signing::Good)
     };
-    assert_eq!(check(TOKEN, "n-check"), (200, serde_json::json!({"challenge": "c-123"})));
+    assert_eq!(
+        check(TOKEN, "n-check"),
+        (200, serde_json::json!({"challenge": "c-123"}))
+    );
     assert_eq!(check("guessed", "n-check-2").0, 401);
     // Refused, each for its own reason, and the question stays open.
     let now = now_secs();
@@ -414,6 +429,58 @@ fn a_question_becomes_a_card_and_only_an_allowed_signed_press_answers_it_and_wak
 }
 
 #[test]
+fn an_approval_is_shown_in_lark_but_answered_only_at_the_machine() {
+    use loopx_lark_server::{Presser, Signing};
+    let server = LarkServer::start("cli_test", SECRET, "bascnTest").expect("server");
+    // A `full` profile: the run asks for the approval of its exact content (q1).
+    let loopx = crate::permissions::danger_project();
+    let (out, _) = crate::permissions::run_once(&loopx);
+    assert_eq!(
+        (&out["decision"], &out["gate"]["id"]),
+        (&Value::from("ask"), &Value::from("q1")),
+        "{out}"
+    );
+    let (port, run) = run_listening(&loopx, &server);
+    eventually("the approval's card", || {
+        server.state().card_of("q1").is_some()
+    });
+    let (message, card) = server.state().card_of("q1").expect("the card");
+    let text = card.to_string();
+    assert!(
+        text.contains("answered at the machine") && !text.contains("\"option\""),
+        "shown, with no button: {card}"
+    );
+    // A press forged for it (an allowed person, signed, a fresh nonce) is refused all the same.
+    let lark = Presser {
+        verification_token: TOKEN.into(),
+        encrypt_key: KEY.into(),
+    };
+    let body = lark.seal(
+        &lark.button_event(
+            "ou_ann",
+            &message,
+            &serde_json::json!({"gate": "q1", "option": 1}),
+        ),
+        [5; 16],
+    );
+    let url = format!("http://127.0.0.1:{port}/lark/callback");
+    let (status, answer) = lark.post(&url, &body, now_secs(), "n-approve", Signing::Good);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["toast"]["type"], "error", "{answer}");
+    assert!(
+        answer["toast"]["content"]
+            .as_str()
+            .is_some_and(|t| t.contains("q1 is an approval")),
+        "{answer}"
+    );
+    let gate = loopx.ok(&["gate", "show", "q1", "--json"]).json();
+    assert_eq!(gate["gate"]["state"], "open", "{gate}");
+    run.signal(nix::sys::signal::Signal::SIGINT);
+    let (code, _) = run.finish();
+    assert_eq!(code, 0);
+}
+
+#[test]
 fn while_lark_is_down_the_run_goes_on_status_says_so_and_the_board_catches_up() {
     use crate::support::{Background, demo_project};
     let server = LarkServer::start("cli_test", SECRET, "bascnTest").expect("server");
@@ -502,8 +569,31 @@ fn a_drop_a_priority_and_a_new_row_by_an_answerer_flow_back_and_anything_else_is
     assert_eq!(todo("t5")["created_by"], "human:lark:ou_ann");
     assert_eq!(todo("t1")["state"], "open");
     assert_eq!(todo("t4")["title"], "Rename me");
-    let log = loopx.ok(&["log", "-n", "20"]).stdout;
+    let log = loopx.ok(&["log", "-n", "50"]).stdout;
     assert!(log.contains("human:lark:ou_ann"), "{log}");
+    // Each refusal is in the event log too, by whoever made the change.
+    let refusals = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains("refused and put back"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let recorded = refusals(&log);
+    assert_eq!(recorded.len(), 4, "{log}");
+    assert!(
+        recorded.iter().any(|l| l.contains("human:lark:ou_eve")
+            && l.contains(r#"t1 Status set to "Dropped" by ou_eve in lark"#)
+            && l.contains("not one of the answerers")),
+        "{recorded:?}"
+    );
+    assert_eq!(
+        recorded
+            .iter()
+            .filter(|l| l.contains("human:lark:ou_ann"))
+            .count(),
+        2,
+        "{recorded:?}"
+    );
     // On the table: Ann's row is t5's; Eve's is gone; the refused edits are put back.
     let state = server.state();
     let table = state.table();
@@ -533,6 +623,8 @@ fn a_drop_a_priority_and_a_new_row_by_an_answerer_flow_back_and_anything_else_is
         ),
         "{again}"
     );
+    let log = loopx.ok(&["log", "-n", "50"]).stdout;
+    assert_eq!(refusals(&log).len(), 4, "recorded once: {log}");
 }
 
 #[test]

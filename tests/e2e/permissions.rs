@@ -32,7 +32,7 @@ fn write(path: &Path, text: &str) {
 }
 
 /// A project whose goal allows `full`, with agent `exec` on the `danger` profile and a todo.
-fn danger_project() -> Loopx {
+pub(crate) fn danger_project() -> Loopx {
     let loopx = Loopx::new();
     let state = loopx.path().join(".loopx");
     write(&state.join("adapters/demo-full.toml"), &full_adapter());
@@ -50,7 +50,7 @@ fn danger_project() -> Loopx {
 }
 
 /// `loopx run --once --json`: its object and its stderr.
-fn run_once(loopx: &Loopx) -> (Value, String) {
+pub(crate) fn run_once(loopx: &Loopx) -> (Value, String) {
     let run = loopx.run(&["run", "--once", "--json"]);
     assert_eq!(
         run.code, 0,

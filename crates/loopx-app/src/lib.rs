@@ -119,6 +119,21 @@ impl App {
         Ok(store?)
     }
 
+    /// Records a change made outside loopx (`source`: `lark`) that was refused and put back, as
+    /// this caller: the person who made it, as that place names them (`change_refused` in the
+    /// event log).
+    pub fn record_refused_change(
+        &self,
+        source: &str,
+        todo: Option<TodoId>,
+        change: &str,
+        why: &str,
+    ) -> Result<(), AppError> {
+        let store = self.store()?;
+        store.record_refused_change(source, todo, change, why, &self.caller.actor, self.now())?;
+        Ok(())
+    }
+
     /// Applies one operation as this caller, now.
     pub(crate) fn run<O: TypedOp>(&self, op: O) -> Result<O::Output, AppError> {
         Ok(self.store()?.run(op, &self.caller.actor, self.now())?)

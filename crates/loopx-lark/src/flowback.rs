@@ -14,8 +14,8 @@
 //! hold as for the CLI (a finished todo cannot be dropped again, and so on). Anything else — a
 //! move to another status, an edit of the Task or of a field loopx fills, a change by someone
 //! not allowed, a move the kernel refuses — is refused: the pass then writes what the kernel
-//! says over it (a refused new row is deleted), and the refusal is logged and counted in the
-//! board's health. Without `answerers` nobody is allowed: every change is put back, and rows
+//! says over it (a refused new row is deleted), and the refusal is recorded in the event log
+//! (`change_refused`, by that person), logged, and counted in the board's health. Without `answerers` nobody is allowed: every change is put back, and rows
 //! without a Todo ID are left alone, as a table only shown.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -80,17 +80,22 @@ pub fn take(people: &People<'_>, rows: &[Row], records: &[Record]) -> Taken {
                 continue;
             }
             let change = format!("{todo} {name} set to {} by {open_id}", shown(have));
-            if !allowed {
-                taken
-                    .refused
-                    .push(format!("{change}: not one of the answerers"));
-                continue;
-            }
-            let app = as_person(people, open_id);
             let id: TodoId = match todo.parse() {
                 Ok(id) => id,
                 Err(_) => continue,
             };
+            if !allowed {
+                refuse(
+                    people,
+                    open_id,
+                    Some(id),
+                    &change,
+                    "not one of the answerers",
+                    &mut taken,
+                );
+                continue;
+            }
+            let app = as_person(people, open_id);
             let done = match (name.as_str(), have) {
                 ("Status", Value::String(s)) if s == "Dropped" => app
                     .finish_todo(FinishTodo {
@@ -122,7 +127,7 @@ pub fn take(people: &People<'_>, rows: &[Row], records: &[Record]) -> Taken {
             };
             match done {
                 Ok(()) => taken.applied.push(change),
-                Err(why) => taken.refused.push(format!("{change}: {why}")),
+                Err(why) => refuse(people, open_id, Some(id), &change, &why, &mut taken),
             }
         }
     }
@@ -141,9 +146,14 @@ fn new_row(people: &People<'_>, record: &Record, open_id: &str, allowed: bool, t
     let title = title.trim();
     let what = format!("a new row `{title}` by {open_id}");
     if !allowed {
-        taken
-            .refused
-            .push(format!("{what}: not one of the answerers"));
+        refuse(
+            people,
+            open_id,
+            None,
+            &what,
+            "not one of the answerers",
+            taken,
+        );
         taken.rejected.insert(record.id.clone());
         return;
     }
@@ -176,9 +186,26 @@ fn new_row(people: &People<'_>, record: &Record, open_id: &str, allowed: bool, t
             taken.adopted.insert(record.id.clone(), todo.id);
         }
         Err(e) => {
-            taken.refused.push(format!("{what}: {e}"));
+            refuse(people, open_id, None, &what, &e.to_string(), taken);
             taken.rejected.insert(record.id.clone());
         }
+    }
+}
+
+/// Refuses `change` (the pass then puts the row back): counted, and recorded in the kernel's
+/// event log as `change_refused` by the person who made it. A refusal that cannot be recorded
+/// (the store busy past its wait) is still refused, and logged.
+fn refuse(
+    people: &People<'_>,
+    open_id: &str,
+    todo: Option<TodoId>,
+    change: &str,
+    why: &str,
+    taken: &mut Taken,
+) {
+    taken.refused.push(format!("{change}: {why}"));
+    if let Err(e) = as_person(people, open_id).record_refused_change("lark", todo, change, why) {
+        tracing::warn!(error = %e, %change, "cannot record a refused Lark change in the event log");
     }
 }
 

@@ -189,6 +189,15 @@ pub enum EventKind {
         changed: Vec<String>,
         why: String,
     },
+    /// A change made outside loopx (a row of the Lark board) that was refused and put back
+    /// (record version 14): where it came from, the todo it was about, what it was and why.
+    /// The actor is whoever made it, as that place named them (`lark:<open_id>`).
+    ChangeRefused {
+        source: String,
+        todo: Option<TodoId>,
+        change: String,
+        why: String,
+    },
 }
 
 impl EventKind {
@@ -226,6 +235,7 @@ impl EventKind {
             EventKind::GoalAmended { .. } => "goal_amended",
             EventKind::TodoEdited { .. } => "todo_edited",
             EventKind::TodoReplanned { .. } => "todo_replanned",
+            EventKind::ChangeRefused { .. } => "change_refused",
         }
     }
 
@@ -255,6 +265,12 @@ impl EventKind {
                 };
                 format!("{todo} {what} in re-planning by slice {slice}: {why}")
             }
+            EventKind::ChangeRefused {
+                source,
+                change,
+                why,
+                ..
+            } => format!("{change} in {source} refused and put back: {why}"),
             EventKind::GoalAmended {
                 goal,
                 revision,

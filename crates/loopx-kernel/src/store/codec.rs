@@ -46,6 +46,8 @@
 //! - 13: gates gained `answered_under` (the goal revision an answer was given under) and
 //!   slices `seen` (their todo's words as they began), each its last field: an older gate reads
 //!   0 (not recorded) and an older slice `None` (a zero byte appended).
+//! - 14: events gained `change_refused` (appended, so older records read unchanged): a change
+//!   made in the Lark board that was refused and put back.
 
 use std::borrow::Cow;
 
@@ -61,7 +63,7 @@ use crate::model::{
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 13;
+pub(crate) const RECORD_VERSION: u8 = 14;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -86,7 +88,7 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
             owned.push(0);
             Cow::Owned(owned)
         }
-        Some((&(6 | 7 | 8 | 9 | 10 | 11 | 12 | RECORD_VERSION), body)) => Cow::Borrowed(body),
+        Some((&(6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | RECORD_VERSION), body)) => Cow::Borrowed(body),
         Some((&version @ 1..=5, body)) => up_to_v5(version, table, body)
             .and_then(|v5| Ok(Cow::Owned(upgrade_v5(table, &v5)?.into_owned())))
             .map_err(|e| failed(e.to_string()))?,
@@ -788,8 +790,12 @@ mod tests {
 
     #[test]
     fn a_newer_record_is_refused_by_name() {
-        let err = decode::<u64>("todos", &[14, 1]).expect_err("too new");
-        assert!(err.to_string().contains("record version 14"), "{err}");
+        let err = decode::<u64>("todos", &[15, 1]).expect_err("too new");
+        assert!(err.to_string().contains("record version 15"), "{err}");
+        assert_eq!(
+            decode::<u64>("todos", &[14, 1]).expect("version 14 reads"),
+            1
+        );
         assert_eq!(
             decode::<u64>("todos", &[13, 1]).expect("version 13 reads"),
             1

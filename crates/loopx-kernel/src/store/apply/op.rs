@@ -813,6 +813,33 @@ impl Store {
         txn.commit()
     }
 
+    /// Records a change made outside loopx (`source`: `lark`) that was refused and put back,
+    /// as a [`EventKind::ChangeRefused`] event under `actor`, the person who made it as that
+    /// place names them. It changes nothing else: the refusal itself was decided by the caller
+    /// (through the same operations a person's command uses).
+    pub fn record_refused_change(
+        &self,
+        source: &str,
+        todo: Option<crate::ids::TodoId>,
+        change: &str,
+        why: &str,
+        actor: &str,
+        now: Timestamp,
+    ) -> Result<(), KernelError> {
+        let text = |t: &str| {
+            let mut t = t.to_owned();
+            self.redactor.redact_in_place(&mut t);
+            t
+        };
+        let kind = EventKind::ChangeRefused {
+            source: source.to_owned(),
+            todo,
+            change: text(change),
+            why: text(why),
+        };
+        self.record_refusal(kind, actor, now)
+    }
+
     /// Validates and applies one operation in one write transaction, with its event.
     ///
     /// A refusal worth auditing (a stale epoch, an answer from inside a slice) is recorded as an
