@@ -123,8 +123,13 @@ pub fn forbid_inspection() -> io::Result<()> {
 /// over (`from` must be a directory then).
 pub fn rename_exclusive(from: &Path, to: &Path) -> io::Result<()> {
     match imp::rename_exclusive(from, to) {
+        // EINVAL on Linux; ENOTSUP on macOS (SMB, exFAT; EOPNOTSUPP is the same number on
+        // Linux, another on macOS); ENOSYS on old kernels.
         Err(e)
-            if e.raw_os_error() == Some(libc::EINVAL) || e.kind() == io::ErrorKind::Unsupported =>
+            if [libc::EINVAL, libc::ENOTSUP, libc::EOPNOTSUPP]
+                .iter()
+                .any(|&code| e.raw_os_error() == Some(code))
+                || e.kind() == io::ErrorKind::Unsupported =>
         {
             std::fs::create_dir(to)?;
             std::fs::rename(from, to)

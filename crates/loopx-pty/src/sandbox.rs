@@ -86,10 +86,10 @@ impl Sandbox {
     }
 
     /// The Seatbelt profile that holds this sandbox's rules (what `sandbox-exec -p` is given
-    /// on macOS).
-    /// Refused for a path that cannot be written into a rule (not UTF-8, a line break).
-    pub fn seatbelt_profile(&self) -> Result<String, String> {
-        seatbelt::profile(self)
+    /// on macOS), `terminal` being the slice's own terminal device. Refused for a path that
+    /// cannot be written into a rule (not UTF-8, a line break).
+    pub fn seatbelt_profile(&self, terminal: Option<&std::path::Path>) -> Result<String, String> {
+        seatbelt::profile(self, terminal)
     }
 
     /// The exec helper's arguments for this sandbox (`loopx __exec ARGS -- PROGRAM …`).

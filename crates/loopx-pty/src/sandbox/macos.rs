@@ -38,8 +38,11 @@ pub(super) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infal
     if !sandbox.seatbelt {
         return exec(argv);
     }
+    let terminal = nix::unistd::ttyname(std::io::stdin())
+        .ok()
+        .map(|t| resolve(&t));
     let profile = resolved(sandbox)
-        .seatbelt_profile()
+        .seatbelt_profile(terminal.as_deref())
         .map_err(|reason| ExecError::Sandbox {
             action: "write the slice's Seatbelt profile".to_owned(),
             reason,
@@ -62,28 +65,31 @@ fn c(text: &str) -> Result<CString, ExecError> {
     })
 }
 
-/// The sandbox with every path resolved as Seatbelt sees it (`/tmp` is `/private/tmp`), and
-/// the slice's own terminal added to what it may write.
+/// The sandbox with every path resolved as Seatbelt sees it (`/tmp` is `/private/tmp`).
 fn resolved(sandbox: &Sandbox) -> Sandbox {
-    let real = |paths: &[PathBuf]| -> Vec<PathBuf> {
-        paths
-            .iter()
-            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
-            .collect()
-    };
-    let mut writable = real(&sandbox.writable);
-    if let Ok(tty) = nix::unistd::ttyname(std::io::stdin()) {
-        writable.push(tty);
-    }
+    let all = |paths: &[PathBuf]| -> Vec<PathBuf> { paths.iter().map(|p| resolve(p)).collect() };
     Sandbox {
-        hide: real(&sandbox.hide),
-        keep: real(&sandbox.keep),
-        read_only: real(&sandbox.read_only),
-        private_room: sandbox
-            .private_room
-            .as_ref()
-            .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone())),
-        writable,
+        hide: all(&sandbox.hide),
+        keep: all(&sandbox.keep),
+        read_only: all(&sandbox.read_only),
+        private_room: sandbox.private_room.as_deref().map(resolve),
+        writable: all(&sandbox.writable),
         ..sandbox.clone()
     }
+}
+
+/// `path` with its longest existing ancestor resolved and the rest appended: a path that does
+/// not exist yet (a tmux socket made later) is still named as Seatbelt will see it.
+fn resolve(path: &Path) -> PathBuf {
+    for ancestor in path.ancestors() {
+        if let Ok(real) = std::fs::canonicalize(ancestor) {
+            let rest = path.strip_prefix(ancestor).unwrap_or(Path::new(""));
+            return if rest.as_os_str().is_empty() {
+                real
+            } else {
+                real.join(rest)
+            };
+        }
+    }
+    path.to_owned()
 }

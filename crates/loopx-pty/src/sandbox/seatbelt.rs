@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use super::Sandbox;
 
 /// The profile, or the path that cannot be written into one (not UTF-8: a rule for a
-/// different path would silently not hold).
-pub(super) fn profile(sandbox: &Sandbox) -> Result<String, String> {
+/// different path would silently not hold). `terminal` is the slice's own terminal device.
+pub(super) fn profile(sandbox: &Sandbox, terminal: Option<&Path>) -> Result<String, String> {
     let mut out = String::from(
         "(version 1)\n\
          ; loopx: one slice's sandbox (docs/permissions.md). The last matching rule decides.\n\
@@ -25,26 +25,48 @@ pub(super) fn profile(sandbox: &Sandbox) -> Result<String, String> {
     );
     out.push_str("; Writes only beneath the slice's writable paths.\n(deny file-write*)\n");
     rule(&mut out, "allow file-write*", &sandbox.writable)?;
-    // The slice's own terminal is given at run time (`macos.rs`); terminals it opens itself
-    // carry the pty extension. Every other terminal of the person's is neither read nor
-    // written.
+    // Terminals the slice opens itself carry the pty extension; its own terminal is named.
+    // Every other terminal of the person's is neither read nor written.
     out.push_str(
         "; No other terminal of the person's: not read, not written.\n\
          (deny file-read* file-write* (regex #\"^/dev/ttys[0-9]+$\"))\n\
          (allow file-read* file-write* (require-all (regex #\"^/dev/ttys[0-9]+$\") (extension \"com.apple.sandbox.pty\")))\n",
     );
+    if let Some(tty) = terminal {
+        let _ = writeln!(
+            out,
+            "(allow file-read* file-write* (literal {}))",
+            quoted(tty)?
+        );
+    }
     let mut closed: Vec<PathBuf> = sandbox.hide.clone();
     let mut reopened: Vec<PathBuf> = sandbox.keep.clone();
-    if let Some(room) = &sandbox.private_room {
-        if let Some(parent) = room.parent() {
+    let mut room: Vec<PathBuf> = Vec::new();
+    if let Some(own) = &sandbox.private_room {
+        if let Some(parent) = own.parent() {
             closed.push(parent.to_owned());
         }
-        reopened.push(room.clone());
+        reopened.push(own.clone());
+        room.push(own.clone());
     }
-    out.push_str("; Hidden: loopx's state, the user's daemons' sockets, other slices' rooms.\n");
-    rule(&mut out, "deny file-read* file-write*", &closed)?;
-    out.push_str("; Back beneath them: the slice's own worktree and room.\n");
+    // `file*` takes in hard links and clones, which would copy a hidden file out; a Unix
+    // socket's `connect` is `network-outbound` on its path (a tmux or Docker socket would run
+    // a command outside the slice).
+    out.push_str(
+        "; Hidden: loopx's state, the user's daemons' sockets, other slices' rooms. Nothing of\n\
+         ; them: not read, written, linked, cloned, nor connected to.\n",
+    );
+    rule(&mut out, "deny file*", &closed)?;
+    rule(&mut out, "deny network-outbound", &closed)?;
+    out.push_str(
+        "; Back beneath them: the slice's own worktree and room, and their ancestors' metadata.\n",
+    );
     rule(&mut out, "allow file-read*", &reopened)?;
+    literals(
+        &mut out,
+        "allow file-read-metadata",
+        &ancestors(&closed, &reopened),
+    )?;
     let beneath: Vec<PathBuf> = sandbox
         .writable
         .iter()
@@ -55,17 +77,53 @@ pub(super) fn profile(sandbox: &Sandbox) -> Result<String, String> {
         })
         .cloned()
         .collect();
-    rule(&mut out, "allow file-write*", &beneath)?;
+    rule(&mut out, "allow file*", &beneath)?;
+    // The report channel's socket is in the room.
+    rule(&mut out, "allow network-outbound", &room)?;
     out.push_str("; Never written, whatever came before: what would run code outside the slice.\n");
     rule(&mut out, "deny file-write*", &sandbox.read_only)?;
     out.push_str(
-        "; Signals and inspection only within the slice.\n\
+        "; No way out through launchd: no jobs submitted, no apps opened, no Apple events.\n\
+         (deny job-creation)\n\
+         (deny lsopen)\n\
+         (deny appleevent-send)\n\
+         ; Signals and inspection only within the slice.\n\
          (deny signal)\n\
          (allow signal (target same-sandbox))\n\
          (deny process-info*)\n\
          (allow process-info* (target same-sandbox))\n",
     );
     Ok(out)
+}
+
+/// The directories between a closed path and a reopened one beneath it (the closed one
+/// included): their metadata must stay readable, or tools that resolve a path component by
+/// component (git, `realpath`) fail on the reopened one.
+fn ancestors(closed: &[PathBuf], reopened: &[PathBuf]) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    for r in reopened {
+        for c in closed.iter().filter(|c| r.starts_with(c) && *c != r) {
+            for a in r.ancestors().skip(1).take_while(|a| a.starts_with(c)) {
+                if !found.iter().any(|f| f == a) {
+                    found.push(a.to_owned());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// One rule over exactly these `paths` (`literal`), nothing beneath them.
+fn literals(out: &mut String, head: &str, paths: &[PathBuf]) -> Result<(), String> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let _ = write!(out, "({head}");
+    for path in paths {
+        let _ = write!(out, "\n  (literal {})", quoted(path)?);
+    }
+    out.push_str(")\n");
+    Ok(())
 }
 
 /// One rule over `paths` (nothing when there are none): each as a `subpath`, which matches the
@@ -145,18 +203,21 @@ mod tests {
             if !names_op || rule.contains("regex") || rule.contains("target") {
                 continue;
             }
-            let subpaths: Vec<&str> = rule
-                .split("(subpath \"")
-                .skip(1)
-                .filter_map(|s| s.split('"').next())
-                .collect();
-            let matches = if subpaths.is_empty() {
+            let filters = |kind: &str| -> Vec<&str> {
+                rule.split(&format!("({kind} \""))
+                    .skip(1)
+                    .filter_map(|s| s.split('"').next())
+                    .collect()
+            };
+            let (subpaths, literals) = (filters("subpath"), filters("literal"));
+            let matches = if subpaths.is_empty() && literals.is_empty() {
                 // `(deny file-write*)`: the operation everywhere.
-                !rest.contains("(subpath")
+                true
             } else {
                 subpaths
                     .iter()
                     .any(|s| Path::new(path).starts_with(Path::new(s)))
+                    || literals.contains(&path)
             };
             if matches {
                 allowed = verdict;
@@ -167,7 +228,7 @@ mod tests {
 
     #[test]
     fn the_profile_keeps_the_promises_of_the_permissions_page() {
-        let p = profile(&slice()).expect("profile");
+        let p = profile(&slice(), None).expect("profile");
         let read = |path| decide(&p, "file-read-data", path);
         let write = |path| decide(&p, "file-write-data", path);
         // Reading is not restricted: compilers, libraries, the user's tools.
@@ -182,8 +243,41 @@ mod tests {
         assert!(!read("/p/.loopx/store.redb") && !write("/p/.loopx/loopx.toml"));
         assert!(!read("/p/.loopx/worktrees/t2/secret") && !write("/p/.loopx/worktrees/t2/x"));
         assert!(read("/p/.loopx/worktrees/t1/README"));
-        // The user's daemons' sockets.
+        // Nothing of a hidden path comes out by a hard link or a clone either.
+        assert!(!decide(&p, "file-link", "/p/.loopx/store.redb"));
+        assert!(!decide(&p, "file-clone", "/p/.loopx/store.redb"));
+        // The way to the kept worktree can be walked (its ancestors' metadata), not listed.
+        assert!(decide(&p, "file-read-metadata", "/p/.loopx"));
+        assert!(decide(&p, "file-read-metadata", "/p/.loopx/worktrees"));
+        assert!(!read("/p/.loopx/worktrees"), "the peers' names stay hidden");
+        assert!(!decide(&p, "file-read-metadata", "/p/.loopx/store.redb"));
+        // The worktree is the slice's own: cargo may hard-link in its target directory.
+        assert!(decide(
+            &p,
+            "file-link",
+            "/p/.loopx/worktrees/t1/target/debug/x"
+        ));
+        // The user's daemons' sockets: not read, not connected to.
         assert!(!read("/private/tmp/tmux-501/default"));
+        assert!(!decide(
+            &p,
+            "network-outbound",
+            "/private/tmp/tmux-501/default"
+        ));
+        assert!(decide(
+            &p,
+            "network-outbound",
+            "/private/tmp/loopx-501/s1.ab/report.sock"
+        ));
+        assert!(!decide(
+            &p,
+            "network-outbound",
+            "/private/tmp/loopx-501/s2.cd/report.sock"
+        ));
+        assert!(
+            decide(&p, "network-outbound", "/private/tmp/other.sock"),
+            "the network is open"
+        );
         // Another slice's room, not this one's.
         assert!(
             !read("/private/tmp/loopx-501/s2.cd/prompt")
@@ -197,7 +291,7 @@ mod tests {
         // Git's config and hooks are never written, even inside a writable tree.
         let mut whole_tree = slice();
         whole_tree.writable.push("/p".into());
-        let q = profile(&whole_tree).expect("profile");
+        let q = profile(&whole_tree, None).expect("profile");
         assert!(decide(&q, "file-write-data", "/p/src/main.rs"));
         assert!(!decide(&q, "file-write-create", "/p/.git/hooks/pre-commit"));
         assert!(!decide(&q, "file-write-data", "/p/.git/config"));
@@ -209,32 +303,44 @@ mod tests {
         assert!(p.contains("(deny signal)\n(allow signal (target same-sandbox))"));
         assert!(p.contains("(deny process-info*)\n(allow process-info* (target same-sandbox))"));
         assert!(p.contains("(deny file-read* file-write* (regex #\"^/dev/ttys[0-9]+$\"))"));
+        assert!(p.contains("(deny job-creation)\n(deny lsopen)\n(deny appleevent-send)"));
+        // The slice's own terminal is named after the rule that closes all of them.
+        let own = profile(&slice(), Some(Path::new("/dev/ttys007"))).expect("profile");
+        let closed = own
+            .find("(deny file-read* file-write* (regex")
+            .expect("closed");
+        let named = own
+            .find("(allow file-read* file-write* (literal \"/dev/ttys007\"))")
+            .expect("named");
+        assert!(named > closed, "{own}");
     }
 
     #[test]
     fn the_rules_come_in_the_order_that_makes_them_hold() {
-        let p = profile(&slice()).expect("profile");
+        let p = profile(&slice(), None).expect("profile");
         let at = |needle: &str| p.find(needle).unwrap_or_else(|| panic!("{needle} in\n{p}"));
         assert!(at("(allow default)") < at("(deny file-write*)"));
         assert!(at("(deny file-write*)") < at("(allow file-write*"));
-        assert!(at("(deny file-read* file-write*\n") > at("(allow file-write*"));
-        assert!(at("(allow file-read*\n") > at("(deny file-read* file-write*\n"));
-        assert!(
-            p.rfind("(deny file-write*\n").expect("read-only rule") > at("(allow file-read*\n")
-        );
+        assert!(at("(deny file*\n") > at("(allow file-write*"));
+        assert!(at("(deny network-outbound\n") > at("(allow file-write*"));
+        assert!(at("(allow file-read*\n") > at("(deny file*\n"));
+        assert!(at("(allow file-read-metadata\n") > at("(deny file*\n"));
+        assert!(at("(allow file*\n") > at("(deny file*\n"));
+        assert!(at("(allow network-outbound\n") > at("(deny network-outbound\n"));
+        assert!(p.rfind("(deny file-write*\n").expect("read-only rule") > at("(allow file*\n"));
     }
 
     #[test]
     fn paths_are_quoted_and_odd_ones_refused() {
         let mut sandbox = slice();
         sandbox.writable = vec![r#"/p/a "b" \c"#.into()];
-        let p = profile(&sandbox).expect("profile");
+        let p = profile(&sandbox, None).expect("profile");
         assert!(p.contains(r#"(subpath "/p/a \"b\" \\c")"#), "{p}");
         sandbox.writable = vec!["/p/line\nbreak".into()];
-        assert!(profile(&sandbox).is_err());
+        assert!(profile(&sandbox, None).is_err());
         use std::os::unix::ffi::OsStrExt;
         sandbox.writable = vec![PathBuf::from(std::ffi::OsStr::from_bytes(b"/p/\xff"))];
-        let err = profile(&sandbox).expect_err("not UTF-8");
+        let err = profile(&sandbox, None).expect_err("not UTF-8");
         assert!(err.contains("not UTF-8"), "{err}");
     }
 
@@ -242,7 +348,7 @@ mod tests {
     fn a_read_only_slice_writes_nothing_of_its_tree() {
         let mut sandbox = slice();
         sandbox.writable.retain(|w| !w.starts_with("/p"));
-        let p = profile(&sandbox).expect("profile");
+        let p = profile(&sandbox, None).expect("profile");
         assert!(!decide(
             &p,
             "file-write-data",
