@@ -113,28 +113,24 @@ fn ancestors(closed: &[PathBuf], reopened: &[PathBuf]) -> Vec<PathBuf> {
     found
 }
 
-/// One rule over exactly these `paths` (`literal`), nothing beneath them.
-fn literals(out: &mut String, head: &str, paths: &[PathBuf]) -> Result<(), String> {
-    if paths.is_empty() {
-        return Ok(());
-    }
-    let _ = write!(out, "({head}");
-    for path in paths {
-        let _ = write!(out, "\n  (literal {})", quoted(path)?);
-    }
-    out.push_str(")\n");
-    Ok(())
+/// One rule over `paths` (nothing when there are none), each as a `subpath`: the path itself
+/// and everything beneath it.
+fn rule(out: &mut String, head: &str, paths: &[PathBuf]) -> Result<(), String> {
+    rule_with(out, head, "subpath", paths)
 }
 
-/// One rule over `paths` (nothing when there are none): each as a `subpath`, which matches the
-/// path itself and everything beneath it.
-fn rule(out: &mut String, head: &str, paths: &[PathBuf]) -> Result<(), String> {
+/// One rule over exactly these `paths` (`literal`), nothing beneath them.
+fn literals(out: &mut String, head: &str, paths: &[PathBuf]) -> Result<(), String> {
+    rule_with(out, head, "literal", paths)
+}
+
+fn rule_with(out: &mut String, head: &str, filter: &str, paths: &[PathBuf]) -> Result<(), String> {
     if paths.is_empty() {
         return Ok(());
     }
     let _ = write!(out, "({head}");
     for path in paths {
-        let _ = write!(out, "\n  (subpath {})", quoted(path)?);
+        let _ = write!(out, "\n  ({filter} {})", quoted(path)?);
     }
     out.push_str(")\n");
     Ok(())
