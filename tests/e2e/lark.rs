@@ -153,6 +153,27 @@ fn todos_become_records_that_follow_the_loop_and_a_table_in_step_costs_no_write(
 }
 
 #[test]
+fn a_todo_shows_running_on_the_board_while_its_slice_runs() {
+    use crate::support::Background;
+    let server = LarkServer::start("cli_test", SECRET, "bascnTest").expect("server");
+    let table = server.add_table("loopx");
+    let loopx = project(&server, Some(&table));
+    let script = "cat >/dev/null\nsleep 4\nprintf '%s\\n' '```loopx-report' '{\"status\":\"done\",\"summary\":\"waited\"}' '```'";
+    crate::support::script_agent(&loopx, "a", script, "max_time = \"2m\"");
+    loopx.ok(&["todo", "add", "Wait a little"]);
+    let env = [("LOOPX_LARK_APP_SECRET", SECRET)];
+    let run = Background::start_env(&loopx, &["--max-slices", "1"], &env);
+    eventually("t1 running on the board", || {
+        status_on_board(&server, "t1").as_deref() == Some("Running")
+    });
+    eventually("t1 done on the board", || {
+        status_on_board(&server, "t1").as_deref() == Some("Done")
+    });
+    let (code, _) = run.finish();
+    assert_eq!(code, 0);
+}
+
+#[test]
 fn a_burst_of_a_hundred_changes_is_a_few_record_requests() {
     let server = LarkServer::start("cli_test", SECRET, "bascnTest").expect("server");
     let table = server.add_table("loopx");
