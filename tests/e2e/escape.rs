@@ -232,14 +232,9 @@ fn a_slice_cannot_flood_the_kernel_through_its_report_channel() {
     );
 }
 
-/// Gap 3: no key limited a slice's processes, and as root the per-user limit does not apply:
-/// an agent started 3,000 children. `[limits] processes` now bounds the whole slice (its
-/// cgroup where loopx can make one, else `RLIMIT_NPROC` in its user namespace).
-#[test]
-fn a_fork_bomb_is_bounded_by_the_slice_s_process_limit() {
-    // A shell exits when it cannot fork; Python counts the children it could start.
-    let loopx = attacker(
-        r#"python3 -c '
+/// Forks up to 200 sleeping children and writes how many it started to `started.txt`. A shell
+/// exits when it cannot fork; Python counts the children it could start.
+pub(crate) const FORK_BOMB: &str = r#"python3 -c '
 import os, signal, time
 kids = []
 for _ in range(200):
@@ -255,9 +250,14 @@ open("started.txt", "w").write(str(len(kids)))
 for k in kids:
     os.kill(k, signal.SIGKILL)
     os.waitpid(k, 0)
-'"#,
-        "processes = 50",
-    );
+'"#;
+
+/// Gap 3: no key limited a slice's processes, and as root the per-user limit does not apply:
+/// an agent started 3,000 children. `[limits] processes` now bounds the whole slice (its
+/// cgroup where loopx can make one, else `RLIMIT_NPROC` in its user namespace).
+#[test]
+fn a_fork_bomb_is_bounded_by_the_slice_s_process_limit() {
+    let loopx = attacker(FORK_BOMB, "processes = 50");
     let out = run_once(&loopx);
     assert_eq!(out["slice"]["outcome"], "completed", "{out}");
     let started: u32 = read(loopx.path(), "started.txt")

@@ -6,6 +6,7 @@ mod attacks;
 mod board;
 mod browser;
 mod concurrency;
+mod containment;
 mod demo;
 mod demo_agent;
 mod docs;

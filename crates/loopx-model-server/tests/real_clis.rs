@@ -20,6 +20,9 @@ const CLIS_VAR: &str = "LOOPX_AGENT_CLIS";
 const IN_NETNS_VAR: &str = "LOOPX_MODEL_SERVER_IN_NETNS";
 /// The `loopx` binary the outer test built, for the inner tests.
 const LOOPX_VAR: &str = "LOOPX_REAL_CLIS_LOOPX";
+/// A `loopx` built already, for a run with no cargo (`scripts/test-as-user.sh` runs the test
+/// binaries as a user who cannot reach root's toolchain, right after the build).
+const BUILT_VAR: &str = "LOOPX_TEST_BUILT_LOOPX";
 /// The `netns_*` tests; the outer test insists that all of them ran and passed.
 const NETNS_TESTS: usize = 19;
 /// Generous: each run takes 1–6 s here, but CI machines are shared and slow.
@@ -41,7 +44,10 @@ fn real_clis_in_netns() {
         );
     }
     let me = std::env::current_exe().expect("the test binary knows its path");
-    let loopx = build_loopx(&me);
+    let loopx = match std::env::var_os(BUILT_VAR) {
+        Some(built) => PathBuf::from(built),
+        None => build_loopx(&me),
+    };
     let output = Command::new("unshare")
         .args([
             "-rn",
@@ -202,6 +208,9 @@ fn offline_command(program: &Path, cwd: &Path, home: &Path, bin_dir: Option<&Pat
         .env_clear()
         .env("PATH", path)
         .env("HOME", home)
+        // The CLIs keep sockets and locks in the temp dir (`claude-<uid>`, `codex-daemon-<uid>`):
+        // a run as another user, uid 0 in this namespace too, needs its own.
+        .envs(std::env::var_os("TMPDIR").map(|dir| ("TMPDIR", dir)))
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_TELEMETRY", "1")
         .stdin(Stdio::null())

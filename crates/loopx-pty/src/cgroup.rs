@@ -76,6 +76,36 @@ impl SliceCgroup {
         (!dirs.is_empty()).then_some(SliceCgroup { dirs, v2: false })
     }
 
+    /// Where its cgroups are, in words: `cgroup v1 beneath /sys/fs/cgroup/pids/ci`.
+    pub fn describe(&self) -> String {
+        let version = if self.v2 { "v2" } else { "v1" };
+        let bases: Vec<String> = self
+            .dirs
+            .iter()
+            .map(|d| d.parent().unwrap_or(d).display().to_string())
+            .collect();
+        format!("cgroup {version} beneath {}", bases.join(" and "))
+    }
+
+    /// The one way to give this user's loopx a cgroup it may divide, on this machine's
+    /// hierarchy.
+    pub fn hint() -> String {
+        if Path::new(V2_ROOT).join("cgroup.controllers").exists() {
+            return "run loopx in a delegated cgroup: systemd-run --user --scope -p Delegate=yes loopx run".to_owned();
+        }
+        let user = std::env::var("USER")
+            .ok()
+            .filter(|u| {
+                !u.is_empty()
+                    && u.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            })
+            .unwrap_or_else(|| nix::unistd::getuid().to_string());
+        format!(
+            "cgroup v1: as root, give {user} a subtree: for c in pids memory; do mkdir -p /sys/fs/cgroup/$c/loopx-{user} && chown -R {user} /sys/fs/cgroup/$c/loopx-{user}; done; then, in the shell that starts loopx: for c in pids memory; do echo $$ > /sys/fs/cgroup/$c/loopx-{user}/cgroup.procs; done"
+        )
+    }
+
     /// The directories the helper joins (`--cgroup DIR` each).
     pub fn dirs(&self) -> &[PathBuf] {
         &self.dirs
@@ -164,15 +194,6 @@ pub(crate) fn join(dirs: &[PathBuf]) -> Result<(), crate::errors::ExecError> {
     Ok(())
 }
 
-fn has_controllers(file: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(file) else {
-        return false;
-    };
-    CONTROLLERS
-        .iter()
-        .all(|c| text.split_whitespace().any(|w| w == *c))
-}
-
 fn procs(dir: &Path) -> Vec<i32> {
     std::fs::read_to_string(dir.join("cgroup.procs"))
         .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
@@ -204,15 +225,29 @@ fn create_v2(own: &str, name: &str, limits: CgroupLimits) -> Result<SliceCgroup,
         create_dir(&leaf)?;
         write(&leaf, "cgroup.procs", "0")?;
     }
-    let wanted = CONTROLLERS.map(|c| format!("+{c}")).join(" ");
-    write(&base, "cgroup.subtree_control", &wanted)?;
+    // A delegated cgroup (a systemd scope with `Delegate=yes`) may be given `pids` without
+    // `memory`: then only the process limit holds.
+    let available = std::fs::read_to_string(base.join("cgroup.controllers")).unwrap_or_default();
+    let has = |c: &str| available.split_whitespace().any(|w| w == c);
+    if !has("pids") {
+        return Err(format!(
+            "the cgroup {} is not given the `pids` controller",
+            base.display()
+        ));
+    }
+    let wanted: Vec<String> = CONTROLLERS
+        .iter()
+        .filter(|c| has(c))
+        .map(|c| format!("+{c}"))
+        .collect();
+    write(&base, "cgroup.subtree_control", &wanted.join(" "))?;
     let dir = base.join(format!("loopx-{name}"));
     create_dir(&dir)?;
     let set = || -> Result<(), String> {
         if let Some(n) = limits.processes {
             write(&dir, "pids.max", &n.to_string())?;
         }
-        if let Some(bytes) = limits.memory_bytes {
+        if let Some(bytes) = limits.memory_bytes.filter(|_| has("memory")) {
             write(&dir, "memory.max", &bytes.to_string())?;
             // No swap beyond the limit, so the limit is the slice's whole memory.
             let _ = write(&dir, "memory.swap.max", "0");
@@ -239,9 +274,9 @@ fn own_v2_dir(own: &str) -> Option<PathBuf> {
 }
 
 /// Where the slices' cgroups go in v2 (loopx's own cgroup, or its parent once loopx moved into
-/// its `supervisor` leaf); `None` when v2 lacks the controllers here.
+/// its `supervisor` leaf); `None` when `/sys/fs/cgroup` is not the unified hierarchy.
 fn v2_base(own: &str) -> Option<PathBuf> {
-    if !has_controllers(&Path::new(V2_ROOT).join("cgroup.controllers")) {
+    if !Path::new(V2_ROOT).join("cgroup.controllers").exists() {
         return None;
     }
     let mut base = own_v2_dir(own)?;

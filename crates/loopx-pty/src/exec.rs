@@ -33,6 +33,10 @@ pub fn exec_with_limits<I>(args: I) -> Result<Infallible, ExecError>
 where
     I: IntoIterator<Item = OsString>,
 {
+    let mut args = args.into_iter().peekable();
+    if args.peek().is_some_and(|a| a == "--probe") {
+        crate::sandbox::probe_here();
+    }
     let (session, limits, sandbox, command) = parse_args(args)?;
     if session {
         crate::sandbox::become_session_leader()?;

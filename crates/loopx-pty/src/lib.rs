@@ -75,7 +75,10 @@ pub use exec::exec_with_limits;
 pub use launch::{PROMPT_FILE_ARG, PROMPT_FILE_VAR, SLICE_MARKER_VAR};
 pub use peer::tcp_peer_in_slice;
 pub use rlimits::ResourceLimits;
-pub use sandbox::{SUPERVISOR_LOST_FILE, SUPERVISOR_LOST_STATUS, Sandbox, SandboxSupport};
+pub use sandbox::{
+    NamespaceFailure, NamespaceStep, SUPERVISOR_LOST_FILE, SUPERVISOR_LOST_STATUS, Sandbox,
+    SandboxSupport,
+};
 pub use slice::{
     ChildStatus, RunningSlice, SliceControl, SliceEvent, SliceEvents, SliceExit, SliceReport,
     StopReason, spawn_slice,

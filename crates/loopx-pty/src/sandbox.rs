@@ -170,8 +170,13 @@ impl Sandbox {
 /// What this machine lets an unprivileged process do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SandboxSupport {
-    /// A new user namespace (with mount and PID namespaces) can be created (Linux).
+    /// A new user namespace (with mount and PID namespaces, the hiding mounts and a private
+    /// `/dev/pts`) can be set up by the helper (Linux).
     pub namespaces: bool,
+    /// The step of the namespaces' set-up that failed, and why: the reason `namespaces` is
+    /// false, or (step [`NamespaceStep::Proc`]) the one part a slice runs without, its own
+    /// `/proc`.
+    pub namespace_failure: Option<NamespaceFailure>,
     /// The Landlock ABI version, when Landlock is enabled (Linux).
     pub landlock_abi: Option<u32>,
     /// `/usr/bin/sandbox-exec` is there to apply a Seatbelt profile (macOS).
@@ -179,11 +184,16 @@ pub struct SandboxSupport {
 }
 
 impl SandboxSupport {
-    /// Probes once per process: on Linux a forked child tries `unshare` and Landlock reports
-    /// its ABI; on macOS `sandbox-exec` is looked for.
-    pub fn probe() -> Self {
+    /// Probes once per process. On Linux the exec `helper` is run as `HELPER ARGS --probe`
+    /// with an empty environment: a fresh process, which holds none of loopx's memory (and so
+    /// none of its secrets) and is dumpable, as the slice's own helper is, sets up the
+    /// namespaces as a slice would, step by step, and says which step failed. (A fork of
+    /// loopx itself would inherit its non-dumpable state, whose `/proc/self` files belong to
+    /// root: as a normal user it could not write its id maps.) Landlock reports its ABI; on
+    /// macOS `sandbox-exec` is looked for.
+    pub fn probe(helper: &crate::ExecHelper) -> Self {
         static SUPPORT: OnceLock<SandboxSupport> = OnceLock::new();
-        *SUPPORT.get_or_init(imp::probe)
+        *SUPPORT.get_or_init(|| imp::probe(helper))
     }
 
     /// A quick reading for a status line, without forking (Linux: the kernel's switches for
@@ -197,6 +207,129 @@ impl SandboxSupport {
     /// Linux, Seatbelt on macOS.
     pub fn complete(&self) -> bool {
         (self.namespaces && self.landlock_abi.is_some()) || self.seatbelt
+    }
+}
+
+/// A step of setting up a slice's namespaces, as the probe tries them in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamespaceStep {
+    /// Running the exec helper to probe at all.
+    Helper,
+    /// `unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID)`.
+    Unshare,
+    /// Writing `/proc/self/setgroups`, `uid_map` and `gid_map` in the new user namespace.
+    IdMaps,
+    /// Making the mounts private and covering a directory with a read-only tmpfs.
+    Mounts,
+    /// A `devpts` instance of the slice's own on `/dev/pts`.
+    Devpts,
+    /// A `/proc` of the new PID namespace (a slice runs without it, seeing the machine's).
+    Proc,
+}
+
+impl NamespaceStep {
+    /// The step's name, as the probe writes it and `doctor` shows it.
+    pub fn name(self) -> &'static str {
+        match self {
+            NamespaceStep::Helper => "helper",
+            NamespaceStep::Unshare => "unshare",
+            NamespaceStep::IdMaps => "id-maps",
+            NamespaceStep::Mounts => "mounts",
+            NamespaceStep::Devpts => "devpts",
+            NamespaceStep::Proc => "proc",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<NamespaceStep> {
+        [
+            NamespaceStep::Helper,
+            NamespaceStep::Unshare,
+            NamespaceStep::IdMaps,
+            NamespaceStep::Mounts,
+            NamespaceStep::Devpts,
+            NamespaceStep::Proc,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
+}
+
+/// Which step of the namespaces' set-up failed, with its errno (0 when there is none: the
+/// helper could not be run or said nothing readable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NamespaceFailure {
+    /// The step.
+    pub step: NamespaceStep,
+    /// The errno it failed with.
+    pub errno: i32,
+}
+
+impl NamespaceFailure {
+    /// The probe's line for it: `failed STEP ERRNO`.
+    pub(crate) fn to_line(self) -> String {
+        format!("failed {} {}", self.step.name(), self.errno)
+    }
+
+    /// Reads the probe's output: `None` for `ok`, the failure otherwise (an unreadable answer
+    /// is a failure of the helper step).
+    pub(crate) fn from_output(output: &str) -> Option<NamespaceFailure> {
+        let line = output.lines().last().unwrap_or("").trim();
+        if line == "ok" {
+            return None;
+        }
+        let mut words = line.split_whitespace();
+        let parsed = (words.next() == Some("failed"))
+            .then(|| {
+                let step = NamespaceStep::from_name(words.next()?)?;
+                let errno = words.next()?.parse().ok()?;
+                Some(NamespaceFailure { step, errno })
+            })
+            .flatten();
+        Some(parsed.unwrap_or(NamespaceFailure {
+            step: NamespaceStep::Helper,
+            errno: 0,
+        }))
+    }
+
+    /// The error in words: `EACCES (Permission denied)`.
+    pub fn error(self) -> String {
+        if self.errno == 0 {
+            return "no answer".to_owned();
+        }
+        let errno = nix::errno::Errno::from_raw(self.errno);
+        format!("{errno:?} ({})", errno.desc())
+    }
+
+    /// What fixes this step on a machine where it failed, in one line.
+    pub fn hint(self) -> &'static str {
+        use nix::errno::Errno;
+        let errno = nix::errno::Errno::from_raw(self.errno);
+        match (self.step, errno) {
+            (NamespaceStep::Helper, _) => {
+                "the exec helper (`loopx __exec --probe`) did not run: check that the loopx binary is executable and not on a `noexec` mount"
+            }
+            (NamespaceStep::Unshare, Errno::ENOSPC) => {
+                "the kernel's user namespace limit is reached or zero: sysctl -w user.max_user_namespaces=15000"
+            }
+            (NamespaceStep::Unshare, Errno::EPERM) => {
+                "this kernel or a seccomp filter refuses unprivileged user namespaces: on Debian `sysctl -w kernel.unprivileged_userns_clone=1`; in a container, allow `unshare` in its seccomp profile"
+            }
+            (NamespaceStep::Unshare, _) => {
+                "the kernel lacks user, mount or PID namespaces (CONFIG_USER_NS, CONFIG_PID_NS)"
+            }
+            (NamespaceStep::IdMaps, _) => {
+                "the new user namespace may not map this user: on Ubuntu 23.10 and later AppArmor restricts unprivileged user namespaces; give loopx an AppArmor profile with `userns,` or `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`"
+            }
+            (NamespaceStep::Mounts, _) => {
+                "mounts in the slice's namespace are refused: an AppArmor or SELinux policy denies them to unprivileged user namespaces (on Ubuntu, the same `userns,` profile)"
+            }
+            (NamespaceStep::Devpts, _) => {
+                "a private `devpts` cannot be mounted: the kernel is older than 4.7 or a container denies it"
+            }
+            (NamespaceStep::Proc, _) => {
+                "a `/proc` of the slice's own cannot be mounted (a container masks parts of the machine's): slices see every process; run loopx outside the container, or give it an unmasked `/proc`"
+            }
+        }
     }
 }
 
@@ -261,6 +394,12 @@ impl SandboxArgs {
 /// Applies `sandbox` and runs `argv`; returns only with an error.
 pub(crate) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infallible, ExecError> {
     imp::run_sandboxed(sandbox, argv)
+}
+
+/// The helper's `--probe`: sets up the slice's namespaces here, step by step, prints `ok` or
+/// `failed STEP ERRNO`, and exits.
+pub(crate) fn probe_here() -> ! {
+    imp::probe_here()
 }
 
 pub(crate) fn exec(argv: &[CString]) -> Result<Infallible, ExecError> {

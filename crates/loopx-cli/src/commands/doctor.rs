@@ -344,7 +344,7 @@ fn worktrees(project: &loopx_kernel::Project, store: &Store, repair: bool) -> Op
 }
 
 /// Whether each slice gets a cgroup limiting its processes and memory as a whole
-/// (`docs/permissions.md`): tried by making one and removing it again.
+/// (`docs/permissions.md`): tried by making one and removing it again; which one it is.
 fn slice_cgroups() -> Check {
     let limits = loopx_pty::CgroupLimits {
         processes: Some(loopx_adapters::DEFAULT_PROCESSES),
@@ -352,16 +352,20 @@ fn slice_cgroups() -> Check {
     };
     match loopx_pty::SliceCgroup::create(&format!("doctor-{}", std::process::id()), limits) {
         Ok(cgroup) => {
+            let place = cgroup.describe();
             cgroup.remove();
             Check::pass(
                 "slice limits",
-                "a cgroup per slice: `[limits] processes` and `memory_total` hold for the whole slice",
+                format!(
+                    "a cgroup per slice ({place}): `[limits] processes` and `memory_total` hold for the whole slice"
+                ),
             )
         }
         Err(why) => Check::warn(
             "slice limits",
             format!(
-                "no cgroup per slice ({why}): processes are limited in each slice's user namespace (RLIMIT_NPROC; not for root), memory per process (`[limits] memory`), and `memory_total` is not enforced\n(hint: run loopx as root, or in a delegated cgroup: systemd-run --user --scope -p Delegate=yes loopx run)"
+                "no cgroup per slice ({why}): processes are limited in each slice's user namespace (RLIMIT_NPROC; not for root), memory per process (`[limits] memory`), and `memory_total` is not enforced\n(hint: {})",
+                loopx_pty::SliceCgroup::hint()
             ),
         ),
     }
@@ -369,7 +373,20 @@ fn slice_cgroups() -> Check {
 
 /// What this machine offers the slices' sandbox (`docs/permissions.md`, `docs/platforms.md`).
 fn sandbox() -> Check {
-    let support = loopx_pty::SandboxSupport::probe();
+    let helper = std::env::current_exe().map(|program| loopx_pty::ExecHelper {
+        program,
+        args: vec!["__exec".into()],
+    });
+    let helper = match helper {
+        Ok(helper) => helper,
+        Err(e) => {
+            return Check::warn(
+                "sandbox",
+                format!("cannot find loopx's own binary to probe the sandbox with: {e}"),
+            );
+        }
+    };
+    let support = loopx_pty::SandboxSupport::probe(&helper);
     if cfg!(target_os = "macos") {
         return if support.seatbelt {
             Check::pass(
@@ -386,24 +403,45 @@ fn sandbox() -> Check {
     let landlock = support
         .landlock_abi
         .map_or_else(String::new, |abi| format!("Landlock ABI {abi}"));
-    match (support.namespaces, support.landlock_abi.is_some()) {
-        (true, true) => Check::pass(
+    let who = if nix::unistd::getuid().is_root() {
+        "root".to_owned()
+    } else {
+        format!("uid {}", nix::unistd::getuid())
+    };
+    let failure = support.namespace_failure;
+    match (support.namespaces, support.landlock_abi.is_some(), failure) {
+        (true, true, None) => Check::pass(
             "sandbox",
-            format!("user, mount and PID namespaces and {landlock}: every slice is contained"),
+            format!(
+                "user, mount and PID namespaces, a private /dev/pts and {landlock}, as {who}: every slice is contained"
+            ),
         ),
-        (namespaces, has_landlock) => {
+        (namespaces, has_landlock, failure) => {
             let mut missing = Vec::new();
-            if !namespaces {
-                missing.push("unprivileged user namespaces (the store stays reachable, escapees are swept by marker)");
+            let mut hints = Vec::new();
+            if let Some(f) = failure {
+                let what = if namespaces {
+                    "a /proc of the slice's own (it sees every process)"
+                } else {
+                    "the slice's namespaces (the store stays reachable, escapees are swept by marker)"
+                };
+                missing.push(format!(
+                    "{what}: step `{}` failed with {}",
+                    f.step.name(),
+                    f.error()
+                ));
+                hints.push(f.hint().to_owned());
             }
             if !has_landlock {
-                missing.push("Landlock (writes outside the work tree are not refused)");
+                missing.push("Landlock (writes outside the work tree are not refused)".to_owned());
+                hints.push("boot with lsm=…,landlock (Linux 5.13 or later)".to_owned());
             }
             Check::warn(
                 "sandbox",
                 format!(
-                    "this kernel lacks {}; profiles with `[sandbox] mode = \"required\"` will not start\n(hint: enable user namespaces (sysctl kernel.unprivileged_userns_clone=1, or an AppArmor profile allowing them) and boot with lsm=…,landlock)",
-                    missing.join(" and ")
+                    "as {who}, slices lack {}; profiles with `[sandbox] mode = \"required\"` will not start\n(hint: {})",
+                    missing.join(" and "),
+                    hints.join("; ")
                 ),
             )
         }

@@ -98,8 +98,13 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
             true => "  (its loopx run is gone: the next `loopx run` recovers it)",
             false => "",
         };
+        // What the slice actually runs in, as its record says (empty until it spawned).
+        let contained = match slice.containment.as_str() {
+            "" => String::new(),
+            c => format!("  [{c}]"),
+        };
         ctx.line(format!(
-            "  {:<5} {}{on}  {} elapsed{limit}{gone}",
+            "  {:<5} {}{on}  {} elapsed{limit}{contained}{gone}",
             slice.id.to_string(),
             slice.agent,
             short_duration(std::time::Duration::from_secs(run.elapsed_secs))

@@ -29,16 +29,106 @@ use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, fork, getgid, getuid};
 
 use super::{
-    SUPERVISOR_LOST_FILE, SUPERVISOR_LOST_STATUS, Sandbox, SandboxSupport, exec, sandbox_err,
+    NamespaceFailure, NamespaceStep, SUPERVISOR_LOST_FILE, SUPERVISOR_LOST_STATUS, Sandbox,
+    SandboxSupport, exec, sandbox_err,
 };
 use crate::errors::ExecError;
 
-pub(super) fn probe() -> SandboxSupport {
+pub(super) fn probe(helper: &crate::ExecHelper) -> SandboxSupport {
+    let failure = probe_with_helper(helper);
     SandboxSupport {
-        namespaces: namespaces_work(),
+        namespaces: failure.is_none_or(|f| f.step == NamespaceStep::Proc),
+        namespace_failure: failure,
         landlock_abi: landlock_abi(),
         seatbelt: false,
     }
+}
+
+/// Runs `HELPER ARGS --probe` with nothing of loopx's environment and reads its answer.
+fn probe_with_helper(helper: &crate::ExecHelper) -> Option<NamespaceFailure> {
+    let output = std::process::Command::new(&helper.program)
+        .args(&helper.args)
+        .arg("--probe")
+        .env_clear()
+        .current_dir("/")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    match output {
+        Ok(out) => NamespaceFailure::from_output(&String::from_utf8_lossy(&out.stdout)),
+        Err(e) => Some(NamespaceFailure {
+            step: NamespaceStep::Helper,
+            errno: e.raw_os_error().unwrap_or(0),
+        }),
+    }
+}
+
+/// The helper's `--probe`, in a fresh single-threaded process: every step a slice's set-up
+/// takes that can be refused, in the same order ([`run_sandboxed`], [`init`]), each failure
+/// named by its step and errno. The mounts are made in the probe's own mount namespace and
+/// vanish with it.
+pub(super) fn probe_here() -> ! {
+    use std::io::Write;
+    let line = match probe_steps() {
+        Ok(()) => "ok".to_owned(),
+        Err(failure) => failure.to_line(),
+    };
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+    std::process::exit(0)
+}
+
+fn probe_steps() -> Result<(), NamespaceFailure> {
+    let failed = |step: NamespaceStep| {
+        move |errno: nix::errno::Errno| NamespaceFailure {
+            step,
+            errno: errno as i32,
+        }
+    };
+    enter_namespaces()?;
+    make_mounts_private().map_err(failed(NamespaceStep::Mounts))?;
+    let covered = std::env::temp_dir();
+    mount(
+        Some("tmpfs"),
+        &covered,
+        Some("tmpfs"),
+        MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some("size=4k,mode=0500"),
+    )
+    .map_err(failed(NamespaceStep::Mounts))?;
+    mount_devpts().map_err(failed(NamespaceStep::Devpts))?;
+    // The first child is PID 1 of the new namespace, where its `/proc` is mounted.
+    let (read_end, write_end) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(failed(NamespaceStep::Unshare))?;
+    // SAFETY: the probe is single-threaded; the child makes one system call and exits.
+    match unsafe { fork() }.map_err(failed(NamespaceStep::Unshare))? {
+        ForkResult::Child => {
+            drop(read_end);
+            let errno = mount_proc().err().map_or(0, |e| e as i32);
+            let _ = nix::unistd::write(&write_end, &errno.to_le_bytes());
+            // SAFETY: ends the forked child without running destructors.
+            unsafe { libc::_exit(0) }
+        }
+        ForkResult::Parent { child } => {
+            drop(write_end);
+            let mut word = [0u8; 4];
+            let got = nix::unistd::read(&read_end, &mut word).unwrap_or(0);
+            let _ = waitpid(child, None);
+            let errno = if got == word.len() {
+                i32::from_le_bytes(word)
+            } else {
+                nix::errno::Errno::ECHILD as i32
+            };
+            if errno != 0 {
+                return Err(NamespaceFailure {
+                    step: NamespaceStep::Proc,
+                    errno,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The kernel's switches for user namespaces (`user.max_user_namespaces`, Debian's
@@ -57,49 +147,43 @@ pub(super) fn quick() -> SandboxSupport {
                 && read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") != Some(1)));
     SandboxSupport {
         namespaces,
+        namespace_failure: None,
         landlock_abi: landlock_abi(),
         seatbelt: false,
     }
 }
 
-/// Whether the helper's namespace set-up works here: `unshare`, and the id maps written (an
-/// AppArmor policy can allow the first and refuse the second).
-fn namespaces_work() -> bool {
-    // Everything the child needs is made before the fork: after it, only system calls.
-    let setgroups = c"/proc/self/setgroups";
-    let uid_map_path = c"/proc/self/uid_map";
-    let gid_map_path = c"/proc/self/gid_map";
-    let uid_map = format!("{0} {0} 1", getuid());
-    let gid_map = format!("{0} {0} 1", getgid());
-    let write = |path: &std::ffi::CStr, text: &[u8]| -> bool {
-        // SAFETY: open/write/close on a NUL-terminated path and a live buffer.
-        unsafe {
-            let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
-            if fd < 0 {
-                return false;
-            }
-            let written = libc::write(fd, text.as_ptr().cast(), text.len());
-            libc::close(fd);
-            usize::try_from(written).is_ok_and(|n| n == text.len())
-        }
-    };
-    // SAFETY: the child only makes system calls (`unshare`, `open`, `write`, `close`, `_exit`).
-    match unsafe { fork() } {
-        Ok(ForkResult::Child) => {
-            let flags =
-                CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
-            let works = unshare(flags).is_ok()
-                && write(setgroups, b"deny")
-                && write(uid_map_path, uid_map.as_bytes())
-                && write(gid_map_path, gid_map.as_bytes());
-            // SAFETY: `_exit` ends the forked child without running the parent's destructors.
-            unsafe { libc::_exit(if works { 0 } else { 1 }) }
-        }
-        Ok(ForkResult::Parent { child }) => {
-            matches!(waitpid(child, None), Ok(WaitStatus::Exited(_, 0)))
-        }
-        Err(_) => false,
+/// New user, mount and PID namespaces for the calling process, with its own uid and gid mapped
+/// (the PID namespace is its next child's).
+fn enter_namespaces() -> Result<(), NamespaceFailure> {
+    let (uid, gid) = (getuid(), getgid());
+    let flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
+    unshare(flags).map_err(|errno| NamespaceFailure {
+        step: NamespaceStep::Unshare,
+        errno: errno as i32,
+    })?;
+    for (path, text) in [
+        ("/proc/self/setgroups", "deny".to_owned()),
+        ("/proc/self/uid_map", format!("{uid} {uid} 1")),
+        ("/proc/self/gid_map", format!("{gid} {gid} 1")),
+    ] {
+        std::fs::write(path, text).map_err(|e| NamespaceFailure {
+            step: NamespaceStep::IdMaps,
+            errno: e.raw_os_error().unwrap_or(0),
+        })?;
     }
+    Ok(())
+}
+
+/// Mounts made from here on do not propagate back to the person's namespace.
+fn make_mounts_private() -> nix::Result<()> {
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
 }
 
 fn landlock_abi() -> Option<u32> {
@@ -128,7 +212,6 @@ pub(super) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infal
         }
         return exec(argv);
     }
-    let (uid, gid) = (getuid(), getgid());
     // The directory the agent starts in, as a path: entered again once the mounts below are
     // in place, so that `..` from it walks the covered tree (a worktree's peers stay hidden),
     // not the one the helper was started in.
@@ -138,26 +221,17 @@ pub(super) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infal
     })?;
     // Who started the helper: when it is gone, the slice has no limits left but its own.
     let supervisor = Supervisor::watch();
-    let flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
-    unshare(flags).map_err(|e| sandbox_err("create user, mount and PID namespaces", e))?;
-    write_proc("/proc/self/setgroups", "deny")?;
-    write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
-    write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
+    enter_namespaces().map_err(|f| ExecError::Sandbox {
+        action: format!("set up the slice's namespaces (step `{}`)", f.step.name()),
+        reason: f.error(),
+    })?;
     // Set inside the new user namespace, where the kernel counts this user's processes of
     // the slice only (set before, it would count all of the person's).
     if let Some(n) = sandbox.processes {
         nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NPROC, n, n)
             .map_err(|e| sandbox_err("limit the slice's processes", e))?;
     }
-    // Mounts made here must not propagate back to the person's namespace.
-    mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-        None::<&str>,
-    )
-    .map_err(|e| sandbox_err("make mounts private", e))?;
+    make_mounts_private().map_err(|e| sandbox_err("make mounts private", e))?;
     for path in &sandbox.hide {
         hide(path, &sandbox.keep)?;
     }
@@ -253,13 +327,7 @@ fn init(sandbox: &Sandbox, argv: &[CString], status: &OwnedFd) -> Result<i32, Ex
     // A `/proc` of this namespace: the agent sees its own processes only. Some container
     // runtimes forbid it (masked paths); loopx's own processes stay unreadable there because
     // loopx is not dumpable.
-    let _ = mount(
-        Some("proc"),
-        "/proc",
-        Some("proc"),
-        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-        None::<&str>,
-    );
+    let _ = mount_proc();
     if sandbox.landlock {
         restrict_writes(&sandbox.writable)?;
     }
@@ -334,6 +402,10 @@ fn die_by(signal: i32) -> ! {
 /// the new instance (the kernel looks for `pts` beside it), so tools that make their own
 /// terminals still work.
 fn private_terminals() -> Result<(), ExecError> {
+    mount_devpts().map_err(|e| sandbox_err("give the slice its own /dev/pts", e))
+}
+
+fn mount_devpts() -> nix::Result<()> {
     mount(
         Some("devpts"),
         "/dev/pts",
@@ -341,7 +413,17 @@ fn private_terminals() -> Result<(), ExecError> {
         MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
         Some("newinstance,ptmxmode=0666,mode=0620"),
     )
-    .map_err(|e| sandbox_err("give the slice its own /dev/pts", e))
+}
+
+/// A `/proc` of the calling process's PID namespace, over the machine's.
+fn mount_proc() -> nix::Result<()> {
+    mount(
+        Some("proc"),
+        "/proc",
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    )
 }
 
 /// The process that started the helper (the supervisor, or the land check's caller), watched
@@ -648,11 +730,4 @@ fn restrict_writes(writable: &[PathBuf]) -> Result<(), ExecError> {
         return Err(err(&"this kernel does not enforce Landlock"));
     }
     Ok(())
-}
-
-fn write_proc(path: &str, text: &str) -> Result<(), ExecError> {
-    std::fs::write(path, text.as_bytes()).map_err(|e| ExecError::Sandbox {
-        action: format!("write {path}"),
-        reason: e.to_string(),
-    })
 }

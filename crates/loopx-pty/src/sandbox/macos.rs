@@ -15,13 +15,27 @@ use crate::errors::ExecError;
 /// Where macOS keeps `sandbox-exec`. An absolute path: the slice's `PATH` is the agent's.
 const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
 
-pub(super) fn probe() -> SandboxSupport {
+pub(super) fn probe(_helper: &crate::ExecHelper) -> SandboxSupport {
     quick()
+}
+
+/// No namespaces to set up on macOS: the probe says so (`ENOSYS`).
+pub(super) fn probe_here() -> ! {
+    println!(
+        "{}",
+        super::NamespaceFailure {
+            step: super::NamespaceStep::Unshare,
+            errno: nix::errno::Errno::ENOSYS as i32,
+        }
+        .to_line()
+    );
+    std::process::exit(0)
 }
 
 pub(super) fn quick() -> SandboxSupport {
     SandboxSupport {
         namespaces: false,
+        namespace_failure: None,
         landlock_abi: None,
         seatbelt: Path::new(SANDBOX_EXEC).is_file(),
     }

@@ -16,15 +16,34 @@ pub(crate) struct Room {
 }
 
 impl Room {
-    /// Creates the room, mode 0700 all the way from `loopx-<uid>`.
+    /// Creates the room, mode 0700 all the way from `loopx-<uid>`. An error names the path.
     pub(crate) fn create(marker: &str) -> std::io::Result<Room> {
-        use std::os::unix::fs::DirBuilderExt;
         let base = rooms_dir();
+        let at = |path: &Path| {
+            let path = path.to_owned();
+            move |e: std::io::Error| {
+                std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+            }
+        };
+        Room::create_in(&base, marker).map_err(at(&base))
+    }
+
+    fn create_in(base: &Path, marker: &str) -> std::io::Result<Room> {
+        use std::os::unix::fs::DirBuilderExt;
         let dir = base.join(marker);
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
-            .create(&base)?;
+            .create(base)?;
+        // Another user could have made `loopx-<uid>` first: it must be ours and private.
+        let meta = std::fs::symlink_metadata(base)?;
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        if meta.uid() != nix::unistd::getuid().as_raw() || !meta.is_dir() {
+            return Err(std::io::Error::other(format!(
+                "not a directory owned by this user (uid {}); remove it, or set TMPDIR to a directory of yours",
+                nix::unistd::getuid()
+            )));
+        }
         // A leftover of this name (a dead run, or something planted to be followed) goes; the
         // room itself is made fresh, never reused (`create_dir` fails on anything there).
         match std::fs::symlink_metadata(&dir) {
@@ -36,17 +55,8 @@ impl Room {
         builder.mode(0o700);
         builder.create(&dir)?;
         builder.create(dir.join("tmp"))?;
-        // Another user could have made `loopx-<uid>` first: it must be ours and private.
-        let meta = std::fs::symlink_metadata(&base)?;
-        use std::os::unix::fs::{MetadataExt, PermissionsExt};
-        if meta.uid() != nix::unistd::getuid().as_raw() || !meta.is_dir() {
-            return Err(std::io::Error::other(format!(
-                "{} is not a directory owned by this user",
-                base.display()
-            )));
-        }
         if meta.mode() & 0o077 != 0 {
-            std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o700))?;
+            std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o700))?;
         }
         Ok(Room { dir })
     }
@@ -110,9 +120,26 @@ pub(crate) fn room_has(marker: &str, name: &str) -> bool {
     rooms_dir().join(marker).join(name).exists()
 }
 
-/// Where this user's slice rooms live.
+/// Where this user's slice rooms live: `loopx-<uid>` in the temp dir, or the first of
+/// `loopx-<uid>.1` … `.7` when a directory of that name belongs to someone else (another user
+/// made it first, or the real root's, seen from a user namespace where this user is uid 0).
+/// The same answer every time while the directories stay, so recovery finds a dead run's
+/// rooms; [`Room::create`] refuses when all eight are taken.
 fn rooms_dir() -> PathBuf {
-    short_temp_dir().join(format!("loopx-{}", nix::unistd::getuid()))
+    use std::os::unix::fs::MetadataExt;
+    let temp = short_temp_dir();
+    let uid = nix::unistd::getuid();
+    let first = temp.join(format!("loopx-{uid}"));
+    (0..8)
+        .map(|n| match n {
+            0 => first.clone(),
+            n => temp.join(format!("loopx-{uid}.{n}")),
+        })
+        .find(|dir| match std::fs::symlink_metadata(dir) {
+            Ok(meta) => meta.is_dir() && meta.uid() == uid.as_raw(),
+            Err(_) => true,
+        })
+        .unwrap_or(first)
 }
 
 /// A socket path must fit in 108 bytes; a long `TMPDIR` falls back to `/tmp`.
@@ -200,14 +227,20 @@ pub(crate) fn contain(
             .map(|(k, v)| (k.to_owned(), OsString::from(v))),
         );
     }
-    spec.sandbox = sandbox(plan, project_root, tree, room, &spec.env)?;
+    let helper = exec_helper(loopx_exe);
+    spec.sandbox = sandbox(plan, project_root, tree, room, &spec.env, &helper)?;
     if !spec.resources.is_empty() || !spec.sandbox.is_empty() {
-        spec.exec_helper = Some(ExecHelper {
-            program: loopx_exe.to_owned(),
-            args: vec![OsString::from("__exec")],
-        });
+        spec.exec_helper = Some(helper);
     }
     Ok(())
+}
+
+/// The exec helper: `loopx __exec`.
+pub(crate) fn exec_helper(loopx_exe: &Path) -> ExecHelper {
+    ExecHelper {
+        program: loopx_exe.to_owned(),
+        args: vec![OsString::from("__exec")],
+    }
 }
 
 fn sandbox(
@@ -216,12 +249,13 @@ fn sandbox(
     tree: Option<&loopx_git::worktree::Tree>,
     room: &Room,
     env: &loopx_pty::EnvSpec,
+    helper: &ExecHelper,
 ) -> Result<Sandbox, String> {
     let mode = plan.sandbox.mode;
     if mode == SandboxMode::Off {
         return Ok(Sandbox::default());
     }
-    let support = SandboxSupport::probe();
+    let support = SandboxSupport::probe(helper);
     if mode == SandboxMode::Required && !support.complete() {
         return Err(format!(
             "the profile requires a sandbox (`[sandbox] mode = \"required\"`), and this kernel lacks {}\n(hint: `loopx doctor` shows what the kernel offers; set `mode = \"auto\"` to run with what there is)",

@@ -135,7 +135,7 @@ fn run_check(
     let marker = format!("land-{}", std::process::id());
     let room = Room::create(&marker)
         .map_err(|e| format!("cannot create the check's private directory: {e}"))?;
-    let support = SandboxSupport::probe();
+    let support = SandboxSupport::probe(&super::contain::exec_helper(loopx_exe));
     let worktree = dir.to_path_buf();
     let mut writable = vec![worktree.clone(), room.tmp()];
     writable.extend(DEVICES.iter().map(std::path::PathBuf::from));
