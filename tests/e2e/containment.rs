@@ -342,3 +342,94 @@ fn doctor_names_the_step_that_failed_and_the_slice_says_what_it_had() {
         who()
     );
 }
+
+/// An agent that makes every user namespace the machine allows (about 96,000 here, by holding
+/// one per process) made the next `loopx run`'s probe fail with `ENOSPC`, and that run's slices
+/// went without their namespaces, the store in reach. The slice's own user namespace now
+/// bounds those made beneath it.
+#[test]
+fn a_slice_cannot_exhaust_the_machine_s_user_namespaces() {
+    let loopx = attacker_with(
+        r#"cat /proc/sys/user/max_user_namespaces > max.txt
+python3 -c '
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+kids, made = [], 0
+r, w = os.pipe()
+for _ in range(300):
+    pid = os.fork()
+    if pid == 0:
+        ok = libc.unshare(0x10000000) == 0
+        os.write(w, b"1" if ok else b"0")
+        time.sleep(20)
+        os._exit(0)
+    kids.append(pid)
+for _ in kids:
+    made += os.read(r, 1) == b"1"
+open("made.txt", "w").write(str(made))
+for k in kids:
+    os.kill(k, 9)
+    os.waitpid(k, 0)
+'"#,
+        "processes = 400",
+    );
+    run_once(&loopx);
+    assert_eq!(read(&loopx, "max.txt").trim(), "256", "as {}", who());
+    let made: u32 = read(&loopx, "made.txt").trim().parse().expect("a count");
+    assert!(
+        (200..=256).contains(&made),
+        "as {}: the slice made {made} user namespaces",
+        who()
+    );
+}
+
+/// Run as root, the agent is uid 0 in the slice's user namespace, and held every capability
+/// there: it opened the hidden `.loopx/` by file handle (`open_by_handle_at`) beneath the mount
+/// covering it and read the store. The agent's exec now gets no capability in the slice.
+#[test]
+fn an_agent_cannot_open_the_hidden_store_by_file_handle() {
+    let loopx = attacker_with(
+        r#"grep CapEff /proc/self/status > caps.txt
+python3 -c '
+import ctypes, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+class FH(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_uint), ("t", ctypes.c_int), ("h", ctypes.c_ubyte * 128)]
+here, mount = FH(), ctypes.c_int()
+here.n = 128
+libc.name_to_handle_at(-100, b".", ctypes.byref(here), ctypes.byref(mount), 0)
+ino = struct.unpack("<I", bytes(here.h[:4]))[0]
+root = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+said = "not found"
+for cand in list(range(ino + 1, ino + 3000)) + list(range(max(2, ino - 3000), ino)):
+    h = FH()
+    h.n, h.t = 8, here.t
+    struct.pack_into("<II", (ctypes.c_char * 8).from_buffer(h.h), 0, cand, 0)
+    fd = libc.open_by_handle_at(root, ctypes.byref(h), os.O_RDONLY | os.O_DIRECTORY)
+    if fd < 0:
+        if ctypes.get_errno() == 1:
+            said = "refused"
+            break
+        continue
+    if "state.redb" in os.listdir(fd):
+        said = "opened the store"
+        break
+    os.close(fd)
+open("handle.txt", "w").write(said)
+'"#,
+        "",
+    );
+    run_once(&loopx);
+    assert_eq!(
+        read(&loopx, "caps.txt").split_whitespace().nth(1),
+        Some("0000000000000000"),
+        "as {}: the agent holds capabilities",
+        who()
+    );
+    assert_ne!(
+        read(&loopx, "handle.txt"),
+        "opened the store",
+        "as {}",
+        who()
+    );
+}

@@ -16,6 +16,21 @@ fn http_client_goal() -> Loopx {
     loopx
 }
 
+/// A person moves the goal to gRPC; the next slice is the re-planning one, its summary.
+fn amend_to_grpc_and_re_plan(loopx: &Loopx) -> serde_json::Value {
+    loopx.ok(&[
+        "goal",
+        "amend",
+        "--objective",
+        "Move the client to gRPC, with retries",
+        "--why",
+        "the service dropped HTTP",
+    ]);
+    let plan = loopx.ok(&["run", "--json", "--once"]).json();
+    assert_eq!(plan["slice"]["kind"], "plan", "{plan:#}");
+    plan
+}
+
 /// An agent `worker` that keeps each prompt it is given (`prompt-0.txt`, `prompt-1.txt`, …) and
 /// reports `report` (a report block's JSON).
 fn prompt_keeper(loopx: &Loopx, report: &str) {
@@ -457,16 +472,7 @@ fn a_re_planning_slice_drops_and_rewrites_the_todos_the_amendment_left_behind() 
         notes.contains("dropping t1: only the planning slice that re-plans"),
         "the refusal is noted: {notes}"
     );
-    loopx.ok(&[
-        "goal",
-        "amend",
-        "--objective",
-        "Move the client to gRPC, with retries",
-        "--why",
-        "the service dropped HTTP",
-    ]);
-    let plan = loopx.ok(&["run", "--json", "--once"]).json();
-    assert_eq!(plan["slice"]["kind"], "plan", "{plan:#}");
+    amend_to_grpc_and_re_plan(&loopx);
     let prompt = std::fs::read_to_string(loopx.path().join("prompt-1.txt")).expect("a prompt");
     assert!(
         prompt.contains("\"drop_todos\""),
@@ -558,4 +564,25 @@ printf '%s\n' '```loopx-report' "{\"status\":\"done\",\"summary\":\"parsed\",\"n
         "{}",
         refused.stderr
     );
+}
+
+/// Issue 46, hole 3: after an amendment the re-planning slice's report dropped every open todo
+/// and said `done`; the drops were written before the goal's status, so nothing was open and
+/// the goal ended. Its end is judged against the todos as they were before its own drops: the
+/// `done` is refused and noted, the rest of the report stands.
+#[test]
+fn a_re_planner_that_drops_every_todo_does_not_end_the_goal() {
+    let loopx = http_client_goal();
+    prompt_keeper(
+        &loopx,
+        r#"{"status":"done","summary":"nothing left to do","drop_todos":[{"todo":"t1","why":"gone"},{"todo":"t2","why":"gone"}]}"#,
+    );
+    loopx.ok(&["todo", "add", "Retry on HTTP 503"]);
+    loopx.ok(&["todo", "add", "Add retries"]);
+    let plan = amend_to_grpc_and_re_plan(&loopx);
+    assert_eq!(plan["slice"]["goal_done"], false, "{plan:#}");
+    let goal = loopx.ok(&["goal", "show", "--json"]).json();
+    assert_eq!(goal["goal"]["status"], "active", "{goal:#}");
+    let t1 = loopx.ok(&["todo", "show", "t1", "--json"]).json();
+    assert_eq!(t1["todo"]["state"], "dropped", "the drops stand: {t1:#}");
 }

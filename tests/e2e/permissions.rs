@@ -402,6 +402,11 @@ account = "sneaky"
 /// A git project with a committed `docs/README.md` and `src/lib.rs`, a goal scoped to `docs/`,
 /// and agent `exec` running `script`.
 fn hiding_project(script: &str) -> Loopx {
+    hiding_project_with(script, "")
+}
+
+/// Like [`hiding_project`], with `profile_rest` (TOML tables) added to the agent's profile.
+fn hiding_project_with(script: &str, profile_rest: &str) -> Loopx {
     let loopx = Loopx::new();
     git(loopx.path(), &["init", "-q"]);
     write(&loopx.path().join("docs/README.md"), "docs\n");
@@ -413,7 +418,7 @@ fn hiding_project(script: &str) -> Loopx {
         &loopx,
         "exec",
         &format!("cat > /dev/null\n{script}"),
-        "max_time = \"1m\"",
+        &format!("max_time = \"1m\"\n{profile_rest}"),
     );
     loopx.ok(&["todo", "add", "Write the docs"]);
     loopx
@@ -437,17 +442,80 @@ fn a_change_hidden_by_git_index_flags_is_found() {
     }
 }
 
-/// A new file listed in `.git/info/exclude` is invisible to `git status`; changing git's
-/// ignore rules is itself a violation, whatever the scope.
+/// A new file listed in `.git/info/exclude` is invisible to `git status`. In a shared goal's
+/// slice the whole `.git` is read-only, so the rule cannot be written and the file is found;
+/// where the agent can write it (`mode = "off"`), changing git's ignore rules is itself a
+/// violation, whatever the scope.
 #[test]
 fn a_file_hidden_by_info_exclude_is_a_violation() {
-    let loopx = hiding_project("echo secret.txt >> .git/info/exclude\necho x > secret.txt\n");
+    let script = "echo secret.txt >> .git/info/exclude 2> /dev/null; echo $? > docs/exclude.rc\n\
+                  echo x > secret.txt\n";
+    let loopx = hiding_project(script);
+    let (out, stderr) = run_once(&loopx);
+    assert_ne!(read_file(&loopx, "docs/exclude.rc"), "0\n", "{out}");
+    assert_eq!(
+        out["slice"]["violations"],
+        serde_json::json!(["secret.txt"]),
+        "{out}\n{stderr}"
+    );
+    let loopx = hiding_project_with(script, "[sandbox]\nmode = \"off\"");
     let (out, stderr) = run_once(&loopx);
     let violations = out["slice"]["violations"].to_string();
     assert!(
         violations.contains("info/exclude (git's ignore rules)"),
         "{out}\n{stderr}"
     );
+}
+
+/// Issue 46, hole 1: an agent changed `src/lib.rs` (outside its `docs/` scope) and pointed
+/// `refs/replace/<HEAD>` at a commit holding the change: loopx's git honoured the replace ref,
+/// `git status` showed nothing, the todo was done. In a shared goal's slice `.git` is
+/// read-only (the agent's own commits go to a quarantine in its room), and loopx's git ignores
+/// replace refs and grafts where an agent could write them anyway (`mode = "off"`).
+#[test]
+fn a_change_hidden_by_a_replace_ref_is_found() {
+    let script = "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.com \
+                  GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.com\n\
+                  echo 'evil()' >> src/lib.rs\n\
+                  git add src/lib.rs\n\
+                  c=$(git commit-tree \"$(git write-tree)\" -p HEAD -m hidden)\n\
+                  git replace HEAD \"$c\" 2> docs/replace.err; echo $? > docs/replace.rc\n";
+    let loopx = hiding_project(script);
+    let (out, stderr) = run_once(&loopx);
+    assert_ne!(
+        read_file(&loopx, "docs/replace.rc"),
+        "0\n",
+        "the replace ref was written: {out}"
+    );
+    assert_eq!(
+        out["slice"]["violations"],
+        serde_json::json!(["src/lib.rs"]),
+        "{out}\n{stderr}"
+    );
+    // The person's index and objects are as they were: the agent staged into a copy.
+    let staged = git_out(loopx.path(), &["diff", "--cached", "--name-only"]);
+    assert_eq!(staged, "", "the agent staged into the person's index");
+    // Unsandboxed the replace ref is written, and loopx's git does not follow it.
+    let loopx = hiding_project_with(script, "[sandbox]\nmode = \"off\"");
+    let (out, stderr) = run_once(&loopx);
+    assert_eq!(read_file(&loopx, "docs/replace.rc"), "0\n", "{out}");
+    let violations = out["slice"]["violations"].to_string();
+    assert!(violations.contains("src/lib.rs"), "{out}\n{stderr}");
+}
+
+fn read_file(loopx: &Loopx, name: &str) -> String {
+    std::fs::read_to_string(loopx.path().join(name))
+        .unwrap_or_else(|e| panic!("the agent left no {name}: {e}"))
+}
+
+/// `git ARGS` in `dir`, its output.
+fn git_out(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// In the sandbox the repository's config is read-only: an agent cannot point
@@ -468,4 +536,70 @@ fn the_repository_config_is_read_only_in_the_sandbox() {
     assert!(!loopx.path().join(".git/hooks/pre-commit").exists());
     let violations = out["slice"]["violations"].to_string();
     assert!(violations.contains("secret.txt"), "{out}\n{stderr}");
+}
+
+/// The attack of a second reader: `.git/config` and `.git/hooks` were read-only, `.git` was
+/// not, so an agent in a shared goal moved it aside, put a copy with a clean filter of its own
+/// in its place, and loopx's `git status` after the slice ran the filter outside the sandbox
+/// (it listed `.loopx/` and wrote `~/.bashrc`). `.git` itself is read-only in the slice now.
+#[test]
+fn an_agent_cannot_replace_the_repository_loopx_s_git_reads() {
+    let loopx = hiding_project(
+        "P=$PWD\n\
+         { mv .git .git.orig && mkdir .git && cp -a .git.orig/. .git/; } 2> /dev/null; echo $? > docs/mv.rc\n\
+         git config -f .git/config filter.pwn.clean \"touch $P/docs/PWNED; cat\" 2> /dev/null\n\
+         echo '* filter=pwn' > docs/.gitattributes\n\
+         echo changed >> docs/README.md\n",
+    );
+    let (out, stderr) = run_once(&loopx);
+    assert_eq!(out["slice"]["outcome"], "completed", "{out}\n{stderr}");
+    assert_ne!(read_file(&loopx, "docs/mv.rc"), "0\n", "{out}");
+    assert!(loopx.path().join(".git/HEAD").is_file());
+    assert!(
+        !loopx.path().join("docs/PWNED").exists(),
+        "loopx's git ran the agent's filter: {out}"
+    );
+}
+
+/// The same where `.git` is a file naming the git directory (a linked worktree, a submodule, a
+/// separate git dir): nothing of the repository was protected, and the agent pointed `.git` at
+/// a copy with its filter. The file and the directories it names are read-only now.
+#[test]
+fn an_agent_cannot_point_a_git_file_at_a_repository_of_its_own() {
+    let loopx = Loopx::new();
+    let gitdir = tempfile::tempdir().expect("a place for the git directory");
+    let separate = gitdir.path().join("repo.git");
+    std::process::Command::new("git")
+        .args(["init", "-q", "--separate-git-dir"])
+        .arg(&separate)
+        .arg(loopx.path())
+        .status()
+        .expect("git init");
+    assert!(loopx.path().join(".git").is_file(), "`.git` is a file");
+    write(&loopx.path().join("docs/README.md"), "docs\n");
+    git(loopx.path(), &["add", "docs"]);
+    git(loopx.path(), &["commit", "-q", "-m", "start"]);
+    shared_docs_goal(&loopx);
+    crate::support::script_agent(
+        &loopx,
+        "exec",
+        "cat > /dev/null\n\
+         P=$PWD\n\
+         mkdir .evilgit && cp -a \"$(git rev-parse --git-dir)/.\" .evilgit/\n\
+         git config -f .evilgit/config filter.pwn.clean \"touch $P/docs/PWNED; cat\"\n\
+         echo \"gitdir: $P/.evilgit\" > .git 2> /dev/null; echo $? > docs/dotgit.rc\n\
+         git config -f \"$(git rev-parse --git-dir)/config\" filter.pwn.clean \"touch $P/docs/PWNED; cat\" 2> /dev/null; echo $? > docs/config.rc\n\
+         echo '* filter=pwn' > docs/.gitattributes\n\
+         echo changed >> docs/README.md\n",
+        "max_time = \"1m\"",
+    );
+    loopx.ok(&["todo", "add", "Write the docs"]);
+    let (out, stderr) = run_once(&loopx);
+    assert_eq!(out["slice"]["outcome"], "completed", "{out}\n{stderr}");
+    assert_ne!(read_file(&loopx, "docs/dotgit.rc"), "0\n", "{out}");
+    assert_ne!(read_file(&loopx, "docs/config.rc"), "0\n", "{out}");
+    assert!(
+        !loopx.path().join("docs/PWNED").exists(),
+        "loopx's git ran the agent's filter: {out}"
+    );
 }

@@ -264,6 +264,14 @@ pub fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutp
             "diff.ignoreSubmodules=all",
             "-c",
             "submodule.recurse=false",
+            // What an agent can write in `.git` when it is not read-only (a slice without
+            // namespaces, or `mode = "off"`) and that changes what git reports without
+            // changing a file: the commit-graph and the multi-pack index name commits' trees
+            // and objects' places (replace refs and grafts: the environment below).
+            "-c",
+            "core.commitGraph=false",
+            "-c",
+            "core.multiPackIndex=false",
         ])
         .args(args)
         // Only what git needs: no credential of loopx's reaches a program git might start.
@@ -276,6 +284,10 @@ pub fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutp
         .envs(env.iter().copied())
         // `git status` would otherwise refresh the index, racing an agent's own git commands.
         .env("GIT_OPTIONAL_LOCKS", "0")
+        // A replace ref (`refs/replace/<HEAD>`, loose or packed) or a graft shows one commit
+        // as another: an agent hid an out-of-scope change from `git status` that way.
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .env("GIT_GRAFT_FILE", "/dev/null")
         // Never wait for a person at a prompt nobody sees.
         .env("GIT_TERMINAL_PROMPT", "0")
         .stdout(Stdio::piped())

@@ -398,3 +398,49 @@ fn an_agent_finishes_only_the_todo_it_holds() {
         )
         .expect("a person drops it");
 }
+
+/// Issue 46, hole 3: the re-planning slice's report dropped every open todo and said `done`;
+/// the drops were written before the goal's status in the same batch, so the kernel's "an agent
+/// does not end a goal over open work" counted nothing open and the goal ended. The goal's end
+/// is judged against the todos as they were before the batch's own drops: the batch is refused
+/// as a whole, and without the `done` the drops stand.
+#[test]
+fn a_re_planner_that_drops_every_todo_does_not_end_the_goal() {
+    let f = fixture();
+    f.goal();
+    f.agent("a");
+    let first = f.todo("Retry on HTTP 503");
+    let second = f.todo("Add retries");
+    amend(&f, 10);
+    let slice = start(&f, "a", SliceKind::Plan, 11);
+    end(&f, "a", slice, Outcome::Progress, 12);
+    let done = Op::GoalSetStatus(loopx_kernel::store::SetGoalStatus {
+        goal: None,
+        to: loopx_kernel::model::GoalStatus::Done,
+    });
+    let why = refused(f.store.apply_all(
+        vec![drop_op(slice, first), drop_op(slice, second), done],
+        "agent:a",
+        at(12),
+    ));
+    assert!(
+        why.contains("marked done by an agent while it has open todos"),
+        "{why}"
+    );
+    assert_eq!(state(&f, first).state, TodoState::Open);
+    let goal = f.store.read(|s| s.current_goal()).expect("read");
+    assert_eq!(
+        goal.map(|g| g.status),
+        Some(loopx_kernel::model::GoalStatus::Active),
+        "the goal is still active"
+    );
+    // The same drops alone are the re-planner's to make.
+    f.store
+        .apply_all(
+            vec![drop_op(slice, first), drop_op(slice, second)],
+            "agent:a",
+            at(12),
+        )
+        .expect("the re-planning slice may drop");
+    assert_eq!(state(&f, second).state, TodoState::Dropped);
+}

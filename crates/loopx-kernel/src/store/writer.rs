@@ -21,6 +21,10 @@ pub(crate) struct Writer<'t> {
     pub(crate) actor: &'t str,
     /// The database's clock when this transaction took the writer lock (PostgreSQL).
     pub(crate) db_now: Option<Timestamp>,
+    /// Open todos a re-planning slice dropped in this transaction: an agent's "the goal is
+    /// met" later in the same batch is judged against the todos as they were before
+    /// (`entities.rs`).
+    pub(crate) replan_dropped: std::cell::Cell<usize>,
 }
 
 impl<'t> Writer<'t> {
@@ -46,6 +50,7 @@ impl<'t> Writer<'t> {
             now,
             actor,
             db_now: None,
+            replan_dropped: std::cell::Cell::new(0),
         })
     }
 

@@ -225,6 +225,19 @@ pub(super) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infal
         action: format!("set up the slice's namespaces (step `{}`)", f.step.name()),
         reason: f.error(),
     })?;
+    // The slice's own user namespace bounds the namespaces made beneath it (the kernel counts
+    // each at every level up): an agent that made every user namespace the machine allows made
+    // the next `loopx run`'s probe fail, and its slices ran without theirs. Written while this
+    // process still holds its capabilities in the new namespace (none survive the agent's
+    // exec).
+    std::fs::write(
+        "/proc/sys/user/max_user_namespaces",
+        NESTED_USER_NAMESPACES.to_string(),
+    )
+    .map_err(|e| ExecError::Sandbox {
+        action: "bound the slice's nested user namespaces".to_owned(),
+        reason: e.to_string(),
+    })?;
     // Set inside the new user namespace, where the kernel counts this user's processes of
     // the slice only (set before, it would count all of the person's).
     if let Some(n) = sandbox.processes {
@@ -292,6 +305,10 @@ pub(super) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infal
     }
 }
 
+/// How many user namespaces a slice may make beneath its own (a CLI's own sandbox, bubblewrap
+/// say, makes one per command).
+const NESTED_USER_NAMESPACES: u32 = 256;
+
 /// Signals the init passes on to everything in its namespace.
 const FORWARDED: [Signal; 4] = [
     Signal::SIGTERM,
@@ -348,6 +365,7 @@ fn init(sandbox: &Sandbox, argv: &[CString], status: &OwnedFd) -> Result<i32, Ex
                 // SAFETY: restores the default disposition.
                 let _ = unsafe { sigaction(signal, &default) };
             }
+            drop_capabilities();
             let Err(err) = exec(argv);
             eprintln!("loopx __exec: {err}");
             // SAFETY: the exec failed; end the child without unwinding into the init's code.
@@ -375,6 +393,17 @@ fn init(sandbox: &Sandbox, argv: &[CString], status: &OwnedFd) -> Result<i32, Ex
             }
             Err(_) => return Ok(127),
         }
+    }
+}
+
+/// Empties the capability bounding set, so that the agent's exec gives it no capability in the
+/// slice's user namespace, also when it runs as root (uid 0 there): with them, root's agent
+/// opened the hidden `.loopx/` by file handle (`open_by_handle_at`) beneath its covering
+/// mount, which was made in that namespace. A normal user's exec gets none anyway.
+fn drop_capabilities() {
+    for cap in 0..64 {
+        // SAFETY: plain prctl with integer arguments; an unknown capability is EINVAL.
+        unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
     }
 }
 

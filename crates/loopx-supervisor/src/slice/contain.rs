@@ -199,7 +199,37 @@ pub(crate) fn contain(
         open_files: r.open_files,
         file_size_bytes: r.file_size_bytes,
     };
-    if let Some(tree) = tree {
+    let helper = exec_helper(loopx_exe);
+    spec.sandbox = sandbox(plan, project_root, tree, room, &spec.env, &helper)?;
+    agent_git(spec, project_root, tree, room)?;
+    if !spec.resources.is_empty() || !spec.sandbox.is_empty() {
+        spec.exec_helper = Some(helper);
+    }
+    Ok(())
+}
+
+/// Where the agent's own git writes, set in `spec`'s environment: a worktree goal's agent, or a
+/// shared goal's whose `.git` the slice sees read-only (`read_only_git`), commits into a
+/// quarantine in its room and stages into a copy of the index.
+fn agent_git(
+    spec: &mut LaunchSpec,
+    project_root: &Path,
+    tree: Option<&loopx_git::worktree::Tree>,
+    room: &Room,
+) -> Result<(), String> {
+    // A shared goal's only where its `.git` is read-only: where it is not (no namespaces), the
+    // agent's commits would name objects that leave with the room.
+    let git_read_only = spec.sandbox.namespaces || spec.sandbox.seatbelt;
+    let objects = match tree {
+        Some(tree) => Some(tree.repo.objects.clone()),
+        None if git_read_only => git_dir(project_root).map(|git| git.join("objects")),
+        None => None,
+    };
+    if let Some(objects) = objects {
+        // The agent's own `git add` and `git commit` write objects into a quarantine in its
+        // room, reading the repository's as an alternate: nothing it writes lands among the
+        // repository's objects, where a forged loose object or pack index would change what
+        // loopx's git (and the person's) reads.
         let quarantine = room.tmp().join("git-objects");
         std::fs::create_dir(&quarantine)
             .map_err(|e| format!("cannot create the slice's git object quarantine: {e}"))?;
@@ -210,12 +240,26 @@ pub(crate) fn contain(
             ),
             (
                 "GIT_ALTERNATE_OBJECT_DIRECTORIES".to_owned(),
-                tree.repo.objects.clone().into_os_string(),
+                objects.into_os_string(),
             ),
         ]);
-        // The agent's own `git commit` works; git's automatic housekeeping after it would
-        // repack the repository's objects and refs, which are loopx's and read-only in the
-        // slice, and fail noisily. None of it is needed in a slice.
+        if tree.is_none()
+            && let Some(git) = git_dir(project_root)
+        {
+            // A shared goal's index is the person's: the agent stages into a copy of it.
+            let index = room.tmp().join("git-index");
+            match std::fs::copy(git.join("index"), &index) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(format!("cannot copy the repository's index: {e}")),
+            }
+            spec.env
+                .set
+                .push(("GIT_INDEX_FILE".to_owned(), index.into_os_string()));
+        }
+        // git's automatic housekeeping after a commit would repack the repository's objects
+        // and refs, which are read-only in the slice, and fail noisily. None of it is needed
+        // in a slice.
         spec.env.set.extend(
             [
                 ("GIT_CONFIG_COUNT", "2"),
@@ -226,11 +270,6 @@ pub(crate) fn contain(
             ]
             .map(|(k, v)| (k.to_owned(), OsString::from(v))),
         );
-    }
-    let helper = exec_helper(loopx_exe);
-    spec.sandbox = sandbox(plan, project_root, tree, room, &spec.env, &helper)?;
-    if !spec.resources.is_empty() || !spec.sandbox.is_empty() {
-        spec.exec_helper = Some(helper);
     }
     Ok(())
 }
@@ -331,14 +370,86 @@ fn sandbox(
         processes: Some(resources.processes),
         hide: hidden(project_root),
         keep,
-        read_only: git_dir(project_root)
-            .map(|git| vec![git.join("config"), git.join("hooks")])
-            .unwrap_or_default(),
+        read_only: read_only_git(project_root, tree.is_none()),
         private_room: Some(room.dir.clone()),
         landlock: support.landlock_abi.is_some(),
         seatbelt: support.seatbelt,
         writable,
     })
+}
+
+/// What of the repository is read-only in a slice (`docs/permissions.md`, "What steers git"):
+/// in a shared goal the whole repository — `.git` itself (a mount point, so it cannot be
+/// renamed and replaced by a directory of the agent's, nor, when it is a file, pointed at
+/// one), and where `.git` is a file (a linked worktree, a submodule) the git directory it names
+/// and that directory's common one — since everything in them steers what git reports or runs
+/// (config and its filters, replace refs, grafts, alternates, the commit-graph and pack
+/// indexes, `info/attributes`, `shallow`, the index's stat data, loose objects rewritten in
+/// place). The agent's git writes its objects and index elsewhere (`agent_git`). In a worktree
+/// goal Landlock already keeps the agent to its worktree's own git directory; the
+/// repository's `config` and `hooks` (what would run a program in loopx's git or the
+/// person's) are read-only as well.
+pub(crate) fn read_only_git(root: &Path, shared: bool) -> Vec<PathBuf> {
+    let Some(repo) = Repository::of(root) else {
+        return vec![];
+    };
+    if shared {
+        let mut paths = vec![repo.dot_git, repo.git_dir, repo.common_dir];
+        paths.dedup();
+        return paths;
+    }
+    vec![
+        repo.common_dir.join("config"),
+        repo.common_dir.join("hooks"),
+    ]
+}
+
+/// Where the repository of a work tree keeps itself.
+struct Repository {
+    /// `.git` in the work tree or an ancestor: a directory, or a file naming one.
+    dot_git: PathBuf,
+    /// The work tree's git directory (`.git`, or what the file names).
+    git_dir: PathBuf,
+    /// Its common directory (objects, refs, config): the git directory unless it names
+    /// another in `commondir`.
+    common_dir: PathBuf,
+}
+
+impl Repository {
+    fn of(root: &Path) -> Option<Repository> {
+        let dot_git = root
+            .ancestors()
+            .map(|dir| dir.join(".git"))
+            .find(|git| git.symlink_metadata().is_ok())?;
+        if dot_git.is_dir() {
+            return Some(Repository {
+                git_dir: dot_git.clone(),
+                common_dir: dot_git.clone(),
+                dot_git,
+            });
+        }
+        // A planted FIFO or device in their place is not read.
+        let first_line = |file: &Path| -> Option<String> {
+            use std::io::Read;
+            let mut text = String::new();
+            loopx_adapters::open_regular(file)
+                .ok()?
+                .take(4096)
+                .read_to_string(&mut text)
+                .ok()?;
+            Some(text.lines().next()?.trim().to_owned())
+        };
+        let base = dot_git.parent()?.to_owned();
+        let named = first_line(&dot_git)?;
+        let git_dir = base.join(named.strip_prefix("gitdir:")?.trim());
+        let common_dir = first_line(&git_dir.join("commondir"))
+            .map_or_else(|| git_dir.clone(), |common| git_dir.join(common));
+        Some(Repository {
+            dot_git,
+            git_dir,
+            common_dir,
+        })
+    }
 }
 
 /// The repository directory of the work tree `root` is in (`.git` of it or of an ancestor);

@@ -147,9 +147,11 @@ pub(super) fn goal_set_status(
     }
     // An agent's planning slice that reports `done` says the goal is met. With todos of the
     // goal still open (a re-planning slice runs beside them, `amend.rs`) it is not: only a
-    // person ends a goal over open work.
+    // person ends a goal over open work. The open todos are counted as they were before this
+    // batch's re-planning drops: a re-planner that dropped every open todo and said `done` in
+    // one report ended the goal.
     if to == GoalStatus::Done && w.actor.starts_with("agent:") {
-        let open = open_todos_of(w, target.id)?;
+        let open = open_todos_of(w, target.id)? + w.replan_dropped.get();
         if open > 0 {
             return Err(Conflict::GoalState {
                 goal: target.id,

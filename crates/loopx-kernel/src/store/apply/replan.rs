@@ -91,6 +91,7 @@ pub(super) fn apply(w: &Writer<'_>, op: ReplanTodo) -> Result<Applied, KernelErr
             todo.lease = None;
             w.put_todo(&todo)?;
             super::todo::finish(w, id, crate::model::TodoState::Dropped, None, None)?;
+            w.replan_dropped.set(w.replan_dropped.get() + 1);
             (true, Vec::new())
         }
         Replanning::Rewrite {
