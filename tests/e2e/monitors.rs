@@ -388,3 +388,59 @@ fn a_secret_a_check_prints_between_colour_codes_is_redacted() {
     assert!(tail.starts_with("token: "), "{tail}");
     assert!(!tail.contains("sekrit") && !tail.contains("hunt"), "{tail}");
 }
+
+/// Issue 46, hole 8: a check an agent wrote ran 105 processes under a profile allowing 20: it
+/// got the defaults. It runs under the limits of the agent whose check it is.
+#[test]
+fn an_agent_s_check_runs_under_its_agent_s_limits() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Train and evaluate model 42"]);
+    let check = r#"python3 -c "
+import os, time
+n = 0
+for _ in range(100):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(5)
+        os._exit(0)
+    n += 1
+print('started', n)
+""#;
+    let script = format!(
+        "cat > /dev/null\n\
+         if [ \"$LOOPX_TODO\" = t1 ]; then\n\
+           '{loopx}' report todo 'Count the children' --check '{check}' --every 10s > monitor.out 2>&1\n\
+         fi\n\
+         '{loopx}' report done --summary ok > /dev/null\n",
+        loopx = crate::support::LOOPX,
+        check = check.replace('\'', "'\\''"),
+    );
+    crate::support::script_agent(
+        &loopx,
+        "exec",
+        &script,
+        "max_time = \"2m\"\nidle_timeout = \"1m\"\nprocesses = 20",
+    );
+    loopx.ok(&["todo", "add", "Start training run 42"]);
+    let mut bg = Background::start(&loopx, &["--for", "50s"]);
+    let polled = bg.wait_for("the check's poll", |e| e["event"] == "polled");
+    assert_eq!(polled["todo"], "t2", "{polled}");
+    bg.signal(nix::sys::signal::Signal::SIGTERM);
+    let _ = bg.finish();
+    let shown = loopx.ok(&["todo", "show", "t2", "--json"]).json();
+    assert_eq!(shown["todo"]["created_by"], "agent:exec", "{shown}");
+    let text = shown.to_string();
+    let started: u32 = text
+        .split("started ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the check's output: {shown}"));
+    assert!(
+        started < 20,
+        "the check started {started} children under its agent's limit of 20"
+    );
+}

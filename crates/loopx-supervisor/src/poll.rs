@@ -88,9 +88,54 @@ pub fn poll_due(
     loopx_exe: &Path,
     stopped: &Stopped<'_>,
 ) -> Result<Polled, SupervisorError> {
-    poll_due_with(project, world, stopped, &mut |todo, monitor, limit| {
-        run_check(project, loopx_exe, todo, monitor, limit, stopped)
-    })
+    poll_due_with(
+        project,
+        world,
+        stopped,
+        &mut |todo, monitor, limit| match writer_resources(project, world, todo) {
+            Ok(resources) => {
+                run_check(project, loopx_exe, todo, monitor, limit, resources, stopped)
+            }
+            Err(why) => CheckRun {
+                exit: None,
+                failed: Some(why),
+                output: Vec::new(),
+            },
+        },
+    )
+}
+
+/// The resource limits a check runs under: an agent's check (a monitor it reported) under the
+/// limits of that agent's profile, since it is that agent's code (it ran 105 processes and
+/// 600 MiB under a profile allowing 20 and 200 MiB, with the defaults); a person's under the
+/// defaults (`None`). An agent's whose profile no longer loads is not run.
+fn writer_resources(
+    project: &Project,
+    world: &World,
+    todo: &Todo,
+) -> Result<Option<loopx_adapters::ResourceLimits>, String> {
+    let Some(name) = todo.created_by.strip_prefix("agent:") else {
+        return Ok(None);
+    };
+    let agent = world
+        .stores
+        .with(project, |store| store.read(|s| s.agent(name)))
+        .map_err(|e| format!("cannot read agent `{name}`, whose check this is: {e}"))?
+        .ok_or_else(|| {
+            format!(
+                "agent `{name}`, whose check this is, is gone: a person may run it as their own"
+            )
+        })?;
+    let state = project.state_dir();
+    let catalog = AdapterCatalog::with_dir(state.join("adapters"));
+    let loaded = loopx_adapters::find_profile(&state.join("profiles"), &agent.profile, &catalog)
+        .map_err(|e| {
+            format!(
+                "the profile `{}` of agent `{name}`, whose check this is, does not load: {e}",
+                agent.profile
+            )
+        })?;
+    Ok(Some(loaded.profile.limits.resources))
 }
 
 /// [`poll_due`] with another way to run a check (the simulation's, which runs no process).
@@ -247,7 +292,12 @@ fn check_profile(project: &Project, monitor: &Monitor) -> Option<loopx_adapters:
 
 /// The plan a check runs under: `sh -c CHECK` in the project's tree, read-only and sandboxed
 /// unless a person gave it a profile.
-fn check_plan(project: &Project, monitor: &Monitor, limit: Duration) -> Result<LaunchPlan, String> {
+fn check_plan(
+    project: &Project,
+    monitor: &Monitor,
+    limit: Duration,
+    resources: Option<loopx_adapters::ResourceLimits>,
+) -> Result<LaunchPlan, String> {
     let mut allow: Vec<String> = DEFAULT_ENV_ALLOW.iter().map(|s| (*s).to_owned()).collect();
     let mut secrets = Vec::new();
     let permission = PermissionLevel::ReadOnly;
@@ -289,7 +339,7 @@ fn check_plan(project: &Project, monitor: &Monitor, limit: Duration) -> Result<L
             kill_on_output: true,
             max_turns: None,
             max_tokens: None,
-            resources: Default::default(),
+            resources: resources.unwrap_or_default(),
         },
     })
 }
@@ -302,6 +352,7 @@ pub fn run_check(
     todo: &Todo,
     monitor: &Monitor,
     limit: Duration,
+    resources: Option<loopx_adapters::ResourceLimits>,
     stopped: &Stopped<'_>,
 ) -> CheckRun {
     let failed = |why: String| CheckRun {
@@ -309,7 +360,7 @@ pub fn run_check(
         failed: Some(why),
         output: Vec::new(),
     };
-    let plan = match check_plan(project, monitor, limit) {
+    let plan = match check_plan(project, monitor, limit, resources) {
         Ok(plan) => plan,
         Err(why) => return failed(why),
     };
