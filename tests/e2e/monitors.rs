@@ -444,3 +444,57 @@ print('started', n)
         "the check started {started} children under its agent's limit of 20"
     );
 }
+
+/// Issue 46, hole 7: polls run one at a time, each up to a tenth of its cadence: five agent
+/// checks that only slept held a person's 10 s monitor 50 s and `loopx run --once` 41 s. A
+/// person's monitors go first; an agent's check runs at most 10 s, and the agents' checks
+/// take at most a share of each round (the rest wait for the next).
+#[test]
+fn a_person_s_monitor_goes_before_the_agents_checks() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Train and evaluate model 42"]);
+    let script = format!(
+        "cat > /dev/null\n\
+         if [ \"$LOOPX_TODO\" = t1 ]; then\n\
+           for i in 1 2 3 4 5; do '{loopx}' report todo \"Sleep $i\" --check 'sleep 60' --every 10s > /dev/null; done\n\
+         fi\n\
+         '{loopx}' report done --summary ok > /dev/null\n",
+        loopx = crate::support::LOOPX,
+    );
+    crate::support::script_agent(&loopx, "exec", &script, "max_time = \"2m\"");
+    loopx.ok(&["todo", "add", "Start training run 42"]);
+    let first = loopx.ok(&["run", "--once", "--json"]).json();
+    assert_eq!(first["slice"]["todo"], "t1", "{first}");
+    loopx.ok(&[
+        "todo",
+        "add",
+        "Wait for CI",
+        "--check",
+        "exit 1",
+        "--every",
+        "10s",
+    ]);
+    let mut bg = Background::start(&loopx, &["--for", "25s"]);
+    let (_, events) = {
+        bg.wait_for("the first poll", |e| e["event"] == "polled");
+        bg.finish()
+    };
+    let polled: Vec<&str> = event(&events, "polled")
+        .iter()
+        .filter_map(|e| e["todo"].as_str())
+        .collect();
+    assert_eq!(
+        polled.first(),
+        Some(&"t7"),
+        "the person's first: {polled:?}"
+    );
+    // In 25 s the person's 10 s monitor is polled on time (at 0, 10 and 20 s), the agents'
+    // sleeping checks at most 10 s a round.
+    let person = polled.iter().filter(|t| **t == "t7").count();
+    assert!(person >= 2, "the person's monitor waited: {polled:?}");
+    let agents = polled.len() - person;
+    assert!(
+        agents <= 4,
+        "{agents} agent checks of 10 s each in 25 s: {polled:?}"
+    );
+}

@@ -37,6 +37,12 @@ use crate::slice::{ACTOR, Room, contain, slice_redactor};
 pub const CHECK_OUTPUT_CAP: u64 = 64 * 1024;
 /// The most polls one round runs; the rest come in the next round, at once.
 const MAX_POLLS_PER_ROUND: usize = 16;
+/// The longest an agent's check may run (a person's gets a tenth of its cadence, up to five
+/// minutes): five agent checks that only slept held a person's 10 s monitor 50 s.
+const AGENT_CHECK_LIMIT: Duration = Duration::from_secs(10);
+/// How long the agents' checks may take of one round, after every person's monitor due in it
+/// was polled; the rest wait for the next round.
+const AGENT_SHARE_OF_A_ROUND: Duration = Duration::from_secs(10);
 /// How long a poll's claim outlasts its check's time limit.
 const CLAIM_MARGIN: Duration = Duration::from_secs(30);
 
@@ -154,18 +160,33 @@ pub fn poll_due_with(
         .into_iter()
         .filter(|t| t.monitor.as_ref().is_some_and(|m| m.due(now)))
         .collect();
-    due.sort_by_key(|t| t.monitor.as_ref().map(|m| m.next_due()));
+    // A person's monitors first, then the agents' checks in a share of the round.
+    due.sort_by_key(|t| (by_an_agent(t), t.monitor.as_ref().map(|m| m.next_due())));
     due.truncate(MAX_POLLS_PER_ROUND);
+    let mut agents_took = Duration::ZERO;
     for todo in due {
         if stopped() {
             break;
         }
+        let agents = by_an_agent(&todo);
+        if agents && agents_took >= AGENT_SHARE_OF_A_ROUND {
+            break;
+        }
+        let started = world.clock.monotonic();
         if let Some(summary) = poll_one(project, world, check, &todo)? {
             polled.polls.push(summary);
+        }
+        if agents {
+            agents_took += world.clock.monotonic().saturating_sub(started);
         }
     }
     polled.next_due = next_due(&read_monitors(project, world)?);
     Ok(polled)
+}
+
+/// Whether an agent reported this monitor (its check is that agent's code).
+fn by_an_agent(todo: &Todo) -> bool {
+    todo.created_by.starts_with("agent:")
 }
 
 /// The current goal's monitors that may be polled (every dependency finished).
@@ -205,7 +226,10 @@ fn poll_one(
     let Some(monitor) = &todo.monitor else {
         return Ok(None);
     };
-    let limit = Duration::from_millis(check_limit_ms(monitor.every_ms));
+    let mut limit = Duration::from_millis(check_limit_ms(monitor.every_ms));
+    if by_an_agent(todo) {
+        limit = limit.min(AGENT_CHECK_LIMIT);
+    }
     let by: AgentName = ACTOR.parse().expect("`loopx` is a valid name");
     let claim = ClaimPoll {
         todo: todo.id,
