@@ -24,8 +24,9 @@ pub const CALLBACK_PATH: &str = "/lark/callback";
 const MAX_HEAD: usize = 16 * 1024;
 /// A body larger than this is refused (a card callback is a few KiB).
 const MAX_BODY: usize = 64 * 1024;
-/// How long a client may take to send its request.
-const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a client may take to send its whole request (head and body): a deadline per read
+/// let a client that sent a byte every 4 s hold a slot for as long as it liked.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// Requests served at once; more wait in the kernel's backlog.
 const MAX_CONNECTIONS: usize = 16;
 
@@ -44,6 +45,18 @@ pub struct Answering {
 pub fn serve(listener: TcpListener, answering: Arc<Answering>) {
     let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for stream in listener.incoming().flatten() {
+        // An agent shares the host's loopback: its connections would hold the slots a
+        // person's press needs (the board refuses them the same way).
+        if let (Ok(local), Ok(peer)) = (stream.local_addr(), stream.peer_addr())
+            && loopx_pty::tcp_peer_in_slice(local, peer)
+        {
+            let _ = reply(
+                &stream,
+                403,
+                &json!({"error": "connections from inside a slice are refused"}),
+            );
+            continue;
+        }
         if busy.load(std::sync::atomic::Ordering::SeqCst) >= MAX_CONNECTIONS {
             let _ = reply(&stream, 503, &json!({"error": "busy"}));
             continue;
@@ -58,8 +71,11 @@ pub fn serve(listener: TcpListener, answering: Arc<Answering>) {
 }
 
 fn handle(stream: &TcpStream, answering: &Answering) {
-    let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
-    let (status, body) = match read(stream) {
+    let deadline = Deadline {
+        stream,
+        at: std::time::Instant::now() + REQUEST_DEADLINE,
+    };
+    let (status, body) = match read(deadline) {
         Ok((method, path, headers, body)) if method == "POST" && path == CALLBACK_PATH => {
             callback(answering, &headers, &body)
         }
@@ -143,8 +159,29 @@ fn press(answering: &Answering, open_id: &str, gate: &str, option: u32) -> Value
 
 type Parsed = (String, String, Vec<(String, String)>, Vec<u8>);
 
+/// Reads with one deadline for the whole request.
+struct Deadline<'a> {
+    stream: &'a TcpStream,
+    at: std::time::Instant,
+}
+
+impl Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.at.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the request took longer than its deadline",
+            ));
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        let mut stream = self.stream;
+        stream.read(buf)
+    }
+}
+
 /// One request: method, path, headers (lowercase names), body.
-fn read(mut stream: &TcpStream) -> Result<Parsed, String> {
+fn read(mut stream: Deadline<'_>) -> Result<Parsed, String> {
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 4096];
     let head_end = loop {
@@ -203,13 +240,15 @@ fn reply(mut stream: &TcpStream, status: u16, body: &Value) -> std::io::Result<(
         200 => "OK",
         400 => "Bad Request",
         401 => "Unauthorized",
+        403 => "Forbidden",
         404 => "Not Found",
         _ => "Service Unavailable",
     };
-    write!(
-        stream,
+    // One write: a client reading the first packet sees the status line whole.
+    let response = format!(
         "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
         text.len()
-    )?;
+    );
+    stream.write_all(response.as_bytes())?;
     stream.flush()
 }
