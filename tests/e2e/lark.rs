@@ -266,6 +266,16 @@ fn free_port() -> u16 {
 /// listener on a free port: the port and the run.
 fn run_listening(loopx: &Loopx, server: &LarkServer) -> (u16, crate::support::Background) {
     let port = free_port();
+    (port, run_listening_on(loopx, server, port, &[]))
+}
+
+/// `loopx run ARGS` with the board, the questions' chat and the callback listener on `port`.
+fn run_listening_on(
+    loopx: &Loopx,
+    server: &LarkServer,
+    port: u16,
+    args: &[&str],
+) -> crate::support::Background {
     loopx.write_config(format!(
         "[lark]\nbase_url = \"{}\"\napp_id = \"cli_test\"\n[lark.board]\napp_token = \"bascnTest\"\n[lark.questions]\nchat_id = \"oc_team\"\nanswerers = [\"ou_ann\"]\nlisten = \"127.0.0.1:{port}\"\n",
         server.url()
@@ -275,10 +285,7 @@ fn run_listening(loopx: &Loopx, server: &LarkServer) -> (u16, crate::support::Ba
         ("LOOPX_LARK_VERIFICATION_TOKEN", TOKEN),
         ("LOOPX_LARK_ENCRYPT_KEY", KEY),
     ];
-    (
-        port,
-        crate::support::Background::start_env(loopx, &[], &env),
-    )
+    crate::support::Background::start_env(loopx, args, &env)
 }
 
 fn now_secs() -> u64 {
@@ -764,17 +771,8 @@ open("refused.txt", "w").write(str(refused))
         "max_time = \"1m\"",
     );
     loopx.ok(&["todo", "add", "Tidy the README"]);
-    loopx.write_config(format!(
-        "[lark]\nbase_url = \"{}\"\napp_id = \"cli_test\"\n[lark.board]\napp_token = \"bascnTest\"\n[lark.questions]\nchat_id = \"oc_team\"\nanswerers = [\"ou_ann\"]\nlisten = \"127.0.0.1:{port}\"\n",
-        server.url()
-    ));
-    let env = [
-        ("LOOPX_LARK_APP_SECRET", SECRET),
-        ("LOOPX_LARK_VERIFICATION_TOKEN", TOKEN),
-        ("LOOPX_LARK_ENCRYPT_KEY", KEY),
-    ];
     // The person's trickling client first: one byte a second, cut at 5 s in all.
-    let mut run = crate::support::Background::start_env(&loopx, &["--for", "40s"], &env);
+    let mut run = run_listening_on(&loopx, &server, port, &["--for", "40s"]);
     run.wait_for("the run", |e| e["event"] == "running");
     eventually("the listener", || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
