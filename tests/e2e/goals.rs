@@ -34,13 +34,34 @@ fn amend_to_grpc_and_re_plan(loopx: &Loopx) -> serde_json::Value {
 /// An agent `worker` that keeps each prompt it is given (`prompt-0.txt`, `prompt-1.txt`, …) and
 /// reports `report` (a report block's JSON).
 fn prompt_keeper(loopx: &Loopx, report: &str) {
+    keeper_reporting(loopx, &format!("report='{report}'"));
+}
+
+/// Like [`prompt_keeper`], but its first slice plans the goal: it proposes `t1` "Retry on HTTP
+/// 503" and `t2` "Add retries", agents' todos a re-planner may change. Its prompts after the
+/// first are `prompt-1.txt`, …
+fn planning_prompt_keeper(loopx: &Loopx, report: &str) {
+    let planned = r#"{"status":"progress","summary":"planned","next_todos":[{"title":"Retry on HTTP 503"},{"title":"Add retries"}]}"#;
+    keeper_reporting(
+        loopx,
+        &format!("if [ \"$n\" = 0 ]; then report='{planned}'; else report='{report}'; fi"),
+    );
+    let plan = loopx.ok(&["run", "--json", "--once"]).json();
+    assert_eq!(plan["slice"]["kind"], "plan", "{plan:#}");
+    let t2 = loopx.ok(&["todo", "show", "t2", "--json"]).json();
+    assert_eq!(t2["todo"]["created_by"], "agent:worker", "{t2:#}");
+}
+
+/// The prompt keeper whose `choose` sets `$report` (`$n` is the slice's number, from 0).
+fn keeper_reporting(loopx: &Loopx, choose: &str) {
     script_agent(
         loopx,
         "worker",
         &format!(
             r#"n=$(ls prompt-*.txt 2>/dev/null | wc -l)
 cat > "prompt-$n.txt"
-printf '%s\n' '```loopx-report' '{report}' '```'"#
+{choose}
+printf '%s\n' '```loopx-report' "$report" '```'"#
         ),
         "max_time = \"30s\"",
     );
@@ -453,13 +474,12 @@ fn a_handoff_written_before_its_todo_changed_and_an_answer_given_under_an_older_
 #[test]
 fn a_re_planning_slice_drops_and_rewrites_the_todos_the_amendment_left_behind() {
     let loopx = http_client_goal();
-    // The agent always asks to drop t1 and rewrite t2: only the re-planning slice may.
-    prompt_keeper(
+    // After planning t1 and t2, the agent always asks to drop t1 and rewrite t2: only the
+    // re-planning slice may.
+    planning_prompt_keeper(
         &loopx,
         r#"{"status":"progress","summary":"re-planned","drop_todos":[{"todo":"t1","why":"HTTP is gone"}],"rewrite_todos":[{"todo":"t2","title":"Add retries around the gRPC stub","why":"the client is gRPC now"}]}"#,
     );
-    loopx.ok(&["todo", "add", "Retry on HTTP 503"]);
-    loopx.ok(&["todo", "add", "Add retries"]);
     let work = loopx.ok(&["run", "--json", "--once"]).json();
     assert_eq!(work["slice"]["kind"], "work", "{work:#}");
     let t1 = loopx.ok(&["todo", "show", "t1", "--json"]).json();
@@ -473,7 +493,7 @@ fn a_re_planning_slice_drops_and_rewrites_the_todos_the_amendment_left_behind() 
         "the refusal is noted: {notes}"
     );
     amend_to_grpc_and_re_plan(&loopx);
-    let prompt = std::fs::read_to_string(loopx.path().join("prompt-1.txt")).expect("a prompt");
+    let prompt = std::fs::read_to_string(loopx.path().join("prompt-2.txt")).expect("a prompt");
     assert!(
         prompt.contains("\"drop_todos\""),
         "the task says how: {prompt}"
@@ -484,11 +504,11 @@ fn a_re_planning_slice_drops_and_rewrites_the_todos_the_amendment_left_behind() 
     assert_eq!(t2["todo"]["title"], "Add retries around the gRPC stub");
     let log = loopx.ok(&["log"]).stdout;
     assert!(
-        log.contains("t1 dropped in re-planning by slice s2: HTTP is gone"),
+        log.contains("t1 dropped in re-planning by slice s3: HTTP is gone"),
         "{log}"
     );
     assert!(
-        log.contains("t2 rewritten (title) in re-planning by slice s2: the client is gRPC now"),
+        log.contains("t2 rewritten (title) in re-planning by slice s3: the client is gRPC now"),
         "{log}"
     );
     // Re-planned: the next slice works on t2, and may no longer drop it.
@@ -567,22 +587,48 @@ printf '%s\n' '```loopx-report' "{\"status\":\"done\",\"summary\":\"parsed\",\"n
 }
 
 /// Issue 46, hole 3: after an amendment the re-planning slice's report dropped every open todo
-/// and said `done`; the drops were written before the goal's status, so nothing was open and
-/// the goal ended. Its end is judged against the todos as they were before its own drops: the
-/// `done` is refused and noted, the rest of the report stands.
+/// — a person's priority-9 todo and a person's monitor among them — and said `done`; the drops
+/// were written before the goal's status, so nothing was open and the goal ended. A re-planner
+/// changes only agents' todos, and the goal's end is judged against the todos as they were
+/// before its own drops: the `done` and the person's drops are refused and noted, the rest of
+/// the report stands.
 #[test]
 fn a_re_planner_that_drops_every_todo_does_not_end_the_goal() {
     let loopx = http_client_goal();
-    prompt_keeper(
+    planning_prompt_keeper(
         &loopx,
-        r#"{"status":"done","summary":"nothing left to do","drop_todos":[{"todo":"t1","why":"gone"},{"todo":"t2","why":"gone"}]}"#,
+        r#"{"status":"done","summary":"nothing left to do","drop_todos":[{"todo":"t1","why":"gone"},{"todo":"t2","why":"gone"},{"todo":"t3","why":"gone"},{"todo":"t4","why":"gone"}]}"#,
     );
-    loopx.ok(&["todo", "add", "Retry on HTTP 503"]);
-    loopx.ok(&["todo", "add", "Add retries"]);
+    loopx.ok(&["todo", "add", "Deploy after the review", "--priority", "9"]);
+    loopx.ok(&[
+        "todo",
+        "add",
+        "Wait for the release build",
+        "--check",
+        "test -e released",
+        "--every",
+        "1h",
+    ]);
     let plan = amend_to_grpc_and_re_plan(&loopx);
     assert_eq!(plan["slice"]["goal_done"], false, "{plan:#}");
     let goal = loopx.ok(&["goal", "show", "--json"]).json();
     assert_eq!(goal["goal"]["status"], "active", "{goal:#}");
-    let t1 = loopx.ok(&["todo", "show", "t1", "--json"]).json();
-    assert_eq!(t1["todo"]["state"], "dropped", "the drops stand: {t1:#}");
+    for (todo, state) in [
+        ("t1", "dropped"),
+        ("t2", "dropped"),
+        ("t3", "open"),
+        ("t4", "open"),
+    ] {
+        let shown = loopx.ok(&["todo", "show", todo, "--json"]).json();
+        assert_eq!(shown["todo"]["state"], state, "{shown:#}");
+    }
+    let notes = loopx.ok(&["evidence", "list", "--json"]).stdout;
+    assert!(
+        notes.contains("t3 is a todo `human:"),
+        "the refusal is noted: {notes}"
+    );
+    assert!(
+        notes.contains("t4 is a monitor `human:"),
+        "the refusal is noted: {notes}"
+    );
 }

@@ -329,6 +329,14 @@ pub enum Refused {
     )]
     NotReplanning { why: String },
     #[error(
+        "{todo} is a {what} `{person}` made, and re-planning changes only agents' todos\n(hint: say in the handoff why it no longer fits; a person drops it with `loopx todo drop {todo}`)"
+    )]
+    PersonsTodo {
+        todo: crate::ids::TodoId,
+        person: String,
+        what: &'static str,
+    },
+    #[error(
         "{todo} is finished by the agent that holds it or by a person, and `{actor}` does not hold it\n(hint: an agent reports its own todo done with `loopx report done`; work on another todo is proposed, not finished)"
     )]
     FinishByAgent {

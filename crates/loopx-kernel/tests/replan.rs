@@ -120,8 +120,8 @@ fn the_re_planning_slice_drops_and_rewrites_open_todos_and_says_why() {
     let f = fixture();
     f.goal();
     f.agent("a");
-    let http = f.todo("Retry on HTTP 503");
-    let retries = f.todo("Add retries");
+    let http = f.todo_by("Retry on HTTP 503", "agent:a");
+    let retries = f.todo_by("Add retries", "agent:a");
     amend(&f, 10);
     let slice = start(&f, "a", SliceKind::Plan, 11);
     // Its writeback comes after its end, in the same batch as everything it reports.
@@ -165,7 +165,7 @@ fn no_other_slice_drops_or_rewrites_a_todo() {
     f.goal();
     f.agent("a");
     f.agent("b");
-    let todo = f.todo("Retry on HTTP 503");
+    let todo = f.todo_by("Retry on HTTP 503", "agent:a");
     // Before any amendment there is nothing to re-plan.
     let early = start(&f, "a", SliceKind::Plan, 1);
     let why = refused(
@@ -219,7 +219,7 @@ fn a_todo_another_agent_is_working_on_is_left_as_it_is() {
     f.goal();
     f.agent("a");
     f.agent("b");
-    let todo = f.todo("Retry on HTTP 503");
+    let todo = f.todo_by("Retry on HTTP 503", "agent:a");
     f.store
         .apply(
             Op::TodoClaim(ClaimTodo {
@@ -409,8 +409,8 @@ fn a_re_planner_that_drops_every_todo_does_not_end_the_goal() {
     let f = fixture();
     f.goal();
     f.agent("a");
-    let first = f.todo("Retry on HTTP 503");
-    let second = f.todo("Add retries");
+    let first = f.todo_by("Retry on HTTP 503", "agent:a");
+    let second = f.todo_by("Add retries", "agent:a");
     amend(&f, 10);
     let slice = start(&f, "a", SliceKind::Plan, 11);
     end(&f, "a", slice, Outcome::Progress, 12);
@@ -443,4 +443,55 @@ fn a_re_planner_that_drops_every_todo_does_not_end_the_goal() {
         )
         .expect("the re-planning slice may drop");
     assert_eq!(state(&f, second).state, TodoState::Dropped);
+}
+
+/// Issue 46, hole 3: after an amendment the re-planning slice dropped a person's priority-9
+/// todo and a person's monitor. Re-planning changes only agents' todos: a person's work is
+/// the person's to drop, and the refusal says so and how.
+#[test]
+fn a_re_planner_leaves_a_persons_todos_and_monitors_as_they_are() {
+    let f = fixture();
+    f.goal();
+    f.agent("a");
+    let deploy = f.todo("Deploy after the review");
+    let watch = f
+        .store
+        .run(
+            NewTodo {
+                title: "Wait for CI".into(),
+                monitor: Some(loopx_kernel::model::MonitorSpec {
+                    check: "scripts/ci-status.sh".into(),
+                    every_ms: 60_000,
+                    ..Default::default()
+                }),
+                ..NewTodo::default()
+            },
+            HUMAN,
+            T0,
+        )
+        .expect("a monitor")
+        .id;
+    let agents = f.todo_by("Retry on HTTP 503", "agent:a");
+    amend(&f, 10);
+    let slice = start(&f, "a", SliceKind::Plan, 11);
+    for op in [
+        drop_op(slice, deploy),
+        rewrite_op(slice, deploy, "Nothing to deploy"),
+        drop_op(slice, watch),
+    ] {
+        let why = refused(f.store.apply_all(vec![op], "agent:a", at(11)));
+        assert!(
+            why.contains("`human:tester` made, and re-planning changes only agents' todos"),
+            "{why}"
+        );
+        assert!(why.contains("loopx todo drop"), "{why}");
+    }
+    assert_eq!(state(&f, deploy).title, "Deploy after the review");
+    assert_eq!(state(&f, deploy).state, TodoState::Open);
+    assert_eq!(state(&f, watch).state, TodoState::Open);
+    // The agents' own work is the re-planner's to change.
+    f.store
+        .apply_all(vec![drop_op(slice, agents)], "agent:a", at(11))
+        .expect("an agent's todo is re-planned");
+    assert_eq!(state(&f, agents).state, TodoState::Dropped);
 }

@@ -20,7 +20,7 @@
 //! | `no_spin` | the run loop does not ask for work again and again with no time passing |
 //! | `done_on_fresh_evidence` | where people change the code, an agent's slice finishes its todo as done only with a test result recorded after the last change (by the simulation's own books, not loopx's judgement) |
 //! | `amendment_heard` | once a person amended the goal, every slice's prompt starts with the revision it began under, and the first slice after an amendment plans |
-//! | `replanned_by_the_replanner` | every todo dropped or rewritten by re-planning was changed by a slice the simulation launched as the planning slice after an amendment; the others that tried were refused |
+//! | `replanned_by_the_replanner` | every todo dropped or rewritten by re-planning was changed by a slice the simulation launched as the planning slice after an amendment, and was an agent's (the re-planner tries a person's too); the others that tried were refused |
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -576,8 +576,9 @@ pub(crate) fn at_end(host: &SimHost, expect_done: bool) -> Result<(), Halt> {
 }
 
 /// At the end: every `todo_replanned` event names a slice the simulation launched as the one
-/// that re-plans (while loopx's store said re-planning was due, a planning slice); a stray
-/// slice's `drop_todos` and `rewrite_todos` left nothing.
+/// that re-plans (while loopx's store said re-planning was due, a planning slice) and a todo
+/// an agent made; a stray slice's `drop_todos` and `rewrite_todos` left nothing, nor did the
+/// re-planner's of a person's todo.
 fn replanned_by_the_replanner(host: &SimHost, store: &Store) -> Result<(), Halt> {
     for (slice, todo) in replanned(store) {
         if !host.books.replanners.contains(&slice) {
@@ -587,6 +588,18 @@ fn replanned_by_the_replanner(host: &SimHost, store: &Store) -> Result<(), Halt>
                 format!(
                     "slice {slice} re-planned t{todo}, and it was not the planning slice after an amendment"
                 ),
+            );
+        }
+        let made_by = store
+            .read(|s| s.todo(loopx_kernel::TodoId(todo)))
+            .ok()
+            .flatten()
+            .map(|t| t.created_by);
+        if let Some(person) = made_by.filter(|by| by.starts_with("human:")) {
+            return halt(
+                host,
+                "replanned_by_the_replanner",
+                format!("slice {slice} re-planned t{todo}, which {person} made"),
             );
         }
     }

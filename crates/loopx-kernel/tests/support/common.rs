@@ -68,6 +68,11 @@ impl Fixture {
     }
 
     pub fn todo(&self, title: &str) -> TodoId {
+        self.todo_by(title, HUMAN)
+    }
+
+    /// A todo `actor` made (`agent:a` for one an agent proposed).
+    pub fn todo_by(&self, title: &str, actor: &str) -> TodoId {
         let new = NewTodo {
             goal: None,
             title: title.into(),
@@ -81,7 +86,7 @@ impl Fixture {
             then: vec![],
             held_for: None,
         };
-        match self.store.apply(Op::TodoAdd(new), HUMAN, T0).expect("todo") {
+        match self.store.apply(Op::TodoAdd(new), actor, T0).expect("todo") {
             Applied::Todo(todo) => todo.id,
             other => panic!("expected a todo, got {other:?}"),
         }

@@ -11,6 +11,11 @@
 //! amendment, while re-planning was due — it is running, or it is the one whose end finished
 //! the re-planning (`replanned_key`). A todo another agent holds under a live claim is left
 //! alone: its slice is working on it and finishes as it began.
+//!
+//! Only agents' todos are re-planned. A todo or monitor a person made stays as the person made
+//! it: the re-planner says in its handoff why it no longer fits, and the person drops it. An
+//! agent that could drop a person's work could end the goal over it, and one that could rewrite
+//! it could rewrite what the person asked for.
 
 use super::edit::EditTodo;
 use super::op::Applied;
@@ -71,6 +76,14 @@ pub(super) fn apply(w: &Writer<'_>, op: ReplanTodo) -> Result<Applied, KernelErr
     let todo: Todo = w.require(tables::TODOS, id.0, "todo", id)?;
     let record: SliceRecord = w.require(tables::SLICES, slice.0, "slice", slice)?;
     re_planning(w, &record, &todo)?;
+    if todo.created_by.starts_with("human:") {
+        return Err(Refused::PersonsTodo {
+            todo: id,
+            person: todo.created_by.clone(),
+            what: if todo.is_monitor() { "monitor" } else { "todo" },
+        }
+        .into());
+    }
     if todo.state.is_final() {
         return Err(Conflict::TodoState {
             todo: id,
