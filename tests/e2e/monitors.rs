@@ -498,3 +498,71 @@ fn a_person_s_monitor_goes_before_the_agents_checks() {
         "{agents} agent checks of 10 s each in 25 s: {polled:?}"
     );
 }
+
+/// Issue 46, hole 2: a person's check `sh scripts/ci-status.sh` ran, at its next poll, the
+/// script an agent had just rewritten to pass; the monitor was met and the deploy behind it
+/// released. A person's check pins the files it names: one an agent changed is not run, the
+/// person is asked with what it now says, and `poll` runs the content they saw.
+#[test]
+fn a_person_s_check_does_not_run_a_script_an_agent_rewrote() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Ship the release"]);
+    std::fs::create_dir_all(loopx.path().join("scripts")).expect("mkdir");
+    std::fs::write(
+        loopx.path().join("scripts/ci-status.sh"),
+        "echo pending; exit 1\n",
+    )
+    .expect("the person's script");
+    let rewrite = "cat > /dev/null\n\
+        printf 'echo \"CI passed\"; exit 0\\n' > scripts/ci-status.sh\n\
+        printf '%s\\n' '```loopx-report' '{\"status\":\"done\",\"summary\":\"fixed the build\"}' '```'";
+    crate::support::script_agent(&loopx, "exec", rewrite, "max_time = \"30s\"");
+    loopx.ok(&["todo", "add", "Fix the build"]);
+    let added = loopx.ok(&[
+        "todo",
+        "add",
+        "Wait for CI",
+        "--check",
+        "sh scripts/ci-status.sh",
+        "--every",
+        "10s",
+    ]);
+    assert!(
+        added.stdout.contains("Pinned scripts/ci-status.sh"),
+        "{}",
+        added.stdout
+    );
+    loopx.ok(&["todo", "add", "Deploy", "--after", "t2"]);
+    // The first poll: not yet; then the agent's slice rewrites the script; the next poll.
+    let mut bg = Background::start(&loopx, &["--for", "25s"]);
+    let asked = bg.wait_for("the poll after the rewrite", |e| {
+        e["event"] == "polled" && e["result"] != "not yet"
+    });
+    bg.signal(nix::sys::signal::Signal::SIGTERM);
+    let _ = bg.finish();
+    assert_eq!(asked["result"], "asked", "{asked}");
+    assert_eq!(todo_state(&loopx, "t2"), "open");
+    assert_eq!(todo_state(&loopx, "t3"), "open");
+    let gates = loopx.ok(&["gate", "list", "--json"]).json();
+    let gate = &gates["gates"][0];
+    let question = gate["question"].as_str().unwrap_or_default();
+    assert!(
+        question.contains("was not run: scripts/ci-status.sh changed"),
+        "{gate:#}"
+    );
+    assert!(
+        gate["context"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("echo \"CI passed\""),
+        "the person sees what it now says: {gate:#}"
+    );
+    let shown = loopx.ok(&["todo", "show", "t2", "--json"]).json();
+    let recent = shown["todo"]["monitor"]["recent"].to_string();
+    assert!(!recent.contains("CI passed"), "it did not run: {recent}");
+    // The person looked, and runs it as it is now.
+    let id = gate["id"].as_str().expect("a gate id").to_owned();
+    loopx.ok(&["gate", "answer", &id, "poll"]);
+    loopx.ok(&["run", "--once"]);
+    assert_eq!(todo_state(&loopx, "t2"), "done");
+}

@@ -91,9 +91,19 @@ pub struct Diff {
 impl App {
     /// Adds a todo. A monitor's profile is loaded now, so a misspelt name is refused when it is
     /// given rather than at the first poll, hours later.
-    pub fn add_todo(&self, new: NewTodo) -> Result<Todo, AppError> {
+    ///
+    /// A person's monitor pins the files of the project its check names: a poll does not run
+    /// one an agent may have changed since (`loopx_supervisor::pin`).
+    pub fn add_todo(&self, mut new: NewTodo) -> Result<Todo, AppError> {
         if let Some(profile) = new.monitor.as_ref().and_then(|m| m.profile.as_deref()) {
             self.profile(profile)?;
+        }
+        if let Some(monitor) = new.monitor.as_mut() {
+            monitor.pins = if self.caller.actor.starts_with("human:") {
+                loopx_supervisor::pin::pins_of(self.project.root(), &monitor.check)
+            } else {
+                Vec::new()
+            };
         }
         self.run(new)
     }

@@ -21,7 +21,7 @@ pub use aging::{TodoSeen, WorkMark, diff_detail};
 pub use event::{Event, EventKind};
 pub use monitor::{
     CHECK_LIMIT_MS, FAILURES_BEFORE_ASKING, MIN_EVERY_MS, Monitor, MonitorSpec, MonitorWords,
-    OUTPUT_TAIL_BYTES, Observation, PollVerdict, check_limit_ms, output_hash,
+    OUTPUT_TAIL_BYTES, Observation, Pin, PollVerdict, check_limit_ms, output_hash,
 };
 pub use revision::{GoalRevision, goal_digest};
 

@@ -84,6 +84,7 @@ fn record(
             .then(|| "the check ran past its time limit".to_owned()),
         hash: output_hash(output.as_bytes()),
         tail: output.to_owned(),
+        changed: vec![],
     };
     f.store.run(poll, "loopx", now)
 }

@@ -47,6 +47,7 @@ mod findings;
 pub mod freshness;
 mod notify;
 mod once;
+pub mod pin;
 pub mod poll;
 pub mod presence;
 mod progress;

@@ -257,14 +257,41 @@ fn poll_one(
         )));
     }
     let epoch = claimed.epoch;
-    let check = run(&claimed, m, limit);
-    let record = RecordPoll {
-        todo: claimed.id,
-        epoch,
-        exit: check.exit,
-        failed: check.failed.clone(),
-        hash: output_hash(&check.output),
-        tail: String::from_utf8_lossy(&check.output).into_owned(),
+    // A person's check runs only the files the person saw (`pin.rs`): changed before the
+    // poll, it is not run; changed while it ran, what it said is not taken.
+    let root = project.root();
+    let mut changed = crate::pin::changed(root, &m.pins);
+    let check = if changed.is_empty() {
+        let check = run(&claimed, m, limit);
+        changed = crate::pin::changed(root, &m.pins);
+        check
+    } else {
+        CheckRun {
+            exit: None,
+            failed: None,
+            output: Vec::new(),
+        }
+    };
+    let record = if changed.is_empty() {
+        RecordPoll {
+            todo: claimed.id,
+            epoch,
+            exit: check.exit,
+            failed: check.failed.clone(),
+            hash: output_hash(&check.output),
+            tail: String::from_utf8_lossy(&check.output).into_owned(),
+            changed,
+        }
+    } else {
+        RecordPoll {
+            todo: claimed.id,
+            epoch,
+            exit: None,
+            failed: None,
+            hash: String::new(),
+            tail: crate::pin::describe(root, &changed),
+            changed,
+        }
     };
     let recorded = world
         .stores

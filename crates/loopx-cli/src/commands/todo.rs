@@ -65,11 +65,20 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
                 held_for: None,
             };
             let todo = app.add_todo(new)?;
-            show(
-                ctx,
-                &todo,
-                format!("Added {} to goal {}: {}", todo.id, todo.goal, todo.title),
-            )
+            let mut said = format!("Added {} to goal {}: {}", todo.id, todo.goal, todo.title);
+            let pinned: Vec<&str> = todo
+                .monitor
+                .iter()
+                .flat_map(|m| &m.pins)
+                .map(|p| p.path.as_str())
+                .collect();
+            if !pinned.is_empty() {
+                said.push_str(&format!(
+                    "\nPinned {}: a poll asks you before it runs them changed.",
+                    pinned.join(", ")
+                ));
+            }
+            show(ctx, &todo, said)
         }
         TodoCommand::List {
             state,

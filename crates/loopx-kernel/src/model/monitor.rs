@@ -52,8 +52,24 @@ pub struct Monitor {
     pub first_hash: Option<String>,
     /// The latest distinct results, oldest first.
     pub recent: Vec<Observation>,
-    /// The open gate asking a person about it (expired, or failing).
+    /// The open gate asking a person about it (expired, failing, or a pinned file changed).
     pub asked: Option<GateId>,
+    /// A person's check: the files of the project it names, as they were when the person added
+    /// it or last said to run them as they are (record version 15). A check that runs with a
+    /// person's rights does not run a file an agent may have changed since (`docs/monitors.md`).
+    pub pins: Vec<Pin>,
+}
+
+/// A file a person's check names, pinned by its content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pin {
+    /// Relative to the project's root.
+    pub path: String,
+    /// The hex SHA-256 of its content as the person last saw it.
+    pub sha256: String,
+    /// What it is now, when that differs and a person is asked about it: `poll` pins this, so
+    /// a person trusts the content they were asked about and no later one. `""`: it is gone.
+    pub changed_to: Option<String>,
 }
 
 /// What one poll (or a run of polls with the same result) saw.
@@ -114,6 +130,7 @@ impl Monitor {
             first_hash: None,
             recent: Vec::new(),
             asked: None,
+            pins: spec.pins,
         }
     }
 
@@ -203,6 +220,9 @@ pub struct MonitorSpec {
     pub expires_after_ms: Option<u64>,
     pub until_changed: bool,
     pub profile: Option<String>,
+    /// The files of the project a person's check names ([`Monitor::pins`]): set by loopx where
+    /// a person adds the monitor, refused from an agent.
+    pub pins: Vec<Pin>,
 }
 
 impl MonitorSpec {
@@ -250,6 +270,7 @@ impl MonitorSpec {
                 .transpose()?,
             until_changed,
             profile,
+            pins: Vec::new(),
         })
     }
 }

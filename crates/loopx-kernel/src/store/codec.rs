@@ -48,6 +48,9 @@
 //!   0 (not recorded) and an older slice `None` (a zero byte appended).
 //! - 14: events gained `change_refused` (appended, so older records read unchanged): a change
 //!   made in the Lark board that was refused and put back.
+//! - 15: monitors gained `pins` (the files a person's check names, by content), their last
+//!   field: the monitor is not a todo's last field, so an older todo is decoded in its own
+//!   layout ([`TodoV14`]) and reads with no pins.
 
 use std::borrow::Cow;
 
@@ -63,7 +66,7 @@ use crate::model::{
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 14;
+pub(crate) const RECORD_VERSION: u8 = 15;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -88,7 +91,7 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
             owned.push(0);
             Cow::Owned(owned)
         }
-        Some((&(6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | RECORD_VERSION), body)) => Cow::Borrowed(body),
+        Some((&(6..=14 | RECORD_VERSION), body)) => Cow::Borrowed(body),
         Some((&version @ 1..=5, body)) => up_to_v5(version, table, body)
             .and_then(|v5| Ok(Cow::Owned(upgrade_v5(table, &v5)?.into_owned())))
             .map_err(|e| failed(e.to_string()))?,
@@ -133,7 +136,101 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
         }
         _ => body,
     };
+    // A todo before version 15: its monitor lacks `pins`.
+    let body = match (table, version) {
+        ("todos", ..15) => Cow::Owned(
+            postcard::from_bytes::<TodoV14>(&body)
+                .and_then(|old| postcard::to_allocvec(&Todo::from(old)))
+                .map_err(|e| failed(e.to_string()))?,
+        ),
+        _ => body,
+    };
     postcard::from_bytes(&body).map_err(|e| failed(e.to_string()))
+}
+
+/// A todo as versions 9 to 14 stored it (older ones are brought to this layout above): its
+/// monitor without `pins`.
+#[derive(Serialize, Deserialize)]
+struct TodoV14 {
+    id: TodoId,
+    goal: GoalId,
+    title: String,
+    detail: String,
+    priority: i32,
+    state: TodoState,
+    needs: Vec<String>,
+    after: Vec<TodoId>,
+    role: Option<String>,
+    epoch: u64,
+    lease: Option<Lease>,
+    latest_handoff: Option<HandoffId>,
+    created_by: String,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    finished_under: Option<Lease>,
+    attempts_since: Option<SliceId>,
+    monitor: Option<Box<MonitorV14>>,
+    not_before: Option<Timestamp>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct MonitorV14 {
+    check: String,
+    every_ms: u64,
+    expires_at: Option<Timestamp>,
+    expires_after_ms: Option<u64>,
+    until_changed: bool,
+    profile: Option<String>,
+    next_at: Timestamp,
+    poll: Option<Lease>,
+    polls: u64,
+    failures: u32,
+    first_hash: Option<String>,
+    recent: Vec<crate::model::Observation>,
+    asked: Option<GateId>,
+}
+
+impl From<TodoV14> for Todo {
+    fn from(t: TodoV14) -> Todo {
+        Todo {
+            id: t.id,
+            goal: t.goal,
+            title: t.title,
+            detail: t.detail,
+            priority: t.priority,
+            state: t.state,
+            needs: t.needs,
+            after: t.after,
+            role: t.role,
+            epoch: t.epoch,
+            lease: t.lease,
+            latest_handoff: t.latest_handoff,
+            created_by: t.created_by,
+            created_at: t.created_at,
+            updated_at: t.updated_at,
+            finished_under: t.finished_under,
+            attempts_since: t.attempts_since,
+            monitor: t.monitor.map(|m| {
+                Box::new(crate::model::Monitor {
+                    check: m.check,
+                    every_ms: m.every_ms,
+                    expires_at: m.expires_at,
+                    expires_after_ms: m.expires_after_ms,
+                    until_changed: m.until_changed,
+                    profile: m.profile,
+                    next_at: m.next_at,
+                    poll: m.poll,
+                    polls: m.polls,
+                    failures: m.failures,
+                    first_hash: m.first_hash,
+                    recent: m.recent,
+                    asked: m.asked,
+                    pins: Vec::new(),
+                })
+            }),
+            not_before: t.not_before,
+        }
+    }
 }
 
 /// A record of version 1 to 5 in the encoding of version 5.
@@ -790,33 +887,66 @@ mod tests {
 
     #[test]
     fn a_newer_record_is_refused_by_name() {
-        let err = decode::<u64>("todos", &[15, 1]).expect_err("too new");
-        assert!(err.to_string().contains("record version 15"), "{err}");
+        let err = decode::<u64>("agents", &[16, 1]).expect_err("too new");
+        assert!(err.to_string().contains("record version 16"), "{err}");
+        for version in [3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+            assert_eq!(
+                decode::<u64>("agents", &[version, 1]).expect("an older version reads"),
+                1,
+                "version {version}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_version_14_monitor_reads_with_nothing_pinned() {
+        use crate::model::{Monitor, MonitorSpec, Pin};
+        let spec = MonitorSpec {
+            check: "sh scripts/ci-status.sh".into(),
+            every_ms: 60_000,
+            ..MonitorSpec::default()
+        };
+        let mut todo = Todo::from(TodoV1 {
+            id: TodoId(3),
+            goal: GoalId(1),
+            title: "Wait for CI".into(),
+            detail: String::new(),
+            priority: 2,
+            state: TodoState::Open,
+            needs: vec![],
+            after: vec![],
+            role: None,
+            epoch: 4,
+            lease: None,
+            latest_handoff: None,
+            created_by: "human:ann".into(),
+            created_at: Timestamp(5),
+            updated_at: Timestamp(6),
+        });
+        todo.monitor = Some(Box::new(Monitor::new(spec, Timestamp(5))));
+        todo.not_before = Some(Timestamp(9));
+        // Version 14 wrote the monitor without `pins`, then `not_before`.
+        let current = encode(&todo);
+        let pins_at = current.len()
+            - 1
+            - postcard::to_allocvec(&todo.not_before)
+                .expect("encodes")
+                .len();
+        assert_eq!(current[pins_at], 0, "no pins: an empty list");
+        let mut v14 = current.clone();
+        v14.remove(pins_at);
+        v14[0] = 14;
+        let read: Todo = decode("todos", &v14).expect("a version-14 todo reads");
+        assert_eq!(read, todo);
+        // And a pinned one round-trips in the current version.
+        todo.monitor.as_mut().expect("a monitor").pins = vec![Pin {
+            path: "scripts/ci-status.sh".into(),
+            sha256: "ab".repeat(32),
+            changed_to: None,
+        }];
         assert_eq!(
-            decode::<u64>("todos", &[14, 1]).expect("version 14 reads"),
-            1
+            decode::<Todo>("todos", &encode(&todo)).expect("reads"),
+            todo
         );
-        assert_eq!(
-            decode::<u64>("todos", &[13, 1]).expect("version 13 reads"),
-            1
-        );
-        assert_eq!(
-            decode::<u64>("todos", &[12, 1]).expect("version 12 reads"),
-            1
-        );
-        assert_eq!(
-            decode::<u64>("todos", &[11, 1]).expect("version 11 reads"),
-            1
-        );
-        assert_eq!(
-            decode::<u64>("todos", &[10, 1]).expect("version 10 reads"),
-            1
-        );
-        assert_eq!(decode::<u64>("todos", &[9, 1]).expect("version 9 reads"), 1);
-        assert_eq!(decode::<u64>("todos", &[8, 1]).expect("version 8 reads"), 1);
-        assert_eq!(decode::<u64>("todos", &[7, 1]).expect("version 7 reads"), 1);
-        assert_eq!(decode::<u64>("todos", &[6, 1]).expect("version 6 reads"), 1);
-        assert_eq!(decode::<u64>("todos", &[3, 1]).expect("version 3 reads"), 1);
-        assert_eq!(decode::<u64>("todos", &[4, 1]).expect("version 4 reads"), 1);
     }
 }

@@ -44,6 +44,9 @@ pub struct RecordPoll {
     pub hash: String,
     /// The tail of its output; redacted before it is written.
     pub tail: String,
+    /// The pinned files that changed since a person last saw them, each with what it is now
+    /// ([`crate::model::Pin::changed_to`]): the check was not run, and a person is asked.
+    pub changed: Vec<crate::model::Pin>,
 }
 
 fn monitor_of(todo: &Todo) -> Result<&Monitor, KernelError> {
@@ -118,6 +121,9 @@ pub(super) fn record_poll(w: &Writer<'_>, poll: RecordPoll) -> Result<Applied, K
             current: todo.epoch,
         }
         .into());
+    }
+    if !poll.changed.is_empty() {
+        return pinned_changed(w, todo, poll.changed, poll.tail);
     }
     let m = todo.monitor.as_mut().expect("checked above");
     let verdict = m.judge(poll.failed.is_some(), poll.exit, &poll.hash);
@@ -197,6 +203,48 @@ pub(super) fn record_poll(w: &Writer<'_>, poll: RecordPoll) -> Result<Applied, K
     Ok(Applied::Todo(todo))
 }
 
+/// A file a person's check names changed since the person last saw it: the check was not run
+/// (it would run code an agent may have written, with the person's rights), and the person is
+/// asked. `poll` runs the content they were asked about, and pins it.
+fn pinned_changed(
+    w: &Writer<'_>,
+    mut todo: Todo,
+    changed: Vec<crate::model::Pin>,
+    context: String,
+) -> Result<Applied, KernelError> {
+    let id = todo.id;
+    let m = todo.monitor.as_mut().expect("checked by the caller");
+    let mut named = Vec::new();
+    for now in changed {
+        let Some(pin) = m.pins.iter_mut().find(|p| p.path == now.path) else {
+            continue;
+        };
+        named.push(match now.changed_to.as_deref() {
+            Some("") => format!("{} is gone", pin.path),
+            _ => format!("{} changed", pin.path),
+        });
+        pin.changed_to = now.changed_to;
+    }
+    if named.is_empty() {
+        return Err(Invalid::Other(format!(
+            "{id}'s check pins none of the files named as changed"
+        ))
+        .into());
+    }
+    m.poll = None;
+    todo.epoch += 1;
+    todo.updated_at = w.now;
+    let question = format!(
+        "The check of monitor {id} ({}) was not run: {} since you added it or last ran it, and an agent may have written it. Look at it (`git diff`, `git log -- <file>`); then run it as it is now (poll), mark the monitor met, or drop it?",
+        todo.title,
+        named.join(", ")
+    );
+    let gate = ask_with(w, &todo, question, context)?;
+    todo.monitor.as_mut().expect("checked above").asked = Some(gate);
+    w.put_todo(&todo)?;
+    Ok(Applied::Todo(todo))
+}
+
 fn poll_exit(todo: &Todo) -> Option<i32> {
     todo.monitor
         .as_ref()
@@ -273,6 +321,15 @@ pub(super) fn answered(
             m.asked = None;
             m.failures = 0;
             m.next_at = w.now;
+            // The person saw what the pinned files are now: that content, and no later one.
+            for pin in &mut m.pins {
+                match pin.changed_to.take().as_deref() {
+                    None => {}
+                    Some("") => pin.sha256.clear(),
+                    Some(now) => pin.sha256 = now.to_owned(),
+                }
+            }
+            m.pins.retain(|p| !p.sha256.is_empty());
             // As long again as `--expires` gave it, from the answer.
             if m.expired(w.now) {
                 m.expires_at = m

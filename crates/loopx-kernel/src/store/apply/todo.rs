@@ -47,6 +47,13 @@ pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> 
         )
         .into());
     }
+    // Pins are loopx's record of what a person's check ran when the person added it.
+    if new.monitor.as_ref().is_some_and(|m| !m.pins.is_empty()) && !w.actor.starts_with("human:") {
+        return Err(Invalid::Other(
+            "only a person's monitor pins the files its check runs; loopx pins them where a person adds it".to_owned(),
+        )
+        .into());
+    }
     let id = TodoId(w.next_id(counter::TODO)?);
     let todo = Todo {
         id,
