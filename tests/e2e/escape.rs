@@ -198,7 +198,7 @@ fn a_slice_ends_when_its_supervisor_is_killed() {
 }
 
 /// Gap 8: one slice added 100,000 todos over its report channel. A slice's channel now has a
-/// budget (200 todos, 1,000 items, 16 MiB); past it a report is refused and the first refusal
+/// budget (200 todos, 1,000 items, 4 MiB); past it a report is refused and the first refusal
 /// is recorded on the slice.
 #[test]
 fn a_slice_cannot_flood_the_kernel_through_its_report_channel() {
@@ -230,6 +230,84 @@ fn a_slice_cannot_flood_the_kernel_through_its_report_channel() {
         1,
         "{evidence}"
     );
+}
+
+/// Issue 46, hole 4: one agent's slices opened 3,000 questions in 40 s, each a card in the
+/// team's chat, and one slice 933 goal proposals. An agent keeps at most 20 questions, 3 goal
+/// proposals and 20 monitors open, across its slices (`crates/loopx-kernel/tests/caps.rs`);
+/// past that a report is refused (exit 6) saying so.
+#[test]
+fn an_agent_keeps_only_so_many_questions_proposals_and_monitors_open() {
+    let loopx = attacker(
+        &format!(
+            "flood() {{ what=$1; i=0; ok=0; while [ $i -lt 25 ]; do i=$((i+1)); \
+               report_$what $i > /dev/null 2> $what.err && ok=$((ok+1)); done; echo $ok >> $what.ok; }}\n\
+             report_ask() {{ '{LOOPX}' report ask \"Should the parser accept option $1 of 25?\" --option yes --option no; }}\n\
+             report_propose() {{ '{LOOPX}' report propose-goal --objective \"Objective $1\" --why \"it is better\"; }}\n\
+             report_monitor() {{ '{LOOPX}' report todo \"Wait $1\" --check \"exit 1\" --every 1h; }}\n\
+             flood ask; flood propose; flood monitor\n",
+            LOOPX = crate::support::LOOPX
+        ),
+        "",
+    );
+    run_once(&loopx);
+    for (what, cap) in [("ask", 20), ("propose", 3), ("monitor", 20)] {
+        assert_eq!(
+            read(loopx.path(), &format!("{what}.ok")).trim(),
+            cap.to_string(),
+            "{what}"
+        );
+    }
+    let refused = read(loopx.path(), "ask.err");
+    assert!(
+        refused.contains("`agent:exec` keeps 20 questions open, the most one agent may"),
+        "{refused}"
+    );
+    assert!(
+        read(loopx.path(), "propose.err").contains("keeps 3 goal proposals open"),
+        "the proposals' refusal"
+    );
+    assert!(
+        read(loopx.path(), "monitor.err").contains("keeps 20 monitors open"),
+        "the monitors' refusal"
+    );
+    let gates = loopx.ok(&["gate", "list", "--json"]).json();
+    assert_eq!(
+        gates["gates"].as_array().map(Vec::len),
+        Some(23),
+        "{gates:#}"
+    );
+}
+
+/// Issue 46, hole 4: a slice's channel took 16 MiB of reports, and the store grew by 27 MB
+/// from one slice of 16 KB notes (96 MB with the attacker's mix). It takes 4 MiB now: the
+/// store grows by a few megabytes at most.
+#[test]
+fn one_slice_grows_the_store_by_a_few_megabytes_at_most() {
+    let loopx = attacker(
+        &format!(
+            "d=$(head -c 12000 /dev/urandom | base64 -w0)\n\
+             i=0; while [ $i -lt 1000 ]; do i=$((i+1)); '{LOOPX}' report evidence note \"item $i\" --detail \"$d\" > /dev/null 2> last.err || break; done\n\
+             echo $i > stopped.txt\n",
+            LOOPX = crate::support::LOOPX
+        ),
+        "",
+    );
+    let store = loopx.path().join(".loopx/state.redb");
+    let before = std::fs::metadata(&store).map_or(0, |m| m.len());
+    run_once(&loopx);
+    let after = std::fs::metadata(&store).expect("the store").len();
+    let stopped: u32 = read(loopx.path(), "stopped.txt")
+        .trim()
+        .parse()
+        .expect("a count");
+    assert!(stopped < 1000, "the budget stopped it: {stopped}");
+    assert!(
+        read(loopx.path(), "last.err").contains("4 MiB of reports"),
+        "the refusal names the limit"
+    );
+    let grown = after.saturating_sub(before);
+    assert!(grown < 10 << 20, "the store grew by {grown} bytes");
 }
 
 /// Forks up to 200 sleeping children and writes how many it started to `started.txt`. A shell

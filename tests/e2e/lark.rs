@@ -817,3 +817,52 @@ open("refused.txt", "w").write(str(refused))
         "every connection from the slice was refused: {other}"
     );
 }
+
+/// Issue 46, hole 4: one agent's slices opened 3,000 questions, each posted as a card. An
+/// agent keeps at most 20 open (the kernel's cap), and the chat gets at most 5 cards of one
+/// agent's questions in 10 minutes: the rest are listed on one digest card. A person's
+/// question is never held back.
+#[test]
+fn an_agent_s_flood_of_questions_is_a_few_cards_and_a_digest() {
+    let server = LarkServer::start("cli_test", SECRET, "bascnTest").expect("server");
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Ship the retry client"]);
+    let script = format!(
+        "cat > /dev/null\n\
+         i=0; while [ $i -lt 30 ]; do i=$((i+1)); '{loopx}' report ask \"Should the parser accept option $i of 30?\" --option yes --option no > /dev/null 2>&1; done\n\
+         printf '%s\\n' '```loopx-report' '{{\"status\":\"progress\",\"summary\":\"asked\"}}' '```'\n",
+        loopx = crate::support::LOOPX,
+    );
+    crate::support::script_agent(&loopx, "exec", &script, "max_time = \"1m\"");
+    loopx.ok(&["todo", "add", "Parse the options"]);
+    let run = run_listening_on(&loopx, &server, free_port(), &["--for", "40s"]);
+    eventually("the agent's cards and the digest", || {
+        let state = server.state();
+        state.messages.values().any(|m| {
+            m.card
+                .to_string()
+                .contains("15 more questions from agents wait")
+        })
+    });
+    loopx.ok(&[
+        "gate",
+        "ask",
+        "Deploy the retry client to production now?",
+        "--option",
+        "yes",
+        "--option",
+        "no",
+    ]);
+    eventually("the person's card", || {
+        server.state().card_of("q21").is_some()
+    });
+    run.signal(nix::sys::signal::Signal::SIGTERM);
+    let _ = run.finish();
+    let state = server.state();
+    let asked: Vec<String> = (1..=20)
+        .filter(|n| state.card_of(&format!("q{n}")).is_some())
+        .map(|n| format!("q{n}"))
+        .collect();
+    assert_eq!(asked, ["q1", "q2", "q3", "q4", "q5"], "one agent's cards");
+    assert_eq!(state.messages.len(), 7, "5 cards, the digest, the person's");
+}

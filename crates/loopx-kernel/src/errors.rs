@@ -336,6 +336,13 @@ pub enum Refused {
         person: String,
         what: &'static str,
     },
+    #[error("`{actor}` keeps {open} {what} open, the most one agent may\n(hint: {hint})")]
+    OverCap {
+        actor: String,
+        open: usize,
+        what: &'static str,
+        hint: &'static str,
+    },
     #[error(
         "{todo} is finished by the agent that holds it or by a person, and `{actor}` does not hold it\n(hint: an agent reports its own todo done with `loopx report done`; work on another todo is proposed, not finished)"
     )]

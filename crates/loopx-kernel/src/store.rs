@@ -33,8 +33,8 @@ pub use apply::{
     SLICE_PLACEHOLDER, SetGoalStatus, SliceEnd, WithdrawGate,
 };
 pub use apply::{
-    AmendGoal, Amended, Begun, CONTINUATION_HOLD, EditTodo, Interrupted, NewSpend, ReplanTodo,
-    Replanning, TypedOp,
+    AmendGoal, Amended, Begun, CONTINUATION_HOLD, EditTodo, Interrupted, NewSpend, OPEN_MONITORS,
+    OPEN_PROPOSALS, OPEN_QUESTIONS, OPEN_TODOS, ReplanTodo, Replanning, TypedOp,
 };
 pub use copy::CopyReport;
 pub use open::{

@@ -6,6 +6,12 @@
 //! each card so that a failure halfway posts nothing twice. Every text that came from an agent
 //! or a person (the question, its context) is `plain_text`: Lark renders no markdown, link or
 //! mention from it.
+//!
+//! Agents' questions are posted at a bounded rate: one agent's slices opened 3,000 questions in
+//! 40 s, each a card ("Needs you (3001)"). In any [`WINDOW_MS`], at most [`AGENT_CARDS`] cards
+//! of agents' questions are posted, at most [`CARDS_PER_AGENT`] of one agent's; the rest wait,
+//! listed on one digest card that is kept up to date, and get their own cards as the window
+//! frees. A person's questions and loopx's own (a scope violation, a stall) are never held.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +25,16 @@ use crate::api::{Client, LarkError};
 
 /// Longest context shown on a card; the rest is in `loopx gate show`.
 const CONTEXT: usize = 1500;
+/// The window over which agents' cards are counted.
+pub const WINDOW_MS: u64 = 10 * 60 * 1000;
+/// Cards of agents' questions posted in one window.
+pub const AGENT_CARDS: usize = 10;
+/// Cards of one agent's questions posted in one window.
+pub const CARDS_PER_AGENT: usize = 5;
+/// Questions the digest card lists by name; it counts the rest.
+const DIGEST_LINES: usize = 20;
+/// The key of the digest card among the gates' in the cards file.
+const DIGEST: &str = "digest";
 
 /// A card posted for a gate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +42,12 @@ pub struct Posted {
     pub message_id: String,
     /// The card shows the answer (or the withdrawal) already.
     pub closed: bool,
+    /// When it was posted (ms since the epoch; 0 in a file an older loopx wrote).
+    pub posted_at: u64,
+    /// Who asked: an agent's cards count against the rate.
+    pub asked_by: String,
+    /// On the digest card: the gates it lists now.
+    pub waiting: Vec<String>,
 }
 
 /// What one pass over the questions did.
@@ -33,6 +55,8 @@ pub struct Posted {
 pub struct CardsReport {
     pub posted: usize,
     pub closed: usize,
+    /// Agents' questions held back by the rate, listed on the digest card.
+    pub waiting: usize,
 }
 
 /// Where the posted cards are remembered.
@@ -49,12 +73,20 @@ pub fn post_questions(
 ) -> Result<CardsReport, CardsError> {
     let file = cards_file(app);
     let mut posted = load(&file)?;
-    let gates = app.gates(true)?;
+    let mut gates = app.gates(true)?;
+    // A person's and loopx's questions first: they are never held back by the agents' rate.
+    gates.sort_by_key(|g| (by_an_agent(g), g.id));
+    let now = app.now().0;
     let mut report = CardsReport::default();
+    let mut waiting = Vec::new();
     for gate in &gates {
         let key = gate.id.to_string();
         match (gate.state, posted.get(&key)) {
             (GateState::Open, None) => {
+                if by_an_agent(gate) && !room_for(&posted, &gate.asked_by, now) {
+                    waiting.push(gate);
+                    continue;
+                }
                 let answerable = questions.approvals || !loopx_app::gate::is_approval(gate);
                 let message_id =
                     client.send_card(&questions.chat_id, &question_card(gate, answerable))?;
@@ -63,6 +95,9 @@ pub fn post_questions(
                     Posted {
                         message_id,
                         closed: false,
+                        posted_at: now,
+                        asked_by: gate.asked_by.clone(),
+                        waiting: Vec::new(),
                     },
                 );
                 save(&file, &posted)?;
@@ -70,20 +105,111 @@ pub fn post_questions(
             }
             (GateState::Answered | GateState::Withdrawn, Some(card)) if !card.closed => {
                 client.update_card(&card.message_id, &closed_card(gate))?;
-                posted.insert(
-                    key,
-                    Posted {
-                        message_id: card.message_id.clone(),
-                        closed: true,
-                    },
-                );
+                let card = Posted {
+                    closed: true,
+                    ..card.clone()
+                };
+                posted.insert(key, card);
                 save(&file, &posted)?;
                 report.closed += 1;
             }
             _ => {}
         }
     }
+    report.waiting = waiting.len();
+    digest(client, questions, &file, &mut posted, &waiting, now)?;
     Ok(report)
+}
+
+fn by_an_agent(gate: &Gate) -> bool {
+    gate.asked_by.starts_with("agent:")
+}
+
+/// Whether an agent's question by `asker` may have its card now: the agents' cards of the
+/// last window, and this agent's, are under their bounds.
+fn room_for(posted: &BTreeMap<String, Posted>, asker: &str, now: u64) -> bool {
+    let recent: Vec<&Posted> = posted
+        .iter()
+        .filter(|(key, p)| {
+            key.as_str() != DIGEST
+                && p.asked_by.starts_with("agent:")
+                && now.saturating_sub(p.posted_at) < WINDOW_MS
+        })
+        .map(|(_, p)| p)
+        .collect();
+    let theirs = recent.iter().filter(|p| p.asked_by == asker).count();
+    recent.len() < AGENT_CARDS && theirs < CARDS_PER_AGENT
+}
+
+/// Keeps the digest card in step with the questions held back: posted when some wait, updated
+/// when the list changes, closed when none is left.
+fn digest(
+    client: &mut Client,
+    questions: &LarkQuestions,
+    file: &Path,
+    posted: &mut BTreeMap<String, Posted>,
+    waiting: &[&Gate],
+    now: u64,
+) -> Result<(), CardsError> {
+    let ids: Vec<String> = waiting.iter().map(|g| g.id.to_string()).collect();
+    let current = posted.get(DIGEST).filter(|d| !d.closed).cloned();
+    let message_id = match (current, ids.is_empty()) {
+        (None, true) => return Ok(()),
+        (Some(card), _) if card.waiting == ids => return Ok(()),
+        (Some(card), true) => {
+            client.update_card(&card.message_id, &digest_card(&[]))?;
+            card.message_id
+        }
+        (Some(card), false) => {
+            client.update_card(&card.message_id, &digest_card(waiting))?;
+            card.message_id
+        }
+        (None, false) => client.send_card(&questions.chat_id, &digest_card(waiting))?,
+    };
+    posted.insert(
+        DIGEST.to_owned(),
+        Posted {
+            message_id,
+            closed: ids.is_empty(),
+            posted_at: now,
+            asked_by: String::new(),
+            waiting: ids,
+        },
+    );
+    save(file, posted)
+}
+
+/// The digest of agents' questions held back; with none, it says they all have cards now.
+pub fn digest_card(waiting: &[&Gate]) -> Value {
+    if waiting.is_empty() {
+        return card(
+            "loopx: no question waits for a card",
+            "green",
+            vec![plain("Every open question has its own card now.")],
+        );
+    }
+    let mut lines: Vec<String> = waiting
+        .iter()
+        .take(DIGEST_LINES)
+        .map(|g| {
+            let question: String = g.question.chars().take(120).collect();
+            format!("{} ({}): {question}", g.id, g.asked_by)
+        })
+        .collect();
+    if waiting.len() > DIGEST_LINES {
+        lines.push(format!("… and {} more.", waiting.len() - DIGEST_LINES));
+    }
+    card(
+        &format!("loopx: {} more questions from agents wait", waiting.len()),
+        "orange",
+        vec![
+            plain(&lines.join("\n")),
+            plain(&format!(
+                "Agents' questions get at most {AGENT_CARDS} cards in {} minutes ({CARDS_PER_AGENT} for one agent), to keep this chat readable; the rest get theirs as that frees. Answer any now with `loopx gate answer`, or on the board.",
+                WINDOW_MS / 60_000
+            )),
+        ],
+    )
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -182,11 +308,17 @@ fn load(path: &Path) -> Result<BTreeMap<String, Posted>, CardsError> {
     let mut out = BTreeMap::new();
     for (gate, card) in value.as_object().into_iter().flatten() {
         if let Some(id) = card["message_id"].as_str() {
+            let waiting = card["waiting"].as_array().into_iter().flatten();
             out.insert(
                 gate.clone(),
                 Posted {
                     message_id: id.to_owned(),
                     closed: card["closed"].as_bool().unwrap_or(false),
+                    posted_at: card["posted_at"].as_u64().unwrap_or(0),
+                    asked_by: card["asked_by"].as_str().unwrap_or_default().to_owned(),
+                    waiting: waiting
+                        .filter_map(|w| w.as_str().map(str::to_owned))
+                        .collect(),
                 },
             );
         }
@@ -200,7 +332,8 @@ fn save(path: &Path, posted: &BTreeMap<String, Posted>) -> Result<(), CardsError
         .map(|(gate, p)| {
             (
                 gate.clone(),
-                json!({"message_id": p.message_id, "closed": p.closed}),
+                json!({"message_id": p.message_id, "closed": p.closed, "posted_at": p.posted_at,
+                       "asked_by": p.asked_by, "waiting": p.waiting}),
             )
         })
         .collect();

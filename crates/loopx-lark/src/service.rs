@@ -203,8 +203,13 @@ fn pass(
         let report =
             crate::cards::post_questions(app, client, questions).map_err(|e| e.to_string())?;
         said.push(format!(
-            "questions: {} posted, {} closed",
-            report.posted, report.closed
+            "questions: {} posted, {} closed{}",
+            report.posted,
+            report.closed,
+            match report.waiting {
+                0 => String::new(),
+                n => format!(", {n} of agents' waiting on the digest card"),
+            }
         ));
     }
     Ok(said.join("; "))

@@ -4,6 +4,7 @@
 mod agent;
 pub mod amend;
 pub mod budget;
+mod caps;
 mod edit;
 mod entities;
 mod monitor;
@@ -15,6 +16,7 @@ mod todo;
 mod typed;
 
 pub use agent::AgentChange;
+pub use caps::{OPEN_MONITORS, OPEN_PROPOSALS, OPEN_QUESTIONS, OPEN_TODOS};
 pub use edit::EditTodo;
 pub use monitor::{ClaimPoll, RecordPoll};
 pub use op::{

@@ -89,7 +89,7 @@ pub(crate) struct Budget {
 pub(crate) const SLICE_BUDGET: Budget = Budget {
     todos: 200,
     items: 1000,
-    bytes: 16 << 20,
+    bytes: 4 << 20,
 };
 
 impl Budget {
@@ -494,7 +494,7 @@ mod tests {
             bytes: SLICE_BUDGET.bytes,
             ..Budget::default()
         };
-        assert_eq!(big.spend(&note, 1), Err("16 MiB of reports".to_owned()));
+        assert_eq!(big.spend(&note, 1), Err("4 MiB of reports".to_owned()));
     }
 
     #[test]

@@ -180,6 +180,7 @@ pub(super) fn goal_set_status(
 pub(super) fn gate_ask(w: &Writer<'_>, new: NewGate) -> Result<Applied, KernelError> {
     let new = super::amend::proposal_asked(w, new)?;
     new.check()?;
+    super::caps::admit_gate(w, &new.kind)?;
     if let Blocks::Todos(todos) = &new.blocks {
         for todo in todos {
             w.require::<Todo>(tables::TODOS, todo.0, "todo", todo)?;

@@ -17,6 +17,7 @@ use crate::store::writer::Writer;
 
 pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> {
     new.check()?;
+    super::caps::admit_todo(w, &new)?;
     let goal = match new.goal {
         Some(id) => w.require::<crate::model::Goal>(tables::GOALS, id.0, "goal", id)?,
         None => current_goal(w)?,
