@@ -377,6 +377,7 @@ impl Begun {
             leftovers: 0,
             bytes: u64::try_from(output.len()).unwrap_or(u64::MAX),
             capture_error: None,
+            memory_limit_hit: None,
         };
         let ran = Ran {
             end: Ok(end),
