@@ -17,6 +17,9 @@ pub(crate) struct Judged {
     pub exit: Option<String>,
     /// The stream's classification (with the report), when a process ran.
     pub classification: Option<Classification>,
+    /// The disk was full at the slice's end, in words naming it and what to do: the slice
+    /// failed, and the run stops with this error.
+    pub disk_full: Option<String>,
 }
 
 /// Judges a slice of a profile whose todos are done `done_when`.
@@ -30,6 +33,7 @@ pub(crate) fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
                 leftovers: 0,
                 exit: None,
                 classification: None,
+                disk_full: None,
             };
         }
     };
@@ -74,6 +78,7 @@ pub(crate) fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
         leftovers: end.leftovers,
         exit: Some(exit),
         classification: Some(c),
+        disk_full: None,
     }
 }
 
@@ -123,7 +128,10 @@ fn out_of_memory(
     reason: String,
     finished: bool,
 ) -> (String, String) {
-    let limit = format!("its memory limit ({})", size(hit.limit_bytes));
+    let limit = format!(
+        "its memory limit ({})",
+        loopx_git::checkpoint::size(hit.limit_bytes)
+    );
     let agent_killed = *exit == SliceExit::Signaled(nix::sys::signal::Signal::SIGKILL);
     let exit_text = match agent_killed {
         true => format!("{} (memory limit)", describe_exit(exit)),
@@ -139,20 +147,6 @@ fn out_of_memory(
         ),
     };
     (reason, exit_text)
-}
-
-/// A size in words: `200 MiB`, `1.5 GiB`, `4096 bytes`.
-fn size(bytes: u64) -> String {
-    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
-    for (unit, name) in UNITS {
-        if bytes >= unit {
-            return match bytes % unit {
-                0 => format!("{} {name}", bytes / unit),
-                _ => format!("{:.1} {name}", bytes as f64 / unit as f64),
-            };
-        }
-    }
-    format!("{bytes} bytes")
 }
 
 fn describe_exit(exit: &SliceExit) -> String {
