@@ -433,3 +433,39 @@ open("handle.txt", "w").write(said)
         who()
     );
 }
+
+/// An agent killed by its slice's memory limit (`[limits] memory_total`, the cgroup's) was
+/// reported as "killed by a signal before a final result": nothing said which limit. The slice
+/// now says so, from the cgroup's own count of OOM kills, in its reason, exit and handoff.
+/// (`memory` caps each process's data below what `tail` would take without a cgroup.)
+#[test]
+fn a_slice_killed_by_its_memory_limit_says_so() {
+    let loopx = attacker_with(
+        "exec tail /dev/zero\n",
+        "memory_total = \"200MiB\"\nmemory = \"600MiB\"",
+    );
+    let run = loopx.run(&["run", "--once", "--json"]);
+    assert_eq!(run.code, 0, "as {}: {}{}", who(), run.stdout, run.stderr);
+    let contained = containment(&loopx);
+    if !contained.ends_with("+cgroup") {
+        assert!(!cgroup_expected(), "as {}: {contained}", who());
+        eprintln!(
+            "skipped as {}: no cgroup for the slice ({contained}), so no memory limit of the slice's to hit",
+            who()
+        );
+        return;
+    }
+    let slice = &run.json()["slice"];
+    assert_eq!(slice["outcome"], "failed", "as {}: {slice}", who());
+    let reason = slice["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("killed by its memory limit (200 MiB)"),
+        "as {}: {slice}",
+        who()
+    );
+    assert!(!reason.contains("killed by a signal"), "{slice}");
+    assert_eq!(slice["exit"], "signal SIGKILL (memory limit)", "{slice}");
+    // The handoff the next slice and the person read says it too.
+    let todo = loopx.ok(&["todo", "show", "t1"]).stdout;
+    assert!(todo.contains("memory limit (200 MiB)"), "{todo}");
+}

@@ -5,6 +5,7 @@ mod support;
 mod attacks;
 mod board;
 mod browser;
+mod checkpoints;
 mod concurrency;
 mod containment;
 mod demo;

@@ -12,6 +12,9 @@
 //!   own branch in its own worktree, each slice is a checkpoint and a commit, and a done todo
 //!   lands on the goal's integration branch with a compare-and-swap
 //!   (`docs/design/worktrees.md`).
+//! - **What a slice's commit takes** ([`checkpoint`]): files it would copy into `.git` anew
+//!   are measured from their metadata first; past 10,000 files, 10 MiB for one or 100 MiB in
+//!   all, the rest is left out (and stays in the worktree), and the slice says what.
 //! - **What a slice changed** ([`scope`]): the project's files through git (`HEAD` and
 //!   `git status` with a fingerprint per listed file) and `.loopx/` by a walk of its own,
 //!   compared before and after a slice.
@@ -22,6 +25,7 @@
 //!   nothing to the kernel. The supervisor and the application layer turn what it did into
 //!   evidence and kernel operations.
 
+pub mod checkpoint;
 pub mod scope;
 pub mod work;
 pub mod worktree;

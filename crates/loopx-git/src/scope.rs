@@ -107,6 +107,9 @@ pub struct SliceChanges {
     pub outside: Vec<String>,
     /// Files in `.loopx/` the agent added, changed or removed.
     pub state_files: Vec<String>,
+    /// What the slice's commit left out, past the checkpoint's bounds, in words (a worktree
+    /// goal: `checkpoint.rs`).
+    pub left_out: Option<String>,
     /// The tree as the slice left it, taken when its report carries evidence about the work:
     /// recorded with that evidence (`work.rs`).
     pub work: Option<loopx_kernel::model::WorkMark>,

@@ -32,6 +32,7 @@ use loopx_kernel::project::STATE_DIR;
 use loopx_kernel::{GoalId, TodoId};
 
 use crate::GitError;
+use crate::checkpoint::{self, Bounds, LeftOut};
 use crate::scope::{GitOutput, SliceChanges, git_run};
 use loopx_kernel::scope::Scope;
 
@@ -444,17 +445,26 @@ impl Tree {
     }
 
     /// The tree of everything in the worktree now (ignored files aside), staged onto `base`
-    /// in loopx's index.
-    fn tree_now(&self, base: &str) -> Result<String, GitError> {
+    /// in loopx's index within the checkpoint's bounds, and what those left out.
+    fn tree_now(&self, base: &str) -> Result<(String, LeftOut), GitError> {
         self.stage_base(&self.index, base)?;
-        match self.default_ignore(base) {
-            Some(file) => {
-                let excludes = format!("core.excludesFile={}", file.display());
-                self.git(&["-c", &excludes, "add", "--all"])?
-            }
-            None => self.git(&["add", "--all"])?,
+        let left = self.stage_bounded(&self.index, base)?;
+        Ok((self.git(&["write-tree"])?.trim().to_owned(), left))
+    }
+
+    /// What the worktree holds, staged onto `base` (already in `index`) as `add --all` would,
+    /// with loopx's default ignore rules where the repository has none, but never more than
+    /// [`Bounds::DEFAULT`] takes anew (`checkpoint.rs`).
+    fn stage_bounded(&self, index: &Path, base: &str) -> Result<LeftOut, GitError> {
+        let excludes = self
+            .default_ignore(base)
+            .map(|file| format!("core.excludesFile={}", file.display()));
+        let git = |args: &[&str]| match &excludes {
+            Some(e) => self.git_with(index, &[&["-c", e.as_str()][..], args].concat()),
+            None => self.git_with(index, args),
         };
-        Ok(self.git(&["write-tree"])?.trim().to_owned())
+        let pathspecs = index.with_extension("pathspecs");
+        checkpoint::stage(&git, &self.dir, base, &pathspecs, Bounds::DEFAULT)
     }
 
     /// loopx's default ignore rules, for a repository whose `base` has no `.gitignore` at its
@@ -474,20 +484,21 @@ impl Tree {
         Some(file)
     }
 
-    /// A commit of everything in the worktree with `parent` as its only parent, unless nothing
-    /// differs from `parent` (then `parent`).
+    /// A commit of everything in the worktree (within the checkpoint's bounds: what they left
+    /// out is the second value) with `parent` as its only parent, unless nothing differs from
+    /// `parent` (then `parent`).
     fn snapshot(
         &self,
         parent: &str,
         author: (&str, &str),
         message: &str,
-    ) -> Result<String, GitError> {
-        let tree = self.tree_now(parent)?;
+    ) -> Result<(String, LeftOut), GitError> {
+        let (tree, left) = self.tree_now(parent)?;
         let parent_tree = self
             .repo
             .git(&["rev-parse", &format!("{parent}^{{tree}}")])?;
         if parent_tree.trim() == tree {
-            return Ok(parent.to_owned());
+            return Ok((parent.to_owned(), left));
         }
         let (name, email) = author;
         let common = self.repo.common.to_string_lossy();
@@ -501,9 +512,8 @@ impl Tree {
             ("GIT_AUTHOR_NAME", name),
             ("GIT_AUTHOR_EMAIL", email),
         ];
-        Ok(ok(&["commit-tree"], git_run(&common, &args, &env)?)?
-            .trim()
-            .to_owned())
+        let commit = ok(&["commit-tree"], git_run(&common, &args, &env)?)?;
+        Ok((commit.trim().to_owned(), left))
     }
 
     /// Makes the worktree's files `to`'s, from `from`'s: changed files rewritten, files of
@@ -611,10 +621,11 @@ pub fn prepare(
             Some(tree) => tree,
             None => create(root, &repo, goal.id, None)?,
         };
-        // Everything there, staged onto nothing, then switched to the goal's branch: what a
-        // planning slice wrote is gone, ignored files aside.
-        tree.git(&["read-tree", "--empty"])?;
-        tree.git(&["add", "--all"])?;
+        // Everything there, staged onto the goal's branch, then switched to it: what a planning
+        // slice wrote is gone, ignored files and files past the checkpoint's bounds aside
+        // (staging them would copy them into the repository).
+        tree.stage_base(&tree.index, &integration)?;
+        tree.stage_bounded(&tree.index, &integration)?;
         tree.git(&["read-tree", "-u", "--reset", &integration])?;
         tree.reset_agent_git(&integration)?;
         return Ok(Prepared {
@@ -636,7 +647,7 @@ pub fn prepare(
     let (mut merged, mut conflicts) = (None, Vec::new());
     if head != integration && !repo.contains(&head, &integration) {
         let head_tree = repo.git(&["rev-parse", &format!("{head}^{{tree}}")])?;
-        let clean = tree.tree_now(&head)? == head_tree.trim();
+        let clean = tree.tree_now(&head)?.0 == head_tree.trim();
         if clean && repo.contains(&integration, &head) {
             // Nothing of its own yet: start from what has landed since.
             tree.switch(&head, &integration)?;
@@ -757,6 +768,8 @@ pub struct SliceCommit {
     pub checkpoint: String,
     /// What changed, against the checkpoint, checked against the goal's scope.
     pub changes: SliceChanges,
+    /// What the commit left out, past the checkpoint's bounds (it stays in the worktree).
+    pub left_out: LeftOut,
 }
 
 /// Commits what the slice left (author: the agent) and moves the todo's branch to it; what
@@ -782,8 +795,8 @@ pub fn finish(
     let email = format!("{agent}@loopx.invalid");
     let checkpoint = prepared.checkpoint.clone();
     // One commit on the checkpoint, whatever the agent did to its own history meanwhile.
-    let head = match tree.snapshot(&checkpoint, (&name, &email), &message) {
-        Ok(head) => head,
+    let (head, left_out) = match tree.snapshot(&checkpoint, (&name, &email), &message) {
+        Ok(done) => done,
         Err(why) => {
             // Nothing is committed or checked; still, no git file of the agent's stays for a
             // person's git to follow.
@@ -804,6 +817,7 @@ pub fn finish(
         head,
         checkpoint,
         changes,
+        left_out,
     })
 }
 
@@ -1243,13 +1257,15 @@ pub fn has_uncommitted(root: &Path, goal: GoalId, todo: TodoId) -> Result<bool, 
     let index = tree
         .index
         .with_extension(format!("check-{}", std::process::id()));
+    // Bounded as a slice's commit is: files past the bounds are uncommitted work too.
     let now = tree
         .stage_base(&index, &head)
-        .and_then(|_| tree.git_with(&index, &["add", "--all"]))
-        .and_then(|_| tree.git_with(&index, &["write-tree"]));
+        .and_then(|_| tree.stage_bounded(&index, &head))
+        .and_then(|left| Ok((tree.git_with(&index, &["write-tree"])?, left)));
     let _ = std::fs::remove_file(&index);
     let head_tree = tree.repo.git(&["rev-parse", &format!("{head}^{{tree}}")])?;
-    Ok(now?.trim() != head_tree.trim())
+    let (now, left) = now?;
+    Ok(now.trim() != head_tree.trim() || !left.is_empty())
 }
 
 /// The diff of a todo's work: its branch against where it forked from the integration

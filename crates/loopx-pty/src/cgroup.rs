@@ -28,6 +28,17 @@ const CONTROLLERS: [&str; 2] = ["pids", "memory"];
 pub struct SliceCgroup {
     dirs: Vec<PathBuf>,
     v2: bool,
+    /// The memory limit set on it (`None`: memory is not limited there).
+    memory_limit: Option<u64>,
+}
+
+/// The slice's memory limit was hit hard enough that the kernel killed processes for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryLimitHit {
+    /// The limit, in bytes.
+    pub limit_bytes: u64,
+    /// How many of the slice's processes the kernel's OOM killer ended for it.
+    pub kills: u64,
 }
 
 /// What a slice's cgroup limits.
@@ -64,6 +75,7 @@ impl SliceCgroup {
             return dir.exists().then(|| SliceCgroup {
                 dirs: vec![dir],
                 v2: true,
+                memory_limit: None,
             });
         }
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
@@ -73,7 +85,11 @@ impl SliceCgroup {
             .map(|base| base.join(&leaf))
             .filter(|dir| dir.exists())
             .collect();
-        (!dirs.is_empty()).then_some(SliceCgroup { dirs, v2: false })
+        (!dirs.is_empty()).then_some(SliceCgroup {
+            dirs,
+            v2: false,
+            memory_limit: None,
+        })
     }
 
     /// Where its cgroups are, in words: `cgroup v1 beneath /sys/fs/cgroup/pids/ci`.
@@ -122,6 +138,25 @@ impl SliceCgroup {
             .iter()
             .flat_map(|d| ["--cgroup".into(), d.clone().into_os_string()])
             .collect()
+    }
+
+    /// Whether the kernel killed processes of the slice for its memory limit, read from the
+    /// cgroup's own count of OOM kills (v2 `memory.events`, v1 `memory.oom_control`: 4.13 or
+    /// later) before it is removed. A SIGKILL alone says nothing: loopx sends them too.
+    pub fn memory_limit_hit(&self) -> Option<MemoryLimitHit> {
+        let limit_bytes = self.memory_limit?;
+        let file = if self.v2 {
+            "memory.events"
+        } else {
+            "memory.oom_control"
+        };
+        let kills = self
+            .dirs
+            .iter()
+            .filter_map(|dir| std::fs::read_to_string(dir.join(file)).ok())
+            .filter_map(|text| oom_kills(&text))
+            .sum();
+        (kills > 0).then_some(MemoryLimitHit { limit_bytes, kills })
     }
 
     /// Kills every process in it: `cgroup.kill` in v2, each listed process in v1.
@@ -194,6 +229,13 @@ pub(crate) fn join(dirs: &[PathBuf]) -> Result<(), crate::errors::ExecError> {
     Ok(())
 }
 
+/// The `oom_kill N` line of `memory.events` (v2) or `memory.oom_control` (v1).
+fn oom_kills(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("oom_kill "))
+        .and_then(|n| n.trim().parse().ok())
+}
+
 fn procs(dir: &Path) -> Vec<i32> {
     std::fs::read_to_string(dir.join("cgroup.procs"))
         .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
@@ -243,11 +285,12 @@ fn create_v2(own: &str, name: &str, limits: CgroupLimits) -> Result<SliceCgroup,
     write(&base, "cgroup.subtree_control", &wanted.join(" "))?;
     let dir = base.join(format!("loopx-{name}"));
     create_dir(&dir)?;
+    let memory_limit = limits.memory_bytes.filter(|_| has("memory"));
     let set = || -> Result<(), String> {
         if let Some(n) = limits.processes {
             write(&dir, "pids.max", &n.to_string())?;
         }
-        if let Some(bytes) = limits.memory_bytes.filter(|_| has("memory")) {
+        if let Some(bytes) = memory_limit {
             write(&dir, "memory.max", &bytes.to_string())?;
             // No swap beyond the limit, so the limit is the slice's whole memory.
             let _ = write(&dir, "memory.swap.max", "0");
@@ -257,6 +300,7 @@ fn create_v2(own: &str, name: &str, limits: CgroupLimits) -> Result<SliceCgroup,
     let cgroup = SliceCgroup {
         dirs: vec![dir.clone()],
         v2: true,
+        memory_limit,
     };
     set().inspect_err(|_| cgroup.remove())?;
     Ok(cgroup)
@@ -324,7 +368,15 @@ fn create_v1(own: &str, name: &str, limits: CgroupLimits) -> Result<SliceCgroup,
             Err(_) => continue,
         }
     }
-    let cgroup = SliceCgroup { dirs, v2: false };
+    // Memory is limited only where the `memory` hierarchy is there.
+    let memory_limit = limits
+        .memory_bytes
+        .filter(|_| dirs.iter().any(|d| !d.join("pids.max").exists()));
+    let cgroup = SliceCgroup {
+        dirs,
+        v2: false,
+        memory_limit,
+    };
     let set = || -> Result<(), String> {
         for dir in &cgroup.dirs {
             if dir.join("pids.max").exists() {

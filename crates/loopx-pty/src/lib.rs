@@ -68,7 +68,7 @@ mod spec;
 mod sweep;
 
 pub use capture::{AnsiStripper, LogCounts, clean_text};
-pub use cgroup::{CgroupLimits, SliceCgroup};
+pub use cgroup::{CgroupLimits, MemoryLimitHit, SliceCgroup};
 pub use children::{Bounded, reap_adopted, run_bounded};
 pub use errors::{ExecError, InputError, SpawnError, SpecError, WaitError};
 pub use exec::exec_with_limits;

@@ -78,6 +78,9 @@ pub struct SliceSummary {
     /// Items of the agent's report the kernel refused, each with why (each is also a `note`
     /// evidence).
     pub dropped: Vec<String>,
+    /// The disk was full at the slice's end (no space or no inodes), naming it and what to do:
+    /// the slice failed, and `loopx run` stops with this error.
+    pub disk_full: Option<String>,
 }
 
 impl Observed {
@@ -164,8 +167,9 @@ impl Observed {
             &actor(setup),
             &finished,
         ) {
-            Ok(summary) => {
+            Ok(mut summary) => {
                 begun.guard.disarm();
+                summary.disk_full = judged.disk_full.clone();
                 // Done: its branch landed and stays; its worktree is no longer needed.
                 if let (Some(_), Some(goal), Some(todo)) =
                     (&worktree, &begun.goal, begun.record.todo)
@@ -528,6 +532,7 @@ fn summary(
         },
         writeback: result,
         dropped: wb.dropped.iter().map(|d| redacted(d)).collect(),
+        disk_full: None,
     }
 }
 

@@ -52,6 +52,8 @@ pub enum SupervisorError {
         #[source]
         source: KernelError,
     },
+    #[error("slice {slice} failed: {why}")]
+    DiskFull { slice: String, why: String },
 }
 
 impl SupervisorError {
@@ -65,9 +67,9 @@ impl SupervisorError {
             | SupervisorError::Launch { .. }
             | SupervisorError::ProjectConfig { .. } => ErrorClass::Config,
             SupervisorError::Runtime(_) | SupervisorError::Panicked(_) => ErrorClass::Internal,
-            SupervisorError::Unrecorded { .. } | SupervisorError::WritebackLost { .. } => {
-                ErrorClass::Store
-            }
+            SupervisorError::Unrecorded { .. }
+            | SupervisorError::WritebackLost { .. }
+            | SupervisorError::DiskFull { .. } => ErrorClass::Store,
         }
     }
 
@@ -99,7 +101,8 @@ impl SupervisorError {
             | SupervisorError::UnknownAgent { .. }
             | SupervisorError::Panicked(_)
             | SupervisorError::Runtime(_)
-            | SupervisorError::WritebackLost { .. } => true,
+            | SupervisorError::WritebackLost { .. }
+            | SupervisorError::DiskFull { .. } => true,
             // A store that only stayed busy: recovery in this very process closes the slice
             // within a minute, and the agent goes on.
             SupervisorError::Unrecorded { source, .. } => !matches!(

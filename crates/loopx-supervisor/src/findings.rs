@@ -50,6 +50,17 @@ pub(crate) fn ops(f: &Finished<'_>) -> Vec<Op> {
             &detail,
         )));
     }
+    // What the commit left out: the person and the next slice (whose prompt shows the todo's
+    // evidence) hear of it.
+    if let Some(said) = &c.left_out {
+        let summary = format!("slice {} {said}", f.slice);
+        ops.push(Op::EvidenceAdd(evidence(
+            f,
+            EvidenceKind::Note,
+            &summary,
+            said,
+        )));
+    }
     let bad = c.violations();
     if bad.is_empty() {
         return ops;

@@ -84,6 +84,7 @@ mod tests {
             leftovers: 0,
             exit: Some("exit 0".to_owned()),
             classification: Some(classification),
+            disk_full: None,
         }
     }
 

@@ -735,7 +735,19 @@ impl Coordinator<'_> {
                 slot.last = Some(decision.kind());
                 slot.due = Some(now);
                 slot.shown = None;
+                let disk_full = slice
+                    .disk_full
+                    .clone()
+                    .map(|why| SupervisorError::DiskFull {
+                        slice: slice.id.clone(),
+                        why,
+                    });
                 emit(&RunEvent::SliceEnded(slice));
+                // Every slice after it would fail the same way: the agent stops, and the run
+                // ends with the error.
+                if let Some(e) = disk_full {
+                    self.failed(idx, e, emit);
+                }
             }
             Ok(Once::Contended { why, .. }) => {
                 tracing::debug!(agent, why, "a peer got there first; deciding again");

@@ -21,6 +21,7 @@ mod begin;
 mod channel;
 mod contain;
 mod decide;
+mod disk;
 mod guard;
 mod land;
 mod launch;

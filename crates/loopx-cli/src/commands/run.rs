@@ -261,6 +261,13 @@ fn run_once(
             code: exit_code::INTERRUPTED,
         });
     }
+    // A full disk fails every slice after this one: the person must hear of it.
+    if let Some((id, why)) = slice.and_then(|s| Some((&s.id, s.disk_full.as_ref()?))) {
+        return Err(ExpectedError::Reported {
+            summary: format!("slice {id} failed: {why}"),
+            code: exit_code::STORE,
+        });
+    }
     Ok(())
 }
 

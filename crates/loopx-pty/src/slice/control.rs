@@ -369,9 +369,18 @@ impl Control {
             tokio::task::spawn_blocking(move || input.send(InputMsg::Close));
         }
         self.guard.armed = false;
-        if let Some(cgroup) = self.spec.sandbox.cgroup.clone() {
-            let _ = tokio::task::spawn_blocking(move || cgroup.remove()).await;
-        }
+        // Its count of OOM kills goes with the cgroup: read it first.
+        let memory_limit_hit = match self.spec.sandbox.cgroup.clone() {
+            Some(cgroup) => tokio::task::spawn_blocking(move || {
+                let hit = cgroup.memory_limit_hit();
+                cgroup.remove();
+                hit
+            })
+            .await
+            .ok()
+            .flatten(),
+            None => None,
+        };
         let swept = st.swept.take().unwrap_or_default();
         let status = st.status.flatten();
         let exit = self.classify(&st, status, summary.as_ref());
@@ -393,6 +402,7 @@ impl Control {
             log_path: self.spec.log.path.clone(),
             capture_complete: summary.is_some(),
             capture_error: summary.as_ref().and_then(CaptureSummary::error),
+            memory_limit_hit,
         };
         tracing::info!(slice = %report.slice_id, exit = ?report.exit, leftovers = report.leftover_count, "slice finished");
         if let Some(tx) = &self.events {

@@ -90,6 +90,9 @@ pub struct SliceReport {
     /// A log write error (e.g. disk full: logging stopped there, counting did not) or a
     /// terminal read error (capture ended early).
     pub capture_error: Option<String>,
+    /// The kernel killed processes of the slice for its cgroup's memory limit (the agent
+    /// itself, when its [`SliceReport::status`] is SIGKILL and loopx sent none).
+    pub memory_limit_hit: Option<crate::MemoryLimitHit>,
 }
 
 /// Something observed while a slice runs. The stream ends after [`SliceEvent::Exited`].

@@ -17,6 +17,9 @@ pub(crate) struct Judged {
     pub exit: Option<String>,
     /// The stream's classification (with the report), when a process ran.
     pub classification: Option<Classification>,
+    /// The disk was full at the slice's end, in words naming it and what to do: the slice
+    /// failed, and the run stops with this error.
+    pub disk_full: Option<String>,
 }
 
 /// Judges a slice of a profile whose todos are done `done_when`.
@@ -30,6 +33,7 @@ pub(crate) fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
                 leftovers: 0,
                 exit: None,
                 classification: None,
+                disk_full: None,
             };
         }
     };
@@ -56,6 +60,10 @@ pub(crate) fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
         ),
         _ => reason,
     };
+    let (reason, exit) = match end.memory_limit_hit {
+        Some(hit) => out_of_memory(hit, &end.exit, reason, finished(&ran.summary)),
+        None => (reason, describe_exit(&end.exit)),
+    };
     let reason = if end.leftovers > 0 {
         format!(
             "{reason}; {} leftover process(es) were stopped after the agent exited",
@@ -68,19 +76,16 @@ pub(crate) fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
         outcome,
         reason,
         leftovers: end.leftovers,
-        exit: Some(describe_exit(&end.exit)),
+        exit: Some(exit),
         classification: Some(c),
+        disk_full: None,
     }
 }
 
 /// An outcome loopx decided itself, unless the stream had already finished successfully (then
 /// the work is done and only the exit was late).
 fn enforced(exit: &SliceExit, summary: &StreamSummary) -> Option<(Outcome, String)> {
-    let finished = summary
-        .finish
-        .as_ref()
-        .is_some_and(|f| f.kind == FinishKind::Success);
-    if finished {
+    if finished(summary) {
         return None;
     }
     match exit {
@@ -104,6 +109,44 @@ fn enforced(exit: &SliceExit, summary: &StreamSummary) -> Option<(Outcome, Strin
         )),
         SliceExit::Exited(_) | SliceExit::Signaled(_) | SliceExit::StatusLost => None,
     }
+}
+
+/// Whether the stream reported the agent's work finished successfully.
+fn finished(summary: &StreamSummary) -> bool {
+    summary
+        .finish
+        .as_ref()
+        .is_some_and(|f| f.kind == FinishKind::Success)
+}
+
+/// The reason and exit text of a slice whose processes the kernel killed for its memory limit:
+/// the agent itself (SIGKILL that loopx did not send; a stream that had finished keeps its
+/// reason), or processes it started (the agent went on, and the reason says what happened).
+fn out_of_memory(
+    hit: loopx_pty::MemoryLimitHit,
+    exit: &SliceExit,
+    reason: String,
+    finished: bool,
+) -> (String, String) {
+    let limit = format!(
+        "its memory limit ({})",
+        loopx_git::checkpoint::size(hit.limit_bytes)
+    );
+    let agent_killed = *exit == SliceExit::Signaled(nix::sys::signal::Signal::SIGKILL);
+    let exit_text = match agent_killed {
+        true => format!("{} (memory limit)", describe_exit(exit)),
+        false => describe_exit(exit),
+    };
+    let reason = match (agent_killed, finished) {
+        (true, false) => format!(
+            "the agent was killed by {limit}: the slice's processes together used all the memory `[limits] memory_total` allows"
+        ),
+        _ => format!(
+            "{reason}; {} process(es) of the slice were killed by {limit}",
+            hit.kills
+        ),
+    };
+    (reason, exit_text)
 }
 
 fn describe_exit(exit: &SliceExit) -> String {

@@ -377,6 +377,7 @@ impl Begun {
             leftovers: 0,
             bytes: u64::try_from(output.len()).unwrap_or(u64::MAX),
             capture_error: None,
+            memory_limit_hit: None,
         };
         let ran = Ran {
             end: Ok(end),
@@ -461,6 +462,7 @@ fn conclude(
             match loopx_git::worktree::finish(prepared, &slice, agent, summary, scope) {
                 Ok(mut commit) => {
                     commit.changes.state_files.extend(state_files);
+                    commit.changes.left_out = commit.left_out.describe();
                     for file in in_checkout {
                         let named = format!("{file} (in the project's own tree)");
                         commit.changes.outside.push(named.clone());
@@ -487,9 +489,26 @@ fn conclude(
             judged.reason = format!("shutdown: loopx was stopped ({why}) during the slice");
         }
     }
-    if let Some(why) = ran.end.as_ref().ok().and_then(|e| e.capture_error.as_ref()) {
+    if let Some(said) = &changes.left_out {
+        judged.reason = format!("{}; loopx {said}", judged.reason);
+    }
+    let capture_error = ran
+        .end
+        .as_ref()
+        .ok()
+        .and_then(|e| e.capture_error.as_deref());
+    if let Some(why) = capture_error {
         judged.reason = format!("{}; its log was cut short ({why})", judged.reason);
     }
+    let work_dir = match &begun.tree {
+        Some(Ok(prepared)) => prepared.tree.dir.clone(),
+        _ => req.project.root().to_path_buf(),
+    };
+    super::disk::fail_on_full_disk(
+        &mut judged,
+        &work_dir,
+        changes.unchecked.as_deref().or(capture_error),
+    );
     let bytes = ran.end.as_ref().map_or(0, |e| e.bytes);
     let usage = ran.summary.usage();
     let spent = begun.setup.quota_request(

@@ -32,6 +32,8 @@ pub(crate) struct ProcessEnd {
     pub bytes: u64,
     /// Why its log was cut short, if it was.
     pub capture_error: Option<String>,
+    /// The kernel killed processes of the slice for its memory limit.
+    pub memory_limit_hit: Option<loopx_pty::MemoryLimitHit>,
 }
 
 impl From<SliceReport> for ProcessEnd {
@@ -41,6 +43,7 @@ impl From<SliceReport> for ProcessEnd {
             leftovers: u32::try_from(report.leftover_count).unwrap_or(u32::MAX),
             bytes: report.bytes_total,
             capture_error: report.capture_error,
+            memory_limit_hit: report.memory_limit_hit,
         }
     }
 }
