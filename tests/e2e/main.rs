@@ -16,6 +16,7 @@ mod first_hour;
 mod freshness;
 mod goals;
 mod lark;
+mod lark_flowback;
 mod lifecycle;
 mod logging;
 mod monitors;

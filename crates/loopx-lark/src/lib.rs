@@ -24,6 +24,10 @@
 //!   button per option; [`listen`] hears the press, [`callback`] checks it (signature, time,
 //!   nonce, decryption, token, answerer) before anything in it is believed, and the answer is
 //!   the application layer's, by `human:lark:<open_id>`, under the kernel's rule for an answer.
+//! - **Who changed the table is Lark's event's word.** The same listener hears Lark's
+//!   record-change events and [`changes`] keeps who set which cell; [`flowback`] takes a change
+//!   only when that names an allowed person for the value the cell holds, never on a record's
+//!   `last_modified_by` (the last to touch any column of it).
 //! - **Kept in step by `loopx run`.** [`service`] runs a pass after each change the doorbell
 //!   announces, backs off on failure, and records its health for `loopx status`; it never
 //!   touches the run loop.
@@ -31,6 +35,7 @@
 pub mod api;
 pub mod callback;
 pub mod cards;
+pub mod changes;
 pub mod doctor;
 pub mod flowback;
 pub mod listen;

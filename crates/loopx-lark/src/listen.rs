@@ -2,8 +2,9 @@
 //! `[lark.questions] listen` (through the HTTPS proxy or tunnel a person puts in front). Each
 //! request is opened by the [`Verifier`](crate::callback::Verifier); a press becomes the
 //! gate's answer by the person `human:lark:<open_id>`, through the application layer's one
-//! rule for an answer, and the card is changed to show it. Anything refused changes nothing and
-//! is logged with its reason.
+//! rule for an answer, and the card is changed to show it. A record-change event of the board's
+//! Base is recorded for the board's next pass ([`crate::changes`]). Anything refused changes
+//! nothing and is logged with its reason.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -38,6 +39,9 @@ pub struct Answering {
     /// Approvals may be answered from Lark (`[lark.questions] approvals`).
     pub approvals: bool,
     pub verifier: Mutex<Verifier>,
+    /// The board's Base (`[lark.board] app_token`) and where its record-change events are
+    /// kept; `None` without a board.
+    pub board: Option<(String, PathBuf)>,
 }
 
 /// Serves `listener` until the process ends, one thread per request (at most
@@ -112,6 +116,35 @@ fn callback(answering: &Answering, headers: &[(String, String)], body: &[u8]) ->
             option,
             ..
         }) => (200, press(answering, &open_id, &gate, option)),
+        Ok(Callback::RecordChanged(event)) => record_changed(answering, &event),
+    }
+}
+
+/// Keeps who changed which cell of the board's Base for the board's next pass. Lark is answered
+/// 200 unless the event could not be kept (then it sends it again).
+fn record_changed(answering: &Answering, event: &Value) -> (u16, Value) {
+    let now = crate::changes::now_ms();
+    let changed = match crate::changes::parse(event, now) {
+        Ok(changed) => changed,
+        Err(why) => {
+            tracing::warn!(%why, "refused a Lark record-change event");
+            return (200, json!({"ignored": why}));
+        }
+    };
+    let Some((base, file)) = &answering.board else {
+        return (200, json!({"ignored": "no [lark.board]"}));
+    };
+    if &changed.file_token != base {
+        tracing::warn!(file_token = %changed.file_token, "refused a record-change event of another Base");
+        return (200, json!({"ignored": "another Base"}));
+    }
+    match crate::changes::record(file, &changed, now) {
+        Ok(true) => (200, json!({})),
+        Ok(false) => (200, json!({"ignored": "heard already, or too old"})),
+        Err(why) => {
+            tracing::warn!(%why, "cannot keep a Lark record-change event");
+            (503, json!({"error": why}))
+        }
     }
 }
 
