@@ -17,6 +17,8 @@ mod first_hour;
 mod freshness;
 mod goals;
 mod lark;
+mod lark_flowback;
+mod lark_listener;
 mod lifecycle;
 mod logging;
 mod monitors;

@@ -11,14 +11,24 @@
 //! with `code` and `msg`; a refusal is a non-zero `code` (under HTTP 400, as Lark does).
 //!
 //! The IM side keeps the cards the app sends (`im/v1/messages`, create and patch), and
-//! [`Presser`] is Lark's side of a card callback: the event a button press sends, signed and
-//! encrypted as Lark does, or tampered with, posted to loopx's listener.
+//! [`Presser`] is Lark's side of a callback: the event a button press sends, signed and
+//! encrypted as Lark does, or tampered with, posted to loopx's listener. A person's change to
+//! the table sends a record-change event the same way once the app subscribed to the Base
+//! ([`events`]).
 //!
 //! A test drives it from the outside: [`LarkServer::state`] to read and change the table as a
 //! person in Lark would, [`LarkServer::fail_next`] to make the next requests answer as
 //! throttled or as an outage, and [`LarkServer::requests`] for the requests it served.
 
-use std::collections::BTreeMap;
+mod events;
+mod im;
+mod presser;
+
+pub use events::Events;
+pub use im::Message;
+pub use presser::{Presser, RecordChange, Signing};
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -76,6 +86,9 @@ pub struct State {
     pub chats: BTreeMap<String, String>,
     /// Requests served: (method, path without query).
     pub requests: Vec<(String, String)>,
+    /// Bases the app subscribed to (their record-change events are sent).
+    pub subscribed: BTreeSet<String>,
+    pub events: Events,
     failures: Vec<Failure>,
     next_id: u64,
 }
@@ -140,33 +153,63 @@ impl LarkServer {
     }
 
     /// A person (`open_id`) changes `fields` of the record of todo `todo` in Lark, as the
-    /// table's UI would; its record id.
+    /// table's UI would (and Lark sends its record-change event); its record id.
     pub fn edit_as(&self, open_id: &str, todo: &str, fields: Value) -> String {
-        let mut state = self.state();
-        let table = state.tables.values_mut().next().expect("a table");
-        let id = table
-            .records
-            .iter()
-            .find(|(_, f)| f.get("Todo ID").and_then(Value::as_str) == Some(todo))
-            .map(|(id, _)| id.clone())
-            .unwrap_or_else(|| panic!("no record of {todo}"));
-        let record = table.records.get_mut(&id).expect("found");
-        for (name, value) in fields.as_object().cloned().unwrap_or_default() {
-            record.insert(name, value);
+        self.edit_all(&[(open_id, todo, fields)]).remove(0)
+    }
+
+    /// People's changes `(open_id, todo, fields)` made at once: no request of loopx's comes
+    /// between them. Their record ids.
+    pub fn edit_all(&self, edits: &[(&str, &str, Value)]) -> Vec<String> {
+        let mut ids = Vec::new();
+        let mut changes = Vec::new();
+        {
+            let mut state = self.state();
+            for (open_id, todo, fields) in edits {
+                let fields = fields.as_object().cloned().unwrap_or_default();
+                let table = state.tables.values_mut().next().expect("a table");
+                let id = table
+                    .records
+                    .iter()
+                    .find(|(_, f)| f.get("Todo ID").and_then(Value::as_str) == Some(*todo))
+                    .map(|(id, _)| id.clone())
+                    .unwrap_or_else(|| panic!("no record of {todo}"));
+                let record = table.records.get_mut(&id).expect("found");
+                let before = record.clone();
+                for (name, value) in &fields {
+                    record.insert(name.clone(), value.clone());
+                }
+                table.modified_by.insert(id.clone(), (*open_id).to_owned());
+                let change =
+                    events::change_of(&mut state, open_id, &id, "record_edited", &before, &fields);
+                changes.extend(change);
+                ids.push(id);
+            }
         }
-        table.modified_by.insert(id.clone(), open_id.to_owned());
-        id
+        self.send(changes);
+        ids
     }
 
     /// A person (`open_id`) adds a row with `fields` in Lark; its record id.
     pub fn add_as(&self, open_id: &str, fields: Value) -> String {
-        let mut state = self.state();
-        let id = state.id("rec");
-        let table = state.tables.values_mut().next().expect("a table");
-        table
-            .records
-            .insert(id.clone(), fields.as_object().cloned().unwrap_or_default());
-        table.modified_by.insert(id.clone(), open_id.to_owned());
+        let fields = fields.as_object().cloned().unwrap_or_default();
+        let (id, change) = {
+            let mut state = self.state();
+            let id = state.id("rec");
+            let table = state.tables.values_mut().next().expect("a table");
+            table.records.insert(id.clone(), fields.clone());
+            table.modified_by.insert(id.clone(), open_id.to_owned());
+            let change = events::change_of(
+                &mut state,
+                open_id,
+                &id,
+                "record_added",
+                &Map::new(),
+                &fields,
+            );
+            (id, change)
+        };
+        self.send(change.into_iter().collect());
         id
     }
 
@@ -249,8 +292,11 @@ fn answer(state: &mut State, request: &Request) -> Response {
             Some(name) => ok(json!({"chat_id": chat, "name": name, "chat_mode": "group"})),
             None => refuse(232_011, "the app is not in the chat"),
         },
+        ("POST", ["open-apis", "drive", "v1", "files", token, "subscribe"]) => {
+            events::subscribe(state, token, &request.target)
+        }
         (method, ["open-apis", "im", "v1", "messages", rest @ ..]) => {
-            im(state, method, rest, &body, &request.target)
+            im::im(state, method, rest, &body, &request.target)
         }
         (method, ["open-apis", "bitable", "v1", "apps", app, rest @ ..]) => {
             if *app != state.app_token {
@@ -522,182 +568,4 @@ fn batch_delete(state: &mut State, table_id: &str, records: &[Value]) -> Respons
         })
         .collect();
     ok(json!({"records": out}))
-}
-
-/// Messages the app sent (IM), by id: the card as its last content.
-fn im(state: &mut State, method: &str, parts: &[&str], body: &Value, target: &str) -> Response {
-    match (method, parts) {
-        ("POST", []) => {
-            if !target.contains("receive_id_type=chat_id") {
-                return refuse(230_001, "receive_id_type must be chat_id here");
-            }
-            if body["msg_type"] != "interactive" {
-                return refuse(230_001, "only interactive cards in the scripted server");
-            }
-            let Some(card) = body["content"]
-                .as_str()
-                .and_then(|c| serde_json::from_str::<Value>(c).ok())
-            else {
-                return refuse(230_099, "content is not a card's JSON as a string");
-            };
-            let chat = body["receive_id"].as_str().unwrap_or_default().to_owned();
-            let id = state.id("om_");
-            state.messages.insert(
-                id.clone(),
-                Message {
-                    chat,
-                    card,
-                    patches: 0,
-                },
-            );
-            ok(json!({"message_id": id, "msg_type": "interactive"}))
-        }
-        ("PATCH", [id]) => {
-            let Some(card) = body["content"]
-                .as_str()
-                .and_then(|c| serde_json::from_str::<Value>(c).ok())
-            else {
-                return refuse(230_099, "content is not a card's JSON as a string");
-            };
-            match state.messages.get_mut(*id) {
-                Some(message) => {
-                    message.card = card;
-                    message.patches += 1;
-                    ok(json!({}))
-                }
-                None => refuse(230_011, "message not found"),
-            }
-        }
-        _ => refuse(404, "no such endpoint in the scripted server"),
-    }
-}
-
-/// A message the app sent to a chat.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Message {
-    pub chat: String,
-    pub card: Value,
-    /// Times the app changed it.
-    pub patches: u32,
-}
-
-impl State {
-    /// The card asking gate `gate` (its buttons name it), and its message id.
-    pub fn card_of(&self, gate: &str) -> Option<(String, Value)> {
-        self.messages.iter().find_map(|(id, m)| {
-            let text = m.card.to_string();
-            let asks = text.contains(&format!("({gate})"));
-            asks.then(|| (id.clone(), m.card.clone()))
-        })
-    }
-}
-
-/// Lark's side of a card callback: what it sends when a person presses a button, signed and
-/// encrypted as Lark does (`docs/lark.md`), to loopx's listener.
-#[derive(Debug, Clone)]
-pub struct Presser {
-    pub verification_token: String,
-    pub encrypt_key: String,
-}
-
-/// How a press is sent: as Lark would, or tampered with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signing {
-    Good,
-    /// No signature headers.
-    None,
-    /// A signature made with another key.
-    Wrong,
-}
-
-impl Presser {
-    /// The `card.action.trigger` event (schema 2.0) of `open_id` pressing the button whose
-    /// value is `value` on message `message_id`.
-    pub fn button_event(&self, open_id: &str, message_id: &str, value: &Value) -> Value {
-        json!({
-            "schema": "2.0",
-            "header": {
-                "event_id": format!("ev_{message_id}_{open_id}"),
-                "token": self.verification_token,
-                "create_time": "1700000000000000",
-                "event_type": "card.action.trigger",
-                "tenant_key": "tk_scripted",
-                "app_id": "cli_scripted",
-            },
-            "event": {
-                "operator": {"open_id": open_id, "user_id": "u_scripted", "union_id": "on_scripted"},
-                "token": "c-scripted",
-                "action": {"value": value, "tag": "button"},
-                "host": "im_message",
-                "context": {"open_message_id": message_id, "open_chat_id": "oc_scripted"},
-            },
-        })
-    }
-
-    /// `{"encrypt": base64(iv ‖ AES-256-CBC(event))}` with the key SHA-256(encrypt_key).
-    pub fn seal(&self, event: &Value, iv: [u8; 16]) -> Vec<u8> {
-        use aes::cipher::{BlockEncryptMut, KeyIvInit, block_padding::Pkcs7};
-        use base64::Engine;
-        use sha2::Digest;
-        let key = sha2::Sha256::digest(self.encrypt_key.as_bytes());
-        let cipher = cbc::Encryptor::<aes::Aes256>::new_from_slices(&key, &iv)
-            .expect("a 32-byte key and a 16-byte IV")
-            .encrypt_padded_vec_mut::<Pkcs7>(event.to_string().as_bytes());
-        let mut sealed = iv.to_vec();
-        sealed.extend(cipher);
-        json!({"encrypt": base64::engine::general_purpose::STANDARD.encode(sealed)})
-            .to_string()
-            .into_bytes()
-    }
-
-    /// POSTs `body` to `url` (`http://127.0.0.1:PORT/lark/callback`) with the signature headers
-    /// for `timestamp` (Unix seconds) and `nonce`; the status and the answer's JSON.
-    pub fn post(
-        &self,
-        url: &str,
-        body: &[u8],
-        timestamp: u64,
-        nonce: &str,
-        signing: Signing,
-    ) -> (u16, Value) {
-        use sha2::Digest;
-        let key = match signing {
-            Signing::Wrong => format!("{}-not", self.encrypt_key),
-            _ => self.encrypt_key.clone(),
-        };
-        let mut hasher = sha2::Sha256::new();
-        hasher.update(timestamp.to_string().as_bytes());
-        hasher.update(nonce.as_bytes());
-        hasher.update(key.as_bytes());
-        hasher.update(body);
-        let signature = hex::encode(hasher.finalize());
-        let headers = match signing {
-            Signing::None => String::new(),
-            _ => format!(
-                "X-Lark-Request-Timestamp: {timestamp}\r\nX-Lark-Request-Nonce: {nonce}\r\nX-Lark-Signature: {signature}\r\n"
-            ),
-        };
-        let rest = url.strip_prefix("http://").expect("an http:// URL");
-        let (host, path) = rest.split_once('/').expect("a path");
-        let mut stream = TcpStream::connect(host).expect("loopx's listener accepts");
-        let head = format!(
-            "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        );
-        use std::io::{Read, Write};
-        stream.write_all(head.as_bytes()).expect("sent");
-        stream.write_all(body).expect("sent");
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).expect("an answer");
-        let status = answer
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let json = answer
-            .split_once("\r\n\r\n")
-            .and_then(|(_, b)| serde_json::from_str(b).ok())
-            .unwrap_or(Value::Null);
-        (status, json)
-    }
 }

@@ -283,6 +283,14 @@ impl Client {
         Ok(())
     }
 
+    /// `POST drive/v1/files/:file_token/subscribe?file_type=bitable`: Lark sends the app a
+    /// record-change event for every change to the Base from now on.
+    pub fn subscribe_base(&mut self, app: &str) -> Result<(), LarkError> {
+        let path = format!("/open-apis/drive/v1/files/{app}/subscribe?file_type=bitable");
+        self.call("POST", &path, Some(json!({})), "the Base's record changes")
+            .map(drop)
+    }
+
     /// `GET im/v1/chats/:chat_id`: the chat's name, when the app (its bot) is in it.
     pub fn chat_name(&mut self, chat_id: &str) -> Result<String, LarkError> {
         let path = format!("/open-apis/im/v1/chats/{chat_id}");

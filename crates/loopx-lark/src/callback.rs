@@ -13,7 +13,9 @@
 //!    check);
 //! 5. for a button press: come from an open_id in `answerers`, and name a gate and an option.
 //!
-//! Whether the answer is then taken is the kernel's rule, the same as for the CLI.
+//! Whether the answer is then taken is the kernel's rule, the same as for the CLI. A record-change
+//! event (`drive.file.bitable_record_changed_v1`) passes the same checks 1–4 and is handed on
+//! whole: it says who changed the board, whoever that is ([`crate::changes`]).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -39,6 +41,8 @@ pub enum Callback {
         /// The card's message, to update with the answer.
         message_id: Option<String>,
     },
+    /// Lark says someone changed records of a Base the app subscribed to: the event, opened.
+    RecordChanged(Value),
 }
 
 /// Why a callback was refused; nothing changed.
@@ -143,6 +147,9 @@ impl Verifier {
             return Err(Refusal::BadToken);
         }
         let kind = event["header"]["event_type"].as_str().unwrap_or_default();
+        if kind == crate::changes::EVENT_TYPE {
+            return Ok(Callback::RecordChanged(event.clone()));
+        }
         if kind != "card.action.trigger" {
             return Err(Refusal::Unknown(format!("event type `{kind}`")));
         }

@@ -24,6 +24,11 @@
 //!   button per option; [`listen`] hears the press, [`callback`] checks it (signature, time,
 //!   nonce, decryption, token, answerer) before anything in it is believed, and the answer is
 //!   the application layer's, by `human:lark:<open_id>`, under the kernel's rule for an answer.
+//!   [`slots`] keeps room for signed requests while slow ones hold the rest.
+//! - **Who changed the table is Lark's event's word.** The same listener hears Lark's
+//!   record-change events and [`changes`] keeps who set which cell; [`flowback`] takes a change
+//!   only when that names an allowed person for the value the cell holds, never on a record's
+//!   `last_modified_by` (the last to touch any column of it).
 //! - **Kept in step by `loopx run`.** [`service`] runs a pass after each change the doorbell
 //!   announces, backs off on failure, and records its health for `loopx status`; it never
 //!   touches the run loop.
@@ -31,12 +36,14 @@
 pub mod api;
 pub mod callback;
 pub mod cards;
+pub mod changes;
 pub mod doctor;
 pub mod flowback;
 pub mod listen;
 pub mod projection;
 pub mod reconcile;
 pub mod service;
+pub mod slots;
 pub mod sync;
 
 pub use api::{Client, LarkError};

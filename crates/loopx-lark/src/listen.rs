@@ -2,8 +2,9 @@
 //! `[lark.questions] listen` (through the HTTPS proxy or tunnel a person puts in front). Each
 //! request is opened by the [`Verifier`](crate::callback::Verifier); a press becomes the
 //! gate's answer by the person `human:lark:<open_id>`, through the application layer's one
-//! rule for an answer, and the card is changed to show it. Anything refused changes nothing and
-//! is logged with its reason.
+//! rule for an answer, and the card is changed to show it. A record-change event of the board's
+//! Base is recorded for the board's next pass ([`crate::changes`]). Anything refused changes
+//! nothing and is logged with its reason.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -16,7 +17,8 @@ use loopx_kernel::store::AnswerChoice;
 use loopx_kernel::{GateId, Project};
 use serde_json::{Value, json};
 
-use crate::callback::{Callback, Verifier};
+use crate::callback::{Callback, MAX_SKEW, Verifier};
+use crate::slots::{SIGNED_DEADLINE, Slot, Slots, claims_signature};
 
 /// The path Lark is told to call.
 pub const CALLBACK_PATH: &str = "/lark/callback";
@@ -27,8 +29,6 @@ const MAX_BODY: usize = 64 * 1024;
 /// How long a client may take to send its whole request (head and body): a deadline per read
 /// let a client that sent a byte every 4 s hold a slot for as long as it liked.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
-/// Requests served at once; more wait in the kernel's backlog.
-const MAX_CONNECTIONS: usize = 16;
 
 /// What answering needs besides the request.
 #[derive(Debug)]
@@ -38,12 +38,16 @@ pub struct Answering {
     /// Approvals may be answered from Lark (`[lark.questions] approvals`).
     pub approvals: bool,
     pub verifier: Mutex<Verifier>,
+    /// The board's Base (`[lark.board] app_token`) and where its record-change events are
+    /// kept; `None` without a board.
+    pub board: Option<(String, PathBuf)>,
 }
 
-/// Serves `listener` until the process ends, one thread per request (at most
-/// [`MAX_CONNECTIONS`] at once).
+/// Serves `listener` until the process ends, one thread per request, in the slots of
+/// [`crate::slots`]: [`crate::slots::GENERAL`] for any request, [`crate::slots::SIGNED`] more
+/// for signed ones.
 pub fn serve(listener: TcpListener, answering: Arc<Answering>) {
-    let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let slots = Arc::new(Slots::default());
     for stream in listener.incoming().flatten() {
         // An agent shares the host's loopback: its connections would hold the slots a
         // person's press needs (the board refuses them the same way).
@@ -57,30 +61,32 @@ pub fn serve(listener: TcpListener, answering: Arc<Answering>) {
             );
             continue;
         }
-        if busy.load(std::sync::atomic::Ordering::SeqCst) >= MAX_CONNECTIONS {
-            let _ = reply(&stream, 503, &json!({"error": "busy"}));
-            continue;
-        }
-        busy.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let (answering, busy) = (Arc::clone(&answering), Arc::clone(&busy));
+        let slot = slots.take(&stream);
+        let (answering, slots) = (Arc::clone(&answering), Arc::clone(&slots));
         std::thread::spawn(move || {
-            handle(&stream, &answering);
-            busy.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            handle(&stream, &answering, &slots, slot);
+            slots.give_back(slot);
         });
     }
 }
 
-fn handle(stream: &TcpStream, answering: &Answering) {
+fn handle(stream: &TcpStream, answering: &Answering, slots: &Slots, slot: Slot) {
     let deadline = Deadline {
         stream,
-        at: std::time::Instant::now() + REQUEST_DEADLINE,
+        at: std::time::Instant::now()
+            + match slot {
+                Slot::General => REQUEST_DEADLINE,
+                Slot::Signed(_) => SIGNED_DEADLINE,
+            },
     };
-    let (status, body) = match read(deadline) {
+    let signed_only = matches!(slot, Slot::Signed(_));
+    let (status, body) = match read(deadline, signed_only) {
         Ok((method, path, headers, body)) if method == "POST" && path == CALLBACK_PATH => {
+            slots.arrived(slot);
             callback(answering, &headers, &body)
         }
         Ok(_) => (404, json!({"error": format!("POST {CALLBACK_PATH} only")})),
-        Err(why) => (400, json!({"error": why})),
+        Err((status, why)) => (status, json!({"error": why})),
     };
     let _ = reply(stream, status, &body);
 }
@@ -92,9 +98,7 @@ fn callback(answering: &Answering, headers: &[(String, String)], body: &[u8]) ->
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.clone())
     };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let now = now_secs();
     let opened = answering
         .verifier
         .lock()
@@ -112,6 +116,35 @@ fn callback(answering: &Answering, headers: &[(String, String)], body: &[u8]) ->
             option,
             ..
         }) => (200, press(answering, &open_id, &gate, option)),
+        Ok(Callback::RecordChanged(event)) => record_changed(answering, &event),
+    }
+}
+
+/// Keeps who changed which cell of the board's Base for the board's next pass. Lark is answered
+/// 200 unless the event could not be kept (then it sends it again).
+fn record_changed(answering: &Answering, event: &Value) -> (u16, Value) {
+    let now = crate::changes::now_ms();
+    let changed = match crate::changes::parse(event, now) {
+        Ok(changed) => changed,
+        Err(why) => {
+            tracing::warn!(%why, "refused a Lark record-change event");
+            return (200, json!({"ignored": why}));
+        }
+    };
+    let Some((base, file)) = &answering.board else {
+        return (200, json!({"ignored": "no [lark.board]"}));
+    };
+    if &changed.file_token != base {
+        tracing::warn!(file_token = %changed.file_token, "refused a record-change event of another Base");
+        return (200, json!({"ignored": "another Base"}));
+    }
+    match crate::changes::record(file, &changed, now) {
+        Ok(true) => (200, json!({})),
+        Ok(false) => (200, json!({"ignored": "heard already, or too old"})),
+        Err(why) => {
+            tracing::warn!(%why, "cannot keep a Lark record-change event");
+            (503, json!({"error": why}))
+        }
     }
 }
 
@@ -180,28 +213,30 @@ impl Read for Deadline<'_> {
     }
 }
 
-/// One request: method, path, headers (lowercase names), body.
-fn read(mut stream: Deadline<'_>) -> Result<Parsed, String> {
+/// One request: method, path, headers (lowercase names), body; or the status and why not. With
+/// `signed_only` (a reserved slot) a head without the signature headers ends it before the body.
+fn read(mut stream: Deadline<'_>, signed_only: bool) -> Result<Parsed, (u16, String)> {
+    let bad = |why: String| (400, why);
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 4096];
     let head_end = loop {
-        let n = stream.read(&mut chunk).map_err(|e| e.to_string())?;
+        let n = stream.read(&mut chunk).map_err(|e| bad(e.to_string()))?;
         if n == 0 {
-            return Err("the request ended early".into());
+            return Err(bad("the request ended early".into()));
         }
         buf.extend_from_slice(&chunk[..n]);
         if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break at + 4;
         }
         if buf.len() > MAX_HEAD {
-            return Err("request head too large".into());
+            return Err(bad("request head too large".into()));
         }
     };
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut request = httparse::Request::new(&mut headers);
     request
         .parse(&buf[..head_end])
-        .map_err(|e| format!("malformed request: {e}"))?;
+        .map_err(|e| bad(format!("malformed request: {e}")))?;
     let method = request.method.unwrap_or_default().to_owned();
     let path = request.path.unwrap_or_default().to_owned();
     let headers: Vec<(String, String)> = request
@@ -220,18 +255,27 @@ fn read(mut stream: Deadline<'_>) -> Result<Parsed, String> {
         .and_then(|(_, v)| v.parse().ok())
         .unwrap_or(0);
     if length > MAX_BODY {
-        return Err("request body too large".into());
+        return Err(bad("request body too large".into()));
+    }
+    if signed_only && !claims_signature(&headers, now_secs(), MAX_SKEW) {
+        return Err((503, "busy: only a signed request is served now".into()));
     }
     let mut body = buf[head_end..].to_vec();
     while body.len() < length {
-        let n = stream.read(&mut chunk).map_err(|e| e.to_string())?;
+        let n = stream.read(&mut chunk).map_err(|e| bad(e.to_string()))?;
         if n == 0 {
-            return Err("the body ended early".into());
+            return Err(bad("the body ended early".into()));
         }
         body.extend_from_slice(&chunk[..n]);
     }
     body.truncate(length);
     Ok((method, path, headers, body))
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn reply(mut stream: &TcpStream, status: u16, body: &Value) -> std::io::Result<()> {

@@ -27,7 +27,8 @@ impl Plan {
 /// (`t12`), or `taken` adopted it (a person's new row, now that todo): one with no todo left to
 /// show, or a second one for the same todo, is deleted, and so is a row `taken` rejected. Any
 /// other record without a `Todo ID` is a person's and left alone. `fields` are the names loopx
-/// writes: other fields of a record (a person's own columns) are never compared or cleared.
+/// writes: other fields of a record (a person's own columns) are never compared or cleared, nor
+/// are the cells `taken` left waiting.
 pub fn plan(rows: &[Row], records: &[Record], fields: &[&str], taken: &Taken) -> Plan {
     let mut by_todo: BTreeMap<String, &Record> = BTreeMap::new();
     let mut plan = Plan::default();
@@ -64,6 +65,13 @@ pub fn plan(rows: &[Row], records: &[Record], fields: &[&str], taken: &Taken) ->
         };
         let mut changed = Map::new();
         for name in fields {
+            // A person's change no event accounts for yet is left as it is for now.
+            if taken
+                .waiting_cells
+                .contains(&(record.id.clone(), (*name).to_owned()))
+            {
+                continue;
+            }
             let want = row.fields.get(*name);
             let have = record.fields.get(*name);
             if !same(want, have) {

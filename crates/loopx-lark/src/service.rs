@@ -25,6 +25,10 @@ use crate::sync::Board;
 pub const IN_STEP_EVERY: Duration = Duration::from_secs(60);
 /// After a ring, changes that follow within this long are taken in the same pass.
 const SETTLE: Duration = Duration::from_millis(300);
+/// How long a change made in Lark that no record-change event accounts for yet is left alone
+/// before it is refused: Lark sends an event within a second or two, and again 15 s later when
+/// the first try failed.
+pub const EVENT_GRACE: Duration = Duration::from_secs(20);
 /// The longest wait between failing passes.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
@@ -92,6 +96,10 @@ pub fn start(
             loopx_exe: loopx_exe.clone(),
             approvals: questions.approvals,
             verifier: Mutex::new(Verifier::new(token, key, &questions.answerers)),
+            board: config
+                .board
+                .as_ref()
+                .map(|b| (b.app_token.clone(), crate::changes::file(&project))),
         });
         std::thread::Builder::new()
             .name("lark-callbacks".into())
@@ -178,6 +186,11 @@ fn pass(
             project: app.project(),
             loopx_exe: app.loopx_exe(),
             answerers: config.questions.as_ref().map_or(&[], |q| &q.answerers),
+            // The listener runs (and hears record-change events) exactly when questions do.
+            events: config
+                .questions
+                .as_ref()
+                .map(|_| (crate::changes::file(app.project()), EVENT_GRACE)),
         };
         let report = board
             .sync(app, client, &people)

@@ -3,8 +3,11 @@
 use loopx_adapters::LarkBoard;
 use loopx_app::App;
 
+use std::collections::BTreeMap;
+
 use crate::api::{Client, LarkError};
-use crate::flowback::{People, Taken};
+use crate::changes::{self, Held};
+use crate::flowback::{Authors, People, Taken, Waiting};
 use crate::projection::{self, FIELDS};
 use crate::reconcile;
 
@@ -49,11 +52,17 @@ pub enum SyncError {
 
 /// A board's table, once found, and whether its fields are known to be there: a pass after the
 /// first reads only the records.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Board {
     config: LarkBoard,
     table: Option<String>,
     fields_ready: bool,
+    /// The table's fields: name → id (record-change events name fields by id).
+    field_ids: BTreeMap<String, String>,
+    /// Changes no event accounts for yet, between passes.
+    waiting: Waiting,
+    /// Lark was asked to send the Base's record-change events.
+    subscribed: bool,
 }
 
 impl Board {
@@ -62,6 +71,9 @@ impl Board {
             table: config.table_id.clone(),
             config,
             fields_ready: false,
+            field_ids: BTreeMap::new(),
+            waiting: Waiting::default(),
+            subscribed: false,
         }
     }
 
@@ -95,6 +107,11 @@ impl Board {
         self.table = Some(table.clone());
         if !self.fields_ready {
             report.fields_created = ensure_fields(client, &app_token, &table)?;
+            self.field_ids = client
+                .fields(&app_token, &table)?
+                .into_iter()
+                .map(|f| (f.name, f.id))
+                .collect();
             // A table loopx made gets a Kanban view; Lark groups it by the table's single
             // select, and Status is the board's only one.
             if report.table_created {
@@ -102,9 +119,23 @@ impl Board {
             }
             self.fields_ready = true;
         }
+        if people.events.is_some() && !self.subscribed {
+            self.subscribed = subscribe(client, &app_token);
+        }
         let records = client.records(&app_token, &table)?;
+        let read_ms = changes::now_ms();
         let shown = projection::rows(app)?;
-        report.taken = crate::flowback::take(people, &shown, &records);
+        let held = people.events.as_ref().map(|(path, _)| Held::load(path));
+        let mut authors = Authors {
+            held: held.as_ref(),
+            table: &table,
+            field_ids: &self.field_ids,
+            waiting: &mut self.waiting,
+            grace: people.events.as_ref().map_or(Default::default(), |e| e.1),
+        };
+        report.taken = crate::flowback::take(people, &shown, &records, &mut authors);
+        let waiting = self.waiting.cells();
+        self.waiting.end_pass();
         // What people changed is in the kernel now (or refused): show the kernel as it is.
         let rows = match report.taken.applied.is_empty() {
             true => shown,
@@ -115,12 +146,41 @@ impl Board {
         client.create_records(&app_token, &table, &plan.create)?;
         client.update_records(&app_token, &table, &plan.update)?;
         client.delete_records(&app_token, &table, &plan.delete)?;
+        if let Some((path, _)) = &people.events {
+            let written: Vec<(String, String)> = plan
+                .update
+                .iter()
+                .flat_map(|(record, fields)| {
+                    let ids = &self.field_ids;
+                    fields.keys().filter_map(move |name| {
+                        ids.get(name).map(|id| (record.clone(), id.clone()))
+                    })
+                })
+                .collect();
+            let now = changes::now_ms();
+            if let Err(why) = changes::settle(path, &table, &waiting, &written, read_ms, now) {
+                tracing::warn!(%why, "cannot note what the pass did with the record-change events");
+            }
+        }
         report.created = plan.create.len();
         report.updated = plan.update.len();
         report.deleted = plan.delete.len();
         report.table_id = table;
         report.requests = client.requests - before;
         Ok(report)
+    }
+}
+
+/// Asks Lark for the Base's record-change events; whether it agreed. A refusal (the app lacks
+/// the permission) is logged and asked again next pass: meanwhile no change can be attributed,
+/// so every change is refused.
+fn subscribe(client: &mut Client, app_token: &str) -> bool {
+    match client.subscribe_base(app_token) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot subscribe to the Base's record changes: changes made in Lark are refused");
+            false
+        }
     }
 }
 

@@ -38,10 +38,21 @@ fn sync(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     let mut client = loopx_lark::Client::new(&lark.base_url, &lark.app_id, secret.trim());
     // The changes people made in the table are taken or refused by the same rules as the
     // board `loopx run` keeps (`docs/lark.md`).
+    // Who made a change is what the record-change events a running `loopx run` heard say; they
+    // are configured when its listener would run (questions and both callback secrets).
+    let callback = ["LOOPX_LARK_VERIFICATION_TOKEN", "LOOPX_LARK_ENCRYPT_KEY"]
+        .iter()
+        .all(|name| std::env::var(name).is_ok_and(|v| !v.trim().is_empty()));
     let people = loopx_lark::flowback::People {
         project: app.project(),
         loopx_exe: app.loopx_exe(),
         answerers: lark.questions.as_ref().map_or(&[], |q| &q.answerers),
+        events: (lark.questions.is_some() && callback).then(|| {
+            (
+                loopx_lark::changes::file(app.project()),
+                std::time::Duration::ZERO,
+            )
+        }),
     };
     let report = match loopx_lark::Board::new(board.clone()).sync(&app, &mut client, &people) {
         Ok(report) => report,
