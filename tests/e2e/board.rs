@@ -136,6 +136,7 @@ const MARKUP: &str = "Write <img src=x onerror=\"window.__pwned=1\"> the <b>intr
 #[test]
 fn the_board_shows_the_work_and_a_gate_answered_from_the_page_wakes_the_run() {
     let loopx = demo_project(&["exec"]);
+    loopx.agents_close_goals();
     loopx.ok(&[
         "todo",
         "add",

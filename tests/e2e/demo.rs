@@ -18,7 +18,9 @@ fn the_demo_shows_every_part_of_the_loop_and_ends_with_the_goal_done() {
         "waiting on gate q1: ",
         "no terminal to ask you, so the demo answers with its first option",
         "q1 answered: Markdown list",
-        "the goal is done",
+        // An agent does not end the goal: it says the goal is met, and the person decides.
+        "says goal g1 (Write the demo notes) is met: is it? [done / plan]",
+        "answered: done",
         "loopx run ended (done)",
         &format!("Look around: cd {}", dir.display()),
     ] {

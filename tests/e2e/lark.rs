@@ -313,6 +313,7 @@ fn a_question_becomes_a_card_and_only_an_allowed_signed_press_answers_it_and_wak
     use loopx_lark_server::{Presser, Signing};
     let server = LarkServer::start("cli_test", SECRET, "bascnTest").expect("server");
     let loopx = demo_project(&["exec"]);
+    loopx.agents_close_goals();
     loopx.ok(&[
         "todo",
         "add",

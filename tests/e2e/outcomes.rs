@@ -139,6 +139,7 @@ fn todos_about_limits_401s_and_questions_are_not_misread() {
 fn done_when_exit_0_finishes_the_todos_and_the_goal() {
     let loopx = Loopx::new();
     loopx.ok(&["goal", "start", "Format the sources"]);
+    loopx.agents_close_goals();
     script_agent(
         &loopx,
         "formatter",

@@ -10,22 +10,59 @@ use crate::support::{
     Background, Loopx, alive, decision, demo_project, event, read_pid, script_agent, todo_state,
 };
 
+/// Issue 47, item 1: a read-only reviewer's planning slice answered `done` and the goal was
+/// closed with nobody asked. An agent's "the goal is met" asks a person, with what they need
+/// to decide; the goal is done once a person answers `done`.
 #[test]
-fn the_loop_works_the_goal_through_and_exits_when_it_is_done() {
+fn the_loop_works_the_goal_through_and_a_person_ends_it() {
     let loopx = demo_project(&["exec"]);
+    loopx.ok(&["todo", "add", "Write the notes"]);
+    let run = loopx.run(&["run", "--on-gate", "exit"]);
+    assert_eq!(
+        run.code,
+        i32::from(loopx_cli::exit_code::HALTED_ON_GATE),
+        "{}",
+        run.stderr
+    );
+    for line in [
+        "exec: slice s1 started: work on t1",
+        "exec: slice s1 ended: completed",
+        "exec: slice s2 started: plan",
+        "waiting on gate q1: Agent `exec` says goal g1 (Write the demo notes) is met: is it? [done / plan]",
+    ] {
+        assert!(run.stderr.contains(line), "no `{line}` in:\n{}", run.stderr);
+    }
+    assert_eq!(todo_state(&loopx, "t1"), "done");
+    let goal_status = || loopx.ok(&["goal", "list", "--json"]).json()["goals"][0]["status"].clone();
+    assert_eq!(goal_status(), "active", "an agent does not end the goal");
+    let gate = loopx.ok(&["gate", "show", "q1", "--json"]).json();
+    let context = gate["gate"]["context"].as_str().unwrap_or_default();
+    assert!(
+        context.contains("Todos: 1 done, 0 dropped, 0 open.") && context.contains("revision 1"),
+        "what the person needs to decide: {context}"
+    );
+    loopx.ok(&["gate", "answer", "q1", "done"]);
+    assert_eq!(goal_status(), "done", "a person ends it");
+    let run = loopx.run(&["run"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("goal g1 is done"), "{}", run.stderr);
+}
+
+/// `[goal] close = "agents"`: the project lets its agents end its goal, as before.
+#[test]
+fn a_project_may_let_its_agents_end_the_goal() {
+    let loopx = demo_project(&["exec"]);
+    loopx.agents_close_goals();
     loopx.ok(&["todo", "add", "Write the notes"]);
     let run = loopx.run(&["run"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     for line in [
-        "exec: slice s1 started: work on t1",
-        "exec: slice s1 ended: completed",
         "exec: slice s2 started: plan",
         "the goal is done",
         "loopx run ended (done) after 2 slice(s)",
     ] {
         assert!(run.stderr.contains(line), "no `{line}` in:\n{}", run.stderr);
     }
-    assert_eq!(todo_state(&loopx, "t1"), "done");
     let goals = loopx.ok(&["goal", "list", "--json"]).json();
     assert_eq!(goals["goals"][0]["status"], "done", "{goals}");
 }
@@ -80,6 +117,7 @@ fn an_agent_that_reports_nothing_leaves_what_loopx_observed() {
 #[test]
 fn a_question_halts_its_todo_others_go_on_and_the_answer_wakes_the_loop() {
     let loopx = demo_project(&["exec", "peer"]);
+    loopx.agents_close_goals();
     loopx.ok(&[
         "todo",
         "add",
@@ -155,6 +193,7 @@ fn on_gate_exit_halts_with_its_own_code_once_nobody_can_go_on() {
 #[test]
 fn a_usage_limit_pauses_the_whole_account_and_resumes_after_the_reset() {
     let loopx = demo_project(&["exec", "peer"]);
+    loopx.agents_close_goals();
     loopx.ok(&["todo", "add", "Write the notes [demo:usage-limit]"]);
     let mut bg = Background::start(&loopx, &[]);
     let limited = bg.wait_for("the usage limit", |e| {
@@ -327,6 +366,7 @@ fn sigterm_stops_the_slice_within_its_grace_and_sighup_is_ignored() {
 #[test]
 fn two_supervisors_and_three_agents_do_eight_todos_exactly_once() {
     let loopx = demo_project(&["a", "b", "c"]);
+    loopx.agents_close_goals();
     for n in 1..=8 {
         loopx.ok(&["todo", "add", &format!("Write item {n}")]);
     }

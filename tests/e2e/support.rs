@@ -63,13 +63,25 @@ impl Loopx {
 
     /// Writes `.loopx/loopx.toml`, keeping the `[store]` section `loopx init --store` wrote
     /// (a test of settings must not move the project off its store).
+    /// Lets the project's agents end its goal (`[goal] close = "agents"`), for a test of the
+    /// loop's own course: by default an agent's "the goal is met" asks a person.
+    pub fn agents_close_goals(&self) {
+        let path = self.path().join(".loopx/loopx.toml");
+        let old = std::fs::read_to_string(&path).unwrap_or_default();
+        std::fs::write(&path, format!("{old}\n[goal]\nclose = \"agents\"\n"))
+            .expect("write loopx.toml");
+    }
+
+    /// Writes `loopx.toml`, keeping the `[store]` the test database put there and a `[goal]`
+    /// a test set ([`Loopx::agents_close_goals`]).
     pub fn write_config(&self, text: impl AsRef<str>) {
         let path = self.path().join(".loopx/loopx.toml");
-        let store = std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|old| old.find("[store]").map(|i| old[i..].to_owned()))
-            .unwrap_or_default();
-        std::fs::write(&path, format!("{}\n{store}", text.as_ref())).expect("write loopx.toml");
+        let old = std::fs::read_to_string(&path).unwrap_or_default();
+        let kept: String = ["[goal]", "[store]"]
+            .iter()
+            .filter_map(|name| section(&old, name))
+            .collect();
+        std::fs::write(&path, format!("{}\n{kept}", text.as_ref())).expect("write loopx.toml");
     }
 
     /// A project with a goal, two agents and three todos.
@@ -448,4 +460,12 @@ pub fn test_database() -> Option<String> {
         .expect("create schema");
     let sep = if base.contains('?') { '&' } else { '?' };
     Some(format!("{base}{sep}options=-csearch_path%3D{schema}"))
+}
+
+/// The section `name` (`[store]`) of a TOML text, to the next section, if it has one.
+fn section(text: &str, name: &str) -> Option<String> {
+    let start = text.find(name)?;
+    let rest = &text[start + name.len()..];
+    let end = rest.find("\n[").map_or(rest.len(), |i| i + 1);
+    Some(format!("{name}{}\n", &rest[..end]))
 }

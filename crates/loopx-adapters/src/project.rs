@@ -60,6 +60,9 @@ pub struct ProjectConfig {
     pub evidence: EvidenceRules,
     /// `[lark]`: the Lark (Feishu) board and questions.
     pub lark: Option<LarkConfig>,
+    /// `[goal] close = "agents"`: an agent's "the goal is met" ends the goal. By default
+    /// (`"person"`) it asks a person, who ends it (`docs/goals.md`).
+    pub agents_close_goals: bool,
 }
 
 /// `[evidence]` (`docs/goals.md`, "Evidence that ages").
@@ -115,8 +118,14 @@ struct RawProject {
     land: Option<RawNotify>,
     evidence: Option<RawEvidence>,
     lark: Option<lark::RawLark>,
+    goal: Option<RawGoal>,
     /// Read by the kernel (`loopx_kernel::store::store_url`); checked here with the rest.
     store: Option<RawStore>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawGoal {
+    close: Option<Checked<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -148,7 +157,10 @@ struct RawNotify {
 
 fn known_keys(path: &[&str]) -> &'static [&'static str] {
     match path {
-        [] => &["notify", "budget", "land", "evidence", "store", "lark"],
+        [] => &[
+            "notify", "budget", "land", "evidence", "store", "lark", "goal",
+        ],
+        ["goal"] => &["close"],
         ["lark", rest @ ..] => lark::known_keys(rest),
         ["evidence"] => &["done_needs", "shelf_life", "decision_max_age"],
         ["evidence", "shelf_life"] => &EvidenceKind::NAMES,
@@ -244,9 +256,30 @@ pub fn project_config_str(file: &str, text: &str) -> Result<ProjectConfig, LoadE
             .map(|e| evidence(e, &mut p))
             .unwrap_or_default(),
         lark: raw.lark.and_then(|l| lark::lark(l, &mut p)),
+        agents_close_goals: raw.goal.is_some_and(|g| agents_close(g, &mut p)),
     });
     p.finish(ConfigKind::Project, PROJECT_CONFIG_FILE, config)
         .map_err(LoadError::Invalid)
+}
+
+/// `[goal] close`: who ends a goal, `"person"` (the default) or `"agents"`.
+fn agents_close(raw: RawGoal, p: &mut Problems) -> bool {
+    let Some((close, span)) = take(raw.close, "goal.close", p) else {
+        return false;
+    };
+    match close.as_str() {
+        "person" => false,
+        "agents" => true,
+        other => {
+            p.push(
+                span,
+                Some("goal.close"),
+                format!("`{other}` is not who ends a goal"),
+                Some("`close = \"person\"` (the default: an agent's \"met\" asks you) or `close = \"agents\"`".to_owned()),
+            );
+            false
+        }
+    }
 }
 
 fn budget(raw: RawBudget, p: &mut Problems) -> loopx_quota::Budget {

@@ -66,7 +66,11 @@ impl App {
 
     /// Pauses, resumes or finishes a goal (`None`: the current one).
     pub fn set_goal_status(&self, goal: Option<GoalId>, to: GoalStatus) -> Result<Goal, AppError> {
-        self.run(SetGoalStatus { goal, to })
+        self.run(SetGoalStatus {
+            goal,
+            to,
+            agents_close: false,
+        })
     }
 
     /// A person amends a goal (`None` in `amend.goal`: the current one): its next revision.

@@ -473,6 +473,7 @@ fn no_slice_starts_once_the_goal_is_done() {
             Op::GoalSetStatus(SetGoalStatus {
                 goal: None,
                 to: loopx_kernel::model::GoalStatus::Done,
+                agents_close: false,
             }),
             HUMAN,
             T0,

@@ -869,6 +869,7 @@ fn a_goal_start_that_expects_an_id_gets_it_or_is_refused() {
             Op::GoalSetStatus(SetGoalStatus {
                 goal: None,
                 to: GoalStatus::Done,
+                agents_close: false,
             }),
             HUMAN,
             T0,

@@ -417,6 +417,7 @@ fn a_re_planner_that_drops_every_todo_does_not_end_the_goal() {
     let done = Op::GoalSetStatus(loopx_kernel::store::SetGoalStatus {
         goal: None,
         to: loopx_kernel::model::GoalStatus::Done,
+        agents_close: false,
     });
     let why = refused(f.store.apply_all(
         vec![drop_op(slice, first), drop_op(slice, second), done],

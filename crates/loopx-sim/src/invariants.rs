@@ -14,7 +14,7 @@
 //! | `backoff_kept` | after temporary failures in a row, an agent waits its backoff before the next slice |
 //! | `no_orphan_after_recovery` | after recovery, every slice recorded as running is one a live worker runs |
 //! | `acknowledged_kept` | every report the kernel acknowledged is in the store at the end |
-//! | `goal_completes` | when the scenario's agents can finish the goal, it is done by the end |
+//! | `goal_completes` | when the scenario's agents can finish the goal, it is done by the end, or every todo is finished and a person is asked whether it is met |
 //! | `kernel_consistent` | `loopx_kernel::check_consistency` finds nothing (every 500 steps and at the end) |
 //! | `loop_ends_cleanly` | the run loop neither panics nor stops on an error |
 //! | `no_spin` | the run loop does not ask for work again and again with no time passing |
@@ -559,7 +559,17 @@ pub(crate) fn at_end(host: &SimHost, expect_done: bool) -> Result<(), Halt> {
         let todos = store.read(|s| s.todos()).unwrap_or_default();
         let open = todos.iter().filter(|t| !t.state.is_final()).count();
         let active = goal.is_some_and(|g| g.status == loopx_kernel::model::GoalStatus::Active);
-        let done = !active && open == 0;
+        // The agents finished it and a person is asked whether it is met: only a person ends
+        // a goal, and the simulated people answer minutes to hours later.
+        let asked = store
+            .read(|s| s.gates())
+            .unwrap_or_default()
+            .iter()
+            .any(|g| {
+                g.state == loopx_kernel::model::GateState::Open
+                    && matches!(g.kind, loopx_kernel::model::GateKind::GoalMet { .. })
+            });
+        let done = (!active || asked) && open == 0;
         if !done {
             return halt(
                 host,

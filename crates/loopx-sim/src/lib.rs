@@ -277,6 +277,14 @@ fn report(
         hours_asked: plan.hours,
         ended,
         goal_done: !goal_active && todos.iter().all(|t| t.state.is_final()),
+        goal_met_asked: goal_active
+            && todos.iter().all(|t| t.state.is_final())
+            && store.as_ref().is_some_and(|s| {
+                s.read(|s| s.gates()).unwrap_or_default().iter().any(|g| {
+                    g.state == loopx_kernel::model::GateState::Open
+                        && matches!(g.kind, loopx_kernel::model::GateKind::GoalMet { .. })
+                })
+            }),
         todos_done,
         todos: todos.len() as u64,
         slices: books.slices,

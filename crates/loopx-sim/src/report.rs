@@ -21,6 +21,9 @@ pub struct SimReport {
     /// stopped it.
     pub ended: String,
     pub goal_done: bool,
+    /// Every todo is finished and a person is asked whether the goal is met (an agent does not
+    /// end a goal; the simulated people answer minutes to hours later).
+    pub goal_met_asked: bool,
     pub todos_done: u64,
     pub todos: u64,
     pub slices: u64,
@@ -90,7 +93,11 @@ impl fmt::Display for SimReport {
         writeln!(
             f,
             "goal: {} ({} of {} todos done)",
-            if self.goal_done { "done" } else { "not done" },
+            match (self.goal_done, self.goal_met_asked) {
+                (true, _) => "done",
+                (false, true) => "met, a person is asked to end it",
+                (false, false) => "not done",
+            },
             self.todos_done,
             self.todos
         )?;

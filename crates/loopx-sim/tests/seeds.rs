@@ -30,8 +30,9 @@ fn run_for(name: &str, seed: u64, hours: Option<f64>) -> SimReport {
 fn holds(seed: u64) {
     let report = run("short.toml", seed);
     assert!(report.passed(), "{report}");
-    // Not a vacuous pass: the run did work, met faults, and finished the goal.
-    assert!(report.goal_done, "{report}");
+    // Not a vacuous pass: the run did work, met faults, and finished the goal (or finished its
+    // todos and asks a person whether it is met).
+    assert!(report.goal_done || report.goal_met_asked, "{report}");
     assert!(report.slices > 10, "{report}");
 }
 

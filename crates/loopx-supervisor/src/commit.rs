@@ -158,6 +158,8 @@ impl Observed {
             quota: spent,
             changes: &changes,
             reported_done,
+            agents_close_goals: crate::notify::project_config(&req.project)
+                .is_ok_and(|c| c.agents_close_goals),
             worktree: worktree.as_ref(),
         };
         match write_back(
@@ -472,7 +474,11 @@ fn summary(
                 loopx_kernel::model::GateKind::Land { .. } => land_gate = Some(g.id.to_string()),
                 _ => violation_gate = Some(g.id.to_string()),
             },
-            (Op::GoalSetStatus(_), _, _) => goal_done = true,
+            (Op::GoalSetStatus(_), _, Applied::Goal(g)) => {
+                goal_done = g.status == loopx_kernel::model::GoalStatus::Done;
+            }
+            // Not the project's to let an agent end: the goal-met question.
+            (Op::GoalSetStatus(_), _, Applied::Gate(g)) => gate = Some(g.id.to_string()),
             _ => {}
         }
     }

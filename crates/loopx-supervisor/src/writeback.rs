@@ -95,6 +95,9 @@ pub struct Finished<'a> {
     /// The agent reported its todo done through the report channel, and the kernel left
     /// finishing it to the landing (a worktree goal).
     pub reported_done: bool,
+    /// The project lets its agents end goals (`[goal] close = "agents"`); else an agent's
+    /// "the goal is met" asks a person.
+    pub agents_close_goals: bool,
     /// A worktree goal's todo slice: its commit, and its landing when it reported done.
     pub worktree: Option<&'a WorktreeEnd>,
 }
@@ -513,6 +516,7 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
             op: Op::GoalSetStatus(SetGoalStatus {
                 goal: None,
                 to: GoalStatus::Done,
+                agents_close: f.agents_close_goals,
             }),
             item: Some(Item::GoalDone),
         });
@@ -904,6 +908,7 @@ pub(crate) fn test_finished(agent: &AgentName) -> Finished<'_> {
         },
         changes: &NO_CHANGES,
         reported_done: false,
+        agents_close_goals: false,
         worktree: None,
     }
 }

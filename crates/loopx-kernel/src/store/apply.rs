@@ -7,6 +7,7 @@ pub mod budget;
 mod caps;
 mod edit;
 mod entities;
+mod goal_met;
 mod monitor;
 mod op;
 pub mod quota;

@@ -96,6 +96,46 @@ pub(super) fn check_objective_and_scope(
     Ok(())
 }
 
+/// [`goal_set_status`] as an op asks it: an agent's `done` asks a person unless
+/// `agents_close`.
+pub(super) fn goal_set_status_by(
+    w: &Writer<'_>,
+    goal: Option<GoalId>,
+    to: GoalStatus,
+    agents_close: bool,
+) -> Result<Applied, KernelError> {
+    let by_an_agent = w.actor.starts_with("agent:");
+    if to != GoalStatus::Done || !by_an_agent || agents_close {
+        return goal_set_status(w, goal, to);
+    }
+    let target = match goal {
+        Some(id) => w.require::<Goal>(tables::GOALS, id.0, "goal", id)?,
+        None => super::budget::active_goal(w)?
+            .map(|id| w.require::<Goal>(tables::GOALS, id.0, "goal", id))
+            .transpose()?
+            .ok_or_else(|| Invalid::Other("there is no active goal".to_owned()))?,
+    };
+    refuse_over_open_work(w, &target)?;
+    super::goal_met::agent_says_met(w, &target)
+}
+
+/// An agent does not say a goal is met over open work: a re-planning slice runs beside it
+/// (`amend.rs`). The open todos are counted as they were before this batch's re-planning
+/// drops: a re-planner that dropped every open todo and said `done` in one report ended the
+/// goal.
+fn refuse_over_open_work(w: &Writer<'_>, target: &Goal) -> Result<(), KernelError> {
+    let open = open_todos_of(w, target.id)? + w.replan_dropped.get();
+    if open > 0 {
+        return Err(Conflict::GoalState {
+            goal: target.id,
+            state: "still open",
+            action: "marked done by an agent while it has open todos",
+        }
+        .into());
+    }
+    Ok(())
+}
+
 pub(super) fn goal_set_status(
     w: &Writer<'_>,
     goal: Option<GoalId>,
@@ -145,21 +185,10 @@ pub(super) fn goal_set_status(
     {
         return Err(Conflict::ActiveGoal { goal: other.id }.into());
     }
-    // An agent's planning slice that reports `done` says the goal is met. With todos of the
-    // goal still open (a re-planning slice runs beside them, `amend.rs`) it is not: only a
-    // person ends a goal over open work. The open todos are counted as they were before this
-    // batch's re-planning drops: a re-planner that dropped every open todo and said `done` in
-    // one report ended the goal.
+    // An agent ends a goal only where the project lets it (`goal_set_status_by`), and never
+    // over open work.
     if to == GoalStatus::Done && w.actor.starts_with("agent:") {
-        let open = open_todos_of(w, target.id)? + w.replan_dropped.get();
-        if open > 0 {
-            return Err(Conflict::GoalState {
-                goal: target.id,
-                state: "still open",
-                action: "marked done by an agent while it has open todos",
-            }
-            .into());
-        }
+        refuse_over_open_work(w, target)?;
     }
     let mut goal = target.clone();
     let from = goal.status;
@@ -197,12 +226,21 @@ pub(super) fn gate_ask(w: &Writer<'_>, new: NewGate) -> Result<Applied, KernelEr
             return Ok(Applied::Gate(gate));
         }
     }
+    let mut context = new.context;
+    if let GateKind::GoalMet { goal } = &new.kind {
+        let goal: Goal = w.require(tables::GOALS, goal.0, "goal", *goal)?;
+        let facts = super::goal_met::facts(w, &goal)?;
+        context = crate::limits::clip(
+            &format!("{facts}\n\n{}", context.trim()),
+            crate::limits::DETAIL,
+        );
+    }
     let id = GateId(w.next_id(counter::GATE)?);
     let gate = Gate {
         id,
         question: new.question.trim().to_owned(),
         options: new.options,
-        context: new.context,
+        context,
         blocks: new.blocks,
         // A gate of loopx's own kind is loopx's, even when it is written in the batch of an
         // agent's slice (a scope violation, a login): only a question has an author.

@@ -61,6 +61,10 @@ pub struct SetGoalStatus {
     /// `None` acts on the current goal.
     pub goal: Option<GoalId>,
     pub to: GoalStatus,
+    /// An agent's `done` ends the goal only where the project lets agents end goals (`[goal]
+    /// close = "agents"`, which the supervisor reads); otherwise it asks a person
+    /// (`goal_met.rs`). Nothing an agent writes sets it.
+    pub agents_close: bool,
 }
 
 /// A person's change to a goal's objective, scope or permission (`goal amend`); a field left
@@ -694,7 +698,11 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             share,
             isolation,
         }) => entities::goal_start(w, id, objective, scope, permission, share, isolation),
-        Op::GoalSetStatus(SetGoalStatus { goal, to }) => entities::goal_set_status(w, goal, to),
+        Op::GoalSetStatus(SetGoalStatus {
+            goal,
+            to,
+            agents_close,
+        }) => entities::goal_set_status_by(w, goal, to, agents_close),
         Op::GoalAmend(amend) => super::amend::goal_amend(w, amend),
         Op::TodoAdd(new) => todo::add(w, new),
         Op::TodoClaim(ClaimTodo { todo, agent, ttl }) => {
