@@ -14,6 +14,7 @@ mod docs;
 mod errors;
 mod escape;
 mod first_hour;
+mod first_week;
 mod freshness;
 mod goals;
 mod lark;

@@ -8,22 +8,26 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loopx_vocab::{EvidenceKind, IsolationMode, PermissionLevel, Spelled, TodoState, UnknownWord};
 
+/// The heading of the flags every command takes: under their own heading, after a command's
+/// own options, so that `loopx todo add --help` starts with what `todo add` itself takes.
+const GLOBAL: &str = "Global options";
+
 /// Supervise AI coding agents on goals that take days.
 #[derive(Debug, Parser)]
 #[command(name = "loopx", version, about, long_about = None, max_term_width = 100)]
 pub struct Cli {
     /// The project root (default: walk up from the current directory to one with `.loopx/`).
-    #[arg(long, global = true, value_name = "DIR", env = "LOOPX_PROJECT")]
+    #[arg(long, global = true, value_name = "DIR", env = "LOOPX_PROJECT", help_heading = GLOBAL)]
     pub project: Option<PathBuf>,
     /// Print results as JSON (one object; `log` prints JSON Lines).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub json: bool,
     /// When to colour the output.
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", help_heading = GLOBAL)]
     pub color: ColorChoice,
     /// Log more on stderr: -v info, -vv debug, -vvv trace (`LOOPX_LOG`, a filter such as
     /// `debug` or `loopx_supervisor=debug`, takes precedence).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = GLOBAL)]
     pub verbose: u8,
     #[command(subcommand)]
     pub command: Command,
