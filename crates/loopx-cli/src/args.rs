@@ -363,10 +363,12 @@ pub enum ProfileCommand {
         /// The profile's name (its file name without `.toml`).
         name: String,
     },
-    /// Validate a profile file (default: every profile of the project); runs nothing.
+    /// Validate a profile (default: every profile of the project); runs nothing.
     Check {
-        /// The profile file to check.
-        file: Option<PathBuf>,
+        /// A profile's name, as `profile show` takes it (`executor`, or `executor.toml`), or a
+        /// path to a profile file, relative to the current directory.
+        #[arg(value_name = "NAME|FILE")]
+        profile: Option<PathBuf>,
     },
 }
 
