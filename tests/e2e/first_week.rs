@@ -2,7 +2,7 @@
 //! options before the global ones, shell completions and a man page to install, and `profile
 //! check` taking a name as `profile show` does.
 
-use crate::support::Loopx;
+use crate::support::{LOOPX, Loopx};
 
 /// The option lines of one section (`Options:`, `Global options:`) of a `--help` text.
 fn section<'a>(help: &'a str, heading: &str) -> Vec<&'a str> {
@@ -41,6 +41,83 @@ fn a_command_s_help_lists_its_own_options_before_the_global_ones() {
             .any(|l| l.contains("--priority")),
         "{help}"
     );
+}
+
+/// Runs `script` in bash and returns its stdout.
+fn bash(script: &str) -> String {
+    let out = std::process::Command::new("bash")
+        .args(["-c", script])
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn bash_completes_loopx_s_commands_and_flags_from_the_generated_script() {
+    // What a shell does on `loopx go<TAB>` and `loopx todo add --pri<TAB>`.
+    // Bash calls the function with the command, the word being completed and the one before.
+    let complete = |words: &str, current: usize| {
+        bash(&format!(
+            "source <('{LOOPX}' completions bash) && COMP_WORDS=({words}) && COMP_CWORD={current} \
+             && COMP_LINE='{words}' && COMP_POINT=${{#COMP_LINE}} \
+             && _loopx loopx \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\" \
+             && echo \"${{COMPREPLY[@]}}\""
+        ))
+    };
+    assert_eq!(complete("loopx go", 1).trim(), "goal");
+    assert!(
+        complete("loopx todo add --pri", 3).contains("--priority"),
+        "todo add's flags"
+    );
+}
+
+#[test]
+fn completions_are_written_for_zsh_and_fish_and_an_unknown_shell_is_named() {
+    let loopx = Loopx::empty();
+    let zsh = loopx.ok(&["completions", "zsh"]).stdout;
+    assert!(zsh.starts_with("#compdef loopx"), "{zsh}");
+    let fish = loopx.ok(&["completions", "fish"]).stdout;
+    assert!(fish.contains("complete -c loopx"), "{fish}");
+    assert!(fish.contains("-l priority"), "every command's flags");
+    let bad = loopx.run(&["completions", "tcsh"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("'tcsh'") && bad.stderr.contains("bash, zsh, fish"),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[test]
+fn the_man_page_renders_and_lists_every_command() {
+    let loopx = Loopx::empty();
+    let roff = loopx.ok(&["man"]).stdout;
+    assert!(roff.contains(".TH loopx 1"), "{roff}");
+    let page = loopx.path().join("loopx.1");
+    std::fs::write(&page, &roff).expect("the page is written");
+    // As `man` shows it once installed.
+    let shown = bash(&format!(
+        "MANWIDTH=100 man -l '{}' 2>/dev/null",
+        page.display()
+    ));
+    for command in [
+        "goal",
+        "todo",
+        "run",
+        "completions",
+        "man",
+        "Global options",
+    ] {
+        assert!(
+            shown.contains(command) || shown.contains(&command.to_uppercase()),
+            "{command}:\n{shown}"
+        );
+    }
 }
 
 #[test]

@@ -98,6 +98,25 @@ pub enum Command {
     /// `.loopx/loopx.toml`; see docs/lark.md).
     #[command(subcommand)]
     Lark(LarkCommand),
+    /// Print a shell completion script (`loopx completions bash > ~/.local/share/bash-completion/completions/loopx`).
+    Completions(CompletionsArgs),
+    /// Print the man page, loopx(1), in roff (`loopx man > ~/.local/share/man/man1/loopx.1`).
+    Man,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// The shells `loopx completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 impl Command {
@@ -125,6 +144,8 @@ impl Command {
             Command::Sim(_) => "sim",
             Command::Report(_) => "report",
             Command::Lark(_) => "lark",
+            Command::Completions(_) => "completions",
+            Command::Man => "man",
         }
     }
 }
