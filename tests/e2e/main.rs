@@ -35,5 +35,6 @@ mod sim;
 mod soak;
 mod steer;
 mod store_files;
+mod try_offline;
 mod watch;
 mod worktrees;
