@@ -10,10 +10,10 @@ use crate::support::LOOPX;
 
 const PAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/try-offline.md");
 
-/// Builds `loopx-lark-server` beside the `loopx` under test (same target directory and
-/// profile; a no-op when it is fresh), as `cargo install --path crates/loopx-lark-server` would
-/// install it; returns that directory.
-fn build_lark_server() -> PathBuf {
+/// Builds `loopx-lark-server` and `loopx-model-server` beside the `loopx` under test (same
+/// target directory and profile; a no-op when they are fresh), as `cargo install --path
+/// crates/…` would install them; returns that directory.
+fn build_servers() -> PathBuf {
     let dir = Path::new(LOOPX).parent().expect("target/<profile>");
     let target = dir.parent().expect("the target directory");
     let profile = match dir.file_name().and_then(|n| n.to_str()) {
@@ -22,8 +22,16 @@ fn build_lark_server() -> PathBuf {
         None => panic!("no profile directory above {LOOPX}"),
     };
     let built = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "loopx-lark-server"])
-        .args(["--bin", "loopx-lark-server", "--profile", profile])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "loopx-lark-server",
+            "-p",
+            "loopx-model-server",
+        ])
+        .args(["--bin", "loopx-lark-server", "--bin", "loopx-model-server"])
+        .args(["--profile", profile])
         .arg("--target-dir")
         .arg(target)
         .status()
@@ -50,7 +58,7 @@ fn the_lark_part_of_try_offline_md_runs_as_printed() {
         "The Lark board against a scripted Lark",
     )
     .replace("8791", &port);
-    let bin = build_lark_server();
+    let bin = build_servers();
     let work = tempfile::tempdir().expect("a temp dir");
     // A failing command stops the script, and the server started in the background goes too.
     let script = format!("set -e\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n{commands}");
@@ -109,4 +117,26 @@ fn the_lark_part_of_try_offline_md_runs_as_printed() {
         ["Write the README", "Review the README"],
         "{state:#}"
     );
+}
+
+#[test]
+fn each_server_s_help_says_what_it_is_for_and_points_to_the_page() {
+    let bin = build_servers();
+    for (server, says) in [
+        ("loopx-lark-server", "loopx's Lark board"),
+        (
+            "loopx-model-server",
+            "the real agent CLIs run with no account",
+        ),
+    ] {
+        let out = Command::new(bin.join(server))
+            .arg("--help")
+            .output()
+            .expect("the server runs");
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{server}: {help}");
+        assert!(help.contains("docs/try-offline.md"), "{server}: {help}");
+        assert!(help.replace('\n', " ").contains(says), "{server}: {help}");
+        assert!(!help.contains("see the crate docs"), "{server}: {help}");
+    }
 }
