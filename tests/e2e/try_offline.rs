@@ -2,6 +2,7 @@
 //! its printed lines put in `.loopx/loopx.toml`, `loopx lark sync` against it, and the table
 //! read back. It needs no tool beyond bash and curl, so it runs on every test run. (The page's
 //! agents' part needs the real CLIs: `crates/loopx-model-server/tests/real_clis.rs` runs it.)
+//! Both servers' `--help` say what they are for and point to the page.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,10 +37,7 @@ fn build_servers() -> PathBuf {
         .arg(target)
         .status()
         .expect("cargo runs");
-    assert!(
-        built.success(),
-        "building loopx-lark-server failed ({built})"
-    );
+    assert!(built.success(), "building the servers failed ({built})");
     dir.to_owned()
 }
 
