@@ -8,22 +8,26 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loopx_vocab::{EvidenceKind, IsolationMode, PermissionLevel, Spelled, TodoState, UnknownWord};
 
+/// The heading of the flags every command takes: under their own heading, after a command's
+/// own options, so that `loopx todo add --help` starts with what `todo add` itself takes.
+const GLOBAL: &str = "Global options";
+
 /// Supervise AI coding agents on goals that take days.
 #[derive(Debug, Parser)]
 #[command(name = "loopx", version, about, long_about = None, max_term_width = 100)]
 pub struct Cli {
     /// The project root (default: walk up from the current directory to one with `.loopx/`).
-    #[arg(long, global = true, value_name = "DIR", env = "LOOPX_PROJECT")]
+    #[arg(long, global = true, value_name = "DIR", env = "LOOPX_PROJECT", help_heading = GLOBAL)]
     pub project: Option<PathBuf>,
     /// Print results as JSON (one object; `log` prints JSON Lines).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub json: bool,
     /// When to colour the output.
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", help_heading = GLOBAL)]
     pub color: ColorChoice,
     /// Log more on stderr: -v info, -vv debug, -vvv trace (`LOOPX_LOG`, a filter such as
     /// `debug` or `loopx_supervisor=debug`, takes precedence).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = GLOBAL)]
     pub verbose: u8,
     #[command(subcommand)]
     pub command: Command,
@@ -94,6 +98,25 @@ pub enum Command {
     /// `.loopx/loopx.toml`; see docs/lark.md).
     #[command(subcommand)]
     Lark(LarkCommand),
+    /// Print a shell completion script (`loopx completions bash > ~/.local/share/bash-completion/completions/loopx`).
+    Completions(CompletionsArgs),
+    /// Print the man page, loopx(1), in roff (`loopx man > ~/.local/share/man/man1/loopx.1`).
+    Man,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// The shells `loopx completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 impl Command {
@@ -121,6 +144,8 @@ impl Command {
             Command::Sim(_) => "sim",
             Command::Report(_) => "report",
             Command::Lark(_) => "lark",
+            Command::Completions(_) => "completions",
+            Command::Man => "man",
         }
     }
 }
@@ -359,10 +384,12 @@ pub enum ProfileCommand {
         /// The profile's name (its file name without `.toml`).
         name: String,
     },
-    /// Validate a profile file (default: every profile of the project); runs nothing.
+    /// Validate a profile (default: every profile of the project); runs nothing.
     Check {
-        /// The profile file to check.
-        file: Option<PathBuf>,
+        /// A profile's name, as `profile show` takes it (`executor`, or `executor.toml`), or a
+        /// path to a profile file, relative to the current directory.
+        #[arg(value_name = "NAME|FILE")]
+        profile: Option<PathBuf>,
     },
 }
 

@@ -6,6 +6,7 @@ mod demo;
 mod doctor;
 mod evidence;
 mod gate;
+mod generate;
 mod goal;
 mod init;
 mod lark;
@@ -55,11 +56,13 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Sim(args) => sim::run(ctx, args),
         Command::Report(cmd) => report::run(ctx, cmd),
         Command::Lark(cmd) => lark::run(ctx, cmd),
+        Command::Completions(args) => generate::completions(ctx, args),
+        Command::Man => generate::man(ctx),
     }
 }
 
 /// Inside a slice (`LOOPX_SLICE` set) only `loopx report` and the commands that read nothing
-/// of the project's state (`profile`, `adapter`) run: every other command is a person's, and
+/// of the project's state (`profile`, `adapter`, `completions`, `man`) run: every other command is a person's, and
 /// is refused with exit 6 and a hint to `loopx report`. Before, the sandbox's hidden store
 /// made them say "no loopx project here" with the hint that `loopx init` creates one — which
 /// an agent may follow. A gate answer still reaches the kernel when the store is in reach (a
@@ -67,7 +70,11 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
 fn refuse_inside_a_slice(ctx: &Ctx, slice: &str, command: &Command) -> Result<(), ExpectedError> {
     use crate::args::GateCommand;
     match command {
-        Command::Report(_) | Command::Profile(_) | Command::Adapter(_) => return Ok(()),
+        Command::Report(_)
+        | Command::Profile(_)
+        | Command::Adapter(_)
+        | Command::Completions(_)
+        | Command::Man => return Ok(()),
         Command::Gate(GateCommand::Answer { .. })
             if ctx.app().is_ok_and(|app| app.read(|_| Ok(())).is_ok()) =>
         {

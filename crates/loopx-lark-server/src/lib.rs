@@ -16,6 +16,9 @@
 //! the table sends a record-change event the same way once the app subscribed to the Base
 //! ([`events`]).
 //!
+//! The `loopx-lark-server` binary serves the same from a shell, for a person trying the board
+//! without a Lark account (`docs/try-offline.md`); `GET /scripted/state` shows what it holds.
+//!
 //! A test drives it from the outside: [`LarkServer::state`] to read and change the table as a
 //! person in Lark would, [`LarkServer::fail_next`] to make the next requests answer as
 //! throttled or as an outage, and [`LarkServer::requests`] for the requests it served.
@@ -35,6 +38,11 @@ use std::time::Duration;
 
 use loopx_model_server::http::{Request, Response, read_request};
 use serde_json::{Map, Value, json};
+
+mod inspect;
+
+/// `GET` here answers what the server holds (tables, records, cards), with no token.
+pub const STATE_PATH: &str = "/scripted/state";
 
 /// Records a batch takes at most (Lark's documented limit).
 pub const MAX_BATCH: usize = 500;
@@ -115,7 +123,17 @@ pub struct LarkServer {
 impl LarkServer {
     /// Starts on 127.0.0.1 with an app `app_id`/`secret` and a Base `app_token`.
     pub fn start(app_id: &str, secret: &str, app_token: &str) -> std::io::Result<LarkServer> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
+        LarkServer::start_on(0, app_id, secret, app_token)
+    }
+
+    /// [`LarkServer::start`] on 127.0.0.1:`port` (0: any free port).
+    pub fn start_on(
+        port: u16,
+        app_id: &str,
+        secret: &str,
+        app_token: &str,
+    ) -> std::io::Result<LarkServer> {
+        let listener = TcpListener::bind(("127.0.0.1", port))?;
         let addr = listener.local_addr()?;
         let state = Arc::new(Mutex::new(State {
             app_id: app_id.to_owned(),
@@ -255,6 +273,10 @@ fn refuse(code: i64, msg: &str) -> Response {
 
 fn answer(state: &mut State, request: &Request) -> Response {
     let path = request.path().to_owned();
+    // Not Lark's: what a person trying the board offline looks at (`docs/try-offline.md`).
+    if request.method == "GET" && path == STATE_PATH {
+        return Response::json(200, &inspect::state_json(state));
+    }
     state.requests.push((request.method.clone(), path.clone()));
     if !state.failures.is_empty() {
         return match state.failures.remove(0) {

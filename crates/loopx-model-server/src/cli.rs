@@ -12,7 +12,21 @@ use crate::{ModelServer, Script};
 const USAGE: &str =
     "usage: loopx-model-server --script FILE [--port N] [--port-file PATH] [--requests-log PATH]
 
-  --script FILE         JSON script of turns (see the crate docs)
+A scripted model on 127.0.0.1, so the real agent CLIs run with no account and no network: each
+model request gets the script's next turn, in the API it asked in (Anthropic Messages at
+/v1/messages for Claude Code, OpenAI Responses at /v1/responses for Codex, Chat Completions at
+/v1/chat/completions). A walk-through with Claude Code and Codex: docs/try-offline.md.
+
+  --script FILE         the turns, as JSON, for example:
+                          {\"turns\": [
+                             {\"reply\": {\"tool_calls\": [{\"name\": \"Write\",
+                               \"input\": {\"file_path\": \"hello.txt\", \"content\": \"hi\\n\"}}]}},
+                             {\"reply\": {\"text\": \"Done.\", \"usage\": {\"input_tokens\": 900, \"output_tokens\": 12}}},
+                             {\"error\": {\"status\": 429, \"headers\": {\"retry-after\": \"3600\"}, \"body\": {}}}],
+                           \"when_done\": \"repeat_last\"}
+                        a turn is a reply (text, tool calls, usage) or an error answered as
+                        given; after the last turn, \"repeat_last\" (default) plays it again and
+                        \"fail\" answers 500
   --port N              port on 127.0.0.1 to listen on (default 0: any free port)
   --port-file PATH      write the chosen port here once listening (atomically, via rename)
   --requests-log PATH   append every request as one JSON line (credentials redacted)

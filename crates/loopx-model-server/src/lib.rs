@@ -41,6 +41,8 @@ mod record;
 mod render;
 pub mod script;
 mod server;
+/// The commands of a walk-through page, for the tests that run them as printed.
+pub mod walkthrough;
 
 pub use errors::{ScriptError, StartError};
 pub use record::{Answer, RecordedRequest};

@@ -24,7 +24,7 @@ const LOOPX_VAR: &str = "LOOPX_REAL_CLIS_LOOPX";
 /// binaries as a user who cannot reach root's toolchain, right after the build).
 const BUILT_VAR: &str = "LOOPX_TEST_BUILT_LOOPX";
 /// The `netns_*` tests; the outer test insists that all of them ran and passed.
-const NETNS_TESTS: usize = 19;
+const NETNS_TESTS: usize = 20;
 /// Generous: each run takes 1–6 s here, but CI machines are shared and slow.
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -1217,4 +1217,69 @@ fn netns_loopx_adapter_test_passes_for_each_cli() {
         assert!(!out.lines().any(|l| l.starts_with("FAIL")), "{out}");
         assert_eq!(project.model_turns(), 0, "a health check asks no model");
     }
+}
+
+/// `docs/try-offline.md`'s agents' part, run as printed in a shell: the scripts written, two
+/// `loopx-model-server`s started in the background, Claude Code and Codex pointed at them, and
+/// the README's quick start to a finished goal. Its fixed ports are this namespace's own.
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_the_agents_part_of_try_offline_md_runs_as_printed() {
+    let page = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/try-offline.md");
+    let page = std::fs::read_to_string(page).expect("docs/try-offline.md");
+    let commands = loopx_model_server::walkthrough::section_commands(
+        &page,
+        "Claude Code and Codex against a scripted model",
+    );
+    // A failing command stops the script, and the servers in the background go too (else they
+    // would hold its output open).
+    let script = format!("set -e\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n{commands}");
+    let (work, home) = (tempfile::tempdir(), tempfile::tempdir());
+    let (work, home) = (work.expect("a temp dir"), home.expect("a temp HOME"));
+    // As installed: loopx, the model server and the CLIs on PATH.
+    let loopx = PathBuf::from(std::env::var_os(LOOPX_VAR).expect("the outer test's loopx"));
+    let server = Path::new(env!("CARGO_BIN_EXE_loopx-model-server"));
+    let dirs = [&loopx, server].map(|p| p.parent().expect("a bin dir").to_path_buf());
+    let clis = cli("claude").parent().expect("a bin dir").to_path_buf();
+    let mut command = offline_command(Path::new("bash"), work.path(), home.path(), Some(&clis));
+    let inherited = std::env::var_os("PATH").unwrap_or_default();
+    let path = std::env::join_paths(
+        dirs.into_iter()
+            .chain([clis.clone()])
+            .chain(std::env::split_paths(&inherited)),
+    )
+    .expect("PATH entries join");
+    command.env("PATH", &path).args(["-c", &script]);
+    let output = wait_with_deadline(command, Duration::from_secs(300));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{}\n{stdout}\n{stderr}",
+        output.status
+    );
+    let project = work.path().join("try-agents");
+    let hello = std::fs::read_to_string(project.join("hello.txt")).expect("hello.txt");
+    assert_eq!(hello, "hi\n", "{stdout}");
+    let mut list = offline_command(&loopx, &project, home.path(), None);
+    list.args(["todo", "list", "--all", "--json"]);
+    let list = wait_with_deadline(list, RUN_TIMEOUT);
+    let todos: Value = serde_json::from_slice(&list.stdout).expect("todo list is JSON");
+    let finished: Vec<(&str, &str, &str)> = todos["todos"]
+        .as_array()
+        .expect("todos")
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap_or_default(),
+                t["state"].as_str().unwrap_or_default(),
+                t["finished_under"]["agent"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        finished,
+        [("t1", "done", "exec"), ("t2", "done", "rev")],
+        "{todos:#}\n{stdout}"
+    );
 }

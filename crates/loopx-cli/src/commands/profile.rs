@@ -4,7 +4,7 @@
 //! override them in `.loopx/adapters/`. All validation is `loopx-adapters`'; this file renders.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -88,10 +88,13 @@ pub fn run(ctx: &mut Ctx, cmd: ProfileCommand) -> Result<(), ExpectedError> {
                 .unwrap_or_default();
             ctx.line(text.trim_end())
         }
-        ProfileCommand::Check { file } => {
-            let (dir, catalog) = dirs_or_builtin(ctx, file.is_some())?;
-            let results = match &file {
-                Some(path) => vec![inspect::check_profile_file(path, &catalog)],
+        ProfileCommand::Check { profile } => {
+            let (dir, catalog) = dirs_or_builtin(ctx, profile.is_some())?;
+            let results = match &profile {
+                Some(arg) => vec![inspect::check_profile_file(
+                    &profile_to_check(arg, &dir)?,
+                    &catalog,
+                )],
                 None => inspect::check_profiles_dir(&dir, &catalog).map_err(load_error)?,
             };
             let failed = results.iter().filter(|r| !r.ok).count();
@@ -114,6 +117,38 @@ pub fn run(ctx: &mut Ctx, cmd: ProfileCommand) -> Result<(), ExpectedError> {
             Ok(())
         }
     }
+}
+
+/// The file `loopx profile check ARG` checks. A file at `arg` (relative to the current
+/// directory) comes first, so any path works as before; a bare word is otherwise a profile's
+/// name, looked up as `profile show` does (a `.toml` ending allowed: people type the file's
+/// name). Neither found: an error that names both places tried.
+fn profile_to_check(arg: &Path, profiles: &Path) -> Result<PathBuf, ExpectedError> {
+    if arg.is_file() {
+        return Ok(arg.to_owned());
+    }
+    let bare = arg.components().count() == 1 && !arg.is_dir();
+    let name = arg
+        .to_str()
+        .filter(|_| bare)
+        .map(|a| a.trim_end_matches(".toml"));
+    let in_project = name.map(|n| profiles.join(format!("{n}.toml")));
+    if let Some(found) = in_project.as_ref().filter(|p| p.is_file()) {
+        return Ok(found.clone());
+    }
+    let cwd = std::env::current_dir().unwrap_or_default().join(arg);
+    let tried = match (&in_project, profiles.as_os_str().is_empty()) {
+        (Some(file), false) => format!(
+            "neither the file `{}` nor the project's profile `{}` exists",
+            cwd.display(),
+            file.display()
+        ),
+        _ => format!("the file `{}` does not exist", cwd.display()),
+    };
+    Err(ExpectedError::Config(format!(
+        "no profile `{}` to check: {tried}\n(hint: `loopx profile list` names the project's profiles; a path is read relative to the current directory)",
+        arg.display()
+    )))
 }
 
 /// Checking one named file works outside a project too (with the built-in adapters).
