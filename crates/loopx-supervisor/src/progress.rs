@@ -76,6 +76,21 @@ pub(crate) fn check(judged: &mut Judged, changes: &SliceChanges, channel: Channe
     );
 }
 
+/// A slice without a report block whose agent reported done through `loopx report done` (the
+/// slice's channel) did report: its reason says so and by which channel, where it said `no
+/// report block` (read as no report in the run's line, the slice record and the handoff).
+pub(crate) fn name_channel(judged: &mut Judged, channel: ChannelReports) {
+    if !channel.done {
+        return;
+    }
+    // What the slice's end added after it (a log cut short) stays.
+    judged.reason = judged.reason.replacen(
+        loopx_adapters::NO_REPORT_BLOCK,
+        "; it reported done through `loopx report`",
+        1,
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
