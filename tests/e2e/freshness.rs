@@ -231,3 +231,36 @@ fn a_scope_change_ages_only_evidence_pinning_a_file_it_took_out() {
     );
     assert_eq!(stale_of("bench.txt"), Value::Null);
 }
+
+/// Issue 47, item 6: an amendment aged loopx's record that a slice changed a file (`stale:
+/// recorded under revision 1`), though such a record says what happened. Only evidence that
+/// judges the work (the test result here) ages with the objective.
+#[test]
+fn an_objective_change_ages_a_test_result_and_not_the_record_of_what_a_slice_changed() {
+    let loopx = tested_git_project();
+    loopx.ok(&["goal", "start", "Ship v2"]);
+    script_agent(
+        &loopx,
+        "coder",
+        "cat >/dev/null\necho v2 > src/lib.rs\nprintf '%s\\n' '```loopx-report' '{\"status\":\"done\",\"summary\":\"wrote v2\",\"evidence\":[{\"kind\":\"test\",\"summary\":\"unit tests: 3 passed\"}]}' '```'",
+        "max_time = \"20s\"",
+    );
+    loopx.ok(&["todo", "add", "Write v2"]);
+    let once = loopx.run(&["run", "--once", "--json"]);
+    assert_eq!(
+        once.json()["slice"]["todo_state"],
+        "done",
+        "{}",
+        once.stdout
+    );
+    loopx.ok(&["goal", "amend", "--objective", "Ship v3"]);
+    let diff = listed(&loopx, "diff");
+    assert_eq!(diff["stale"], false, "{diff:#}");
+    let test = listed(&loopx, "test");
+    assert_eq!(
+        test["stale_reason"], "recorded under revision 1; the objective changed in revision 2",
+        "{test:#}"
+    );
+    let text = loopx.ok(&["evidence", "list"]).stdout;
+    assert_eq!(text.matches("stale:").count(), 1, "only the test: {text}");
+}

@@ -72,7 +72,9 @@ fn an_amended_objective_heads_the_next_slice_s_prompt_and_that_slice_re_plans() 
     let loopx = http_client_goal();
     prompt_keeper(
         &loopx,
-        r#"{"status":"progress","summary":"looked","handoff":"t1 no longer fits: the client is gRPC now"}"#,
+        // Its note is what it moved: outside git a `progress` slice that changed nothing in the
+        // scope and said nothing of its own rests its todo.
+        r#"{"status":"progress","summary":"looked","handoff":"t1 no longer fits: the client is gRPC now","evidence":[{"kind":"note","summary":"the client speaks gRPC now"}]}"#,
     );
     loopx.ok(&["todo", "add", "Retry on HTTP 503"]);
     let before = loopx.ok(&["run", "--json", "--once"]).json();

@@ -566,3 +566,35 @@ fn a_person_s_check_does_not_run_a_script_an_agent_rewrote() {
     loopx.ok(&["run", "--once"]);
     assert_eq!(todo_state(&loopx, "t2"), "done");
 }
+
+/// Issue 47, item 4: a check that prints a timestamp wrote an event at every poll (`t1 polled
+/// (3 so far): not yet, exit 1`, again and again: 360 an hour at 10 s). The log hears of the
+/// first poll and of a change of verdict; the monitor keeps the latest output and the count.
+#[test]
+fn a_check_whose_output_always_differs_logs_its_first_poll_and_not_every_poll() {
+    let loopx = demo_project(&["exec"]);
+    monitor_and_follow_up(&loopx, "date +%s%N; exit 1", "10s");
+    // Six polls, one cadence apart on this process's clock.
+    for poll in 0..6u64 {
+        let skew = (poll * 11_000).to_string();
+        let once = loopx.run_env(&["run", "--once"], &[("LOOPX_CLOCK_SKEW_MS", &skew)]);
+        assert!(
+            once.stderr.contains("monitor t1 polled: not yet (exit 1)"),
+            "poll {poll}: {}",
+            once.stderr
+        );
+    }
+    let log = loopx.ok(&["log", "-n", "200"]).stdout;
+    let polled: Vec<&str> = log.lines().filter(|l| l.contains("t1 polled (")).collect();
+    assert_eq!(polled.len(), 1, "{log}");
+    assert!(
+        polled[0].contains("t1 polled (1 so far): not yet, exit 1"),
+        "{log}"
+    );
+    let shown = loopx.ok(&["todo", "show", "t1", "--json"]).json();
+    let monitor = &shown["todo"]["monitor"];
+    assert_eq!(monitor["polls"], 6, "{shown}");
+    let recent = monitor["recent"].as_array().expect("observations");
+    assert_eq!(recent.len(), 1, "{shown}");
+    assert_eq!(recent[0]["count"], 6, "{shown}");
+}

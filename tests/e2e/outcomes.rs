@@ -283,31 +283,14 @@ fn an_agent_that_always_reports_progress_without_a_change_is_stopped_by_the_stal
     std::fs::write(loopx.path().join("app.py"), "print('hi')\n").expect("write");
     crate::support::git(loopx.path(), &["add", "app.py"]);
     crate::support::git(loopx.path(), &["commit", "-qm", "start"]);
-    loopx.ok(&["goal", "start", "Add a greeting"]);
     // Its write goes where the sandbox refuses it; it says `progress` all the same.
-    script_agent(
-        &loopx,
-        "eager",
-        "cat >/dev/null\necho hello > /etc/loopx-greeting 2>/dev/null\nprintf '%s\\n' '```loopx-report' '{\"status\":\"progress\",\"summary\":\"working on the greeting\"}' '```'",
-        "max_time = \"20s\"",
-    );
-    loopx.ok(&["todo", "add", "Add a greeting to app.py"]);
-    let run = loopx.run(&["run", "--json", "--for", "8s"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let events = events(&run.stdout);
-    let ended = event(&events, "slice_ended");
-    assert_eq!(
-        ended.len(),
-        1,
-        "one slice, then the todo rests: {events:#?}"
-    );
-    assert_eq!(ended[0]["outcome"], "unchanged", "{:#}", ended[0]);
+    let ended =
+        progress_without_a_change_rests(&loopx, "echo hello > /etc/loopx-greeting 2>/dev/null");
     assert!(
-        ended[0]["reason"]
+        ended["reason"]
             .as_str()
             .is_some_and(|r| r.contains("nothing a person could see moved")),
-        "{:#}",
-        ended[0]
+        "{ended:#}"
     );
     // Later (its rests over: this process's clock runs ahead), two more such slices, and the
     // next decision asks a person instead of running a fourth.
@@ -336,6 +319,32 @@ fn an_agent_that_always_reports_progress_without_a_change_is_stopped_by_the_stal
         gates["gates"][0]["kind"]["stall"]["todo"], "t1",
         "the stall guard asks about t1: {gates:#}"
     );
+}
+
+/// Agent `eager` runs `write` and reports `progress` on the goal's one todo, for 8 s: one slice,
+/// `unchanged`, and the todo rests. The slice's end, as `run --json` printed it.
+fn progress_without_a_change_rests(loopx: &Loopx, write: &str) -> Value {
+    loopx.ok(&["goal", "start", "Add a greeting"]);
+    script_agent(
+        loopx,
+        "eager",
+        &format!(
+            "cat >/dev/null\n{write}\nprintf '%s\\n' '```loopx-report' '{{\"status\":\"progress\",\"summary\":\"working on the greeting\"}}' '```'"
+        ),
+        "max_time = \"20s\"",
+    );
+    loopx.ok(&["todo", "add", "Add a greeting to app.py"]);
+    let run = loopx.run(&["run", "--json", "--for", "8s"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let events = events(&run.stdout);
+    let ended = event(&events, "slice_ended");
+    assert_eq!(
+        ended.len(),
+        1,
+        "one slice, then the todo rests: {events:#?}"
+    );
+    assert_eq!(ended[0]["outcome"], "unchanged", "{:#}", ended[0]);
+    ended[0].clone()
 }
 
 /// A new project bounds what a goal spends without a todo done, whatever its agents report:
@@ -397,5 +406,34 @@ fn an_agent_whose_cli_is_not_installed_is_named_by_agent_add_doctor_and_one_ques
         question.contains("`rev` could not be started")
             && question.contains("npm install -g @openai/codex"),
         "{question}"
+    );
+}
+
+/// Issue 47, item 15: outside git an agent that reported `progress` and changed nothing kept its
+/// word (30 slices in 12 s before the budget asked). loopx walks the goal's scope before and
+/// after the slice: nothing changed there is `unchanged`, and its todo rests as in git.
+#[test]
+fn outside_git_an_agent_that_reports_progress_and_changes_nothing_rests_after_one_slice() {
+    let loopx = Loopx::new();
+    std::fs::write(loopx.path().join("app.py"), "print('hi')\n").expect("write");
+    // It rewrites app.py as it was (a new time, the same bytes), and says `progress`.
+    progress_without_a_change_rests(&loopx, "echo \"print('hi')\" > app.py");
+    // A slice that does change a file of the scope is progress.
+    script_agent(
+        &loopx,
+        "editor",
+        "cat >/dev/null\necho \"print('hello')\" > app.py\nprintf '%s\\n' '```loopx-report' '{\"status\":\"progress\",\"summary\":\"greeting changed\"}' '```'",
+        "max_time = \"20s\"",
+    );
+    loopx.ok(&["agent", "remove", "eager"]);
+    let once = loopx.run_env(
+        &["run", "--once", "--json"],
+        &[("LOOPX_CLOCK_SKEW_MS", "600000")],
+    );
+    assert_eq!(
+        once.json()["slice"]["outcome"],
+        "progress",
+        "{}",
+        once.stdout
     );
 }

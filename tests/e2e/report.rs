@@ -336,3 +336,29 @@ fn report_cli_demo_slice_reports_through_loopx_and_writes_back() {
     let (_, done) = &events[at("todo_done")];
     assert_eq!(done["actor"], "agent:exec");
 }
+
+/// Issue 47, item 8: an agent that reported done through `loopx report done` and printed no
+/// report block read as one that reported nothing (`…; no report block`, and a handoff that
+/// began `Slice s1 ended completed without a readable report`). Its report and its channel are
+/// named: in the run's line, the slice record and the handoff loopx writes.
+#[test]
+fn a_done_reported_through_loopx_report_is_named_as_a_report() {
+    let loopx = scripted("r done done --summary 'notes written'\necho 'all set'\n");
+    let once = loopx.run(&["run", "--once", "--json"]);
+    assert_eq!(once.code, 0, "{}", once.stderr);
+    assert_eq!(outcome(&loopx, "done").code, 0, "the report was written");
+    let said = "it reported done through `loopx report`";
+    let slice = once.json();
+    let reason = slice["slice"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains(said), "{slice:#}");
+    assert!(!reason.contains("no report block"), "{slice:#}");
+    assert_eq!(slice["slice"]["outcome"], "completed", "{slice:#}");
+    let handoff = loopx.ok(&["handoff", "--todo", "t1", "--json"]).json();
+    let done = handoff["handoff"]["done"].as_str().unwrap_or_default();
+    assert!(done.contains(said), "{handoff:#}");
+    assert!(!done.contains("without a readable report"), "{handoff:#}");
+    assert_eq!(
+        list(&loopx, &["todo", "list", "--all"], "todos")[0]["state"],
+        "done"
+    );
+}

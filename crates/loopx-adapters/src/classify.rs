@@ -257,9 +257,13 @@ fn from_exit(meaning: ExitMeaning, exit: Option<i32>, c: &mut Classification) ->
     }
 }
 
+/// How a reason ends when the agent's output has no report block (a report through the
+/// slice's channel, `loopx report done`, is named instead where the supervisor knows of it).
+pub const NO_REPORT_BLOCK: &str = "; no report block";
+
 fn from_report(c: &mut Classification, base: &str) -> (Outcome, String) {
     match &c.report {
-        None => (Outcome::Completed, format!("{base}; no report block")),
+        None => (Outcome::Completed, format!("{base}{NO_REPORT_BLOCK}")),
         Some(Err(malformed)) => (
             Outcome::Progress,
             format!(

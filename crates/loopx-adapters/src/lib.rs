@@ -52,7 +52,8 @@ pub use adapter::{
     load_adapter_file, load_adapter_str,
 };
 pub use classify::{
-    Classification, DoneWhen, Outcome, Question, VendorLimit, classify, classify_for,
+    Classification, DoneWhen, NO_REPORT_BLOCK, Outcome, Question, VendorLimit, classify,
+    classify_for,
 };
 pub use config::{MAX_CONFIG_BYTES, open_regular, read_regular_text};
 pub use errors::{ConfigKind, InvalidConfig, LaunchError, LoadError, Problem};

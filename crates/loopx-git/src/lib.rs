@@ -27,6 +27,7 @@
 
 pub mod checkpoint;
 pub mod scope;
+pub mod walk;
 pub mod work;
 pub mod worktree;
 

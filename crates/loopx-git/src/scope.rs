@@ -9,8 +9,9 @@
 //!   a metadata fingerprint (size, mtime, ctime, inode, mode) of every file the status lists. A
 //!   file changed in the slice when its status line or fingerprint differs, or when a commit made
 //!   during the slice touched it (`git diff --name-only OLD NEW`). Git's ignore rules apply:
-//!   ignored files are not checked. Without git nothing is checked, and the slice's evidence says
-//!   so: walking a whole project for mtimes on every slice costs more than it tells.
+//!   ignored files are not checked. Without git the scope check is not made, and the slice's
+//!   evidence says so; only the goal's scope is walked (`walk.rs`), bounded, to tell a
+//!   `progress` slice that changed nothing from one that did.
 //! - **`.loopx/`, by a walk of its own.** It is small, and it must be checked whether or not git
 //!   ignores it. loopx's own writes are left out: `state.redb`, `slices/` (prompts and logs),
 //!   `bells/` (doorbell sockets) and `logs/` (the supervisor's own log). Anything else the agent adds, changes or removes there (a
@@ -50,6 +51,8 @@ const STAT_FILES: usize = 200;
 pub struct Before {
     git: Result<GitState, GitError>,
     state: BTreeMap<String, Fingerprint>,
+    /// Outside git: the goal's scope as a walk saw it (`walk.rs`); `None` in git.
+    walked: Option<(Vec<String>, Result<crate::walk::Walked, String>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -113,6 +116,9 @@ pub struct SliceChanges {
     /// The tree as the slice left it, taken when its report carries evidence about the work:
     /// recorded with that evidence (`work.rs`).
     pub work: Option<loopx_kernel::model::WorkMark>,
+    /// Outside git (`unchecked` says so): the files of the goal's scope the slice changed, by
+    /// a walk (`walk.rs`), or why they could not be compared. `None`: not walked.
+    pub walked: Option<Result<Vec<String>, String>>,
 }
 
 impl SliceChanges {
@@ -126,11 +132,16 @@ impl SliceChanges {
     }
 }
 
-/// The project's state before the slice.
-pub fn capture(root: &Path) -> Before {
+/// The project's state before the slice; outside git, a walk of the goal's `scope` too.
+pub fn capture(root: &Path, scope: &[String]) -> Before {
+    let git = git_state(root, None);
+    let walked = git
+        .is_err()
+        .then(|| (scope.to_vec(), crate::walk::walk(root, scope)));
     Before {
-        git: git_state(root, None),
+        git,
         state: state_files(&root.join(STATE_DIR)),
+        walked,
     }
 }
 
@@ -149,7 +160,17 @@ pub fn capture_state(root: &Path) -> Before {
             "checked in the todo's worktree".to_owned(),
         )),
         state: state_files(&root.join(STATE_DIR)),
+        walked: None,
     }
+}
+
+/// Outside git: the scope's files that changed since the walk `before` took.
+fn walked_since(root: &Path, before: &Before) -> Option<Result<Vec<String>, String>> {
+    let (scope, then) = before.walked.as_ref()?;
+    Some(match then {
+        Ok(then) => crate::walk::walk(root, scope).map(|now| then.changed(&now)),
+        Err(why) => Err(why.clone()),
+    })
 }
 
 /// Files in `.loopx/` added, changed or removed since `before`.
@@ -172,6 +193,7 @@ pub fn compare(root: &Path, before: &Before, scope: &[String]) -> SliceChanges {
         Ok(old) => old,
         Err(why) => {
             changes.unchecked = Some(why.to_string());
+            changes.walked = walked_since(root, before);
             return changes;
         }
     };
@@ -686,7 +708,7 @@ pub(crate) mod tests {
     #[test]
     fn a_slice_sees_its_own_changes_commits_and_state_writes_only() {
         let (tmp, root) = repo();
-        let before = capture(&root);
+        let before = capture(&root, &[]);
         // The slice: edits a tracked file, writes an untracked one, edits an already dirty file,
         // commits one, writes outside the project, and writes a profile in `.loopx/`.
         write(&root, "docs/a.md", "a\nb\n");
@@ -727,12 +749,12 @@ pub(crate) mod tests {
     #[test]
     fn nothing_changed_is_nothing_and_no_git_is_unchecked() {
         let (_tmp, root) = repo();
-        let before = capture(&root);
+        let before = capture(&root, &[]);
         let changes = compare(&root, &before, &[]);
         assert_eq!(changes, SliceChanges::default());
 
         let plain = tempfile::tempdir().expect("temp dir");
-        let before = capture(plain.path());
+        let before = capture(plain.path(), &[]);
         write(plain.path(), "a.txt", "a");
         write(plain.path(), ".loopx/adapters/x.toml", "a");
         let changes = compare(plain.path(), &before, &[]);

@@ -245,18 +245,72 @@ fn a_monitor_polled_for_200_hours_stays_a_small_record() {
     let todo = f.store.read(|s| s.todo(t)).expect("read").expect("todo");
     let m = todo.monitor.expect("a monitor");
     assert_eq!(m.polls, 2_020);
-    assert_eq!(m.recent.len(), 8);
+    // One verdict all along: one observation, with the latest output.
+    assert_eq!(m.recent.len(), 1);
+    assert_eq!(m.recent[0].tail, "step 2019");
     assert!(size(&f) < 8 * 1024, "{} bytes", size(&f));
-    // Only polls whose result changed are events: the first, and the 20 that differed.
+    // The output changed, its meaning never did: the first poll is the only event.
+    assert_eq!(polled_events(&f), ["not yet, exit 1"]);
+    consistent(&f);
+}
+
+/// What the `monitor_polled` events say, oldest first (`not yet, exit 1`).
+fn polled_events(f: &Fixture) -> Vec<String> {
     let events = f
         .store
         .read(|s| s.events_from(1, usize::MAX))
         .expect("events");
-    let polled = events
+    events
         .iter()
         .filter(|e| e.kind.name() == "monitor_polled")
-        .count();
-    assert_eq!(polled, 21);
+        .map(|e| {
+            let line = e.kind.describe();
+            line[line.find(": ").expect("a verdict") + 2..].to_owned()
+        })
+        .collect()
+}
+
+/// Issue 47, item 4: a check that prints a timestamp logged every poll, 360 events an hour at
+/// 10 s. An event marks a poll whose verdict changed, the first, and the one that met it.
+#[test]
+fn an_hour_of_polls_whose_output_always_differs_logs_only_the_changes_of_verdict() {
+    let f = fixture();
+    f.goal();
+    let every_10s = MonitorSpec {
+        every_ms: 10_000,
+        ..every_minute()
+    };
+    let t = monitor(&f, every_10s);
+    let mut now = at(0);
+    let poll = |exit: Option<i32>, now: Timestamp| {
+        let epoch = claim(&f, t, "host-a", now).expect("due");
+        let output = format!("{}\n", now.0);
+        let todo = record(&f, t, epoch, exit, &output, now).expect("recorded");
+        todo.monitor.map(|m| m.next_at)
+    };
+    // An hour not yet, one time-out, not yet again, then met.
+    for _ in 0..360 {
+        now = poll(Some(1), now).expect("open");
+    }
+    now = poll(None, now).expect("open");
+    for _ in 0..10 {
+        now = poll(Some(1), now).expect("open");
+    }
+    poll(Some(0), now);
+    assert_eq!(
+        polled_events(&f),
+        [
+            "not yet, exit 1",
+            "failed, no exit",
+            "not yet, exit 1",
+            "met, exit 0"
+        ]
+    );
+    let todo = f.store.read(|s| s.todo(t)).expect("read").expect("todo");
+    let m = todo.monitor.expect("a monitor");
+    assert_eq!(m.polls, 372);
+    let counts: Vec<u64> = m.recent.iter().map(|o| o.count).collect();
+    assert_eq!(counts, [360, 1, 10, 1]);
     consistent(&f);
 }
 

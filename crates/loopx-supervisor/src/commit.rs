@@ -102,6 +102,7 @@ impl Observed {
         } = self;
         let mut reported_done = reported.done;
         crate::progress::check(&mut judged, &changes, reported);
+        crate::progress::name_channel(&mut judged, reported);
         crate::verified::check(req, begun.record.todo, &mut judged, &mut reported_done);
         if reports_work_evidence(judged.classification.as_ref()) {
             let tree = begun.tree.as_ref().and_then(|t| t.as_ref().ok());

@@ -6,10 +6,14 @@
 //! Evidence is stale, first reason first, when
 //! 1. a file it pinned no longer has the content it pinned (or is gone);
 //! 2. its kind's shelf life (`[evidence] shelf_life` in `loopx.toml`) has passed;
-//! 3. it speaks about the work ([`EvidenceKind::speaks_about_work`]) and an amendment since it
-//!    was recorded changed the objective, or narrowed the scope away from a file it pinned;
-//! 4. it speaks about the work and a file in the goal's scope has other content now than the
-//!    tree had when it was recorded (its [`WorkMark`]): the tests ran on other code.
+//! 3. it judges the work ([`Freshness::judges`]) and an amendment since it was recorded
+//!    changed the objective, or narrowed the scope away from a file it pinned;
+//! 4. it judges the work and a file in the goal's scope has other content now than the tree had
+//!    when it was recorded (its [`WorkMark`]): the tests ran on other code.
+//!
+//! Only evidence that judges something ages with the work: a test result, an artifact, a kind
+//! the done check reads (`done_needs`). A record of what happened (`t1 landed on loopx/g1 as
+//! 3d50e41`, `slice s2 changed 2 files`) stays true whatever the objective says now.
 //!
 //! Where the work is: the project's tree, or in a worktree goal the todo's worktree (its
 //! branch once the worktree is gone). A tree loopx cannot check (no git, a commit no longer in
@@ -93,7 +97,7 @@ impl<'a> Freshness<'a> {
                 )));
             }
         }
-        if !e.kind.speaks_about_work() {
+        if !self.judges(e.kind) {
             return Ok(None);
         }
         let Some(goal) = self.goal_of(snap, e)? else {
@@ -138,6 +142,12 @@ impl<'a> Freshness<'a> {
             Ok(files) => Some(format!("{} changed since it was recorded", named(&files))),
             Err(why) => Some(format!("its work cannot be compared: {why}")),
         })
+    }
+
+    /// Whether evidence of `kind` judges the work, so that it ages with it: a test result or an
+    /// artifact, or a kind the done check reads. `diff`, `land` and the rest say what happened.
+    pub fn judges(&self, kind: EvidenceKind) -> bool {
+        kind.judges_work() || self.rules.done_needs.contains(&kind)
     }
 
     /// What changed since `h` was written (its todo's words, the goal's revision), in a few

@@ -6,14 +6,16 @@
 //! tree, checks the word against facts before the slice is recorded: a change in the slice's
 //! work tree (or its todo's worktree, commits included), evidence of the agent's own (in its
 //! report block or through `loopx report`), a todo it proposed, a question it asked, a
-//! handoff it wrote through `loopx report handoff`. A `progress` slice with none of these is
+//! handoff it wrote through `loopx report handoff`. Outside git the change is the goal's scope
+//! walked before and after the slice (`loopx_git::walk`: size, time, and content where those
+//! changed). A `progress` slice with none of these is
 //! recorded `unchanged`: it counts toward the stall guard like a slice without a report, and
 //! its todo rests (`docs/design/classification.md`).
 //!
 //! The handoff loopx writes from every report block's summary does not count on its own: an
-//! agent's words change for free from one slice to the next. A tree loopx cannot check (a
-//! project that is not a git repository) is not held against the agent: its word stands, and
-//! the goal's budget bounds what it spends.
+//! agent's words change for free from one slice to the next. A tree loopx cannot check (git
+//! failed, or a scope past the walk's bounds) is not held against the agent: its word stands,
+//! and the goal's budget bounds what it spends.
 
 use loopx_adapters::{Classification, Outcome};
 
@@ -26,11 +28,17 @@ pub(crate) fn what_moved(
     classification: Option<&Classification>,
     channel: ChannelReports,
 ) -> Option<String> {
-    if let Some(why) = &changes.unchecked {
-        return Some(format!("its tree could not be checked ({why})"));
-    }
-    if !changes.files.is_empty() {
-        let n = changes.files.len();
+    // Outside git the goal's scope was walked instead (`loopx_git::walk`).
+    let files = match (&changes.unchecked, &changes.walked) {
+        (None, _) => &changes.files,
+        (Some(_), Some(Ok(walked))) => walked,
+        (Some(why), Some(Err(walk))) => {
+            return Some(format!("its tree could not be checked ({why}; {walk})"));
+        }
+        (Some(why), None) => return Some(format!("its tree could not be checked ({why})")),
+    };
+    if !files.is_empty() {
+        let n = files.len();
         return Some(format!("{n} file{} changed", if n == 1 { "" } else { "s" }));
     }
     if channel.items > 0 {
@@ -55,12 +63,31 @@ pub(crate) fn check(judged: &mut Judged, changes: &SliceChanges, channel: Channe
         return;
     }
     if what_moved(changes, judged.classification.as_ref(), channel).is_some() {
+        // Its word stands where the walk could not compare: a person hears why.
+        if let Some(Err(walk)) = &changes.walked {
+            judged.reason = format!("{}; its scope was not compared ({walk})", judged.reason);
+        }
         return;
     }
     judged.outcome = Outcome::Unchanged;
     judged.reason = format!(
         "{}; but nothing a person could see moved: no file changed, and no evidence, todo or question of its own",
         judged.reason
+    );
+}
+
+/// A slice without a report block whose agent reported done through `loopx report done` (the
+/// slice's channel) did report: its reason says so and by which channel, where it said `no
+/// report block` (read as no report in the run's line, the slice record and the handoff).
+pub(crate) fn name_channel(judged: &mut Judged, channel: ChannelReports) {
+    if !channel.done {
+        return;
+    }
+    // What the slice's end added after it (a log cut short) stays.
+    judged.reason = judged.reason.replacen(
+        loopx_adapters::NO_REPORT_BLOCK,
+        "; it reported done through `loopx report`",
+        1,
     );
 }
 
@@ -141,6 +168,31 @@ mod tests {
         };
         check(&mut j, &checked(), wrote);
         assert_eq!(j.outcome, Outcome::Progress);
+    }
+
+    #[test]
+    fn outside_git_a_walk_of_the_scope_that_found_no_change_is_unchanged() {
+        let mut walked = checked();
+        walked.unchecked = Some("not a git repository".to_owned());
+        walked.walked = Some(Ok(vec![]));
+        let mut j = judged(Some(progress(vec![])));
+        check(&mut j, &walked, ChannelReports::default());
+        assert_eq!(j.outcome, Outcome::Unchanged);
+        walked.walked = Some(Ok(vec!["app.py".to_owned()]));
+        let mut j = judged(Some(progress(vec![])));
+        check(&mut j, &walked, ChannelReports::default());
+        assert_eq!(j.outcome, Outcome::Progress);
+        walked.walked = Some(Err("more than 10000 files in the goal's scope".to_owned()));
+        let mut j = judged(Some(progress(vec![])));
+        check(&mut j, &walked, ChannelReports::default());
+        assert_eq!(j.outcome, Outcome::Progress);
+        assert!(
+            j.reason.ends_with(
+                "its scope was not compared (more than 10000 files in the goal's scope)"
+            ),
+            "{}",
+            j.reason
+        );
     }
 
     #[test]

@@ -744,16 +744,20 @@ fn handoff(
             r.handoff.as_deref().unwrap_or("").trim().to_owned(),
         ),
         _ => (
-            match final_words(f) {
-                Some(words) => format!(
-                    "Slice {} ended `{}` without a readable report: {}\nThe agent's final message:\n{words}",
-                    f.slice, f.outcome, f.reason
-                ),
-                None => format!(
-                    "Slice {} ended `{}` without a readable report: {}",
-                    f.slice, f.outcome, f.reason
-                ),
-            },
+            format!(
+                "Slice {} ended `{}`{}: {}{}",
+                f.slice,
+                f.outcome,
+                // Done through `loopx report done` is a report, on the slice's channel.
+                match f.reported_done {
+                    true => "",
+                    false => " without a readable report",
+                },
+                f.reason,
+                final_words(f)
+                    .map(|words| format!("\nThe agent's final message:\n{words}"))
+                    .unwrap_or_default()
+            ),
             format!(
                 "Check what the last slice left (its whole output is in `{}`) before going on.",
                 f.log

@@ -154,9 +154,16 @@ spelled!(EvidenceKind, "evidence kind", [
 ]);
 
 impl EvidenceKind {
+    /// Whether it judges the work (a test result, an artifact): it goes stale when that work
+    /// changes, or when an amendment changed the objective it was judged against. A `diff` or
+    /// a `land` says what happened, which stays true (`docs/goals.md`, "Evidence that ages").
+    pub fn judges_work(self) -> bool {
+        matches!(self, EvidenceKind::Test | EvidenceKind::Artifact)
+    }
+
     /// Whether it speaks about the state of the work (a test result, a diff, an artifact, a
-    /// land check's run): it goes stale when that work changes, or when an amendment changed
-    /// the objective it was judged against. The others are a record of what happened.
+    /// land check's run): it is recorded with a mark of the tree it speaks about. Only the
+    /// kinds that judge the work ([`Self::judges_work`]) age with it.
     pub fn speaks_about_work(self) -> bool {
         matches!(
             self,

@@ -3,9 +3,10 @@
 //!
 //! A monitor's state lives in its todo ([`super::Todo::monitor`]): the check, when it is next
 //! due, who polls it now, and its recent observations. Observations are compacted as they are
-//! recorded: a poll whose result (verdict, exit code, output hash) is the same as the last one
-//! only counts into it, and at most [`RECENT_OBSERVATIONS`] distinct results are kept, each with
-//! a clipped output tail. A monitor polled every minute for 200 hours is one todo record of a
+//! recorded: a poll whose verdict and exit code are the same as the last one's only counts into
+//! it (keeping the latest output: a check that prints a timestamp or a progress figure is
+//! still one observation), and at most [`RECENT_OBSERVATIONS`] distinct results are kept, each
+//! with a clipped output tail. A monitor polled every minute for 200 hours is one todo record of a
 //! few kilobytes, rewritten in place.
 
 use serde::{Deserialize, Serialize};
@@ -175,21 +176,21 @@ impl Monitor {
         }
     }
 
-    /// Records one poll's observation, compacting: the same result as the last one counts
-    /// into it; a new result is appended, and the oldest goes past [`RECENT_OBSERVATIONS`].
+    /// Records one poll's observation, compacting: the same verdict and exit code as the last
+    /// one counts into it, which takes the new output (its hash and tail); a new result is
+    /// appended, and the oldest goes past [`RECENT_OBSERVATIONS`]. `until_changed` compares
+    /// with [`Monitor::first_hash`], which compaction never touches.
     pub fn observe(&mut self, seen: Observation) {
         self.polls += 1;
         if self.first_hash.is_none() && seen.verdict != PollVerdict::Failed {
             self.first_hash = Some(seen.hash.clone());
         }
         match self.recent.last_mut() {
-            Some(last)
-                if last.verdict == seen.verdict
-                    && last.exit == seen.exit
-                    && last.hash == seen.hash =>
-            {
+            Some(last) if last.verdict == seen.verdict && last.exit == seen.exit => {
                 last.count += 1;
                 last.last_at = seen.at;
+                last.hash = seen.hash;
+                last.tail = seen.tail;
             }
             _ => {
                 self.recent.push(seen);
@@ -350,8 +351,16 @@ mod tests {
         assert_eq!(m.recent[0].count, 1000);
         assert_eq!(m.recent[0].last_at, Timestamp(999));
         assert_eq!(m.polls, 1000);
+        // A new output with the same meaning (a timestamp) counts in, and is the latest seen.
         for i in 0..100 {
             m.observe(seen(2000 + i, PollVerdict::NotYet, &i.to_string()));
+        }
+        assert_eq!(m.recent.len(), 1);
+        assert_eq!(m.recent[0].count, 1100);
+        assert_eq!(m.recent[0].hash, "99");
+        for i in 0..100 {
+            let verdict = [PollVerdict::NotYet, PollVerdict::Failed][i % 2];
+            m.observe(seen(3000 + i as u64, verdict, &i.to_string()));
         }
         assert_eq!(m.recent.len(), RECENT_OBSERVATIONS);
         assert_eq!(m.recent.last().map(|o| o.hash.as_str()), Some("99"));

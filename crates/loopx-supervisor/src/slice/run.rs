@@ -131,7 +131,7 @@ impl Begun {
             Some(_) if spec.sandbox.landlock || spec.sandbox.seatbelt => {
                 scope::capture_state(req.project.root())
             }
-            _ => scope::capture(req.project.root()),
+            _ => scope::capture(req.project.root(), self.scope()),
         };
         let renewal = self
             .record
@@ -327,6 +327,11 @@ impl Ended {
 }
 
 impl Begun {
+    /// The goal's scope (empty: the whole project, or no goal).
+    fn scope(&self) -> &[String] {
+        self.goal.as_ref().map_or(&[][..], |g| &g.scope)
+    }
+
     /// The agent "started" now, for a host that runs it itself (the simulation): the project
     /// as it is before the agent runs, and the start on the monotonic clock.
     pub(crate) fn start_simulated(&mut self, req: &RunOnce) -> (scope::Before, Duration) {
@@ -334,7 +339,7 @@ impl Begun {
         let log = slice_path(req, self.record.log.as_deref().unwrap_or_default());
         create_private(&log);
         (
-            scope::capture(req.project.root()),
+            scope::capture(req.project.root(), self.scope()),
             req.world.clock.monotonic(),
         )
     }
@@ -439,7 +444,7 @@ fn conclude(
     if let Err(e) = redact_log(&log, &begun.redactor) {
         tracing::warn!(slice = %begun.record.id, error = %e, "cannot redact the slice log");
     }
-    let scope = begun.goal.as_ref().map_or(&[][..], |g| &g.scope);
+    let scope = begun.scope();
     let mut judged = judge(&ran, &begun.setup.loaded.profile.done_when);
     let (changes, commit) = match &begun.tree {
         Some(Ok(prepared)) => {

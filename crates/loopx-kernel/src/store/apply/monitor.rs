@@ -4,7 +4,9 @@
 //! A poll is claimed ([`claim_poll`]) by the supervisor that will run it: the claim bumps the
 //! todo's epoch and sets a short poll lease, so a second supervisor finds it taken and a late
 //! record of a poll whose claim lapsed is refused. Recording it ([`record_poll`]) judges the
-//! result, compacts it into the monitor's observations, and moves the monitor on: met is done
+//! result, compacts it into the monitor's observations, logs it when its verdict or exit code
+//! changed (and the first, the one that met it, the one that asks a person: never each new
+//! output of a check that prints a timestamp), and moves the monitor on: met is done
 //! (with the output as evidence, which releases the todos after it), not yet is due one cadence
 //! later, a failure backs off and asks a person after [`FAILURES_BEFORE_ASKING`] in a row. An
 //! expired monitor is not polled: claiming it asks a person instead.
@@ -132,9 +134,11 @@ pub(super) fn record_poll(w: &Writer<'_>, poll: RecordPoll) -> Result<Applied, K
         tail = format!("{why}\n{tail}");
     }
     let tail = crate::limits::clip_tail(&tail, crate::model::OUTPUT_TAIL_BYTES);
-    let changed = m.last().is_none_or(|last| {
-        last.verdict != verdict || last.exit != poll.exit || last.hash != poll.hash
-    });
+    // The log hears of a poll whose meaning changed, not of every new output: a check that
+    // prints a timestamp would log each poll (360 an hour at 10 s).
+    let changed = m
+        .last()
+        .is_none_or(|last| last.verdict != verdict || last.exit != poll.exit);
     m.observe(Observation {
         at: w.now,
         last_at: w.now,
@@ -163,7 +167,8 @@ pub(super) fn record_poll(w: &Writer<'_>, poll: RecordPoll) -> Result<Applied, K
     todo.epoch += 1;
     todo.updated_at = w.now;
     w.put_todo(&todo)?;
-    if changed || verdict == PollVerdict::Met {
+    let asks = verdict == PollVerdict::Failed && failures >= FAILURES_BEFORE_ASKING;
+    if changed || verdict == PollVerdict::Met || asks {
         w.event(EventKind::MonitorPolled {
             todo: id,
             verdict,
@@ -188,7 +193,7 @@ pub(super) fn record_poll(w: &Writer<'_>, poll: RecordPoll) -> Result<Applied, K
             )?;
             return super::todo::finish(w, id, TodoState::Done, None, None);
         }
-        PollVerdict::Failed if failures >= FAILURES_BEFORE_ASKING => {
+        PollVerdict::Failed if asks => {
             let question = format!(
                 "The check of monitor {id} ({}) failed {failures} times in a row; the last output is in the context. Poll it again, mark it met, or drop it?",
                 todo.title
