@@ -435,3 +435,42 @@ fn a_withdrawn_question_about_a_monitor_lets_it_be_polled_again() {
     claim(&f, t, "host-a", at(181)).expect("polled again, not stuck");
     consistent(&f);
 }
+
+/// Issue 46, an attack on pins: an agent deleted a person's pinned script; the person answered
+/// `poll` to "is gone"; the pin was dropped, so the script the agent wrote there next ran
+/// unasked. A file answered as gone stays pinned as gone: whatever appears there asks again.
+#[test]
+fn a_pinned_file_answered_as_gone_stays_pinned_as_gone() {
+    let f = fixture();
+    f.goal();
+    let pinned = loopx_kernel::model::Pin {
+        path: "scripts/ci-status.sh".into(),
+        sha256: "ab".repeat(32),
+        changed_to: None,
+    };
+    let spec = MonitorSpec {
+        pins: vec![pinned.clone()],
+        ..every_minute()
+    };
+    let todo = monitor(&f, spec);
+    let epoch = claim(&f, todo, "host-a", T0).expect("claimed");
+    let gone = RecordPoll {
+        todo,
+        epoch,
+        exit: None,
+        failed: None,
+        hash: String::new(),
+        tail: "scripts/ci-status.sh is gone".into(),
+        changed: vec![loopx_kernel::model::Pin {
+            changed_to: Some(String::new()),
+            ..pinned
+        }],
+    };
+    let asked = f.store.run(gone, "loopx", at(1)).expect("recorded");
+    let gate = asked.monitor.and_then(|m| m.asked).expect("a person is asked");
+    answer(&f, gate, 1, at(2));
+    let after = f.store.read(|s| s.todo(todo)).expect("read").expect("todo");
+    let pins = after.monitor.expect("a monitor").pins;
+    assert_eq!(pins.len(), 1, "still pinned");
+    assert_eq!(pins[0].sha256, "", "as gone");
+}

@@ -11,7 +11,8 @@
 //! 40 s, each a card ("Needs you (3001)"). In any [`WINDOW_MS`], at most [`AGENT_CARDS`] cards
 //! of agents' questions are posted, at most [`CARDS_PER_AGENT`] of one agent's; the rest wait,
 //! listed on one digest card that is kept up to date, and get their own cards as the window
-//! frees. A person's questions and loopx's own (a scope violation, a stall) are never held.
+//! frees. A person's questions and loopx's own (a scope violation, a stall) are never held;
+//! loopx's question about an agent's monitor counts as that agent's.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -73,17 +74,25 @@ pub fn post_questions(
 ) -> Result<CardsReport, CardsError> {
     let file = cards_file(app);
     let mut posted = load(&file)?;
-    let mut gates = app.gates(true)?;
-    // A person's and loopx's questions first: they are never held back by the agents' rate.
-    gates.sort_by_key(|g| (by_an_agent(g), g.id));
+    // Each question with whom it counts against, a person's and loopx's first: they are never
+    // held back by the agents' rate.
+    let mut gates: Vec<(Gate, String)> = app
+        .gates(true)?
+        .into_iter()
+        .map(|g| {
+            let asker = asker(app, &g);
+            (g, asker)
+        })
+        .collect();
+    gates.sort_by_key(|(g, asker)| (asker.starts_with("agent:"), g.id));
     let now = app.now().0;
     let mut report = CardsReport::default();
     let mut waiting = Vec::new();
-    for gate in &gates {
+    for (gate, asker) in &gates {
         let key = gate.id.to_string();
         match (gate.state, posted.get(&key)) {
             (GateState::Open, None) => {
-                if by_an_agent(gate) && !room_for(&posted, &gate.asked_by, now) {
+                if asker.starts_with("agent:") && !room_for(&posted, asker, now) {
                     waiting.push(gate);
                     continue;
                 }
@@ -96,7 +105,7 @@ pub fn post_questions(
                         message_id,
                         closed: false,
                         posted_at: now,
-                        asked_by: gate.asked_by.clone(),
+                        asked_by: asker.clone(),
                         waiting: Vec::new(),
                     },
                 );
@@ -121,8 +130,17 @@ pub fn post_questions(
     Ok(report)
 }
 
-fn by_an_agent(gate: &Gate) -> bool {
-    gate.asked_by.starts_with("agent:")
+/// Who a question counts against: its author, or, for loopx's question about a monitor
+/// (expired, failing), the agent that planted the monitor — one agent's 20 monitors that
+/// expire at once were 20 cards of "loopx's own" questions.
+fn asker(app: &App, gate: &Gate) -> String {
+    let loopx_kernel::model::GateKind::Monitor { todo } = gate.kind else {
+        return gate.asked_by.clone();
+    };
+    match app.read(|s| s.todo(todo)) {
+        Ok(Some(t)) if t.created_by.starts_with("agent:") => t.created_by,
+        _ => gate.asked_by.clone(),
+    }
 }
 
 /// Whether an agent's question by `asker` may have its card now: the agents' cards of the

@@ -27,8 +27,10 @@ const MAX_PINS: usize = 32;
 /// A pinned file larger than this is not read at a poll: it reads as changed (an agent that
 /// swapped in a 3 GiB sparse file must not cost a hash of 3 GiB a poll).
 const MAX_PINNED_BYTES: u64 = 16 * 1024 * 1024;
-/// How much of a changed file the question shows.
-const SHOWN_BYTES: usize = 2048;
+/// How much of a changed file the question shows; it says how much more there is.
+const SHOWN_BYTES: usize = 8192;
+/// What a file too large to hash is pinned as: never the same as what it was (`changed`).
+const TOO_LARGE: &str = "too large to check";
 
 /// The files of the project under `root` that `check` names, each with its content's hash.
 pub fn pins_of(root: &Path, check: &str) -> Vec<Pin> {
@@ -62,10 +64,45 @@ pub fn changed(root: &Path, pins: &[Pin]) -> Vec<Pin> {
     pins.iter()
         .filter_map(|pin| {
             let now = hash(&root.join(&pin.path)).unwrap_or_default();
-            (now != pin.sha256).then(|| Pin {
+            // A file too large to hash cannot be shown to be what the person saw: it is never
+            // run, whatever was answered before (an agent padded a script past the bound, had
+            // `poll` pin the marker, then swapped in another as large).
+            (now != pin.sha256 || now == TOO_LARGE).then(|| Pin {
                 changed_to: Some(now),
                 ..pin.clone()
             })
+        })
+        .collect()
+}
+
+/// When each pinned file, the link to it and the directories above it last changed (their
+/// ctimes, which nobody can set): compared before and after a check runs, it sees a file
+/// swapped out and back while the check read it (the content alone looks unchanged after).
+pub fn stamps(root: &Path, pins: &[Pin]) -> Vec<i128> {
+    use std::os::unix::fs::MetadataExt;
+    let ctime =
+        |m: std::fs::Metadata| i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec());
+    let mut stamps = Vec::new();
+    for pin in pins {
+        let path = root.join(&pin.path);
+        stamps.push(std::fs::metadata(&path).map_or(-1, ctime));
+        stamps.push(std::fs::symlink_metadata(&path).map_or(-1, ctime));
+        let mut dir = path.parent();
+        while let Some(d) = dir.filter(|d| d.starts_with(root)) {
+            stamps.push(std::fs::symlink_metadata(d).map_or(-1, ctime));
+            dir = d.parent();
+        }
+    }
+    stamps
+}
+
+/// The pins as changed (each with what it is now), for a check whose files were touched while
+/// it ran: what it said is not taken, and a person is asked.
+pub fn touched(root: &Path, pins: &[Pin]) -> Vec<Pin> {
+    pins.iter()
+        .map(|pin| Pin {
+            changed_to: Some(hash(&root.join(&pin.path)).unwrap_or_default()),
+            ..pin.clone()
         })
         .collect()
 }
@@ -74,21 +111,50 @@ pub fn changed(root: &Path, pins: &[Pin]) -> Vec<Pin> {
 pub fn describe(root: &Path, changed: &[Pin]) -> String {
     let mut text = String::new();
     for pin in changed {
-        let head = std::fs::File::open(root.join(&pin.path)).and_then(|f| {
-            let mut buf = Vec::new();
-            f.take(SHOWN_BYTES as u64).read_to_end(&mut buf)?;
-            Ok(buf)
-        });
-        match head {
-            Ok(bytes) => text.push_str(&format!(
-                "{} now begins:\n{}\n",
-                pin.path,
-                String::from_utf8_lossy(&bytes)
-            )),
-            Err(_) => text.push_str(&format!("{} is gone\n", pin.path)),
+        let path = root.join(&pin.path);
+        let Some((mut file, len)) = open_regular(&path) else {
+            text.push_str(&format!("{} is gone, or not a regular file\n", pin.path));
+            continue;
+        };
+        if pin.changed_to.as_deref() == Some(TOO_LARGE) {
+            text.push_str(&format!(
+                "{} is {len} bytes, more than loopx checks ({MAX_PINNED_BYTES}): a check that names it is not run; shrink it or drop the monitor\n",
+                pin.path
+            ));
+            continue;
+        }
+        let mut head = Vec::new();
+        let _ = file
+            .by_ref()
+            .take(SHOWN_BYTES as u64)
+            .read_to_end(&mut head);
+        let more = len.saturating_sub(head.len() as u64);
+        text.push_str(&format!(
+            "{} now begins:\n{}\n",
+            pin.path,
+            String::from_utf8_lossy(&head)
+        ));
+        if more > 0 {
+            text.push_str(&format!(
+                "({more} more bytes not shown: read the whole file before you answer `poll`)\n"
+            ));
         }
     }
     text
+}
+
+/// `path` opened for reading without blocking, when it is a regular file (links followed),
+/// and its length. A FIFO an agent put in a script's place would block an open or a read for
+/// ever, holding the supervisor: opened non-blocking, and its type taken from the open file.
+fn open_regular(path: &Path) -> Option<(std::fs::File, u64)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok().filter(|m| m.is_file())?;
+    Some((file, meta.len()))
 }
 
 /// The command's words, as the shell would see them near enough to find the files it names.
@@ -127,11 +193,10 @@ fn in_project(root: &Path, word: &str) -> Option<PathBuf> {
 
 /// The hex SHA-256 of the regular file at `path` (links followed); `None` when there is none.
 fn hash(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
-    if meta.len() > MAX_PINNED_BYTES {
-        return Some(format!("larger than {MAX_PINNED_BYTES} bytes"));
+    let (mut file, len) = open_regular(path)?;
+    if len > MAX_PINNED_BYTES {
+        return Some(TOO_LARGE.to_owned());
     }
-    let mut file = std::fs::File::open(path).ok()?;
     let mut hasher = Sha256::new();
     std::io::copy(&mut file.by_ref().take(MAX_PINNED_BYTES + 1), &mut hasher).ok()?;
     Some(hex(&hasher.finalize()))
@@ -164,6 +229,32 @@ mod tests {
         assert_eq!(now[0].changed_to.as_ref().map(String::len), Some(64));
         assert_eq!(now[1].changed_to.as_deref(), Some(""));
         assert!(describe(root, &now).contains("echo $GH_TOKEN"));
+    }
+
+    #[test]
+    fn a_fifo_or_a_file_too_large_never_passes_and_never_blocks() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let root = dir.path();
+        std::fs::write(root.join("ci.sh"), "exit 1\n").expect("write");
+        let pins = pins_of(root, "sh ci.sh");
+        std::fs::remove_file(root.join("ci.sh")).expect("rm");
+        nix::unistd::mkfifo(&root.join("ci.sh"), nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+        let now = changed(root, &pins);
+        assert_eq!(now[0].changed_to.as_deref(), Some(""));
+        assert!(describe(root, &now).contains("not a regular file"));
+        std::fs::remove_file(root.join("ci.sh")).expect("rm");
+        let big = std::fs::File::create(root.join("ci.sh")).expect("create");
+        big.set_len(MAX_PINNED_BYTES + 1).expect("a sparse file");
+        let now = changed(root, &pins);
+        assert_eq!(now[0].changed_to.as_deref(), Some(TOO_LARGE));
+        // Pinned as it is now (a person answered `poll`), it still never passes.
+        let repinned = vec![Pin {
+            sha256: TOO_LARGE.to_owned(),
+            changed_to: None,
+            ..pins[0].clone()
+        }];
+        assert_eq!(changed(root, &repinned).len(), 1);
+        assert!(describe(root, &now).contains("is not run"));
     }
 
     #[test]

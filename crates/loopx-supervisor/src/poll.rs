@@ -262,8 +262,12 @@ fn poll_one(
     let root = project.root();
     let mut changed = crate::pin::changed(root, &m.pins);
     let check = if changed.is_empty() {
+        let before = crate::pin::stamps(root, &m.pins);
         let check = run(&claimed, m, limit);
         changed = crate::pin::changed(root, &m.pins);
+        if changed.is_empty() && crate::pin::stamps(root, &m.pins) != before {
+            changed = crate::pin::touched(root, &m.pins);
+        }
         check
     } else {
         CheckRun {

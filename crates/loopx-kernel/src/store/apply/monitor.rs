@@ -326,15 +326,14 @@ pub(super) fn answered(
             m.asked = None;
             m.failures = 0;
             m.next_at = w.now;
-            // The person saw what the pinned files are now: that content, and no later one.
+            // The person saw what the pinned files are now: that content, and no later one. A
+            // file that was gone stays pinned as gone (`""`): one an agent writes there later
+            // asks again (dropping the pin let a later script run unasked).
             for pin in &mut m.pins {
-                match pin.changed_to.take().as_deref() {
-                    None => {}
-                    Some("") => pin.sha256.clear(),
-                    Some(now) => pin.sha256 = now.to_owned(),
+                if let Some(now) = pin.changed_to.take() {
+                    pin.sha256 = now;
                 }
             }
-            m.pins.retain(|p| !p.sha256.is_empty());
             // As long again as `--expires` gave it, from the answer.
             if m.expired(w.now) {
                 m.expires_at = m
