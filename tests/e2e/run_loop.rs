@@ -468,6 +468,7 @@ fn the_goal_done_is_notified_and_a_broken_config_stops_before_anything_runs() {
     assert_eq!(todo_state(&loopx, "t1"), "open", "nothing ran");
 
     notify_into_a_file(&loopx);
+    loopx.agents_close_goals();
     loopx.ok(&["run"]);
     let kinds: Vec<String> = notified(&loopx)
         .iter()
