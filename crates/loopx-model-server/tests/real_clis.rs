@@ -869,8 +869,10 @@ fn netns_the_readme_quick_start_finishes_its_todo_and_its_review() {
             String::from_utf8_lossy(&out.stdout).into_owned(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         );
+        // `--on-gate exit` ends on a person's question with 7 (HALTED_ON_GATE), as it should.
+        let halted = args.contains(&"--on-gate") && out.status.code() == Some(7);
         assert!(
-            out.status.success(),
+            out.status.success() || halted,
             "`loopx {}` failed ({}):\n{stdout}\n{stderr}\nClaude's requests: {:?}\nCodex's requests: {:?}",
             args.join(" "),
             out.status,
@@ -902,7 +904,8 @@ fn netns_the_readme_quick_start_finishes_its_todo_and_its_review() {
         "--after",
         "t1",
     ]);
-    loopx(&["run", "--for", "150s"]);
+    // The agents work until one says the goal is met, which asks the person.
+    loopx(&["run", "--for", "150s", "--on-gate", "exit"]);
 
     let slices: Value =
         serde_json::from_str(&loopx(&["log", "--json", "-n", "1000"])).unwrap_or(Value::Null);
@@ -923,8 +926,15 @@ fn netns_the_readme_quick_start_finishes_its_todo_and_its_review() {
         git(&["show", "loopx/g1:src/retry.txt"]),
         "retry with backoff\n"
     );
-    // After the review, one planning slice found nothing left: the goal is done, and the run
-    // ended by itself.
+    // After the review, one planning slice found nothing left and said the goal is met: the
+    // person is asked, and ends it.
+    let asked: Value =
+        serde_json::from_str(&loopx(&["gate", "list", "--json"])).expect("gate list is JSON");
+    assert_eq!(
+        asked["gates"][0]["kind"]["goal_met"]["goal"], "g1",
+        "{asked:#}\n{slices}"
+    );
+    loopx(&["gate", "answer", "q1", "done"]);
     let goals: Value =
         serde_json::from_str(&loopx(&["goal", "list", "--json"])).expect("goal list is JSON");
     assert_eq!(goals["goals"][0]["status"], "done", "{goals:#}\n{slices}");
