@@ -1,7 +1,7 @@
 //! What a worktree slice's commit takes into the repository, and a slice that fills its disk
 //! (issue 46): loopx's own commit of the agent's work is where both met the repository.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::support::{Loopx, git, script_agent};
 
@@ -83,8 +83,10 @@ fn a_slice_s_commit_takes_a_bounded_part_of_what_it_left() {
 }
 
 /// A tmpfs mounted over a directory, unmounted when dropped (before the directory goes).
-struct Tmpfs(PathBuf);
+#[cfg(target_os = "linux")]
+struct Tmpfs(std::path::PathBuf);
 
+#[cfg(target_os = "linux")]
 impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
@@ -93,6 +95,7 @@ impl Drop for Tmpfs {
 
 /// An empty project directory on a tmpfs of `inodes` inodes, or `None` (said why) where this
 /// user may not mount one.
+#[cfg(target_os = "linux")]
 fn on_tmpfs(inodes: u32) -> Option<(Loopx, Tmpfs)> {
     if !nix::unistd::getuid().is_root() {
         eprintln!("skipped: mounting a small tmpfs needs root; `.ci/run` runs this as root");
@@ -119,6 +122,7 @@ fn on_tmpfs(inodes: u32) -> Option<(Loopx, Tmpfs)> {
 /// the slice was recorded `completed`, only a `WARN` line said anything, and `loopx run
 /// --once` exited 0. The slice now fails with the file system named and what to do, the run
 /// exits 4, and once a person freed some inodes the next slice runs and commits.
+#[cfg(target_os = "linux")]
 #[test]
 fn a_slice_that_used_every_inode_fails_and_the_run_says_what_to_do() {
     let Some((loopx, _tmpfs)) = on_tmpfs(600) else {
