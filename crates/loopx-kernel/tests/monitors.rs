@@ -467,7 +467,10 @@ fn a_pinned_file_answered_as_gone_stays_pinned_as_gone() {
         }],
     };
     let asked = f.store.run(gone, "loopx", at(1)).expect("recorded");
-    let gate = asked.monitor.and_then(|m| m.asked).expect("a person is asked");
+    let gate = asked
+        .monitor
+        .and_then(|m| m.asked)
+        .expect("a person is asked");
     answer(&f, gate, 1, at(2));
     let after = f.store.read(|s| s.todo(todo)).expect("read").expect("todo");
     let pins = after.monitor.expect("a monitor").pins;
