@@ -168,6 +168,8 @@ fn the_board_shows_the_work_and_a_gate_answered_from_the_page_wakes_the_run() {
             && document.querySelector('#col-open [data-todo="t3"]')"#,
         Duration::from_secs(20),
     );
+    // Issue 47, item 12: the tab says how many questions wait.
+    assert_eq!(browser.eval("document.title"), "(1) loopx board");
     let question = browser.eval(r#"document.querySelector('#gates [data-gate="q1"]').innerText"#);
     assert!(
         question.as_str().is_some_and(|q| q.contains("1. ")),
@@ -227,6 +229,7 @@ fn the_board_shows_the_work_and_a_gate_answered_from_the_page_wakes_the_run() {
         Duration::from_secs(30),
     );
     browser.screenshot(&shots.join("board-done.png"));
+    assert_eq!(browser.eval("document.title"), "loopx board", "none waits now");
     let (code, _) = run.finish();
     assert_eq!(code, 0);
 

@@ -85,6 +85,8 @@ function renderHeader(s) {
 function renderGates(s) {
   const box = document.getElementById("gates");
   const gates = s.status.needs_you || [];
+  // A person learns that a question waits from the tab too, without looking at the page.
+  document.title = (gates.length ? "(" + gates.length + ") " : "") + "loopx board";
   const key = JSON.stringify(gates);
   if (key === drawnGates) return;
   drawnGates = key;
