@@ -229,7 +229,11 @@ fn the_board_shows_the_work_and_a_gate_answered_from_the_page_wakes_the_run() {
         Duration::from_secs(30),
     );
     browser.screenshot(&shots.join("board-done.png"));
-    assert_eq!(browser.eval("document.title"), "loopx board", "none waits now");
+    assert_eq!(
+        browser.eval("document.title"),
+        "loopx board",
+        "none waits now"
+    );
     let (code, _) = run.finish();
     assert_eq!(code, 0);
 
