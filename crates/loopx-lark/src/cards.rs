@@ -76,11 +76,12 @@ pub fn post_questions(
     let mut posted = load(&file)?;
     // Each question with whom it counts against, a person's and loopx's first: they are never
     // held back by the agents' rate.
+    let planted = monitors_planted(app)?;
     let mut gates: Vec<(Gate, String)> = app
         .gates(true)?
         .into_iter()
         .map(|g| {
-            let asker = asker(app, &g);
+            let asker = asker(&planted, &g);
             (g, asker)
         })
         .collect();
@@ -133,14 +134,24 @@ pub fn post_questions(
 /// Who a question counts against: its author, or, for loopx's question about a monitor
 /// (expired, failing), the agent that planted the monitor — one agent's 20 monitors that
 /// expire at once were 20 cards of "loopx's own" questions.
-fn asker(app: &App, gate: &Gate) -> String {
-    let loopx_kernel::model::GateKind::Monitor { todo } = gate.kind else {
-        return gate.asked_by.clone();
-    };
-    match app.read(|s| s.todo(todo)) {
-        Ok(Some(t)) if t.created_by.starts_with("agent:") => t.created_by,
+fn asker(planted: &BTreeMap<loopx_kernel::TodoId, String>, gate: &Gate) -> String {
+    match gate.kind {
+        loopx_kernel::model::GateKind::Monitor { todo } => planted
+            .get(&todo)
+            .cloned()
+            .unwrap_or_else(|| gate.asked_by.clone()),
         _ => gate.asked_by.clone(),
     }
+}
+
+/// The open monitors agents planted, and who planted each: read once a pass.
+fn monitors_planted(app: &App) -> Result<BTreeMap<loopx_kernel::TodoId, String>, CardsError> {
+    let todos = app.read(|s| s.todos())?;
+    Ok(todos
+        .into_iter()
+        .filter(|t| t.is_monitor() && t.created_by.starts_with("agent:"))
+        .map(|t| (t.id, t.created_by))
+        .collect())
 }
 
 /// Whether an agent's question by `asker` may have its card now: the agents' cards of the

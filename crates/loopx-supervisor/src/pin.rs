@@ -88,7 +88,9 @@ pub fn stamps(root: &Path, pins: &[Pin]) -> Vec<i128> {
         stamps.push(std::fs::metadata(&path).map_or(-1, ctime));
         stamps.push(std::fs::symlink_metadata(&path).map_or(-1, ctime));
         let mut dir = path.parent();
-        while let Some(d) = dir.filter(|d| d.starts_with(root)) {
+        // Not the root itself: any file made there by anyone would ask. A swap of a file or a
+        // directory renames it, and a rename changes its own ctime, so nothing is lost.
+        while let Some(d) = dir.filter(|d| d.starts_with(root) && *d != root) {
             stamps.push(std::fs::symlink_metadata(d).map_or(-1, ctime));
             dir = d.parent();
         }
