@@ -35,6 +35,7 @@ mod run_once;
 mod scale;
 mod sim;
 mod soak;
+mod status_view;
 mod steer;
 mod store_files;
 mod try_offline;

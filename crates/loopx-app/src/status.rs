@@ -10,7 +10,13 @@ use serde::Serialize;
 use loopx_kernel::decision::DecisionState;
 
 use crate::evidence::JudgedEvidence;
+
+mod first;
+mod revision;
+
 use crate::{App, AppError};
+use first::{FirstTodos, first_todos, waits_on};
+pub use revision::RevisionNow;
 
 /// How many of the next todos and latest evidence the first screen shows.
 const FIRST_SCREEN: usize = 5;
@@ -20,6 +26,10 @@ pub struct Status {
     pub format_version: u32,
     pub project: String,
     pub goal: Option<Goal>,
+    /// The goal's revision once a person amended it: what changed, and whether the re-plan it
+    /// calls for is still to come. `None` for a goal as started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<RevisionNow>,
     pub needs_you: Vec<NeedsYou>,
     pub running: Vec<Running>,
     pub claimed: Vec<Claimed>,
@@ -144,6 +154,72 @@ pub struct Next {
     pub priority: i32,
 }
 
+impl Status {
+    /// How many todos wait: on a dependency, on a gate, or on an expired lease.
+    pub fn waiting_count(&self) -> u64 {
+        let gated = self
+            .waiting
+            .iter()
+            .filter(|w| w.reason.starts_with("blocked"))
+            .count();
+        let expired = self.claimed.iter().filter(|c| c.expired).count();
+        self.waiting_total + (gated + expired) as u64
+    }
+
+    /// Why nothing is next, in words, when the goal has work that is not ready (`None` when
+    /// something is next, or when nothing is open at all): `nothing ready: 2 todos wait (see
+    /// Waiting above)`.
+    pub fn nothing_ready(&self) -> Option<String> {
+        if !self.next.is_empty() {
+            return None;
+        }
+        let plural = |n: u64, one: &str, many: &str| match n {
+            1 => format!("1 {one}"),
+            n => format!("{n} {many}"),
+        };
+        let mut why = Vec::new();
+        if let Some(goal) = self
+            .goal
+            .as_ref()
+            .filter(|g| g.status != loopx_kernel::model::GoalStatus::Active)
+        {
+            why.push(format!("goal {} is {}", goal.id, goal.status.as_str()));
+        }
+        let asked = self.needs_you.len() as u64;
+        if asked > 0 {
+            why.push(format!(
+                "{} for you (see Needs you above)",
+                plural(asked, "question waits", "questions wait")
+            ));
+        }
+        let waiting = self.waiting_count();
+        if waiting > 0 {
+            why.push(format!(
+                "{} (see Waiting above)",
+                plural(waiting, "todo waits", "todos wait")
+            ));
+        }
+        let running = self.running.len() as u64;
+        if running > 0 {
+            why.push(format!(
+                "{} (see Running above)",
+                plural(running, "slice runs", "slices run")
+            ));
+        }
+        let monitors = self.monitors.len() as u64;
+        if monitors > 0 {
+            why.push(format!(
+                "loopx polls {} (see Monitors above)",
+                plural(monitors, "monitor", "monitors")
+            ));
+        }
+        match why.is_empty() {
+            true => None,
+            false => Some(format!("nothing ready: {}", why.join("; "))),
+        }
+    }
+}
+
 impl App {
     /// The overview `loopx status` shows, read in one snapshot: what needs a person, what
     /// runs, what waits, what is next, the latest evidence, and what each agent would do now.
@@ -162,7 +238,7 @@ impl App {
         let judge = self.evidence_judge(config.evidence);
         // Everything below reads a bounded number of records, whatever the number of todos:
         // the claimed ones, the first of the waiting and ready ones, counts kept as counters.
-        let (goal, gates, running, todos, latest_evidence, agents) = store.read(|s| {
+        let (goal, revision, gates, running, todos, latest_evidence, agents) = store.read(|s| {
             let counts = s.todo_counts()?;
             let agents = agents_now(s, &views, &budget, now)?;
             // The active or paused goal; else the latest one, so a finished goal shows as done.
@@ -175,6 +251,15 @@ impl App {
                 .into_iter()
                 .filter(|g| g.state == GateState::Open)
                 .collect();
+            let revision = match &goal {
+                Some(goal) if goal.revision > 1 => {
+                    let now = s.goal_revision(goal.id, goal.revision)?;
+                    let before = s.goal_revision(goal.id, goal.revision - 1)?;
+                    let pending = s.goal_replan_after(goal.id)?.is_some();
+                    now.map(|now| RevisionNow::of(&now, before.as_ref(), pending))
+                }
+                _ => None,
+            };
             let todos = match &goal {
                 Some(goal) => first_todos(s, goal.id, &gates, counts)?,
                 None => FirstTodos {
@@ -194,12 +279,18 @@ impl App {
                     ))
                 })
                 .collect::<Result<Vec<_>, loopx_kernel::KernelError>>()?;
+            // A goal's own evidence: the one before it is done with.
+            let evidence = match &goal {
+                Some(goal) => s.goal_evidence_newest(goal, FIRST_SCREEN)?,
+                None => s.evidence_newest(FIRST_SCREEN, |_| true)?,
+            };
             Ok((
                 goal,
+                revision,
                 gates,
                 running,
                 todos,
-                judge.all(s, s.evidence_newest(FIRST_SCREEN, |_| true)?)?,
+                judge.all(s, evidence)?,
                 agents,
             ))
         })?;
@@ -218,6 +309,7 @@ impl App {
             agents,
         );
         status.isolation = isolation;
+        status.revision = revision;
         status.problems = problems;
         status.projections = self.projection_health();
         for agent in &mut status.agents {
@@ -229,108 +321,6 @@ impl App {
         }
         Ok(status)
     }
-}
-
-/// How many waiting todos `status` lists (the count says how many there are).
-const WAITING_SHOWN: usize = 10;
-
-/// The todos `status` shows: every claimed one, and the first of the goal's waiting and ready
-/// ones.
-#[derive(Debug, Default)]
-struct FirstTodos {
-    pub claimed: Vec<Todo>,
-    /// Waiting on a dependency, with the dependency: the first [`WAITING_SHOWN`].
-    pub waiting: Vec<(Todo, TodoId)>,
-    /// Ready todos that an open gate holds back.
-    pub gated: Vec<(Todo, loopx_kernel::GateId)>,
-    /// The first ready todos in the order agents take them, none of them gated.
-    pub ready: Vec<Todo>,
-    /// The goal's monitors whose dependencies are all finished.
-    pub monitors: Vec<Todo>,
-    pub waiting_total: u64,
-    pub counts: TodoCounts,
-}
-
-fn first_todos(
-    s: &loopx_kernel::Snapshot<'_>,
-    goal: loopx_kernel::GoalId,
-    gates: &[Gate],
-    counts: TodoCounts,
-) -> Result<FirstTodos, loopx_kernel::KernelError> {
-    let mut first = FirstTodos {
-        claimed: s.claimed_todos()?,
-        waiting_total: s.waiting_count(goal)?,
-        monitors: s.monitors(goal)?,
-        counts,
-        ..FirstTodos::default()
-    };
-    for todo in s.waiting_todos(goal, WAITING_SHOWN)? {
-        let mut on = None;
-        for dep in &todo.after {
-            if s.todo(*dep)?.is_some_and(|d| !d.state.is_final()) {
-                on = Some(*dep);
-                break;
-            }
-        }
-        if let Some(dep) = on {
-            first.waiting.push((todo, dep));
-        }
-    }
-    // A global gate holds back every todo; other gates name the todos they hold back: a few
-    // lookups, not a scan.
-    let global = gates
-        .iter()
-        .find(|g| matches!(g.blocks, loopx_kernel::model::Blocks::Global))
-        .map(|g| g.id);
-    let named_by = |id: TodoId| {
-        gates
-            .iter()
-            .find(|g| matches!(&g.blocks, loopx_kernel::model::Blocks::Todos(ids) if ids.contains(&id)))
-            .map(|g| g.id)
-    };
-    let mut named: Vec<TodoId> = gates
-        .iter()
-        .flat_map(|g| match &g.blocks {
-            loopx_kernel::model::Blocks::Todos(ids) => ids.clone(),
-            _ => Vec::new(),
-        })
-        .collect();
-    named.sort_unstable();
-    named.dedup();
-    for id in &named {
-        let Some(todo) = s.todo(*id)? else { continue };
-        if todo.state != loopx_kernel::model::TodoState::Open || todo.goal != goal {
-            continue;
-        }
-        // Listed as gated only when nothing else holds it: a todo waiting on a dependency
-        // is listed (and counted) as waiting.
-        let mut ready = true;
-        for dep in &todo.after {
-            ready &= s.todo(*dep)?.is_none_or(|d| d.state.is_final());
-        }
-        if let (true, Some(gate)) = (ready, named_by(*id)) {
-            first.gated.push((todo, gate));
-        }
-    }
-    let wanted = FIRST_SCREEN + named.len();
-    for role in s.ready_roles(goal)? {
-        for needs in [false, true] {
-            first.ready.extend(
-                s.ready_todos(goal, role.as_deref(), needs, wanted)?
-                    .into_iter()
-                    .filter(|t| named_by(t.id).is_none()),
-            );
-        }
-    }
-    first
-        .ready
-        .sort_by_key(|t| (std::cmp::Reverse(t.priority), t.id));
-    first.ready.truncate(FIRST_SCREEN);
-    if let Some(gate) = global {
-        // Nothing is next while a gate holds back everything: the first in line wait on it.
-        first.gated.extend(first.ready.drain(..).map(|t| (t, gate)));
-    }
-    Ok(first)
 }
 
 fn isolation_now(root: &std::path::Path, goal: &Goal, store: &loopx_kernel::Store) -> IsolationNow {
@@ -419,7 +409,7 @@ fn assemble(
         waiting.push(Waiting {
             todo: todo.id,
             title: todo.title.clone(),
-            reason: format!("waits on {dep}"),
+            reason: waits_on(dep, now),
         });
     }
     for (todo, gate) in &gated {
@@ -458,6 +448,7 @@ fn assemble(
         format_version: 1,
         project,
         goal,
+        revision: None,
         needs_you: gates
             .into_iter()
             .map(|gate| NeedsYou {

@@ -15,6 +15,7 @@
 pub(crate) mod apply;
 mod codec;
 mod copy;
+mod goal_reads;
 pub(crate) mod kv;
 pub(crate) mod open;
 pub mod pg;

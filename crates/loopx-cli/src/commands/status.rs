@@ -28,6 +28,24 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
         ))?,
         None => ctx.line("No goal yet. Start one: loopx goal start \"OBJECTIVE\"")?,
     }
+    if let Some(revision) = &status.revision {
+        ctx.line(format!(
+            "Revision {}: {}  {}",
+            revision.number,
+            views::one_line(&revision.summary),
+            style.dim(&format!(
+                "(by {}, {})",
+                revision.by,
+                views::relative(now, revision.at)
+            ))
+        ))?;
+        for change in &revision.moves {
+            ctx.line(format!("  {}", views::one_line(change)))?;
+        }
+        if revision.replan_pending {
+            ctx.line(style.yellow("  re-plan pending: the next planning slice re-plans the goal"))?;
+        }
+    }
     if let Some(iso) = &status.isolation {
         match (&iso.branch, &iso.why) {
             (Some(branch), _) => {
@@ -181,18 +199,13 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
     let expired: Vec<&Claimed> = status.claimed.iter().filter(|c| c.expired).collect();
     if !status.waiting.is_empty() || !expired.is_empty() {
         ctx.line("")?;
-        let gated = status
-            .waiting
-            .iter()
-            .filter(|w| w.reason.starts_with("blocked"))
-            .count() as u64;
-        let total = status.waiting_total + gated + expired.len() as u64;
+        let total = status.waiting_count();
         ctx.line(style.bold(&format!("Waiting ({total})")))?;
         for wait in &status.waiting {
             ctx.line(format!(
                 "  {:<5} {}  {}",
                 wait.todo.to_string(),
-                style.dim(&wait.reason),
+                style.dim(&views::one_line(&wait.reason)),
                 views::one_line(&wait.title)
             ))?;
         }
@@ -217,8 +230,12 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
     }
     ctx.line("")?;
     ctx.line(style.bold("Next"))?;
-    if status.next.is_empty() {
-        ctx.line(style.dim("  nothing open: add work with loopx todo add \"TITLE\""))?;
+    match status.nothing_ready() {
+        Some(why) => ctx.line(style.dim(&format!("  {why}")))?,
+        None if status.next.is_empty() => {
+            ctx.line(style.dim("  nothing open: add work with loopx todo add \"TITLE\""))?
+        }
+        None => {}
     }
     for next in &status.next {
         ctx.line(format!(

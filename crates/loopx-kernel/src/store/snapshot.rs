@@ -40,7 +40,7 @@ pub(crate) type CounterCheck = (&'static str, Option<u64>, u64);
 
 /// A read transaction with typed accessors.
 pub struct Snapshot<'a> {
-    kv: Box<dyn KvRead + 'a>,
+    pub(super) kv: Box<dyn KvRead + 'a>,
     path: &'a Path,
 }
 
@@ -347,70 +347,6 @@ impl<'a> Snapshot<'a> {
     }
 
     /// A quota value (`pacing/<agent>`, `window/<account>/<ms>`), if set.
-    /// What `goal` spent since a todo was last done (or a person gave it a fresh budget).
-    pub fn goal_spent(
-        &self,
-        goal: crate::ids::GoalId,
-    ) -> Result<crate::store::apply::budget::Spent, KernelError> {
-        Ok(self
-            .quota_value(&crate::store::apply::budget::spent_key(goal))?
-            .unwrap_or_default())
-    }
-
-    /// The last slice before a person last said to plan `goal` afresh (a goal-met gate answered
-    /// with anything but `done`): planning slices up to it no longer count.
-    pub fn goal_plans_after(&self, goal: crate::ids::GoalId) -> Result<Option<u64>, KernelError> {
-        self.quota_value(&crate::store::apply::budget::plans_key(goal))
-    }
-
-    /// The last slice begun before `goal` was last amended, until a planning slice after it
-    /// did its work: the goal is re-planned first. `None`: never amended.
-    pub fn goal_replan_after(&self, goal: GoalId) -> Result<Option<u64>, KernelError> {
-        self.quota_value(&crate::store::apply::amend::replan_key(goal))
-    }
-
-    /// Every recorded revision of `goal`, oldest first (a goal started by a loopx before
-    /// revisions has none for revision 1).
-    pub fn goal_revisions(
-        &self,
-        goal: GoalId,
-    ) -> Result<Vec<crate::model::GoalRevision>, KernelError> {
-        let range = (
-            Bound::Included(Key::Num(tables::revision_key(goal.0, 0))),
-            Bound::Included(Key::Num(tables::revision_key(goal.0, u32::MAX))),
-        );
-        let mut out = Vec::new();
-        let mut failed = None;
-        self.kv
-            .scan(tables::GOAL_REVISIONS, range, false, &mut |_, bytes| {
-                match decode("goal_revisions", bytes) {
-                    Ok(revision) => out.push(revision),
-                    Err(e) => failed = Some(e),
-                }
-                Ok(failed.is_none())
-            })?;
-        match failed {
-            Some(e) => Err(e.into()),
-            None => Ok(out),
-        }
-    }
-
-    /// Revision `number` of `goal`, if it was recorded.
-    pub fn goal_revision(
-        &self,
-        goal: GoalId,
-        number: u32,
-    ) -> Result<Option<crate::model::GoalRevision>, KernelError> {
-        self.kv
-            .get(
-                tables::GOAL_REVISIONS,
-                &Key::Num(tables::revision_key(goal.0, number)),
-            )?
-            .map(|bytes| decode("goal_revisions", &bytes))
-            .transpose()
-            .map_err(KernelError::from)
-    }
-
     pub fn quota_value<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, KernelError> {
         self.kv
             .get(tables::QUOTA, &Key::text(key))?
