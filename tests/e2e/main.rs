@@ -24,6 +24,7 @@ mod lifecycle;
 mod logging;
 mod monitors;
 mod multi_host;
+mod notify_set;
 mod outcomes;
 mod output;
 mod permissions;

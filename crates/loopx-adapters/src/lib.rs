@@ -40,6 +40,7 @@ mod parse;
 mod permission;
 mod profile;
 mod project;
+mod project_edit;
 mod report;
 mod reset;
 mod sandbox;
@@ -73,9 +74,11 @@ pub use profile::{
     load_profiles_dir, render_prompt,
 };
 pub use project::{
-    DEFAULT_LARK_BASE_URL, EvidenceRules, LandCheck, LarkBoard, LarkConfig, LarkQuestions,
-    NotifyConfig, PROJECT_CONFIG_FILE, ProjectConfig, load_project_config, project_config_str,
+    DEFAULT_LARK_BASE_URL, DEFAULT_NOTIFY_TIMEOUT, EvidenceRules, LandCheck, LarkBoard, LarkConfig,
+    LarkQuestions, NotifyConfig, PROJECT_CONFIG_FILE, ProjectConfig, load_project_config,
+    project_config_str,
 };
+pub use project_edit::{EditError, set_notify};
 pub use report::{
     MalformedReport, Report, ReportDrop, ReportEvidence, ReportQuestion, ReportRewrite,
     ReportStatus, ReportTodo, parse_report,

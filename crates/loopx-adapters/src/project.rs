@@ -44,7 +44,7 @@ pub use lark::{DEFAULT_LARK_BASE_URL, LarkBoard, LarkConfig, LarkQuestions};
 /// The file's name inside `.loopx/`.
 pub const PROJECT_CONFIG_FILE: &str = "loopx.toml";
 /// How long a notification command may run when `timeout` is not set.
-const DEFAULT_NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a land check may run when `timeout` is not set.
 const DEFAULT_LAND_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 

@@ -26,6 +26,7 @@ mod error;
 pub mod evidence;
 pub mod gate;
 pub mod goal;
+pub mod notify;
 pub mod projection;
 pub mod quota;
 pub mod status;

@@ -98,6 +98,11 @@ pub enum Command {
     /// `.loopx/loopx.toml`; see docs/lark.md).
     #[command(subcommand)]
     Lark(LarkCommand),
+    /// The command loopx runs when a person should hear of something (a question, a pause, a
+    /// failed slice, the goal met): set by a person, approved as it is set (docs/cli.md,
+    /// "Notifications").
+    #[command(subcommand)]
+    Notify(NotifyCommand),
     /// Print a shell completion script (`loopx completions bash > ~/.local/share/bash-completion/completions/loopx`).
     Completions(CompletionsArgs),
     /// Print the man page, loopx(1), in roff (`loopx man > ~/.local/share/man/man1/loopx.1`).
@@ -144,6 +149,7 @@ impl Command {
             Command::Sim(_) => "sim",
             Command::Report(_) => "report",
             Command::Lark(_) => "lark",
+            Command::Notify(_) => "notify",
             Command::Completions(_) => "completions",
             Command::Man => "man",
         }
@@ -166,6 +172,24 @@ pub enum LarkCommand {
     /// create, update and delete records, and say what changed. The app secret comes from
     /// `LOOPX_LARK_APP_SECRET`.
     Sync,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NotifyCommand {
+    /// Run COMMAND (with `sh -c`, in the project root, the event as JSON on stdin) when a person
+    /// should hear of something. Written into `.loopx/loopx.toml` as `[notify]` and approved at
+    /// once: you set it, so no separate approval question is asked. Refused inside a slice.
+    Set {
+        /// The shell command, e.g. 'notify-send loopx "$(jq -r .message)"'.
+        command: String,
+        /// Kill it after this long (default 10s).
+        #[arg(long, value_name = "DURATION")]
+        timeout: Option<String>,
+    },
+    /// Stop notifying: remove `[notify]` from `.loopx/loopx.toml`.
+    Off,
+    /// The command set, and whether a person approved it.
+    Show,
 }
 
 #[derive(Debug, Subcommand)]

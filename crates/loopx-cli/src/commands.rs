@@ -11,6 +11,7 @@ mod goal;
 mod init;
 mod lark;
 mod log;
+mod notify;
 mod profile;
 mod quota;
 mod report;
@@ -56,6 +57,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Sim(args) => sim::run(ctx, args),
         Command::Report(cmd) => report::run(ctx, cmd),
         Command::Lark(cmd) => lark::run(ctx, cmd),
+        Command::Notify(cmd) => notify::run(ctx, cmd),
         Command::Completions(args) => generate::completions(ctx, args),
         Command::Man => generate::man(ctx),
     }

@@ -325,6 +325,10 @@ pub enum Refused {
     )]
     EditByAgent { actor: String },
     #[error(
+        "the notification command is set by a person, and `{actor}` is not one\n(hint: it runs outside every slice with loopx's environment; a person sets it with `loopx notify set` in their own terminal)"
+    )]
+    NotifyByAgent { actor: String },
+    #[error(
         "only the planning slice that re-plans an amended goal drops or rewrites its todos, and {why}\n(hint: say in the handoff which todos no longer fit and why; a person drops them)"
     )]
     NotReplanning { why: String },

@@ -113,11 +113,7 @@ pub(crate) fn verdict(gates: &[Gate], binding: &Binding) -> Verdict {
 
 /// The newest approval gate whose context carries `line` decides (`gates` in any order).
 pub(crate) fn verdict_of(gates: &[Gate], line: &str) -> Verdict {
-    let newest = gates
-        .iter()
-        .filter(|g| binds(g, line))
-        .max_by_key(|g| (g.created_at, g.id.0));
-    let Some(gate) = newest else {
+    let Some(gate) = newest_bound(gates, line) else {
         return Verdict::Unasked;
     };
     match gate.state {
@@ -126,6 +122,14 @@ pub(crate) fn verdict_of(gates: &[Gate], line: &str) -> Verdict {
         GateState::Answered if approves(gate) => Verdict::Approved,
         GateState::Answered => Verdict::Denied(gate.clone()),
     }
+}
+
+/// The newest approval gate whose context carries `line`: the one that decides.
+pub(crate) fn newest_bound<'g>(gates: &'g [Gate], line: &str) -> Option<&'g Gate> {
+    gates
+        .iter()
+        .filter(|g| binds(g, line))
+        .max_by_key(|g| (g.created_at, g.id.0))
 }
 
 /// Only the `approve` option approves; free text, `deny` or a missing answer do not.

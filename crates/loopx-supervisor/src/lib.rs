@@ -67,7 +67,9 @@ pub use agent::{AgentSetup, agent_view, load_agent};
 pub use approval::is_approval;
 pub use commit::SliceSummary;
 pub use errors::{SupervisorError, chain as error_chain};
-pub use notify::{Notification, Notifier};
+pub use notify::{
+    Notification, Notifier, approval_state as notify_approval_state, approve_notify_command,
+};
 pub use once::{
     Begin, BegunSlice, Once, RunOnce, SimulatedSlice, Step, World, begin_once, run_once,
 };
