@@ -56,7 +56,7 @@ impl Caller {
     /// A person acting outside any slice.
     pub fn person(user: &str) -> Caller {
         Caller {
-            actor: format!("human:{user}"),
+            actor: loopx_vocab::actor::person(user),
             slice: None,
             slice_todo: None,
         }

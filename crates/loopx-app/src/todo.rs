@@ -99,7 +99,7 @@ impl App {
             self.profile(profile)?;
         }
         if let Some(monitor) = new.monitor.as_mut() {
-            monitor.pins = if self.caller.actor.starts_with("human:") {
+            monitor.pins = if loopx_vocab::Actor::of(&self.caller.actor).is_person() {
                 loopx_supervisor::pin::pins_of(self.project.root(), &monitor.check)
             } else {
                 Vec::new()

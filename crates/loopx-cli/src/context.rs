@@ -95,7 +95,7 @@ impl Ctx {
     /// Who is acting: `agent:<name>` inside a slice, else `human:<user>`.
     pub fn actor(&self) -> String {
         if let (Some(_), Ok(agent)) = (slice_id(), std::env::var("LOOPX_AGENT")) {
-            return format!("agent:{agent}");
+            return loopx_vocab::actor::agent(&agent);
         }
         let uid = nix::unistd::getuid();
         let user = std::env::var("USER")
@@ -109,7 +109,7 @@ impl Ctx {
                     .map(|u| u.name)
             })
             .unwrap_or_else(|| format!("uid{uid}"));
-        format!("human:{user}")
+        loopx_vocab::actor::person(&user)
     }
 
     /// The current wall-clock time.

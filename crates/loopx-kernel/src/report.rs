@@ -125,7 +125,7 @@ impl ReportRefused {
 impl Reporter {
     /// `agent:<name>`, the actor its writes are recorded under.
     pub fn actor(&self) -> String {
-        format!("agent:{}", self.agent)
+        loopx_vocab::actor::agent(self.agent.as_str())
     }
 
     fn todo(&self) -> Option<TodoId> {

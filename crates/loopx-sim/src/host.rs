@@ -493,7 +493,7 @@ impl SimHost {
         };
         let before = read_todo(&self.project, todo);
         let now = self.clock.now();
-        let actor = format!("agent:{}", who.agent);
+        let actor = loopx_vocab::actor::agent(who.agent.as_str());
         let project = self.project.clone();
         let applied = Self::others_store(&project, &self.others)
             .and_then(|s| s.apply_all(vec![guard, op], &actor, now));

@@ -605,7 +605,7 @@ fn replanned_by_the_replanner(host: &SimHost, store: &Store) -> Result<(), Halt>
             .ok()
             .flatten()
             .map(|t| t.created_by);
-        if let Some(person) = made_by.filter(|by| by.starts_with("human:")) {
+        if let Some(person) = made_by.filter(|by| loopx_vocab::Actor::of(by).is_person()) {
             return halt(
                 host,
                 "replanned_by_the_replanner",

@@ -26,7 +26,7 @@ use crate::agent::AgentSetup;
 use crate::errors::SupervisorError;
 
 /// Who opens approval gates: the supervisor itself, never an agent or a person.
-pub(crate) const ACTOR: &str = "loopx";
+pub(crate) const ACTOR: &str = loopx_vocab::actor::LOOPX;
 
 /// How every approval gate's context begins (`approval: agent=…`, `approval: notify …`).
 pub(crate) const APPROVAL_LINE: &str = "approval: ";

@@ -120,7 +120,7 @@ fn writer_resources(
     world: &World,
     todo: &Todo,
 ) -> Result<Option<loopx_adapters::ResourceLimits>, String> {
-    let Some(name) = todo.created_by.strip_prefix("agent:") else {
+    let Some(name) = loopx_vocab::Actor::of(&todo.created_by).agent() else {
         return Ok(None);
     };
     let agent = world
@@ -186,7 +186,7 @@ pub fn poll_due_with(
 
 /// Whether an agent reported this monitor (its check is that agent's code).
 fn by_an_agent(todo: &Todo) -> bool {
-    todo.created_by.starts_with("agent:")
+    loopx_vocab::Actor::of(&todo.created_by).is_agent()
 }
 
 /// The current goal's monitors that may be polled (every dependency finished).

@@ -54,7 +54,7 @@ pub(crate) fn renew_once(
         epoch,
         ttl,
     });
-    let actor = format!("agent:{agent}");
+    let actor = loopx_vocab::actor::agent(agent.as_str());
     match stores.with(project, |s| s.apply(op, &actor, clock.now())) {
         Ok(Applied::Todo(todo)) if todo.state.is_final() => Renewed::Finished,
         Ok(_) => Renewed::Kept,

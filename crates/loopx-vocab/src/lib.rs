@@ -16,12 +16,14 @@
 //! Stored types are encoded by position (postcard): variants are appended, never inserted or
 //! reordered (`docs/design/store-format.md`).
 
+pub mod actor;
 pub mod ids;
 pub mod kinds;
 pub mod outcome;
 pub mod permission;
 pub mod secrets;
 
+pub use actor::Actor;
 pub use ids::{
     AgentName, EvidenceId, GateId, GoalId, HandoffId, InvalidId, SliceId, TodoId, check_id,
 };

@@ -297,7 +297,7 @@ pub(crate) fn lease_max() -> Duration {
 
 /// Who writes on the slice's behalf.
 pub(crate) fn actor(setup: &AgentSetup) -> String {
-    format!("agent:{}", setup.agent.name)
+    loopx_vocab::actor::agent(setup.agent.name.as_str())
 }
 
 /// Where a slice's files go: `.loopx/slices/<id>.<ext>`, relative to the project root.

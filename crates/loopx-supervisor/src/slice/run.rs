@@ -557,7 +557,7 @@ fn record_spawned(
     process: ProcessIdentity,
     containment: &str,
 ) -> JoinHandle<()> {
-    let actor = format!("agent:{agent}");
+    let actor = loopx_vocab::actor::agent(agent.as_str());
     let pid = process.pid;
     let op = Op::SliceSpawned {
         slice,

@@ -24,7 +24,7 @@ pub(super) fn goal_amend(w: &Writer<'_>, amend: AmendGoal) -> Result<Applied, Ke
     // A goal's words are a person's: an agent that could rewrite them could widen its own
     // scope. (Inside a slice the store is out of the agent's reach; this holds for whatever
     // writes through the kernel in an agent's name.)
-    if !w.actor.starts_with("human:") {
+    if !loopx_vocab::Actor::of(w.actor).is_person() {
         return Err(Refused::AmendByAgent {
             actor: w.actor.to_owned(),
         }
@@ -397,7 +397,7 @@ pub(super) fn proposal_asked(w: &Writer<'_>, mut new: NewGate) -> Result<NewGate
     context.push(format!("why: {}", why.trim()));
     new.question = format!(
         "`{}` proposes to change the {} of goal {}: accept?",
-        w.actor.trim_start_matches("agent:"),
+        loopx_vocab::Actor::of(w.actor).name(),
         what.join(" and "),
         goal.id
     );
@@ -445,7 +445,7 @@ pub(super) fn proposal_accepted(w: &Writer<'_>, gate: &Gate) -> Result<(), Kerne
             permission: None,
             why: format!(
                 "{why} (proposed by `{}`, accepted in {})",
-                gate.asked_by.trim_start_matches("agent:"),
+                loopx_vocab::Actor::of(&gate.asked_by).name(),
                 gate.id
             ),
         },

@@ -25,7 +25,7 @@ pub const OPEN_TODOS: usize = 200;
 
 /// Refuses a question or goal proposal from an agent that keeps its cap of them open.
 pub(super) fn admit_gate(w: &Writer<'_>, kind: &GateKind) -> Result<(), KernelError> {
-    if !w.actor.starts_with("agent:") {
+    if !loopx_vocab::Actor::of(w.actor).is_agent() {
         return Ok(());
     }
     let (proposal, what, cap, hint) = match kind {
@@ -54,7 +54,7 @@ pub(super) fn admit_gate(w: &Writer<'_>, kind: &GateKind) -> Result<(), KernelEr
 
 /// Refuses a todo or monitor from an agent that keeps its cap of them open.
 pub(super) fn admit_todo(w: &Writer<'_>, new: &NewTodo) -> Result<(), KernelError> {
-    if !w.actor.starts_with("agent:") {
+    if !loopx_vocab::Actor::of(w.actor).is_agent() {
         return Ok(());
     }
     let monitor = new.monitor.is_some();

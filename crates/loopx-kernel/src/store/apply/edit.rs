@@ -31,7 +31,7 @@ impl EditTodo {
 pub(super) fn edit(w: &Writer<'_>, edit: EditTodo) -> Result<Applied, KernelError> {
     // A todo's words are the task an agent is held to: an agent that could rewrite them
     // could rewrite what its done is judged against.
-    if !w.actor.starts_with("human:") {
+    if !loopx_vocab::Actor::of(w.actor).is_person() {
         return Err(Refused::EditByAgent {
             actor: w.actor.to_owned(),
         }

@@ -104,7 +104,7 @@ pub(super) fn goal_set_status_by(
     to: GoalStatus,
     agents_close: bool,
 ) -> Result<Applied, KernelError> {
-    let by_an_agent = w.actor.starts_with("agent:");
+    let by_an_agent = loopx_vocab::Actor::of(w.actor).is_agent();
     if to != GoalStatus::Done || !by_an_agent || agents_close {
         return goal_set_status(w, goal, to);
     }
@@ -187,7 +187,7 @@ pub(super) fn goal_set_status(
     }
     // An agent ends a goal only where the project lets it (`goal_set_status_by`), and never
     // over open work.
-    if to == GoalStatus::Done && w.actor.starts_with("agent:") {
+    if to == GoalStatus::Done && loopx_vocab::Actor::of(w.actor).is_agent() {
         refuse_over_open_work(w, target)?;
     }
     let mut goal = target.clone();
@@ -564,9 +564,8 @@ pub(super) fn handoff_add(w: &Writer<'_>, new: NewHandoff) -> Result<Applied, Ke
 /// hold that claim (or have finished the todo under it). A person who presents an epoch must
 /// present the current claim's, or the one the todo was finished under.
 fn check_claim(w: &Writer<'_>, todo: &Todo, epoch: Option<u64>) -> Result<(), KernelError> {
-    let agent = w
-        .actor
-        .strip_prefix("agent:")
+    let agent = loopx_vocab::Actor::of(w.actor)
+        .agent()
         .and_then(|name| name.parse::<AgentName>().ok());
     let Some(epoch) = epoch else {
         // An agent writing about a todo without presenting a claim may not write into a

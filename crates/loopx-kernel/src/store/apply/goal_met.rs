@@ -18,7 +18,7 @@ use crate::store::writer::Writer;
 
 /// The agent writing says `goal` is met: the question to a person, opened (or the open one).
 pub(super) fn agent_says_met(w: &Writer<'_>, goal: &Goal) -> Result<Applied, KernelError> {
-    let who = w.actor.strip_prefix("agent:").unwrap_or(w.actor);
+    let who = loopx_vocab::Actor::of(w.actor).name();
     let question = crate::limits::clip(
         &format!(
             "Agent `{who}` says goal {} ({}) is met: is it?",

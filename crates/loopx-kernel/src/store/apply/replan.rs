@@ -76,7 +76,7 @@ pub(super) fn apply(w: &Writer<'_>, op: ReplanTodo) -> Result<Applied, KernelErr
     let todo: Todo = w.require(tables::TODOS, id.0, "todo", id)?;
     let record: SliceRecord = w.require(tables::SLICES, slice.0, "slice", slice)?;
     re_planning(w, &record, &todo)?;
-    if todo.created_by.starts_with("human:") {
+    if loopx_vocab::Actor::of(&todo.created_by).is_person() {
         return Err(Refused::PersonsTodo {
             todo: id,
             person: todo.created_by.clone(),
@@ -136,7 +136,7 @@ pub(super) fn apply(w: &Writer<'_>, op: ReplanTodo) -> Result<Applied, KernelErr
 /// its own agent.
 fn re_planning(w: &Writer<'_>, slice: &SliceRecord, todo: &Todo) -> Result<(), KernelError> {
     let not = |why: String| -> KernelError { Refused::NotReplanning { why }.into() };
-    if w.actor != format!("agent:{}", slice.agent) {
+    if loopx_vocab::Actor::of(w.actor).agent() != Some(slice.agent.as_str()) {
         return Err(not(format!(
             "`{}` does not write for slice {} (agent `{}`)",
             w.actor, slice.id, slice.agent

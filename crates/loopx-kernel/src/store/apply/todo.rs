@@ -42,14 +42,18 @@ pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> 
     }
     // A check an agent wrote runs with no more rights than the sandbox gives: a profile (its
     // environment, its secrets, its permission) is a person's to give.
-    if new.monitor.as_ref().is_some_and(|m| m.profile.is_some()) && w.actor.starts_with("agent:") {
+    if new.monitor.as_ref().is_some_and(|m| m.profile.is_some())
+        && loopx_vocab::Actor::of(w.actor).is_agent()
+    {
         return Err(Invalid::Other(
             "only a person may give a monitor's check a profile; an agent's check runs in the read-only sandbox".to_owned(),
         )
         .into());
     }
     // Pins are loopx's record of what a person's check ran when the person added it.
-    if new.monitor.as_ref().is_some_and(|m| !m.pins.is_empty()) && !w.actor.starts_with("human:") {
+    if new.monitor.as_ref().is_some_and(|m| !m.pins.is_empty())
+        && !loopx_vocab::Actor::of(w.actor).is_person()
+    {
         return Err(Invalid::Other(
             "only a person's monitor pins the files its check runs; loopx pins them where a person adds it".to_owned(),
         )
@@ -464,8 +468,8 @@ pub(super) fn finish_as_writer(
     agent: Option<&AgentName>,
     epoch: Option<u64>,
 ) -> Result<Applied, KernelError> {
-    let holder = agent.map(|a| format!("agent:{a}"));
-    if w.actor.starts_with("agent:") && (epoch.is_none() || holder.as_deref() != Some(w.actor)) {
+    let actor = loopx_vocab::Actor::of(w.actor);
+    if actor.is_agent() && (epoch.is_none() || actor.agent() != agent.map(AgentName::as_str)) {
         return Err(crate::errors::Refused::FinishByAgent {
             actor: w.actor.to_owned(),
             todo: id,
