@@ -216,3 +216,39 @@ fn the_goal_and_its_state_show_in_lark_and_follow_it_to_done() {
     );
     stop(run);
 }
+
+/// `loopx lark sync` says in the chat what it put back, as `loopx run` does: here a change no
+/// record-change event accounts for (no run heard one).
+#[test]
+fn lark_sync_says_in_the_chat_what_it_put_back() {
+    let server = LarkServer::start("cli_test", SECRET, "bascnTest").expect("server");
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Ship the retry client"]);
+    loopx.write_config(format!(
+        "[lark]\nbase_url = \"{}\"\napp_id = \"cli_test\"\n[lark.board]\napp_token = \"bascnTest\"\n[lark.questions]\nchat_id = \"oc_team\"\nanswerers = [\"ou_ann\"]\nlisten = \"127.0.0.1:{}\"\n",
+        server.url(),
+        free_port()
+    ));
+    loopx.ok(&["todo", "add", "Add retry"]);
+    let sync = || {
+        let env = [
+            ("LOOPX_LARK_APP_SECRET", SECRET),
+            ("LOOPX_LARK_VERIFICATION_TOKEN", crate::lark::TOKEN),
+            ("LOOPX_LARK_ENCRYPT_KEY", crate::lark::KEY),
+        ];
+        let run = loopx.run_env(&["lark", "sync"], &env);
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    };
+    sync();
+    server.edit_as("ou_ann", "t1", json!({"Priority": 4}));
+    sync();
+    assert_eq!(record(&server, "t1")["Priority"], 0, "put back");
+    let said = cards_saying(&server, "put back");
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains(
+            r#"The change of the Priority of "Add retry" (t1) to "4" was put back: Lark did not say who made it"#
+        ),
+        "{said:?}"
+    );
+}
