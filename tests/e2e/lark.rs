@@ -654,5 +654,9 @@ fn an_agent_s_flood_of_questions_is_a_few_cards_and_a_digest() {
         .map(|n| format!("q{n}"))
         .collect();
     assert_eq!(asked, ["q1", "q2", "q3", "q4", "q5"], "one agent's cards");
-    assert_eq!(state.messages.len(), 7, "5 cards, the digest, the person's");
+    assert_eq!(
+        state.messages.len(),
+        8,
+        "5 cards, the digest, the person's, the goal's"
+    );
 }

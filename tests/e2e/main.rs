@@ -20,6 +20,7 @@ mod goals;
 mod lark;
 mod lark_flowback;
 mod lark_listener;
+mod lark_words;
 mod lifecycle;
 mod logging;
 mod monitors;

@@ -23,6 +23,7 @@ use loopx_kernel::model::{Blocks, Gate, GateState};
 use serde_json::{Value, json};
 
 use crate::api::{Client, LarkError};
+use crate::words::{Names, gate_text, quote};
 
 /// Longest context shown on a card; the rest is in `loopx gate show`.
 const CONTEXT: usize = 1500;
@@ -77,6 +78,7 @@ pub fn post_questions(
     // Each question with whom it counts against, a person's and loopx's first: they are never
     // held back by the agents' rate.
     let planted = monitors_planted(app)?;
+    let names = Names::load(app)?;
     let mut gates: Vec<(Gate, String)> = app
         .gates(true)?
         .into_iter()
@@ -97,9 +99,8 @@ pub fn post_questions(
                     waiting.push(gate);
                     continue;
                 }
-                let answerable = questions.approvals || !loopx_app::gate::is_approval(gate);
-                let message_id =
-                    client.send_card(&questions.chat_id, &question_card(gate, answerable))?;
+                let card = question_card(gate, questions.approvals, &names);
+                let message_id = client.send_card(&questions.chat_id, &card)?;
                 posted.insert(
                     key,
                     Posted {
@@ -221,8 +222,12 @@ pub fn digest_card(waiting: &[&Gate]) -> Value {
         .iter()
         .take(DIGEST_LINES)
         .map(|g| {
-            let question: String = g.question.chars().take(120).collect();
-            format!("{} ({}): {question}", g.id, g.asked_by)
+            let question = crate::words::flat(&gate_text(g, &g.question), 120);
+            format!(
+                "{}: {question} (asked by {})",
+                g.id,
+                crate::words::actor(&g.asked_by)
+            )
         })
         .collect();
     if waiting.len() > DIGEST_LINES {
@@ -234,7 +239,7 @@ pub fn digest_card(waiting: &[&Gate]) -> Value {
         vec![
             plain(&lines.join("\n")),
             plain(&format!(
-                "Agents' questions get at most {AGENT_CARDS} cards in {} minutes ({CARDS_PER_AGENT} for one agent), to keep this chat readable; the rest get theirs as that frees. Answer any now with `loopx gate answer`, or on the board.",
+                "Agents' questions get at most {AGENT_CARDS} cards in {} minutes ({CARDS_PER_AGENT} for one agent), to keep this chat readable; the rest get theirs as that frees. Answer any of them now on the loopx board or in the terminal.",
                 WINDOW_MS / 60_000
             )),
         ],
@@ -251,18 +256,42 @@ pub enum CardsError {
     File { path: String, why: String },
 }
 
-/// The card of an open question.
-pub fn question_card(gate: &Gate, answerable: bool) -> Value {
-    let mut elements = vec![plain(&gate.question)];
-    let context = gate.context.trim();
+/// How a question is answered, in words: with a button on its card when it has options and
+/// its card has buttons (`cards`: the cards are posted; `approvals`: approvals take a press),
+/// else on the local board or in the terminal.
+pub fn how_to_answer(gate: &Gate, cards: bool, approvals: bool) -> &'static str {
+    if loopx_app::gate::is_approval(gate) && !approvals {
+        "An approval is answered at the machine, on the loopx board or in the terminal."
+    } else if gate.options.is_empty() {
+        "It takes an answer in words, on the loopx board or in the terminal."
+    } else if cards {
+        "Answer with a button on its card in the chat."
+    } else {
+        "Answer on the loopx board or in the terminal."
+    }
+}
+
+/// The card of an open question: the question and its context in words, who asked about
+/// which todo of which goal, what waits for the answer, and a button per option.
+pub fn question_card(gate: &Gate, approvals: bool, names: &Names) -> Value {
+    let answerable = approvals || !loopx_app::gate::is_approval(gate);
+    let mut elements = vec![plain(&gate_text(gate, &gate.question))];
+    let context = gate_text(gate, &gate.context);
     if !context.is_empty() {
         let clipped: String = context.chars().take(CONTEXT).collect();
         elements.push(plain(&clipped));
     }
+    let about = Names::todo_of(gate)
+        .map(|t| format!(" about {}", names.todo(t)))
+        .unwrap_or_default();
+    let goal = names
+        .goal_of(gate)
+        .map(|g| format!(", in {}", names.goal(g)))
+        .unwrap_or_default();
+    let asker = crate::words::actor(&gate.asked_by);
     elements.push(plain(&format!(
-        "Asked by {}; {}.",
-        gate.asked_by,
-        holds(&gate.blocks)
+        "Asked by {asker}{about}{goal}. {}",
+        holds(&gate.blocks, names)
     )));
     if answerable && !gate.options.is_empty() {
         for (i, option) in gate.options.iter().enumerate() {
@@ -275,11 +304,7 @@ pub fn question_card(gate: &Gate, answerable: bool) -> Value {
             }));
         }
     } else {
-        let why = match answerable {
-            true => "It takes an answer in words",
-            false => "An approval is answered at the machine",
-        };
-        elements.push(plain(&format!("{why}: {}", gate.answer_command())));
+        elements.push(plain(how_to_answer(gate, true, approvals)));
     }
     card(&format!("loopx asks ({})", gate.id), "orange", elements)
 }
@@ -287,17 +312,17 @@ pub fn question_card(gate: &Gate, answerable: bool) -> Value {
 /// The card of a question answered or withdrawn: the answer and who gave it, no buttons.
 pub fn closed_card(gate: &Gate) -> Value {
     let outcome = match &gate.answer {
-        Some(a) => format!("Answered \"{}\" by {} at {}.", a.text, a.by, a.at),
+        Some(a) => format!("Answered {} by {} at {}.", quote(&a.text, 200), a.by, a.at),
         None => "Withdrawn.".to_owned(),
     };
     card(
         &format!("loopx asked ({})", gate.id),
         "green",
-        vec![plain(&gate.question), plain(&outcome)],
+        vec![plain(&gate_text(gate, &gate.question)), plain(&outcome)],
     )
 }
 
-fn card(title: &str, template: &str, elements: Vec<Value>) -> Value {
+pub(crate) fn card(title: &str, template: &str, elements: Vec<Value>) -> Value {
     json!({
         "schema": "2.0",
         "config": {"update_multi": true},
@@ -306,34 +331,50 @@ fn card(title: &str, template: &str, elements: Vec<Value>) -> Value {
     })
 }
 
-fn plain(text: &str) -> Value {
+pub(crate) fn plain(text: &str) -> Value {
     json!({"tag": "div", "text": {"tag": "plain_text", "content": text}})
 }
 
-fn holds(blocks: &Blocks) -> String {
+/// What waits for the answer, in words.
+fn holds(blocks: &Blocks, names: &Names) -> String {
     match blocks {
-        Blocks::Global => "it holds back every agent".to_owned(),
-        Blocks::Agent(a) => format!("it holds back {a}"),
+        Blocks::Global => "Until it is answered, every agent waits.".to_owned(),
+        Blocks::Agent(a) => format!(
+            "Until it is answered, {} waits.",
+            crate::words::actor(&format!("agent:{a}"))
+        ),
         Blocks::Todos(todos) => {
-            let ids: Vec<String> = todos.iter().map(ToString::to_string).collect();
-            format!("it holds back {}", ids.join(", "))
+            let named: Vec<String> = todos.iter().map(|t| names.todo(*t)).collect();
+            let verb = if todos.len() == 1 { "waits" } else { "wait" };
+            format!("Until it is answered, {} {verb}.", named.join(", "))
         }
-        Blocks::Nothing => "it holds nothing back".to_owned(),
+        Blocks::Nothing => "Nothing waits for the answer.".to_owned(),
     }
 }
 
-fn load(path: &Path) -> Result<BTreeMap<String, Posted>, CardsError> {
+/// The JSON of one of loopx's projection files; `null` when there is none.
+pub(crate) fn read_json(path: &Path) -> Result<Value, CardsError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Value::Null),
         Err(e) => return Err(file_error(path, e.to_string())),
     };
-    let value: Value = serde_json::from_str(&text).map_err(|e| {
+    serde_json::from_str(&text).map_err(|e| {
         file_error(
             path,
-            format!("{e}; remove it and loopx posts the open questions again"),
+            format!("{e}; remove it and loopx posts its cards again"),
         )
-    })?;
+    })
+}
+
+/// Writes one of loopx's projection files whole, or not at all.
+pub(crate) fn write_json(path: &Path, value: &Value) -> Result<(), CardsError> {
+    loopx_app::projection::write_atomically(path, value.to_string().as_bytes())
+        .map_err(|e| file_error(path, e.to_string()))
+}
+
+fn load(path: &Path) -> Result<BTreeMap<String, Posted>, CardsError> {
+    let value = read_json(path)?;
     let mut out = BTreeMap::new();
     for (gate, card) in value.as_object().into_iter().flatten() {
         if let Some(id) = card["message_id"].as_str() {
@@ -366,8 +407,7 @@ fn save(path: &Path, posted: &BTreeMap<String, Posted>) -> Result<(), CardsError
             )
         })
         .collect();
-    loopx_app::projection::write_atomically(path, Value::Object(value).to_string().as_bytes())
-        .map_err(|e| file_error(path, e.to_string()))
+    write_json(path, &Value::Object(value))
 }
 
 fn file_error(path: &Path, why: String) -> CardsError {

@@ -23,7 +23,9 @@
 //! change by someone not allowed or by someone no event names, a move the kernel refuses — is
 //! refused: the pass then writes what the kernel says over it (a refused new row is deleted),
 //! and the refusal is recorded in the event log (`change_refused`, by the person the event names,
-//! or by `human:lark` when none does), logged, and counted in the board's health. Without
+//! or by `human:lark` when none does), logged, counted in the board's health, and kept
+//! ([`Taken::put_back`]) for the card that says in the chat what was put back and why
+//! ([`crate::putback`]). Without
 //! `answerers` nobody is allowed: every change is put back, and rows without a Todo ID are left
 //! alone, as a table only shown.
 
@@ -40,6 +42,7 @@ use serde_json::Value;
 use crate::api::Record;
 use crate::changes::Held;
 use crate::projection::{Row, TODO_ID};
+use crate::putback::{PutBack, Why};
 use crate::reconcile::text;
 
 /// What the people's changes came to.
@@ -49,6 +52,8 @@ pub struct Taken {
     pub applied: Vec<String>,
     /// Each change refused, in words, with why.
     pub refused: Vec<String>,
+    /// Each change refused, for the message in Lark that says what was put back and why.
+    pub put_back: Vec<PutBack>,
     /// New rows that became todos: record → todo.
     pub adopted: BTreeMap<String, TodoId>,
     /// New rows refused: deleted from the table.
@@ -113,7 +118,7 @@ enum Verdict {
     /// Made by this open_id, allowed.
     Take(String),
     /// Refused: by whom, if an event names them, and why.
-    Refuse { by: Option<String>, why: String },
+    Refuse { by: Option<String>, why: Why },
     /// Not known yet: left as it is for a later pass.
     Wait,
 }
@@ -130,7 +135,7 @@ impl Authors<'_> {
         let Some(held) = self.held else {
             return Verdict::Refuse {
                 by: None,
-                why: "no record-change event can say who made it (docs/lark.md)".to_owned(),
+                why: Why::ShownOnly,
             };
         };
         let field = self.field_ids.get(name).cloned().unwrap_or_default();
@@ -140,7 +145,7 @@ impl Authors<'_> {
                 true => Verdict::Take(cell.operator.clone()),
                 false => Verdict::Refuse {
                     by: Some(cell.operator.clone()).filter(|o| !o.is_empty()),
-                    why: "not one of the answerers".to_owned(),
+                    why: Why::NotAllowed,
                 },
             };
         }
@@ -155,7 +160,10 @@ impl Authors<'_> {
             ),
             None => "no record-change event says who made it".to_owned(),
         };
-        Verdict::Refuse { by: None, why }
+        Verdict::Refuse {
+            by: None,
+            why: Why::Unknown(why),
+        }
     }
 
     /// Whether this change was first seen less than the grace ago (then it is left waiting).
@@ -217,14 +225,18 @@ pub fn take(
                 }
                 Verdict::Refuse { by, why } => {
                     let change = change(&todo, name, have, by.as_deref(), last);
-                    refuse(people, by.as_deref(), Some(id), &change, &why, &mut taken);
+                    let put = PutBack::cell(row, name, &text(have), why);
+                    refuse(people, by.as_deref(), Some(id), &change, put, &mut taken);
                     continue;
                 }
             };
             let change = change(&todo, name, have, Some(&open_id), last);
             match apply(&as_person(people, &open_id), id, name, have) {
                 Ok(()) => taken.applied.push(change),
-                Err(why) => refuse(people, Some(&open_id), Some(id), &change, &why, &mut taken),
+                Err(why) => {
+                    let put = PutBack::cell(row, name, &text(have), why);
+                    refuse(people, Some(&open_id), Some(id), &change, put, &mut taken)
+                }
             }
         }
     }
@@ -249,7 +261,7 @@ fn change(todo: &str, name: &str, have: &Value, by: Option<&str>, last: &str) ->
 }
 
 /// Runs the one move a cell may make, as the person `app` acts for.
-fn apply(app: &App, id: TodoId, name: &str, have: &Value) -> Result<(), String> {
+fn apply(app: &App, id: TodoId, name: &str, have: &Value) -> Result<(), Why> {
     match (name, have) {
         ("Status", Value::String(s)) if s == "Dropped" => app
             .finish_todo(FinishTodo {
@@ -259,7 +271,7 @@ fn apply(app: &App, id: TodoId, name: &str, have: &Value) -> Result<(), String> 
                 epoch: None,
             })
             .map(drop)
-            .map_err(|e| e.to_string()),
+            .map_err(|e| Why::Refused(e.to_string())),
         ("Priority", Value::Number(n)) => match n.as_i64().and_then(|n| i32::try_from(n).ok()) {
             Some(priority) => app
                 .edit_todo(EditTodo {
@@ -269,11 +281,11 @@ fn apply(app: &App, id: TodoId, name: &str, have: &Value) -> Result<(), String> 
                     priority: Some(priority),
                 })
                 .map(drop)
-                .map_err(|e| e.to_string()),
-            None => Err("a priority is a whole number".to_owned()),
+                .map_err(|e| Why::Refused(e.to_string())),
+            None => Err(Why::NotWhole),
         },
-        ("Status", _) => Err("only a move to Dropped is taken; loopx moves the rest".to_owned()),
-        _ => Err(format!("`{name}` is loopx's to fill")),
+        ("Status", _) => Err(Why::LoopxMoves),
+        _ => Err(Why::LoopxFills(name.to_owned())),
     }
 }
 
@@ -303,7 +315,8 @@ fn new_row(people: &People<'_>, record: &Record, authors: &mut Authors<'_>, take
             }
             Verdict::Refuse { by, why } => {
                 let what = new_row_words(title, by.as_deref(), record);
-                refuse(people, by.as_deref(), None, &what, &why, taken);
+                let put = PutBack::row(title, why);
+                refuse(people, by.as_deref(), None, &what, put, taken);
                 taken.rejected.insert(record.id.clone());
                 return;
             }
@@ -336,7 +349,8 @@ fn new_row(people: &People<'_>, record: &Record, authors: &mut Authors<'_>, take
             taken.adopted.insert(record.id.clone(), todo.id);
         }
         Err(e) => {
-            refuse(people, Some(&open_id), None, &what, &e.to_string(), taken);
+            let put = PutBack::row(title, Why::Refused(e.to_string()));
+            refuse(people, Some(&open_id), None, &what, put, taken);
             taken.rejected.insert(record.id.clone());
         }
     }
@@ -350,18 +364,22 @@ fn new_row_words(title: &str, by: Option<&str>, record: &Record) -> String {
     }
 }
 
-/// Refuses `change` (the pass then puts the row back): counted, and recorded in the kernel's
-/// event log as `change_refused` by the person an event says made it. A refusal that cannot be recorded
-/// (the store busy past its wait) is still refused, and logged.
+/// Refuses `change` (the pass then puts the row back): counted, kept for the message in Lark
+/// that says so, and recorded in the kernel's event log as `change_refused` by the person an
+/// event says made it. A refusal that cannot be recorded (the store busy past its wait) is
+/// still refused, and logged.
 fn refuse(
     people: &People<'_>,
     open_id: Option<&str>,
     todo: Option<TodoId>,
     change: &str,
-    why: &str,
+    put: PutBack,
     taken: &mut Taken,
 ) {
+    let why = put.why.log();
     taken.refused.push(format!("{change}: {why}"));
+    taken.put_back.push(put);
+    let why = why.as_str();
     // Nobody named: the board itself (`human:lark`) records it.
     let app = match open_id {
         Some(open_id) => as_person(people, open_id),

@@ -29,6 +29,12 @@
 //!   record-change events and [`changes`] keeps who set which cell; [`flowback`] takes a change
 //!   only when that names an allowed person for the value the cell holds, never on a record's
 //!   `last_modified_by` (the last to touch any column of it).
+//! - **Written for people, not programmers.** Everything loopx writes to Lark goes through
+//!   [`words`]: todos and goals by their titles (`"Add stdev()" (t6)`), no command line and no
+//!   markdown; a question says how to answer it (its card's buttons) in words. [`goals`] says
+//!   each goal's state (active, waiting for a person, paused, done) in the Goal cell and on one
+//!   card per goal, changed as the goal moves. [`putback`] says in the chat what a pass put back
+//!   and why, what a person typed quoted and bounded, at a bounded rate.
 //! - **Kept in step by `loopx run`.** [`service`] runs a pass after each change the doorbell
 //!   announces, backs off on failure, and records its health for `loopx status`; it never
 //!   touches the run loop.
@@ -39,12 +45,15 @@ pub mod cards;
 pub mod changes;
 pub mod doctor;
 pub mod flowback;
+pub mod goals;
 pub mod listen;
 pub mod projection;
+pub mod putback;
 pub mod reconcile;
 pub mod service;
 pub mod slots;
 pub mod sync;
+pub mod words;
 
 pub use api::{Client, LarkError};
 pub use sync::{Board, SyncError, SyncReport};

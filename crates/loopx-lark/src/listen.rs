@@ -152,8 +152,15 @@ fn record_changed(answering: &Answering, event: &Value) -> (u16, Value) {
 /// when answered, the card showing it.
 fn press(answering: &Answering, open_id: &str, gate: &str, option: u32) -> Value {
     let toast = |kind: &str, text: String| json!({"toast": {"type": kind, "content": text}});
+    // A refusal in words: the kernel's errors end with the command that would help at the
+    // terminal, which nobody can type in Lark.
+    let refused = |e: &dyn std::fmt::Display| match crate::words::plain(&e.to_string()) {
+        why if why.is_empty() => toast("error", "loopx refused the answer".to_owned()),
+        why => toast("error", why),
+    };
     let Ok(id) = gate.parse::<GateId>() else {
-        return toast("error", format!("`{gate}` is not a question of loopx"));
+        let gate = crate::words::quote(gate, 40);
+        return toast("error", format!("{gate} is not a question of loopx"));
     };
     let app = App::new(
         answering.project.clone(),
@@ -169,7 +176,7 @@ fn press(answering: &Answering, open_id: &str, gate: &str, option: u32) -> Value
             );
         }
         Ok(_) => {}
-        Err(e) => return toast("error", e.to_string()),
+        Err(e) => return refused(&e),
     }
     match app.answer_gate(id, AnswerChoice::Option(option), None) {
         Ok(answered) => {
@@ -185,7 +192,7 @@ fn press(answering: &Answering, open_id: &str, gate: &str, option: u32) -> Value
         }
         Err(e) => {
             tracing::warn!(gate, open_id, error = %e, "an answer from Lark was refused");
-            toast("error", e.to_string())
+            refused(&e)
         }
     }
 }

@@ -6,8 +6,10 @@ use std::collections::HashMap;
 use loopx_app::board::{Column, blocking_gate};
 use loopx_app::{App, AppError};
 use loopx_kernel::TodoId;
-use loopx_kernel::model::{GateState, GoalStatus};
+use loopx_kernel::model::{Gate, GateState, GoalStatus};
 use serde_json::{Map, Value, json};
+
+use crate::words::{Names, gate_text, quote, unquote_code};
 
 /// Lark's field types loopx uses.
 pub const TEXT: i64 = 1;
@@ -52,8 +54,18 @@ pub struct Row {
     pub fields: Map<String, Value>,
 }
 
-/// Every row, in todo order.
-pub fn rows(app: &App) -> Result<Vec<Row>, AppError> {
+/// Where the board's questions are answered, for the Question cell's words.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Answers {
+    /// Question cards are posted to the chat (with a button per option).
+    pub cards: bool,
+    /// Approvals take a press on their card (`[lark.questions] approvals`).
+    pub approvals: bool,
+}
+
+/// Every row, in todo order. Text is in words (`crate::words`): the Question cell says how
+/// to answer, never a command, and the Goal cell says the goal's state.
+pub fn rows(app: &App, answers: Answers) -> Result<Vec<Row>, AppError> {
     let judge = app.evidence_judge(app.evidence_rules().unwrap_or_default());
     app.read(|s| {
         let goals: HashMap<_, _> = s
@@ -73,6 +85,21 @@ pub fn rows(app: &App) -> Result<Vec<Row>, AppError> {
             .filter(|g| g.state == GateState::Open)
             .collect();
         let running = s.running_slices()?;
+        let names = Names::new(
+            goals.values().cloned().collect(),
+            &todos,
+            s.current_goal()?.map(|g| g.id),
+        );
+        let by_goal = crate::goals::open_by_goal(&names, &gates);
+        let goal_cells: HashMap<_, _> = goals
+            .values()
+            .map(|g| {
+                let open = by_goal.get(&g.id).map_or(&[][..], Vec::as_slice);
+                let objective = crate::words::flat(&g.objective, 300);
+                let state = crate::goals::state(g, open);
+                (g.id, format!("{objective} ({}): {state}", g.id))
+            })
+            .collect();
         let mut newest = HashMap::new();
         let evidence = judge.all(s, s.evidence_newest(usize::MAX, |e| e.todo.is_some())?)?;
         for judged in evidence {
@@ -103,12 +130,8 @@ pub fn rows(app: &App) -> Result<Vec<Row>, AppError> {
                     None => format!("{}: {}", e.kind.as_str(), e.summary),
                 }
             });
-            let question = blocking_gate(todo, &gates)
-                .map(|g| format!("{} ({})", g.question, g.answer_command()));
-            let goal = goals
-                .get(&todo.goal)
-                .map(|g| format!("{}: {}", g.id, g.objective))
-                .unwrap_or_default();
+            let question = blocking_gate(todo, &gates).map(|g| question_cell(g, answers));
+            let goal = goal_cells.get(&todo.goal).cloned().unwrap_or_default();
             let mut fields = Map::new();
             let mut text = |name: &str, value: String| {
                 let value = clip(value.trim());
@@ -121,8 +144,11 @@ pub fn rows(app: &App) -> Result<Vec<Row>, AppError> {
             text("Agent", agent);
             text("Goal", goal);
             text(TODO_ID, todo.id.to_string());
-            text("Latest handoff", handoff.unwrap_or_default());
-            text("Latest evidence", evidence.unwrap_or_default());
+            text("Latest handoff", unquote_code(&handoff.unwrap_or_default()));
+            text(
+                "Latest evidence",
+                unquote_code(&evidence.unwrap_or_default()),
+            );
             text("Question", question.unwrap_or_default());
             fields.insert("Priority".into(), json!(todo.priority));
             fields.insert("Updated".into(), json!(todo.updated_at.0));
@@ -133,6 +159,22 @@ pub fn rows(app: &App) -> Result<Vec<Row>, AppError> {
         }
         Ok(rows)
     })
+}
+
+/// The Question cell: the question, its options, and how to answer it, in words
+/// (`Which variance? Choose "population" or "sample". Answer with a button on its card in the
+/// chat. (q5)`).
+fn question_cell(gate: &Gate, answers: Answers) -> String {
+    let mut cell = gate_text(gate, &gate.question);
+    let options: Vec<String> = gate.options.iter().map(|o| quote(o, 40)).collect();
+    if let Some((last, first)) = options.split_last() {
+        match first.is_empty() {
+            true => cell.push_str(&format!(" Answer {last}.")),
+            false => cell.push_str(&format!(" Choose {} or {last}.", first.join(", "))),
+        }
+    }
+    let how = crate::cards::how_to_answer(gate, answers.cards, answers.approvals);
+    format!("{cell} {how} ({})", gate.id)
 }
 
 fn clip(text: &str) -> String {

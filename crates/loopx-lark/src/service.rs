@@ -134,7 +134,14 @@ fn keep_in_step(
         error: None,
         detail: String::new(),
     };
-    let mut board = config.board.clone().map(Board::new);
+    let answers = crate::projection::Answers {
+        cards: config.questions.is_some(),
+        approvals: config.questions.as_ref().is_some_and(|q| q.approvals),
+    };
+    let mut board = config
+        .board
+        .clone()
+        .map(|b| Board::new(b).answered(answers));
     // Changes people make in the table are read this often, besides after every change here.
     let idle = config
         .board
@@ -173,7 +180,8 @@ fn keep_in_step(
     }
 }
 
-/// One pass: the table, then the cards; what they show, in words.
+/// One pass: the table (and a word in the chat for the changes it put back), then the
+/// questions' and the goals' cards; what they show, in words.
 fn pass(
     app: &App,
     client: &mut Client,
@@ -211,6 +219,10 @@ fn pass(
                     .map_or(String::new(), |r| format!(" (last: {r})"))
             ));
         }
+        if let Some(questions) = &config.questions {
+            crate::putback::tell(app, client, &questions.chat_id, &taken.put_back)
+                .map_err(|e| e.to_string())?;
+        }
     }
     if let Some(questions) = &config.questions {
         let report =
@@ -224,6 +236,7 @@ fn pass(
                 n => format!(", {n} of agents' waiting on the digest card"),
             }
         ));
+        crate::goals::keep_cards(app, client, questions).map_err(|e| e.to_string())?;
     }
     Ok(said.join("; "))
 }

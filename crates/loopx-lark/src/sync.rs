@@ -63,6 +63,8 @@ pub struct Board {
     waiting: Waiting,
     /// Lark was asked to send the Base's record-change events.
     subscribed: bool,
+    /// Where its questions are answered, for the Question cell's words.
+    answers: projection::Answers,
 }
 
 impl Board {
@@ -74,7 +76,14 @@ impl Board {
             field_ids: BTreeMap::new(),
             waiting: Waiting::default(),
             subscribed: false,
+            answers: projection::Answers::default(),
         }
+    }
+
+    /// The board whose questions are answered as `answers` says (on cards in the chat, or
+    /// only on the local board and in the terminal).
+    pub fn answered(self, answers: projection::Answers) -> Board {
+        Board { answers, ..self }
     }
 
     /// Brings the table in step with the kernel: the table (created when none is configured
@@ -124,7 +133,7 @@ impl Board {
         }
         let records = client.records(&app_token, &table)?;
         let read_ms = changes::now_ms();
-        let shown = projection::rows(app)?;
+        let shown = projection::rows(app, self.answers)?;
         let held = people.events.as_ref().map(|(path, _)| Held::load(path));
         let mut authors = Authors {
             held: held.as_ref(),
@@ -139,7 +148,7 @@ impl Board {
         // What people changed is in the kernel now (or refused): show the kernel as it is.
         let rows = match report.taken.applied.is_empty() {
             true => shown,
-            false => projection::rows(app)?,
+            false => projection::rows(app, self.answers)?,
         };
         let names: Vec<&str> = FIELDS.iter().map(|(n, _)| *n).collect();
         let plan = reconcile::plan(&rows, &records, &names, &report.taken);

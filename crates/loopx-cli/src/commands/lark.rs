@@ -1,5 +1,7 @@
 //! `loopx lark sync`: one full reconciliation of the Lark board (`docs/lark.md`).
 
+use std::io::Write;
+
 use crate::args::LarkCommand;
 use crate::context::Ctx;
 use crate::errors::ExpectedError;
@@ -54,7 +56,14 @@ fn sync(ctx: &mut Ctx) -> Result<(), ExpectedError> {
             )
         }),
     };
-    let report = match loopx_lark::Board::new(board.clone()).sync(&app, &mut client, &people) {
+    // Questions are answered on cards where a running `loopx run` posts them: with
+    // `[lark.questions]` and both callback secrets.
+    let answers = loopx_lark::projection::Answers {
+        cards: lark.questions.is_some() && callback,
+        approvals: lark.questions.as_ref().is_some_and(|q| q.approvals),
+    };
+    let mut board_sync = loopx_lark::Board::new(board.clone()).answered(answers);
+    let report = match board_sync.sync(&app, &mut client, &people) {
         Ok(report) => report,
         Err(loopx_lark::SyncError::App(e)) => return Err(e.into()),
         Err(loopx_lark::SyncError::Lark(e)) if e.is_transient() => {
@@ -65,6 +74,23 @@ fn sync(ctx: &mut Ctx) -> Result<(), ExpectedError> {
         }
         Err(e) => return Err(ExpectedError::Config(e.to_string())),
     };
+    // The changes it put back are said in the questions' chat, as `loopx run` says them.
+    if let Some(questions) = lark.questions.as_ref().filter(|_| callback) {
+        let told = loopx_lark::putback::tell(
+            &app,
+            &mut client,
+            &questions.chat_id,
+            &report.taken.put_back,
+        );
+        if let Err(e) = told {
+            let line = format!("note: could not say in Lark's chat what was put back: {e}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "{}",
+                crate::output::safe_line(&line, false)
+            );
+        }
+    }
     if ctx.json {
         return ctx.json_out(&serde_json::json!({
             "format_version": 1,
