@@ -294,7 +294,7 @@ pub enum GateKind {
 }
 
 /// Who loopx's own gates are asked by.
-pub const LOOPX_ACTOR: &str = "loopx";
+pub const LOOPX_ACTOR: &str = loopx_vocab::actor::LOOPX;
 
 /// The options of a rollback or scope gate, in order.
 pub const ROLLBACK_OPTIONS: [&str; 2] = ["keep", "rollback"];

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use loopx_adapters::LarkQuestions;
 use loopx_app::{App, AppError};
 use loopx_kernel::model::{Blocks, Gate, GateState};
+use loopx_vocab::Actor;
 use serde_json::{Value, json};
 
 use crate::api::{Client, LarkError};
@@ -87,7 +88,7 @@ pub fn post_questions(
             (g, asker)
         })
         .collect();
-    gates.sort_by_key(|(g, asker)| (asker.starts_with("agent:"), g.id));
+    gates.sort_by_key(|(g, asker)| (Actor::of(asker).is_agent(), g.id));
     let now = app.now().0;
     let mut report = CardsReport::default();
     let mut waiting = Vec::new();
@@ -95,7 +96,7 @@ pub fn post_questions(
         let key = gate.id.to_string();
         match (gate.state, posted.get(&key)) {
             (GateState::Open, None) => {
-                if asker.starts_with("agent:") && !room_for(&posted, asker, now) {
+                if Actor::of(asker).is_agent() && !room_for(&posted, asker, now) {
                     waiting.push(gate);
                     continue;
                 }
@@ -150,7 +151,7 @@ fn monitors_planted(app: &App) -> Result<BTreeMap<loopx_kernel::TodoId, String>,
     let todos = app.read(|s| s.todos())?;
     Ok(todos
         .into_iter()
-        .filter(|t| t.is_monitor() && t.created_by.starts_with("agent:"))
+        .filter(|t| t.is_monitor() && Actor::of(&t.created_by).is_agent())
         .map(|t| (t.id, t.created_by))
         .collect())
 }
@@ -162,7 +163,7 @@ fn room_for(posted: &BTreeMap<String, Posted>, asker: &str, now: u64) -> bool {
         .iter()
         .filter(|(key, p)| {
             key.as_str() != DIGEST
-                && p.asked_by.starts_with("agent:")
+                && Actor::of(&p.asked_by).is_agent()
                 && now.saturating_sub(p.posted_at) < WINDOW_MS
         })
         .map(|(_, p)| p)
@@ -341,7 +342,7 @@ fn holds(blocks: &Blocks, names: &Names) -> String {
         Blocks::Global => "Until it is answered, every agent waits.".to_owned(),
         Blocks::Agent(a) => format!(
             "Until it is answered, {} waits.",
-            crate::words::actor(&format!("agent:{a}"))
+            crate::words::actor(&loopx_vocab::actor::agent(a.as_str()))
         ),
         Blocks::Todos(todos) => {
             let named: Vec<String> = todos.iter().map(|t| names.todo(*t)).collect();

@@ -111,16 +111,13 @@ impl Names {
 
 /// Who asked, in words: `the agent "rev"`, `a person in Lark`, `ann`, `loopx`.
 pub fn actor(actor: &str) -> String {
-    if let Some(agent) = actor.strip_prefix("agent:") {
-        format!("the agent {}", quote(agent, 40))
-    } else if actor.starts_with("human:lark") {
-        "a person in Lark".to_owned()
-    } else if let Some(person) = actor.strip_prefix("human:") {
-        quote(person, 40)
-    } else if actor == loopx_kernel::model::LOOPX_ACTOR {
-        "loopx".to_owned()
-    } else {
-        quote(actor, 40)
+    use loopx_vocab::Actor;
+    match Actor::of(actor) {
+        Actor::Agent(agent) => format!("the agent {}", quote(agent, 40)),
+        Actor::Person(person) if person.starts_with("lark") => "a person in Lark".to_owned(),
+        Actor::Person(person) => quote(person, 40),
+        Actor::Loopx => "loopx".to_owned(),
+        Actor::Other(other) => quote(other, 40),
     }
 }
 
