@@ -16,6 +16,7 @@ mod escape;
 mod first_hour;
 mod first_week;
 mod freshness;
+mod goal_base;
 mod goals;
 mod lark;
 mod lark_flowback;

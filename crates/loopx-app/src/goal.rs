@@ -1,7 +1,10 @@
 //! Goals: started (with the isolation a person chose or git allows), amended, paused,
 //! resumed, done.
-//! A worktree goal's id comes from the kernel before any branch is made.
+//! A worktree goal's id comes from the kernel before any branch is made. It starts from the
+//! person's checkout, or (`--from g1`) from a goal's branch; either way a finished goal's
+//! branch with work the start lacks is named, with the merge that brings it in.
 
+use loopx_git::clean::{Unmerged, unmerged_into};
 use loopx_git::worktree::{Repo, integration_branch, short};
 use loopx_kernel::model::{Goal, GoalRevision, GoalStatus, Isolation};
 use loopx_kernel::store::{AmendGoal, Amended, NewGoal, SetGoalStatus};
@@ -22,6 +25,8 @@ pub struct StartGoal {
     pub isolation: Option<IsolationMode>,
     /// Start from the last commit although the work tree has uncommitted changes.
     pub from_head: bool,
+    /// Start the goal's branch from this goal's branch instead of the person's checkout.
+    pub from: Option<GoalId>,
 }
 
 /// A goal started, and a warning when its integration branch could not be made yet (its
@@ -30,6 +35,10 @@ pub struct StartGoal {
 pub struct Started {
     pub goal: Goal,
     pub warning: Option<String>,
+    /// The goal whose branch it started from (`--from`).
+    pub from: Option<GoalId>,
+    /// Finished goals whose branches hold work the goal's start lacks.
+    pub unmerged: Vec<Unmerged>,
 }
 
 impl App {
@@ -39,7 +48,13 @@ impl App {
         // check below looks for are named after it, and the kernel refuses the start if
         // another goal took it meanwhile.
         let next = store.read(|s| s.next_goal_id())?;
-        let (isolation, repo) = self.isolation_for(start.isolation, start.from_head, next)?;
+        let (isolation, repo) =
+            self.isolation_for(start.isolation, start.from_head, start.from, next)?;
+        // Read before the new goal exists: the finished goals, whose work it may lack.
+        let finished = match &repo {
+            Some(_) => self.finished_worktree_goals()?,
+            None => Vec::new(),
+        };
         let goal = store.run(
             NewGoal {
                 id: Some(next),
@@ -52,16 +67,27 @@ impl App {
             &self.caller().actor,
             self.now(),
         )?;
-        let warning = match (&repo, &isolation) {
+        let (warning, unmerged) = match (&repo, &isolation) {
             (Some(repo), Isolation::Worktree { base }) => {
                 loopx_git::worktree::ignore_worktrees(self.root());
-                repo.start_integration(goal.id, base)
+                let warning = repo
+                    .start_integration(goal.id, base)
                     .err()
-                    .map(|e| e.to_string())
+                    .map(|e| e.to_string());
+                let finished: Vec<(GoalId, &str)> = finished
+                    .iter()
+                    .filter_map(|g| Some((g.id, g.isolation.base()?)))
+                    .collect();
+                (warning, unmerged_into(repo, &finished, base))
             }
-            _ => None,
+            _ => (None, Vec::new()),
         };
-        Ok(Started { goal, warning })
+        Ok(Started {
+            goal,
+            warning,
+            from: start.from,
+            unmerged,
+        })
     }
 
     /// Pauses, resumes or finishes a goal (`None`: the current one).
@@ -90,6 +116,16 @@ impl App {
         self.read(|s| s.goals())
     }
 
+    /// The finished (done or archived) goals whose agents worked in worktrees: what they left
+    /// on branches is the person's to merge or remove.
+    pub(crate) fn finished_worktree_goals(&self) -> Result<Vec<Goal>, AppError> {
+        let mut goals = self.goals()?;
+        goals.retain(|g| {
+            matches!(g.status, GoalStatus::Done | GoalStatus::Archived) && g.isolation.is_worktree()
+        });
+        Ok(goals)
+    }
+
     /// A goal, or (`None`) the current one.
     pub fn goal(&self, id: Option<GoalId>) -> Result<Goal, AppError> {
         match id {
@@ -110,23 +146,33 @@ impl App {
 
     /// Where a new goal's agents work, and the repository when they work in worktrees: a git
     /// project isolates by default, and one with uncommitted changes is asked about, never
-    /// silently included or left out.
+    /// silently included or left out. `from`: the goal whose branch's tip it starts at.
     fn isolation_for(
         &self,
         asked: Option<IsolationMode>,
         from_head: bool,
+        from: Option<GoalId>,
         next: GoalId,
     ) -> Result<(Isolation, Option<Repo>), AppError> {
         let usage = |e: loopx_git::GitError| AppError::Usage(e.to_string());
         if asked == Some(IsolationMode::Shared) {
+            if let Some(from) = from {
+                return Err(AppError::Usage(format!(
+                    "`--from {from}` starts the goal's branch from {from}'s, and `--isolation shared` gives the goal no branch: its agents work in your tree\n(hint: leave out one of them)"
+                )));
+            }
             return Ok((Isolation::Shared, None));
         }
         let repo = match Repo::of(self.root()) {
             Ok(repo) => repo,
-            Err(_) if asked.is_none() => return Ok((Isolation::Shared, None)),
+            Err(_) if asked.is_none() && from.is_none() => return Ok((Isolation::Shared, None)),
             Err(why) => {
+                let (what, flag) = match from {
+                    Some(from) => (format!("--from {from}"), "--from"),
+                    None => ("--isolation worktree".to_owned(), "--isolation"),
+                };
                 return Err(AppError::Usage(format!(
-                    "`--isolation worktree` needs a git repository: {why}\n(hint: `git init` and commit, or leave out `--isolation`)"
+                    "`{what}` needs a git repository: {why}\n(hint: `git init` and commit, or leave out `{flag}`)"
                 )));
             }
         };
@@ -135,24 +181,10 @@ impl App {
                 "{why}\n(hint: upgrade git, or `--isolation shared`)"
             ))
         })?;
-        let Some(base) = repo.commit("HEAD") else {
-            return Err(AppError::Usage(
-                "the repository has no commit yet, and a worktree goal starts from one\n(hint: commit what is there, or `--isolation shared`)".to_owned(),
-            ));
+        let base = match from {
+            Some(from) => self.branch_tip(&repo, from)?,
+            None => head_base(&repo, from_head)?,
         };
-        let dirty = repo.uncommitted().map_err(usage)?;
-        if !dirty.is_empty() && !from_head {
-            let named: Vec<&str> = dirty.iter().take(5).map(String::as_str).collect();
-            let more = match dirty.len() {
-                0..=5 => String::new(),
-                n => format!(" and {} more", n - 5),
-            };
-            return Err(AppError::Usage(format!(
-                "the work tree has uncommitted changes ({}{more}), and the goal's agents start from the last commit, {}, without them\n(hint: commit them to include them; `--from-head` to start without them; `--isolation shared` to let agents work in this tree)",
-                named.join(", "),
-                short(&base)
-            )));
-        }
         let branch = integration_branch(next);
         if repo.has_branch(&branch) {
             repo.start_integration(next, &base).map_err(usage)?;
@@ -168,6 +200,53 @@ impl App {
         }
         Ok((Isolation::Worktree { base }, Some(repo)))
     }
+
+    /// The tip of goal `from`'s branch, for `--from`: refused, saying why, when `from` is no
+    /// goal or has no branch.
+    fn branch_tip(&self, repo: &Repo, from: GoalId) -> Result<String, AppError> {
+        let Some(goal) = self.read(|s| s.goal(from))? else {
+            return Err(AppError::Usage(format!(
+                "`--from {from}`: there is no goal {from}\n(hint: `loopx goal list` lists the goals)"
+            )));
+        };
+        if !goal.isolation.is_worktree() {
+            return Err(AppError::Usage(format!(
+                "`--from {from}`: goal {from}'s agents worked in the project's own tree (isolation shared), so it has no branch to start from\n(hint: its work is in your checkout already: leave out `--from`)"
+            )));
+        }
+        let branch = integration_branch(from);
+        repo.commit(&format!("refs/heads/{branch}")).ok_or_else(|| {
+            AppError::Usage(format!(
+                "`--from {from}`: the branch {branch} does not exist (deleted with `git branch -D` or `loopx clean --all`?)\n(hint: leave out `--from` to start from your checkout, or make the branch again: `git branch {branch} COMMIT`)"
+            ))
+        })
+    }
+}
+
+/// The person's last commit, for a goal that starts from their checkout: refused while the
+/// work tree has changes it lacks, unless `from_head` says to start without them.
+fn head_base(repo: &Repo, from_head: bool) -> Result<String, AppError> {
+    let Some(base) = repo.commit("HEAD") else {
+        return Err(AppError::Usage(
+            "the repository has no commit yet, and a worktree goal starts from one\n(hint: commit what is there, or `--isolation shared`)".to_owned(),
+        ));
+    };
+    let dirty = repo
+        .uncommitted()
+        .map_err(|e| AppError::Usage(e.to_string()))?;
+    if !dirty.is_empty() && !from_head {
+        let named: Vec<&str> = dirty.iter().take(5).map(String::as_str).collect();
+        let more = match dirty.len() {
+            0..=5 => String::new(),
+            n => format!(" and {} more", n - 5),
+        };
+        return Err(AppError::Usage(format!(
+            "the work tree has uncommitted changes ({}{more}), and the goal's agents start from the last commit, {}, without them\n(hint: commit them to include them; `--from-head` to start without them; `--isolation shared` to let agents work in this tree)",
+            named.join(", "),
+            short(&base)
+        )));
+    }
+    Ok(base)
 }
 
 /// The commands that bring a done worktree goal's work into the person's branch.
@@ -178,7 +257,7 @@ pub fn merge_commands(goal: &Goal) -> Vec<String> {
         format!("  git log --first-parent --oneline HEAD..{into}   # what landed"),
         format!("  git merge --no-ff {into}                        # or: git rebase {into}"),
         format!(
-            "Todo branches ({into}-t…) are kept; delete them when you no longer need them: git branch --list '{into}-*'"
+            "Its worktrees and todo branches ({into}-t…) are kept: `loopx clean` removes them, and {into} once it is merged."
         ),
     ]
 }

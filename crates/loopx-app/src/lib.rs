@@ -21,6 +21,7 @@
 //!   the unit of consistency.
 
 pub mod board;
+pub mod clean;
 mod config;
 mod error;
 pub mod evidence;

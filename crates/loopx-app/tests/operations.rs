@@ -30,6 +30,7 @@ fn start(app: &App) {
         share: 1.0,
         isolation: None,
         from_head: false,
+        from: None,
     })
     .expect("goal");
 }
@@ -85,6 +86,7 @@ fn asking_for_worktrees_outside_git_is_refused_as_usage() {
             share: 1.0,
             isolation: Some(IsolationMode::Worktree),
             from_head: false,
+            from: None,
         })
         .expect_err("no git repository");
     assert_eq!(refused.class(), ErrorClass::Usage);

@@ -69,6 +69,9 @@ pub enum Command {
     Diff(DiffArgs),
     /// Check the sandbox, the store, its integrity and its permissions (read-only).
     Doctor(DoctorArgs),
+    /// Remove what finished goals left: their worktrees, their todos' branches, and their
+    /// branches once merged into yours (`--all`: also unmerged ones).
+    Clean(CleanArgs),
     /// The board in a browser: todos by state, questions first, live transcripts, and the
     /// same changes as the CLI (served on 127.0.0.1 with a token; see docs/board.md).
     Board(BoardArgs),
@@ -140,6 +143,7 @@ impl Command {
             Command::Log(_) => "log",
             Command::Diff(_) => "diff",
             Command::Doctor(_) => "doctor",
+            Command::Clean(_) => "clean",
             Command::Board(_) => "board",
             Command::Profile(_) => "profile",
             Command::Adapter(_) => "adapter",
@@ -154,6 +158,17 @@ impl Command {
             Command::Man => "man",
         }
     }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CleanArgs {
+    /// List what would be removed, and remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Also remove work found nowhere else: goal branches not merged into your branch, todo
+    /// branches whose commits never landed, worktrees with uncommitted work.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -449,6 +464,10 @@ pub enum GoalCommand {
         /// in your checkout; the agents do not see them).
         #[arg(long)]
         from_head: bool,
+        /// Start the goal's branch from a finished goal's branch (`g1`: the tip of `loopx/g1`)
+        /// instead of your checkout, so its agents build on work you have not merged yet.
+        #[arg(long, value_name = "GOAL", conflicts_with = "from_head")]
+        from: Option<String>,
     },
     /// Amend the current goal (a person's command): its objective, scope or permission. The
     /// goal gets a new revision; every slice after it is told the change, and the next one

@@ -2,6 +2,7 @@
 
 mod agent;
 mod board;
+mod clean;
 mod demo;
 mod doctor;
 mod evidence;
@@ -48,6 +49,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Log(args) => log::run(ctx, args),
         Command::Diff(args) => todo::diff(ctx, args),
         Command::Doctor(args) => doctor::run(ctx, args.repair),
+        Command::Clean(args) => clean::run(ctx, args),
         Command::Board(args) => board::run(ctx, args),
         Command::Profile(cmd) => profile::run(ctx, cmd),
         Command::Adapter(cmd) => profile::adapter(ctx, cmd),

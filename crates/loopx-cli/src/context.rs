@@ -125,6 +125,17 @@ impl Ctx {
         Ok(())
     }
 
+    /// Writes a warning: a line of the human output, or on stderr beside `--json`, whose
+    /// stdout stays one document.
+    pub fn warn(&mut self, text: impl AsRef<str>) -> Result<(), ExpectedError> {
+        if !self.json {
+            return self.line(text);
+        }
+        let safe = crate::output::safe_line(text.as_ref(), false);
+        writeln!(std::io::stderr(), "{safe}")?;
+        Ok(())
+    }
+
     /// Writes one JSON document (an object carrying `format_version`).
     pub fn json_out(&mut self, value: &impl serde::Serialize) -> Result<(), ExpectedError> {
         serde_json::to_writer(&mut self.out, value).map_err(std::io::Error::from)?;

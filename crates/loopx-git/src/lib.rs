@@ -12,6 +12,9 @@
 //!   own branch in its own worktree, each slice is a checkpoint and a commit, and a done todo
 //!   lands on the goal's integration branch with a compare-and-swap
 //!   (`docs/design/worktrees.md`).
+//! - **Finished goals' leftovers** ([`clean`]): a finished goal's worktrees and branches,
+//!   removed on a person's word, never work found nowhere else unless told `all`; and whether
+//!   a finished goal's branch is in the commit a new goal starts from.
 //! - **What a slice's commit takes** ([`checkpoint`]): files it would copy into `.git` anew
 //!   are measured from their metadata first; past 10,000 files, 10 MiB for one or 100 MiB in
 //!   all, the rest is left out (and stays in the worktree), and the slice says what.
@@ -26,6 +29,7 @@
 //!   evidence and kernel operations.
 
 pub mod checkpoint;
+pub mod clean;
 pub mod scope;
 pub mod walk;
 pub mod work;

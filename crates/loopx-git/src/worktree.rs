@@ -69,7 +69,7 @@ pub fn worktree_dir(root: &Path, goal: GoalId, todo: TodoId) -> PathBuf {
 
 /// A todo's worktree, or (`None`) the goal's planning worktree: planning slices read what
 /// has landed, and what they write is not kept.
-fn seat_dir(root: &Path, goal: GoalId, todo: Option<TodoId>) -> PathBuf {
+pub(crate) fn seat_dir(root: &Path, goal: GoalId, todo: Option<TodoId>) -> PathBuf {
     goal_dir(root, goal).join(seat(todo))
 }
 
@@ -78,9 +78,9 @@ fn seat(todo: Option<TodoId>) -> String {
 }
 
 /// The name of the goal's planning worktree.
-const PLAN_SEAT: &str = "plan";
+pub(crate) const PLAN_SEAT: &str = "plan";
 
-fn goal_dir(root: &Path, goal: GoalId) -> PathBuf {
+pub(crate) fn goal_dir(root: &Path, goal: GoalId) -> PathBuf {
     root.join(STATE_DIR)
         .join(WORKTREES_DIR)
         .join(goal.to_string())
@@ -132,7 +132,7 @@ impl Repo {
         })
     }
 
-    fn git(&self, args: &[&str]) -> Result<String, GitError> {
+    pub(crate) fn git(&self, args: &[&str]) -> Result<String, GitError> {
         git_ok(&self.top, args)
     }
 
@@ -145,7 +145,7 @@ impl Repo {
             .filter(|s| !s.is_empty())
     }
 
-    fn branch_head(&self, branch: &str) -> Option<String> {
+    pub(crate) fn branch_head(&self, branch: &str) -> Option<String> {
         self.commit(&format!("refs/heads/{branch}"))
     }
 
@@ -1136,8 +1136,14 @@ fn run_check(
 
 /// Removes a todo's worktree (done or dropped); its branch stays.
 pub fn remove(root: &Path, goal: GoalId, todo: TodoId) -> Result<(), GitError> {
-    let dir = worktree_dir(root, goal, todo);
-    let record = gitdir_record(root, goal, Some(todo));
+    remove_seat(root, goal, Some(todo))
+}
+
+/// Removes a todo's worktree or (`None`) the goal's planning worktree, and loopx's records of
+/// it; no branch is touched.
+pub(crate) fn remove_seat(root: &Path, goal: GoalId, todo: Option<TodoId>) -> Result<(), GitError> {
+    let dir = seat_dir(root, goal, todo);
+    let record = gitdir_record(root, goal, todo);
     if dir.exists() {
         let repo = Repo::of(root)?;
         let dir_text = dir.to_string_lossy().into_owned();
@@ -1171,7 +1177,7 @@ pub fn remove(root: &Path, goal: GoalId, todo: TodoId) -> Result<(), GitError> {
             let _ = repo.git(&["worktree", "prune"]);
         }
     }
-    let _ = std::fs::remove_file(goal_dir(root, goal).join(format!("{todo}.index")));
+    let _ = std::fs::remove_file(goal_dir(root, goal).join(format!("{}.index", seat(todo))));
     let _ = std::fs::remove_file(record);
     Ok(())
 }

@@ -73,6 +73,12 @@ pub fn register(project: &Project) -> (Option<Presence>, Vec<Peer>) {
     (Some(Presence { _file: file, path }), peers)
 }
 
+/// The `loopx run`s working on `project` from this host now, for a person's command that
+/// must not change what they use (`loopx clean`).
+pub fn live(project: &Project) -> Vec<Peer> {
+    live_peers(&project.state_dir().join("supervisors"))
+}
+
 /// The supervisors whose files are still locked; stale files (their process gone) removed.
 fn live_peers(dir: &std::path::Path) -> Vec<Peer> {
     let Ok(entries) = std::fs::read_dir(dir) else {

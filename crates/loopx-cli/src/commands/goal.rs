@@ -2,6 +2,7 @@
 //! operations, shown.
 
 use loopx_app::goal::{StartGoal, merge_commands};
+use loopx_git::clean::Unmerged;
 use loopx_git::worktree::short;
 use loopx_kernel::GoalId;
 use loopx_kernel::model::{Goal, GoalRevision, GoalStatus, Isolation};
@@ -23,7 +24,9 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
             share,
             isolation,
             from_head,
+            from,
         } => {
+            let from = from.as_deref().map(from_goal).transpose()?;
             let started = app.start_goal(StartGoal {
                 objective,
                 scope,
@@ -31,11 +34,24 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
                 share,
                 isolation,
                 from_head,
+                from,
             })?;
             show_goal(ctx, &started.goal, "Started")?;
+            if let (Some(from), Some(base), false) =
+                (started.from, started.goal.isolation.base(), ctx.json)
+            {
+                ctx.line(format!(
+                    "It starts from {from}'s branch: {} is the tip of {}.",
+                    short(base),
+                    loopx_git::worktree::integration_branch(from)
+                ))?;
+            }
             if let Some(why) = started.warning {
                 // The goal exists; its first claim makes the branch, or fails saying why.
-                ctx.line(format!("warning: {why}"))?;
+                ctx.warn(format!("warning: {why}"))?;
+            }
+            for unmerged in &started.unmerged {
+                warn_unmerged(ctx, &started.goal, unmerged)?;
             }
             return Ok(());
         }
@@ -128,6 +144,36 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
         _ => "Finished",
     };
     show_goal(ctx, &goal, verb)
+}
+
+/// `--from g1`: a goal's id, or a word on what `--from` takes.
+fn from_goal(text: &str) -> Result<GoalId, ExpectedError> {
+    text.parse::<GoalId>().map_err(|_| {
+        ExpectedError::Usage(format!(
+            "`--from {text}` names no goal: `--from` takes a goal such as `g1`, whose branch loopx/g1 the new goal starts from\n(hint: to start from a branch of your own, check it out and leave out `--from`)"
+        ))
+    })
+}
+
+/// A finished goal's work that the goal just started lacks: what to do about it.
+fn warn_unmerged(ctx: &mut Ctx, goal: &Goal, unmerged: &Unmerged) -> Result<(), ExpectedError> {
+    let Unmerged {
+        goal: done,
+        branch,
+        commits,
+    } = unmerged;
+    let base = goal.isolation.base().map(short).unwrap_or_default();
+    let commits = loopx_git::clean::commits(*commits);
+    let new = goal.id;
+    ctx.warn(format!(
+        "warning: {done} is done, and its branch {branch} has {commits} that {new} starts without (it starts at {base}): {new}'s agents will not see {done}'s work."
+    ))?;
+    ctx.warn(format!(
+        "  To build on it: `loopx goal done {new}`, then `git merge {branch}` into your branch and start the goal again, or start it from {done}'s branch with `loopx goal start --from {done} \"…\"`."
+    ))?;
+    ctx.warn(format!(
+        "  If you do not want that work, delete the branch: `git branch -D {branch}` (`loopx clean --all` deletes every finished goal's branches)."
+    ))
 }
 
 fn show_goal(ctx: &mut Ctx, goal: &Goal, verb: &str) -> Result<(), ExpectedError> {
