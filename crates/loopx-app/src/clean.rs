@@ -33,6 +33,7 @@ impl App {
     /// Removes what finished worktree goals left (a person's command: the CLI refuses it in a
     /// slice).
     pub fn clean(&self, clean: Clean) -> Result<Cleaned, AppError> {
+        self.refuse_in_slice(|actor| loopx_kernel::Refused::CleanByAgent { actor })?;
         let mut cleaned = Cleaned {
             dry_run: clean.dry_run,
             ..Cleaned::default()

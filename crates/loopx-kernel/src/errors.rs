@@ -329,6 +329,10 @@ pub enum Refused {
     )]
     NotifyByAgent { actor: String },
     #[error(
+        "finished goals' branches and worktrees are removed by a person, and `{actor}` is not one\n(hint: a person runs `loopx clean` in their own terminal)"
+    )]
+    CleanByAgent { actor: String },
+    #[error(
         "only the planning slice that re-plans an amended goal drops or rewrites its todos, and {why}\n(hint: say in the handoff which todos no longer fit and why; a person drops them)"
     )]
     NotReplanning { why: String },
