@@ -72,7 +72,7 @@ fn status_shows_a_bounded_first_screen_with_the_counts() {
     let status = loopx.ok(&["status", "--json"]).json();
     let waiting = status["waiting"].as_array().expect("waiting");
     assert_eq!(waiting.len(), 10, "the first ten: {status:#}");
-    assert_eq!(waiting[0]["reason"], "waits on t1");
+    assert_eq!(waiting[0]["reason"], "waits on t1 (Write the grammar)");
     assert_eq!(status["waiting_total"], 24);
     assert_eq!(status["counts"]["open"], 25);
     let next: Vec<&str> = status["next"]

@@ -47,7 +47,7 @@ impl App {
             return Ok(cleaned);
         }
         if !clean.dry_run {
-            let runs = loopx_supervisor::presence::live(self.project());
+            let runs = loopx_domain::presence::live(self.project());
             if let Some(run) = runs.first() {
                 return Err(AppError::Conflict(format!(
                     "a `loopx run` works on this project ({run}), and a slice it began before its goal was done may still use what `loopx clean` removes\n(hint: stop it (Ctrl-C) and run `loopx clean` again; `loopx clean --dry-run` lists what would go)"

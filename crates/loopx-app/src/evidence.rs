@@ -5,10 +5,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use loopx_adapters::EvidenceRules;
+use loopx_domain::freshness::Freshness;
 use loopx_kernel::model::{Evidence, EvidenceKind, FileRef, Handoff};
 use loopx_kernel::store::{NewEvidence, NewHandoff};
 use loopx_kernel::{Invalid, KernelError, SliceId, Snapshot, Timestamp, TodoId};
-use loopx_supervisor::freshness::Freshness;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -52,7 +52,7 @@ impl<T> Judged<T> {
 pub type JudgedEvidence = Judged<Evidence>;
 pub type JudgedHandoff = Judged<Handoff>;
 
-/// Judges evidence the one way (`loopx_supervisor::freshness`) for a read of the store.
+/// Judges evidence the one way (`loopx_domain::freshness`) for a read of the store.
 #[derive(Debug)]
 pub struct EvidenceJudge {
     root: PathBuf,
@@ -103,7 +103,7 @@ impl App {
     pub fn add_evidence(&self, add: AddEvidence) -> Result<Evidence, AppError> {
         let files = file_refs(self.root(), &add.files)?;
         let work = self.read(|s| {
-            Ok(loopx_supervisor::freshness::mark_for(
+            Ok(loopx_domain::freshness::mark_for(
                 self.root(),
                 s,
                 add.kind,

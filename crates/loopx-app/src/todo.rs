@@ -93,14 +93,14 @@ impl App {
     /// given rather than at the first poll, hours later.
     ///
     /// A person's monitor pins the files of the project its check names: a poll does not run
-    /// one an agent may have changed since (`loopx_supervisor::pin`).
+    /// one an agent may have changed since (`loopx_domain::pin`).
     pub fn add_todo(&self, mut new: NewTodo) -> Result<Todo, AppError> {
         if let Some(profile) = new.monitor.as_ref().and_then(|m| m.profile.as_deref()) {
             self.profile(profile)?;
         }
         if let Some(monitor) = new.monitor.as_mut() {
             monitor.pins = if loopx_vocab::Actor::of(&self.caller.actor).is_person() {
-                loopx_supervisor::pin::pins_of(self.project.root(), &monitor.check)
+                loopx_domain::pin::pins_of(self.project.root(), &monitor.check)
             } else {
                 Vec::new()
             };

@@ -260,13 +260,13 @@ fn poll_one(
     // A person's check runs only the files the person saw (`pin.rs`): changed before the
     // poll, it is not run; changed while it ran, what it said is not taken.
     let root = project.root();
-    let mut changed = crate::pin::changed(root, &m.pins);
+    let mut changed = loopx_domain::pin::changed(root, &m.pins);
     let check = if changed.is_empty() {
-        let before = crate::pin::stamps(root, &m.pins);
+        let before = loopx_domain::pin::stamps(root, &m.pins);
         let check = run(&claimed, m, limit);
-        changed = crate::pin::changed(root, &m.pins);
-        if changed.is_empty() && crate::pin::stamps(root, &m.pins) != before {
-            changed = crate::pin::touched(root, &m.pins);
+        changed = loopx_domain::pin::changed(root, &m.pins);
+        if changed.is_empty() && loopx_domain::pin::stamps(root, &m.pins) != before {
+            changed = loopx_domain::pin::touched(root, &m.pins);
         }
         check
     } else {
@@ -293,7 +293,7 @@ fn poll_one(
             exit: None,
             failed: None,
             hash: String::new(),
-            tail: crate::pin::describe(root, &changed),
+            tail: loopx_domain::pin::describe(root, &changed),
             changed,
         }
     };

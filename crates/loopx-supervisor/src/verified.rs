@@ -13,9 +13,9 @@ use loopx_adapters::{Classification, EvidenceRules, Outcome};
 use loopx_kernel::TodoId;
 use loopx_kernel::model::EvidenceKind;
 
-use crate::freshness::Freshness;
 use crate::once::RunOnce;
 use crate::slice::Judged;
+use loopx_domain::freshness::Freshness;
 
 /// How much of a todo's evidence is looked at, newest first.
 const LOOK_BACK: usize = 500;

@@ -85,7 +85,7 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
     let json = ctx.json;
     // Two supervisors may share a project (each agent still runs one slice at a time), but a
     // second one started by mistake should be said.
-    let (_presence, peers) = loopx_supervisor::presence::register(&req.project);
+    let (_presence, peers) = loopx_domain::presence::register(&req.project);
     for peer in &peers {
         say(&format!(
             "note: another `loopx run` works on this project ({peer}); both will run, and no agent runs two slices at once"

@@ -1,7 +1,7 @@
 //! How records age: the mark of the work tree evidence records, the files a `diff` item
 //! lists, and what a handoff saw of its todo (`docs/goals.md`, "Evidence that ages" and
 //! "Handoffs and answers that age"). Judging them against the tree is the supervisor's
-//! (`loopx_supervisor::freshness`); what they record and compare without I/O is here.
+//! (`loopx_domain::freshness`); what they record and compare without I/O is here.
 
 use serde::{Deserialize, Serialize};
 

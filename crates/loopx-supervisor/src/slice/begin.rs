@@ -61,7 +61,7 @@ impl Decided {
         let setup = &self.setup;
         let rules = crate::notify::project_config(&req.project)?.evidence;
         let now = req.world.clock.now();
-        let mut judge = crate::freshness::Freshness::new(req.project.root(), &rules, now);
+        let mut judge = loopx_domain::freshness::Freshness::new(req.project.root(), &rules, now);
         let values = self.store.read(|s| {
             let todo: Option<Todo> = match self.todo {
                 Some(id) => s.todo(id)?,

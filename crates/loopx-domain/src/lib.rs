@@ -1,0 +1,21 @@
+//! The product's rules, under the runtime.
+//!
+//! # Theory of operation
+//!
+//! A rule of loopx — when evidence still proves something, what a person's check is pinned to,
+//! which `loopx run`s are present on this host — is the same rule wherever it is asked: in the
+//! supervisor before a slice, in the application layer behind the CLI, the board and Lark, in
+//! the simulation. Each is defined once, here, below both: the application layer and the
+//! supervisor depend on this crate, and it depends on neither. It holds judgement over the
+//! kernel's records and the project's files; it runs no agent, owns no process and keeps no
+//! loop — that is the runtime's (`loopx-supervisor`).
+//!
+//! - [`freshness`]: whether evidence, a handoff or an answer still holds (`docs/goals.md`,
+//!   "Evidence that ages").
+//! - [`pin`]: the files a person's monitor check names, pinned by content, and whether they
+//!   changed since (`docs/monitors.md`).
+//! - [`presence`]: the `loopx run`s working on a project from this host.
+
+pub mod freshness;
+pub mod pin;
+pub mod presence;
