@@ -30,8 +30,9 @@ pub(crate) fn is_env_name(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// Names that look like credentials (DESIGN §5): they pass only when listed as secrets, so that
-/// their values are redacted wherever they show up. The same list the redactor reads.
+/// Names that look like credentials (`docs/profiles.md`, `[env]`): they pass only when listed
+/// as secrets, so that their values are redacted wherever they show up. The same list the
+/// redactor reads.
 pub(crate) use loopx_vocab::credential_word;
 
 /// Placeholders usable in adapter arguments.

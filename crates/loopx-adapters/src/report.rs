@@ -1,4 +1,6 @@
-//! The agent's ```` ```loopx-report ```` block (DESIGN §6), read from its final message.
+//! The agent's ```` ```loopx-report ```` block, read from its final message (the protocol:
+//! `docs/agents.md`, "What the program must do"; how it is read: `docs/design/classification.md`,
+//! "Report block").
 
 use serde::{Deserialize, Serialize};
 

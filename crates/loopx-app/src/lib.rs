@@ -8,8 +8,8 @@
 //!   takes typed input, validates it once, does the whole operation (the kernel's write and
 //!   the git work around it: landing a todo a person marks done, rolling a worktree back,
 //!   removing a finished todo's worktree) and returns a typed result. The CLI, the board and
-//!   every surface to come (the Lark board, monitors) call these; none calls another's entry
-//!   point or parses another's output. Rendering stays with each surface.
+//!   the Lark board call these; none calls another's entry point or parses another's output.
+//!   Rendering stays with each surface.
 //! - **Built at the edge.** An [`App`] is a project and a [`Caller`] (who acts, from which
 //!   slice), plus the path of the loopx executable for land checks. The surface reads them
 //!   from its own world (the CLI from its flags and the environment, the board from the

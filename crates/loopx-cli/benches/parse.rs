@@ -1,6 +1,7 @@
-//! Output parsing at volume (DESIGN §8: "1 GiB of short lines through `generic` and through
-//! `claude-stream-json`: at least 50 MB/s and under 64 MiB RSS for the whole `loopx run`
-//! process"): the parser alone, then the release binary with the PTY.
+//! Output parsing at volume (`docs/benchmarks.md`, "Budgets and the latest figures": 1 GiB of
+//! short lines through `generic` and through `claude-stream-json`, at least 50 MB/s and under
+//! 64 MiB RSS for the whole `loopx run` process): the parser alone, then the release binary
+//! with the PTY.
 //!
 //! `cargo bench -p loopx-cli --bench parse [-- --runs 3 --only parser|loopx]`;
 //! `LOOPX_BENCH_BYTES=268435456` floods less (default 1 GiB, 1073741824);

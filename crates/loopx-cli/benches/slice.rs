@@ -1,6 +1,6 @@
-//! loopx's own cost per slice with a trivial agent (DESIGN §8: decide, claim, spawn and
-//! writeback under 50 ms), the CPU of a supervisor idling on a quota hold, and `loopx demo` end
-//! to end, all through the release binary.
+//! loopx's own cost per slice with a trivial agent (decide, claim, spawn and writeback under
+//! 50 ms: `docs/benchmarks.md`, "Performance budget"), the CPU of a supervisor idling on a
+//! quota hold, and `loopx demo` end to end, all through the release binary.
 //!
 //! `cargo bench -p loopx-cli --bench slice [-- --runs 5 --slices 50 --idle-secs 30 --demo-runs 3]`;
 //! `LOOPX_BENCH_BIN=/path/to/loopx` measures another build of loopx instead.

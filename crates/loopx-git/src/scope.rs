@@ -1,5 +1,5 @@
 //! What a slice changed in the project, and what of it the agent was not allowed to change
-//! (DESIGN §5: the scope check after each slice).
+//! (`docs/permissions.md`, "The scope check after each slice").
 //!
 //! [`capture`] runs just before the agent is spawned and [`compare`] just after it ends. Two
 //! sources, because they answer different questions:

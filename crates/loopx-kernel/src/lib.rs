@@ -2,8 +2,8 @@
 //!
 //! `loopx-kernel` owns the durable state of a loopx project: goals, todos with their leases and
 //! epochs, gates (questions for humans), evidence, handoffs, agents, slice records, and the
-//! append-only event log (DESIGN §3). Everything else in loopx reads and changes state through it;
-//! it never runs a process.
+//! append-only event log (`docs/design/store-format.md`). Everything else in loopx reads and
+//! changes state through it; it never runs a process.
 //!
 //! - [`Project`] finds the project root (like git finds `.git`) and keeps `.loopx/` private.
 //! - [`Store`] is a project's state: the redb file `.loopx/state.redb` (shared by every process

@@ -1,4 +1,5 @@
-//! The entities of a project's state (DESIGN §3) and the events that record their changes.
+//! The entities of a project's state (`docs/design/store-format.md`, "What it holds") and the
+//! events that record their changes.
 //!
 //! Every type here is stored (postcard, behind a one-byte record version, see `store/codec.rs`)
 //! and shown (`--json`). Ids and times serialize as numbers in the store and as text in JSON.

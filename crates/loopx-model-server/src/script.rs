@@ -207,7 +207,8 @@ impl Turn {
 
 impl ErrorAnswer {
     /// Anthropic's API-key rate limit: 429 `rate_limit_error` with `retry-after`. Claude Code
-    /// does not retry when `retry-after` is over a minute (REFERENCE §1).
+    /// does not retry when `retry-after` is over a minute (an hour's was not retried:
+    /// `docs/design/model-server.md`, "Observed (2026-11-30, this machine)").
     pub fn anthropic_rate_limit(retry_after_secs: u64) -> Self {
         Self {
             status: 429,

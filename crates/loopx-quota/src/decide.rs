@@ -1,4 +1,5 @@
-//! The decision before every slice (DESIGN §4): a pure function of durable state and `now`.
+//! The decision before every slice (`docs/quota.md`, "The order"): a pure function of durable
+//! state and `now`.
 //!
 //! Order, first match wins:
 //! 1. the goal is missing or not active → `stop`;

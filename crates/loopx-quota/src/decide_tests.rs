@@ -1,4 +1,4 @@
-//! The decision table: every decision, and the order of DESIGN §4.
+//! The decision table: every decision, and their order (`docs/quota.md`, "The order").
 
 use super::*;
 

@@ -1,7 +1,7 @@
 //! # Theory of operation
 //!
 //! `loopx-quota` is the quota model and the decision loopx makes before every slice
-//! (DESIGN §4). It does no I/O and never reads a clock: every function takes `now` (Unix
+//! (`docs/quota.md`). It does no I/O and never reads a clock: every function takes `now` (Unix
 //! milliseconds) and the state it needs, and returns new state for the caller to persist. The
 //! kernel stores that state (and applies spends inside its write transactions, so concurrent
 //! spends are serialised); the CLI and the supervisor build a [`DecideInput`] from the store and

@@ -1,4 +1,5 @@
-//! `full` permission runs only after a person approved the profile's exact content (DESIGN §5).
+//! `full` permission runs only after a person approved the profile's exact content
+//! (`docs/permissions.md`).
 //!
 //! The approval is a gate that loopx opens itself. It is bound to the agent, the profile and the
 //! profile's [content hash](loopx_adapters::ContentHash) by one fixed-format line in the gate's

@@ -1,9 +1,9 @@
 //! # Theory of operation
 //!
 //! `loopx-supervisor` runs agents: it decides, runs one bounded slice, and writes back what the
-//! slice did (DESIGN §1, §6). It owns the slice lifecycle and keeps no state of its own: every
-//! step is a kernel operation, so a crash between two steps loses nothing the kernel did not
-//! record. It never parses TOML (`loopx-adapters` does), never touches redb (`loopx-kernel`
+//! slice did (`docs/design/run-loop.md`). It owns the slice lifecycle and keeps no state of its
+//! own: every step is a kernel operation, so a crash between two steps loses nothing the kernel
+//! did not record. It never parses TOML (`loopx-adapters` does), never touches redb (`loopx-kernel`
 //! does) and never handles a terminal (`loopx-pty` does).
 //!
 //! One slice ([`run_once`]) is a value through typed stages (`slice.rs`; the design is in

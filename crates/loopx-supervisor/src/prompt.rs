@@ -1,4 +1,5 @@
-//! The prompt of one slice: the profile's template filled from the kernel (DESIGN §6).
+//! The prompt of one slice: the profile's template (`docs/profiles.md`, `[prompt] template`)
+//! filled from the kernel; what an agent finds in it: `docs/agents.md`, "What the program gets".
 //!
 //! Every section the template can name is rendered here: the goal and its scope, the task
 //! (the todo's title and detail, or the planning request) ending with a `Slice: work|plan|repair`

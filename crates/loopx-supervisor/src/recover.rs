@@ -1,4 +1,5 @@
-//! Recovery (DESIGN §6): slices recorded as running whose supervisor is gone.
+//! Recovery (`docs/design/run-loop.md`, "Recovery"): slices recorded as running whose
+//! supervisor is gone.
 //!
 //! Every slice records its supervisor's identity (pid, start time, boot id) in the same
 //! transaction that records it as started. A slice whose supervisor no longer runs — killed,

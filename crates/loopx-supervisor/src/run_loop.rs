@@ -1,5 +1,5 @@
 //! `loopx run`: every agent's loop, concurrently, until the goal is done or a limit is reached
-//! (DESIGN §1).
+//! (`docs/design/run-loop.md`, "Shape").
 //!
 //! One coordinator thread owns the schedule; each decision-and-slice ([`run_once`]) runs on a
 //! worker thread of its own, so peers work at the same time. The coordinator keeps, per agent,

@@ -1,6 +1,6 @@
-//! Signals for `loopx run` (DESIGN §6): SIGINT and SIGTERM stop it (the first gracefully, the
-//! second at once); SIGHUP is caught and ignored, so closing the terminal of a `loopx run`
-//! under `nohup`-less ssh does not lose the running slices.
+//! Signals for `loopx run` (`docs/design/run-loop.md`, "Signals"): SIGINT and SIGTERM stop it
+//! (the first gracefully, the second at once); SIGHUP is caught and ignored, so closing the
+//! terminal of a `loopx run` under `nohup`-less ssh does not lose the running slices.
 //!
 //! The handler only records the signal (signal-hook's self-pipe); a thread of ours reads it
 //! and calls [`Shutdown::request`], which may lock and log.

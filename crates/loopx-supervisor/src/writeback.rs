@@ -1,4 +1,5 @@
-//! What a finished slice writes to the kernel, as one batch of operations (DESIGN §6 step 7).
+//! What a finished slice writes to the kernel, as one batch of operations
+//! (`docs/design/run-loop.md`, "A slice's life").
 //!
 //! Pure: the facts of the slice in, the [`Op`]s out. The caller applies them as one batch
 //! (`commit.rs`), so they all land or none does, and the todo's release (or finish) carries

@@ -143,7 +143,7 @@ pub struct QuotaWindow {
     pub cost_usd: Option<f64>,
 }
 
-/// Pacing and windows for this agent (DESIGN §4).
+/// Pacing and windows for this agent (`docs/quota.md`, "The constraints").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct QuotaSettings {
     /// Vendor holds are keyed by account, so profiles sharing a subscription pause together

@@ -109,7 +109,7 @@ fn show_hold(ctx: &mut Ctx, hold: &QuotaHold) -> Result<(), ExpectedError> {
     }
 }
 
-/// DESIGN §4's JSON, plus `format_version`, `probe` and `stalled`.
+/// `should-run --json`: the decision as `docs/cli.md` ("Quota") spells it.
 #[derive(Debug, Serialize)]
 struct ShouldRun<'a> {
     format_version: u32,

@@ -1,5 +1,5 @@
-//! `loopx run`: every agent's loop until the goal is done (DESIGN §1, §6), and `loopx run
-//! --once`: one decision and at most one slice of one agent.
+//! `loopx run`: every agent's loop until the goal is done (`docs/design/run-loop.md`), and
+//! `loopx run --once`: one decision and at most one slice of one agent.
 //!
 //! The lifecycle lives in `loopx-supervisor`; this prints its progress, one line per event on
 //! stderr (with `--json`, the loop's events as JSON lines on stdout, and `--once`'s one object

@@ -1,7 +1,7 @@
 //! `loopx status`: the application layer's snapshot ([`loopx_app::status::Status`]), as JSON or
 //! for a person.
 
-use loopx_app::status::{Claimed, Status};
+use loopx_app::status::{Claimed, Running, Status};
 use loopx_kernel::Timestamp;
 use loopx_kernel::TodoId;
 use loopx_kernel::time::short_duration;
@@ -18,7 +18,23 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     render(ctx, &status, ctx.now())
 }
 
+/// The screen, top to bottom: one function per section, each printing its own leading blank
+/// line (when it has one) so that a section left out leaves no gap.
 fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), ExpectedError> {
+    goal_and_revision(ctx, status, now)?;
+    isolation(ctx, status)?;
+    needs_you(ctx, status, now)?;
+    running(ctx, status, now)?;
+    agents(ctx, status)?;
+    monitors(ctx, status, now)?;
+    waiting(ctx, status, now)?;
+    next(ctx, status)?;
+    evidence(ctx, status, now)?;
+    footer(ctx, status, now)
+}
+
+/// The goal's line, and its revision with what changed when it was amended.
+fn goal_and_revision(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), ExpectedError> {
     let style = ctx.style;
     match &status.goal {
         Some(goal) => ctx.line(format!(
@@ -28,24 +44,32 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
         ))?,
         None => ctx.line("No goal yet. Start one: loopx goal start \"OBJECTIVE\"")?,
     }
-    if let Some(revision) = &status.revision {
-        ctx.line(format!(
-            "Revision {}: {}  {}",
-            revision.number,
-            views::one_line(&revision.summary),
-            style.dim(&format!(
-                "(by {}, {})",
-                revision.by,
-                views::relative(now, revision.at)
-            ))
-        ))?;
-        for change in &revision.moves {
-            ctx.line(format!("  {}", views::one_line(change)))?;
-        }
-        if revision.replan_pending {
-            ctx.line(style.yellow("  re-plan pending: the next planning slice re-plans the goal"))?;
-        }
+    let Some(revision) = &status.revision else {
+        return Ok(());
+    };
+    ctx.line(format!(
+        "Revision {}: {}  {}",
+        revision.number,
+        views::one_line(&revision.summary),
+        style.dim(&format!(
+            "(by {}, {})",
+            revision.by,
+            views::relative(now, revision.at)
+        ))
+    ))?;
+    for change in &revision.moves {
+        ctx.line(format!("  {}", views::one_line(change)))?;
     }
+    if revision.replan_pending {
+        ctx.line(style.yellow("  re-plan pending: the next planning slice re-plans the goal"))?;
+    }
+    Ok(())
+}
+
+/// Where the agents work (worktrees and their branches, or the shared tree), and a warning
+/// when this machine cannot contain a slice.
+fn isolation(ctx: &mut Ctx, status: &Status) -> Result<(), ExpectedError> {
+    let style = ctx.style;
     if let Some(iso) = &status.isolation {
         match (&iso.branch, &iso.why) {
             (Some(branch), _) => {
@@ -75,6 +99,12 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
             "Sandbox: this machine cannot fully contain slices; agents may reach the store (see `loopx doctor`)",
         ))?;
     }
+    Ok(())
+}
+
+/// The open questions, each with the command that answers it.
+fn needs_you(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), ExpectedError> {
+    let style = ctx.style;
     ctx.line("")?;
     ctx.line(style.bold(&format!("Needs you ({})", status.needs_you.len())))?;
     if status.needs_you.is_empty() {
@@ -85,15 +115,21 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
             ctx.line(format!("  {line}"))?;
         }
     }
+    Ok(())
+}
+
+/// The running slices, then the live claims no slice is working on.
+fn running(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), ExpectedError> {
+    let style = ctx.style;
     ctx.line("")?;
     let slices = status.running.len();
     let in_a_slice = |todo: TodoId| status.running.iter().any(|r| r.slice.todo == Some(todo));
-    let claims_alone = status
+    let claims_alone: Vec<&Claimed> = status
         .claimed
         .iter()
         .filter(|c| !c.expired && !in_a_slice(c.todo))
-        .count();
-    let also_claimed = match claims_alone {
+        .collect();
+    let also_claimed = match claims_alone.len() {
         0 => String::new(),
         n => format!(" · {n} claimed"),
     };
@@ -102,37 +138,9 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
         if slices == 1 { "" } else { "s" }
     )))?;
     for run in &status.running {
-        let slice = &run.slice;
-        let on = slice.todo.map(|t| format!(" on {t}")).unwrap_or_default();
-        let limit = if slice.limit_secs > 0 {
-            format!(
-                " / {} limit",
-                short_duration(std::time::Duration::from_secs(slice.limit_secs))
-            )
-        } else {
-            String::new()
-        };
-        let gone = match run.orphaned {
-            true => "  (its loopx run is gone: the next `loopx run` recovers it)",
-            false => "",
-        };
-        // What the slice actually runs in, as its record says (empty until it spawned).
-        let contained = match slice.containment.as_str() {
-            "" => String::new(),
-            c => format!("  [{c}]"),
-        };
-        ctx.line(format!(
-            "  {:<5} {}{on}  {} elapsed{limit}{contained}{gone}",
-            slice.id.to_string(),
-            slice.agent,
-            short_duration(std::time::Duration::from_secs(run.elapsed_secs))
-        ))?;
+        ctx.line(running_line(run))?;
     }
-    for claim in status
-        .claimed
-        .iter()
-        .filter(|c| !c.expired && !in_a_slice(c.todo))
-    {
+    for claim in claims_alone {
         ctx.line(format!(
             "  {:<5} claimed by {} (epoch {}), lease ends {}  {}",
             claim.todo.to_string(),
@@ -145,89 +153,145 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
     if status.running.is_empty() && status.claimed.iter().all(|c| c.expired) {
         ctx.line(style.dim("  nothing"))?;
     }
-    if !status.agents.is_empty() {
-        ctx.line("")?;
-        ctx.line(style.bold("Agents"))?;
-        for a in &status.agents {
-            // An agent in a slice is running it, whatever it would decide next.
-            let now_doing = match status
-                .running
-                .iter()
-                .find(|r| r.slice.agent.as_str() == a.agent)
-            {
-                Some(run) => format!(
-                    "running {}{} ({} elapsed)",
-                    run.slice.id,
-                    run.slice
-                        .todo
-                        .map(|t| format!(" on {t}"))
-                        .unwrap_or_default(),
-                    short_duration(std::time::Duration::from_secs(run.elapsed_secs))
-                ),
-                None => a.summary.clone(),
-            };
-            ctx.line(format!("  {:<12} {now_doing}", a.agent))?;
-        }
+    Ok(())
+}
+
+/// One running slice: its agent and todo, time against its limit, what contains it, and
+/// whether its supervisor is gone.
+fn running_line(run: &Running) -> String {
+    let slice = &run.slice;
+    let on = slice.todo.map(|t| format!(" on {t}")).unwrap_or_default();
+    let limit = if slice.limit_secs > 0 {
+        format!(
+            " / {} limit",
+            short_duration(std::time::Duration::from_secs(slice.limit_secs))
+        )
+    } else {
+        String::new()
+    };
+    let gone = match run.orphaned {
+        true => "  (its loopx run is gone: the next `loopx run` recovers it)",
+        false => "",
+    };
+    // What the slice actually runs in, as its record says (empty until it spawned).
+    let contained = match slice.containment.as_str() {
+        "" => String::new(),
+        c => format!("  [{c}]"),
+    };
+    format!(
+        "  {:<5} {}{on}  {} elapsed{limit}{contained}{gone}",
+        slice.id.to_string(),
+        slice.agent,
+        short_duration(std::time::Duration::from_secs(run.elapsed_secs))
+    )
+}
+
+/// Each agent and what it is doing or would do next.
+fn agents(ctx: &mut Ctx, status: &Status) -> Result<(), ExpectedError> {
+    if status.agents.is_empty() {
+        return Ok(());
     }
-    if !status.monitors.is_empty() {
-        ctx.line("")?;
-        ctx.line(style.bold(&format!("Monitors ({})", status.monitors.len())))?;
-        for m in &status.monitors {
-            let last = match (m.last, m.last_at) {
-                (Some(verdict), Some(at)) => {
-                    format!("last {} {}", verdict.as_str(), views::relative(now, at))
-                }
-                _ => "not polled yet".to_owned(),
-            };
-            let next = match (m.gate, m.next_poll) {
-                (Some(gate), _) => style.yellow(&format!("a person is asked: gate {gate}")),
-                (None, Some(at)) => format!("next poll {}", views::relative(now, at)),
-                (None, None) => String::new(),
-            };
-            let expires = m
-                .expires_at
-                .map(|at| format!(", expires {}", views::relative(now, at)))
-                .unwrap_or_default();
-            ctx.line(format!(
-                "  {:<5} {}  {}",
-                m.todo.to_string(),
-                style.dim(&format!("{next}; {last}, {} poll(s){expires}", m.polls)),
-                views::one_line(&m.title)
-            ))?;
-        }
+    ctx.line("")?;
+    ctx.line(ctx.style.bold("Agents"))?;
+    for a in &status.agents {
+        // An agent in a slice is running it, whatever it would decide next.
+        let now_doing = match status
+            .running
+            .iter()
+            .find(|r| r.slice.agent.as_str() == a.agent)
+        {
+            Some(run) => format!(
+                "running {}{} ({} elapsed)",
+                run.slice.id,
+                run.slice
+                    .todo
+                    .map(|t| format!(" on {t}"))
+                    .unwrap_or_default(),
+                short_duration(std::time::Duration::from_secs(run.elapsed_secs))
+            ),
+            None => a.summary.clone(),
+        };
+        ctx.line(format!("  {:<12} {now_doing}", a.agent))?;
     }
+    Ok(())
+}
+
+/// The open monitors: their last verdict, their next poll or the question they asked.
+fn monitors(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), ExpectedError> {
+    let style = ctx.style;
+    if status.monitors.is_empty() {
+        return Ok(());
+    }
+    ctx.line("")?;
+    ctx.line(style.bold(&format!("Monitors ({})", status.monitors.len())))?;
+    for m in &status.monitors {
+        let last = match (m.last, m.last_at) {
+            (Some(verdict), Some(at)) => {
+                format!("last {} {}", verdict.as_str(), views::relative(now, at))
+            }
+            _ => "not polled yet".to_owned(),
+        };
+        let next = match (m.gate, m.next_poll) {
+            (Some(gate), _) => style.yellow(&format!("a person is asked: gate {gate}")),
+            (None, Some(at)) => format!("next poll {}", views::relative(now, at)),
+            (None, None) => String::new(),
+        };
+        let expires = m
+            .expires_at
+            .map(|at| format!(", expires {}", views::relative(now, at)))
+            .unwrap_or_default();
+        ctx.line(format!(
+            "  {:<5} {}  {}",
+            m.todo.to_string(),
+            style.dim(&format!("{next}; {last}, {} poll(s){expires}", m.polls)),
+            views::one_line(&m.title)
+        ))?;
+    }
+    Ok(())
+}
+
+/// The todos that wait, and why; then the expired leases, free to reclaim.
+fn waiting(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), ExpectedError> {
+    let style = ctx.style;
     let expired: Vec<&Claimed> = status.claimed.iter().filter(|c| c.expired).collect();
-    if !status.waiting.is_empty() || !expired.is_empty() {
-        ctx.line("")?;
-        let total = status.waiting_count();
-        ctx.line(style.bold(&format!("Waiting ({total})")))?;
-        for wait in &status.waiting {
-            ctx.line(format!(
-                "  {:<5} {}  {}",
-                wait.todo.to_string(),
-                style.dim(&views::one_line(&wait.reason)),
-                views::one_line(&wait.title)
-            ))?;
-        }
-        let unshown = total.saturating_sub((status.waiting.len() + expired.len()) as u64);
-        if unshown > 0 {
-            ctx.line(style.dim(&format!(
-                "  … and {unshown} more waiting (loopx todo list --state open)"
-            )))?;
-        }
-        for claim in expired {
-            ctx.line(format!(
-                "  {:<5} {}  {}",
-                claim.todo.to_string(),
-                style.yellow(&format!(
-                    "lease of {} expired {}: free to reclaim",
-                    claim.agent,
-                    views::relative(now, claim.expires_at)
-                )),
-                views::one_line(&claim.title)
-            ))?;
-        }
+    if status.waiting.is_empty() && expired.is_empty() {
+        return Ok(());
     }
+    ctx.line("")?;
+    let total = status.waiting_count();
+    ctx.line(style.bold(&format!("Waiting ({total})")))?;
+    for wait in &status.waiting {
+        ctx.line(format!(
+            "  {:<5} {}  {}",
+            wait.todo.to_string(),
+            style.dim(&views::one_line(&wait.reason)),
+            views::one_line(&wait.title)
+        ))?;
+    }
+    let unshown = total.saturating_sub((status.waiting.len() + expired.len()) as u64);
+    if unshown > 0 {
+        ctx.line(style.dim(&format!(
+            "  … and {unshown} more waiting (loopx todo list --state open)"
+        )))?;
+    }
+    for claim in expired {
+        ctx.line(format!(
+            "  {:<5} {}  {}",
+            claim.todo.to_string(),
+            style.yellow(&format!(
+                "lease of {} expired {}: free to reclaim",
+                claim.agent,
+                views::relative(now, claim.expires_at)
+            )),
+            views::one_line(&claim.title)
+        ))?;
+    }
+    Ok(())
+}
+
+/// What an agent would take next, or why nothing is ready.
+fn next(ctx: &mut Ctx, status: &Status) -> Result<(), ExpectedError> {
+    let style = ctx.style;
     ctx.line("")?;
     ctx.line(style.bold("Next"))?;
     match status.nothing_ready() {
@@ -245,15 +309,27 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
             views::one_line(&next.title)
         ))?;
     }
-    if !status.latest_evidence.is_empty() {
-        ctx.line("")?;
-        ctx.line(style.bold("Latest evidence"))?;
-        for e in &status.latest_evidence {
-            for line in views::judged_evidence_lines(style, e, now) {
-                ctx.line(format!("  {line}"))?;
-            }
+    Ok(())
+}
+
+/// The current goal's latest evidence, judged (stale evidence says so).
+fn evidence(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), ExpectedError> {
+    if status.latest_evidence.is_empty() {
+        return Ok(());
+    }
+    ctx.line("")?;
+    ctx.line(ctx.style.bold("Latest evidence"))?;
+    for e in &status.latest_evidence {
+        for line in views::judged_evidence_lines(ctx.style, e, now) {
+            ctx.line(format!("  {line}"))?;
         }
     }
+    Ok(())
+}
+
+/// The todo counts, each projection's health, and the problems status found on its way.
+fn footer(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), ExpectedError> {
+    let style = ctx.style;
     ctx.line("")?;
     let c = &status.counts;
     ctx.line(style.dim(&format!(
