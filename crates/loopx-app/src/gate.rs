@@ -190,7 +190,7 @@ impl App {
         if !keeps || g.state != GateState::Open || todo.state.is_final() {
             return Ok(None);
         }
-        Ok(Some(loopx_supervisor::land_kept(
+        Ok(Some(loopx_domain::land::land_kept(
             self.root(),
             self.exe()?,
             &goal,

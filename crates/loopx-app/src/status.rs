@@ -275,7 +275,7 @@ impl App {
                     let owner = s.slice_owner(slice.id)?;
                     Ok((
                         slice,
-                        owner.is_some_and(|o| loopx_supervisor::owner_gone(&o)),
+                        owner.is_some_and(|o| loopx_domain::process::owner_gone(&o)),
                     ))
                 })
                 .collect::<Result<Vec<_>, loopx_kernel::KernelError>>()?;

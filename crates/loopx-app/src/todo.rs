@@ -319,7 +319,7 @@ impl App {
             ))
         };
         // No claim to lose: the kernel refuses the person's `done` if someone took the todo.
-        match loopx_supervisor::land_todo(root, self.exe()?, goal, todo, title, &|| true) {
+        match loopx_domain::land::land_todo(root, self.exe()?, goal, todo, title, &|| true) {
             Landing::Landed {
                 commit, commits, ..
             } => Ok(Some(format!(

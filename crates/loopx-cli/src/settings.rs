@@ -80,7 +80,7 @@ impl Settings {
             loopx_supervisor::set_lease_max(max);
         }
         if let Some(name) = self.host_name {
-            loopx_supervisor::set_host_name(name);
+            loopx_domain::process::set_host_name(name);
         }
         if let Some(timeout) = self.git_timeout {
             loopx_git::set_timeout(timeout);

@@ -15,7 +15,13 @@
 //! - [`pin`]: the files a person's monitor check names, pinned by content, and whether they
 //!   changed since (`docs/monitors.md`).
 //! - [`presence`]: the `loopx run`s working on a project from this host.
+//! - [`process`]: which process is which across restarts, and whether a slice's supervisor
+//!   is gone.
+//! - [`land`]: landing a todo's branch on its goal's, checked by `[land] check` run contained
+//!   like a slice (`docs/goals.md`, "Worktrees").
 
 pub mod freshness;
+pub mod land;
 pub mod pin;
 pub mod presence;
+pub mod process;

@@ -62,6 +62,7 @@ mod exec;
 mod launch;
 mod peer;
 mod rlimits;
+mod room;
 mod sandbox;
 mod slice;
 mod spec;
@@ -75,6 +76,7 @@ pub use exec::exec_with_limits;
 pub use launch::{PROMPT_FILE_ARG, PROMPT_FILE_VAR, SLICE_MARKER_VAR};
 pub use peer::tcp_peer_in_slice;
 pub use rlimits::ResourceLimits;
+pub use room::{DEVICES, Room, exec_helper, git_dir, hidden, remove_room, room_has, write_private};
 pub use sandbox::{
     NamespaceFailure, NamespaceStep, SUPERVISOR_LOST_FILE, SUPERVISOR_LOST_STATUS, Sandbox,
     SandboxSupport,

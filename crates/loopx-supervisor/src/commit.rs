@@ -239,7 +239,7 @@ fn worktree_end(
         (Some(c), Some(todo), Some(epoch)) if claimed_done && c.changes.violations().is_empty() => {
             held_todo(req, todo, &begun.setup.agent.name, epoch).map(|title| {
                 let held = || renewal.is_none_or(|r| r.lost().is_none());
-                crate::slice::land_todo(
+                loopx_domain::land::land_todo(
                     req.project.root(),
                     &req.loopx_exe,
                     goal,

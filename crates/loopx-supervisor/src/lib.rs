@@ -70,12 +70,12 @@ pub use notify::{
 pub use once::{
     Begin, BegunSlice, Once, RunOnce, SimulatedSlice, Step, World, begin_once, run_once,
 };
-pub use recover::{Recovered, owner_gone, recover, recover_in};
+pub use recover::{Recovered, recover, recover_in};
 pub use renew::Renewed;
 pub use run_loop::{
     EndReason, Host, Msg, OnGate, RunEnd, RunEvent, RunLoop, run_loop, run_loop_on,
 };
 pub use shutdown::{Shutdown, Stopping};
 pub use signals::handle_signals;
-pub use slice::{ChannelReports, land_kept, land_todo, set_host_name, set_lease_max};
+pub use slice::{ChannelReports, set_lease_max};
 pub use store_cache::StoreCache;

@@ -121,15 +121,6 @@ pub fn recover_in(project: &Project, world: &World) -> Result<Vec<Recovered>, Su
     Ok(out)
 }
 
-/// Whether the supervisor recorded as running a slice is gone: a process of this machine that
-/// no longer runs (a `loopx run` killed with `kill -9`). A supervisor of another host cannot be
-/// seen from here: `false`. Read-only: the next `loopx run` recovers the slice.
-pub fn owner_gone(owner: &ProcessIdentity) -> bool {
-    let me = crate::slice::process_identity(std::process::id());
-    let boot = |b: &str| b.split('/').next().unwrap_or("").to_owned();
-    boot(&owner.boot_id) == boot(&me.boot_id) && !is_alive(owner)
-}
-
 /// Why `slice` is an orphan, if it is: its supervisor is gone, or it is this very process and
 /// no live worker owns the slice any more (its guard could not record the end).
 fn orphaned(

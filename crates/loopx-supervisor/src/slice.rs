@@ -23,7 +23,6 @@ mod contain;
 mod decide;
 mod disk;
 mod guard;
-mod land;
 mod launch;
 mod outcome;
 mod redact_log;
@@ -33,14 +32,14 @@ mod stream;
 pub use begin::set_lease_max;
 pub(crate) use begin::{Began, Begun, actor, lease_max, lease_ttl, slice_path as slice_log_path};
 pub use channel::ChannelReports;
-pub(crate) use contain::{Room, contain, remove_room, room_has, slice_redactor};
+pub(crate) use contain::{contain, slice_redactor};
 pub(crate) use decide::{Next, decide};
 pub(crate) use guard::{ACTOR, LiveSlices, patience, retrying};
 #[cfg(test)]
 pub(crate) use guard::{Beginning, SliceGuard};
-pub use land::{land_kept, land_todo};
-pub use launch::set_host_name;
-pub(crate) use launch::{is_alive, marker, process_identity};
+pub(crate) use launch::marker;
+pub(crate) use loopx_domain::process::{is_alive, process_identity};
+pub(crate) use loopx_pty::{Room, remove_room, room_has};
 pub(crate) use outcome::Judged;
 pub(crate) use run::Observed;
 #[cfg(test)]

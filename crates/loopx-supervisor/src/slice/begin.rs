@@ -249,7 +249,7 @@ fn keep_prompt(req: &RunOnce, plan: &LaunchPlan, slice: &str, prompt: &str) {
     }
     let path = slice_path(req, &slice_file(slice, "prompt"));
     // 0600, and a symlink an agent planted in its place is not followed.
-    if let Err(e) = super::contain::write_private(&path, prompt.as_bytes()) {
+    if let Err(e) = loopx_pty::write_private(&path, prompt.as_bytes()) {
         tracing::warn!(
             "could not keep the prompt of {slice} in {}: {e}",
             path.display()

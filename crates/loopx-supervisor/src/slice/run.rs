@@ -13,18 +13,20 @@ use loopx_kernel::{AgentName, Op, SliceId, Store, Timestamp};
 
 use super::begin::{Begun, lease_ttl, slice_path};
 use super::channel::{Channel, ChannelReports};
-use super::contain::{Room, contain};
+use super::contain::contain;
 use super::guard::{patience, retrying};
-use super::launch::{SliceEnv, launch_spec, process_identity};
+use super::launch::{SliceEnv, launch_spec};
 use super::outcome::{Judged, judge};
 use super::redact_log::redact_log;
 use super::stream::{ProcessEnd, Ran, Spawned, observe, reached_ceiling, spawn};
 use crate::errors::SupervisorError;
 use crate::once::{RunOnce, Step};
 use crate::renew::Renewal;
+use loopx_domain::process::process_identity;
 use loopx_git::scope::{self, SliceChanges};
 use loopx_kernel::report::Reporter;
 use loopx_pty::LaunchSpec;
+use loopx_pty::Room;
 
 /// An agent spawned (or that failed to spawn), not yet observed.
 #[derive(Debug)]

@@ -11,8 +11,8 @@ use loopx_kernel::store::FinishTodo;
 use loopx_kernel::{Op, TodoId};
 use loopx_pty::{Sandbox, SandboxSupport};
 
-use super::contain::{DEVICES, Room, git_dir, hidden};
 use loopx_git::worktree::{CheckRun, Landing, land};
+use loopx_pty::{DEVICES, Room, exec_helper, git_dir, hidden};
 
 /// At most this much of a check's output is kept (its end: where test runners summarise).
 const CHECK_OUTPUT: usize = 64 * 1024;
@@ -135,7 +135,7 @@ fn run_check(
     let marker = format!("land-{}", std::process::id());
     let room = Room::create(&marker)
         .map_err(|e| format!("cannot create the check's private directory: {e}"))?;
-    let support = SandboxSupport::probe(&super::contain::exec_helper(loopx_exe));
+    let support = SandboxSupport::probe(&exec_helper(loopx_exe));
     let worktree = dir.to_path_buf();
     let mut writable = vec![worktree.clone(), room.tmp()];
     writable.extend(DEVICES.iter().map(std::path::PathBuf::from));
