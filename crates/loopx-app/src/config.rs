@@ -74,6 +74,6 @@ impl App {
     /// The agent's quota settings, from its profile.
     pub fn agent_view(&self, agent: &Agent) -> Result<AgentView, AppError> {
         let loaded = self.profile(&agent.profile)?;
-        Ok(loopx_supervisor::agent_view(agent, &loaded))
+        Ok(loopx_domain::agent::agent_view(agent, &loaded))
     }
 }

@@ -2,7 +2,6 @@
 //! its documented exit code, the board into an HTTP status, so both say the same thing.
 
 use loopx_kernel::KernelError;
-use loopx_supervisor::SupervisorError;
 use loopx_vocab::ErrorClass;
 
 /// Every failure an operation can meet.
@@ -20,9 +19,10 @@ pub enum AppError {
     /// rollback git could not make.
     #[error("{0}")]
     Conflict(String),
-    /// The run loop could not do its part.
+    /// An agent could not be read (none registered, an unknown name, a profile that does
+    /// not load).
     #[error(transparent)]
-    Supervisor(#[from] SupervisorError),
+    Agent(#[from] loopx_domain::agent::AgentError),
 }
 
 impl From<loopx_kernel::Invalid> for AppError {
@@ -44,7 +44,8 @@ impl AppError {
             AppError::Usage(_) => ErrorClass::Usage,
             AppError::Config(_) => ErrorClass::Config,
             AppError::Conflict(_) => ErrorClass::Conflict,
-            AppError::Supervisor(e) => e.class(),
+            AppError::Agent(loopx_domain::agent::AgentError::Profile { .. }) => ErrorClass::Config,
+            AppError::Agent(_) => ErrorClass::Usage,
         }
     }
 }

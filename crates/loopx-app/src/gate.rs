@@ -9,7 +9,7 @@ use loopx_kernel::{GateId, Invalid, Op};
 use crate::{App, AppError};
 
 /// Whether a gate is one of loopx's approvals (the one definition is the supervisor's).
-pub use loopx_supervisor::is_approval;
+pub use loopx_domain::approval::is_approval;
 
 /// A question to ask. `blocks: None` holds back the caller's todo when asked from a slice,
 /// else everyone.

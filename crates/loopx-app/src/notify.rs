@@ -31,7 +31,7 @@ impl App {
         loopx_adapters::set_notify(&self.project().state_dir(), config.as_ref())
             .map_err(|e| AppError::Config(edit_error(&e)))?;
         if let Some(config) = &config {
-            loopx_supervisor::approve_notify_command(
+            loopx_domain::approval::approve_notify_command(
                 self.project(),
                 config,
                 &self.caller().actor,
@@ -65,7 +65,9 @@ impl App {
         };
         let gates = self.read(|s| s.gates())?;
         Ok(NotifyNow {
-            approval: Some(loopx_supervisor::notify_approval_state(&gates, &notify)),
+            approval: Some(loopx_domain::approval::notify_approval_state(
+                &gates, &notify,
+            )),
             command: Some(notify.command),
             timeout_secs: Some(notify.timeout.as_secs()),
         })

@@ -369,7 +369,7 @@ pub(crate) fn views_of(app: &App, agents: &[Agent]) -> Vec<(String, Result<Agent
                 a.name.to_string(),
                 loaded
                     .as_ref()
-                    .map(|l| loopx_supervisor::agent_view(a, l))
+                    .map(|l| loopx_domain::agent::agent_view(a, l))
                     .map_err(Clone::clone),
             )
         })

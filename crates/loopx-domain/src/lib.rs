@@ -10,6 +10,10 @@
 //! kernel's records and the project's files; it runs no agent, owns no process and keeps no
 //! loop — that is the runtime's (`loopx-supervisor`).
 //!
+//! - [`agent`]: an agent as the decision sees it — its record, its loaded profile and the
+//!   quota model's view of both (the one builder of that view).
+//! - [`approval`]: what runs only once a person approved its exact content — a `full` profile,
+//!   a project adapter, the notification command (`docs/permissions.md`).
 //! - [`freshness`]: whether evidence, a handoff or an answer still holds (`docs/goals.md`,
 //!   "Evidence that ages").
 //! - [`pin`]: the files a person's monitor check names, pinned by content, and whether they
@@ -20,6 +24,8 @@
 //! - [`land`]: landing a todo's branch on its goal's, checked by `[land] check` run contained
 //!   like a slice (`docs/goals.md`, "Worktrees").
 
+pub mod agent;
+pub mod approval;
 pub mod freshness;
 pub mod land;
 pub mod pin;

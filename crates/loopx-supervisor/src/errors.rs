@@ -56,6 +56,25 @@ pub enum SupervisorError {
     DiskFull { slice: String, why: String },
 }
 
+impl From<loopx_domain::agent::AgentError> for SupervisorError {
+    fn from(e: loopx_domain::agent::AgentError) -> Self {
+        use loopx_domain::agent::AgentError;
+        match e {
+            AgentError::NoAgent => SupervisorError::NoAgent,
+            AgentError::UnknownAgent { name } => SupervisorError::UnknownAgent { name },
+            AgentError::Profile {
+                agent,
+                profile,
+                source,
+            } => SupervisorError::Profile {
+                agent,
+                profile,
+                source,
+            },
+        }
+    }
+}
+
 impl SupervisorError {
     /// What kind of failure it is (the CLI's exit code).
     pub fn class(&self) -> loopx_kernel::model::ErrorClass {

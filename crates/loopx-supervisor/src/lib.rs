@@ -38,9 +38,7 @@
 //! closing redb costs four `fdatasync`s), and holds no transaction while an agent runs: other
 //! peers (`loopx status`, the agent's report channel) use the store meanwhile.
 
-mod agent;
 pub mod amendment;
-mod approval;
 mod commit;
 mod errors;
 mod findings;
@@ -60,13 +58,11 @@ mod store_cache;
 mod verified;
 pub mod writeback;
 
-pub use agent::{AgentSetup, agent_view, load_agent};
-pub use approval::is_approval;
 pub use commit::SliceSummary;
 pub use errors::{SupervisorError, chain as error_chain};
-pub use notify::{
-    Notification, Notifier, approval_state as notify_approval_state, approve_notify_command,
-};
+pub use loopx_domain::agent::{AgentSetup, agent_view, load_agent};
+pub use loopx_domain::approval::is_approval;
+pub use notify::{Notification, Notifier};
 pub use once::{
     Begin, BegunSlice, Once, RunOnce, SimulatedSlice, Step, World, begin_once, run_once,
 };

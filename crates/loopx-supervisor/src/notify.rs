@@ -18,8 +18,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use loopx_adapters::NotifyConfig;
-use loopx_kernel::model::{Blocks, Gate, GateKind};
-use loopx_kernel::store::NewGate;
+use loopx_kernel::model::Gate;
 use loopx_kernel::{Project, Store, Timestamp};
 use serde::Serialize;
 
@@ -83,25 +82,25 @@ impl Notifier {
 
     /// The line that binds an approval to this command's exact text and timeout.
     pub fn approval_line(&self) -> String {
-        approval_line(&self.config)
+        loopx_domain::approval::notify_approval_line(&self.config)
     }
 
     /// Whether a person approved this command; opens the approval gate when none was asked
     /// (or the last was withdrawn). `Ok(Some(gate))`: not approved yet (or denied), and the
     /// gate that says so.
     pub fn seek_approval(&mut self, now: Timestamp) -> Result<Option<Gate>, SupervisorError> {
-        use crate::approval::Verdict;
+        use loopx_domain::approval::Verdict;
         let store = Store::open(&self.project)?;
         let gates = store.read(|s| s.gates())?;
-        match crate::approval::verdict_of(&gates, &self.approval_line()) {
+        match loopx_domain::approval::verdict_of(&gates, &self.approval_line()) {
             Verdict::Approved => {
                 self.approved = true;
                 Ok(None)
             }
             Verdict::Open(gate) | Verdict::Denied(gate) => Ok(Some(gate)),
             Verdict::Unasked => {
-                let ask = approval_gate(&self.config);
-                Ok(Some(store.run(ask, crate::approval::ACTOR, now)?))
+                let ask = loopx_domain::approval::notify_approval_gate(&self.config);
+                Ok(Some(store.run(ask, loopx_domain::approval::ACTOR, now)?))
             }
         }
     }
@@ -111,8 +110,8 @@ impl Notifier {
         if !self.approved {
             let gates = Store::open_read(&self.project).and_then(|s| s.read(|s| s.gates()));
             self.approved = gates.is_ok_and(|gates| {
-                crate::approval::verdict_of(&gates, &self.approval_line())
-                    == crate::approval::Verdict::Approved
+                loopx_domain::approval::verdict_of(&gates, &self.approval_line())
+                    == loopx_domain::approval::Verdict::Approved
             });
         }
         self.approved
@@ -150,86 +149,6 @@ impl Notifier {
             let _ = thread.join();
         }
     }
-}
-
-/// The line that binds an approval to `config`'s exact text and timeout.
-pub fn approval_line(config: &NotifyConfig) -> String {
-    use sha2::Digest;
-    let mut hasher = sha2::Sha256::new();
-    hasher.update(b"loopx-notify-v1\0");
-    hasher.update(config.command.as_bytes());
-    hasher.update(format!("\0{}", config.timeout.as_millis()).as_bytes());
-    let hash = hex::encode(hasher.finalize());
-    format!("{}notify sha256={hash}", crate::approval::APPROVAL_LINE)
-}
-
-/// Where the approval of `config` stands, in words: `approved in q3`, `waits for a person's
-/// approval in q3`, `denied in q3`, `not asked yet (the next loopx run asks)`.
-pub fn approval_state(gates: &[Gate], config: &NotifyConfig) -> String {
-    use crate::approval::Verdict;
-    let line = approval_line(config);
-    match crate::approval::verdict_of(gates, &line) {
-        Verdict::Approved => match crate::approval::newest_bound(gates, &line) {
-            Some(gate) => format!("approved in {}", gate.id),
-            None => "approved".to_owned(),
-        },
-        Verdict::Open(gate) => format!("waits for a person's approval in {}", gate.id),
-        Verdict::Denied(gate) => format!("denied in {}", gate.id),
-        Verdict::Unasked => "not approved yet (the next loopx run asks)".to_owned(),
-    }
-}
-
-/// The gate loopx opens to ask a person to approve `config`.
-fn approval_gate(config: &NotifyConfig) -> NewGate {
-    NewGate {
-        question: format!(
-            "Run the notification command `{}` from .loopx/loopx.toml (outside every slice, with loopx's environment) on loopx events?",
-            loopx_kernel::limits::clip(&config.command, 200)
-        ),
-        options: crate::approval::approval_options(),
-        context: format!(
-            "{}\nThe command runs outside every slice, with loopx's whole environment. An approval holds until the command or its timeout changes; until then no notification runs.",
-            approval_line(config)
-        ),
-        blocks: Blocks::Nothing,
-        kind: GateKind::Question,
-    }
-}
-
-/// A person set `config` as the notification command themselves (`loopx notify set`): it is
-/// approved at once, as `person` (`human:<user>`), on the record as any approval is — the
-/// approval gate for its exact text (the open one `loopx run` asked, else a new one loopx
-/// opens) answered `approve`. Already approved: nothing is written. Returns the gate.
-pub fn approve_notify_command(
-    project: &Project,
-    config: &NotifyConfig,
-    person: &str,
-    now: Timestamp,
-) -> Result<Gate, SupervisorError> {
-    use crate::approval::Verdict;
-    use loopx_kernel::store::{AnswerChoice, AnswerGate};
-    let store = Store::open(project)?;
-    let gates = store.read(|s| s.gates())?;
-    let gate = match crate::approval::verdict_of(&gates, &approval_line(config)) {
-        // The newest gate bound to this text approved it: it stands.
-        Verdict::Approved => {
-            if let Some(gate) = crate::approval::newest_bound(&gates, &approval_line(config)) {
-                return Ok(gate.clone());
-            }
-            store.run(approval_gate(config), crate::approval::ACTOR, now)?
-        }
-        Verdict::Open(gate) => gate,
-        Verdict::Denied(_) | Verdict::Unasked => {
-            store.run(approval_gate(config), crate::approval::ACTOR, now)?
-        }
-    };
-    let answer = AnswerGate {
-        gate: gate.id,
-        choice: AnswerChoice::Option(1),
-        slice: None,
-        note: Some("set by the person with `loopx notify set`".to_owned()),
-    };
-    Ok(store.run(answer, person, now)?)
 }
 
 /// The notification for `event`, if it calls for one.

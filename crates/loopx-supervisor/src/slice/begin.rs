@@ -11,10 +11,10 @@ use loopx_kernel::{Conflict, KernelError};
 
 use super::decide::{Decided, How};
 use super::guard::{Beginning, SliceGuard};
-use crate::agent::AgentSetup;
 use crate::errors::SupervisorError;
 use crate::once::{Once, RunOnce, Step};
 use crate::prompt::{PromptFor, prompt_values};
+use loopx_domain::agent::AgentSetup;
 
 /// A lease outlives the slice's wall-time limit by this much, so it cannot expire while the
 /// slice is still being stopped and written back.

@@ -11,10 +11,10 @@ use loopx_kernel::{GateId, Store, Timestamp, TodoId};
 use loopx_quota::{Decision, DecisionKind};
 
 use super::guard::ACTOR;
-use crate::agent::{AgentSetup, load_agent};
-use crate::approval::{self, Permission};
 use crate::errors::SupervisorError;
 use crate::once::{Once, RunOnce, Step};
+use loopx_domain::agent::{AgentSetup, load_agent};
+use loopx_domain::approval::{self, Permission};
 
 /// What kind of slice runs, and how.
 #[derive(Debug, Clone, Copy)]
@@ -66,13 +66,13 @@ pub(crate) fn decide(
         Ok(setup) => setup,
         // A broken profile stops nothing once the goal is over; while it is not, the error is
         // the agent's to fix, and the loop tries again after it (a person may fix the file).
-        Err(e @ SupervisorError::Profile { .. }) => {
+        Err(e @ loopx_domain::agent::AgentError::Profile { .. }) => {
             return match goal_over(&store, req.agent.as_deref())? {
                 Some(done) => Ok(Next::Done(Box::new(done))),
-                None => Err(e),
+                None => Err(e.into()),
             };
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let name = setup.agent.name.to_string();
     // The budget is the project's (`loopx.toml`), read at each decision so an edit counts.

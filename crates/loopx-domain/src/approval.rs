@@ -17,20 +17,20 @@
 //! file in `.loopx/` may have been planted by an agent of an unsandboxed slice. One approval of
 //! the content hash covers both reasons.
 
+use loopx_adapters::NotifyConfig;
 use loopx_adapters::PermissionLevel;
 use loopx_kernel::model::{Blocks, Gate, GateKind, GateState, Goal};
 use loopx_kernel::store::NewGate;
-use loopx_kernel::{Store, Timestamp};
+use loopx_kernel::{Project, Store, Timestamp};
 use loopx_quota::Decision;
 
 use crate::agent::AgentSetup;
-use crate::errors::SupervisorError;
 
 /// Who opens approval gates: the supervisor itself, never an agent or a person.
-pub(crate) const ACTOR: &str = loopx_vocab::actor::LOOPX;
+pub const ACTOR: &str = loopx_vocab::actor::LOOPX;
 
 /// How every approval gate's context begins (`approval: agent=…`, `approval: notify …`).
-pub(crate) const APPROVAL_LINE: &str = "approval: ";
+pub const APPROVAL_LINE: &str = "approval: ";
 
 /// Whether `gate` is one of loopx's approvals (a `full` profile, a project adapter, the
 /// notification command): asked by loopx itself, its context starting with the approval line.
@@ -40,12 +40,12 @@ pub fn is_approval(gate: &Gate) -> bool {
 }
 
 /// The option that approves; any other answer denies.
-pub(crate) const APPROVE: &str = "approve";
+pub const APPROVE: &str = "approve";
 const DENY: &str = "deny";
 
 /// The level a slice may run at, or the decision that holds it back.
 #[derive(Debug)]
-pub(crate) enum Permission {
+pub enum Permission {
     Run(PermissionLevel),
     /// Not approved (yet): nothing may be claimed or spawned.
     Held(Decision),
@@ -53,7 +53,7 @@ pub(crate) enum Permission {
 
 /// What an agent's `full` level is bound to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Binding {
+pub struct Binding {
     pub agent: String,
     pub profile: String,
     pub sha256: String,
@@ -69,7 +69,7 @@ impl Binding {
     }
 
     /// The context line an approval gate carries, matched exactly.
-    pub(crate) fn line(&self) -> String {
+    pub fn line(&self) -> String {
         format!(
             "{APPROVAL_LINE}agent={} profile={} sha256={}",
             self.agent, self.profile, self.sha256
@@ -99,7 +99,7 @@ fn binds(gate: &Gate, line: &str) -> bool {
 
 /// Where the approval of a binding stands.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Verdict {
+pub enum Verdict {
     Approved,
     Denied(Gate),
     Open(Gate),
@@ -108,12 +108,12 @@ pub(crate) enum Verdict {
 }
 
 /// The newest gate bound to `binding` decides (`gates` in any order).
-pub(crate) fn verdict(gates: &[Gate], binding: &Binding) -> Verdict {
+pub fn verdict(gates: &[Gate], binding: &Binding) -> Verdict {
     verdict_of(gates, &binding.line())
 }
 
 /// The newest approval gate whose context carries `line` decides (`gates` in any order).
-pub(crate) fn verdict_of(gates: &[Gate], line: &str) -> Verdict {
+pub fn verdict_of(gates: &[Gate], line: &str) -> Verdict {
     let Some(gate) = newest_bound(gates, line) else {
         return Verdict::Unasked;
     };
@@ -126,7 +126,7 @@ pub(crate) fn verdict_of(gates: &[Gate], line: &str) -> Verdict {
 }
 
 /// The newest approval gate whose context carries `line`: the one that decides.
-pub(crate) fn newest_bound<'g>(gates: &'g [Gate], line: &str) -> Option<&'g Gate> {
+pub fn newest_bound<'g>(gates: &'g [Gate], line: &str) -> Option<&'g Gate> {
     gates
         .iter()
         .filter(|g| binds(g, line))
@@ -148,12 +148,12 @@ fn approves(gate: &Gate) -> bool {
 ///
 /// Opens the approval gate when there is none. Called before the todo is claimed, so an
 /// unapproved agent takes nothing.
-pub(crate) fn permission(
+pub fn permission(
     store: &Store,
     setup: &AgentSetup,
     goal: Option<&Goal>,
     now: Timestamp,
-) -> Result<Permission, SupervisorError> {
+) -> Result<Permission, loopx_kernel::KernelError> {
     let cap = goal.map_or(PermissionLevel::Full, |g| g.permission);
     let level = setup.loaded.profile.permission.min(cap);
     let adapter = &setup.loaded.adapter;
@@ -199,7 +199,7 @@ impl Why<'_> {
 }
 
 /// The options of every approval gate: `approve` (the first) and `deny`.
-pub(crate) fn approval_options() -> Vec<String> {
+pub fn approval_options() -> Vec<String> {
     vec![APPROVE.to_owned(), DENY.to_owned()]
 }
 
@@ -267,6 +267,90 @@ fn denied(binding: &Binding, gate: &Gate, why: Why<'_>) -> Decision {
         gate.id,
         gate.answer.as_ref().map_or("", |a| a.text.as_str())
     ))
+}
+
+// The notification command (`[notify]` in `loopx.toml`) runs outside every slice with loopx's
+// whole environment: like a `full` profile it runs only once a person approved its exact text,
+// bound by the line `approval: notify sha256=HASH` (`docs/cli.md`, "Notifications").
+
+/// The line that binds an approval to `config`'s exact text and timeout.
+pub fn notify_approval_line(config: &NotifyConfig) -> String {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(b"loopx-notify-v1\0");
+    hasher.update(config.command.as_bytes());
+    hasher.update(format!("\0{}", config.timeout.as_millis()).as_bytes());
+    let hash = hex::encode(hasher.finalize());
+    format!("{}notify sha256={hash}", APPROVAL_LINE)
+}
+
+/// Where the approval of `config` stands, in words: `approved in q3`, `waits for a person's
+/// approval in q3`, `denied in q3`, `not asked yet (the next loopx run asks)`.
+pub fn notify_approval_state(gates: &[Gate], config: &NotifyConfig) -> String {
+    use Verdict;
+    let line = notify_approval_line(config);
+    match verdict_of(gates, &line) {
+        Verdict::Approved => match newest_bound(gates, &line) {
+            Some(gate) => format!("approved in {}", gate.id),
+            None => "approved".to_owned(),
+        },
+        Verdict::Open(gate) => format!("waits for a person's approval in {}", gate.id),
+        Verdict::Denied(gate) => format!("denied in {}", gate.id),
+        Verdict::Unasked => "not approved yet (the next loopx run asks)".to_owned(),
+    }
+}
+
+/// The gate loopx opens to ask a person to approve `config`.
+pub fn notify_approval_gate(config: &NotifyConfig) -> NewGate {
+    NewGate {
+        question: format!(
+            "Run the notification command `{}` from .loopx/loopx.toml (outside every slice, with loopx's environment) on loopx events?",
+            loopx_kernel::limits::clip(&config.command, 200)
+        ),
+        options: approval_options(),
+        context: format!(
+            "{}\nThe command runs outside every slice, with loopx's whole environment. An approval holds until the command or its timeout changes; until then no notification runs.",
+            notify_approval_line(config)
+        ),
+        blocks: Blocks::Nothing,
+        kind: GateKind::Question,
+    }
+}
+
+/// A person set `config` as the notification command themselves (`loopx notify set`): it is
+/// approved at once, as `person` (`human:<user>`), on the record as any approval is — the
+/// approval gate for its exact text (the open one `loopx run` asked, else a new one loopx
+/// opens) answered `approve`. Already approved: nothing is written. Returns the gate.
+pub fn approve_notify_command(
+    project: &Project,
+    config: &NotifyConfig,
+    person: &str,
+    now: Timestamp,
+) -> Result<Gate, loopx_kernel::KernelError> {
+    use Verdict;
+    use loopx_kernel::store::{AnswerChoice, AnswerGate};
+    let store = Store::open(project)?;
+    let gates = store.read(|s| s.gates())?;
+    let gate = match verdict_of(&gates, &notify_approval_line(config)) {
+        // The newest gate bound to this text approved it: it stands.
+        Verdict::Approved => {
+            if let Some(gate) = newest_bound(&gates, &notify_approval_line(config)) {
+                return Ok(gate.clone());
+            }
+            store.run(notify_approval_gate(config), ACTOR, now)?
+        }
+        Verdict::Open(gate) => gate,
+        Verdict::Denied(_) | Verdict::Unasked => {
+            store.run(notify_approval_gate(config), ACTOR, now)?
+        }
+    };
+    let answer = AnswerGate {
+        gate: gate.id,
+        choice: AnswerChoice::Option(1),
+        slice: None,
+        note: Some("set by the person with `loopx notify set`".to_owned()),
+    };
+    store.run(answer, person, now)
 }
 
 #[cfg(test)]

@@ -6,7 +6,24 @@ use loopx_kernel::store::QuotaRequest;
 use loopx_kernel::{Project, Timestamp};
 use loopx_quota::{AgentView, Pacing, WindowLimit};
 
-use crate::errors::SupervisorError;
+/// Why an agent cannot be decided on: none is registered, the one named is not, or its
+/// profile does not load.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("no agent is registered\n(hint: `loopx agent add NAME --profile PROFILE`)")]
+    NoAgent,
+    #[error("agent `{name}` is not registered\n(hint: `loopx agent add {name} --profile PROFILE`)")]
+    UnknownAgent { name: String },
+    #[error(
+        "agent `{agent}` uses profile `{profile}`, which cannot be loaded\n(hint: `loopx profile check`)"
+    )]
+    Profile {
+        agent: String,
+        profile: String,
+        #[source]
+        source: loopx_adapters::LoadError,
+    },
+}
 
 /// An agent ready to be decided on and launched.
 #[derive(Debug, Clone)]
@@ -43,21 +60,21 @@ pub fn load_agent(
     project: &Project,
     agents: Vec<Agent>,
     name: Option<&str>,
-) -> Result<AgentSetup, SupervisorError> {
+) -> Result<AgentSetup, AgentError> {
     let agent = match name {
         Some(name) => agents
             .into_iter()
             .find(|a| a.name.as_str() == name)
-            .ok_or_else(|| SupervisorError::UnknownAgent {
+            .ok_or_else(|| AgentError::UnknownAgent {
                 name: name.to_owned(),
             })?,
-        None => agents.into_iter().next().ok_or(SupervisorError::NoAgent)?,
+        None => agents.into_iter().next().ok_or(AgentError::NoAgent)?,
     };
     let state = project.state_dir();
     let catalog = AdapterCatalog::with_dir(state.join("adapters"));
     let loaded =
         find_profile(&state.join("profiles"), &agent.profile, &catalog).map_err(|source| {
-            SupervisorError::Profile {
+            AgentError::Profile {
                 agent: agent.name.to_string(),
                 profile: agent.profile.clone(),
                 source,
