@@ -17,7 +17,7 @@
 //!
 //! **Capture.** One blocking reader thread per slice reads the terminal, writes the raw log with
 //! a head and tail cap and exact counts ([`LogCounts`]), keeps an ANSI-stripped text view
-//! ([`AnsiStripper`], [`clean_text`]), and hands each read through a bounded channel to a
+//! ([`loopx_vocab::AnsiStripper`], [`loopx_vocab::clean_text`]), and hands each read through a bounded channel to a
 //! screen thread. The screen thread feeds a `vt100` screen that answers cursor-position and
 //! device-attribute queries, then passes the chunk on to the control loop, so the control loop
 //! never sees output the screen has not taken in. The emulator costs about as much per byte as
@@ -67,7 +67,7 @@ mod slice;
 mod spec;
 mod sweep;
 
-pub use capture::{AnsiStripper, LogCounts, clean_text};
+pub use capture::LogCounts;
 pub use cgroup::{CgroupLimits, MemoryLimitHit, SliceCgroup};
 pub use children::{Bounded, reap_adopted, run_bounded};
 pub use errors::{ExecError, InputError, SpawnError, SpecError, WaitError};
