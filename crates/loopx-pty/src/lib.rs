@@ -60,7 +60,6 @@ mod children;
 mod errors;
 mod exec;
 mod launch;
-mod peer;
 mod rlimits;
 mod sandbox;
 mod slice;
@@ -73,7 +72,6 @@ pub use children::{Bounded, reap_adopted, run_bounded};
 pub use errors::{ExecError, InputError, SpawnError, SpecError, WaitError};
 pub use exec::exec_with_limits;
 pub use launch::{PROMPT_FILE_ARG, PROMPT_FILE_VAR, SLICE_MARKER_VAR};
-pub use peer::tcp_peer_in_slice;
 pub use rlimits::ResourceLimits;
 pub use sandbox::{
     NamespaceFailure, NamespaceStep, SUPERVISOR_LOST_FILE, SUPERVISOR_LOST_STATUS, Sandbox,
