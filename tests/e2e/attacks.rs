@@ -255,9 +255,7 @@ fn a_withheld_value_the_agent_prints_is_masked_everywhere() {
     ));
     run_once(&loopx, &[("MY_DB_PASSWORD", secret)]);
     let raw = std::fs::read(loopx.path().join(".loopx/slices/s1.log")).expect("the log");
-    let mut text = Vec::new();
-    loopx_pty::AnsiStripper::default().feed(&raw, &mut text);
-    let text = loopx_pty::clean_text(&text);
+    let text = loopx_vocab::clean_text(loopx_vocab::strip_escapes(&raw).as_bytes());
     assert!(text.contains("db: "), "{text}");
     assert!(!text.contains(secret), "the log holds it: {text}");
     let evidence = loopx.ok(&["evidence", "list", "--json"]).stdout;

@@ -63,7 +63,7 @@ pub use event::{
     TokenUsage, UsageScope, WaitKind,
 };
 pub use launch::{LaunchContext, LaunchPlan, MAX_ARG_BYTES, PromptDelivery, render_launch};
-pub use parse::{MAX_LINE_BYTES, Parser, strip_ansi};
+pub use parse::{MAX_LINE_BYTES, Parser};
 pub use permission::{
     BYPASS_MARKERS, PermissionLevel, WRITE_MARKERS, find_bypass, find_write_grant,
 };

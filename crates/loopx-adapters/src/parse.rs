@@ -13,7 +13,6 @@
 //! a line that is not JSON, or a JSON event of an unknown type, is skipped (counted in
 //! `skipped_lines`), never fatal; a line longer than [`MAX_LINE_BYTES`] is dropped whole.
 
-mod ansi;
 mod claude;
 mod codex;
 mod cursor;
@@ -30,7 +29,7 @@ use crate::adapter::{Adapter, OutputFormat, SignalRule, SignalScope};
 use crate::event::{AgentEvent, StreamSummary};
 use crate::signals::{detect, detect_final, detect_rules, retry_from_text};
 
-pub use ansi::strip_ansi;
+use loopx_vocab::strip_ansi;
 use tail::Tail;
 
 /// Longest line kept; longer lines are skipped (Claude tool results can be megabytes).

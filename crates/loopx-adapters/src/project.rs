@@ -172,45 +172,6 @@ fn known_keys(path: &[&str]) -> &'static [&'static str] {
     }
 }
 
-/// Whether a database URL carries a password (`user:secret@host`, `?password=`).
-fn url_has_password(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    // As the PostgreSQL client reads it: the credentials run to the first `@`, whatever
-    // characters come before it.
-    let in_user_info = rest
-        .split_once('@')
-        .is_some_and(|(user_info, _)| user_info.contains(':'));
-    let decoded = percent_decoded(url).to_ascii_lowercase();
-    let in_query = decoded
-        .split_once('?')
-        .is_some_and(|(_, query)| query.split('&').any(|pair| pair.starts_with("password=")));
-    in_user_info || in_query
-}
-
-/// `%XX` escapes decoded (invalid ones kept as they are).
-fn percent_decoded(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// Reads `<state_dir>/loopx.toml`; a missing file is the default (no notifications).
 pub fn load_project_config(state_dir: &Path) -> Result<ProjectConfig, LoadError> {
     let path = state_dir.join(PROJECT_CONFIG_FILE);
@@ -236,7 +197,7 @@ pub fn project_config_str(file: &str, text: &str) -> Result<ProjectConfig, LoadE
                     "not a PostgreSQL URL".to_owned(),
                     Some("postgres://USER@HOST:PORT/DB, or remove [store] to keep the state in .loopx/state.redb".to_owned()),
                 );
-            } else if url_has_password(&url) {
+            } else if loopx_vocab::url_password(&url).is_some() {
                 p.push(
                     span,
                     Some("store.url"),
@@ -520,6 +481,23 @@ mod tests {
         assert!(text.contains("budget.tokens = 0"), "{text}");
         assert!(text.contains("loopx.toml:2"), "{text}");
         assert!(text.contains("`slices`"), "a did-you-mean: {text}");
+    }
+
+    #[test]
+    fn a_store_url_with_a_password_is_refused() {
+        for url in ["postgres://u:@h/db", "postgres://u@h/db?password=p%40ss"] {
+            let text = format!("[store]\nurl = \"{url}\"\n");
+            let err = project_config_str("loopx.toml", &text).expect_err(url);
+            let LoadError::Invalid(invalid) = err else {
+                panic!("{url}: {err}")
+            };
+            let text = invalid.one_line_each();
+            assert!(text.contains("holds a password"), "{url}: {text}");
+        }
+        for url in ["postgres://u@h/db", "postgres://u%3Ax@h/db"] {
+            let text = format!("[store]\nurl = \"{url}\"\n");
+            project_config_str("loopx.toml", &text).expect(url);
+        }
     }
 
     #[test]

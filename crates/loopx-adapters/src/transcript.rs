@@ -116,7 +116,7 @@ impl Transcript {
     /// escapes. A line of escapes alone (Claude Code restores the cursor and the terminal's
     /// modes as it exits) is dropped: a transcript ended with `^[[?25h^[[?1004l…`.
     fn plain(&mut self, line: &str) {
-        let text = crate::parse::strip_ansi(line);
+        let text = loopx_vocab::strip_ansi(line);
         if !text.trim().is_empty() {
             self.line(text.trim_end());
         }

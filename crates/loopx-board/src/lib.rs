@@ -124,7 +124,7 @@ impl Board {
             // An agent shares the host's loopback: its connections would hold the person's
             // slots (and the board is the person's, never an agent's).
             if let (Ok(local), Ok(peer)) = (stream.local_addr(), stream.peer_addr())
-                && loopx_pty::tcp_peer_in_slice(local, peer)
+                && loopx_os::tcp_peer_in_slice(local, peer)
             {
                 let _ = http::respond(
                     &stream,

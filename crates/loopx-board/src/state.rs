@@ -269,15 +269,10 @@ fn tail(project: &loopx_kernel::Project, slice: &SliceRecord) -> String {
             None => return "(a line longer than the tail shown)".to_owned(),
         }
     }
-    let mut text = loopx_adapters::transcript::render(&bytes).unwrap_or_else(|| {
-        let mut stripped = Vec::new();
-        loopx_pty::AnsiStripper::default().feed(&bytes, &mut stripped);
-        String::from_utf8_lossy(&stripped).into_owned()
-    });
+    let mut text = loopx_adapters::transcript::render(&bytes)
+        .unwrap_or_else(|| loopx_vocab::strip_escapes(&bytes));
     if !unfinished.trim_ascii_start().starts_with(b"{") {
-        let mut stripped = Vec::new();
-        loopx_pty::AnsiStripper::default().feed(&unfinished, &mut stripped);
-        text.push_str(&String::from_utf8_lossy(&stripped));
+        text.push_str(&loopx_vocab::strip_escapes(&unfinished));
     }
     // A window that begins inside a private key shows none of it: the redaction needs the key's
     // first line.
@@ -292,5 +287,5 @@ fn tail(project: &loopx_kernel::Project, slice: &SliceRecord) -> String {
         .into_owned();
     let lines: Vec<&str> = redacted.lines().collect();
     let shown = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
-    loopx_pty::clean_text(shown.as_bytes())
+    loopx_vocab::clean_text(shown.as_bytes())
 }

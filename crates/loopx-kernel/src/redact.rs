@@ -92,7 +92,7 @@ impl Redactor {
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
         if text.contains('\x1b') {
-            let plain = strip_escapes(text);
+            let plain = loopx_vocab::strip_escapes(text.as_bytes());
             if self
                 .values
                 .iter()
@@ -139,16 +139,6 @@ impl Redactor {
             *text = clean;
         }
     }
-}
-
-/// `text` without its escape sequences (CSI, OSC/DCS/APC/PM/SOS up to BEL or ST, `ESC x`).
-fn strip_escapes(text: &str) -> String {
-    static ESCAPES: OnceLock<Regex> = OnceLock::new();
-    let escapes = ESCAPES.get_or_init(|| {
-        Regex::new(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]PX^_](?s:.*?)(?:\x07|\x1b\\|\z)|.)")
-            .expect("the escape pattern is valid")
-    });
-    escapes.replace_all(text, "").into_owned()
 }
 
 #[cfg(test)]

@@ -52,7 +52,7 @@ pub fn serve(listener: TcpListener, answering: Arc<Answering>) {
         // An agent shares the host's loopback: its connections would hold the slots a
         // person's press needs (the board refuses them the same way).
         if let (Ok(local), Ok(peer)) = (stream.local_addr(), stream.peer_addr())
-            && loopx_pty::tcp_peer_in_slice(local, peer)
+            && loopx_os::tcp_peer_in_slice(local, peer)
         {
             let _ = reply(
                 &stream,

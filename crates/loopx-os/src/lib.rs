@@ -13,7 +13,9 @@
 //! - **A process's identity across a restart** ([`Process::started`] with [`boot_id`]): a pid
 //!   alone may have been reused by the time a new supervisor looks.
 //! - **Who is on the other end of a Unix socket** ([`unix_peer_pid`]): the kernel's answer,
-//!   not the client's claim.
+//!   not the client's claim; and **whether a loopback TCP client is a process of a slice**
+//!   ([`tcp_peer_in_slice`]), asked by the board and the Lark listener at accept. The latter
+//!   reads `/proc` (`peer.rs`): on macOS, which has none, the answer is always `false`.
 //! - **Keeping orphans** ([`adopt_orphans`]) and **keeping same-user processes out of loopx's
 //!   memory** ([`forbid_inspection`]).
 //! - **Files**: a rename that never replaces ([`rename_exclusive`]) and disk reserved ahead of
@@ -40,6 +42,9 @@ use std::path::Path;
 mod procargs;
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 mod procfs;
+
+mod peer;
+pub use peer::tcp_peer_in_slice;
 
 #[cfg(target_os = "linux")]
 mod linux;

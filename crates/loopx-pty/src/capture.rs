@@ -5,8 +5,6 @@ mod log;
 pub(crate) mod mask;
 pub(crate) mod pump;
 pub(crate) mod screen;
-mod text;
 
 pub(crate) use log::CappedLog;
 pub use log::LogCounts;
-pub use text::{AnsiStripper, clean_text};

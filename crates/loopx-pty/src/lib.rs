@@ -17,7 +17,7 @@
 //!
 //! **Capture.** One blocking reader thread per slice reads the terminal, writes the raw log with
 //! a head and tail cap and exact counts ([`LogCounts`]), keeps an ANSI-stripped text view
-//! ([`AnsiStripper`], [`clean_text`]), and hands each read through a bounded channel to a
+//! ([`loopx_vocab::AnsiStripper`], [`loopx_vocab::clean_text`]), and hands each read through a bounded channel to a
 //! screen thread. The screen thread feeds a `vt100` screen that answers cursor-position and
 //! device-attribute queries, then passes the chunk on to the control loop, so the control loop
 //! never sees output the screen has not taken in. The emulator costs about as much per byte as
@@ -60,7 +60,6 @@ mod children;
 mod errors;
 mod exec;
 mod launch;
-mod peer;
 mod rlimits;
 mod room;
 mod sandbox;
@@ -68,13 +67,12 @@ mod slice;
 mod spec;
 mod sweep;
 
-pub use capture::{AnsiStripper, LogCounts, clean_text};
+pub use capture::LogCounts;
 pub use cgroup::{CgroupLimits, MemoryLimitHit, SliceCgroup};
 pub use children::{Bounded, reap_adopted, run_bounded};
 pub use errors::{ExecError, InputError, SpawnError, SpecError, WaitError};
 pub use exec::exec_with_limits;
 pub use launch::{PROMPT_FILE_ARG, PROMPT_FILE_VAR, SLICE_MARKER_VAR};
-pub use peer::tcp_peer_in_slice;
 pub use rlimits::ResourceLimits;
 pub use room::{DEVICES, Room, exec_helper, git_dir, hidden, remove_room, room_has, write_private};
 pub use sandbox::{

@@ -477,9 +477,7 @@ pub fn run_check(
     let mut ran = run_spec(spec, stopped);
     // As a slice's log is read: escapes out first (a secret split by colour codes is whole
     // again), then control characters, then the secrets.
-    let mut plain = Vec::with_capacity(ran.output.len());
-    loopx_pty::AnsiStripper::default().feed(&ran.output, &mut plain);
-    let text = loopx_pty::clean_text(&plain);
+    let text = loopx_vocab::clean_text(loopx_vocab::strip_escapes(&ran.output).as_bytes());
     ran.output = slice_redactor(&plan)
         .redact(&text)
         .into_owned()

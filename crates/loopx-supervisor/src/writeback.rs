@@ -844,15 +844,7 @@ fn final_words(f: &Finished<'_>) -> Option<String> {
     };
     // It is shown in terminals and read by the next agent: no escape sequences or other
     // control characters (a structured stream's result text can carry them).
-    let clean: Vec<String> = tail
-        .lines()
-        .map(|line| {
-            loopx_adapters::strip_ansi(line)
-                .chars()
-                .filter(|c| !c.is_control() || *c == '\t')
-                .collect()
-        })
-        .collect();
+    let clean: Vec<String> = tail.lines().map(loopx_vocab::strip_ansi).collect();
     Some(clean.join("\n"))
 }
 

@@ -11,7 +11,12 @@
 //! another's by hand.
 //!
 //! The crate holds types and their spellings only: no I/O, no clock, no policy beyond the
-//! outcome table (what comes after each outcome), which is part of what an outcome means.
+//! outcome table (what comes after each outcome), which is part of what an outcome means. Two
+//! readings of outside text are words too, kept here so that every layer reads them alike: an
+//! agent's terminal output without its escape sequences ([`terminal`]: the PTY's capture, the
+//! output parser, the redactor, `loopx log` and the board), and where a secret hides: which
+//! names look like credentials ([`secrets`]) and the password a PostgreSQL URL carries
+//! ([`url`]).
 //!
 //! Stored types are encoded by position (postcard): variants are appended, never inserted or
 //! reordered (`docs/design/store-format.md`).
@@ -22,6 +27,8 @@ pub mod kinds;
 pub mod outcome;
 pub mod permission;
 pub mod secrets;
+pub mod terminal;
+pub mod url;
 
 pub use actor::Actor;
 pub use ids::{
@@ -34,6 +41,8 @@ pub use kinds::{
 pub use outcome::{Next, Outcome, OutcomePolicy, Streak};
 pub use permission::PermissionLevel;
 pub use secrets::{CREDENTIAL_WORDS, credential_word, looks_like_credential};
+pub use terminal::{AnsiStripper, clean_text, strip_ansi, strip_escapes};
+pub use url::{percent_decoded, url_password};
 
 /// An error's message with its causes, one per line (`caused by: …`), each cause shown once:
 /// `transparent` variants forward `source()` to the inner error's source, so the chain starts

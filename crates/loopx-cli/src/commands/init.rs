@@ -121,7 +121,7 @@ fn store_config(url: &str) -> Result<String, ExpectedError> {
             loopx_kernel::store::pg::redact_url(url)
         )));
     }
-    if loopx_kernel::store::pg::url_password(url).is_some() {
+    if loopx_vocab::url_password(url).is_some() {
         return Err(ExpectedError::Usage(format!(
             "`--store {}` holds a password, which loopx would have to write into .loopx/loopx.toml\n(hint: give it in the environment instead: PGPASSWORD=… loopx init --store URL-WITHOUT-PASSWORD, or set the whole URL in LOOPX_STORE_URL on each host)",
             loopx_kernel::store::pg::redact_url(url)

@@ -204,12 +204,9 @@ fn show_output(
     }
     // A structured stream reads as a transcript; anything else as the text it printed.
     // Escape sequences are the agent's: shown as text, never obeyed.
-    let text = loopx_adapters::transcript::render(&output).unwrap_or_else(|| {
-        let mut stripped = Vec::with_capacity(output.len());
-        loopx_pty::AnsiStripper::default().feed(&output, &mut stripped);
-        String::from_utf8_lossy(&stripped).into_owned()
-    });
-    ctx.line(loopx_pty::clean_text(redactor.redact(&text).as_bytes()))?;
+    let text = loopx_adapters::transcript::render(&output)
+        .unwrap_or_else(|| loopx_vocab::strip_escapes(&output));
+    ctx.line(loopx_vocab::clean_text(redactor.redact(&text).as_bytes()))?;
     Ok(shown)
 }
 
@@ -271,7 +268,7 @@ struct LiveOutput {
     raw: bool,
     /// Read, not yet shown: the start of a line.
     partial: Vec<u8>,
-    stripper: loopx_pty::AnsiStripper,
+    stripper: loopx_vocab::AnsiStripper,
     transcript: loopx_adapters::transcript::LiveTranscript,
     redactor: loopx_kernel::redact::Redactor,
 }
@@ -284,7 +281,7 @@ impl LiveOutput {
             file: shown.file,
             raw,
             partial: Vec::new(),
-            stripper: loopx_pty::AnsiStripper::default(),
+            stripper: loopx_vocab::AnsiStripper::default(),
             transcript: loopx_adapters::transcript::LiveTranscript::default(),
             redactor: loopx_kernel::redact::Redactor::for_process_env(&[]),
         }
@@ -343,7 +340,7 @@ impl LiveOutput {
         }
         let shown = shown.trim_end_matches('\n');
         if !shown.is_empty() {
-            ctx.line(loopx_pty::clean_text(shown.as_bytes()))?;
+            ctx.line(loopx_vocab::clean_text(shown.as_bytes()))?;
         }
         Ok(())
     }

@@ -363,7 +363,7 @@ impl Store {
         let pg = PgStore::open(url, options.wait)?;
         // The URL's password is a secret like any other: no text the store keeps holds it.
         let mut redactor = crate::redact::Redactor::for_process_env(&[]);
-        if let Some(password) = super::pg::url_password(url) {
+        if let Some(password) = loopx_vocab::url_password(url) {
             redactor = redactor.with_value(password);
         }
         Ok(Store {

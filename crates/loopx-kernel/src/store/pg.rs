@@ -72,7 +72,7 @@ pub fn redact_url(url: &str) -> String {
     };
     let user = config.get_user().unwrap_or("");
     let at = if user.is_empty() { "" } else { "@" };
-    let password = if config.get_password().is_some() {
+    let password = if loopx_vocab::url_password(url).is_some() {
         ":***"
     } else {
         ""
@@ -95,14 +95,6 @@ pub fn redact_url(url: &str) -> String {
         "postgres://{user}{password}{at}{}/{db}{options}",
         hosts.join(",")
     )
-}
-
-/// The password in `url`, if any (the redactor hides it wherever it appears).
-pub fn url_password(url: &str) -> Option<String> {
-    url.parse::<postgres::Config>()
-        .ok()?
-        .get_password()
-        .map(|p| String::from_utf8_lossy(p).into_owned())
 }
 
 /// A connection of its own to the store at `url` and the project's notification channel, for a
@@ -767,9 +759,30 @@ mod tests {
             redact_url("postgres://u@h/db?options=-csearch_path%3Dproj"),
             "postgres://u@h:5432/db?options=-csearch_path%3Dproj"
         );
-        assert_eq!(
-            url_password("postgres://loopx:s3cr3t-pass@db.example:5432/loopx").as_deref(),
-            Some("s3cr3t-pass")
-        );
+    }
+
+    /// The one rule (`loopx_vocab::url_password`) reads a password where the client does.
+    #[test]
+    fn the_password_rule_agrees_with_the_client() {
+        for url in [
+            "postgres://loopx:s3cr3t-pass@db.example:5432/loopx",
+            "postgres://u:@h/db",
+            "postgres://u@h/db",
+            "postgres://u%3Ax@h/db",
+            "postgres://u:p%40ss%3Aword@h/db",
+            "postgres://loopx:ab/cd@db/loopx",
+            "postgres://loopx:x?y@db/loopx",
+            "postgresql://ann@127.0.0.1/p?password=hunter22&sslmode=disable",
+            "postgres://u:one@h/db?sslmode=disable&pass%77ord=two",
+            "postgres://h/db",
+        ] {
+            let config: postgres::Config = url.parse().expect(url);
+            let client = config.get_password().map(String::from_utf8_lossy);
+            assert_eq!(
+                loopx_vocab::url_password(url).as_deref(),
+                client.as_deref(),
+                "{url}"
+            );
+        }
     }
 }

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::log::{CappedLog, FLUSH_EVERY, LogCounts};
 use super::screen::Screen;
-use super::text::{AnsiStripper, clean_text};
+use loopx_vocab::{AnsiStripper, clean_text};
 
 /// Read size; a pseudo-terminal rarely returns more than a few KiB at once.
 const READ_SIZE: usize = 64 << 10;

@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use loopx_pty::{LaunchSpec, SliceEvent, SliceEvents, SliceId, clean_text};
+use loopx_pty::{LaunchSpec, SliceEvent, SliceEvents, SliceId};
+use loopx_vocab::clean_text;
 
 /// Generous bound for anything that should take milliseconds; CI has 2 shared cores.
 pub const DEADLINE: Duration = Duration::from_secs(20);

@@ -321,7 +321,7 @@ pub(crate) fn slice_redactor(plan: &LaunchPlan) -> loopx_kernel::Redactor {
 /// (`LOOPX_STORE_URL` is loopx's own, so the rule above passes it over, and a URL is skipped as
 /// a value).
 fn store_password_hidden(redactor: loopx_kernel::Redactor) -> loopx_kernel::Redactor {
-    match loopx_kernel::store::url_override().and_then(loopx_kernel::store::pg::url_password) {
+    match loopx_kernel::store::url_override().and_then(loopx_vocab::url_password) {
         Some(password) => redactor.with_value(password),
         None => redactor,
     }

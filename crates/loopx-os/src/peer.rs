@@ -7,8 +7,7 @@
 //! entry of `/proc/net/tcp` whose local address is the connection's remote one, and its owner
 //! is the process holding that socket's inode. Only processes in another PID namespace than
 //! the listener's are searched (every contained slice has its own), so the cost is one
-//! `readlink` per process plus the descriptors of the slices' processes; a process in no
-//! namespace of its own counts as in a slice when it carries the slice marker.
+//! `readlink` per process plus the descriptors of the slices' processes.
 
 use std::net::SocketAddr;
 

@@ -1,5 +1,6 @@
-//! An ANSI-stripped view of terminal output that is safe to show: valid UTF-8 with no escape
-//! sequences or control characters left to be replayed by the viewer's terminal.
+//! Terminal output made safe to show, to store and to parse: the one recogniser of escape
+//! sequences every crate uses (the PTY's capture, `loopx log`, the board, the output parser,
+//! the redactor), so that a sequence one of them removes the others remove too.
 
 /// A streaming stripper of terminal control sequences. Feed it output in chunks of any size;
 /// a sequence split across chunks is still removed whole.
@@ -9,12 +10,12 @@
 /// [`clean_text`], which also drops the remaining control characters.
 ///
 /// ```
-/// let mut strip = loopx_pty::AnsiStripper::default();
+/// let mut strip = loopx_vocab::AnsiStripper::default();
 /// let mut out = Vec::new();
 /// strip.feed(b"\x1b[1;31mred\x1b[0m \x1b]0;title\x07", &mut out);
 /// strip.feed(b"done\x1b[", &mut out);
 /// strip.feed(b"2K!", &mut out);
-/// assert_eq!(loopx_pty::clean_text(&out), "red done!");
+/// assert_eq!(loopx_vocab::clean_text(&out), "red done!");
 /// ```
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct AnsiStripper {
@@ -73,6 +74,15 @@ impl AnsiStripper {
     }
 }
 
+/// `output` without its escape sequences, decoded as UTF-8 (invalid bytes become U+FFFD);
+/// every other character, control characters included, is kept. For text that is stored or
+/// read further; what is shown to a person goes through [`clean_text`] as well.
+pub fn strip_escapes(output: &[u8]) -> String {
+    let mut out = Vec::with_capacity(output.len());
+    AnsiStripper::default().feed(output, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Decodes stripped output as UTF-8 (invalid bytes become U+FFFD) and keeps only what is safe
 /// to print: `\r\n` and lone `\r` become `\n`, tabs stay, every other C0/C1 control, DEL and
 /// bidirectional override is dropped.
@@ -97,6 +107,16 @@ pub fn clean_text(stripped: &[u8]) -> String {
     text
 }
 
+/// One line read through a PTY as plain text: [`clean_text`] of it without its escape
+/// sequences, and without line breaks (a `\r` the PTY added, or one meant to overwrite).
+pub fn strip_ansi(line: &str) -> String {
+    let mut stripped = Vec::with_capacity(line.len());
+    AnsiStripper::default().feed(line.as_bytes(), &mut stripped);
+    let mut text = clean_text(&stripped);
+    text.retain(|c| c != '\n');
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -104,9 +124,7 @@ mod tests {
     use super::*;
 
     fn strip(input: &[u8]) -> String {
-        let mut out = Vec::new();
-        AnsiStripper::default().feed(input, &mut out);
-        clean_text(&out)
+        clean_text(strip_escapes(input).as_bytes())
     }
 
     #[test]
@@ -115,6 +133,7 @@ mod tests {
         assert_eq!(strip(b"\x1b]0;title\x1b\\x"), "x");
         assert_eq!(strip(b"\x1b]8;;http://e\x07link\x1b]8;;\x07"), "link");
         assert_eq!(strip(b"\x1bPq#0;2;0;0;0\x1b\\y"), "y");
+        assert_eq!(strip(b"\x1bXsos string\x1b\\z"), "z");
         assert_eq!(strip(b"\x1b(Bz\x1b7\x1b8"), "z");
         assert_eq!(strip(b"line1\r\nline2\rover\x08\x07"), "line1\nline2\nover");
     }
@@ -128,11 +147,36 @@ mod tests {
         assert_eq!(strip("x\u{202e}y".as_bytes()), "xy");
     }
 
+    #[test]
+    fn escapes_go_and_other_controls_stay_when_only_escapes_are_stripped() {
+        assert_eq!(
+            strip_escapes(b"pw=hunt\x1b[0mer2\r\n\x1b]0;x\x07\tend"),
+            "pw=hunter2\r\n\tend"
+        );
+    }
+
+    #[test]
+    fn a_line_loses_colour_title_and_cursor_sequences() {
+        let line = "\u{1b}]0;claude\u{7}\u{1b}[?25l\u{1b}[1;32m{\"type\":\"x\"}\u{1b}[0m\r";
+        assert_eq!(strip_ansi(line), "{\"type\":\"x\"}");
+        assert_eq!(strip_ansi("over\rwritten\x08"), "overwritten");
+    }
+
+    #[test]
+    fn a_line_keeps_plain_text() {
+        assert_eq!(
+            strip_ansi("resets 3pm · (UTC)\tok"),
+            "resets 3pm · (UTC)\tok"
+        );
+    }
+
     proptest! {
         #[test]
         fn any_input_gives_printable_text(input in proptest::collection::vec(any::<u8>(), 0..512)) {
             let text = strip(&input);
             prop_assert!(text.chars().all(|c| c == '\n' || c == '\t' || !c.is_control()));
+            let line = strip_ansi(&String::from_utf8_lossy(&input));
+            prop_assert!(line.chars().all(|c| c == '\t' || !c.is_control()));
         }
 
         #[test]
