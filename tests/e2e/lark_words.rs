@@ -11,7 +11,7 @@ use crate::lark_flowback::{board_with_events, stop};
 use crate::support::Loopx;
 
 /// Every text a card shows, one per line.
-fn texts(card: &Value) -> String {
+pub(crate) fn texts(card: &Value) -> String {
     fn walk(value: &Value, out: &mut Vec<String>) {
         match value {
             Value::Object(map) => {
@@ -30,7 +30,7 @@ fn texts(card: &Value) -> String {
 }
 
 /// The cards in the chat whose text contains `marker`, in the order they were posted.
-fn cards_saying(server: &LarkServer, marker: &str) -> Vec<String> {
+pub(crate) fn cards_saying(server: &LarkServer, marker: &str) -> Vec<String> {
     let state = server.state();
     let mut cards: Vec<(&String, String)> = state
         .messages

@@ -3,6 +3,7 @@
 mod support;
 
 mod attacks;
+mod attacks_week;
 mod board;
 mod browser;
 mod checkpoints;

@@ -241,12 +241,19 @@ impl Write for Redacting {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .redact(&text);
+        // The formatter escapes an event's message, not its fields, and fields carry text from
+        // outside: an agent's, or a value typed into the Lark table (`ESC[8m`, `U+202E`).
         match &self.sink {
-            Sink::Stderr => io::stderr().lock().write_all(clean.as_bytes())?,
+            Sink::Stderr => {
+                let colour = std::io::IsTerminal::is_terminal(&io::stderr());
+                let safe = crate::output::safe_line(&clean, colour);
+                io::stderr().lock().write_all(safe.as_bytes())?
+            }
             Sink::File(file) => {
+                let safe = crate::output::safe_line(&clean, false);
                 let mut guard = file.0.lock().unwrap_or_else(PoisonError::into_inner);
                 if let Some(file) = guard.as_mut() {
-                    file.write_all(clean.as_bytes())?;
+                    file.write_all(safe.as_bytes())?;
                 }
             }
         }

@@ -8,7 +8,9 @@
 //! slice stopped before its commit), a todo's branch with commits that never landed on the
 //! goal's branch, the goal's branch until a branch of the person's (or the checkout) has it.
 //! A branch is deleted only where it was surveyed (`update-ref -d` with its old value): one
-//! that moved meanwhile stays.
+//! that moved meanwhile stays. A goal's directory under `.loopx/worktrees/`, or a worktree in
+//! it, that is a symbolic link is not what loopx made: nothing is removed through it (a link
+//! to a directory of the person's holding a `t1/` had it deleted).
 //!
 //! Which goals are finished, and that no slice works in them, is the caller's to say: this
 //! crate knows goals by their ids.
@@ -19,7 +21,8 @@ use loopx_kernel::{GoalId, TodoId};
 
 use crate::GitError;
 use crate::worktree::{
-    PLAN_SEAT, Repo, goal_dir, has_uncommitted, integration_branch, remove_seat, short, todo_branch,
+    PLAN_SEAT, Repo, goal_dir, has_uncommitted, integration_branch, is_link, remove_seat, short,
+    todo_branch,
 };
 
 /// Something a finished goal left that can go.
@@ -95,6 +98,13 @@ pub fn survey(root: &Path, goal: GoalId, all: bool) -> Result<Leftovers, GitErro
     let mut found = Leftovers::default();
     // A todo whose worktree stays keeps its branch: the work there is measured against it.
     let mut held = Vec::new();
+    if is_link(&goal_dir(root, goal)) {
+        found.keep.push(Kept {
+            goal,
+            what: format!("the worktrees under {}", goal_dir(root, goal).display()),
+            why: "it is a symbolic link, not the directory loopx made: loopx removes nothing through it; remove the link yourself".to_owned(),
+        });
+    }
     for (todo, path) in seats(root, goal) {
         let uncommitted = match todo {
             Some(todo) if !all => has_uncommitted(root, goal, todo).map_err(|e| e.to_string()),
@@ -223,9 +233,14 @@ pub fn unmerged_into(repo: &Repo, goals: &[(GoalId, &str)], base: &str) -> Vec<U
     found.into_iter().map(|(u, _)| u).collect()
 }
 
-/// The goal's worktrees on disk: its planning one (`None`) and each todo's.
+/// The goal's worktrees on disk: its planning one (`None`) and each todo's; none through a
+/// goal directory that is a link.
 fn seats(root: &Path, goal: GoalId) -> Vec<(Option<TodoId>, PathBuf)> {
-    let Ok(entries) = std::fs::read_dir(goal_dir(root, goal)) else {
+    let dir = goal_dir(root, goal);
+    if is_link(&dir) {
+        return Vec::new();
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut seats: Vec<(Option<TodoId>, PathBuf)> = entries

@@ -1143,6 +1143,13 @@ pub fn remove(root: &Path, goal: GoalId, todo: TodoId) -> Result<(), GitError> {
 /// it; no branch is touched.
 pub(crate) fn remove_seat(root: &Path, goal: GoalId, todo: Option<TodoId>) -> Result<(), GitError> {
     let dir = seat_dir(root, goal, todo);
+    if let Some(link) = linked(root, goal, todo) {
+        return Err(format!(
+            "{} is a symbolic link: loopx removes no directory through it (remove the link yourself)",
+            link.display()
+        )
+        .into());
+    }
     let record = gitdir_record(root, goal, todo);
     if dir.exists() {
         let repo = Repo::of(root)?;
@@ -1180,6 +1187,19 @@ pub(crate) fn remove_seat(root: &Path, goal: GoalId, todo: Option<TodoId>) -> Re
     let _ = std::fs::remove_file(goal_dir(root, goal).join(format!("{}.index", seat(todo))));
     let _ = std::fs::remove_file(record);
     Ok(())
+}
+
+/// The goal's directory, or the seat's, when it is a symbolic link: loopx made both as
+/// directories, so a link is someone else's, and what it leads to (a directory of the person's
+/// with a `t1/` in it) is not loopx's to remove.
+pub(crate) fn linked(root: &Path, goal: GoalId, todo: Option<TodoId>) -> Option<PathBuf> {
+    [goal_dir(root, goal), seat_dir(root, goal, todo)]
+        .into_iter()
+        .find(|p| is_link(p))
+}
+
+pub(crate) fn is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 /// Whether `root` is inside a git work tree, by its directories alone (no git is run).

@@ -7,9 +7,10 @@
 //! a todo to "Done". …`).
 //!
 //! Anyone who can edit the table reaches this chat through it, so: what they typed is repeated
-//! only [`quote`]d (one line, at most [`VALUE`] characters, between quotes) on a card whose
-//! every text is `plain_text` (no mention, link or markdown); a card lists at most [`LISTED`]
-//! changes and counts the rest; and at most [`MESSAGES`] such cards are posted in any
+//! only [`quote`]d (one line, nothing that reorders text, at most [`VALUE`] characters, between
+//! quotes) on a card whose every text is `plain_text` (no mention, link or markdown); a card
+//! lists at most [`LISTED`] changes and counts the rest; and at most [`MESSAGES`] such cards
+//! are posted in any
 //! [`WINDOW_MS`]. The changes refused meanwhile are counted (in
 //! `.loopx/projections/lark-put-back.json`) and the next card says how many; the event log has
 //! each of them.

@@ -193,19 +193,30 @@ pub fn quote(text: &str, max: usize) -> String {
     format!("\"{}\"", flat(&unquoted, max))
 }
 
-/// `text` on one line, without control characters, at most `max` characters (`…` when cut).
+/// `text` on one line, without control characters or the characters that reorder text, at
+/// most `max` characters (`…` when cut).
+///
+/// A quote sits inside loopx's own sentence: a right-to-left override typed into the table
+/// (`U+202E`) would turn the rest of that sentence around ("was put back: …" shown backwards),
+/// so bidi embeddings, overrides, isolates and marks are left out, as the terminal escapes them
+/// (`loopx-cli`'s `output::safe`).
 pub fn flat(text: &str, max: usize) -> String {
     let flat: String = text
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
         .chars()
-        .filter(|c| !c.is_control())
+        .filter(|c| !c.is_control() && !reorders(*c))
         .collect();
     match flat.chars().count() > max {
         true => format!("{}…", flat.chars().take(max).collect::<String>().trim_end()),
         false => flat,
     }
+}
+
+/// A bidi embedding, override, isolate or mark.
+fn reorders(c: char) -> bool {
+    matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The first command in `text`: its byte range.

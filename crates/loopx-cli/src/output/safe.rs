@@ -14,9 +14,11 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
-/// loopx's own styling sequences (`Style::paint`): bold, dim, colours, reset.
-const STYLE_SEQUENCES: [&str; 7] = [
-    "\x1b[0m", "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[36m",
+/// loopx's own styling sequences (`Style::paint`): bold, dim, colours, reset; and those of its
+/// log on a terminal (`tracing_subscriber`'s italic field names, blue and purple levels).
+const STYLE_SEQUENCES: [&str; 10] = [
+    "\x1b[0m", "\x1b[1m", "\x1b[2m", "\x1b[3m", "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[34m",
+    "\x1b[35m", "\x1b[36m",
 ];
 
 /// `text` with every control character shown visibly; newlines and tabs kept, and loopx's own
