@@ -43,6 +43,7 @@ pub mod amendment;
 mod approval;
 mod commit;
 mod errors;
+mod event_order;
 mod findings;
 pub mod freshness;
 mod notify;
