@@ -1,6 +1,6 @@
-//! What `loopx run` prints for the person watching it (`docs/logging.md`, `docs/cli.md`): its
-//! lines in the kernel's order, a refused item of a report in loopx's own words with the raw
-//! log in the run's file.
+//! What `loopx run` prints for the person watching it (`docs/logging.md`, `docs/cli.md`,
+//! `docs/quota.md`): its lines in the kernel's order, a refused item of a report in loopx's own
+//! words with the raw log in the run's file, and a pacing wait that names where the pace is set.
 
 use crate::logging::run_logs;
 use crate::support::{LOOPX, Loopx, git, script_agent, todo_state};
@@ -111,5 +111,30 @@ fn a_refused_item_of_a_report_is_a_loopx_line_and_the_raw_warning_is_in_the_run_
             .contains("WARN loopx_supervisor::commit: the kernel refused an item"),
         "{}",
         verbose.stderr
+    );
+}
+
+#[test]
+fn a_paced_agent_s_wait_names_the_profile_file_and_key_that_set_the_pace() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs"]);
+    script_agent(
+        &loopx,
+        "exec",
+        "cat > /dev/null\nprintf '%s\\n' '```loopx-report' '{\"status\":\"done\",\"summary\":\"tidied\"}' '```'",
+        "max_time = \"1m\"\n[quota]\nslices_per_hour = 1",
+    );
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    loopx.ok(&["todo", "add", "Tidy the guide"]);
+    let first = loopx.run(&["run", "--once"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let second = loopx.run(&["run", "--once"]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        second.stderr.contains(
+            "exec is paced at 1 slices an hour (quota.slices_per_hour in .loopx/profiles/exec.toml)"
+        ),
+        "{}",
+        second.stderr
     );
 }
