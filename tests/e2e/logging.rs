@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::run_once::project;
 use crate::support::{Loopx, todo_state};
 
-fn run_logs(loopx: &Loopx) -> Vec<PathBuf> {
+pub(crate) fn run_logs(loopx: &Loopx) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(loopx.path().join(".loopx/logs")) else {
         return Vec::new();
     };

@@ -36,6 +36,7 @@ mod quota;
 mod report;
 mod run_loop;
 mod run_once;
+mod run_output;
 mod scale;
 mod sim;
 mod soak;

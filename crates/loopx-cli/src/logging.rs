@@ -8,7 +8,12 @@
 //!   when set, else `warn` (`error` for `loopx sim`, whose injected faults warn by design),
 //!   raised by `-v` (info), `-vv` (debug), `-vvv` (trace).
 //! - `loopx run` (and `run --once`): `.loopx/logs/run-<UTC time>-<pid>.log`, one file per run,
-//!   at `LOOPX_LOG` when set, else at least `info`; the newest 10 files are kept.
+//!   at `LOOPX_LOG` when set, else at least `info`; the newest 10 files are kept. Once that file
+//!   is open, stderr takes no more of the log unless the person asked for it (`-v`, or
+//!   `LOOPX_LOG`): the run prints its own lines for the person watching, and a warning a
+//!   person must act on is one of them, in loopx's words (a refused item of a report is part
+//!   of its slice's end). The log's warnings are counted, and the run says at its end how many
+//!   its file holds.
 //!
 //! Both are redacted as slice logs are (`loopx_kernel::Redactor`: the built-in patterns and the
 //! values of this process's credential-like variables, and, once `loopx run` knows its project,
@@ -19,9 +24,11 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use loopx_kernel::{Project, Redactor};
+use tracing::{Level, Metadata};
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
@@ -44,6 +51,17 @@ pub struct Logging {
     run_file: RunFile,
     /// What both halves redact with; widened by [`Logging::start_run_log`].
     redactor: Arc<RwLock<Redactor>>,
+    /// The person asked for the log on stderr (`-v`, `LOOPX_LOG`): a run keeps it there.
+    asked: bool,
+    /// What the run's file alone takes, and how many of its warnings stderr did not show.
+    quiet: Quiet,
+}
+
+/// stderr's log stays quiet while a run writes its file; the warnings it did not show.
+#[derive(Debug, Clone, Default)]
+struct Quiet {
+    on: Arc<AtomicBool>,
+    hidden: Arc<AtomicU64>,
 }
 
 impl Logging {
@@ -79,10 +97,12 @@ impl Logging {
             }
         };
         let run_file = RunFile::default();
+        let quiet_log = Quiet::default();
         let stderr = fmt::layer()
             .with_writer(Redacting {
                 redactor: Arc::clone(&redactor),
                 sink: Sink::Stderr,
+                quiet: quiet_log.clone(),
             })
             .with_ansi(std::io::IsTerminal::is_terminal(&io::stderr()))
             .with_target(true)
@@ -98,6 +118,7 @@ impl Logging {
             .with_writer(Redacting {
                 redactor: Arc::clone(&redactor),
                 sink: Sink::File(run_file.clone()),
+                quiet: quiet_log.clone(),
             })
             .with_ansi(false)
             .with_target(true)
@@ -107,10 +128,16 @@ impl Logging {
             .with(stderr)
             .with(file)
             .try_init();
+        let asked = verbose > 0 || (from_env.is_some() && problem.is_none());
         if let Some(problem) = problem {
             let _ = writeln!(io::stderr(), "{problem}");
         }
-        Logging { run_file, redactor }
+        Logging {
+            run_file,
+            redactor,
+            asked,
+            quiet: quiet_log,
+        }
     }
 
     /// Opens this run's file under `.loopx/logs/` and removes all but the newest
@@ -130,6 +157,8 @@ impl Logging {
                     .0
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner) = Some(file);
+                // From now on the file has the log: stderr is the run's own lines.
+                self.quiet.on.store(!self.asked, Ordering::Relaxed);
                 tracing::info!(
                     log = %path.display(),
                     version = env!("CARGO_PKG_VERSION"),
@@ -147,6 +176,23 @@ impl Logging {
                 None
             }
         }
+    }
+}
+
+impl Logging {
+    /// The run's last line when its file took warnings (or errors) that stderr did not show:
+    /// how many, and where (`log`, shown relative to the project's `root`).
+    pub fn held_back(&self, root: &Path, log: &Path) -> Option<String> {
+        let what = match self.quiet.hidden.load(Ordering::Relaxed) {
+            0 => return None,
+            1 => "1 warning of loopx's own is".to_owned(),
+            n => format!("{n} warnings of loopx's own are"),
+        };
+        let log = log.strip_prefix(root).unwrap_or(log);
+        Some(format!(
+            "note: {what} in the run's log, {} (`loopx -v run` shows them as they come)",
+            log.display()
+        ))
     }
 }
 
@@ -224,6 +270,7 @@ enum Sink {
 struct Redacting {
     redactor: Arc<RwLock<Redactor>>,
     sink: Sink,
+    quiet: Quiet,
 }
 
 impl<'a> MakeWriter<'a> for Redacting {
@@ -231,10 +278,23 @@ impl<'a> MakeWriter<'a> for Redacting {
     fn make_writer(&'a self) -> Self::Writer {
         self.clone()
     }
+
+    fn make_writer_for(&'a self, meta: &Metadata<'_>) -> Self::Writer {
+        if matches!(self.sink, Sink::File(_))
+            && *meta.level() <= Level::WARN
+            && self.quiet.on.load(Ordering::Relaxed)
+        {
+            self.quiet.hidden.fetch_add(1, Ordering::Relaxed);
+        }
+        self.clone()
+    }
 }
 
 impl Write for Redacting {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if matches!(self.sink, Sink::Stderr) && self.quiet.on.load(Ordering::Relaxed) {
+            return Ok(buf.len());
+        }
         let text = String::from_utf8_lossy(buf);
         let clean = self
             .redactor
@@ -279,6 +339,7 @@ mod tests {
                 Redactor::new().with_value("hunter2-in-env".into()),
             )),
             sink: Sink::File(run_file.clone()),
+            quiet: Quiet::default(),
         };
         writer
             .write_all(b"before the file: dropped\n")
@@ -308,10 +369,13 @@ mod tests {
         let logging = Logging {
             run_file: RunFile::default(),
             redactor: Arc::new(RwLock::new(Redactor::for_process_env(&[]))),
+            asked: false,
+            quiet: Quiet::default(),
         };
         let mut writer = Redacting {
             redactor: Arc::clone(&logging.redactor),
             sink: Sink::Stderr,
+            quiet: Quiet::default(),
         };
         let line = format!("the agent said {value}\n");
         assert!(

@@ -89,7 +89,9 @@ pub fn load_agent(
 }
 
 /// What the quota model knows of an agent: its record's capabilities and role (the profile's
-/// role when the record has none), and the profile's account, pacing and windows.
+/// role when the record has none), and the profile's account, pacing and windows, and the file
+/// they are set in (`find_profile` reads `<profile>.toml` under the state directory's
+/// `profiles/`).
 pub fn agent_view(agent: &Agent, loaded: &LoadedProfile) -> AgentView {
     let quota = &loaded.profile.quota;
     AgentView {
@@ -113,5 +115,10 @@ pub fn agent_view(agent: &Agent, loaded: &LoadedProfile) -> AgentView {
                 cost_usd: w.cost_usd,
             })
             .collect(),
+        profile_file: Some(format!(
+            "{}/profiles/{}.toml",
+            loopx_kernel::project::STATE_DIR,
+            agent.profile
+        )),
     }
 }

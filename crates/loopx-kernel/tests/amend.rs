@@ -20,6 +20,7 @@ fn amend(f: &common::Fixture, change: AmendGoal, actor: &str) -> Result<Amended,
 
 fn planner() -> AgentView {
     AgentView {
+        profile_file: None,
         writes: true,
         name: "a".parse().expect("a name"),
         capabilities: vec![],

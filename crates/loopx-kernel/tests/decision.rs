@@ -18,6 +18,7 @@ use proptest::prelude::*;
 
 fn agent() -> AgentView {
     AgentView {
+        profile_file: None,
         writes: true,
         name: "a".parse().expect("an agent name"),
         capabilities: vec![],

@@ -78,6 +78,7 @@ fn step() -> impl Strategy<Value = Step> {
 /// The agents: no role and no capabilities; a reviewer with a GPU; a builder.
 fn agents() -> Vec<AgentView> {
     let view = |name: &str, role: Option<&str>, caps: &[&str]| AgentView {
+        profile_file: None,
         writes: true,
         name: name.parse().expect("an agent name"),
         capabilities: caps.iter().map(|c| (*c).to_owned()).collect(),

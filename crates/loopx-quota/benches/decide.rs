@@ -9,6 +9,7 @@ use loopx_quota::*;
 fn main() {
     const T0: Millis = 1_790_000_000_000;
     let agent = AgentView {
+        profile_file: None,
         writes: true,
         name: "exec".parse().expect("an agent name"),
         capabilities: vec!["rust".into()],

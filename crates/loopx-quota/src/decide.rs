@@ -93,6 +93,10 @@ pub struct AgentView {
     pub account: String,
     pub pacing: Option<Pacing>,
     pub windows: Vec<WindowLimit>,
+    /// The profile file its quota settings are written in (`.loopx/profiles/executor.toml`): a
+    /// wait its pacing causes names the file and key to change. `None` for a view built from
+    /// no profile (the kernel's admission, which is given the settings alone).
+    pub profile_file: Option<String>,
 }
 
 /// An open or claimed todo.
@@ -594,10 +598,16 @@ pub fn admission(input: &DecideInput<'_>) -> Result<(), Blocked> {
     if let Some(pacing) = input.agent.pacing
         && let Err(at) = pacing_check(pacing, input.pacing_tat, now)
     {
+        let set_in = input
+            .agent
+            .profile_file
+            .as_deref()
+            .map(|file| format!(" (quota.slices_per_hour in {file})"))
+            .unwrap_or_default();
         blockers.push((
             Some(at),
             format!(
-                "{} is paced at {} slices an hour",
+                "{} is paced at {} slices an hour{set_in}",
                 input.agent.name, pacing.slices_per_hour
             ),
         ));

@@ -40,6 +40,7 @@ fn todo(id: &str, priority: i32) -> TodoView {
 fn world() -> World {
     World {
         agent: AgentView {
+            profile_file: None,
             writes: true,
             name: "exec".parse().expect("an agent name"),
             capabilities: vec!["rust".parse().expect("an id")],

@@ -61,6 +61,7 @@ proptest! {
         share in 0.1f64..1.0,
     ) {
         let agent = AgentView {
+            profile_file: None,
             writes: true,
             name: "exec".parse().expect("an agent name"),
             capabilities: vec![],

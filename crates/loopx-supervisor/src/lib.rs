@@ -41,6 +41,7 @@
 pub mod amendment;
 mod commit;
 mod errors;
+mod event_order;
 mod findings;
 mod notify;
 mod once;

@@ -14,7 +14,9 @@
 //! expiring. A sleeping coordinator blocks in `recv_timeout` and uses no CPU.
 //!
 //! Messages from workers, the doorbell and the signal handler arrive on one channel, and the
-//! coordinator emits every [`RunEvent`] itself, so events are in the order things happened.
+//! coordinator emits every [`RunEvent`] itself, through one queue that releases slices' starts
+//! and ends in the order the kernel recorded them (`event_order.rs`): a worker that reports
+//! its slice's end late does not have a peer's later start shown before it.
 //!
 //! The coordinator reaches the world only through a [`Host`]: its clock, starting a worker,
 //! the next message, recovery. [`run_loop`] runs it on threads, a channel and the doorbell;
@@ -30,12 +32,13 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
 use loopx_kernel::doorbell::{self, Listener};
-use loopx_kernel::{GateId, Project, SharedClock, Store, Timestamp};
+use loopx_kernel::{GateId, Project, SharedClock, SliceId, Store, Timestamp};
 use loopx_quota::{Decision, DecisionKind};
 use serde::Serialize;
 
 use crate::commit::SliceSummary;
 use crate::errors::SupervisorError;
+use crate::event_order::{EventOrder, Owed};
 use crate::once::{Once, RunOnce, Step, World, run_once};
 use crate::recover::{Recovered, recover_in};
 use crate::shutdown::Shutdown;
@@ -158,9 +161,11 @@ pub enum RunEvent {
         agent: String,
         error: String,
     },
-    /// A stop was requested; running slices are being stopped.
+    /// A stop was requested; running slices are being stopped (`at_once`: killed, after a
+    /// second request).
     Stopping {
         reason: String,
+        at_once: bool,
     },
     /// The loop ended.
     Finished {
@@ -186,8 +191,8 @@ pub struct RunEnd {
 pub enum Msg {
     /// The decision a worker made (it may go on to run a slice).
     Decided(usize, Decision),
-    /// A worker's slice started.
-    Started(RunEvent),
+    /// Worker `idx`'s slice started.
+    Started(usize, RunEvent),
     /// A worker finished.
     Done(usize, Result<Once, SupervisorError>),
     /// The doorbell rang, or a stop was requested: look again.
@@ -251,6 +256,10 @@ struct Slot {
     /// The doorbell rang while it was deciding or running: what it decided may have been read
     /// before that change, so it decides again at once.
     rung: bool,
+    /// The slice its worker runs (its start came, its end has not).
+    running: Option<SliceId>,
+    /// Its newest slice this run heard of.
+    last_slice: Option<SliceId>,
 }
 
 /// Runs every agent until the goal is done, a limit is reached, or a stop is requested.
@@ -297,6 +306,8 @@ pub fn run_loop_on(
                 shown: None,
                 ended: None,
                 rung: false,
+                running: None,
+                last_slice: None,
             })
             .collect(),
         slices: 0,
@@ -485,14 +496,25 @@ struct Coordinator<'r> {
 impl Coordinator<'_> {
     fn run(&mut self, emit: &mut dyn FnMut(&RunEvent)) -> Result<RunEnd, SupervisorError> {
         let mut announced_stop = false;
+        let mut announced_kill = false;
         let mut last_recovery = self.clock.monotonic();
+        let mut order = EventOrder::after_log(&self.req.world.stores, &self.req.project);
         loop {
             let now = self.clock.monotonic();
             let stopping = self.req.shutdown.requested();
             if stopping && !announced_stop {
                 announced_stop = true;
-                emit(&RunEvent::Stopping {
+                order.push(&RunEvent::Stopping {
                     reason: self.req.shutdown.reason().unwrap_or_default(),
+                    at_once: false,
+                });
+            }
+            // A second signal: the person must see that the running slices are killed.
+            if self.req.shutdown.level() == crate::shutdown::Stopping::Now && !announced_kill {
+                announced_kill = true;
+                order.push(&RunEvent::Stopping {
+                    reason: format!("{} again", self.req.shutdown.reason().unwrap_or_default()),
+                    at_once: true,
                 });
             }
             let out_of_time = self.req.run_for.is_some_and(|d| now >= self.started + d);
@@ -520,11 +542,14 @@ impl Coordinator<'_> {
                 } else {
                     reason
                 };
-                emit(&RunEvent::Finished {
+                order.push(&RunEvent::Finished {
                     reason,
                     slices: self.slices,
                     detail,
                 });
+                // No worker is busy: nothing is owed, and everything is released.
+                self.release(&mut order, emit);
+                order.release_all(emit);
                 return Ok(RunEnd {
                     reason,
                     slices: self.slices,
@@ -532,11 +557,12 @@ impl Coordinator<'_> {
                     error: self.first_error.take(),
                 });
             }
+            self.release(&mut order, emit);
             let timeout = self.sleep_for(now, stopping || out_of_time || budget_spent);
             if let Some(msg) = self.host.next(timeout) {
-                self.handle(msg, emit);
+                self.handle(msg, &mut |e| order.push(e));
                 while let Some(msg) = self.host.next(Duration::ZERO) {
-                    self.handle(msg, emit);
+                    self.handle(msg, &mut |e| order.push(e));
                 }
             }
             let now = self.clock.monotonic();
@@ -544,10 +570,32 @@ impl Coordinator<'_> {
             if (now.saturating_sub(last_recovery) >= recover_every() || recovery_due) && !stopping {
                 last_recovery = now;
                 self.recover_at = None;
-                self.recover(emit);
+                self.recover(&mut |e| order.push(e));
             }
+            self.release(&mut order, emit);
             self.host.tidy();
         }
+    }
+
+    /// Emits the queued events that may be shown now, in the kernel's order
+    /// (`event_order.rs`). With one agent its worker's messages come in their own order.
+    fn release(&self, order: &mut EventOrder, emit: &mut dyn FnMut(&RunEvent)) {
+        if self.slots.len() < 2 {
+            return order.release_all(emit);
+        }
+        let owed: Vec<Owed> = self
+            .slots
+            .iter()
+            .filter(|s| s.busy)
+            .map(|s| match s.running {
+                Some(slice) => Owed::End(slice),
+                None => Owed::Start {
+                    agent: s.name.clone(),
+                    after: s.last_slice,
+                },
+            })
+            .collect();
+        order.release_in(&owed, &self.req.world.stores, &self.req.project, emit);
     }
 
     /// Starts a worker for every idle agent whose time has come.
@@ -692,7 +740,16 @@ impl Coordinator<'_> {
                     });
                 }
             }
-            Msg::Started(event) => emit(&event),
+            Msg::Started(idx, event) => {
+                if let RunEvent::SliceStarted { slice, .. } = &event
+                    && let Ok(slice) = slice.parse::<SliceId>()
+                {
+                    let slot = &mut self.slots[idx];
+                    slot.running = Some(slice);
+                    slot.last_slice = Some(slice);
+                }
+                emit(&event);
+            }
             Msg::Done(idx, result) => self.done(idx, result, emit),
             Msg::Polled(result) => {
                 let clock = (self.clock.monotonic(), self.clock.now());
@@ -725,6 +782,7 @@ impl Coordinator<'_> {
         let slot = &mut self.slots[idx];
         slot.busy = false;
         slot.erring = false;
+        slot.running = None;
         let rung = std::mem::take(&mut slot.rung);
         let agent = slot.name.clone();
         match result {
@@ -953,13 +1011,16 @@ fn step_msg(idx: usize, step: &Step<'_>) -> Option<Msg> {
             todo,
             log,
             agent,
-        } => Some(Msg::Started(RunEvent::SliceStarted {
-            agent: (*agent).to_owned(),
-            slice: slice.to_string(),
-            kind: kind.as_str(),
-            todo: todo.map(|t| t.to_string()),
-            log: (*log).to_owned(),
-        })),
+        } => Some(Msg::Started(
+            idx,
+            RunEvent::SliceStarted {
+                agent: (*agent).to_owned(),
+                slice: slice.to_string(),
+                kind: kind.as_str(),
+                todo: todo.map(|t| t.to_string()),
+                log: (*log).to_owned(),
+            },
+        )),
         Step::Claimed { .. } | Step::Spawned { .. } | Step::Ended(_) => None,
     }
 }

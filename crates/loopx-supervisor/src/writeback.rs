@@ -42,6 +42,9 @@ const MAX_UNKNOWN_RESET_BACKOFF: std::time::Duration = std::time::Duration::from
 const MAX_VENDOR_HOLD: std::time::Duration = std::time::Duration::from_secs(8 * 86_400);
 /// How much of the agent's final message the evidence and handoff carry when it gave no report.
 const FINAL_WORDS: usize = 2_000;
+/// How each of a slice's [`Writeback::dropped`] items begins (the `note` evidence says the
+/// same): what follows is the item, and why the kernel refused it.
+pub const DROPPED: &str = "dropped from the agent's report: ";
 /// At most this many proposed todos and evidence items are taken from one report.
 pub(crate) const REPORT_ITEMS: usize = 32;
 
@@ -176,7 +179,7 @@ impl Writeback {
     }
 
     fn note_dropped(&mut self, f: &Finished<'_>, what: &str, why: &str) {
-        let summary = format!("dropped from the agent's report: {what}: {why}");
+        let summary = format!("{DROPPED}{what}: {why}");
         self.dropped.push(clip(&summary, limits::SUMMARY));
         let note = Op::EvidenceAdd(evidence(f, EvidenceKind::Note, &summary, why));
         // Before the quota and the release, beside the slice's other evidence.

@@ -79,9 +79,10 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
         shutdown,
         world: loopx_supervisor::World::real(),
     };
-    if let Some(logging) = &ctx.logging {
-        logging.start_run_log(&req.project, &secret_names(ctx));
-    }
+    let log = ctx
+        .logging
+        .as_ref()
+        .and_then(|logging| logging.start_run_log(&req.project, &secret_names(ctx)));
     let json = ctx.json;
     // Two supervisors may share a project (each agent still runs one slice at a time), but a
     // second one started by mistake should be said.
@@ -113,6 +114,7 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
     if let Some(lark) = lark {
         lark.finish(LARK_LAST_PASS);
     }
+    note_log(ctx, &req.project, log.as_deref());
     let end = end?;
     if end.reason == EndReason::Goal && !json {
         // A worktree goal's work is on its branch: say how to bring it in.
@@ -162,9 +164,10 @@ fn run_once(
         shutdown: Arc::clone(&shutdown),
         world: loopx_supervisor::World::real(),
     };
-    if let Some(logging) = &ctx.logging {
-        logging.start_run_log(&req.project, &secret_names(ctx));
-    }
+    let log = ctx
+        .logging
+        .as_ref()
+        .and_then(|logging| logging.start_run_log(&req.project, &secret_names(ctx)));
     let recovered = loopx_supervisor::recover_in(&req.project, &req.world)?;
     for r in &recovered {
         say(&event_line(&RunEvent::Recovered(r.clone())));
@@ -237,6 +240,7 @@ fn run_once(
             (agent.as_str(), stop, None)
         }
     };
+    note_log(ctx, &req.project, log.as_deref());
     if ctx.json {
         let wake_at = match &once {
             Once::Refused { until, .. } => *until,
@@ -393,6 +397,14 @@ fn secret_names(ctx: &Ctx) -> Vec<String> {
     names
 }
 
+/// Says where the warnings went that the run's log took and stderr did not show.
+fn note_log(ctx: &Ctx, project: &loopx_kernel::Project, log: Option<&std::path::Path>) {
+    let note = ctx.logging.as_ref().zip(log);
+    if let Some(note) = note.and_then(|(l, log)| l.held_back(project.root(), log)) {
+        say(&note);
+    }
+}
+
 fn say(line: &str) {
     tracing::info!(target: "loopx::run", "{line}");
     let _ = writeln!(
@@ -501,6 +513,18 @@ fn ended_line(s: &SliceSummary) -> String {
     if !wrote.is_empty() {
         line.push_str(&format!("\nslice {}: {}", s.id, wrote.join("; ")));
     }
+    // What the person would otherwise find only in the run's log: the agent asked for
+    // something loopx would not do.
+    for item in &s.dropped {
+        let item = item
+            .strip_prefix(loopx_supervisor::writeback::DROPPED)
+            .unwrap_or(item);
+        line.push_str(&format!(
+            "\nslice {}: loopx refused one item of the report: {}",
+            s.id,
+            item.replace('\n', " ")
+        ));
+    }
     line
 }
 
@@ -582,9 +606,14 @@ pub(crate) fn event_line(event: &RunEvent) -> String {
         }
         RunEvent::AgentStopped { agent, reason } => format!("{agent}: stopped: {reason}"),
         RunEvent::AgentError { agent, error } => format!("{agent}: error: {error}"),
-        RunEvent::Stopping { reason } => {
-            format!("{reason}: stopping running slices (again to kill them at once)")
-        }
+        RunEvent::Stopping {
+            reason,
+            at_once: false,
+        } => format!("{reason}: stopping running slices (again to kill them at once)"),
+        RunEvent::Stopping {
+            reason,
+            at_once: true,
+        } => format!("{reason}: killing running slices now"),
         RunEvent::Finished {
             reason,
             slices,

@@ -132,6 +132,7 @@ pub(super) fn spend(
             _ => Vec::new(),
         };
         let agent = AgentView {
+            profile_file: None,
             writes: true,
             name: req.agent.clone(),
             capabilities: vec![],
