@@ -252,3 +252,61 @@ fn lark_sync_says_in_the_chat_what_it_put_back() {
         "{said:?}"
     );
 }
+
+/// Lark lets an app change only the cards it sent in the last 14 days, and a person may recall
+/// one: a card loopx can no longer change stopped every later pass (`Lark board: failing`). A
+/// goal's card is sent afresh; a question's card that can no longer be closed stays as it was.
+#[test]
+fn a_card_lark_no_longer_lets_loopx_change_does_not_stop_the_board() {
+    let server = LarkServer::start("cli_test", SECRET, "bascnTest").expect("server");
+    let (loopx, run, _) = board_with_events(&server, &["Add stdev()"]);
+    let goal_cards = |server: &LarkServer| cards_saying(server, "loopx goal g1");
+    eventually("the goal's card", || goal_cards(&server).len() == 1);
+    loopx.ok(&[
+        "gate",
+        "ask",
+        "Ship it on Friday?",
+        "--option",
+        "yes",
+        "--option",
+        "no",
+    ]);
+    eventually("the question's card", || {
+        server.state().card_of("q1").is_some()
+    });
+    // Both cards are recalled (or too old to change): Lark answers "message not found".
+    {
+        let mut state = server.state();
+        let (question, _) = state.card_of("q1").expect("the question's card");
+        state.messages.remove(&question);
+        let goal = state
+            .messages
+            .iter()
+            .find(|(_, m)| texts(&m.card).contains("loopx goal g1"))
+            .map(|(id, _)| id.clone())
+            .expect("the goal's card");
+        state.messages.remove(&goal);
+    }
+    loopx.ok(&["gate", "answer", "q1", "yes"]);
+    loopx.ok(&[
+        "gate",
+        "ask",
+        "Write the release notes now or later?",
+        "--option",
+        "now",
+        "--option",
+        "later",
+    ]);
+    eventually("the next question's card", || {
+        server.state().card_of("q2").is_some()
+    });
+    loopx.ok(&["goal", "done"]);
+    eventually("the goal's card sent afresh", || {
+        goal_cards(&server)
+            .first()
+            .is_some_and(|c| c.contains("The goal is done"))
+    });
+    let status = loopx.ok(&["status"]).stdout;
+    assert!(!status.contains("failing"), "{status}");
+    stop(run);
+}

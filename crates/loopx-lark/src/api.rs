@@ -325,8 +325,33 @@ impl Client {
     pub fn update_card(&mut self, message_id: &str, card: &Value) -> Result<(), LarkError> {
         let path = format!("/open-apis/im/v1/messages/{message_id}");
         let body = json!({"content": card.to_string()});
-        self.call("PATCH", &path, Some(body), "an answered card")
+        self.call("PATCH", &path, Some(body), "a change to a card it sent")
             .map(drop)
+    }
+
+    /// Shows `card` on message `message_id`, or, when Lark refuses to change that message (an
+    /// app may edit only cards it sent in the last 14 days, and a person may have recalled
+    /// it), sends `card` afresh to `chat_id`. The id of the message that shows it now. A card
+    /// loopx can no longer edit must not stop every later pass: a goal runs for weeks.
+    pub fn show_card(
+        &mut self,
+        chat_id: &str,
+        message_id: &str,
+        card: &Value,
+    ) -> Result<String, LarkError> {
+        match self.update_card(message_id, card) {
+            Ok(()) => Ok(message_id.to_owned()),
+            Err(LarkError::Api { code, msg, .. }) => {
+                tracing::info!(
+                    message_id,
+                    code,
+                    msg,
+                    "Lark refused to change a card: sent afresh"
+                );
+                self.send_card(chat_id, card)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The tenant token, fetched or renewed when it is missing or about to expire.

@@ -116,7 +116,12 @@ pub fn post_questions(
                 report.posted += 1;
             }
             (GateState::Answered | GateState::Withdrawn, Some(card)) if !card.closed => {
-                client.update_card(&card.message_id, &closed_card(gate))?;
+                // A card Lark no longer lets loopx change stays as it was: the answer is
+                // recorded, and a later pass must not fail on it again.
+                match client.update_card(&card.message_id, &closed_card(gate)) {
+                    Ok(()) | Err(LarkError::Api { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
                 let card = Posted {
                     closed: true,
                     ..card.clone()
@@ -187,13 +192,13 @@ fn digest(
     let message_id = match (current, ids.is_empty()) {
         (None, true) => return Ok(()),
         (Some(card), _) if card.waiting == ids => return Ok(()),
-        (Some(card), true) => {
-            client.update_card(&card.message_id, &digest_card(&[]))?;
-            card.message_id
-        }
+        // Emptied: a card Lark no longer lets loopx change is left as it was.
+        (Some(card), true) => match client.update_card(&card.message_id, &digest_card(&[])) {
+            Ok(()) | Err(LarkError::Api { .. }) => card.message_id,
+            Err(e) => return Err(e.into()),
+        },
         (Some(card), false) => {
-            client.update_card(&card.message_id, &digest_card(waiting))?;
-            card.message_id
+            client.show_card(&questions.chat_id, &card.message_id, &digest_card(waiting))?
         }
         (None, false) => client.send_card(&questions.chat_id, &digest_card(waiting))?,
     };

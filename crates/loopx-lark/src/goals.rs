@@ -102,9 +102,8 @@ pub fn keep_cards(
         match posted.get(&key) {
             Some(p) if p.shown == shown => continue,
             Some(p) => {
-                client.update_card(&p.message_id, &card)?;
+                let message_id = client.show_card(&questions.chat_id, &p.message_id, &card)?;
                 changed += 1;
-                let message_id = p.message_id.clone();
                 posted.insert(key, Posted { message_id, shown });
             }
             None if matches!(goal.status, GoalStatus::Active | GoalStatus::Paused) => {
