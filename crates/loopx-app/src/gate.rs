@@ -8,7 +8,7 @@ use loopx_kernel::{GateId, Invalid, Op};
 
 use crate::{App, AppError};
 
-/// Whether a gate is one of loopx's approvals (the one definition is the supervisor's).
+/// Whether a gate is one of loopx's approvals (the one definition is `loopx-domain`'s).
 pub use loopx_domain::approval::is_approval;
 
 /// A question to ask. `blocks: None` holds back the caller's todo when asked from a slice,
