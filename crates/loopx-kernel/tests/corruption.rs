@@ -13,6 +13,7 @@ use proptest::prelude::*;
 use loopx_kernel::store::NewGoal;
 use loopx_kernel::store::{NewGate, NewTodo};
 use loopx_kernel::{Op, Project, Store, Timestamp, check_consistency};
+use loopx_testkit::todo;
 
 /// A healthy store with a goal, todos, a gate and their events; its bytes.
 fn healthy_store() -> Vec<u8> {
@@ -29,17 +30,8 @@ fn healthy_store() -> Vec<u8> {
     })];
     for i in 0..40 {
         ops.push(Op::TodoAdd(NewTodo {
-            goal: None,
-            title: format!("todo {i}"),
             detail: "d".repeat(i * 50),
-            priority: 0,
-            needs: vec![],
-            after: vec![],
-            role: None,
-            monitor: None,
-            not_before: None,
-            then: vec![],
-            held_for: None,
+            ..todo(format!("todo {i}"))
         }));
     }
     ops.push(Op::GateAsk(NewGate {
@@ -108,19 +100,7 @@ fn exercise(dir: &Path) -> Result<(), String> {
             Box::new(|| {
                 if let Ok(store) = Store::open(&project) {
                     let _ = store.apply(
-                        Op::TodoAdd(NewTodo {
-                            goal: None,
-                            title: "after the damage".into(),
-                            detail: String::new(),
-                            priority: 0,
-                            needs: vec![],
-                            after: vec![],
-                            role: None,
-                            monitor: None,
-                            not_before: None,
-                            then: vec![],
-                            held_for: None,
-                        }),
+                        Op::TodoAdd(todo("after the damage")),
                         common::HUMAN,
                         Timestamp(common::T0.0 + 1),
                     );

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use loopx_kernel::store::NewGoal;
 use loopx_kernel::store::NewTodo;
 use loopx_kernel::{Op, Project, Store, Timestamp, check_consistency};
+use loopx_testkit::todo;
 
 /// Not a test of its own: the writer process the crash test spawns and kills. Ignored, so
 /// that a plain test run does not count it as a passing test.
@@ -32,17 +33,8 @@ fn crash_writer_child() {
     for i in start.. {
         let store = Store::open(&project).expect("open");
         let new = NewTodo {
-            goal: None,
-            title: format!("n{i}"),
             detail: "x".repeat(i as usize % 3000),
-            priority: 0,
-            needs: vec![],
-            after: vec![],
-            role: None,
-            monitor: None,
-            not_before: None,
-            then: vec![],
-            held_for: None,
+            ..todo(format!("n{i}"))
         };
         store
             .apply(Op::TodoAdd(new), "human:crash", Timestamp::now())

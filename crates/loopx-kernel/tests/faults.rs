@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use loopx_kernel::errors::StoreError;
 use loopx_kernel::fault::{Crashed, Fault, Faults};
-use loopx_kernel::store::NewTodo;
 use loopx_kernel::{KernelError, Op, Store};
+use loopx_testkit::todo;
 
 /// Faults that answer every write with `fault`, counting the writes they were asked about.
 fn always(fault: Option<Fault>) -> (Faults, Arc<AtomicUsize>) {
@@ -25,10 +25,7 @@ fn always(fault: Option<Fault>) -> (Faults, Arc<AtomicUsize>) {
 }
 
 fn add_todo(store: &Store, title: &str) -> Result<(), KernelError> {
-    let new = NewTodo {
-        title: title.into(),
-        ..NewTodo::default()
-    };
+    let new = todo(title);
     store
         .apply(Op::TodoAdd(new), common::HUMAN, common::T0)
         .map(drop)

@@ -12,6 +12,7 @@ use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::SetGoalStatus;
 use loopx_kernel::store::{ReleaseClaim, RenewClaim};
 use loopx_kernel::{Conflict, KernelError, Op, Timestamp};
+use loopx_testkit::{NewTodo, todo};
 
 #[test]
 fn a_claim_grants_a_lease_and_a_second_claim_conflicts() {
@@ -220,18 +221,10 @@ fn dependencies_gates_capabilities_and_roles_guard_a_claim() {
     f.goal();
     let a = f.agent("a");
     let first = f.todo("Design the API");
-    let new = loopx_kernel::store::NewTodo {
-        goal: None,
-        title: "Implement the API".into(),
-        detail: String::new(),
+    let new = NewTodo {
         priority: 5,
-        needs: vec![],
         after: vec![first],
-        role: None,
-        monitor: None,
-        not_before: None,
-        then: vec![],
-        held_for: None,
+        ..todo("Implement the API")
     };
     let Applied::Todo(second) = f.store.apply(Op::TodoAdd(new), HUMAN, T0).expect("add") else {
         panic!("todo")
@@ -264,19 +257,7 @@ fn apply_all_is_all_or_nothing() {
     let a = f.agent("a");
     let t = f.todo("Write the release notes");
     let before = f.store.read(|s| s.event_count()).expect("count");
-    let add = loopx_kernel::store::NewTodo {
-        goal: None,
-        title: "Follow-up".into(),
-        detail: String::new(),
-        priority: 0,
-        needs: vec![],
-        after: vec![],
-        role: None,
-        monitor: None,
-        not_before: None,
-        then: vec![],
-        held_for: None,
-    };
+    let add = todo("Follow-up");
     // The second operation fails (a stale epoch), so the first must not land either.
     let ops = vec![
         Op::TodoAdd(add),

@@ -563,19 +563,7 @@ fn a_forward_clock_excursion_does_not_stamp_later_changes_in_the_future() {
 fn a_refused_batch_names_the_operation() {
     let f = fixture();
     f.goal();
-    let good = loopx_kernel::store::NewTodo {
-        goal: None,
-        title: "Good".into(),
-        detail: String::new(),
-        priority: 0,
-        needs: vec![],
-        after: vec![],
-        role: None,
-        monitor: None,
-        not_before: None,
-        then: vec![],
-        held_for: None,
-    };
+    let good = loopx_testkit::todo("Good");
     let bad = loopx_kernel::store::NewTodo {
         role: Some("Reviewer Team".into()),
         ..good.clone()

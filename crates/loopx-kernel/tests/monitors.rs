@@ -11,12 +11,12 @@ use loopx_kernel::model::Todo;
 use loopx_kernel::model::{GateKind, GateState, MonitorSpec, PollVerdict, TodoState, output_hash};
 use loopx_kernel::store::{AnswerChoice, AnswerGate, ClaimPoll, NewTodo, RecordPoll};
 use loopx_kernel::{AgentName, GateId, KernelError, Timestamp, TodoId, check_consistency};
+use loopx_testkit::todo;
 
 fn monitor(f: &Fixture, spec: MonitorSpec) -> TodoId {
     let new = NewTodo {
-        title: "Wait for run 42".into(),
         monitor: Some(spec),
-        ..NewTodo::default()
+        ..todo("Wait for run 42")
     };
     f.store.run(new, HUMAN, T0).expect("a monitor").id
 }
@@ -125,9 +125,8 @@ fn a_met_monitor_is_done_with_its_output_as_evidence_and_releases_its_dependents
     f.goal();
     let t = monitor(&f, every_minute());
     let after = NewTodo {
-        title: "Evaluate run 42".into(),
         after: vec![t],
-        ..NewTodo::default()
+        ..todo("Evaluate run 42")
     };
     let dependent = f.store.run(after, HUMAN, T0).expect("a dependent").id;
     let epoch = claim(&f, t, "host-a", at(0)).expect("claimed");
@@ -319,13 +318,9 @@ fn a_monitor_and_the_work_after_it_are_added_together() {
     let f = fixture();
     f.goal();
     let new = NewTodo {
-        title: "Wait for run 42".into(),
         monitor: Some(every_minute()),
-        then: vec![NewTodo {
-            title: "Evaluate run 42".into(),
-            ..NewTodo::default()
-        }],
-        ..NewTodo::default()
+        then: vec![todo("Evaluate run 42")],
+        ..todo("Wait for run 42")
     };
     let first = f.store.run(new, "agent:exec", T0).expect("added");
     let after = f
@@ -338,16 +333,11 @@ fn a_monitor_and_the_work_after_it_are_added_together() {
     assert!(after.monitor.is_none());
     // One level only: the follow-up of a follow-up is reported once the first exists.
     let nested = NewTodo {
-        title: "a".into(),
         then: vec![NewTodo {
-            title: "b".into(),
-            then: vec![NewTodo {
-                title: "c".into(),
-                ..NewTodo::default()
-            }],
-            ..NewTodo::default()
+            then: vec![todo("c")],
+            ..todo("b")
         }],
-        ..NewTodo::default()
+        ..todo("a")
     };
     f.store.run(nested, "agent:exec", T0).expect_err("nested");
     consistent(&f);
@@ -358,12 +348,11 @@ fn only_a_person_gives_a_check_a_profile() {
     let f = fixture();
     f.goal();
     let new = NewTodo {
-        title: "Wait for CI".into(),
         monitor: Some(MonitorSpec {
             profile: Some("ci-reader".into()),
             ..every_minute()
         }),
-        ..NewTodo::default()
+        ..todo("Wait for CI")
     };
     let refused = f
         .store

@@ -11,6 +11,7 @@ use loopx_kernel::model::TodoState;
 use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::{ClaimTodo, ReleaseClaim, RenewClaim};
 use loopx_kernel::{AgentName, KernelError, Op, Timestamp, TodoId, check_consistency};
+use loopx_testkit::todo;
 use proptest::prelude::*;
 
 const TTL: Duration = Duration::from_secs(60);
@@ -90,7 +91,7 @@ proptest! {
         for step in steps {
             let (op, expect_ok) = match step.clone() {
                 Step::Add => {
-                    let new = loopx_kernel::store::NewTodo { goal: None, title: format!("todo {}", model.len() + 1), detail: String::new(), priority: 0, needs: vec![], after: vec![], role: None, monitor: None, not_before: None, then: vec![], held_for: None };
+                    let new = todo(format!("todo {}", model.len() + 1));
                     (Op::TodoAdd(new), true)
                 }
                 Step::Advance { secs } => {

@@ -14,6 +14,7 @@ use loopx_kernel::store::{
     Replanning, SliceEnd,
 };
 use loopx_kernel::{KernelError, Op, SliceId, Timestamp, TodoId};
+use loopx_testkit::todo;
 
 fn at(minutes: u64) -> Timestamp {
     T0.plus(Duration::from_secs(60 * minutes))
@@ -257,10 +258,9 @@ fn a_continuation_is_held_for_its_agent_until_the_hold_lapses() {
         .store
         .apply_all(
             vec![Op::TodoAdd(NewTodo {
-                title: "Validate the config".into(),
                 after: vec![first],
                 held_for: Some("a".parse().expect("a name")),
-                ..NewTodo::default()
+                ..todo("Validate the config")
             })],
             "agent:a",
             at(1),
@@ -459,13 +459,12 @@ fn a_re_planner_leaves_a_persons_todos_and_monitors_as_they_are() {
         .store
         .run(
             NewTodo {
-                title: "Wait for CI".into(),
                 monitor: Some(loopx_kernel::model::MonitorSpec {
                     check: "scripts/ci-status.sh".into(),
                     every_ms: 60_000,
                     ..Default::default()
                 }),
-                ..NewTodo::default()
+                ..todo("Wait for CI")
             },
             HUMAN,
             T0,

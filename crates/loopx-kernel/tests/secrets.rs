@@ -7,6 +7,7 @@ use common::{HUMAN, T0, fixture};
 use loopx_kernel::model::{Blocks, EvidenceKind};
 use loopx_kernel::store::{NewEvidence, NewGate, NewHandoff, NewTodo};
 use loopx_kernel::{Op, Redactor};
+use loopx_testkit::todo;
 
 #[test]
 fn the_store_file_holds_no_secret_in_any_field() {
@@ -37,20 +38,11 @@ fn the_store_file_holds_no_secret_in_any_field() {
             secrets[5]
         )
     };
-    let todo = NewTodo {
-        goal: None,
-        title: text(0),
+    let new = NewTodo {
         detail: text(1),
-        priority: 0,
-        needs: vec![],
-        after: vec![],
-        role: None,
-        monitor: None,
-        not_before: None,
-        then: vec![],
-        held_for: None,
+        ..todo(text(0))
     };
-    f.store.apply(Op::TodoAdd(todo), HUMAN, T0).expect("todo");
+    f.store.apply(Op::TodoAdd(new), HUMAN, T0).expect("todo");
     let gate = NewGate {
         question: format!("Should we rotate the key {} before Friday?", secrets[2]),
         options: vec![text(3)],

@@ -15,6 +15,7 @@ use loopx_kernel::store::{AnswerChoice, Applied, NewGate, NewTodo};
 use loopx_kernel::store::{AnswerGate, ClaimTodo, NewAgent, ReleaseClaim};
 use loopx_kernel::{AgentName, GateId, Op, Snapshot, Timestamp, TodoId, check_consistency};
 use loopx_quota::{AgentView, DecideInput, Decision, TodoView};
+use loopx_testkit::todo;
 use proptest::prelude::*;
 
 const TTL: Duration = Duration::from_secs(600);
@@ -159,31 +160,17 @@ proptest! {
             let pick = |i: u8| (!todos.is_empty()).then(|| todos[usize::from(i) % todos.len()]);
             let op = match step {
                 Step::Add { priority, role, gpu, after } => Some(Op::TodoAdd(NewTodo {
-                    goal: None,
-                    title: format!("todo {}", todos.len() + 1),
-                    detail: String::new(),
                     priority,
                     needs: if gpu { vec!["gpu".into()] } else { vec![] },
                     after: after.into_iter().filter_map(pick).collect(),
                     role: match role { 1 => Some("reviewer".into()), 2 => Some("builder".into()), _ => None },
-                    monitor: None,
-                    not_before: None,
-                    then: vec![],
-                    held_for: None,
+                    ..todo(format!("todo {}", todos.len() + 1))
                 })),
                 Step::Batch { count, priority, gpu } => {
                     let ops = (0..count).map(|i| Op::TodoAdd(NewTodo {
-                        goal: None,
-                        title: format!("batch todo {i}"),
-                        detail: String::new(),
                         priority,
                         needs: if gpu { vec!["gpu".into()] } else { vec![] },
-                        after: vec![],
-                        role: None,
-                        monitor: None,
-                        not_before: None,
-                        then: vec![],
-                        held_for: None,
+                        ..todo(format!("batch todo {i}"))
                     })).collect();
                     for applied in f.store.apply_all(ops, HUMAN, now).expect("batch") {
                         if let Applied::Todo(t) = applied { todos.push(t.id) }
@@ -274,17 +261,8 @@ fn a_store_from_before_the_indexes_gets_them_at_its_first_open() {
         .store
         .apply(
             Op::TodoAdd(NewTodo {
-                goal: None,
-                title: "Ship the parser".into(),
-                detail: String::new(),
-                priority: 0,
-                needs: vec![],
                 after: vec![second],
-                role: None,
-                monitor: None,
-                not_before: None,
-                then: vec![],
-                held_for: None,
+                ..todo("Ship the parser")
             }),
             HUMAN,
             T0,

@@ -568,6 +568,7 @@ mod tests {
 
     use loopx_kernel::model::PermissionLevel;
     use loopx_kernel::{AgentName, Project, Timestamp};
+    use loopx_testkit::todo;
 
     const T0: Timestamp = Timestamp(1_790_000_000_000);
 
@@ -609,19 +610,7 @@ mod tests {
                 role: None,
             }),
         );
-        let new = loopx_kernel::store::NewTodo {
-            goal: None,
-            title: "Write".into(),
-            detail: String::new(),
-            priority: 0,
-            needs: vec![],
-            after: vec![],
-            role: None,
-            monitor: None,
-            not_before: None,
-            then: vec![],
-            held_for: None,
-        };
+        let new = todo("Write");
         let Applied::Todo(todo) = apply(&store, Op::TodoAdd(new)) else {
             panic!("a todo")
         };
@@ -833,7 +822,7 @@ mod tests {
             ReportTodo,
         };
         use loopx_kernel::model::TodoState;
-        use loopx_kernel::store::{BeginSlice, NewTodo};
+        use loopx_kernel::store::BeginSlice;
         use proptest::prelude::*;
 
         use super::*;
@@ -925,22 +914,7 @@ mod tests {
                     role: Some("executor".into()),
                 }),
             );
-            let Applied::Todo(todo) = apply(
-                &store,
-                Op::TodoAdd(NewTodo {
-                    goal: None,
-                    title: "Write".into(),
-                    detail: String::new(),
-                    priority: 0,
-                    needs: vec![],
-                    after: vec![],
-                    role: None,
-                    monitor: None,
-                    not_before: None,
-                    then: vec![],
-                    held_for: None,
-                }),
-            ) else {
+            let Applied::Todo(todo) = apply(&store, Op::TodoAdd(todo("Write"))) else {
                 panic!("a todo")
             };
             let begin = BeginSlice {

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use loopx_kernel::model::{PermissionLevel, TodoState};
 use loopx_kernel::store::NewAgent;
 use loopx_kernel::store::NewGoal;
-use loopx_kernel::store::NewTodo;
 use loopx_kernel::{Op, Project, Store, Timestamp};
 use loopx_supervisor::{Once, RunOnce, Shutdown, Step, run_once};
+use loopx_testkit::todo;
 
 const HUMAN: &str = "human:tester";
 
@@ -49,19 +49,7 @@ fn project(dir: &Path) -> Project {
             capabilities: vec![],
             role: None,
         }),
-        Op::TodoAdd(NewTodo {
-            goal: None,
-            title: "Tidy the README".into(),
-            detail: String::new(),
-            priority: 0,
-            needs: vec![],
-            after: vec![],
-            role: None,
-            monitor: None,
-            not_before: None,
-            then: vec![],
-            held_for: None,
-        }),
+        Op::TodoAdd(todo("Tidy the README")),
     ] {
         store.apply(op, HUMAN, Timestamp::now()).expect("set up");
     }

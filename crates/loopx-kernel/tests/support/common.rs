@@ -5,10 +5,11 @@
 use std::time::Duration;
 
 use loopx_kernel::model::{PermissionLevel, Todo};
+use loopx_kernel::store::Applied;
 use loopx_kernel::store::NewGoal;
-use loopx_kernel::store::{Applied, NewTodo};
 use loopx_kernel::store::{ClaimTodo, NewAgent};
 use loopx_kernel::{AgentName, Op, Project, Store, Timestamp, TodoId};
+use loopx_testkit::todo;
 
 pub const T0: Timestamp = Timestamp(1_790_000_000_000);
 pub const HUMAN: &str = "human:tester";
@@ -73,19 +74,7 @@ impl Fixture {
 
     /// A todo `actor` made (`agent:a` for one an agent proposed).
     pub fn todo_by(&self, title: &str, actor: &str) -> TodoId {
-        let new = NewTodo {
-            goal: None,
-            title: title.into(),
-            detail: String::new(),
-            priority: 0,
-            needs: vec![],
-            after: vec![],
-            role: None,
-            monitor: None,
-            not_before: None,
-            then: vec![],
-            held_for: None,
-        };
+        let new = todo(title);
         match self.store.apply(Op::TodoAdd(new), actor, T0).expect("todo") {
             Applied::Todo(todo) => todo.id,
             other => panic!("expected a todo, got {other:?}"),
