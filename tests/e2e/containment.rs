@@ -7,13 +7,11 @@
 //! requirement: without it, a machine that gives this user no cgroup is told so by `doctor`'s
 //! warning, and the tests below hold loopx to the per-process limits instead.
 
-use std::time::{Duration, Instant};
-
 use serde_json::Value;
 
 use crate::attacks::{attacker_with, containment};
 use crate::escape::FORK_BOMB;
-use crate::support::{Background, Loopx, wait_file};
+use crate::support::{Background, Loopx, SOON, wait_file, wait_for_some};
 
 /// Who runs the tests, for failure messages.
 fn who() -> String {
@@ -167,19 +165,15 @@ fn status_says_what_contains_a_running_slice() {
     let mut bg = Background::start(&loopx, &["--max-slices", "1"]);
     bg.wait_for("the slice", |e| e["event"] == "slice_started");
     wait_file(&loopx.path().join("started"));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let shown = loop {
-        let status = loopx.ok(&["status"]).stdout;
-        if let Some(line) = status.lines().find(|l| l.contains("s1") && l.contains('[')) {
-            break line.to_owned();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "as {}: no containment shown: {status}",
-            who()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let shown = wait_for_some(
+        &format!("as {}: the containment shown", who()),
+        SOON,
+        || {
+            let status = loopx.ok(&["status"]).stdout;
+            let line = status.lines().find(|l| l.contains("s1") && l.contains('['));
+            line.map(str::to_owned)
+        },
+    );
     std::fs::write(loopx.path().join("release"), "").expect("release the agent");
     let (code, _) = bg.finish();
     assert_eq!(code, 0);

@@ -39,13 +39,7 @@ fn the_demo_shows_every_part_of_the_loop_and_ends_with_the_goal_done() {
     );
     // Each todo was worked in its own worktree and landed on the goal's branch; the demo's
     // own checkout is untouched, and no peer was blamed for another's work.
-    let notes = std::process::Command::new("git")
-        .arg("-C")
-        .arg(&dir)
-        .args(["show", "loopx/g1:demo/NOTES.md"])
-        .output()
-        .expect("git runs");
-    let notes = String::from_utf8_lossy(&notes.stdout);
+    let notes = crate::support::git(&dir, &["show", "loopx/g1:demo/NOTES.md"]);
     assert!(notes.contains(": Markdown list"), "{notes}");
     assert!(
         !dir.join("demo/NOTES.md").exists(),

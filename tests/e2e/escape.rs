@@ -3,11 +3,11 @@
 //! that issue: what the agent saw and how its attempts ended is left where the test reads it.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{Background, Loopx, git, script_agent};
+use crate::support::{Background, Loopx, SOON, git, script_agent, wait_for};
 
 /// A project with a goal and t1 for agent `exec`, which runs `script` (after reading its
 /// prompt) with `limits` added to its profile, in the project's own tree.
@@ -161,24 +161,18 @@ fn a_slice_ends_when_its_supervisor_is_killed() {
     );
     let mut bg = Background::start(&loopx, &[]);
     bg.wait_for("the slice", |e| e["event"] == "slice_started");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while processes_with(&unique).is_empty() {
-        assert!(Instant::now() < deadline, "the agent never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for("the agent's start", SOON, || {
+        !processes_with(&unique).is_empty()
+    });
     bg.signal(nix::sys::signal::Signal::SIGKILL);
     let (code, _) = bg.finish();
     assert_eq!(code, -1, "killed");
     // The grace is 3 s; give a loaded machine room, but far less than the slice's minute.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !processes_with(&unique).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the agent outlived its supervisor: {:?}",
-            processes_with(&unique)
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for(
+        "the agent's end with its supervisor",
+        Duration::from_secs(20),
+        || processes_with(&unique).is_empty(),
+    );
     let status = loopx.ok(&["log", "--json"]).stdout;
     assert!(
         !status.contains("\"recovered\""),

@@ -297,14 +297,7 @@ pub(crate) fn now_secs() -> u64 {
 
 /// Waits up to 30 s for `check` to hold.
 pub(crate) fn eventually(what: &str, check: impl Fn() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !check() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no {what} within 30 s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    crate::support::wait_for(what, crate::support::SOON, check);
 }
 
 #[test]

@@ -77,6 +77,21 @@ fn refusals(loopx: &Loopx) -> Vec<String> {
         .collect()
 }
 
+/// Waits until loopx has read the table `passes` more times (what it would take or refuse again
+/// it would have by then): a pass reads every record first, and passes do not overlap, so the
+/// pass before the last read seen has ended.
+fn more_passes(server: &LarkServer, passes: usize) {
+    let reads = || {
+        server
+            .requests()
+            .iter()
+            .filter(|(method, path)| method == "GET" && path.contains("/records"))
+            .count()
+    };
+    let before = reads();
+    eventually("more passes over the table", || reads() >= before + passes);
+}
+
 /// Stops the run (its agent's slice is cut short).
 pub(crate) fn stop(run: Background) {
     run.signal(nix::sys::signal::Signal::SIGTERM);
@@ -202,7 +217,7 @@ fn a_drop_a_priority_and_a_new_row_by_an_answerer_flow_back_and_anything_else_is
     assert_eq!(status_on_board(&server, "t1").as_deref(), Some("Open"));
     assert_eq!(status_on_board(&server, "t3").as_deref(), Some("Dropped"));
     // Nothing is taken or refused twice: a few passes later the log says the same.
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    more_passes(&server, 2);
     assert_eq!(refusals(&loopx).len(), 4, "recorded once");
     stop(run);
 }
@@ -319,7 +334,7 @@ fn forged_foreign_replayed_mismatched_and_late_events_credit_no_one() {
     });
     // Eve's own event, late: older than loopx's write of the cell, it changes nothing.
     server.release_events();
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    more_passes(&server, 2);
     assert_eq!(refusals(&loopx).len(), 1, "{:?}", refusals(&loopx));
     assert_eq!(todo(&loopx, "t1")["priority"], 0);
     assert_eq!(record_priority(&server), Some(0));

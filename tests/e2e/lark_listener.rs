@@ -35,12 +35,17 @@ fn a_signed_request_is_answered_while_slow_clients_hold_every_slot() {
         slow.write_all(head.as_bytes()).expect("sent");
         held.push(slow);
     }
-    std::thread::sleep(std::time::Duration::from_millis(300));
     let lark = lark();
     let body = lark.seal(
         &json!({"type": "url_verification", "challenge": "c-through", "token": TOKEN}),
         [4; 16],
     );
+    // The slow clients hold every general slot once an unsigned request is turned away.
+    eventually("every general slot held", || {
+        lark.post(&url, &body, now_secs(), "n-unsigned", Signing::None)
+            .0
+            == 503
+    });
     let answer = lark.post(&url, &body, now_secs(), "n-through", Signing::Good);
     assert_eq!(
         answer,
@@ -118,6 +123,7 @@ open("refused.txt", "w").write(str(refused))
             closed = true;
             break;
         }
+        // A fixed wait on purpose: the client trickles a byte a second, the attack under test.
         std::thread::sleep(std::time::Duration::from_secs(1));
         trickle
             .set_read_timeout(Some(std::time::Duration::from_millis(1)))

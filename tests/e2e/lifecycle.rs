@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use loopx_kernel::{Project, Store};
 use serde_json::Value;
 
-use crate::support::{Background, LOOPX, Loopx, alive, event, read_pid, script_agent, todo_state};
+use crate::support::{
+    Background, LOOPX, Loopx, alive, event, read_pid, script_agent, todo_state, wait_for,
+};
 
 /// Prints a `loopx-report` block with `json` inside.
 fn report_block(json: &str) -> String {
@@ -91,6 +93,7 @@ fn busy_through_the_writeback(hold: Duration) -> (Loopx, Background) {
     let store = Store::open(&project).expect("store");
     let lock = store.lock_writes().expect("the write lock");
     touch(&loopx.path().join("go.flag"));
+    // A fixed wait on purpose: how long the store stays busy is what the test varies.
     std::thread::sleep(hold);
     drop(lock);
     (loopx, bg)
@@ -457,6 +460,7 @@ fn issue_11_init_is_atomic_and_safe_to_repeat() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("init starts");
+        // A fixed wait on purpose: each pass kills `init` at a later moment.
         std::thread::sleep(Duration::from_micros(i * 500));
         let _ = child.kill();
         let _ = child.wait();
@@ -641,6 +645,7 @@ fn issue_11_a_hanging_git_costs_the_scope_check_not_the_loop() {
 /// blocked by a global gate.
 fn notifying(command: &str) -> Loopx {
     let loopx = project("cat >/dev/null\necho fine", "max_time = \"20s\"");
+    let command = command.replace("{project}", &loopx.path().display().to_string());
     loopx.write_config(format!(
         "[notify]\ncommand = \"{command}\"\ntimeout = \"1s\"\n"
     ));
@@ -701,19 +706,18 @@ fn zombies_of(pid: u32) -> Vec<u32> {
 
 #[test]
 fn issue_11_orphans_a_notification_leaves_are_reaped() {
-    // The notification's background `sleep` outlives it: loopx, a subreaper, adopts it.
-    let loopx = notifying("(sleep 0.3 &) ; exit 0");
+    // The notification's background subshell outlives it: loopx, a subreaper, adopts it. Its
+    // last act is to leave a file, so the test sees when it is about to exit.
+    let loopx = notifying("((sleep 0.3; touch {project}/orphan.ends) &) ; exit 0");
     let mut bg = Background::start(&loopx, &[]);
     bg.wait_for("the question", |e| e["event"] == "question");
     let pid = bg.child.id();
-    // The orphan has exited by now; the loop reaps at least every 5 s when it wakes.
-    std::thread::sleep(Duration::from_secs(6));
+    crate::support::wait_file(&loopx.path().join("orphan.ends"));
+    // The loop reaps when it wakes (a ring of the doorbell, or at least every 5 s).
     loopx.ok(&["evidence", "add", "A ring of the doorbell"]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !zombies_of(pid).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(zombies_of(pid), Vec::<u32>::new(), "no zombie is left");
+    wait_for("no zombie left", Duration::from_secs(10), || {
+        zombies_of(pid).is_empty()
+    });
     bg.signal(nix::sys::signal::Signal::SIGTERM);
     bg.finish();
 }

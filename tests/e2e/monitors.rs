@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::support::{Background, Loopx, demo_project, event, todo_state};
+use crate::support::{Background, Loopx, demo_project, event, todo_state, wait_file};
 
 /// A check that is met once `flag` exists in the project's tree.
 fn flag_check(flag: &str) -> String {
@@ -152,8 +152,11 @@ fn an_expired_monitor_asks_a_person_and_its_dependents_wait_for_the_answer() {
         "1s",
     ]);
     loopx.ok(&["todo", "add", "Merge after the review", "--after", "t1"]);
-    std::thread::sleep(std::time::Duration::from_millis(1200));
-    let run = loopx.run(&["run", "--on-gate", "exit"]);
+    // The run's clock 2 s ahead: the monitor has expired for it, with no wait for the expiry.
+    let run = loopx.run_env(
+        &["run", "--on-gate", "exit"],
+        &[("LOOPX_CLOCK_SKEW_MS", "2000")],
+    );
     assert_eq!(
         run.code,
         i32::from(loopx_cli::exit_code::HALTED_ON_GATE),
@@ -352,10 +355,15 @@ fn run_once_polls_first_and_then_works_on_what_the_met_monitor_released() {
 #[test]
 fn a_stop_during_a_long_check_ends_the_run_at_once() {
     let loopx = demo_project(&["exec"]);
-    monitor_and_follow_up(&loopx, "sleep 50; exit 1", "10m");
+    let checking = loopx.path().join("checking");
+    monitor_and_follow_up(
+        &loopx,
+        &format!("touch {}; sleep 50; exit 1", checking.display()),
+        "10m",
+    );
     let mut bg = Background::start(&loopx, &[]);
     bg.wait_for("the start", |e| e["event"] == "running");
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    wait_file(&checking);
     let stopped = std::time::Instant::now();
     bg.signal(nix::sys::signal::Signal::SIGTERM);
     let (_, events) = bg.finish();

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::{Loopx, todo_state};
+use crate::support::{Loopx, git, todo_state};
 
 /// The demo adapter with `full` mapped (the built-in one deliberately cannot express it).
 fn full_adapter() -> String {
@@ -195,10 +195,6 @@ fn shared_docs_goal(loopx: &Loopx) {
         "--isolation",
         "shared",
     ]);
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    crate::support::git(dir, args);
 }
 
 /// A git project with `docs/README.md` committed and the shared docs goal.
@@ -493,7 +489,7 @@ fn a_change_hidden_by_a_replace_ref_is_found() {
         "{out}\n{stderr}"
     );
     // The person's index and objects are as they were: the agent staged into a copy.
-    let staged = git_out(loopx.path(), &["diff", "--cached", "--name-only"]);
+    let staged = git(loopx.path(), &["diff", "--cached", "--name-only"]);
     assert_eq!(staged, "", "the agent staged into the person's index");
     // Unsandboxed the replace ref is written, and loopx's git does not follow it.
     let loopx = hiding_project_with(script, "[sandbox]\nmode = \"off\"");
@@ -506,16 +502,6 @@ fn a_change_hidden_by_a_replace_ref_is_found() {
 fn read_file(loopx: &Loopx, name: &str) -> String {
     std::fs::read_to_string(loopx.path().join(name))
         .unwrap_or_else(|e| panic!("the agent left no {name}: {e}"))
-}
-
-/// `git ARGS` in `dir`, its output.
-fn git_out(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// In the sandbox the repository's config is read-only: an agent cannot point
@@ -569,12 +555,16 @@ fn an_agent_cannot_point_a_git_file_at_a_repository_of_its_own() {
     let loopx = Loopx::new();
     let gitdir = tempfile::tempdir().expect("a place for the git directory");
     let separate = gitdir.path().join("repo.git");
-    std::process::Command::new("git")
-        .args(["init", "-q", "--separate-git-dir"])
-        .arg(&separate)
-        .arg(loopx.path())
-        .status()
-        .expect("git init");
+    git(
+        loopx.path(),
+        &[
+            "init",
+            "-q",
+            "--separate-git-dir",
+            separate.to_str().expect("a UTF-8 path"),
+            ".",
+        ],
+    );
     assert!(loopx.path().join(".git").is_file(), "`.git` is a file");
     write(&loopx.path().join("docs/README.md"), "docs\n");
     git(loopx.path(), &["add", "docs"]);

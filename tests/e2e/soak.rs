@@ -83,6 +83,7 @@ fn soak_kill_9_loopx_run_at_random_moments() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("loopx run starts");
+        // A fixed wait on purpose: the kill lands at a random moment, whatever loopx is doing.
         std::thread::sleep(Duration::from_millis(50 + moments.next_ms(750)));
         let _ = child.kill();
         let _ = child.wait();

@@ -1,8 +1,6 @@
 //! A damaged or busy store is a clear error, and loopx never rewrites the file it refused.
 
-use std::time::Duration;
-
-use crate::support::Loopx;
+use crate::support::{Loopx, SOON, wait_for};
 
 fn sha(path: &std::path::Path) -> Vec<u8> {
     use sha2::Digest;
@@ -125,7 +123,11 @@ fn a_busy_store_makes_writers_wait_then_names_the_holder() {
         .env("LOOPX_STORE_WAIT_MS", "5000")
         .spawn()
         .expect("spawn");
-    std::thread::sleep(Duration::from_millis(200));
+    // Once it has the store open it is trying to write: then the holder lets go.
+    let store = loopx.store_path();
+    wait_for("the queued writer to open the store", SOON, || {
+        has_open(waiting.id(), &store)
+    });
     drop(txn);
     let out = waiting.wait_with_output().expect("wait");
     assert!(
@@ -205,4 +207,14 @@ fn damaged_stores_give_clear_errors_and_doctor_only_reads() {
         }
     }
     assert!(errors > 0, "some damage was found");
+}
+
+/// Whether process `pid` has `path` open (Linux: its `/proc/<pid>/fd`).
+fn has_open(pid: u32, path: &std::path::Path) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_owned());
+    fds.flatten()
+        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == path))
 }

@@ -6,7 +6,12 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
+pub use loopx_testkit::{git, wait_for, wait_for_some};
 use serde_json::Value;
+
+/// How long a test waits for what should happen soon (a file, a pid, a state), on a loaded
+/// machine.
+pub const SOON: Duration = Duration::from_secs(30);
 
 /// The binary under test.
 pub const LOOPX: &str = env!("CARGO_BIN_EXE_loopx");
@@ -397,30 +402,18 @@ pub fn project_processes(project: &std::path::Path) -> Vec<i32> {
 }
 
 pub fn read_pid(path: &std::path::Path) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && let Ok(pid) = text.trim().parse()
-        {
-            let project = path.parent().expect("a pid file in the project");
-            return outer_pid(pid, project).unwrap_or(pid);
-        }
-        assert!(Instant::now() < deadline, "no pid in {}", path.display());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let pid = wait_for_some(&format!("a pid in {}", path.display()), SOON, || {
+        std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    });
+    let project = path.parent().expect("a pid file in the project");
+    outer_pid(pid, project).unwrap_or(pid)
 }
 
 /// Waits (up to 30 s) until `path` exists.
 pub fn wait_file(path: &std::path::Path) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !path.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for(&format!("{} to appear", path.display()), SOON, || {
+        path.exists()
+    });
 }
 
 /// What a person does after `loopx run` asked about the project's notification command: the
@@ -435,19 +428,6 @@ pub fn approve_notifications(loopx: &Loopx) {
         .expect("the store opens")
         .expect("not approved yet: a gate asks");
     loopx.ok(&["gate", "answer", &gate.id.to_string(), "approve"]);
-}
-
-/// Runs git in `dir` (as a test user) and insists on success; its stdout.
-pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A fresh schema of the database `LOOPX_TEST_POSTGRES` names, as a store URL.
