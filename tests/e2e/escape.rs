@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{Background, Loopx, SOON, git, script_agent, wait_for};
+use crate::support::{Background, Loopx, SOON, git, processes_with, script_agent, wait_for};
 
 /// A project with a goal and t1 for agent `exec`, which runs `script` (after reading its
 /// prompt) with `limits` added to its profile, in the project's own tree.
@@ -128,17 +128,6 @@ fn an_agent_cannot_trace_its_slice_s_init() {
     assert_ne!(read(loopx.path(), "environ.rc").trim(), "0");
     let attach = read(loopx.path(), "attach.txt");
     assert_eq!(attach.trim(), "-1", "PTRACE_ATTACH to the init: {attach}");
-}
-
-/// The processes whose command line holds `needle`.
-fn processes_with(needle: &str) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .expect("/proc")
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|cmdline| cmdline.contains(needle))
-        .collect()
 }
 
 /// Gap 6: after `kill -9` of `loopx run`, its agents ran on with no time limit until a later

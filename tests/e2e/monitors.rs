@@ -2,7 +2,9 @@
 
 use serde_json::Value;
 
-use crate::support::{Background, Loopx, demo_project, event, todo_state, wait_file};
+use crate::support::{
+    Background, Loopx, SOON, demo_project, event, processes_with, todo_state, wait_for,
+};
 
 /// A check that is met once `flag` exists in the project's tree.
 fn flag_check(flag: &str) -> String {
@@ -355,15 +357,14 @@ fn run_once_polls_first_and_then_works_on_what_the_met_monitor_released() {
 #[test]
 fn a_stop_during_a_long_check_ends_the_run_at_once() {
     let loopx = demo_project(&["exec"]);
-    let checking = loopx.path().join("checking");
-    monitor_and_follow_up(
-        &loopx,
-        &format!("touch {}; sleep 50; exit 1", checking.display()),
-        "10m",
-    );
+    // A length of sleep no other process has: the check is found running by it.
+    let unique = format!("50.{}", fastrand::u32(1000..1_000_000));
+    monitor_and_follow_up(&loopx, &format!("sleep {unique}; exit 1"), "10m");
     let mut bg = Background::start(&loopx, &[]);
     bg.wait_for("the start", |e| e["event"] == "running");
-    wait_file(&checking);
+    wait_for("the check running", SOON, || {
+        !processes_with(&format!("sleep {unique}")).is_empty()
+    });
     let stopped = std::time::Instant::now();
     bg.signal(nix::sys::signal::Signal::SIGTERM);
     let (_, events) = bg.finish();

@@ -401,6 +401,17 @@ pub fn project_processes(project: &std::path::Path) -> Vec<i32> {
         .collect()
 }
 
+/// The processes whose command line holds `needle`.
+pub fn processes_with(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|cmdline| cmdline.contains(needle))
+        .collect()
+}
+
 pub fn read_pid(path: &std::path::Path) -> i32 {
     let pid = wait_for_some(&format!("a pid in {}", path.display()), SOON, || {
         std::fs::read_to_string(path).ok()?.trim().parse().ok()
