@@ -44,8 +44,7 @@ impl AppError {
             AppError::Usage(_) => ErrorClass::Usage,
             AppError::Config(_) => ErrorClass::Config,
             AppError::Conflict(_) => ErrorClass::Conflict,
-            AppError::Agent(loopx_domain::agent::AgentError::Profile { .. }) => ErrorClass::Config,
-            AppError::Agent(_) => ErrorClass::Usage,
+            AppError::Agent(e) => e.class(),
         }
     }
 }

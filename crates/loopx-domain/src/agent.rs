@@ -25,6 +25,16 @@ pub enum AgentError {
     },
 }
 
+impl AgentError {
+    /// What kind of failure it is: a name to correct, or a profile to fix.
+    pub fn class(&self) -> loopx_vocab::ErrorClass {
+        match self {
+            AgentError::NoAgent | AgentError::UnknownAgent { .. } => loopx_vocab::ErrorClass::Usage,
+            AgentError::Profile { .. } => loopx_vocab::ErrorClass::Config,
+        }
+    }
+}
+
 /// An agent ready to be decided on and launched.
 #[derive(Debug, Clone)]
 pub struct AgentSetup {

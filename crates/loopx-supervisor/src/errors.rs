@@ -7,19 +7,9 @@ use loopx_kernel::{KernelError, StoreError};
 pub enum SupervisorError {
     #[error(transparent)]
     Kernel(#[from] KernelError),
-    #[error("no agent is registered\n(hint: `loopx agent add NAME --profile PROFILE`)")]
-    NoAgent,
-    #[error("agent `{name}` is not registered\n(hint: `loopx agent add {name} --profile PROFILE`)")]
-    UnknownAgent { name: String },
-    #[error(
-        "agent `{agent}` uses profile `{profile}`, which cannot be loaded\n(hint: `loopx profile check`)"
-    )]
-    Profile {
-        agent: String,
-        profile: String,
-        #[source]
-        source: loopx_adapters::LoadError,
-    },
+    /// No agent is registered, the one named is not, or its profile does not load.
+    #[error(transparent)]
+    Agent(#[from] loopx_domain::agent::AgentError),
     #[error("cannot render the launch of agent `{agent}`")]
     Launch {
         agent: String,
@@ -56,35 +46,16 @@ pub enum SupervisorError {
     DiskFull { slice: String, why: String },
 }
 
-impl From<loopx_domain::agent::AgentError> for SupervisorError {
-    fn from(e: loopx_domain::agent::AgentError) -> Self {
-        use loopx_domain::agent::AgentError;
-        match e {
-            AgentError::NoAgent => SupervisorError::NoAgent,
-            AgentError::UnknownAgent { name } => SupervisorError::UnknownAgent { name },
-            AgentError::Profile {
-                agent,
-                profile,
-                source,
-            } => SupervisorError::Profile {
-                agent,
-                profile,
-                source,
-            },
-        }
-    }
-}
-
 impl SupervisorError {
     /// What kind of failure it is (the CLI's exit code).
     pub fn class(&self) -> loopx_kernel::model::ErrorClass {
         use loopx_kernel::model::ErrorClass;
         match self {
             SupervisorError::Kernel(k) => k.class(),
-            SupervisorError::NoAgent | SupervisorError::UnknownAgent { .. } => ErrorClass::Usage,
-            SupervisorError::Profile { .. }
-            | SupervisorError::Launch { .. }
-            | SupervisorError::ProjectConfig { .. } => ErrorClass::Config,
+            SupervisorError::Agent(e) => e.class(),
+            SupervisorError::Launch { .. } | SupervisorError::ProjectConfig { .. } => {
+                ErrorClass::Config
+            }
             SupervisorError::Runtime(_) | SupervisorError::Panicked(_) => ErrorClass::Internal,
             SupervisorError::Unrecorded { .. }
             | SupervisorError::WritebackLost { .. }
@@ -116,8 +87,10 @@ impl SupervisorError {
                 !e.is_transient() && !matches!(e, StoreError::CommitUnknown { .. })
             }
             SupervisorError::Kernel(KernelError::Project(_))
-            | SupervisorError::NoAgent
-            | SupervisorError::UnknownAgent { .. }
+            | SupervisorError::Agent(
+                loopx_domain::agent::AgentError::NoAgent
+                | loopx_domain::agent::AgentError::UnknownAgent { .. },
+            )
             | SupervisorError::Panicked(_)
             | SupervisorError::Runtime(_)
             | SupervisorError::WritebackLost { .. }
@@ -133,7 +106,7 @@ impl SupervisorError {
                 )
             ),
             SupervisorError::Kernel(_)
-            | SupervisorError::Profile { .. }
+            | SupervisorError::Agent(loopx_domain::agent::AgentError::Profile { .. })
             | SupervisorError::Launch { .. }
             | SupervisorError::ProjectConfig { .. } => false,
         }

@@ -330,14 +330,16 @@ fn agent_names(req: &RunLoop) -> Result<Vec<String>, SupervisorError> {
         .collect();
     if req.agents.is_empty() {
         if registered.is_empty() {
-            return Err(SupervisorError::NoAgent);
+            return Err(loopx_domain::agent::AgentError::NoAgent.into());
         }
         return Ok(registered);
     }
     let mut names = Vec::new();
     for name in &req.agents {
         if !registered.contains(name) {
-            return Err(SupervisorError::UnknownAgent { name: name.clone() });
+            return Err(
+                loopx_domain::agent::AgentError::UnknownAgent { name: name.clone() }.into(),
+            );
         }
         if !names.contains(name) {
             names.push(name.clone());
@@ -776,7 +778,7 @@ impl Coordinator<'_> {
         // Only an error a person must fix holds the agent up for `--on-gate exit`.
         slot.erring = matches!(
             e,
-            SupervisorError::Profile { .. }
+            SupervisorError::Agent(loopx_domain::agent::AgentError::Profile { .. })
                 | SupervisorError::Launch { .. }
                 | SupervisorError::ProjectConfig { .. }
         );
