@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use loopx_kernel::decision::{DecisionState, SharedState};
+use loopx_domain::decision::{DecisionState, SharedState};
 use loopx_kernel::model::{Agent, HoldSource, QuotaHold, Spend};
 use loopx_kernel::store::{
     AgentChange, ChangeAgent, NewAgent, NewHold, NewSpend, QuotaRequest, RemoveAgent, Resume,

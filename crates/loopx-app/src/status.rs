@@ -7,7 +7,7 @@ use loopx_kernel::store::TodoCounts;
 use loopx_kernel::{Timestamp, TodoId};
 use serde::Serialize;
 
-use loopx_kernel::decision::DecisionState;
+use loopx_domain::decision::DecisionState;
 
 use crate::evidence::JudgedEvidence;
 
@@ -491,7 +491,7 @@ fn agents_now(
         return Ok(out);
     }
     let shared = std::sync::Arc::new(
-        loopx_kernel::decision::SharedState::read(snap, now)?.with_budget(budget.clone()),
+        loopx_domain::decision::SharedState::read(snap, now)?.with_budget(budget.clone()),
     );
     for (name, view) in views {
         let decided = view.clone().and_then(|view| {

@@ -12,6 +12,9 @@
 //!
 //! - [`agent`]: an agent as the decision sees it — its record, its loaded profile and the
 //!   quota model's view of both (the one builder of that view).
+//! - [`decision`]: the decision's input, read from a snapshot of the store (the one builder of
+//!   it: the supervisor before a slice, `status`, `quota status` and the simulation all decide
+//!   through it); the decision itself is `loopx-quota`'s, pure.
 //! - [`approval`]: what runs only once a person approved its exact content — a `full` profile,
 //!   a project adapter, the notification command (`docs/permissions.md`).
 //! - [`freshness`]: whether evidence, a handoff or an answer still holds (`docs/goals.md`,
@@ -26,6 +29,7 @@
 
 pub mod agent;
 pub mod approval;
+pub mod decision;
 pub mod freshness;
 pub mod land;
 pub mod pin;

@@ -32,7 +32,6 @@
 //! and typeable (`t12`, `q3`) and follow `^[a-z][a-z0-9-]{0,63}$` (see [`ids`]).
 
 pub mod check;
-pub mod decision;
 pub mod doorbell;
 pub mod errors;
 pub mod fault;

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{HUMAN, T0, fixture};
-use loopx_kernel::decision::DecisionState;
+use loopx_domain::decision::DecisionState;
 use loopx_kernel::model::{Outcome, PermissionLevel, SliceKind};
 use loopx_kernel::store::{AmendGoal, Amended, NewSlice, SliceEnd};
 use loopx_kernel::{KernelError, Op, SliceId, Timestamp};

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{HUMAN, T0, fixture};
-use loopx_kernel::decision::DecisionState;
+use loopx_domain::decision::DecisionState;
 use loopx_kernel::model::HoldSource;
 use loopx_kernel::store::QuotaRequest;
 use loopx_kernel::store::Resume;

@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::{HUMAN, T0, fixture};
-use loopx_kernel::decision::DecisionState;
+use loopx_domain::decision::DecisionState;
 use loopx_kernel::model::{Blocks, GateKind, TodoState};
 use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::{AnswerChoice, Applied, NewGate, NewTodo};

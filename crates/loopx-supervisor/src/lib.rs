@@ -9,7 +9,7 @@
 //! One slice ([`run_once`]) is a value through typed stages (`slice.rs`; the design is in
 //! `docs/design/run-loop.md`, "A slice's life"):
 //!
-//! 1. **Decide** (`slice/decide.rs`): [`DecisionState`](loopx_kernel::decision::DecisionState)
+//! 1. **Decide** (`slice/decide.rs`): [`DecisionState`](loopx_domain::decision::DecisionState)
 //!    for the agent. Only `deliver` and `repair` run anything; every other decision is returned
 //!    as [`Once::Decided`]. A slice that would run at `full` first needs a person's approval
 //!    bound to the profile's content hash (`approval.rs`): until then the decision is `ask` (or

@@ -7,7 +7,7 @@
 
 use loopx_app::App;
 use loopx_app::quota::{AgentQuota, HoldTarget, QuotaStatus, SpendReport};
-use loopx_kernel::decision::DecisionState;
+use loopx_domain::decision::DecisionState;
 use loopx_kernel::model::{HoldSource, QuotaHold};
 use loopx_kernel::{AgentName, GateId, GoalId, Timestamp, TodoId};
 use loopx_quota::{Decision, DecisionKind};

@@ -2,7 +2,7 @@
 //! other decision (and an unapproved `full` profile) ends here, before anything is claimed.
 
 use loopx_adapters::PermissionLevel;
-use loopx_kernel::decision::{DecisionState, SharedState};
+use loopx_domain::decision::{DecisionState, SharedState};
 use loopx_kernel::model::{
     BUDGET_OPTIONS, Blocks, GOAL_MET_OPTIONS, GateKind, Goal, GoalStatus, STALL_OPTIONS, SliceKind,
 };

@@ -1,7 +1,7 @@
 //! `goal amend`: a person changes a goal's objective, scope or permission. The goal gets the
 //! next revision (its record in `goal_revisions` says what it said from then on, who changed
 //! it and why), and its planning counts afresh from the amendment: the next decision re-plans
-//! (`loopx_quota::decide`, through [`crate::decision`]).
+//! (`loopx_quota::decide`, through `loopx_domain::decision`).
 
 use super::op::{AmendGoal, Applied, NewGate};
 use crate::errors::{Invalid, KernelError, Refused};

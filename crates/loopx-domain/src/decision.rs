@@ -10,14 +10,9 @@ use loopx_quota::{
     TodoView, WindowState,
 };
 
-use crate::AgentName;
-use crate::errors::KernelError;
-use crate::model::{Blocks, GateState, TodoState};
-use crate::store::Snapshot;
-use crate::store::apply::quota::{
-    account_key, busy_intervals, hold_keys, hold_views, pacing_key, window_key,
-};
-use crate::time::Timestamp;
+use loopx_kernel::model::{Blocks, GateState, TodoState};
+use loopx_kernel::store::{Snapshot, busy_intervals, hold_keys, hold_views};
+use loopx_kernel::{AgentName, KernelError, Timestamp};
 
 /// How many recent slices the decision looks at (stall streaks, planning runs, repairs).
 const RECENT_SLICES: usize = 200;
@@ -42,13 +37,13 @@ pub struct SharedState {
     pub todos: Vec<TodoView>,
     pub gates: Vec<GateView>,
     pub slices: Vec<SliceView>,
-    pub holds: Vec<crate::model::QuotaHold>,
+    pub holds: Vec<loopx_kernel::model::QuotaHold>,
     pub busy: Vec<(u64, u64)>,
     pub policy: Policy,
     /// The goal, by number, whose ready todos the agents read.
-    goal_id: Option<crate::ids::GoalId>,
+    goal_id: Option<loopx_kernel::ids::GoalId>,
     /// Running slices' todos: `(todo, slice)`.
-    running: Vec<(crate::ids::TodoId, crate::ids::SliceId)>,
+    running: Vec<(loopx_kernel::ids::TodoId, loopx_kernel::ids::SliceId)>,
     /// Running slices' agents, one entry per slice.
     running_agents: Vec<AgentName>,
     /// The goal lets its agents write: in a read-only goal nobody writes, so no agent is set
@@ -80,7 +75,7 @@ impl SharedState {
             .collect();
         let mut todos = Vec::new();
         if let Some(goal) = &goal {
-            let mut mine: Vec<crate::model::Todo> = snap
+            let mut mine: Vec<loopx_kernel::model::Todo> = snap
                 .claimed_todos()?
                 .into_iter()
                 .filter(|t| t.goal == goal.id)
@@ -161,7 +156,7 @@ impl SharedState {
             goal_id: goal.as_ref().map(|g| g.id),
             goal_writes: goal
                 .as_ref()
-                .is_none_or(|g| g.permission != crate::model::PermissionLevel::ReadOnly),
+                .is_none_or(|g| g.permission != loopx_kernel::model::PermissionLevel::ReadOnly),
             running: running_todos,
             running_agents: running.into_iter().map(|s| s.agent).collect(),
             goal: goal.map(|g| GoalView {
@@ -188,9 +183,9 @@ impl SharedState {
 /// not looked up again.
 fn todo_view(
     snap: &Snapshot<'_>,
-    t: &crate::model::Todo,
+    t: &loopx_kernel::model::Todo,
     ready: bool,
-    running: &[(crate::ids::TodoId, crate::ids::SliceId)],
+    running: &[(loopx_kernel::ids::TodoId, loopx_kernel::ids::SliceId)],
 ) -> Result<TodoView, KernelError> {
     let mut waits_on = None;
     for dep in t.after.iter().filter(|_| !ready) {
@@ -226,11 +221,11 @@ fn todo_view(
 /// merge is cut at its last row, so that what is returned is a true prefix.
 fn ready_for(
     snap: &Snapshot<'_>,
-    goal: crate::ids::GoalId,
+    goal: loopx_kernel::ids::GoalId,
     agent: &AgentView,
     limit: usize,
-) -> Result<(Vec<crate::model::Todo>, Option<Rank>), KernelError> {
-    let rank = |t: &crate::model::Todo| (std::cmp::Reverse(t.priority), t.id.0);
+) -> Result<(Vec<loopx_kernel::model::Todo>, Option<Rank>), KernelError> {
+    let rank = |t: &loopx_kernel::model::Todo| (std::cmp::Reverse(t.priority), t.id.0);
     let mut merged = Vec::new();
     let mut horizon: Option<Rank> = None;
     // A read-only agent takes only todos for its role (`AgentView::writes`).
@@ -307,20 +302,17 @@ impl DecisionState {
             .filter(|h| keys.contains(&h.key))
             .cloned()
             .collect();
-        let pacing_tat = snap.quota_value::<u64>(&pacing_key(&name))?;
+        let pacing_tat = snap.pacing_tat(&name)?;
         let windows = agent
             .windows
             .iter()
-            .map(|l| {
-                snap.quota_value::<WindowState>(&window_key(&agent.account, l))
-                    .map(Option::unwrap_or_default)
-            })
+            .map(|l| snap.window_state(&agent.account, l))
             .collect::<Result<Vec<_>, KernelError>>()?;
         let holds = hold_views(&holds);
         let mut in_flight = Vec::new();
         // Its own running slice is not beside it: the decision says it is running.
         for running in shared.running_agents.iter().filter(|a| **a != agent.name) {
-            let account = snap.quota_value::<String>(&account_key(running))?;
+            let account = snap.agent_account(running)?;
             if account.as_deref() == Some(agent.account.as_str()) {
                 in_flight.push(running.clone());
             }
