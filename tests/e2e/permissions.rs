@@ -119,6 +119,7 @@ fn full_permission_runs_only_after_an_approval_of_the_profiles_exact_content() {
     loopx.ok(&["gate", "answer", "q1", "approve"]);
     let (out, stderr) = run_once(&loopx);
     assert_eq!(out["slice"]["outcome"], "completed", "{out}\n{stderr}");
+    assert_eq!(out["outcome"], "ran", "{out}");
     assert_eq!(todo_state(&loopx, "t1"), "done");
 
     // Any edit of the profile asks again, with a new gate.
@@ -128,6 +129,7 @@ fn full_permission_runs_only_after_an_approval_of_the_profiles_exact_content() {
     write(&profile, &edited);
     let (out, stderr) = run_once(&loopx);
     assert_eq!(out["decision"], "ask", "{out}\n{stderr}");
+    assert_eq!(out["outcome"], "decided", "{out}");
     assert_eq!(out["gate"]["id"], "q2", "{out}");
     assert_eq!(out["slice"], Value::Null);
     assert_eq!(todo_state(&loopx, "t2"), "open");

@@ -65,7 +65,7 @@ pub use loopx_domain::agent::{AgentSetup, agent_view, load_agent};
 pub use loopx_domain::approval::is_approval;
 pub use notify::{Notification, Notifier};
 pub use once::{
-    Begin, BegunSlice, Once, RunOnce, SimulatedSlice, Step, World, begin_once, run_once,
+    Begin, BegunSlice, Once, OnceReport, RunOnce, SimulatedSlice, Step, World, begin_once, run_once,
 };
 pub use recover::{Recovered, recover, recover_in};
 pub use renew::Renewed;

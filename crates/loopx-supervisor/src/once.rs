@@ -123,6 +123,86 @@ pub enum Once {
     },
 }
 
+/// What `run_once` did, told the same way whatever it was: what the agent does now (the
+/// decision's kind, or `wait`, `quiet` or `stop` when quota, a peer or a stop stood between the
+/// decision and its slice), why, and when to try again. A view of [`Once`]; nothing is decided
+/// here.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OnceReport<'a> {
+    pub agent: &'a str,
+    /// `decided`, `refused`, `contended`, `stopped` or `ran`: which of [`Once`] it was.
+    pub outcome: &'static str,
+    pub kind: loopx_quota::DecisionKind,
+    pub reason: std::borrow::Cow<'a, str>,
+    pub wake_at: Option<Timestamp>,
+    /// The question the decision asks, when it asks one.
+    pub gate: Option<(loopx_kernel::GateId, &'a str)>,
+    pub slice: Option<&'a SliceSummary>,
+}
+
+impl Once {
+    /// What happened, as [`OnceReport`].
+    pub fn report(&self) -> OnceReport<'_> {
+        use loopx_quota::DecisionKind as Kind;
+        let (agent, outcome, kind, reason, wake_at) = match self {
+            Once::Decided { agent, decision } => {
+                return OnceReport::decided(agent, "decided", decision, None);
+            }
+            Once::Ran { decision, slice } => {
+                return OnceReport::decided(&slice.agent, "ran", decision, Some(slice));
+            }
+            Once::Refused {
+                agent,
+                until,
+                reason,
+                ..
+            } => (agent, "refused", Kind::Wait, reason.clone(), *until),
+            Once::Contended { agent, why, .. } => (
+                agent,
+                "contended",
+                Kind::Quiet,
+                format!("a peer got there first: {why}"),
+                None,
+            ),
+            Once::Stopped { agent, why } => (
+                agent,
+                "stopped",
+                Kind::Stop,
+                format!("loopx was stopped ({why})"),
+                None,
+            ),
+        };
+        OnceReport {
+            agent,
+            outcome,
+            kind,
+            reason: std::borrow::Cow::Owned(reason),
+            wake_at,
+            gate: None,
+            slice: None,
+        }
+    }
+}
+
+impl<'a> OnceReport<'a> {
+    fn decided(
+        agent: &'a str,
+        outcome: &'static str,
+        decision: &'a Decision,
+        slice: Option<&'a SliceSummary>,
+    ) -> OnceReport<'a> {
+        OnceReport {
+            agent,
+            outcome,
+            kind: decision.kind(),
+            reason: std::borrow::Cow::Borrowed(decision.reason()),
+            wake_at: decision.wake_at().map(Timestamp),
+            gate: decision.gate(),
+            slice,
+        }
+    }
+}
+
 /// Decides for the agent and, on `deliver` or `repair`, runs one slice and writes it back.
 ///
 /// Reads top to bottom as the slice's life (`slice.rs`): each stage consumes the previous

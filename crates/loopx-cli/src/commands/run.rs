@@ -26,6 +26,10 @@ use crate::exit_code;
 struct RunJson<'a> {
     format_version: u32,
     agent: &'a str,
+    /// Which way it went: `decided`, `refused` (by quota), `contended` (a peer got there
+    /// first), `stopped` or `ran`.
+    outcome: &'static str,
+    /// What the agent does now.
     decision: DecisionKind,
     reason: &'a str,
     wake_at: Option<Timestamp>,
@@ -187,14 +191,15 @@ fn run_once(
         notify_slice(&mut notifier, ctx.app().ok().as_ref(), slice);
         notifier.finish();
     }
-    let (agent, decision, slice) = match &once {
-        Once::Decided { agent, decision } => {
-            if let Some((id, question)) = &decision.gate() {
+    let report = once.report();
+    match &once {
+        Once::Decided { .. } => {
+            if let Some((id, question)) = report.gate {
                 say(&format!("question {id}: {question}"));
                 let options = ctx
                     .app()
                     .ok()
-                    .and_then(|app| app.gate(*id).ok())
+                    .and_then(|app| app.gate(id).ok())
                     .map(|gate| gate.options)
                     .unwrap_or_default();
                 say(&format!(
@@ -202,60 +207,29 @@ fn run_once(
                     loopx_kernel::model::answer_command(&id.to_string(), &options)
                 ));
             }
-            (agent.as_str(), decision.clone(), None)
         }
-        Once::Refused {
-            agent,
-            decision,
-            until,
-            reason,
-        } => {
+        Once::Refused { agent, until, .. } => {
             let until = until.map_or_else(|| "resumed".to_owned(), at_and_in);
             say(&format!(
-                "{agent}: wait until {until}: quota refused the slice: {reason}"
+                "{agent}: wait until {until}: quota refused the slice: {}",
+                report.reason
             ));
-            let wait = loopx_quota::Decision::Wait {
-                until: None,
-                todo: decision.todo().cloned(),
-                reason: reason.clone(),
-            };
-            (agent.as_str(), wait, None)
         }
-        Once::Ran { decision, slice } => (slice.agent.as_str(), decision.clone(), Some(&**slice)),
-        Once::Contended {
-            agent,
-            decision: _,
-            why,
-        } => {
-            say(&format!("{agent}: a peer got there first: {why}"));
-            let quiet = loopx_quota::Decision::Quiet {
-                reason: format!("a peer got there first: {why}"),
-                waiting_for: None,
-            };
-            (agent.as_str(), quiet, None)
-        }
-        Once::Stopped { agent, why } => {
-            say(&format!("{agent}: loopx was stopped ({why}): no slice ran"));
-            let stop = loopx_quota::Decision::stop(format!("loopx was stopped ({why})"));
-            (agent.as_str(), stop, None)
-        }
-    };
+        Once::Contended { agent, .. } => say(&format!("{agent}: {}", report.reason)),
+        Once::Stopped { agent, .. } => say(&format!("{agent}: {}: no slice ran", report.reason)),
+        Once::Ran { .. } => {}
+    }
     note_log(ctx, &req.project, log.as_deref());
     if ctx.json {
-        let wake_at = match &once {
-            Once::Refused { until, .. } => *until,
-            _ => decision.wake_at().map(Timestamp),
-        };
         ctx.json_out(&RunJson {
             format_version: 1,
-            agent,
-            decision: decision.kind(),
-            reason: decision.reason(),
-            wake_at,
-            gate: decision
-                .gate()
-                .map(|(id, question)| GateJson { id, question }),
-            slice,
+            agent: report.agent,
+            outcome: report.outcome,
+            decision: report.kind,
+            reason: &report.reason,
+            wake_at: report.wake_at,
+            gate: report.gate.map(|(id, question)| GateJson { id, question }),
+            slice: report.slice,
             recovered: &recovered,
         })?;
     }
@@ -266,7 +240,10 @@ fn run_once(
         });
     }
     // A full disk fails every slice after this one: the person must hear of it.
-    if let Some((id, why)) = slice.and_then(|s| Some((&s.id, s.disk_full.as_ref()?))) {
+    if let Some((id, why)) = report
+        .slice
+        .and_then(|s| Some((&s.id, s.disk_full.as_ref()?)))
+    {
         return Err(ExpectedError::Reported {
             summary: format!("slice {id} failed: {why}"),
             code: exit_code::STORE,
