@@ -26,8 +26,15 @@
 //!   is gone.
 //! - [`land`]: landing a todo's branch on its goal's, checked by `[land] check` run contained
 //!   like a slice (`docs/goals.md`, "Worktrees").
+//! - [`prompt`]: what a slice's prompt says — the goal, the todo, its evidence and handoffs,
+//!   the questions answered for it.
+//! - [`amendment`]: what an amended goal tells its agents, and a re-planning slice's changes.
+//! - [`writeback`]: what a finished slice writes, as one batch of kernel operations — its
+//!   record, evidence and handoff, the agent's report item by item, the scope findings, the
+//!   quota charge and holds, the gates about the agent's CLI (`docs/design/run-loop.md`).
 
 pub mod agent;
+pub mod amendment;
 pub mod approval;
 pub mod decision;
 pub mod freshness;
@@ -35,3 +42,5 @@ pub mod land;
 pub mod pin;
 pub mod presence;
 pub mod process;
+pub mod prompt;
+pub mod writeback;

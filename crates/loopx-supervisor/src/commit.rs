@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::errors::SupervisorError;
 use crate::once::RunOnce;
 use crate::slice::{ACTOR, Observed, actor, patience, retrying};
-use crate::writeback::{Finished, Item, WorktreeEnd, Writeback, lost_claim, writeback};
+use loopx_domain::writeback::{Finished, Item, WorktreeEnd, Writeback, lost_claim, writeback};
 use loopx_git::worktree::{Landing, SliceCommit};
 
 /// One slice, as `loopx run --once --json` shows it (documented in `docs/cli.md`).
@@ -137,7 +137,7 @@ impl Observed {
             reason: &judged.reason,
             leftovers: judged.leftovers,
             final_message: ran.summary.final_message.as_deref(),
-            cli: crate::writeback::CliFixes {
+            cli: loopx_domain::writeback::CliFixes {
                 adapter: &adapter.name,
                 login: adapter.login.as_deref(),
                 install: adapter.install.as_deref(),
@@ -217,7 +217,7 @@ fn reports_work_evidence(c: Option<&loopx_adapters::Classification>) -> bool {
     report.is_some_and(|r| {
         r.evidence
             .iter()
-            .any(|e| crate::writeback::kind_of(e.kind.as_deref()).speaks_about_work())
+            .any(|e| loopx_domain::writeback::kind_of(e.kind.as_deref()).speaks_about_work())
     })
 }
 
@@ -645,11 +645,11 @@ mod tests {
             epoch: todo.map(|_| 1),
             quota: QuotaRequest {
                 tokens: 42,
-                ..crate::writeback::unpaced_quota(agent)
+                ..loopx_domain::writeback::unpaced_quota(agent)
             },
             started_at: T0,
             ended_at: T0.plus(Duration::from_secs(2)),
-            ..crate::writeback::test_finished(agent)
+            ..loopx_domain::writeback::test_finished(agent)
         }
     }
 
@@ -930,7 +930,7 @@ mod tests {
                     owner: None,
                 },
                 claim_ttl: Duration::from_secs(600),
-                admit: crate::writeback::unpaced_quota(&agent),
+                admit: loopx_domain::writeback::unpaced_quota(&agent),
             };
             let Applied::SliceBegun { slice, .. } = apply(&store, Op::SliceBegin(begin)) else {
                 panic!("a slice")
@@ -967,7 +967,7 @@ mod tests {
                     classification: Some(&classification),
                     started_at: T0,
                     ended_at: T0.plus(Duration::from_secs(2)),
-                    ..crate::writeback::test_finished(&agent)
+                    ..loopx_domain::writeback::test_finished(&agent)
                 };
                 let summary = write_back(&crate::store_cache::StoreCache::default(), &project, &*loopx_kernel::SystemClock::shared(), "agent:exec", &finished)
                     .expect("the writeback lands");

@@ -38,17 +38,13 @@
 //! closing redb costs four `fdatasync`s), and holds no transaction while an agent runs: other
 //! peers (`loopx status`, the agent's report channel) use the store meanwhile.
 
-pub mod amendment;
 mod commit;
 mod errors;
 mod event_order;
-mod findings;
 mod notify;
 mod once;
 pub mod poll;
 mod progress;
-pub mod prompt;
-mod questions;
 mod recover;
 mod renew;
 mod run_loop;
@@ -57,7 +53,6 @@ mod signals;
 mod slice;
 mod store_cache;
 mod verified;
-pub mod writeback;
 
 pub use commit::SliceSummary;
 pub use errors::{SupervisorError, chain as error_chain};

@@ -42,5 +42,3 @@ pub(crate) use loopx_domain::process::{is_alive, process_identity};
 pub(crate) use loopx_pty::{Room, remove_room, room_has};
 pub(crate) use outcome::Judged;
 pub(crate) use run::Observed;
-#[cfg(test)]
-pub(crate) use run::ran_between;

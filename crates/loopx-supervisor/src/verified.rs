@@ -82,8 +82,8 @@ fn missing(
             // Only what the writeback records counts.
             r.evidence
                 .iter()
-                .take(crate::writeback::REPORT_ITEMS)
-                .map(|e| crate::writeback::kind_of(e.kind.as_deref()))
+                .take(loopx_domain::writeback::REPORT_ITEMS)
+                .map(|e| loopx_domain::writeback::kind_of(e.kind.as_deref()))
                 .collect()
         })
         .unwrap_or_default();

@@ -494,7 +494,7 @@ fn ended_line(s: &SliceSummary) -> String {
     // something loopx would not do.
     for item in &s.dropped {
         let item = item
-            .strip_prefix(loopx_supervisor::writeback::DROPPED)
+            .strip_prefix(loopx_domain::writeback::DROPPED)
             .unwrap_or(item);
         line.push_str(&format!(
             "\nslice {}: loopx refused one item of the report: {}",

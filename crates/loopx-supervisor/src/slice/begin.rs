@@ -13,8 +13,8 @@ use super::decide::{Decided, How};
 use super::guard::{Beginning, SliceGuard};
 use crate::errors::SupervisorError;
 use crate::once::{Once, RunOnce, Step};
-use crate::prompt::{PromptFor, prompt_values};
 use loopx_domain::agent::AgentSetup;
+use loopx_domain::prompt::{PromptFor, prompt_values};
 
 /// A lease outlives the slice's wall-time limit by this much, so it cannot expire while the
 /// slice is still being stopped and written back.
@@ -84,7 +84,7 @@ impl Decided {
                 &mut judge,
             )?;
             let note = match goal.as_ref() {
-                Some(goal) => crate::amendment::goal_change_note(s, goal)?,
+                Some(goal) => loopx_domain::amendment::goal_change_note(s, goal)?,
                 None => None,
             };
             Ok((values, note))

@@ -521,7 +521,7 @@ fn conclude(
     let spent = begun.setup.quota_request(
         usage.input.saturating_add(usage.output),
         ran.summary.cost_usd.unwrap_or(0.0),
-        Some(ran_between(ended_at, elapsed)),
+        Some(loopx_domain::writeback::ran_between(ended_at, elapsed)),
     );
     begun.guard.ran(judged.exit.clone(), bytes, spent.clone());
     Observed {
@@ -538,13 +538,6 @@ fn conclude(
         commit,
         renewal: claim.renewal,
     }
-}
-
-/// The wall-clock interval a slice that ended at `ended_at` ran for, its length measured on
-/// the monotonic clock (`elapsed`): a step of the wall clock during the slice is not counted.
-pub(crate) fn ran_between(ended_at: Timestamp, elapsed: Duration) -> (Timestamp, Timestamp) {
-    let millis = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
-    (Timestamp(ended_at.0.saturating_sub(millis)), ended_at)
 }
 
 /// Records the spawned process's identity through the decision's store (then closes it), on a

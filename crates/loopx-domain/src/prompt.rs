@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use loopx_kernel::model::{Blocks, EvidenceKind, GateState, Goal, SliceKind, Todo};
 use loopx_kernel::{AgentName, KernelError, Snapshot};
 
-use loopx_domain::freshness::Freshness;
+use crate::freshness::Freshness;
 
 /// How many evidence summaries the prompt carries.
 const RECENT_EVIDENCE: usize = 5;

@@ -12,7 +12,7 @@ use crate::writeback::Finished;
 
 /// The agent could not be started: it is blocked until a person answers a gate that names why
 /// (and how to install its CLI), rather than retried at its pace. Peers find the same gate.
-pub(crate) fn spawn_gate(f: &Finished<'_>) -> Op {
+pub fn spawn_gate(f: &Finished<'_>) -> Op {
     let adapter = f.cli.adapter;
     let install = f
         .cli
@@ -58,7 +58,7 @@ pub(crate) fn spawn_gate(f: &Finished<'_>) -> Op {
 /// The agent is not logged in: its account is held until a person answers a gate that names
 /// the fix (the kernel lifts the hold with the answer). Peers on the account find the same
 /// gate open rather than a second one.
-pub(crate) fn login_gate(f: &Finished<'_>) -> Vec<Op> {
+pub fn login_gate(f: &Finished<'_>) -> Vec<Op> {
     let account = f.quota.account.clone();
     let (login, adapter) = (f.cli.login, f.cli.adapter);
     let fix = login.map_or_else(

@@ -28,8 +28,8 @@ use loopx_kernel::store::{NewHold, SetGoalStatus};
 use loopx_kernel::time::short_duration;
 use loopx_kernel::{AgentName, Invalid, SliceId, Timestamp, TodoId};
 
-use crate::findings;
-use crate::questions;
+pub mod findings;
+pub mod questions;
 use loopx_git::scope::SliceChanges;
 
 /// How long an account is held after a usage limit that named no reset time; it doubles with
@@ -46,7 +46,14 @@ const FINAL_WORDS: usize = 2_000;
 /// same): what follows is the item, and why the kernel refused it.
 pub const DROPPED: &str = "dropped from the agent's report: ";
 /// At most this many proposed todos and evidence items are taken from one report.
-pub(crate) const REPORT_ITEMS: usize = 32;
+pub const REPORT_ITEMS: usize = 32;
+
+/// The wall-clock interval a slice that ended at `ended_at` ran for, its length measured on
+/// the monotonic clock (`elapsed`): a step of the wall clock during the slice is not counted.
+pub fn ran_between(ended_at: Timestamp, elapsed: std::time::Duration) -> (Timestamp, Timestamp) {
+    let millis = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+    (Timestamp(ended_at.0.saturating_sub(millis)), ended_at)
+}
 
 /// The facts of a finished slice.
 #[derive(Debug, Clone)]
@@ -702,12 +709,7 @@ fn slice_evidence(
     evidence(f, EvidenceKind::Slice, &summary, &detail)
 }
 
-pub(crate) fn evidence(
-    f: &Finished<'_>,
-    kind: EvidenceKind,
-    summary: &str,
-    detail: &str,
-) -> NewEvidence {
+pub fn evidence(f: &Finished<'_>, kind: EvidenceKind, summary: &str, detail: &str) -> NewEvidence {
     let summary = bounded(summary.trim(), limits::SUMMARY);
     NewEvidence {
         kind,
@@ -730,7 +732,7 @@ pub(crate) fn evidence(
 /// Kinds an agent may report; the others are loopx's own to record.
 /// A kind the agent may not report (or no kind, or a word that names none) is a note: the
 /// report block is the agent's text, read leniently.
-pub(crate) fn kind_of(kind: Option<&str>) -> EvidenceKind {
+pub fn kind_of(kind: Option<&str>) -> EvidenceKind {
     kind.and_then(|k| k.trim().parse::<EvidenceKind>().ok())
         .filter(|k| k.agent_may_report())
         .unwrap_or(EvidenceKind::Note)
@@ -852,8 +854,8 @@ fn final_words(f: &Finished<'_>) -> Option<String> {
 }
 
 /// A quota request on the `demo` account with no pacing or windows, for tests.
-#[cfg(test)]
-pub(crate) fn unpaced_quota(agent: &AgentName) -> QuotaRequest {
+#[cfg(any(test, feature = "fixtures"))]
+pub fn unpaced_quota(agent: &AgentName) -> QuotaRequest {
     QuotaRequest {
         agent: agent.clone(),
         account: "demo".into(),
@@ -867,8 +869,8 @@ pub(crate) fn unpaced_quota(agent: &AgentName) -> QuotaRequest {
 
 /// A completed work slice s4 of `agent` on t2 (epoch 3) that changed nothing, for tests: 10
 /// tokens, $0.50, from 1 000 to 3 000 ms, session `c4a9eaf5`.
-#[cfg(test)]
-pub(crate) fn test_finished(agent: &AgentName) -> Finished<'_> {
+#[cfg(any(test, feature = "fixtures"))]
+pub fn test_finished(agent: &AgentName) -> Finished<'_> {
     static NO_CHANGES: std::sync::LazyLock<loopx_git::scope::SliceChanges> =
         std::sync::LazyLock::new(loopx_git::scope::SliceChanges::default);
     Finished {
@@ -1474,7 +1476,7 @@ mod tests {
         // The wall clock jumped a day while the slice ran two seconds.
         let end = Timestamp(1_000).plus(day);
         let elapsed = std::time::Duration::from_secs(2);
-        let busy = crate::slice::ran_between(end, elapsed);
+        let busy = ran_between(end, elapsed);
         assert_eq!(
             busy,
             (Timestamp(end.0 - 2_000), end),

@@ -78,7 +78,7 @@ pub fn replan_task(snap: &Snapshot<'_>, goal: &Goal) -> Result<String, KernelErr
 /// kernel takes them from `slice`, each with what it is in words: an id that does not parse is
 /// an error for that item alone. Whether `slice` may (it is the re-planning slice) is the
 /// kernel's to say.
-pub(crate) fn replan_ops(
+pub fn replan_ops(
     slice: loopx_kernel::SliceId,
     report: &loopx_adapters::Report,
 ) -> Vec<(String, Result<loopx_kernel::store::Op, String>)> {

@@ -20,11 +20,11 @@ const NAMED: usize = 5;
 /// sentence, stay well inside a question's bound, so its `?` is never cut off.
 const NAMED_CHARS: usize = 120;
 
-pub(crate) const KEEP: &str = "keep";
-pub(crate) const ROLLBACK: &str = "rollback";
+pub const KEEP: &str = "keep";
+pub const ROLLBACK: &str = "rollback";
 
 /// The `changes:` line of the slice's own evidence.
-pub(crate) fn changes_line(c: &SliceChanges) -> String {
+pub fn changes_line(c: &SliceChanges) -> String {
     match &c.unchecked {
         Some(why) => format!("changes: not checked ({why})\n"),
         None => format!("changes: {} files\n", c.files.len()),
@@ -32,7 +32,7 @@ pub(crate) fn changes_line(c: &SliceChanges) -> String {
 }
 
 /// The diff evidence, the violation evidence and its gate, in that order.
-pub(crate) fn ops(f: &Finished<'_>) -> Vec<Op> {
+pub fn ops(f: &Finished<'_>) -> Vec<Op> {
     let c = f.changes;
     let mut ops = Vec::new();
     if !c.files.is_empty() {
@@ -154,7 +154,7 @@ pub(crate) fn ops(f: &Finished<'_>) -> Vec<Op> {
 
 /// Whether the slice said its todo is done: a `done` report (in its final block or through
 /// `loopx report done`), or the profile's `done_when`.
-pub(crate) fn claimed_done(f: &Finished<'_>) -> bool {
+pub fn claimed_done(f: &Finished<'_>) -> bool {
     (f.outcome == loopx_adapters::Outcome::Completed && f.classification.is_some_and(|c| c.done))
         || f.reported_done
 }
