@@ -21,7 +21,8 @@
 //!
 //! A test drives it from the outside: [`LarkServer::state`] to read and change the table as a
 //! person in Lark would, [`LarkServer::fail_next`] to make the next requests answer as
-//! throttled or as an outage, and [`LarkServer::requests`] for the requests it served.
+//! throttled, as an outage or with a body of the test's, and [`LarkServer::requests`] for the
+//! requests it served.
 
 mod events;
 mod im;
@@ -54,6 +55,8 @@ pub enum Failure {
     Throttled,
     /// HTTP 503 without JSON: Lark is down.
     Outage,
+    /// This status and body, as they are: an answer not as Lark documents it.
+    Answer(u16, &'static str),
 }
 
 /// A field of the table.
@@ -288,6 +291,11 @@ fn answer(state: &mut State, request: &Request) -> Response {
                 status: 503,
                 headers: vec![("Content-Type".into(), "text/plain".into())],
                 body: b"upstream unavailable".to_vec(),
+            },
+            Failure::Answer(status, body) => Response {
+                status,
+                headers: vec![("Content-Type".into(), "application/json".into())],
+                body: body.as_bytes().to_vec(),
             },
         };
     }

@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::answers::{self, Chat, Page, RecordItem, Sent, Table, Token, Verdict};
+
 /// Records a batch endpoint takes in one request (the documented limit of
 /// `records/batch_create`, `batch_update` and `batch_delete`).
 pub const BATCH: usize = 500;
@@ -19,8 +21,6 @@ const TOKEN_MARGIN: Duration = Duration::from_secs(300);
 
 /// Lark's codes for a token it no longer takes (invalid, expired).
 const TOKEN_REFUSED: [i64; 3] = [99_991_661, 99_991_663, 99_991_668];
-/// Lark's code for "request trigger frequency limit".
-const THROTTLED: i64 = 99_991_400;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LarkError {
@@ -54,12 +54,15 @@ impl LarkError {
     }
 }
 
-/// A field of a table, as Lark lists it.
-#[derive(Debug, Clone, PartialEq)]
+/// A field of a table, as Lark lists it (`{field_id, field_name, type}`).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct Field {
+    #[serde(rename = "field_id")]
     pub id: String,
+    #[serde(rename = "field_name")]
     pub name: String,
     /// 1 text, 2 number, 3 single select, 5 date, …
+    #[serde(rename = "type")]
     pub kind: i64,
 }
 
@@ -121,15 +124,7 @@ impl Client {
     /// `GET …/fields`: every field of the table.
     pub fn fields(&mut self, app: &str, table: &str) -> Result<Vec<Field>, LarkError> {
         let path = format!("/open-apis/bitable/v1/apps/{app}/tables/{table}/fields?page_size=100");
-        let items = self.pages(&path, "the table's fields")?;
-        Ok(items
-            .iter()
-            .map(|item| Field {
-                id: text_of(item, "field_id"),
-                name: text_of(item, "field_name"),
-                kind: item["type"].as_i64().unwrap_or(0),
-            })
-            .collect())
+        self.pages(&path, "the table's fields")
     }
 
     /// `POST …/fields`: a new field, `property` as the type needs (a single select's options).
@@ -158,25 +153,16 @@ impl Client {
     /// `GET …/tables`: the Base's tables, (id, name).
     pub fn tables(&mut self, app: &str) -> Result<Vec<(String, String)>, LarkError> {
         let path = format!("/open-apis/bitable/v1/apps/{app}/tables?page_size=100");
-        let items = self.pages(&path, "the Base's tables")?;
-        Ok(items
-            .iter()
-            .map(|item| (text_of(item, "table_id"), text_of(item, "name")))
-            .collect())
+        let items: Vec<Table> = self.pages(&path, "the Base's tables")?;
+        Ok(items.into_iter().map(|t| (t.table_id, t.name)).collect())
     }
 
     /// `POST …/tables`: a new table named `name`; its id.
     pub fn create_table(&mut self, app: &str, name: &str) -> Result<String, LarkError> {
         let path = format!("/open-apis/bitable/v1/apps/{app}/tables");
         let body = json!({"table": {"name": name, "default_view_name": "Board"}});
-        let data = self.call("POST", &path, Some(body), "a new table")?;
-        match data["table_id"].as_str() {
-            Some(id) => Ok(id.to_owned()),
-            None => Err(LarkError::Shape {
-                what: "a new table".into(),
-                why: "no `data.table_id`".into(),
-            }),
-        }
+        let answer = self.call("POST", &path, Some(body), "a new table")?;
+        answers::data(&answer, "a new table").map(|t: Table| t.table_id)
     }
 
     /// `POST …/views`: a view named `name` of `kind` (`grid`, `kanban`, …).
@@ -199,22 +185,16 @@ impl Client {
         let path = format!(
             "/open-apis/bitable/v1/apps/{app}/tables/{table}/records?page_size={PAGE}&automatic_fields=true"
         );
-        let items = self.pages(&path, "the table's records")?;
-        Ok(items
-            .into_iter()
-            .map(|item| Record {
-                id: text_of(&item, "record_id"),
-                fields: item["fields"].as_object().cloned().unwrap_or_default(),
-                modified_by: item["last_modified_by"]["id"]
-                    .as_str()
-                    .filter(|id| id.starts_with("ou_"))
-                    .map(str::to_owned),
-            })
-            .collect())
+        let items: Vec<RecordItem> = self.pages(&path, "the table's records")?;
+        Ok(items.into_iter().map(Record::from).collect())
     }
 
     /// Every item of a listing `path` (with its `page_size`), following `page_token`.
-    fn pages(&mut self, path: &str, what: &str) -> Result<Vec<Value>, LarkError> {
+    fn pages<T: serde::de::DeserializeOwned>(
+        &mut self,
+        path: &str,
+        what: &str,
+    ) -> Result<Vec<T>, LarkError> {
         let mut out = Vec::new();
         let mut page: Option<String> = None;
         loop {
@@ -222,9 +202,10 @@ impl Client {
                 Some(token) => format!("{path}&page_token={token}"),
                 None => path.to_owned(),
             };
-            let data = self.call("GET", &path, None, what)?;
-            out.extend(items(&data, what)?.iter().cloned());
-            page = next_page(&data);
+            let answer = self.call("GET", &path, None, what)?;
+            let data: Page<T> = answers::data(&answer, what)?;
+            page = data.next();
+            out.extend(data.items.into_iter().flatten());
             if page.is_none() {
                 return Ok(out);
             }
@@ -294,8 +275,8 @@ impl Client {
     /// `GET im/v1/chats/:chat_id`: the chat's name, when the app (its bot) is in it.
     pub fn chat_name(&mut self, chat_id: &str) -> Result<String, LarkError> {
         let path = format!("/open-apis/im/v1/chats/{chat_id}");
-        let data = self.call("GET", &path, None, "the questions' chat")?;
-        Ok(data["name"].as_str().unwrap_or_default().to_owned())
+        let answer = self.call("GET", &path, None, "the questions' chat")?;
+        answers::data(&answer, "the questions' chat").map(|c: Chat| c.name)
     }
 
     /// `POST im/v1/messages?receive_id_type=chat_id`: an interactive card to the chat; the
@@ -306,19 +287,13 @@ impl Client {
             "msg_type": "interactive",
             "content": card.to_string(),
         });
-        let data = self.call(
+        let answer = self.call(
             "POST",
             "/open-apis/im/v1/messages?receive_id_type=chat_id",
             Some(body),
             "a question's card",
         )?;
-        match data["message_id"].as_str() {
-            Some(id) => Ok(id.to_owned()),
-            None => Err(LarkError::Shape {
-                what: "a question's card".into(),
-                why: "no `data.message_id`".into(),
-            }),
-        }
+        answers::data(&answer, "a question's card").map(|s: Sent| s.message_id)
     }
 
     /// `PATCH im/v1/messages/:message_id`: the card shows `card` from now on.
@@ -367,27 +342,30 @@ impl Client {
         );
         let body = json!({"app_id": self.app_id, "app_secret": self.secret});
         let answer = self.send("POST", &url, None, Some(&body), "the app's token")?;
-        let token = answer["tenant_access_token"].as_str().unwrap_or_default();
+        let Token {
+            tenant_access_token: token,
+            expire,
+        } = answers::whole(&answer, "the app's token")?;
         if token.is_empty() {
             return Err(LarkError::Shape {
                 what: "the app's token".into(),
-                why: "no `tenant_access_token`".into(),
+                why: "`tenant_access_token` is empty".into(),
             });
         }
-        let life = Duration::from_secs(answer["expire"].as_u64().unwrap_or(0));
-        let until = Instant::now() + life.saturating_sub(TOKEN_MARGIN);
-        self.token = Some((token.to_owned(), until));
-        Ok(token.to_owned())
+        let until = Instant::now() + Duration::from_secs(expire).saturating_sub(TOKEN_MARGIN);
+        self.token = Some((token.clone(), until));
+        Ok(token)
     }
 
-    /// One authenticated call: `data` of the answer. A refused token is renewed once.
+    /// One authenticated call: the answer, to decode ([`answers::data`]). A refused token is
+    /// renewed once.
     fn call(
         &mut self,
         method: &str,
         path: &str,
         body: Option<Value>,
         what: &str,
-    ) -> Result<Value, LarkError> {
+    ) -> Result<String, LarkError> {
         let url = format!("{}{path}", self.base_url);
         for renewed in [false, true] {
             let token = self.token()?;
@@ -395,13 +373,13 @@ impl Client {
                 Err(LarkError::Api { code, .. }) if !renewed && TOKEN_REFUSED.contains(&code) => {
                     self.token = None;
                 }
-                other => return other.map(|answer| answer["data"].clone()),
+                other => return other,
             }
         }
         unreachable!("the second try returns")
     }
 
-    /// Sends one request, waiting out throttling; the whole answer when its `code` is 0.
+    /// Sends one request, waiting out throttling; the answer when its `code` is 0.
     fn send(
         &mut self,
         method: &str,
@@ -409,7 +387,7 @@ impl Client {
         token: Option<&str>,
         body: Option<&Value>,
         what: &str,
-    ) -> Result<Value, LarkError> {
+    ) -> Result<String, LarkError> {
         let mut wait = FIRST_BACKOFF;
         for _ in 0..THROTTLED_TRIES {
             self.requests += 1;
@@ -435,86 +413,30 @@ impl Client {
                     request.send(body.map(Value::to_string).unwrap_or_default())
                 }
             };
+            let host = url.split("/open-apis").next().unwrap_or(url);
             let mut response = response.map_err(|e| LarkError::Transport {
-                url: url.split("/open-apis").next().unwrap_or(url).to_owned(),
+                url: host.to_owned(),
                 why: e.to_string(),
             })?;
             let status = response.status().as_u16();
             let text = response.body_mut().read_to_string().unwrap_or_default();
-            let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-            let code = answer["code"].as_i64();
-            // Lark (or a proxy before it) in trouble: like no answer, worth trying later.
-            if status >= 500 && code.is_none_or(|c| c != 0) {
-                return Err(LarkError::Transport {
-                    url: url.split("/open-apis").next().unwrap_or(url).to_owned(),
-                    why: format!("HTTP {status}"),
-                });
+            match answers::judge(status, &text, what, host) {
+                Verdict::Ok => return Ok(text),
+                Verdict::Err(e) => return Err(e),
+                Verdict::Throttled => {
+                    tracing::info!(
+                        what,
+                        wait_ms = wait.as_millis() as u64,
+                        "Lark throttled a request"
+                    );
+                    std::thread::sleep(wait);
+                    wait *= 2;
+                }
             }
-            if status == 429 || code == Some(THROTTLED) {
-                tracing::info!(
-                    what,
-                    wait_ms = wait.as_millis() as u64,
-                    "Lark throttled a request"
-                );
-                std::thread::sleep(wait);
-                wait *= 2;
-                continue;
-            }
-            return match code {
-                Some(0) => Ok(answer),
-                Some(code) => Err(LarkError::Api {
-                    what: what.to_owned(),
-                    code,
-                    msg: answer["msg"].as_str().unwrap_or("no message").to_owned(),
-                    hint: hint(code),
-                }),
-                None => Err(LarkError::Shape {
-                    what: what.to_owned(),
-                    why: format!("HTTP {status} without a JSON `code`"),
-                }),
-            };
         }
         Err(LarkError::Throttled {
             what: what.to_owned(),
             tries: THROTTLED_TRIES,
         })
     }
-}
-
-/// What a person can do about a refusal, for the codes a setup meets first.
-fn hint(code: i64) -> String {
-    let hint = match code {
-        10_003 | 10_014 => "check lark.app_id and LOOPX_LARK_APP_SECRET",
-        232_011 | 232_025 | 230_002 => "add the app's bot to the chat of lark.questions.chat_id",
-        99_991_672 | 1_254_302 | 91_403 => {
-            "the app lacks a permission: grant it `bitable:app` in the developer console and add the app to the Base"
-        }
-        1_254_003 | 1_254_004 => "check lark.board.app_token and table_id",
-        _ => return String::new(),
-    };
-    format!(" ({hint})")
-}
-
-fn items<'v>(data: &'v Value, what: &str) -> Result<&'v Vec<Value>, LarkError> {
-    static EMPTY: Vec<Value> = Vec::new();
-    match &data["items"] {
-        Value::Array(items) => Ok(items),
-        // Lark leaves `items` out of an empty page.
-        Value::Null => Ok(&EMPTY),
-        _ => Err(LarkError::Shape {
-            what: what.to_owned(),
-            why: "`data.items` is not a list".into(),
-        }),
-    }
-}
-
-fn next_page(data: &Value) -> Option<String> {
-    match data["has_more"].as_bool() {
-        Some(true) => data["page_token"].as_str().map(str::to_owned),
-        _ => None,
-    }
-}
-
-fn text_of(item: &Value, key: &str) -> String {
-    item[key].as_str().unwrap_or_default().to_owned()
 }

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use aes::cipher::{BlockDecryptMut, KeyIvInit, block_padding::Pkcs7};
 use base64::Engine;
+use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -124,60 +125,114 @@ impl Verifier {
         if self.seen.insert(nonce, at).is_some() {
             return Err(Refusal::Replayed);
         }
-        let outer: Value = serde_json::from_slice(body)
-            .map_err(|e| Refusal::Undecryptable(format!("not JSON: {e}")))?;
-        let sealed = outer["encrypt"]
-            .as_str()
-            .ok_or_else(|| Refusal::Undecryptable("no `encrypt` field".into()))?;
-        let plain = decrypt(&self.encrypt_key, sealed).map_err(Refusal::Undecryptable)?;
+        let outer: Sealed = crate::answers::from_bytes(body)
+            .map_err(|e| Refusal::Undecryptable(format!("not the JSON of a callback: {e}")))?;
+        let plain = decrypt(&self.encrypt_key, &outer.encrypt).map_err(Refusal::Undecryptable)?;
         let event: Value = serde_json::from_slice(&plain)
             .map_err(|e| Refusal::Undecryptable(format!("not JSON inside: {e}")))?;
-        self.read(&event)
+        self.read(event)
     }
 
-    fn read(&self, event: &Value) -> Result<Callback, Refusal> {
-        if event["type"] == "url_verification" {
-            if !self.token_is(&event["token"]) {
+    fn read(&self, event: Value) -> Result<Callback, Refusal> {
+        let inside: Inside = crate::answers::from_value(&event).map_err(Refusal::Unknown)?;
+        if inside.kind.as_deref() == Some("url_verification") {
+            if !self.token_is(inside.token.as_deref()) {
                 return Err(Refusal::BadToken);
             }
-            let challenge = event["challenge"].as_str().unwrap_or_default();
-            return Ok(Callback::Challenge(challenge.to_owned()));
+            return Ok(Callback::Challenge(inside.challenge.unwrap_or_default()));
         }
-        if !self.token_is(&event["header"]["token"]) {
+        let header = inside.header.unwrap_or_default();
+        if !self.token_is(header.token.as_deref()) {
             return Err(Refusal::BadToken);
         }
-        let kind = event["header"]["event_type"].as_str().unwrap_or_default();
+        let kind = header.event_type.unwrap_or_default();
         if kind == crate::changes::EVENT_TYPE {
-            return Ok(Callback::RecordChanged(event.clone()));
+            return Ok(Callback::RecordChanged(event));
         }
         if kind != "card.action.trigger" {
             return Err(Refusal::Unknown(format!("event type `{kind}`")));
         }
-        let e = &event["event"];
-        let open_id = e["operator"]["open_id"].as_str().unwrap_or_default();
-        if !self.answerers.iter().any(|a| a == open_id) {
-            return Err(Refusal::NotAnAnswerer(format!("`{open_id}`")));
+        let press: Press = crate::answers::from_value(&event)
+            .map_err(|e| Refusal::Unknown(format!("a button press: {e}")))?;
+        let e = press.event;
+        if !self.answerers.contains(&e.operator.open_id) {
+            return Err(Refusal::NotAnAnswerer(format!("`{}`", e.operator.open_id)));
         }
-        let value = &e["action"]["value"];
-        let (Some(gate), Some(option)) = (value["gate"].as_str(), value["option"].as_u64()) else {
+        let (Some(gate), Some(option)) = (e.action.value.gate, e.action.value.option) else {
             return Err(Refusal::Unknown(
                 "a button without a gate and an option".into(),
             ));
         };
         Ok(Callback::Press {
-            open_id: open_id.to_owned(),
-            gate: gate.to_owned(),
-            option: u32::try_from(option)
-                .map_err(|_| Refusal::Unknown(format!("option {option}")))?,
-            message_id: e["context"]["open_message_id"].as_str().map(str::to_owned),
+            open_id: e.operator.open_id,
+            gate,
+            option,
+            message_id: e.context.and_then(|c| c.open_message_id),
         })
     }
 
-    fn token_is(&self, token: &Value) -> bool {
-        token
-            .as_str()
-            .is_some_and(|t| same(t.as_bytes(), self.verification_token.as_bytes()))
+    fn token_is(&self, token: Option<&str>) -> bool {
+        token.is_some_and(|t| same(t.as_bytes(), self.verification_token.as_bytes()))
     }
+}
+
+/// The body Lark posts: `{"encrypt": …}`.
+#[derive(Deserialize)]
+struct Sealed {
+    encrypt: String,
+}
+
+/// A callback, decrypted: the URL check (`{type: "url_verification", token, challenge}`) or
+/// an event of schema 2.0 (`{schema, header: {token, event_type, …}, event}`), as
+/// `docs/lark.md` cites them.
+#[derive(Deserialize)]
+struct Inside {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    token: Option<String>,
+    challenge: Option<String>,
+    header: Option<Header>,
+}
+
+#[derive(Default, Deserialize)]
+struct Header {
+    token: Option<String>,
+    event_type: Option<String>,
+}
+
+/// `card.action.trigger`: `event: {operator: {open_id}, action: {value}, context:
+/// {open_message_id}}`; the value is the one loopx put on the button ([`crate::cards`]).
+#[derive(Deserialize)]
+struct Press {
+    event: PressEvent,
+}
+
+#[derive(Deserialize)]
+struct PressEvent {
+    operator: Operator,
+    action: Action,
+    context: Option<Context>,
+}
+
+#[derive(Deserialize)]
+struct Operator {
+    open_id: String,
+}
+
+#[derive(Deserialize)]
+struct Action {
+    value: Button,
+}
+
+#[derive(Deserialize)]
+struct Button {
+    gate: Option<String>,
+    option: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct Context {
+    open_message_id: Option<String>,
 }
 
 /// `X-Lark-Signature`: hex SHA-256 of timestamp, nonce, Encrypt Key and the raw body.
@@ -257,5 +312,44 @@ mod tests {
             _ => None,
         };
         assert_eq!(v.open(headers, b"{}", 1_700_000_301), Err(Refusal::Stale));
+    }
+
+    fn press(value: serde_json::Value) -> serde_json::Value {
+        serde_json::json!({
+            "schema": "2.0",
+            "header": {"event_id": "e1", "token": "tok", "create_time": "1700000000000",
+                       "event_type": "card.action.trigger", "tenant_key": "k", "app_id": "cli_a"},
+            "event": {"operator": {"tenant_key": "k", "user_id": "u1", "open_id": "ou_a"},
+                      "token": "c-1", "action": {"value": value, "tag": "button"},
+                      "host": "im_message",
+                      "context": {"open_message_id": "om_1", "open_chat_id": "oc_1"}},
+        })
+    }
+
+    /// A press as Lark's "Card callback communication" page shows it, and one whose button
+    /// value is not loopx's: the refusal names the field and what came.
+    #[test]
+    fn a_press_is_read_as_documented_and_a_mistyped_value_is_named() {
+        let v = Verifier::new("tok", "key", &["ou_a".to_owned()]);
+        let read = v.read(press(serde_json::json!({"gate": "q3", "option": 2})));
+        assert_eq!(
+            read,
+            Ok(Callback::Press {
+                open_id: "ou_a".into(),
+                gate: "q3".into(),
+                option: 2,
+                message_id: Some("om_1".into()),
+            })
+        );
+        match v.read(press(serde_json::json!({"gate": "q3", "option": "2"}))) {
+            Err(Refusal::Unknown(why)) => assert!(
+                why.contains(r#"event.action.value.option: invalid type: string "2""#),
+                "{why}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        let challenge =
+            serde_json::json!({"type": "url_verification", "token": "tok", "challenge": "c"});
+        assert_eq!(v.read(challenge), Ok(Callback::Challenge("c".into())));
     }
 }

@@ -21,6 +21,8 @@ use loopx_adapters::LarkQuestions;
 use loopx_app::{App, AppError};
 use loopx_kernel::model::{Blocks, Gate, GateState};
 use loopx_vocab::Actor;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::api::{Client, LarkError};
@@ -39,17 +41,21 @@ const DIGEST_LINES: usize = 20;
 /// The key of the digest card among the gates' in the cards file.
 const DIGEST: &str = "digest";
 
-/// A card posted for a gate.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A card posted for a gate, as `lark-cards.json` keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Posted {
     pub message_id: String,
+    #[serde(default)]
     /// The card shows the answer (or the withdrawal) already.
     pub closed: bool,
     /// When it was posted (ms since the epoch; 0 in a file an older loopx wrote).
+    #[serde(default)]
     pub posted_at: u64,
     /// Who asked: an agent's cards count against the rate.
+    #[serde(default)]
     pub asked_by: String,
     /// On the digest card: the gates it lists now.
+    #[serde(default)]
     pub waiting: Vec<String>,
 }
 
@@ -75,7 +81,7 @@ pub fn post_questions(
     questions: &LarkQuestions,
 ) -> Result<CardsReport, CardsError> {
     let file = cards_file(app);
-    let mut posted = load(&file)?;
+    let mut posted: BTreeMap<String, Posted> = read_json(&file)?;
     // Each question with whom it counts against, a person's and loopx's first: they are never
     // held back by the agents' rate.
     let planted = monitors_planted(app)?;
@@ -112,7 +118,7 @@ pub fn post_questions(
                         waiting: Vec::new(),
                     },
                 );
-                save(&file, &posted)?;
+                write_json(&file, &posted)?;
                 report.posted += 1;
             }
             (GateState::Answered | GateState::Withdrawn, Some(card)) if !card.closed => {
@@ -127,7 +133,7 @@ pub fn post_questions(
                     ..card.clone()
                 };
                 posted.insert(key, card);
-                save(&file, &posted)?;
+                write_json(&file, &posted)?;
                 report.closed += 1;
             }
             _ => {}
@@ -212,7 +218,7 @@ fn digest(
             waiting: ids,
         },
     );
-    save(file, posted)
+    write_json(file, posted)
 }
 
 /// The digest of agents' questions held back; with none, it says they all have cards now.
@@ -358,14 +364,14 @@ fn holds(blocks: &Blocks, names: &Names) -> String {
     }
 }
 
-/// The JSON of one of loopx's projection files; `null` when there is none.
-pub(crate) fn read_json(path: &Path) -> Result<Value, CardsError> {
+/// One of loopx's projection files; empty when there is none.
+pub(crate) fn read_json<T: DeserializeOwned + Default>(path: &Path) -> Result<T, CardsError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Value::Null),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(T::default()),
         Err(e) => return Err(file_error(path, e.to_string())),
     };
-    serde_json::from_str(&text).map_err(|e| {
+    crate::answers::from_text(&text).map_err(|e| {
         file_error(
             path,
             format!("{e}; remove it and loopx posts its cards again"),
@@ -374,46 +380,10 @@ pub(crate) fn read_json(path: &Path) -> Result<Value, CardsError> {
 }
 
 /// Writes one of loopx's projection files whole, or not at all.
-pub(crate) fn write_json(path: &Path, value: &Value) -> Result<(), CardsError> {
-    loopx_app::projection::write_atomically(path, value.to_string().as_bytes())
+pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<(), CardsError> {
+    let bytes = serde_json::to_vec(value).map_err(|e| file_error(path, e.to_string()))?;
+    loopx_app::projection::write_atomically(path, &bytes)
         .map_err(|e| file_error(path, e.to_string()))
-}
-
-fn load(path: &Path) -> Result<BTreeMap<String, Posted>, CardsError> {
-    let value = read_json(path)?;
-    let mut out = BTreeMap::new();
-    for (gate, card) in value.as_object().into_iter().flatten() {
-        if let Some(id) = card["message_id"].as_str() {
-            let waiting = card["waiting"].as_array().into_iter().flatten();
-            out.insert(
-                gate.clone(),
-                Posted {
-                    message_id: id.to_owned(),
-                    closed: card["closed"].as_bool().unwrap_or(false),
-                    posted_at: card["posted_at"].as_u64().unwrap_or(0),
-                    asked_by: card["asked_by"].as_str().unwrap_or_default().to_owned(),
-                    waiting: waiting
-                        .filter_map(|w| w.as_str().map(str::to_owned))
-                        .collect(),
-                },
-            );
-        }
-    }
-    Ok(out)
-}
-
-fn save(path: &Path, posted: &BTreeMap<String, Posted>) -> Result<(), CardsError> {
-    let value: serde_json::Map<String, Value> = posted
-        .iter()
-        .map(|(gate, p)| {
-            (
-                gate.clone(),
-                json!({"message_id": p.message_id, "closed": p.closed, "posted_at": p.posted_at,
-                       "asked_by": p.asked_by, "waiting": p.waiting}),
-            )
-        })
-        .collect();
-    write_json(path, &Value::Object(value))
 }
 
 fn file_error(path: &Path, why: String) -> CardsError {

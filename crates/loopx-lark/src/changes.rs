@@ -24,7 +24,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// The event Lark sends for a change to a record of a subscribed Base.
 pub const EVENT_TYPE: &str = "drive.file.bitable_record_changed_v1";
@@ -36,7 +37,7 @@ const KEEP: Duration = Duration::from_secs(600);
 const MAX_ID: usize = 64;
 
 /// One cell a person set, as an event says.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
     pub table: String,
     pub record: String,
@@ -61,81 +62,134 @@ pub struct RecordChanged {
     pub cells: Vec<Cell>,
 }
 
+/// `drive.file.bitable_record_changed_v1` as `docs/lark.md` cites it: `{header: {event_id,
+/// create_time (ms, a string)}, event: {file_token, table_id, operator_id: {open_id},
+/// action_list: [{record_id, action, after_value: [{field_id, field_value}]}]}}`.
+#[derive(Deserialize)]
+struct Event {
+    header: EventHeader,
+    event: Changes,
+}
+
+#[derive(Deserialize)]
+struct EventHeader {
+    event_id: String,
+    create_time: String,
+}
+
+#[derive(Deserialize)]
+struct Changes {
+    file_token: String,
+    table_id: String,
+    operator_id: Option<OperatorId>,
+    action_list: Vec<Action>,
+}
+
+#[derive(Deserialize)]
+struct OperatorId {
+    open_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Action {
+    record_id: String,
+    action: Option<String>,
+    /// Empty (or `null`) for a deleted record.
+    after_value: Option<Vec<After>>,
+}
+
+#[derive(Deserialize)]
+struct After {
+    field_id: String,
+    #[serde(default)]
+    field_value: Value,
+}
+
 /// Reads the inside of a record-change event; why not, when it is not one loopx can use.
 pub fn parse(event: &Value, received_ms: u64) -> Result<RecordChanged, String> {
-    let header = &event["header"];
-    let event_id = header["event_id"].as_str().unwrap_or_default();
-    if event_id.is_empty() {
+    let Event { header, event: e } = crate::answers::from_value(event)
+        .map_err(|why| format!("a record-change event not as documented: {why}"))?;
+    if header.event_id.is_empty() {
         return Err("a record-change event without an event_id".into());
     }
-    let at_ms: u64 = header["create_time"]
-        .as_str()
-        .and_then(|t| t.parse().ok())
-        .ok_or("a record-change event without a create_time")?;
-    let e = &event["event"];
-    let file_token = id(&e["file_token"], "file_token")?;
-    let table = id(&e["table_id"], "table_id")?;
-    let operator = e["operator_id"]["open_id"].as_str().unwrap_or_default();
-    let actions = e["action_list"]
-        .as_array()
-        .ok_or("a record-change event without an action_list")?;
+    let at_ms: u64 = header.create_time.parse().map_err(|_| {
+        format!(
+            "`header.create_time` is not Unix milliseconds: {:?}",
+            header.create_time
+        )
+    })?;
+    let file_token = id(e.file_token, "file_token")?;
+    let table = id(e.table_id, "table_id")?;
+    let operator = e.operator_id.and_then(|o| o.open_id).unwrap_or_default();
     let mut cells = Vec::new();
-    for action in actions {
-        let record = id(&action["record_id"], "record_id")?;
+    for action in e.action_list {
+        let record = id(action.record_id, "record_id")?;
         // A deleted record is written again by the next pass; its values say nothing.
-        if action["action"] == "record_deleted" {
+        if action.action.as_deref() == Some("record_deleted") {
             continue;
         }
-        for value in action["after_value"].as_array().into_iter().flatten() {
+        for value in action.after_value.into_iter().flatten() {
             cells.push(Cell {
                 table: table.clone(),
                 record: record.clone(),
-                field: id(&value["field_id"], "field_id")?,
-                operator: operator.to_owned(),
-                after: decode(&value["field_value"]),
+                field: id(value.field_id, "field_id")?,
+                operator: operator.clone(),
+                after: decode(value.field_value),
                 at_ms,
                 received_ms,
             });
         }
     }
     Ok(RecordChanged {
-        event_id: event_id.to_owned(),
+        event_id: header.event_id,
         file_token,
         cells,
     })
 }
 
 /// An id of Lark's, refused when it is not one.
-fn id(value: &Value, what: &str) -> Result<String, String> {
-    match value.as_str() {
-        Some(s)
-            if !s.is_empty()
-                && s.len() <= MAX_ID
-                && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
-        {
-            Ok(s.to_owned())
-        }
-        _ => Err(format!("`{what}` is not an id of Lark's: {value}")),
+fn id(s: String, what: &str) -> Result<String, String> {
+    if !s.is_empty()
+        && s.len() <= MAX_ID
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        Ok(s)
+    } else {
+        Err(format!("`{what}` is not an id of Lark's: {s:?}"))
     }
 }
 
 /// `field_value` is the cell's JSON as a string; a string that is not JSON is the text itself.
-fn decode(value: &Value) -> Value {
+fn decode(value: Value) -> Value {
     match value {
-        Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
-        Value::Null => Value::Null,
-        other => other.clone(),
+        Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
+        other => other,
     }
 }
 
-/// The cells heard and not yet dealt with, and loopx's own last writes.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The cells heard and not yet dealt with, and loopx's own last writes: the file, as it is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Held {
     cells: Vec<Cell>,
-    /// (table, record, field) → when loopx last wrote that cell (Unix ms).
-    written: Vec<(String, String, String, u64)>,
-    /// Event ids recorded, with when.
-    events: Vec<(String, u64)>,
+    written: Vec<Written>,
+    events: Vec<Heard>,
+}
+
+/// When loopx last wrote a cell (Unix ms).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Written {
+    table: String,
+    record: String,
+    field: String,
+    at_ms: u64,
+}
+
+/// An event id recorded, with when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Heard {
+    event: String,
+    at_ms: u64,
 }
 
 impl Held {
@@ -145,8 +199,8 @@ impl Held {
         let Ok(bytes) = std::fs::read(path) else {
             return Held::default();
         };
-        match serde_json::from_slice::<Value>(&bytes) {
-            Ok(v) => from_json(&v),
+        match crate::answers::from_bytes(&bytes) {
+            Ok(held) => held,
             Err(e) => {
                 tracing::warn!(error = %e, path = %path.display(), "unreadable record-change events: none believed");
                 Held::default()
@@ -159,8 +213,8 @@ impl Held {
         let written = self
             .written
             .iter()
-            .filter(|(t, r, f, _)| t == table && r == record && f == field)
-            .map(|w| w.3)
+            .filter(|w| w.table == table && w.record == record && w.field == field)
+            .map(|w| w.at_ms)
             .max()
             .unwrap_or(0);
         self.cells
@@ -173,12 +227,12 @@ impl Held {
     fn prune(&mut self, now_ms: u64) {
         let keep = |at: u64| now_ms.saturating_sub(at) <= KEEP.as_millis() as u64;
         self.cells.retain(|c| keep(c.received_ms));
-        self.written.retain(|w| keep(w.3));
-        self.events.retain(|e| keep(e.1));
+        self.written.retain(|w| keep(w.at_ms));
+        self.events.retain(|e| keep(e.at_ms));
     }
 
     fn save(&self, path: &Path) -> Result<(), String> {
-        let bytes = serde_json::to_vec(&to_json(self)).map_err(|e| e.to_string())?;
+        let bytes = serde_json::to_vec(self).map_err(|e| e.to_string())?;
         loopx_app::projection::write_atomically(path, &bytes)
             .map_err(|e| format!("{}: {e}", path.display()))
     }
@@ -205,10 +259,13 @@ pub fn record(path: &Path, changed: &RecordChanged, now_ms: u64) -> Result<bool,
     }
     let mut held = Held::load(path);
     held.prune(now_ms);
-    if held.events.iter().any(|(id, _)| id == &changed.event_id) {
+    if held.events.iter().any(|e| e.event == changed.event_id) {
         return Ok(false);
     }
-    held.events.push((changed.event_id.clone(), now_ms));
+    held.events.push(Heard {
+        event: changed.event_id.clone(),
+        at_ms: now_ms,
+    });
     held.cells.extend(changed.cells.iter().cloned());
     held.save(path)?;
     Ok(true)
@@ -233,8 +290,12 @@ pub fn settle(
             || waiting.iter().any(|(r, f)| r == &c.record && f == &c.field)
     });
     for (record, field) in written {
-        held.written
-            .push((table.to_owned(), record.clone(), field.clone(), now_ms));
+        held.written.push(Written {
+            table: table.to_owned(),
+            record: record.clone(),
+            field: field.clone(),
+            at_ms: now_ms,
+        });
     }
     held.prune(now_ms);
     held.save(path)
@@ -247,59 +308,10 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-fn to_json(held: &Held) -> Value {
-    let cells: Vec<Value> = held
-        .cells
-        .iter()
-        .map(|c| {
-            json!({"table": c.table, "record": c.record, "field": c.field, "operator": c.operator,
-                   "after": c.after, "at_ms": c.at_ms, "received_ms": c.received_ms})
-        })
-        .collect();
-    let written: Vec<Value> = held
-        .written
-        .iter()
-        .map(|(t, r, f, at)| json!({"table": t, "record": r, "field": f, "at_ms": at}))
-        .collect();
-    let events: Vec<Value> = held
-        .events
-        .iter()
-        .map(|(id, at)| json!({"event": id, "at_ms": at}))
-        .collect();
-    json!({"cells": cells, "written": written, "events": events})
-}
-
-fn from_json(v: &Value) -> Held {
-    let s = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_owned();
-    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
-    let list = |k: &str| v[k].as_array().cloned().unwrap_or_default();
-    Held {
-        cells: list("cells")
-            .iter()
-            .map(|c| Cell {
-                table: s(c, "table"),
-                record: s(c, "record"),
-                field: s(c, "field"),
-                operator: s(c, "operator"),
-                after: c["after"].clone(),
-                at_ms: n(c, "at_ms"),
-                received_ms: n(c, "received_ms"),
-            })
-            .collect(),
-        written: list("written")
-            .iter()
-            .map(|w| (s(w, "table"), s(w, "record"), s(w, "field"), n(w, "at_ms")))
-            .collect(),
-        events: list("events")
-            .iter()
-            .map(|e| (s(e, "event"), n(e, "at_ms")))
-            .collect(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn event(id: &str, who: &str, record: &str, field: &str, value: &str, at: u64) -> Value {
         json!({
@@ -356,6 +368,24 @@ mod tests {
         .expect("an event");
         assert_eq!(record(&path, &old, now), Ok(false), "too old to believe");
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_field_of_another_type_is_named_with_what_lark_sent() {
+        let mut bad = event("e1", "ou_a", "rec1", "fldS", "1", 1);
+        bad["event"]["action_list"][0]["after_value"][0]["field_id"] = json!(7);
+        let why = parse(&bad, 1).expect_err("refused");
+        assert!(
+            why.contains("event.action_list[0].after_value[0].field_id: invalid type: integer `7`"),
+            "{why}"
+        );
+        let mut bad = event("e1", "ou_a", "rec1", "fldS", "1", 1);
+        bad["header"]["create_time"] = json!(1_700_000_000_000_u64);
+        let why = parse(&bad, 1).expect_err("refused");
+        assert!(
+            why.contains("header.create_time: invalid type: integer"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -8,12 +8,13 @@
 //! a card is changed only when what it shows changed.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use loopx_adapters::LarkQuestions;
 use loopx_app::App;
 use loopx_kernel::model::{Gate, GateKind, GateState, Goal, GoalStatus, TodoState};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::api::Client;
 use crate::cards::{CardsError, card, plain};
@@ -60,11 +61,12 @@ pub fn open_by_goal<'a>(
     out
 }
 
-/// A goal's card as it was posted.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A goal's card as it was posted, as `lark-goals.json` keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Posted {
     message_id: String,
     /// The card's JSON, to know when it changed.
+    #[serde(default)]
     shown: String,
 }
 
@@ -81,7 +83,7 @@ pub fn keep_cards(
     questions: &LarkQuestions,
 ) -> Result<(usize, usize), CardsError> {
     let file = goals_file(app);
-    let mut posted = load(&file)?;
+    let mut posted: BTreeMap<String, Posted> = crate::cards::read_json(&file)?;
     let names = Names::load(app)?;
     let gates = app.gates(false)?;
     let open = open_by_goal(&names, &gates);
@@ -113,7 +115,7 @@ pub fn keep_cards(
             }
             None => continue,
         }
-        save(&file, &posted)?;
+        crate::cards::write_json(&file, &posted)?;
     }
     Ok((new, changed))
 }
@@ -149,31 +151,4 @@ fn capital(text: &str) -> String {
         .next()
         .map(|c| c.to_uppercase().chain(chars).collect())
         .unwrap_or_default()
-}
-
-fn load(path: &Path) -> Result<BTreeMap<String, Posted>, CardsError> {
-    let value = crate::cards::read_json(path)?;
-    Ok(value
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(goal, card)| {
-            let message_id = card["message_id"].as_str()?.to_owned();
-            let shown = card["shown"].as_str().unwrap_or_default().to_owned();
-            Some((goal.clone(), Posted { message_id, shown }))
-        })
-        .collect())
-}
-
-fn save(path: &Path, posted: &BTreeMap<String, Posted>) -> Result<(), CardsError> {
-    let value: serde_json::Map<String, Value> = posted
-        .iter()
-        .map(|(goal, p)| {
-            (
-                goal.clone(),
-                json!({"message_id": p.message_id, "shown": p.shown}),
-            )
-        })
-        .collect();
-    crate::cards::write_json(path, &Value::Object(value))
 }

@@ -18,8 +18,10 @@
 //!   HTTPS (plain HTTP only to this machine: `lark.base_url` is checked when loaded): a tenant
 //!   token fetched with the app secret from `LOOPX_LARK_APP_SECRET` and renewed before it
 //!   expires or when Lark refuses it; a non-zero `code` is an error even under HTTP 200;
-//!   throttling (HTTP 429, code 99991400) is waited out with backoff. Tests run against the
-//!   scripted server in `crates/loopx-lark-server`.
+//!   throttling (HTTP 429, code 99991400) is waited out with backoff. Answers, callbacks and
+//!   events are read into serde types of the documented shapes (`answers.rs`): a field
+//!   missing or of another type is an error naming it and what Lark sent, not an empty value.
+//!   Tests run against the scripted server in `crates/loopx-lark-server`.
 //! - **Questions from a phone.** [`cards`] posts every open gate to the chat as a card with a
 //!   button per option; [`listen`] hears the press, [`callback`] checks it (signature, time,
 //!   nonce, decryption, token, answerer) before anything in it is believed, and the answer is
@@ -39,6 +41,7 @@
 //!   announces, backs off on failure, and records its health for `loopx status`; it never
 //!   touches the run loop.
 
+mod answers;
 pub mod api;
 pub mod callback;
 pub mod cards;

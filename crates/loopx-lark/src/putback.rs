@@ -15,10 +15,11 @@
 //! `.loopx/projections/lark-put-back.json`) and the next card says how many; the event log has
 //! each of them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use loopx_app::App;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::api::Client;
 use crate::cards::{CardsError, card, plain};
@@ -148,7 +149,8 @@ impl PutBack {
 }
 
 /// The put-back cards posted in the window, and the changes refused since the last one.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Quiet {
     /// When each card of the window was posted (ms since the epoch).
     pub sent: Vec<u64>,
@@ -192,22 +194,22 @@ pub fn tell(
     put_back: &[PutBack],
 ) -> Result<bool, CardsError> {
     let file = quiet_file(app);
-    let mut quiet = load(&file)?;
+    let mut quiet: Quiet = crate::cards::read_json(&file)?;
     let now = app.now().0;
     if !quiet.room(put_back.len(), now) {
-        save(&file, &quiet)?;
+        crate::cards::write_json(&file, &quiet)?;
         return Ok(false);
     }
     match client.send_card(chat_id, &put_back_card(put_back, quiet.held)) {
         Ok(_) => {
             quiet.posted(now);
-            save(&file, &quiet)?;
+            crate::cards::write_json(&file, &quiet)?;
             Ok(true)
         }
         Err(e) => {
             // Said by the next card that gets through.
             quiet.held += put_back.len();
-            save(&file, &quiet)?;
+            crate::cards::write_json(&file, &quiet)?;
             Err(e.into())
         }
     }
@@ -239,26 +241,6 @@ pub fn put_back_card(put_back: &[PutBack], held: usize) -> Value {
         n => format!("loopx put back {n} changes made in the table"),
     };
     card(&title, "red", elements)
-}
-
-fn load(path: &Path) -> Result<Quiet, CardsError> {
-    let value = crate::cards::read_json(path)?;
-    Ok(Quiet {
-        sent: value["sent"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_u64)
-            .collect(),
-        held: value["held"]
-            .as_u64()
-            .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(0),
-    })
-}
-
-fn save(path: &Path, quiet: &Quiet) -> Result<(), CardsError> {
-    crate::cards::write_json(path, &json!({"sent": quiet.sent, "held": quiet.held}))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The Open API client against the scripted Lark server: paging, batches, cards, tokens.
 
-use loopx_lark::Client;
-use loopx_lark_server::LarkServer;
+use loopx_lark::{Client, LarkError};
+use loopx_lark_server::{Failure, LarkServer};
 use serde_json::{Map, Value, json};
 
 fn server() -> (LarkServer, Client) {
@@ -76,4 +76,64 @@ fn a_wrong_secret_is_a_refusal_with_its_code_and_no_secret_in_it() {
     assert!(err.contains("code 10014"), "{err}");
     assert!(!err.contains("not-the-secret"), "{err}");
     assert!(!format!("{client:?}").contains("not-the-secret"));
+}
+
+/// What Lark sent that is not what its documentation describes is an error naming the field
+/// and what came, never a silent empty value (a field of type 0, a record without an id).
+#[test]
+fn an_answer_not_as_documented_names_the_field_and_what_lark_sent() {
+    let (server, mut client) = server();
+    let table = server.add_table("loopx");
+    let shape = |e: LarkError| match e {
+        LarkError::Shape { why, .. } => why,
+        other => panic!("not a shape error: {other}"),
+    };
+    // The token answer, with `expire` as a string.
+    server.fail_next(&[Failure::Answer(
+        200,
+        r#"{"code":0,"msg":"ok","tenant_access_token":"t-1","expire":"7200"}"#,
+    )]);
+    let why = shape(client.fields("bas", &table).expect_err("refused"));
+    assert!(
+        why.starts_with(r#"expire: invalid type: string "7200", expected u64"#),
+        "{why}"
+    );
+    client.fields("bas", &table).expect("a token as documented");
+    server.fail_next(&[Failure::Answer(
+        200,
+        r#"{"code":0,"msg":"success","data":{"has_more":false,"items":[
+            {"field_id":"fld1","field_name":"Task","type":"1"}]}}"#,
+    )]);
+    let why = shape(client.fields("bas", &table).expect_err("refused"));
+    assert!(
+        why.starts_with(r#"data.items[0].type: invalid type: string "1", expected i64"#),
+        "{why}"
+    );
+    server.fail_next(&[Failure::Answer(
+        200,
+        r#"{"code":0,"msg":"success","data":{"has_more":false,"items":[{"fields":{}}]}}"#,
+    )]);
+    let why = shape(client.records("bas", &table).expect_err("refused"));
+    assert!(
+        why.starts_with("data.items[0]: missing field `record_id`"),
+        "{why}"
+    );
+}
+
+/// Lark's error envelope comes under HTTP 200 as well as 400: the code decides.
+#[test]
+fn an_error_envelope_under_http_200_is_a_refusal_with_its_code_and_what_to_do() {
+    let (server, mut client) = server();
+    client.tables("bas").expect("a token");
+    server.fail_next(&[Failure::Answer(
+        200,
+        r#"{"code":1254003,"msg":"WrongBaseToken","error":{"log_id":"20240101"}}"#,
+    )]);
+    let err = client.tables("bas").expect_err("refused");
+    assert!(!err.is_transient());
+    let text = err.to_string();
+    assert!(
+        text.contains("code 1254003, WrongBaseToken (check lark.board.app_token"),
+        "{text}"
+    );
 }
