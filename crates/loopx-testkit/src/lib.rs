@@ -8,7 +8,8 @@
 //! - [`wait_for`] and [`wait_for_some`]: poll a condition until it holds or a deadline passes.
 //!   A test waits for the thing it needs (a file, an event, a state in the store), never for a
 //!   guessed time: a fixed sleep is either too short on a loaded machine or wasted on an idle
-//!   one.
+//!   one. [`poll`] is the same loop giving `None` at the deadline, for a caller that reports
+//!   the failure itself.
 //! - [`todo`]: a [`NewTodo`] with a title and every other field at its default; a test names
 //!   only the fields it is about, with struct update syntax
 //!   (`NewTodo { priority: 5, ..todo("Ship it") }`).
@@ -37,14 +38,23 @@ pub fn wait_for(what: &str, within: Duration, mut condition: impl FnMut() -> boo
 /// Polls `probe` until it gives a value, and returns it; panics naming `what` if it gives none
 /// within `within`.
 #[track_caller]
-pub fn wait_for_some<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+pub fn wait_for_some<T>(what: &str, within: Duration, probe: impl FnMut() -> Option<T>) -> T {
+    poll(within, probe).unwrap_or_else(|| panic!("{what}: not within {within:?}"))
+}
+
+/// Polls `probe` until it gives a value, and returns it; `None` if it gives none within
+/// `within`, for a caller that has more to say than [`wait_for_some`]'s panic (the page it
+/// shows, the events seen so far) or a process to kill first.
+pub fn poll<T>(within: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + within;
     let mut pause = Duration::from_millis(5);
     loop {
         if let Some(value) = probe() {
-            return value;
+            return Some(value);
         }
-        assert!(Instant::now() < deadline, "{what}: not within {within:?}");
+        if Instant::now() >= deadline {
+            return None;
+        }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(100));
     }
