@@ -6,7 +6,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-pub use loopx_testkit::{git, wait_for, wait_for_some};
+pub use loopx_testkit::{committed_repo, git, wait_for, wait_for_some};
 use serde_json::Value;
 
 /// How long a test waits for what should happen soon (a file, a pid, a state), on a loaded
@@ -182,6 +182,18 @@ impl Loopx {
         assert_eq!(
             run.code, 0,
             "loopx {args:?} failed: {}{}",
+            run.stdout, run.stderr
+        );
+        run
+    }
+
+    /// `loopx run --once --json` with `env` set, insisting on success: one decision, and the
+    /// slice it ran if it ran one.
+    pub fn run_once(&self, env: &[(&str, &str)]) -> Run {
+        let run = self.run_env(&["run", "--once", "--json"], env);
+        assert_eq!(
+            run.code, 0,
+            "loopx run --once failed: {}{}",
             run.stdout, run.stderr
         );
         run
