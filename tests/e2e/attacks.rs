@@ -32,9 +32,7 @@ fn read(loopx: &Loopx, name: &str) -> String {
 }
 
 fn run_once(loopx: &Loopx, env: &[(&str, &str)]) -> Value {
-    let run = loopx.run_env(&["run", "--once", "--json"], env);
-    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    let out = run.json();
+    let out = loopx.run_once(env).json();
     assert_eq!(
         out["slice"]["outcome"], "completed",
         "the attack ran to its end: {out}"

@@ -3,17 +3,14 @@
 
 use serde_json::json;
 
-use crate::support::{Loopx, git};
+use crate::support::{Loopx, committed_repo};
 
 /// A committed git project whose goal g1 was started and marked done: `loopx clean` has g1's
 /// leftovers to remove.
 fn finished_goal() -> Loopx {
     let loopx = Loopx::new();
     let root = loopx.path();
-    git(root, &["init", "-q", "-b", "main"]);
-    std::fs::write(root.join("a.txt"), "a\n").expect("a");
-    git(root, &["add", "a.txt"]);
-    git(root, &["commit", "-q", "-m", "start"]);
+    committed_repo(root, &[("a.txt", "a\n")]);
     loopx.ok(&["goal", "start", "Fix a"]);
     loopx.ok(&["goal", "done", "g1"]);
     loopx

@@ -7,7 +7,7 @@ use std::io::BufRead;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tungstenite::{Message, WebSocket};
@@ -152,16 +152,13 @@ impl Browser {
 
     /// Waits until `expression` is true in the page.
     pub fn wait_for(&mut self, what: &str, expression: &str, within: Duration) {
-        let deadline = Instant::now() + within;
-        loop {
-            if self.eval(&format!("Boolean({expression})")) == Value::Bool(true) {
-                return;
-            }
-            if Instant::now() > deadline {
-                let body = self.eval("document.body ? document.body.innerText : ''");
-                panic!("the page never showed {what} within {within:?}; it shows:\n{body}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
+        let test = format!("Boolean({expression})");
+        let shown = loopx_testkit::poll(within, || {
+            (self.eval(&test) == Value::Bool(true)).then_some(())
+        });
+        if shown.is_none() {
+            let body = self.eval("document.body ? document.body.innerText : ''");
+            panic!("the page never showed {what} within {within:?}; it shows:\n{body}");
         }
     }
 

@@ -3,16 +3,13 @@
 
 use std::path::Path;
 
-use crate::support::{Loopx, git, script_agent};
+use crate::support::{Loopx, committed_repo, git, script_agent};
 
 /// A committed git project with a goal worked in worktrees, and agent `exec` running `script`
 /// on t1.
 fn project(loopx: &Loopx, script: &str) {
     let root = loopx.path();
-    git(root, &["init", "-q", "-b", "main"]);
-    std::fs::write(root.join("a.txt"), "a\n").expect("a file");
-    git(root, &["add", "a.txt"]);
-    git(root, &["commit", "-q", "-m", "start"]);
+    committed_repo(root, &[("a.txt", "a\n")]);
     loopx.ok(&["goal", "start", "Tidy the files"]);
     script_agent(
         loopx,

@@ -34,9 +34,7 @@ fn read(loopx: &Loopx, name: &str) -> String {
 }
 
 fn run_once(loopx: &Loopx) -> Value {
-    let run = loopx.run(&["run", "--once", "--json"]);
-    assert_eq!(run.code, 0, "as {}: {}{}", who(), run.stdout, run.stderr);
-    let out = run.json();
+    let out = loopx.run_once(&[]).json();
     assert_eq!(out["slice"]["outcome"], "completed", "as {}: {out}", who());
     out
 }

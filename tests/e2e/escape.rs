@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::support::{Background, Loopx, SOON, git, processes_with, script_agent, wait_for};
+use crate::support::{
+    Background, Loopx, SOON, committed_repo, processes_with, script_agent, wait_for,
+};
 
 /// A project with a goal and t1 for agent `exec`, which runs `script` (after reading its
 /// prompt) with `limits` added to its profile, in the project's own tree.
@@ -17,12 +17,6 @@ fn attacker(script: &str, limits: &str) -> Loopx {
 
 fn read(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("the agent left {name}: {e}"))
-}
-
-fn run_once(loopx: &Loopx) -> Value {
-    let run = loopx.run(&["run", "--once", "--json"]);
-    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    run.json()
 }
 
 /// Gap 2: `/dev/pts` was the person's, so an agent opened their other terminals (the one
@@ -43,7 +37,7 @@ fn an_agent_cannot_write_to_the_person_s_terminals() {
         ),
         "",
     );
-    let out = run_once(&loopx);
+    let out = loopx.run_once(&[]).json();
     assert_eq!(out["slice"]["outcome"], "completed", "{out}");
     assert_ne!(read(loopx.path(), "theirs.rc").trim(), "0");
     // Nothing reached the person's terminal.
@@ -81,11 +75,7 @@ fn an_agent_cannot_write_to_the_person_s_terminals() {
 fn a_worktree_slice_cannot_read_its_peers_worktrees() {
     let loopx = Loopx::new();
     let root = loopx.path();
-    git(root, &["init", "-q", "-b", "main"]);
-    std::fs::create_dir_all(root.join("src")).expect("src");
-    std::fs::write(root.join("src/a.txt"), "a\n").expect("a");
-    git(root, &["add", "src"]);
-    git(root, &["commit", "-q", "-m", "start"]);
+    committed_repo(root, &[("src/a.txt", "a\n")]);
     loopx.ok(&["goal", "start", "Edit the files", "--scope", "src/"]);
     // A peer's worktree with work it has not committed yet.
     let peer = root.join(".loopx/worktrees/g1/t9/src");
@@ -100,7 +90,7 @@ fn a_worktree_slice_cannot_read_its_peers_worktrees() {
         "max_time = \"1m\"",
     );
     loopx.ok(&["todo", "add", "Edit a"]);
-    let out = run_once(&loopx);
+    let out = loopx.run_once(&[]).json();
     assert_eq!(out["slice"]["outcome"], "completed", "{out}");
     let own = root.join(".loopx/worktrees/g1/t1");
     let stolen = read(&own, "src/stolen.txt");
@@ -120,7 +110,7 @@ fn an_agent_cannot_trace_its_slice_s_init() {
          python3 -c 'import ctypes; libc = ctypes.CDLL(None, use_errno=True); print(libc.ptrace(16, 1, 0, 0))' > attach.txt 2>&1\n",
         "",
     );
-    let out = run_once(&loopx);
+    let out = loopx.run_once(&[]).json();
     assert_eq!(out["slice"]["outcome"], "completed", "{out}");
     let fds = read(loopx.path(), "fds.txt");
     assert_ne!(read(loopx.path(), "fds.rc").trim(), "0", "{fds}");
@@ -167,7 +157,7 @@ fn a_slice_ends_when_its_supervisor_is_killed() {
         !status.contains("\"recovered\""),
         "nothing recovered it yet"
     );
-    let out = run_once(&loopx);
+    let out = loopx.run_once(&[]).json();
     assert_eq!(out["recovered"][0]["slice"], "s1", "{out}");
     // Its cgroup (where loopx could make one) is gone: removed by the slice's helper as it
     // stopped, or else by the recovery.
@@ -194,7 +184,7 @@ fn a_slice_cannot_flood_the_kernel_through_its_report_channel() {
         ),
         "",
     );
-    let out = run_once(&loopx);
+    let out = loopx.run_once(&[]).json();
     assert_eq!(out["slice"]["outcome"], "completed", "{out}");
     assert_eq!(read(loopx.path(), "ok.txt").trim(), "200");
     let refused = read(loopx.path(), "last.err");
@@ -233,7 +223,7 @@ fn an_agent_keeps_only_so_many_questions_proposals_and_monitors_open() {
         ),
         "",
     );
-    run_once(&loopx);
+    loopx.run_once(&[]);
     for (what, cap) in [("ask", 20), ("propose", 3), ("monitor", 20)] {
         assert_eq!(
             read(loopx.path(), &format!("{what}.ok")).trim(),
@@ -278,7 +268,7 @@ fn one_slice_grows_the_store_by_a_few_megabytes_at_most() {
     );
     let store = loopx.path().join(".loopx/state.redb");
     let before = std::fs::metadata(&store).map_or(0, |m| m.len());
-    run_once(&loopx);
+    loopx.run_once(&[]);
     let after = std::fs::metadata(&store).expect("the store").len();
     let stopped: u32 = read(loopx.path(), "stopped.txt")
         .trim()
@@ -319,7 +309,7 @@ for k in kids:
 #[test]
 fn a_fork_bomb_is_bounded_by_the_slice_s_process_limit() {
     let loopx = attacker(FORK_BOMB, "processes = 50");
-    let out = run_once(&loopx);
+    let out = loopx.run_once(&[]).json();
     assert_eq!(out["slice"]["outcome"], "completed", "{out}");
     let started: u32 = read(loopx.path(), "started.txt")
         .trim()

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::support::{Background, LOOPX, Loopx, git, script_agent};
+use crate::support::{Background, LOOPX, Loopx, committed_repo, git, script_agent};
 
 /// A committed git project (`src/a.txt`, `src/b.txt`) with agent `exec`, whose script runs
 /// the `case "$LOOPX_TODO"` arms of `arms` (`done_` reports the todo done). Its scripts are kept
@@ -12,12 +12,7 @@ use crate::support::{Background, LOOPX, Loopx, git, script_agent};
 fn project(arms: &str) -> Loopx {
     let loopx = Loopx::new();
     let root = loopx.path();
-    git(root, &["init", "-q", "-b", "main"]);
-    std::fs::create_dir_all(root.join("src")).expect("src");
-    std::fs::write(root.join("src/a.txt"), "a\n").expect("a");
-    std::fs::write(root.join("src/b.txt"), "b\n").expect("b");
-    git(root, &["add", "src"]);
-    git(root, &["commit", "-q", "-m", "start"]);
+    committed_repo(root, &[("src/a.txt", "a\n"), ("src/b.txt", "b\n")]);
     std::fs::write(root.join(".git/info/exclude"), "*.sh\n").expect("exclude");
     let script = format!(
         "done_() {{ '{LOOPX}' report done > /dev/null; }}\ncase \"$LOOPX_TODO\" in\n{arms}\n*) ;;\nesac"

@@ -680,18 +680,18 @@ fn issue_11_a_notification_that_never_reads_or_ends_is_killed_at_its_timeout() {
     );
 }
 
-/// Zombie children of `pid`.
-fn zombies_of(pid: u32) -> Vec<u32> {
+/// The children of `pid` running `command`, alive or zombies.
+fn children_running(pid: u32, command: &str) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
             continue;
         };
-        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
             continue;
         };
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        if fields.first() == Some(&"Z") && fields.get(1) == Some(&pid.to_string().as_str()) {
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        if stat[open + 1..close] == *command && fields.get(1) == Some(&pid.to_string().as_str()) {
             found.extend(
                 entry
                     .file_name()
@@ -706,16 +706,24 @@ fn zombies_of(pid: u32) -> Vec<u32> {
 #[test]
 fn issue_11_orphans_a_notification_leaves_are_reaped() {
     // The notification's background `sleep` outlives it: loopx, a subreaper, adopts it.
-    let loopx = notifying("(sleep 0.3 &) ; exit 0");
+    let loopx = notifying("(sleep 0.3 &) ; touch notified.flag ; exit 0");
     let mut bg = Background::start(&loopx, &[]);
     bg.wait_for("the question", |e| e["event"] == "question");
     let pid = bg.child.id();
-    // A fixed wait on purpose: the loop reaps adopted orphans when it wakes, at most every 5 s
-    // (`REAP_EVERY`), so that much time has to pass; then the doorbell wakes it.
-    std::thread::sleep(Duration::from_secs(6));
-    loopx.ok(&["evidence", "add", "A ring of the doorbell"]);
-    wait_for("no zombie left", Duration::from_secs(10), || {
-        zombies_of(pid).is_empty()
+    // The flag comes after the `sleep` left its subshell: loopx has adopted it.
+    crate::support::wait_file(&loopx.path().join("notified.flag"));
+    // The loop reaps adopted orphans when it wakes, at most every 5 s (`REAP_EVERY`): the
+    // doorbell wakes it, rung each second until the orphan has ended and been reaped.
+    let mut rung = Instant::now() - Duration::from_secs(1);
+    wait_for("the orphan reaped", Duration::from_secs(15), || {
+        if children_running(pid, "sleep").is_empty() {
+            return true;
+        }
+        if rung.elapsed() >= Duration::from_secs(1) {
+            loopx.ok(&["evidence", "add", "A ring of the doorbell"]);
+            rung = Instant::now();
+        }
+        false
     });
     bg.signal(nix::sys::signal::Signal::SIGTERM);
     bg.finish();

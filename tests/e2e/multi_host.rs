@@ -27,6 +27,21 @@ esac
     )
 }
 
+/// Whether `host`'s `loopx run` logged that the store was unavailable at `since` or later.
+fn failed_since(host: &Loopx, since: jiff::Timestamp) -> bool {
+    crate::logging::run_logs(host).iter().any(|log| {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        text.lines().any(|line| {
+            line.contains("unavailable")
+                && line
+                    .split_whitespace()
+                    .next()
+                    .and_then(|at| at.parse::<jiff::Timestamp>().ok())
+                    .is_some_and(|at| at >= since)
+        })
+    })
+}
+
 /// A PostgreSQL server of this test's own (`scripts/pg-test-cluster.sh`).
 struct Server {
     dir: tempfile::TempDir,
@@ -147,16 +162,22 @@ fn three_hosts_share_one_goal_through_a_dead_host_and_a_database_outage() {
     let first = Background::start_env(&hosts[0], &["--agent", "a1"], &env("h1"));
     let second = Background::start_env(&hosts[1], &["--agent", "a2"], &env("h2"));
 
-    // The database goes away for 20 s once some work is done.
+    // The database goes away for a while once some work is done.
     wait_for("8 todos done", Duration::from_secs(120), || {
         let states = todo_states(&hosts[0]);
         states.values().filter(|s| *s == "done").count() >= 8
     });
-    let stopped_at = jiff::Timestamp::now().as_second();
+    let stopped = jiff::Timestamp::now();
+    let stopped_at = stopped.as_second();
     server.ctl("stop");
-    // A fixed wait on purpose: the outage has to last (past the claims' 4 s and the store's
-    // wait), and no event marks "long enough down".
-    std::thread::sleep(Duration::from_secs(20));
+    // The outage has to last past the claims' 4 s and the store's 5 s wait: until each live
+    // host's log has a failure to reach the store from 6 s after the stop or later.
+    let past = stopped + jiff::SignedDuration::from_secs(6);
+    wait_for(
+        "both live hosts failing past 6 s",
+        Duration::from_secs(60),
+        || hosts[..2].iter().all(|host| failed_since(host, past)),
+    );
     // Nothing could be read or written meanwhile.
     let down = hosts[0].run(&["status"]);
     assert_eq!(down.code, 4, "the store is unavailable: {}", down.stderr);

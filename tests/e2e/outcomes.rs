@@ -279,10 +279,7 @@ fn the_output_cap_bounds_the_log_not_the_agent_unless_the_profile_says_so() {
 #[test]
 fn an_agent_that_always_reports_progress_without_a_change_is_stopped_by_the_stall_guard() {
     let loopx = Loopx::new();
-    crate::support::git(loopx.path(), &["init", "-q", "-b", "main"]);
-    std::fs::write(loopx.path().join("app.py"), "print('hi')\n").expect("write");
-    crate::support::git(loopx.path(), &["add", "app.py"]);
-    crate::support::git(loopx.path(), &["commit", "-qm", "start"]);
+    crate::support::committed_repo(loopx.path(), &[("app.py", "print('hi')\n")]);
     // Its write goes where the sandbox refuses it; it says `progress` all the same.
     let ended =
         progress_without_a_change_rests(&loopx, "echo hello > /etc/loopx-greeting 2>/dev/null");

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::{
-    Background, Loopx, alive, decision, demo_project, event, read_pid, script_agent, todo_state,
-    wait_for,
+    Background, Loopx, alive, asleep, decision, demo_project, event, read_pid, script_agent,
+    todo_state, wait_for,
 };
 
 /// Issue 47, item 1: a read-only reviewer's planning slice answered `done` and the goal was
@@ -145,9 +145,15 @@ fn a_question_halts_its_todo_others_go_on_and_the_answer_wakes_the_loop() {
         });
     }
     assert_eq!(todo_state(&loopx, "t1"), "open");
-    // Nothing to do but wait for the person. A fixed wait on purpose: the loop must be asleep
-    // for the doorbell to be what wakes it, and no event marks the moment it falls asleep.
-    std::thread::sleep(Duration::from_millis(500));
+    // Nothing to do but wait for the person: the loop must be asleep for the doorbell to be
+    // what wakes it. No event marks that moment (the agents decide `ask` again, silently), so
+    // the process says: every thread of loopx blocked, at three looks in a row.
+    let pid = bg.child.id();
+    let mut looks = 0;
+    wait_for("the loop asleep", Duration::from_secs(30), || {
+        looks = if asleep(pid) { looks + 1 } else { 0 };
+        looks == 3
+    });
     let answered = Instant::now();
     loopx.ok(&["gate", "answer", "q1", "--option", "1"]);
     let started = bg.wait_for("the answered todo's slice", |e| {
@@ -330,9 +336,16 @@ fn sigterm_stops_the_slice_within_its_grace_and_sighup_is_ignored() {
     bg.wait_for("the slice", |e| e["event"] == "slice_started");
     let agent = read_pid(&loopx.path().join("agent.pid"));
     bg.signal(nix::sys::signal::Signal::SIGHUP);
-    // A fixed wait on purpose: what is tested is that nothing happens (loopx does not stop), and
-    // no event marks the moment a hangup has been ignored.
-    std::thread::sleep(Duration::from_millis(500));
+    // Nothing happens, so no event marks it: the run's own log says when the hangup was read.
+    wait_for(
+        "the hangup in the run's log",
+        Duration::from_secs(10),
+        || {
+            crate::logging::run_logs(&loopx).iter().any(|log| {
+                std::fs::read_to_string(log).is_ok_and(|text| text.contains("SIGHUP ignored"))
+            })
+        },
+    );
     assert!(
         bg.child.try_wait().expect("wait").is_none(),
         "SIGHUP stopped loopx"

@@ -23,12 +23,7 @@ pub(crate) fn project() -> Loopx {
 
 /// `loopx run --once --json`, insisting on success; the slice it ran.
 fn run_once(loopx: &Loopx, env: &[(&str, &str)]) -> Value {
-    let run = loopx.run_env(&["run", "--once", "--json"], env);
-    assert_eq!(
-        run.code, 0,
-        "run --once failed: {}{}",
-        run.stdout, run.stderr
-    );
+    let run = loopx.run_once(env);
     let out = run.json();
     assert_eq!(out["format_version"], 1);
     assert!(

@@ -3,7 +3,7 @@
 //! words with the raw log in the run's file, and a pacing wait that names where the pace is set.
 
 use crate::logging::run_logs;
-use crate::support::{LOOPX, Loopx, git, script_agent, todo_state};
+use crate::support::{LOOPX, Loopx, committed_repo, script_agent, todo_state};
 
 /// The index of the first line of `text` that contains `needle`.
 fn line_of(text: &str, needle: &str) -> Option<usize> {
@@ -15,13 +15,14 @@ fn line_of(text: &str, needle: &str) -> Option<usize> {
 fn git_project() -> Loopx {
     let loopx = Loopx::new();
     let root = loopx.path();
-    git(root, &["init", "-q", "-b", "main"]);
-    std::fs::create_dir_all(root.join("src")).expect("src");
-    std::fs::write(root.join("src/a.txt"), "a\n").expect("a");
-    std::fs::write(root.join("src/b.txt"), "b\n").expect("b");
-    std::fs::write(root.join(".gitignore"), "build/\n*.sh\n").expect("ignore");
-    git(root, &["add", "src", ".gitignore"]);
-    git(root, &["commit", "-q", "-m", "start"]);
+    committed_repo(
+        root,
+        &[
+            ("src/a.txt", "a\n"),
+            ("src/b.txt", "b\n"),
+            (".gitignore", "build/\n*.sh\n"),
+        ],
+    );
     loopx.ok(&["goal", "start", "Edit the files", "--scope", "src/"]);
     loopx
 }

@@ -209,17 +209,23 @@ fn damaged_stores_give_clear_errors_and_doctor_only_reads() {
     assert!(errors > 0, "some damage was found");
 }
 
-/// Whether process `pid` has `path` open (Linux: its `/proc/<pid>/fd`). Elsewhere there is no
-/// `/proc` to ask: the writer is given a moment instead, as it was before.
+/// Whether process `pid` has `path` open: its `/proc/<pid>/fd` on Linux, `lsof` where there is
+/// no `/proc` to ask (macOS).
 fn has_open(pid: u32, path: &std::path::Path) -> bool {
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_owned());
     if !cfg!(target_os = "linux") {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        return true;
+        let out = std::process::Command::new("lsof")
+            .args(["-Fn", "-p", &pid.to_string()])
+            .output()
+            .expect("lsof, to see a process's open files where there is no /proc");
+        let names = String::from_utf8_lossy(&out.stdout);
+        return names
+            .lines()
+            .any(|line| line.strip_prefix('n') == path.to_str());
     }
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
         return false;
     };
-    let path = path.canonicalize().unwrap_or_else(|_| path.to_owned());
     fds.flatten()
         .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == path))
 }

@@ -6,7 +6,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-pub use loopx_testkit::{git, wait_for, wait_for_some};
+pub use loopx_testkit::{committed_repo, git, wait_for, wait_for_some};
 use serde_json::Value;
 
 /// How long a test waits for what should happen soon (a file, a pid, a state), on a loaded
@@ -187,6 +187,18 @@ impl Loopx {
         run
     }
 
+    /// `loopx run --once --json` with `env` set, insisting on success: one decision, and the
+    /// slice it ran if it ran one.
+    pub fn run_once(&self, env: &[(&str, &str)]) -> Run {
+        let run = self.run_env(&["run", "--once", "--json"], env);
+        assert_eq!(
+            run.code, 0,
+            "loopx run --once failed: {}{}",
+            run.stdout, run.stderr
+        );
+        run
+    }
+
     /// Replaces what changes from run to run (paths, times) with stable markers.
     pub fn stable(&self, text: &str) -> String {
         let path = self.path().display().to_string();
@@ -307,17 +319,14 @@ impl Background {
 
     /// Waits for the process to exit; every remaining event is in `seen`.
     pub fn finish(mut self) -> (i32, Vec<Value>) {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        let code = loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                break status.code().unwrap_or(-1);
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("loopx run did not exit; events: {:#?}", self.seen);
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let child = &mut self.child;
+        let exited =
+            loopx_testkit::poll(Duration::from_secs(90), || child.try_wait().expect("wait"));
+        let Some(status) = exited else {
+            let _ = self.child.kill();
+            panic!("loopx run did not exit; events: {:#?}", self.seen);
         };
+        let code = status.code().unwrap_or(-1);
         self.seen.extend(self.events.try_iter());
         // The reader may still be draining the pipe.
         while let Ok(event) = self.events.recv_timeout(Duration::from_millis(500)) {
@@ -350,14 +359,25 @@ pub fn decision(loopx: &Loopx, agent: &str) -> String {
 
 pub fn alive(pid: i32) -> bool {
     // A zombie is not alive: its stat says `Z`.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().next().map(str::to_owned))
-        })
-        .is_some_and(|state| state != "Z" && state != "X")
+    state(&format!("/proc/{pid}/stat")).is_some_and(|state| state != "Z" && state != "X")
+}
+
+/// Whether every thread of process `pid` is asleep (`S`: blocked, waiting for something to
+/// happen) at a look; `false` if it has gone.
+pub fn asleep(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|task| {
+        state(&task.path().join("stat").to_string_lossy()).is_some_and(|state| state == "S")
+    })
+}
+
+/// The state letter in a `/proc/…/stat` file (after the command's closing parenthesis).
+fn state(stat: &str) -> Option<String> {
+    let text = std::fs::read_to_string(stat).ok()?;
+    let after = text.rsplit(')').next()?;
+    after.split_whitespace().next().map(str::to_owned)
 }
 
 /// An agent in its slice's PID namespace writes `$$` as that namespace numbers it; this is

@@ -6,20 +6,21 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::support::{Background, LOOPX, Loopx, Run, git, script_agent, wait_file};
+use crate::support::{Background, LOOPX, Loopx, Run, committed_repo, git, script_agent, wait_file};
 
 /// A committed git project (`src/a.txt`, `src/b.txt`, `notes.txt`) with a goal scoped to
 /// `src/`, worked in worktrees (the default in git).
 fn git_project() -> Loopx {
     let loopx = Loopx::new();
     let root = loopx.path();
-    git(root, &["init", "-q", "-b", "main"]);
-    std::fs::create_dir_all(root.join("src")).expect("src");
-    std::fs::write(root.join("src/a.txt"), "a\n").expect("a");
-    std::fs::write(root.join("src/b.txt"), "b\n").expect("b");
-    std::fs::write(root.join("notes.txt"), "the person's notes\n").expect("notes");
-    git(root, &["add", "src", "notes.txt"]);
-    git(root, &["commit", "-q", "-m", "start"]);
+    committed_repo(
+        root,
+        &[
+            ("src/a.txt", "a\n"),
+            ("src/b.txt", "b\n"),
+            ("notes.txt", "the person's notes\n"),
+        ],
+    );
     let started = loopx.ok(&["goal", "start", "Edit the files", "--scope", "src/"]);
     assert!(
         started.stdout.contains("lands on loopx/g1") || started.stdout.contains("land on loopx/g1"),

@@ -10,24 +10,16 @@ use std::path::Path;
 
 use proptest::prelude::*;
 
-use loopx_kernel::store::NewGoal;
 use loopx_kernel::store::{NewGate, NewTodo};
 use loopx_kernel::{Op, Project, Store, Timestamp, check_consistency};
-use loopx_testkit::todo;
+use loopx_testkit::{goal, todo};
 
 /// A healthy store with a goal, todos, a gate and their events; its bytes.
 fn healthy_store() -> Vec<u8> {
     let dir = tempfile::tempdir().expect("temp dir");
     let project = Project::create(dir.path()).expect("project");
     let store = Store::create(&project, common::T0, common::HUMAN).expect("store");
-    let mut ops = vec![Op::GoalStart(NewGoal {
-        id: None,
-        objective: "Survive corruption".into(),
-        scope: vec![],
-        permission: loopx_kernel::model::PermissionLevel::WorkspaceWrite,
-        share: 1.0,
-        isolation: loopx_kernel::model::Isolation::Shared,
-    })];
+    let mut ops = vec![Op::GoalStart(goal("Survive corruption"))];
     for i in 0..40 {
         ops.push(Op::TodoAdd(NewTodo {
             detail: "d".repeat(i * 50),

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use loopx_kernel::store::NewGoal;
 use loopx_kernel::store::NewTodo;
 use loopx_kernel::{Op, Project, Store, Timestamp, check_consistency};
+use loopx_testkit::goal;
 use loopx_testkit::todo;
 
 /// Not a test of its own: the writer process the crash test spawns and kills. Ignored, so
@@ -53,12 +54,8 @@ fn kill_nine_loses_no_acknowledged_write() {
     store
         .apply(
             Op::GoalStart(NewGoal {
-                id: None,
-                objective: "Crash".into(),
-                scope: vec![],
                 permission: loopx_kernel::model::PermissionLevel::ReadOnly,
-                share: 1.0,
-                isolation: loopx_kernel::model::Isolation::Shared,
+                ..goal("Crash")
             }),
             common::HUMAN,
             common::T0,

@@ -135,12 +135,8 @@ fn a_goal_past_its_share_of_the_hour_waits() {
     f.store
         .apply(
             Op::GoalStart(NewGoal {
-                id: None,
-                objective: "Ship it".into(),
-                scope: vec![],
-                permission: loopx_kernel::model::PermissionLevel::WorkspaceWrite,
                 share: 0.25,
-                isolation: loopx_kernel::model::Isolation::Shared,
+                ..loopx_testkit::goal("Ship it")
             }),
             HUMAN,
             T0,

@@ -7,13 +7,11 @@ mod common;
 use std::time::Duration;
 
 use common::{Fixture, HUMAN, T0, fixture};
-use loopx_kernel::model::{
-    Blocks, EventKind, EvidenceKind, GateKind, GateState, SliceKind, Todo, TodoState,
-};
+use loopx_kernel::model::{Blocks, EventKind, EvidenceKind, GateKind, GateState, Todo, TodoState};
 use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::Interrupt;
 use loopx_kernel::store::{
-    AnswerChoice, Applied, BeginSlice, NewEvidence, NewGate, NewHandoff, NewSlice, QuotaRequest,
+    AnswerChoice, Applied, BeginSlice, NewEvidence, NewGate, NewHandoff, QuotaRequest,
 };
 use loopx_kernel::store::{AnswerGate, ClaimTodo, NewAgent, ReleaseClaim, RenewClaim};
 use loopx_kernel::store::{NewGoal, NewHold, SetGoalStatus};
@@ -22,38 +20,13 @@ use loopx_quota::Pacing;
 
 const TTL: Duration = Duration::from_secs(600);
 
-fn quota(agent: &AgentName, pacing: Option<Pacing>) -> QuotaRequest {
-    QuotaRequest {
-        agent: agent.clone(),
-        account: "acct".into(),
-        pacing,
-        windows: vec![],
-        tokens: 0,
-        cost_usd: 0.0,
-        busy: None,
-    }
-}
-
 fn begin(todo: Option<TodoId>, agent: &AgentName, pacing: Option<Pacing>) -> Op {
-    Op::SliceBegin(BeginSlice {
-        slice: NewSlice {
-            agent: agent.clone(),
-            todo,
-            epoch: None,
-            kind: if todo.is_some() {
-                SliceKind::Work
-            } else {
-                SliceKind::Plan
-            },
-            profile_hash: "h".into(),
-            argv: vec!["agent".into()],
-            limit_secs: 60,
-            log: None,
-            owner: None,
-        },
+    let mut begin = BeginSlice {
         claim_ttl: TTL,
-        admit: quota(agent, pacing),
-    })
+        ..loopx_testkit::begin(agent, todo)
+    };
+    begin.admit.pacing = pacing;
+    Op::SliceBegin(begin)
 }
 
 fn todo(f: &Fixture, id: TodoId) -> Todo {
@@ -366,7 +339,7 @@ fn an_interrupted_slice_still_charges_what_it_spent() {
         tokens: 1_234,
         cost_usd: 0.5,
         busy: Some((T0, T0.plus(Duration::from_secs(3)))),
-        ..quota(&a, None)
+        ..loopx_testkit::begin(&a, None).admit
     };
     f.store
         .apply(

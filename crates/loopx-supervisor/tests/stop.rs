@@ -5,12 +5,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use loopx_kernel::model::{PermissionLevel, TodoState};
-use loopx_kernel::store::NewAgent;
-use loopx_kernel::store::NewGoal;
+use loopx_kernel::model::TodoState;
 use loopx_kernel::{Op, Project, Store, Timestamp};
 use loopx_supervisor::{Once, RunOnce, Shutdown, Step, run_once};
-use loopx_testkit::todo;
+use loopx_testkit::{goal, todo};
 
 const HUMAN: &str = "human:tester";
 
@@ -35,20 +33,8 @@ fn project(dir: &Path) -> Project {
     )
     .expect("profile");
     for op in [
-        Op::GoalStart(NewGoal {
-            id: None,
-            objective: "Tidy the docs".into(),
-            scope: vec![],
-            permission: PermissionLevel::WorkspaceWrite,
-            share: 1.0,
-            isolation: loopx_kernel::model::Isolation::Shared,
-        }),
-        Op::AgentAdd(NewAgent {
-            name: "a".parse().expect("a name"),
-            profile: "a".into(),
-            capabilities: vec![],
-            role: None,
-        }),
+        Op::GoalStart(goal("Tidy the docs")),
+        Op::AgentAdd(loopx_testkit::agent("a", "a")),
         Op::TodoAdd(todo("Tidy the README")),
     ] {
         store.apply(op, HUMAN, Timestamp::now()).expect("set up");

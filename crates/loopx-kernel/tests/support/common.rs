@@ -4,12 +4,10 @@
 
 use std::time::Duration;
 
-use loopx_kernel::model::{PermissionLevel, Todo};
-use loopx_kernel::store::Applied;
-use loopx_kernel::store::NewGoal;
-use loopx_kernel::store::{ClaimTodo, NewAgent};
+use loopx_kernel::model::Todo;
+use loopx_kernel::store::{Applied, ClaimTodo};
 use loopx_kernel::{AgentName, Op, Project, Store, Timestamp, TodoId};
-use loopx_testkit::todo;
+use loopx_testkit::{agent, goal, todo};
 
 pub const T0: Timestamp = Timestamp(1_790_000_000_000);
 pub const HUMAN: &str = "human:tester";
@@ -36,34 +34,15 @@ pub fn fixture() -> Fixture {
 impl Fixture {
     pub fn goal(&self) {
         self.store
-            .apply(
-                Op::GoalStart(NewGoal {
-                    id: None,
-                    objective: "Ship it".into(),
-                    scope: vec![],
-                    permission: PermissionLevel::WorkspaceWrite,
-                    share: 1.0,
-                    isolation: loopx_kernel::model::Isolation::Shared,
-                }),
-                HUMAN,
-                T0,
-            )
+            .apply(Op::GoalStart(goal("Ship it")), HUMAN, T0)
             .expect("goal");
     }
 
     pub fn agent(&self, name: &str) -> AgentName {
-        let name: AgentName = name.parse().expect("name");
+        let new = agent(name, "executor");
+        let name = new.name.clone();
         self.store
-            .apply(
-                Op::AgentAdd(NewAgent {
-                    name: name.clone(),
-                    profile: "executor".into(),
-                    capabilities: vec![],
-                    role: None,
-                }),
-                HUMAN,
-                T0,
-            )
+            .apply(Op::AgentAdd(new), HUMAN, T0)
             .expect("agent");
         name
     }
