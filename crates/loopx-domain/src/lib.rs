@@ -29,6 +29,8 @@
 //! - [`prompt`]: what a slice's prompt says — the goal, the todo, its evidence and handoffs,
 //!   the questions answered for it.
 //! - [`amendment`]: what an amended goal tells its agents, and a re-planning slice's changes.
+//! - [`judge`]: a slice's outcome from its stream and exit, and the checks of the agent's word
+//!   against facts: a `progress` that moved nothing, a `done` without the proof it needs.
 //! - [`writeback`]: what a finished slice writes, as one batch of kernel operations — its
 //!   record, evidence and handoff, the agent's report item by item, the scope findings, the
 //!   quota charge and holds, the gates about the agent's CLI (`docs/design/run-loop.md`).
@@ -38,6 +40,7 @@ pub mod amendment;
 pub mod approval;
 pub mod decision;
 pub mod freshness;
+pub mod judge;
 pub mod land;
 pub mod pin;
 pub mod presence;

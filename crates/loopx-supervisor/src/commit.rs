@@ -101,9 +101,20 @@ impl Observed {
             renewal,
         } = self;
         let mut reported_done = reported.done;
-        crate::progress::check(&mut judged, &changes, reported);
-        crate::progress::name_channel(&mut judged, reported);
-        crate::verified::check(req, begun.record.todo, &mut judged, &mut reported_done);
+        loopx_domain::judge::progress::check(&mut judged, &changes, reported);
+        loopx_domain::judge::progress::name_channel(&mut judged, reported);
+        loopx_domain::judge::verified::check(
+            &req.project,
+            &|read| {
+                req.world
+                    .stores
+                    .with(&req.project, |store| store.read(read))
+            },
+            req.world.clock.now(),
+            begun.record.todo,
+            &mut judged,
+            &mut reported_done,
+        );
         if reports_work_evidence(judged.classification.as_ref()) {
             let tree = begun.tree.as_ref().and_then(|t| t.as_ref().ok());
             let dir = tree.map_or_else(|| req.project.root().to_path_buf(), |p| p.tree.workdir());
@@ -226,7 +237,7 @@ fn reports_work_evidence(c: Option<&loopx_adapters::Classification>) -> bool {
 fn worktree_end(
     req: &RunOnce,
     begun: &crate::slice::Begun,
-    judged: &crate::slice::Judged,
+    judged: &loopx_domain::judge::Judged,
     (reported_done, commit): (bool, Option<&SliceCommit>),
     renewal: Option<&crate::renew::Renewal>,
 ) -> Option<WorktreeEnd> {

@@ -44,7 +44,6 @@ mod event_order;
 mod notify;
 mod once;
 pub mod poll;
-mod progress;
 mod recover;
 mod renew;
 mod run_loop;
@@ -52,7 +51,6 @@ pub mod shutdown;
 mod signals;
 mod slice;
 mod store_cache;
-mod verified;
 
 pub use commit::SliceSummary;
 pub use errors::{SupervisorError, chain as error_chain};

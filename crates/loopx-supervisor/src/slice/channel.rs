@@ -23,6 +23,8 @@ use loopx_kernel::report::{
 use loopx_kernel::store::NewEvidence;
 use loopx_kernel::{Op, Project, SharedClock};
 
+pub use loopx_domain::judge::ChannelReports;
+
 use super::guard::{ACTOR, patience, retrying};
 
 /// A listening channel; closed (and its thread joined) when dropped.
@@ -38,14 +40,6 @@ pub(crate) struct Channel {
     /// Todos, evidence, handoffs and questions written.
     items: Arc<AtomicU32>,
     thread: Option<JoinHandle<()>>,
-}
-
-/// What an agent wrote through its slice's channel: whether it reported its todo done, and how
-/// many other items (todos, evidence, handoffs, questions) were written.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ChannelReports {
-    pub done: bool,
-    pub items: u32,
 }
 
 /// What the serving thread needs.

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use loopx_adapters::Outcome;
 
-use super::outcome::Judged;
+use loopx_domain::judge::Judged;
 
 /// A slice that ended on a full disk failed, whatever the agent said: its work could not be
 /// committed or logged, and the next slice would meet the same disk (one `statvfs` per slice).

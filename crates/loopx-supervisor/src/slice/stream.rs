@@ -1,52 +1,11 @@
 //! Spawning the slice and reading its output through the adapter's parser.
 
 use loopx_adapters::{Parser, StreamSummary};
-use loopx_pty::{LaunchSpec, RunningSlice, SliceEvent, SliceEvents, SliceExit, SliceReport};
+use loopx_pty::{LaunchSpec, RunningSlice, SliceEvent, SliceEvents};
+
+use loopx_domain::judge::{ProcessEnd, Ran};
 
 use super::run::{is_refusal, jiff_time};
-
-/// What running the agent gave: the same for an agent in a PTY and a simulated one, so that
-/// everything after it (judging, the scope check, the writeback) is one path.
-#[derive(Debug)]
-pub(crate) struct Ran {
-    /// How the agent's process ended, or why it never started.
-    pub end: Result<ProcessEnd, String>,
-    /// The parsed stream (empty when nothing started).
-    pub summary: StreamSummary,
-    /// loopx stopped the agent because the vendor refused it (a `rejected` limit event, or
-    /// credentials refused).
-    pub stopped_for_refusal: bool,
-    /// loopx stopped the agent at the slice's token ceiling (the figure), by the usage it
-    /// reported.
-    pub stopped_at_ceiling: Option<u64>,
-}
-
-/// How the agent's process ended, as far as judging the slice needs it.
-#[derive(Debug, Clone)]
-pub(crate) struct ProcessEnd {
-    /// How it ended: its own exit, or one of loopx's limits.
-    pub exit: SliceExit,
-    /// Processes it left behind, stopped after it exited.
-    pub leftovers: u32,
-    /// Bytes it printed.
-    pub bytes: u64,
-    /// Why its log was cut short, if it was.
-    pub capture_error: Option<String>,
-    /// The kernel killed processes of the slice for its memory limit.
-    pub memory_limit_hit: Option<loopx_pty::MemoryLimitHit>,
-}
-
-impl From<SliceReport> for ProcessEnd {
-    fn from(report: SliceReport) -> ProcessEnd {
-        ProcessEnd {
-            exit: report.exit,
-            leftovers: u32::try_from(report.leftover_count).unwrap_or(u32::MAX),
-            bytes: report.bytes_total,
-            capture_error: report.capture_error,
-            memory_limit_hit: report.memory_limit_hit,
-        }
-    }
-}
 
 /// A spawned agent and its events.
 #[derive(Debug)]
@@ -153,13 +112,5 @@ pub(crate) async fn observe(
         summary: parser.into_summary(),
         stopped_for_refusal,
         stopped_at_ceiling,
-    }
-}
-
-/// The exit code to classify with: the agent's own code when it exited by itself.
-pub(crate) fn exit_code(exit: &SliceExit) -> Option<i32> {
-    match exit {
-        SliceExit::Exited(code) => Some(*code),
-        _ => None,
     }
 }

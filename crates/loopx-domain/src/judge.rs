@@ -1,14 +1,78 @@
-//! The outcome of a slice: the stream first, the exit code last, and loopx's own limits over
-//! a stream that never finished.
+//! Judging a slice: its outcome from the stream first, the exit code last, and loopx's own
+//! limits over a stream that never finished; then whether a `progress` moved anything a person
+//! could see ([`progress`]) and whether a `done` holds the proof the project asks for
+//! ([`verified`]). The same for an agent in a PTY and a simulated one.
+
+pub mod progress;
+pub mod verified;
 
 use loopx_adapters::{Classification, DoneWhen, FinishKind, Outcome, StreamSummary, classify_for};
 use loopx_pty::{SliceExit, StopReason};
 
-use super::stream::{Ran, exit_code};
+use loopx_pty::SliceReport;
+
+/// What running the agent gave: the same for an agent in a PTY and a simulated one, so that
+/// everything after it (judging, the scope check, the writeback) is one path.
+#[derive(Debug)]
+pub struct Ran {
+    /// How the agent's process ended, or why it never started.
+    pub end: Result<ProcessEnd, String>,
+    /// The parsed stream (empty when nothing started).
+    pub summary: StreamSummary,
+    /// loopx stopped the agent because the vendor refused it (a `rejected` limit event, or
+    /// credentials refused).
+    pub stopped_for_refusal: bool,
+    /// loopx stopped the agent at the slice's token ceiling (the figure), by the usage it
+    /// reported.
+    pub stopped_at_ceiling: Option<u64>,
+}
+
+/// How the agent's process ended, as far as judging the slice needs it.
+#[derive(Debug, Clone)]
+pub struct ProcessEnd {
+    /// How it ended: its own exit, or one of loopx's limits.
+    pub exit: SliceExit,
+    /// Processes it left behind, stopped after it exited.
+    pub leftovers: u32,
+    /// Bytes it printed.
+    pub bytes: u64,
+    /// Why its log was cut short, if it was.
+    pub capture_error: Option<String>,
+    /// The kernel killed processes of the slice for its memory limit.
+    pub memory_limit_hit: Option<loopx_pty::MemoryLimitHit>,
+}
+
+impl From<SliceReport> for ProcessEnd {
+    fn from(report: SliceReport) -> ProcessEnd {
+        ProcessEnd {
+            exit: report.exit,
+            leftovers: u32::try_from(report.leftover_count).unwrap_or(u32::MAX),
+            bytes: report.bytes_total,
+            capture_error: report.capture_error,
+            memory_limit_hit: report.memory_limit_hit,
+        }
+    }
+}
+
+/// The exit code to classify with: the agent's own code when it exited by itself.
+pub fn exit_code(exit: &SliceExit) -> Option<i32> {
+    match exit {
+        SliceExit::Exited(code) => Some(*code),
+        _ => None,
+    }
+}
+
+/// What an agent wrote through its slice's channel: whether it reported its todo done, and how
+/// many other items (todos, evidence, handoffs, questions) were written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChannelReports {
+    pub done: bool,
+    pub items: u32,
+}
 
 /// A slice's outcome, why, and how its process ended.
 #[derive(Debug, Clone)]
-pub(crate) struct Judged {
+pub struct Judged {
     pub outcome: Outcome,
     pub reason: String,
     /// Processes the agent left behind that were stopped after it exited.
@@ -23,7 +87,7 @@ pub(crate) struct Judged {
 }
 
 /// Judges a slice of a profile whose todos are done `done_when`.
-pub(crate) fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
+pub fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
     let end = match &ran.end {
         Ok(end) => end,
         Err(why) => {

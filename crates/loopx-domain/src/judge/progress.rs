@@ -19,11 +19,11 @@
 
 use loopx_adapters::{Classification, Outcome};
 
-use crate::slice::{ChannelReports, Judged};
+use super::{ChannelReports, Judged};
 use loopx_git::scope::SliceChanges;
 
 /// What a slice left that a person could see, in a few words; `None` when nothing.
-pub(crate) fn what_moved(
+pub fn what_moved(
     changes: &SliceChanges,
     classification: Option<&Classification>,
     channel: ChannelReports,
@@ -58,7 +58,7 @@ pub(crate) fn what_moved(
 
 /// A `progress` slice that moved nothing becomes `unchanged`, with the reason saying so.
 /// Every other outcome stands as judged.
-pub(crate) fn check(judged: &mut Judged, changes: &SliceChanges, channel: ChannelReports) {
+pub fn check(judged: &mut Judged, changes: &SliceChanges, channel: ChannelReports) {
     if judged.outcome != Outcome::Progress {
         return;
     }
@@ -79,7 +79,7 @@ pub(crate) fn check(judged: &mut Judged, changes: &SliceChanges, channel: Channe
 /// A slice without a report block whose agent reported done through `loopx report done` (the
 /// slice's channel) did report: its reason says so and by which channel, where it said `no
 /// report block` (read as no report in the run's line, the slice record and the handoff).
-pub(crate) fn name_channel(judged: &mut Judged, channel: ChannelReports) {
+pub fn name_channel(judged: &mut Judged, channel: ChannelReports) {
     if !channel.done {
         return;
     }

@@ -10,12 +10,20 @@
 //! Checked before a worktree goal's todo lands, so a branch does not land on stale proof.
 
 use loopx_adapters::{Classification, EvidenceRules, Outcome};
-use loopx_kernel::TodoId;
 use loopx_kernel::model::EvidenceKind;
+use loopx_kernel::{KernelError, Project, Snapshot, Timestamp, TodoId};
 
-use crate::once::RunOnce;
-use crate::slice::Judged;
-use loopx_domain::freshness::Freshness;
+use super::Judged;
+use crate::freshness::Freshness;
+
+/// What a `done` still lacks: each needed kind without fresh evidence, with the newest stale
+/// one's reason when there is one.
+type Missing = Vec<(String, Option<String>)>;
+
+/// Runs a read of the store's snapshot (the caller's store handle, with its own retries).
+pub type ReadStore<'r> = &'r dyn Fn(
+    &mut dyn FnMut(&Snapshot<'_>) -> Result<Missing, KernelError>,
+) -> Result<Missing, KernelError>;
 
 /// How much of a todo's evidence is looked at, newest first.
 const LOOK_BACK: usize = 500;
@@ -23,8 +31,10 @@ const LOOK_BACK: usize = 500;
 /// Turns a `done` without the fresh evidence it needs into `unverified`; `reported_done` (a
 /// `loopx report done`) is withdrawn with it. Nothing changes when the project asks for no
 /// evidence, the slice did not say done, or the evidence is there.
-pub(crate) fn check(
-    req: &RunOnce,
+pub fn check(
+    project: &Project,
+    read: ReadStore<'_>,
+    now: Timestamp,
     todo: Option<TodoId>,
     judged: &mut Judged,
     reported_done: &mut bool,
@@ -37,13 +47,20 @@ pub(crate) fn check(
     };
     // The file loaded when the slice began; a person broke it since. What it asks for cannot
     // be known, so the done is not taken on trust: the next slice tries again once it loads.
-    let missing = match crate::notify::project_config(&req.project) {
+    let missing = match loopx_adapters::load_project_config(&project.state_dir()) {
         Ok(config) if config.evidence.done_needs.is_empty() => return,
-        Ok(config) => missing(req, todo, &config.evidence, judged.classification.as_ref())
-            .unwrap_or_else(|e| {
-                tracing::warn!(%todo, error = %e, "cannot read the todo's evidence to check a done");
-                vec![("its evidence could not be read".to_owned(), None)]
-            }),
+        Ok(config) => missing(
+            project,
+            read,
+            now,
+            todo,
+            &config.evidence,
+            judged.classification.as_ref(),
+        )
+        .unwrap_or_else(|e| {
+            tracing::warn!(%todo, error = %e, "cannot read the todo's evidence to check a done");
+            vec![("its evidence could not be read".to_owned(), None)]
+        }),
         Err(e) => {
             tracing::warn!(error = %e, "cannot read loopx.toml to check a done");
             vec![("loopx.toml could not be read to check it".to_owned(), None)]
@@ -71,51 +88,50 @@ pub(crate) fn check(
 /// Each needed kind without fresh evidence: `no fresh test evidence`, with the newest stale
 /// one's reason when there is one.
 fn missing(
-    req: &RunOnce,
+    project: &Project,
+    read: ReadStore<'_>,
+    now: Timestamp,
     todo: TodoId,
     rules: &EvidenceRules,
     classification: Option<&Classification>,
-) -> Result<Vec<(String, Option<String>)>, loopx_kernel::KernelError> {
+) -> Result<Missing, KernelError> {
     let reported: Vec<EvidenceKind> = classification
         .and_then(|c| c.report.as_ref()?.as_ref().ok())
         .map(|r| {
             // Only what the writeback records counts.
             r.evidence
                 .iter()
-                .take(loopx_domain::writeback::REPORT_ITEMS)
-                .map(|e| loopx_domain::writeback::kind_of(e.kind.as_deref()))
+                .take(crate::writeback::REPORT_ITEMS)
+                .map(|e| crate::writeback::kind_of(e.kind.as_deref()))
                 .collect()
         })
         .unwrap_or_default();
-    let now = req.world.clock.now();
-    req.world.stores.with(&req.project, |store| {
-        store.read(|s| {
-            let mut judge = Freshness::new(req.project.root(), rules, now);
-            let recorded = s.evidence_newest(LOOK_BACK, |e| e.todo == Some(todo))?;
-            let mut missing = Vec::new();
-            for kind in &rules.done_needs {
-                if reported.contains(kind) {
-                    continue;
-                }
-                let mut stale_one = None;
-                let mut fresh = false;
-                for e in recorded.iter().filter(|e| e.kind == *kind) {
-                    match judge.stale(s, e)? {
-                        None => {
-                            fresh = true;
-                            break;
-                        }
-                        Some(why) if stale_one.is_none() => {
-                            stale_one = Some(format!("{} is stale: {why}", e.id));
-                        }
-                        Some(_) => {}
+    read(&mut |s| {
+        let mut judge = Freshness::new(project.root(), rules, now);
+        let recorded = s.evidence_newest(LOOK_BACK, |e| e.todo == Some(todo))?;
+        let mut missing = Vec::new();
+        for kind in &rules.done_needs {
+            if reported.contains(kind) {
+                continue;
+            }
+            let mut stale_one = None;
+            let mut fresh = false;
+            for e in recorded.iter().filter(|e| e.kind == *kind) {
+                match judge.stale(s, e)? {
+                    None => {
+                        fresh = true;
+                        break;
                     }
-                }
-                if !fresh {
-                    missing.push((format!("no fresh `{kind}` evidence on {todo}"), stale_one));
+                    Some(why) if stale_one.is_none() => {
+                        stale_one = Some(format!("{} is stale: {why}", e.id));
+                    }
+                    Some(_) => {}
                 }
             }
-            Ok(missing)
-        })
+            if !fresh {
+                missing.push((format!("no fresh `{kind}` evidence on {todo}"), stale_one));
+            }
+        }
+        Ok(missing)
     })
 }
