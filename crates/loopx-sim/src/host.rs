@@ -16,9 +16,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use loopx_kernel::model::{EvidenceKind, GateKind, GateState, TodoState};
-use loopx_kernel::store::{AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff};
-use loopx_kernel::store::{AnswerGate, ReleaseClaim};
+use loopx_kernel::model::{EvidenceKind, GateKind, TodoState};
+use loopx_kernel::store::{Applied, NewEvidence, NewGate, NewHandoff};
 use loopx_kernel::{
     AgentName, Clock, GateId, Op, Project, SharedClock, SliceId, Store, Timestamp, TodoId,
 };
@@ -34,10 +33,11 @@ use crate::clock::VirtualClock;
 use crate::faults::{SharedFaults, Writer, faults_of};
 use crate::invariants::Halt;
 use crate::scenario::Checked;
+
+mod people;
+mod vendor;
 use loopx_kernel::fault::Faults;
 
-/// How often the simulated people look at the open gates.
-const PEOPLE_LOOK_EVERY: Duration = Duration::from_secs(5 * 60);
 /// A coordinator that asks for the next message this many times in a row without time passing
 /// or anything happening is spinning: a bug a real run would show as a busy CPU.
 const SPIN_LIMIT: u32 = 10_000;
@@ -512,212 +512,6 @@ impl SimHost {
             Err(_) => self.books.reports_refused += 1,
         }
         Ok(())
-    }
-
-    fn people_look(&mut self) {
-        self.schedule(PEOPLE_LOOK_EVERY, Event::PeopleLook);
-        let gates = Store::open_read(&self.project)
-            .and_then(|s| s.read(|s| s.gates()))
-            .unwrap_or_default();
-        for gate in gates {
-            if gate.state == GateState::Open && self.seen_gates.insert(gate.id) {
-                let after = Self::uniform(&mut self.rng_people, self.plan.answer_after);
-                self.books.questions += 1;
-                self.schedule(after, Event::Answer { gate: gate.id });
-            }
-        }
-    }
-
-    fn answer(&mut self, id: GateId) {
-        let gate = Store::open_read(&self.project).and_then(|s| s.read(|s| s.gate(id)));
-        let Ok(Some(gate)) = gate else { return };
-        if gate.state != GateState::Open {
-            return;
-        }
-        if let GateKind::Login { account } = &gate.kind {
-            // The person logs in before answering.
-            if let Some(vendor) = self.vendors.get_mut(account) {
-                vendor.logged_out = false;
-            }
-            // Their answer lifts the account's whole hold, a vendor reset merged into it too
-            // (by design: a person's word; the next slice is a probe): not judged.
-            self.books.disturb_account(account);
-        }
-        let choice = match gate.options.is_empty() {
-            true => AnswerChoice::Text("go ahead".to_owned()),
-            false => AnswerChoice::Option(1),
-        };
-        let op = Op::GateAnswer(AnswerGate {
-            gate: id,
-            choice,
-            slice: None,
-            note: None,
-        });
-        let (project, now) = (self.project.clone(), self.clock.now());
-        let answered =
-            Self::others_store(&project, &self.others).and_then(|s| s.apply(op, "human:sim", now));
-        match answered {
-            Ok(_) => self.books.answered += 1,
-            // A busy store: the person tries again in a minute.
-            Err(_) => self.schedule(Duration::from_secs(60), Event::Answer { gate: id }),
-        }
-    }
-
-    /// A person rewrites the goal's objective (`loopx goal amend`), as `human:sim`.
-    fn amend(&mut self) {
-        let rate = self.plan.scenario.people.amend_per_day;
-        self.schedule_rate(rate, Event::Amend);
-        let (project, now) = (self.project.clone(), self.clock.now());
-        let Some(goal) = Store::open_read(&project)
-            .and_then(|s| s.read(|s| s.current_goal()))
-            .ok()
-            .flatten()
-        else {
-            return;
-        };
-        let objective = format!(
-            "{} (revision {})",
-            goal.objective
-                .split(" (revision ")
-                .next()
-                .unwrap_or_default(),
-            goal.revision + 1
-        );
-        let op = Op::GoalAmend(loopx_kernel::store::AmendGoal {
-            objective: Some(objective),
-            why: "the simulation's person changed their mind".to_owned(),
-            ..Default::default()
-        });
-        if let Ok(Applied::Amended { revision, .. }) =
-            Self::others_store(&project, &self.others).and_then(|s| s.apply(op, "human:sim", now))
-        {
-            self.books.amendments += 1;
-            self.books.replan_after = Some(revision.after_slice);
-        }
-    }
-
-    /// A person changes the file in the goal's scope and commits it: every test result
-    /// recorded before is about other code from now on.
-    fn edit(&mut self) -> Result<(), Halt> {
-        let rate = self.plan.scenario.people.edit_per_day;
-        self.schedule_rate(rate, Event::Edit);
-        let newest = Store::open_read(&self.project)
-            .and_then(|s| s.read(|s| s.evidence_newest(1, |_| true)))
-            .map(|e| e.first().map_or(0, |e| e.id.0));
-        let Ok(newest) = newest else {
-            return Ok(());
-        };
-        let root = self.project.root().to_path_buf();
-        let n = self.books.edits + 1;
-        let edited = std::fs::write(
-            root.join(crate::setup::EDITED),
-            format!("// edited {n} times\n"),
-        )
-        .map_err(|e| e.to_string())
-        .and_then(|()| crate::setup::commit(&root, &format!("edit {n}")));
-        if let Err(why) = edited {
-            return crate::invariants::halt(
-                self,
-                "loop_ends_cleanly",
-                format!("the simulation's person could not commit: {why}"),
-            );
-        }
-        self.books.edits = n;
-        self.books.evidence_before_edit = newest;
-        Ok(())
-    }
-
-    fn take_back(&mut self) {
-        let rate = self.plan.scenario.people.take_back_per_day;
-        self.schedule_rate(rate, Event::TakeBack);
-        let claimed: Vec<_> = self
-            .running
-            .values()
-            .filter_map(|r| r.slice.record().todo.zip(r.slice.record().epoch))
-            .collect();
-        if claimed.is_empty() {
-            return;
-        }
-        let (todo, epoch) = claimed[self.rng_people.usize(..claimed.len())];
-        let Some(lease) = read_todo(&self.project, Some(todo)).and_then(|t| t.lease) else {
-            return;
-        };
-        if lease.epoch != epoch {
-            return;
-        }
-        let op = Op::TodoRelease(ReleaseClaim {
-            todo,
-            agent: lease.agent,
-            epoch,
-        });
-        let (project, now) = (self.project.clone(), self.clock.now());
-        if Self::others_store(&project, &self.others)
-            .and_then(|s| s.apply(op, "human:sim", now))
-            .is_ok()
-        {
-            self.books.taken_back += 1;
-        }
-    }
-
-    fn clock_step(&mut self) {
-        let rate = self.plan.scenario.faults.clock_steps_per_day;
-        self.schedule_rate(rate, Event::ClockStep);
-        let most = self.plan.clock_step.as_millis().max(1000) as i64;
-        let by = self.rng_people.i64(1000..=most) * if self.rng_people.bool() { 1 } else { -1 };
-        self.clock.step(by);
-        self.books.faults.clock_steps += 1;
-        self.books.clock_stepped();
-    }
-
-    /// Where `account` is in the scenario.
-    fn account_index(&self, account: &str) -> usize {
-        self.plan
-            .scenario
-            .accounts
-            .iter()
-            .position(|a| a.name == account)
-            .expect("a scenario account")
-    }
-
-    /// Charges the vendor's own window (true time): full, the next slice meets the limit.
-    fn vendor_spend(&mut self, account: &str, tokens: u64) {
-        let now = self.clock.true_now();
-        let acct = self.account_index(account);
-        let period = self.plan.windows[acct];
-        let vendor = self.vendors.get_mut(account).expect("account");
-        let window = match vendor.window {
-            Some((start, used)) if now < start.plus(period) => (start, used),
-            _ => (now, 0),
-        };
-        vendor.window = Some((window.0, window.1.saturating_add(tokens)));
-    }
-
-    /// What the vendor does to a slice starting now on `account`: the act it forces, if any.
-    fn vendor_forces(&mut self, account: &str) -> Option<(Act, Option<Timestamp>)> {
-        let now = self.clock.true_now();
-        let acct = self.account_index(account);
-        let spec = &self.plan.scenario.accounts[acct];
-        let period = self.plan.windows[acct];
-        let vendor = self.vendors.get_mut(account).expect("account");
-        if vendor.logged_out {
-            return Some((Act::NotLoggedIn, None));
-        }
-        if let Some(until) = vendor.limited_until {
-            if now < until {
-                return Some((Act::UsageLimit, Some(until)));
-            }
-            vendor.limited_until = None;
-        }
-        let allowance = spec.vendor_tokens.unwrap_or(spec.tokens);
-        if let Some((start, used)) = vendor.window
-            && now < start.plus(period)
-            && used >= allowance
-        {
-            // Vendors announce resets to the second: the window ends at the next whole one.
-            let end = start.plus(period).0.div_ceil(1000) * 1000;
-            return Some((Act::UsageLimit, Some(Timestamp(end))));
-        }
-        None
     }
 
     /// Starts the simulated agent of a begun slice.
