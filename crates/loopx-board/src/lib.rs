@@ -162,8 +162,8 @@ impl Board {
                 },
                 "/api/stream" => {
                     let board = Arc::clone(self);
-                    http::events(move |events| {
-                        let _ = board.stream(&events);
+                    http::events(move |mut events| {
+                        let _ = board.stream(&mut events);
                     })
                 }
                 _ => text(404, "not found\n"),
@@ -178,7 +178,7 @@ impl Board {
     }
 
     /// The live stream: the state now, then whenever it changed, until the page is gone.
-    fn stream(&self, events: &loopx_http::Sender) -> std::io::Result<()> {
+    fn stream(&self, events: &mut loopx_http::Sender) -> std::io::Result<()> {
         // Bound before the first read, so a commit in between still wakes us.
         let listener = loopx_kernel::doorbell::Listener::bind(self.app.project());
         let mut sent = String::new();

@@ -1,13 +1,9 @@
 //! The plain request a handler gets and the response it gives back, and their conversion from
 //! and to hyper's types.
 
-use std::convert::Infallible;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use http_body_util::Full;
-use hyper::body::{Bytes, Frame};
-use tokio::sync::mpsc;
+use http_body_util::channel::{self, Channel};
+use http_body_util::{Either, Full};
+use hyper::body::Bytes;
 
 /// A request read whole, under the limits.
 #[derive(Debug, Clone, Default)]
@@ -141,12 +137,13 @@ impl Response {
     /// Hyper's response; a stream's producer is started here.
     pub(crate) fn into_hyper(self) -> hyper::Response<OutBody> {
         let mut out = hyper::Response::new(match self.body {
-            Body::Full(bytes) => OutBody::Full(Full::new(Bytes::from(bytes))),
+            Body::Full(bytes) => Either::Left(Full::new(Bytes::from(bytes))),
             Body::Stream(produce) => {
                 // One chunk in flight: a peer that stops reading stops the producer.
-                let (tx, rx) = mpsc::channel(1);
-                tokio::task::spawn_blocking(move || produce(Sender(tx)));
-                OutBody::Stream(rx)
+                let (tx, body) = Channel::new(1);
+                let runtime = tokio::runtime::Handle::current();
+                tokio::task::spawn_blocking(move || produce(Sender { tx, runtime }));
+                Either::Right(body)
             }
         });
         *out.status_mut() = hyper::StatusCode::from_u16(self.status)
@@ -187,50 +184,20 @@ impl Response {
 
 /// Writes a streamed body.
 #[derive(Debug)]
-pub struct Sender(mpsc::Sender<Bytes>);
+pub struct Sender {
+    tx: channel::Sender<Bytes>,
+    runtime: tokio::runtime::Handle,
+}
 
 impl Sender {
     /// Waits while the peer is behind; `Err` when it is gone (or cut for not reading).
-    pub fn send(&self, bytes: impl Into<Vec<u8>>) -> std::io::Result<()> {
-        self.0
-            .blocking_send(Bytes::from(bytes.into()))
+    pub fn send(&mut self, bytes: impl Into<Vec<u8>>) -> std::io::Result<()> {
+        let chunk = Bytes::from(bytes.into());
+        self.runtime
+            .block_on(self.tx.send_data(chunk))
             .map_err(|_| std::io::ErrorKind::BrokenPipe.into())
     }
 }
 
 /// The body hyper sends.
-pub(crate) enum OutBody {
-    Full(Full<Bytes>),
-    Stream(mpsc::Receiver<Bytes>),
-}
-
-impl hyper::body::Body for OutBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match self.get_mut() {
-            OutBody::Full(full) => Pin::new(full).poll_frame(cx),
-            OutBody::Stream(rx) => rx
-                .poll_recv(cx)
-                .map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
-        }
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        match self {
-            OutBody::Full(full) => full.size_hint(),
-            OutBody::Stream(_) => hyper::body::SizeHint::default(),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            OutBody::Full(full) => full.is_end_stream(),
-            OutBody::Stream(_) => false,
-        }
-    }
-}
+pub(crate) type OutBody = Either<Full<Bytes>, Channel<Bytes>>;

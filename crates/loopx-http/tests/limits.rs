@@ -291,7 +291,7 @@ fn a_stream_is_written_as_made_and_its_producer_learns_the_peer_left() {
         }
         fn handle(&self, _: &(), _: Request) -> Response {
             let ended = self.0.clone();
-            Response::stream(200, "text/event-stream", move |events| {
+            Response::stream(200, "text/event-stream", move |mut events| {
                 // Big chunks, so a peer that reads none fills the socket's buffers.
                 let chunk = vec![b'x'; 64 * 1024];
                 let why = loop {
