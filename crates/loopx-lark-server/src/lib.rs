@@ -34,7 +34,6 @@ pub use presser::{Presser, RecordChange, Signing};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use loopx_model_server::http::{Request, Response};
 use serde_json::{Map, Value, json};
@@ -141,18 +140,11 @@ impl LarkServer {
             app_token: app_token.to_owned(),
             ..State::default()
         }));
-        // A test's client (loopx's Lark client) on loopback: batches of 500 records.
-        let limits = loopx_http::Limits {
-            max_body: 16 * 1024 * 1024,
-            max_head: 64 * 1024,
-            max_headers: 128,
-            header_timeout: Duration::from_secs(10),
-            request_timeout: Duration::from_secs(10),
-            write_timeout: Duration::from_secs(10),
-            max_connections: 256,
-            shutdown_grace: Duration::from_secs(1),
-        };
-        let server = loopx_http::Server::start(listener, limits, Served(Arc::clone(&state)))?;
+        let server = loopx_http::Server::start(
+            listener,
+            loopx_model_server::http::LIMITS,
+            Served(Arc::clone(&state)),
+        )?;
         // It serves until the test process ends.
         std::thread::spawn(move || server.wait());
         Ok(LarkServer { addr, state })

@@ -4,6 +4,22 @@
 
 pub use loopx_http::Request;
 
+use std::time::Duration;
+
+/// Generous, for a test server on loopback (this one and the scripted Lark server): the real
+/// agent CLIs' requests with every tool schema are ~100 KiB, a Lark batch is 500 records; a
+/// stuck client is still let go, so a test cannot pin a connection.
+pub const LIMITS: loopx_http::Limits = loopx_http::Limits {
+    max_body: 64 * 1024 * 1024,
+    max_head: 64 * 1024,
+    max_headers: 128,
+    header_timeout: Duration::from_secs(30),
+    request_timeout: Duration::from_secs(60),
+    write_timeout: Duration::from_secs(30),
+    max_connections: 256,
+    shutdown_grace: Duration::from_secs(2),
+};
+
 /// An answer about to be written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Response {

@@ -28,7 +28,7 @@
 //! - **Conformance.** [`conform`] runs an agent profile through `loopx run --once` against the
 //!   standard scripts and prints what loopx classified (`loopx-model-server conform`).
 //!
-//! HTTP is `loopx-http`'s (hyper, under the limits in `server.rs`: 64 MiB bodies, a request
+//! HTTP is `loopx-http`'s (hyper, under the limits in `http.rs`: 64 MiB bodies, a request
 //! whole within 60 s): one request per connection, and a streamed answer is rendered whole,
 //! then sent with `Content-Length`. What the real CLIs sent and did against it is recorded in
 //! `docs/design/model-server.md`.

@@ -1,4 +1,4 @@
-//! The listener (`loopx-http`, under [`LIMITS`]) and the routing from a request to a script
+//! The listener (`loopx-http`, under [`crate::http::LIMITS`]) and the routing from a request to a script
 //! turn or a side answer.
 
 use std::fs::File;
@@ -7,7 +7,6 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -16,19 +15,6 @@ use crate::http::{Request, Response};
 use crate::record::{Answer, RecordedRequest, redact};
 use crate::render::{anthropic_message, chat_completion, count_tokens, openai_response};
 use crate::script::{Script, Turn, WhenDone};
-
-/// Generous: the clients are the real agent CLIs on loopback, whose requests with every tool
-/// schema are ~100 KiB; a stuck client is still let go, so a test cannot pin a connection.
-const LIMITS: loopx_http::Limits = loopx_http::Limits {
-    max_body: 64 * 1024 * 1024,
-    max_head: 64 * 1024,
-    max_headers: 128,
-    header_timeout: Duration::from_secs(30),
-    request_timeout: Duration::from_secs(60),
-    write_timeout: Duration::from_secs(30),
-    max_connections: 256,
-    shutdown_grace: Duration::from_secs(2),
-};
 
 /// A running scripted model server on 127.0.0.1. Dropping it stops the listener.
 #[derive(Debug)]
@@ -94,8 +80,9 @@ impl ModelServer {
             requests: Mutex::new(Vec::new()),
             log,
         });
-        let server = loopx_http::Server::start(listener, LIMITS, Served(Arc::clone(&shared)))
-            .map_err(StartError::Thread)?;
+        let server =
+            loopx_http::Server::start(listener, crate::http::LIMITS, Served(Arc::clone(&shared)))
+                .map_err(StartError::Thread)?;
         Ok(Self {
             addr,
             shared,
