@@ -20,6 +20,7 @@ pub(crate) const LIMITS: Limits = Limits {
     // A page that stops reading its stream is let go after this long.
     write_timeout: Duration::from_secs(10),
     max_connections: 64,
+    // Unused: the board serves until its process ends (Ctrl-C).
     shutdown_grace: Duration::from_secs(2),
 };
 

@@ -36,6 +36,7 @@ const LIMITS: Limits = Limits {
     // A bound on connections alive at once; the slots of [`crate::slots`] decide who is
     // served, and cut reserved ones, well below it.
     max_connections: 128,
+    // Unused: the listener serves until `loopx run`'s process ends.
     shutdown_grace: Duration::from_secs(2),
 };
 
