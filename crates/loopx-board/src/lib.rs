@@ -2,12 +2,13 @@
 //!
 //! # Theory of operation
 //!
-//! - **Served on loopback only** (`127.0.0.1`, a random port unless `--port`), one thread per
-//!   connection, at most [`MAX_CONNECTIONS`] at once. A connection from a process inside a
+//! - **Served on loopback only** (`127.0.0.1`, a random port unless `--port`) by `loopx-http`,
+//!   under the limits in `http.rs`: at most 64 connections at once (more are answered 503),
+//!   a request whole within 5 s of connecting, a head of 16 KiB and 64 headers, a body of
+//!   64 KiB (413 past it), one request per connection. A connection from a process inside a
 //!   slice (agents share the loopback) is refused at accept, so an agent cannot take the
-//!   person's slots. Plain HTTP/1.1 with one request per
-//!   connection (`http.rs`); the page, its script and its style are embedded in the binary, so
-//!   it works without a network and with no build step.
+//!   person's slots. The page, its script and its style are embedded in the binary, so it
+//!   works without a network and with no build step.
 //! - **A one-time code, then a session in the tab**: the printed address carries a 128-bit
 //!   code in its fragment (`/#code=…`), which the browser never sends to any server. The page
 //!   trades it once (`POST /api/session`) for this run's 128-bit session, keeps that in the
@@ -39,21 +40,12 @@ mod actions;
 mod http;
 mod state;
 
-use std::io::Write;
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::net::TcpListener;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use http::{ReadError, Request};
-
-/// Connections served at once; more are answered 503.
-const MAX_CONNECTIONS: usize = 64;
-/// A request must arrive whole within this long of connecting (a trickle does not hold a
-/// connection: the deadline is for the whole request, not each read).
-const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
-/// A page that stops reading its stream is let go after this long.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+use http::{json, respond, text};
+use loopx_http::{Request, Response};
 /// While a slice runs, the stream looks for changes this often (transcript tails, elapsed
 /// times); otherwise only when the doorbell rings.
 const RUNNING_REFRESH: Duration = Duration::from_secs(1);
@@ -77,7 +69,6 @@ pub struct Board {
     /// Changes are made one at a time.
     changing: Mutex<()>,
     port: u16,
-    connections: AtomicUsize,
 }
 
 impl std::fmt::Debug for Board {
@@ -100,7 +91,6 @@ impl Board {
             session: new_secret()?,
             changing: Mutex::new(()),
             port,
-            connections: AtomicUsize::new(0),
         };
         Ok((board, listener))
     }
@@ -118,62 +108,15 @@ impl Board {
 
     /// Serves until the process ends.
     pub fn serve(self: Arc<Self>, listener: TcpListener) -> std::io::Result<()> {
-        let board = self;
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            // An agent shares the host's loopback: its connections would hold the person's
-            // slots (and the board is the person's, never an agent's).
-            if let (Ok(local), Ok(peer)) = (stream.local_addr(), stream.peer_addr())
-                && loopx_os::tcp_peer_in_slice(local, peer)
-            {
-                let _ = http::respond(
-                    &stream,
-                    403,
-                    "text/plain",
-                    b"the board is the person's: connections from inside a slice are refused\n",
-                );
-                continue;
-            }
-            let board = Arc::clone(&board);
-            if board.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-                board.connections.fetch_sub(1, Ordering::SeqCst);
-                let _ = http::respond(&stream, 503, "text/plain", b"too many connections\n");
-                continue;
-            }
-            // The slot is given back however the connection ends, a panic included.
-            let slot = Slot(Arc::clone(&board));
-            let _ = std::thread::Builder::new()
-                .name("loopx-board".into())
-                .spawn(move || slot.0.connection(stream));
-        }
+        loopx_http::Server::start(listener, http::LIMITS, http::Served(self))?.wait();
         Ok(())
     }
 
-    fn connection(&self, stream: TcpStream) {
-        let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
-        let deadline = Instant::now() + REQUEST_DEADLINE;
-        let request = match http::read_request(Deadline {
-            stream: &stream,
-            deadline,
-        }) {
-            Ok(request) => request,
-            Err(ReadError::Closed) => return,
-            Err(ReadError::Bad(status, why)) => {
-                let _ = http::respond(&stream, status, "text/plain", why.as_bytes());
-                return;
-            }
-        };
-        let _ = stream.set_read_timeout(None);
-        let _ = self.answer(&stream, &request);
-    }
-
-    fn answer(&self, stream: &TcpStream, request: &Request) -> std::io::Result<()> {
-        let text =
-            |status, body: &str| http::respond(stream, status, "text/plain", body.as_bytes());
+    fn answer(self: &Arc<Self>, request: &Request) -> Response {
         if !self.host_is_ours(request) {
             return text(403, "this board answers only to its own address\n");
         }
-        let page = |body: &str, kind| http::respond(stream, 200, kind, body.as_bytes());
+        let page = |body: &str, kind| respond(200, kind, body);
         match (request.method.as_str(), request.path.as_str()) {
             // No data: the page needs a session for everything it shows.
             ("GET", "/") => return page(INDEX_HTML, "text/html; charset=utf-8"),
@@ -198,7 +141,7 @@ impl Board {
                 return text(415, "send JSON (Content-Type: application/json)\n");
             }
             if request.path == "/api/session" {
-                return self.trade_code(stream, &request.body);
+                return self.trade_code(&request.body);
             }
         }
         let session = match request.path.as_str() {
@@ -214,26 +157,30 @@ impl Board {
         match (request.method.as_str(), request.path.as_str()) {
             ("GET", path) => match path {
                 "/api/state" => match state::board(&self.app) {
-                    Ok(state) => json(stream, 200, &state),
-                    Err(e) => json(stream, 503, &actions::error_body(&e)),
+                    Ok(state) => json(200, &state),
+                    Err(e) => json(503, &actions::error_body(&e)),
                 },
-                "/api/stream" => self.stream(stream),
+                "/api/stream" => {
+                    let board = Arc::clone(self);
+                    http::events(move |mut events| {
+                        let _ = board.stream(&mut events);
+                    })
+                }
                 _ => text(404, "not found\n"),
             },
             ("POST", path) => {
                 let _one_at_a_time = self.changing.lock().unwrap_or_else(PoisonError::into_inner);
                 let (status, body) = actions::act(&self.app, path, &request.body);
-                json(stream, status, &body)
+                json(status, &body)
             }
             _ => text(405, "GET or POST only\n"),
         }
     }
 
-    /// The live stream: the state now, then whenever it changed.
-    fn stream(&self, mut stream: &TcpStream) -> std::io::Result<()> {
+    /// The live stream: the state now, then whenever it changed, until the page is gone.
+    fn stream(&self, events: &mut loopx_http::Sender) -> std::io::Result<()> {
         // Bound before the first read, so a commit in between still wakes us.
         let listener = loopx_kernel::doorbell::Listener::bind(self.app.project());
-        http::start_events(stream)?;
         let mut sent = String::new();
         let mut last_write = Instant::now();
         loop {
@@ -256,13 +203,11 @@ impl Board {
             };
             let build_time = built.elapsed();
             if key != sent {
-                write!(stream, "event: {event}\ndata: {body}\n\n")?;
-                stream.flush()?;
+                events.send(format!("event: {event}\ndata: {body}\n\n"))?;
                 last_write = Instant::now();
                 sent = key;
             } else if last_write.elapsed() >= KEEPALIVE {
-                stream.write_all(b": still here\n\n")?;
-                stream.flush()?;
+                events.send(": still here\n\n")?;
                 last_write = Instant::now();
             }
             listener.wait(if running { RUNNING_REFRESH } else { KEEPALIVE });
@@ -285,7 +230,7 @@ impl Board {
     }
 
     /// A printed code, once, for the session.
-    fn trade_code(&self, stream: &TcpStream, body: &[u8]) -> std::io::Result<()> {
+    fn trade_code(&self, body: &[u8]) -> Response {
         let code = serde_json::from_slice::<serde_json::Value>(body)
             .ok()
             .and_then(|v| v["code"].as_str().map(str::to_owned))
@@ -297,12 +242,11 @@ impl Board {
         };
         if !traded {
             return json(
-                stream,
                 401,
                 &serde_json::json!({"error": "this address was used already or is wrong: press Enter in the terminal of `loopx board` for a new one", "code": "refused"}),
             );
         }
-        json(stream, 200, &serde_json::json!({"session": self.session}))
+        json(200, &serde_json::json!({"session": self.session}))
     }
 }
 
@@ -311,42 +255,6 @@ impl Board {
 fn same_secret(given: &str, secret: &str) -> bool {
     let (a, b) = (given.as_bytes(), secret.as_bytes());
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// A connection's place among [`MAX_CONNECTIONS`], given back when dropped (a panic included).
-struct Slot(Arc<Board>);
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.connections.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// Reads with one deadline for the whole request.
-struct Deadline<'a> {
-    stream: &'a TcpStream,
-    deadline: Instant,
-}
-
-impl std::io::Read for Deadline<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let left = self.deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(std::io::ErrorKind::TimedOut.into());
-        }
-        self.stream.set_read_timeout(Some(left))?;
-        let mut stream = self.stream;
-        stream.read(buf)
-    }
-}
-
-fn json(stream: &TcpStream, status: u16, body: &serde_json::Value) -> std::io::Result<()> {
-    http::respond(
-        stream,
-        status,
-        "application/json",
-        body.to_string().as_bytes(),
-    )
 }
 
 /// 128 bits from the kernel's random source, as hex.

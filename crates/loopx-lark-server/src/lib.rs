@@ -33,11 +33,10 @@ pub use im::Message;
 pub use presser::{Presser, RecordChange, Signing};
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
-use loopx_model_server::http::{Request, Response, read_request};
+use loopx_model_server::http::{Request, Response};
 use serde_json::{Map, Value, json};
 
 mod inspect;
@@ -144,13 +143,13 @@ impl LarkServer {
             app_token: app_token.to_owned(),
             ..State::default()
         }));
-        let shared = Arc::clone(&state);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let state = Arc::clone(&shared);
-                std::thread::spawn(move || serve(stream, &state));
-            }
-        });
+        let server = loopx_http::Server::start(
+            listener,
+            loopx_model_server::http::LIMITS,
+            Served(Arc::clone(&state)),
+        )?;
+        // It serves until the test process ends.
+        std::thread::spawn(move || server.wait());
         Ok(LarkServer { addr, state })
     }
 
@@ -254,16 +253,20 @@ impl LarkServer {
     }
 }
 
-fn serve(stream: TcpStream, state: &Mutex<State>) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let Ok(request) = read_request(&stream) else {
-        return;
-    };
-    let response = {
-        let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
-        answer(&mut state, &request)
-    };
-    let _ = response.write_to(&stream, false);
+/// The server as `loopx-http` serves it.
+struct Served(Arc<Mutex<State>>);
+
+impl loopx_http::Service for Served {
+    type Conn = ();
+
+    fn accept(&self, _: &std::net::TcpStream) -> Result<(), loopx_http::Response> {
+        Ok(())
+    }
+
+    fn handle(&self, _: &(), request: Request) -> loopx_http::Response {
+        let mut state = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        answer(&mut state, &request).into()
+    }
 }
 
 fn ok(data: Value) -> Response {
@@ -275,7 +278,7 @@ fn refuse(code: i64, msg: &str) -> Response {
 }
 
 fn answer(state: &mut State, request: &Request) -> Response {
-    let path = request.path().to_owned();
+    let path = request.path.clone();
     // Not Lark's: what a person trying the board offline looks at (`docs/try-offline.md`).
     if request.method == "GET" && path == STATE_PATH {
         return Response::json(200, &inspect::state_json(state));

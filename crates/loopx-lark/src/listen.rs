@@ -6,13 +6,13 @@
 //! Base is recorded for the board's next pass ([`crate::changes`]). Anything refused changes
 //! nothing and is logged with its reason.
 
-use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use loopx_app::{App, Caller};
+use loopx_http::{Limits, Request, Response};
 use loopx_kernel::store::AnswerChoice;
 use loopx_kernel::{GateId, Project};
 use serde_json::{Value, json};
@@ -22,13 +22,23 @@ use crate::slots::{SIGNED_DEADLINE, Slot, Slots, claims_signature};
 
 /// The path Lark is told to call.
 pub const CALLBACK_PATH: &str = "/lark/callback";
-/// A request head larger than this is refused.
-const MAX_HEAD: usize = 16 * 1024;
-/// A body larger than this is refused (a card callback is a few KiB).
-const MAX_BODY: usize = 64 * 1024;
-/// How long a client may take to send its whole request (head and body): a deadline per read
-/// let a client that sent a byte every 4 s hold a slot for as long as it liked.
-const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// Reached from the internet through a proxy: every byte is hostile until checked.
+const LIMITS: Limits = Limits {
+    // A card callback is a few KiB.
+    max_body: 64 * 1024,
+    max_head: 16 * 1024,
+    max_headers: 64,
+    // The whole request (head and body) within 5 s of connecting: a deadline per read let a
+    // client that sent a byte every 4 s hold a slot for as long as it liked.
+    header_timeout: Duration::from_secs(5),
+    request_timeout: Duration::from_secs(5),
+    write_timeout: Duration::from_secs(5),
+    // A bound on connections alive at once; the slots of [`crate::slots`] decide who is
+    // served, and cut reserved ones, well below it.
+    max_connections: 128,
+    // Unused: the listener serves until `loopx run`'s process ends.
+    shutdown_grace: Duration::from_secs(2),
+};
 
 /// What answering needs besides the request.
 #[derive(Debug)]
@@ -43,52 +53,82 @@ pub struct Answering {
     pub board: Option<(String, PathBuf)>,
 }
 
-/// Serves `listener` until the process ends, one thread per request, in the slots of
-/// [`crate::slots`]: [`crate::slots::GENERAL`] for any request, [`crate::slots::SIGNED`] more
-/// for signed ones.
+/// Serves `listener` until the process ends, in the slots of [`crate::slots`]:
+/// [`crate::slots::GENERAL`] for any request, [`crate::slots::SIGNED`] more for signed ones.
 pub fn serve(listener: TcpListener, answering: Arc<Answering>) {
-    let slots = Arc::new(Slots::default());
-    for stream in listener.incoming().flatten() {
+    let listening = Listening {
+        answering,
+        slots: Arc::new(Slots::default()),
+    };
+    match loopx_http::Server::start(listener, LIMITS, listening) {
+        Ok(server) => server.wait(),
+        Err(e) => tracing::warn!(error = %e, "cannot serve Lark's callbacks"),
+    }
+}
+
+/// The listener as `loopx-http` serves it.
+struct Listening {
+    answering: Arc<Answering>,
+    slots: Arc<Slots>,
+}
+
+/// A connection's slot, given back when it closes.
+struct Held {
+    slot: Slot,
+    slots: Arc<Slots>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.slots.give_back(self.slot);
+    }
+}
+
+impl loopx_http::Service for Listening {
+    type Conn = Held;
+
+    fn accept(&self, stream: &TcpStream) -> Result<Held, Response> {
         // An agent shares the host's loopback: its connections would hold the slots a
         // person's press needs (the board refuses them the same way).
         if let (Ok(local), Ok(peer)) = (stream.local_addr(), stream.peer_addr())
             && loopx_os::tcp_peer_in_slice(local, peer)
         {
-            let _ = reply(
-                &stream,
+            return Err(reply(
                 403,
                 &json!({"error": "connections from inside a slice are refused"}),
-            );
-            continue;
+            ));
         }
-        let slot = slots.take(&stream);
-        let (answering, slots) = (Arc::clone(&answering), Arc::clone(&slots));
-        std::thread::spawn(move || {
-            handle(&stream, &answering, &slots, slot);
-            slots.give_back(slot);
-        });
+        let slot = self.slots.take(stream);
+        let slots = Arc::clone(&self.slots);
+        Ok(Held { slot, slots })
     }
-}
 
-fn handle(stream: &TcpStream, answering: &Answering, slots: &Slots, slot: Slot) {
-    let deadline = Deadline {
-        stream,
-        at: std::time::Instant::now()
-            + match slot {
-                Slot::General => REQUEST_DEADLINE,
-                Slot::Signed(_) => SIGNED_DEADLINE,
-            },
-    };
-    let signed_only = matches!(slot, Slot::Signed(_));
-    let (status, body) = match read(deadline, signed_only) {
-        Ok((method, path, headers, body)) if method == "POST" && path == CALLBACK_PATH => {
-            slots.arrived(slot);
-            callback(answering, &headers, &body)
+    fn request_timeout(&self, held: &Held) -> Option<Duration> {
+        matches!(held.slot, Slot::Signed(_)).then_some(SIGNED_DEADLINE)
+    }
+
+    /// A reserved slot serves only a request that claims a signature; the body is not waited
+    /// for otherwise.
+    fn head(&self, held: &Held, request: &Request) -> Result<(), Response> {
+        let signed_only = matches!(held.slot, Slot::Signed(_));
+        if signed_only && !claims_signature(&request.headers, now_secs(), MAX_SKEW) {
+            return Err(self.refused(503, "busy: only a signed request is served now"));
         }
-        Ok(_) => (404, json!({"error": format!("POST {CALLBACK_PATH} only")})),
-        Err((status, why)) => (status, json!({"error": why})),
-    };
-    let _ = reply(stream, status, &body);
+        Ok(())
+    }
+
+    fn handle(&self, held: &Held, request: Request) -> Response {
+        self.slots.arrived(held.slot);
+        let (status, body) = match (request.method.as_str(), request.path.as_str()) {
+            ("POST", CALLBACK_PATH) => callback(&self.answering, &request.headers, &request.body),
+            _ => (404, json!({"error": format!("POST {CALLBACK_PATH} only")})),
+        };
+        reply(status, &body)
+    }
+
+    fn refused(&self, status: u16, why: &str) -> Response {
+        reply(status, &json!({"error": why}))
+    }
 }
 
 fn callback(answering: &Answering, headers: &[(String, String)], body: &[u8]) -> (u16, Value) {
@@ -197,109 +237,12 @@ fn press(answering: &Answering, open_id: &str, gate: &str, option: u32) -> Value
     }
 }
 
-type Parsed = (String, String, Vec<(String, String)>, Vec<u8>);
-
-/// Reads with one deadline for the whole request.
-struct Deadline<'a> {
-    stream: &'a TcpStream,
-    at: std::time::Instant,
-}
-
-impl Read for Deadline<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let left = self.at.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "the request took longer than its deadline",
-            ));
-        }
-        self.stream.set_read_timeout(Some(left))?;
-        let mut stream = self.stream;
-        stream.read(buf)
-    }
-}
-
-/// One request: method, path, headers (lowercase names), body; or the status and why not. With
-/// `signed_only` (a reserved slot) a head without the signature headers ends it before the body.
-fn read(mut stream: Deadline<'_>, signed_only: bool) -> Result<Parsed, (u16, String)> {
-    let bad = |why: String| (400, why);
-    let mut buf = Vec::with_capacity(4096);
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        let n = stream.read(&mut chunk).map_err(|e| bad(e.to_string()))?;
-        if n == 0 {
-            return Err(bad("the request ended early".into()));
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-        if buf.len() > MAX_HEAD {
-            return Err(bad("request head too large".into()));
-        }
-    };
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut request = httparse::Request::new(&mut headers);
-    request
-        .parse(&buf[..head_end])
-        .map_err(|e| bad(format!("malformed request: {e}")))?;
-    let method = request.method.unwrap_or_default().to_owned();
-    let path = request.path.unwrap_or_default().to_owned();
-    let headers: Vec<(String, String)> = request
-        .headers
-        .iter()
-        .map(|h| {
-            (
-                h.name.to_ascii_lowercase(),
-                String::from_utf8_lossy(h.value).trim().to_owned(),
-            )
-        })
-        .collect();
-    let length: usize = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    if length > MAX_BODY {
-        return Err(bad("request body too large".into()));
-    }
-    if signed_only && !claims_signature(&headers, now_secs(), MAX_SKEW) {
-        return Err((503, "busy: only a signed request is served now".into()));
-    }
-    let mut body = buf[head_end..].to_vec();
-    while body.len() < length {
-        let n = stream.read(&mut chunk).map_err(|e| bad(e.to_string()))?;
-        if n == 0 {
-            return Err(bad("the body ended early".into()));
-        }
-        body.extend_from_slice(&chunk[..n]);
-    }
-    body.truncate(length);
-    Ok((method, path, headers, body))
-}
-
 fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
 
-fn reply(mut stream: &TcpStream, status: u16, body: &Value) -> std::io::Result<()> {
-    let text = body.to_string();
-    let reason = match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        _ => "Service Unavailable",
-    };
-    // One write: a client reading the first packet sees the status line whole.
-    let response = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-        text.len()
-    );
-    stream.write_all(response.as_bytes())?;
-    stream.flush()
+fn reply(status: u16, body: &Value) -> Response {
+    Response::new(status, "application/json", body.to_string())
 }

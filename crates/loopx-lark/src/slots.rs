@@ -32,7 +32,7 @@ pub enum Slot {
     Signed(u64),
 }
 
-/// The listener's slots, shared by its connections' threads.
+/// The listener's slots, shared by its connections.
 #[derive(Debug, Default)]
 pub struct Slots {
     general: AtomicUsize,

@@ -43,7 +43,7 @@ pub enum StartError {
         #[source]
         source: std::io::Error,
     },
-    #[error("failed to start the accept thread")]
+    #[error("failed to start the server's thread")]
     Thread(#[source] std::io::Error),
     #[error(transparent)]
     Script(#[from] ScriptError),

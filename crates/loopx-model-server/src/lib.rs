@@ -20,7 +20,7 @@
 //! - **Recording.** Every request is kept as a [`RecordedRequest`] (credential headers
 //!   redacted) with the [`Answer`] it got, for assertions via [`ModelServer::requests`] and,
 //!   from the binary, as JSON lines in a log file.
-//! - **Lifetime.** [`ModelServer::start`] binds (port 0 = any), serves on threads, and stops
+//! - **Lifetime.** [`ModelServer::start`] binds (port 0 = any), serves through `loopx-http`, and stops
 //!   when the handle is dropped. The `loopx-model-server` binary ([`cli`]) does the same from a
 //!   shell and writes the port to a file, so one `unshare -rn` command can start it in the
 //!   background and run a CLI against it.
@@ -28,14 +28,15 @@
 //! - **Conformance.** [`conform`] runs an agent profile through `loopx run --once` against the
 //!   standard scripts and prints what loopx classified (`loopx-model-server conform`).
 //!
-//! It deliberately keeps HTTP minimal: one request per connection (`Connection: close`), and a
-//! streamed answer is rendered whole, then sent with `Content-Length`. What the real CLIs sent
-//! and did against it is recorded in `docs/design/model-server.md`.
+//! HTTP is `loopx-http`'s (hyper, under the limits in `http.rs`: 64 MiB bodies, a request
+//! whole within 60 s): one request per connection, and a streamed answer is rendered whole,
+//! then sent with `Content-Length`. What the real CLIs sent and did against it is recorded in
+//! `docs/design/model-server.md`.
 
 pub mod cli;
 pub mod conform;
 mod errors;
-/// The HTTP/1.1 this server speaks, shared with the scripted Lark server (`loopx-lark-server`).
+/// The answers this server gives, shared with the scripted Lark server (`loopx-lark-server`).
 pub mod http;
 mod record;
 mod render;

@@ -1,32 +1,27 @@
-//! The listener: an accept thread, one short-lived thread per connection, and the routing from
-//! a request to a script turn or a side answer.
+//! The listener (`loopx-http`, under [`crate::http::LIMITS`]) and the routing from a request to a script
+//! turn or a side answer.
 
 use std::fs::File;
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::errors::StartError;
-use crate::http::{ReadError, Request, Response, read_request};
+use crate::http::{Request, Response};
 use crate::record::{Answer, RecordedRequest, redact};
 use crate::render::{anthropic_message, chat_completion, count_tokens, openai_response};
 use crate::script::{Script, Turn, WhenDone};
-
-/// A client that sends nothing for this long is dropped, so a stuck test cannot pin a thread.
-const READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A running scripted model server on 127.0.0.1. Dropping it stops the listener.
 #[derive(Debug)]
 pub struct ModelServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    accept: Option<JoinHandle<()>>,
+    server: Option<loopx_http::Server>,
 }
 
 #[derive(Debug)]
@@ -36,7 +31,6 @@ struct Shared {
     next_seq: AtomicU64,
     requests: Mutex<Vec<RecordedRequest>>,
     log: Option<Mutex<File>>,
-    stopping: AtomicBool,
 }
 
 /// Which API a model request speaks.
@@ -85,19 +79,14 @@ impl ModelServer {
             next_seq: AtomicU64::new(0),
             requests: Mutex::new(Vec::new()),
             log,
-            stopping: AtomicBool::new(false),
         });
-        let accept = std::thread::Builder::new()
-            .name("model-server-accept".to_owned())
-            .spawn({
-                let shared = Arc::clone(&shared);
-                move || accept_loop(&listener, &shared)
-            })
-            .map_err(StartError::Thread)?;
+        let server =
+            loopx_http::Server::start(listener, crate::http::LIMITS, Served(Arc::clone(&shared)))
+                .map_err(StartError::Thread)?;
         Ok(Self {
             addr,
             shared,
-            accept: Some(accept),
+            server: Some(server),
         })
     }
 
@@ -123,22 +112,8 @@ impl ModelServer {
     /// Blocks until the listener stops, which only happens when the server is dropped; for the
     /// binary, which runs until it is killed.
     pub fn wait(mut self) {
-        if let Some(accept) = self.accept.take() {
-            // A panicked accept thread has already stopped serving; nothing more to do.
-            let _ = accept.join();
-        }
-    }
-}
-
-impl Drop for ModelServer {
-    fn drop(&mut self) {
-        self.shared.stopping.store(true, Ordering::SeqCst);
-        // Wake the blocking accept() so the thread sees the flag. If that connect fails (say,
-        // loopback went down), joining would block forever: leave the thread to the process.
-        if TcpStream::connect(self.addr).is_ok()
-            && let Some(accept) = self.accept.take()
-        {
-            let _ = accept.join();
+        if let Some(server) = self.server.take() {
+            server.wait();
         }
     }
 }
@@ -148,49 +123,43 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
-    for stream in listener.incoming() {
-        if shared.stopping.load(Ordering::SeqCst) {
-            return;
-        }
-        let Ok(stream) = stream else { continue };
-        let shared = Arc::clone(shared);
-        // A failed spawn drops the connection; the client sees a reset and retries.
-        let _ = std::thread::Builder::new()
-            .name("model-server-conn".to_owned())
-            .spawn(move || serve_connection(stream, &shared));
-    }
-}
+/// The server as `loopx-http` serves it; dropping the [`ModelServer`] (and so its
+/// `loopx_http::Server`) frees the port.
+struct Served(Arc<Shared>);
 
-fn serve_connection(stream: TcpStream, shared: &Shared) {
-    let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
-    let seq = shared.next_seq.fetch_add(1, Ordering::SeqCst);
-    let request = match read_request(&stream) {
-        Ok(request) => request,
-        Err(ReadError::Closed) => return,
-        Err(ReadError::Malformed(message)) => {
-            let raw = Request {
-                method: String::new(),
-                target: String::new(),
-                headers: Vec::new(),
-                body: Vec::new(),
-            };
-            let response = bad_request(&message);
-            shared.record(seq, &raw, Value::Null, Answer::BadRequest { message });
-            let _ = response.write_to(&stream, false);
-            return;
-        }
-    };
-    let (response, body, answer) = shared.answer(&request, seq);
-    shared.record(seq, &request, body, answer);
-    let _ = response.write_to(&stream, request.method == "HEAD");
+impl loopx_http::Service for Served {
+    type Conn = ();
+
+    fn accept(&self, _: &std::net::TcpStream) -> Result<(), loopx_http::Response> {
+        Ok(())
+    }
+
+    fn handle(&self, _: &(), request: Request) -> loopx_http::Response {
+        let seq = self.0.next_seq.fetch_add(1, Ordering::SeqCst);
+        let (response, body, answer) = self.0.answer(&request, seq);
+        self.0.record(seq, &request, body, answer);
+        response.into()
+    }
+
+    /// A request that could not be read is answered and recorded like a malformed one.
+    fn refused(&self, status: u16, why: &str) -> loopx_http::Response {
+        let seq = self.0.next_seq.fetch_add(1, Ordering::SeqCst);
+        let message = why.to_owned();
+        self.0.record(
+            seq,
+            &Request::default(),
+            Value::Null,
+            Answer::BadRequest { message },
+        );
+        Response::json(status, &error_body("invalid_request_error", why)).into()
+    }
 }
 
 impl Shared {
     /// Chooses the answer to one request.
     fn answer(&self, request: &Request, seq: u64) -> (Response, Value, Answer) {
         let body = parse_body(&request.body);
-        let api = match (request.method.as_str(), request.path()) {
+        let api = match (request.method.as_str(), request.path.as_str()) {
             ("POST", "/v1/messages") => Api::Anthropic,
             ("POST", "/v1/responses") => Api::OpenAi,
             ("POST", "/v1/chat/completions" | "/chat/completions") => Api::Chat,
