@@ -384,38 +384,7 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
         violations: Vec::new(),
         dropped: Vec::new(),
     };
-    let mut question = None;
-    match report {
-        Some(Ok(r)) => {
-            for e in r.evidence.iter().take(REPORT_ITEMS) {
-                let kind = kind_of(e.kind.as_deref());
-                let mut new = evidence(f, kind, &e.summary, "");
-                if kind.speaks_about_work() {
-                    new.work = f.changes.work.clone();
-                }
-                wb.add_item(f, Op::EvidenceAdd(new), Item::Evidence);
-            }
-            question = r
-                .question
-                .as_ref()
-                .map(|q| (q.text.clone(), q.options.clone()));
-            wb.report = match r.status {
-                loopx_adapters::ReportStatus::Done => "done",
-                loopx_adapters::ReportStatus::Progress => "progress",
-                loopx_adapters::ReportStatus::Blocked => "blocked",
-            };
-        }
-        Some(Err(bad)) => {
-            wb.parts.push(core(Op::EvidenceAdd(evidence(
-                f,
-                EvidenceKind::Note,
-                &format!("the agent's loopx-report block is malformed: {}", bad.error),
-                &bad.raw,
-            ))));
-            wb.report = "malformed";
-        }
-        None => {}
-    }
+    let mut question = wb.take_report(f, report);
     if question.is_none()
         && f.outcome == Outcome::Asked
         && let Some(Classification {
@@ -430,44 +399,7 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
         .push(core(Op::HandoffAdd(handoff(f, report, question.as_ref()))));
     wb.parts.extend(findings::ops(f).into_iter().map(core));
     if let Some(Ok(r)) = report {
-        // The todos in an item's `then` count against the report's items like any other.
-        let mut left = REPORT_ITEMS;
-        let mut held = false;
-        for todo in &r.next_todos {
-            let Some(rest) = left.checked_sub(1 + todo.then.len()) else {
-                break;
-            };
-            left = rest;
-            // A monitor or a dependency the kernel cannot take is dropped and noted, as any
-            // item it refuses (with the todos after it).
-            match proposed(todo, true, f.agent) {
-                // One continuation per slice: an agent cannot hold a stack of todos from
-                // its peers; the rest are added open.
-                Ok(mut new) => {
-                    if held && new.held_for.take().is_some() {
-                        wb.note_dropped(
-                            f,
-                            &format!("holding `{}` for this agent", todo.title.trim()),
-                            "a slice holds one continuation; this todo is open to any agent",
-                        );
-                    }
-                    held |= new.held_for.is_some();
-                    wb.add_item(f, Op::TodoAdd(new), Item::Todo)
-                }
-                Err(why) => wb.note_dropped(f, &format!("todo `{}`", todo.title.trim()), &why),
-            }
-        }
-        // What the planning slice that re-plans an amended goal drops and rewrites; the kernel
-        // refuses them from any other slice, and each refusal is noted like any dropped item.
-        for (what, op) in crate::amendment::replan_ops(f.slice, r)
-            .into_iter()
-            .take(REPORT_ITEMS)
-        {
-            match op {
-                Ok(op) => wb.add_item(f, op, Item::Replan),
-                Err(why) => wb.note_dropped(f, &what, &why),
-            }
-        }
+        wb.take_proposals(f, r);
     }
     if let Some((text, options)) = question {
         wb.add_item(f, Op::GateAsk(gate(f, text, options)), Item::Question);
@@ -553,6 +485,91 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
 }
 
 impl Writeback {
+    /// The report's own evidence and its status, or a note that it was malformed; the question
+    /// it asks, if any.
+    fn take_report(
+        &mut self,
+        f: &Finished<'_>,
+        report: Option<&Result<Report, loopx_adapters::MalformedReport>>,
+    ) -> Option<(String, Vec<String>)> {
+        let mut question = None;
+        match report {
+            Some(Ok(r)) => {
+                for e in r.evidence.iter().take(REPORT_ITEMS) {
+                    let kind = kind_of(e.kind.as_deref());
+                    let mut new = evidence(f, kind, &e.summary, "");
+                    if kind.speaks_about_work() {
+                        new.work = f.changes.work.clone();
+                    }
+                    self.add_item(f, Op::EvidenceAdd(new), Item::Evidence);
+                }
+                question = r
+                    .question
+                    .as_ref()
+                    .map(|q| (q.text.clone(), q.options.clone()));
+                self.report = match r.status {
+                    loopx_adapters::ReportStatus::Done => "done",
+                    loopx_adapters::ReportStatus::Progress => "progress",
+                    loopx_adapters::ReportStatus::Blocked => "blocked",
+                };
+            }
+            Some(Err(bad)) => {
+                self.parts.push(core(Op::EvidenceAdd(evidence(
+                    f,
+                    EvidenceKind::Note,
+                    &format!("the agent's loopx-report block is malformed: {}", bad.error),
+                    &bad.raw,
+                ))));
+                self.report = "malformed";
+            }
+            None => {}
+        }
+        question
+    }
+
+    /// The todos the report proposes (one continuation held at most), and a re-planning
+    /// slice's changes; what the kernel would refuse is noted as dropped.
+    fn take_proposals(&mut self, f: &Finished<'_>, r: &Report) {
+        // The todos in an item's `then` count against the report's items like any other.
+        let mut left = REPORT_ITEMS;
+        let mut held = false;
+        for todo in &r.next_todos {
+            let Some(rest) = left.checked_sub(1 + todo.then.len()) else {
+                break;
+            };
+            left = rest;
+            // A monitor or a dependency the kernel cannot take is dropped and noted, as any
+            // item it refuses (with the todos after it).
+            match proposed(todo, true, f.agent) {
+                // One continuation per slice: an agent cannot hold a stack of todos from
+                // its peers; the rest are added open.
+                Ok(mut new) => {
+                    if held && new.held_for.take().is_some() {
+                        self.note_dropped(
+                            f,
+                            &format!("holding `{}` for this agent", todo.title.trim()),
+                            "a slice holds one continuation; this todo is open to any agent",
+                        );
+                    }
+                    held |= new.held_for.is_some();
+                    self.add_item(f, Op::TodoAdd(new), Item::Todo)
+                }
+                Err(why) => self.note_dropped(f, &format!("todo `{}`", todo.title.trim()), &why),
+            }
+        }
+        // What the planning slice that re-plans an amended goal drops and rewrites; the kernel
+        // refuses them from any other slice, and each refusal is noted like any dropped item.
+        for (what, op) in crate::amendment::replan_ops(f.slice, r)
+            .into_iter()
+            .take(REPORT_ITEMS)
+        {
+            match op {
+                Ok(op) => self.add_item(f, op, Item::Replan),
+                Err(why) => self.note_dropped(f, &what, &why),
+            }
+        }
+    }
+
     /// Adds an item of the agent's, or notes why the kernel would refuse it.
     fn add_item(&mut self, f: &Finished<'_>, op: Op, item: Item) {
         let checked: Result<(), Invalid> = match &op {

@@ -52,12 +52,9 @@ pub(crate) enum Began {
 }
 
 impl Decided {
-    /// Renders the prompt and begins the slice.
-    pub(crate) fn begin(
-        self,
-        req: &RunOnce,
-        on_step: &mut dyn FnMut(Step<'_>),
-    ) -> Result<Began, SupervisorError> {
+    /// The slice's prompt: the profile's template filled from the store as it is now, headed by
+    /// the goal's amendment when there was one.
+    fn prompt(&self, req: &RunOnce) -> Result<String, SupervisorError> {
         let setup = &self.setup;
         let rules = crate::notify::project_config(&req.project)?.evidence;
         let now = req.world.clock.now();
@@ -91,13 +88,53 @@ impl Decided {
         })?;
         let (values, note) = values;
         // An amended goal's change heads the prompt, whatever the profile's template holds.
-        let prompt = match note {
+        Ok(match note {
             Some(note) => format!(
                 "{note}\n\n{}",
                 render_prompt(&setup.loaded.profile.prompt_template, &values)
             ),
             None => render_prompt(&setup.loaded.profile.prompt_template, &values),
-        };
+        })
+    }
+
+    /// A worktree goal's tree for the slice, made ready (`None`: the goal shares the person's
+    /// tree).
+    fn prepare_tree(
+        &self,
+        req: &RunOnce,
+        record: &SliceRecord,
+    ) -> Option<Result<loopx_git::worktree::Prepared, loopx_git::GitError>> {
+        // A person answered a land gate of this todo with anything but `drop`: its branch
+        // gets the goal's merged in, conflicts and all, for the agent to resolve.
+        let rebase_asked = record.todo.is_some_and(|todo| {
+            self.store
+                .read(|s| s.gates())
+                .unwrap_or_default()
+                .iter()
+                .any(|g| {
+                    g.kind == loopx_kernel::model::GateKind::Land { todo } && g.answer.is_some()
+                })
+        });
+        match &self.goal {
+            Some(goal) if goal.isolation.is_worktree() => Some(loopx_git::worktree::prepare(
+                req.project.root(),
+                goal,
+                record.todo,
+                &record.id.to_string(),
+                rebase_asked,
+            )),
+            _ => None,
+        }
+    }
+
+    /// Renders the prompt and begins the slice.
+    pub(crate) fn begin(
+        self,
+        req: &RunOnce,
+        on_step: &mut dyn FnMut(Step<'_>),
+    ) -> Result<Began, SupervisorError> {
+        let setup = &self.setup;
+        let prompt = self.prompt(req)?;
         let root = req.project.root();
         let plan = plan_for(req, setup, self.how, &prompt, SLICE_PLACEHOLDER, root)?;
         let begin = BeginSlice {
@@ -161,27 +198,7 @@ impl Decided {
             todo: record.todo,
             log: &log,
         });
-        // A person answered a land gate of this todo with anything but `drop`: its branch
-        // gets the goal's merged in, conflicts and all, for the agent to resolve.
-        let rebase_asked = record.todo.is_some_and(|todo| {
-            self.store
-                .read(|s| s.gates())
-                .unwrap_or_default()
-                .iter()
-                .any(|g| {
-                    g.kind == loopx_kernel::model::GateKind::Land { todo } && g.answer.is_some()
-                })
-        });
-        let tree = match &self.goal {
-            Some(goal) if goal.isolation.is_worktree() => Some(loopx_git::worktree::prepare(
-                req.project.root(),
-                goal,
-                record.todo,
-                &record.id.to_string(),
-                rebase_asked,
-            )),
-            _ => None,
-        };
+        let tree = self.prepare_tree(req, &record);
         let workdir = match &tree {
             Some(Ok(prepared)) => prepared.tree.workdir(),
             _ => req.project.root().to_path_buf(),
