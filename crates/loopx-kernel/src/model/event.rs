@@ -241,60 +241,52 @@ impl EventKind {
 
     /// One line for people: `t3 claimed by exec (epoch 2)`.
     pub fn describe(&self) -> String {
+        use EventKind as E;
         match self {
-            EventKind::ProjectCreated => "project created".to_owned(),
-            EventKind::GoalStarted {
+            E::ProjectCreated => "project created".to_owned(),
+            E::GoalStarted {
                 goal, objective, ..
             } => format!("goal {goal} started: {objective}"),
-            EventKind::GoalStatusChanged { goal, from, to } => {
+            E::GoalStatusChanged { goal, from, to } => {
                 format!("goal {goal} {} → {}", from.as_str(), to.as_str())
             }
-            EventKind::TodoEdited { todo, changed } => {
-                format!("{todo} changed: {}", changed.join(", "))
-            }
-            EventKind::TodoReplanned {
+            E::TodoEdited { todo, changed } => format!("{todo} changed: {}", changed.join(", ")),
+            E::TodoReplanned {
                 todo,
                 slice,
                 dropped,
                 changed,
                 why,
-            } => {
-                let what = match dropped {
-                    true => "dropped".to_owned(),
-                    false => format!("rewritten ({})", changed.join(", ")),
-                };
-                format!("{todo} {what} in re-planning by slice {slice}: {why}")
-            }
-            EventKind::ChangeRefused {
+            } => match dropped {
+                true => format!("{todo} dropped in re-planning by slice {slice}: {why}"),
+                false => format!(
+                    "{todo} rewritten ({}) in re-planning by slice {slice}: {why}",
+                    changed.join(", ")
+                ),
+            },
+            E::ChangeRefused {
                 source,
                 change,
                 why,
                 ..
             } => format!("{change} in {source} refused and put back: {why}"),
-            EventKind::GoalAmended {
+            E::GoalAmended {
                 goal,
                 revision,
                 changed,
                 why,
-            } => {
-                let why = match why.trim() {
-                    "" => String::new(),
-                    why => format!(" (why: {why})"),
-                };
-                format!(
-                    "goal {goal} amended to revision {revision}: {} changed{why}",
-                    changed.join(", ")
-                )
-            }
-            EventKind::TodoAdded {
+            } => format!(
+                "goal {goal} amended to revision {revision}: {} changed{}",
+                changed.join(", "),
+                why_note(why)
+            ),
+            E::TodoAdded {
                 todo,
                 title,
                 priority,
                 ..
-            } => {
-                format!("{todo} added (priority {priority}): {title}")
-            }
-            EventKind::TodoClaimed {
+            } => format!("{todo} added (priority {priority}): {title}"),
+            E::TodoClaimed {
                 todo,
                 agent,
                 epoch,
@@ -306,20 +298,18 @@ impl EventKind {
                 }
                 None => format!("{todo} claimed by {agent} (epoch {epoch})"),
             },
-            EventKind::TodoRenewed {
+            E::TodoRenewed {
                 todo,
                 agent,
                 epoch,
                 expires_at,
-            } => {
-                format!("{todo} renewed by {agent} (epoch {epoch}) until {expires_at}")
-            }
-            EventKind::TodoReleased { todo, agent, epoch } => {
+            } => format!("{todo} renewed by {agent} (epoch {epoch}) until {expires_at}"),
+            E::TodoReleased { todo, agent, epoch } => {
                 format!("{todo} released by {agent} (epoch {epoch})")
             }
-            EventKind::TodoDone { todo, .. } => format!("{todo} done"),
-            EventKind::TodoDropped { todo, .. } => format!("{todo} dropped"),
-            EventKind::StaleEpochRefused {
+            E::TodoDone { todo, .. } => format!("{todo} done"),
+            E::TodoDropped { todo, .. } => format!("{todo} dropped"),
+            E::StaleEpochRefused {
                 todo,
                 agent,
                 presented,
@@ -328,81 +318,80 @@ impl EventKind {
             } => format!(
                 "{action} of {todo} by {agent} refused: epoch {presented} is stale (current {current})"
             ),
-            EventKind::GateOpened { gate, question, .. } => {
-                format!("gate {gate} opened: {question}")
-            }
-            EventKind::GateAnswered { gate, answer } => format!("gate {gate} answered: {answer}"),
-            EventKind::GateWithdrawn { gate } => format!("gate {gate} withdrawn"),
-            EventKind::GateAnswerRefused { gate, slice } => {
+            E::GateOpened { gate, question, .. } => format!("gate {gate} opened: {question}"),
+            E::GateAnswered { gate, answer } => format!("gate {gate} answered: {answer}"),
+            E::GateWithdrawn { gate } => format!("gate {gate} withdrawn"),
+            E::GateAnswerRefused { gate, slice } => {
                 format!("answer to gate {gate} refused: it came from inside slice {slice}")
             }
-            EventKind::EvidenceAdded {
+            E::EvidenceAdded {
                 evidence,
                 kind,
                 summary,
                 ..
-            } => {
-                format!("evidence {evidence} ({}): {summary}", kind.as_str())
-            }
-            EventKind::HandoffWritten { handoff, todo } => match todo {
+            } => format!("evidence {evidence} ({}): {summary}", kind.as_str()),
+            E::HandoffWritten { handoff, todo } => match todo {
                 Some(todo) => format!("handoff {handoff} written for {todo}"),
                 None => format!("handoff {handoff} written"),
             },
-            EventKind::AgentAdded { agent, profile } => {
-                format!("agent {agent} added (profile {profile})")
-            }
-            EventKind::SliceStarted {
+            E::AgentAdded { agent, profile } => format!("agent {agent} added (profile {profile})"),
+            E::SliceStarted {
                 slice, agent, todo, ..
             } => match todo {
                 Some(todo) => format!("slice {slice} started: {agent} on {todo}"),
                 None => format!("slice {slice} started: {agent}"),
             },
-            EventKind::SliceSpawned { slice, pid } => format!("slice {slice} spawned pid {pid}"),
-            EventKind::SliceEnded { slice, outcome } => format!("slice {slice} ended: {outcome}"),
-            EventKind::QuotaSpent {
+            E::SliceSpawned { slice, pid } => format!("slice {slice} spawned pid {pid}"),
+            E::SliceEnded { slice, outcome } => format!("slice {slice} ended: {outcome}"),
+            E::QuotaSpent {
                 agent,
                 account,
                 admitted,
                 tokens,
                 cost_usd,
                 ..
-            } => {
-                let what = if *admitted {
-                    "slice admitted"
-                } else {
-                    "usage charged"
-                };
-                format!("{what} for {agent} on {account}: {tokens} tokens, ${cost_usd:.4}")
-            }
-            EventKind::QuotaHeld {
+            } => format!(
+                "{} for {agent} on {account}: {tokens} tokens, ${cost_usd:.4}",
+                match admitted {
+                    true => "slice admitted",
+                    false => "usage charged",
+                }
+            ),
+            E::QuotaHeld {
                 key, until, reason, ..
             } => match until {
                 Some(until) => format!("{key} on hold until {until}: {reason}"),
                 None => format!("{key} paused: {reason}"),
             },
-            EventKind::QuotaResumed { keys } => format!("resumed {}", keys.join(", ")),
-            EventKind::TodoRetried { todo, gate, .. } => {
+            E::QuotaResumed { keys } => format!("resumed {}", keys.join(", ")),
+            E::TodoRetried { todo, gate, .. } => {
                 format!("{todo} has a fresh budget of attempts (gate {gate} answered)")
             }
-            EventKind::BudgetRestarted { goal, gate } => {
+            E::BudgetRestarted { goal, gate } => {
                 format!("goal {goal} has a fresh budget (gate {gate} answered)")
             }
-            EventKind::AgentChanged { agent, profile } => {
+            E::AgentChanged { agent, profile } => {
                 format!("agent {agent} changed (profile {profile})")
             }
-            EventKind::AgentRemoved { agent } => format!("agent {agent} removed"),
-            EventKind::MonitorPolled {
+            E::AgentRemoved { agent } => format!("agent {agent} removed"),
+            E::MonitorPolled {
                 todo,
                 verdict,
                 exit,
                 polls,
-            } => {
-                let exit = exit.map_or_else(|| "no exit".to_owned(), |c| format!("exit {c}"));
-                format!(
-                    "{todo} polled ({polls} so far): {}, {exit}",
-                    verdict.as_str()
-                )
-            }
+            } => format!(
+                "{todo} polled ({polls} so far): {}, {}",
+                verdict.as_str(),
+                exit.map_or_else(|| "no exit".to_owned(), |c| format!("exit {c}"))
+            ),
         }
+    }
+}
+
+/// ` (why: …)` after an amendment's line, when a reason was given.
+fn why_note(why: &str) -> String {
+    match why.trim() {
+        "" => String::new(),
+        why => format!(" (why: {why})"),
     }
 }
