@@ -40,47 +40,7 @@ pub(crate) fn validate(
             None
         }
     };
-    let permission = match take(raw.permission, "permission", p) {
-        Some((v, span)) => one_of(
-            &v,
-            &span,
-            "permission",
-            &PermissionLevel::ALL.map(|l| (l, l.as_str())),
-            p,
-        )
-        .map(|l| (l, span)),
-        None => {
-            p.push(
-                0..0,
-                Some("permission"),
-                "missing key `permission`",
-                Some(
-                    "add `permission = \"read-only\"` (or \"workspace-write\", \"full\")"
-                        .to_owned(),
-                ),
-            );
-            None
-        }
-    };
-    if let (Some(adapter), Some((level, span))) = (&adapter, &permission)
-        && !adapter.permissions.contains_key(level)
-    {
-        let supported = adapter
-            .supported_levels()
-            .iter()
-            .map(|l| format!("`{l}`"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        p.push(
-            span.clone(),
-            Some("permission"),
-            format!(
-                "adapter `{}` cannot express permission level `{level}`",
-                adapter.name
-            ),
-            Some(format!("`{}` supports {supported}", adapter.name)),
-        );
-    }
+    let permission = permission(take(raw.permission, "permission", p), adapter.as_ref(), p);
     let description = take(raw.description, "description", p)
         .map(|(v, _)| v)
         .unwrap_or_default();
@@ -174,6 +134,56 @@ pub(crate) fn validate(
         file: String::new(),
     };
     Ok(Some((profile, adapter)))
+}
+
+/// The profile's permission level, which its adapter must be able to express.
+fn permission(
+    raw: Option<(String, Range<usize>)>,
+    adapter: Option<&Adapter>,
+    p: &mut Problems,
+) -> Option<(PermissionLevel, Range<usize>)> {
+    let permission = match raw {
+        Some((v, span)) => one_of(
+            &v,
+            &span,
+            "permission",
+            &PermissionLevel::ALL.map(|l| (l, l.as_str())),
+            p,
+        )
+        .map(|l| (l, span)),
+        None => {
+            p.push(
+                0..0,
+                Some("permission"),
+                "missing key `permission`",
+                Some(
+                    "add `permission = \"read-only\"` (or \"workspace-write\", \"full\")"
+                        .to_owned(),
+                ),
+            );
+            None
+        }
+    };
+    if let (Some(adapter), Some((level, span))) = (adapter, &permission)
+        && !adapter.permissions.contains_key(level)
+    {
+        let supported = adapter
+            .supported_levels()
+            .iter()
+            .map(|l| format!("`{l}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        p.push(
+            span.clone(),
+            Some("permission"),
+            format!(
+                "adapter `{}` cannot express permission level `{level}`",
+                adapter.name
+            ),
+            Some(format!("`{}` supports {supported}", adapter.name)),
+        );
+    }
+    permission
 }
 
 fn resolve_adapter(
