@@ -196,45 +196,44 @@ async fn accept_loop<S: Service>(
             continue;
         };
         let at = tokio::time::Instant::now();
-        let Ok(stream) = stream.into_std() else {
-            continue;
-        };
-        let svc = Arc::clone(&service);
-        let judged = tokio::task::spawn_blocking(move || {
-            let verdict = svc.accept(&stream);
-            (stream, verdict)
-        });
-        let Ok((stream, verdict)) = judged.await else {
-            continue;
-        };
-        let Ok(stream) = tokio::net::TcpStream::from_std(stream) else {
-            continue;
-        };
         let write_timeout = limits.write_timeout;
-        let conn = match verdict {
-            Ok(conn) if live.count.fetch_add(1, Ordering::SeqCst) < limits.max_connections => conn,
-            Ok(_) => {
-                live.count.fetch_sub(1, Ordering::SeqCst);
-                let svc = Arc::clone(&service);
-                tokio::spawn(async move {
-                    let busy = tokio::task::spawn_blocking(move || {
-                        svc.refused(503, "too many connections")
-                    });
-                    if let Ok(busy) = busy.await {
-                        conn::write_whole(stream, busy, write_timeout).await;
-                    }
-                });
-                continue;
-            }
-            Err(refusal) => {
-                tokio::spawn(conn::write_whole(stream, refusal, write_timeout));
-                continue;
-            }
-        };
+        // The place is taken before the caller's check runs, and the check runs on a task of
+        // its own: a check that takes a while (the peer lookup scans the process table) never
+        // holds up the accepting of the next connection, and at most `max_connections` run at
+        // once — past them a connection is answered 503 at once, without one.
+        if live.count.fetch_add(1, Ordering::SeqCst) >= limits.max_connections {
+            live.count.fetch_sub(1, Ordering::SeqCst);
+            let svc = Arc::clone(&service);
+            tokio::spawn(async move {
+                let busy =
+                    tokio::task::spawn_blocking(move || svc.refused(503, "too many connections"));
+                if let Ok(busy) = busy.await {
+                    conn::write_whole(stream, busy, write_timeout).await;
+                }
+            });
+            continue;
+        }
         let place = Place(Arc::clone(&live));
         let (service, stop) = (Arc::clone(&service), stop.clone());
         tokio::spawn(async move {
-            conn::serve(stream, conn, service, limits, at, stop).await;
+            let Ok(stream) = stream.into_std() else {
+                return;
+            };
+            let svc = Arc::clone(&service);
+            let judged = tokio::task::spawn_blocking(move || {
+                let verdict = svc.accept(&stream);
+                (stream, verdict)
+            });
+            let Ok((stream, verdict)) = judged.await else {
+                return;
+            };
+            let Ok(stream) = tokio::net::TcpStream::from_std(stream) else {
+                return;
+            };
+            match verdict {
+                Ok(conn) => conn::serve(stream, conn, service, limits, at, stop).await,
+                Err(refusal) => conn::write_whole(stream, refusal, write_timeout).await,
+            }
             drop(place);
         });
     }

@@ -326,3 +326,64 @@ fn a_stream_is_written_as_made_and_its_producer_learns_the_peer_left() {
     );
     drop(stream);
 }
+
+/// Accepts after a wait for the first connection only: its check is slow (a peer lookup on a
+/// busy machine), the next one's is not.
+struct SlowFirst {
+    seen: AtomicUsize,
+    /// Told when the first (slow) check has begun.
+    begun: Mutex<mpsc::Sender<()>>,
+}
+
+impl Service for SlowFirst {
+    type Conn = ();
+
+    fn accept(&self, _: &TcpStream) -> Result<(), Response> {
+        if self.seen.fetch_add(1, Ordering::SeqCst) == 0 {
+            let _ = self.begun.lock().expect("lock").send(());
+            std::thread::sleep(Duration::from_secs(3));
+        }
+        Ok(())
+    }
+
+    fn handle(&self, _: &(), _: Request) -> Response {
+        Response::text(200, "ok")
+    }
+
+    fn refused(&self, status: u16, why: &str) -> Response {
+        Response::text(status, why)
+    }
+}
+
+#[test]
+fn a_slow_check_of_one_connection_does_not_hold_up_the_next() {
+    let (begun, first_check) = mpsc::channel();
+    let server = start(
+        Limits {
+            header_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(10),
+            ..limits()
+        },
+        SlowFirst {
+            seen: AtomicUsize::new(0),
+            begun: Mutex::new(begun),
+        },
+    );
+    let _first = connect(&server);
+    first_check
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the first connection's check began");
+    let started = Instant::now();
+    let mut second = connect(&server);
+    second
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("sent");
+    let mut answer = String::new();
+    second.read_to_string(&mut answer).expect("an answer");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the second connection waited {:?} behind the first one's check",
+        started.elapsed()
+    );
+}
