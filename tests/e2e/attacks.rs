@@ -433,3 +433,45 @@ fn a_person_s_command_inside_a_slice_is_refused_with_a_hint_to_report() {
     let todos = loopx.ok(&["todo", "list", "--json"]).json();
     assert_eq!(todos["todos"].as_array().map(Vec::len), Some(1), "{todos}");
 }
+
+/// An agent's words reach a person's terminal (`todo list`, `status`, `loopx log`): an escape
+/// sequence in them is taken out when they are stored, never obeyed; a person's own text
+/// holding one is refused, naming the character.
+#[test]
+fn an_escape_sequence_an_agent_writes_never_reaches_the_person_s_terminal() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Ship the config loader"]);
+    script_agent(
+        &loopx,
+        "worker",
+        r#"printf '%s\n' '```loopx-report' '{"status":"progress","summary":"parsed \u001b[2J","next_todos":[{"title":"Validate \u001b[31mred\u001b]0;owned\u0007 config\u202e"}]}' '```'"#,
+        "max_time = \"30s\"",
+    );
+    loopx.ok(&["todo", "add", "Parse the config"]);
+    loopx.ok(&["run", "--once"]);
+    let shown = |out: &str| {
+        let bad: Vec<char> = out
+            .chars()
+            .filter(|c| (c.is_control() && *c != '\n') || *c == '\u{202e}')
+            .collect();
+        assert!(bad.is_empty(), "{bad:?} in:\n{out}");
+    };
+    let list = loopx.ok(&["todo", "list"]);
+    assert!(
+        list.stdout.contains("Validate red config"),
+        "{}",
+        list.stdout
+    );
+    shown(&list.stdout);
+    shown(&loopx.ok(&["status"]).stdout);
+    shown(&loopx.ok(&["log"]).stdout);
+    let refused = loopx.run(&["todo", "add", "Paint it \u{1b}[31mred"]);
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains("`title` holds the character U+001B"),
+        "{}",
+        refused.stderr
+    );
+}
