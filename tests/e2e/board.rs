@@ -315,6 +315,19 @@ fn every_request_needs_the_session_and_changes_need_the_board_s_header() {
         add,
     );
     assert_eq!(status, 403);
+    // Nor from an origin that only ends like the board's: no scheme, or a doubled one.
+    for origin in [
+        format!("127.0.0.1:{}", board.port),
+        format!("http://http://127.0.0.1:{}", board.port),
+    ] {
+        let (status, _) = board.request(
+            &format!(
+                "POST /api/todo/add HTTP/1.1\r\nX-Loopx-Session: {session}\r\nX-Loopx-Board: 1\r\nContent-Type: application/json\r\nOrigin: {origin}"
+            ),
+            add,
+        );
+        assert_eq!(status, 403, "{origin}");
+    }
     // Nor a form's body.
     let (status, _) = board.request(
         &format!(

@@ -129,8 +129,11 @@ impl Board {
             if request.header("x-loopx-board") != Some("1") {
                 return text(403, "changes need the X-Loopx-Board: 1 header\n");
             }
+            // The page's origin exactly: `http://` and this host and port, nothing else.
             if let Some(origin) = request.header("origin")
-                && !self.is_ours(origin.trim_start_matches("http://"))
+                && !origin
+                    .strip_prefix("http://")
+                    .is_some_and(|host| self.is_ours(host))
             {
                 return text(403, "changes are accepted only from the board's own page\n");
             }

@@ -8,9 +8,10 @@
 //!   on a one-thread tokio runtime of its own. Each connection carries one request: every
 //!   answer closes it.
 //! - **A connection is judged before a byte is read.** [`Service::accept`] sees the socket (a
-//!   peer check, a slot of the caller's own) on a blocking thread; its refusal is written at
-//!   once. Past [`Limits::max_connections`] served at once a connection is answered 503 at
-//!   once (refused, never queued).
+//!   peer check, a slot of the caller's own) on a blocking thread, one task per connection, so
+//!   a slow check never holds up the next accept; its refusal is written at once. Past
+//!   [`Limits::max_connections`] served at once a connection is answered 503 at once
+//!   (refused, never queued); a refused connection never counts among them.
 //! - **Limits, each with the caller's value** ([`Limits`]): the head within
 //!   [`Limits::header_timeout`] (a slow client cannot hold a connection), the whole request
 //!   within [`Limits::request_timeout`] of the connection (a trickled body neither) — past
@@ -165,6 +166,26 @@ struct Live {
     idle: Notify,
 }
 
+/// Connections accepted and still waiting for the caller's check, at most: a flood of them
+/// costs file descriptors and tasks, not an unbounded queue.
+const CHECKS_PENDING: usize = 1024;
+
+/// One connection waiting for its check, counted until it is judged.
+struct Pending(Arc<AtomicUsize>);
+
+impl Pending {
+    fn new(pending: &Arc<AtomicUsize>) -> Pending {
+        pending.fetch_add(1, Ordering::SeqCst);
+        Pending(Arc::clone(pending))
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// A connection's place among those counted, given back however it ends.
 struct Place(Arc<Live>);
 
@@ -185,6 +206,7 @@ async fn accept_loop<S: Service>(
         return;
     };
     let live = Arc::new(Live::default());
+    let pending = Arc::new(AtomicUsize::new(0));
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -196,26 +218,19 @@ async fn accept_loop<S: Service>(
             continue;
         };
         let at = tokio::time::Instant::now();
-        let write_timeout = limits.write_timeout;
-        // The place is taken before the caller's check runs, and the check runs on a task of
-        // its own: a check that takes a while (the peer lookup scans the process table) never
-        // holds up the accepting of the next connection, and at most `max_connections` run at
-        // once — past them a connection is answered 503 at once, without one.
-        if live.count.fetch_add(1, Ordering::SeqCst) >= limits.max_connections {
-            live.count.fetch_sub(1, Ordering::SeqCst);
-            let svc = Arc::clone(&service);
-            tokio::spawn(async move {
-                let busy =
-                    tokio::task::spawn_blocking(move || svc.refused(503, "too many connections"));
-                if let Ok(busy) = busy.await {
-                    conn::write_whole(stream, busy, write_timeout).await;
-                }
-            });
+        // The caller's check runs on a task of its own, so a check that takes a while (the
+        // peer lookup scans the process table) never holds up accepting the next connection.
+        // Connections waiting for theirs are bounded: past `CHECKS_PENDING` one is closed
+        // unanswered at once. A connection counts against `max_connections` only once it is
+        // accepted: what the check refuses (a slice's process) never takes a person's place.
+        if pending.load(Ordering::SeqCst) >= CHECKS_PENDING {
+            drop(stream);
             continue;
         }
-        let place = Place(Arc::clone(&live));
-        let (service, stop) = (Arc::clone(&service), stop.clone());
+        let checking = Pending::new(&pending);
+        let (service, stop, live) = (Arc::clone(&service), stop.clone(), Arc::clone(&live));
         tokio::spawn(async move {
+            let write_timeout = limits.write_timeout;
             let Ok(stream) = stream.into_std() else {
                 return;
             };
@@ -227,13 +242,28 @@ async fn accept_loop<S: Service>(
             let Ok((stream, verdict)) = judged.await else {
                 return;
             };
+            drop(checking);
             let Ok(stream) = tokio::net::TcpStream::from_std(stream) else {
                 return;
             };
-            match verdict {
-                Ok(conn) => conn::serve(stream, conn, service, limits, at, stop).await,
-                Err(refusal) => conn::write_whole(stream, refusal, write_timeout).await,
-            }
+            let conn = match verdict {
+                Err(refusal) => return conn::write_whole(stream, refusal, write_timeout).await,
+                Ok(conn) if live.count.fetch_add(1, Ordering::SeqCst) < limits.max_connections => {
+                    conn
+                }
+                Ok(_) => {
+                    live.count.fetch_sub(1, Ordering::SeqCst);
+                    let busy = tokio::task::spawn_blocking(move || {
+                        service.refused(503, "too many connections")
+                    });
+                    if let Ok(busy) = busy.await {
+                        conn::write_whole(stream, busy, write_timeout).await;
+                    }
+                    return;
+                }
+            };
+            let place = Place(Arc::clone(&live));
+            conn::serve(stream, conn, service, limits, at, stop).await;
             drop(place);
         });
     }
