@@ -53,6 +53,8 @@ const RUNNING_REFRESH: Duration = Duration::from_secs(1);
 const MIN_REFRESH: Duration = Duration::from_millis(250);
 /// A comment line keeps an idle stream open through proxies and tells us the page is gone.
 const KEEPALIVE: Duration = Duration::from_secs(15);
+/// How often a waiting stream looks whether its page closed it.
+const CLOSED_CHECK: Duration = Duration::from_millis(500);
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const BOARD_JS: &str = include_str!("assets/board.js");
@@ -213,7 +215,18 @@ impl Board {
                 events.send(": still here\n\n")?;
                 last_write = Instant::now();
             }
-            listener.wait(if running { RUNNING_REFRESH } else { KEEPALIVE });
+            // Waits for news, looking every `CLOSED_CHECK` whether the page is still there:
+            // a closed stream ends its thread now, not at its next keep-alive.
+            let until = Instant::now() + if running { RUNNING_REFRESH } else { KEEPALIVE };
+            loop {
+                if events.is_closed() {
+                    return Ok(());
+                }
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() || listener.wait(left.min(CLOSED_CHECK)) {
+                    break;
+                }
+            }
             // Busy agents ring many times a second: the state is built again no sooner than
             // 4× what building it took (and 250 ms), so a big project's board stays a small
             // share of a core per open page.

@@ -4,6 +4,8 @@
 use http_body_util::channel::{self, Channel};
 use http_body_util::{Either, Full};
 use hyper::body::Bytes;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A request read whole, under the limits.
 #[derive(Debug, Clone, Default)]
@@ -142,8 +144,14 @@ impl Response {
                 // One chunk in flight: a peer that stops reading stops the producer.
                 let (tx, body) = Channel::new(1);
                 let runtime = tokio::runtime::Handle::current();
-                tokio::task::spawn_blocking(move || produce(Sender { tx, runtime }));
-                Either::Right(body)
+                let closed = Arc::new(AtomicBool::new(false));
+                let sender = Sender {
+                    tx,
+                    runtime,
+                    closed: Arc::clone(&closed),
+                };
+                tokio::task::spawn_blocking(move || produce(sender));
+                Either::Right(Watched { body, closed })
             }
         });
         *out.status_mut() = hyper::StatusCode::from_u16(self.status)
@@ -187,6 +195,8 @@ impl Response {
 pub struct Sender {
     tx: channel::Sender<Bytes>,
     runtime: tokio::runtime::Handle,
+    /// Set once the connection let go of the body: the peer is gone.
+    closed: Arc<AtomicBool>,
 }
 
 impl Sender {
@@ -199,5 +209,45 @@ impl Sender {
     }
 }
 
+impl Sender {
+    /// Whether the peer is gone: a producer that waits between chunks (for news to send)
+    /// looks, so that it ends with its connection rather than at its next write.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+}
+
 /// The body hyper sends.
-pub(crate) type OutBody = Either<Full<Bytes>, Channel<Bytes>>;
+pub(crate) type OutBody = Either<Full<Bytes>, Watched>;
+
+/// A streamed body that says when the connection let go of it ([`Sender::is_closed`]).
+pub(crate) struct Watched {
+    body: Channel<Bytes>,
+    closed: Arc<AtomicBool>,
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+}
+
+impl hyper::body::Body for Watched {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}

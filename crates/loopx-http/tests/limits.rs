@@ -387,3 +387,65 @@ fn a_slow_check_of_one_connection_does_not_hold_up_the_next() {
         started.elapsed()
     );
 }
+
+/// Streams one chunk, then waits for news that never comes, looking whether its peer left.
+struct Waits {
+    ended: Mutex<mpsc::Sender<Duration>>,
+}
+
+impl Service for Waits {
+    type Conn = ();
+
+    fn accept(&self, _: &TcpStream) -> Result<(), Response> {
+        Ok(())
+    }
+
+    fn handle(&self, _: &(), _: Request) -> Response {
+        let ended = self.ended.lock().expect("lock").clone();
+        Response::stream(200, "text/event-stream", move |mut events| {
+            let _ = events.send(": hello\n\n");
+            let start = Instant::now();
+            while !events.is_closed() && start.elapsed() < Duration::from_secs(20) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = ended.send(start.elapsed());
+        })
+    }
+
+    fn refused(&self, status: u16, why: &str) -> Response {
+        Response::text(status, why)
+    }
+}
+
+#[test]
+fn a_stream_s_producer_learns_at_once_that_its_peer_left() {
+    let (ended, producer_end) = mpsc::channel();
+    let server = start(
+        Limits {
+            request_timeout: Duration::from_secs(30),
+            ..limits()
+        },
+        Waits {
+            ended: Mutex::new(ended),
+        },
+    );
+    let mut stream = connect(&server);
+    stream
+        .write_all(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("sent");
+    let mut first = [0u8; 256];
+    let read = stream.read(&mut first).expect("the head");
+    assert!(
+        String::from_utf8_lossy(&first[..read]).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&first[..read])
+    );
+    drop(stream);
+    let waited = producer_end
+        .recv_timeout(Duration::from_secs(25))
+        .expect("the producer ended");
+    assert!(
+        waited < Duration::from_secs(3),
+        "the producer waited {waited:?} after its peer left"
+    );
+}
