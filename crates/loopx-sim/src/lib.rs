@@ -76,18 +76,7 @@ pub struct Options {
 pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
     quiet_unwinds();
     let wall = Instant::now();
-    let mut plan = plan.clone();
-    if let Some(hours) = options.hours {
-        if !(hours > 0.0 && hours <= 10_000.0) {
-            return Err(SimError::Scenario {
-                origin: "--hours".to_owned(),
-                why: format!("{hours} must be more than 0 and at most 10000"),
-            });
-        }
-        plan.hours = hours;
-    }
-    plan.baseline = options.baseline;
-    let plan = Rc::new(plan);
+    let plan = Rc::new(with_options(plan, options)?);
     let (_temp, dir) = match &options.keep {
         Some(dir) => {
             std::fs::create_dir_all(dir)
@@ -125,29 +114,14 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
     let mut violation = None;
     let ended = loop {
         incarnation += 1;
-        let me = ProcessIdentity {
-            pid: 4_000_000 + incarnation,
-            start_ticks: u64::from(incarnation),
-            boot_id: "loopx-sim".to_owned(),
-        };
-        let alive = me.clone();
-        let req = RunLoop {
-            project: project.clone(),
-            agents: names.clone(),
-            loopx_exe: PathBuf::from("/nonexistent/loopx"),
-            max_slices: None,
-            run_for: Some(Duration::from_millis(
-                horizon.saturating_sub(clock.mono_ms()),
-            )),
-            on_gate: OnGate::Wait,
-            shutdown: Arc::new(Shutdown::new()),
-            world: World {
-                clock: clock.clone(),
-                me,
-                alive: Arc::new(move |id| *id == alive),
-                stores: loopx_supervisor::StoreCache::with_faults(host.next_supervisor()),
-            },
-        };
+        let req = supervisor(
+            incarnation,
+            &project,
+            &names,
+            Duration::from_millis(horizon.saturating_sub(clock.mono_ms())),
+            &clock,
+            host.next_supervisor(),
+        );
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             // A simulated crash drops the supervisor's store handle while unwinding, so that
             // redb closes it without its orderly close, as `kill -9` would.
@@ -228,6 +202,56 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
         violation,
         wall.elapsed(),
     ))
+}
+
+/// The scenario's plan as the options change it (`--hours`, `--baseline`).
+fn with_options(plan: &Checked, options: &Options) -> Result<Checked, SimError> {
+    let mut plan = plan.clone();
+    if let Some(hours) = options.hours {
+        if !(hours > 0.0 && hours <= 10_000.0) {
+            return Err(SimError::Scenario {
+                origin: "--hours".to_owned(),
+                why: format!("{hours} must be more than 0 and at most 10000"),
+            });
+        }
+        plan.hours = hours;
+    }
+    plan.baseline = options.baseline;
+    Ok(plan)
+}
+
+/// The `incarnation`th supervisor of the run: the real run loop's request, with a process
+/// identity of its own (alive while it is the one running), the virtual clock, and store
+/// handles that meet the run's faults.
+fn supervisor(
+    incarnation: u32,
+    project: &loopx_kernel::Project,
+    names: &[String],
+    run_for: Duration,
+    clock: &Arc<VirtualClock>,
+    faults: loopx_kernel::fault::Faults,
+) -> RunLoop {
+    let me = ProcessIdentity {
+        pid: 4_000_000 + incarnation,
+        start_ticks: u64::from(incarnation),
+        boot_id: "loopx-sim".to_owned(),
+    };
+    let alive = me.clone();
+    RunLoop {
+        project: project.clone(),
+        agents: names.to_vec(),
+        loopx_exe: PathBuf::from("/nonexistent/loopx"),
+        max_slices: None,
+        run_for: Some(run_for),
+        on_gate: OnGate::Wait,
+        shutdown: Arc::new(Shutdown::new()),
+        world: World {
+            clock: clock.clone(),
+            me,
+            alive: Arc::new(move |id| *id == alive),
+            stores: loopx_supervisor::StoreCache::with_faults(faults),
+        },
+    }
 }
 
 fn loop_halt(host: &SimHost, detail: String) -> Halt {
