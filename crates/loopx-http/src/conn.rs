@@ -103,6 +103,14 @@ async fn answer<S: Service>(
     if let Err(refusal) = service.head(&conn, &request) {
         return Ok(refusal.into_hyper());
     }
+    // A body declared larger than the limit is refused before any of it is read: the peer
+    // learns at once, rather than when its bytes pass the limit or its deadline.
+    if hyper::body::Body::size_hint(&body)
+        .exact()
+        .is_some_and(|len| len > limits.max_body as u64)
+    {
+        return refused(413, "body too large");
+    }
     let collected =
         tokio::time::timeout_at(deadline, Limited::new(body, limits.max_body).collect());
     match collected.await {

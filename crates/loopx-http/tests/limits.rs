@@ -133,6 +133,15 @@ fn an_oversize_body_is_413_and_never_reaches_the_handler() {
         exchange(&server, declared.as_bytes()),
         (413, r#"{"error":"body too large"}"#.to_owned())
     );
+    // Declared larger than the limit and never sent: refused at once, not at the deadline.
+    let started = Instant::now();
+    let promised = b"POST / HTTP/1.1\r\nContent-Length: 1000000000000000000\r\n\r\nab";
+    assert_eq!(exchange(&server, promised).0, 413);
+    assert!(
+        started.elapsed() < Duration::from_millis(400),
+        "{:?}",
+        started.elapsed()
+    );
     // Chunked, so the size is known only as it comes.
     let chunk = "a".repeat(60);
     let chunked = format!(
