@@ -17,6 +17,8 @@ pub struct Ctx {
     pub out: BufWriter<Box<dyn Write + Send>>,
     /// The process's log.
     pub logging: Option<crate::logging::Logging>,
+    /// `LOOPX_LEASE_MAX`: the supervisor's longest claim before a renewal.
+    pub lease_max: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -29,6 +31,16 @@ impl std::fmt::Debug for Ctx {
 }
 
 impl Ctx {
+    /// The supervisor's world: this process, the machine's clock, and the settings the
+    /// environment gave.
+    pub fn world(&self) -> loopx_supervisor::World {
+        let world = loopx_supervisor::World::real();
+        match self.lease_max {
+            Some(max) => world.with_lease_max(max),
+            None => world,
+        }
+    }
+
     pub fn new(cli: &Cli) -> Ctx {
         let colour = match cli.color {
             ColorChoice::Always => true,
@@ -45,6 +57,7 @@ impl Ctx {
             },
             out: BufWriter::new(Box::new(std::io::stdout())),
             logging: None,
+            lease_max: None,
         }
     }
 

@@ -77,7 +77,9 @@ pub fn main() -> ExitCode {
     let quiet = matches!(cli.command, args::Command::Sim(_));
     ctx.logging = Some(logging::Logging::install(cli.verbose, quiet));
     // After the log (a bad value is warned about), before anything uses them.
-    settings::Settings::from_env().install();
+    let settings = settings::Settings::from_env();
+    ctx.lease_max = settings.lease_max;
+    settings.install();
     tracing::debug!(
         command = cli.command.name(),
         version = env!("CARGO_PKG_VERSION"),

@@ -67,7 +67,8 @@ impl Settings {
         }
     }
 
-    /// Hands each setting to the library that uses it, once, before any of them runs.
+    /// Hands each setting to the library that uses it, once, before any of them runs (the
+    /// lease maximum travels in the supervisor's `World` instead: `Ctx::world`).
     pub fn install(self) {
         if let Some(url) = self.store_url {
             loopx_kernel::store::set_url_override(url);
@@ -76,9 +77,6 @@ impl Settings {
             loopx_kernel::store::set_default_wait(wait);
         }
         loopx_kernel::time::set_host_skew(self.clock_skew_ms);
-        if let Some(max) = self.lease_max {
-            loopx_supervisor::set_lease_max(max);
-        }
         if let Some(name) = self.host_name {
             loopx_domain::process::set_host_name(name);
         }

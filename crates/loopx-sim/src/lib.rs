@@ -250,6 +250,7 @@ fn supervisor(
             me,
             alive: Arc::new(move |id| *id == alive),
             stores: loopx_supervisor::StoreCache::with_faults(faults),
+            lease_max: loopx_supervisor::LEASE_MAX,
         },
     }
 }

@@ -67,5 +67,5 @@ pub use run_loop::{
 };
 pub use shutdown::{Shutdown, Stopping};
 pub use signals::handle_signals;
-pub use slice::{ChannelReports, set_lease_max};
+pub use slice::{ChannelReports, LEASE_MAX};
 pub use store_cache::StoreCache;

@@ -41,6 +41,10 @@ pub struct World {
     pub alive: Arc<dyn Fn(&ProcessIdentity) -> bool + Send + Sync>,
     /// The supervisor's read-write store handles, opened once (`store_cache.rs`).
     pub stores: crate::store_cache::StoreCache,
+    /// The longest claim before a renewal: shorter frees a dead supervisor's todo sooner, at
+    /// the cost of more renewals (ten minutes unless the surface's
+    /// `LOOPX_LEASE_MAX` says otherwise; at least a second).
+    pub lease_max: std::time::Duration,
 }
 
 impl World {
@@ -51,7 +55,14 @@ impl World {
             me: crate::slice::process_identity(std::process::id()),
             alive: Arc::new(crate::slice::is_alive),
             stores: crate::store_cache::StoreCache::default(),
+            lease_max: crate::slice::LEASE_MAX,
         }
+    }
+
+    /// The same world with claims of at most `max` (at least a second) between renewals.
+    pub fn with_lease_max(mut self, max: std::time::Duration) -> World {
+        self.lease_max = max.max(std::time::Duration::from_secs(1));
+        self
     }
 }
 
@@ -294,7 +305,7 @@ impl BegunSlice {
     pub fn simulate(mut self, req: &RunOnce) -> SimulatedSlice {
         let started = self.begun.start_simulated(req);
         SimulatedSlice {
-            lease_ttl: slice::lease_ttl(&self.begun.setup),
+            lease_ttl: slice::lease_ttl(&self.begun.setup, req.world.lease_max),
             begun: self.begun,
             decision: self.decision,
             started,

@@ -51,8 +51,8 @@ pub(crate) const RECOVER_EVERY: Duration = Duration::from_secs(60);
 /// How often orphans are looked for: [`RECOVER_EVERY`], or half the longest lease when that is
 /// shorter, so that a dead peer's slice (on another host, judged by its lapsed lease) is
 /// closed soon after its lease ends.
-fn recover_every() -> Duration {
-    RECOVER_EVERY.min(crate::slice::lease_max() / 2)
+fn recover_every(lease_max: Duration) -> Duration {
+    RECOVER_EVERY.min(lease_max / 2)
 }
 
 /// How long a store that stayed busy, or another passing error, keeps an agent waiting.
@@ -449,7 +449,8 @@ impl Coordinator<'_> {
             }
             let now = self.clock.monotonic();
             let recovery_due = self.recover_at.is_some_and(|at| at <= now);
-            if (now.saturating_sub(last_recovery) >= recover_every() || recovery_due) && !stopping {
+            let every = recover_every(self.req.world.lease_max);
+            if (now.saturating_sub(last_recovery) >= every || recovery_due) && !stopping {
                 last_recovery = now;
                 self.recover_at = None;
                 self.recover(&mut |e| order.push(e));
@@ -573,14 +574,15 @@ impl Coordinator<'_> {
 
     /// How long to block for the next message.
     fn sleep_for(&self, now: Duration, draining: bool) -> Duration {
+        let every = recover_every(self.req.world.lease_max);
         if draining {
             // Only workers' ends matter now, and the recovery of a slice whose end could not
             // be recorded; the ends arrive as messages.
-            return self.recover_at.map_or_else(recover_every, |at| {
-                at.saturating_sub(now).min(recover_every())
-            });
+            return self
+                .recover_at
+                .map_or(every, |at| at.saturating_sub(now).min(every));
         }
-        let mut until = now + recover_every();
+        let mut until = now + every;
         for slot in self.slots.iter().filter(|s| !s.busy && s.ended.is_none()) {
             if let Some(due) = slot.due {
                 until = until.min(due);

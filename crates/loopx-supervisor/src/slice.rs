@@ -28,8 +28,8 @@ mod redact_log;
 mod run;
 mod stream;
 
-pub use begin::set_lease_max;
-pub(crate) use begin::{Began, Begun, actor, lease_max, lease_ttl, slice_path as slice_log_path};
+pub use begin::LEASE_MAX;
+pub(crate) use begin::{Began, Begun, actor, lease_ttl, slice_path as slice_log_path};
 pub use channel::ChannelReports;
 pub(crate) use contain::{contain, slice_redactor};
 pub(crate) use decide::{Next, decide};

@@ -56,7 +56,7 @@ pub fn run(ctx: &mut Ctx, args: DemoArgs) -> Result<(), ExpectedError> {
         run_for: Some(DEMO_LIMIT),
         on_gate: OnGate::Wait,
         shutdown,
-        world: loopx_supervisor::World::real(),
+        world: ctx.world(),
     };
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let app = ctx.app()?;

@@ -81,7 +81,7 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
             Some(OnGateArg::Wait) | None => OnGate::Wait,
         },
         shutdown,
-        world: loopx_supervisor::World::real(),
+        world: ctx.world(),
     };
     let log = ctx
         .logging
@@ -166,7 +166,7 @@ fn run_once(
         agent,
         loopx_exe,
         shutdown: Arc::clone(&shutdown),
-        world: loopx_supervisor::World::real(),
+        world: ctx.world(),
     };
     let log = ctx
         .logging

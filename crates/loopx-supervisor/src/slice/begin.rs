@@ -20,7 +20,7 @@ use loopx_domain::prompt::{PromptFor, prompt_values};
 /// slice is still being stopped and written back.
 const LEASE_MARGIN: Duration = Duration::from_secs(60);
 /// The longest claim taken at once, unless `LOOPX_LEASE_MAX` says otherwise; see [`lease_ttl`].
-const LEASE_MAX: Duration = Duration::from_secs(10 * 60);
+pub const LEASE_MAX: Duration = Duration::from_secs(10 * 60);
 /// The wall-time limit of a probe: the first slice after a vendor hold ended.
 const PROBE_MAX_TIME: Duration = Duration::from_secs(5 * 60);
 
@@ -149,7 +149,7 @@ impl Decided {
                 log: Some(slice_file(SLICE_PLACEHOLDER, "log")),
                 owner: Some(req.world.me.clone()),
             },
-            claim_ttl: lease_ttl(setup),
+            claim_ttl: lease_ttl(setup, req.world.lease_max),
             admit: setup.quota_request(0, 0.0, None),
         };
         let beginning = Beginning::start();
@@ -292,24 +292,12 @@ fn lost_race(c: &Conflict) -> bool {
 }
 
 /// How long a claim lasts before it must be renewed: the slice's whole run (wall time, grace,
-/// a margin) up to [`LEASE_MAX`]. A longer slice renews it while it runs, so a supervisor that
-/// dies frees its todo within minutes, not after the slice's whole limit.
-pub(crate) fn lease_ttl(setup: &AgentSetup) -> Duration {
+/// a margin) up to the supervisor's longest claim (`World::lease_max`, [`LEASE_MAX`] unless
+/// the surface's `LOOPX_LEASE_MAX` says otherwise). A longer slice renews it while it runs, so
+/// a supervisor that dies frees its todo within minutes, not after the slice's whole limit.
+pub(crate) fn lease_ttl(setup: &AgentSetup, lease_max: Duration) -> Duration {
     let limits = &setup.loaded.profile.limits;
-    (limits.max_time + limits.grace + LEASE_MARGIN).min(lease_max())
-}
-
-static LEASE_MAX_SET: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-
-/// Sets this process's longest claim before a renewal (the surface's `LOOPX_LEASE_MAX`), once:
-/// shorter frees a dead supervisor's todo sooner, at the cost of more renewals.
-pub fn set_lease_max(max: Duration) {
-    let _ = LEASE_MAX_SET.set(max.max(Duration::from_secs(1)));
-}
-
-/// [`LEASE_MAX`], or what [`set_lease_max`] set.
-pub(crate) fn lease_max() -> Duration {
-    LEASE_MAX_SET.get().copied().unwrap_or(LEASE_MAX)
+    (limits.max_time + limits.grace + LEASE_MARGIN).min(lease_max)
 }
 
 /// Who writes on the slice's behalf.

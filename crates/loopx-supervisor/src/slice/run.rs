@@ -148,7 +148,7 @@ impl Begun {
                     setup.agent.name.clone(),
                     todo,
                     epoch,
-                    lease_ttl(setup),
+                    lease_ttl(setup, req.world.lease_max),
                 )
             });
         let started = req.world.clock.monotonic();
