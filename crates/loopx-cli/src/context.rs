@@ -19,6 +19,9 @@ pub struct Ctx {
     pub logging: Option<crate::logging::Logging>,
     /// `LOOPX_LEASE_MAX`: the supervisor's longest claim before a renewal.
     pub lease_max: Option<std::time::Duration>,
+    /// `LOOPX_STORE_URL` and `LOOPX_STORE_WAIT_MS`: how the project's store is reached; every
+    /// project this process opens carries them.
+    pub store: loopx_kernel::StoreSettings,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -58,6 +61,7 @@ impl Ctx {
             out: BufWriter::new(Box::new(std::io::stdout())),
             logging: None,
             lease_max: None,
+            store: loopx_kernel::StoreSettings::default(),
         }
     }
 
@@ -82,7 +86,9 @@ impl Ctx {
             Some(dir) => Project::at(dir),
             None => Project::discover(&self.init_dir()?),
         };
-        let project = project.map_err(loopx_kernel::KernelError::from)?;
+        let project = project
+            .map_err(loopx_kernel::KernelError::from)?
+            .with_store(self.store.clone());
         tracing::debug!(root = %project.root().display(), "project");
         Ok(project)
     }

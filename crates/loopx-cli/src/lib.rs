@@ -79,6 +79,12 @@ pub fn main() -> ExitCode {
     // After the log (a bad value is warned about), before anything uses them.
     let settings = settings::Settings::from_env();
     ctx.lease_max = settings.lease_max;
+    ctx.store = loopx_kernel::StoreSettings {
+        url: settings.store_url.clone(),
+        wait: settings
+            .store_wait
+            .unwrap_or(loopx_kernel::store::DEFAULT_WAIT),
+    };
     settings.install();
     tracing::debug!(
         command = cli.command.name(),

@@ -68,14 +68,9 @@ impl Settings {
     }
 
     /// Hands each setting to the library that uses it, once, before any of them runs (the
-    /// lease maximum travels in the supervisor's `World` instead: `Ctx::world`).
+    /// store's settings and the lease maximum travel with the project and the supervisor's
+    /// `World` instead: `Ctx::project`, `Ctx::world`).
     pub fn install(self) {
-        if let Some(url) = self.store_url {
-            loopx_kernel::store::set_url_override(url);
-        }
-        if let Some(wait) = self.store_wait {
-            loopx_kernel::store::set_default_wait(wait);
-        }
         loopx_kernel::time::set_host_skew(self.clock_skew_ms);
         if let Some(name) = self.host_name {
             loopx_domain::process::set_host_name(name);

@@ -52,7 +52,7 @@ pub use check::check_consistency;
 pub use errors::{Conflict, Invalid, KernelError, ProjectError, Refused, StoreError};
 pub use ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId, SliceId, TodoId};
 pub use model::{Event, EventKind};
-pub use project::Project;
+pub use project::{Project, StoreSettings};
 pub use redact::Redactor;
 pub use store::{Op, Snapshot, Store};
 pub use time::{Clock, SharedClock, SystemClock, Timestamp};

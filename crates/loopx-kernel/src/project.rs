@@ -22,12 +22,33 @@ pub const STATE_DIR: &str = ".loopx";
 /// The store inside it.
 pub const STORE_FILE: &str = "state.redb";
 
-/// A project root and its state directory.
+/// A project root and its state directory, and how this process reaches its store.
 #[derive(Debug, Clone)]
 pub struct Project {
     root: PathBuf,
     /// `root/.loopx`; a staging directory while a new project is being built.
     state_dir: PathBuf,
+    store: StoreSettings,
+}
+
+/// How this process reaches a project's store, as its surface was told (`LOOPX_STORE_URL`,
+/// `LOOPX_STORE_WAIT_MS`, read once by the CLI): carried with the project to everything that
+/// opens the store, rather than set process-wide.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreSettings {
+    /// The store's database, whatever `[store] url` says.
+    pub url: Option<String>,
+    /// How long to wait for a busy store before giving up on a write (or an open).
+    pub wait: std::time::Duration,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        StoreSettings {
+            url: None,
+            wait: crate::store::DEFAULT_WAIT,
+        }
+    }
 }
 
 /// Where staging directories of new projects start their names.
@@ -47,6 +68,12 @@ impl Staged {
         &self.project
     }
 
+    /// The same staged project, its store reached as `store` says.
+    pub fn with_store(mut self, store: StoreSettings) -> Staged {
+        self.project.store = store;
+        self
+    }
+
     /// Renames the staging directory to `.loopx/`, unless something appeared there meanwhile
     /// (then [`ProjectError::AlreadyInitialised`], and the staging directory is removed).
     pub fn commit(mut self) -> Result<Project, ProjectError> {
@@ -59,7 +86,7 @@ impl Staged {
             Ok(()) => {
                 self.committed = true;
                 sync_dir(&root);
-                Ok(Project::with_root(root))
+                Ok(Project::with_root(root).with_store(self.project.store.clone()))
             }
             Err(e)
                 if matches!(
@@ -163,6 +190,7 @@ impl Project {
             project: Project {
                 root,
                 state_dir: staging,
+                store: StoreSettings::default(),
             },
             committed: false,
         };
@@ -181,7 +209,22 @@ impl Project {
 
     fn with_root(root: PathBuf) -> Project {
         let state_dir = root.join(STATE_DIR);
-        Project { root, state_dir }
+        Project {
+            root,
+            state_dir,
+            store: StoreSettings::default(),
+        }
+    }
+
+    /// The same project, its store reached as `store` says.
+    pub fn with_store(mut self, store: StoreSettings) -> Project {
+        self.store = store;
+        self
+    }
+
+    /// How this process reaches the project's store.
+    pub fn store_settings(&self) -> &StoreSettings {
+        &self.store
     }
 
     pub fn root(&self) -> &Path {

@@ -38,10 +38,7 @@ pub use apply::{
     OPEN_PROPOSALS, OPEN_QUESTIONS, OPEN_TODOS, ReplanTodo, Replanning, TypedOp,
 };
 pub use copy::CopyReport;
-pub use open::{
-    DEFAULT_WAIT, OpenOptions, SCHEMA_VERSION, Store, WriteLock, set_default_wait,
-    set_url_override, store_url, url_override,
-};
+pub use open::{DEFAULT_WAIT, OpenOptions, SCHEMA_VERSION, Store, WriteLock, store_url};
 pub use snapshot::{Snapshot, TodoCounts};
 
 pub(crate) use snapshot::TodoIndexRows;

@@ -273,7 +273,7 @@ fn worktree_end(
 /// The title of `todo` while `agent` still holds it under `epoch`: a slice that lost its
 /// claim lands nothing.
 fn held_todo(req: &RunOnce, todo: TodoId, agent: &AgentName, epoch: u64) -> Option<String> {
-    let found = retrying(&*req.world.clock, patience(), || {
+    let found = retrying(&*req.world.clock, patience(&req.project), || {
         req.world
             .stores
             .with(&req.project, |store| store.read(|s| s.todo(todo)))
@@ -315,7 +315,7 @@ pub(crate) fn write_back(
     actor: &str,
     f: &Finished<'_>,
 ) -> Result<SliceSummary, KernelError> {
-    let (wb, applied, result) = retrying(clock, patience(), || {
+    let (wb, applied, result) = retrying(clock, patience(project), || {
         stores.with(project, |store| attempt(store, actor, f, clock.now()))
     })?;
     Ok(summary(f, &wb, &applied, result))

@@ -478,7 +478,7 @@ pub fn run_check(
     // As a slice's log is read: escapes out first (a secret split by colour codes is whole
     // again), then control characters, then the secrets.
     let text = loopx_vocab::clean_text(loopx_vocab::strip_escapes(&ran.output).as_bytes());
-    ran.output = slice_redactor(&plan)
+    ran.output = slice_redactor(&plan, project)
         .redact(&text)
         .into_owned()
         .into_bytes();

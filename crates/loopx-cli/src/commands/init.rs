@@ -60,7 +60,7 @@ pub fn run(ctx: &mut Ctx, args: crate::args::InitArgs) -> Result<(), ExpectedErr
         Ok((project, found)) => (project, true, found),
         Err(ExpectedError::Kernel(KernelError::Project(ProjectError::AlreadyInitialised {
             path,
-        }))) => (existing(&dir, &path)?, false, Vec::new()),
+        }))) => (existing(ctx, &dir, &path)?, false, Vec::new()),
         Err(e) => return Err(e),
     };
     if ctx.json {
@@ -88,8 +88,14 @@ pub fn run(ctx: &mut Ctx, args: crate::args::InitArgs) -> Result<(), ExpectedErr
 }
 
 /// The project that is already in `dir`, if it is whole; else what is wrong and what to do.
-fn existing(dir: &std::path::Path, state_dir: &std::path::Path) -> Result<Project, ExpectedError> {
-    let project = Project::at(dir).map_err(KernelError::from)?;
+fn existing(
+    ctx: &Ctx,
+    dir: &std::path::Path,
+    state_dir: &std::path::Path,
+) -> Result<Project, ExpectedError> {
+    let project = Project::at(dir)
+        .map_err(KernelError::from)?
+        .with_store(ctx.store.clone());
     match Store::open_read(&project) {
         Ok(_) => Ok(project),
         Err(KernelError::Store(e)) => Err(ExpectedError::Reported {
@@ -139,7 +145,9 @@ fn create_with(
     dir: &std::path::Path,
     config: Option<&str>,
 ) -> Result<(Project, Vec<String>), ExpectedError> {
-    let staged = Project::stage(dir).map_err(KernelError::from)?;
+    let staged = Project::stage(dir)
+        .map_err(KernelError::from)?
+        .with_store(ctx.store.clone());
     let config = match config {
         // `[store]` last: it is the section a person copies to other hosts.
         Some(store) => format!("{DEFAULT_BUDGET}\n{store}"),

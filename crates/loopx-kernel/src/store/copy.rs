@@ -62,7 +62,7 @@ impl Store {
             }
             .into());
         }
-        let target = PgStore::open(url, OpenOptions::default().wait)?;
+        let target = PgStore::open(url, OpenOptions::for_project(&self.project).wait)?;
         let shown = target.shown();
         let _still = self.lock_writes()?;
         let (source_tables, source_digest) = self.read(|snap| digest(snap.kv()))?;

@@ -40,38 +40,24 @@ pub struct OpenOptions {
     pub wait: Duration,
 }
 
-/// How long to wait for a busy store unless [`set_default_wait`] said otherwise: a few
+/// How long to wait for a busy store unless the surface said otherwise: a few
 /// seconds, long enough to queue behind a burst of peers, short enough that a person is told
 /// what holds the store instead of staring at a hung command.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(5);
 
-static DEFAULT_WAIT_SET: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-
-/// Sets this process's default wait for a busy store, once (the surface reads it from its
-/// configuration at start).
-pub fn set_default_wait(wait: Duration) {
-    let _ = DEFAULT_WAIT_SET.set(wait);
-}
-
-impl Default for OpenOptions {
-    fn default() -> Self {
+impl OpenOptions {
+    /// As the project's store settings say ([`crate::project::StoreSettings`]).
+    pub fn for_project(project: &Project) -> OpenOptions {
         OpenOptions {
-            wait: DEFAULT_WAIT_SET.get().copied().unwrap_or(DEFAULT_WAIT),
+            wait: project.store_settings().wait,
         }
     }
 }
 
-static URL_OVERRIDE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// Puts this process's store in the database at `url`, whatever `[store] url` says (the
-/// surface's `LOOPX_STORE_URL`), once.
-pub fn set_url_override(url: String) {
-    let _ = URL_OVERRIDE.set(url);
-}
-
-/// The database URL this process was given instead of `[store] url`, if any.
-pub fn url_override() -> Option<&'static str> {
-    URL_OVERRIDE.get().map(String::as_str)
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions { wait: DEFAULT_WAIT }
+    }
 }
 
 /// The backend: a redb handle (read-write for changes, read-only, which never modifies the
@@ -196,7 +182,7 @@ impl WriteTxn {
 /// surface's `LOOPX_STORE_URL`), else `[store] url` in `.loopx/loopx.toml`; `None` is the redb
 /// file in `.loopx/`.
 pub fn store_url(project: &Project) -> Result<Option<String>, KernelError> {
-    if let Some(url) = url_override() {
+    if let Some(url) = &project.store_settings().url {
         return checked_url(url, "the environment variable LOOPX_STORE_URL").map(Some);
     }
     let path = project.state_dir().join("loopx.toml");
@@ -306,7 +292,7 @@ impl Store {
             db: Handle::Write(db),
             project: project.clone(),
             path,
-            options: OpenOptions::default(),
+            options: OpenOptions::for_project(project),
             redactor: crate::redact::Redactor::for_process_env(&[]),
             faults: None,
         };
@@ -322,7 +308,7 @@ impl Store {
         now: crate::time::Timestamp,
         actor: &str,
     ) -> Result<Store, KernelError> {
-        let store = Store::on_pg(project, url, OpenOptions::default())?;
+        let store = Store::on_pg(project, url, OpenOptions::for_project(project))?;
         // Checked and created in one transaction: two hosts running `init` at once make one
         // project, never two halves of one.
         let txn = store.begin_write()?;
@@ -394,7 +380,7 @@ impl Store {
 
     /// Opens the store of an existing project.
     pub fn open(project: &Project) -> Result<Store, KernelError> {
-        Store::open_with(project, OpenOptions::default())
+        Store::open_with(project, OpenOptions::for_project(project))
     }
 
     /// Opens with explicit options.
@@ -459,7 +445,7 @@ impl Store {
     }
 
     fn open_read_unshielded(project: &Project) -> Result<Store, KernelError> {
-        let options = OpenOptions::default();
+        let options = OpenOptions::for_project(project);
         if let Some(url) = store_url(project)? {
             return Store::open_pg(project, &url, options);
         }
@@ -478,7 +464,7 @@ impl Store {
         if schema < SCHEMA_VERSION {
             // Written by an older loopx: built once, by a read-write open, then read as usual.
             drop(store);
-            return Store::open_with_unshielded(project, OpenOptions::default());
+            return Store::open_with_unshielded(project, OpenOptions::for_project(project));
         }
         Ok(store)
     }
@@ -487,12 +473,12 @@ impl Store {
     /// recovery after a crash is reported (`StoreError::NeedsRepair`), not rewritten.
     pub fn open_inspect(project: &Project) -> Result<Store, KernelError> {
         if let Some(url) = store_url(project)? {
-            return Store::open_pg(project, &url, OpenOptions::default());
+            return Store::open_pg(project, &url, OpenOptions::for_project(project));
         }
         let path = project.store_path();
         shielded(&path.clone(), || {
             precheck(&path)?;
-            let options = OpenOptions::default();
+            let options = OpenOptions::for_project(project);
             let db = match open_retrying(&path, &options, |path| builder().open_read_only(path)) {
                 Ok(db) => db,
                 Err(StoreError::Open { source, .. })

@@ -228,7 +228,7 @@ impl Decided {
             goal,
             store: Some(store),
             record,
-            redactor: super::contain::slice_redactor(&plan),
+            redactor: super::contain::slice_redactor(&plan, &req.project),
             plan,
             guard,
             tree,

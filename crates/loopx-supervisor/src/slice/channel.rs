@@ -290,7 +290,7 @@ impl Serving {
                 new.work = loopx_git::work::mark_or_unknown(&self.work);
             }
         }
-        let written = retrying(&*self.clock, patience(), || {
+        let written = retrying(&*self.clock, patience(&self.project), || {
             self.stores.with(&self.project, |store| {
                 store
                     .apply_batch_redacted(
@@ -390,7 +390,7 @@ impl Serving {
 
     /// Records loopx's own evidence about the slice.
     fn record(&self, evidence: NewEvidence) {
-        let written = retrying(&*self.clock, patience(), || {
+        let written = retrying(&*self.clock, patience(&self.project), || {
             self.stores.with(&self.project, |store| {
                 store.apply(Op::EvidenceAdd(evidence.clone()), ACTOR, self.clock.now())
             })

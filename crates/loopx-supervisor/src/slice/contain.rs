@@ -294,7 +294,10 @@ impl Repository {
 /// kernel's patterns, loopx's secret-looking variables, the profile's secrets, and the value of
 /// every variable of loopx's environment the agent was *not* given, 8 bytes or longer and not
 /// a path or a URL: an agent that prints one found it somewhere it should not have.
-pub(crate) fn slice_redactor(plan: &LaunchPlan) -> loopx_kernel::Redactor {
+pub(crate) fn slice_redactor(
+    plan: &LaunchPlan,
+    project: &loopx_kernel::Project,
+) -> loopx_kernel::Redactor {
     let passed = |name: &str| {
         plan.env_allowlist.iter().any(|n| n == name)
             || plan.env_set.contains_key(name)
@@ -310,9 +313,10 @@ pub(crate) fn slice_redactor(plan: &LaunchPlan) -> loopx_kernel::Redactor {
                 && !value.contains(":/")
         })
         .fold(
-            store_password_hidden(loopx_kernel::Redactor::for_process_env(
-                &plan.secret_env_names,
-            )),
+            store_password_hidden(
+                loopx_kernel::Redactor::for_process_env(&plan.secret_env_names),
+                project,
+            ),
             |redactor, (_, value)| redactor.with_value(value),
         )
 }
@@ -320,8 +324,12 @@ pub(crate) fn slice_redactor(plan: &LaunchPlan) -> loopx_kernel::Redactor {
 /// Also hides the password of the store's database URL given to this process
 /// (`LOOPX_STORE_URL` is loopx's own, so the rule above passes it over, and a URL is skipped as
 /// a value).
-fn store_password_hidden(redactor: loopx_kernel::Redactor) -> loopx_kernel::Redactor {
-    match loopx_kernel::store::url_override().and_then(loopx_vocab::url_password) {
+fn store_password_hidden(
+    redactor: loopx_kernel::Redactor,
+    project: &loopx_kernel::Project,
+) -> loopx_kernel::Redactor {
+    let url = project.store_settings().url.as_deref();
+    match url.and_then(loopx_vocab::url_password) {
         Some(password) => redactor.with_value(password),
         None => redactor,
     }

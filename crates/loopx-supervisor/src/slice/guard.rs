@@ -120,7 +120,7 @@ impl SliceGuard {
             exit: None,
             output_bytes: 0,
             usage: None,
-            patience: patience(),
+            patience: patience(project),
         }
     }
 
@@ -218,10 +218,10 @@ impl Drop for SliceGuard {
     }
 }
 
-/// How long a slice's end keeps being retried: six times the store's busy wait
+/// How long a slice's end keeps being retried: six times the project's store's busy wait
 /// (`LOOPX_STORE_WAIT_MS`, 5 s by default), so 30 s unless configured.
-pub(crate) fn patience() -> Duration {
-    loopx_kernel::store::OpenOptions::default().wait * 6
+pub(crate) fn patience(project: &Project) -> Duration {
+    project.store_settings().wait * 6
 }
 
 /// Runs `write` until it succeeds, fails for a reason other than a busy or full store, or

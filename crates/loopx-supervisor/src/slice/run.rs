@@ -567,7 +567,7 @@ fn record_spawned(
     );
     std::thread::spawn(move || {
         let mut first = store;
-        let recorded = retrying(&*clock, patience(), || match first.take() {
+        let recorded = retrying(&*clock, patience(&project), || match first.take() {
             Some(store) => store.apply(op.clone(), &actor, clock.now()),
             None => stores.with(&project, |s| s.apply(op.clone(), &actor, clock.now())),
         });
