@@ -23,8 +23,7 @@ pub fn bounded(text: &str, max: usize) -> String {
     static REDACTOR: std::sync::OnceLock<crate::redact::Redactor> = std::sync::OnceLock::new();
     // The same redactor every store applies (`Store::open`).
     let redactor = REDACTOR.get_or_init(|| crate::redact::Redactor::for_process_env(&[]));
-    // Shown in terminals: an escape sequence the agent wrote is taken out, not obeyed.
-    clip(&loopx_vocab::printable(&redactor.redact(text)), max)
+    clip(&redactor.redact(text), max)
 }
 
 /// At most `max` characters, cut on a character boundary.
@@ -53,12 +52,6 @@ pub(crate) fn check_text(
 ) -> Result<(), Invalid> {
     if text.trim().is_empty() {
         return Err(Invalid::Empty { field });
-    }
-    if let Some(c) = text.chars().find(|c| loopx_vocab::unsafe_to_print(*c)) {
-        return Err(Invalid::Other(format!(
-            "`{field}` holds the character U+{:04X}, which a terminal would obey rather than show; remove it",
-            u32::from(c)
-        )));
     }
     let len = text.chars().count();
     if len > max {

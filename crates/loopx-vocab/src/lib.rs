@@ -41,9 +41,7 @@ pub use kinds::{
 pub use outcome::{Next, Outcome, OutcomePolicy, Streak};
 pub use permission::PermissionLevel;
 pub use secrets::{CREDENTIAL_WORDS, credential_word, looks_like_credential};
-pub use terminal::{
-    AnsiStripper, clean_text, printable, strip_ansi, strip_escapes, unsafe_to_print,
-};
+pub use terminal::{AnsiStripper, clean_text, strip_ansi, strip_escapes};
 pub use url::{percent_decoded, url_password};
 
 /// An error's message with its causes, one per line (`caused by: …`), each cause shown once:

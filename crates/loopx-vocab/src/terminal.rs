@@ -97,25 +97,14 @@ pub fn clean_text(stripped: &[u8]) -> String {
                     text.push('\n');
                 }
             }
-            c if unsafe_to_print(c) => {}
+            '\n' | '\t' => text.push(c),
+            c if c.is_control() => {}
+            // Bidi embeddings, overrides and isolates can make shown text lie about its order.
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {}
             c => text.push(c),
         }
     }
     text
-}
-
-/// A character a terminal would obey rather than show: every control character (C0, DEL,
-/// C1) but a line feed and a tab, and the bidirectional embeddings, overrides and isolates,
-/// which can make shown text lie about its order.
-pub fn unsafe_to_print(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t')
-        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
-/// Text as it may be stored and shown: its escape sequences and every character
-/// [`unsafe_to_print`] taken out (`\r\n` and a lone `\r` become `\n`).
-pub fn printable(text: &str) -> String {
-    clean_text(strip_escapes(text.as_bytes()).as_bytes())
 }
 
 /// One line read through a PTY as plain text: [`clean_text`] of it without its escape
