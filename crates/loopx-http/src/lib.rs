@@ -207,6 +207,7 @@ async fn accept_loop<S: Service>(
     };
     let live = Arc::new(Live::default());
     let pending = Arc::new(AtomicUsize::new(0));
+    let mut flooded = false;
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -224,9 +225,19 @@ async fn accept_loop<S: Service>(
         // unanswered at once. A connection counts against `max_connections` only once it is
         // accepted: what the check refuses (a slice's process) never takes a person's place.
         if pending.load(Ordering::SeqCst) >= CHECKS_PENDING {
+            // Said once per flood (again only after the queue drained), not once per dropped
+            // connection: a flood must not become a flood of the log as well.
+            if !flooded {
+                flooded = true;
+                tracing::warn!(
+                    waiting = CHECKS_PENDING,
+                    "connections arrive faster than they can be checked: new ones are closed unanswered until the queue drains"
+                );
+            }
             drop(stream);
             continue;
         }
+        flooded &= pending.load(Ordering::SeqCst) > 0;
         let checking = Pending::new(&pending);
         let (service, stop, live) = (Arc::clone(&service), stop.clone(), Arc::clone(&live));
         tokio::spawn(async move {
