@@ -91,9 +91,9 @@ impl App {
         &self.caller
     }
 
-    /// The current wall-clock time.
+    /// The current wall-clock time, as the project's store settings read it.
     pub fn now(&self) -> Timestamp {
-        Timestamp::now()
+        self.project.store_settings().clock.now()
     }
 
     /// Reads the store in one snapshot, opened read-only: for a surface's own projections

@@ -56,7 +56,7 @@ fn main() {
         )
         .expect("a goal");
     drop(store);
-    let world = World::real();
+    let world = World::real(Default::default(), Default::default());
     let exe = Path::new(env!("CARGO_BIN_EXE_loopx"));
     let mut rounds = Vec::with_capacity(polls);
     for i in 0..polls {

@@ -19,9 +19,11 @@ pub struct Ctx {
     pub logging: Option<crate::logging::Logging>,
     /// `LOOPX_LEASE_MAX`: the supervisor's longest claim before a renewal.
     pub lease_max: Option<std::time::Duration>,
-    /// `LOOPX_STORE_URL` and `LOOPX_STORE_WAIT_MS`: how the project's store is reached; every
-    /// project this process opens carries them.
+    /// `LOOPX_STORE_URL`, `LOOPX_STORE_WAIT_MS` and `LOOPX_CLOCK_SKEW_MS`: how the project's
+    /// store is reached and this host's clock; every project this process opens carries them.
     pub store: loopx_kernel::StoreSettings,
+    /// `LOOPX_HOST_ID`: the host the supervisor records its processes on.
+    pub host: loopx_domain::process::Host,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -37,7 +39,7 @@ impl Ctx {
     /// The supervisor's world: this process, the machine's clock, and the settings the
     /// environment gave.
     pub fn world(&self) -> loopx_supervisor::World {
-        let world = loopx_supervisor::World::real();
+        let world = loopx_supervisor::World::real(self.host.clone(), self.store.clock.clone());
         match self.lease_max {
             Some(max) => world.with_lease_max(max),
             None => world,
@@ -62,6 +64,7 @@ impl Ctx {
             logging: None,
             lease_max: None,
             store: loopx_kernel::StoreSettings::default(),
+            host: loopx_domain::process::Host::default(),
         }
     }
 
@@ -131,9 +134,9 @@ impl Ctx {
         loopx_vocab::actor::person(&user)
     }
 
-    /// The current wall-clock time.
+    /// The current wall-clock time, as the project's store settings read it.
     pub fn now(&self) -> Timestamp {
-        Timestamp::now()
+        self.store.clock.now()
     }
 
     /// Writes one line of human output, control characters made visible (agents write much of

@@ -77,15 +77,7 @@ pub fn main() -> ExitCode {
     let quiet = matches!(cli.command, args::Command::Sim(_));
     ctx.logging = Some(logging::Logging::install(cli.verbose, quiet));
     // After the log (a bad value is warned about), before anything uses them.
-    let settings = settings::Settings::from_env();
-    ctx.lease_max = settings.lease_max;
-    ctx.store = loopx_kernel::StoreSettings {
-        url: settings.store_url.clone(),
-        wait: settings
-            .store_wait
-            .unwrap_or(loopx_kernel::store::DEFAULT_WAIT),
-    };
-    settings.install();
+    settings::Settings::from_env().install(&mut ctx);
     tracing::debug!(
         command = cli.command.name(),
         version = env!("CARGO_PKG_VERSION"),

@@ -67,14 +67,18 @@ impl Settings {
         }
     }
 
-    /// Hands each setting to the library that uses it, once, before any of them runs (the
-    /// store's settings and the lease maximum travel with the project and the supervisor's
-    /// `World` instead: `Ctx::project`, `Ctx::world`).
-    pub fn install(self) {
-        loopx_kernel::time::set_host_skew(self.clock_skew_ms);
-        if let Some(name) = self.host_name {
-            loopx_domain::process::set_host_name(name);
-        }
+    /// Puts each setting in the command's context, before anything uses it: from there they
+    /// travel with every project it opens (`Ctx::project`) and with the supervisor's `World`
+    /// (`Ctx::world`).
+    pub fn install(self, ctx: &mut crate::context::Ctx) {
+        ctx.lease_max = self.lease_max;
+        ctx.store = loopx_kernel::StoreSettings {
+            url: self.store_url,
+            wait: self.store_wait.unwrap_or(loopx_kernel::store::DEFAULT_WAIT),
+            clock: loopx_kernel::WallClock::skewed(self.clock_skew_ms),
+            pools: Default::default(),
+        };
+        ctx.host = loopx_domain::process::Host::named(self.host_name.as_deref());
         if let Some(timeout) = self.git_timeout {
             loopx_git::set_timeout(timeout);
         }

@@ -69,7 +69,12 @@ impl Listener {
         if let Some((_, path)) = &socket
             && let Ok(Some(url)) = crate::store::store_url(project)
         {
-            listen_to_database(url, path.clone(), stop.clone());
+            listen_to_database(
+                url,
+                project.store_settings().clone(),
+                path.clone(),
+                stop.clone(),
+            );
         }
         Listener { socket, stop }
     }
@@ -96,7 +101,12 @@ impl Listener {
 }
 
 /// Passes the project's database notifications on to the socket at `bell` until `stop`.
-fn listen_to_database(url: String, bell: PathBuf, stop: Arc<AtomicBool>) {
+fn listen_to_database(
+    url: String,
+    settings: crate::StoreSettings,
+    bell: PathBuf,
+    stop: Arc<AtomicBool>,
+) {
     let spawned = std::thread::Builder::new()
         .name("doorbell-listen".to_owned())
         .spawn(move || {
@@ -105,7 +115,7 @@ fn listen_to_database(url: String, bell: PathBuf, stop: Arc<AtomicBool>) {
             };
             let _ = sender.set_nonblocking(true);
             while !stop.load(Ordering::Relaxed) {
-                let connected = crate::store::pg::listen(&url);
+                let connected = crate::store::pg::listen(&url, &settings);
                 let Ok((mut client, channel)) = connected else {
                     std::thread::sleep(Duration::from_secs(1));
                     continue;

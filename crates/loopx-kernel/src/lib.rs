@@ -55,4 +55,4 @@ pub use model::{Event, EventKind};
 pub use project::{Project, StoreSettings};
 pub use redact::Redactor;
 pub use store::{Op, Snapshot, Store};
-pub use time::{Clock, SharedClock, SystemClock, Timestamp};
+pub use time::{Clock, SharedClock, SystemClock, Timestamp, WallClock};

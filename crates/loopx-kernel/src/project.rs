@@ -32,14 +32,19 @@ pub struct Project {
 }
 
 /// How this process reaches a project's store, as its surface was told (`LOOPX_STORE_URL`,
-/// `LOOPX_STORE_WAIT_MS`, read once by the CLI): carried with the project to everything that
-/// opens the store, rather than set process-wide.
-#[derive(Debug, Clone, PartialEq)]
+/// `LOOPX_STORE_WAIT_MS`, `LOOPX_CLOCK_SKEW_MS`, read once by the CLI): carried with the project
+/// to everything that opens the store, rather than set process-wide. Clones share the
+/// PostgreSQL connections and the clock.
+#[derive(Debug, Clone)]
 pub struct StoreSettings {
     /// The store's database, whatever `[store] url` says.
     pub url: Option<String>,
     /// How long to wait for a busy store before giving up on a write (or an open).
     pub wait: std::time::Duration,
+    /// This host's clock, moved onto a database server's when the store is on one.
+    pub clock: crate::time::WallClock,
+    /// The PostgreSQL connections of this process, per URL: a command opens the store often.
+    pub pools: crate::store::pg::Pools,
 }
 
 impl Default for StoreSettings {
@@ -47,6 +52,8 @@ impl Default for StoreSettings {
         StoreSettings {
             url: None,
             wait: crate::store::DEFAULT_WAIT,
+            clock: crate::time::WallClock::default(),
+            pools: crate::store::pg::Pools::default(),
         }
     }
 }

@@ -7,11 +7,13 @@
 //! The supervisor reads time only through a [`Clock`]: [`SystemClock`] in production, a virtual
 //! clock in `loopx sim`, where a sleep advances time at once and the wall clock can be stepped
 //! (`docs/design/simulation.md`). The kernel itself never reads the clock: every operation is
-//! given its time.
+//! given its time. Its one reading of the machine's clock, [`WallClock`], is a value the
+//! surface builds (with the skew it was told) and the project carries (`StoreSettings`), so
+//! that a store on a database server can move it onto the server's clock: no process-wide
+//! setting.
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -22,10 +24,15 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct Timestamp(pub u64);
 
 impl Timestamp {
-    /// The current wall-clock time: this machine's, moved onto the shared store's clock once
-    /// that is known to differ (see [`adjust_clock`]).
+    /// The machine's wall-clock time as it is, for tests and benches; loopx itself reads a
+    /// [`WallClock`] (a host's skew, a store's clock).
     pub fn now() -> Self {
-        let ms = i128::from(host_now().0) + i128::from(CLOCK_OFFSET_MS.load(Ordering::Relaxed));
+        WallClock::default().host_now()
+    }
+
+    /// This instant moved `ms` (negative: earlier), saturating.
+    fn moved(self, ms: i64) -> Self {
+        let ms = i128::from(self.0) + i128::from(ms);
         Timestamp(u64::try_from(ms.max(0)).unwrap_or(u64::MAX))
     }
 
@@ -64,24 +71,26 @@ pub trait Clock: Send + Sync + fmt::Debug {
 /// A clock shared by everything one supervisor runs.
 pub type SharedClock = Arc<dyn Clock>;
 
-/// The machine's clocks: `SystemTime` for the wall, `Instant` for the monotonic time.
-#[derive(Debug, Clone, Copy)]
+/// The machine's clocks: a [`WallClock`] for the wall, `Instant` for the monotonic time.
+#[derive(Debug, Clone)]
 pub struct SystemClock {
     origin: Instant,
+    wall: WallClock,
 }
 
 impl SystemClock {
-    /// The machine's clock, as a [`SharedClock`].
-    pub fn shared() -> SharedClock {
+    /// The machine's clock, read as `wall` reads it, as a [`SharedClock`].
+    pub fn shared(wall: WallClock) -> SharedClock {
         Arc::new(SystemClock {
             origin: Instant::now(),
+            wall,
         })
     }
 }
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
-        Timestamp::now()
+        self.wall.now()
     }
 
     fn monotonic(&self) -> Duration {
@@ -93,32 +102,46 @@ impl Clock for SystemClock {
     }
 }
 
-static HOST_SKEW_MS: OnceLock<i64> = OnceLock::new();
-static CLOCK_OFFSET_MS: AtomicI64 = AtomicI64::new(0);
-
-/// Puts this process's wall clock `ms` off the host's (negative: behind), as on a host whose
-/// clock is wrong: for tests and drills of several hosts on one machine (the surface's
-/// `LOOPX_CLOCK_SKEW_MS`). Once, before the clock is first read.
-pub fn set_host_skew(ms: i64) {
-    let _ = HOST_SKEW_MS.set(ms);
+/// This host's wall clock as loopx reads it: the machine's, put a skew off as the surface was
+/// told (`LOOPX_CLOCK_SKEW_MS`: a host whose clock is wrong, for tests and drills of several
+/// hosts on one machine), then moved onto a shared store's clock once that is known to differ
+/// (`store/pg.rs`; every host must agree on when a lease ends). Clones share the move: a
+/// project's store settings and the supervisor's clock are one clock.
+#[derive(Debug, Clone, Default)]
+pub struct WallClock {
+    skew_ms: i64,
+    offset_ms: Arc<AtomicI64>,
 }
 
-/// This host's wall clock (with its skew, [`set_host_skew`]), before any move onto a store's
-/// clock.
-pub fn host_now() -> Timestamp {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    let ms = i128::try_from(since.as_millis()).unwrap_or(i128::MAX)
-        + i128::from(HOST_SKEW_MS.get().copied().unwrap_or(0));
-    Timestamp(u64::try_from(ms.max(0)).unwrap_or(u64::MAX))
-}
+impl WallClock {
+    /// The machine's clock put `ms` off (negative: behind).
+    pub fn skewed(ms: i64) -> WallClock {
+        WallClock {
+            skew_ms: ms,
+            offset_ms: Arc::default(),
+        }
+    }
 
-/// Puts this process's wall clock `ms` from the host's: a store on a database server found
-/// this host's clock that far behind its own (`store/pg.rs`), and every host must agree on
-/// when a lease ends.
-pub fn set_clock_offset(ms: i64) {
-    CLOCK_OFFSET_MS.store(ms, Ordering::Relaxed);
+    /// The current wall-clock time: this host's, moved onto the shared store's clock once that
+    /// is known to differ.
+    pub fn now(&self) -> Timestamp {
+        self.host_now()
+            .moved(self.offset_ms.load(Ordering::Relaxed))
+    }
+
+    /// This host's wall clock (with its skew), before any move onto a store's clock.
+    pub fn host_now(&self) -> Timestamp {
+        let since = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp(u64::try_from(since.as_millis()).unwrap_or(u64::MAX)).moved(self.skew_ms)
+    }
+
+    /// Moves this clock `ms` from the host's: a store on a database server found this host's
+    /// clock that far behind its own.
+    pub(crate) fn follow(&self, ms: i64) {
+        self.offset_ms.store(ms, Ordering::Relaxed);
+    }
 }
 
 /// The latest time loopx stores: leases, holds and windows further out are refused as input.

@@ -141,17 +141,23 @@ fn skewed_host_probe() {
     };
     // The skew a surface reads from `LOOPX_CLOCK_SKEW_MS` at its edge.
     let skew = std::env::var("LOOPX_CLOCK_SKEW_MS").expect("skew");
-    loopx_kernel::time::set_host_skew(skew.parse().expect("ms"));
-    let project = Project::at(std::path::Path::new(&root)).expect("project");
+    let settings = loopx_kernel::StoreSettings {
+        clock: loopx_kernel::WallClock::skewed(skew.parse().expect("ms")),
+        ..Default::default()
+    };
+    let clock = settings.clock.clone();
+    let project = Project::at(std::path::Path::new(&root))
+        .expect("project")
+        .with_store(settings);
     // Read before the store is opened: the clock as the host has it, an hour fast.
-    let host_now = loopx_kernel::Timestamp::now();
+    let host_now = clock.now();
     let store = Store::open(&project).expect("open");
     store
         .apply(add_agent("skewed"), "host:skewed", host_now)
         .expect("write");
-    // Once the store is open, the process's clock is the database's.
+    // Once the store is open, the project's clock is the database's.
     let db = store.database_now().expect("now").expect("db");
-    assert!(loopx_kernel::Timestamp::now().0.abs_diff(db.0) < 60_000);
+    assert!(clock.now().0.abs_diff(db.0) < 60_000);
 }
 
 #[test]

@@ -248,6 +248,7 @@ fn supervisor(
         world: World {
             clock: clock.clone(),
             me,
+            host: Default::default(),
             alive: Arc::new(move |id| *id == alive),
             stores: loopx_supervisor::StoreCache::with_faults(faults),
             lease_max: loopx_supervisor::LEASE_MAX,

@@ -727,7 +727,7 @@ mod tests {
         write_back(
             &crate::store_cache::StoreCache::default(),
             project,
-            &*loopx_kernel::SystemClock::shared(),
+            &*loopx_kernel::SystemClock::shared(Default::default()),
             "agent:exec",
             finished,
         )
@@ -980,7 +980,7 @@ mod tests {
                     ended_at: T0.plus(Duration::from_secs(2)),
                     ..loopx_domain::writeback::test_finished(&agent)
                 };
-                let summary = write_back(&crate::store_cache::StoreCache::default(), &project, &*loopx_kernel::SystemClock::shared(), "agent:exec", &finished)
+                let summary = write_back(&crate::store_cache::StoreCache::default(), &project, &*loopx_kernel::SystemClock::shared(Default::default()), "agent:exec", &finished)
                     .expect("the writeback lands");
                 prop_assert_eq!(summary.writeback, "applied");
                 let store = Store::open_read(&project).expect("store");

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use loopx_kernel::model::{ProcessIdentity, SliceKind};
-use loopx_kernel::{Project, SharedClock, SliceId, SystemClock, Timestamp, TodoId};
+use loopx_kernel::{Project, SharedClock, SliceId, SystemClock, Timestamp, TodoId, WallClock};
 use loopx_quota::Decision;
 
 use crate::commit::SliceSummary;
@@ -37,6 +37,8 @@ pub struct World {
     pub clock: SharedClock,
     /// This supervisor, as the slices it begins record their owner.
     pub me: ProcessIdentity,
+    /// The host the processes it starts are recorded on.
+    pub host: loopx_domain::process::Host,
     /// Whether the supervisor with this identity still runs (recovery leaves its slices be).
     pub alive: Arc<dyn Fn(&ProcessIdentity) -> bool + Send + Sync>,
     /// The supervisor's read-write store handles, opened once (`store_cache.rs`).
@@ -48,11 +50,13 @@ pub struct World {
 }
 
 impl World {
-    /// This process, the machine's clock, and `/proc` for other supervisors.
-    pub fn real() -> World {
+    /// This process on `host`, the machine's clock read as `wall` reads it, and `/proc` for
+    /// other supervisors.
+    pub fn real(host: loopx_domain::process::Host, wall: WallClock) -> World {
         World {
-            clock: SystemClock::shared(),
-            me: crate::slice::process_identity(std::process::id()),
+            clock: SystemClock::shared(wall),
+            me: host.identity(std::process::id()),
+            host,
             alive: Arc::new(crate::slice::is_alive),
             stores: crate::store_cache::StoreCache::default(),
             lease_max: crate::slice::LEASE_MAX,

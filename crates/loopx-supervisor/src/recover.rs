@@ -69,7 +69,8 @@ impl Recovered {
 
 /// Finds and closes every orphaned slice of `project`, as this process.
 pub fn recover(project: &Project) -> Result<Vec<Recovered>, SupervisorError> {
-    recover_in(project, &World::real())
+    let wall = project.store_settings().clock.clone();
+    recover_in(project, &World::real(Default::default(), wall))
 }
 
 /// Finds and closes every orphaned slice of `project`, as the supervisor `world.me`.
@@ -276,7 +277,6 @@ mod tests {
     use loopx_kernel::store::{Applied, BeginSlice, NewGoal, NewSlice, QuotaRequest};
 
     use super::*;
-    use crate::slice::process_identity;
 
     fn begun(project: &Project) -> loopx_kernel::SliceId {
         let store = Store::create(project, Timestamp::now(), "human:t").expect("store");
@@ -318,7 +318,7 @@ mod tests {
                 limit_secs: 60,
                 log: None,
                 // This very process, as a supervisor whose worker is gone.
-                owner: Some(process_identity(std::process::id())),
+                owner: Some(loopx_domain::process::Host::default().identity(std::process::id())),
             },
             claim_ttl: Duration::from_secs(60),
             admit: QuotaRequest {
@@ -367,7 +367,7 @@ mod tests {
         let guard = crate::slice::SliceGuard::new(
             &project,
             &crate::store_cache::StoreCache::default(),
-            &loopx_kernel::SystemClock::shared(),
+            &loopx_kernel::SystemClock::shared(Default::default()),
             slice,
             crate::slice::Beginning::start(),
         );

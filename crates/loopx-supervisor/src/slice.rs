@@ -37,6 +37,6 @@ pub(crate) use guard::{ACTOR, LiveSlices, patience, retrying};
 #[cfg(test)]
 pub(crate) use guard::{Beginning, SliceGuard};
 pub(crate) use launch::marker;
-pub(crate) use loopx_domain::process::{is_alive, process_identity};
+pub(crate) use loopx_domain::process::is_alive;
 pub(crate) use loopx_pty::{Room, remove_room, room_has};
 pub(crate) use run::Observed;

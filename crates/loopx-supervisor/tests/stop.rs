@@ -48,7 +48,7 @@ fn request(project: &Project, shutdown: &Arc<Shutdown>) -> RunOnce {
         agent: Some("a".into()),
         loopx_exe: "/nonexistent/loopx".into(),
         shutdown: Arc::clone(shutdown),
-        world: loopx_supervisor::World::real(),
+        world: loopx_supervisor::World::real(Default::default(), Default::default()),
     }
 }
 

@@ -18,7 +18,7 @@ use loopx_kernel::model::Isolation;
 use loopx_kernel::store::AnswerChoice;
 use loopx_kernel::store::NewAgent;
 use loopx_kernel::store::NewGoal;
-use loopx_kernel::{AgentName, Op, Project, Store, Timestamp};
+use loopx_kernel::{AgentName, Op, Project, Store};
 use loopx_supervisor::{EndReason, OnGate, RunEvent, RunLoop, Shutdown};
 
 use super::init::DEMO_PROFILE;
@@ -61,7 +61,7 @@ pub fn run(ctx: &mut Ctx, args: DemoArgs) -> Result<(), ExpectedError> {
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let app = ctx.app()?;
     let end = loopx_supervisor::run_loop(&req, &mut |event| {
-        say(&super::run::event_line(event));
+        say(&super::run::event_line(event, req.world.clock.now()));
         if let RunEvent::Question { gate, options, .. } = event {
             // Asked on a thread of its own: the loop (and Ctrl-C) must not wait for the person.
             let (app, gate, options) = (app.clone(), gate.clone(), options.clone());
@@ -174,7 +174,7 @@ fn setup(ctx: &Ctx, project: &Project) -> Result<(), ExpectedError> {
             agent("reviewer", "demo-reviewer", "reviewer")?,
         ],
         &actor,
-        Timestamp::now(),
+        ctx.now(),
     )?;
     Ok(())
 }

@@ -109,7 +109,7 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
                 let _ = out.flush();
             }
         } else {
-            say(&event_line(event));
+            say(&event_line(event, req.world.clock.now()));
         }
     });
     if let Some(notifier) = notifier {
@@ -174,7 +174,10 @@ fn run_once(
         .and_then(|logging| logging.start_run_log(&req.project, &secret_names(ctx)));
     let recovered = loopx_supervisor::recover_in(&req.project, &req.world)?;
     for r in &recovered {
-        say(&event_line(&RunEvent::Recovered(r.clone())));
+        say(&event_line(
+            &RunEvent::Recovered(r.clone()),
+            req.world.clock.now(),
+        ));
     }
     // A cron-driven `run --once` is the only supervisor some setups have: it polls the due
     // monitors first, so that the work after a met one can be decided on now.
@@ -183,10 +186,12 @@ fn run_once(
             shutdown.requested()
         })?;
     for poll in polled.polls {
-        say(&event_line(&RunEvent::Polled(poll)));
+        say(&event_line(&RunEvent::Polled(poll), req.world.clock.now()));
     }
     let notifier = notifier(&req.project)?;
-    let once = loopx_supervisor::run_once(&req, &mut |step| say(&step_line(&step)))?;
+    let once = loopx_supervisor::run_once(&req, &mut |step| {
+        say(&step_line(&step, req.world.clock.now()))
+    })?;
     if let (Some(mut notifier), Once::Ran { slice, .. }) = (notifier, &once) {
         notify_slice(&mut notifier, ctx.app().ok().as_ref(), slice);
         notifier.finish();
@@ -209,7 +214,10 @@ fn run_once(
             }
         }
         Once::Refused { agent, until, .. } => {
-            let until = until.map_or_else(|| "resumed".to_owned(), at_and_in);
+            let until = until.map_or_else(
+                || "resumed".to_owned(),
+                |at| at_and_in(at, req.world.clock.now()),
+            );
             say(&format!(
                 "{agent}: wait until {until}: quota refused the slice: {}",
                 report.reason
@@ -283,7 +291,7 @@ fn notifier(
     let Some(mut notifier) = loopx_supervisor::Notifier::load(project)? else {
         return Ok(None);
     };
-    match notifier.seek_approval(loopx_kernel::Timestamp::now())? {
+    match notifier.seek_approval(project.store_settings().clock.now())? {
         None => {}
         Some(gate) if gate.state == loopx_kernel::model::GateState::Open => say(&format!(
             "notifications are off: the command in .loopx/loopx.toml waits for a person's approval in {} (answer with: loopx gate answer {} approve)",
@@ -391,7 +399,7 @@ fn say(line: &str) {
     );
 }
 
-fn step_line(step: &Step<'_>) -> String {
+fn step_line(step: &Step<'_>, now: Timestamp) -> String {
     match step {
         Step::Decided {
             agent,
@@ -419,11 +427,11 @@ fn step_line(step: &Step<'_>) -> String {
             format!("slice {slice} started: {kind}{on} (log {log})")
         }
         Step::Spawned { slice, pid } => format!("slice {slice} spawned: pid {pid}"),
-        Step::Ended(s) => ended_line(s),
+        Step::Ended(s) => ended_line(s, now),
     }
 }
 
-fn ended_line(s: &SliceSummary) -> String {
+fn ended_line(s: &SliceSummary, now: Timestamp) -> String {
     let took = short_duration(std::time::Duration::from_millis(s.duration_ms));
     let exit = s
         .exit
@@ -472,7 +480,7 @@ fn ended_line(s: &SliceSummary) -> String {
         ));
     }
     if let Some(until) = s.hold_until {
-        wrote.push(format!("account held until {}", at_and_in(until)));
+        wrote.push(format!("account held until {}", at_and_in(until, now)));
     }
     if s.goal_done {
         wrote.push("the goal is done".to_owned());
@@ -506,7 +514,7 @@ fn ended_line(s: &SliceSummary) -> String {
 }
 
 /// The progress line of a loop event.
-pub(crate) fn event_line(event: &RunEvent) -> String {
+pub(crate) fn event_line(event: &RunEvent, now: Timestamp) -> String {
     match event {
         RunEvent::Running { agents, pid } => {
             format!("loopx run (pid {pid}): agents {}", agents.join(", "))
@@ -544,14 +552,16 @@ pub(crate) fn event_line(event: &RunEvent) -> String {
         RunEvent::SliceEnded(s) => {
             // Both lines name the agent: peers' lines interleave.
             let agent = &s.agent;
-            format!("{agent}: {}", ended_line(s)).replace("\nslice ", &format!("\n{agent}: slice "))
+            format!("{agent}: {}", ended_line(s, now))
+                .replace("\nslice ", &format!("\n{agent}: slice "))
         }
         RunEvent::Paused {
             agent,
             until,
             reason,
         } => {
-            let until = until.map_or_else(|| "resumed by a person".to_owned(), at_and_in);
+            let until =
+                until.map_or_else(|| "resumed by a person".to_owned(), |at| at_and_in(at, now));
             format!("{agent}: paused until {until}: {reason}")
         }
         RunEvent::Resumed { agent } => format!("{agent}: resumed"),
@@ -576,7 +586,7 @@ pub(crate) fn event_line(event: &RunEvent) -> String {
             let exit = p.exit.map(|c| format!(" (exit {c})")).unwrap_or_default();
             let then = match (&p.gate, p.next_at) {
                 (Some(gate), _) => format!("; a person is asked: gate {gate}"),
-                (None, Some(at)) => format!("; next poll at {}", at_and_in(at)),
+                (None, Some(at)) => format!("; next poll at {}", at_and_in(at, now)),
                 (None, None) => String::new(),
             };
             format!("monitor {} polled: {}{exit}{then}", p.todo, p.result)
@@ -612,10 +622,7 @@ pub(crate) fn event_line(event: &RunEvent) -> String {
     }
 }
 
-/// `2026-11-30T15:00:00Z (in 5m)`: the instant, and how far it is.
-fn at_and_in(at: Timestamp) -> String {
-    format!(
-        "{at} ({})",
-        crate::output::views::relative(Timestamp::now(), at)
-    )
+/// `2026-11-30T15:00:00Z (in 5m)`: the instant, and how far it is from `now`.
+fn at_and_in(at: Timestamp, now: Timestamp) -> String {
+    format!("{at} ({})", crate::output::views::relative(now, at))
 }

@@ -5,7 +5,7 @@
 use sha2::{Digest, Sha256};
 
 use super::kv::{ALL_KEYS, KvRead, KvReadExt, Table};
-use super::open::{OpenOptions, Store};
+use super::open::Store;
 use super::pg::PgStore;
 use crate::errors::{KernelError, StoreError};
 
@@ -62,7 +62,8 @@ impl Store {
             }
             .into());
         }
-        let target = PgStore::open(url, OpenOptions::for_project(&self.project).wait)?;
+        let settings = self.project.store_settings();
+        let target = PgStore::open(url, settings.wait, settings)?;
         let shown = target.shown();
         let _still = self.lock_writes()?;
         let (source_tables, source_digest) = self.read(|snap| digest(snap.kv()))?;

@@ -346,7 +346,7 @@ impl Store {
 
     /// A handle on the PostgreSQL store at `url`, its layout brought up to date.
     fn on_pg(project: &Project, url: &str, options: OpenOptions) -> Result<Store, KernelError> {
-        let pg = PgStore::open(url, options.wait)?;
+        let pg = PgStore::open(url, options.wait, project.store_settings())?;
         // The URL's password is a secret like any other: no text the store keeps holds it.
         let mut redactor = crate::redact::Redactor::for_process_env(&[]);
         if let Some(password) = loopx_vocab::url_password(url) {

@@ -17,7 +17,8 @@
 //! - The layout has a version (`loopx_migrations`); each process brings it up to date once,
 //!   under an advisory lock, and refuses a layout newer than it knows.
 //!
-//! Connections are pooled per process and URL (a loopx command opens the store several times).
+//! Connections are pooled per URL in the [`Pools`] the project's store settings carry (a loopx
+//! command opens the store several times).
 //! The URL's password never leaves this module: errors and `Store::path` show the URL without
 //! it.
 
@@ -35,7 +36,8 @@ use postgres::{Client, NoTls};
 
 use super::kv::{Key, KvRead, KvWrite, Range, Table, Visit};
 use crate::errors::{KernelError, StoreError};
-use crate::time::Timestamp;
+use crate::project::StoreSettings;
+use crate::time::{Timestamp, WallClock};
 
 /// The layout migrations, in order; the layout's version is how many have been applied. Never
 /// change one that shipped: add another.
@@ -99,8 +101,8 @@ pub fn redact_url(url: &str) -> String {
 
 /// A connection of its own to the store at `url` and the project's notification channel, for a
 /// doorbell listener.
-pub fn listen(url: &str) -> Result<(Client, String), KernelError> {
-    let store = PgStore::open(url, Duration::from_secs(5))?;
+pub fn listen(url: &str, settings: &StoreSettings) -> Result<(Client, String), KernelError> {
+    let store = PgStore::open(url, Duration::from_secs(5), settings)?;
     Ok((store.connect_alone()?, store.channel()))
 }
 
@@ -121,9 +123,15 @@ struct Pool {
 
 const MAX_IDLE: usize = 8;
 
-fn pools() -> &'static Mutex<HashMap<String, Arc<Pool>>> {
-    static POOLS: OnceLock<Mutex<HashMap<String, Arc<Pool>>>> = OnceLock::new();
-    POOLS.get_or_init(Mutex::default)
+/// The connection pools of whoever opens stores, one per URL; clones share them, so two
+/// stores on one URL share its connections.
+#[derive(Clone, Default)]
+pub struct Pools(Arc<Mutex<HashMap<String, Arc<Pool>>>>);
+
+impl std::fmt::Debug for Pools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pools")
+    }
 }
 
 impl Pool {
@@ -203,6 +211,8 @@ fn channel_of(schema: &str) -> String {
 pub(crate) struct PgStore {
     pool: Arc<Pool>,
     wait: Duration,
+    /// The clock this store moves onto the database's.
+    clock: WallClock,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -212,11 +222,15 @@ impl std::fmt::Debug for PgStore {
 }
 
 impl PgStore {
-    /// Connects (through the process's pool) and brings the layout up to date.
-    pub(crate) fn open(url: &str, wait: Duration) -> Result<PgStore, KernelError> {
+    /// Connects (through the settings' pool) and brings the layout up to date.
+    pub(crate) fn open(
+        url: &str,
+        wait: Duration,
+        settings: &StoreSettings,
+    ) -> Result<PgStore, KernelError> {
         let shown = PathBuf::from(redact_url(url));
         let pool = {
-            let mut pools = pools().lock().unwrap_or_else(|e| e.into_inner());
+            let mut pools = settings.pools.0.lock().unwrap_or_else(|e| e.into_inner());
             match pools.get(url) {
                 Some(pool) => pool.clone(),
                 None => {
@@ -253,7 +267,11 @@ impl PgStore {
                 }
             }
         };
-        let store = PgStore { pool, wait };
+        let store = PgStore {
+            pool,
+            wait,
+            clock: settings.clock.clone(),
+        };
         if store.pool.channel.get().is_none() {
             let channel = store.migrate()?;
             store.follow_database_clock()?;
@@ -345,18 +363,18 @@ impl PgStore {
         result
     }
 
-    /// Puts this process's clock on the database's when they differ by more than
+    /// Puts the settings' clock on the database's when they differ by more than
     /// [`TRUSTED_SKEW`]: every host then judges leases, holds and windows by one clock.
     fn follow_database_clock(&self) -> Result<(), KernelError> {
         // Against this host's own clock (not one already moved): measuring twice, from two
         // threads, sets the same offset instead of adding it twice.
-        let before = crate::time::host_now();
+        let before = self.clock.host_now();
         let db = self.now()?;
-        let after = crate::time::host_now();
+        let after = self.clock.host_now();
         let local = i128::from(before.0) + (i128::from(after.0) - i128::from(before.0)) / 2;
         let offset = i128::from(db.0) - local;
         if offset.unsigned_abs() > TRUSTED_SKEW.as_millis() {
-            crate::time::set_clock_offset(i64::try_from(offset).unwrap_or(0));
+            self.clock.follow(i64::try_from(offset).unwrap_or(0));
         }
         Ok(())
     }

@@ -23,7 +23,6 @@ use crate::once::{RunOnce, Step};
 use crate::renew::Renewal;
 use loopx_domain::judge::{Judged, judge};
 use loopx_domain::judge::{ProcessEnd, Ran};
-use loopx_domain::process::process_identity;
 use loopx_git::scope::{self, SliceChanges};
 use loopx_kernel::report::Reporter;
 use loopx_pty::LaunchSpec;
@@ -173,7 +172,7 @@ impl Begun {
                 self.store.take(),
                 self.record.id,
                 &setup.agent.name,
-                process_identity(pid),
+                req.world.host.identity(pid),
                 containment,
             ));
             on_step(Step::Spawned {
