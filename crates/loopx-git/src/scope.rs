@@ -266,6 +266,25 @@ impl GitOutput {
     }
 }
 
+/// What every git command runs with, whatever the repository's config says. That config is the
+/// agent's to write when it runs unsandboxed (in the sandbox `.git/config` is read-only):
+/// nothing in it may run a program here.
+const SAFE_CONFIG: &[&str] = &[
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    "core.hooksPath=/dev/null",
+    // A nested repository is the agent's too: git would run `status` inside it, with its
+    // config (a clean filter is a program).
+    "diff.ignoreSubmodules=all",
+    "submodule.recurse=false",
+    // What an agent can write in `.git` when it is not read-only (a slice without namespaces,
+    // or `mode = "off"`) and that changes what git reports without changing a file: the
+    // commit-graph and the multi-pack index name commits' trees and objects' places (replace
+    // refs and grafts: the environment below).
+    "core.commitGraph=false",
+    "core.multiPackIndex=false",
+];
+
 /// Runs git in `dir` with `env` added, for at most [`crate::timeout`]; how it ended, or why it
 /// could not run (or was stopped at the deadline).
 pub fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutput, GitError> {
@@ -274,30 +293,7 @@ pub fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutp
     command
         .arg("-C")
         .arg(dir)
-        // The repository's config is the agent's to write when it runs unsandboxed (in the
-        // sandbox `.git/config` is read-only): nothing in it may run a program here.
-        .args([
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "core.untrackedCache=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-            // A nested repository is the agent's too: git would run `status` inside it, with
-            // its config (a clean filter is a program).
-            "-c",
-            "diff.ignoreSubmodules=all",
-            "-c",
-            "submodule.recurse=false",
-            // What an agent can write in `.git` when it is not read-only (a slice without
-            // namespaces, or `mode = "off"`) and that changes what git reports without
-            // changing a file: the commit-graph and the multi-pack index name commits' trees
-            // and objects' places (replace refs and grafts: the environment below).
-            "-c",
-            "core.commitGraph=false",
-            "-c",
-            "core.multiPackIndex=false",
-        ])
+        .args(SAFE_CONFIG.iter().flat_map(|setting| ["-c", setting]))
         .args(args)
         // Only what git needs: no credential of loopx's reaches a program git might start.
         .env_clear()

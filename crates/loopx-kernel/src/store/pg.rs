@@ -314,53 +314,57 @@ impl PgStore {
                 }
             }
         }
-        let result = (|| -> Result<String, KernelError> {
-            let mut txn = conn.client.transaction().map_err(|e| self.err(e))?;
-            // Per schema, so that projects sharing a database do not wait on each other.
-            txn.execute(
-                "SELECT pg_advisory_xact_lock(hashtext('loopx:' || current_schema()))",
-                &[],
-            )
-            .map_err(|e| self.err(e))?;
-            txn.batch_execute(
-                "CREATE TABLE IF NOT EXISTS loopx_migrations (
-                     version integer PRIMARY KEY,
-                     applied_at timestamptz NOT NULL DEFAULT now()
-                 )",
-            )
-            .map_err(|e| self.err(e))?;
-            let found: i64 = txn
-                .query_one(
-                    "SELECT coalesce(max(version), 0)::bigint FROM loopx_migrations",
-                    &[],
-                )
-                .map_err(|e| self.err(e))?
-                .get(0);
-            if found > LAYOUT_VERSION {
-                return Err(StoreError::TooNew {
-                    path: self.pool.shown.clone(),
-                    found: found as u64,
-                    supported: LAYOUT_VERSION as u64,
-                }
-                .into());
-            }
-            for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-                txn.batch_execute(sql).map_err(|e| self.err(e))?;
-                txn.execute(
-                    "INSERT INTO loopx_migrations (version) VALUES ($1)",
-                    &[&(index as i32 + 1)],
-                )
-                .map_err(|e| self.err(e))?;
-            }
-            let schema: String = txn
-                .query_one("SELECT current_schema()::text", &[])
-                .map_err(|e| self.err(e))?
-                .get(0);
-            txn.commit().map_err(|e| self.err(e))?;
-            Ok(channel_of(&schema))
-        })();
+        let result = self.migrate_under_lock(&mut conn.client);
         self.pool.give(conn);
         result
+    }
+
+    /// Brings the layout up to date under the schema's advisory lock, one process at a time;
+    /// the project's notification channel.
+    fn migrate_under_lock(&self, client: &mut Client) -> Result<String, KernelError> {
+        let mut txn = client.transaction().map_err(|e| self.err(e))?;
+        // Per schema, so that projects sharing a database do not wait on each other.
+        txn.execute(
+            "SELECT pg_advisory_xact_lock(hashtext('loopx:' || current_schema()))",
+            &[],
+        )
+        .map_err(|e| self.err(e))?;
+        txn.batch_execute(
+            "CREATE TABLE IF NOT EXISTS loopx_migrations (
+                 version integer PRIMARY KEY,
+                 applied_at timestamptz NOT NULL DEFAULT now()
+             )",
+        )
+        .map_err(|e| self.err(e))?;
+        let found: i64 = txn
+            .query_one(
+                "SELECT coalesce(max(version), 0)::bigint FROM loopx_migrations",
+                &[],
+            )
+            .map_err(|e| self.err(e))?
+            .get(0);
+        if found > LAYOUT_VERSION {
+            return Err(StoreError::TooNew {
+                path: self.pool.shown.clone(),
+                found: found as u64,
+                supported: LAYOUT_VERSION as u64,
+            }
+            .into());
+        }
+        for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+            txn.batch_execute(sql).map_err(|e| self.err(e))?;
+            txn.execute(
+                "INSERT INTO loopx_migrations (version) VALUES ($1)",
+                &[&(index as i32 + 1)],
+            )
+            .map_err(|e| self.err(e))?;
+        }
+        let schema: String = txn
+            .query_one("SELECT current_schema()::text", &[])
+            .map_err(|e| self.err(e))?
+            .get(0);
+        txn.commit().map_err(|e| self.err(e))?;
+        Ok(channel_of(&schema))
     }
 
     /// Puts the settings' clock on the database's when they differ by more than
