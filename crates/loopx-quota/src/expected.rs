@@ -234,8 +234,10 @@ pub(crate) fn too_small(
         .tokens
         .is_some_and(|max| rolled.tokens.saturating_add(amount.tokens) > max);
     let (tokens_left, cost_left) = rolled.remaining(limit, now);
+    // In tokens when they are what is short, or all the window counts; else in dollars.
+    let in_tokens = tokens_short || cost_left.is_none();
     let (left, each, together) = match (tokens_left, cost_left) {
-        (Some(left), _) if tokens_short => (
+        (Some(left), _) if in_tokens => (
             format!("{left} tokens"),
             each.tokens.to_string(),
             amount.tokens.to_string(),
@@ -245,12 +247,7 @@ pub(crate) fn too_small(
             format!("${:.2}", each.cost_usd),
             format!("${:.2}", amount.cost_usd),
         ),
-        (Some(left), None) => (
-            format!("{left} tokens"),
-            each.tokens.to_string(),
-            amount.tokens.to_string(),
-        ),
-        (None, None) => return None,
+        _ => return None,
     };
     let slices = match running {
         1 => "the running slice on it".to_owned(),
