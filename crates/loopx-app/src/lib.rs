@@ -38,7 +38,7 @@ use std::path::PathBuf;
 use loopx_kernel::store::TypedOp;
 use loopx_kernel::{Project, Snapshot, Store, Timestamp, TodoId};
 
-pub use error::{AppError, render_error};
+pub use error::{AppError, ConfigError, ConflictError, NotLanded, UsageError, render_error};
 pub use loopx_vocab::ErrorClass;
 
 /// Who is acting, and from where.
@@ -151,7 +151,7 @@ impl App {
     pub(crate) fn exe(&self) -> Result<&std::path::Path, AppError> {
         self.exe
             .as_deref()
-            .ok_or_else(|| AppError::Usage("cannot find the loopx executable".to_owned()))
+            .ok_or(AppError::Usage(UsageError::NoExecutable))
     }
 
     pub(crate) fn root(&self) -> &std::path::Path {

@@ -10,7 +10,7 @@ use loopx_kernel::store::{
 };
 use loopx_kernel::{AgentName, GoalId, Invalid, Op, TodoId};
 
-use crate::{App, AppError};
+use crate::{App, AppError, ConflictError, NotLanded, UsageError};
 
 /// A todo with what `todo show` shows beside it.
 #[derive(Debug, Clone)]
@@ -167,9 +167,7 @@ impl App {
     ) -> Result<Finished, AppError> {
         let tid = finish.todo;
         if next.is_some() && finish.to != TodoState::Done {
-            return Err(AppError::Usage(
-                "only a todo marked done has a successor\n(hint: leave out --next)".to_owned(),
-            ));
+            return Err(UsageError::SuccessorNotDone.into());
         }
         let successor = match next {
             Some(next) => {
@@ -240,9 +238,8 @@ impl App {
         let todo = match applied.pop() {
             Some(loopx_kernel::store::Applied::Todo(todo)) => todo,
             other => {
-                return Err(AppError::Conflict(format!(
-                    "finishing {tid} yielded {other:?}, not the todo"
-                )));
+                let yielded = other.map(Box::new);
+                return Err(ConflictError::FinishYielded { todo: tid, yielded }.into());
             }
         };
         let next = match (with_next, applied.pop()) {
@@ -275,10 +272,11 @@ impl App {
                 .map(|slice| slice.agent))
         })?;
         last.ok_or_else(|| {
-            AppError::Usage(format!(
-                "no agent worked on {} in the last {RECENT_SLICES} slices: there is no same agent to hold its successor for\n(hint: leave out --same-agent)",
-                todo.id
-            ))
+            UsageError::NoSameAgent {
+                todo: todo.id,
+                recent: RECENT_SLICES,
+            }
+            .into()
         })
     }
 
@@ -301,23 +299,14 @@ impl App {
                     && matches!(g.kind, GateKind::Rollback { todo: t, .. } if t == todo)
             }))
         })?;
-        let not_yet = |why: &str| AppError::Conflict(format!("{todo} stays open: {why}"));
         if rollback_open {
-            return Err(not_yet(
-                "a gate asks whether to roll its last slice back; answer it first (`loopx gate list`)",
-            ));
+            return Err(ConflictError::RollbackAsked(todo).into());
         }
         if worktree::has_uncommitted(root, goal.id, todo).unwrap_or(false) {
-            return Err(not_yet(
-                "its worktree holds work no slice has committed (a slice is running, or one was stopped); let its next slice end first",
-            ));
+            return Err(ConflictError::UncommittedWork(todo).into());
         }
         let into = integration_branch(goal.id);
-        let refused = |why: String| {
-            AppError::Conflict(format!(
-                "{todo} stays open: {why}\n(hint: `loopx diff {todo}` shows its work; `loopx todo drop {todo}` drops it, its branch kept)"
-            ))
-        };
+        let refused = |why: NotLanded| ConflictError::NotLanded { todo, why }.into();
         // No claim to lose: the kernel refuses the person's `done` if someone took the todo.
         match loopx_domain::land::land_todo(root, self.exe()?, goal, todo, title, &|| true) {
             Landing::Landed {
@@ -327,19 +316,18 @@ impl App {
                 short(&commit)
             ))),
             Landing::Empty => Ok(None),
-            Landing::Conflict { files, .. } => Err(refused(format!(
-                "its branch {branch} conflicts with {into} in {}",
-                files.join(", ")
-            ))),
+            Landing::Conflict { files, .. } => Err(refused(NotLanded::Conflict {
+                branch,
+                into,
+                files,
+            })),
             Landing::CheckFailed { how, output } => {
                 let tail: Vec<&str> = output.lines().rev().take(10).collect();
                 let tail: Vec<&str> = tail.into_iter().rev().collect();
-                Err(refused(format!(
-                    "the land check {how} on its branch merged with {into}:\n{}",
-                    tail.join("\n")
-                )))
+                let tail = tail.join("\n");
+                Err(refused(NotLanded::CheckFailed { how, into, tail }))
             }
-            Landing::Failed(why) => Err(refused(why)),
+            Landing::Failed(why) => Err(refused(NotLanded::Failed(why))),
         }
     }
 
@@ -424,13 +412,10 @@ impl App {
             Ok((todo, goal))
         })?;
         let Some(goal) = goal.filter(|g| g.isolation.is_worktree()) else {
-            return Err(AppError::Usage(format!(
-                "{} belongs to a goal whose agents share the project's tree, so it has no branch of its own\n(hint: `git diff` shows the tree's changes; `loopx evidence list --todo {}` what each slice changed)",
-                todo.id, todo.id
-            )));
+            return Err(UsageError::SharedTreeTodo(todo.id).into());
         };
-        let text = worktree::todo_diff(self.root(), goal.id, todo.id, stat)
-            .map_err(|e| AppError::Usage(e.to_string()))?;
+        let text =
+            worktree::todo_diff(self.root(), goal.id, todo.id, stat).map_err(UsageError::Git)?;
         Ok(Diff {
             branch: todo_branch(goal.id, todo.id),
             todo,
