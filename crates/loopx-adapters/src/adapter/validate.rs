@@ -362,10 +362,19 @@ fn health(raw: Option<super::raw::RawHealth>, p: &mut Problems) -> HealthCheck {
     if let Some((pattern, span)) = take(raw.expect, "health.expect", p) {
         check.expect = regex(&pattern, span, "health.expect", p);
     }
-    if let Some((text, span)) = take(raw.timeout, "health.timeout", p) {
-        check.timeout = duration(&text.0, span, "health.timeout", p).unwrap_or(check.timeout);
+    if let Some(timeout) = duration_field(raw.timeout, "health.timeout", p) {
+        check.timeout = timeout;
     }
     check
+}
+
+/// A duration field's value, if it is given and reads as a duration.
+pub(crate) fn duration_field(
+    field: Option<crate::config::Checked<crate::config::DurationText>>,
+    key: &str,
+    p: &mut Problems,
+) -> Option<Duration> {
+    take(field, key, p).and_then(|(text, span)| duration(&text.0, span, key, p))
 }
 
 /// A duration value, or a located problem with the standard hint.
