@@ -6,7 +6,7 @@ use std::time::Duration;
 use loopx_git::worktree::{self, Landing, Repo, integration_branch, short, todo_branch};
 use loopx_kernel::model::{EvidenceKind, GateKind, GateState, Goal, Todo, TodoState};
 use loopx_kernel::store::{
-    ClaimTodo, EditTodo, FinishTodo, NewEvidence, NewTodo, ReleaseClaim, RenewClaim,
+    Applied, ClaimTodo, EditTodo, FinishTodo, NewEvidence, NewTodo, ReleaseClaim, RenewClaim,
 };
 use loopx_kernel::{AgentName, GoalId, Invalid, Op, TodoId};
 
@@ -170,26 +170,7 @@ impl App {
             return Err(UsageError::SuccessorNotDone.into());
         }
         let successor = match next {
-            Some(next) => {
-                let before = self.read(|s| s.todo(tid))?.ok_or(Invalid::NotFound {
-                    what: "todo",
-                    id: tid.to_string(),
-                })?;
-                let held_for = match next.same_agent {
-                    true => Some(self.worked_on_by(&before, finish.agent.as_ref())?),
-                    false => None,
-                };
-                Some(NewTodo {
-                    goal: Some(before.goal),
-                    title: next.title,
-                    priority: before.priority,
-                    role: before.role.clone(),
-                    needs: before.needs.clone(),
-                    after: vec![tid],
-                    held_for,
-                    ..NewTodo::default()
-                })
-            }
+            Some(next) => Some(self.successor(&finish, next)?),
             None => None,
         };
         let worktree_goal = self.read(|s| {
@@ -211,47 +192,46 @@ impl App {
             }
             _ => None,
         };
-        let ops: Vec<Op> = landed
-            .iter()
-            .map(|summary| {
-                Op::EvidenceAdd(NewEvidence {
-                    kind: EvidenceKind::Land,
-                    summary: summary.clone(),
-                    detail: String::new(),
-                    files: vec![],
-                    todo: Some(tid),
-                    slice: None,
-                    epoch: None,
-                    work: None,
-                })
-            })
-            .collect();
+        let mut ops: Vec<Op> = landed.iter().map(|s| land_evidence(tid, s)).collect();
         // The successor first, waiting on the todo; finishing the todo then frees it, in the
         // same transaction.
-        let mut ops = ops;
         let with_next = successor.is_some();
         ops.extend(successor.map(Op::TodoAdd));
         ops.push(Op::TodoFinish(finish));
-        let mut applied = self
+        let applied = self
             .store()?
             .apply_all(ops, &self.caller().actor, self.now())?;
-        let todo = match applied.pop() {
-            Some(loopx_kernel::store::Applied::Todo(todo)) => todo,
-            other => {
-                let yielded = other.map(Box::new);
-                return Err(ConflictError::FinishYielded { todo: tid, yielded }.into());
-            }
-        };
-        let next = match (with_next, applied.pop()) {
-            (true, Some(loopx_kernel::store::Applied::Todo(next))) => Some(next),
-            _ => None,
-        };
+        let (todo, next) = finished_and_next(tid, applied, with_next)?;
         if let Some((goal, _)) = &worktree_goal
             && let Err(e) = worktree::remove(self.root(), goal.id, todo.id)
         {
             tracing::warn!(todo = %todo.id, error = %e, "cannot remove the todo's worktree");
         }
         Ok(Finished { todo, landed, next })
+    }
+
+    /// The todo `next` makes to follow the one `finish` finishes: on its goal, with its role,
+    /// needs and priority, after it; held for the agent that worked on it when asked.
+    fn successor(&self, finish: &FinishTodo, next: Successor) -> Result<NewTodo, AppError> {
+        let tid = finish.todo;
+        let before = self.read(|s| s.todo(tid))?.ok_or(Invalid::NotFound {
+            what: "todo",
+            id: tid.to_string(),
+        })?;
+        let held_for = match next.same_agent {
+            true => Some(self.worked_on_by(&before, finish.agent.as_ref())?),
+            false => None,
+        };
+        Ok(NewTodo {
+            goal: Some(before.goal),
+            title: next.title,
+            priority: before.priority,
+            role: before.role.clone(),
+            needs: before.needs.clone(),
+            after: vec![tid],
+            held_for,
+            ..NewTodo::default()
+        })
     }
 
     /// The agent a continuation of `todo` is held for: the one finishing it, else its claim's
@@ -422,4 +402,39 @@ impl App {
             text,
         })
     }
+}
+
+/// The finished todo and its successor, from what the transaction applied (the todo last, the
+/// successor before it).
+fn finished_and_next(
+    tid: TodoId,
+    mut applied: Vec<Applied>,
+    with_next: bool,
+) -> Result<(Todo, Option<Todo>), AppError> {
+    let todo = match applied.pop() {
+        Some(Applied::Todo(todo)) => todo,
+        other => {
+            let yielded = other.map(Box::new);
+            return Err(ConflictError::FinishYielded { todo: tid, yielded }.into());
+        }
+    };
+    let next = match (with_next, applied.pop()) {
+        (true, Some(Applied::Todo(next))) => Some(next),
+        _ => None,
+    };
+    Ok((todo, next))
+}
+
+/// The `land` evidence of a todo a person's `done` landed: what landed, in words.
+fn land_evidence(todo: TodoId, summary: &str) -> Op {
+    Op::EvidenceAdd(NewEvidence {
+        kind: EvidenceKind::Land,
+        summary: summary.to_owned(),
+        detail: String::new(),
+        files: vec![],
+        todo: Some(todo),
+        slice: None,
+        epoch: None,
+        work: None,
+    })
 }
