@@ -15,7 +15,9 @@
 //!   from its own world (the CLI from its flags and the environment, the board from the
 //!   person who started it); nothing here reads an environment variable.
 //! - **Errors keep their class.** [`AppError::class`] says what kind of failure it is ([`ErrorClass`]); the CLI
-//!   turns that into its exit code and the board into an HTTP status.
+//!   turns that into its exit code and the board into an HTTP status. The layer's own refusals
+//!   are typed ([`UsageError`], [`ConfigError`], [`ConflictError`]), each carrying its values
+//!   and its message written once.
 //! - **Reads are snapshots.** Each operation opens the store for itself (read-only for reads,
 //!   which never wait on a writer), as a short-lived command does; the kernel's transaction is
 //!   the unit of consistency.
