@@ -12,4 +12,4 @@ pub use spec::{
     Adapter, AdapterOptions, ExitMeaning, HealthCheck, OutputFormat, PromptDeliveryKind,
     SignalKind, SignalRule, SignalScope, StdinMode,
 };
-pub(crate) use validate::{check_placeholders, duration, env_names, one_of};
+pub(crate) use validate::{check_placeholders, duration, duration_field, env_names, one_of};

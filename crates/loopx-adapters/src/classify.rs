@@ -123,11 +123,23 @@ pub fn classify_for(
 }
 
 fn decide(s: &StreamSummary, exit: Option<i32>, c: &mut Classification) -> (Outcome, String) {
+    if let Some(said) = finished_or_refused(s, c) {
+        return said;
+    }
+    if let Some(said) = waiting_or_transient(s, exit, c) {
+        return said;
+    }
+    ended(s, exit, c)
+}
+
+/// What the agent's own final or refusal events say: a result, a turn or budget limit, a
+/// usage limit, failed authentication, an overflowing context.
+fn finished_or_refused(s: &StreamSummary, c: &mut Classification) -> Option<(Outcome, String)> {
     let finish = s.finish.as_ref().map(|f| f.kind);
     // A successful final result outranks earlier chatter: a `rejected` rate-limit event followed
     // by success means overage or another window carried the run.
     if finish == Some(FinishKind::Success) {
-        return from_report(c, "the agent finished without error");
+        return Some(from_report(c, "the agent finished without error"));
     }
     if let Some(kind @ (FinishKind::MaxTurns | FinishKind::MaxBudget)) = finish {
         let what = if kind == FinishKind::MaxTurns {
@@ -140,10 +152,10 @@ fn decide(s: &StreamSummary, exit: Option<i32>, c: &mut Classification) -> (Outc
             .as_deref()
             .map(|id| format!("; resume session `{id}`"))
             .unwrap_or_default();
-        return (
+        return Some((
             Outcome::Progress,
             format!("slice budget exhausted: the agent hit its {what} limit{resume}"),
-        );
+        ));
     }
     if let Some(limit) = s
         .limit
@@ -157,34 +169,43 @@ fn decide(s: &StreamSummary, exit: Option<i32>, c: &mut Classification) -> (Outc
             resets_at: limit.resets_at,
             window: limit.window.clone(),
         });
-        return (
+        return Some((
             Outcome::UsageLimited,
             format!("usage limit reached; resets at {when}"),
-        );
+        ));
     }
     if let Some(text) = &s.auth_failed {
-        return (
+        return Some((
             Outcome::AuthFailed,
             format!("authentication failed: {text}"),
-        );
+        ));
     }
     if let Some(text) = &s.context_overflow {
-        return (
+        return Some((
             Outcome::ContextOverflow,
             format!("context overflow: {text}"),
-        );
+        ));
     }
+    None
+}
+
+/// An agent still waiting (on stdin or a person), or one that failed for a while.
+fn waiting_or_transient(
+    s: &StreamSummary,
+    exit: Option<i32>,
+    c: &mut Classification,
+) -> Option<(Outcome, String)> {
     // Waiting counts only when the agent was still there to wait (it did not exit by itself).
     match s.waiting.as_ref().filter(|_| exit.is_none()) {
         Some((WaitKind::Stdin, text)) => {
-            return (Outcome::Stalled, format!("blocked reading stdin: {text}"));
+            return Some((Outcome::Stalled, format!("blocked reading stdin: {text}")));
         }
         Some((WaitKind::Human, text)) => {
             c.question = Some(Question {
                 text: text.clone(),
                 options: Vec::new(),
             });
-            return (Outcome::Asked, "the agent waits for input".to_owned());
+            return Some((Outcome::Asked, "the agent waits for input".to_owned()));
         }
         None => {}
     }
@@ -194,11 +215,17 @@ fn decide(s: &StreamSummary, exit: Option<i32>, c: &mut Classification) -> (Outc
         .as_ref()
         .and_then(|f| f.api_status)
         .is_some_and(|c| c >= 500);
-    if api_transient || transient_error.is_some() || (finish.is_none() && s.retries > 0) {
+    if api_transient || transient_error.is_some() || (s.finish.is_none() && s.retries > 0) {
         let why =
             transient_error.map_or_else(|| format!("{} retries", s.retries), |(m, _)| m.clone());
-        return (Outcome::Transient, format!("temporary failure: {why}"));
+        return Some((Outcome::Transient, format!("temporary failure: {why}")));
     }
+    None
+}
+
+/// How the process ended, when its events said nothing more telling: its exit code's
+/// meaning, its final error, or the code itself.
+fn ended(s: &StreamSummary, exit: Option<i32>, c: &mut Classification) -> (Outcome, String) {
     if let Some(meaning) = exit.and_then(|code| s.exit_codes.get(&code)) {
         return from_exit(*meaning, exit, c);
     }

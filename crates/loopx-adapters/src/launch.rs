@@ -87,38 +87,8 @@ pub fn render_launch(
     prompt: &str,
     ctx: &LaunchContext,
 ) -> Result<LaunchPlan, LaunchError> {
+    let level_flags = checked(loaded, permission, prompt)?;
     let (profile, adapter) = (&loaded.profile, &loaded.adapter);
-    if permission > profile.permission {
-        return Err(LaunchError::AboveProfile {
-            profile: profile.name.clone(),
-            allowed: profile.permission,
-            requested: permission,
-        });
-    }
-    let level_flags =
-        adapter
-            .permissions
-            .get(&permission)
-            .ok_or_else(|| LaunchError::NotExpressible {
-                adapter: adapter.name.clone(),
-                requested: permission,
-                supported: adapter
-                    .supported_levels()
-                    .iter()
-                    .map(|l| format!("`{l}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?;
-    if prompt.contains('\0') {
-        return Err(LaunchError::NulInPrompt);
-    }
-    if adapter.prompt_delivery == PromptDeliveryKind::Argument && prompt.len() > MAX_ARG_BYTES {
-        return Err(LaunchError::PromptTooLong {
-            adapter: adapter.name.clone(),
-            len: prompt.len(),
-            limit: MAX_ARG_BYTES,
-        });
-    }
     let workdir = ctx.project_root.join(&profile.workdir);
     let mut values: BTreeMap<&str, String> = BTreeMap::from([
         ("loopx", ctx.loopx_exe.display().to_string()),
@@ -126,31 +96,13 @@ pub fn render_launch(
         ("prompt_file", ctx.prompt_file.display().to_string()),
         ("prompt", prompt.to_owned()),
     ]);
-    let mut flags = level_flags.clone();
     if let Some(model) = &profile.model {
         values.insert("model", model.clone());
-        flags.extend(adapter.options.model.iter().cloned());
     }
     if let Some(turns) = profile.limits.max_turns {
         values.insert("max_turns", turns.to_string());
-        flags.extend(adapter.options.max_turns.iter().cloned());
     }
-    flags.extend(adapter.options.workdir.iter().cloned());
-    flags.extend(profile.extra_args.iter().cloned());
-    let flags: Vec<String> = flags.iter().map(|f| substitute(f, &values)).collect();
-    let mut args = Vec::with_capacity(adapter.args.len() + flags.len());
-    let mut placed = false;
-    for element in &adapter.args {
-        if element == "{flags}" {
-            args.extend(flags.iter().cloned());
-            placed = true;
-        } else {
-            args.push(substitute(element, &values));
-        }
-    }
-    if !placed {
-        args.extend(flags);
-    }
+    let args = arguments(loaded, level_flags, &values);
     let program = profile
         .program
         .as_deref()
@@ -188,6 +140,82 @@ pub fn render_launch(
         },
         limits: profile.limits.clone(),
     })
+}
+
+/// The flags that give `permission`, once the launch is allowed: a level the profile
+/// permits and the adapter can express, a prompt that can be delivered.
+fn checked<'a>(
+    loaded: &'a LoadedProfile,
+    permission: PermissionLevel,
+    prompt: &str,
+) -> Result<&'a Vec<String>, LaunchError> {
+    let (profile, adapter) = (&loaded.profile, &loaded.adapter);
+    if permission > profile.permission {
+        return Err(LaunchError::AboveProfile {
+            profile: profile.name.clone(),
+            allowed: profile.permission,
+            requested: permission,
+        });
+    }
+    let level_flags =
+        adapter
+            .permissions
+            .get(&permission)
+            .ok_or_else(|| LaunchError::NotExpressible {
+                adapter: adapter.name.clone(),
+                requested: permission,
+                supported: adapter
+                    .supported_levels()
+                    .iter()
+                    .map(|l| format!("`{l}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+    if prompt.contains('\0') {
+        return Err(LaunchError::NulInPrompt);
+    }
+    if adapter.prompt_delivery == PromptDeliveryKind::Argument && prompt.len() > MAX_ARG_BYTES {
+        return Err(LaunchError::PromptTooLong {
+            adapter: adapter.name.clone(),
+            len: prompt.len(),
+            limit: MAX_ARG_BYTES,
+        });
+    }
+    Ok(level_flags)
+}
+
+/// The adapter's arguments with the profile's flags in place of `{flags}` (at the end when
+/// it has none), every placeholder filled from `values`.
+fn arguments(
+    loaded: &LoadedProfile,
+    level_flags: &[String],
+    values: &BTreeMap<&str, String>,
+) -> Vec<String> {
+    let (profile, adapter) = (&loaded.profile, &loaded.adapter);
+    let mut flags = level_flags.to_vec();
+    if profile.model.is_some() {
+        flags.extend(adapter.options.model.iter().cloned());
+    }
+    if profile.limits.max_turns.is_some() {
+        flags.extend(adapter.options.max_turns.iter().cloned());
+    }
+    flags.extend(adapter.options.workdir.iter().cloned());
+    flags.extend(profile.extra_args.iter().cloned());
+    let flags: Vec<String> = flags.iter().map(|f| substitute(f, values)).collect();
+    let mut args = Vec::with_capacity(adapter.args.len() + flags.len());
+    let mut placed = false;
+    for element in &adapter.args {
+        if element == "{flags}" {
+            args.extend(flags.iter().cloned());
+            placed = true;
+        } else {
+            args.push(substitute(element, values));
+        }
+    }
+    if !placed {
+        args.extend(flags);
+    }
+    args
 }
 
 fn substitute(template: &str, values: &BTreeMap<&str, String>) -> String {

@@ -34,7 +34,7 @@ use loopx_vocab::EvidenceKind;
 
 use serde::Deserialize;
 
-use crate::adapter::duration;
+use crate::adapter::{duration, duration_field};
 use crate::config::{Checked, DurationText, Problems, parse_document, take};
 use crate::errors::{ConfigKind, LoadError};
 
@@ -279,9 +279,8 @@ fn budget(raw: RawBudget, p: &mut Problems) -> loopx_quota::Budget {
 }
 
 fn notify(raw: RawNotify, p: &mut Problems) -> Option<NotifyConfig> {
-    let timeout = take(raw.timeout, "notify.timeout", p)
-        .and_then(|(text, span)| duration(&text.0, span, "notify.timeout", p))
-        .unwrap_or(DEFAULT_NOTIFY_TIMEOUT);
+    let timeout =
+        duration_field(raw.timeout, "notify.timeout", p).unwrap_or(DEFAULT_NOTIFY_TIMEOUT);
     let (command, span) = match take(raw.command, "notify.command", p) {
         Some(found) => found,
         None => {
@@ -310,9 +309,7 @@ fn notify(raw: RawNotify, p: &mut Problems) -> Option<NotifyConfig> {
 }
 
 fn land(raw: RawNotify, p: &mut Problems) -> Option<LandCheck> {
-    let timeout = take(raw.timeout, "land.timeout", p)
-        .and_then(|(text, span)| duration(&text.0, span, "land.timeout", p))
-        .unwrap_or(DEFAULT_LAND_TIMEOUT);
+    let timeout = duration_field(raw.timeout, "land.timeout", p).unwrap_or(DEFAULT_LAND_TIMEOUT);
     let Some((command, span)) = take(raw.command, "land.check", p) else {
         p.push(
             0..0,
@@ -384,9 +381,7 @@ fn evidence(raw: RawEvidence, p: &mut Problems) -> EvidenceRules {
             rules.shelf_life.insert(k, d);
         }
     }
-    if let Some((text, span)) = take(raw.decision_max_age, "evidence.decision_max_age", p)
-        && let Some(d) = duration(&text.0, span, "evidence.decision_max_age", p)
-    {
+    if let Some(d) = duration_field(raw.decision_max_age, "evidence.decision_max_age", p) {
         rules.decision_max_age = d;
     }
     rules

@@ -143,18 +143,7 @@ impl Transcript {
             // Codex.
             "thread.started" => self.session(event, "thread_id"),
             "item.started" | "item.completed" => self.codex_item(kind, &event["item"]),
-            "turn.completed" => {
-                let usage = &event["usage"];
-                let line = format!(
-                    "■ turn done · {}",
-                    tokens(
-                        u64_at(usage, "input_tokens"),
-                        u64_at(usage, "output_tokens"),
-                        u64_at(usage, "cached_input_tokens")
-                    )
-                );
-                self.line(&line);
-            }
+            "turn.completed" => self.codex_turn(event),
             "turn.failed" => {
                 let line = format!("✗ turn failed: {}", str_at(&event["error"], "message"));
                 self.line(&line);
@@ -170,55 +159,13 @@ impl Transcript {
             }
             // OpenCode: every event carries a `part`.
             "text" if event.get("part").is_some() => self.text(str_at(&event["part"], "text")),
-            "tool_use" if event.get("part").is_some() => {
-                let (part, state) = (&event["part"], &event["part"]["state"]);
-                self.line(&call(str_at(part, "tool"), &state["input"]));
-                let status = str_at(state, "status");
-                let output = state
-                    .get("output")
-                    .and_then(Value::as_str)
-                    .unwrap_or_else(|| str_at(state, "error"));
-                self.result(status == "error", status, output);
-            }
-            "step_finish" => {
-                let t = &event["part"]["tokens"];
-                let line = format!(
-                    "■ step {} · {}",
-                    str_at(&event["part"], "reason"),
-                    tokens(
-                        u64_at(t, "input"),
-                        u64_at(t, "output"),
-                        u64_at(&t["cache"], "read")
-                    )
-                );
-                self.line(&line);
-            }
-            // Cursor: the call sits under a `<name>ToolCall` key (or `function`).
-            "tool_call" if str_at(event, "subtype") == "started" => {
-                if let Some((key, inner)) =
-                    event["tool_call"].as_object().and_then(|c| c.iter().next())
-                {
-                    let line = match key.as_str() {
-                        "function" => call(str_at(inner, "name"), &inner["arguments"]),
-                        _ => call(key.strip_suffix("ToolCall").unwrap_or(key), &inner["args"]),
-                    };
-                    self.line(&line);
-                }
-            }
+            "tool_use" if event.get("part").is_some() => self.opencode_tool(event),
+            "step_finish" => self.opencode_step(event),
+            // Cursor.
+            "tool_call" if str_at(event, "subtype") == "started" => self.cursor_call(event),
             // Gemini CLI.
             "init" => self.session(event, "session_id"),
-            "message" if str_at(event, "role") == "assistant" => {
-                let content = str_at(event, "content");
-                if event.get("delta").and_then(Value::as_bool) == Some(true) {
-                    if !self.open_delta {
-                        self.close_delta();
-                        self.open_delta = true;
-                    }
-                    self.out.push_str(content);
-                } else {
-                    self.text(content);
-                }
-            }
+            "message" if str_at(event, "role") == "assistant" => self.gemini_message(event),
             "tool_use" => {
                 let call = call(str_at(event, "tool_name"), &event["parameters"]);
                 self.line(&call);
@@ -233,6 +180,72 @@ impl Transcript {
                 self.result(status == "error", status, output);
             }
             _ => {}
+        }
+    }
+
+    /// Codex: a turn's end, with its tokens.
+    fn codex_turn(&mut self, event: &Value) {
+        let usage = &event["usage"];
+        let line = format!(
+            "■ turn done · {}",
+            tokens(
+                u64_at(usage, "input_tokens"),
+                u64_at(usage, "output_tokens"),
+                u64_at(usage, "cached_input_tokens")
+            )
+        );
+        self.line(&line);
+    }
+
+    /// OpenCode: a tool's call and its result, in one event.
+    fn opencode_tool(&mut self, event: &Value) {
+        let (part, state) = (&event["part"], &event["part"]["state"]);
+        self.line(&call(str_at(part, "tool"), &state["input"]));
+        let status = str_at(state, "status");
+        let output = state
+            .get("output")
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| str_at(state, "error"));
+        self.result(status == "error", status, output);
+    }
+
+    /// OpenCode: a step's end, with its tokens.
+    fn opencode_step(&mut self, event: &Value) {
+        let t = &event["part"]["tokens"];
+        let line = format!(
+            "■ step {} · {}",
+            str_at(&event["part"], "reason"),
+            tokens(
+                u64_at(t, "input"),
+                u64_at(t, "output"),
+                u64_at(&t["cache"], "read")
+            )
+        );
+        self.line(&line);
+    }
+
+    /// Cursor: the call sits under a `<name>ToolCall` key (or `function`).
+    fn cursor_call(&mut self, event: &Value) {
+        if let Some((key, inner)) = event["tool_call"].as_object().and_then(|c| c.iter().next()) {
+            let line = match key.as_str() {
+                "function" => call(str_at(inner, "name"), &inner["arguments"]),
+                _ => call(key.strip_suffix("ToolCall").unwrap_or(key), &inner["args"]),
+            };
+            self.line(&line);
+        }
+    }
+
+    /// Gemini CLI: the assistant's text, whole or in deltas.
+    fn gemini_message(&mut self, event: &Value) {
+        let content = str_at(event, "content");
+        if event.get("delta").and_then(Value::as_bool) == Some(true) {
+            if !self.open_delta {
+                self.close_delta();
+                self.open_delta = true;
+            }
+            self.out.push_str(content);
+        } else {
+            self.text(content);
         }
     }
 

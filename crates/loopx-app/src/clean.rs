@@ -6,7 +6,7 @@
 //! that began before its goal was marked done still works in that goal's worktree, and the
 //! supervisor moves branches under git's ref locks, which a deletion takes too.
 
-use crate::{App, AppError};
+use crate::{App, AppError, ConflictError};
 use loopx_git::clean::{Kept, Leftover, remove, survey, tidy};
 
 /// What to clean.
@@ -49,15 +49,12 @@ impl App {
         if !clean.dry_run {
             let runs = loopx_domain::presence::live(self.project());
             if let Some(run) = runs.first() {
-                return Err(AppError::Conflict(format!(
-                    "a `loopx run` works on this project ({run}), and a slice it began before its goal was done may still use what `loopx clean` removes\n(hint: stop it (Ctrl-C) and run `loopx clean` again; `loopx clean --dry-run` lists what would go)"
-                )));
+                return Err(ConflictError::RunActive(run.clone()).into());
             }
         }
         for goal in finished {
-            let found = survey(self.root(), goal, clean.all).map_err(|e| {
-                AppError::Conflict(format!("cannot survey {goal}'s leftovers: {e}"))
-            })?;
+            let found = survey(self.root(), goal, clean.all)
+                .map_err(|why| ConflictError::Survey { goal, why })?;
             cleaned.kept.extend(found.keep);
             for leftover in found.remove {
                 if clean.dry_run {

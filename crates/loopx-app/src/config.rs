@@ -3,19 +3,23 @@
 //! result is acted on (the decision for an agent, adding an agent) fails with the file's own
 //! diagnostic; an overview (`status`, `quota status`) shows what it can and names the problem.
 
-use loopx_adapters::{AdapterCatalog, LoadError, LoadedProfile};
+use loopx_adapters::{AdapterCatalog, LoadedProfile};
 use loopx_kernel::model::Agent;
 use loopx_quota::{AgentView, Budget};
 
-use crate::{App, AppError};
+use crate::{App, AppError, ConfigError};
 
 impl App {
     /// A profile of the project, by name.
     pub fn profile(&self, name: &str) -> Result<LoadedProfile, AppError> {
         let state = self.project.state_dir();
         let catalog = AdapterCatalog::with_dir(state.join("adapters"));
-        loopx_adapters::find_profile(&state.join("profiles"), name, &catalog).map_err(|e| {
-            AppError::Config(format!("profile `{name}` cannot be loaded: {e}\n(hint: `loopx profile list` shows the profiles; `loopx profile check` explains)"))
+        loopx_adapters::find_profile(&state.join("profiles"), name, &catalog).map_err(|why| {
+            ConfigError::Profile {
+                name: name.to_owned(),
+                why,
+            }
+            .into()
         })
     }
 
@@ -37,10 +41,8 @@ impl App {
 
     /// `.loopx/loopx.toml`, or its diagnostic.
     fn project_config(&self) -> Result<loopx_adapters::ProjectConfig, AppError> {
-        loopx_adapters::load_project_config(&self.project.state_dir()).map_err(|err| match err {
-            LoadError::Invalid(invalid) => AppError::Config(invalid.render_plain()),
-            other => AppError::Config(other.to_string()),
-        })
+        loopx_adapters::load_project_config(&self.project.state_dir())
+            .map_err(|e| ConfigError::Project(e).into())
     }
 
     /// The project's budget (`[budget]` in `.loopx/loopx.toml`), as `loopx run` decides with it.

@@ -12,7 +12,7 @@ use loopx_kernel::{Invalid, KernelError, SliceId, Snapshot, Timestamp, TodoId};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::{App, AppError};
+use crate::{App, AppError, UsageError};
 
 /// Evidence to record. Files are pinned by content; paths inside the project are shown
 /// relative to it.
@@ -196,8 +196,10 @@ pub fn file_refs(root: &Path, files: &[PathBuf]) -> Result<Vec<FileRef>, AppErro
 
 /// Pins a file by its content: path relative to the project when inside it, size and sha256.
 fn file_ref(root: &Path, path: &Path) -> Result<FileRef, AppError> {
-    let unreadable =
-        |e: std::io::Error| AppError::Usage(format!("cannot read `{}`: {e}", path.display()));
+    let unreadable = |why| UsageError::Unreadable {
+        path: path.to_owned(),
+        why,
+    };
     let mut file = loopx_adapters::open_regular(path).map_err(unreadable)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];

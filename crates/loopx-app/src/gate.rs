@@ -6,7 +6,7 @@ use loopx_kernel::model::{Blocks, Gate, GateKind, GateState, ROLLBACK_OPTIONS, T
 use loopx_kernel::store::{AnswerChoice, AnswerGate, NewGate, WithdrawGate};
 use loopx_kernel::{GateId, Invalid, Op};
 
-use crate::{App, AppError};
+use crate::{App, AppError, ConflictError};
 
 /// Whether a gate is one of loopx's approvals (the one definition is `loopx-domain`'s).
 pub use loopx_domain::approval::is_approval;
@@ -147,9 +147,7 @@ impl App {
         }
         loopx_git::worktree::roll_back(self.root(), todo.goal, todo.id, checkpoint, commit)
             .map(Some)
-            .map_err(|why| {
-                AppError::Conflict(format!("cannot roll back: {why}; the gate stays open"))
-            })
+            .map_err(|why| ConflictError::RollBack(why).into())
     }
 
     /// A rollback gate answered `keep`, when the slice that opened it reported its todo done,

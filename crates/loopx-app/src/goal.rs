@@ -5,13 +5,13 @@
 //! branch with work the start lacks is named, with the merge that brings it in.
 
 use loopx_git::clean::{Unmerged, unmerged_into};
-use loopx_git::worktree::{Repo, integration_branch, short};
+use loopx_git::worktree::{Repo, integration_branch};
 use loopx_kernel::model::{Goal, GoalRevision, GoalStatus, Isolation};
 use loopx_kernel::store::{AmendGoal, Amended, NewGoal, SetGoalStatus};
 use loopx_kernel::{GoalId, Invalid};
 use loopx_vocab::{IsolationMode, PermissionLevel};
 
-use crate::{App, AppError};
+use crate::{App, AppError, UsageError};
 
 /// A goal to start.
 #[derive(Debug, Clone)]
@@ -136,11 +136,9 @@ impl App {
                 }
                 .into()
             }),
-            None => self.read(|s| s.current_goal())?.ok_or_else(|| {
-                AppError::Usage(
-                    "there is no current goal\n(hint: `loopx goal start \"OBJECTIVE\"`)".to_owned(),
-                )
-            }),
+            None => self
+                .read(|s| s.current_goal())?
+                .ok_or_else(|| UsageError::NoCurrentGoal.into()),
         }
     }
 
@@ -154,49 +152,31 @@ impl App {
         from: Option<GoalId>,
         next: GoalId,
     ) -> Result<(Isolation, Option<Repo>), AppError> {
-        let usage = |e: loopx_git::GitError| AppError::Usage(e.to_string());
         if asked == Some(IsolationMode::Shared) {
             if let Some(from) = from {
-                return Err(AppError::Usage(format!(
-                    "`--from {from}` starts the goal's branch from {from}'s, and `--isolation shared` gives the goal no branch: its agents work in your tree\n(hint: leave out one of them)"
-                )));
+                return Err(UsageError::FromWithShared(from).into());
             }
             return Ok((Isolation::Shared, None));
         }
         let repo = match Repo::of(self.root()) {
             Ok(repo) => repo,
             Err(_) if asked.is_none() && from.is_none() => return Ok((Isolation::Shared, None)),
-            Err(why) => {
-                let (what, flag) = match from {
-                    Some(from) => (format!("--from {from}"), "--from"),
-                    None => ("--isolation worktree".to_owned(), "--isolation"),
-                };
-                return Err(AppError::Usage(format!(
-                    "`{what}` needs a git repository: {why}\n(hint: `git init` and commit, or leave out `{flag}`)"
-                )));
-            }
+            Err(why) => return Err(UsageError::NeedsGit { from, why }.into()),
         };
-        repo.check_git_version().map_err(|why| {
-            AppError::Usage(format!(
-                "{why}\n(hint: upgrade git, or `--isolation shared`)"
-            ))
-        })?;
+        repo.check_git_version().map_err(UsageError::OldGit)?;
         let base = match from {
             Some(from) => self.branch_tip(&repo, from)?,
             None => head_base(&repo, from_head)?,
         };
         let branch = integration_branch(next);
         if repo.has_branch(&branch) {
-            repo.start_integration(next, &base).map_err(usage)?;
+            repo.start_integration(next, &base)
+                .map_err(UsageError::Git)?;
         }
         // Todo branches of this name left by an earlier project would be taken for this goal's.
         let left = repo.branches_like(&format!("{branch}-"));
         if !left.is_empty() {
-            return Err(AppError::Usage(format!(
-                "branches {} exist already (left by an earlier loopx project?), and this goal's todos would take them for their own\n(hint: delete them with `git branch -D {}`, or rename them, then start the goal again)",
-                left.join(", "),
-                left.join(" ")
-            )));
+            return Err(UsageError::LeftBranches(left).into());
         }
         Ok((Isolation::Worktree { base }, Some(repo)))
     }
@@ -205,21 +185,14 @@ impl App {
     /// goal or has no branch.
     fn branch_tip(&self, repo: &Repo, from: GoalId) -> Result<String, AppError> {
         let Some(goal) = self.read(|s| s.goal(from))? else {
-            return Err(AppError::Usage(format!(
-                "`--from {from}`: there is no goal {from}\n(hint: `loopx goal list` lists the goals)"
-            )));
+            return Err(UsageError::FromNoGoal(from).into());
         };
         if !goal.isolation.is_worktree() {
-            return Err(AppError::Usage(format!(
-                "`--from {from}`: goal {from}'s agents worked in the project's own tree (isolation shared), so it has no branch to start from\n(hint: its work is in your checkout already: leave out `--from`)"
-            )));
+            return Err(UsageError::FromSharedGoal(from).into());
         }
         let branch = integration_branch(from);
-        repo.commit(&format!("refs/heads/{branch}")).ok_or_else(|| {
-            AppError::Usage(format!(
-                "`--from {from}`: the branch {branch} does not exist (deleted with `git branch -D` or `loopx clean --all`?)\n(hint: leave out `--from` to start from your checkout, or make the branch again: `git branch {branch} COMMIT`)"
-            ))
-        })
+        repo.commit(&format!("refs/heads/{branch}"))
+            .ok_or_else(|| UsageError::FromBranchGone { from, branch }.into())
     }
 }
 
@@ -227,24 +200,11 @@ impl App {
 /// work tree has changes it lacks, unless `from_head` says to start without them.
 fn head_base(repo: &Repo, from_head: bool) -> Result<String, AppError> {
     let Some(base) = repo.commit("HEAD") else {
-        return Err(AppError::Usage(
-            "the repository has no commit yet, and a worktree goal starts from one\n(hint: commit what is there, or `--isolation shared`)".to_owned(),
-        ));
+        return Err(UsageError::NoCommit.into());
     };
-    let dirty = repo
-        .uncommitted()
-        .map_err(|e| AppError::Usage(e.to_string()))?;
-    if !dirty.is_empty() && !from_head {
-        let named: Vec<&str> = dirty.iter().take(5).map(String::as_str).collect();
-        let more = match dirty.len() {
-            0..=5 => String::new(),
-            n => format!(" and {} more", n - 5),
-        };
-        return Err(AppError::Usage(format!(
-            "the work tree has uncommitted changes ({}{more}), and the goal's agents start from the last commit, {}, without them\n(hint: commit them to include them; `--from-head` to start without them; `--isolation shared` to let agents work in this tree)",
-            named.join(", "),
-            short(&base)
-        )));
+    let files = repo.uncommitted().map_err(UsageError::Git)?;
+    if !files.is_empty() && !from_head {
+        return Err(UsageError::Uncommitted { files, base }.into());
     }
     Ok(base)
 }

@@ -15,7 +15,9 @@
 //!   from its own world (the CLI from its flags and the environment, the board from the
 //!   person who started it); nothing here reads an environment variable.
 //! - **Errors keep their class.** [`AppError::class`] says what kind of failure it is ([`ErrorClass`]); the CLI
-//!   turns that into its exit code and the board into an HTTP status.
+//!   turns that into its exit code and the board into an HTTP status. The layer's own refusals
+//!   are typed ([`UsageError`], [`ConfigError`], [`ConflictError`]), each carrying its values
+//!   and its message written once.
 //! - **Reads are snapshots.** Each operation opens the store for itself (read-only for reads,
 //!   which never wait on a writer), as a short-lived command does; the kernel's transaction is
 //!   the unit of consistency.
@@ -38,7 +40,7 @@ use std::path::PathBuf;
 use loopx_kernel::store::TypedOp;
 use loopx_kernel::{Project, Snapshot, Store, Timestamp, TodoId};
 
-pub use error::{AppError, render_error};
+pub use error::{AppError, ConfigError, ConflictError, NotLanded, UsageError, render_error};
 pub use loopx_vocab::ErrorClass;
 
 /// Who is acting, and from where.
@@ -151,7 +153,7 @@ impl App {
     pub(crate) fn exe(&self) -> Result<&std::path::Path, AppError> {
         self.exe
             .as_deref()
-            .ok_or_else(|| AppError::Usage("cannot find the loopx executable".to_owned()))
+            .ok_or(AppError::Usage(UsageError::NoExecutable))
     }
 
     pub(crate) fn root(&self) -> &std::path::Path {

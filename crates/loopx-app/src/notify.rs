@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use loopx_adapters::NotifyConfig;
 
-use crate::{App, AppError};
+use crate::{App, AppError, ConfigError, UsageError};
 
 impl App {
     /// Sets the project's notification command to `command`, run with `timeout`, and approves
@@ -21,15 +21,13 @@ impl App {
         self.refuse_in_slice(|actor| loopx_kernel::Refused::NotifyByAgent { actor })?;
         let config = match command {
             Some((command, _)) if command.trim().is_empty() => {
-                return Err(AppError::Usage(
-                    "the notification command is empty\n(hint: loopx notify set 'notify-send loopx \"$(jq -r .message)\"', or loopx notify off)".to_owned(),
-                ));
+                return Err(UsageError::EmptyNotify.into());
             }
             Some((command, timeout)) => Some(NotifyConfig { command, timeout }),
             None => None,
         };
         loopx_adapters::set_notify(&self.project().state_dir(), config.as_ref())
-            .map_err(|e| AppError::Config(edit_error(&e)))?;
+            .map_err(ConfigError::NotifyEdit)?;
         if let Some(config) = &config {
             loopx_domain::approval::approve_notify_command(
                 self.project(),
@@ -55,7 +53,7 @@ impl App {
     /// The notification command set in `loopx.toml`, and where its approval stands.
     pub fn notify_now(&self) -> Result<NotifyNow, AppError> {
         let config = loopx_adapters::load_project_config(&self.project().state_dir())
-            .map_err(|e| AppError::Config(load_error(&e)))?;
+            .map_err(ConfigError::NotifyLoad)?;
         let Some(notify) = config.notify else {
             return Ok(NotifyNow {
                 command: None,
@@ -71,24 +69,5 @@ impl App {
             command: Some(notify.command),
             timeout_secs: Some(notify.timeout.as_secs()),
         })
-    }
-}
-
-/// An edit's failure in words: every problem of an invalid file, with its line.
-fn edit_error(e: &loopx_adapters::EditError) -> String {
-    match e {
-        loopx_adapters::EditError::Load(e @ loopx_adapters::LoadError::Invalid(_)) => format!(
-            "{}\n(hint: fix .loopx/loopx.toml first; loopx changes only a file that loads)",
-            load_error(e)
-        ),
-        other => crate::render_error(other),
-    }
-}
-
-/// A load failure in words: every problem of an invalid file, with its line.
-fn load_error(e: &loopx_adapters::LoadError) -> String {
-    match e {
-        loopx_adapters::LoadError::Invalid(invalid) => invalid.one_line_each(),
-        other => crate::render_error(other),
     }
 }

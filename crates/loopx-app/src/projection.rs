@@ -9,7 +9,7 @@ use std::path::Path;
 use loopx_kernel::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::{App, AppError};
+use crate::{App, AppError, ConfigError};
 
 /// One projection's last pass.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,9 +45,9 @@ impl App {
     /// Records `health` for `status` (replacing the projection's previous one whole).
     pub fn record_projection_health(&self, health: &ProjectionHealth) -> Result<(), AppError> {
         let dir = self.project().projections_dir();
-        let bytes = serde_json::to_vec(health).map_err(|e| AppError::Config(e.to_string()))?;
+        let bytes = serde_json::to_vec(health).map_err(ConfigError::ProjectionEncode)?;
         write_atomically(&dir.join(format!("{}.json", health.name)), &bytes)
-            .map_err(|e| AppError::Config(format!("{}: {e}", dir.display())))
+            .map_err(|why| ConfigError::ProjectionWrite { dir, why }.into())
     }
 }
 

@@ -14,7 +14,7 @@ use loopx_kernel::{AgentName, Invalid, Timestamp};
 use loopx_quota::{AgentView, Decision, DecisionKind, Pacing, WindowLimit, WindowState};
 use serde::Serialize;
 
-use crate::{App, AppError};
+use crate::{App, AppError, UsageError};
 
 /// What a hold or a resume names: one agent, or an account (every agent on it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,10 +149,7 @@ impl App {
     /// Records spend an agent reports: a slice admitted against its quota, or usage charged.
     pub fn spend(&self, report: SpendReport) -> Result<Spend, AppError> {
         if !report.cost_usd.is_finite() || report.cost_usd < 0.0 {
-            return Err(AppError::Usage(format!(
-                "invalid cost `{}`: a non-negative amount in US dollars",
-                report.cost_usd
-            )));
+            return Err(UsageError::InvalidCost(report.cost_usd).into());
         }
         let record = self.agent(&report.agent)?;
         let view = self.agent_view(&record)?;
@@ -267,9 +264,7 @@ impl App {
             None => None,
         };
         if change.profile.is_none() && change.capabilities.is_none() && change.role.is_none() {
-            return Err(AppError::Usage(
-                "nothing to change: give --profile, --capability or --role".to_owned(),
-            ));
+            return Err(UsageError::NothingToChange.into());
         }
         let agent = self.run(ChangeAgent { name, change })?;
         Ok(AgentAdded {

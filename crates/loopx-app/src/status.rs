@@ -390,59 +390,21 @@ fn assemble(
         waiting_total,
         counts,
     } = todos;
-    let mut claimed = Vec::new();
-    let mut waiting = Vec::new();
-    let mut next = Vec::new();
-    for todo in &claimed_todos {
-        if let Some(lease) = &todo.lease {
-            claimed.push(Claimed {
-                todo: todo.id,
-                title: todo.title.clone(),
-                agent: lease.agent.to_string(),
-                epoch: lease.epoch,
-                expires_at: lease.expires_at,
-                expired: !lease.is_live(now),
-            });
-        }
-    }
-    for (todo, dep) in &waiting_todos {
-        waiting.push(Waiting {
-            todo: todo.id,
-            title: todo.title.clone(),
-            reason: waits_on(dep, now),
-        });
-    }
-    for (todo, gate) in &gated {
-        waiting.push(Waiting {
-            todo: todo.id,
-            title: todo.title.clone(),
-            reason: format!("blocked by gate {gate}"),
-        });
-    }
-    // An expired lease is free to reclaim: next in line with the ready ones.
-    for todo in &claimed_todos {
-        if todo.lease.as_ref().is_some_and(|l| !l.is_live(now))
-            && !gates.iter().any(|g| {
-                g.blocks.blocks(None, Some(todo.id))
-                    && !matches!(g.blocks, loopx_kernel::model::Blocks::Agent(_))
-            })
-        {
-            next.push(Next {
-                todo: todo.id,
-                title: todo.title.clone(),
-                priority: todo.priority,
-            });
-        }
-    }
-    for todo in &ready {
-        next.push(Next {
-            todo: todo.id,
-            title: todo.title.clone(),
-            priority: todo.priority,
-        });
-    }
-    next.sort_by_key(|n| (std::cmp::Reverse(n.priority), n.todo));
-    next.truncate(FIRST_SCREEN);
+    let claimed = claims(&claimed_todos, now);
+    let waiting_on = |todo: &Todo, reason| Waiting {
+        todo: todo.id,
+        title: todo.title.clone(),
+        reason,
+    };
+    let waiting = (waiting_todos.iter())
+        .map(|(todo, dep)| waiting_on(todo, waits_on(dep, now)))
+        .chain(
+            gated
+                .iter()
+                .map(|(todo, gate)| waiting_on(todo, format!("blocked by gate {gate}"))),
+        )
+        .collect();
+    let next = next_in_line(&claimed_todos, &ready, &gates, now);
     let monitors = monitors.iter().filter_map(MonitorNow::of).collect();
     Status {
         format_version: 1,
@@ -476,6 +438,49 @@ fn assemble(
         problems: Vec::new(),
         projections: Vec::new(),
     }
+}
+
+/// Each claimed todo's lease, and whether it expired.
+fn claims(claimed: &[Todo], now: Timestamp) -> Vec<Claimed> {
+    claimed
+        .iter()
+        .filter_map(|todo| {
+            let lease = todo.lease.as_ref()?;
+            Some(Claimed {
+                todo: todo.id,
+                title: todo.title.clone(),
+                agent: lease.agent.to_string(),
+                epoch: lease.epoch,
+                expires_at: lease.expires_at,
+                expired: !lease.is_live(now),
+            })
+        })
+        .collect()
+}
+
+/// The todos agents take next, highest priority first: the ready ones, and those whose lease
+/// expired (free to reclaim) unless a gate holds them.
+fn next_in_line(claimed: &[Todo], ready: &[Todo], gates: &[Gate], now: Timestamp) -> Vec<Next> {
+    let gated = |todo: &Todo| {
+        gates.iter().any(|g| {
+            g.blocks.blocks(None, Some(todo.id))
+                && !matches!(g.blocks, loopx_kernel::model::Blocks::Agent(_))
+        })
+    };
+    let expired = claimed
+        .iter()
+        .filter(|t| t.lease.as_ref().is_some_and(|l| !l.is_live(now)) && !gated(t));
+    let mut next: Vec<Next> = expired
+        .chain(ready)
+        .map(|todo| Next {
+            todo: todo.id,
+            title: todo.title.clone(),
+            priority: todo.priority,
+        })
+        .collect();
+    next.sort_by_key(|n| (std::cmp::Reverse(n.priority), n.todo));
+    next.truncate(FIRST_SCREEN);
+    next
 }
 
 /// Each registered agent's decision, made on the same snapshot as the rest of the screen.

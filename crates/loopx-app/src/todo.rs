@@ -6,11 +6,11 @@ use std::time::Duration;
 use loopx_git::worktree::{self, Landing, Repo, integration_branch, short, todo_branch};
 use loopx_kernel::model::{EvidenceKind, GateKind, GateState, Goal, Todo, TodoState};
 use loopx_kernel::store::{
-    ClaimTodo, EditTodo, FinishTodo, NewEvidence, NewTodo, ReleaseClaim, RenewClaim,
+    Applied, ClaimTodo, EditTodo, FinishTodo, NewEvidence, NewTodo, ReleaseClaim, RenewClaim,
 };
 use loopx_kernel::{AgentName, GoalId, Invalid, Op, TodoId};
 
-use crate::{App, AppError};
+use crate::{App, AppError, ConflictError, NotLanded, UsageError};
 
 /// A todo with what `todo show` shows beside it.
 #[derive(Debug, Clone)]
@@ -167,31 +167,10 @@ impl App {
     ) -> Result<Finished, AppError> {
         let tid = finish.todo;
         if next.is_some() && finish.to != TodoState::Done {
-            return Err(AppError::Usage(
-                "only a todo marked done has a successor\n(hint: leave out --next)".to_owned(),
-            ));
+            return Err(UsageError::SuccessorNotDone.into());
         }
         let successor = match next {
-            Some(next) => {
-                let before = self.read(|s| s.todo(tid))?.ok_or(Invalid::NotFound {
-                    what: "todo",
-                    id: tid.to_string(),
-                })?;
-                let held_for = match next.same_agent {
-                    true => Some(self.worked_on_by(&before, finish.agent.as_ref())?),
-                    false => None,
-                };
-                Some(NewTodo {
-                    goal: Some(before.goal),
-                    title: next.title,
-                    priority: before.priority,
-                    role: before.role.clone(),
-                    needs: before.needs.clone(),
-                    after: vec![tid],
-                    held_for,
-                    ..NewTodo::default()
-                })
-            }
+            Some(next) => Some(self.successor(&finish, next)?),
             None => None,
         };
         let worktree_goal = self.read(|s| {
@@ -213,48 +192,46 @@ impl App {
             }
             _ => None,
         };
-        let ops: Vec<Op> = landed
-            .iter()
-            .map(|summary| {
-                Op::EvidenceAdd(NewEvidence {
-                    kind: EvidenceKind::Land,
-                    summary: summary.clone(),
-                    detail: String::new(),
-                    files: vec![],
-                    todo: Some(tid),
-                    slice: None,
-                    epoch: None,
-                    work: None,
-                })
-            })
-            .collect();
+        let mut ops: Vec<Op> = landed.iter().map(|s| land_evidence(tid, s)).collect();
         // The successor first, waiting on the todo; finishing the todo then frees it, in the
         // same transaction.
-        let mut ops = ops;
         let with_next = successor.is_some();
         ops.extend(successor.map(Op::TodoAdd));
         ops.push(Op::TodoFinish(finish));
-        let mut applied = self
+        let applied = self
             .store()?
             .apply_all(ops, &self.caller().actor, self.now())?;
-        let todo = match applied.pop() {
-            Some(loopx_kernel::store::Applied::Todo(todo)) => todo,
-            other => {
-                return Err(AppError::Conflict(format!(
-                    "finishing {tid} yielded {other:?}, not the todo"
-                )));
-            }
-        };
-        let next = match (with_next, applied.pop()) {
-            (true, Some(loopx_kernel::store::Applied::Todo(next))) => Some(next),
-            _ => None,
-        };
+        let (todo, next) = finished_and_next(tid, applied, with_next)?;
         if let Some((goal, _)) = &worktree_goal
             && let Err(e) = worktree::remove(self.root(), goal.id, todo.id)
         {
             tracing::warn!(todo = %todo.id, error = %e, "cannot remove the todo's worktree");
         }
         Ok(Finished { todo, landed, next })
+    }
+
+    /// The todo `next` makes to follow the one `finish` finishes: on its goal, with its role,
+    /// needs and priority, after it; held for the agent that worked on it when asked.
+    fn successor(&self, finish: &FinishTodo, next: Successor) -> Result<NewTodo, AppError> {
+        let tid = finish.todo;
+        let before = self.read(|s| s.todo(tid))?.ok_or(Invalid::NotFound {
+            what: "todo",
+            id: tid.to_string(),
+        })?;
+        let held_for = match next.same_agent {
+            true => Some(self.worked_on_by(&before, finish.agent.as_ref())?),
+            false => None,
+        };
+        Ok(NewTodo {
+            goal: Some(before.goal),
+            title: next.title,
+            priority: before.priority,
+            role: before.role.clone(),
+            needs: before.needs.clone(),
+            after: vec![tid],
+            held_for,
+            ..NewTodo::default()
+        })
     }
 
     /// The agent a continuation of `todo` is held for: the one finishing it, else its claim's
@@ -275,10 +252,11 @@ impl App {
                 .map(|slice| slice.agent))
         })?;
         last.ok_or_else(|| {
-            AppError::Usage(format!(
-                "no agent worked on {} in the last {RECENT_SLICES} slices: there is no same agent to hold its successor for\n(hint: leave out --same-agent)",
-                todo.id
-            ))
+            UsageError::NoSameAgent {
+                todo: todo.id,
+                recent: RECENT_SLICES,
+            }
+            .into()
         })
     }
 
@@ -301,23 +279,14 @@ impl App {
                     && matches!(g.kind, GateKind::Rollback { todo: t, .. } if t == todo)
             }))
         })?;
-        let not_yet = |why: &str| AppError::Conflict(format!("{todo} stays open: {why}"));
         if rollback_open {
-            return Err(not_yet(
-                "a gate asks whether to roll its last slice back; answer it first (`loopx gate list`)",
-            ));
+            return Err(ConflictError::RollbackAsked(todo).into());
         }
         if worktree::has_uncommitted(root, goal.id, todo).unwrap_or(false) {
-            return Err(not_yet(
-                "its worktree holds work no slice has committed (a slice is running, or one was stopped); let its next slice end first",
-            ));
+            return Err(ConflictError::UncommittedWork(todo).into());
         }
         let into = integration_branch(goal.id);
-        let refused = |why: String| {
-            AppError::Conflict(format!(
-                "{todo} stays open: {why}\n(hint: `loopx diff {todo}` shows its work; `loopx todo drop {todo}` drops it, its branch kept)"
-            ))
-        };
+        let refused = |why: NotLanded| ConflictError::NotLanded { todo, why }.into();
         // No claim to lose: the kernel refuses the person's `done` if someone took the todo.
         match loopx_domain::land::land_todo(root, self.exe()?, goal, todo, title, &|| true) {
             Landing::Landed {
@@ -327,19 +296,18 @@ impl App {
                 short(&commit)
             ))),
             Landing::Empty => Ok(None),
-            Landing::Conflict { files, .. } => Err(refused(format!(
-                "its branch {branch} conflicts with {into} in {}",
-                files.join(", ")
-            ))),
+            Landing::Conflict { files, .. } => Err(refused(NotLanded::Conflict {
+                branch,
+                into,
+                files,
+            })),
             Landing::CheckFailed { how, output } => {
                 let tail: Vec<&str> = output.lines().rev().take(10).collect();
                 let tail: Vec<&str> = tail.into_iter().rev().collect();
-                Err(refused(format!(
-                    "the land check {how} on its branch merged with {into}:\n{}",
-                    tail.join("\n")
-                )))
+                let tail = tail.join("\n");
+                Err(refused(NotLanded::CheckFailed { how, into, tail }))
             }
-            Landing::Failed(why) => Err(refused(why)),
+            Landing::Failed(why) => Err(refused(NotLanded::Failed(why))),
         }
     }
 
@@ -424,17 +392,49 @@ impl App {
             Ok((todo, goal))
         })?;
         let Some(goal) = goal.filter(|g| g.isolation.is_worktree()) else {
-            return Err(AppError::Usage(format!(
-                "{} belongs to a goal whose agents share the project's tree, so it has no branch of its own\n(hint: `git diff` shows the tree's changes; `loopx evidence list --todo {}` what each slice changed)",
-                todo.id, todo.id
-            )));
+            return Err(UsageError::SharedTreeTodo(todo.id).into());
         };
-        let text = worktree::todo_diff(self.root(), goal.id, todo.id, stat)
-            .map_err(|e| AppError::Usage(e.to_string()))?;
+        let text =
+            worktree::todo_diff(self.root(), goal.id, todo.id, stat).map_err(UsageError::Git)?;
         Ok(Diff {
             branch: todo_branch(goal.id, todo.id),
             todo,
             text,
         })
     }
+}
+
+/// The finished todo and its successor, from what the transaction applied (the todo last, the
+/// successor before it).
+fn finished_and_next(
+    tid: TodoId,
+    mut applied: Vec<Applied>,
+    with_next: bool,
+) -> Result<(Todo, Option<Todo>), AppError> {
+    let todo = match applied.pop() {
+        Some(Applied::Todo(todo)) => todo,
+        other => {
+            let yielded = other.map(Box::new);
+            return Err(ConflictError::FinishYielded { todo: tid, yielded }.into());
+        }
+    };
+    let next = match (with_next, applied.pop()) {
+        (true, Some(Applied::Todo(next))) => Some(next),
+        _ => None,
+    };
+    Ok((todo, next))
+}
+
+/// The `land` evidence of a todo a person's `done` landed: what landed, in words.
+fn land_evidence(todo: TodoId, summary: &str) -> Op {
+    Op::EvidenceAdd(NewEvidence {
+        kind: EvidenceKind::Land,
+        summary: summary.to_owned(),
+        detail: String::new(),
+        files: vec![],
+        todo: Some(todo),
+        slice: None,
+        epoch: None,
+        work: None,
+    })
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use loopx_app::goal::StartGoal;
 use loopx_app::quota::{AgentSpec, HoldTarget};
-use loopx_app::{App, AppError, Caller, ErrorClass};
+use loopx_app::{App, AppError, Caller, ConfigError, ErrorClass};
 use loopx_kernel::model::{Blocks, TodoState};
 use loopx_kernel::store::{AnswerChoice, FinishTodo, NewTodo};
 use loopx_kernel::{AgentName, Project, Store, Timestamp};
@@ -175,7 +175,10 @@ fn an_agent_needs_a_profile_that_loads_and_holds_name_it_or_its_account() {
     let mut missing = agent("b");
     missing.profile = "nope".into();
     let refused = app.add_agent(missing, None).expect_err("no such profile");
-    assert!(matches!(refused, AppError::Config(_)), "{refused:?}");
+    assert!(
+        matches!(refused, AppError::Config(ConfigError::Profile { .. })),
+        "{refused:?}"
+    );
     let added = app.add_agent(agent("a"), None).expect("agent");
     assert_eq!(added.agent.name.as_str(), "a");
     let a = HoldTarget::Agent(added.agent.name.clone());

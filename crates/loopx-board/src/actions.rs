@@ -4,7 +4,7 @@
 //! touches the store itself.
 
 use loopx_app::quota::HoldTarget;
-use loopx_app::{App, AppError, ErrorClass};
+use loopx_app::{App, AppError, ErrorClass, UsageError};
 use loopx_kernel::model::TodoState;
 use loopx_kernel::store::{AnswerChoice, FinishTodo, NewTodo};
 use serde::Deserialize;
@@ -148,7 +148,7 @@ fn target(hold: Hold) -> Result<HoldTarget, AppError> {
     Ok(match (hold.agent, hold.account) {
         (Some(agent), _) => HoldTarget::Agent(agent.parse()?),
         (None, Some(account)) => HoldTarget::Account(account),
-        (None, None) => return Err(AppError::Usage("name one agent or one account".to_owned())),
+        (None, None) => return Err(UsageError::NoHoldTarget.into()),
     })
 }
 

@@ -107,112 +107,122 @@ fn columns(
     now: Timestamp,
 ) -> Value {
     let done: HashMap<TodoId, TodoState> = todos.iter().map(|t| (t.id, t.state)).collect();
-    let gate_of = |todo: &Todo| loopx_app::board::blocking_gate(todo, gates);
-    let mut open = Vec::new();
-    let mut monitors = Vec::new();
-    let mut claimed = Vec::new();
-    let mut blocked = Vec::new();
-    let mut finished = Vec::new();
-    let mut dropped = Vec::new();
+    let mut cards: [Vec<Value>; COLUMNS.len()] = Default::default();
     for todo in todos {
-        let mut card = json!({
-            "id": todo.id,
-            "title": todo.title,
-            "detail": todo.detail,
-            "priority": todo.priority,
-            "epoch": todo.epoch,
-            "role": todo.role,
-            "needs": todo.needs,
-            "updated_at": todo.updated_at,
-        });
-        match todo.state {
-            // A monitor has a column of its own, whatever holds it: loopx works it, not agents.
-            TodoState::Open if todo.is_monitor() => {
-                card["monitor"] = monitor_card(todo);
-                if let Some(gate) = gate_of(todo) {
-                    card["gate"] = json!({"id": gate.id, "question": gate.question});
-                }
-                monitors.push(card);
-            }
+        let mut card = json!({"id": todo.id, "title": todo.title, "detail": todo.detail,
+            "priority": todo.priority, "epoch": todo.epoch, "role": todo.role,
+            "needs": todo.needs, "updated_at": todo.updated_at});
+        let column = match todo.state {
             TodoState::Open => {
-                if let Some(gate) = gate_of(todo) {
+                // A monitor has a column of its own, whatever holds it: loopx works it, not agents.
+                if todo.is_monitor() {
+                    card["monitor"] = monitor_card(todo);
+                }
+                let gate = loopx_app::board::blocking_gate(todo, gates);
+                if let Some(gate) = gate {
                     card["gate"] = json!({"id": gate.id, "question": gate.question});
-                    blocked.push(card);
-                    continue;
                 }
-                let mut waits_on: Vec<String> = todo
-                    .after
-                    .iter()
-                    .filter(|dep| done.get(dep) != Some(&TodoState::Done))
-                    .map(|dep| format!("after {dep}"))
-                    .collect();
-                waits_on.extend(todo.needs.iter().map(|n| format!("needs {n}")));
-                if let Some(role) = &todo.role {
-                    waits_on.push(format!("role {role}"));
+                match (todo.is_monitor(), gate.is_some()) {
+                    (true, _) => MONITORS,
+                    (false, true) => BLOCKED,
+                    (false, false) => {
+                        card["waits_on"] = json!(waits_on(todo, &done));
+                        OPEN
+                    }
                 }
-                card["waits_on"] = json!(waits_on);
-                open.push(card);
             }
             TodoState::Claimed => {
-                if let Some(lease) = &todo.lease {
-                    card["lease"] = json!({
-                        "agent": lease.agent,
-                        "epoch": lease.epoch,
-                        "expires_at": lease.expires_at,
-                        "live": lease.is_live(now),
-                    });
-                }
-                if let Some(slice) = running.iter().find(|s| s.todo == Some(todo.id)) {
-                    card["slice"] = json!({
-                        "id": slice.id,
-                        "agent": slice.agent,
-                        "started_at": slice.started_at,
-                        "limit_secs": slice.limit_secs,
-                    });
-                }
-                claimed.push(card);
+                held(&mut card, todo, running, now);
+                CLAIMED
             }
             TodoState::Done | TodoState::Dropped => {
-                let mine: Vec<Value> = evidence
-                    .iter()
-                    .filter(|e| e.item.todo == Some(todo.id))
-                    .take(3)
-                    .map(|j| {
-                        let e = &j.item;
-                        json!({"id": e.id, "kind": e.kind, "summary": e.summary, "stale_reason": j.stale_reason})
-                    })
-                    .collect();
-                card["evidence"] = json!(mine);
-                if let Some(handoff) = handoffs.get(&todo.id) {
-                    card["handoff"] = json!({"done": handoff.done, "next": handoff.next});
-                }
+                ended(&mut card, todo, evidence, handoffs);
                 if todo.state == TodoState::Done {
-                    finished.push(card);
+                    DONE
                 } else {
-                    dropped.push(card);
+                    DROPPED
                 }
             }
-        }
+        };
+        cards[column].push(card);
     }
     // Newest finished first; the rest in the order agents take them.
-    let newest_first = |cards: &mut Vec<Value>| {
-        cards.sort_by(|a, b| b["updated_at"].as_str().cmp(&a["updated_at"].as_str()));
-    };
-    newest_first(&mut finished);
-    newest_first(&mut dropped);
-    open.sort_by_key(|c| -c["priority"].as_i64().unwrap_or(0));
-    let column = |cards: Vec<Value>| {
+    for column in [DONE, DROPPED] {
+        cards[column].sort_by(|a, b| b["updated_at"].as_str().cmp(&a["updated_at"].as_str()));
+    }
+    cards[OPEN].sort_by_key(|c| -c["priority"].as_i64().unwrap_or(0));
+    let columns = COLUMNS.iter().zip(cards).map(|(name, cards)| {
         let count = cards.len();
-        json!({"count": count, "cards": cards.into_iter().take(PER_COLUMN).collect::<Vec<_>>()})
-    };
-    json!({
-        "open": column(open),
-        "monitors": column(monitors),
-        "claimed": column(claimed),
-        "blocked": column(blocked),
-        "done": column(finished),
-        "dropped": column(dropped),
-    })
+        let shown: Vec<Value> = cards.into_iter().take(PER_COLUMN).collect();
+        ((*name).to_owned(), json!({"count": count, "cards": shown}))
+    });
+    Value::Object(columns.collect())
+}
+
+/// The board's columns, by name, in the order the page shows them.
+const COLUMNS: [&str; 6] = ["open", "monitors", "claimed", "blocked", "done", "dropped"];
+const OPEN: usize = 0;
+const MONITORS: usize = 1;
+const CLAIMED: usize = 2;
+const BLOCKED: usize = 3;
+const DONE: usize = 4;
+const DROPPED: usize = 5;
+
+/// What an open todo waits on: unfinished todos before it, capabilities, a role.
+fn waits_on(todo: &Todo, done: &HashMap<TodoId, TodoState>) -> Vec<String> {
+    let mut waits_on: Vec<String> = todo
+        .after
+        .iter()
+        .filter(|dep| done.get(dep) != Some(&TodoState::Done))
+        .map(|dep| format!("after {dep}"))
+        .collect();
+    waits_on.extend(todo.needs.iter().map(|n| format!("needs {n}")));
+    if let Some(role) = &todo.role {
+        waits_on.push(format!("role {role}"));
+    }
+    waits_on
+}
+
+/// A claimed todo's card: its lease, and the slice working on it.
+fn held(card: &mut Value, todo: &Todo, running: &[SliceRecord], now: Timestamp) {
+    if let Some(lease) = &todo.lease {
+        card["lease"] = json!({
+            "agent": lease.agent,
+            "epoch": lease.epoch,
+            "expires_at": lease.expires_at,
+            "live": lease.is_live(now),
+        });
+    }
+    if let Some(slice) = running.iter().find(|s| s.todo == Some(todo.id)) {
+        card["slice"] = json!({
+            "id": slice.id,
+            "agent": slice.agent,
+            "started_at": slice.started_at,
+            "limit_secs": slice.limit_secs,
+        });
+    }
+}
+
+/// A finished todo's card: its latest evidence and its handoff.
+fn ended(
+    card: &mut Value,
+    todo: &Todo,
+    evidence: &[JudgedEvidence],
+    handoffs: &HashMap<TodoId, loopx_kernel::model::Handoff>,
+) {
+    let mine: Vec<Value> = evidence
+        .iter()
+        .filter(|e| e.item.todo == Some(todo.id))
+        .take(3)
+        .map(|j| {
+            let e = &j.item;
+            json!({"id": e.id, "kind": e.kind, "summary": e.summary, "stale_reason": j.stale_reason})
+        })
+        .collect();
+    card["evidence"] = json!(mine);
+    if let Some(handoff) = handoffs.get(&todo.id) {
+        card["handoff"] = json!({"done": handoff.done, "next": handoff.next});
+    }
 }
 
 /// What a monitor's card shows: its check and cadence, when it is polled next, its last result.

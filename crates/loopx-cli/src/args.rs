@@ -576,30 +576,7 @@ impl WaitArgs {
 #[derive(Debug, Subcommand)]
 pub enum TodoCommand {
     /// Add a todo to the current goal.
-    Add {
-        /// A short title.
-        title: String,
-        /// Longer detail.
-        #[arg(long, default_value = "")]
-        detail: String,
-        /// Higher runs first.
-        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-        priority: i32,
-        /// A capability the agent needs (repeatable).
-        #[arg(long = "needs", value_name = "CAP")]
-        needs: Vec<String>,
-        /// A todo that must be finished first (repeatable).
-        #[arg(long = "after", value_name = "ID")]
-        after: Vec<String>,
-        /// The role of agent that should take it.
-        #[arg(long, value_name = "ROLE")]
-        role: Option<String>,
-        /// The goal (default: the current one).
-        #[arg(long, value_name = "ID")]
-        goal: Option<String>,
-        #[command(flatten)]
-        wait: WaitArgs,
-    },
+    Add(AddArgs),
     /// List todos (default: open and claimed).
     List {
         /// Only todos in this state.
@@ -668,6 +645,32 @@ pub enum TodoCommand {
     Done(DoneArgs),
     /// Drop a todo: it will not be done.
     Drop(FinishArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// A short title.
+    pub title: String,
+    /// Longer detail.
+    #[arg(long, default_value = "")]
+    pub detail: String,
+    /// Higher runs first.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub priority: i32,
+    /// A capability the agent needs (repeatable).
+    #[arg(long = "needs", value_name = "CAP")]
+    pub needs: Vec<String>,
+    /// A todo that must be finished first (repeatable).
+    #[arg(long = "after", value_name = "ID")]
+    pub after: Vec<String>,
+    /// The role of agent that should take it.
+    #[arg(long, value_name = "ROLE")]
+    pub role: Option<String>,
+    /// The goal (default: the current one).
+    #[arg(long, value_name = "ID")]
+    pub goal: Option<String>,
+    #[command(flatten)]
+    pub wait: WaitArgs,
 }
 
 #[derive(Debug, Args)]

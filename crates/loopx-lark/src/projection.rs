@@ -1,12 +1,13 @@
 //! The rows of the Lark board: one per todo of every goal not archived, its fields named as
 //! people read them, with the types Lark stores them in.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use loopx_app::board::{Column, blocking_gate};
+use loopx_app::evidence::JudgedEvidence;
 use loopx_app::{App, AppError};
-use loopx_kernel::TodoId;
-use loopx_kernel::model::{Gate, GateState, GoalStatus};
+use loopx_kernel::model::{Gate, GateState, Goal, GoalStatus, Handoff, Todo};
+use loopx_kernel::{GoalId, TodoId};
 use serde_json::{Map, Value, json};
 
 use crate::words::{Names, gate_text, quote, unquote_code};
@@ -90,16 +91,7 @@ pub fn rows(app: &App, answers: Answers) -> Result<Vec<Row>, AppError> {
             &todos,
             s.current_goal()?.map(|g| g.id),
         );
-        let by_goal = crate::goals::open_by_goal(&names, &gates);
-        let goal_cells: HashMap<_, _> = goals
-            .values()
-            .map(|g| {
-                let open = by_goal.get(&g.id).map_or(&[][..], Vec::as_slice);
-                let objective = crate::words::flat(&g.objective, 300);
-                let state = crate::goals::state(g, open);
-                (g.id, format!("{objective} ({}): {state}", g.id))
-            })
-            .collect();
+        let goal_cells = goal_cells(&goals, &crate::goals::open_by_goal(&names, &gates));
         let mut newest = HashMap::new();
         let evidence = judge.all(s, s.evidence_newest(usize::MAX, |e| e.todo.is_some())?)?;
         for judged in evidence {
@@ -116,49 +108,81 @@ pub fn rows(app: &App, answers: Answers) -> Result<Vec<Row>, AppError> {
                 .or(todo.finished_under.as_ref())
                 .map(|l| l.agent.to_string())
                 .unwrap_or_default();
-            let handoff = match todo.latest_handoff {
-                Some(id) => s.handoff(id)?.map(|h| match h.next.is_empty() {
-                    true => h.done,
-                    false => format!("{} Next: {}", h.done, h.next),
-                }),
-                None => None,
-            };
-            let evidence = newest.get(&todo.id).map(|j| {
-                let e = &j.item;
-                match &j.stale_reason {
-                    Some(why) => format!("{}: {} (stale: {why})", e.kind.as_str(), e.summary),
-                    None => format!("{}: {}", e.kind.as_str(), e.summary),
-                }
-            });
+            let handoff = todo.latest_handoff.map(|id| s.handoff(id)).transpose()?;
             let question = blocking_gate(todo, &gates).map(|g| question_cell(g, answers));
             let goal = goal_cells.get(&todo.goal).cloned().unwrap_or_default();
-            let mut fields = Map::new();
-            let mut text = |name: &str, value: String| {
-                let value = clip(value.trim());
-                if !value.is_empty() {
-                    fields.insert(name.to_owned(), Value::String(value));
-                }
-            };
-            text("Task", todo.title.clone());
-            text("Status", column.label().to_owned());
-            text("Agent", agent);
-            text("Goal", goal);
-            text(TODO_ID, todo.id.to_string());
-            text("Latest handoff", unquote_code(&handoff.unwrap_or_default()));
-            text(
-                "Latest evidence",
-                unquote_code(&evidence.unwrap_or_default()),
-            );
-            text("Question", question.unwrap_or_default());
-            fields.insert("Priority".into(), json!(todo.priority));
-            fields.insert("Updated".into(), json!(todo.updated_at.0));
-            rows.push(Row {
-                todo: todo.id,
-                fields,
-            });
+            let cells = [
+                ("Task", todo.title.clone()),
+                ("Status", column.label().to_owned()),
+                ("Agent", agent),
+                ("Goal", goal),
+                (TODO_ID, todo.id.to_string()),
+                (
+                    "Latest handoff",
+                    handoff.flatten().map_or_else(String::new, handoff_cell),
+                ),
+                (
+                    "Latest evidence",
+                    newest.get(&todo.id).map_or_else(String::new, evidence_cell),
+                ),
+                ("Question", question.unwrap_or_default()),
+            ];
+            rows.push(row(todo, cells));
         }
         Ok(rows)
     })
+}
+
+/// The Latest handoff cell: what was done, and what is next.
+fn handoff_cell(h: Handoff) -> String {
+    unquote_code(&match h.next.is_empty() {
+        true => h.done,
+        false => format!("{} Next: {}", h.done, h.next),
+    })
+}
+
+/// The Latest evidence cell: its kind and summary, and why it is stale.
+fn evidence_cell(j: &JudgedEvidence) -> String {
+    let e = &j.item;
+    let text = match &j.stale_reason {
+        Some(why) => format!("{}: {} (stale: {why})", e.kind.as_str(), e.summary),
+        None => format!("{}: {}", e.kind.as_str(), e.summary),
+    };
+    unquote_code(&text)
+}
+
+/// A row's cells: each text cell clipped and left out when empty, then the todo's priority
+/// and when it changed.
+fn row(todo: &Todo, cells: [(&str, String); 8]) -> Row {
+    let mut fields = Map::new();
+    for (name, value) in cells {
+        let value = clip(value.trim());
+        if !value.is_empty() {
+            fields.insert(name.to_owned(), Value::String(value));
+        }
+    }
+    fields.insert("Priority".into(), json!(todo.priority));
+    fields.insert("Updated".into(), json!(todo.updated_at.0));
+    Row {
+        todo: todo.id,
+        fields,
+    }
+}
+
+/// Each goal's cell: its objective, its id and where it stands.
+fn goal_cells(
+    goals: &HashMap<GoalId, Goal>,
+    by_goal: &BTreeMap<GoalId, Vec<&Gate>>,
+) -> HashMap<GoalId, String> {
+    goals
+        .values()
+        .map(|g| {
+            let open = by_goal.get(&g.id).map_or(&[][..], Vec::as_slice);
+            let objective = crate::words::flat(&g.objective, 300);
+            let state = crate::goals::state(g, open);
+            (g.id, format!("{objective} ({}): {state}", g.id))
+        })
+        .collect()
 }
 
 /// The Question cell: the question, its options, and how to answer it, in words

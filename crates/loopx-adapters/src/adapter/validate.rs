@@ -95,77 +95,31 @@ fn validate(
     p: &mut Problems,
 ) -> Option<Adapter> {
     let before = p.is_empty();
-    let login = take(raw.login, "login", p)
-        .map(|(v, _)| v.trim().to_owned())
-        .filter(|v| !v.is_empty());
-    let install = take(raw.install, "install", p)
-        .map(|(v, _)| v.trim().to_owned())
-        .filter(|v| !v.is_empty());
+    let login = command_hint(raw.login, "login", p);
+    let install = command_hint(raw.install, "install", p);
     let description = take(raw.description, "description", p)
         .map(|(v, _)| v)
         .unwrap_or_default();
-    let program = take(raw.program, "program", p).map(|(v, span)| {
-        if v.trim().is_empty() {
-            p.push(
-                span.clone(),
-                Some("program"),
-                "`program` is empty",
-                Some("omit `program` to make profiles name it".to_owned()),
-            );
-        }
-        check_placeholders(&v, &["loopx"], "program", &span, p);
-        v
-    });
-    let output = match take(raw.output, "output", p) {
-        Some((v, span)) => one_of(
-            &v,
-            &span,
-            "output",
-            &OutputFormat::ADAPTER_FORMATS.map(|f| (f, f.as_str())),
-            p,
-        ),
-        None => {
-            p.push(
-                0..0,
-                Some("output"),
-                "missing key `output`",
-                Some("add e.g. `output = \"text\"`".to_owned()),
-            );
-            None
-        }
-    };
+    let program = program(take(raw.program, "program", p), p);
+    let output = output(take(raw.output, "output", p), p);
     let delivery = delivery(raw.prompt.and_then(|r| r.delivery), p);
     let args = args(raw.args, delivery, p);
-    let options = raw.options.map(|o| AdapterOptions {
-        model: fragment(o.model, "options.model", p),
-        max_turns: fragment(o.max_turns, "options.max_turns", p),
-        workdir: fragment(o.workdir, "options.workdir", p),
-    });
+    let options = raw.options.map(|o| options(o, p));
     let permissions = permissions(raw.permissions, p);
     let health = health(raw.health, p);
     let (env_pass, env_secrets, env_set) = env(raw.env, p);
-    let stdin = match take(raw.process.and_then(|r| r.stdin), "process.stdin", p) {
-        Some((v, span)) => one_of(
-            &v,
-            &span,
-            "process.stdin",
-            &[(StdinMode::Pty, "pty"), (StdinMode::Null, "null")],
-            p,
-        ),
-        None => Some(StdinMode::Pty),
-    };
-    let sandbox_writable = raw
+    let stdin = take(raw.process.and_then(|r| r.stdin), "process.stdin", p);
+    let stdin = stdin.map_or(Some(StdinMode::Pty), |(v, span)| {
+        let modes = [(StdinMode::Pty, "pty"), (StdinMode::Null, "null")];
+        one_of(&v, &span, "process.stdin", &modes, p)
+    });
+    let writable = raw
         .sandbox
-        .and_then(|s| take(s.writable, "sandbox.writable", p))
-        .map(|(paths, span)| crate::sandbox::check_paths(paths, &span, "sandbox.writable", p))
-        .unwrap_or_default();
-    let signals = raw
-        .signals
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, s)| signal(i, s, p))
-        .collect();
+        .and_then(|s| take(s.writable, "sandbox.writable", p));
+    let sandbox_writable = writable
+        .map(|(paths, span)| crate::sandbox::check_paths(paths, &span, "sandbox.writable", p));
+    let signals = raw.signals.unwrap_or_default().into_iter().enumerate();
+    let signals = signals.filter_map(|(i, s)| signal(i, s, p)).collect();
     let exit_codes = exit_codes(raw.exit_codes.unwrap_or_default(), p);
     if !(before && p.is_empty()) {
         return None;
@@ -186,12 +140,66 @@ fn validate(
         env_secrets,
         env_set,
         stdin: stdin?,
-        sandbox_writable,
+        sandbox_writable: sandbox_writable.unwrap_or_default(),
         signals,
         exit_codes,
         file: file.to_owned(),
         bytes: text.as_bytes().to_vec(),
     })
+}
+
+/// `[options]`: the flags that choose a model, limit turns and set the working directory.
+fn options(o: super::raw::RawOptions, p: &mut Problems) -> AdapterOptions {
+    AdapterOptions {
+        model: fragment(o.model, "options.model", p),
+        max_turns: fragment(o.max_turns, "options.max_turns", p),
+        workdir: fragment(o.workdir, "options.workdir", p),
+    }
+}
+
+/// `login` or `install`: a command a person runs, when the adapter names one.
+fn command_hint(field: Option<Checked<String>>, key: &str, p: &mut Problems) -> Option<String> {
+    take(field, key, p)
+        .map(|(v, _)| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// `program`, not empty, with only `{loopx}` to fill.
+fn program(field: Option<(String, Range<usize>)>, p: &mut Problems) -> Option<String> {
+    field.map(|(v, span)| {
+        if v.trim().is_empty() {
+            p.push(
+                span.clone(),
+                Some("program"),
+                "`program` is empty",
+                Some("omit `program` to make profiles name it".to_owned()),
+            );
+        }
+        check_placeholders(&v, &["loopx"], "program", &span, p);
+        v
+    })
+}
+
+/// `output`: required, one of the formats loopx reads.
+fn output(field: Option<(String, Range<usize>)>, p: &mut Problems) -> Option<OutputFormat> {
+    match field {
+        Some((v, span)) => one_of(
+            &v,
+            &span,
+            "output",
+            &OutputFormat::ADAPTER_FORMATS.map(|f| (f, f.as_str())),
+            p,
+        ),
+        None => {
+            p.push(
+                0..0,
+                Some("output"),
+                "missing key `output`",
+                Some("add e.g. `output = \"text\"`".to_owned()),
+            );
+            None
+        }
+    }
 }
 
 /// Match `value` against the allowed spellings, recording a "did you mean" problem otherwise.
@@ -362,10 +370,19 @@ fn health(raw: Option<super::raw::RawHealth>, p: &mut Problems) -> HealthCheck {
     if let Some((pattern, span)) = take(raw.expect, "health.expect", p) {
         check.expect = regex(&pattern, span, "health.expect", p);
     }
-    if let Some((text, span)) = take(raw.timeout, "health.timeout", p) {
-        check.timeout = duration(&text.0, span, "health.timeout", p).unwrap_or(check.timeout);
+    if let Some(timeout) = duration_field(raw.timeout, "health.timeout", p) {
+        check.timeout = timeout;
     }
     check
+}
+
+/// A duration field's value, if it is given and reads as a duration.
+pub(crate) fn duration_field(
+    field: Option<Checked<crate::config::DurationText>>,
+    key: &str,
+    p: &mut Problems,
+) -> Option<Duration> {
+    take(field, key, p).and_then(|(text, span)| duration(&text.0, span, key, p))
 }
 
 /// A duration value, or a located problem with the standard hint.

@@ -3,17 +3,16 @@
 use std::ops::Range;
 use std::path::{Component, PathBuf};
 
-use super::raw::{RawEnv, RawLimits, RawProfile, RawQuota};
+use super::raw::{RawEnv, RawLimits, RawProfile, RawQuota, RawWindow};
 use super::spec::{
     DEFAULT_ENV_ALLOW, DEFAULT_PROMPT_TEMPLATE, EnvPolicy, PROMPT_PLACEHOLDERS, Profile,
     QuotaSettings, QuotaWindow, SliceLimits,
 };
 use crate::DoneWhen;
 use crate::adapter::{Adapter, AdapterCatalog, check_placeholders};
-use crate::adapter::{duration, env_names, one_of};
+use crate::adapter::{duration, duration_field, env_names, one_of};
 use crate::config::{
-    Checked, DurationText, Problems, SizeValue, did_you_mean, is_env_name, is_id, parse_byte_size,
-    take,
+    Checked, Problems, SizeValue, did_you_mean, is_env_name, is_id, parse_byte_size, take,
 };
 use crate::errors::LoadError;
 use crate::permission::{PermissionLevel, find_bypass};
@@ -21,89 +20,58 @@ use crate::permission::{PermissionLevel, find_bypass};
 /// Validate a parsed profile. `Err` only when its adapter file itself cannot be loaded.
 pub(crate) fn validate(
     name: &str,
-    raw: RawProfile,
+    mut raw: RawProfile,
     catalog: &AdapterCatalog,
     p: &mut Problems,
 ) -> Result<Option<(Profile, Adapter)>, LoadError> {
-    let adapter = match take(raw.adapter, "adapter", p) {
-        Some((adapter_name, span)) => resolve_adapter(&adapter_name, span, catalog, p)?,
-        None => {
-            p.push(
-                0..0,
-                Some("adapter"),
-                "missing key `adapter`",
-                Some(format!(
-                    "add e.g. `adapter = \"claude-code\"` (available: {})",
-                    catalog.names().join(", ")
-                )),
-            );
-            None
-        }
+    let Some((adapter_name, span)) = take(raw.adapter.take(), "adapter", p) else {
+        p.push(
+            0..0,
+            Some("adapter"),
+            "missing key `adapter`",
+            Some(format!(
+                "add e.g. `adapter = \"claude-code\"` (available: {})",
+                catalog.names().join(", ")
+            )),
+        );
+        // The rest is checked all the same, so one run reports every problem.
+        check(name, raw, None, p);
+        return Ok(None);
     };
+    let adapter = resolve_adapter(&adapter_name, span, catalog, p)?;
+    Ok(check(name, raw, adapter, p))
+}
+
+/// The profile's keys, checked against `adapter` when it loaded.
+fn check(
+    name: &str,
+    raw: RawProfile,
+    adapter: Option<Adapter>,
+    p: &mut Problems,
+) -> Option<(Profile, Adapter)> {
     let permission = permission(take(raw.permission, "permission", p), adapter.as_ref(), p);
     let description = take(raw.description, "description", p)
         .map(|(v, _)| v)
         .unwrap_or_default();
     let model = take(raw.model, "model", p);
-    if let (Some(adapter), Some((_, span))) = (&adapter, &model)
-        && adapter.options.model.is_empty()
-    {
-        p.push(
-            span.clone(),
-            Some("model"),
-            format!("adapter `{}` has no way to choose a model", adapter.name),
-            Some("remove `model`, or add `[options] model = [...]` to the adapter".to_owned()),
-        );
-    }
     let role = id_value(take(raw.role, "role", p), "role", p);
-    let capabilities = match take(raw.capabilities, "capabilities", p) {
-        Some((caps, span)) => {
-            for cap in caps.iter().filter(|c| !is_id(c)) {
-                p.push(
-                    span.clone(),
-                    Some("capabilities"),
-                    format!("capability `{cap}` is not an id"),
-                    Some("ids match `^[a-z][a-z0-9-]{0,63}$`".to_owned()),
-                );
-            }
-            caps
-        }
-        None => Vec::new(),
-    };
+    let capabilities = capabilities(take(raw.capabilities, "capabilities", p), p);
     let program = take(raw.program, "program", p);
-    if let Some(adapter) = adapter
-        .as_ref()
-        .filter(|a| a.program.is_none() && program.is_none())
-    {
-        p.push(
-            0..0,
-            Some("program"),
-            format!(
-                "adapter `{}` names no program, so the profile must",
-                adapter.name
-            ),
-            Some("add e.g. `program = \"aider\"`".to_owned()),
-        );
+    if let Some(adapter) = &adapter {
+        can_run(adapter, model.as_ref(), program.is_some(), p);
     }
-    let extra_args = take(raw.extra_args, "extra_args", p).map(|(args, span)| {
-        if let Some(marker) = find_bypass(&args) {
-            p.push(span, Some("extra_args"), format!("`extra_args` contains the bypass flag `{marker}`, which would apply at every permission level"), Some("use `permission = \"full\"` with an adapter that maps it".to_owned()));
-        }
-        args
-    });
+    let extra_args = extra_args(take(raw.extra_args, "extra_args", p), p);
     let workdir = workdir(take(raw.workdir, "workdir", p), p);
     let done_when = done_when(
         take(raw.done_when, "done_when", p),
         take(raw.done_pattern, "done_pattern", p),
         p,
     );
-    let prompt_template = match take(raw.prompt.and_then(|r| r.template), "prompt.template", p) {
-        Some((template, span)) => {
-            check_placeholders(&template, &PROMPT_PLACEHOLDERS, "prompt.template", &span, p);
-            template
-        }
-        None => DEFAULT_PROMPT_TEMPLATE.to_owned(),
-    };
+    let template = take(raw.prompt.and_then(|r| r.template), "prompt.template", p);
+    let prompt_template = template.map_or(DEFAULT_PROMPT_TEMPLATE.to_owned(), |(text, span)| {
+        check_placeholders(&text, &PROMPT_PLACEHOLDERS, "prompt.template", &span, p);
+        text
+    });
     let limits = limits(raw.limits, adapter.as_ref(), p);
     let default_account = adapter
         .as_ref()
@@ -112,7 +80,7 @@ pub(crate) fn validate(
     let env = env(raw.env, p);
     let sandbox = sandbox(raw.sandbox, p);
     let (Some(adapter), Some((permission, _))) = (adapter, permission) else {
-        return Ok(None);
+        return None;
     };
     let profile = Profile {
         name: name.to_owned(),
@@ -133,7 +101,62 @@ pub(crate) fn validate(
         sandbox,
         file: String::new(),
     };
-    Ok(Some((profile, adapter)))
+    Some((profile, adapter))
+}
+
+/// What the profile asks of its adapter that the adapter cannot give: a model it cannot
+/// choose, or no program named by either.
+fn can_run(
+    adapter: &Adapter,
+    model: Option<&(String, Range<usize>)>,
+    has_program: bool,
+    p: &mut Problems,
+) {
+    if let Some((_, span)) = model.filter(|_| adapter.options.model.is_empty()) {
+        p.push(
+            span.clone(),
+            Some("model"),
+            format!("adapter `{}` has no way to choose a model", adapter.name),
+            Some("remove `model`, or add `[options] model = [...]` to the adapter".to_owned()),
+        );
+    }
+    if adapter.program.is_none() && !has_program {
+        p.push(
+            0..0,
+            Some("program"),
+            format!(
+                "adapter `{}` names no program, so the profile must",
+                adapter.name
+            ),
+            Some("add e.g. `program = \"aider\"`".to_owned()),
+        );
+    }
+}
+
+/// `extra_args`, without a bypass flag that would apply at every permission level.
+fn extra_args(field: Option<(Vec<String>, Range<usize>)>, p: &mut Problems) -> Option<Vec<String>> {
+    field.map(|(args, span)| {
+        if let Some(marker) = find_bypass(&args) {
+            p.push(span, Some("extra_args"), format!("`extra_args` contains the bypass flag `{marker}`, which would apply at every permission level"), Some("use `permission = \"full\"` with an adapter that maps it".to_owned()));
+        }
+        args
+    })
+}
+
+/// `capabilities`, each an id.
+fn capabilities(field: Option<(Vec<String>, Range<usize>)>, p: &mut Problems) -> Vec<String> {
+    let Some((caps, span)) = field else {
+        return Vec::new();
+    };
+    for cap in caps.iter().filter(|c| !is_id(c)) {
+        p.push(
+            span.clone(),
+            Some("capabilities"),
+            format!("capability `{cap}` is not an id"),
+            Some("ids match `^[a-z][a-z0-9-]{0,63}$`".to_owned()),
+        );
+    }
+    caps
 }
 
 /// The profile's permission level, which its adapter must be able to express.
@@ -302,110 +325,92 @@ fn done_when(
 fn limits(raw: Option<RawLimits>, adapter: Option<&Adapter>, p: &mut Problems) -> SliceLimits {
     let mut limits = SliceLimits::default();
     let Some(raw) = raw else { return limits };
-    let mut dur =
-        |field: Option<Checked<DurationText>>, key: &str, slot: &mut std::time::Duration| {
-            if let Some(d) =
-                take(field, key, p).and_then(|(text, span)| duration(&text.0, span, key, p))
-            {
-                *slot = d;
-            }
-        };
-    dur(raw.max_time, "limits.max_time", &mut limits.max_time);
-    dur(
-        raw.idle_timeout,
-        "limits.idle_timeout",
-        &mut limits.idle_timeout,
-    );
-    dur(raw.grace, "limits.grace", &mut limits.grace);
-    // A size in bytes, not 0 (`zero` says what 0 would mean).
-    let mut size = |field: Option<Checked<SizeValue>>, key: &str, zero: &str| {
-        let (size, span) = take(field, key, p)?;
-        let parsed = match size {
-            SizeValue::Bytes(b) => Ok(b),
-            SizeValue::Text(t) => parse_byte_size(&t),
-        };
-        match parsed {
-            Ok(0) => p.push(span, Some(key), format!("`{key}` is 0, so {zero}"), None),
-            Ok(bytes) => return Some(bytes),
-            Err(why) => p.push(
-                span,
-                Some(key),
-                format!("invalid size for `{key}`: {why}"),
-                Some("use a size like \"16MiB\" or a number of bytes".to_owned()),
-            ),
+    for (field, key, slot) in [
+        (raw.max_time, "limits.max_time", &mut limits.max_time),
+        (
+            raw.idle_timeout,
+            "limits.idle_timeout",
+            &mut limits.idle_timeout,
+        ),
+        (raw.grace, "limits.grace", &mut limits.grace),
+    ] {
+        if let Some(d) = duration_field(field, key, p) {
+            *slot = d;
         }
-        None
-    };
-    if let Some(bytes) = size(
-        raw.max_output,
-        "limits.max_output",
-        "no output could be kept",
-    ) {
+    }
+    let kept = "no output could be kept";
+    if let Some(bytes) = size(raw.max_output, "limits.max_output", kept, p) {
         limits.max_output_bytes = bytes;
     }
-    limits.resources.memory_bytes = size(raw.memory, "limits.memory", "the agent could not run");
-    limits.resources.file_size_bytes = size(
-        raw.file_size,
-        "limits.file_size",
-        "the agent could not write a file",
-    );
-    limits.resources.memory_total_bytes = size(
-        raw.memory_total,
-        "limits.memory_total",
-        "the agent could not run",
-    );
-    if let Some((n, span)) = take(raw.processes, "limits.processes", p) {
-        if n < 8 {
-            p.push(
-                span,
-                Some("limits.processes"),
-                format!("`limits.processes` is {n}; an agent needs at least 8 (its CLI, a shell, the tools it runs)"),
-                None,
-            );
-        } else {
-            limits.resources.processes = n;
-        }
+    let resources = &mut limits.resources;
+    let cannot_run = "the agent could not run";
+    resources.memory_bytes = size(raw.memory, "limits.memory", cannot_run, p);
+    let cannot_write = "the agent could not write a file";
+    resources.file_size_bytes = size(raw.file_size, "limits.file_size", cannot_write, p);
+    resources.memory_total_bytes = size(raw.memory_total, "limits.memory_total", cannot_run, p);
+    let tools = "its CLI, a shell, the tools it runs";
+    if let Some(n) = at_least(raw.processes, "limits.processes", 8, tools, p) {
+        resources.processes = n;
     }
-    if let Some((files, span)) = take(raw.open_files, "limits.open_files", p) {
-        if files < 16 {
-            p.push(
-                span,
-                Some("limits.open_files"),
-                format!("`limits.open_files` is {files}; an agent needs at least 16 (its terminal, libraries, pipes)"),
-                None,
-            );
-        } else {
-            limits.resources.open_files = Some(files);
-        }
-    }
-    if let Some((text, span)) = take(raw.cpu_time, "limits.cpu_time", p)
-        && let Some(d) = duration(&text.0, span, "limits.cpu_time", p)
-    {
-        limits.resources.cpu_seconds = Some(d.as_secs().max(1));
+    let files = "its terminal, libraries, pipes";
+    resources.open_files = at_least(raw.open_files, "limits.open_files", 16, files, p);
+    if let Some(d) = duration_field(raw.cpu_time, "limits.cpu_time", p) {
+        resources.cpu_seconds = Some(d.as_secs().max(1));
     }
     if let Some((kill, _)) = take(raw.kill_on_output, "limits.kill_on_output", p) {
         limits.kill_on_output = kill;
     }
     if let Some((turns, span)) = take(raw.max_turns, "limits.max_turns", p) {
+        let key = Some("limits.max_turns");
         if turns == 0 {
-            p.push(
-                span.clone(),
-                Some("limits.max_turns"),
-                "`limits.max_turns` is 0, so the agent could not act",
-                None,
-            );
+            let zero = "`limits.max_turns` is 0, so the agent could not act";
+            p.push(span.clone(), key, zero, None);
         }
         if let Some(adapter) = adapter.filter(|a| a.options.max_turns.is_empty()) {
-            p.push(
-                span,
-                Some("limits.max_turns"),
-                format!("adapter `{}` cannot limit turns", adapter.name),
-                Some("remove `max_turns`; `max_time` still bounds the slice".to_owned()),
-            );
+            let why = format!("adapter `{}` cannot limit turns", adapter.name);
+            let hint = "remove `max_turns`; `max_time` still bounds the slice";
+            p.push(span, key, why, Some(hint.to_owned()));
         }
         limits.max_turns = Some(turns);
     }
     limits
+}
+
+/// A size in bytes, not 0 (`zero` says what 0 would mean).
+fn size(field: Option<Checked<SizeValue>>, key: &str, zero: &str, p: &mut Problems) -> Option<u64> {
+    let (size, span) = take(field, key, p)?;
+    let parsed = match size {
+        SizeValue::Bytes(b) => Ok(b),
+        SizeValue::Text(t) => parse_byte_size(&t),
+    };
+    match parsed {
+        Ok(0) => p.push(span, Some(key), format!("`{key}` is 0, so {zero}"), None),
+        Ok(bytes) => return Some(bytes),
+        Err(why) => p.push(
+            span,
+            Some(key),
+            format!("invalid size for `{key}`: {why}"),
+            Some("use a size like \"16MiB\" or a number of bytes".to_owned()),
+        ),
+    }
+    None
+}
+
+/// A count of at least `min` (`needs`: what an agent needs them for).
+fn at_least(
+    field: Option<Checked<u64>>,
+    key: &str,
+    min: u64,
+    needs: &str,
+    p: &mut Problems,
+) -> Option<u64> {
+    let (n, span) = take(field, key, p)?;
+    if n >= min {
+        return Some(n);
+    }
+    let why = format!("`{key}` is {n}; an agent needs at least {min} ({needs})");
+    p.push(span, Some(key), why, None);
+    None
 }
 
 fn quota(raw: Option<RawQuota>, default_account: String, p: &mut Problems) -> QuotaSettings {
@@ -432,77 +437,76 @@ fn quota(raw: Option<RawQuota>, default_account: String, p: &mut Problems) -> Qu
     }
     if let Some((burst, span)) = take(raw.burst, "quota.burst", p) {
         if burst == 0 {
-            p.push(
-                span,
-                Some("quota.burst"),
-                "`quota.burst` must be at least 1",
-                None,
-            );
+            let key = Some("quota.burst");
+            p.push(span, key, "`quota.burst` must be at least 1", None);
         }
         quota.burst = burst;
     }
     for (i, w) in raw.windows.unwrap_or_default().into_iter().enumerate() {
-        let key = |k: &str| format!("quota.windows.{i}.{k}");
-        let window = take(w.window, &key("window"), p);
-        let tokens = take(w.tokens, &key("tokens"), p).map(|(t, _)| t);
-        let cost = take(w.cost_usd, &key("cost_usd"), p);
-        if let Some((_, span)) = cost.as_ref().filter(|(c, _)| !c.is_finite() || *c < 0.0) {
-            p.push(
-                span.clone(),
-                Some(&key("cost_usd")),
-                "`cost_usd` must be a non-negative number",
-                None,
-            );
-        }
-        let Some((text, span)) = window else {
-            p.push(
-                0..0,
-                Some(&key("window")),
-                format!("`[[quota.windows]]` entry {} has no `window`", i + 1),
-                Some("add e.g. `window = \"5h\"`".to_owned()),
-            );
-            continue;
-        };
-        if tokens.is_none() && cost.is_none() {
-            p.push(
-                span.clone(),
-                Some(&key("window")),
-                "a quota window limits nothing without `tokens` or `cost_usd`",
-                Some("add e.g. `tokens = 2_000_000`".to_owned()),
-            );
-        }
-        if let Some(window) = duration(&text.0, span.clone(), &key("window"), p) {
-            // Windows are kept per account and period: two with one period would share (and
-            // overwrite) one usage record, and a zero-length one would never let time pass.
-            if window.is_zero() {
-                p.push(
-                    span.clone(),
-                    Some(&key("window")),
-                    "a quota window must last longer than zero",
-                    Some("use e.g. `window = \"5h\"`".to_owned()),
-                );
-                continue;
-            }
-            if quota.windows.iter().any(|w| w.window == window) {
-                p.push(
-                    span.clone(),
-                    Some(&key("window")),
-                    format!("a second quota window of `{}`", text.0),
-                    Some(
-                        "put `tokens` and `cost_usd` in one `[[quota.windows]]` entry per period"
-                            .to_owned(),
-                    ),
-                );
-                continue;
-            }
-            quota.windows.push(QuotaWindow {
-                window,
-                tokens,
-                cost_usd: cost.map(|(c, _)| c),
-            });
+        if let Some(window) = window(i, w, &quota.windows, p) {
+            quota.windows.push(window);
         }
     }
     quota
+}
+
+/// Entry `i` of `[[quota.windows]]`, unless it is invalid or repeats a period of `before`.
+fn window(i: usize, w: RawWindow, before: &[QuotaWindow], p: &mut Problems) -> Option<QuotaWindow> {
+    let key = |k: &str| format!("quota.windows.{i}.{k}");
+    let window = take(w.window, &key("window"), p);
+    let tokens = take(w.tokens, &key("tokens"), p).map(|(t, _)| t);
+    let cost = take(w.cost_usd, &key("cost_usd"), p);
+    if let Some((_, span)) = cost.as_ref().filter(|(c, _)| !c.is_finite() || *c < 0.0) {
+        let why = "`cost_usd` must be a non-negative number";
+        p.push(span.clone(), Some(&key("cost_usd")), why, None);
+    }
+    let Some((text, span)) = window else {
+        p.push(
+            0..0,
+            Some(&key("window")),
+            format!("`[[quota.windows]]` entry {} has no `window`", i + 1),
+            Some("add e.g. `window = \"5h\"`".to_owned()),
+        );
+        return None;
+    };
+    let key = key("window");
+    if tokens.is_none() && cost.is_none() {
+        p.push(
+            span.clone(),
+            Some(&key),
+            "a quota window limits nothing without `tokens` or `cost_usd`",
+            Some("add e.g. `tokens = 2_000_000`".to_owned()),
+        );
+    }
+    let window = duration(&text.0, span.clone(), &key, p)?;
+    // Windows are kept per account and period: two with one period would share (and
+    // overwrite) one usage record, and a zero-length one would never let time pass.
+    if window.is_zero() {
+        p.push(
+            span,
+            Some(&key),
+            "a quota window must last longer than zero",
+            Some("use e.g. `window = \"5h\"`".to_owned()),
+        );
+        return None;
+    }
+    if before.iter().any(|w| w.window == window) {
+        p.push(
+            span,
+            Some(&key),
+            format!("a second quota window of `{}`", text.0),
+            Some(
+                "put `tokens` and `cost_usd` in one `[[quota.windows]]` entry per period"
+                    .to_owned(),
+            ),
+        );
+        return None;
+    }
+    Some(QuotaWindow {
+        window,
+        tokens,
+        cost_usd: cost.map(|(c, _)| c),
+    })
 }
 
 fn env(raw: Option<RawEnv>, p: &mut Problems) -> EnvPolicy {

@@ -112,6 +112,27 @@ fn checks(ctx: &Ctx, repair: bool) -> Vec<Check> {
         "store",
         format!("{} opens, schema {schema}", store.path().display()),
     ));
+    checks.extend(database(&store));
+    checks.extend(integrity(&mut store, repair));
+    checks.extend(consistency(&mut store, repair));
+    if let Some(check) = worktrees(&project, &store, repair) {
+        checks.push(check);
+    }
+    if let Some(check) = agents(&project, &store) {
+        checks.push(check);
+    }
+    checks.push(match loopx_supervisor::Notifier::load(&project) {
+        Ok(Some(_)) => Check::pass("settings", "loopx.toml: notifications on"),
+        Ok(None) => Check::pass("settings", "no notification command (loopx.toml)"),
+        Err(e) => Check::fail("settings", ExpectedError::Supervisor(e)),
+    });
+    checks.extend(lark(ctx));
+    checks
+}
+
+/// PostgreSQL's layout version and clock, for a store kept there.
+fn database(store: &Store) -> Vec<Check> {
+    let mut checks = Vec::new();
     if let Some(layout) = store.database_layout().transpose() {
         // PostgreSQL: its own pages are its business; its layout version and clock are ours.
         match layout {
@@ -144,13 +165,19 @@ fn checks(ctx: &Ctx, repair: bool) -> Vec<Check> {
             Err(e) => checks.push(Check::fail("clock", e)),
         }
     }
-    let integrity = match (store.is_postgres(), repair) {
+    checks
+}
+
+/// Whether redb's file is sound (PostgreSQL keeps its own pages).
+fn integrity(store: &mut Store, repair: bool) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let found = match (store.is_postgres(), repair) {
         (true, _) => Ok(true),
         (false, true) => store.check_integrity(),
         // On a private copy: the store itself is only read.
         (false, false) => store.check_integrity_of_copy(),
     };
-    match (integrity, repair) {
+    match (found, repair) {
         (Ok(true), _) if store.is_postgres() => {}
         (Ok(true), _) => checks.push(Check::pass(
             "integrity",
@@ -166,6 +193,12 @@ fn checks(ctx: &Ctx, repair: bool) -> Vec<Check> {
         )),
         (Err(e), _) => checks.push(Check::fail("integrity", e)),
     }
+    checks
+}
+
+/// Whether the records agree with each other; with `repair`, derived indexes rebuilt.
+fn consistency(store: &mut Store, repair: bool) -> Vec<Check> {
+    let mut checks = Vec::new();
     let mut consistency = store.read(loopx_kernel::check_consistency);
     if repair
         && let Ok(problems) = &consistency
@@ -198,18 +231,6 @@ fn checks(ctx: &Ctx, repair: bool) -> Vec<Check> {
         }
         Err(e) => checks.push(Check::fail("consistency", e)),
     }
-    if let Some(check) = worktrees(&project, &store, repair) {
-        checks.push(check);
-    }
-    if let Some(check) = agents(&project, &store) {
-        checks.push(check);
-    }
-    checks.push(match loopx_supervisor::Notifier::load(&project) {
-        Ok(Some(_)) => Check::pass("settings", "loopx.toml: notifications on"),
-        Ok(None) => Check::pass("settings", "no notification command (loopx.toml)"),
-        Err(e) => Check::fail("settings", ExpectedError::Supervisor(e)),
-    });
-    checks.extend(lark(ctx));
     checks
 }
 

@@ -1,6 +1,6 @@
 //! `loopx gate ask|list|show|answer|withdraw`: the application layer's gate operations, shown.
 
-use loopx_app::gate::Ask;
+use loopx_app::gate::{Answered, Ask};
 use loopx_kernel::model::{Blocks, Gate};
 use loopx_kernel::store::AnswerChoice;
 
@@ -19,20 +19,11 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
             agent,
             global,
         } => {
-            let blocks = if !blocks.is_empty() {
-                Some(Blocks::Todos(ids(&blocks)?))
-            } else if let Some(agent) = agent {
-                Some(Blocks::Agent(id(&agent)?))
-            } else if global {
-                Some(Blocks::Global)
-            } else {
-                None
-            };
             let gate = app.ask_gate(Ask {
                 question: ask.question,
                 options: ask.options,
                 context: ask.context,
-                blocks,
+                blocks: what_it_blocks(&blocks, agent, global)?,
             })?;
             show_opened(ctx, &gate)
         }
@@ -48,23 +39,14 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
                     "No open gates: nothing waits on you."
                 });
             }
-            let now = ctx.now();
-            for gate in &gates {
-                for line in views::gate_lines(ctx.style, gate, now) {
-                    ctx.line(line)?;
-                }
-            }
-            Ok(())
+            lines(ctx, &gates)
         }
         GateCommand::Show { id: text } => {
             let gate = app.gate(id(&text)?)?;
             if ctx.json {
                 return ctx.json_out(&document("gate", &gate));
             }
-            for line in views::gate_lines(ctx.style, &gate, ctx.now()) {
-                ctx.line(line)?;
-            }
-            Ok(())
+            lines(ctx, std::slice::from_ref(&gate))
         }
         GateCommand::Answer {
             id: text,
@@ -72,33 +54,9 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
             option,
             note,
         } => {
-            let choice = match (option, answer) {
-                (Some(n), _) => AnswerChoice::Option(n),
-                (None, Some(text)) => AnswerChoice::Text(text),
-                (None, None) => {
-                    return Err(ExpectedError::Usage(
-                        "give an answer or --option N".to_owned(),
-                    ));
-                }
-            };
-            let answered = app.answer_gate(id(&text)?, choice, note)?;
-            let gate = &answered.gate;
-            if ctx.json {
-                return ctx.json_out(&document("gate", gate));
-            }
-            let answer = gate
-                .answer
-                .as_ref()
-                .map(|a| a.text.as_str())
-                .unwrap_or_default();
-            ctx.line(format!("Answered gate {}: {answer}", gate.id))?;
-            if let Some(done) = answered.rolled_back {
-                ctx.line(format!("Rolled back: {done}"))?;
-            }
-            if let Some(kept) = answered.kept {
-                ctx.line(format!("Kept: {kept}"))?;
-            }
-            Ok(())
+            let gate = id(&text)?;
+            let answered = app.answer_gate(gate, choice(option, answer)?, note)?;
+            said_answered(ctx, &answered)
         }
         GateCommand::Withdraw { id: text } => {
             let gate = app.withdraw_gate(id(&text)?)?;
@@ -109,6 +67,66 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
             }
         }
     }
+}
+
+/// What `gate ask` blocks: todos, an agent, everything, or nothing.
+fn what_it_blocks(
+    blocks: &[String],
+    agent: Option<String>,
+    global: bool,
+) -> Result<Option<Blocks>, ExpectedError> {
+    Ok(if !blocks.is_empty() {
+        Some(Blocks::Todos(ids(blocks)?))
+    } else if let Some(agent) = agent {
+        Some(Blocks::Agent(id(&agent)?))
+    } else if global {
+        Some(Blocks::Global)
+    } else {
+        None
+    })
+}
+
+/// The answer given: `--option N`, else the text.
+fn choice(option: Option<u32>, answer: Option<String>) -> Result<AnswerChoice, ExpectedError> {
+    match (option, answer) {
+        (Some(n), _) => Ok(AnswerChoice::Option(n)),
+        (None, Some(text)) => Ok(AnswerChoice::Text(text)),
+        (None, None) => Err(ExpectedError::Usage(
+            "give an answer or --option N".to_owned(),
+        )),
+    }
+}
+
+/// Each gate in the lines of `gate list` and `gate show`.
+fn lines(ctx: &mut Ctx, gates: &[Gate]) -> Result<(), ExpectedError> {
+    let now = ctx.now();
+    for gate in gates {
+        for line in views::gate_lines(ctx.style, gate, now) {
+            ctx.line(line)?;
+        }
+    }
+    Ok(())
+}
+
+/// An answered gate, and what its answer did: a rollback made, a todo kept.
+fn said_answered(ctx: &mut Ctx, answered: &Answered) -> Result<(), ExpectedError> {
+    let gate = &answered.gate;
+    if ctx.json {
+        return ctx.json_out(&document("gate", gate));
+    }
+    let answer = gate
+        .answer
+        .as_ref()
+        .map(|a| a.text.as_str())
+        .unwrap_or_default();
+    ctx.line(format!("Answered gate {}: {answer}", gate.id))?;
+    if let Some(done) = &answered.rolled_back {
+        ctx.line(format!("Rolled back: {done}"))?;
+    }
+    if let Some(kept) = &answered.kept {
+        ctx.line(format!("Kept: {kept}"))?;
+    }
+    Ok(())
 }
 
 /// Prints a gate just opened, with the command that answers it.

@@ -1,12 +1,13 @@
 //! `loopx goal start|amend|list|show|pause|resume|done`: the application layer's goal
 //! operations, shown.
 
-use loopx_app::goal::{StartGoal, merge_commands};
+use loopx_app::App;
+use loopx_app::goal::{StartGoal, Started, merge_commands};
 use loopx_git::clean::Unmerged;
 use loopx_git::worktree::short;
 use loopx_kernel::GoalId;
 use loopx_kernel::model::{Goal, GoalRevision, GoalStatus, Isolation};
-use loopx_kernel::store::AmendGoal;
+use loopx_kernel::store::{AmendGoal, Amended};
 
 use super::id;
 use crate::args::GoalCommand;
@@ -27,7 +28,7 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
             from,
         } => {
             let from = from.as_deref().map(from_goal).transpose()?;
-            let started = app.start_goal(StartGoal {
+            let start = StartGoal {
                 objective,
                 scope,
                 permission,
@@ -35,25 +36,8 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
                 isolation,
                 from_head,
                 from,
-            })?;
-            show_goal(ctx, &started.goal, "Started")?;
-            if let (Some(from), Some(base), false) =
-                (started.from, started.goal.isolation.base(), ctx.json)
-            {
-                ctx.line(format!(
-                    "It starts from {from}'s branch: {} is the tip of {}.",
-                    short(base),
-                    loopx_git::worktree::integration_branch(from)
-                ))?;
-            }
-            if let Some(why) = started.warning {
-                // The goal exists; its first claim makes the branch, or fails saying why.
-                ctx.warn(format!("warning: {why}"))?;
-            }
-            for unmerged in &started.unmerged {
-                warn_unmerged(ctx, &started.goal, unmerged)?;
-            }
-            return Ok(());
+            };
+            return started(ctx, app.start_goal(start)?);
         }
         GoalCommand::Amend {
             objective,
@@ -62,75 +46,19 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
             why,
             goal,
         } => {
-            let amended = app.amend_goal(AmendGoal {
+            let changed = app.amend_goal(AmendGoal {
                 goal: goal.as_deref().map(id::<GoalId>).transpose()?,
                 objective,
                 scope: (!scope.is_empty()).then_some(scope),
                 permission,
                 why,
             })?;
-            if ctx.json {
-                return ctx.json_out(&document("amended", &amended_json(&amended)));
-            }
-            let r = &amended.revision;
-            ctx.line(format!(
-                "Amended goal {} to revision {}: {}",
-                amended.goal.id,
-                r.number,
-                r.summary()
-            ))?;
-            return ctx.line(
-                "Slices already running finish under the revision they started with; every slice after this one is told the change, and the next one re-plans the open todos.",
-            );
+            return amended(ctx, &changed);
         }
-        GoalCommand::List => {
-            let goals = app.goals()?;
-            if ctx.json {
-                return ctx.json_out(&document("goals", &goals));
-            }
-            if goals.is_empty() {
-                return ctx.line("No goals yet. Start one: loopx goal start \"OBJECTIVE\"");
-            }
-            for goal in &goals {
-                ctx.line(views::goal_line(ctx.style, goal))?;
-            }
-            return Ok(());
-        }
+        GoalCommand::List => return list(ctx, &app),
         GoalCommand::Show { id: goal } => {
             let goal = app.goal(goal.as_deref().map(id::<GoalId>).transpose()?)?;
-            let revisions = app.goal_revisions(goal.id)?;
-            if ctx.json {
-                return ctx.json_out(&document(
-                    "goal",
-                    &Shown {
-                        goal: &goal,
-                        revisions: &revisions,
-                    },
-                ));
-            }
-            ctx.line(views::goal_line(ctx.style, &goal))?;
-            if goal.revision > 1 {
-                ctx.line("Revisions:")?;
-                for r in &revisions {
-                    ctx.line(format!(
-                        "  {}  {}  {}  {}",
-                        r.number,
-                        r.at,
-                        r.by,
-                        r.summary()
-                    ))?;
-                }
-            }
-            // A finished worktree goal's work waits on its branch, whatever goal came next:
-            // the merge command stays one command away.
-            if goal.status == GoalStatus::Done
-                && matches!(goal.isolation, Isolation::Worktree { .. })
-            {
-                for line in merge_commands(&goal) {
-                    ctx.line(line)?;
-                }
-            }
-            return Ok(());
+            return shown(ctx, &app, &goal);
         }
         GoalCommand::Pause { id } => (id, GoalStatus::Paused),
         GoalCommand::Resume { id } => (id, GoalStatus::Active),
@@ -144,6 +72,94 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
         _ => "Finished",
     };
     show_goal(ctx, &goal, verb)
+}
+
+/// `loopx goal list`: every goal, one line each.
+fn list(ctx: &mut Ctx, app: &App) -> Result<(), ExpectedError> {
+    let goals = app.goals()?;
+    if ctx.json {
+        return ctx.json_out(&document("goals", &goals));
+    }
+    if goals.is_empty() {
+        return ctx.line("No goals yet. Start one: loopx goal start \"OBJECTIVE\"");
+    }
+    for goal in &goals {
+        ctx.line(views::goal_line(ctx.style, goal))?;
+    }
+    Ok(())
+}
+
+/// An amended goal, shown: its new revision, and what happens to the slices under way.
+fn amended(ctx: &mut Ctx, amended: &Amended) -> Result<(), ExpectedError> {
+    if ctx.json {
+        return ctx.json_out(&document("amended", &amended_json(amended)));
+    }
+    let r = &amended.revision;
+    ctx.line(format!(
+        "Amended goal {} to revision {}: {}",
+        amended.goal.id,
+        r.number,
+        r.summary()
+    ))?;
+    ctx.line(
+        "Slices already running finish under the revision they started with; every slice after this one is told the change, and the next one re-plans the open todos.",
+    )
+}
+
+/// A new goal, shown: where it starts, and what the person should know before its agents do.
+fn started(ctx: &mut Ctx, started: Started) -> Result<(), ExpectedError> {
+    show_goal(ctx, &started.goal, "Started")?;
+    if let (Some(from), Some(base), false) = (started.from, started.goal.isolation.base(), ctx.json)
+    {
+        ctx.line(format!(
+            "It starts from {from}'s branch: {} is the tip of {}.",
+            short(base),
+            loopx_git::worktree::integration_branch(from)
+        ))?;
+    }
+    if let Some(why) = started.warning {
+        // The goal exists; its first claim makes the branch, or fails saying why.
+        ctx.warn(format!("warning: {why}"))?;
+    }
+    for unmerged in &started.unmerged {
+        warn_unmerged(ctx, &started.goal, unmerged)?;
+    }
+    Ok(())
+}
+
+/// `loopx goal show`: the goal, its revisions, and how to merge a finished goal's work.
+fn shown(ctx: &mut Ctx, app: &App, goal: &Goal) -> Result<(), ExpectedError> {
+    let revisions = app.goal_revisions(goal.id)?;
+    if ctx.json {
+        return ctx.json_out(&document(
+            "goal",
+            &Shown {
+                goal,
+                revisions: &revisions,
+            },
+        ));
+    }
+    ctx.line(views::goal_line(ctx.style, goal))?;
+    if goal.revision > 1 {
+        ctx.line("Revisions:")?;
+        for r in &revisions {
+            ctx.line(format!(
+                "  {}  {}  {}  {}",
+                r.number,
+                r.at,
+                r.by,
+                r.summary()
+            ))?;
+        }
+    }
+    // A finished worktree goal's work waits on its branch, whatever goal came next:
+    // the merge command stays one command away.
+    if goal.status == GoalStatus::Done && matches!(goal.isolation, Isolation::Worktree { .. }) {
+        for line in merge_commands(goal) {
+            ctx.line(line)?;
+        }
+    }
+    Ok(())
 }
 
 /// `--from g1`: a goal's id, or a word on what `--from` takes.
@@ -215,7 +231,7 @@ struct AmendedJson<'a> {
     revision: &'a GoalRevision,
 }
 
-fn amended_json(a: &loopx_kernel::store::Amended) -> AmendedJson<'_> {
+fn amended_json(a: &Amended) -> AmendedJson<'_> {
     AmendedJson {
         goal: &a.goal,
         revision: &a.revision,

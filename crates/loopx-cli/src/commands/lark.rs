@@ -30,38 +30,8 @@ fn sync(ctx: &mut Ctx) -> Result<(), ExpectedError> {
                 .to_owned(),
         ));
     };
-    let secret = std::env::var(SECRET_VAR).unwrap_or_default();
-    if secret.trim().is_empty() {
-        return Err(ExpectedError::Usage(format!(
-            "{SECRET_VAR} is not set: give the app secret of {} (the developer console's Credentials page) in loopx's environment",
-            lark.app_id
-        )));
-    }
-    let mut client = loopx_lark::Client::new(&lark.base_url, &lark.app_id, secret.trim());
-    // The changes people made in the table are taken or refused by the same rules as the
-    // board `loopx run` keeps (`docs/lark.md`).
-    // Who made a change is what the record-change events a running `loopx run` heard say; they
-    // are configured when its listener would run (questions and both callback secrets).
-    let callback = ["LOOPX_LARK_VERIFICATION_TOKEN", "LOOPX_LARK_ENCRYPT_KEY"]
-        .iter()
-        .all(|name| std::env::var(name).is_ok_and(|v| !v.trim().is_empty()));
-    let people = loopx_lark::flowback::People {
-        project: app.project(),
-        loopx_exe: app.loopx_exe(),
-        answerers: lark.questions.as_ref().map_or(&[], |q| &q.answerers),
-        events: (lark.questions.is_some() && callback).then(|| {
-            (
-                loopx_lark::changes::file(app.project()),
-                std::time::Duration::ZERO,
-            )
-        }),
-    };
-    // Questions are answered on cards where a running `loopx run` posts them: with
-    // `[lark.questions]` and both callback secrets.
-    let answers = loopx_lark::projection::Answers {
-        cards: lark.questions.is_some() && callback,
-        approvals: lark.questions.as_ref().is_some_and(|q| q.approvals),
-    };
+    let mut client = client(&lark)?;
+    let (people, answers, callback) = listened(&app, &lark);
     let mut board_sync = loopx_lark::Board::new(board.clone()).answered(answers);
     let report = match board_sync.sync(&app, &mut client, &people) {
         Ok(report) => report,
@@ -91,6 +61,65 @@ fn sync(ctx: &mut Ctx) -> Result<(), ExpectedError> {
             );
         }
     }
+    shown(ctx, &report)
+}
+
+/// Who made the table's changes and where questions are answered, as a running `loopx run`
+/// hears them; and whether its callback listener is configured (both secrets set).
+fn listened<'a>(
+    app: &'a loopx_app::App,
+    lark: &'a loopx_adapters::LarkConfig,
+) -> (
+    loopx_lark::flowback::People<'a>,
+    loopx_lark::projection::Answers,
+    bool,
+) {
+    // The changes people made in the table are taken or refused by the same rules as the
+    // board `loopx run` keeps (`docs/lark.md`).
+    // Who made a change is what the record-change events a running `loopx run` heard say; they
+    // are configured when its listener would run (questions and both callback secrets).
+    let callback = ["LOOPX_LARK_VERIFICATION_TOKEN", "LOOPX_LARK_ENCRYPT_KEY"]
+        .iter()
+        .all(|name| std::env::var(name).is_ok_and(|v| !v.trim().is_empty()));
+    let people = loopx_lark::flowback::People {
+        project: app.project(),
+        loopx_exe: app.loopx_exe(),
+        answerers: lark.questions.as_ref().map_or(&[], |q| &q.answerers),
+        events: (lark.questions.is_some() && callback).then(|| {
+            (
+                loopx_lark::changes::file(app.project()),
+                std::time::Duration::ZERO,
+            )
+        }),
+    };
+    // Questions are answered on cards where a running `loopx run` posts them: with
+    // `[lark.questions]` and both callback secrets.
+    let answers = loopx_lark::projection::Answers {
+        cards: lark.questions.is_some() && callback,
+        approvals: lark.questions.as_ref().is_some_and(|q| q.approvals),
+    };
+    (people, answers, callback)
+}
+
+/// A client of Lark's API with the app's secret from loopx's environment.
+fn client(lark: &loopx_adapters::LarkConfig) -> Result<loopx_lark::Client, ExpectedError> {
+    let secret = std::env::var(SECRET_VAR).unwrap_or_default();
+    if secret.trim().is_empty() {
+        return Err(ExpectedError::Usage(format!(
+            "{SECRET_VAR} is not set: give the app secret of {} (the developer console's Credentials page) in loopx's environment",
+            lark.app_id
+        )));
+    }
+    Ok(loopx_lark::Client::new(
+        &lark.base_url,
+        &lark.app_id,
+        secret.trim(),
+    ))
+}
+
+/// What a sync did: the JSON document, or a line for each change it took or refused and a
+/// count of the rest.
+fn shown(ctx: &mut Ctx, report: &loopx_lark::SyncReport) -> Result<(), ExpectedError> {
     if ctx.json {
         return ctx.json_out(&serde_json::json!({
             "format_version": 1,

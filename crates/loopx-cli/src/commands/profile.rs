@@ -34,89 +34,98 @@ fn load_error(err: LoadError) -> ExpectedError {
 
 pub fn run(ctx: &mut Ctx, cmd: ProfileCommand) -> Result<(), ExpectedError> {
     match cmd {
-        ProfileCommand::List => {
-            let (dir, catalog) = dirs(ctx)?;
-            let profiles = inspect::list_profiles(&dir, &catalog).map_err(load_error)?;
-            if ctx.json {
-                return ctx.json_out(&document("profiles", &profiles));
+        ProfileCommand::List => list(ctx),
+        ProfileCommand::Show { name } => show(ctx, &name),
+        ProfileCommand::Check { profile } => check(ctx, profile.as_deref()),
+    }
+}
+
+/// `loopx profile list`: each profile on a line, or what makes it invalid.
+fn list(ctx: &mut Ctx) -> Result<(), ExpectedError> {
+    let (dir, catalog) = dirs(ctx)?;
+    let profiles = inspect::list_profiles(&dir, &catalog).map_err(load_error)?;
+    if ctx.json {
+        return ctx.json_out(&document("profiles", &profiles));
+    }
+    if profiles.is_empty() {
+        return ctx.line(format!(
+            "No profiles in {}. `loopx init` writes examples there.",
+            dir.display()
+        ));
+    }
+    for p in &profiles {
+        let line = match &p.content_hash {
+            Some(hash) => format!(
+                "{:<12} adapter {:<12} {:<16} role {:<10} model {}  {}",
+                p.name,
+                p.adapter.as_deref().unwrap_or("-"),
+                p.permission.map(|l| l.as_str()).unwrap_or("-"),
+                p.role.as_deref().unwrap_or("-"),
+                p.model.as_deref().unwrap_or("(default)"),
+                ctx.style
+                    .dim(&format!("sha256 {}", &hash[..hash.len().min(12)]))
+            ),
+            None => format!(
+                "{:<12} {}",
+                p.name,
+                ctx.style
+                    .red(&format!("invalid: {}", p.problems.join("; ")))
+            ),
+        };
+        ctx.line(line)?;
+    }
+    Ok(())
+}
+
+/// `loopx profile show NAME`: the profile's adapter, level and hash, and its file.
+fn show(ctx: &mut Ctx, name: &str) -> Result<(), ExpectedError> {
+    let (dir, catalog) = dirs(ctx)?;
+    let loaded = loopx_adapters::find_profile(&dir, name, &catalog).map_err(load_error)?;
+    if ctx.json {
+        return ctx.json_out(&document("profile", &loaded));
+    }
+    let file = dir.join(format!("{name}.toml"));
+    ctx.line(ctx.style.bold(&format!(
+        "{name} · adapter {} · {}",
+        loaded.adapter.name,
+        loaded.profile.permission.as_str()
+    )))?;
+    ctx.line(format!("content hash  sha256 {}", loaded.content_hash))?;
+    ctx.line(format!("file          {}", file.display()))?;
+    ctx.line("")?;
+    let text = loopx_adapters::read_regular_text(&file, loopx_adapters::MAX_CONFIG_BYTES)
+        .unwrap_or_default();
+    ctx.line(text.trim_end())
+}
+
+/// `loopx profile check [PROFILE]`: one profile, or every one; invalid ones fail the command.
+fn check(ctx: &mut Ctx, profile: Option<&std::path::Path>) -> Result<(), ExpectedError> {
+    let (dir, catalog) = dirs_or_builtin(ctx, profile.is_some())?;
+    let results = match profile {
+        Some(arg) => vec![inspect::check_profile_file(
+            &profile_to_check(arg, &dir)?,
+            &catalog,
+        )],
+        None => inspect::check_profiles_dir(&dir, &catalog).map_err(load_error)?,
+    };
+    let failed = results.iter().filter(|r| !r.ok).count();
+    if ctx.json {
+        ctx.json_out(&document("checks", &results))?;
+    } else {
+        for result in &results {
+            match &result.rendered {
+                Some(rendered) if !result.ok => ctx.line(rendered.trim_end())?,
+                _ => ctx.line(format!("ok  {}", result.file.display()))?,
             }
-            if profiles.is_empty() {
-                return ctx.line(format!(
-                    "No profiles in {}. `loopx init` writes examples there.",
-                    dir.display()
-                ));
-            }
-            for p in &profiles {
-                let line = match &p.content_hash {
-                    Some(hash) => format!(
-                        "{:<12} adapter {:<12} {:<16} role {:<10} model {}  {}",
-                        p.name,
-                        p.adapter.as_deref().unwrap_or("-"),
-                        p.permission.map(|l| l.as_str()).unwrap_or("-"),
-                        p.role.as_deref().unwrap_or("-"),
-                        p.model.as_deref().unwrap_or("(default)"),
-                        ctx.style
-                            .dim(&format!("sha256 {}", &hash[..hash.len().min(12)]))
-                    ),
-                    None => format!(
-                        "{:<12} {}",
-                        p.name,
-                        ctx.style
-                            .red(&format!("invalid: {}", p.problems.join("; ")))
-                    ),
-                };
-                ctx.line(line)?;
-            }
-            Ok(())
-        }
-        ProfileCommand::Show { name } => {
-            let (dir, catalog) = dirs(ctx)?;
-            let loaded = loopx_adapters::find_profile(&dir, &name, &catalog).map_err(load_error)?;
-            if ctx.json {
-                return ctx.json_out(&document("profile", &loaded));
-            }
-            let file = dir.join(format!("{name}.toml"));
-            ctx.line(ctx.style.bold(&format!(
-                "{name} · adapter {} · {}",
-                loaded.adapter.name,
-                loaded.profile.permission.as_str()
-            )))?;
-            ctx.line(format!("content hash  sha256 {}", loaded.content_hash))?;
-            ctx.line(format!("file          {}", file.display()))?;
-            ctx.line("")?;
-            let text = loopx_adapters::read_regular_text(&file, loopx_adapters::MAX_CONFIG_BYTES)
-                .unwrap_or_default();
-            ctx.line(text.trim_end())
-        }
-        ProfileCommand::Check { profile } => {
-            let (dir, catalog) = dirs_or_builtin(ctx, profile.is_some())?;
-            let results = match &profile {
-                Some(arg) => vec![inspect::check_profile_file(
-                    &profile_to_check(arg, &dir)?,
-                    &catalog,
-                )],
-                None => inspect::check_profiles_dir(&dir, &catalog).map_err(load_error)?,
-            };
-            let failed = results.iter().filter(|r| !r.ok).count();
-            if ctx.json {
-                ctx.json_out(&document("checks", &results))?;
-            } else {
-                for result in &results {
-                    match &result.rendered {
-                        Some(rendered) if !result.ok => ctx.line(rendered.trim_end())?,
-                        _ => ctx.line(format!("ok  {}", result.file.display()))?,
-                    }
-                }
-            }
-            if failed > 0 {
-                return Err(ExpectedError::Reported {
-                    summary: format!("{failed} of {} profile file(s) are invalid", results.len()),
-                    code: crate::exit_code::CONFIG,
-                });
-            }
-            Ok(())
         }
     }
+    if failed > 0 {
+        return Err(ExpectedError::Reported {
+            summary: format!("{failed} of {} profile file(s) are invalid", results.len()),
+            code: crate::exit_code::CONFIG,
+        });
+    }
+    Ok(())
 }
 
 /// The file `loopx profile check ARG` checks. A file at `arg` (relative to the current

@@ -13,7 +13,7 @@ use std::time::Duration;
 use loopx_kernel::report::{AgentReport, ReportRefused, ReportReply, Reported, SOCKET_VAR};
 
 use super::evidence::{show_evidence, show_handoff};
-use crate::args::ReportCommand;
+use crate::args::{ReportCommand, WaitArgs};
 use crate::context::Ctx;
 use crate::errors::ExpectedError;
 use crate::exit_code;
@@ -24,7 +24,31 @@ pub fn run(ctx: &mut Ctx, cmd: ReportCommand) -> Result<(), ExpectedError> {
             "`loopx report` is for agents inside a slice, and {SOCKET_VAR} is not set\n(hint: loopx sets it for the agents it runs; people record with `loopx evidence add`, `loopx handoff write`, `loopx todo add`, `loopx gate ask` and `loopx todo done`)"
         ))
     })?;
-    let report = match cmd {
+    let report = report_of(ctx, cmd)?;
+    let reply = match send(std::path::Path::new(&socket), &report)? {
+        ReportReply::Written(reported) => *reported,
+        ReportReply::Refused(refused) => return Err(refusal(refused)),
+    };
+    match reply {
+        Reported::Evidence(evidence) => show_evidence(ctx, &evidence),
+        Reported::Handoff(handoff) => show_handoff(ctx, &handoff),
+        Reported::Gate(gate) => super::gate::show_opened(ctx, &gate),
+        Reported::Todo(todo) => {
+            let message = match report {
+                AgentReport::Done { .. } => format!("Done: {} {}", todo.id, todo.title),
+                _ => format!(
+                    "Proposed {} for goal {}: {}",
+                    todo.id, todo.goal, todo.title
+                ),
+            };
+            super::todo::show(ctx, &todo, message)
+        }
+    }
+}
+
+/// The report a `loopx report` command makes, checked as far as the command line can be.
+fn report_of(ctx: &Ctx, cmd: ReportCommand) -> Result<AgentReport, ExpectedError> {
+    Ok(match cmd {
         ReportCommand::Evidence {
             kind,
             text,
@@ -32,14 +56,12 @@ pub fn run(ctx: &mut Ctx, cmd: ReportCommand) -> Result<(), ExpectedError> {
             files,
         } => {
             // Paths are shown relative to the project, as the agent sees it.
-            let root = std::env::var_os("LOOPX_PROJECT")
-                .map(std::path::PathBuf::from)
-                .unwrap_or_else(|| std::path::PathBuf::from("."));
+            let root = std::env::var_os("LOOPX_PROJECT").unwrap_or_else(|| ".".into());
             AgentReport::Evidence {
                 kind,
                 summary: text.join(" "),
                 detail,
-                files: loopx_app::evidence::file_refs(&root, &files)?,
+                files: loopx_app::evidence::file_refs(std::path::Path::new(&root), &files)?,
             }
         }
         ReportCommand::Handoff(text) => AgentReport::Handoff {
@@ -61,15 +83,7 @@ pub fn run(ctx: &mut Ctx, cmd: ReportCommand) -> Result<(), ExpectedError> {
             priority,
             role,
             after: super::ids(&after)?,
-            // Refused here, where the flag is, as the kernel refuses it from any agent.
-            monitor: match wait.profile {
-                Some(_) => {
-                    return Err(ExpectedError::Usage(
-                        "only a person may give a monitor's check a profile; an agent's check runs read-only in the sandbox\n(hint: leave out --profile)".to_owned(),
-                    ));
-                }
-                None => wait.words(),
-            },
+            monitor: agent_check(&wait)?,
             not_before: super::todo::waits(&wait, ctx.now())?.1,
         },
         ReportCommand::Ask(ask) => AgentReport::Ask {
@@ -87,25 +101,17 @@ pub fn run(ctx: &mut Ctx, cmd: ReportCommand) -> Result<(), ExpectedError> {
             scope,
             why,
         },
-    };
-    let reply = match send(std::path::Path::new(&socket), &report)? {
-        ReportReply::Written(reported) => *reported,
-        ReportReply::Refused(refused) => return Err(refusal(refused)),
-    };
-    match reply {
-        Reported::Evidence(evidence) => show_evidence(ctx, &evidence),
-        Reported::Handoff(handoff) => show_handoff(ctx, &handoff),
-        Reported::Gate(gate) => super::gate::show_opened(ctx, &gate),
-        Reported::Todo(todo) => {
-            let message = match report {
-                AgentReport::Done { .. } => format!("Done: {} {}", todo.id, todo.title),
-                _ => format!(
-                    "Proposed {} for goal {}: {}",
-                    todo.id, todo.goal, todo.title
-                ),
-            };
-            super::todo::show(ctx, &todo, message)
-        }
+    })
+}
+
+/// A monitor's check an agent proposes: refused here, where the flag is, with a profile (the
+/// kernel refuses it from any agent).
+fn agent_check(wait: &WaitArgs) -> Result<Option<loopx_vocab::MonitorWords>, ExpectedError> {
+    match wait.profile {
+        Some(_) => Err(ExpectedError::Usage(
+            "only a person may give a monitor's check a profile; an agent's check runs read-only in the sandbox\n(hint: leave out --profile)".to_owned(),
+        )),
+        None => Ok(wait.words()),
     }
 }
 

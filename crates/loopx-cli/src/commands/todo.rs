@@ -8,7 +8,7 @@ use loopx_kernel::time::Timestamp;
 use loopx_kernel::{AgentName, TodoId};
 
 use super::{duration, id, ids};
-use crate::args::{FinishArgs, TodoCommand, WaitArgs};
+use crate::args::{AddArgs, FinishArgs, TodoCommand, WaitArgs};
 use crate::context::Ctx;
 use crate::errors::ExpectedError;
 use crate::output::{document, views};
@@ -39,47 +39,9 @@ pub(crate) fn waits(
 
 pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
     let app = ctx.app()?;
-    match cmd {
-        TodoCommand::Add {
-            title,
-            detail,
-            priority,
-            needs,
-            after,
-            role,
-            goal,
-            wait,
-        } => {
-            let (monitor, not_before) = waits(&wait, ctx.now())?;
-            let new = NewTodo {
-                goal: goal.as_deref().map(id).transpose()?,
-                title,
-                detail,
-                priority,
-                needs,
-                after: ids(&after)?,
-                role,
-                monitor,
-                not_before,
-                then: vec![],
-                held_for: None,
-            };
-            let todo = app.add_todo(new)?;
-            let mut said = format!("Added {} to goal {}: {}", todo.id, todo.goal, todo.title);
-            let pinned: Vec<&str> = todo
-                .monitor
-                .iter()
-                .flat_map(|m| &m.pins)
-                .map(|p| p.path.as_str())
-                .collect();
-            if !pinned.is_empty() {
-                said.push_str(&format!(
-                    "\nPinned {}: a poll asks you before it runs them changed.",
-                    pinned.join(", ")
-                ));
-            }
-            show(ctx, &todo, said)
-        }
+    // Each change shows the todo as it now stands: its JSON, or one sentence.
+    let (todo, said) = match cmd {
+        TodoCommand::Add(args) => added(app.add_todo(new_todo(ctx, args)?)?),
         TodoCommand::List {
             state,
             all,
@@ -95,23 +57,25 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
             };
             let query = TodoQuery { state, all, page };
             let (todos, more) = app.todos(query)?;
-            list(ctx, query, todos, more)
+            return list(ctx, query, todos, more);
         }
-        TodoCommand::Show { id: text } => {
-            let detail = app.todo(id(&text)?)?;
-            let (todo, handoff, branch) = (detail.todo, detail.latest_handoff, detail.branch);
-            if ctx.json {
-                let doc = serde_json::json!({ "format_version": 1, "todo": todo, "latest_handoff": handoff, "branch": branch });
-                return ctx.json_out(&doc);
-            }
-            for line in views::todo_detail(ctx.style, &todo, handoff.as_ref(), ctx.now()) {
-                ctx.line(line)?;
-            }
-            if let Some(b) = branch {
-                ctx.line(format!("branch    {} ({})", b.name, b.describe()))?;
-            }
-            Ok(())
+        TodoCommand::Show { id: text } => return detail(ctx, &app, &text),
+        TodoCommand::Done(args) => {
+            let next = args.next.map(|title| loopx_app::todo::Successor {
+                title,
+                same_agent: args.same_agent,
+            });
+            return finish(ctx, &app, args.finish, TodoState::Done, next);
         }
+        TodoCommand::Drop(args) => return finish(ctx, &app, args, TodoState::Dropped, None),
+        change => claim_or_edit(&app, change)?,
+    };
+    show(ctx, &todo, said)
+}
+
+/// `claim`, `renew`, `release` and `set`: the todo as it now stands, and the change in words.
+fn claim_or_edit(app: &loopx_app::App, cmd: TodoCommand) -> Result<(Todo, String), ExpectedError> {
+    Ok(match cmd {
         TodoCommand::Claim {
             id: text,
             agent,
@@ -119,40 +83,27 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
         } => {
             let todo = app.claim_todo(id(&text)?, id(&agent)?, duration("--ttl", &ttl)?)?;
             let lease = todo.lease.clone().expect("a claimed todo has a lease");
-            show(
-                ctx,
-                &todo,
-                format!(
-                    "Claimed {} for {}: epoch {}, lease until {}\nRenew, release or finish it with --epoch {}.",
-                    todo.id, lease.agent, lease.epoch, lease.expires_at, lease.epoch
-                ),
-            )
+            let said = format!(
+                "Claimed {} for {}: epoch {}, lease until {}\nRenew, release or finish it with --epoch {}.",
+                todo.id, lease.agent, lease.epoch, lease.expires_at, lease.epoch
+            );
+            (todo, said)
         }
         TodoCommand::Renew {
             id: text,
             holder,
             ttl,
         } => {
-            let todo = app.renew_claim(
-                id(&text)?,
-                id(&holder.agent)?,
-                holder.epoch,
-                duration("--ttl", &ttl)?,
-            )?;
-            let until = todo
-                .lease
-                .as_ref()
-                .map(|l| l.expires_at.to_string())
-                .unwrap_or_default();
-            show(ctx, &todo, format!("Renewed {} until {until}", todo.id))
+            let (todo, agent) = (id(&text)?, id(&holder.agent)?);
+            let todo = app.renew_claim(todo, agent, holder.epoch, duration("--ttl", &ttl)?)?;
+            let until = todo.lease.as_ref().map(|l| l.expires_at.to_string());
+            let said = format!("Renewed {} until {}", todo.id, until.unwrap_or_default());
+            (todo, said)
         }
         TodoCommand::Release { id: text, holder } => {
             let todo = app.release_claim(id(&text)?, id(&holder.agent)?, holder.epoch)?;
-            show(
-                ctx,
-                &todo,
-                format!("Released {}; it is open again", todo.id),
-            )
+            let said = format!("Released {}; it is open again", todo.id);
+            (todo, said)
         }
         TodoCommand::Set {
             id: text,
@@ -160,23 +111,76 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
             detail,
             priority,
         } => {
-            let todo = app.edit_todo(EditTodo {
-                todo: id(&text)?,
+            let todo = id(&text)?;
+            let edit = EditTodo {
+                todo,
                 title,
                 detail,
                 priority,
-            })?;
-            show(ctx, &todo, format!("Changed {}", todo.id))
+            };
+            let todo = app.edit_todo(edit)?;
+            let said = format!("Changed {}", todo.id);
+            (todo, said)
         }
-        TodoCommand::Done(args) => {
-            let next = args.next.map(|title| loopx_app::todo::Successor {
-                title,
-                same_agent: args.same_agent,
-            });
-            finish(ctx, &app, args.finish, TodoState::Done, next)
-        }
-        TodoCommand::Drop(args) => finish(ctx, &app, args, TodoState::Dropped, None),
+        TodoCommand::Add(_)
+        | TodoCommand::List { .. }
+        | TodoCommand::Show { .. }
+        | TodoCommand::Done(_)
+        | TodoCommand::Drop(_) => unreachable!("run answers these itself"),
+    })
+}
+
+/// The todo `loopx todo add` asks for.
+fn new_todo(ctx: &Ctx, args: AddArgs) -> Result<NewTodo, ExpectedError> {
+    let (monitor, not_before) = waits(&args.wait, ctx.now())?;
+    Ok(NewTodo {
+        goal: args.goal.as_deref().map(id).transpose()?,
+        title: args.title,
+        detail: args.detail,
+        priority: args.priority,
+        needs: args.needs,
+        after: ids(&args.after)?,
+        role: args.role,
+        monitor,
+        not_before,
+        then: vec![],
+        held_for: None,
+    })
+}
+
+/// A new todo, in words: where it went, and the files its monitor pins.
+fn added(todo: Todo) -> (Todo, String) {
+    let mut said = format!("Added {} to goal {}: {}", todo.id, todo.goal, todo.title);
+    let pinned: Vec<&str> = todo
+        .monitor
+        .iter()
+        .flat_map(|m| &m.pins)
+        .map(|p| p.path.as_str())
+        .collect();
+    if !pinned.is_empty() {
+        said.push_str(&format!(
+            "\nPinned {}: a poll asks you before it runs them changed.",
+            pinned.join(", ")
+        ));
     }
+    (todo, said)
+}
+
+/// `loopx todo show`: the todo, its latest handoff and its branch.
+fn detail(ctx: &mut Ctx, app: &loopx_app::App, text: &str) -> Result<(), ExpectedError> {
+    let detail = app.todo(id(text)?)?;
+    let (todo, handoff, branch) = (detail.todo, detail.latest_handoff, detail.branch);
+    if ctx.json {
+        let doc = serde_json::json!({ "format_version": 1, "todo": todo, "latest_handoff": handoff, "branch": branch });
+        return ctx.json_out(&doc);
+    }
+    for line in views::todo_detail(ctx.style, &todo, handoff.as_ref(), ctx.now()) {
+        ctx.line(line)?;
+    }
+    if let Some(b) = branch {
+        ctx.line(format!("branch    {} ({})", b.name, b.describe()))?;
+    }
+    Ok(())
 }
 
 fn finish(
