@@ -68,38 +68,8 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
             return finish(ctx, &app, args.finish, TodoState::Done, next);
         }
         TodoCommand::Drop(args) => return finish(ctx, &app, args, TodoState::Dropped, None),
-        change => claim_or_edit(&app, change)?,
-    };
-    show(ctx, &todo, said)
-}
-
-/// `claim`, `renew`, `release` and `set`: the todo as it now stands, and the change in words.
-fn claim_or_edit(app: &loopx_app::App, cmd: TodoCommand) -> Result<(Todo, String), ExpectedError> {
-    Ok(match cmd {
-        TodoCommand::Claim {
-            id: text,
-            agent,
-            ttl,
-        } => {
-            let todo = app.claim_todo(id(&text)?, id(&agent)?, duration("--ttl", &ttl)?)?;
-            let lease = todo.lease.clone().expect("a claimed todo has a lease");
-            let said = format!(
-                "Claimed {} for {}: epoch {}, lease until {}\nRenew, release or finish it with --epoch {}.",
-                todo.id, lease.agent, lease.epoch, lease.expires_at, lease.epoch
-            );
-            (todo, said)
-        }
-        TodoCommand::Renew {
-            id: text,
-            holder,
-            ttl,
-        } => {
-            let (todo, agent) = (id(&text)?, id(&holder.agent)?);
-            let todo = app.renew_claim(todo, agent, holder.epoch, duration("--ttl", &ttl)?)?;
-            let until = todo.lease.as_ref().map(|l| l.expires_at.to_string());
-            let said = format!("Renewed {} until {}", todo.id, until.unwrap_or_default());
-            (todo, said)
-        }
+        TodoCommand::Claim { id, agent, ttl } => claim(&app, &id, &agent, &ttl)?,
+        TodoCommand::Renew { id, holder, ttl } => renew(&app, &id, &holder, &ttl)?,
         TodoCommand::Release { id: text, holder } => {
             let todo = app.release_claim(id(&text)?, id(&holder.agent)?, holder.epoch)?;
             let said = format!("Released {}; it is open again", todo.id);
@@ -111,9 +81,8 @@ fn claim_or_edit(app: &loopx_app::App, cmd: TodoCommand) -> Result<(Todo, String
             detail,
             priority,
         } => {
-            let todo = id(&text)?;
             let edit = EditTodo {
-                todo,
+                todo: id(&text)?,
                 title,
                 detail,
                 priority,
@@ -122,12 +91,42 @@ fn claim_or_edit(app: &loopx_app::App, cmd: TodoCommand) -> Result<(Todo, String
             let said = format!("Changed {}", todo.id);
             (todo, said)
         }
-        TodoCommand::Add(_)
-        | TodoCommand::List { .. }
-        | TodoCommand::Show { .. }
-        | TodoCommand::Done(_)
-        | TodoCommand::Drop(_) => unreachable!("run answers these itself"),
-    })
+    };
+    show(ctx, &todo, said)
+}
+
+/// `todo claim`: the todo as it now stands, and the claim in words.
+fn claim(
+    app: &loopx_app::App,
+    text: &str,
+    agent: &str,
+    ttl: &str,
+) -> Result<(Todo, String), ExpectedError> {
+    let todo = app.claim_todo(id(text)?, id(agent)?, duration("--ttl", ttl)?)?;
+    let said = match &todo.lease {
+        Some(lease) => format!(
+            "Claimed {} for {}: epoch {}, lease until {}\nRenew, release or finish it with --epoch {}.",
+            todo.id, lease.agent, lease.epoch, lease.expires_at, lease.epoch
+        ),
+        // The kernel gives a claimed todo its lease in the same transaction; a todo shown
+        // without one says so rather than stopping the command.
+        None => format!("Claimed {}", todo.id),
+    };
+    Ok((todo, said))
+}
+
+/// `todo renew`: the todo as it now stands, and until when it is held.
+fn renew(
+    app: &loopx_app::App,
+    text: &str,
+    holder: &crate::args::HolderArgs,
+    ttl: &str,
+) -> Result<(Todo, String), ExpectedError> {
+    let (todo, agent) = (id(text)?, id(&holder.agent)?);
+    let todo = app.renew_claim(todo, agent, holder.epoch, duration("--ttl", ttl)?)?;
+    let until = todo.lease.as_ref().map(|l| l.expires_at.to_string());
+    let said = format!("Renewed {} until {}", todo.id, until.unwrap_or_default());
+    Ok((todo, said))
 }
 
 /// The todo `loopx todo add` asks for.
