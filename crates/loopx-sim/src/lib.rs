@@ -251,6 +251,7 @@ fn supervisor(
             alive: Arc::new(move |id| *id == alive),
             stores: loopx_supervisor::StoreCache::with_faults(faults),
             lease_max: loopx_supervisor::LEASE_MAX,
+            runtime: loopx_supervisor::SharedRuntime::default(),
         },
     }
 }

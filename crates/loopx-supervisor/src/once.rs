@@ -45,6 +45,9 @@ pub struct World {
     /// the cost of more renewals (ten minutes unless the surface's
     /// `LOOPX_LEASE_MAX` says otherwise; at least a second).
     pub lease_max: std::time::Duration,
+    /// The supervisor's one tokio runtime, shared by every agent's loop and every check
+    /// (`runtime.rs`).
+    pub runtime: crate::runtime::SharedRuntime,
 }
 
 impl World {
@@ -56,6 +59,7 @@ impl World {
             alive: Arc::new(crate::slice::is_alive),
             stores: crate::store_cache::StoreCache::default(),
             lease_max: crate::slice::LEASE_MAX,
+            runtime: crate::runtime::SharedRuntime::default(),
         }
     }
 

@@ -94,21 +94,9 @@ pub fn poll_due(
     loopx_exe: &Path,
     stopped: &Stopped<'_>,
 ) -> Result<Polled, SupervisorError> {
-    poll_due_with(
-        project,
-        world,
-        stopped,
-        &mut |todo, monitor, limit| match writer_resources(project, world, todo) {
-            Ok(resources) => {
-                run_check(project, loopx_exe, todo, monitor, limit, resources, stopped)
-            }
-            Err(why) => CheckRun {
-                exit: None,
-                failed: Some(why),
-                output: Vec::new(),
-            },
-        },
-    )
+    poll_due_with(project, world, stopped, &mut |todo, monitor, limit| {
+        run_check(project, world, loopx_exe, todo, monitor, limit, stopped)
+    })
 }
 
 /// The resource limits a check runs under: an agent's check (a monitor it reported) under the
@@ -399,15 +387,15 @@ fn check_plan(
     })
 }
 
-/// Runs `monitor`'s check of `todo` once, contained; never fails: what went wrong is a failed
-/// poll, with why.
+/// Runs `monitor`'s check of `todo` once, contained, on the supervisor's runtime; never fails:
+/// what went wrong is a failed poll, with why.
 pub fn run_check(
     project: &Project,
+    world: &World,
     loopx_exe: &Path,
     todo: &Todo,
     monitor: &Monitor,
     limit: Duration,
-    resources: Option<loopx_adapters::ResourceLimits>,
     stopped: &Stopped<'_>,
 ) -> CheckRun {
     let failed = |why: String| CheckRun {
@@ -415,7 +403,9 @@ pub fn run_check(
         failed: Some(why),
         output: Vec::new(),
     };
-    let plan = match check_plan(project, monitor, limit, resources) {
+    let plan = match writer_resources(project, world, todo)
+        .and_then(|resources| check_plan(project, monitor, limit, resources))
+    {
         Ok(plan) => plan,
         Err(why) => return failed(why),
     };
@@ -474,7 +464,11 @@ pub fn run_check(
     if let Err(why) = contain(&mut spec, &plan, project.root(), None, &room, loopx_exe) {
         return failed(why);
     }
-    let mut ran = run_spec(spec, stopped);
+    let runtime = match world.runtime.handle() {
+        Ok(runtime) => runtime,
+        Err(e) => return failed(format!("cannot start the check's runtime: {e}")),
+    };
+    let mut ran = run_spec(&runtime, spec, stopped);
     // As a slice's log is read: escapes out first (a secret split by colour codes is whole
     // again), then control characters, then the secrets.
     let text = loopx_vocab::clean_text(loopx_vocab::strip_escapes(&ran.output).as_bytes());
@@ -489,20 +483,7 @@ pub fn run_check(
 /// How often a running check looks whether loopx is stopping.
 const STOP_CHECK: Duration = Duration::from_millis(200);
 
-fn run_spec(spec: LaunchSpec, stopped: &Stopped<'_>) -> CheckRun {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            return CheckRun {
-                exit: None,
-                failed: Some(format!("cannot start the check's runtime: {e}")),
-                output: Vec::new(),
-            };
-        }
-    };
+fn run_spec(runtime: &tokio::runtime::Handle, spec: LaunchSpec, stopped: &Stopped<'_>) -> CheckRun {
     runtime.block_on(async move {
         let (mut slice, mut events) = match loopx_pty::spawn_slice(spec) {
             Ok(spawned) => spawned,

@@ -33,7 +33,8 @@ use loopx_pty::Room;
 #[derive(Debug)]
 pub(crate) struct Launched {
     begun: Begun,
-    runtime: tokio::runtime::Runtime,
+    /// The supervisor's runtime, which the agent's PTY is supervised on.
+    runtime: tokio::runtime::Handle,
     spawned: Result<Spawned, String>,
     stdin: Option<Vec<u8>>,
     parser: Parser,
@@ -110,10 +111,7 @@ impl Begun {
             )),
             _ => self.contain(req, &mut spec),
         };
-        let runtime = match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
+        let runtime = match req.world.runtime.handle() {
             Ok(runtime) => runtime,
             Err(e) => {
                 self.guard
@@ -263,7 +261,6 @@ impl Launched {
         ));
         // The slice ended now, not after its bookkeeping (a busy store can hold that up).
         let ended = Ended::now(req, started);
-        drop(runtime);
         let reported = channel.as_ref().map(Channel::reports).unwrap_or_default();
         drop(channel);
         drop(room);
