@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use loopx_kernel::model::{ProcessIdentity, SliceKind};
-use loopx_kernel::{Project, SharedClock, SliceId, SystemClock, Timestamp, TodoId};
+use loopx_kernel::{AgentName, Project, SharedClock, SliceId, SystemClock, Timestamp, TodoId};
 use loopx_quota::Decision;
 
 use crate::commit::SliceSummary;
@@ -83,19 +83,19 @@ impl std::fmt::Debug for World {
 #[derive(Debug)]
 pub enum Step<'a> {
     Decided {
-        agent: &'a str,
+        agent: &'a AgentName,
         decision: &'a Decision,
         now: Timestamp,
     },
     Claimed {
-        agent: &'a str,
+        agent: &'a AgentName,
         todo: TodoId,
         epoch: u64,
         /// The agent already held the lease.
         held: bool,
     },
     Started {
-        agent: &'a str,
+        agent: &'a AgentName,
         slice: SliceId,
         kind: SliceKind,
         todo: Option<TodoId>,
@@ -164,7 +164,7 @@ impl Once {
                 return OnceReport::decided(agent, "decided", decision, None);
             }
             Once::Ran { decision, slice } => {
-                return OnceReport::decided(&slice.agent, "ran", decision, Some(slice));
+                return OnceReport::decided(slice.agent.as_str(), "ran", decision, Some(slice));
             }
             Once::Refused {
                 agent,

@@ -24,7 +24,7 @@ use loopx_adapters::{
 };
 use loopx_kernel::model::{Monitor, Todo, check_limit_ms, output_hash};
 use loopx_kernel::store::{ClaimPoll, RecordPoll};
-use loopx_kernel::{AgentName, KernelError, Project, Timestamp};
+use loopx_kernel::{AgentName, GateId, KernelError, Project, Timestamp, TodoId};
 use loopx_pty::{EnvSpec, LaunchSpec, LogSpec, SliceEvent, SliceExit};
 use serde::Serialize;
 
@@ -49,7 +49,7 @@ const CLAIM_MARGIN: Duration = Duration::from_secs(30);
 /// One poll, as `loopx run` shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct PollSummary {
-    pub todo: String,
+    pub todo: TodoId,
     pub title: String,
     /// `met`, `not yet`, `failed`, or `asked` (expired, or failing: a person is asked).
     pub result: String,
@@ -57,7 +57,7 @@ pub struct PollSummary {
     /// The monitor's next poll, when it goes on.
     pub next_at: Option<Timestamp>,
     /// The gate asking a person, if one is open now.
-    pub gate: Option<String>,
+    pub gate: Option<GateId>,
 }
 
 /// What a round of polls did, and when the next is due.
@@ -237,12 +237,7 @@ fn poll_one(
         return Ok(None);
     };
     if let Some(gate) = m.asked {
-        return Ok(Some(summary(
-            &claimed,
-            "asked",
-            None,
-            Some(gate.to_string()),
-        )));
+        return Ok(Some(summary(&claimed, "asked", None, Some(gate))));
     }
     let epoch = claimed.epoch;
     // A person's check runs only the files the person saw (`pin.rs`): changed before the
@@ -298,13 +293,13 @@ fn poll_one(
     let result = after_monitor
         .and_then(Monitor::last)
         .map_or("failed", |o| o.verdict.as_str());
-    let gate = after_monitor.and_then(|m| m.asked).map(|g| g.to_string());
+    let gate = after_monitor.and_then(|m| m.asked);
     Ok(Some(summary(&after, result, check.exit, gate)))
 }
 
-fn summary(todo: &Todo, result: &str, exit: Option<i32>, gate: Option<String>) -> PollSummary {
+fn summary(todo: &Todo, result: &str, exit: Option<i32>, gate: Option<GateId>) -> PollSummary {
     PollSummary {
-        todo: todo.id.to_string(),
+        todo: todo.id,
         title: todo.title.clone(),
         result: if gate.is_some() && result != "met" {
             "asked".to_owned()

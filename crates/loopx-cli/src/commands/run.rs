@@ -260,15 +260,14 @@ fn notify_slice(
     slice: &SliceSummary,
 ) {
     notifier.notify(&RunEvent::SliceEnded(Box::new(slice.clone())));
-    let Some(gate) = slice.gate.as_deref().and_then(|g| g.parse().ok()) else {
+    let Some(gate) = slice.gate else {
         return;
     };
     if let Some(gate) = app.and_then(|app| app.gate(gate).ok()) {
-        let id = gate.id.to_string();
         notifier.notify(&RunEvent::Question {
             agent: slice.agent.clone(),
             answer_with: gate.answer_command(),
-            gate: id,
+            gate: gate.id,
             question: gate.question,
             options: gate.options,
         });
@@ -455,7 +454,7 @@ fn ended_line(s: &SliceSummary) -> String {
         ));
     }
     if !s.new_todos.is_empty() {
-        wrote.push(format!("new todos {}", s.new_todos.join(", ")));
+        wrote.push(format!("new todos {}", joined(&s.new_todos)));
     }
     if let Some(gate) = &s.gate {
         wrote.push(format!("gate {gate} asks a person"));
@@ -463,7 +462,6 @@ fn ended_line(s: &SliceSummary) -> String {
     if !s.violations.is_empty() {
         let asks = s
             .violation_gate
-            .as_deref()
             .map(|g| format!(": gate {g} asks a person to keep or roll them back"))
             .unwrap_or_default();
         wrote.push(format!(
@@ -505,11 +503,20 @@ fn ended_line(s: &SliceSummary) -> String {
     line
 }
 
+/// Ids or names, as a line lists them.
+fn joined<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The progress line of a loop event.
 pub(crate) fn event_line(event: &RunEvent) -> String {
     match event {
         RunEvent::Running { agents, pid } => {
-            format!("loopx run (pid {pid}): agents {}", agents.join(", "))
+            format!("loopx run (pid {pid}): agents {}", joined(agents))
         }
         RunEvent::Recovered(r) => {
             let todo = r
@@ -535,10 +542,7 @@ pub(crate) fn event_line(event: &RunEvent) -> String {
             todo,
             log,
         } => {
-            let on = todo
-                .as_deref()
-                .map(|t| format!(" on {t}"))
-                .unwrap_or_default();
+            let on = todo.map(|t| format!(" on {t}")).unwrap_or_default();
             format!("{agent}: slice {slice} started: {kind}{on} (log {log})")
         }
         RunEvent::SliceEnded(s) => {
