@@ -88,18 +88,13 @@ impl Observed {
     pub(crate) fn write_back(self, req: &RunOnce) -> Result<SliceSummary, SupervisorError> {
         let Observed {
             begun,
-            ran,
+            end,
             mut judged,
             mut changes,
-            pid,
-            ended_at,
-            elapsed,
             spent,
-            containment,
-            reported,
             commit,
-            renewal,
         } = self;
+        let (ran, reported, renewal) = (&end.ran, end.reported, end.renewal);
         let mut reported_done = reported.done;
         loopx_domain::judge::progress::check(&mut judged, &changes, reported);
         loopx_domain::judge::progress::name_channel(&mut judged, reported);
@@ -160,11 +155,11 @@ impl Observed {
             output_bytes: ran.end.as_ref().map_or(0, |e| e.bytes),
             log_sha256: file_sha256(&crate::slice::slice_log_path(req, &log)),
             redactor: Some(&begun.redactor),
-            containment,
-            pid,
+            containment: end.containment,
+            pid: end.pid,
             started_at: begun.record.started_at,
-            ended_at,
-            elapsed,
+            ended_at: end.at,
+            elapsed: end.elapsed,
             limit_secs: begun.record.limit_secs,
             log: &log,
             quota: spent,

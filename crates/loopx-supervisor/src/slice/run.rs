@@ -56,23 +56,34 @@ pub(crate) struct Launched {
 #[derive(Debug)]
 pub(crate) struct Observed {
     pub begun: Begun,
-    pub ran: Ran,
+    pub end: AgentEnd,
     pub judged: Judged,
     pub changes: SliceChanges,
-    pub pid: Option<u32>,
-    pub ended_at: Timestamp,
-    /// How long it ran, on the monotonic clock: a wall clock stepped meanwhile does not make
-    /// a slice look a day long.
-    pub elapsed: Duration,
     /// What it spent (tokens, cost) over the time it ran, as the quota is charged.
     pub spent: QuotaRequest,
+    /// The slice's commit in its todo's worktree (a worktree goal).
+    pub commit: Option<loopx_git::worktree::SliceCommit>,
+}
+
+/// How the agent ended, in a PTY or simulated: what it printed (parsed), its process, when,
+/// what it reported through the channel, and its claim.
+#[derive(Debug)]
+pub(crate) struct AgentEnd {
+    pub ran: Ran,
+    /// Its pid (none when it never spawned, or was simulated).
+    pub pid: Option<u32>,
     /// What contained the agent (`Sandbox::describe`).
     pub containment: &'static str,
     /// What the agent wrote through the report channel: its todo done (in a worktree goal the
     /// todo is finished when its branch lands, at the writeback), and other items.
     pub reported: ChannelReports,
-    /// The slice's commit in its todo's worktree (a worktree goal).
-    pub commit: Option<loopx_git::worktree::SliceCommit>,
+    /// When it ended, on the wall clock.
+    pub at: Timestamp,
+    /// How long it ran, on the monotonic clock: a wall clock stepped meanwhile does not make
+    /// a slice look a day long.
+    pub elapsed: Duration,
+    /// Why its claim was lost, if it was.
+    pub lost: Option<String>,
     /// The claim's renewal, still running until the todo's landing is done (a worktree goal).
     pub renewal: Option<Renewal>,
 }
@@ -260,7 +271,7 @@ impl Launched {
             &req.world.clock,
         ));
         // The slice ended now, not after its bookkeeping (a busy store can hold that up).
-        let ended = Ended::now(req, started);
+        let (at, elapsed) = ended_now(req, started);
         let reported = channel.as_ref().map(Channel::reports).unwrap_or_default();
         drop(channel);
         drop(room);
@@ -272,58 +283,28 @@ impl Launched {
         drop(begun.store.take());
         // A worktree slice keeps its claim renewed through its landing (a land check may run
         // for many minutes); any other slice's claim needs no renewing once its agent ended.
-        let claim = match &begun.tree {
-            Some(Ok(_)) => Claim {
-                lost: renewal.as_ref().and_then(Renewal::lost),
-                renewal,
-            },
-            _ => Claim {
-                lost: renewal.and_then(Renewal::finish),
-                renewal: None,
-            },
+        let (lost, renewal) = match &begun.tree {
+            Some(Ok(_)) => (renewal.as_ref().and_then(Renewal::lost), renewal),
+            _ => (renewal.and_then(Renewal::finish), None),
         };
-        let process = Process {
+        let end = AgentEnd {
+            ran,
             pid,
             containment,
             reported,
+            at,
+            elapsed,
+            lost,
+            renewal,
         };
-        conclude(req, begun, ran, process, ended, &before, claim)
+        conclude(req, begun, end, &before)
     }
 }
 
-/// The agent's process as the slice saw it: its pid (none when it never spawned) and what
-/// contained it.
-#[derive(Debug, Clone, Copy)]
-struct Process {
-    pid: Option<u32>,
-    containment: &'static str,
-    /// What the agent wrote through the report channel.
-    reported: ChannelReports,
-}
-
-/// The slice's claim once its agent ended: why it was lost, if it was, and its renewal when
-/// it must go on through the todo's landing (a worktree goal).
-#[derive(Debug)]
-struct Claim {
-    lost: Option<String>,
-    renewal: Option<Renewal>,
-}
-
-/// When a slice's agent ended, on both clocks.
-#[derive(Debug, Clone, Copy)]
-struct Ended {
-    at: Timestamp,
-    /// How long it ran, on the monotonic clock.
-    elapsed: Duration,
-}
-
-impl Ended {
-    fn now(req: &RunOnce, started: Duration) -> Ended {
-        Ended {
-            at: req.world.clock.now(),
-            elapsed: req.world.clock.monotonic().saturating_sub(started),
-        }
-    }
+/// Now, on the wall clock, and how long since `started` on the monotonic one.
+fn ended_now(req: &RunOnce, started: Duration) -> (Timestamp, Duration) {
+    let clock = &req.world.clock;
+    (clock.now(), clock.monotonic().saturating_sub(started))
 }
 
 impl Begun {
@@ -390,18 +371,19 @@ impl Begun {
             stopped_for_refusal: refused,
             stopped_at_ceiling: ceiling,
         };
-        let ended = Ended::now(req, started);
+        let (at, elapsed) = ended_now(req, started);
         // A simulated agent runs in no process at all.
-        let process = Process {
+        let end = AgentEnd {
+            ran,
             pid: None,
             containment: "simulated",
             reported,
-        };
-        let claim = Claim {
+            at,
+            elapsed,
             lost: lost_claim,
             renewal: None,
         };
-        conclude(req, self, ran, process, ended, &before, claim)
+        conclude(req, self, end, &before)
     }
 }
 
@@ -422,30 +404,14 @@ pub(crate) fn jiff_time(at: Timestamp) -> jiff::Timestamp {
 
 /// What every slice's end shares, real or simulated: the log redacted, the outcome judged, the
 /// scope checked, the usage measured.
-fn conclude(
-    req: &RunOnce,
-    mut begun: Begun,
-    ran: Ran,
-    process: Process,
-    ended: Ended,
-    before: &scope::Before,
-    claim: Claim,
-) -> Observed {
-    let Process {
-        pid,
-        containment,
-        reported,
-    } = process;
-    let Ended {
-        at: ended_at,
-        elapsed,
-    } = ended;
+fn conclude(req: &RunOnce, mut begun: Begun, end: AgentEnd, before: &scope::Before) -> Observed {
+    let ran = &end.ran;
     let log = slice_path(req, begun.record.log.as_deref().unwrap_or_default());
     if let Err(e) = redact_log(&log, &begun.redactor) {
         tracing::warn!(slice = %begun.record.id, error = %e, "cannot redact the slice log");
     }
     let scope = begun.scope();
-    let mut judged = judge(&ran, &begun.setup.loaded.profile.done_when);
+    let mut judged = judge(ran, &begun.setup.loaded.profile.done_when);
     let (changes, commit) = match &begun.tree {
         Some(Ok(prepared)) => {
             let summary = judged
@@ -488,7 +454,7 @@ fn conclude(
         _ => (scope::compare(req.project.root(), before, scope), None),
     };
     if judged.outcome == Outcome::Interrupted {
-        if let Some(why) = &claim.lost {
+        if let Some(why) = &end.lost {
             judged.reason = format!("the slice was stopped: it lost its claim ({why})");
         } else if let Some(why) = req.shutdown.reason() {
             judged.reason = format!("shutdown: loopx was stopped ({why}) during the slice");
@@ -519,22 +485,16 @@ fn conclude(
     let spent = begun.setup.quota_request(
         usage.input.saturating_add(usage.output),
         ran.summary.cost_usd.unwrap_or(0.0),
-        Some(loopx_domain::writeback::ran_between(ended_at, elapsed)),
+        Some(loopx_domain::writeback::ran_between(end.at, end.elapsed)),
     );
     begun.guard.ran(judged.exit.clone(), bytes, spent.clone());
     Observed {
         begun,
-        ran,
+        end,
         judged,
         changes,
-        pid,
-        ended_at,
-        elapsed,
         spent,
-        containment,
-        reported,
         commit,
-        renewal: claim.renewal,
     }
 }
 
