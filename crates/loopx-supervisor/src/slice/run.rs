@@ -410,49 +410,8 @@ fn conclude(req: &RunOnce, mut begun: Begun, end: AgentEnd, before: &scope::Befo
     if let Err(e) = redact_log(&log, &begun.redactor) {
         tracing::warn!(slice = %begun.record.id, error = %e, "cannot redact the slice log");
     }
-    let scope = begun.scope();
     let mut judged = judge(ran, &begun.setup.loaded.profile.done_when);
-    let (changes, commit) = match &begun.tree {
-        Some(Ok(prepared)) => {
-            let summary = judged
-                .classification
-                .as_ref()
-                .and_then(|c| c.report.as_ref()?.as_ref().ok())
-                .map(|r| r.summary.as_str());
-            let slice = begun.record.id.to_string();
-            let agent = begun.setup.agent.name.as_str();
-            let root = req.project.root();
-            // Without Landlock the agent could write the person's tree: every change there is
-            // one it may not make.
-            let in_checkout = if before.checks_git() {
-                scope::compare(root, before, &[]).files
-            } else {
-                Vec::new()
-            };
-            let state_files = scope::compare_state(root, before);
-            match loopx_git::worktree::finish(prepared, &slice, agent, summary, scope) {
-                Ok(mut commit) => {
-                    commit.changes.state_files.extend(state_files);
-                    commit.changes.left_out = commit.left_out.describe();
-                    for file in in_checkout {
-                        let named = format!("{file} (in the project's own tree)");
-                        commit.changes.outside.push(named.clone());
-                        commit.changes.files.push(named);
-                    }
-                    (commit.changes.clone(), Some(commit))
-                }
-                Err(why) => (
-                    SliceChanges {
-                        unchecked: Some(format!("the worktree could not be committed: {why}")),
-                        state_files,
-                        ..SliceChanges::default()
-                    },
-                    None,
-                ),
-            }
-        }
-        _ => (scope::compare(req.project.root(), before, scope), None),
-    };
+    let (changes, commit) = begun.changes(req, before, &judged);
     if judged.outcome == Outcome::Interrupted {
         if let Some(why) = &end.lost {
             judged.reason = format!("the slice was stopped: it lost its claim ({why})");
@@ -495,6 +454,61 @@ fn conclude(req: &RunOnce, mut begun: Begun, end: AgentEnd, before: &scope::Befo
         changes,
         spent,
         commit,
+    }
+}
+
+impl Begun {
+    /// What the slice changed: a worktree slice's work committed (and any change it made to
+    /// the person's own tree named as one it may not make), any other slice's tree compared
+    /// with `before` against the goal's scope.
+    fn changes(
+        &self,
+        req: &RunOnce,
+        before: &scope::Before,
+        judged: &Judged,
+    ) -> (SliceChanges, Option<loopx_git::worktree::SliceCommit>) {
+        let scope = self.scope();
+        match &self.tree {
+            Some(Ok(prepared)) => {
+                let summary = judged
+                    .classification
+                    .as_ref()
+                    .and_then(|c| c.report.as_ref()?.as_ref().ok())
+                    .map(|r| r.summary.as_str());
+                let slice = self.record.id.to_string();
+                let agent = self.setup.agent.name.as_str();
+                let root = req.project.root();
+                // Without Landlock the agent could write the person's tree: every change there is
+                // one it may not make.
+                let in_checkout = if before.checks_git() {
+                    scope::compare(root, before, &[]).files
+                } else {
+                    Vec::new()
+                };
+                let state_files = scope::compare_state(root, before);
+                match loopx_git::worktree::finish(prepared, &slice, agent, summary, scope) {
+                    Ok(mut commit) => {
+                        commit.changes.state_files.extend(state_files);
+                        commit.changes.left_out = commit.left_out.describe();
+                        for file in in_checkout {
+                            let named = format!("{file} (in the project's own tree)");
+                            commit.changes.outside.push(named.clone());
+                            commit.changes.files.push(named);
+                        }
+                        (commit.changes.clone(), Some(commit))
+                    }
+                    Err(why) => (
+                        SliceChanges {
+                            unchecked: Some(format!("the worktree could not be committed: {why}")),
+                            state_files,
+                            ..SliceChanges::default()
+                        },
+                        None,
+                    ),
+                }
+            }
+            _ => (scope::compare(req.project.root(), before, scope), None),
+        }
     }
 }
 
