@@ -145,52 +145,14 @@ impl Begun {
             }
             _ => scope::capture(req.project.root(), self.scope()),
         };
-        let renewal = self
-            .record
-            .epoch
-            .zip(self.record.todo)
-            .map(|(epoch, todo)| {
-                Renewal::start(
-                    req.world.stores.clone(),
-                    req.project.clone(),
-                    req.world.clock.clone(),
-                    setup.agent.name.clone(),
-                    todo,
-                    epoch,
-                    lease_ttl(setup, req.world.lease_max),
-                )
-            });
+        let renewal = self.renewal(req);
         let started = req.world.clock.monotonic();
         let containment = spec.sandbox.describe();
         let (spawned, room, channel) = match prepared {
             Ok((room, channel)) => (spawn(&runtime, spec), Some(room), Some(channel)),
             Err(why) => (Err(why), None, None),
         };
-        let mut recorder = None;
-        if let Ok(spawned) = &spawned {
-            let pid = spawned.slice.pid();
-            if let Some(channel) = &channel {
-                channel.serve_slice(pid);
-            }
-            let control = spawned.slice.control();
-            if let Some(renewal) = &renewal {
-                renewal.stop_slice_if_lost(control.clone());
-            }
-            req.shutdown.register(self.record.id.0, control);
-            recorder = Some(record_spawned(
-                req,
-                self.store.take(),
-                self.record.id,
-                &setup.agent.name,
-                process_identity(pid),
-                containment,
-            ));
-            on_step(Step::Spawned {
-                slice: self.record.id,
-                pid,
-            });
-        }
-        Ok(Some(Launched {
+        let mut launched = Launched {
             begun: self,
             runtime,
             spawned,
@@ -198,12 +160,60 @@ impl Begun {
             parser,
             before,
             renewal,
-            recorder,
+            recorder: None,
             started,
             containment,
             channel,
             room,
-        }))
+        };
+        launched.watch(req, on_step);
+        Ok(Some(launched))
+    }
+
+    /// The claim's renewal while the agent runs (a todo slice's).
+    fn renewal(&self, req: &RunOnce) -> Option<Renewal> {
+        let (epoch, todo) = self.record.epoch.zip(self.record.todo)?;
+        Some(Renewal::start(
+            req.world.stores.clone(),
+            req.project.clone(),
+            req.world.clock.clone(),
+            self.setup.agent.name.clone(),
+            todo,
+            epoch,
+            lease_ttl(&self.setup, req.world.lease_max),
+        ))
+    }
+}
+
+impl Launched {
+    /// Once the agent spawned: the channel serves it, a lost claim or a stop request stops
+    /// it, and its process is recorded.
+    fn watch(&mut self, req: &RunOnce, on_step: &mut dyn FnMut(Step<'_>)) {
+        let Ok(spawned) = &self.spawned else {
+            return;
+        };
+        let begun = &mut self.begun;
+        let pid = spawned.slice.pid();
+        if let Some(channel) = &self.channel {
+            channel.serve_slice(pid);
+        }
+        let control = spawned.slice.control();
+        if let Some(renewal) = &self.renewal {
+            renewal.stop_slice_if_lost(control.clone());
+        }
+        req.shutdown.register(begun.record.id.0, control);
+        self.recorder = Some(record_spawned(
+            req,
+            begun.store.take(),
+            begun.record.id,
+            &begun.setup.agent.name,
+            process_identity(pid),
+            self.containment,
+        ));
+        on_step(Step::Spawned {
+            slice: begun.record.id,
+            pid,
+        });
     }
 }
 
