@@ -423,27 +423,7 @@ pub fn run_check(
         room.dir().join("log"),
     );
     spec.args = plan.args.iter().map(OsString::from).collect();
-    let mut set = vec![(
-        "LOOPX_MONITOR".to_owned(),
-        OsString::from(todo.id.to_string()),
-    )];
-    if let Some(last) = monitor.last() {
-        set.push((
-            "LOOPX_PREVIOUS_EXIT".to_owned(),
-            OsString::from(last.exit.map_or_else(String::new, |c| c.to_string())),
-        ));
-        set.push((
-            "LOOPX_PREVIOUS_RESULT".to_owned(),
-            OsString::from(last.verdict.as_str()),
-        ));
-        set.push((
-            "LOOPX_PREVIOUS_OUTPUT".to_owned(),
-            OsString::from(&last.tail),
-        ));
-    }
-    let mut inherit = plan.env_allowlist.clone();
-    inherit.extend(plan.secret_env_names.iter().cloned());
-    spec.env = EnvSpec { inherit, set };
+    spec.env = check_env(todo, monitor, &plan);
     spec.limits = loopx_pty::SliceLimits {
         wall: Some(limit),
         idle: None,
@@ -472,6 +452,24 @@ pub fn run_check(
         .into_owned()
         .into_bytes();
     ran
+}
+
+/// A check's environment: its plan's allowlist and secrets, and what it knows of its monitor.
+fn check_env(todo: &Todo, monitor: &Monitor, plan: &LaunchPlan) -> EnvSpec {
+    let mut set = vec![("LOOPX_MONITOR", todo.id.to_string())];
+    if let Some(last) = monitor.last() {
+        let exit = last.exit.map_or_else(String::new, |c| c.to_string());
+        set.push(("LOOPX_PREVIOUS_EXIT", exit));
+        set.push(("LOOPX_PREVIOUS_RESULT", last.verdict.as_str().to_owned()));
+        set.push(("LOOPX_PREVIOUS_OUTPUT", last.tail.clone()));
+    }
+    let mut inherit = plan.env_allowlist.clone();
+    inherit.extend(plan.secret_env_names.iter().cloned());
+    let set = set
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.into()))
+        .collect();
+    EnvSpec { inherit, set }
 }
 
 /// Spawns `spec` in its PTY and collects its output until it ends.
