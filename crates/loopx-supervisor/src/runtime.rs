@@ -17,7 +17,7 @@ use tokio::runtime::{Builder, Handle, Runtime};
 
 /// Shared by every clone of the supervisor's [`World`](crate::World); the last one dropped
 /// shuts it down.
-#[derive(Clone, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct SharedRuntime(Arc<Mutex<Option<Runtime>>>);
 
 /// Worker threads of the supervisor's runtime.
@@ -43,15 +43,6 @@ impl SharedRuntime {
         let handle = built.handle().clone();
         *runtime = Some(built);
         Ok(handle)
-    }
-}
-
-impl std::fmt::Debug for SharedRuntime {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let built = self.0.lock().map(|r| r.is_some()).unwrap_or(false);
-        f.debug_struct("SharedRuntime")
-            .field("built", &built)
-            .finish()
     }
 }
 
