@@ -732,7 +732,7 @@ impl Host for SimHost {
                 agent, decision, ..
             } = &step
             {
-                decided.push(((*agent).to_owned(), (*decision).clone()));
+                decided.push((agent.to_string(), (*decision).clone()));
             }
             if let Some(msg) = Msg::from_step(idx, &step) {
                 msgs.push(msg);

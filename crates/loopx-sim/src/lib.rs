@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use loopx_kernel::fault::Crashed;
 use loopx_kernel::model::{ProcessIdentity, TodoState};
-use loopx_kernel::{Clock, Store};
+use loopx_kernel::{AgentName, Clock, Store};
 use loopx_supervisor::{EndReason, OnGate, RunLoop, Shutdown, World, run_loop_on};
 
 pub use agent::Act;
@@ -103,12 +103,13 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
         options.seed,
     );
     let mut restarts = fastrand::Rng::with_seed(options.seed ^ 0x5E57_A127);
-    let names: Vec<String> = plan
+    let names: Vec<AgentName> = plan
         .scenario
         .agents
         .iter()
-        .map(|a| a.name.clone())
-        .collect();
+        .map(|a| a.name.parse())
+        .collect::<Result<_, _>>()
+        .map_err(|e: loopx_kernel::ids::InvalidId| SimError::Setup(e.to_string()))?;
     let horizon = host.horizon_ms();
     let mut incarnation: u32 = 0;
     let mut violation = None;
@@ -226,7 +227,7 @@ fn with_options(plan: &Checked, options: &Options) -> Result<Checked, SimError> 
 fn supervisor(
     incarnation: u32,
     project: &loopx_kernel::Project,
-    names: &[String],
+    names: &[AgentName],
     run_for: Duration,
     clock: &Arc<VirtualClock>,
     faults: loopx_kernel::fault::Faults,
@@ -239,7 +240,7 @@ fn supervisor(
     let alive = me.clone();
     RunLoop {
         project: project.clone(),
-        agents: names.to_vec(),
+        agents: names.iter().map(ToString::to_string).collect(),
         loopx_exe: PathBuf::from("/nonexistent/loopx"),
         max_slices: None,
         run_for: Some(run_for),
@@ -252,6 +253,7 @@ fn supervisor(
             alive: Arc::new(move |id| *id == alive),
             stores: loopx_supervisor::StoreCache::with_faults(faults),
             lease_max: loopx_supervisor::LEASE_MAX,
+            runtime: loopx_supervisor::SharedRuntime::default(),
         },
     }
 }

@@ -10,8 +10,8 @@ use loopx_adapters::Outcome;
 use loopx_kernel::model::ClaimStanding;
 use loopx_kernel::store::{Applied, BatchError};
 use loopx_kernel::{
-    AgentName, Clock, Conflict, KernelError, Op, Project, SliceId, Store, StoreError, Timestamp,
-    TodoId,
+    AgentName, Clock, Conflict, GateId, KernelError, Op, Project, SliceId, Store, StoreError,
+    Timestamp, TodoId,
 };
 use serde::Serialize;
 
@@ -24,10 +24,10 @@ use loopx_git::worktree::{Landing, SliceCommit};
 /// One slice, as `loopx run --once --json` shows it (documented in `docs/cli.md`).
 #[derive(Debug, Clone, Serialize)]
 pub struct SliceSummary {
-    pub id: String,
-    pub agent: String,
+    pub id: SliceId,
+    pub agent: AgentName,
     pub kind: &'static str,
-    pub todo: Option<String>,
+    pub todo: Option<TodoId>,
     pub epoch: Option<u64>,
     pub outcome: loopx_adapters::Outcome,
     pub reason: String,
@@ -50,9 +50,9 @@ pub struct SliceSummary {
     /// `done` or `released` for a todo's slice (`unchanged` when the claim had moved on);
     /// `None` for a planning slice.
     pub todo_state: Option<&'static str>,
-    pub new_todos: Vec<String>,
+    pub new_todos: Vec<TodoId>,
     /// The gate the agent's question opened.
-    pub gate: Option<String>,
+    pub gate: Option<GateId>,
     pub hold_until: Option<loopx_kernel::Timestamp>,
     /// A planning slice declared the goal met, and the goal is now done.
     pub goal_done: bool,
@@ -61,11 +61,11 @@ pub struct SliceSummary {
     /// Changed files outside the goal's scope, or in `.loopx/`.
     pub violations: Vec<String>,
     /// The gate asking a person about the violations.
-    pub violation_gate: Option<String>,
+    pub violation_gate: Option<GateId>,
     /// The commit the todo landed as on the goal's branch (a worktree goal).
     pub landed: Option<String>,
     /// The gate asking a person about a branch that does not land (a conflict).
-    pub land_gate: Option<String>,
+    pub land_gate: Option<GateId>,
     /// Why a todo its agent reported done did not land (`the land check exited 1`): it stays
     /// open, and its next slice's prompt carries the check's output.
     pub land_failed: Option<String>,
@@ -88,18 +88,13 @@ impl Observed {
     pub(crate) fn write_back(self, req: &RunOnce) -> Result<SliceSummary, SupervisorError> {
         let Observed {
             begun,
-            ran,
+            end,
             mut judged,
             mut changes,
-            pid,
-            ended_at,
-            elapsed,
             spent,
-            containment,
-            reported,
             commit,
-            renewal,
         } = self;
+        let (ran, reported, renewal) = (&end.ran, end.reported, end.renewal);
         let mut reported_done = reported.done;
         loopx_domain::judge::progress::check(&mut judged, &changes, reported);
         loopx_domain::judge::progress::name_channel(&mut judged, reported);
@@ -160,11 +155,11 @@ impl Observed {
             output_bytes: ran.end.as_ref().map_or(0, |e| e.bytes),
             log_sha256: file_sha256(&crate::slice::slice_log_path(req, &log)),
             redactor: Some(&begun.redactor),
-            containment,
-            pid,
+            containment: end.containment,
+            pid: end.pid,
             started_at: begun.record.started_at,
-            ended_at,
-            elapsed,
+            ended_at: end.at,
+            elapsed: end.elapsed,
             limit_secs: begun.record.limit_secs,
             log: &log,
             quota: spent,
@@ -478,19 +473,19 @@ fn summary(
     let mut goal_done = false;
     for (part, record) in wb.parts.iter().zip(applied) {
         match (&part.op, &part.item, record) {
-            (Op::TodoAdd(_), _, Applied::Todo(t)) => new_todos.push(t.id.to_string()),
+            (Op::TodoAdd(_), _, Applied::Todo(t)) => new_todos.push(t.id),
             (Op::GateAsk(_), Some(Item::Question), Applied::Gate(g)) => {
-                gate = Some(g.id.to_string());
+                gate = Some(g.id);
             }
             (Op::GateAsk(_), None, Applied::Gate(g)) => match g.kind {
-                loopx_kernel::model::GateKind::Land { .. } => land_gate = Some(g.id.to_string()),
-                _ => violation_gate = Some(g.id.to_string()),
+                loopx_kernel::model::GateKind::Land { .. } => land_gate = Some(g.id),
+                _ => violation_gate = Some(g.id),
             },
             (Op::GoalSetStatus(_), _, Applied::Goal(g)) => {
                 goal_done = g.status == loopx_kernel::model::GoalStatus::Done;
             }
             // Not the project's to let an agent end: the goal-met question.
-            (Op::GoalSetStatus(_), _, Applied::Gate(g)) => gate = Some(g.id.to_string()),
+            (Op::GoalSetStatus(_), _, Applied::Gate(g)) => gate = Some(g.id),
             _ => {}
         }
     }
@@ -507,10 +502,10 @@ fn summary(
         (Some(_), false, _) => Some("unchanged"),
     };
     SliceSummary {
-        id: f.slice.to_string(),
-        agent: f.agent.to_string(),
+        id: f.slice,
+        agent: f.agent.clone(),
         kind: f.kind.as_str(),
-        todo: f.todo.map(|t| t.to_string()),
+        todo: f.todo,
         epoch: f.epoch,
         outcome: f.outcome,
         reason: redacted(f.reason),

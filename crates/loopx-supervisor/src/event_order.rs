@@ -33,7 +33,7 @@
 
 use std::collections::VecDeque;
 
-use loopx_kernel::{Event, EventKind, Project, SliceId};
+use loopx_kernel::{AgentName, Event, EventKind, Project, SliceId};
 
 use crate::run_loop::RunEvent;
 use crate::store_cache::StoreCache;
@@ -48,7 +48,7 @@ pub(crate) enum Owed {
     End(SliceId),
     /// The start of a slice of `agent` newer than `after`: the worker is deciding.
     Start {
-        agent: String,
+        agent: AgentName,
         after: Option<SliceId>,
     },
 }
@@ -63,7 +63,7 @@ impl Owed {
                 EventKind::SliceStarted {
                     slice, agent: a, ..
                 },
-            ) => a.as_str() == agent && after.is_none_or(|after| slice.0 > after.0),
+            ) => a == agent && after.is_none_or(|after| slice.0 > after.0),
             _ => false,
         }
     }
@@ -187,14 +187,11 @@ struct SliceMark {
 
 fn slice_of(event: &RunEvent) -> Option<SliceMark> {
     let (id, end) = match event {
-        RunEvent::SliceStarted { slice, .. } => (slice.as_str(), false),
-        RunEvent::SliceEnded(summary) => (summary.id.as_str(), true),
+        RunEvent::SliceStarted { slice, .. } => (*slice, false),
+        RunEvent::SliceEnded(summary) => (summary.id, true),
         _ => return None,
     };
-    Some(SliceMark {
-        slice: id.parse().ok()?,
-        end,
-    })
+    Some(SliceMark { slice: id, end })
 }
 
 /// The sequence number of the log's event for `mark`.
@@ -222,7 +219,7 @@ mod tests {
             actor: "loopx".into(),
             kind: EventKind::SliceStarted {
                 slice: SliceId(slice),
-                agent: agent.parse::<AgentName>().expect("a name"),
+                agent: name(agent),
                 todo: None,
                 epoch: None,
                 kind: SliceKind::Work,
@@ -242,10 +239,14 @@ mod tests {
         }
     }
 
+    fn name(agent: &str) -> AgentName {
+        agent.parse().expect("a name")
+    }
+
     fn start_event(slice: u64, agent: &str) -> RunEvent {
         RunEvent::SliceStarted {
-            agent: agent.into(),
-            slice: format!("s{slice}"),
+            agent: name(agent),
+            slice: SliceId(slice),
             kind: "work",
             todo: None,
             log: String::new(),
@@ -254,7 +255,7 @@ mod tests {
 
     fn quiet(agent: &str) -> RunEvent {
         RunEvent::Quiet {
-            agent: agent.into(),
+            agent: name(agent),
             reason: "nothing to do".into(),
         }
     }
@@ -313,7 +314,7 @@ mod tests {
         let mut order = EventOrder::new(10);
         order.push(&RunEvent::SliceEnded(Box::new(summary(1))));
         let bob = Owed::Start {
-            agent: "bob".into(),
+            agent: name("bob"),
             after: None,
         };
         assert_eq!(
@@ -322,7 +323,7 @@ mod tests {
         );
         // A peer's older slice of the same agent is not what bob owes.
         let older = Owed::Start {
-            agent: "bob".into(),
+            agent: name("bob"),
             after: Some(SliceId(2)),
         };
         assert_eq!(release(&mut order, &[older], &log), ["s1-"]);
@@ -342,8 +343,8 @@ mod tests {
 
     fn summary(slice: u64) -> crate::SliceSummary {
         crate::SliceSummary {
-            id: format!("s{slice}"),
-            agent: "ann".into(),
+            id: SliceId(slice),
+            agent: name("ann"),
             kind: "work",
             todo: None,
             epoch: None,

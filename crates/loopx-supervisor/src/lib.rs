@@ -47,6 +47,7 @@ pub mod poll;
 mod recover;
 mod renew;
 mod run_loop;
+mod runtime;
 pub mod shutdown;
 mod signals;
 mod slice;
@@ -65,6 +66,7 @@ pub use renew::Renewed;
 pub use run_loop::{
     EndReason, Host, Msg, OnGate, RunEnd, RunEvent, RunLoop, run_loop, run_loop_on,
 };
+pub use runtime::SharedRuntime;
 pub use shutdown::{Shutdown, Stopping};
 pub use signals::handle_signals;
 pub use slice::{ChannelReports, LEASE_MAX};

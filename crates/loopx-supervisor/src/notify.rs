@@ -191,11 +191,7 @@ fn notification<'e>(event: &'e RunEvent, root: &std::path::Path) -> Option<Notif
             ),
         ),
         RunEvent::SliceEnded(s) if !UNREMARKABLE.contains(&s.outcome.as_str()) => {
-            let on = s
-                .todo
-                .as_deref()
-                .map(|t| format!(" on {t}"))
-                .unwrap_or_default();
+            let on = s.todo.map(|t| format!(" on {t}")).unwrap_or_default();
             (
                 "slice_failed",
                 Some(s.agent.as_str()),

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use loopx_kernel::model::{ProcessIdentity, SliceKind};
-use loopx_kernel::{Project, SharedClock, SliceId, SystemClock, Timestamp, TodoId, WallClock};
+use loopx_kernel::{
+    AgentName, Project, SharedClock, SliceId, SystemClock, Timestamp, TodoId, WallClock,
+};
 use loopx_quota::Decision;
 
 use crate::commit::SliceSummary;
@@ -47,6 +49,9 @@ pub struct World {
     /// the cost of more renewals (ten minutes unless the surface's
     /// `LOOPX_LEASE_MAX` says otherwise; at least a second).
     pub lease_max: std::time::Duration,
+    /// The supervisor's one tokio runtime, shared by every agent's loop and every check
+    /// (`runtime.rs`).
+    pub runtime: crate::runtime::SharedRuntime,
 }
 
 impl World {
@@ -60,6 +65,7 @@ impl World {
             alive: Arc::new(crate::slice::is_alive),
             stores: crate::store_cache::StoreCache::default(),
             lease_max: crate::slice::LEASE_MAX,
+            runtime: crate::runtime::SharedRuntime::default(),
         }
     }
 
@@ -83,19 +89,19 @@ impl std::fmt::Debug for World {
 #[derive(Debug)]
 pub enum Step<'a> {
     Decided {
-        agent: &'a str,
+        agent: &'a AgentName,
         decision: &'a Decision,
         now: Timestamp,
     },
     Claimed {
-        agent: &'a str,
+        agent: &'a AgentName,
         todo: TodoId,
         epoch: u64,
         /// The agent already held the lease.
         held: bool,
     },
     Started {
-        agent: &'a str,
+        agent: &'a AgentName,
         slice: SliceId,
         kind: SliceKind,
         todo: Option<TodoId>,
@@ -164,7 +170,7 @@ impl Once {
                 return OnceReport::decided(agent, "decided", decision, None);
             }
             Once::Ran { decision, slice } => {
-                return OnceReport::decided(&slice.agent, "ran", decision, Some(slice));
+                return OnceReport::decided(slice.agent.as_str(), "ran", decision, Some(slice));
             }
             Once::Refused {
                 agent,

@@ -24,7 +24,7 @@ use loopx_adapters::{
 };
 use loopx_kernel::model::{Monitor, Todo, check_limit_ms, output_hash};
 use loopx_kernel::store::{ClaimPoll, RecordPoll};
-use loopx_kernel::{AgentName, KernelError, Project, Timestamp};
+use loopx_kernel::{AgentName, GateId, KernelError, Project, Timestamp, TodoId};
 use loopx_pty::{EnvSpec, LaunchSpec, LogSpec, SliceEvent, SliceExit};
 use serde::Serialize;
 
@@ -49,7 +49,7 @@ const CLAIM_MARGIN: Duration = Duration::from_secs(30);
 /// One poll, as `loopx run` shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct PollSummary {
-    pub todo: String,
+    pub todo: TodoId,
     pub title: String,
     /// `met`, `not yet`, `failed`, or `asked` (expired, or failing: a person is asked).
     pub result: String,
@@ -57,7 +57,7 @@ pub struct PollSummary {
     /// The monitor's next poll, when it goes on.
     pub next_at: Option<Timestamp>,
     /// The gate asking a person, if one is open now.
-    pub gate: Option<String>,
+    pub gate: Option<GateId>,
 }
 
 /// What a round of polls did, and when the next is due.
@@ -94,21 +94,9 @@ pub fn poll_due(
     loopx_exe: &Path,
     stopped: &Stopped<'_>,
 ) -> Result<Polled, SupervisorError> {
-    poll_due_with(
-        project,
-        world,
-        stopped,
-        &mut |todo, monitor, limit| match writer_resources(project, world, todo) {
-            Ok(resources) => {
-                run_check(project, loopx_exe, todo, monitor, limit, resources, stopped)
-            }
-            Err(why) => CheckRun {
-                exit: None,
-                failed: Some(why),
-                output: Vec::new(),
-            },
-        },
-    )
+    poll_due_with(project, world, stopped, &mut |todo, monitor, limit| {
+        run_check(project, world, loopx_exe, todo, monitor, limit, stopped)
+    })
 }
 
 /// The resource limits a check runs under: an agent's check (a monitor it reported) under the
@@ -249,12 +237,7 @@ fn poll_one(
         return Ok(None);
     };
     if let Some(gate) = m.asked {
-        return Ok(Some(summary(
-            &claimed,
-            "asked",
-            None,
-            Some(gate.to_string()),
-        )));
+        return Ok(Some(summary(&claimed, "asked", None, Some(gate))));
     }
     let epoch = claimed.epoch;
     // A person's check runs only the files the person saw (`pin.rs`): changed before the
@@ -310,13 +293,13 @@ fn poll_one(
     let result = after_monitor
         .and_then(Monitor::last)
         .map_or("failed", |o| o.verdict.as_str());
-    let gate = after_monitor.and_then(|m| m.asked).map(|g| g.to_string());
+    let gate = after_monitor.and_then(|m| m.asked);
     Ok(Some(summary(&after, result, check.exit, gate)))
 }
 
-fn summary(todo: &Todo, result: &str, exit: Option<i32>, gate: Option<String>) -> PollSummary {
+fn summary(todo: &Todo, result: &str, exit: Option<i32>, gate: Option<GateId>) -> PollSummary {
     PollSummary {
-        todo: todo.id.to_string(),
+        todo: todo.id,
         title: todo.title.clone(),
         result: if gate.is_some() && result != "met" {
             "asked".to_owned()
@@ -399,15 +382,15 @@ fn check_plan(
     })
 }
 
-/// Runs `monitor`'s check of `todo` once, contained; never fails: what went wrong is a failed
-/// poll, with why.
+/// Runs `monitor`'s check of `todo` once, contained, on the supervisor's runtime; never fails:
+/// what went wrong is a failed poll, with why.
 pub fn run_check(
     project: &Project,
+    world: &World,
     loopx_exe: &Path,
     todo: &Todo,
     monitor: &Monitor,
     limit: Duration,
-    resources: Option<loopx_adapters::ResourceLimits>,
     stopped: &Stopped<'_>,
 ) -> CheckRun {
     let failed = |why: String| CheckRun {
@@ -415,7 +398,9 @@ pub fn run_check(
         failed: Some(why),
         output: Vec::new(),
     };
-    let plan = match check_plan(project, monitor, limit, resources) {
+    let plan = match writer_resources(project, world, todo)
+        .and_then(|resources| check_plan(project, monitor, limit, resources))
+    {
         Ok(plan) => plan,
         Err(why) => return failed(why),
     };
@@ -438,27 +423,7 @@ pub fn run_check(
         room.dir().join("log"),
     );
     spec.args = plan.args.iter().map(OsString::from).collect();
-    let mut set = vec![(
-        "LOOPX_MONITOR".to_owned(),
-        OsString::from(todo.id.to_string()),
-    )];
-    if let Some(last) = monitor.last() {
-        set.push((
-            "LOOPX_PREVIOUS_EXIT".to_owned(),
-            OsString::from(last.exit.map_or_else(String::new, |c| c.to_string())),
-        ));
-        set.push((
-            "LOOPX_PREVIOUS_RESULT".to_owned(),
-            OsString::from(last.verdict.as_str()),
-        ));
-        set.push((
-            "LOOPX_PREVIOUS_OUTPUT".to_owned(),
-            OsString::from(&last.tail),
-        ));
-    }
-    let mut inherit = plan.env_allowlist.clone();
-    inherit.extend(plan.secret_env_names.iter().cloned());
-    spec.env = EnvSpec { inherit, set };
+    spec.env = check_env(todo, monitor, &plan);
     spec.limits = loopx_pty::SliceLimits {
         wall: Some(limit),
         idle: None,
@@ -474,7 +439,11 @@ pub fn run_check(
     if let Err(why) = contain(&mut spec, &plan, project.root(), None, &room, loopx_exe) {
         return failed(why);
     }
-    let mut ran = run_spec(spec, stopped);
+    let runtime = match world.runtime.handle() {
+        Ok(runtime) => runtime,
+        Err(e) => return failed(format!("cannot start the check's runtime: {e}")),
+    };
+    let mut ran = run_spec(&runtime, spec, stopped);
     // As a slice's log is read: escapes out first (a secret split by colour codes is whole
     // again), then control characters, then the secrets.
     let text = loopx_vocab::clean_text(loopx_vocab::strip_escapes(&ran.output).as_bytes());
@@ -485,24 +454,29 @@ pub fn run_check(
     ran
 }
 
+/// A check's environment: its plan's allowlist and secrets, and what it knows of its monitor.
+fn check_env(todo: &Todo, monitor: &Monitor, plan: &LaunchPlan) -> EnvSpec {
+    let mut set = vec![("LOOPX_MONITOR", todo.id.to_string())];
+    if let Some(last) = monitor.last() {
+        let exit = last.exit.map_or_else(String::new, |c| c.to_string());
+        set.push(("LOOPX_PREVIOUS_EXIT", exit));
+        set.push(("LOOPX_PREVIOUS_RESULT", last.verdict.as_str().to_owned()));
+        set.push(("LOOPX_PREVIOUS_OUTPUT", last.tail.clone()));
+    }
+    let mut inherit = plan.env_allowlist.clone();
+    inherit.extend(plan.secret_env_names.iter().cloned());
+    let set = set
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.into()))
+        .collect();
+    EnvSpec { inherit, set }
+}
+
 /// Spawns `spec` in its PTY and collects its output until it ends.
 /// How often a running check looks whether loopx is stopping.
 const STOP_CHECK: Duration = Duration::from_millis(200);
 
-fn run_spec(spec: LaunchSpec, stopped: &Stopped<'_>) -> CheckRun {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            return CheckRun {
-                exit: None,
-                failed: Some(format!("cannot start the check's runtime: {e}")),
-                output: Vec::new(),
-            };
-        }
-    };
+fn run_spec(runtime: &tokio::runtime::Handle, spec: LaunchSpec, stopped: &Stopped<'_>) -> CheckRun {
     runtime.block_on(async move {
         let (mut slice, mut events) = match loopx_pty::spawn_slice(spec) {
             Ok(spawned) => spawned,

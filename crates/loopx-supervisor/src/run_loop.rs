@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use loopx_kernel::{GateId, Project, SharedClock, SliceId, Store, Timestamp};
+use loopx_kernel::{AgentName, GateId, Project, SharedClock, SliceId, Store, Timestamp, TodoId};
 use loopx_quota::{Decision, DecisionKind};
 use serde::Serialize;
 
@@ -110,33 +110,33 @@ pub enum EndReason {
 pub enum RunEvent {
     /// The loop started.
     Running {
-        agents: Vec<String>,
+        agents: Vec<AgentName>,
         pid: u32,
     },
     /// An orphaned slice of a dead supervisor was closed.
     Recovered(Recovered),
     SliceStarted {
-        agent: String,
-        slice: String,
+        agent: AgentName,
+        slice: SliceId,
         kind: &'static str,
-        todo: Option<String>,
+        todo: Option<TodoId>,
         log: String,
     },
     SliceEnded(Box<SliceSummary>),
     /// The agent waits for quota or a vendor limit (`until: None`: until a person resumes).
     Paused {
-        agent: String,
+        agent: AgentName,
         until: Option<Timestamp>,
         reason: String,
     },
     /// The agent runs again after a pause.
     Resumed {
-        agent: String,
+        agent: AgentName,
     },
     /// A person must answer; shown once per gate.
     Question {
-        agent: String,
-        gate: String,
+        agent: AgentName,
+        gate: GateId,
         question: String,
         options: Vec<String>,
         answer_with: String,
@@ -145,17 +145,17 @@ pub enum RunEvent {
     Polled(crate::poll::PollSummary),
     /// Nothing for the agent to do now.
     Quiet {
-        agent: String,
+        agent: AgentName,
         reason: String,
     },
     /// The agent's loop ended (the goal is done or paused, or the agent cannot run).
     AgentStopped {
-        agent: String,
+        agent: AgentName,
         reason: String,
     },
     /// Something went wrong deciding for or running the agent; it tries again later.
     AgentError {
-        agent: String,
+        agent: AgentName,
         error: String,
     },
     /// A stop was requested; running slices are being stopped (`at_once`: killed, after a
@@ -235,7 +235,7 @@ pub trait Host {
 /// What the coordinator knows of one agent.
 #[derive(Debug)]
 struct Slot {
-    name: String,
+    name: AgentName,
     busy: bool,
     /// When to decide next (on the clock's monotonic time); `None`: when something changes.
     due: Option<Duration>,
@@ -277,7 +277,7 @@ pub fn run_loop(req: &RunLoop, emit: &mut dyn FnMut(&RunEvent)) -> Result<RunEnd
 /// Runs the loop's coordinator for the agents `names` on `host`.
 pub fn run_loop_on(
     req: &RunLoop,
-    names: Vec<String>,
+    names: Vec<AgentName>,
     host: &mut dyn Host,
     emit: &mut dyn FnMut(&RunEvent),
 ) -> Result<RunEnd, SupervisorError> {
@@ -322,11 +322,11 @@ pub fn run_loop_on(
 }
 
 /// The agents to run: the named ones (each must exist), or every registered one.
-fn agent_names(req: &RunLoop) -> Result<Vec<String>, SupervisorError> {
-    let registered: Vec<String> = Store::open_read(&req.project)?
+fn agent_names(req: &RunLoop) -> Result<Vec<AgentName>, SupervisorError> {
+    let registered: Vec<AgentName> = Store::open_read(&req.project)?
         .read(|s| s.agents())?
         .into_iter()
-        .map(|a| a.name.to_string())
+        .map(|a| a.name)
         .collect();
     if req.agents.is_empty() {
         if registered.is_empty() {
@@ -336,13 +336,13 @@ fn agent_names(req: &RunLoop) -> Result<Vec<String>, SupervisorError> {
     }
     let mut names = Vec::new();
     for name in &req.agents {
-        if !registered.contains(name) {
+        let Some(known) = registered.iter().find(|r| r.as_str() == name) else {
             return Err(
                 loopx_domain::agent::AgentError::UnknownAgent { name: name.clone() }.into(),
             );
-        }
-        if !names.contains(name) {
-            names.push(name.clone());
+        };
+        if !names.contains(known) {
+            names.push(known.clone());
         }
     }
     Ok(names)
@@ -499,7 +499,7 @@ impl Coordinator<'_> {
             left -= 1;
             let once = RunOnce {
                 project: self.req.project.clone(),
-                agent: Some(slot.name.clone()),
+                agent: Some(slot.name.to_string()),
                 loopx_exe: self.req.loopx_exe.clone(),
                 shutdown: Arc::clone(&self.req.shutdown),
                 world: self.req.world.clone(),
@@ -625,12 +625,10 @@ impl Coordinator<'_> {
                 }
             }
             Msg::Started(idx, event) => {
-                if let RunEvent::SliceStarted { slice, .. } = &event
-                    && let Ok(slice) = slice.parse::<SliceId>()
-                {
+                if let RunEvent::SliceStarted { slice, .. } = &event {
                     let slot = &mut self.slots[idx];
-                    slot.running = Some(slice);
-                    slot.last_slice = Some(slice);
+                    slot.running = Some(*slice);
+                    slot.last_slice = Some(*slice);
                 }
                 emit(&event);
             }
@@ -681,7 +679,7 @@ impl Coordinator<'_> {
                     .disk_full
                     .clone()
                     .map(|why| SupervisorError::DiskFull {
-                        slice: slice.id.clone(),
+                        slice: slice.id.to_string(),
                         why,
                     });
                 emit(&RunEvent::SliceEnded(slice));
@@ -692,7 +690,7 @@ impl Coordinator<'_> {
                 }
             }
             Ok(Once::Contended { why, .. }) => {
-                tracing::debug!(agent, why, "a peer got there first; deciding again");
+                tracing::debug!(%agent, why, "a peer got there first; deciding again");
                 slot.due = Some(now + Duration::from_millis(self.host.random(50..250)));
             }
             Ok(Once::Refused { until, reason, .. }) => {
@@ -745,7 +743,7 @@ impl Coordinator<'_> {
                             &gate.to_string(),
                             &options,
                         ),
-                        gate: gate.to_string(),
+                        gate,
                         question: question.to_owned(),
                         options,
                     });

@@ -18,7 +18,7 @@ use loopx_kernel::model::Isolation;
 use loopx_kernel::store::AnswerChoice;
 use loopx_kernel::store::NewAgent;
 use loopx_kernel::store::NewGoal;
-use loopx_kernel::{AgentName, Op, Project, Store};
+use loopx_kernel::{AgentName, GateId, Op, Project, Store};
 use loopx_supervisor::{EndReason, OnGate, RunEvent, RunLoop, Shutdown};
 
 use super::init::DEMO_PROFILE;
@@ -64,8 +64,8 @@ pub fn run(ctx: &mut Ctx, args: DemoArgs) -> Result<(), ExpectedError> {
         say(&super::run::event_line(event, req.world.clock.now()));
         if let RunEvent::Question { gate, options, .. } = event {
             // Asked on a thread of its own: the loop (and Ctrl-C) must not wait for the person.
-            let (app, gate, options) = (app.clone(), gate.clone(), options.clone());
-            std::thread::spawn(move || answer(&app, &gate, &options, interactive));
+            let (app, gate, options) = (app.clone(), *gate, options.clone());
+            std::thread::spawn(move || answer(&app, gate, &options, interactive));
         }
     })?;
 
@@ -229,10 +229,7 @@ fn isolation(dir: &std::path::Path) -> Isolation {
 }
 
 /// Answers a question: at the terminal, or with its first option on the user's behalf.
-fn answer(app: &loopx_app::App, gate: &str, options: &[String], interactive: bool) {
-    let Ok(id) = gate.parse() else {
-        return;
-    };
+fn answer(app: &loopx_app::App, gate: GateId, options: &[String], interactive: bool) {
     let choice = if interactive {
         ask_at_terminal(gate, options)
     } else {
@@ -242,7 +239,7 @@ fn answer(app: &loopx_app::App, gate: &str, options: &[String], interactive: boo
         ));
         AnswerChoice::Option(1)
     };
-    match app.answer_gate(id, choice, None) {
+    match app.answer_gate(gate, choice, None) {
         Ok(answered) => {
             let text = answered.gate.answer.map(|a| a.text).unwrap_or_default();
             say(&format!("{gate} answered: {text}"));
@@ -252,7 +249,7 @@ fn answer(app: &loopx_app::App, gate: &str, options: &[String], interactive: boo
 }
 
 /// Reads an answer: a number picks an option, other text is the answer, Enter takes the first.
-fn ask_at_terminal(gate: &str, options: &[String]) -> AnswerChoice {
+fn ask_at_terminal(gate: GateId, options: &[String]) -> AnswerChoice {
     for (n, option) in options.iter().enumerate() {
         say(&format!("  {}. {option}", n + 1));
     }

@@ -272,15 +272,14 @@ fn notify_slice(
     slice: &SliceSummary,
 ) {
     notifier.notify(&RunEvent::SliceEnded(Box::new(slice.clone())));
-    let Some(gate) = slice.gate.as_deref().and_then(|g| g.parse().ok()) else {
+    let Some(gate) = slice.gate else {
         return;
     };
     if let Some(gate) = app.and_then(|app| app.gate(gate).ok()) {
-        let id = gate.id.to_string();
         notifier.notify(&RunEvent::Question {
             agent: slice.agent.clone(),
             answer_with: gate.answer_command(),
-            gate: id,
+            gate: gate.id,
             question: gate.question,
             options: gate.options,
         });

@@ -159,10 +159,10 @@ pub(super) fn step_msg(idx: usize, step: &Step<'_>) -> Option<Msg> {
         } => Some(Msg::Started(
             idx,
             RunEvent::SliceStarted {
-                agent: (*agent).to_owned(),
-                slice: slice.to_string(),
+                agent: (*agent).clone(),
+                slice: *slice,
                 kind: kind.as_str(),
-                todo: todo.map(|t| t.to_string()),
+                todo: *todo,
                 log: (*log).to_owned(),
             },
         )),

@@ -181,7 +181,7 @@ impl Decided {
             beginning,
         );
         keep_prompt(req, &plan, &record.id.to_string(), &prompt);
-        let name = setup.agent.name.as_str();
+        let name = &setup.agent.name;
         if let (Some(todo), Some(epoch)) = (record.todo, record.epoch) {
             on_step(Step::Claimed {
                 agent: name,

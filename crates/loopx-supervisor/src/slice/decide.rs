@@ -96,7 +96,7 @@ pub(crate) fn decide(
         }
     }
     on_step(Step::Decided {
-        agent: &name,
+        agent: &setup.agent.name,
         decision: &decision,
         now,
     });
@@ -116,7 +116,7 @@ pub(crate) fn decide(
         Permission::Run(level) => level,
         Permission::Held(decision) => {
             on_step(Step::Decided {
-                agent: &name,
+                agent: &setup.agent.name,
                 decision: &decision,
                 now,
             });

@@ -32,7 +32,8 @@ use loopx_pty::Room;
 #[derive(Debug)]
 pub(crate) struct Launched {
     begun: Begun,
-    runtime: tokio::runtime::Runtime,
+    /// The supervisor's runtime, which the agent's PTY is supervised on.
+    runtime: tokio::runtime::Handle,
     spawned: Result<Spawned, String>,
     stdin: Option<Vec<u8>>,
     parser: Parser,
@@ -54,23 +55,34 @@ pub(crate) struct Launched {
 #[derive(Debug)]
 pub(crate) struct Observed {
     pub begun: Begun,
-    pub ran: Ran,
+    pub end: AgentEnd,
     pub judged: Judged,
     pub changes: SliceChanges,
-    pub pid: Option<u32>,
-    pub ended_at: Timestamp,
-    /// How long it ran, on the monotonic clock: a wall clock stepped meanwhile does not make
-    /// a slice look a day long.
-    pub elapsed: Duration,
     /// What it spent (tokens, cost) over the time it ran, as the quota is charged.
     pub spent: QuotaRequest,
+    /// The slice's commit in its todo's worktree (a worktree goal).
+    pub commit: Option<loopx_git::worktree::SliceCommit>,
+}
+
+/// How the agent ended, in a PTY or simulated: what it printed (parsed), its process, when,
+/// what it reported through the channel, and its claim.
+#[derive(Debug)]
+pub(crate) struct AgentEnd {
+    pub ran: Ran,
+    /// Its pid (none when it never spawned, or was simulated).
+    pub pid: Option<u32>,
     /// What contained the agent (`Sandbox::describe`).
     pub containment: &'static str,
     /// What the agent wrote through the report channel: its todo done (in a worktree goal the
     /// todo is finished when its branch lands, at the writeback), and other items.
     pub reported: ChannelReports,
-    /// The slice's commit in its todo's worktree (a worktree goal).
-    pub commit: Option<loopx_git::worktree::SliceCommit>,
+    /// When it ended, on the wall clock.
+    pub at: Timestamp,
+    /// How long it ran, on the monotonic clock: a wall clock stepped meanwhile does not make
+    /// a slice look a day long.
+    pub elapsed: Duration,
+    /// Why its claim was lost, if it was.
+    pub lost: Option<String>,
     /// The claim's renewal, still running until the todo's landing is done (a worktree goal).
     pub renewal: Option<Renewal>,
 }
@@ -109,10 +121,7 @@ impl Begun {
             )),
             _ => self.contain(req, &mut spec),
         };
-        let runtime = match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
+        let runtime = match req.world.runtime.handle() {
             Ok(runtime) => runtime,
             Err(e) => {
                 self.guard
@@ -135,52 +144,14 @@ impl Begun {
             }
             _ => scope::capture(req.project.root(), self.scope()),
         };
-        let renewal = self
-            .record
-            .epoch
-            .zip(self.record.todo)
-            .map(|(epoch, todo)| {
-                Renewal::start(
-                    req.world.stores.clone(),
-                    req.project.clone(),
-                    req.world.clock.clone(),
-                    setup.agent.name.clone(),
-                    todo,
-                    epoch,
-                    lease_ttl(setup, req.world.lease_max),
-                )
-            });
+        let renewal = self.renewal(req);
         let started = req.world.clock.monotonic();
         let containment = spec.sandbox.describe();
         let (spawned, room, channel) = match prepared {
             Ok((room, channel)) => (spawn(&runtime, spec), Some(room), Some(channel)),
             Err(why) => (Err(why), None, None),
         };
-        let mut recorder = None;
-        if let Ok(spawned) = &spawned {
-            let pid = spawned.slice.pid();
-            if let Some(channel) = &channel {
-                channel.serve_slice(pid);
-            }
-            let control = spawned.slice.control();
-            if let Some(renewal) = &renewal {
-                renewal.stop_slice_if_lost(control.clone());
-            }
-            req.shutdown.register(self.record.id.0, control);
-            recorder = Some(record_spawned(
-                req,
-                self.store.take(),
-                self.record.id,
-                &setup.agent.name,
-                req.world.host.identity(pid),
-                containment,
-            ));
-            on_step(Step::Spawned {
-                slice: self.record.id,
-                pid,
-            });
-        }
-        Ok(Some(Launched {
+        let mut launched = Launched {
             begun: self,
             runtime,
             spawned,
@@ -188,12 +159,60 @@ impl Begun {
             parser,
             before,
             renewal,
-            recorder,
+            recorder: None,
             started,
             containment,
             channel,
             room,
-        }))
+        };
+        launched.watch(req, on_step);
+        Ok(Some(launched))
+    }
+
+    /// The claim's renewal while the agent runs (a todo slice's).
+    fn renewal(&self, req: &RunOnce) -> Option<Renewal> {
+        let (epoch, todo) = self.record.epoch.zip(self.record.todo)?;
+        Some(Renewal::start(
+            req.world.stores.clone(),
+            req.project.clone(),
+            req.world.clock.clone(),
+            self.setup.agent.name.clone(),
+            todo,
+            epoch,
+            lease_ttl(&self.setup, req.world.lease_max),
+        ))
+    }
+}
+
+impl Launched {
+    /// Once the agent spawned: the channel serves it, a lost claim or a stop request stops
+    /// it, and its process is recorded.
+    fn watch(&mut self, req: &RunOnce, on_step: &mut dyn FnMut(Step<'_>)) {
+        let Ok(spawned) = &self.spawned else {
+            return;
+        };
+        let begun = &mut self.begun;
+        let pid = spawned.slice.pid();
+        if let Some(channel) = &self.channel {
+            channel.serve_slice(pid);
+        }
+        let control = spawned.slice.control();
+        if let Some(renewal) = &self.renewal {
+            renewal.stop_slice_if_lost(control.clone());
+        }
+        req.shutdown.register(begun.record.id.0, control);
+        self.recorder = Some(record_spawned(
+            req,
+            begun.store.take(),
+            begun.record.id,
+            &begun.setup.agent.name,
+            req.world.host.identity(pid),
+            self.containment,
+        ));
+        on_step(Step::Spawned {
+            slice: begun.record.id,
+            pid,
+        });
     }
 }
 
@@ -261,8 +280,7 @@ impl Launched {
             &req.world.clock,
         ));
         // The slice ended now, not after its bookkeeping (a busy store can hold that up).
-        let ended = Ended::now(req, started);
-        drop(runtime);
+        let (at, elapsed) = ended_now(req, started);
         let reported = channel.as_ref().map(Channel::reports).unwrap_or_default();
         drop(channel);
         drop(room);
@@ -274,58 +292,28 @@ impl Launched {
         drop(begun.store.take());
         // A worktree slice keeps its claim renewed through its landing (a land check may run
         // for many minutes); any other slice's claim needs no renewing once its agent ended.
-        let claim = match &begun.tree {
-            Some(Ok(_)) => Claim {
-                lost: renewal.as_ref().and_then(Renewal::lost),
-                renewal,
-            },
-            _ => Claim {
-                lost: renewal.and_then(Renewal::finish),
-                renewal: None,
-            },
+        let (lost, renewal) = match &begun.tree {
+            Some(Ok(_)) => (renewal.as_ref().and_then(Renewal::lost), renewal),
+            _ => (renewal.and_then(Renewal::finish), None),
         };
-        let process = Process {
+        let end = AgentEnd {
+            ran,
             pid,
             containment,
             reported,
+            at,
+            elapsed,
+            lost,
+            renewal,
         };
-        conclude(req, begun, ran, process, ended, &before, claim)
+        conclude(req, begun, end, &before)
     }
 }
 
-/// The agent's process as the slice saw it: its pid (none when it never spawned) and what
-/// contained it.
-#[derive(Debug, Clone, Copy)]
-struct Process {
-    pid: Option<u32>,
-    containment: &'static str,
-    /// What the agent wrote through the report channel.
-    reported: ChannelReports,
-}
-
-/// The slice's claim once its agent ended: why it was lost, if it was, and its renewal when
-/// it must go on through the todo's landing (a worktree goal).
-#[derive(Debug)]
-struct Claim {
-    lost: Option<String>,
-    renewal: Option<Renewal>,
-}
-
-/// When a slice's agent ended, on both clocks.
-#[derive(Debug, Clone, Copy)]
-struct Ended {
-    at: Timestamp,
-    /// How long it ran, on the monotonic clock.
-    elapsed: Duration,
-}
-
-impl Ended {
-    fn now(req: &RunOnce, started: Duration) -> Ended {
-        Ended {
-            at: req.world.clock.now(),
-            elapsed: req.world.clock.monotonic().saturating_sub(started),
-        }
-    }
+/// Now, on the wall clock, and how long since `started` on the monotonic one.
+fn ended_now(req: &RunOnce, started: Duration) -> (Timestamp, Duration) {
+    let clock = &req.world.clock;
+    (clock.now(), clock.monotonic().saturating_sub(started))
 }
 
 impl Begun {
@@ -392,18 +380,19 @@ impl Begun {
             stopped_for_refusal: refused,
             stopped_at_ceiling: ceiling,
         };
-        let ended = Ended::now(req, started);
+        let (at, elapsed) = ended_now(req, started);
         // A simulated agent runs in no process at all.
-        let process = Process {
+        let end = AgentEnd {
+            ran,
             pid: None,
             containment: "simulated",
             reported,
-        };
-        let claim = Claim {
+            at,
+            elapsed,
             lost: lost_claim,
             renewal: None,
         };
-        conclude(req, self, ran, process, ended, &before, claim)
+        conclude(req, self, end, &before)
     }
 }
 
@@ -424,73 +413,16 @@ pub(crate) fn jiff_time(at: Timestamp) -> jiff::Timestamp {
 
 /// What every slice's end shares, real or simulated: the log redacted, the outcome judged, the
 /// scope checked, the usage measured.
-fn conclude(
-    req: &RunOnce,
-    mut begun: Begun,
-    ran: Ran,
-    process: Process,
-    ended: Ended,
-    before: &scope::Before,
-    claim: Claim,
-) -> Observed {
-    let Process {
-        pid,
-        containment,
-        reported,
-    } = process;
-    let Ended {
-        at: ended_at,
-        elapsed,
-    } = ended;
+fn conclude(req: &RunOnce, mut begun: Begun, end: AgentEnd, before: &scope::Before) -> Observed {
+    let ran = &end.ran;
     let log = slice_path(req, begun.record.log.as_deref().unwrap_or_default());
     if let Err(e) = redact_log(&log, &begun.redactor) {
         tracing::warn!(slice = %begun.record.id, error = %e, "cannot redact the slice log");
     }
-    let scope = begun.scope();
-    let mut judged = judge(&ran, &begun.setup.loaded.profile.done_when);
-    let (changes, commit) = match &begun.tree {
-        Some(Ok(prepared)) => {
-            let summary = judged
-                .classification
-                .as_ref()
-                .and_then(|c| c.report.as_ref()?.as_ref().ok())
-                .map(|r| r.summary.as_str());
-            let slice = begun.record.id.to_string();
-            let agent = begun.setup.agent.name.as_str();
-            let root = req.project.root();
-            // Without Landlock the agent could write the person's tree: every change there is
-            // one it may not make.
-            let in_checkout = if before.checks_git() {
-                scope::compare(root, before, &[]).files
-            } else {
-                Vec::new()
-            };
-            let state_files = scope::compare_state(root, before);
-            match loopx_git::worktree::finish(prepared, &slice, agent, summary, scope) {
-                Ok(mut commit) => {
-                    commit.changes.state_files.extend(state_files);
-                    commit.changes.left_out = commit.left_out.describe();
-                    for file in in_checkout {
-                        let named = format!("{file} (in the project's own tree)");
-                        commit.changes.outside.push(named.clone());
-                        commit.changes.files.push(named);
-                    }
-                    (commit.changes.clone(), Some(commit))
-                }
-                Err(why) => (
-                    SliceChanges {
-                        unchecked: Some(format!("the worktree could not be committed: {why}")),
-                        state_files,
-                        ..SliceChanges::default()
-                    },
-                    None,
-                ),
-            }
-        }
-        _ => (scope::compare(req.project.root(), before, scope), None),
-    };
+    let mut judged = judge(ran, &begun.setup.loaded.profile.done_when);
+    let (changes, commit) = begun.changes(req, before, &judged);
     if judged.outcome == Outcome::Interrupted {
-        if let Some(why) = &claim.lost {
+        if let Some(why) = &end.lost {
             judged.reason = format!("the slice was stopped: it lost its claim ({why})");
         } else if let Some(why) = req.shutdown.reason() {
             judged.reason = format!("shutdown: loopx was stopped ({why}) during the slice");
@@ -521,22 +453,71 @@ fn conclude(
     let spent = begun.setup.quota_request(
         usage.input.saturating_add(usage.output),
         ran.summary.cost_usd.unwrap_or(0.0),
-        Some(loopx_domain::writeback::ran_between(ended_at, elapsed)),
+        Some(loopx_domain::writeback::ran_between(end.at, end.elapsed)),
     );
     begun.guard.ran(judged.exit.clone(), bytes, spent.clone());
     Observed {
         begun,
-        ran,
+        end,
         judged,
         changes,
-        pid,
-        ended_at,
-        elapsed,
         spent,
-        containment,
-        reported,
         commit,
-        renewal: claim.renewal,
+    }
+}
+
+impl Begun {
+    /// What the slice changed: a worktree slice's work committed (and any change it made to
+    /// the person's own tree named as one it may not make), any other slice's tree compared
+    /// with `before` against the goal's scope.
+    fn changes(
+        &self,
+        req: &RunOnce,
+        before: &scope::Before,
+        judged: &Judged,
+    ) -> (SliceChanges, Option<loopx_git::worktree::SliceCommit>) {
+        let scope = self.scope();
+        match &self.tree {
+            Some(Ok(prepared)) => {
+                let summary = judged
+                    .classification
+                    .as_ref()
+                    .and_then(|c| c.report.as_ref()?.as_ref().ok())
+                    .map(|r| r.summary.as_str());
+                let slice = self.record.id.to_string();
+                let agent = self.setup.agent.name.as_str();
+                let root = req.project.root();
+                // Without Landlock the agent could write the person's tree: every change there is
+                // one it may not make.
+                let in_checkout = if before.checks_git() {
+                    scope::compare(root, before, &[]).files
+                } else {
+                    Vec::new()
+                };
+                let state_files = scope::compare_state(root, before);
+                match loopx_git::worktree::finish(prepared, &slice, agent, summary, scope) {
+                    Ok(mut commit) => {
+                        commit.changes.state_files.extend(state_files);
+                        commit.changes.left_out = commit.left_out.describe();
+                        for file in in_checkout {
+                            let named = format!("{file} (in the project's own tree)");
+                            commit.changes.outside.push(named.clone());
+                            commit.changes.files.push(named);
+                        }
+                        (commit.changes.clone(), Some(commit))
+                    }
+                    Err(why) => (
+                        SliceChanges {
+                            unchecked: Some(format!("the worktree could not be committed: {why}")),
+                            state_files,
+                            ..SliceChanges::default()
+                        },
+                        None,
+                    ),
+                }
+            }
+            _ => (scope::compare(req.project.root(), before, scope), None),
+        }
     }
 }
 

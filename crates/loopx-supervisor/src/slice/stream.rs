@@ -14,12 +14,9 @@ pub(crate) struct Spawned {
     pub events: SliceEvents,
 }
 
-/// Spawns `spec` on `runtime` (whose tasks run while [`observe`] is awaited); the error
-/// says why nothing started.
-pub(crate) fn spawn(
-    runtime: &tokio::runtime::Runtime,
-    spec: LaunchSpec,
-) -> Result<Spawned, String> {
+/// Spawns `spec`, supervised on the supervisor's `runtime`; the error says why nothing
+/// started.
+pub(crate) fn spawn(runtime: &tokio::runtime::Handle, spec: LaunchSpec) -> Result<Spawned, String> {
     let _inside = runtime.enter();
     loopx_pty::spawn_slice(spec)
         .map(|(slice, events)| Spawned { slice, events })

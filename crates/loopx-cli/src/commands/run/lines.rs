@@ -92,7 +92,7 @@ fn what_it_wrote(s: &SliceSummary, now: Timestamp) -> Vec<String> {
         ));
     }
     if !s.new_todos.is_empty() {
-        wrote.push(format!("new todos {}", s.new_todos.join(", ")));
+        wrote.push(format!("new todos {}", joined(&s.new_todos)));
     }
     if let Some(gate) = &s.gate {
         wrote.push(format!("gate {gate} asks a person"));
@@ -100,7 +100,6 @@ fn what_it_wrote(s: &SliceSummary, now: Timestamp) -> Vec<String> {
     if !s.violations.is_empty() {
         let asks = s
             .violation_gate
-            .as_deref()
             .map(|g| format!(": gate {g} asks a person to keep or roll them back"))
             .unwrap_or_default();
         wrote.push(format!(
@@ -131,7 +130,7 @@ fn what_it_wrote(s: &SliceSummary, now: Timestamp) -> Vec<String> {
 pub(crate) fn event_line(event: &RunEvent, now: Timestamp) -> String {
     match event {
         RunEvent::Running { agents, pid } => {
-            format!("loopx run (pid {pid}): agents {}", agents.join(", "))
+            format!("loopx run (pid {pid}): agents {}", joined(agents))
         }
         RunEvent::Recovered(r) => recovered(r),
         RunEvent::SliceStarted {
@@ -141,7 +140,7 @@ pub(crate) fn event_line(event: &RunEvent, now: Timestamp) -> String {
             todo,
             log,
         } => {
-            let on = on(todo.as_deref());
+            let on = on(*todo);
             format!("{agent}: slice {slice} started: {kind}{on} (log {log})")
         }
         RunEvent::SliceEnded(s) => {
@@ -191,8 +190,17 @@ pub(crate) fn event_line(event: &RunEvent, now: Timestamp) -> String {
     }
 }
 
+/// Ids or names, as a line lists them.
+fn joined<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `on t3` when the slice had a todo.
-fn on(todo: Option<&str>) -> String {
+fn on(todo: Option<impl std::fmt::Display>) -> String {
     todo.map(|t| format!(" on {t}")).unwrap_or_default()
 }
 
