@@ -240,7 +240,6 @@ impl App {
         // the claimed ones, the first of the waiting and ready ones, counts kept as counters.
         let (goal, revision, gates, running, todos, latest_evidence, agents) = store.read(|s| {
             let counts = s.todo_counts()?;
-            let agents = agents_now(s, &views, &budget, now)?;
             // The active or paused goal; else the latest one, so a finished goal shows as done.
             let goal = match s.current_goal()? {
                 Some(goal) => Some(goal),
@@ -251,34 +250,10 @@ impl App {
                 .into_iter()
                 .filter(|g| g.state == GateState::Open)
                 .collect();
-            let revision = match &goal {
-                Some(goal) if goal.revision > 1 => {
-                    let now = s.goal_revision(goal.id, goal.revision)?;
-                    let before = s.goal_revision(goal.id, goal.revision - 1)?;
-                    let pending = s.goal_replan_after(goal.id)?.is_some();
-                    now.map(|now| RevisionNow::of(&now, before.as_ref(), pending))
-                }
-                _ => None,
-            };
-            let todos = match &goal {
-                Some(goal) => first_todos(s, goal.id, &gates, counts)?,
-                None => FirstTodos {
-                    claimed: s.claimed_todos()?,
-                    counts,
-                    ..FirstTodos::default()
-                },
-            };
-            let running = s
-                .running_slices()?
-                .into_iter()
-                .map(|slice| {
-                    let owner = s.slice_owner(slice.id)?;
-                    Ok((
-                        slice,
-                        owner.is_some_and(|o| loopx_domain::process::owner_gone(&o)),
-                    ))
-                })
-                .collect::<Result<Vec<_>, loopx_kernel::KernelError>>()?;
+            let revision = RevisionNow::read(s, goal.as_ref())?;
+            let todos = first_todos(s, goal.as_ref().map(|g| g.id), &gates, counts)?;
+            let running = running_now(s, now)?;
+            let agents = agents_now(s, &views, &budget, &running, now)?;
             // A goal's own evidence: the one before it is done with.
             let evidence = match &goal {
                 Some(goal) => s.goal_evidence_newest(goal, FIRST_SCREEN)?,
@@ -312,13 +287,6 @@ impl App {
         status.revision = revision;
         status.problems = problems;
         status.projections = self.projection_health();
-        for agent in &mut status.agents {
-            agent.running = status
-                .running
-                .iter()
-                .find(|r| r.slice.agent.as_str() == agent.agent)
-                .map(|r| r.slice.id.to_string());
-        }
         Ok(status)
     }
 }
@@ -376,7 +344,7 @@ fn assemble(
     now: Timestamp,
     goal: Option<Goal>,
     gates: Vec<Gate>,
-    running: Vec<(SliceRecord, bool)>,
+    running: Vec<Running>,
     todos: FirstTodos,
     latest_evidence: Vec<JudgedEvidence>,
     agents: Vec<AgentNow>,
@@ -418,14 +386,7 @@ fn assemble(
                 gate,
             })
             .collect(),
-        running: running
-            .into_iter()
-            .map(|(slice, orphaned)| Running {
-                elapsed_secs: now.since(slice.started_at).as_secs(),
-                slice,
-                orphaned,
-            })
-            .collect(),
+        running,
         claimed,
         waiting,
         monitors,
@@ -438,6 +399,24 @@ fn assemble(
         problems: Vec::new(),
         projections: Vec::new(),
     }
+}
+
+/// The running slices, each with its age and whether its `loopx run` is gone.
+fn running_now(
+    s: &loopx_kernel::Snapshot<'_>,
+    now: Timestamp,
+) -> Result<Vec<Running>, loopx_kernel::KernelError> {
+    let slices = s.running_slices()?;
+    let mut running = Vec::with_capacity(slices.len());
+    for slice in slices {
+        let owner = s.slice_owner(slice.id)?;
+        running.push(Running {
+            elapsed_secs: now.since(slice.started_at).as_secs(),
+            orphaned: owner.is_some_and(|o| loopx_domain::process::owner_gone(&o)),
+            slice,
+        });
+    }
+    Ok(running)
 }
 
 /// Each claimed todo's lease, and whether it expired.
@@ -489,6 +468,7 @@ fn agents_now(
     snap: &loopx_kernel::Snapshot<'_>,
     views: &[(String, Result<loopx_quota::AgentView, String>)],
     budget: &loopx_quota::Budget,
+    running: &[Running],
     now: Timestamp,
 ) -> Result<Vec<AgentNow>, loopx_kernel::KernelError> {
     let mut out = Vec::with_capacity(views.len());
@@ -499,6 +479,10 @@ fn agents_now(
         loopx_domain::decision::SharedState::read(snap, now)?.with_budget(budget.clone()),
     );
     for (name, view) in views {
+        // The slice it runs now, if any: then its decision is what it would do next.
+        let running = (running.iter())
+            .find(|r| r.slice.agent.as_str() == name)
+            .map(|r| r.slice.id.to_string());
         let decided = view.clone().and_then(|view| {
             DecisionState::for_agent(shared.clone(), snap, view)
                 .map(|state| state.decide())
@@ -507,7 +491,7 @@ fn agents_now(
         out.push(match decided {
             Ok(d) => AgentNow {
                 agent: name.clone(),
-                running: None,
+                running,
                 decision: Some(d.kind()),
                 wake_at: d.wake_at().map(Timestamp),
                 todo: d.todo().as_ref().map(|(id, _)| id.to_string()),
@@ -516,7 +500,7 @@ fn agents_now(
             },
             Err(why) => AgentNow {
                 agent: name.clone(),
-                running: None,
+                running,
                 decision: None,
                 wake_at: None,
                 todo: None,

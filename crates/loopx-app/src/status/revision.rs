@@ -22,8 +22,22 @@ pub struct RevisionNow {
 }
 
 impl RevisionNow {
+    /// The revision of `goal` once a person amended it; `None` for a goal as started.
+    pub(super) fn read(
+        s: &loopx_kernel::Snapshot<'_>,
+        goal: Option<&loopx_kernel::model::Goal>,
+    ) -> Result<Option<RevisionNow>, loopx_kernel::KernelError> {
+        let Some(goal) = goal.filter(|g| g.revision > 1) else {
+            return Ok(None);
+        };
+        let now = s.goal_revision(goal.id, goal.revision)?;
+        let before = s.goal_revision(goal.id, goal.revision - 1)?;
+        let pending = s.goal_replan_after(goal.id)?.is_some();
+        Ok(now.map(|now| RevisionNow::of(&now, before.as_ref(), pending)))
+    }
+
     /// `revision` of a goal, against the one before it (`None` when that was not recorded).
-    pub(super) fn of(
+    fn of(
         revision: &GoalRevision,
         before: Option<&GoalRevision>,
         replan_pending: bool,
