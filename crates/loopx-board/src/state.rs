@@ -58,30 +58,9 @@ pub(crate) fn board(app: &App) -> Result<Value, AppError> {
                 e.todo.is_some_and(|t| finished.contains(&t))
             })?,
         )?;
-        let mut handoffs = HashMap::new();
-        for todo in &todos {
-            if let Some(id) = todo.latest_handoff
-                && matches!(todo.state, TodoState::Done | TodoState::Dropped)
-                && let Some(handoff) = s.handoff(id)?
-            {
-                handoffs.insert(todo.id, handoff);
-            }
-        }
+        let handoffs = handoffs(s, &todos)?;
         let columns = columns(&todos, &gates, &running, &evidence, &handoffs, now);
-        let events: Vec<Value> = s
-            .events_tail(EVENTS)?
-            .iter()
-            .rev()
-            .map(|e| {
-                json!({
-                    "seq": e.seq,
-                    "at": e.at,
-                    "actor": e.actor,
-                    "kind": e.kind.name(),
-                    "text": e.kind.describe(),
-                })
-            })
-            .collect();
+        let events = events(s)?;
         Ok((columns, running, events))
     })?;
     let tails: serde_json::Map<String, Value> = running
@@ -96,6 +75,40 @@ pub(crate) fn board(app: &App) -> Result<Value, AppError> {
         "tails": tails,
         "events": events,
     }))
+}
+
+/// The last handoff of each finished todo, shown on its card.
+fn handoffs(
+    s: &loopx_kernel::Snapshot<'_>,
+    todos: &[Todo],
+) -> Result<HashMap<TodoId, loopx_kernel::model::Handoff>, loopx_kernel::KernelError> {
+    let mut handoffs = HashMap::new();
+    for todo in todos {
+        if let Some(id) = todo.latest_handoff
+            && matches!(todo.state, TodoState::Done | TodoState::Dropped)
+            && let Some(handoff) = s.handoff(id)?
+        {
+            handoffs.insert(todo.id, handoff);
+        }
+    }
+    Ok(handoffs)
+}
+
+/// The newest [`EVENTS`] events, newest first, each in words.
+fn events(s: &loopx_kernel::Snapshot<'_>) -> Result<Vec<Value>, loopx_kernel::KernelError> {
+    Ok(s.events_tail(EVENTS)?
+        .iter()
+        .rev()
+        .map(|e| {
+            json!({
+                "seq": e.seq,
+                "at": e.at,
+                "actor": e.actor,
+                "kind": e.kind.name(),
+                "text": e.kind.describe(),
+            })
+        })
+        .collect())
 }
 
 fn columns(
