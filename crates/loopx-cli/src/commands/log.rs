@@ -29,16 +29,7 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
         }
     })?;
     let recorded_sha = match slice {
-        Some(slice) => match app.read(|s| s.slice(slice))? {
-            Some(record) => record.log_sha256,
-            None => {
-                return Err(loopx_kernel::Invalid::NotFound {
-                    what: "slice",
-                    id: slice.to_string(),
-                }
-                .into());
-            }
-        },
+        Some(slice) => recorded_sha(&app, slice)?,
         None => String::new(),
     };
     let mut first = true;
@@ -77,6 +68,19 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
     if next == 1 {
         next = store_next(&app)?;
     }
+    follow_events(ctx, &app, &listener, slice, next, first)
+}
+
+/// `--follow` without a running slice's output: prints each new event (about `slice`, if
+/// given) as it is committed, from `next` on, until interrupted.
+fn follow_events(
+    ctx: &mut Ctx,
+    app: &loopx_app::App,
+    listener: &Listener,
+    slice: Option<SliceId>,
+    mut next: u64,
+    mut first: bool,
+) -> Result<(), ExpectedError> {
     loop {
         listener.wait(Duration::from_secs(1));
         let fresh = app.read(|s| s.events_from(next, 10_000))?;
@@ -87,6 +91,19 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
             next = last.seq + 1;
         }
         ctx.flush()?;
+    }
+}
+
+/// The sha256 `slice`'s log had when it ended (empty while it runs); an unknown slice is an
+/// error.
+fn recorded_sha(app: &loopx_app::App, slice: SliceId) -> Result<String, ExpectedError> {
+    match app.read(|s| s.slice(slice))? {
+        Some(record) => Ok(record.log_sha256),
+        None => Err(loopx_kernel::Invalid::NotFound {
+            what: "slice",
+            id: slice.to_string(),
+        }
+        .into()),
     }
 }
 
@@ -149,13 +166,8 @@ fn show_output(
     running: bool,
     following: bool,
 ) -> Result<Shown, ExpectedError> {
-    let Ok(mut file) = open_log(log) else {
-        return Ok(Shown {
-            bytes: 0,
-            file: None,
-        });
-    };
-    let Ok(mut output) = read_at(&mut file, 0, 256 << 20) else {
+    let read = open_log(log).and_then(|mut file| Ok((read_at(&mut file, 0, 256 << 20)?, file)));
+    let Ok((mut output, file)) = read else {
         return Ok(Shown {
             bytes: 0,
             file: None,
@@ -194,13 +206,8 @@ fn show_output(
         return Ok(shown);
     }
     ctx.line(format!("--- output of {slice} ({}) ---", log.display()))?;
-    let sha = sha256_hex(&output);
-    if !running && !recorded_sha.is_empty() && sha != recorded_sha {
-        ctx.line(ctx.style.red(&format!(
-            "warning: this log was changed after loopx wrote it (sha256 {} now, {} when {slice} ended): it is not what the agent printed",
-            &sha[..12],
-            &recorded_sha[..recorded_sha.len().min(12)]
-        )))?;
+    if !running && !recorded_sha.is_empty() {
+        warn_if_changed(ctx, &output, recorded_sha, slice)?;
     }
     // A structured stream reads as a transcript; anything else as the text it printed.
     // Escape sequences are the agent's: shown as text, never obeyed.
@@ -208,6 +215,24 @@ fn show_output(
         .unwrap_or_else(|| loopx_vocab::strip_escapes(&output));
     ctx.line(loopx_vocab::clean_text(redactor.redact(&text).as_bytes()))?;
     Ok(shown)
+}
+
+/// Warns when an ended slice's log no longer has the sha256 recorded when it ended.
+fn warn_if_changed(
+    ctx: &mut Ctx,
+    output: &[u8],
+    recorded_sha: &str,
+    slice: SliceId,
+) -> Result<(), ExpectedError> {
+    let sha = sha256_hex(output);
+    if sha == recorded_sha {
+        return Ok(());
+    }
+    ctx.line(ctx.style.red(&format!(
+        "warning: this log was changed after loopx wrote it (sha256 {} now, {} when {slice} ended): it is not what the agent printed",
+        &sha[..12],
+        &recorded_sha[..recorded_sha.len().min(12)]
+    )))
 }
 
 /// How often a followed slice's log is read for new output.
