@@ -299,16 +299,18 @@ fn agents(project: &loopx_kernel::Project, store: &Store) -> Option<Check> {
     })
 }
 
-/// Worktrees of todos that are done, dropped or unknown: found, and removed with `--repair`
-/// (their branches stay). `None` when the project has no worktrees.
-fn worktrees(project: &loopx_kernel::Project, store: &Store, repair: bool) -> Option<Check> {
-    use loopx_git::worktree;
-    let found = worktree::list(project.root());
-    if found.is_empty() {
-        return None;
-    }
+/// Which of the `found` worktrees are stale, each with why: its todo is of another goal,
+/// finished, or unknown.
+fn stale_worktrees(
+    store: &Store,
+    found: &[(
+        loopx_kernel::GoalId,
+        loopx_kernel::TodoId,
+        std::path::PathBuf,
+    )],
+) -> Vec<(loopx_kernel::GoalId, loopx_kernel::TodoId, String)> {
     let mut stale = Vec::new();
-    for (goal, todo, _) in &found {
+    for (goal, todo, _) in found {
         let why = match store.read(|s| s.todo(*todo)) {
             Ok(Some(t)) if t.goal != *goal => "of another goal".to_owned(),
             Ok(Some(t)) if t.state.is_final() => t.state.as_str().to_owned(),
@@ -318,6 +320,18 @@ fn worktrees(project: &loopx_kernel::Project, store: &Store, repair: bool) -> Op
         };
         stale.push((*goal, *todo, why));
     }
+    stale
+}
+
+/// Worktrees of todos that are done, dropped or unknown: found, and removed with `--repair`
+/// (their branches stay). `None` when the project has no worktrees.
+fn worktrees(project: &loopx_kernel::Project, store: &Store, repair: bool) -> Option<Check> {
+    use loopx_git::worktree;
+    let found = worktree::list(project.root());
+    if found.is_empty() {
+        return None;
+    }
+    let stale = stale_worktrees(store, &found);
     let named = |list: &[(loopx_kernel::GoalId, loopx_kernel::TodoId, String)]| {
         list.iter()
             .map(|(g, t, why)| format!("{g}/{t} ({why})"))
@@ -392,6 +406,49 @@ fn slice_cgroups() -> Check {
     }
 }
 
+/// The sandbox on macOS: Seatbelt, when `sandbox-exec` is there.
+fn seatbelt(present: bool) -> Check {
+    if present {
+        Check::pass(
+            "sandbox",
+            "seatbelt: every slice runs under a generated Seatbelt profile (sandbox-exec); no PID namespace, so escapees are swept by marker (docs/platforms.md)",
+        )
+    } else {
+        Check::warn(
+            "sandbox",
+            "session: /usr/bin/sandbox-exec is missing, so slices are not contained; profiles with `[sandbox] mode = \"required\"` will not start",
+        )
+    }
+}
+
+/// What the Linux sandbox lacks on this machine, and a hint for each.
+fn lacking(
+    namespaces: bool,
+    has_landlock: bool,
+    failure: Option<loopx_pty::NamespaceFailure>,
+) -> (Vec<String>, Vec<String>) {
+    let mut missing = Vec::new();
+    let mut hints = Vec::new();
+    if let Some(f) = failure {
+        let what = if namespaces {
+            "a /proc of the slice's own (it sees every process)"
+        } else {
+            "the slice's namespaces (the store stays reachable, escapees are swept by marker)"
+        };
+        missing.push(format!(
+            "{what}: step `{}` failed with {}",
+            f.step.name(),
+            f.error()
+        ));
+        hints.push(f.hint().to_owned());
+    }
+    if !has_landlock {
+        missing.push("Landlock (writes outside the work tree are not refused)".to_owned());
+        hints.push("boot with lsm=…,landlock (Linux 5.13 or later)".to_owned());
+    }
+    (missing, hints)
+}
+
 /// What this machine offers the slices' sandbox (`docs/permissions.md`, `docs/platforms.md`).
 fn sandbox() -> Check {
     let helper = std::env::current_exe().map(|program| loopx_pty::ExecHelper {
@@ -409,17 +466,7 @@ fn sandbox() -> Check {
     };
     let support = loopx_pty::SandboxSupport::probe(&helper);
     if cfg!(target_os = "macos") {
-        return if support.seatbelt {
-            Check::pass(
-                "sandbox",
-                "seatbelt: every slice runs under a generated Seatbelt profile (sandbox-exec); no PID namespace, so escapees are swept by marker (docs/platforms.md)",
-            )
-        } else {
-            Check::warn(
-                "sandbox",
-                "session: /usr/bin/sandbox-exec is missing, so slices are not contained; profiles with `[sandbox] mode = \"required\"` will not start",
-            )
-        };
+        return seatbelt(support.seatbelt);
     }
     let landlock = support
         .landlock_abi
@@ -438,25 +485,7 @@ fn sandbox() -> Check {
             ),
         ),
         (namespaces, has_landlock, failure) => {
-            let mut missing = Vec::new();
-            let mut hints = Vec::new();
-            if let Some(f) = failure {
-                let what = if namespaces {
-                    "a /proc of the slice's own (it sees every process)"
-                } else {
-                    "the slice's namespaces (the store stays reachable, escapees are swept by marker)"
-                };
-                missing.push(format!(
-                    "{what}: step `{}` failed with {}",
-                    f.step.name(),
-                    f.error()
-                ));
-                hints.push(f.hint().to_owned());
-            }
-            if !has_landlock {
-                missing.push("Landlock (writes outside the work tree are not refused)".to_owned());
-                hints.push("boot with lsm=…,landlock (Linux 5.13 or later)".to_owned());
-            }
+            let (missing, hints) = lacking(namespaces, has_landlock, failure);
             Check::warn(
                 "sandbox",
                 format!(
