@@ -8,7 +8,7 @@
 use loopx_app::App;
 use loopx_app::quota::{AgentQuota, HoldTarget, QuotaStatus, SpendReport};
 use loopx_domain::decision::DecisionState;
-use loopx_kernel::model::{HoldSource, QuotaHold};
+use loopx_kernel::model::QuotaHold;
 use loopx_kernel::{AgentName, GateId, GoalId, Timestamp, TodoId};
 use loopx_quota::{Decision, DecisionKind};
 use serde::Serialize;
@@ -242,47 +242,47 @@ fn render_status(
             ))?;
         }
         for w in &r.windows {
-            let period =
-                loopx_kernel::time::short_duration(std::time::Duration::from_secs(w.period_secs));
-            let mut parts = Vec::new();
-            if let (Some(left), Some(limit)) = (w.tokens_left, w.tokens_limit) {
-                parts.push(format!("{left} of {limit} tokens left"));
-            }
-            if let (Some(left), Some(limit)) = (w.cost_left_usd, w.cost_limit_usd) {
-                parts.push(format!("${left:.2} of ${limit:.2} left"));
-            }
-            let resets = w
-                .resets_at
-                .map(|t| format!("; resets {}", views::relative(now, t)))
-                .unwrap_or_else(|| "; not started".to_owned());
-            ctx.line(format!("  {period:<8}  {}{resets}", parts.join(", ")))?;
+            ctx.line(window_line(w, now))?;
         }
     }
     if !holds.is_empty() {
         ctx.line(style.bold("Holds"))?;
         for h in holds {
-            let until = match h.until {
-                Some(u) if u > now => format!("until {u} ({})", views::relative(now, u)),
-                Some(u) => format!(
-                    "ended {} (the next slice is a probe)",
-                    views::relative(now, u)
-                ),
-                None => "until `loopx quota resume`".to_owned(),
-            };
-            ctx.line(format!(
-                "  {:<20} {until}: {} [{}]",
-                h.key,
-                h.reason,
-                if h.source == HoldSource::Vendor {
-                    "vendor"
-                } else {
-                    "manual"
-                }
-            ))?;
+            ctx.line(hold_line(h, now))?;
         }
     }
     for p in problems {
         ctx.line(style.red(p))?;
     }
     Ok(())
+}
+
+/// One quota window of an agent: what is left, and when it resets.
+fn window_line(w: &loopx_app::quota::WindowReport, now: Timestamp) -> String {
+    let period = loopx_kernel::time::short_duration(std::time::Duration::from_secs(w.period_secs));
+    let mut parts = Vec::new();
+    if let (Some(left), Some(limit)) = (w.tokens_left, w.tokens_limit) {
+        parts.push(format!("{left} of {limit} tokens left"));
+    }
+    if let (Some(left), Some(limit)) = (w.cost_left_usd, w.cost_limit_usd) {
+        parts.push(format!("${left:.2} of ${limit:.2} left"));
+    }
+    let resets = w
+        .resets_at
+        .map(|t| format!("; resets {}", views::relative(now, t)))
+        .unwrap_or_else(|| "; not started".to_owned());
+    format!("  {period:<8}  {}{resets}", parts.join(", "))
+}
+
+/// One hold: what it holds, until when, why, and who set it.
+fn hold_line(h: &QuotaHold, now: Timestamp) -> String {
+    let until = match h.until {
+        Some(u) if u > now => format!("until {u} ({})", views::relative(now, u)),
+        Some(u) => format!(
+            "ended {} (the next slice is a probe)",
+            views::relative(now, u)
+        ),
+        None => "until `loopx quota resume`".to_owned(),
+    };
+    format!("  {:<20} {until}: {} [{}]", h.key, h.reason, h.source)
 }
