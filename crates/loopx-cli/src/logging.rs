@@ -71,30 +71,9 @@ impl Logging {
     /// default used: a typo in a logging variable must not stop a supervisor.
     pub fn install(verbose: u8, quiet: bool) -> Logging {
         let redactor = Arc::new(RwLock::new(Redactor::for_process_env(&[])));
-        let from_env = std::env::var(LOG_VAR).ok().filter(|v| !v.trim().is_empty());
-        let parsed = from_env.as_deref().map(EnvFilter::try_new);
-        let problem = match &parsed {
-            Some(Err(e)) => Some(format!(
-                "warning: {LOG_VAR}=`{}` is not a log filter ({e}); using the default\n\
-                 (hint: a level such as `debug`, or `loopx_supervisor=debug,warn`)",
-                from_env.as_deref().unwrap_or_default()
-            )),
-            _ => None,
-        };
-        let chosen = |floor: LevelFilter, quiet: Option<&str>| -> EnvFilter {
-            match &from_env {
-                Some(text) if problem.is_none() => EnvFilter::new(text),
-                _ => {
-                    // `-v` raises the level above the layer's default; without it the default
-                    // holds (errors only on stderr for `loopx sim`).
-                    let level = level_for(verbose).map_or(floor, |asked| floor.max(asked));
-                    let filter = EnvFilter::default().add_directive(level.into());
-                    match quiet.and_then(|q| format!("{q}=off").parse().ok()) {
-                        Some(off) => filter.add_directive(off),
-                        None => filter,
-                    }
-                }
-            }
+        let (from_env, problem) = filter_from_env();
+        let chosen = |floor: LevelFilter, quiet: Option<&str>| {
+            chosen_filter(from_env.as_deref(), verbose, floor, quiet)
         };
         let run_file = RunFile::default();
         let quiet_log = Quiet::default();
@@ -128,7 +107,7 @@ impl Logging {
             .with(stderr)
             .with(file)
             .try_init();
-        let asked = verbose > 0 || (from_env.is_some() && problem.is_none());
+        let asked = verbose > 0 || from_env.is_some();
         if let Some(problem) = problem {
             let _ = writeln!(io::stderr(), "{problem}");
         }
@@ -176,6 +155,44 @@ impl Logging {
                 None
             }
         }
+    }
+}
+
+/// The filter `LOOPX_LOG` spells, if set to one; else the warning saying it spells none.
+fn filter_from_env() -> (Option<String>, Option<String>) {
+    let Some(text) = std::env::var(LOG_VAR).ok().filter(|v| !v.trim().is_empty()) else {
+        return (None, None);
+    };
+    match EnvFilter::try_new(&text) {
+        Ok(_) => (Some(text), None),
+        Err(e) => (
+            None,
+            Some(format!(
+                "warning: {LOG_VAR}=`{text}` is not a log filter ({e}); using the default\n\
+                 (hint: a level such as `debug`, or `loopx_supervisor=debug,warn`)"
+            )),
+        ),
+    }
+}
+
+/// A layer's filter: `LOOPX_LOG`'s when it is valid, else the layer's `floor` raised by `-v`,
+/// with the `quiet` target off.
+fn chosen_filter(
+    from_env: Option<&str>,
+    verbose: u8,
+    floor: LevelFilter,
+    quiet: Option<&str>,
+) -> EnvFilter {
+    if let Some(text) = from_env {
+        return EnvFilter::new(text);
+    }
+    // `-v` raises the level above the layer's default; without it the default holds (errors
+    // only on stderr for `loopx sim`).
+    let level = level_for(verbose).map_or(floor, |asked| floor.max(asked));
+    let filter = EnvFilter::default().add_directive(level.into());
+    match quiet.and_then(|q| format!("{q}=off").parse().ok()) {
+        Some(off) => filter.add_directive(off),
+        None => filter,
     }
 }
 
