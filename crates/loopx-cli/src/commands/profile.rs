@@ -189,44 +189,55 @@ pub fn adapter(ctx: &mut Ctx, cmd: AdapterCommand) -> Result<(), ExpectedError> 
         let doc = serde_json::json!({ "format_version": 1, "adapter_test": test, "health": verdict, "ok": replays_ok && verdict.ok });
         ctx.json_out(&doc)?;
     } else {
-        ctx.line(
-            ctx.style
-                .bold(&format!("adapter {} (profile {profile})", test.adapter)),
-        )?;
-        for replay in &test.replays {
-            let mark = if replay.passed {
-                ctx.style.green("ok  ")
-            } else {
-                ctx.style.red("FAIL")
-            };
-            let expected = replay.expected.unwrap_or("-");
-            ctx.line(format!(
-                "{mark} {:<44} expected {:<14} got {:<14} {}",
-                replay.stream,
-                expected,
-                replay.got,
-                replay.signals.join(", ")
-            ))?;
-        }
-        let probe = format!("{} {}", test.health.program, test.health.args.join(" "));
-        match (&verdict.ok, &verdict.version) {
-            (true, version) => ctx.line(format!(
-                "{} health: `{probe}` answered {}",
-                ctx.style.green("ok  "),
-                version.as_deref().unwrap_or("")
-            ))?,
-            (false, _) => ctx.line(format!(
-                "{} health: `{probe}`: {}",
-                ctx.style.red("FAIL"),
-                verdict.reason.as_deref().unwrap_or("failed")
-            ))?,
-        }
+        print_adapter_test(ctx, &profile, &test, &verdict)?;
     }
     if !replays_ok || !verdict.ok {
         return Err(ExpectedError::Reported {
             summary: format!("adapter `{}` failed its test", test.adapter),
             code: crate::exit_code::CONFIG,
         });
+    }
+    Ok(())
+}
+
+/// `adapter test` in words: each replayed stream, then the health probe.
+fn print_adapter_test(
+    ctx: &mut Ctx,
+    profile: &str,
+    test: &inspect::AdapterTest,
+    verdict: &inspect::HealthVerdict,
+) -> Result<(), ExpectedError> {
+    ctx.line(
+        ctx.style
+            .bold(&format!("adapter {} (profile {profile})", test.adapter)),
+    )?;
+    for replay in &test.replays {
+        let mark = if replay.passed {
+            ctx.style.green("ok  ")
+        } else {
+            ctx.style.red("FAIL")
+        };
+        let expected = replay.expected.unwrap_or("-");
+        ctx.line(format!(
+            "{mark} {:<44} expected {:<14} got {:<14} {}",
+            replay.stream,
+            expected,
+            replay.got,
+            replay.signals.join(", ")
+        ))?;
+    }
+    let probe = format!("{} {}", test.health.program, test.health.args.join(" "));
+    match (&verdict.ok, &verdict.version) {
+        (true, version) => ctx.line(format!(
+            "{} health: `{probe}` answered {}",
+            ctx.style.green("ok  "),
+            version.as_deref().unwrap_or("")
+        ))?,
+        (false, _) => ctx.line(format!(
+            "{} health: `{probe}`: {}",
+            ctx.style.red("FAIL"),
+            verdict.reason.as_deref().unwrap_or("failed")
+        ))?,
     }
     Ok(())
 }
