@@ -31,36 +31,14 @@ pub use args::Cli;
 
 /// Runs `loopx` with the process's arguments.
 pub fn main() -> ExitCode {
-    // `loopx __exec [--limit NAME=VALUE]... -- PROGRAM [ARG]...`: the tiny helper a slice runs
-    // as to set resource limits before the agent starts (portable-pty has no pre_exec hook).
-    // Handled before clap so that nothing else runs in between.
-    if std::env::args_os().nth(1).is_some_and(|a| a == "__exec") {
-        let Err(err) = loopx_pty::exec_with_limits(std::env::args_os().skip(2));
-        let _ = writeln!(std::io::stderr(), "loopx __exec: {err}");
-        return ExitCode::from(127);
-    }
-    // `loopx __demo-agent …`: the simulated agent behind `loopx demo`, launched by the supervisor
-    // through `adapters/demo.toml`. It is an agent, not a loopx command: no project, no store.
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == "__demo-agent")
-    {
-        return loopx_demo_agent::main(std::env::args_os().skip(2));
+    if let Some(code) = internal_command() {
+        return code;
     }
     // Other processes of this user (an agent outside a PID namespace) cannot read loopx's
     // memory or its environment, which holds variables no agent was given (not dumpable on
     // Linux, PT_DENY_ATTACH on macOS). Reset by `execve`, so agents and git are unaffected.
     let _ = loopx_os::forbid_inspection();
-    // redb panics on some kinds of damage; the kernel turns those panics into an error naming
-    // the store and `loopx doctor`, so its own panic message would only be noise. A panic
-    // anywhere else is a bug: the kernel is told where (`panic_site`), so that it says so.
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        loopx_kernel::panic_site::record(info);
-        if !info.location().is_some_and(|l| l.file().contains("/redb-")) {
-            default_hook(info);
-        }
-    }));
+    install_panic_hook();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -97,4 +75,41 @@ pub fn main() -> ExitCode {
             ExitCode::from(e.exit_code())
         }
     }
+}
+
+/// The internal commands loopx runs itself as, handled before anything else; `None` for the
+/// others.
+fn internal_command() -> Option<ExitCode> {
+    // `loopx __exec [--limit NAME=VALUE]... -- PROGRAM [ARG]...`: the tiny helper a slice runs
+    // as to set resource limits before the agent starts (portable-pty has no pre_exec hook).
+    // Handled before clap so that nothing else runs in between.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "__exec") {
+        let Err(err) = loopx_pty::exec_with_limits(std::env::args_os().skip(2));
+        let _ = writeln!(std::io::stderr(), "loopx __exec: {err}");
+        return Some(ExitCode::from(127));
+    }
+    // `loopx __demo-agent …`: the simulated agent behind `loopx demo`, launched by the supervisor
+    // through `adapters/demo.toml`. It is an agent, not a loopx command: no project, no store.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "__demo-agent")
+    {
+        return Some(loopx_demo_agent::main(std::env::args_os().skip(2)));
+    }
+    None
+}
+
+/// The panic hook: quiet about redb's panics, which the kernel reports, and telling the kernel
+/// where any other one happened.
+fn install_panic_hook() {
+    // redb panics on some kinds of damage; the kernel turns those panics into an error naming
+    // the store and `loopx doctor`, so its own panic message would only be noise. A panic
+    // anywhere else is a bug: the kernel is told where (`panic_site`), so that it says so.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        loopx_kernel::panic_site::record(info);
+        if !info.location().is_some_and(|l| l.file().contains("/redb-")) {
+            default_hook(info);
+        }
+    }));
 }
