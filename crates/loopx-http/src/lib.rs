@@ -240,43 +240,9 @@ async fn accept_loop<S: Service>(
         flooded &= pending.load(Ordering::SeqCst) > 0;
         let checking = Pending::new(&pending);
         let (service, stop, live) = (Arc::clone(&service), stop.clone(), Arc::clone(&live));
-        tokio::spawn(async move {
-            let write_timeout = limits.write_timeout;
-            let Ok(stream) = stream.into_std() else {
-                return;
-            };
-            let svc = Arc::clone(&service);
-            let judged = tokio::task::spawn_blocking(move || {
-                let verdict = svc.accept(&stream);
-                (stream, verdict)
-            });
-            let Ok((stream, verdict)) = judged.await else {
-                return;
-            };
-            drop(checking);
-            let Ok(stream) = tokio::net::TcpStream::from_std(stream) else {
-                return;
-            };
-            let conn = match verdict {
-                Err(refusal) => return conn::write_whole(stream, refusal, write_timeout).await,
-                Ok(conn) if live.count.fetch_add(1, Ordering::SeqCst) < limits.max_connections => {
-                    conn
-                }
-                Ok(_) => {
-                    live.count.fetch_sub(1, Ordering::SeqCst);
-                    let busy = tokio::task::spawn_blocking(move || {
-                        service.refused(503, "too many connections")
-                    });
-                    if let Ok(busy) = busy.await {
-                        conn::write_whole(stream, busy, write_timeout).await;
-                    }
-                    return;
-                }
-            };
-            let place = Place(Arc::clone(&live));
-            conn::serve(stream, conn, service, limits, at, stop).await;
-            drop(place);
-        });
+        tokio::spawn(connection(
+            stream, at, checking, service, limits, stop, live,
+        ));
     }
     drop(listener);
     let drained = async {
@@ -289,4 +255,49 @@ async fn accept_loop<S: Service>(
         }
     };
     let _ = tokio::time::timeout(limits.shutdown_grace, drained).await;
+}
+
+/// One accepted connection: the caller's check (off the accept loop), then a place among
+/// `max_connections` (or a 503), then its requests.
+async fn connection<S: Service>(
+    stream: tokio::net::TcpStream,
+    at: tokio::time::Instant,
+    checking: Pending,
+    service: Arc<S>,
+    limits: Limits,
+    stop: watch::Receiver<bool>,
+    live: Arc<Live>,
+) {
+    let write_timeout = limits.write_timeout;
+    let Ok(stream) = stream.into_std() else {
+        return;
+    };
+    let svc = Arc::clone(&service);
+    let judged = tokio::task::spawn_blocking(move || {
+        let verdict = svc.accept(&stream);
+        (stream, verdict)
+    });
+    let Ok((stream, verdict)) = judged.await else {
+        return;
+    };
+    drop(checking);
+    let Ok(stream) = tokio::net::TcpStream::from_std(stream) else {
+        return;
+    };
+    let conn = match verdict {
+        Err(refusal) => return conn::write_whole(stream, refusal, write_timeout).await,
+        Ok(conn) if live.count.fetch_add(1, Ordering::SeqCst) < limits.max_connections => conn,
+        Ok(_) => {
+            live.count.fetch_sub(1, Ordering::SeqCst);
+            let busy =
+                tokio::task::spawn_blocking(move || service.refused(503, "too many connections"));
+            if let Ok(busy) = busy.await {
+                conn::write_whole(stream, busy, write_timeout).await;
+            }
+            return;
+        }
+    };
+    let place = Place(Arc::clone(&live));
+    conn::serve(stream, conn, service, limits, at, stop).await;
+    drop(place);
 }
