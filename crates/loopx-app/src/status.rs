@@ -359,19 +359,7 @@ fn assemble(
         counts,
     } = todos;
     let claimed = claims(&claimed_todos, now);
-    let waiting_on = |todo: &Todo, reason| Waiting {
-        todo: todo.id,
-        title: todo.title.clone(),
-        reason,
-    };
-    let waiting = (waiting_todos.iter())
-        .map(|(todo, dep)| waiting_on(todo, waits_on(dep, now)))
-        .chain(
-            gated
-                .iter()
-                .map(|(todo, gate)| waiting_on(todo, format!("blocked by gate {gate}"))),
-        )
-        .collect();
+    let waiting = waiting(&waiting_todos, &gated, now);
     let next = next_in_line(&claimed_todos, &ready, &gates, now);
     let monitors = monitors.iter().filter_map(MonitorNow::of).collect();
     Status {
@@ -417,6 +405,27 @@ fn running_now(
         });
     }
     Ok(running)
+}
+
+/// What each todo shown as waiting waits for: a dependency, or a gate.
+fn waiting(
+    on_dependency: &[(Todo, Todo)],
+    gated: &[(Todo, loopx_kernel::GateId)],
+    now: Timestamp,
+) -> Vec<Waiting> {
+    let waiting_on = |todo: &Todo, reason| Waiting {
+        todo: todo.id,
+        title: todo.title.clone(),
+        reason,
+    };
+    (on_dependency.iter())
+        .map(|(todo, dep)| waiting_on(todo, waits_on(dep, now)))
+        .chain(
+            gated
+                .iter()
+                .map(|(todo, gate)| waiting_on(todo, format!("blocked by gate {gate}"))),
+        )
+        .collect()
 }
 
 /// Each claimed todo's lease, and whether it expired.
