@@ -24,27 +24,7 @@ pub fn run(ctx: &mut Ctx, args: SimArgs) -> Result<(), ExpectedError> {
         ),
     };
     let plan = plan.map_err(|e| ExpectedError::Config(e.to_string()))?;
-    if args.seeds == 0 {
-        return Err(ExpectedError::Usage(
-            "--seeds must be at least 1".to_owned(),
-        ));
-    }
-    if args.keep.is_some() && args.seeds > 1 {
-        return Err(ExpectedError::Usage(
-            "--keep keeps one run's project: use it with one seed".to_owned(),
-        ));
-    }
-    let baseline = args.baseline.as_deref().map(timer).transpose()?;
-    if baseline.is_some() && plan.scenario.experiments.is_none() {
-        return Err(ExpectedError::Usage(format!(
-            "--baseline compares how agents wait for long jobs: {name} has no [experiments] section\n(hint: `loopx sim tests/sim/experiments.toml --baseline timer:15m`)"
-        )));
-    }
-    if baseline.is_some() && args.keep.is_some() {
-        return Err(ExpectedError::Usage(
-            "--keep keeps one run's project: leave out --baseline".to_owned(),
-        ));
-    }
+    let baseline = checked_baseline(&args, &plan.scenario, &name)?;
     let mut failed = Vec::new();
     for seed in args.seed..args.seed.saturating_add(args.seeds) {
         let options = Options {
@@ -80,22 +60,57 @@ pub fn run(ctx: &mut Ctx, args: SimArgs) -> Result<(), ExpectedError> {
     match failed.is_empty() {
         true => Ok(()),
         false => Err(ExpectedError::Reported {
-            summary: format!(
-                "an invariant broke with seed(s) {}: replay one with `loopx sim{}{} --seed N`",
-                failed
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                args.scenario
-                    .as_ref()
-                    .map_or_else(String::new, |p: &PathBuf| format!(" {}", p.display())),
-                args.hours
-                    .map_or_else(String::new, |h| format!(" --hours {h}"))
-            ),
+            summary: broke(&failed, &args),
             code: exit_code::INTERNAL,
         }),
     }
+}
+
+/// Which seeds broke an invariant, and the command that replays one.
+fn broke(failed: &[u64], args: &SimArgs) -> String {
+    format!(
+        "an invariant broke with seed(s) {}: replay one with `loopx sim{}{} --seed N`",
+        failed
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        args.scenario
+            .as_ref()
+            .map_or_else(String::new, |p: &PathBuf| format!(" {}", p.display())),
+        args.hours
+            .map_or_else(String::new, |h| format!(" --hours {h}"))
+    )
+}
+
+/// The options that cannot go together, refused; the timer baseline to compare with, if asked.
+fn checked_baseline(
+    args: &SimArgs,
+    scenario: &Scenario,
+    name: &str,
+) -> Result<Option<std::time::Duration>, ExpectedError> {
+    if args.seeds == 0 {
+        return Err(ExpectedError::Usage(
+            "--seeds must be at least 1".to_owned(),
+        ));
+    }
+    if args.keep.is_some() && args.seeds > 1 {
+        return Err(ExpectedError::Usage(
+            "--keep keeps one run's project: use it with one seed".to_owned(),
+        ));
+    }
+    let baseline = args.baseline.as_deref().map(timer).transpose()?;
+    if baseline.is_some() && scenario.experiments.is_none() {
+        return Err(ExpectedError::Usage(format!(
+            "--baseline compares how agents wait for long jobs: {name} has no [experiments] section\n(hint: `loopx sim tests/sim/experiments.toml --baseline timer:15m`)"
+        )));
+    }
+    if baseline.is_some() && args.keep.is_some() {
+        return Err(ExpectedError::Usage(
+            "--keep keeps one run's project: leave out --baseline".to_owned(),
+        ));
+    }
+    Ok(baseline)
 }
 
 /// `timer:15m`: the period of a timer baseline.
