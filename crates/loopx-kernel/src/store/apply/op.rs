@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{entities, slice, todo};
+use super::{answer, entities, slice, todo};
 use crate::errors::{Conflict, Invalid, KernelError, Refused};
 use crate::ids::{AgentName, GateId, GoalId, SliceId, TodoId};
 use crate::limits;
@@ -729,7 +729,7 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             choice,
             slice,
             note,
-        }) => entities::gate_answer(w, gate, choice, slice, note),
+        }) => answer::gate_answer(w, gate, choice, slice, note),
         Op::GateWithdraw(WithdrawGate { gate }) => entities::gate_withdraw(w, gate),
         Op::PollClaim(claim) => super::monitor::claim_poll(w, claim),
         Op::PollRecord(poll) => super::monitor::record_poll(w, poll),
