@@ -441,13 +441,7 @@ fn check_claim(w: &Writer<'_>, todo: &Todo, epoch: Option<u64>) -> Result<(), Ke
     if current || finished {
         Ok(())
     } else if epoch != todo.epoch {
-        Err(Conflict::StaleEpoch {
-            todo: todo.id,
-            by: w.actor.to_owned(),
-            presented: epoch,
-            current: todo.epoch,
-        }
-        .into())
+        Err(super::todo::stale(w, todo, epoch))
     } else {
         Err(Conflict::TodoState {
             todo: todo.id,

@@ -177,13 +177,7 @@ fn check_poll_held(w: &Writer<'_>, todo: &Todo, epoch: u64) -> Result<(), Kernel
     if held {
         return Ok(());
     }
-    Err(Conflict::StaleEpoch {
-        todo: todo.id,
-        by: w.actor.to_owned(),
-        presented: epoch,
-        current: todo.epoch,
-    }
-    .into())
+    Err(super::todo::stale(w, todo, epoch))
 }
 
 /// The next poll after `verdict`: at the monitor's pace, later after failures in a row.
