@@ -133,7 +133,6 @@ pub(super) fn record_poll(w: &Writer<'_>, poll: RecordPoll) -> Result<Applied, K
         hash: poll.hash,
         tail: tail.clone(),
     });
-    m.poll = None;
     let polls = m.polls;
     schedule(m, verdict, w.now);
     let failures = m.failures;
@@ -180,8 +179,10 @@ fn check_poll_held(w: &Writer<'_>, todo: &Todo, epoch: u64) -> Result<(), Kernel
     Err(super::todo::stale(w, todo, epoch))
 }
 
-/// The next poll after `verdict`: at the monitor's pace, later after failures in a row.
+/// The poll is over (its lease goes); the next one after `verdict` is at the monitor's pace,
+/// later after failures in a row.
 fn schedule(m: &mut Monitor, verdict: PollVerdict, now: crate::time::Timestamp) {
+    m.poll = None;
     match verdict {
         PollVerdict::Met => m.failures = 0,
         PollVerdict::NotYet => {

@@ -102,12 +102,7 @@ pub(super) fn spend(
     }
     // The goal is the one active in this transaction: a `goal done` or `goal start` committed
     // while the caller prepared the request must not leave the spend on a stale goal.
-    let goal = w
-        .all::<crate::model::Goal>(tables::GOALS)?
-        .into_iter()
-        .rev()
-        .find(|g| g.status == crate::model::GoalStatus::Active)
-        .map(|g| (g.id, g.share));
+    let goal = super::budget::active_goal_record(w)?.map(|g| (g.id, g.share));
     let holds: Vec<QuotaHold> = w
         .quota_holds()?
         .into_iter()
@@ -209,25 +204,7 @@ fn quota_admission(
         }
         _ => Vec::new(),
     };
-    let agent = AgentView {
-        profile_file: None,
-        writes: true,
-        name: req.agent.clone(),
-        capabilities: vec![],
-        role: None,
-        account: req.account.clone(),
-        pacing: req.pacing,
-        windows: req.windows.clone(),
-    };
-    let goal = goal.map(|(id, share)| GoalView {
-        id,
-        status: loopx_vocab::GoalStatus::Active,
-        share,
-        spent: Default::default(),
-        plans_after: None,
-        revision: 1,
-        replan_after: None,
-    });
+    let (agent, goal) = admission_views(req, goal);
     let input = DecideInput {
         now: now.0,
         agent: &agent,
@@ -249,6 +226,33 @@ fn quota_admission(
         }
         .into()
     })
+}
+
+/// The agent and the goal as the decision sees them, from the request's settings alone.
+fn admission_views(
+    req: &QuotaRequest,
+    goal: Option<(GoalId, f64)>,
+) -> (AgentView, Option<GoalView>) {
+    let agent = AgentView {
+        profile_file: None,
+        writes: true,
+        name: req.agent.clone(),
+        capabilities: vec![],
+        role: None,
+        account: req.account.clone(),
+        pacing: req.pacing,
+        windows: req.windows.clone(),
+    };
+    let goal = goal.map(|(id, share)| GoalView {
+        id,
+        status: loopx_vocab::GoalStatus::Active,
+        share,
+        spent: Default::default(),
+        plans_after: None,
+        revision: 1,
+        replan_after: None,
+    });
+    (agent, goal)
 }
 
 /// The running slices, from the running index (not a scan of every slice ever recorded).
