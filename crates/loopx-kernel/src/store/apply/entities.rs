@@ -141,22 +141,7 @@ pub(super) fn goal_set_status(
     to: GoalStatus,
 ) -> Result<Applied, KernelError> {
     let goals: Vec<Goal> = w.all(tables::GOALS)?;
-    let target = match goal {
-        Some(id) => goals.iter().find(|g| g.id == id).ok_or(Invalid::NotFound {
-            what: "goal",
-            id: id.to_string(),
-        })?,
-        None => goals
-            .iter()
-            .rev()
-            .find(|g| g.status == GoalStatus::Active)
-            .or_else(|| goals.iter().rev().find(|g| g.status == GoalStatus::Paused))
-            .ok_or_else(|| {
-                Invalid::Other(
-                    "there is no active or paused goal\n(hint: `loopx goal list`)".to_owned(),
-                )
-            })?,
-    };
+    let target = status_target(&goals, goal)?;
     let action = match to {
         GoalStatus::Active => "resumed",
         GoalStatus::Paused => "paused",
@@ -203,6 +188,26 @@ pub(super) fn goal_set_status(
         super::budget::goal_met_moot(w, goal.id)?;
     }
     Ok(Applied::Goal(goal))
+}
+
+/// The goal a status change is about: the one named, else the active one, else a paused one.
+fn status_target(goals: &[Goal], goal: Option<GoalId>) -> Result<&Goal, KernelError> {
+    Ok(match goal {
+        Some(id) => goals.iter().find(|g| g.id == id).ok_or(Invalid::NotFound {
+            what: "goal",
+            id: id.to_string(),
+        })?,
+        None => goals
+            .iter()
+            .rev()
+            .find(|g| g.status == GoalStatus::Active)
+            .or_else(|| goals.iter().rev().find(|g| g.status == GoalStatus::Paused))
+            .ok_or_else(|| {
+                Invalid::Other(
+                    "there is no active or paused goal\n(hint: `loopx goal list`)".to_owned(),
+                )
+            })?,
+    })
 }
 
 pub(super) fn gate_ask(w: &Writer<'_>, new: NewGate) -> Result<Applied, KernelError> {
