@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 
 use crate::errors::KernelError;
-use crate::model::{GateState, GoalStatus, TodoState};
+use crate::ids::GoalId;
+use crate::model::{GateState, GoalStatus, Todo, TodoState};
 use crate::store::Snapshot;
 use crate::store::tables::counter;
 
@@ -22,8 +23,36 @@ pub fn check_consistency(snap: &Snapshot<'_>) -> Result<Vec<String>, KernelError
         problems.push("more than one goal is active".to_owned());
     }
     let todos = snap.todos()?;
+    check_todos(&todos, &goal_ids, &mut problems);
+    for gate in snap.gates()? {
+        if (gate.state == GateState::Answered) != gate.answer.is_some() {
+            problems.push(format!(
+                "gate {} is {} but its answer is {:?}",
+                gate.id,
+                gate.state.as_str(),
+                gate.answer
+            ));
+        }
+    }
+    for slice in snap.running_slices()? {
+        if slice.ended_at.is_some() {
+            problems.push(format!(
+                "slice {} is listed as running but has ended",
+                slice.id
+            ));
+        }
+    }
+    check_counters(snap, &mut problems)?;
+    check_todo_counts(snap, &todos, &mut problems)?;
+    check_todo_index(snap, &todos, &mut problems)?;
+    check_events(snap, &mut problems)?;
+    Ok(problems)
+}
+
+/// Each todo's lease matches its state and epoch; its goal and dependencies exist.
+fn check_todos(todos: &[Todo], goal_ids: &BTreeSet<GoalId>, problems: &mut Vec<String>) {
     let todo_ids: BTreeSet<_> = todos.iter().map(|t| t.id).collect();
-    for todo in &todos {
+    for todo in todos {
         let id = todo.id;
         match (&todo.state, &todo.lease) {
             (TodoState::Claimed, None) => problems.push(format!("{id} is claimed without a lease")),
@@ -50,25 +79,14 @@ pub fn check_consistency(snap: &Snapshot<'_>) -> Result<Vec<String>, KernelError
             }
         }
     }
-    for gate in snap.gates()? {
-        if (gate.state == GateState::Answered) != gate.answer.is_some() {
-            problems.push(format!(
-                "gate {} is {} but its answer is {:?}",
-                gate.id,
-                gate.state.as_str(),
-                gate.answer
-            ));
-        }
-    }
-    for slice in snap.running_slices()? {
-        if slice.ended_at.is_some() {
-            problems.push(format!(
-                "slice {} is listed as running but has ended",
-                slice.id
-            ));
-        }
-    }
-    check_counters(snap, &mut problems)?;
+}
+
+/// The active-todo index and the done and dropped counts agree with the todos.
+fn check_todo_counts(
+    snap: &Snapshot<'_>,
+    todos: &[Todo],
+    problems: &mut Vec<String>,
+) -> Result<(), KernelError> {
     let mut indexed: Vec<_> = snap.active_todos_by_index()?;
     indexed.sort_unstable();
     let active: Vec<_> = todos
@@ -81,7 +99,6 @@ pub fn check_consistency(snap: &Snapshot<'_>) -> Result<Vec<String>, KernelError
             "the active-todo index lists {indexed:?} but the open and claimed todos are {active:?}"
         ));
     }
-    check_todo_index(snap, &todos, &mut problems)?;
     let counts = snap.todo_counts()?;
     let dropped = todos
         .iter()
@@ -94,21 +111,33 @@ pub fn check_consistency(snap: &Snapshot<'_>) -> Result<Vec<String>, KernelError
             counts.done, counts.dropped
         ));
     }
-    check_events(snap, &mut problems)?;
-    Ok(problems)
+    Ok(())
 }
 
 /// The todo indexes (`store/todo_index.rs`) hold what the todos say they should, row for row.
 fn check_todo_index(
     snap: &Snapshot<'_>,
-    todos: &[crate::model::Todo],
+    todos: &[Todo],
     problems: &mut Vec<String>,
 ) -> Result<(), KernelError> {
     let Some(mut stored) = snap.todo_index_rows()? else {
         return Ok(());
     };
+    let want = expected_todo_index(todos);
+    stored.waiting_counts.sort_unstable();
+    stored.claimed.sort_unstable();
+    if stored != want {
+        problems.push(format!(
+            "the todo indexes do not match the todos: stored {stored:?}, expected {want:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// What the todo indexes hold for `todos`, in the order the check compares them.
+fn expected_todo_index(todos: &[Todo]) -> crate::store::TodoIndexRows {
     let state: std::collections::BTreeMap<_, _> = todos.iter().map(|t| (t.id, t.state)).collect();
-    let unfinished = |t: &crate::model::Todo| -> Vec<u64> {
+    let unfinished = |t: &Todo| -> Vec<u64> {
         let mut deps: Vec<u64> = t
             .after
             .iter()
@@ -154,16 +183,9 @@ fn check_todo_index(
             _ => want.waiting_counts.push((*goal, 1)),
         }
     }
-    stored.waiting_counts.sort_unstable();
     want.dependents.sort_unstable();
     want.monitors.sort_unstable();
-    stored.claimed.sort_unstable();
-    if stored != want {
-        problems.push(format!(
-            "the todo indexes do not match the todos: stored {stored:?}, expected {want:?}"
-        ));
-    }
-    Ok(())
+    want
 }
 
 fn check_counters(snap: &Snapshot<'_>, problems: &mut Vec<String>) -> Result<(), KernelError> {

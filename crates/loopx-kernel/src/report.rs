@@ -152,35 +152,25 @@ impl Reporter {
     /// The kernel batch for `report`: the slice's guard ([`Op::InSlice`]: running, this agent,
     /// still holding its claim) first, then the writes, all under this slice's identity.
     pub fn batch(&self, report: AgentReport) -> Result<Vec<Op>, ReportRefused> {
-        let mut ops = vec![Op::InSlice {
+        let in_slice = Op::InSlice {
             slice: self.slice,
             agent: self.agent.clone(),
             todo: self.todo(),
             epoch: self.epoch(),
-        }];
-        match report {
+        };
+        let op = match report {
             AgentReport::Evidence {
                 kind,
                 summary,
                 detail,
                 files,
-            } => {
-                if !kind.agent_may_report() {
-                    return Err(ReportRefused::usage(format!(
-                        "evidence of kind `{}` is loopx's own; an agent reports test, diff, note or artifact",
-                        kind.as_str()
-                    )));
-                }
-                let mut new = self.evidence(kind, summary, detail);
-                new.files = files;
-                ops.push(Op::EvidenceAdd(new));
-            }
+            } => self.reported_evidence(kind, summary, detail, files)?,
             AgentReport::Handoff {
                 done,
                 next,
                 files,
                 questions,
-            } => ops.push(Op::HandoffAdd(NewHandoff {
+            } => Op::HandoffAdd(NewHandoff {
                 todo: self.todo(),
                 epoch: self.epoch(),
                 done,
@@ -188,7 +178,7 @@ impl Reporter {
                 files,
                 questions,
                 slice: Some(self.slice),
-            })),
+            }),
             AgentReport::Todo {
                 title,
                 detail,
@@ -197,27 +187,24 @@ impl Reporter {
                 after,
                 monitor,
                 not_before,
-            } => {
-                let monitor = monitor
+            } => Op::TodoAdd(NewTodo {
+                title,
+                detail,
+                priority,
+                role,
+                after,
+                monitor: monitor
                     .map(|words| crate::model::MonitorSpec::from_words(&words, None))
                     .transpose()
-                    .map_err(|e| ReportRefused::usage(e.to_string()))?;
-                ops.push(Op::TodoAdd(NewTodo {
-                    title,
-                    detail,
-                    priority,
-                    role,
-                    after,
-                    monitor,
-                    not_before,
-                    ..NewTodo::default()
-                }))
-            }
+                    .map_err(|e| ReportRefused::usage(e.to_string()))?,
+                not_before,
+                ..NewTodo::default()
+            }),
             AgentReport::Ask {
                 question,
                 options,
                 context,
-            } => ops.push(Op::GateAsk(NewGate {
+            } => Op::GateAsk(NewGate {
                 question,
                 options,
                 context: self.ask_context(context),
@@ -226,43 +213,65 @@ impl Reporter {
                     None => Blocks::Agent(self.agent.clone()),
                 },
                 kind: GateKind::Question,
-            })),
+            }),
             AgentReport::ProposeGoal {
                 objective,
                 scope,
                 why,
-            } => ops.push(Op::GateAsk(goal_proposal(
+            } => Op::GateAsk(goal_proposal(
                 objective,
                 scope,
                 why,
                 &self.ask_context(String::new()),
-            ))),
-            AgentReport::Done { summary } => {
-                let Some((todo, _)) = self.claim else {
-                    return Err(ReportRefused::usage(format!(
-                        "slice {} has no todo, so there is nothing to mark done\n(hint: a planning slice proposes work with `loopx report todo \"TITLE\"`)",
-                        self.slice
-                    )));
-                };
-                // Recorded as a note: the slice's end finishes the todo, once its changes pass
-                // the scope check (and, in a worktree goal, its branch lands). A todo marked
-                // done now would let work that depends on it go ahead before the check.
-                let said = summary
-                    .filter(|s| !s.trim().is_empty())
-                    .map(|s| format!(": {}", s.trim()))
-                    .unwrap_or_default();
-                ops.push(Op::EvidenceAdd(
-                    self.evidence(
-                        EvidenceKind::Note,
-                        format!("the agent reported {todo} done{said}"),
-                        "it is finished as the slice ends, once its changes pass the scope check \
-                     (and, in a worktree goal, its branch lands)"
-                            .to_owned(),
-                    ),
-                ));
-            }
+            )),
+            AgentReport::Done { summary } => self.done_note(summary)?,
+        };
+        Ok(vec![in_slice, op])
+    }
+
+    /// Evidence the agent reports: of the kinds an agent may report.
+    fn reported_evidence(
+        &self,
+        kind: EvidenceKind,
+        summary: String,
+        detail: String,
+        files: Vec<crate::model::FileRef>,
+    ) -> Result<Op, ReportRefused> {
+        if !kind.agent_may_report() {
+            return Err(ReportRefused::usage(format!(
+                "evidence of kind `{}` is loopx's own; an agent reports test, diff, note or artifact",
+                kind.as_str()
+            )));
         }
-        Ok(ops)
+        let mut new = self.evidence(kind, summary, detail);
+        new.files = files;
+        Ok(Op::EvidenceAdd(new))
+    }
+
+    /// `done` of the slice's todo, as a note: the slice's end finishes the todo.
+    fn done_note(&self, summary: Option<String>) -> Result<Op, ReportRefused> {
+        let Some((todo, _)) = self.claim else {
+            return Err(ReportRefused::usage(format!(
+                "slice {} has no todo, so there is nothing to mark done\n(hint: a planning slice proposes work with `loopx report todo \"TITLE\"`)",
+                self.slice
+            )));
+        };
+        // Recorded as a note: the slice's end finishes the todo, once its changes pass
+        // the scope check (and, in a worktree goal, its branch lands). A todo marked
+        // done now would let work that depends on it go ahead before the check.
+        let said = summary
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| format!(": {}", s.trim()))
+            .unwrap_or_default();
+        Ok(Op::EvidenceAdd(
+            self.evidence(
+                EvidenceKind::Note,
+                format!("the agent reported {todo} done{said}"),
+                "it is finished as the slice ends, once its changes pass the scope check \
+             (and, in a worktree goal, its branch lands)"
+                    .to_owned(),
+            ),
+        ))
     }
 
     /// The person's context, then who asked and where.

@@ -8,9 +8,9 @@ use std::ffi::{OsStr, OsString};
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+use portable_pty::{CommandBuilder, MasterPty, PtyPair, PtySize, native_pty_system};
 
 pub use env::{PROMPT_FILE_VAR, SLICE_MARKER_VAR};
 
@@ -47,26 +47,7 @@ pub(crate) fn launch(spec: &LaunchSpec) -> Result<Launched, SpawnError> {
     if let Some(prompt) = &spec.prompt {
         write_prompt(prompt)?;
     }
-    let pair = native_pty_system()
-        .openpty(PtySize {
-            rows: spec.size.rows,
-            cols: spec.size.cols,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .map_err(pty_err("open a pseudo-terminal", &program))?;
-    if !spec.echo {
-        quiet_terminal(pair.master.tty_name().as_deref(), &program)?;
-    }
-    // Reader and writer are taken before spawning so that no failure can leave a child behind.
-    let reader = pair
-        .master
-        .try_clone_reader()
-        .map_err(pty_err("clone the terminal reader", &program))?;
-    let writer = pair
-        .master
-        .take_writer()
-        .map_err(pty_err("take the terminal writer", &program))?;
+    let (pair, reader, writer) = open_pty(spec, &program)?;
     let helped = uses_helper(spec);
     // Registered as an owned child at once: the reaper of adopted orphans must not take its
     // status from the waiter.
@@ -108,6 +89,34 @@ pub(crate) fn launch(spec: &LaunchSpec) -> Result<Launched, SpawnError> {
         program,
     })
 }
+/// A pseudo-terminal of the spec's size, quiet unless the spec echoes, with its reader and
+/// writer taken.
+fn open_pty(spec: &LaunchSpec, program: &Path) -> Result<Terminal, SpawnError> {
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows: spec.size.rows,
+            cols: spec.size.cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .map_err(pty_err("open a pseudo-terminal", program))?;
+    if !spec.echo {
+        quiet_terminal(pair.master.tty_name().as_deref(), program)?;
+    }
+    // Reader and writer are taken before spawning so that no failure can leave a child behind.
+    let reader = pair
+        .master
+        .try_clone_reader()
+        .map_err(pty_err("clone the terminal reader", program))?;
+    let writer = pair
+        .master
+        .take_writer()
+        .map_err(pty_err("take the terminal writer", program))?;
+    Ok((pair, reader, writer))
+}
+
+/// A pseudo-terminal, its reader and its writer.
+type Terminal = (PtyPair, Box<dyn Read + Send>, Box<dyn Write + Send>);
 
 /// Whether the agent starts through the helper (`loopx __exec`): limits or a sandbox.
 fn uses_helper(spec: &LaunchSpec) -> bool {

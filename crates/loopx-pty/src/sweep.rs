@@ -50,11 +50,9 @@ pub fn stop_orphaned_slice(
     slice: &crate::SliceId,
     grace: std::time::Duration,
 ) -> OrphanSweep {
-    let procs = SliceProcesses {
-        // No process has a negative session id: -1 matches nothing.
-        session: session.and_then(|s| i32::try_from(s).ok()).unwrap_or(-1),
-        marker: Some(format!("{}={slice}", crate::SLICE_MARKER_VAR).into_bytes()),
-    };
+    // No process has a negative session id: -1 matches nothing.
+    let session = session.and_then(|s| i32::try_from(s).ok()).unwrap_or(-1);
+    let procs = SliceProcesses::of_slice(session, slice);
     let outcome = procs.sweep(-1, Instant::now() + grace, &AtomicBool::new(false));
     let pids = |set: BTreeSet<i32>| {
         set.into_iter()
@@ -86,6 +84,16 @@ pub(crate) struct SweepOutcome {
 }
 
 impl SliceProcesses {
+    /// The processes of `slice`: the session `session` leads, and any that carry the slice's
+    /// marker in their environment (they left the session).
+    pub(crate) fn of_slice(session: i32, slice: &crate::SliceId) -> Self {
+        let marker = format!("{}={slice}", crate::SLICE_MARKER_VAR).into_bytes();
+        SliceProcesses {
+            session,
+            marker: Some(marker),
+        }
+    }
+
     /// The live processes of the slice, never loopx itself, its process group, or PID 1.
     /// Zombies among them that are loopx's children (other than `leader`, which the waiter
     /// thread reaps) are reaped on the way. `seen` carries what earlier scans of the same sweep

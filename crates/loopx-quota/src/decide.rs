@@ -17,12 +17,12 @@ pub use crate::decision::{AskAbout, Decision, DecisionKind, Run, TodoRef, Waitin
 use serde::Serialize;
 
 use crate::Millis;
+use crate::admission::admission;
 use crate::backoff::{no_progress_pause, transient_backoff};
 use crate::budget::{Budget, Spending};
-use crate::expected::{expected_spend, reserved_spend, spend_ceiling, too_small};
+use crate::expected::{reserved_spend, spend_ceiling};
 use crate::outcome::{Next, Outcome, Streak};
-use crate::pacing::{Pacing, pacing_check};
-use crate::share::share_wait;
+use crate::pacing::Pacing;
 use crate::window::{WindowLimit, WindowState};
 pub use loopx_vocab::{
     AgentName, GateId, GoalId, GoalStatus, HoldSource, SliceId, SliceKind, TodoId,
@@ -228,29 +228,8 @@ pub fn decide(input: &DecideInput<'_>) -> Decision {
 /// whenever it is `Some`; `None` means it depends on the todos left out (no todo here could be
 /// taken), and the caller reads more and asks again.
 pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decision> {
-    match input.goal {
-        Some(goal) if goal.status == GoalStatus::Active => {}
-        Some(goal) => {
-            return Some(Decision::stop(format!(
-                "goal {} is {}",
-                goal.id, goal.status
-            )));
-        }
-        None => {
-            return Some(Decision::stop("there is no active goal".to_owned()));
-        }
-    }
-    // One slice per agent at a time, whichever supervisor runs it (the kernel refuses a second).
-    if let Some(running) = input
-        .slices
-        .iter()
-        .rev()
-        .find(|s| s.outcome.is_none() && s.agent == input.agent.name)
-    {
-        return Some(Decision::quiet(format!(
-            "{} is running slice s{} now",
-            input.agent.name, running.id
-        )));
+    if let Some(decision) = not_ready(input) {
+        return Some(decision);
     }
     let candidates = candidates(input);
     if let Some(decision) = gate_blocks(input, &candidates, more_todos) {
@@ -259,33 +238,10 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
     if let Some(decision) = over_budget(input) {
         return Some(decision);
     }
-    // The first todo not held back by a gate or resting after slices without progress; a
-    // stalled one asks a person first, resting or not.
-    let mut resting: Option<(Millis, &TodoView, u32)> = None;
-    let mut chosen = None;
-    for todo in candidates.iter().filter(|t| !blocked_by_gate(input, t)) {
-        if stall_streak(input.slices, todo) >= input.policy.stall_after {
-            return Some(Decision::Ask {
-                about: AskAbout::Stalled((todo.id, todo.title.clone())),
-                gate: None,
-                reason: format!(
-                    "{} went {} slices without progress; a person should look at it",
-                    todo.id, input.policy.stall_after
-                ),
-            });
-        }
-        match no_progress_pause(input.slices, todo, input.policy, input.now) {
-            Some((until, idle)) if until > input.now => {
-                if resting.is_none_or(|(at, _, _)| until < at) {
-                    resting = Some((until, *todo, idle));
-                }
-            }
-            _ => {
-                chosen = Some(*todo);
-                break;
-            }
-        }
-    }
+    let (chosen, resting) = match first_takeable(input, &candidates) {
+        Ok(found) => found,
+        Err(ask) => return Some(ask),
+    };
     if chosen.is_none() && more_todos {
         // A todo left out might be the one to take, or to ask about.
         return None;
@@ -293,17 +249,8 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
     if let Some(decision) = quota_wait(input) {
         return Some(decision);
     }
-    if let Some((until, failed)) =
-        transient_backoff(input.slices, &input.agent.name, input.policy, input.now)
-        && until > input.now
-    {
-        return Some(Decision::wait(
-            Some(until),
-            format!(
-                "{} ended {failed} slice(s) in a row with a temporary failure: backing off",
-                input.agent.name
-            ),
-        ));
+    if let Some(decision) = backoff_wait(input) {
+        return Some(decision);
     }
     // After an amendment the goal is re-planned first, resting todos or not.
     let replan = crate::replan::replan(input);
@@ -331,14 +278,19 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
             ),
         });
     }
-    let probe = input.holds.iter().any(|h| {
-        h.source == HoldSource::Vendor && h.ends(input.now).is_some_and(|u| u <= input.now)
-    });
-    let mut decision = match (replan, chosen) {
+    let decision = match (replan, chosen) {
         (Some(replan), _) => replan,
         (None, Some(todo)) => work_on(input, todo),
         (None, None) => plan_or_quiet(input),
     };
+    Some(bounded(input, decision))
+}
+
+/// A run's bounds: a short probe right after a vendor hold ended, and the most it may spend.
+fn bounded(input: &DecideInput<'_>, mut decision: Decision) -> Decision {
+    let probe = input.holds.iter().any(|h| {
+        h.source == HoldSource::Vendor && h.ends(input.now).is_some_and(|u| u <= input.now)
+    });
     if probe
         && let Decision::Deliver { run, reason } | Decision::Repair { run, reason } = &mut decision
     {
@@ -348,7 +300,81 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
     if let Decision::Deliver { run, .. } | Decision::Repair { run, .. } = &mut decision {
         run.max_tokens = spend_ceiling(input, reserved_spend(input).0);
     }
-    Some(decision)
+    decision
+}
+
+/// A decision before any todo is looked at: no active goal, or the agent runs a slice already.
+fn not_ready(input: &DecideInput<'_>) -> Option<Decision> {
+    let Some(goal) = input.goal else {
+        return Some(Decision::stop("there is no active goal".to_owned()));
+    };
+    if goal.status != GoalStatus::Active {
+        let reason = format!("goal {} is {}", goal.id, goal.status);
+        return Some(Decision::stop(reason));
+    }
+    // One slice per agent at a time, whichever supervisor runs it (the kernel refuses a second).
+    let running = input
+        .slices
+        .iter()
+        .rev()
+        .find(|s| s.outcome.is_none() && s.agent == input.agent.name)?;
+    Some(Decision::quiet(format!(
+        "{} is running slice s{} now",
+        input.agent.name, running.id
+    )))
+}
+
+/// The todo to work on, if any, and the one resting the shortest: until when, and after how
+/// many slices without progress.
+type Resting<'t> = (Option<&'t TodoView>, Option<(Millis, &'t TodoView, u32)>);
+
+/// The first todo not held back by a gate or resting after slices without progress, and the
+/// one resting the shortest; a stalled one asks a person first (`Err`), resting or not.
+fn first_takeable<'t>(
+    input: &'t DecideInput<'_>,
+    candidates: &[&'t TodoView],
+) -> Result<Resting<'t>, Decision> {
+    let mut resting: Option<(Millis, &TodoView, u32)> = None;
+    let mut chosen = None;
+    for todo in candidates.iter().filter(|t| !blocked_by_gate(input, t)) {
+        if stall_streak(input.slices, todo) >= input.policy.stall_after {
+            return Err(Decision::Ask {
+                about: AskAbout::Stalled((todo.id, todo.title.clone())),
+                gate: None,
+                reason: format!(
+                    "{} went {} slices without progress; a person should look at it",
+                    todo.id, input.policy.stall_after
+                ),
+            });
+        }
+        match no_progress_pause(input.slices, todo, input.policy, input.now) {
+            Some((until, idle)) if until > input.now => {
+                if resting.is_none_or(|(at, _, _)| until < at) {
+                    resting = Some((until, *todo, idle));
+                }
+            }
+            _ => {
+                chosen = Some(*todo);
+                break;
+            }
+        }
+    }
+    Ok((chosen, resting))
+}
+
+/// A wait after slices in a row that failed for a passing reason.
+fn backoff_wait(input: &DecideInput<'_>) -> Option<Decision> {
+    let (until, failed) =
+        transient_backoff(input.slices, &input.agent.name, input.policy, input.now)?;
+    (until > input.now).then(|| {
+        Decision::wait(
+            Some(until),
+            format!(
+                "{} ended {failed} slice(s) in a row with a temporary failure: backing off",
+                input.agent.name
+            ),
+        )
+    })
 }
 
 /// Todos the agent could take, best first: its own claim, then claimable ones by priority and age.
@@ -549,99 +575,6 @@ fn stall_streak(slices: &[SliceView], todo: &TodoView) -> u32 {
     streak
 }
 
-/// Why quota does not allow a slice now, and until when (`None`: until a person resumes).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Blocked {
-    pub until: Option<Millis>,
-    pub reason: String,
-}
-
-/// The quota part of the decision: holds, the goal's share, pacing and windows. `Ok` when all
-/// of them allow a slice at `input.now`; otherwise the moment they all do, with the reason of
-/// the binding one. The kernel calls this inside the write transaction that records a spend,
-/// so concurrent spends are admitted one at a time against the same budget.
-pub fn admission(input: &DecideInput<'_>) -> Result<(), Blocked> {
-    let now = input.now;
-    let mut blockers: Vec<(Option<Millis>, String)> = Vec::new();
-    for hold in input.holds {
-        match hold.ends(now) {
-            None => blockers.push((
-                None,
-                format!(
-                    "{} is paused by a person ({}); `loopx quota resume` lifts it",
-                    hold.key, hold.reason
-                ),
-            )),
-            Some(until) if until > now => blockers.push((
-                Some(until),
-                format!("{} is on hold: {}", hold.key, hold.reason),
-            )),
-            Some(_) => {}
-        }
-    }
-    if let Some(goal) = input.goal {
-        if goal.share <= 0.0 {
-            blockers.push((None, format!("goal {} has a share of 0 (paused)", goal.id)));
-        } else if let Some(at) =
-            share_wait(input.busy, goal.share, input.policy.share_window_ms, now)
-        {
-            blockers.push((
-                Some(at),
-                format!(
-                    "goal {} used its {:.0}% share of the last hour",
-                    goal.id,
-                    goal.share * 100.0
-                ),
-            ));
-        }
-    }
-    if let Some(pacing) = input.agent.pacing
-        && let Err(at) = pacing_check(pacing, input.pacing_tat, now)
-    {
-        let set_in = input
-            .agent
-            .profile_file
-            .as_deref()
-            .map(|file| format!(" (quota.slices_per_hour in {file})"))
-            .unwrap_or_default();
-        blockers.push((
-            Some(at),
-            format!(
-                "{} is paced at {} slices an hour{set_in}",
-                input.agent.name, pacing.slices_per_hour
-            ),
-        ));
-    }
-    let expected = expected_spend(&input.agent.name, input.slices);
-    let reserved = reserved_spend(input);
-    for (limit, state) in input.agent.windows.iter().zip(input.windows) {
-        if let Some(at) = state.exhausted_until(limit, now) {
-            blockers.push((
-                Some(at),
-                format!(
-                    "the {} window of {} is spent",
-                    window_name(limit.period_ms),
-                    input.agent.account
-                ),
-            ));
-        } else if let Some(blocker) = too_small(input, limit, *state, expected, reserved) {
-            blockers.push(blocker);
-        }
-    }
-    // Indefinite blockers win; otherwise the latest time, since every constraint must allow it.
-    let binding = blockers
-        .iter()
-        .find(|(at, _)| at.is_none())
-        .or_else(|| blockers.iter().max_by_key(|(at, _)| *at));
-    match binding {
-        None => Ok(()),
-        Some((until, reason)) => Err(Blocked {
-            until: *until,
-            reason: reason.clone(),
-        }),
-    }
-}
-
 fn quota_wait(input: &DecideInput<'_>) -> Option<Decision> {
     let blocked = admission(input).err()?;
     Some(Decision::wait(blocked.until, blocked.reason))
@@ -698,54 +631,7 @@ fn work_on(input: &DecideInput<'_>, todo: &TodoView) -> Decision {
 
 fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
     if input.todos.is_empty() {
-        // One planner at a time: two would propose the same todos twice.
-        if let Some(planner) = input
-            .slices
-            .iter()
-            .find(|s| s.kind == SliceKind::Plan && s.outcome.is_none())
-        {
-            return Decision::quiet(format!(
-                "no open todo, and `{}` is planning the next steps now",
-                planner.agent
-            ));
-        }
-        let after = input.goal.and_then(|g| g.plans_after);
-        let plans = input
-            .slices
-            .iter()
-            .rev()
-            .take_while(|s| {
-                s.kind == SliceKind::Plan && s.todo.is_none() && after.is_none_or(|a| s.id > a)
-            })
-            // A planning slice that could not do its work (a limit, a failure) proposed nothing
-            // because it could not, not because nothing is left: it does not count.
-            .filter(|s| {
-                matches!(
-                    s.outcome,
-                    Some(Outcome::Completed | Outcome::Progress | Outcome::Unchanged)
-                )
-            })
-            .count() as u32;
-        if plans >= input.policy.max_plans_in_a_row {
-            // Only a person can say now: left quiet, a goal whose planners never declare it met
-            // would wait forever with nobody asked (found by `loopx sim`).
-            return Decision::Ask {
-                about: AskAbout::GoalMet,
-                gate: None,
-                reason: format!(
-                    "no todo is left and {plans} planning slices in a row proposed none: is the goal met?"
-                ),
-            };
-        }
-        return Decision::Deliver {
-            run: Run {
-                slice: SliceKind::Plan,
-                todo: None,
-                probe: false,
-                max_tokens: None,
-            },
-            reason: "no open todo: plan the next steps or declare the goal done".to_owned(),
-        };
+        return plan_next(input);
     }
     if let Some(decision) = waiting_on_monitor(input) {
         return decision;
@@ -753,53 +639,108 @@ fn plan_or_quiet(input: &DecideInput<'_>) -> Decision {
     let why = input
         .todos
         .iter()
-        .find_map(|t| {
-            if let Some(due) = t.monitor {
-                return Some(format!(
-                    "{} is a monitor loopx polls (next poll {})",
-                    t.id,
-                    from_now(input.now, due)
-                ));
-            }
-            if let Some(until) = t.rests_until.filter(|u| *u > input.now) {
-                return Some(format!(
-                    "{} rests until its --not-before time ({})",
-                    t.id,
-                    from_now(input.now, until)
-                ));
-            }
-            if let Some(slice) = &t.running {
-                Some(format!("{} is being worked on in slice {slice}", t.id))
-            } else if let Some(dep) = &t.waits_on {
-                Some(format!("{} waits on {dep}", t.id))
-            } else if !t.needs.iter().all(|n| input.agent.capabilities.contains(n)) {
-                Some(format!("{} needs {}", t.id, t.needs.join(", ")))
-            } else if t.role.is_some() && t.role != input.agent.role {
-                Some(format!(
-                    "{} is for role {}",
-                    t.id,
-                    t.role.as_deref().unwrap_or("")
-                ))
-            } else if !input.agent.writes && t.role.is_none() {
-                Some(format!(
-                    "{} changes files, and {} is read-only (it takes todos for its role{})",
-                    t.id,
-                    input.agent.name,
-                    input
-                        .agent
-                        .role
-                        .as_deref()
-                        .map(|r| format!(", `--role {r}`"))
-                        .unwrap_or_default()
-                ))
-            } else {
-                t.lease
-                    .as_ref()
-                    .map(|(a, _)| format!("{} is claimed by {a}", t.id))
-            }
-        })
+        .find_map(|t| why_not_taken(input, t))
         .unwrap_or_else(|| "nothing to do".to_owned());
     Decision::quiet(format!("nothing {} can take now: {why}", input.agent.name))
+}
+
+/// No open todo: a planning slice, unless one runs now, or planners in a row proposed nothing.
+fn plan_next(input: &DecideInput<'_>) -> Decision {
+    // One planner at a time: two would propose the same todos twice.
+    if let Some(planner) = input
+        .slices
+        .iter()
+        .find(|s| s.kind == SliceKind::Plan && s.outcome.is_none())
+    {
+        return Decision::quiet(format!(
+            "no open todo, and `{}` is planning the next steps now",
+            planner.agent
+        ));
+    }
+    let after = input.goal.and_then(|g| g.plans_after);
+    let plans = input
+        .slices
+        .iter()
+        .rev()
+        .take_while(|s| {
+            s.kind == SliceKind::Plan && s.todo.is_none() && after.is_none_or(|a| s.id > a)
+        })
+        // A planning slice that could not do its work (a limit, a failure) proposed nothing
+        // because it could not, not because nothing is left: it does not count.
+        .filter(|s| {
+            matches!(
+                s.outcome,
+                Some(Outcome::Completed | Outcome::Progress | Outcome::Unchanged)
+            )
+        })
+        .count() as u32;
+    if plans >= input.policy.max_plans_in_a_row {
+        // Only a person can say now: left quiet, a goal whose planners never declare it met
+        // would wait forever with nobody asked (found by `loopx sim`).
+        return Decision::Ask {
+            about: AskAbout::GoalMet,
+            gate: None,
+            reason: format!(
+                "no todo is left and {plans} planning slices in a row proposed none: is the goal met?"
+            ),
+        };
+    }
+    Decision::Deliver {
+        run: Run {
+            slice: SliceKind::Plan,
+            todo: None,
+            probe: false,
+            max_tokens: None,
+        },
+        reason: "no open todo: plan the next steps or declare the goal done".to_owned(),
+    }
+}
+
+/// Why this agent cannot take `t` now, if it cannot.
+fn why_not_taken(input: &DecideInput<'_>, t: &TodoView) -> Option<String> {
+    if let Some(due) = t.monitor {
+        return Some(format!(
+            "{} is a monitor loopx polls (next poll {})",
+            t.id,
+            from_now(input.now, due)
+        ));
+    }
+    if let Some(until) = t.rests_until.filter(|u| *u > input.now) {
+        return Some(format!(
+            "{} rests until its --not-before time ({})",
+            t.id,
+            from_now(input.now, until)
+        ));
+    }
+    if let Some(slice) = &t.running {
+        Some(format!("{} is being worked on in slice {slice}", t.id))
+    } else if let Some(dep) = &t.waits_on {
+        Some(format!("{} waits on {dep}", t.id))
+    } else if !t.needs.iter().all(|n| input.agent.capabilities.contains(n)) {
+        Some(format!("{} needs {}", t.id, t.needs.join(", ")))
+    } else if t.role.is_some() && t.role != input.agent.role {
+        Some(format!(
+            "{} is for role {}",
+            t.id,
+            t.role.as_deref().unwrap_or("")
+        ))
+    } else if !input.agent.writes && t.role.is_none() {
+        Some(format!(
+            "{} changes files, and {} is read-only (it takes todos for its role{})",
+            t.id,
+            input.agent.name,
+            input
+                .agent
+                .role
+                .as_deref()
+                .map(|r| format!(", `--role {r}`"))
+                .unwrap_or_default()
+        ))
+    } else {
+        t.lease
+            .as_ref()
+            .map(|(a, _)| format!("{} is claimed by {a}", t.id))
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,8 @@
 //!   first spend and resets in full at its end); overspend carries into the next window as debt.
 //! - [`share`]: a goal's duty share of a rolling window of slice time.
 //! - [`decide`]: stop → ask → wait → repair → deliver → plan → quiet, with one human reason.
+//! - [`admission`]: the quota part of the decision (holds, share, pacing, windows), which the
+//!   kernel also runs as it records a spend.
 //! - [`expected`]: admission by expected cost: room in a window for what an agent's slices
 //!   usually and at most spend, beside the account's running slices.
 //! - [`budget`]: the most a goal may spend without a todo done.
@@ -21,6 +23,7 @@
 //!
 //! See `docs/quota.md` for the model and a worked example.
 
+pub mod admission;
 mod backoff;
 pub mod budget;
 pub mod decide;
@@ -32,11 +35,12 @@ mod replan;
 pub mod share;
 pub mod window;
 
+pub use admission::{Blocked, admission};
 pub use budget::{Budget, Spending};
 pub use decide::{
-    AgentView, AskAbout, Blocked, DecideInput, Decision, DecisionKind, GateBlocks, GateView,
-    GoalView, Hold, HoldSource, Policy, Run, SliceKind, SliceView, TodoRef, TodoView, Waiting,
-    admission, decide, decide_prefix,
+    AgentView, AskAbout, DecideInput, Decision, DecisionKind, GateBlocks, GateView, GoalView, Hold,
+    HoldSource, Policy, Run, SliceKind, SliceView, TodoRef, TodoView, Waiting, decide,
+    decide_prefix,
 };
 pub use loopx_vocab::{AgentName, GateId, GoalId, GoalStatus, SliceId, TodoId};
 pub use outcome::{Next, Outcome, OutcomePolicy, Streak};

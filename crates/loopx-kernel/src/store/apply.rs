@@ -3,6 +3,7 @@
 
 mod agent;
 pub mod amend;
+mod answer;
 pub mod budget;
 mod caps;
 mod edit;

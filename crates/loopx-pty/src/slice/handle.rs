@@ -18,7 +18,7 @@ use crate::capture::pump::{
 };
 use crate::capture::screen::Screen;
 use crate::errors::{InputError, SpawnError, WaitError};
-use crate::launch::{SLICE_MARKER_VAR, launch};
+use crate::launch::launch;
 use crate::spec::{LaunchSpec, SliceId};
 use crate::sweep::SliceProcesses;
 
@@ -79,13 +79,9 @@ pub fn spawn_slice(spec: LaunchSpec) -> Result<(RunningSlice, SliceEvents), Spaw
     let (event_tx, event_rx) = mpsc::channel(EVENT_QUEUE);
     let (report_tx, report_rx) = oneshot::channel();
     let slice_id = spec.slice_id.clone();
-    let marker = format!("{SLICE_MARKER_VAR}={}", spec.slice_id).into_bytes();
     let control = Control {
         guard: KillGuard {
-            procs: SliceProcesses {
-                session: leader,
-                marker: Some(marker),
-            },
+            procs: SliceProcesses::of_slice(leader, &slice_id),
             leader,
             armed: true,
         },

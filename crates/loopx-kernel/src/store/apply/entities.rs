@@ -1,13 +1,12 @@
 //! Transitions of goals, gates, evidence, handoffs, agents and slices.
 
-use super::op::{AnswerChoice, Applied, NewEvidence, NewGate, NewHandoff};
-use crate::errors::{Conflict, Invalid, KernelError, Refused};
+use super::op::{Applied, NewEvidence, NewGate, NewHandoff};
+use crate::errors::{Conflict, Invalid, KernelError};
 use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId};
 use crate::limits;
 use crate::model::{
-    Answer, BUDGET_OPTIONS, Blocks, EventKind, Evidence, GOAL_MET_OPTIONS, Gate, GateKind,
-    GateState, Goal, GoalStatus, Handoff, Isolation, LAND_OPTIONS, PermissionLevel,
-    ROLLBACK_OPTIONS, STALL_OPTIONS, SliceRecord, Todo, TodoState,
+    Blocks, EventKind, Evidence, Gate, GateKind, GateState, Goal, GoalStatus, Handoff, Isolation,
+    PermissionLevel, SliceRecord, Todo, TodoState,
 };
 use crate::store::tables::{self, counter};
 use crate::store::writer::Writer;
@@ -142,22 +141,7 @@ pub(super) fn goal_set_status(
     to: GoalStatus,
 ) -> Result<Applied, KernelError> {
     let goals: Vec<Goal> = w.all(tables::GOALS)?;
-    let target = match goal {
-        Some(id) => goals.iter().find(|g| g.id == id).ok_or(Invalid::NotFound {
-            what: "goal",
-            id: id.to_string(),
-        })?,
-        None => goals
-            .iter()
-            .rev()
-            .find(|g| g.status == GoalStatus::Active)
-            .or_else(|| goals.iter().rev().find(|g| g.status == GoalStatus::Paused))
-            .ok_or_else(|| {
-                Invalid::Other(
-                    "there is no active or paused goal\n(hint: `loopx goal list`)".to_owned(),
-                )
-            })?,
-    };
+    let target = status_target(&goals, goal)?;
     let action = match to {
         GoalStatus::Active => "resumed",
         GoalStatus::Paused => "paused",
@@ -204,6 +188,26 @@ pub(super) fn goal_set_status(
         super::budget::goal_met_moot(w, goal.id)?;
     }
     Ok(Applied::Goal(goal))
+}
+
+/// The goal a status change is about: the one named, else the active one, else a paused one.
+fn status_target(goals: &[Goal], goal: Option<GoalId>) -> Result<&Goal, KernelError> {
+    Ok(match goal {
+        Some(id) => goals.iter().find(|g| g.id == id).ok_or(Invalid::NotFound {
+            what: "goal",
+            id: id.to_string(),
+        })?,
+        None => goals
+            .iter()
+            .rev()
+            .find(|g| g.status == GoalStatus::Active)
+            .or_else(|| goals.iter().rev().find(|g| g.status == GoalStatus::Paused))
+            .ok_or_else(|| {
+                Invalid::Other(
+                    "there is no active or paused goal\n(hint: `loopx goal list`)".to_owned(),
+                )
+            })?,
+    })
 }
 
 pub(super) fn gate_ask(w: &Writer<'_>, new: NewGate) -> Result<Applied, KernelError> {
@@ -267,141 +271,6 @@ pub(super) fn gate_ask(w: &Writer<'_>, new: NewGate) -> Result<Applied, KernelEr
     Ok(Applied::Gate(gate))
 }
 
-pub(super) fn gate_answer(
-    w: &Writer<'_>,
-    id: GateId,
-    choice: AnswerChoice,
-    slice: Option<String>,
-    note: Option<String>,
-) -> Result<Applied, KernelError> {
-    let mut gate: Gate = w.require(tables::GATES, id.0, "gate", id)?;
-    if let Some(slice) = slice {
-        return Err(Refused::AnswerFromSlice { slice }.into());
-    }
-    if gate.state != GateState::Open {
-        return Err(Conflict::GateState {
-            gate: id,
-            state: gate.state.as_str(),
-        }
-        .into());
-    }
-    let choice = choice.resolve(&gate)?;
-    let (text, option) = match choice {
-        AnswerChoice::Option(n) => {
-            let index = usize::try_from(n)
-                .ok()
-                .filter(|i| (1..=gate.options.len()).contains(i));
-            let Some(index) = index else {
-                return Err(Invalid::NoSuchOption {
-                    gate: id,
-                    given: n,
-                    count: gate.options.len(),
-                }
-                .into());
-            };
-            let chosen = gate.options[index - 1].clone();
-            match note.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
-                Some(note) => {
-                    limits::check_text("note", note, limits::DETAIL, "")?;
-                    (format!("{chosen}: {note}"), Some(n))
-                }
-                None => (chosen, Some(n)),
-            }
-        }
-        // A question with options is answered by one of them: words that name none (a
-        // literal `N` copied from a hint, `ok`) would be taken as some choice, silently.
-        AnswerChoice::Text(text) if !gate.options.is_empty() => {
-            return Err(Invalid::NotAnOption {
-                gate: id,
-                given: limits::clip(text.trim(), 80),
-                options: crate::model::option_list(&gate.options),
-            }
-            .into());
-        }
-        AnswerChoice::Text(text) => {
-            limits::check_text("answer", &text, limits::DETAIL, "")?;
-            let text = match note.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
-                Some(note) => format!("{}: {note}", text.trim()),
-                None => text,
-            };
-            (text.trim().to_owned(), None)
-        }
-    };
-    gate.answer = Some(Answer {
-        text: text.clone(),
-        option,
-        by: w.actor.to_owned(),
-        at: w.now,
-    });
-    gate.state = GateState::Answered;
-    gate.answered_under = answered_under(w, &gate)?;
-    w.put(tables::GATES, id.0, &gate)?;
-    w.event(EventKind::GateAnswered {
-        gate: id,
-        answer: text,
-    })?;
-    let chosen = option
-        .and_then(|n| usize::try_from(n).ok())
-        .and_then(|n| gate.options.get(n.checked_sub(1)?));
-    match &gate.kind {
-        GateKind::Question => {}
-        GateKind::Stall { todo } => {
-            let drop = chosen.is_some_and(|o| o == STALL_OPTIONS[1]);
-            super::todo::stall_answered(w, *todo, id, drop)?;
-        }
-        // Whoever answers has logged in (or wants the agent to try): the account may run.
-        // A hold a person already lifted is not an error.
-        GateKind::Login { account } => {
-            if w.quota_get::<crate::model::QuotaHold>(&super::quota::hold_key(account))?
-                .is_some()
-            {
-                super::quota::resume(w, Some(account.clone()))?;
-            }
-        }
-        GateKind::Budget { goal } => {
-            let pause = chosen.is_some_and(|o| o == BUDGET_OPTIONS[1]);
-            super::budget::answered(w, *goal, id, pause)?;
-        }
-        GateKind::GoalMet { goal } => {
-            let done = chosen.is_some_and(|o| o == GOAL_MET_OPTIONS[0]);
-            super::budget::goal_met_answered(w, *goal, done)?;
-        }
-        // Whoever records the answer has already carried out a rollback (the kernel touches
-        // no files); either way the todo gets a fresh budget of attempts.
-        GateKind::Rollback { todo, .. } => super::todo::stall_answered(w, *todo, id, false)?,
-        // `drop` drops the todo; `rebase` (with any note) reaches its next slice.
-        GateKind::Land { todo } => {
-            let drop = chosen.is_some_and(|o| o == LAND_OPTIONS[1]);
-            super::todo::stall_answered(w, *todo, id, drop)?;
-        }
-        // `keep` of a slice that reported its todo done finishes it as the agent said; any
-        // other answer (`rollback`) gives it a fresh budget for the next slice.
-        GateKind::Scope {
-            todo: Some(todo),
-            reported_done,
-        } => {
-            let keep = chosen.is_some_and(|o| o == ROLLBACK_OPTIONS[0]);
-            super::todo::scope_answered(w, *todo, id, keep && *reported_done)?;
-        }
-        GateKind::Scope { todo: None, .. } => {}
-        // Answering unblocks the agent: its next slice tries again.
-        GateKind::Spawn { .. } => {}
-        GateKind::Monitor { todo } => {
-            super::monitor::answered(w, *todo, chosen.map(String::as_str))?;
-        }
-        GateKind::GoalProposal { .. } => {
-            if chosen.is_some_and(|o| o == crate::model::PROPOSAL_OPTIONS[0]) {
-                super::amend::proposal_accepted(w, &gate)?;
-            }
-        }
-        GateKind::ScopeNarrowed { .. } => {
-            let drop = chosen.is_some_and(|o| o == crate::model::NARROWED_OPTIONS[1]);
-            super::amend::narrowed_answered(w, &gate, drop)?;
-        }
-    }
-    Ok(Applied::Gate(gate))
-}
-
 pub(super) fn gate_withdraw(w: &Writer<'_>, id: GateId) -> Result<Applied, KernelError> {
     let mut gate: Gate = w.require(tables::GATES, id.0, "gate", id)?;
     if gate.state != GateState::Open {
@@ -422,27 +291,10 @@ pub(super) fn gate_withdraw(w: &Writer<'_>, id: GateId) -> Result<Applied, Kerne
     Ok(Applied::Gate(gate))
 }
 
-/// The revision of the goal `gate` is about (its first todo's, else the active one) as it is
-/// answered; 0 without a goal.
-fn answered_under(w: &Writer<'_>, gate: &Gate) -> Result<u32, KernelError> {
-    let todo = match &gate.blocks {
-        Blocks::Todos(todos) => match todos.first() {
-            Some(id) => w.get::<Todo>(tables::TODOS, id.0)?,
-            None => None,
-        },
-        _ => None,
-    };
-    let goal = match todo {
-        Some(todo) => Some(todo.goal),
-        None => super::budget::active_goal(w)?,
-    };
-    revision_of(w, goal, None)
-}
-
 /// The revision of `goal` a record is written under (0: no goal): the one `slice` began under
 /// when a slice writes it (its agent worked from that revision's prompt, whatever a person
 /// amended meanwhile), else the revision the goal is at now.
-fn revision_of(
+pub(super) fn revision_of(
     w: &Writer<'_>,
     goal: Option<crate::ids::GoalId>,
     slice: Option<crate::ids::SliceId>,
@@ -594,13 +446,7 @@ fn check_claim(w: &Writer<'_>, todo: &Todo, epoch: Option<u64>) -> Result<(), Ke
     if current || finished {
         Ok(())
     } else if epoch != todo.epoch {
-        Err(Conflict::StaleEpoch {
-            todo: todo.id,
-            by: w.actor.to_owned(),
-            presented: epoch,
-            current: todo.epoch,
-        }
-        .into())
+        Err(super::todo::stale(w, todo, epoch))
     } else {
         Err(Conflict::TodoState {
             todo: todo.id,

@@ -108,22 +108,7 @@ pub(super) fn record_poll(w: &Writer<'_>, poll: RecordPoll) -> Result<Applied, K
     let mut todo: Todo = w.require(tables::TODOS, poll.todo.0, "todo", poll.todo)?;
     let id = todo.id;
     monitor_of(&todo)?;
-    let held = todo.state == TodoState::Open
-        && todo.epoch == poll.epoch
-        && todo
-            .monitor
-            .as_ref()
-            .and_then(|m| m.poll.as_ref())
-            .is_some_and(|l| l.epoch == poll.epoch);
-    if !held {
-        return Err(Conflict::StaleEpoch {
-            todo: id,
-            by: w.actor.to_owned(),
-            presented: poll.epoch,
-            current: todo.epoch,
-        }
-        .into());
-    }
+    check_poll_held(w, &todo, poll.epoch)?;
     if !poll.changed.is_empty() {
         return pinned_changed(w, todo, poll.changed, poll.tail);
     }
@@ -148,21 +133,8 @@ pub(super) fn record_poll(w: &Writer<'_>, poll: RecordPoll) -> Result<Applied, K
         hash: poll.hash,
         tail: tail.clone(),
     });
-    m.poll = None;
     let polls = m.polls;
-    match verdict {
-        PollVerdict::Met => {
-            m.failures = 0;
-        }
-        PollVerdict::NotYet => {
-            m.failures = 0;
-            m.next_at = w.now.plus(Duration::from_millis(m.every_ms));
-        }
-        PollVerdict::Failed => {
-            m.failures += 1;
-            m.next_at = w.now.plus(Duration::from_millis(m.backoff_ms()));
-        }
-    }
+    schedule(m, verdict, w.now);
     let failures = m.failures;
     todo.epoch += 1;
     todo.updated_at = w.now;
@@ -177,22 +149,7 @@ pub(super) fn record_poll(w: &Writer<'_>, poll: RecordPoll) -> Result<Applied, K
         })?;
     }
     match verdict {
-        PollVerdict::Met => {
-            super::entities::evidence_add(
-                w,
-                NewEvidence {
-                    kind: EvidenceKind::Monitor,
-                    summary: format!("{id} met after {polls} poll(s): {}", todo.title),
-                    detail: tail,
-                    files: vec![],
-                    todo: Some(id),
-                    slice: None,
-                    epoch: None,
-                    work: None,
-                },
-            )?;
-            return super::todo::finish(w, id, TodoState::Done, None, None);
-        }
+        PollVerdict::Met => return met(w, &todo, polls, tail),
         PollVerdict::Failed if asks => {
             let question = format!(
                 "The check of monitor {id} ({}) failed {failures} times in a row; the last output is in the context. Poll it again, mark it met, or drop it?",
@@ -206,6 +163,56 @@ pub(super) fn record_poll(w: &Writer<'_>, poll: RecordPoll) -> Result<Applied, K
         _ => {}
     }
     Ok(Applied::Todo(todo))
+}
+/// A poll is recorded under the lease it was claimed with: the todo open, at the same epoch.
+fn check_poll_held(w: &Writer<'_>, todo: &Todo, epoch: u64) -> Result<(), KernelError> {
+    let held = todo.state == TodoState::Open
+        && todo.epoch == epoch
+        && todo
+            .monitor
+            .as_ref()
+            .and_then(|m| m.poll.as_ref())
+            .is_some_and(|l| l.epoch == epoch);
+    if held {
+        return Ok(());
+    }
+    Err(super::todo::stale(w, todo, epoch))
+}
+
+/// The poll is over (its lease goes); the next one after `verdict` is at the monitor's pace,
+/// later after failures in a row.
+fn schedule(m: &mut Monitor, verdict: PollVerdict, now: crate::time::Timestamp) {
+    m.poll = None;
+    match verdict {
+        PollVerdict::Met => m.failures = 0,
+        PollVerdict::NotYet => {
+            m.failures = 0;
+            m.next_at = now.plus(Duration::from_millis(m.every_ms));
+        }
+        PollVerdict::Failed => {
+            m.failures += 1;
+            m.next_at = now.plus(Duration::from_millis(m.backoff_ms()));
+        }
+    }
+}
+
+/// A monitor met: its evidence, and its todo done.
+fn met(w: &Writer<'_>, todo: &Todo, polls: u64, tail: String) -> Result<Applied, KernelError> {
+    let id = todo.id;
+    super::entities::evidence_add(
+        w,
+        NewEvidence {
+            kind: EvidenceKind::Monitor,
+            summary: format!("{id} met after {polls} poll(s): {}", todo.title),
+            detail: tail,
+            files: vec![],
+            todo: Some(id),
+            slice: None,
+            epoch: None,
+            work: None,
+        },
+    )?;
+    super::todo::finish(w, id, TodoState::Done, None, None)
 }
 
 /// A file a person's check names changed since the person last saw it: the check was not run

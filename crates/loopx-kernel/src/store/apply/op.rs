@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{entities, slice, todo};
+use super::{answer, entities, slice, todo};
 use crate::errors::{Conflict, Invalid, KernelError, Refused};
 use crate::ids::{AgentName, GateId, GoalId, SliceId, TodoId};
 use crate::limits;
@@ -594,6 +594,7 @@ impl Op {
     /// Redacts every free text the operation would store.
     fn redact(&mut self, r: &Redactor) {
         let all = |texts: &mut Vec<String>| texts.iter_mut().for_each(|t| r.redact_in_place(t));
+        let opt = |text: &mut Option<String>| text.iter_mut().for_each(|t| r.redact_in_place(t));
         match self {
             Op::GoalStart(NewGoal {
                 objective, scope, ..
@@ -607,12 +608,8 @@ impl Op {
                 why,
                 ..
             }) => {
-                if let Some(objective) = objective {
-                    r.redact_in_place(objective);
-                }
-                if let Some(scope) = scope {
-                    all(scope);
-                }
+                opt(objective);
+                scope.iter_mut().for_each(all);
                 r.redact_in_place(why);
             }
             Op::TodoAdd(new) => new.redact(r),
@@ -627,9 +624,7 @@ impl Op {
                 if let AnswerChoice::Text(text) = choice {
                     r.redact_in_place(text);
                 }
-                if let Some(note) = note {
-                    r.redact_in_place(note);
-                }
+                opt(note);
             }
             Op::EvidenceAdd(new) => {
                 r.redact_in_place(&mut new.summary);
@@ -645,24 +640,14 @@ impl Op {
                 all(&mut new.questions);
             }
             Op::AgentAdd(NewAgent { profile, .. }) => r.redact_in_place(profile),
-            Op::AgentSet(ChangeAgent { change, .. }) => {
-                if let Some(profile) = &mut change.profile {
-                    r.redact_in_place(profile);
-                }
-            }
+            Op::AgentSet(ChangeAgent { change, .. }) => opt(&mut change.profile),
             Op::SliceStart(new) => all(&mut new.argv),
             Op::SliceBegin(begin) => all(&mut begin.slice.argv),
             Op::SliceInterrupt(Interrupt { reason, exit, .. }) => {
                 r.redact_in_place(reason);
-                if let Some(exit) = exit {
-                    r.redact_in_place(exit);
-                }
+                opt(exit);
             }
-            Op::SliceEnd { end, .. } => {
-                if let Some(exit) = &mut end.exit {
-                    r.redact_in_place(exit);
-                }
-            }
+            Op::SliceEnd { end, .. } => opt(&mut end.exit),
             Op::GoalSetStatus(_)
             | Op::TodoClaim(_)
             | Op::TodoRenew(_)
@@ -675,15 +660,13 @@ impl Op {
             | Op::ClaimLapsed { .. }
             | Op::QuotaAdmit(_)
             | Op::QuotaCharge(_)
-            | Op::QuotaResume(_) => {}
+            | Op::QuotaResume(_)
+            | Op::PollClaim(_) => {}
             Op::QuotaHold(NewHold { reason, .. }) => r.redact_in_place(reason),
             Op::PollRecord(poll) => {
                 r.redact_in_place(&mut poll.tail);
-                if let Some(why) = &mut poll.failed {
-                    r.redact_in_place(why);
-                }
+                opt(&mut poll.failed);
             }
-            Op::PollClaim(_) => {}
         }
     }
 }
@@ -729,7 +712,7 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             choice,
             slice,
             note,
-        }) => entities::gate_answer(w, gate, choice, slice, note),
+        }) => answer::gate_answer(w, gate, choice, slice, note),
         Op::GateWithdraw(WithdrawGate { gate }) => entities::gate_withdraw(w, gate),
         Op::PollClaim(claim) => super::monitor::claim_poll(w, claim),
         Op::PollRecord(poll) => super::monitor::record_poll(w, poll),

@@ -102,98 +102,14 @@ pub(super) fn spend(
     }
     // The goal is the one active in this transaction: a `goal done` or `goal start` committed
     // while the caller prepared the request must not leave the spend on a stale goal.
-    let goal = w
-        .all::<crate::model::Goal>(tables::GOALS)?
-        .into_iter()
-        .rev()
-        .find(|g| g.status == crate::model::GoalStatus::Active)
-        .map(|g| (g.id, g.share));
+    let goal = super::budget::active_goal_record(w)?.map(|g| (g.id, g.share));
     let holds: Vec<QuotaHold> = w
         .quota_holds()?
         .into_iter()
         .filter(|h| keys.contains(&h.key))
         .collect();
     if admit {
-        let policy = Policy::default();
-        let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));
-        // The goal's busy time matters only under a share below 1; reading the last hour's
-        // spends otherwise would cost every admission, under the write lock, a decode of each
-        // slice of the hour (tens of thousands with a fleet of agents).
-        let busy = match goal {
-            Some((_, share)) if share < 1.0 => {
-                let running: Vec<SliceRecord> = running_slices(w)?;
-                busy_intervals(
-                    &w.spends_since(since)?,
-                    &running,
-                    goal.map(|(id, _)| id),
-                    now,
-                )
-            }
-            _ => Vec::new(),
-        };
-        let agent = AgentView {
-            profile_file: None,
-            writes: true,
-            name: req.agent.clone(),
-            capabilities: vec![],
-            role: None,
-            account: req.account.clone(),
-            pacing: req.pacing,
-            windows: req.windows.clone(),
-        };
-        let goal = goal.map(|(id, share)| GoalView {
-            id,
-            status: loopx_vocab::GoalStatus::Active,
-            share,
-            spent: Default::default(),
-            plans_after: None,
-            revision: 1,
-            replan_after: None,
-        });
-        let input = DecideInput {
-            now: now.0,
-            agent: &agent,
-            goal: goal.as_ref(),
-            todos: &[],
-            gates: &[],
-            slices: &[],
-            holds: &hold_views(&holds),
-            pacing_tat: tat,
-            windows: &states,
-            in_flight: &[],
-            busy: &busy,
-            policy: &policy,
-        };
-        if let Err(blocked) = loopx_quota::admission(&input) {
-            return Err(Conflict::QuotaBlocked {
-                until: blocked.until.map(Timestamp),
-                reason: blocked.reason,
-            }
-            .into());
-        }
-        for (limit, state) in req.windows.iter().zip(&states) {
-            if let Err(until) = state.fits(limit, now.0, req.tokens, req.cost_usd) {
-                let reason = format!(
-                    "a spend of {} tokens and ${:.2} does not fit in the window of {}",
-                    req.tokens, req.cost_usd, req.account
-                );
-                return Err(Conflict::QuotaBlocked {
-                    until: Some(Timestamp(until)),
-                    reason,
-                }
-                .into());
-            }
-        }
-        if let Some(pacing) = req.pacing {
-            let next = loopx_quota::pacing_check(pacing, tat, now.0).unwrap_or(now.0);
-            w.quota_put(&pacing_key(&req.agent), &next)?;
-        }
-        // The vendor hold that ended has been probed by this slice: forget it.
-        for hold in hold_views(&holds).iter().filter(|h| {
-            h.source == loopx_quota::HoldSource::Vendor && h.ends(now.0).is_some_and(|u| u <= now.0)
-        }) {
-            w.quota_remove(&hold_key(&hold.key))?;
-        }
+        admit_spend(w, &req, goal, tat, &states, &holds)?;
     }
     for (limit, state) in req.windows.iter().zip(&states) {
         let charged = state.charged(limit, now.0, req.tokens, req.cost_usd);
@@ -221,6 +137,122 @@ pub(super) fn spend(
         cost_usd: req.cost_usd,
     })?;
     Ok(Applied::Spend(record))
+}
+
+/// Admits a spend: the decision's admission on the state of this transaction, then each
+/// window's room, then the agent's pacing; a vendor hold this slice has probed is forgotten.
+fn admit_spend(
+    w: &Writer<'_>,
+    req: &QuotaRequest,
+    goal: Option<(GoalId, f64)>,
+    tat: Option<u64>,
+    states: &[WindowState],
+    holds: &[QuotaHold],
+) -> Result<(), KernelError> {
+    quota_admission(w, req, goal, tat, states, holds)?;
+    let now = w.now;
+    for (limit, state) in req.windows.iter().zip(states) {
+        if let Err(until) = state.fits(limit, now.0, req.tokens, req.cost_usd) {
+            let reason = format!(
+                "a spend of {} tokens and ${:.2} does not fit in the window of {}",
+                req.tokens, req.cost_usd, req.account
+            );
+            return Err(Conflict::QuotaBlocked {
+                until: Some(Timestamp(until)),
+                reason,
+            }
+            .into());
+        }
+    }
+    if let Some(pacing) = req.pacing {
+        let next = loopx_quota::pacing_check(pacing, tat, now.0).unwrap_or(now.0);
+        w.quota_put(&pacing_key(&req.agent), &next)?;
+    }
+    // The vendor hold that ended has been probed by this slice: forget it.
+    for hold in hold_views(holds).iter().filter(|h| {
+        h.source == loopx_quota::HoldSource::Vendor && h.ends(now.0).is_some_and(|u| u <= now.0)
+    }) {
+        w.quota_remove(&hold_key(&hold.key))?;
+    }
+    Ok(())
+}
+
+/// `loopx_quota::admission` on a decision input holding only this agent and the active goal.
+fn quota_admission(
+    w: &Writer<'_>,
+    req: &QuotaRequest,
+    goal: Option<(GoalId, f64)>,
+    tat: Option<u64>,
+    states: &[WindowState],
+    holds: &[QuotaHold],
+) -> Result<(), KernelError> {
+    let now = w.now;
+    let policy = Policy::default();
+    let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));
+    // The goal's busy time matters only under a share below 1; reading the last hour's
+    // spends otherwise would cost every admission, under the write lock, a decode of each
+    // slice of the hour (tens of thousands with a fleet of agents).
+    let busy = match goal {
+        Some((_, share)) if share < 1.0 => {
+            let running: Vec<SliceRecord> = running_slices(w)?;
+            busy_intervals(
+                &w.spends_since(since)?,
+                &running,
+                goal.map(|(id, _)| id),
+                now,
+            )
+        }
+        _ => Vec::new(),
+    };
+    let (agent, goal) = admission_views(req, goal);
+    let input = DecideInput {
+        now: now.0,
+        agent: &agent,
+        goal: goal.as_ref(),
+        todos: &[],
+        gates: &[],
+        slices: &[],
+        holds: &hold_views(holds),
+        pacing_tat: tat,
+        windows: states,
+        in_flight: &[],
+        busy: &busy,
+        policy: &policy,
+    };
+    loopx_quota::admission(&input).map_err(|blocked| {
+        Conflict::QuotaBlocked {
+            until: blocked.until.map(Timestamp),
+            reason: blocked.reason,
+        }
+        .into()
+    })
+}
+
+/// The agent and the goal as the decision sees them, from the request's settings alone.
+fn admission_views(
+    req: &QuotaRequest,
+    goal: Option<(GoalId, f64)>,
+) -> (AgentView, Option<GoalView>) {
+    let agent = AgentView {
+        profile_file: None,
+        writes: true,
+        name: req.agent.clone(),
+        capabilities: vec![],
+        role: None,
+        account: req.account.clone(),
+        pacing: req.pacing,
+        windows: req.windows.clone(),
+    };
+    let goal = goal.map(|(id, share)| GoalView {
+        id,
+        status: loopx_vocab::GoalStatus::Active,
+        share,
+        spent: Default::default(),
+        plans_after: None,
+        revision: 1,
+        replan_after: None,
+    });
+    (agent, goal)
 }
 
 /// The running slices, from the running index (not a scan of every slice ever recorded).

@@ -68,26 +68,7 @@ pub(super) fn start(w: &Writer<'_>, new: NewSlice) -> Result<SliceRecord, Kernel
         }
         .into());
     }
-    let mut todo_goal = None;
-    let mut seen = None;
-    if let Some(todo_id) = new.todo {
-        let todo: Todo = w.require(tables::TODOS, todo_id.0, "todo", todo_id)?;
-        todo_goal = Some(todo.goal);
-        seen = Some(crate::model::TodoSeen::of(&todo));
-        let epoch = new.epoch.ok_or_else(|| {
-            Invalid::Other(format!(
-                "a slice on {todo_id} must carry the epoch of its claim"
-            ))
-        })?;
-        if super::todo::fence(&todo, &new.agent, epoch, "worked on")? != ClaimStanding::Held {
-            return Err(Conflict::TodoState {
-                todo: todo_id,
-                state: todo.state.as_str(),
-                action: "worked on",
-            }
-            .into());
-        }
-    }
+    let (todo_goal, seen) = held_todo(w, &new)?;
     refuse_overlap(w, &new)?;
     refuse_inactive_goal(w, todo_goal)?;
     let id = SliceId(w.next_id(counter::SLICE)?);
@@ -128,6 +109,32 @@ pub(super) fn start(w: &Writer<'_>, new: NewSlice) -> Result<SliceRecord, Kernel
         kind: record.kind,
     })?;
     Ok(record)
+}
+
+/// The todo a new slice works on, if any, held by the slice's agent at the slice's epoch: its
+/// goal, and the todo as the slice sees it.
+fn held_todo(
+    w: &Writer<'_>,
+    new: &NewSlice,
+) -> Result<(Option<GoalId>, Option<crate::model::TodoSeen>), KernelError> {
+    let Some(todo_id) = new.todo else {
+        return Ok((None, None));
+    };
+    let todo: Todo = w.require(tables::TODOS, todo_id.0, "todo", todo_id)?;
+    let epoch = new.epoch.ok_or_else(|| {
+        Invalid::Other(format!(
+            "a slice on {todo_id} must carry the epoch of its claim"
+        ))
+    })?;
+    if super::todo::fence(&todo, &new.agent, epoch, "worked on")? != ClaimStanding::Held {
+        return Err(Conflict::TodoState {
+            todo: todo_id,
+            state: todo.state.as_str(),
+            action: "worked on",
+        }
+        .into());
+    }
+    Ok((Some(todo.goal), Some(crate::model::TodoSeen::of(&todo))))
 }
 
 /// A slice works on an active goal: its todo's (`todo_goal`), or for a planning slice the

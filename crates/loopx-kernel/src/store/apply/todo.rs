@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::op::{Applied, NewTodo};
 use crate::errors::{Conflict, Invalid, KernelError};
-use crate::ids::{AgentName, TodoId};
+use crate::ids::{AgentName, GoalId, TodoId};
 use crate::model::{ClaimStanding, EventKind, Gate, GateState, GoalStatus, Lease, Todo, TodoState};
 use crate::store::tables::{self, counter};
 use crate::store::writer::Writer;
@@ -18,18 +18,7 @@ use crate::store::writer::Writer;
 pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> {
     new.check()?;
     super::caps::admit_todo(w, &new)?;
-    let goal = match new.goal {
-        Some(id) => w.require::<crate::model::Goal>(tables::GOALS, id.0, "goal", id)?,
-        None => current_goal(w)?,
-    };
-    if matches!(goal.status, GoalStatus::Done | GoalStatus::Archived) {
-        return Err(Conflict::GoalState {
-            goal: goal.id,
-            state: goal.status.as_str(),
-            action: "given todos",
-        }
-        .into());
-    }
+    let goal = goal_taking(w, new.goal)?;
     for dep in &new.after {
         w.require::<Todo>(tables::TODOS, dep.0, "todo", dep)?;
     }
@@ -40,25 +29,7 @@ pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> 
             after.push(dep);
         }
     }
-    // A check an agent wrote runs with no more rights than the sandbox gives: a profile (its
-    // environment, its secrets, its permission) is a person's to give.
-    if new.monitor.as_ref().is_some_and(|m| m.profile.is_some())
-        && loopx_vocab::Actor::of(w.actor).is_agent()
-    {
-        return Err(Invalid::Other(
-            "only a person may give a monitor's check a profile; an agent's check runs in the read-only sandbox".to_owned(),
-        )
-        .into());
-    }
-    // Pins are loopx's record of what a person's check ran when the person added it.
-    if new.monitor.as_ref().is_some_and(|m| !m.pins.is_empty())
-        && !loopx_vocab::Actor::of(w.actor).is_person()
-    {
-        return Err(Invalid::Other(
-            "only a person's monitor pins the files its check runs; loopx pins them where a person adds it".to_owned(),
-        )
-        .into());
-    }
+    check_monitor_rights(w, new.monitor.as_ref())?;
     let id = TodoId(w.next_id(counter::TODO)?);
     let todo = Todo {
         id,
@@ -101,6 +72,46 @@ pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> 
     }
     super::budget::goal_met_moot(w, goal.id)?;
     Ok(Applied::Todo(todo))
+}
+
+/// The goal a new todo goes to (the one named, else the current one), if it takes todos.
+fn goal_taking(w: &Writer<'_>, goal: Option<GoalId>) -> Result<crate::model::Goal, KernelError> {
+    let goal = match goal {
+        Some(id) => w.require::<crate::model::Goal>(tables::GOALS, id.0, "goal", id)?,
+        None => current_goal(w)?,
+    };
+    if !matches!(goal.status, GoalStatus::Done | GoalStatus::Archived) {
+        return Ok(goal);
+    }
+    Err(Conflict::GoalState {
+        goal: goal.id,
+        state: goal.status.as_str(),
+        action: "given todos",
+    }
+    .into())
+}
+
+/// What a monitor's check may be given depends on who adds it.
+fn check_monitor_rights(
+    w: &Writer<'_>,
+    monitor: Option<&crate::model::MonitorSpec>,
+) -> Result<(), KernelError> {
+    // A check an agent wrote runs with no more rights than the sandbox gives: a profile (its
+    // environment, its secrets, its permission) is a person's to give.
+    if monitor.is_some_and(|m| m.profile.is_some()) && loopx_vocab::Actor::of(w.actor).is_agent() {
+        return Err(Invalid::Other(
+            "only a person may give a monitor's check a profile; an agent's check runs in the read-only sandbox".to_owned(),
+        )
+        .into());
+    }
+    // Pins are loopx's record of what a person's check ran when the person added it.
+    if monitor.is_some_and(|m| !m.pins.is_empty()) && !loopx_vocab::Actor::of(w.actor).is_person() {
+        return Err(Invalid::Other(
+            "only a person's monitor pins the files its check runs; loopx pins them where a person adds it".to_owned(),
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// How long a continuation is held for the agent that did the work before it: long enough for
@@ -243,6 +254,17 @@ pub(super) fn claim(
         .into());
     }
     refuse_gated(w, id, agent)?;
+    check_fits(&todo, agent, &registered)?;
+    grant(w, &mut todo, agent, ttl, reclaimed_from)?;
+    Ok(todo)
+}
+
+/// A todo an agent takes needs no capability the agent lacks, and is for its role, if any.
+fn check_fits(
+    todo: &Todo,
+    agent: &AgentName,
+    registered: &crate::model::Agent,
+) -> Result<(), KernelError> {
     let missing: Vec<String> = todo
         .needs
         .iter()
@@ -251,7 +273,7 @@ pub(super) fn claim(
         .collect();
     if !missing.is_empty() {
         return Err(Conflict::MissingCapability {
-            todo: id,
+            todo: todo.id,
             agent: agent.clone(),
             missing,
         }
@@ -261,17 +283,15 @@ pub(super) fn claim(
         && registered.role.as_ref() != Some(role)
     {
         return Err(Conflict::WrongRole {
-            todo: id,
+            todo: todo.id,
             agent: agent.clone(),
             role: role.clone(),
         }
         .into());
     }
-    grant(w, &mut todo, agent, ttl, reclaimed_from)?;
-    Ok(todo)
+    Ok(())
 }
 
-/// `id` is held by another live claim.
 /// Refuses work on `todo` while one of its dependencies is unfinished.
 pub(super) fn refuse_waiting(w: &Writer<'_>, todo: &Todo) -> Result<(), KernelError> {
     for dep in &todo.after {
@@ -288,6 +308,18 @@ pub(super) fn refuse_waiting(w: &Writer<'_>, todo: &Todo) -> Result<(), KernelEr
     Ok(())
 }
 
+/// `todo` was written since `presented`: the writer's epoch is stale.
+pub(super) fn stale(w: &Writer<'_>, todo: &Todo, presented: u64) -> KernelError {
+    Conflict::StaleEpoch {
+        todo: todo.id,
+        by: w.actor.to_owned(),
+        presented,
+        current: todo.epoch,
+    }
+    .into()
+}
+
+/// `id` is held by another live claim.
 pub(super) fn claimed(id: TodoId, lease: &Lease) -> KernelError {
     Conflict::Claimed {
         todo: id,
@@ -515,13 +547,7 @@ pub(super) fn finish(
     let finished_under = match (agent, epoch) {
         (Some(agent), Some(epoch)) => Some(held(&todo, agent, epoch, action)?),
         (None, Some(epoch)) if epoch != todo.epoch => {
-            return Err(Conflict::StaleEpoch {
-                todo: id,
-                by: w.actor.to_owned(),
-                presented: epoch,
-                current: todo.epoch,
-            }
-            .into());
+            return Err(stale(w, &todo, epoch));
         }
         _ => match &todo.lease {
             // An epoch alone does not prove who is asking: under a live lease the holder must
