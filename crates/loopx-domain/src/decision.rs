@@ -52,6 +52,53 @@ pub struct SharedState {
 }
 
 impl SharedState {
+    /// The agents whose slices run on the same account as `agent` (its own running slice is
+    /// not beside it: the decision says it is running).
+    fn in_flight(
+        &self,
+        snap: &Snapshot<'_>,
+        agent: &AgentView,
+    ) -> Result<Vec<AgentName>, KernelError> {
+        let mut in_flight = Vec::new();
+        for running in self.running_agents.iter().filter(|a| **a != agent.name) {
+            let account = snap.agent_account(running)?;
+            if account.as_deref() == Some(agent.account.as_str()) {
+                in_flight.push(running.clone());
+            }
+        }
+        Ok(in_flight)
+    }
+
+    /// The todos `agent` sees with its first `limit` ready todos read, and whether more ready
+    /// todos are left unread.
+    fn todos_for(
+        &self,
+        snap: &Snapshot<'_>,
+        agent: &AgentView,
+        limit: usize,
+    ) -> Result<(Vec<TodoView>, bool), KernelError> {
+        let mut todos = self.todos.clone();
+        let Some(goal) = self.goal_id else {
+            return Ok((todos, false));
+        };
+        let (ready, horizon) = ready_for(snap, goal, agent, limit)?;
+        if let Some(horizon) = horizon {
+            // A peer's expired claim it could take ranks among the ready todos: one past the
+            // last read could come after todos not read yet. Its own claims come first
+            // whatever their rank.
+            todos.retain(|t| {
+                t.lease.as_ref().is_some_and(|(a, _)| *a == agent.name)
+                    || (std::cmp::Reverse(t.priority), t.order) <= horizon
+            });
+        }
+        for todo in &ready {
+            if !todos.iter().any(|t| t.id == todo.id) {
+                todos.push(todo_view(snap, todo, true, &self.running)?);
+            }
+        }
+        Ok((todos, horizon.is_some()))
+    }
+
     /// The same state, deciding under the project's budget (`[budget]` in `loopx.toml`, which
     /// the kernel does not read).
     pub fn with_budget(mut self, budget: loopx_quota::Budget) -> SharedState {
@@ -321,36 +368,10 @@ impl DecisionState {
             .map(|l| snap.window_state(&agent.account, l))
             .collect::<Result<Vec<_>, KernelError>>()?;
         let holds = hold_views(&holds);
-        let mut in_flight = Vec::new();
-        // Its own running slice is not beside it: the decision says it is running.
-        for running in shared.running_agents.iter().filter(|a| **a != agent.name) {
-            let account = snap.agent_account(running)?;
-            if account.as_deref() == Some(agent.account.as_str()) {
-                in_flight.push(running.clone());
-            }
-        }
+        let in_flight = shared.in_flight(snap, &agent)?;
         let mut limit = FIRST_READ;
         loop {
-            let mut todos = shared.todos.clone();
-            let mut more = false;
-            if let Some(goal) = shared.goal_id {
-                let (ready, horizon) = ready_for(snap, goal, &agent, limit)?;
-                if let Some(horizon) = horizon {
-                    // A peer's expired claim it could take ranks among the ready todos: one
-                    // past the last read could come after todos not read yet. Its own claims
-                    // come first whatever their rank.
-                    todos.retain(|t| {
-                        t.lease.as_ref().is_some_and(|(a, _)| *a == agent.name)
-                            || (std::cmp::Reverse(t.priority), t.order) <= horizon
-                    });
-                }
-                for todo in &ready {
-                    if !todos.iter().any(|t| t.id == todo.id) {
-                        todos.push(todo_view(snap, todo, true, &shared.running)?);
-                    }
-                }
-                more = horizon.is_some();
-            }
+            let (todos, more) = shared.todos_for(snap, &agent, limit)?;
             let input = DecideInput {
                 now: shared.now.0,
                 agent: &agent,
