@@ -261,53 +261,7 @@ fn landing_ops(f: &Finished<'_>, end: &WorktreeEnd, wants: bool) -> (Vec<Op>, bo
             )],
             true,
         ),
-        Landing::Conflict { files, with } => {
-            let named = files
-                .iter()
-                .take(3)
-                .map(|p| clip(p, 80))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let more = match files.len() {
-                0..=3 => String::new(),
-                n => format!(" and {} more", n - 3),
-            };
-            let peers = match with.as_slice() {
-                [] => format!("the goal's branch {into}"),
-                todos => todos
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" and "),
-            };
-            let summary = format!("{todo}'s branch conflicts with {peers} in {named}{more}");
-            let question = bounded(
-                &format!(
-                    "{todo}'s branch conflicts with {peers} in {named}{more}: rebase {todo} on the goal branch, or drop {todo}?"
-                ),
-                limits::QUESTION,
-            );
-            let context = format!(
-                "{todo} was done by its agent, but its branch {} does not merge cleanly into \
-                 {into}.\nrebase: loopx merges {into} into {todo}'s branch before its next slice, \
-                 conflict markers and all, and that slice resolves them and reports done again.\n\
-                 drop: {todo} is dropped; its branch stays for you to look at.\n\
-                 conflicting files:\n{}",
-                loopx_git::worktree::todo_branch_of(into, todo),
-                files.iter().map(|p| format!("  {p}\n")).collect::<String>()
-            );
-            let gate = NewGate {
-                question,
-                options: loopx_kernel::model::LAND_OPTIONS
-                    .iter()
-                    .map(|o| (*o).to_owned())
-                    .collect(),
-                context: bounded(&context, limits::DETAIL),
-                blocks: Blocks::Todos(vec![todo]),
-                kind: GateKind::Land { todo },
-            };
-            (vec![land(summary, context), Op::GateAsk(gate)], false)
-        }
+        Landing::Conflict { files, with } => (conflict(f, todo, into, files, with), false),
         Landing::CheckFailed { how, output } => {
             let summary = format!("{todo} did not land: the land check {how}");
             let detail = format!(
@@ -325,6 +279,65 @@ fn landing_ops(f: &Finished<'_>, end: &WorktreeEnd, wants: bool) -> (Vec<Op>, bo
             false,
         ),
     }
+}
+
+/// A branch that conflicts: the land evidence, and the gate that asks whether to rebase the
+/// todo on the goal branch or drop it.
+fn conflict(
+    f: &Finished<'_>,
+    todo: TodoId,
+    into: &str,
+    files: &[String],
+    with: &[TodoId],
+) -> Vec<Op> {
+    let named = files
+        .iter()
+        .take(3)
+        .map(|p| clip(p, 80))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = match files.len() {
+        0..=3 => String::new(),
+        n => format!(" and {} more", n - 3),
+    };
+    let peers = match with {
+        [] => format!("the goal's branch {into}"),
+        todos => todos
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" and "),
+    };
+    let summary = format!("{todo}'s branch conflicts with {peers} in {named}{more}");
+    let question = bounded(
+        &format!(
+            "{todo}'s branch conflicts with {peers} in {named}{more}: rebase {todo} on the goal branch, or drop {todo}?"
+        ),
+        limits::QUESTION,
+    );
+    let context = format!(
+        "{todo} was done by its agent, but its branch {} does not merge cleanly into \
+         {into}.\nrebase: loopx merges {into} into {todo}'s branch before its next slice, \
+         conflict markers and all, and that slice resolves them and reports done again.\n\
+         drop: {todo} is dropped; its branch stays for you to look at.\n\
+         conflicting files:\n{}",
+        loopx_git::worktree::todo_branch_of(into, todo),
+        files.iter().map(|p| format!("  {p}\n")).collect::<String>()
+    );
+    let gate = NewGate {
+        question,
+        options: loopx_kernel::model::LAND_OPTIONS
+            .iter()
+            .map(|o| (*o).to_owned())
+            .collect(),
+        context: bounded(&context, limits::DETAIL),
+        blocks: Blocks::Todos(vec![todo]),
+        kind: GateKind::Land { todo },
+    };
+    vec![
+        Op::EvidenceAdd(evidence(f, EvidenceKind::Land, &summary, &context)),
+        Op::GateAsk(gate),
+    ]
 }
 
 /// The last `max` bytes of `text`, at a character boundary.
