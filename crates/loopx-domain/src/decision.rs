@@ -52,6 +52,53 @@ pub struct SharedState {
 }
 
 impl SharedState {
+    /// The agents whose slices run on the same account as `agent` (its own running slice is
+    /// not beside it: the decision says it is running).
+    fn in_flight(
+        &self,
+        snap: &Snapshot<'_>,
+        agent: &AgentView,
+    ) -> Result<Vec<AgentName>, KernelError> {
+        let mut in_flight = Vec::new();
+        for running in self.running_agents.iter().filter(|a| **a != agent.name) {
+            let account = snap.agent_account(running)?;
+            if account.as_deref() == Some(agent.account.as_str()) {
+                in_flight.push(running.clone());
+            }
+        }
+        Ok(in_flight)
+    }
+
+    /// The todos `agent` sees with its first `limit` ready todos read, and whether more ready
+    /// todos are left unread.
+    fn todos_for(
+        &self,
+        snap: &Snapshot<'_>,
+        agent: &AgentView,
+        limit: usize,
+    ) -> Result<(Vec<TodoView>, bool), KernelError> {
+        let mut todos = self.todos.clone();
+        let Some(goal) = self.goal_id else {
+            return Ok((todos, false));
+        };
+        let (ready, horizon) = ready_for(snap, goal, agent, limit)?;
+        if let Some(horizon) = horizon {
+            // A peer's expired claim it could take ranks among the ready todos: one past the
+            // last read could come after todos not read yet. Its own claims come first
+            // whatever their rank.
+            todos.retain(|t| {
+                t.lease.as_ref().is_some_and(|(a, _)| *a == agent.name)
+                    || (std::cmp::Reverse(t.priority), t.order) <= horizon
+            });
+        }
+        for todo in &ready {
+            if !todos.iter().any(|t| t.id == todo.id) {
+                todos.push(todo_view(snap, todo, true, &self.running)?);
+            }
+        }
+        Ok((todos, horizon.is_some()))
+    }
+
     /// The same state, deciding under the project's budget (`[budget]` in `loopx.toml`, which
     /// the kernel does not read).
     pub fn with_budget(mut self, budget: loopx_quota::Budget) -> SharedState {
@@ -73,56 +120,12 @@ impl SharedState {
             .iter()
             .filter_map(|s| Some((s.todo?, s.id)))
             .collect();
-        let mut todos = Vec::new();
-        if let Some(goal) = &goal {
-            let mut mine: Vec<loopx_kernel::model::Todo> = snap
-                .claimed_todos()?
-                .into_iter()
-                .filter(|t| t.goal == goal.id)
-                .collect();
-            mine.extend(snap.waiting_todos(goal.id, WAITING_SEEN)?);
-            // Its monitors: while all the work waits on one, agents are quiet, and say which.
-            mine.extend(snap.monitors(goal.id)?);
-            // The first ready todo of each role: an agent that can take none of them still
-            // sees that the goal has work left (it stays quiet rather than plans), and why.
-            for role in snap.ready_roles(goal.id)? {
-                for needs in [false, true] {
-                    mine.extend(snap.ready_todos(goal.id, role.as_deref(), needs, 1)?);
-                }
-            }
-            for todo in &mine {
-                todos.push(todo_view(snap, todo, false, &running_todos)?);
-            }
-        }
-        let gates = snap
-            .gates()?
-            .into_iter()
-            .filter(|g| g.state == GateState::Open)
-            .map(|g| GateView {
-                id: g.id,
-                question: g.question,
-                blocks: match g.blocks {
-                    Blocks::Global => GateBlocks::Global,
-                    Blocks::Agent(a) => GateBlocks::Agent(a),
-                    Blocks::Todos(ts) => GateBlocks::Todos(ts),
-                    Blocks::Nothing => GateBlocks::Todos(Vec::new()),
-                },
-            })
-            .collect();
-        let slices = snap
-            .slices_tail(RECENT_SLICES)?
-            .into_iter()
-            .map(|s| SliceView {
-                id: s.id.0,
-                agent: s.agent,
-                todo: s.todo,
-                kind: s.kind,
-                outcome: s.outcome,
-                ended_at: s.ended_at.map(|t| t.0),
-                tokens: s.tokens,
-                cost_usd: s.cost_usd,
-            })
-            .collect();
+        let todos = match &goal {
+            Some(goal) => goal_todos(snap, goal, &running_todos)?,
+            None => Vec::new(),
+        };
+        let gates = open_gates(snap)?;
+        let slices = recent_slices(snap)?;
         let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));
         // Only a share below 1 limits by busy time (`loopx_quota::share_wait`): otherwise the
         // last hour's spends, one or two per slice, are not read at all.
@@ -132,25 +135,7 @@ impl SharedState {
             }
             _ => Vec::new(),
         };
-        let spent = match &goal {
-            Some(goal) => {
-                let spent = snap.goal_spent(goal.id)?;
-                Spending {
-                    slices: spent.slices,
-                    tokens: spent.tokens,
-                    cost_usd: spent.cost_usd,
-                }
-            }
-            None => Spending::default(),
-        };
-        let plans_after = match &goal {
-            Some(goal) => snap.goal_plans_after(goal.id)?,
-            None => None,
-        };
-        let replan_after = match &goal {
-            Some(goal) => snap.goal_replan_after(goal.id)?,
-            None => None,
-        };
+        let goal_view = goal.as_ref().map(|g| goal_view(snap, g)).transpose()?;
         Ok(SharedState {
             now,
             goal_id: goal.as_ref().map(|g| g.id),
@@ -159,15 +144,7 @@ impl SharedState {
                 .is_none_or(|g| g.permission != loopx_kernel::model::PermissionLevel::ReadOnly),
             running: running_todos,
             running_agents: running.into_iter().map(|s| s.agent).collect(),
-            goal: goal.map(|g| GoalView {
-                id: g.id,
-                status: g.status,
-                share: g.share,
-                spent,
-                plans_after,
-                revision: g.revision,
-                replan_after,
-            }),
+            goal: goal_view,
             todos,
             gates,
             slices,
@@ -176,6 +153,88 @@ impl SharedState {
             policy,
         })
     }
+}
+
+/// The goal's todos every agent's decision sees: its claimed todos, the first few that wait on
+/// another, its monitors, and the first ready todo of each role.
+fn goal_todos(
+    snap: &Snapshot<'_>,
+    goal: &loopx_kernel::model::Goal,
+    running_todos: &[(loopx_kernel::ids::TodoId, loopx_kernel::ids::SliceId)],
+) -> Result<Vec<TodoView>, KernelError> {
+    let mut mine: Vec<loopx_kernel::model::Todo> = snap
+        .claimed_todos()?
+        .into_iter()
+        .filter(|t| t.goal == goal.id)
+        .collect();
+    mine.extend(snap.waiting_todos(goal.id, WAITING_SEEN)?);
+    // Its monitors: while all the work waits on one, agents are quiet, and say which.
+    mine.extend(snap.monitors(goal.id)?);
+    // The first ready todo of each role: an agent that can take none of them still
+    // sees that the goal has work left (it stays quiet rather than plans), and why.
+    for role in snap.ready_roles(goal.id)? {
+        for needs in [false, true] {
+            mine.extend(snap.ready_todos(goal.id, role.as_deref(), needs, 1)?);
+        }
+    }
+    mine.iter()
+        .map(|todo| todo_view(snap, todo, false, running_todos))
+        .collect()
+}
+
+/// The open gates, as the decision sees them.
+fn open_gates(snap: &Snapshot<'_>) -> Result<Vec<GateView>, KernelError> {
+    Ok(snap
+        .gates()?
+        .into_iter()
+        .filter(|g| g.state == GateState::Open)
+        .map(|g| GateView {
+            id: g.id,
+            question: g.question,
+            blocks: match g.blocks {
+                Blocks::Global => GateBlocks::Global,
+                Blocks::Agent(a) => GateBlocks::Agent(a),
+                Blocks::Todos(ts) => GateBlocks::Todos(ts),
+                Blocks::Nothing => GateBlocks::Todos(Vec::new()),
+            },
+        })
+        .collect())
+}
+
+/// The newest slices, as the decision sees them.
+fn recent_slices(snap: &Snapshot<'_>) -> Result<Vec<SliceView>, KernelError> {
+    Ok(snap
+        .slices_tail(RECENT_SLICES)?
+        .into_iter()
+        .map(|s| SliceView {
+            id: s.id.0,
+            agent: s.agent,
+            todo: s.todo,
+            kind: s.kind,
+            outcome: s.outcome,
+            ended_at: s.ended_at.map(|t| t.0),
+            tokens: s.tokens,
+            cost_usd: s.cost_usd,
+        })
+        .collect())
+}
+
+/// The goal as the decision sees it: its state, what it spent, and when it plans or re-plans.
+fn goal_view(snap: &Snapshot<'_>, g: &loopx_kernel::model::Goal) -> Result<GoalView, KernelError> {
+    let spent = snap.goal_spent(g.id)?;
+    Ok(GoalView {
+        id: g.id,
+        status: g.status,
+        share: g.share,
+        spent: Spending {
+            slices: spent.slices,
+            tokens: spent.tokens,
+            cost_usd: spent.cost_usd,
+        },
+        plans_after: snap.goal_plans_after(g.id)?,
+        revision: g.revision,
+        replan_after: snap.goal_replan_after(g.id)?,
+    })
 }
 
 /// A todo as the decision sees it: whether it waits, who holds it, what runs on it. A todo
@@ -309,36 +368,10 @@ impl DecisionState {
             .map(|l| snap.window_state(&agent.account, l))
             .collect::<Result<Vec<_>, KernelError>>()?;
         let holds = hold_views(&holds);
-        let mut in_flight = Vec::new();
-        // Its own running slice is not beside it: the decision says it is running.
-        for running in shared.running_agents.iter().filter(|a| **a != agent.name) {
-            let account = snap.agent_account(running)?;
-            if account.as_deref() == Some(agent.account.as_str()) {
-                in_flight.push(running.clone());
-            }
-        }
+        let in_flight = shared.in_flight(snap, &agent)?;
         let mut limit = FIRST_READ;
         loop {
-            let mut todos = shared.todos.clone();
-            let mut more = false;
-            if let Some(goal) = shared.goal_id {
-                let (ready, horizon) = ready_for(snap, goal, &agent, limit)?;
-                if let Some(horizon) = horizon {
-                    // A peer's expired claim it could take ranks among the ready todos: one
-                    // past the last read could come after todos not read yet. Its own claims
-                    // come first whatever their rank.
-                    todos.retain(|t| {
-                        t.lease.as_ref().is_some_and(|(a, _)| *a == agent.name)
-                            || (std::cmp::Reverse(t.priority), t.order) <= horizon
-                    });
-                }
-                for todo in &ready {
-                    if !todos.iter().any(|t| t.id == todo.id) {
-                        todos.push(todo_view(snap, todo, true, &shared.running)?);
-                    }
-                }
-                more = horizon.is_some();
-            }
+            let (todos, more) = shared.todos_for(snap, &agent, limit)?;
             let input = DecideInput {
                 now: shared.now.0,
                 agent: &agent,

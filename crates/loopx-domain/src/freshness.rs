@@ -103,34 +103,8 @@ impl<'a> Freshness<'a> {
         let Some(goal) = self.goal_of(snap, e)? else {
             return Ok(None);
         };
-        if e.revision > 0 && e.revision < goal.revision {
-            let revisions = snap.goal_revisions(goal.id)?;
-            for pair in revisions.windows(2) {
-                let (before, rev) = (&pair[0], &pair[1]);
-                if rev.number <= e.revision {
-                    continue;
-                }
-                if rev.changed.iter().any(|c| c == "objective") {
-                    return Ok(Some(format!(
-                        "recorded under revision {}; the objective changed in revision {}",
-                        e.revision, rev.number
-                    )));
-                }
-                // Only a file the scope held before and not after: evidence pinning a file
-                // that was never in the scope is not aged by a change of it.
-                let (old, new) = (Scope::recorded(&before.scope), Scope::recorded(&rev.scope));
-                if rev.changed.iter().any(|c| c == "scope")
-                    && let Some(f) = e
-                        .files
-                        .iter()
-                        .find(|f| old.contains(&f.path) && !new.contains(&f.path))
-                {
-                    return Ok(Some(format!(
-                        "recorded under revision {}; revision {} took {} out of the scope",
-                        e.revision, rev.number, f.path
-                    )));
-                }
-            }
+        if let Some(why) = revised(snap, &goal, e)? {
+            return Ok(Some(why));
         }
         let Some(then) = &e.work else {
             return Ok(None);
@@ -290,6 +264,42 @@ pub fn mark_for(
         Work::Tree(dir) => loopx_git::work::mark_or_unknown(&dir),
         Work::Branch(branch) => loopx_git::work::mark_at(root, &branch).ok(),
     }
+}
+
+/// Why a later revision of the goal makes evidence stale: its objective changed, or it took a
+/// file the evidence pins out of the scope.
+fn revised(snap: &Snapshot<'_>, goal: &Goal, e: &Evidence) -> Result<Option<String>, KernelError> {
+    if e.revision == 0 || e.revision >= goal.revision {
+        return Ok(None);
+    }
+    let revisions = snap.goal_revisions(goal.id)?;
+    for pair in revisions.windows(2) {
+        let (before, rev) = (&pair[0], &pair[1]);
+        if rev.number <= e.revision {
+            continue;
+        }
+        if rev.changed.iter().any(|c| c == "objective") {
+            return Ok(Some(format!(
+                "recorded under revision {}; the objective changed in revision {}",
+                e.revision, rev.number
+            )));
+        }
+        // Only a file the scope held before and not after: evidence pinning a file
+        // that was never in the scope is not aged by a change of it.
+        let (old, new) = (Scope::recorded(&before.scope), Scope::recorded(&rev.scope));
+        if rev.changed.iter().any(|c| c == "scope")
+            && let Some(f) = e
+                .files
+                .iter()
+                .find(|f| old.contains(&f.path) && !new.contains(&f.path))
+        {
+            return Ok(Some(format!(
+                "recorded under revision {}; revision {} took {} out of the scope",
+                e.revision, rev.number, f.path
+            )));
+        }
+    }
+    Ok(None)
 }
 
 fn work_of(root: &Path, goal: &Goal, todo: Option<TodoId>) -> Work {

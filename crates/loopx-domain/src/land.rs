@@ -51,54 +51,13 @@ pub fn land_todo(
 /// and its next slice goes on. Git moves before the answer is recorded: should recording fail,
 /// answering again finds the branch landed already (nothing new to land) and finishes the todo.
 pub fn land_kept(root: &Path, loopx_exe: &Path, goal: &Goal, todo: &Todo) -> (String, Vec<Op>) {
-    use loopx_git::worktree::{integration_branch, short};
+    use loopx_git::worktree::integration_branch;
     use loopx_kernel::model::{EvidenceKind, TodoState};
     let landing = land_todo(root, loopx_exe, goal, todo.id, &todo.title, &|| true);
     if !matches!(landing, Landing::Landed { .. } | Landing::Empty) {
         tracing::warn!(todo = %todo.id, ?landing, "a todo a person kept did not land");
     }
-    let into = integration_branch(goal.id);
-    let (said, detail, landed) = match &landing {
-        Landing::Landed { commit, files, .. } => (
-            format!(
-                "{} landed on {into} as {}, kept by a person",
-                todo.id,
-                short(commit)
-            ),
-            files.join("\n"),
-            true,
-        ),
-        Landing::Empty => (
-            format!(
-                "{} had nothing new to land: its branch is on {into} already",
-                todo.id
-            ),
-            String::new(),
-            true,
-        ),
-        Landing::Conflict { files, .. } => (
-            format!(
-                "{} was kept, but its branch conflicts with {into} in {}; its next slice goes on",
-                todo.id,
-                files.join(", ")
-            ),
-            String::new(),
-            false,
-        ),
-        Landing::CheckFailed { how, output } => (
-            format!(
-                "{} was kept, but did not land: the land check {how}",
-                todo.id
-            ),
-            output.clone(),
-            false,
-        ),
-        Landing::Failed(why) => (
-            format!("{} was kept, but could not land on {into}", todo.id),
-            why.clone(),
-            false,
-        ),
-    };
+    let (said, detail, landed) = said_of(&landing, todo.id, &integration_branch(goal.id));
     let mut ops = vec![Op::EvidenceAdd(loopx_kernel::store::NewEvidence {
         kind: EvidenceKind::Land,
         summary: loopx_kernel::limits::bounded(&said, loopx_kernel::limits::SUMMARY),
@@ -120,6 +79,45 @@ pub fn land_kept(root: &Path, loopx_exe: &Path, goal: &Goal, todo: &Todo) -> (St
     (said, ops)
 }
 
+/// What a kept todo's landing says (its evidence's summary and detail), and whether the todo
+/// landed.
+fn said_of(landing: &Landing, todo: TodoId, into: &str) -> (String, String, bool) {
+    use loopx_git::worktree::short;
+    match landing {
+        Landing::Landed { commit, files, .. } => (
+            format!(
+                "{todo} landed on {into} as {}, kept by a person",
+                short(commit)
+            ),
+            files.join("\n"),
+            true,
+        ),
+        Landing::Empty => (
+            format!("{todo} had nothing new to land: its branch is on {into} already"),
+            String::new(),
+            true,
+        ),
+        Landing::Conflict { files, .. } => (
+            format!(
+                "{todo} was kept, but its branch conflicts with {into} in {}; its next slice goes on",
+                files.join(", ")
+            ),
+            String::new(),
+            false,
+        ),
+        Landing::CheckFailed { how, output } => (
+            format!("{todo} was kept, but did not land: the land check {how}"),
+            output.clone(),
+            false,
+        ),
+        Landing::Failed(why) => (
+            format!("{todo} was kept, but could not land on {into}"),
+            why.clone(),
+            false,
+        ),
+    }
+}
+
 /// Runs `sh -c command` in the checkout `dir` (at the project root's place in it, `prefix`)
 /// for at most `timeout`, in the sandbox a slice gets (the whole checkout visible, writes only
 /// there and in a temp dir of its own, `.loopx/` hidden); its exit code (`None`: stopped at
@@ -135,24 +133,7 @@ fn run_check(
     let marker = format!("land-{}", std::process::id());
     let room = Room::create(&marker)
         .map_err(|e| format!("cannot create the check's private directory: {e}"))?;
-    let support = SandboxSupport::probe(&exec_helper(loopx_exe));
-    let worktree = dir.to_path_buf();
-    let mut writable = vec![worktree.clone(), room.tmp()];
-    writable.extend(DEVICES.iter().map(std::path::PathBuf::from));
-    let sandbox = Sandbox {
-        namespaces: support.namespaces,
-        hide: hidden(root),
-        keep: vec![worktree],
-        read_only: git_dir(root)
-            .map(|git| vec![git.join("config"), git.join("hooks")])
-            .unwrap_or_default(),
-        private_room: Some(room.dir().to_path_buf()),
-        landlock: support.landlock_abi.is_some(),
-        seatbelt: support.seatbelt,
-        writable,
-        cgroup: None,
-        processes: Some(loopx_adapters::DEFAULT_PROCESSES),
-    };
+    let sandbox = check_sandbox(root, loopx_exe, dir, &room);
     let mut cmd = Command::new(loopx_exe);
     cmd.arg("__exec")
         .args(sandbox.to_args())
@@ -188,6 +169,29 @@ fn run_check(
         .status
         .map(|s| s.code().unwrap_or(128 + s.signal_or_zero()));
     Ok((code, text[start..].to_owned()))
+}
+
+/// The land check's sandbox: it writes only the worktree and its private room, and cannot
+/// change the repository's config or hooks.
+fn check_sandbox(root: &Path, loopx_exe: &Path, dir: &Path, room: &Room) -> Sandbox {
+    let support = SandboxSupport::probe(&exec_helper(loopx_exe));
+    let worktree = dir.to_path_buf();
+    let mut writable = vec![worktree.clone(), room.tmp()];
+    writable.extend(DEVICES.iter().map(std::path::PathBuf::from));
+    Sandbox {
+        namespaces: support.namespaces,
+        hide: hidden(root),
+        keep: vec![worktree],
+        read_only: git_dir(root)
+            .map(|git| vec![git.join("config"), git.join("hooks")])
+            .unwrap_or_default(),
+        private_room: Some(room.dir().to_path_buf()),
+        landlock: support.landlock_abi.is_some(),
+        seatbelt: support.seatbelt,
+        writable,
+        cgroup: None,
+        processes: Some(loopx_adapters::DEFAULT_PROCESSES),
+    }
 }
 
 /// The signal number of a status that ended by one, else 0.

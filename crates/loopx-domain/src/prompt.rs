@@ -67,32 +67,6 @@ pub fn prompt_values(
     let goal = p
         .goal
         .map_or_else(|| "none".to_owned(), |g| g.objective.clone());
-    let scope = match p.goal.map(|g| g.scope.as_slice()) {
-        Some(scope) if !scope.is_empty() => scope.join(", "),
-        _ => "anything in the project except `.loopx/`".to_owned(),
-    };
-    // Where the agent works, when it is not the project's own tree: agents push, switch
-    // branches and commit by habit, and should know what loopx does with their work.
-    let scope = match (p.goal, p.todo) {
-        (Some(g), todo) if g.isolation.is_worktree() => {
-            let into = loopx_git::worktree::integration_branch(g.id);
-            match todo {
-                Some(t) => format!(
-                    "{scope} (in your own git worktree of the branch {}: loopx commits what you \
-                     leave when the slice ends and lands it on {into} when you report done, so \
-                     you need not commit; your own commits work too, and git may then print \
-                     `Unable to create '…/packed-refs.lock'`, which is harmless: the \
-                     repository's refs are loopx's. Do not push, and do not switch branches)",
-                    loopx_git::worktree::todo_branch(g.id, t.id)
-                ),
-                None => format!(
-                    "{scope} (you see the goal's branch {into} as it is now; files you write in \
-                     a planning slice are not kept)"
-                ),
-            }
-        }
-        _ => scope,
-    };
     let handoff = snap
         .latest_handoff(todo_id)?
         .map(|h| {
@@ -112,6 +86,69 @@ pub fn prompt_values(
             lines.join("\n")
         })
         .unwrap_or_default();
+    let gates = answered_gates(snap, p, judge)?;
+    let evidence = evidence(snap, p, judge)?;
+    // The planning slice that re-plans an amended goal reviews its open todos.
+    let task = match (p.goal, p.todo, p.kind) {
+        (Some(goal), None, SliceKind::Plan) if snap.goal_replan_after(goal.id)?.is_some() => {
+            format!(
+                "{}\n\nSlice: {}",
+                crate::amendment::replan_task(snap, goal)?,
+                p.kind.as_str()
+            )
+        }
+        _ => task(p.todo, p.kind),
+    };
+    let values = BTreeMap::from([
+        ("agent", p.agent.to_string()),
+        ("role", p.role.unwrap_or("an agent").to_owned()),
+        ("goal", goal),
+        ("scope", scope(p)),
+        ("todo", task),
+        ("handoff", or_none(handoff)),
+        ("gates", or_none(gates)),
+        ("evidence", or_none(evidence)),
+        ("report_protocol", REPORT_PROTOCOL.to_owned()),
+    ]);
+    Ok(values)
+}
+
+/// The scope section: the goal's scope, and where the agent works when it is not the
+/// project's own tree (agents push, switch branches and commit by habit, and should know what
+/// loopx does with their work).
+fn scope(p: PromptFor<'_>) -> String {
+    let scope = match p.goal.map(|g| g.scope.as_slice()) {
+        Some(scope) if !scope.is_empty() => scope.join(", "),
+        _ => "anything in the project except `.loopx/`".to_owned(),
+    };
+    let Some(g) = p.goal.filter(|g| g.isolation.is_worktree()) else {
+        return scope;
+    };
+    let into = loopx_git::worktree::integration_branch(g.id);
+    match p.todo {
+        Some(t) => format!(
+            "{scope} (in your own git worktree of the branch {}: loopx commits what you \
+             leave when the slice ends and lands it on {into} when you report done, so \
+             you need not commit; your own commits work too, and git may then print \
+             `Unable to create '…/packed-refs.lock'`, which is harmless: the \
+             repository's refs are loopx's. Do not push, and do not switch branches)",
+            loopx_git::worktree::todo_branch(g.id, t.id)
+        ),
+        None => format!(
+            "{scope} (you see the goal's branch {into} as it is now; files you write in \
+             a planning slice are not kept)"
+        ),
+    }
+}
+
+/// The gates section: the newest answered questions that concern this agent or todo, each
+/// answer on a line of its own (agents, and the demo agent, read `Answer:` lines).
+fn answered_gates(
+    snap: &Snapshot<'_>,
+    p: PromptFor<'_>,
+    judge: &mut Freshness<'_>,
+) -> Result<String, KernelError> {
+    let todo_id = p.todo.map(|t| t.id);
     let mut gates: Vec<_> = snap
         .gates()?
         .into_iter()
@@ -119,8 +156,7 @@ pub fn prompt_values(
         .collect();
     gates.reverse();
     gates.truncate(ANSWERED_GATES);
-    // The answer on a line of its own: agents (and the demo agent) read `Answer:` lines.
-    let gates = gates
+    Ok(gates
         .iter()
         .filter_map(|g| {
             let answer = g.answer.as_ref()?;
@@ -134,8 +170,17 @@ pub fn prompt_values(
             ))
         })
         .collect::<Vec<_>>()
-        .join("\n");
-    // A todo's own evidence, and what the monitors it waited on saw when they were met.
+        .join("\n"))
+}
+
+/// The evidence section: a todo's own evidence, and what the monitors it waited on saw when
+/// they were met.
+fn evidence(
+    snap: &Snapshot<'_>,
+    p: PromptFor<'_>,
+    judge: &mut Freshness<'_>,
+) -> Result<String, KernelError> {
+    let todo_id = p.todo.map(|t| t.id);
     let after = p.todo.map(|t| t.after.as_slice()).unwrap_or_default();
     let recent = snap.evidence_newest(RECENT_EVIDENCE, |e| {
         todo_id.is_none()
@@ -150,7 +195,7 @@ pub fn prompt_values(
         .find(|e| e.kind == EvidenceKind::Land)
         .filter(|e| e.summary.contains("did not land: the land check"))
         .map(|e| e.id);
-    let evidence = recent
+    Ok(recent
         .iter()
         .map(|e| {
             let line = match judged(judge.stale(snap, e)) {
@@ -178,30 +223,7 @@ pub fn prompt_values(
             }
         })
         .collect::<Vec<_>>()
-        .join("\n");
-    // The planning slice that re-plans an amended goal reviews its open todos.
-    let task = match (p.goal, p.todo, p.kind) {
-        (Some(goal), None, SliceKind::Plan) if snap.goal_replan_after(goal.id)?.is_some() => {
-            format!(
-                "{}\n\nSlice: {}",
-                crate::amendment::replan_task(snap, goal)?,
-                p.kind.as_str()
-            )
-        }
-        _ => task(p.todo, p.kind),
-    };
-    let values = BTreeMap::from([
-        ("agent", p.agent.to_string()),
-        ("role", p.role.unwrap_or("an agent").to_owned()),
-        ("goal", goal),
-        ("scope", scope),
-        ("todo", task),
-        ("handoff", or_none(handoff)),
-        ("gates", or_none(gates)),
-        ("evidence", or_none(evidence)),
-        ("report_protocol", REPORT_PROTOCOL.to_owned()),
-    ]);
-    Ok(values)
+        .join("\n"))
 }
 
 /// A judgement of what went stale, or `None` (said nothing) when the store could not be read

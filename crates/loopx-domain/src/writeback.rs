@@ -261,53 +261,7 @@ fn landing_ops(f: &Finished<'_>, end: &WorktreeEnd, wants: bool) -> (Vec<Op>, bo
             )],
             true,
         ),
-        Landing::Conflict { files, with } => {
-            let named = files
-                .iter()
-                .take(3)
-                .map(|p| clip(p, 80))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let more = match files.len() {
-                0..=3 => String::new(),
-                n => format!(" and {} more", n - 3),
-            };
-            let peers = match with.as_slice() {
-                [] => format!("the goal's branch {into}"),
-                todos => todos
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" and "),
-            };
-            let summary = format!("{todo}'s branch conflicts with {peers} in {named}{more}");
-            let question = bounded(
-                &format!(
-                    "{todo}'s branch conflicts with {peers} in {named}{more}: rebase {todo} on the goal branch, or drop {todo}?"
-                ),
-                limits::QUESTION,
-            );
-            let context = format!(
-                "{todo} was done by its agent, but its branch {} does not merge cleanly into \
-                 {into}.\nrebase: loopx merges {into} into {todo}'s branch before its next slice, \
-                 conflict markers and all, and that slice resolves them and reports done again.\n\
-                 drop: {todo} is dropped; its branch stays for you to look at.\n\
-                 conflicting files:\n{}",
-                loopx_git::worktree::todo_branch_of(into, todo),
-                files.iter().map(|p| format!("  {p}\n")).collect::<String>()
-            );
-            let gate = NewGate {
-                question,
-                options: loopx_kernel::model::LAND_OPTIONS
-                    .iter()
-                    .map(|o| (*o).to_owned())
-                    .collect(),
-                context: bounded(&context, limits::DETAIL),
-                blocks: Blocks::Todos(vec![todo]),
-                kind: GateKind::Land { todo },
-            };
-            (vec![land(summary, context), Op::GateAsk(gate)], false)
-        }
+        Landing::Conflict { files, with } => (conflict(f, todo, into, files, with), false),
         Landing::CheckFailed { how, output } => {
             let summary = format!("{todo} did not land: the land check {how}");
             let detail = format!(
@@ -325,6 +279,65 @@ fn landing_ops(f: &Finished<'_>, end: &WorktreeEnd, wants: bool) -> (Vec<Op>, bo
             false,
         ),
     }
+}
+
+/// A branch that conflicts: the land evidence, and the gate that asks whether to rebase the
+/// todo on the goal branch or drop it.
+fn conflict(
+    f: &Finished<'_>,
+    todo: TodoId,
+    into: &str,
+    files: &[String],
+    with: &[TodoId],
+) -> Vec<Op> {
+    let named = files
+        .iter()
+        .take(3)
+        .map(|p| clip(p, 80))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = match files.len() {
+        0..=3 => String::new(),
+        n => format!(" and {} more", n - 3),
+    };
+    let peers = match with {
+        [] => format!("the goal's branch {into}"),
+        todos => todos
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" and "),
+    };
+    let summary = format!("{todo}'s branch conflicts with {peers} in {named}{more}");
+    let question = bounded(
+        &format!(
+            "{todo}'s branch conflicts with {peers} in {named}{more}: rebase {todo} on the goal branch, or drop {todo}?"
+        ),
+        limits::QUESTION,
+    );
+    let context = format!(
+        "{todo} was done by its agent, but its branch {} does not merge cleanly into \
+         {into}.\nrebase: loopx merges {into} into {todo}'s branch before its next slice, \
+         conflict markers and all, and that slice resolves them and reports done again.\n\
+         drop: {todo} is dropped; its branch stays for you to look at.\n\
+         conflicting files:\n{}",
+        loopx_git::worktree::todo_branch_of(into, todo),
+        files.iter().map(|p| format!("  {p}\n")).collect::<String>()
+    );
+    let gate = NewGate {
+        question,
+        options: loopx_kernel::model::LAND_OPTIONS
+            .iter()
+            .map(|o| (*o).to_owned())
+            .collect(),
+        context: bounded(&context, limits::DETAIL),
+        blocks: Blocks::Todos(vec![todo]),
+        kind: GateKind::Land { todo },
+    };
+    vec![
+        Op::EvidenceAdd(evidence(f, EvidenceKind::Land, &summary, &context)),
+        Op::GateAsk(gate),
+    ]
 }
 
 /// The last `max` bytes of `text`, at a character boundary.
@@ -384,17 +397,7 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
         violations: Vec::new(),
         dropped: Vec::new(),
     };
-    let mut question = wb.take_report(f, report);
-    if question.is_none()
-        && f.outcome == Outcome::Asked
-        && let Some(Classification {
-            question: Some(q), ..
-        }) = f.classification
-    {
-        question = Some((q.text.clone(), q.options.clone()));
-    }
-    let question =
-        question.map(|(text, options)| (bounded(text.trim(), limits::QUESTION), options));
+    let question = asked(f, wb.take_report(f, report));
     wb.parts
         .push(core(Op::HandoffAdd(handoff(f, report, question.as_ref()))));
     wb.parts.extend(findings::ops(f).into_iter().map(core));
@@ -404,18 +407,7 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     if let Some((text, options)) = question {
         wb.add_item(f, Op::GateAsk(gate(f, text, options)), Item::Question);
     }
-    if let Some(Ok(Report {
-        propose_goal: Some(p),
-        ..
-    })) = report
-    {
-        let asked = format!("proposed by `{}` in slice {}", f.agent, f.slice);
-        let proposal = loopx_kernel::report::goal_proposal(
-            p.objective.clone(),
-            p.scope.clone(),
-            p.why.clone(),
-            &asked,
-        );
+    if let Some(proposal) = proposed_goal(f, report) {
         wb.add_item(f, Op::GateAsk(proposal), Item::Question);
     }
     wb.parts.push(core(Op::QuotaCharge(f.quota.clone())));
@@ -423,13 +415,7 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
         wb.parts.push(core(op));
         wb.hold_until = Some(until);
     }
-    if f.outcome == Outcome::AuthFailed {
-        wb.parts
-            .extend(questions::login_gate(f).into_iter().map(core));
-    }
-    if f.outcome == Outcome::SpawnFailed {
-        wb.parts.push(core(questions::spawn_gate(f)));
-    }
+    wb.parts.extend(outcome_gates(f).into_iter().map(core));
     wb.violations = f
         .changes
         .violations()
@@ -440,51 +426,112 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     // it until a person answers (`keep` finishes it as reported). Done as the report says
     // (also through `loopx report done`, which only notes it), or as `done_when` recognised it.
     let claimed_done = findings::claimed_done(f);
-    // A worktree goal's todo is done only once its branch landed.
-    let landed = match f.worktree {
-        None => true,
-        Some(end) => {
-            let (ops, landed) = landing_ops(f, end, claimed_done && wb.violations.is_empty());
-            wb.parts.extend(ops.into_iter().map(core));
-            landed
-        }
-    };
+    let landed = wb.take_landing(f, claimed_done);
     let reported_done = claimed_done && wb.violations.is_empty() && landed;
     let todo_done = done_by_agent || reported_done;
     // A planning slice that reports `done` and proposes nothing says the goal is met: its
     // prompt asks for exactly that when it is.
     let proposed = wb.parts.iter().any(|p| p.item == Some(Item::Todo));
     if f.kind == SliceKind::Plan && reported_done && !proposed {
-        wb.parts.push(Part {
-            op: Op::GoalSetStatus(SetGoalStatus {
-                goal: None,
-                to: GoalStatus::Done,
-                agents_close: f.agents_close_goals,
-            }),
-            item: Some(Item::GoalDone),
-        });
+        wb.parts.push(goal_met(f));
     }
-    if let (Some(todo), Some(epoch), false) = (f.todo, f.epoch, done_by_agent) {
-        wb.parts.push(core(if todo_done {
-            Op::TodoFinish(FinishTodo {
-                todo,
-                to: TodoState::Done,
-                agent: Some(f.agent.clone()),
-                epoch: Some(epoch),
-            })
-        } else {
-            Op::TodoRelease(ReleaseClaim {
-                todo,
-                agent: f.agent.clone(),
-                epoch,
-            })
-        }));
+    if !done_by_agent {
+        wb.parts.extend(todo_end(f, todo_done).map(core));
     }
     wb.todo_done = todo_done && f.todo.is_some();
     wb
 }
 
+/// The questions a failed start asks: log in again, or fix the agent's command.
+fn outcome_gates(f: &Finished<'_>) -> Vec<Op> {
+    match f.outcome {
+        Outcome::AuthFailed => questions::login_gate(f),
+        Outcome::SpawnFailed => vec![questions::spawn_gate(f)],
+        _ => Vec::new(),
+    }
+}
+
+/// The goal is met: a planning slice reported `done` and proposed nothing.
+fn goal_met(f: &Finished<'_>) -> Part {
+    Part {
+        op: Op::GoalSetStatus(SetGoalStatus {
+            goal: None,
+            to: GoalStatus::Done,
+            agents_close: f.agents_close_goals,
+        }),
+        item: Some(Item::GoalDone),
+    }
+}
+
+/// The question the slice asks: its report's, or else the one the agent asked (the outcome
+/// `Asked`), cut to a question's bound.
+fn asked(
+    f: &Finished<'_>,
+    reported: Option<(String, Vec<String>)>,
+) -> Option<(String, Vec<String>)> {
+    let question = reported.or_else(|| match f.classification {
+        Some(Classification {
+            question: Some(q), ..
+        }) if f.outcome == Outcome::Asked => Some((q.text.clone(), q.options.clone())),
+        _ => None,
+    });
+    question.map(|(text, options)| (bounded(text.trim(), limits::QUESTION), options))
+}
+
+/// The gate that asks a person about the goal the report proposes, if it proposes one.
+fn proposed_goal(
+    f: &Finished<'_>,
+    report: Option<&Result<Report, loopx_adapters::MalformedReport>>,
+) -> Option<NewGate> {
+    let Some(Ok(Report {
+        propose_goal: Some(p),
+        ..
+    })) = report
+    else {
+        return None;
+    };
+    let asked = format!("proposed by `{}` in slice {}", f.agent, f.slice);
+    Some(loopx_kernel::report::goal_proposal(
+        p.objective.clone(),
+        p.scope.clone(),
+        p.why.clone(),
+        &asked,
+    ))
+}
+
+/// How the slice's claim on its todo ends: the todo finished, or released for the next slice.
+fn todo_end(f: &Finished<'_>, todo_done: bool) -> Option<Op> {
+    let (Some(todo), Some(epoch)) = (f.todo, f.epoch) else {
+        return None;
+    };
+    Some(if todo_done {
+        Op::TodoFinish(FinishTodo {
+            todo,
+            to: TodoState::Done,
+            agent: Some(f.agent.clone()),
+            epoch: Some(epoch),
+        })
+    } else {
+        Op::TodoRelease(ReleaseClaim {
+            todo,
+            agent: f.agent.clone(),
+            epoch,
+        })
+    })
+}
+
 impl Writeback {
+    /// A worktree goal's todo is done only once its branch landed: the landing's operations,
+    /// and whether it landed (a todo without a worktree has nothing to land).
+    fn take_landing(&mut self, f: &Finished<'_>, claimed_done: bool) -> bool {
+        let Some(end) = f.worktree else {
+            return true;
+        };
+        let (ops, landed) = landing_ops(f, end, claimed_done && self.violations.is_empty());
+        self.parts.extend(ops.into_iter().map(core));
+        landed
+    }
+
     /// The report's own evidence and its status, or a note that it was malformed; the question
     /// it asks, if any.
     fn take_report(

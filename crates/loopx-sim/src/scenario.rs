@@ -268,13 +268,6 @@ impl Scenario {
             origin: origin.to_owned(),
             why,
         };
-        let duration = |key: &str, text: &str| {
-            humantime::parse_duration(text).map_err(|e| {
-                bad(format!(
-                    "`{key}` = \"{text}\" is not a duration ({e}); write it like \"90s\", \"30m\" or \"5h\""
-                ))
-            })
-        };
         let start = Timestamp::parse_rfc3339(&self.sim.start).ok_or_else(|| {
             bad(format!(
                 "`sim.start` = \"{}\" is not an RFC 3339 time such as \"2026-12-01T00:00:00Z\"",
@@ -287,116 +280,14 @@ impl Scenario {
                 self.sim.hours
             )));
         }
-        if self.accounts.is_empty() || self.agents.is_empty() {
-            return Err(bad(
-                "a scenario needs at least one [[account]] and one [[agent]]".to_owned(),
-            ));
-        }
-        let mut windows = Vec::new();
-        for (i, a) in self.accounts.iter().enumerate() {
-            check_id(&a.name).map_err(|why| bad(format!("`account[{i}].name`: {why}")))?;
-            let window = duration(&format!("account[{i}].window"), &a.window)?;
-            if window < Duration::from_secs(60) || a.tokens == 0 {
-                return Err(bad(format!(
-                    "`account[{i}]`: the window must be at least a minute and `tokens` more than 0"
-                )));
-            }
-            windows.push(window);
-        }
-        let (mut max_time, mut idle) = (Vec::new(), Vec::new());
-        for (i, a) in self.agents.iter().enumerate() {
-            check_id(&a.name).map_err(|why| bad(format!("`agent[{i}].name`: {why}")))?;
-            if !self.accounts.iter().any(|acct| acct.name == a.account) {
-                return Err(bad(format!(
-                    "`agent[{i}].account` = \"{}\" names no [[account]]",
-                    a.account
-                )));
-            }
-            if self.agents[..i].iter().any(|b| b.name == a.name) {
-                return Err(bad(format!(
-                    "`agent[{i}].name` = \"{}\" is used twice",
-                    a.name
-                )));
-            }
-            max_time.push(duration(&format!("agent[{i}].max_time"), &a.max_time)?);
-            idle.push(duration(
-                &format!("agent[{i}].idle_timeout"),
-                &a.idle_timeout,
-            )?);
-        }
-        let least = u32::from(self.experiments.is_none());
-        if self.todos.count < least || self.todos.count > 100_000 {
-            return Err(bad(format!(
-                "`todos.count` = {} must be between {least} and 100000",
-                self.todos.count
-            )));
-        }
-        let (mut monitor_every, mut job_hours) = (Duration::from_secs(600), [Duration::ZERO; 2]);
-        if let Some(e) = &self.experiments {
-            let [lo, hi] = e.job_hours;
-            if e.count == 0 || e.count > 10_000 || !(lo >= 0.0 && lo <= hi && hi <= 10_000.0) {
-                return Err(bad(format!(
-                    "`experiments`: `count` = {} must be between 1 and 10000 and `job_hours` = [{lo}, {hi}] a [min, max] of hours",
-                    e.count
-                )));
-            }
-            if e.fail_percent > 100 {
-                return Err(bad(format!(
-                    "`experiments.fail_percent` = {} is more than 100",
-                    e.fail_percent
-                )));
-            }
-            monitor_every = duration("experiments.every", &e.every)?;
-            job_hours = [lo, hi].map(|h| Duration::from_secs_f64(h * 3600.0));
-        }
-        let b = &self.behaviour;
-        if b.weights().iter().all(|(_, w)| *w == 0) {
-            return Err(bad("every `behaviour` weight is 0".to_owned()));
-        }
-        for (key, [lo, hi]) in [
-            ("work_minutes", b.work_minutes),
-            ("tokens", b.tokens),
-            ("limit_reset_hours", b.limit_reset_hours),
-        ] {
-            if lo > hi || hi == 0 {
-                return Err(bad(format!(
-                    "`behaviour.{key}` = [{lo}, {hi}] must be [min, max] with max > 0"
-                )));
-            }
-        }
+        let windows = self.check_accounts().map_err(bad)?;
+        let [max_time, idle] = self.check_agents().map_err(bad)?;
+        let (monitor_every, job_hours) = self.check_work().map_err(bad)?;
+        self.check_rates().map_err(bad)?;
         let f = &self.faults;
-        for (key, p) in [
-            ("store_busy", f.store_busy),
-            ("disk_full", f.disk_full),
-            ("crash_per_write", f.crash_per_write),
-        ] {
-            if !(0.0..=0.5).contains(&p) {
-                return Err(bad(format!(
-                    "`faults.{key}` = {p} must be a probability between 0 and 0.5"
-                )));
-            }
-        }
-        for (key, rate) in [
-            ("faults.crashes_per_day", f.crashes_per_day),
-            ("faults.clock_steps_per_day", f.clock_steps_per_day),
-            ("people.take_back_per_day", self.people.take_back_per_day),
-            ("people.amend_per_day", self.people.amend_per_day),
-            ("people.edit_per_day", self.people.edit_per_day),
-        ] {
-            if !(0.0..=1_000.0).contains(&rate) {
-                return Err(bad(format!("`{key}` = {rate} must be between 0 and 1000")));
-            }
-        }
-        let range = |key: &str, [lo, hi]: &[String; 2]| -> Result<[Duration; 2], SimError> {
-            let (lo, hi) = (duration(key, lo)?, duration(key, hi)?);
-            if lo > hi {
-                return Err(bad(format!("`{key}` must be [min, max]")));
-            }
-            Ok([lo, hi])
-        };
-        let answer_after = range("people.answer_after", &self.people.answer_after)?;
-        let restart_after = range("faults.restart_after", &f.restart_after)?;
-        let clock_step = duration("faults.clock_step", &f.clock_step)?;
+        let answer_after = range("people.answer_after", &self.people.answer_after).map_err(bad)?;
+        let restart_after = range("faults.restart_after", &f.restart_after).map_err(bad)?;
+        let clock_step = duration("faults.clock_step", &f.clock_step).map_err(bad)?;
         Ok(Checked {
             start,
             hours: self.sim.hours,
@@ -411,6 +302,122 @@ impl Scenario {
             baseline: None,
             scenario: self,
         })
+    }
+
+    /// The accounts: their names, and each one's window.
+    fn check_accounts(&self) -> Result<Vec<Duration>, String> {
+        if self.accounts.is_empty() || self.agents.is_empty() {
+            return Err("a scenario needs at least one [[account]] and one [[agent]]".to_owned());
+        }
+        let mut windows = Vec::new();
+        for (i, a) in self.accounts.iter().enumerate() {
+            check_id(&a.name).map_err(|why| format!("`account[{i}].name`: {why}"))?;
+            let window = duration(&format!("account[{i}].window"), &a.window)?;
+            if window < Duration::from_secs(60) || a.tokens == 0 {
+                return Err(format!(
+                    "`account[{i}]`: the window must be at least a minute and `tokens` more than 0"
+                ));
+            }
+            windows.push(window);
+        }
+        Ok(windows)
+    }
+
+    /// The agents: their names, the account each uses, and each one's `max_time` and
+    /// `idle_timeout`.
+    fn check_agents(&self) -> Result<[Vec<Duration>; 2], String> {
+        let (mut max_time, mut idle) = (Vec::new(), Vec::new());
+        for (i, a) in self.agents.iter().enumerate() {
+            check_id(&a.name).map_err(|why| format!("`agent[{i}].name`: {why}"))?;
+            if !self.accounts.iter().any(|acct| acct.name == a.account) {
+                return Err(format!(
+                    "`agent[{i}].account` = \"{}\" names no [[account]]",
+                    a.account
+                ));
+            }
+            if self.agents[..i].iter().any(|b| b.name == a.name) {
+                return Err(format!("`agent[{i}].name` = \"{}\" is used twice", a.name));
+            }
+            max_time.push(duration(&format!("agent[{i}].max_time"), &a.max_time)?);
+            idle.push(duration(
+                &format!("agent[{i}].idle_timeout"),
+                &a.idle_timeout,
+            )?);
+        }
+        Ok([max_time, idle])
+    }
+
+    /// The work: the todo count, and the experiments (how often their monitors look, and how
+    /// long their jobs run).
+    fn check_work(&self) -> Result<(Duration, [Duration; 2]), String> {
+        let least = u32::from(self.experiments.is_none());
+        if self.todos.count < least || self.todos.count > 100_000 {
+            return Err(format!(
+                "`todos.count` = {} must be between {least} and 100000",
+                self.todos.count
+            ));
+        }
+        let Some(e) = &self.experiments else {
+            return Ok((Duration::from_secs(600), [Duration::ZERO; 2]));
+        };
+        let [lo, hi] = e.job_hours;
+        if e.count == 0 || e.count > 10_000 || !(lo >= 0.0 && lo <= hi && hi <= 10_000.0) {
+            return Err(format!(
+                "`experiments`: `count` = {} must be between 1 and 10000 and `job_hours` = [{lo}, {hi}] a [min, max] of hours",
+                e.count
+            ));
+        }
+        if e.fail_percent > 100 {
+            return Err(format!(
+                "`experiments.fail_percent` = {} is more than 100",
+                e.fail_percent
+            ));
+        }
+        let every = duration("experiments.every", &e.every)?;
+        Ok((every, [lo, hi].map(|h| Duration::from_secs_f64(h * 3600.0))))
+    }
+
+    /// The behaviour weights and ranges, the fault probabilities and the per-day rates.
+    fn check_rates(&self) -> Result<(), String> {
+        let b = &self.behaviour;
+        if b.weights().iter().all(|(_, w)| *w == 0) {
+            return Err("every `behaviour` weight is 0".to_owned());
+        }
+        for (key, [lo, hi]) in [
+            ("work_minutes", b.work_minutes),
+            ("tokens", b.tokens),
+            ("limit_reset_hours", b.limit_reset_hours),
+        ] {
+            if lo > hi || hi == 0 {
+                return Err(format!(
+                    "`behaviour.{key}` = [{lo}, {hi}] must be [min, max] with max > 0"
+                ));
+            }
+        }
+        let f = &self.faults;
+        for (key, p) in [
+            ("store_busy", f.store_busy),
+            ("disk_full", f.disk_full),
+            ("crash_per_write", f.crash_per_write),
+        ] {
+            if !(0.0..=0.5).contains(&p) {
+                return Err(format!(
+                    "`faults.{key}` = {p} must be a probability between 0 and 0.5"
+                ));
+            }
+        }
+        for (key, rate) in [
+            ("faults.crashes_per_day", f.crashes_per_day),
+            ("faults.clock_steps_per_day", f.clock_steps_per_day),
+            ("people.take_back_per_day", self.people.take_back_per_day),
+            ("people.amend_per_day", self.people.amend_per_day),
+            ("people.edit_per_day", self.people.edit_per_day),
+        ] {
+            if !(0.0..=1_000.0).contains(&rate) {
+                return Err(format!("`{key}` = {rate} must be between 0 and 1000"));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -437,6 +444,24 @@ fn check_id(name: &str) -> Result<(), String> {
     name.parse::<loopx_kernel::AgentName>()
         .map(|_| ())
         .map_err(|e| e.to_string())
+}
+
+/// A duration key, such as `"90s"`.
+fn duration(key: &str, text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| {
+        format!(
+            "`{key}` = \"{text}\" is not a duration ({e}); write it like \"90s\", \"30m\" or \"5h\""
+        )
+    })
+}
+
+/// A `[min, max]` pair of durations.
+fn range(key: &str, [lo, hi]: &[String; 2]) -> Result<[Duration; 2], String> {
+    let (lo, hi) = (duration(key, lo)?, duration(key, hi)?);
+    if lo > hi {
+        return Err(format!("`{key}` must be [min, max]"));
+    }
+    Ok([lo, hi])
 }
 
 #[cfg(test)]

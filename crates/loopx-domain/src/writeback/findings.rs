@@ -74,19 +74,7 @@ pub fn ops(f: &Finished<'_>) -> Vec<Op> {
         violated(c)
     );
     let summary = format!("s{changed}: {}", named(&bad));
-    let mut detail = String::new();
-    if !c.outside.is_empty() {
-        detail.push_str(&format!(
-            "outside the goal's scope:\n{}",
-            listed(&c.outside)
-        ));
-    }
-    if !c.state_files.is_empty() {
-        detail.push_str(&format!(
-            "in loopx's state directory:\n{}",
-            listed(&c.state_files)
-        ));
-    }
+    let detail = violation_detail(c);
     ops.push(Op::EvidenceAdd(evidence(
         f,
         EvidenceKind::Violation,
@@ -97,6 +85,12 @@ pub fn ops(f: &Finished<'_>) -> Vec<Op> {
         "S{changed} ({}): keep the changes or roll them back?",
         named(&bad)
     );
+    ops.push(Op::GateAsk(gate(f, question, &detail)));
+    ops
+}
+
+/// The gate that asks whether to keep a slice's violating changes or roll them back.
+fn gate(f: &Finished<'_>, question: String, detail: &str) -> NewGate {
     // In a worktree the slice is one commit on its todo's branch: `rollback` undoes it, and
     // until then nobody builds on it. In the shared tree loopx can only tell the agent.
     let (context, blocks, kind) = match (f.worktree, f.todo) {
@@ -142,14 +136,31 @@ pub fn ops(f: &Finished<'_>) -> Vec<Op> {
             },
         ),
     };
-    ops.push(Op::GateAsk(NewGate {
+    NewGate {
         question,
         options: vec![KEEP.to_owned(), ROLLBACK.to_owned()],
         context: bounded(&context, limits::DETAIL),
         blocks,
         kind,
-    }));
-    ops
+    }
+}
+
+/// The violation evidence's detail: each file outside the scope, then each in `.loopx/`.
+fn violation_detail(c: &SliceChanges) -> String {
+    let mut detail = String::new();
+    if !c.outside.is_empty() {
+        detail.push_str(&format!(
+            "outside the goal's scope:\n{}",
+            listed(&c.outside)
+        ));
+    }
+    if !c.state_files.is_empty() {
+        detail.push_str(&format!(
+            "in loopx's state directory:\n{}",
+            listed(&c.state_files)
+        ));
+    }
+    detail
 }
 
 /// Whether the slice said its todo is done: a `done` report (in its final block or through
