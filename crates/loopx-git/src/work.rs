@@ -141,29 +141,7 @@ pub fn changed_between(
         .map(|(path, _)| path.clone())
         .collect();
     if then.commit != now.commit {
-        let empty = empty_tree(&place.top)?;
-        let from = then.commit.as_deref().unwrap_or(&empty);
-        let to = now.commit.as_deref().unwrap_or(&empty);
-        let names = git(
-            &place.top,
-            &[
-                "diff",
-                "--no-ext-diff",
-                "--no-textconv",
-                "--no-renames",
-                "--name-only",
-                "-z",
-                from,
-                to,
-            ],
-        )
-        .map_err(|e| gone(e, from))?;
-        candidates.extend(
-            names
-                .split(|b| *b == 0)
-                .filter(|n| !n.is_empty())
-                .filter_map(|n| project_path(&String::from_utf8_lossy(n), &place.prefix)),
-        );
+        candidates.extend(committed_between(&place, then, now)?);
     }
     candidates.retain(|path| in_scope(path));
     if candidates.is_empty() && !then.overflow && !now.overflow {
@@ -182,6 +160,37 @@ pub fn changed_between(
     Ok(paths
         .into_iter()
         .filter(|path| then_ids.get(path) != now_ids.get(path))
+        .collect())
+}
+
+/// The project's files that differ between the commits of `then` and `now` (a commit made,
+/// reset or amended while the slice ran).
+fn committed_between(
+    place: &Place,
+    then: &WorkMark,
+    now: &WorkMark,
+) -> Result<Vec<String>, GitError> {
+    let empty = empty_tree(&place.top)?;
+    let from = then.commit.as_deref().unwrap_or(&empty);
+    let to = now.commit.as_deref().unwrap_or(&empty);
+    let names = git(
+        &place.top,
+        &[
+            "diff",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+            "--name-only",
+            "-z",
+            from,
+            to,
+        ],
+    )
+    .map_err(|e| gone(e, from))?;
+    Ok(names
+        .split(|b| *b == 0)
+        .filter(|n| !n.is_empty())
+        .filter_map(|n| project_path(&String::from_utf8_lossy(n), &place.prefix))
         .collect())
 }
 

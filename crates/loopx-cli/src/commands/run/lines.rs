@@ -1,8 +1,8 @@
 //! How `loopx run` says what happens: one line per step of `--once` and per event of the loop
 //! (peers' lines interleave, so each names its agent).
 
-use loopx_kernel::Timestamp;
 use loopx_kernel::time::short_duration;
+use loopx_kernel::{AgentName, GateId, Timestamp};
 use loopx_supervisor::poll::PollSummary;
 use loopx_supervisor::{EndReason, Recovered, RunEvent, SliceSummary, Step};
 
@@ -165,15 +165,7 @@ pub(crate) fn event_line(event: &RunEvent, now: Timestamp) -> String {
             question,
             options,
             answer_with,
-        } => {
-            let options = match options.as_slice() {
-                [] => String::new(),
-                options => format!(" [{}]", options.join(" / ")),
-            };
-            format!(
-                "{agent}: waiting on gate {gate}: {question}{options}\nanswer with: {answer_with}"
-            )
-        }
+        } => asked(agent, *gate, question, options, answer_with),
         RunEvent::Quiet { agent, reason } => format!("{agent}: quiet: {reason}"),
         RunEvent::Polled(p) => polled(p, now),
         RunEvent::AgentStopped { agent, reason } => format!("{agent}: stopped: {reason}"),
@@ -197,6 +189,21 @@ fn joined<T: std::fmt::Display>(items: &[T]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A question that waits for a person, with its options and the command that answers it.
+fn asked(
+    agent: &AgentName,
+    gate: GateId,
+    question: &str,
+    options: &[String],
+    answer_with: &str,
+) -> String {
+    let options = match options {
+        [] => String::new(),
+        options => format!(" [{}]", options.join(" / ")),
+    };
+    format!("{agent}: waiting on gate {gate}: {question}{options}\nanswer with: {answer_with}")
 }
 
 /// `on t3` when the slice had a todo.
