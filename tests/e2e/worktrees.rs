@@ -495,7 +495,7 @@ fn doctor_finds_a_stale_worktree_and_removes_it_on_request() {
     );
     assert!(!stale.exists());
     assert!(git(root, &["branch", "--list", "loopx/g1-t9"]).contains("loopx/g1-t9"));
-    assert!(!git(root, &["worktree", "list"]).contains("t9"));
+    assert!(!git(root, &["worktree", "list"]).contains("worktrees/g1/t9"));
     untouched(&loopx);
 }
 
