@@ -2,7 +2,7 @@
 //! evidence, what each agent would do now. `loopx status` renders it, `status --json` and the
 //! board show it as it is.
 
-use loopx_kernel::model::{Gate, GateState, Goal, SliceRecord, Todo};
+use loopx_kernel::model::{Gate, Goal, SliceRecord, Todo};
 use loopx_kernel::store::TodoCounts;
 use loopx_kernel::{Timestamp, TodoId};
 use serde::Serialize;
@@ -240,8 +240,8 @@ impl App {
         // the claimed ones, the first of the waiting and ready ones, counts kept as counters.
         let (goal, revision, gates, running, todos, latest_evidence, agents) = store.read(|s| {
             let counts = s.todo_counts()?;
-            let goal = goal_shown(s)?;
-            let gates = open_gates(s)?;
+            let goal = s.goal_shown()?;
+            let gates = s.open_gates()?;
             let revision = RevisionNow::read(s, goal.as_ref())?;
             let todos = first_todos(s, goal.as_ref().map(|g| g.id), &gates, counts)?;
             let running = running_now(s, now)?;
@@ -379,21 +379,6 @@ fn assemble(
         problems: Vec::new(),
         projections: Vec::new(),
     }
-}
-
-/// The active or paused goal; else the latest one, so a finished goal shows as done.
-fn goal_shown(s: &loopx_kernel::Snapshot<'_>) -> Result<Option<Goal>, loopx_kernel::KernelError> {
-    match s.current_goal()? {
-        Some(goal) => Ok(Some(goal)),
-        None => Ok(s.goals()?.pop()),
-    }
-}
-
-/// The gates waiting for a person.
-fn open_gates(s: &loopx_kernel::Snapshot<'_>) -> Result<Vec<Gate>, loopx_kernel::KernelError> {
-    let mut gates = s.gates()?;
-    gates.retain(|g| g.state == GateState::Open);
-    Ok(gates)
 }
 
 /// The running slices, each with its age and whether its `loopx run` is gone.

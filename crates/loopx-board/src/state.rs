@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use loopx_kernel::model::{Gate, GateState, SliceRecord, Todo, TodoState};
+use loopx_kernel::model::{Gate, SliceRecord, Todo, TodoState};
 use loopx_kernel::{Timestamp, TodoId};
 use serde_json::{Value, json};
 
@@ -29,10 +29,7 @@ pub(crate) fn board(app: &App) -> Result<Value, AppError> {
     // The rules' problems, if any, are in `status`'s; the cards go on without them.
     let judge = app.evidence_judge(app.evidence_rules().unwrap_or_default());
     let (columns, running, events) = app.read(|s| {
-        let goal = match s.current_goal()? {
-            Some(goal) => Some(goal),
-            None => s.goals()?.pop(),
-        };
+        let goal = s.goal_shown()?;
         let todos: Vec<Todo> = match &goal {
             Some(goal) => s
                 .todos()?
@@ -41,11 +38,7 @@ pub(crate) fn board(app: &App) -> Result<Value, AppError> {
                 .collect(),
             None => Vec::new(),
         };
-        let gates: Vec<Gate> = s
-            .gates()?
-            .into_iter()
-            .filter(|g| g.state == GateState::Open)
-            .collect();
+        let gates: Vec<Gate> = s.open_gates()?;
         let running = s.running_slices()?;
         let finished: Vec<TodoId> = todos
             .iter()

@@ -10,7 +10,7 @@ use loopx_quota::{
     TodoView, WindowState,
 };
 
-use loopx_kernel::model::{Blocks, GateState, TodoState};
+use loopx_kernel::model::{Blocks, TodoState};
 use loopx_kernel::store::{Snapshot, busy_intervals, hold_keys, hold_views};
 use loopx_kernel::{AgentName, KernelError, Timestamp};
 
@@ -109,12 +109,7 @@ impl SharedState {
     /// Reads the shared part of the decision at `now`.
     pub fn read(snap: &Snapshot<'_>, now: Timestamp) -> Result<SharedState, KernelError> {
         let policy = Policy::default();
-        // The active or paused goal; else the latest, so that a finished goal's agents stop
-        // with "goal g1 is done" rather than "there is no active goal".
-        let goal = match snap.current_goal()? {
-            Some(goal) => Some(goal),
-            None => snap.goals()?.pop(),
-        };
+        let goal = snap.goal_shown()?;
         let running = snap.running_slices()?;
         let running_todos: Vec<_> = running
             .iter()
@@ -185,9 +180,8 @@ fn goal_todos(
 /// The open gates, as the decision sees them.
 fn open_gates(snap: &Snapshot<'_>) -> Result<Vec<GateView>, KernelError> {
     Ok(snap
-        .gates()?
+        .open_gates()?
         .into_iter()
-        .filter(|g| g.state == GateState::Open)
         .map(|g| GateView {
             id: g.id,
             question: g.question,

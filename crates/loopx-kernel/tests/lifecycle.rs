@@ -858,3 +858,55 @@ fn a_goal_start_that_expects_an_id_gets_it_or_is_refused() {
     );
     assert_eq!(f.store.read(|s| s.next_goal_id()).expect("read"), GoalId(2));
 }
+
+/// What a view shows: the current goal while there is one, else the newest finished one (not
+/// the first); and only the gates still waiting for a person.
+#[test]
+fn a_view_shows_the_current_goal_else_the_newest_and_only_open_gates() {
+    use loopx_kernel::model::GoalStatus;
+    let f = fixture();
+    let finish = || {
+        let done = SetGoalStatus {
+            goal: None,
+            to: GoalStatus::Done,
+            agents_close: false,
+        };
+        f.store
+            .apply(Op::GoalSetStatus(done), HUMAN, T0)
+            .expect("done");
+    };
+    let shown = || {
+        f.store
+            .read(|s| s.goal_shown())
+            .expect("read")
+            .map(|g| (g.id.0, g.status))
+    };
+    assert_eq!(shown(), None);
+    f.goal();
+    finish();
+    f.goal();
+    assert_eq!(shown(), Some((2, GoalStatus::Active)));
+
+    let first = ask(&f, stall_gate(f.todo("Stalls")));
+    let second = ask(&f, stall_gate(f.todo("Stalls too")));
+    let answer = AnswerGate {
+        gate: first.id,
+        choice: AnswerChoice::Text("retry".into()),
+        slice: None,
+        note: None,
+    };
+    f.store
+        .apply(Op::GateAnswer(answer), HUMAN, T0)
+        .expect("answered");
+    let open: Vec<_> = f
+        .store
+        .read(|s| s.open_gates())
+        .expect("read")
+        .into_iter()
+        .map(|g| g.id)
+        .collect();
+    assert_eq!(open, [second.id]);
+
+    finish();
+    assert_eq!(shown(), Some((2, GoalStatus::Done)), "the newest, not g1");
+}

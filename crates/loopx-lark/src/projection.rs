@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use loopx_app::board::{Column, blocking_gate};
 use loopx_app::evidence::JudgedEvidence;
 use loopx_app::{App, AppError};
-use loopx_kernel::model::{Gate, GateState, Goal, GoalStatus, Handoff, Todo};
+use loopx_kernel::model::{Gate, Goal, GoalStatus, Handoff, Todo};
 use loopx_kernel::{GoalId, TodoId};
 use serde_json::{Map, Value, json};
 
@@ -80,11 +80,7 @@ pub fn rows(app: &App, answers: Answers) -> Result<Vec<Row>, AppError> {
             .into_iter()
             .filter(|t| goals.contains_key(&t.goal))
             .collect();
-        let gates: Vec<_> = s
-            .gates()?
-            .into_iter()
-            .filter(|g| g.state == GateState::Open)
-            .collect();
+        let gates = s.open_gates()?;
         let running = s.running_slices()?;
         let names = Names::new(
             goals.values().cloned().collect(),

@@ -123,6 +123,16 @@ impl<'a> Snapshot<'a> {
             .cloned())
     }
 
+    /// The goal a view shows and the decision reads: the current one, else the newest, so that
+    /// a finished goal shows as done (and its agents stop with "goal g1 is done", not "there is
+    /// no active goal").
+    pub fn goal_shown(&self) -> Result<Option<Goal>, KernelError> {
+        match self.current_goal()? {
+            Some(goal) => Ok(Some(goal)),
+            None => Ok(self.scan(tables::GOALS, true, 1, |_| true)?.pop()),
+        }
+    }
+
     pub fn todo(&self, id: TodoId) -> Result<Option<Todo>, KernelError> {
         self.get(tables::TODOS, id.0)
     }
@@ -447,6 +457,13 @@ impl<'a> Snapshot<'a> {
 
     pub fn gates(&self) -> Result<Vec<Gate>, KernelError> {
         self.scan(tables::GATES, false, usize::MAX, |_| true)
+    }
+
+    /// The gates waiting for a person, oldest first.
+    pub fn open_gates(&self) -> Result<Vec<Gate>, KernelError> {
+        self.scan(tables::GATES, false, usize::MAX, |g: &Gate| {
+            g.state == crate::model::GateState::Open
+        })
     }
 
     /// The newest `limit` pieces of evidence that pass `keep`, newest first.
