@@ -454,16 +454,8 @@ fn issue_11_init_is_atomic_and_safe_to_repeat() {
     // Killed at any moment: no project, or a whole one; `init` works afterwards either way.
     for i in 0..30u64 {
         let dir = Loopx::empty();
-        let mut child = dir
-            .command(&["init"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("init starts");
-        // A fixed wait on purpose: each pass kills `init` at a later moment.
-        std::thread::sleep(Duration::from_micros(i * 500));
-        let _ = child.kill();
-        let _ = child.wait();
+        // Each pass kills `init` at a later moment.
+        dir.killed_after(&["init"], Duration::from_micros(i * 500));
         let run = dir.run(&["init"]);
         assert_eq!(
             run.code,

@@ -77,16 +77,8 @@ fn soak_kill_9_loopx_run_at_random_moments() {
     let started = Instant::now();
     let mut killed_in_a_slice = 0;
     for _ in 0..kills {
-        let mut child = loopx
-            .command(&["run"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("loopx run starts");
-        // A fixed wait on purpose: the kill lands at a random moment, whatever loopx is doing.
-        std::thread::sleep(Duration::from_millis(50 + moments.next_ms(750)));
-        let _ = child.kill();
-        let _ = child.wait();
+        // The kill lands at a random moment, whatever loopx is doing.
+        loopx.killed_after(&["run"], Duration::from_millis(50 + moments.next_ms(750)));
         let status = loopx.ok(&["status", "--json"]).json();
         if status["running"].as_array().is_some_and(|r| !r.is_empty()) {
             killed_in_a_slice += 1;

@@ -168,6 +168,22 @@ impl Loopx {
         Run::from(self.command(args).output().expect("loopx runs"))
     }
 
+    /// Starts `loopx ARGS` and kills it (SIGKILL) `after` its start, for the tests that a kill
+    /// at any moment loses nothing. The one fixed wait of its kind, on purpose: the moment of
+    /// the kill is what such a test varies, and a kill that waited for some state would land
+    /// only at that state.
+    pub fn killed_after(&self, args: &[&str], after: Duration) {
+        let mut child = self
+            .command(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("loopx starts");
+        std::thread::sleep(after);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
     pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut cmd = self.command(args);
         for (k, v) in env {
