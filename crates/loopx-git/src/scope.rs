@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use loopx_kernel::project::STATE_DIR;
 use loopx_kernel::scope::Scope;
@@ -287,7 +288,38 @@ const SAFE_CONFIG: &[&str] = &[
 
 /// Runs git in `dir` with `env` added, for at most [`crate::timeout`]; how it ended, or why it
 /// could not run (or was stopped at the deadline).
+///
+/// A git that died because another worktree was half made is run again, a few times over a
+/// third of a second: `git worktree add` writes the new worktree's `commondir` after creating
+/// it empty, and any git that lists the worktrees meanwhile (another `worktree add`, a
+/// `branch -f`, a `worktree list`) dies on it ("failed to read .git/worktrees/t2/commondir").
+/// Two agents' worktrees made at once hit that. Such a git dies while reading, before it
+/// changes anything, so running it again is safe.
 pub fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutput, GitError> {
+    let mut pause = Duration::from_millis(20);
+    loop {
+        let out = git_run_once(dir, args, env)?;
+        if out.code == Some(0) || !half_made_worktree(&out.stderr) || pause > HALF_MADE_PATIENCE {
+            return Ok(out);
+        }
+        std::thread::sleep(pause);
+        pause *= 2;
+    }
+}
+
+/// The longest pause before the last try of a git that met a half-made worktree (20, 40, 80
+/// and 160 ms: 300 ms in all).
+const HALF_MADE_PATIENCE: Duration = Duration::from_millis(160);
+
+/// Whether git died on another worktree's administrative files as `git worktree add` leaves
+/// them for a moment.
+fn half_made_worktree(stderr: &str) -> bool {
+    stderr.contains("failed to read")
+        && stderr.contains("/worktrees/")
+        && stderr.contains("commondir")
+}
+
+fn git_run_once(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutput, GitError> {
     let what = args.first().copied().unwrap_or("");
     let mut command = Command::new(git_program());
     command
