@@ -138,11 +138,7 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
     };
     // A todo before version 15: its monitor lacks `pins`.
     let body = match (table, version) {
-        ("todos", ..15) => Cow::Owned(
-            postcard::from_bytes::<TodoV14>(&body)
-                .and_then(|old| postcard::to_allocvec(&Todo::from(old)))
-                .map_err(|e| failed(e.to_string()))?,
-        ),
+        ("todos", ..15) => reencode::<TodoV14, Todo>(&body).map_err(|e| failed(e.to_string()))?,
         _ => body,
     };
     postcard::from_bytes(&body).map_err(|e| failed(e.to_string()))
@@ -248,13 +244,23 @@ fn up_to_v5<'b>(
     })
 }
 
+/// `body`, a record in an old layout `Old`, in the layout of `New`.
+fn reencode<'b, Old, New>(body: &[u8]) -> Result<Cow<'b, [u8]>, postcard::Error>
+where
+    Old: DeserializeOwned,
+    New: From<Old> + Serialize,
+{
+    Ok(Cow::Owned(postcard::to_allocvec(&New::from(
+        postcard::from_bytes::<Old>(body)?,
+    ))?))
+}
+
 /// A version-5 record's body in the current encoding.
 fn upgrade_v5<'b>(table: &str, body: &'b [u8]) -> Result<Cow<'b, [u8]>, postcard::Error> {
-    let current = match table {
-        "goals" => postcard::to_allocvec(&Goal::from(postcard::from_bytes::<GoalV5>(body)?))?,
-        _ => return Ok(Cow::Borrowed(body)),
-    };
-    Ok(Cow::Owned(current))
+    match table {
+        "goals" => reencode::<GoalV5, Goal>(body),
+        _ => Ok(Cow::Borrowed(body)),
+    }
 }
 
 /// A goal as versions 1 to 5 stored it.
@@ -289,23 +295,19 @@ impl From<GoalV5> for Goal {
 
 /// A version-1 record's body in the current encoding.
 fn upgrade_v1<'b>(table: &str, body: &'b [u8]) -> Result<Cow<'b, [u8]>, postcard::Error> {
-    let current = match table {
-        "todos" => postcard::to_allocvec(&Todo::from(postcard::from_bytes::<TodoV1>(body)?))?,
-        "gates" => postcard::to_allocvec(&Gate::from(postcard::from_bytes::<GateV1>(body)?))?,
-        _ => return Ok(Cow::Borrowed(body)),
-    };
-    Ok(Cow::Owned(current))
+    match table {
+        "todos" => reencode::<TodoV1, Todo>(body),
+        "gates" => reencode::<GateV1, Gate>(body),
+        _ => Ok(Cow::Borrowed(body)),
+    }
 }
 
 /// A version-3 or 4 record's body in the current encoding.
 fn upgrade_v4<'b>(table: &str, body: &'b [u8]) -> Result<Cow<'b, [u8]>, postcard::Error> {
-    let current = match table {
-        "slices" => {
-            postcard::to_allocvec(&SliceRecord::from(postcard::from_bytes::<SliceV4>(body)?))?
-        }
-        _ => return Ok(Cow::Borrowed(body)),
-    };
-    Ok(Cow::Owned(current))
+    match table {
+        "slices" => reencode::<SliceV4, SliceRecord>(body),
+        _ => Ok(Cow::Borrowed(body)),
+    }
 }
 
 /// A slice as versions 3 and 4 stored it.
@@ -361,13 +363,10 @@ impl From<SliceV4> for SliceRecord {
 
 /// A version-2 record's body in the current encoding.
 fn upgrade_v2<'b>(table: &str, body: &'b [u8]) -> Result<Cow<'b, [u8]>, postcard::Error> {
-    let current = match table {
-        "slices" => {
-            postcard::to_allocvec(&SliceRecord::from(postcard::from_bytes::<SliceV2>(body)?))?
-        }
-        _ => return Ok(Cow::Borrowed(body)),
-    };
-    Ok(Cow::Owned(current))
+    match table {
+        "slices" => reencode::<SliceV2, SliceRecord>(body),
+        _ => Ok(Cow::Borrowed(body)),
+    }
 }
 
 /// A slice as versions 1 and 2 stored it.
