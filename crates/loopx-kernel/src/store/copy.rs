@@ -42,7 +42,7 @@ type Summary = (Vec<(&'static str, u64)>, String);
 fn digest(kv: &dyn KvRead) -> Result<Summary, KernelError> {
     let mut hash = Sha256::new();
     let mut tables = Vec::new();
-    for table in Table::ALL {
+    for &table in Table::ALL {
         tables.push((table.name(), digest_table(kv, table, &mut hash)?));
     }
     Ok((tables, hex::encode(hash.finalize())))
@@ -78,7 +78,7 @@ impl Store {
         }
         self.read(|snap| {
             let source = snap.kv();
-            for table in Table::ALL {
+            for &table in Table::ALL {
                 source.scan(table, ALL_KEYS, false, &mut |key, value| {
                     super::kv::KvWrite::put(&txn, table, &key, value)?;
                     Ok(true)

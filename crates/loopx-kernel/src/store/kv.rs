@@ -123,127 +123,66 @@ pub(crate) enum Shape {
     Ready,
 }
 
-/// The kernel's tables (see `tables.rs` for what each holds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Table {
-    Meta,
-    Goals,
-    Todos,
-    Gates,
-    Evidence,
-    Handoffs,
-    Slices,
-    SliceOwners,
-    Events,
-    Spends,
-    Quota,
-    Agents,
-    Running,
-    ActiveTodos,
-    ClaimedTodos,
-    ReadyTodos,
-    WaitingTodos,
-    Dependents,
-    MonitorTodos,
-    GoalRevisions,
+/// Declares [`Table`]: each table once, with its number, its name and its shape.
+macro_rules! tables {
+    ($($table:ident = $number:literal, $name:literal, $shape:ident;)*) => {
+        /// The kernel's tables (see `tables.rs` for what each holds).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub(crate) enum Table {
+            $($table,)*
+        }
+
+        impl Table {
+            /// Every table, in the order `loopx store copy` copies them.
+            pub(crate) const ALL: &[Table] = &[$(Table::$table,)*];
+
+            /// The table's name (redb's, and the one errors give).
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $(Table::$table => $name,)*
+                }
+            }
+
+            /// A small stable number for the table (PostgreSQL's `tbl` column). Never reuse one.
+            pub(crate) fn number(self) -> i16 {
+                match self {
+                    $(Table::$table => $number,)*
+                }
+            }
+
+            /// What its keys and values are.
+            pub(crate) fn shape(self) -> Shape {
+                match self {
+                    $(Table::$table => Shape::$shape,)*
+                }
+            }
+        }
+    };
 }
 
-impl Table {
-    /// Every table, in the order `loopx store copy` copies them.
-    pub(crate) const ALL: [Table; 20] = [
-        Table::Meta,
-        Table::Goals,
-        Table::Todos,
-        Table::Gates,
-        Table::Evidence,
-        Table::Handoffs,
-        Table::Slices,
-        Table::SliceOwners,
-        Table::Events,
-        Table::Spends,
-        Table::Quota,
-        Table::Agents,
-        Table::Running,
-        Table::ActiveTodos,
-        Table::ClaimedTodos,
-        Table::ReadyTodos,
-        Table::WaitingTodos,
-        Table::Dependents,
-        Table::MonitorTodos,
-        Table::GoalRevisions,
-    ];
-
-    /// The table's name (redb's, and the one errors give).
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Table::Meta => "meta",
-            Table::Goals => "goals",
-            Table::Todos => "todos",
-            Table::Gates => "gates",
-            Table::Evidence => "evidence",
-            Table::Handoffs => "handoffs",
-            Table::Slices => "slices",
-            Table::SliceOwners => "slice_owners",
-            Table::Events => "events",
-            Table::Spends => "spends",
-            Table::Quota => "quota",
-            Table::Agents => "agents",
-            Table::Running => "running_slices",
-            Table::ActiveTodos => "active_todos",
-            Table::ClaimedTodos => "claimed_todos",
-            Table::ReadyTodos => "ready_todos",
-            Table::WaitingTodos => "waiting_todos",
-            Table::Dependents => "todo_dependents",
-            Table::MonitorTodos => "monitor_todos",
-            Table::GoalRevisions => "goal_revisions",
-        }
-    }
-
-    /// A small stable number for the table (PostgreSQL's `tbl` column). Never reuse one.
-    pub(crate) fn number(self) -> i16 {
-        match self {
-            Table::Meta => 1,
-            Table::Goals => 2,
-            Table::Todos => 3,
-            Table::Gates => 4,
-            Table::Evidence => 5,
-            Table::Handoffs => 6,
-            Table::Slices => 7,
-            Table::SliceOwners => 8,
-            Table::Events => 9,
-            Table::Spends => 10,
-            Table::Quota => 11,
-            Table::Agents => 12,
-            Table::Running => 13,
-            Table::ActiveTodos => 14,
-            Table::ClaimedTodos => 15,
-            Table::ReadyTodos => 16,
-            Table::WaitingTodos => 17,
-            Table::Dependents => 18,
-            Table::MonitorTodos => 19,
-            Table::GoalRevisions => 20,
-        }
-    }
-
-    pub(crate) fn shape(self) -> Shape {
-        match self {
-            Table::Meta => Shape::Meta,
-            Table::Goals
-            | Table::Todos
-            | Table::Gates
-            | Table::Evidence
-            | Table::Handoffs
-            | Table::Slices
-            | Table::SliceOwners
-            | Table::Events
-            | Table::Spends
-            | Table::GoalRevisions => Shape::Numbered,
-            Table::Quota | Table::Agents => Shape::Named,
-            Table::Running | Table::ActiveTodos | Table::ClaimedTodos => Shape::Set,
-            Table::ReadyTodos => Shape::Ready,
-            Table::WaitingTodos | Table::Dependents | Table::MonitorTodos => Shape::Pair,
-        }
-    }
+// The numbers and names are on disk (PostgreSQL's `tbl`, redb's table names): never change or
+// reuse one; a new table takes the next number.
+tables! {
+    Meta = 1, "meta", Meta;
+    Goals = 2, "goals", Numbered;
+    Todos = 3, "todos", Numbered;
+    Gates = 4, "gates", Numbered;
+    Evidence = 5, "evidence", Numbered;
+    Handoffs = 6, "handoffs", Numbered;
+    Slices = 7, "slices", Numbered;
+    SliceOwners = 8, "slice_owners", Numbered;
+    Events = 9, "events", Numbered;
+    Spends = 10, "spends", Numbered;
+    Quota = 11, "quota", Named;
+    Agents = 12, "agents", Named;
+    Running = 13, "running_slices", Set;
+    ActiveTodos = 14, "active_todos", Set;
+    ClaimedTodos = 15, "claimed_todos", Set;
+    ReadyTodos = 16, "ready_todos", Ready;
+    WaitingTodos = 17, "waiting_todos", Pair;
+    Dependents = 18, "todo_dependents", Pair;
+    MonitorTodos = 19, "monitor_todos", Pair;
+    GoalRevisions = 20, "goal_revisions", Numbered;
 }
 
 /// A range of keys.
@@ -350,6 +289,20 @@ mod tests {
             any::<u64>(),
         )
             .prop_map(|(g, r, n, p, id)| Key::Ready(g, r, n, p, id))
+    }
+
+    #[test]
+    fn no_two_tables_share_a_number_or_a_name() {
+        let numbers: std::collections::BTreeSet<i16> =
+            Table::ALL.iter().map(|t| t.number()).collect();
+        let names: std::collections::BTreeSet<&str> = Table::ALL.iter().map(|t| t.name()).collect();
+        assert_eq!(numbers.len(), Table::ALL.len());
+        assert_eq!(names.len(), Table::ALL.len());
+        assert_eq!(
+            numbers.last(),
+            Some(&(Table::ALL.len() as i16)),
+            "numbered 1 to N"
+        );
     }
 
     proptest! {

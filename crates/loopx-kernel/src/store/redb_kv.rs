@@ -370,7 +370,7 @@ impl KvWrite for RedbKv<'_> {
 /// Creates every table of the kernel in a new store, so that readers never meet a missing one.
 pub(crate) fn create_tables(kv: &RedbKv<'_>) -> Result<(), KernelError> {
     let txn = kv.writable()?;
-    for table in Table::ALL {
+    for &table in Table::ALL {
         by_shape!(table, kv, |def, _shape| {
             {
                 txn.open_table(def).map_err(|e| kv.err(e))?;
