@@ -32,6 +32,7 @@ pub mod findings;
 mod landing;
 pub mod questions;
 use loopx_git::scope::SliceChanges;
+use loopx_git::worktree::{Landing, Prepared, SliceCommit};
 
 /// How long an account is held after a usage limit that named no reset time; it doubles with
 /// each such limit in a row, up to [`MAX_UNKNOWN_RESET_BACKOFF`].
@@ -110,8 +111,24 @@ pub struct Finished<'a> {
     /// The project lets its agents end goals (`[goal] close = "agents"`); else an agent's
     /// "the goal is met" asks a person.
     pub agents_close_goals: bool,
-    /// A worktree goal's todo slice: its commit, and its landing when it reported done.
-    pub worktree: Option<&'a WorktreeEnd>,
+    /// A worktree goal's todo slice: its worktree as the slice found it (the todo's branch
+    /// at its checkpoint).
+    pub tree: Option<&'a Prepared>,
+    /// The slice's commit on the todo's branch (none: it could not be made).
+    pub commit: Option<&'a SliceCommit>,
+    /// The todo's landing on the goal's branch. `None`: not tried (the agent did not report
+    /// done, the slice's commit could not be made, the claim moved on); then a worktree
+    /// goal's todo is not done.
+    pub landing: Option<Landing>,
+}
+
+impl Finished<'_> {
+    /// A worktree goal's todo slice: its todo's branch before the slice and after it (the
+    /// checkpoint again when the slice's commit could not be made).
+    pub fn branch(&self) -> Option<(&str, &str)> {
+        let checkpoint = &self.tree?.checkpoint;
+        Some((checkpoint, self.commit.map_or(checkpoint, |c| &c.head)))
+    }
 }
 
 /// What the adapter tells a person to do about its CLI (`questions.rs` names it in a gate).
@@ -123,19 +140,6 @@ pub struct CliFixes<'a> {
     pub login: Option<&'a str>,
     /// How a person installs it (the adapter's `install`).
     pub install: Option<&'a str>,
-}
-
-/// How a worktree goal's todo slice ended in git.
-#[derive(Debug, Clone)]
-pub struct WorktreeEnd {
-    /// The todo's branch before the slice, and after it.
-    pub checkpoint: String,
-    pub commit: String,
-    /// `None`: not tried (the agent did not report done, the slice's commit could not be
-    /// made, the claim moved on); then the todo is not done.
-    pub landing: Option<loopx_git::worktree::Landing>,
-    /// The goal's integration branch.
-    pub integration: String,
 }
 
 /// One operation of the batch.
@@ -396,11 +400,11 @@ impl Writeback {
     /// A worktree goal's todo is done only once its branch landed: the landing's operations,
     /// and whether it landed (a todo without a worktree has nothing to land).
     fn take_landing(&mut self, f: &Finished<'_>, claimed_done: bool) -> bool {
-        let Some(end) = f.worktree else {
+        let Some(tree) = f.tree else {
             return true;
         };
         let (ops, landed) =
-            landing::landing_ops(f, end, claimed_done && self.violations.is_empty());
+            landing::landing_ops(f, tree, claimed_done && self.violations.is_empty());
         self.parts.extend(ops.into_iter().map(core));
         landed
     }
@@ -848,7 +852,9 @@ pub fn test_finished(agent: &AgentName) -> Finished<'_> {
         changes: &NO_CHANGES,
         reported_done: false,
         agents_close_goals: false,
-        worktree: None,
+        tree: None,
+        commit: None,
+        landing: None,
     }
 }
 

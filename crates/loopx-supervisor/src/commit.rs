@@ -17,8 +17,9 @@ use serde::Serialize;
 
 use crate::errors::SupervisorError;
 use crate::once::RunOnce;
-use crate::slice::{ACTOR, Observed, actor, patience, retrying};
-use loopx_domain::writeback::{Finished, Item, WorktreeEnd, Writeback, lost_claim, writeback};
+use crate::slice::{ACTOR, Begun, actor, patience, retrying};
+use loopx_domain::judge::{AgentEnd, Judged};
+use loopx_domain::writeback::{Finished, Item, Writeback, lost_claim, writeback};
 use loopx_git::worktree::{Landing, SliceCommit};
 
 /// One slice, as `loopx run --once --json` shows it (documented in `docs/cli.md`).
@@ -83,20 +84,18 @@ pub struct SliceSummary {
     pub disk_full: Option<String>,
 }
 
-impl Observed {
-    /// Writes the slice back; the guard is disarmed once its end is recorded.
-    pub(crate) fn write_back(self, req: &RunOnce) -> Result<SliceSummary, SupervisorError> {
-        let Observed {
-            begun,
-            end,
-            mut judged,
-            mut changes,
-            spent,
-            commit,
-        } = self;
-        let (ran, reported, renewal) = (&end.ran, end.reported, end.renewal);
+impl Begun {
+    /// Writes the slice back, its agent having ended as `end` says and the slice judged
+    /// `judged`; the guard is disarmed once its end is recorded.
+    pub(crate) fn write_back(
+        mut self,
+        req: &RunOnce,
+        mut end: AgentEnd,
+        mut judged: Judged,
+    ) -> Result<SliceSummary, SupervisorError> {
+        let reported = end.reported;
         let mut reported_done = reported.done;
-        loopx_domain::judge::progress::check(&mut judged, &changes, reported);
+        loopx_domain::judge::progress::check(&mut judged, &end.changes, reported);
         loopx_domain::judge::progress::name_channel(&mut judged, reported);
         loopx_domain::judge::verified::check(
             &req.project,
@@ -106,43 +105,43 @@ impl Observed {
                     .with(&req.project, |store| store.read(read))
             },
             req.world.clock.now(),
-            begun.record.todo,
+            self.record.todo,
             &mut judged,
             &mut reported_done,
         );
+        let tree = self.tree.as_ref().and_then(|t| t.as_ref().ok());
         if reports_work_evidence(judged.classification.as_ref()) {
-            let tree = begun.tree.as_ref().and_then(|t| t.as_ref().ok());
             let dir = tree.map_or_else(|| req.project.root().to_path_buf(), |p| p.tree.workdir());
-            changes.work = loopx_git::work::mark_or_unknown(&dir);
+            end.changes.work = loopx_git::work::mark_or_unknown(&dir);
         }
-        let setup = &begun.setup;
-        let worktree = worktree_end(
+        let setup = &self.setup;
+        let landing = landing(
             req,
-            &begun,
+            &self,
             &judged,
-            (reported_done, commit.as_ref()),
-            renewal.as_ref(),
+            (reported_done, end.commit.as_ref()),
+            self.renewal.as_ref(),
         );
         // The landing is over: the writeback finishes or releases the claim.
-        if let Some(renewal) = renewal {
+        if let Some(renewal) = self.renewal.take() {
             renewal.finish();
         }
-        let log = begun.record.log.clone().unwrap_or_default();
+        let log = self.record.log.clone().unwrap_or_default();
         let limited_before = match judged.outcome {
-            Outcome::UsageLimited => limits_in_a_row(req, &setup.agent.name, begun.record.id),
+            Outcome::UsageLimited => limits_in_a_row(req, &setup.agent.name, self.record.id),
             _ => 0,
         };
         let adapter = &setup.loaded.adapter;
         let finished = Finished {
-            slice: begun.record.id,
+            slice: self.record.id,
             agent: &setup.agent.name,
-            todo: begun.record.todo,
-            epoch: begun.record.epoch,
-            kind: begun.record.kind,
+            todo: self.record.todo,
+            epoch: self.record.epoch,
+            kind: self.record.kind,
             outcome: judged.outcome,
             reason: &judged.reason,
             leftovers: judged.leftovers,
-            final_message: ran.summary.final_message.as_deref(),
+            final_message: end.summary.final_message.as_deref(),
             cli: loopx_domain::writeback::CliFixes {
                 adapter: &adapter.name,
                 login: adapter.login.as_deref(),
@@ -151,23 +150,25 @@ impl Observed {
             limited_before,
             exit: judged.exit.clone(),
             classification: judged.classification.as_ref(),
-            session: ran.summary.session_id.as_deref(),
-            output_bytes: ran.end.as_ref().map_or(0, |e| e.bytes),
+            session: end.summary.session_id.as_deref(),
+            output_bytes: end.bytes,
             log_sha256: file_sha256(&crate::slice::slice_log_path(req, &log)),
-            redactor: Some(&begun.redactor),
+            redactor: Some(&self.redactor),
             containment: end.containment,
             pid: end.pid,
-            started_at: begun.record.started_at,
+            started_at: self.record.started_at,
             ended_at: end.at,
             elapsed: end.elapsed,
-            limit_secs: begun.record.limit_secs,
+            limit_secs: self.record.limit_secs,
             log: &log,
-            quota: spent,
-            changes: &changes,
+            quota: self.spent(&end),
+            changes: &end.changes,
             reported_done,
             agents_close_goals: crate::notify::project_config(&req.project)
                 .is_ok_and(|c| c.agents_close_goals),
-            worktree: worktree.as_ref(),
+            tree,
+            commit: end.commit.as_ref(),
+            landing,
         };
         match write_back(
             &req.world.stores,
@@ -177,11 +178,10 @@ impl Observed {
             &finished,
         ) {
             Ok(mut summary) => {
-                begun.guard.disarm();
+                self.guard.disarm();
                 summary.disk_full = judged.disk_full.clone();
                 // Done: its branch landed and stays; its worktree is no longer needed.
-                if let (Some(_), Some(goal), Some(todo)) =
-                    (&worktree, &begun.goal, begun.record.todo)
+                if let (Some(_), Some(goal), Some(todo)) = (tree, &self.goal, self.record.todo)
                     && summary.todo_state == Some("done")
                     && let Err(e) = loopx_git::worktree::remove(req.project.root(), goal.id, todo)
                 {
@@ -194,7 +194,7 @@ impl Observed {
                     "its writeback could not be recorded: {}",
                     crate::errors::chain(&e)
                 );
-                let slice = begun.record.id.to_string();
+                let slice = self.record.id.to_string();
                 // Busy, or its database away for longer than the patience: passing, like busy.
                 let busy = matches!(
                     &e,
@@ -204,7 +204,7 @@ impl Observed {
                             | StoreError::CommitUnknown { .. }
                     )
                 );
-                match (begun.guard.interrupt(&reason), busy) {
+                match (self.guard.interrupt(&reason), busy) {
                     // The store only stayed busy: the next slice repairs the todo.
                     (Ok(()), true) => Err(e.into()),
                     // A full disk (or worse) would lose the next slice's work the same way.
@@ -227,21 +227,20 @@ fn reports_work_evidence(c: Option<&loopx_adapters::Classification>) -> bool {
     })
 }
 
-/// How a worktree goal's todo slice ended in git: its checkpoint and commit, and its landing
-/// when the agent reported the todo done, changed nothing it may not, and still holds it.
-fn worktree_end(
+/// A worktree goal's todo slice's landing on the goal's branch, when the agent reported the
+/// todo done, changed nothing it may not, and still holds it.
+fn landing(
     req: &RunOnce,
-    begun: &crate::slice::Begun,
-    judged: &loopx_domain::judge::Judged,
+    begun: &Begun,
+    judged: &Judged,
     (reported_done, commit): (bool, Option<&SliceCommit>),
     renewal: Option<&crate::renew::Renewal>,
-) -> Option<WorktreeEnd> {
-    let prepared = begun.tree.as_ref()?.as_ref().ok()?;
+) -> Option<Landing> {
     let goal = begun.goal.as_ref()?;
     let claimed_done = reported_done
         || (judged.outcome == Outcome::Completed
             && judged.classification.as_ref().is_some_and(|c| c.done));
-    let landing = match (commit, begun.record.todo, begun.record.epoch) {
+    match (commit, begun.record.todo, begun.record.epoch) {
         (Some(c), Some(todo), Some(epoch)) if claimed_done && c.changes.violations().is_empty() => {
             held_todo(req, todo, &begun.setup.agent.name, epoch).map(|title| {
                 let held = || renewal.is_none_or(|r| r.lost().is_none());
@@ -256,13 +255,7 @@ fn worktree_end(
             })
         }
         _ => None,
-    };
-    Some(WorktreeEnd {
-        checkpoint: prepared.checkpoint.clone(),
-        commit: commit.map_or_else(|| prepared.checkpoint.clone(), |c| c.head.clone()),
-        landing,
-        integration: loopx_git::worktree::integration_branch(goal.id),
-    })
+    }
 }
 
 /// The title of `todo` while `agent` still holds it under `epoch`: a slice that lost its
@@ -490,7 +483,7 @@ fn summary(
         }
     }
     let applied_ok = result == "applied";
-    let landing = f.worktree.and_then(|w| w.landing.as_ref());
+    let landing = f.landing.as_ref();
     let redacted = |text: &str| match f.redactor {
         Some(redactor) => redactor.redact(text).into_owned(),
         None => text.to_owned(),

@@ -93,22 +93,22 @@ pub fn ops(f: &Finished<'_>) -> Vec<Op> {
 fn gate(f: &Finished<'_>, question: String, detail: &str) -> NewGate {
     // In a worktree the slice is one commit on its todo's branch: `rollback` undoes it, and
     // until then nobody builds on it. In the shared tree loopx can only tell the agent.
-    let (context, blocks, kind) = match (f.worktree, f.todo) {
-        (Some(end), Some(todo)) => (
+    let (context, blocks, kind) = match (f.branch(), f.todo) {
+        (Some((checkpoint, commit)), Some(todo)) => (
             format!(
                 "scope check of slice {} (agent `{}`) in {todo}'s worktree: its commit {} on \
                  {todo}'s branch. `rollback` puts the branch and the worktree back at {} (the \
                  commit before the slice); `keep` keeps them.\n{detail}",
                 f.slice,
                 f.agent,
-                loopx_git::worktree::short(&end.commit),
-                loopx_git::worktree::short(&end.checkpoint),
+                loopx_git::worktree::short(commit),
+                loopx_git::worktree::short(checkpoint),
             ),
             Blocks::Todos(vec![todo]),
             GateKind::Rollback {
                 todo,
-                checkpoint: end.checkpoint.clone(),
-                commit: end.commit.clone(),
+                checkpoint: checkpoint.to_owned(),
+                commit: commit.to_owned(),
                 reported_done: claimed_done(f),
             },
         ),

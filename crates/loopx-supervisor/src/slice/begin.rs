@@ -41,6 +41,9 @@ pub(crate) struct Begun {
     /// The todo's worktree, made ready (a worktree goal's todo slice), or why it could not be
     /// (then the slice is a failed spawn); `None` when the agent works in the project's tree.
     pub tree: Option<Result<loopx_git::worktree::Prepared, loopx_git::GitError>>,
+    /// The claim's renewal from the spawn (a todo slice's), until the agent ended or, for a
+    /// worktree goal, until its todo's landing is done.
+    pub renewal: Option<crate::renew::Renewal>,
 }
 
 /// Where the begin leads.
@@ -232,6 +235,7 @@ impl Decided {
             plan,
             guard,
             tree,
+            renewal: None,
         })))
     }
 }
