@@ -126,48 +126,29 @@ impl Begun {
         if let Some(renewal) = self.renewal.take() {
             renewal.finish();
         }
-        let log = self.record.log.clone().unwrap_or_default();
         let limited_before = match judged.outcome {
             Outcome::UsageLimited => limits_in_a_row(req, &setup.agent.name, self.record.id),
             _ => 0,
         };
         let adapter = &setup.loaded.adapter;
+        let log = self.record.log.as_deref().unwrap_or_default();
         let finished = Finished {
-            slice: self.record.id,
-            agent: &setup.agent.name,
-            todo: self.record.todo,
-            epoch: self.record.epoch,
-            kind: self.record.kind,
-            outcome: judged.outcome,
-            reason: &judged.reason,
-            leftovers: judged.leftovers,
-            final_message: end.summary.final_message.as_deref(),
+            record: &self.record,
+            end: &end,
+            judged: &judged,
             cli: loopx_domain::writeback::CliFixes {
                 adapter: &adapter.name,
                 login: adapter.login.as_deref(),
                 install: adapter.install.as_deref(),
             },
             limited_before,
-            exit: judged.exit.clone(),
-            classification: judged.classification.as_ref(),
-            session: end.summary.session_id.as_deref(),
-            output_bytes: end.bytes,
-            log_sha256: file_sha256(&crate::slice::slice_log_path(req, &log)),
+            log_sha256: file_sha256(&crate::slice::slice_log_path(req, log)),
             redactor: Some(&self.redactor),
-            containment: end.containment,
-            pid: end.pid,
-            started_at: self.record.started_at,
-            ended_at: end.at,
-            elapsed: end.elapsed,
-            limit_secs: self.record.limit_secs,
-            log: &log,
             quota: self.spent(&end),
-            changes: &end.changes,
             reported_done,
             agents_close_goals: crate::notify::project_config(&req.project)
                 .is_ok_and(|c| c.agents_close_goals),
             tree,
-            commit: end.commit.as_ref(),
             landing,
         };
         match write_back(
@@ -330,10 +311,10 @@ fn attempt(
     f: &Finished<'_>,
     now: Timestamp,
 ) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
-    let standing = match (f.todo, f.epoch) {
+    let standing = match (f.record.todo, f.record.epoch) {
         (Some(id), Some(epoch)) => store
             .read(|s| s.todo(id))?
-            .map(|t| t.claim_of(f.agent, epoch)),
+            .map(|t| t.claim_of(&f.record.agent, epoch)),
         _ => None,
     };
     let mut wb = writeback(f, standing == Some(ClaimStanding::Finished));
@@ -356,7 +337,7 @@ fn attempt(
                 op: Some(index),
                 error,
             }) if wb.parts[index].item.is_some() => {
-                tracing::warn!(slice = %f.slice, error = %error, "the kernel refused an item of the agent's report");
+                tracing::warn!(slice = %f.record.id, error = %error, "the kernel refused an item of the agent's report");
                 wb.drop_item(f, index, &error.to_string());
             }
             Err(BatchError {
@@ -373,7 +354,7 @@ fn attempt(
                 op: Some(index),
                 error,
             }) => {
-                tracing::error!(slice = %f.slice, error = %error, op = ?wb.parts[index].op, "the kernel refused loopx's own writeback");
+                tracing::error!(slice = %f.record.id, error = %error, op = ?wb.parts[index].op, "the kernel refused loopx's own writeback");
                 return essentials(store, actor, f, wb, now);
             }
             Err(BatchError { op: None, error }) => return Err(error),
@@ -388,7 +369,7 @@ fn lost(
     wb: Writeback,
     now: Timestamp,
 ) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
-    tracing::warn!(slice = %f.slice, "the slice's claim moved on; recording only its end and usage");
+    tracing::warn!(slice = %f.record.id, "the slice's claim moved on; recording only its end and usage");
     match apply_redacted(store, f, lost_claim(f), ACTOR, now).map_err(|e| e.error) {
         Ok(_) => Ok((wb, Vec::new(), "stale_epoch")),
         Err(KernelError::Conflict(Conflict::SliceEnded { .. })) => superseded(store, f, wb, now),
@@ -408,7 +389,7 @@ fn superseded(
     wb: Writeback,
     now: Timestamp,
 ) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
-    tracing::warn!(slice = %f.slice, "the slice was closed by recovery while its writeback waited; recording only its evidence and usage");
+    tracing::warn!(slice = %f.record.id, "the slice was closed by recovery while its writeback waited; recording only its evidence and usage");
     let ops = lost_claim(f)
         .into_iter()
         .filter(|op| !matches!(op, Op::SliceEnd { .. }))
@@ -488,31 +469,31 @@ fn summary(
         Some(redactor) => redactor.redact(text).into_owned(),
         None => text.to_owned(),
     };
-    let todo_state = match (f.todo, applied_ok, wb.todo_done) {
+    let todo_state = match (f.record.todo, applied_ok, wb.todo_done) {
         (None, _, _) => None,
         (Some(_), true, true) => Some("done"),
         (Some(_), true, false) => Some("released"),
         (Some(_), false, _) => Some("unchanged"),
     };
     SliceSummary {
-        id: f.slice,
-        agent: f.agent.clone(),
-        kind: f.kind.as_str(),
-        todo: f.todo,
-        epoch: f.epoch,
-        outcome: f.outcome,
-        reason: redacted(f.reason),
-        leftovers: f.leftovers,
-        exit: f.exit.clone(),
-        pid: f.pid,
-        started_at: f.started_at,
-        ended_at: f.ended_at,
-        duration_ms: u64::try_from(f.elapsed.as_millis()).unwrap_or(u64::MAX),
-        limit_secs: f.limit_secs,
+        id: f.record.id,
+        agent: f.record.agent.clone(),
+        kind: f.record.kind.as_str(),
+        todo: f.record.todo,
+        epoch: f.record.epoch,
+        outcome: f.judged.outcome,
+        reason: redacted(&f.judged.reason),
+        leftovers: f.judged.leftovers,
+        exit: f.judged.exit.clone(),
+        pid: f.end.pid,
+        started_at: f.record.started_at,
+        ended_at: f.end.at,
+        duration_ms: u64::try_from(f.end.elapsed.as_millis()).unwrap_or(u64::MAX),
+        limit_secs: f.record.limit_secs,
         tokens: f.quota.tokens,
         cost_usd: f.quota.cost_usd,
-        output_bytes: f.output_bytes,
-        log: f.log.to_owned(),
+        output_bytes: f.end.bytes,
+        log: f.log().to_owned(),
         report: wb.report,
         todo_state,
         new_todos,
@@ -520,10 +501,11 @@ fn summary(
         hold_until: wb.hold_until,
         goal_done,
         changed_files: f
+            .end
             .changes
             .unchecked
             .is_none()
-            .then(|| f.changes.files.clone()),
+            .then(|| f.end.changes.files.clone()),
         violations: wb.violations.clone(),
         violation_gate,
         landed: match landing {
@@ -565,6 +547,7 @@ mod tests {
 
     use super::*;
 
+    use loopx_domain::writeback::TestSlice;
     use loopx_kernel::model::PermissionLevel;
     use loopx_kernel::{AgentName, Project, Timestamp};
     use loopx_testkit::todo;
@@ -636,20 +619,14 @@ mod tests {
         (dir, project, store, agent, todo, slice, claim)
     }
 
-    /// What the supervisor observed of `slice`: 42 tokens spent over two seconds.
-    fn finished_on<'a>(agent: &'a AgentName, slice: SliceId, todo: Option<TodoId>) -> Finished<'a> {
-        Finished {
-            slice,
-            todo,
-            epoch: todo.map(|_| 1),
-            quota: QuotaRequest {
-                tokens: 42,
-                ..loopx_domain::writeback::unpaced_quota(agent)
-            },
-            started_at: T0,
-            ended_at: T0.plus(Duration::from_secs(2)),
-            ..loopx_domain::writeback::test_finished(agent)
-        }
+    /// What the supervisor observed of `slice`: over two seconds (42 tokens spent, as
+    /// `write_back_as_exec` writes it back).
+    fn finished_on(agent: &AgentName, slice: SliceId, todo: Option<TodoId>) -> TestSlice {
+        let mut t = loopx_domain::writeback::test_slice(agent);
+        (t.record.id, t.record.todo, t.record.epoch) = (slice, todo, todo.map(|_| 1));
+        t.record.started_at = T0;
+        t.end.at = T0.plus(Duration::from_secs(2));
+        t
     }
 
     #[test]
@@ -708,16 +685,20 @@ mod tests {
         );
     }
 
-    fn write_back_as_exec(
-        project: &Project,
-        finished: &Finished<'_>,
-    ) -> Result<SliceSummary, KernelError> {
+    fn write_back_as_exec(project: &Project, t: &TestSlice) -> Result<SliceSummary, KernelError> {
+        let finished = Finished {
+            quota: QuotaRequest {
+                tokens: 42,
+                ..loopx_domain::writeback::unpaced_quota(&t.record.agent)
+            },
+            ..t.finished()
+        };
         write_back(
             &crate::store_cache::StoreCache::default(),
             project,
             &*loopx_kernel::SystemClock::shared(Default::default()),
             "agent:exec",
-            finished,
+            &finished,
         )
     }
 
@@ -958,17 +939,12 @@ mod tests {
                     limit: None,
                     done,
                 };
-                let finished = Finished {
-                    slice,
-                    todo: Some(todo),
-                    epoch: Some(epoch),
-                    outcome,
-                    classification: Some(&classification),
-                    started_at: T0,
-                    ended_at: T0.plus(Duration::from_secs(2)),
-                    ..loopx_domain::writeback::test_finished(&agent)
-                };
-                let summary = write_back(&crate::store_cache::StoreCache::default(), &project, &*loopx_kernel::SystemClock::shared(Default::default()), "agent:exec", &finished)
+                let mut t = loopx_domain::writeback::test_slice(&agent);
+                (t.record.id, t.record.todo, t.record.epoch) = (slice, Some(todo), Some(epoch));
+                (t.judged.outcome, t.judged.classification) = (outcome, Some(classification));
+                t.record.started_at = T0;
+                t.end.at = T0.plus(Duration::from_secs(2));
+                let summary = write_back(&crate::store_cache::StoreCache::default(), &project, &*loopx_kernel::SystemClock::shared(Default::default()), "agent:exec", &t.finished())
                     .expect("the writeback lands");
                 prop_assert_eq!(summary.writeback, "applied");
                 let store = Store::open_read(&project).expect("store");

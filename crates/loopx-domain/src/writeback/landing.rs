@@ -14,7 +14,7 @@ use super::{Finished, evidence};
 /// roll back).
 pub(super) fn landing_ops(f: &Finished<'_>, tree: &Prepared, wants: bool) -> (Vec<Op>, bool) {
     use loopx_git::worktree::{Landing, short};
-    let Some(todo) = f.todo else {
+    let Some(todo) = f.record.todo else {
         return (Vec::new(), true);
     };
     let into = &loopx_git::worktree::integration_branch(tree.tree.goal);

@@ -24,7 +24,8 @@ pub const LEASE_MAX: Duration = Duration::from_secs(10 * 60);
 /// The wall-time limit of a probe: the first slice after a vendor hold ended.
 const PROBE_MAX_TIME: Duration = Duration::from_secs(5 * 60);
 
-/// A slice recorded as begun, and owned by its guard.
+/// A slice recorded as begun, and owned by its guard: the value every later stage carries
+/// on, to its writeback.
 #[derive(Debug)]
 pub(crate) struct Begun {
     pub setup: AgentSetup,
