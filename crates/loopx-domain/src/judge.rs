@@ -7,16 +7,19 @@ pub mod progress;
 pub mod verified;
 
 use loopx_adapters::{Classification, DoneWhen, FinishKind, Outcome, StreamSummary, classify_for};
-use loopx_pty::{SliceExit, StopReason};
+use loopx_git::scope::SliceChanges;
+use loopx_git::worktree::SliceCommit;
+use loopx_kernel::Timestamp;
+use loopx_pty::{SliceExit, SliceReport, StopReason};
 
-use loopx_pty::SliceReport;
-
-/// What running the agent gave: the same for an agent in a PTY and a simulated one, so that
-/// everything after it (judging, the scope check, the writeback) is one path.
+/// How an agent ended, in a PTY or simulated: what it printed (parsed), how its process
+/// ended, when, what it reported through the channel, its claim, and (once the slice checked
+/// them) the changes it left. The same for both, so that everything after it (judging, the
+/// scope check, the writeback) is one path.
 #[derive(Debug)]
-pub struct Ran {
-    /// How the agent's process ended, or why it never started.
-    pub end: Result<ProcessEnd, String>,
+pub struct AgentEnd {
+    /// How its process ended: its own exit, or one of loopx's limits; or why it never started.
+    pub exit: Result<SliceExit, String>,
     /// The parsed stream (empty when nothing started).
     pub summary: StreamSummary,
     /// loopx stopped the agent because the vendor refused it (a `rejected` limit event, or
@@ -25,13 +28,6 @@ pub struct Ran {
     /// loopx stopped the agent at the slice's token ceiling (the figure), by the usage it
     /// reported.
     pub stopped_at_ceiling: Option<u64>,
-}
-
-/// How the agent's process ended, as far as judging the slice needs it.
-#[derive(Debug, Clone)]
-pub struct ProcessEnd {
-    /// How it ended: its own exit, or one of loopx's limits.
-    pub exit: SliceExit,
     /// Processes it left behind, stopped after it exited.
     pub leftovers: u32,
     /// Bytes it printed.
@@ -40,17 +36,59 @@ pub struct ProcessEnd {
     pub capture_error: Option<String>,
     /// The kernel killed processes of the slice for its memory limit.
     pub memory_limit_hit: Option<loopx_pty::MemoryLimitHit>,
+    /// Its pid (none when it never spawned, or was simulated).
+    pub pid: Option<u32>,
+    /// What contained the agent (`Sandbox::describe`).
+    pub containment: &'static str,
+    /// What the agent wrote through the report channel: its todo done (in a worktree goal the
+    /// todo is finished when its branch lands, at the writeback), and other items.
+    pub reported: ChannelReports,
+    /// When it ended, on the wall clock.
+    pub at: Timestamp,
+    /// How long it ran, on the monotonic clock: a wall clock stepped meanwhile does not make
+    /// a slice look a day long.
+    pub elapsed: std::time::Duration,
+    /// Why its claim was lost, if it was.
+    pub lost: Option<String>,
+    /// What it changed, checked against the goal's scope (filled in once it ended).
+    pub changes: SliceChanges,
+    /// Its commit in its todo's worktree (a worktree goal).
+    pub commit: Option<SliceCommit>,
 }
 
-impl From<SliceReport> for ProcessEnd {
-    fn from(report: SliceReport) -> ProcessEnd {
-        ProcessEnd {
-            exit: report.exit,
-            leftovers: u32::try_from(report.leftover_count).unwrap_or(u32::MAX),
-            bytes: report.bytes_total,
-            capture_error: report.capture_error,
-            memory_limit_hit: report.memory_limit_hit,
+impl AgentEnd {
+    /// An agent in a PTY that printed `summary`, its process ended as the PTY's `report` says
+    /// (or never started, and why); when, what it reported and its claim are the caller's.
+    pub fn new(report: Result<SliceReport, String>, summary: StreamSummary) -> AgentEnd {
+        let mut end = AgentEnd {
+            exit: Err(String::new()),
+            summary,
+            stopped_for_refusal: false,
+            stopped_at_ceiling: None,
+            leftovers: 0,
+            bytes: 0,
+            capture_error: None,
+            memory_limit_hit: None,
+            pid: None,
+            containment: "",
+            reported: ChannelReports::default(),
+            at: Timestamp(0),
+            elapsed: std::time::Duration::ZERO,
+            lost: None,
+            changes: SliceChanges::default(),
+            commit: None,
+        };
+        match report {
+            Ok(report) => {
+                end.exit = Ok(report.exit);
+                end.leftovers = u32::try_from(report.leftover_count).unwrap_or(u32::MAX);
+                end.bytes = report.bytes_total;
+                end.capture_error = report.capture_error;
+                end.memory_limit_hit = report.memory_limit_hit;
+            }
+            Err(why) => end.exit = Err(why),
         }
+        end
     }
 }
 
@@ -87,9 +125,9 @@ pub struct Judged {
 }
 
 /// Judges a slice of a profile whose todos are done `done_when`.
-pub fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
-    let end = match &ran.end {
-        Ok(end) => end,
+pub fn judge(end: &AgentEnd, done_when: &DoneWhen) -> Judged {
+    let exit = match &end.exit {
+        Ok(exit) => exit,
         Err(why) => {
             return Judged {
                 outcome: Outcome::SpawnFailed,
@@ -101,15 +139,15 @@ pub fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
             };
         }
     };
-    let c = classify_for(&ran.summary, exit_code(&end.exit), done_when);
+    let c = classify_for(&end.summary, exit_code(exit), done_when);
     // loopx stopped the agent itself because the vendor refused it: the refusal is the outcome.
-    let enforced = match ran.stopped_for_refusal {
+    let enforced = match end.stopped_for_refusal {
         true => None,
-        false => enforced(&end.exit, &ran.summary),
+        false => enforced(exit, &end.summary),
     };
     let (outcome, reason) = match enforced {
         Some((outcome, reason)) => (outcome, reason),
-        None if ran.stopped_for_refusal => (
+        None if end.stopped_for_refusal => (
             c.outcome,
             format!(
                 "{}; loopx stopped the agent at once (it may hang after a refusal)",
@@ -118,15 +156,15 @@ pub fn judge(ran: &Ran, done_when: &DoneWhen) -> Judged {
         ),
         None => (c.outcome, c.reason.clone()),
     };
-    let reason = match ran.stopped_at_ceiling {
+    let reason = match end.stopped_at_ceiling {
         Some(max) if outcome == Outcome::Interrupted => format!(
             "loopx stopped the agent when it had spent {max} tokens, the slice's ceiling: more would take its account's window more than 25 % past its budget"
         ),
         _ => reason,
     };
     let (reason, exit) = match end.memory_limit_hit {
-        Some(hit) => out_of_memory(hit, &end.exit, reason, finished(&ran.summary)),
-        None => (reason, describe_exit(&end.exit)),
+        Some(hit) => out_of_memory(hit, exit, reason, finished(&end.summary)),
+        None => (reason, describe_exit(exit)),
     };
     let reason = if end.leftovers > 0 {
         format!(

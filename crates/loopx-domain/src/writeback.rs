@@ -18,6 +18,7 @@
 
 use loopx_adapters::{Classification, Outcome, Report, ReportTodo};
 use loopx_kernel::limits::{self, bounded, clip};
+use loopx_kernel::model::SliceRecord;
 use loopx_kernel::model::{
     Blocks, EvidenceKind, GateKind, GoalStatus, HoldSource, SliceKind, TodoState,
 };
@@ -26,12 +27,13 @@ use loopx_kernel::store::ReleaseClaim;
 use loopx_kernel::store::{NewEvidence, NewGate, NewHandoff, NewTodo, Op, QuotaRequest, SliceEnd};
 use loopx_kernel::store::{NewHold, SetGoalStatus};
 use loopx_kernel::time::short_duration;
-use loopx_kernel::{AgentName, Invalid, SliceId, Timestamp, TodoId};
+use loopx_kernel::{AgentName, Invalid, Timestamp};
 
 pub mod findings;
 mod landing;
 pub mod questions;
-use loopx_git::scope::SliceChanges;
+use crate::judge::{AgentEnd, Judged};
+use loopx_git::worktree::{Landing, Prepared};
 
 /// How long an account is held after a usage limit that named no reset time; it doubles with
 /// each such limit in a row, up to [`MAX_UNKNOWN_RESET_BACKOFF`].
@@ -56,62 +58,65 @@ pub fn ran_between(ended_at: Timestamp, elapsed: std::time::Duration) -> (Timest
     (Timestamp(ended_at.0.saturating_sub(millis)), ended_at)
 }
 
-/// The facts of a finished slice.
+/// The facts of a finished slice: what its writeback reads, borrowed from the slice as its
+/// begin recorded it, how its agent ended, and its judgement.
 #[derive(Debug, Clone)]
 pub struct Finished<'a> {
-    pub slice: SliceId,
-    pub agent: &'a AgentName,
-    pub todo: Option<TodoId>,
-    pub epoch: Option<u64>,
-    pub kind: SliceKind,
-    /// The final outcome.
-    pub outcome: Outcome,
-    pub reason: &'a str,
-    /// Processes the agent left behind, stopped after it exited.
-    pub leftovers: u32,
-    /// The agent's final message (a structured stream's result, a text agent's last output),
-    /// for the evidence and the handoff when it gave no report.
-    pub final_message: Option<&'a str>,
+    /// The slice as begun: its id, agent, todo and epoch, kind, start, wall-time limit and log.
+    pub record: &'a SliceRecord,
+    /// How its agent ended: its stream (final message, session), process, pid, containment,
+    /// end, and the changes it left.
+    pub end: &'a AgentEnd,
+    /// The final outcome, its reason, the exit and the classification.
+    pub judged: &'a Judged,
     /// What a person does about the agent's CLI, for the gates a failed login or spawn opens.
     pub cli: CliFixes<'a>,
     /// Usage limits without a reset time this agent hit in a row before this slice: each one
     /// doubles the backoff.
     pub limited_before: u32,
-    /// `exit 0`, `signal SIGKILL`, `timed out`.
-    pub exit: Option<String>,
-    pub classification: Option<&'a Classification>,
-    /// The agent's session (Claude `session_id`, Codex `thread_id`), to resume or look it up.
-    pub session: Option<&'a str>,
-    pub output_bytes: u64,
     /// SHA-256 of the slice's log once loopx finished writing (and redacting) it.
     pub log_sha256: String,
     /// What the writeback hides besides the store's own redaction (`None`: the store's).
     pub redactor: Option<&'a loopx_kernel::Redactor>,
-    /// What contained the agent (`namespaces+landlock`, …), for the slice's evidence.
-    pub containment: &'a str,
-    /// The agent's process id (none when it never spawned, or was simulated).
-    pub pid: Option<u32>,
-    pub started_at: Timestamp,
-    pub ended_at: Timestamp,
-    /// How long the slice ran, on the monotonic clock.
-    pub elapsed: std::time::Duration,
-    /// The wall-time limit it ran under, in seconds.
-    pub limit_secs: u64,
-    /// The slice's log, relative to the project root.
-    pub log: &'a str,
     /// What the slice spent, as the agent's quota is charged: its tokens, cost and the time
     /// it ran.
     pub quota: QuotaRequest,
-    /// What the slice changed, checked against the goal's scope.
-    pub changes: &'a SliceChanges,
     /// The agent reported its todo done through the report channel, and the kernel left
     /// finishing it to the landing (a worktree goal).
     pub reported_done: bool,
     /// The project lets its agents end goals (`[goal] close = "agents"`); else an agent's
     /// "the goal is met" asks a person.
     pub agents_close_goals: bool,
-    /// A worktree goal's todo slice: its commit, and its landing when it reported done.
-    pub worktree: Option<&'a WorktreeEnd>,
+    /// A worktree goal's todo slice: its worktree as the slice found it (the todo's branch
+    /// at its checkpoint).
+    pub tree: Option<&'a Prepared>,
+    /// The todo's landing on the goal's branch. `None`: not tried (the agent did not report
+    /// done, the slice's commit could not be made, the claim moved on); then a worktree
+    /// goal's todo is not done.
+    pub landing: Option<Landing>,
+}
+
+impl Finished<'_> {
+    /// A worktree goal's todo slice: its todo's branch before the slice and after it (the
+    /// checkpoint again when the slice's commit could not be made).
+    pub fn branch(&self) -> Option<(&str, &str)> {
+        let checkpoint = &self.tree?.checkpoint;
+        let commit = self.end.commit.as_ref();
+        Some((checkpoint, commit.map_or(checkpoint, |c| &c.head)))
+    }
+
+    /// ` on t2` for a todo's slice, else nothing.
+    fn on_todo(&self) -> String {
+        self.record
+            .todo
+            .map(|t| format!(" on {t}"))
+            .unwrap_or_default()
+    }
+
+    /// The slice's log, relative to the project root.
+    pub fn log(&self) -> &str {
+        self.record.log.as_deref().unwrap_or_default()
+    }
 }
 
 /// What the adapter tells a person to do about its CLI (`questions.rs` names it in a gate).
@@ -123,19 +128,6 @@ pub struct CliFixes<'a> {
     pub login: Option<&'a str>,
     /// How a person installs it (the adapter's `install`).
     pub install: Option<&'a str>,
-}
-
-/// How a worktree goal's todo slice ended in git.
-#[derive(Debug, Clone)]
-pub struct WorktreeEnd {
-    /// The todo's branch before the slice, and after it.
-    pub checkpoint: String,
-    pub commit: String,
-    /// `None`: not tried (the agent did not report done, the slice's commit could not be
-    /// made, the claim moved on); then the todo is not done.
-    pub landing: Option<loopx_git::worktree::Landing>,
-    /// The goal's integration branch.
-    pub integration: String,
 }
 
 /// One operation of the batch.
@@ -224,14 +216,14 @@ fn describe(op: &Op) -> String {
 /// The slice's end alone.
 pub fn slice_end(f: &Finished<'_>) -> Op {
     Op::SliceEnd {
-        slice: f.slice,
+        slice: f.record.id,
         end: SliceEnd {
-            outcome: f.outcome,
-            leftovers: f.leftovers,
-            exit: f.exit.clone(),
+            outcome: f.judged.outcome,
+            leftovers: f.judged.leftovers,
+            exit: f.judged.exit.clone(),
             tokens: f.quota.tokens,
             cost_usd: f.quota.cost_usd,
-            output_bytes: f.output_bytes,
+            output_bytes: f.end.bytes,
             log_sha256: f.log_sha256.clone(),
         },
     }
@@ -257,7 +249,8 @@ pub fn lost_claim(f: &Finished<'_>) -> Vec<Op> {
 /// `done_by_agent`: the agent already marked the slice's todo done under the slice's claim
 /// (`loopx report done`), so the batch neither releases nor finishes it again.
 pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
-    let report = f.classification.and_then(|c| c.report.as_ref());
+    let classification = f.judged.classification.as_ref();
+    let report = classification.and_then(|c| c.report.as_ref());
     let mut wb = Writeback {
         parts: vec![
             core(slice_end(f)),
@@ -288,12 +281,8 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
         wb.hold_until = Some(until);
     }
     wb.parts.extend(outcome_gates(f).into_iter().map(core));
-    wb.violations = f
-        .changes
-        .violations()
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
+    let violations = f.end.changes.violations();
+    wb.violations = violations.into_iter().map(str::to_owned).collect();
     // A todo whose changes a person may roll back is not done yet: the violation's gate holds
     // it until a person answers (`keep` finishes it as reported). Done as the report says
     // (also through `loopx report done`, which only notes it), or as `done_when` recognised it.
@@ -304,19 +293,19 @@ pub fn writeback(f: &Finished<'_>, done_by_agent: bool) -> Writeback {
     // A planning slice that reports `done` and proposes nothing says the goal is met: its
     // prompt asks for exactly that when it is.
     let proposed = wb.parts.iter().any(|p| p.item == Some(Item::Todo));
-    if f.kind == SliceKind::Plan && reported_done && !proposed {
+    if f.record.kind == SliceKind::Plan && reported_done && !proposed {
         wb.parts.push(goal_met(f));
     }
     if !done_by_agent {
         wb.parts.extend(todo_end(f, todo_done).map(core));
     }
-    wb.todo_done = todo_done && f.todo.is_some();
+    wb.todo_done = todo_done && f.record.todo.is_some();
     wb
 }
 
 /// The questions a failed start asks: log in again, or fix the agent's command.
 fn outcome_gates(f: &Finished<'_>) -> Vec<Op> {
-    match f.outcome {
+    match f.judged.outcome {
         Outcome::AuthFailed => questions::login_gate(f),
         Outcome::SpawnFailed => vec![questions::spawn_gate(f)],
         _ => Vec::new(),
@@ -341,10 +330,10 @@ fn asked(
     f: &Finished<'_>,
     reported: Option<(String, Vec<String>)>,
 ) -> Option<(String, Vec<String>)> {
-    let question = reported.or_else(|| match f.classification {
+    let question = reported.or_else(|| match f.judged.classification.as_ref() {
         Some(Classification {
             question: Some(q), ..
-        }) if f.outcome == Outcome::Asked => Some((q.text.clone(), q.options.clone())),
+        }) if f.judged.outcome == Outcome::Asked => Some((q.text.clone(), q.options.clone())),
         _ => None,
     });
     question.map(|(text, options)| (bounded(text.trim(), limits::QUESTION), options))
@@ -362,7 +351,7 @@ fn proposed_goal(
     else {
         return None;
     };
-    let asked = format!("proposed by `{}` in slice {}", f.agent, f.slice);
+    let asked = format!("proposed by `{}` in slice {}", f.record.agent, f.record.id);
     Some(loopx_kernel::report::goal_proposal(
         p.objective.clone(),
         p.scope.clone(),
@@ -373,20 +362,20 @@ fn proposed_goal(
 
 /// How the slice's claim on its todo ends: the todo finished, or released for the next slice.
 fn todo_end(f: &Finished<'_>, todo_done: bool) -> Option<Op> {
-    let (Some(todo), Some(epoch)) = (f.todo, f.epoch) else {
+    let (Some(todo), Some(epoch)) = (f.record.todo, f.record.epoch) else {
         return None;
     };
     Some(if todo_done {
         Op::TodoFinish(FinishTodo {
             todo,
             to: TodoState::Done,
-            agent: Some(f.agent.clone()),
+            agent: Some(f.record.agent.clone()),
             epoch: Some(epoch),
         })
     } else {
         Op::TodoRelease(ReleaseClaim {
             todo,
-            agent: f.agent.clone(),
+            agent: f.record.agent.clone(),
             epoch,
         })
     })
@@ -396,11 +385,11 @@ impl Writeback {
     /// A worktree goal's todo is done only once its branch landed: the landing's operations,
     /// and whether it landed (a todo without a worktree has nothing to land).
     fn take_landing(&mut self, f: &Finished<'_>, claimed_done: bool) -> bool {
-        let Some(end) = f.worktree else {
+        let Some(tree) = f.tree else {
             return true;
         };
         let (ops, landed) =
-            landing::landing_ops(f, end, claimed_done && self.violations.is_empty());
+            landing::landing_ops(f, tree, claimed_done && self.violations.is_empty());
         self.parts.extend(ops.into_iter().map(core));
         landed
     }
@@ -419,7 +408,7 @@ impl Writeback {
                     let kind = kind_of(e.kind.as_deref());
                     let mut new = evidence(f, kind, &e.summary, "");
                     if kind.speaks_about_work() {
-                        new.work = f.changes.work.clone();
+                        new.work = f.end.changes.work.clone();
                     }
                     self.add_item(f, Op::EvidenceAdd(new), Item::Evidence);
                 }
@@ -460,7 +449,7 @@ impl Writeback {
             left = rest;
             // A monitor or a dependency the kernel cannot take is dropped and noted, as any
             // item it refuses (with the todos after it).
-            match proposed(todo, true, f.agent) {
+            match proposed(todo, true, &f.record.agent) {
                 // One continuation per slice: an agent cannot hold a stack of todos from
                 // its peers; the rest are added open.
                 Ok(mut new) => {
@@ -479,7 +468,7 @@ impl Writeback {
         }
         // What the planning slice that re-plans an amended goal drops and rewrites; the kernel
         // refuses them from any other slice, and each refusal is noted like any dropped item.
-        for (what, op) in crate::amendment::replan_ops(f.slice, r)
+        for (what, op) in crate::amendment::replan_ops(f.record.id, r)
             .into_iter()
             .take(REPORT_ITEMS)
         {
@@ -562,33 +551,34 @@ fn core(op: Op) -> Part {
 /// The hold a usage limit puts on the account, and until when.
 fn hold(f: &Finished<'_>) -> Option<(Op, Timestamp)> {
     let reported = resets_at(f);
+    let (agent, slice) = (&f.record.agent, f.record.id);
     // A reset already past by this machine's clock while the vendor still refuses: the clocks
     // disagree (this one runs ahead), or the vendor is late. A hold until then would hold
     // nothing, and every slice would meet the limit again at once (found by `loopx sim` after a
     // clock step: a slice every two minutes until the vendor's reset). Back off as for a limit
     // without a reset time, longer each time in a row.
-    let reset = reported.filter(|at| *at > f.ended_at);
+    let reset = reported.filter(|at| *at > f.end.at);
     // A limit without a reset time (Claude under an API key reports none for a 429) still holds
     // the account, for a fixed backoff: retrying at once would only hit the limit again. The
     // first slice after the hold is a probe (the decision marks it), which re-holds if needed.
     let backoff = UNKNOWN_RESET_BACKOFF
         .saturating_mul(1 << f.limited_before.min(16))
         .min(MAX_UNKNOWN_RESET_BACKOFF);
-    let until =
-        reset.or_else(|| (f.outcome == Outcome::UsageLimited).then(|| f.ended_at.plus(backoff)))?;
+    let until = reset
+        .or_else(|| (f.judged.outcome == Outcome::UsageLimited).then(|| f.end.at.plus(backoff)))?;
     let reason = match (reset, reported) {
-        (Some(_), _) => format!("usage limit reported by `{}` in slice {}", f.agent, f.slice),
+        (Some(_), _) => format!("usage limit reported by `{agent}` in slice {slice}"),
         (None, Some(passed)) => format!(
             "usage limit reported by `{}` in slice {} with a reset ({passed}) already past by this machine's clock ({} in a row): backing off {}",
-            f.agent,
-            f.slice,
+            agent,
+            slice,
             f.limited_before + 1,
             short_duration(backoff)
         ),
         (None, None) => format!(
             "usage limit reported by `{}` in slice {} with no reset time ({} in a row): backing off {}",
-            f.agent,
-            f.slice,
+            agent,
+            slice,
             f.limited_before + 1,
             short_duration(backoff)
         ),
@@ -607,33 +597,34 @@ fn slice_evidence(
     f: &Finished<'_>,
     report: Option<&Result<Report, loopx_adapters::MalformedReport>>,
 ) -> NewEvidence {
-    let on = f.todo.map(|t| format!(" on {t}")).unwrap_or_default();
-    let took = short_duration(f.elapsed);
+    let on = f.on_todo();
+    let took = short_duration(f.end.elapsed);
     let summary = format!(
         "{} slice {}{on}: {} in {took} ({} tokens, ${:.4})",
-        f.kind.as_str(),
-        f.slice,
-        f.outcome,
+        f.record.kind.as_str(),
+        f.record.id,
+        f.judged.outcome,
         f.quota.tokens,
         f.quota.cost_usd
     );
-    let mut detail = format!("outcome: {}\nreason: {}\n", f.outcome, f.reason);
-    if let Some(exit) = &f.exit {
+    let judged = f.judged;
+    let mut detail = format!("outcome: {}\nreason: {}\n", judged.outcome, judged.reason);
+    if let Some(exit) = &f.judged.exit {
         detail.push_str(&format!("exit: {exit}\n"));
     }
-    if let Some(session) = f.session {
+    if let Some(session) = f.end.summary.session_id.as_deref() {
         detail.push_str(&format!("session: {session}\n"));
     }
     detail.push_str(&format!(
         "duration_ms: {}\noutput_bytes: {}\nlog: {}\n",
-        f.elapsed.as_millis(),
-        f.output_bytes,
-        f.log
+        f.end.elapsed.as_millis(),
+        f.end.bytes,
+        f.log()
     ));
-    detail.push_str(&format!("containment: {}\n", f.containment));
-    detail.push_str(&findings::changes_line(f.changes));
-    if f.leftovers > 0 {
-        detail.push_str(&format!("leftovers: {}\n", f.leftovers));
+    detail.push_str(&format!("containment: {}\n", f.end.containment));
+    detail.push_str(&findings::changes_line(&f.end.changes));
+    if f.judged.leftovers > 0 {
+        detail.push_str(&format!("leftovers: {}\n", f.judged.leftovers));
     }
     match report {
         Some(Ok(r)) => detail.push_str(&format!("report: {}\n", r.summary.trim())),
@@ -658,10 +649,10 @@ pub fn evidence(f: &Finished<'_>, kind: EvidenceKind, summary: &str, detail: &st
         },
         detail: bounded(detail, limits::DETAIL),
         files: vec![],
-        todo: f.todo,
+        todo: f.record.todo,
         // The batch is checked against the claim's epoch as a whole (the release or done in it).
-        epoch: f.epoch,
-        slice: Some(f.slice),
+        epoch: f.record.epoch,
+        slice: Some(f.record.id),
         work: None,
     }
 }
@@ -689,33 +680,33 @@ fn handoff(
         _ => (
             format!(
                 "Slice {} ended `{}`{}: {}{}",
-                f.slice,
-                f.outcome,
+                f.record.id,
+                f.judged.outcome,
                 // Done through `loopx report done` is a report, on the slice's channel.
                 match f.reported_done {
                     true => "",
                     false => " without a readable report",
                 },
-                f.reason,
+                f.judged.reason,
                 final_words(f)
                     .map(|words| format!("\nThe agent's final message:\n{words}"))
                     .unwrap_or_default()
             ),
             format!(
                 "Check what the last slice left (its whole output is in `{}`) before going on.",
-                f.log
+                f.log()
             ),
         ),
     };
     let done = if done.is_empty() && next.is_empty() {
-        format!("Slice {} ended `{}`.", f.slice, f.outcome)
+        format!("Slice {} ended `{}`.", f.record.id, f.judged.outcome)
     } else {
         done
     };
     NewHandoff {
-        todo: f.todo,
+        todo: f.record.todo,
         // The batch is checked against the claim's epoch as a whole (the release or done in it).
-        epoch: f.epoch,
+        epoch: f.record.epoch,
         done: bounded(&done, limits::DETAIL),
         next: bounded(&next, limits::DETAIL),
         files: vec![],
@@ -725,17 +716,17 @@ fn handoff(
             .filter(|q| !q.is_empty())
             .map(|q| vec![bounded(q, limits::QUESTION)])
             .unwrap_or_default(),
-        slice: Some(f.slice),
+        slice: Some(f.record.id),
     }
 }
 
 /// A gate for the agent's question: it blocks the todo, or the agent when there is none.
 fn gate(f: &Finished<'_>, question: String, options: Vec<String>) -> NewGate {
-    let blocks = match f.todo {
+    let blocks = match f.record.todo {
         Some(todo) => Blocks::Todos(vec![todo]),
-        None => Blocks::Agent(f.agent.clone()),
+        None => Blocks::Agent(f.record.agent.clone()),
     };
-    let on = f.todo.map(|t| format!(" on {t}")).unwrap_or_default();
+    let on = f.on_todo();
     NewGate {
         question,
         options: options
@@ -744,7 +735,7 @@ fn gate(f: &Finished<'_>, question: String, options: Vec<String>) -> NewGate {
             .filter(|o| !o.is_empty())
             .take(limits::LIST_ITEMS)
             .collect(),
-        context: format!("asked by `{}` in slice {}{on}", f.agent, f.slice),
+        context: format!("asked by `{}` in slice {}{on}", f.record.agent, f.record.id),
         blocks,
         kind: GateKind::Question,
     }
@@ -756,20 +747,18 @@ fn gate(f: &Finished<'_>, question: String, options: Vec<String>) -> NewGate {
 /// forge: a reset past the vendors' longest window (a week) is taken as that window's end, so a
 /// forged `resetsAt` in the year 3000 cannot hold the account forever.
 fn resets_at(f: &Finished<'_>) -> Option<Timestamp> {
-    let at = f
-        .classification?
-        .limit
-        .as_ref()?
+    let limit = f.judged.classification.as_ref()?.limit.as_ref()?;
+    let at = limit
         .resets_at
-        .filter(|_| f.outcome == Outcome::UsageLimited)?;
+        .filter(|_| f.judged.outcome == Outcome::UsageLimited)?;
     let at = u64::try_from(at.as_millisecond()).ok().map(Timestamp)?;
-    Some(at.min(f.ended_at.plus(MAX_VENDOR_HOLD)))
+    Some(at.min(f.end.at.plus(MAX_VENDOR_HOLD)))
 }
 
 /// The agent's last words, when it gave no readable report: the end of its final message,
 /// clipped to whole lines where it can be.
 fn final_words(f: &Finished<'_>) -> Option<String> {
-    let text = f.final_message?.trim();
+    let text = f.end.summary.final_message.as_deref()?.trim();
     if text.is_empty() {
         return None;
     }
@@ -805,56 +794,98 @@ pub fn unpaced_quota(agent: &AgentName) -> QuotaRequest {
 }
 
 /// A completed work slice s4 of `agent` on t2 (epoch 3) that changed nothing, for tests: 10
-/// tokens, $0.50, from 1 000 to 3 000 ms, session `c4a9eaf5`.
+/// tokens, $0.50, from 1 000 to 3 000 ms, session `c4a9eaf5`. Its parts are the test's to
+/// change; [`TestSlice::finished`] is what its writeback reads.
 #[cfg(any(test, feature = "fixtures"))]
-pub fn test_finished(agent: &AgentName) -> Finished<'_> {
-    static NO_CHANGES: std::sync::LazyLock<loopx_git::scope::SliceChanges> =
-        std::sync::LazyLock::new(loopx_git::scope::SliceChanges::default);
-    Finished {
-        slice: SliceId(4),
-        agent,
-        todo: Some(TodoId(2)),
+#[derive(Debug)]
+pub struct TestSlice {
+    pub record: loopx_kernel::model::SliceRecord,
+    pub end: AgentEnd,
+    pub judged: Judged,
+}
+
+#[cfg(any(test, feature = "fixtures"))]
+pub fn test_slice(agent: &AgentName) -> TestSlice {
+    let mut summary =
+        loopx_adapters::Parser::new(loopx_adapters::OutputFormat::Text).into_summary();
+    summary.session_id = Some("c4a9eaf5".into());
+    let mut end = AgentEnd::new(Err(String::new()), summary);
+    end.exit = Ok(loopx_pty::SliceExit::Exited(0));
+    (end.bytes, end.containment) = (100, "session");
+    (end.at, end.elapsed) = (Timestamp(3_000), std::time::Duration::from_secs(2));
+    let record = loopx_kernel::model::SliceRecord {
+        id: loopx_kernel::SliceId(4),
+        agent: agent.clone(),
+        todo: Some(loopx_kernel::TodoId(2)),
         epoch: Some(3),
         kind: SliceKind::Work,
-        outcome: Outcome::Completed,
-        reason: "because",
+        profile_hash: String::new(),
+        argv: Vec::new(),
+        process: None,
+        started_at: Timestamp(1_000),
+        limit_secs: 60,
+        ended_at: None,
+        outcome: None,
+        exit: None,
+        tokens: 0,
+        cost_usd: 0.0,
+        output_bytes: 0,
+        log: Some(".loopx/slices/s4.log".into()),
         leftovers: 0,
-        final_message: None,
-        cli: CliFixes {
-            adapter: "demo",
-            login: None,
-            install: None,
-        },
-        limited_before: 0,
+        containment: String::new(),
+        log_sha256: String::new(),
+        seen: None,
+    };
+    let judged = Judged {
+        outcome: Outcome::Completed,
+        reason: "because".into(),
+        leftovers: 0,
         exit: Some("exit 0".into()),
         classification: None,
-        session: Some("c4a9eaf5"),
-        output_bytes: 100,
-        log_sha256: String::new(),
-        redactor: None,
-        containment: "session",
-        pid: None,
-        started_at: Timestamp(1_000),
-        ended_at: Timestamp(3_000),
-        elapsed: std::time::Duration::from_secs(2),
-        limit_secs: 60,
-        log: ".loopx/slices/s4.log",
-        quota: QuotaRequest {
-            tokens: 10,
-            cost_usd: 0.5,
-            busy: Some((Timestamp(1_000), Timestamp(3_000))),
-            ..unpaced_quota(agent)
-        },
-        changes: &NO_CHANGES,
-        reported_done: false,
-        agents_close_goals: false,
-        worktree: None,
+        disk_full: None,
+    };
+    TestSlice {
+        record,
+        end,
+        judged,
+    }
+}
+
+#[cfg(any(test, feature = "fixtures"))]
+impl TestSlice {
+    /// The slice's writeback input.
+    pub fn finished(&self) -> Finished<'_> {
+        Finished {
+            record: &self.record,
+            end: &self.end,
+            judged: &self.judged,
+            cli: CliFixes {
+                adapter: "demo",
+                login: None,
+                install: None,
+            },
+            limited_before: 0,
+            log_sha256: String::new(),
+            redactor: None,
+            quota: QuotaRequest {
+                tokens: 10,
+                cost_usd: 0.5,
+                busy: Some((Timestamp(1_000), Timestamp(3_000))),
+                ..unpaced_quota(&self.record.agent)
+            },
+            reported_done: false,
+            agents_close_goals: false,
+            tree: None,
+            landing: None,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use loopx_adapters::{MalformedReport, ReportQuestion, ReportStatus, ReportTodo};
+    use loopx_git::scope::SliceChanges;
+    use loopx_kernel::TodoId;
 
     use super::*;
 
@@ -909,24 +940,18 @@ mod tests {
         kind: SliceKind,
     ) -> Writeback {
         let agent: AgentName = "exec".parse().expect("a name");
-        let mut f = finished(c, &agent, outcome, todo);
-        f.kind = kind;
-        writeback(&f, done)
+        let mut t = finished(c, &agent, outcome, todo);
+        t.record.kind = kind;
+        writeback(&t.finished(), done)
     }
 
-    fn finished<'a>(
-        c: &'a Classification,
-        agent: &'a AgentName,
-        outcome: &'a str,
-        todo: bool,
-    ) -> Finished<'a> {
-        Finished {
-            todo: todo.then_some(TodoId(2)),
-            epoch: todo.then_some(3),
-            outcome: Outcome::parse(outcome).expect("an outcome"),
-            classification: Some(c),
-            ..test_finished(agent)
-        }
+    fn finished(c: &Classification, agent: &AgentName, outcome: &str, todo: bool) -> TestSlice {
+        let mut t = test_slice(agent);
+        t.record.todo = todo.then_some(TodoId(2));
+        t.record.epoch = todo.then_some(3);
+        t.judged.outcome = Outcome::parse(outcome).expect("an outcome");
+        t.judged.classification = Some(c.clone());
+        t
     }
 
     fn notes(wb: &Writeback) -> Vec<String> {
@@ -1010,9 +1035,9 @@ mod tests {
             outside: vec!["secrets.txt".into()],
             ..SliceChanges::default()
         };
-        let mut f = finished(&c, &agent, "completed", true);
-        f.changes = &changes;
-        let wb = writeback(&f, false);
+        let mut t = finished(&c, &agent, "completed", true);
+        t.end.changes = changes;
+        let wb = writeback(&t.finished(), false);
         assert!(!wb.todo_done, "a person may roll it back");
         assert_eq!(wb.violations, ["secrets.txt"]);
         assert!(matches!(wb.ops().last(), Some(Op::TodoRelease(_))));
@@ -1243,13 +1268,14 @@ mod tests {
     fn an_auth_failure_holds_the_account_behind_a_gate_that_names_the_fix() {
         let c = classified(Outcome::AuthFailed, None);
         let agent: AgentName = "exec".parse().expect("a name");
+        let t = finished(&c, &agent, "auth_failed", true);
         let f = Finished {
             cli: CliFixes {
                 adapter: "codex",
                 login: Some("run `codex login`"),
                 install: None,
             },
-            ..finished(&c, &agent, "auth_failed", true)
+            ..t.finished()
         };
         let wb = writeback(&f, false);
         let ops = wb.ops();
@@ -1284,11 +1310,9 @@ mod tests {
         let c = classified(Outcome::Completed, None);
         let agent: AgentName = "exec".parse().expect("a name");
         let long = format!("{}\nformatted 12 files\nall checks pass", "x".repeat(5_000));
-        let f = Finished {
-            final_message: Some(&long),
-            ..finished(&c, &agent, "completed", true)
-        };
-        let wb = writeback(&f, false);
+        let mut t = finished(&c, &agent, "completed", true);
+        t.end.summary.final_message = Some(long);
+        let wb = writeback(&t.finished(), false);
         let ops = wb.ops();
         let Op::EvidenceAdd(slice) = &ops[1] else {
             panic!("{ops:?}")
@@ -1329,11 +1353,10 @@ mod tests {
     fn the_agent_s_last_words_carry_no_escape_sequences() {
         let c = classified(Outcome::Completed, None);
         let agent: AgentName = "exec".parse().expect("a name");
-        let f = Finished {
-            final_message: Some("\u{1b}]0;pwned\u{7}done \u{1b}[31mred\u{1b}[0m\u{8}\nnext"),
-            ..finished(&c, &agent, "completed", true)
-        };
-        let ops = writeback(&f, false).ops();
+        let mut t = finished(&c, &agent, "completed", true);
+        t.end.summary.final_message =
+            Some("\u{1b}]0;pwned\u{7}done \u{1b}[31mred\u{1b}[0m\u{8}\nnext".into());
+        let ops = writeback(&t.finished(), false).ops();
         let Op::EvidenceAdd(slice) = &ops[1] else {
             panic!("{ops:?}")
         };
@@ -1356,9 +1379,10 @@ mod tests {
             ..classified(Outcome::UsageLimited, None)
         };
         let agent: AgentName = "exec".parse().expect("a name");
+        let t = finished(&c, &agent, "usage_limited", true);
         let f = Finished {
             limited_before: 1,
-            ..finished(&c, &agent, "usage_limited", true)
+            ..t.finished()
         };
         let wb = writeback(&f, false);
         let until = Timestamp(3_000).plus(UNKNOWN_RESET_BACKOFF * 2);
@@ -1379,10 +1403,11 @@ mod tests {
     fn a_usage_limit_without_a_reset_time_backs_off_longer_each_time_in_a_row() {
         let c = classified(Outcome::UsageLimited, None);
         let agent: AgentName = "exec".parse().expect("a name");
+        let t = finished(&c, &agent, "usage_limited", true);
         let hold = |before| {
             let f = Finished {
                 limited_before: before,
-                ..finished(&c, &agent, "usage_limited", true)
+                ..t.finished()
             };
             writeback(&f, false).hold_until.expect("a hold")
         };
@@ -1419,14 +1444,14 @@ mod tests {
             (Timestamp(end.0 - 2_000), end),
             "two seconds of the share"
         );
+        let mut t = finished(&c, &agent, "completed", true);
+        (t.end.at, t.end.elapsed) = (end, elapsed);
         let f = Finished {
-            ended_at: end,
-            elapsed,
             quota: QuotaRequest {
                 busy: Some(busy),
                 ..unpaced_quota(&agent)
             },
-            ..finished(&c, &agent, "completed", true)
+            ..t.finished()
         };
         let wb = writeback(&f, false);
         let ops = wb.ops();

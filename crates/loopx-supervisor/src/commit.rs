@@ -17,8 +17,9 @@ use serde::Serialize;
 
 use crate::errors::SupervisorError;
 use crate::once::RunOnce;
-use crate::slice::{ACTOR, Observed, actor, patience, retrying};
-use loopx_domain::writeback::{Finished, Item, WorktreeEnd, Writeback, lost_claim, writeback};
+use crate::slice::{ACTOR, Begun, actor, patience, retrying};
+use loopx_domain::judge::{AgentEnd, Judged};
+use loopx_domain::writeback::{Finished, Item, Writeback, lost_claim, writeback};
 use loopx_git::worktree::{Landing, SliceCommit};
 
 /// One slice, as `loopx run --once --json` shows it (documented in `docs/cli.md`).
@@ -83,20 +84,18 @@ pub struct SliceSummary {
     pub disk_full: Option<String>,
 }
 
-impl Observed {
-    /// Writes the slice back; the guard is disarmed once its end is recorded.
-    pub(crate) fn write_back(self, req: &RunOnce) -> Result<SliceSummary, SupervisorError> {
-        let Observed {
-            begun,
-            end,
-            mut judged,
-            mut changes,
-            spent,
-            commit,
-        } = self;
-        let (ran, reported, renewal) = (&end.ran, end.reported, end.renewal);
+impl Begun {
+    /// Writes the slice back, its agent having ended as `end` says and the slice judged
+    /// `judged`; the guard is disarmed once its end is recorded.
+    pub(crate) fn write_back(
+        mut self,
+        req: &RunOnce,
+        mut end: AgentEnd,
+        mut judged: Judged,
+    ) -> Result<SliceSummary, SupervisorError> {
+        let reported = end.reported;
         let mut reported_done = reported.done;
-        loopx_domain::judge::progress::check(&mut judged, &changes, reported);
+        loopx_domain::judge::progress::check(&mut judged, &end.changes, reported);
         loopx_domain::judge::progress::name_channel(&mut judged, reported);
         loopx_domain::judge::verified::check(
             &req.project,
@@ -106,68 +105,51 @@ impl Observed {
                     .with(&req.project, |store| store.read(read))
             },
             req.world.clock.now(),
-            begun.record.todo,
+            self.record.todo,
             &mut judged,
             &mut reported_done,
         );
+        let tree = self.tree.as_ref().and_then(|t| t.as_ref().ok());
         if reports_work_evidence(judged.classification.as_ref()) {
-            let tree = begun.tree.as_ref().and_then(|t| t.as_ref().ok());
             let dir = tree.map_or_else(|| req.project.root().to_path_buf(), |p| p.tree.workdir());
-            changes.work = loopx_git::work::mark_or_unknown(&dir);
+            end.changes.work = loopx_git::work::mark_or_unknown(&dir);
         }
-        let setup = &begun.setup;
-        let worktree = worktree_end(
+        let setup = &self.setup;
+        let landing = landing(
             req,
-            &begun,
+            &self,
             &judged,
-            (reported_done, commit.as_ref()),
-            renewal.as_ref(),
+            (reported_done, end.commit.as_ref()),
+            self.renewal.as_ref(),
         );
         // The landing is over: the writeback finishes or releases the claim.
-        if let Some(renewal) = renewal {
+        if let Some(renewal) = self.renewal.take() {
             renewal.finish();
         }
-        let log = begun.record.log.clone().unwrap_or_default();
         let limited_before = match judged.outcome {
-            Outcome::UsageLimited => limits_in_a_row(req, &setup.agent.name, begun.record.id),
+            Outcome::UsageLimited => limits_in_a_row(req, &setup.agent.name, self.record.id),
             _ => 0,
         };
         let adapter = &setup.loaded.adapter;
+        let log = self.record.log.as_deref().unwrap_or_default();
         let finished = Finished {
-            slice: begun.record.id,
-            agent: &setup.agent.name,
-            todo: begun.record.todo,
-            epoch: begun.record.epoch,
-            kind: begun.record.kind,
-            outcome: judged.outcome,
-            reason: &judged.reason,
-            leftovers: judged.leftovers,
-            final_message: ran.summary.final_message.as_deref(),
+            record: &self.record,
+            end: &end,
+            judged: &judged,
             cli: loopx_domain::writeback::CliFixes {
                 adapter: &adapter.name,
                 login: adapter.login.as_deref(),
                 install: adapter.install.as_deref(),
             },
             limited_before,
-            exit: judged.exit.clone(),
-            classification: judged.classification.as_ref(),
-            session: ran.summary.session_id.as_deref(),
-            output_bytes: ran.end.as_ref().map_or(0, |e| e.bytes),
-            log_sha256: file_sha256(&crate::slice::slice_log_path(req, &log)),
-            redactor: Some(&begun.redactor),
-            containment: end.containment,
-            pid: end.pid,
-            started_at: begun.record.started_at,
-            ended_at: end.at,
-            elapsed: end.elapsed,
-            limit_secs: begun.record.limit_secs,
-            log: &log,
-            quota: spent,
-            changes: &changes,
+            log_sha256: file_sha256(&crate::slice::slice_log_path(req, log)),
+            redactor: Some(&self.redactor),
+            quota: self.spent(&end),
             reported_done,
             agents_close_goals: crate::notify::project_config(&req.project)
                 .is_ok_and(|c| c.agents_close_goals),
-            worktree: worktree.as_ref(),
+            tree,
+            landing,
         };
         match write_back(
             &req.world.stores,
@@ -177,11 +159,10 @@ impl Observed {
             &finished,
         ) {
             Ok(mut summary) => {
-                begun.guard.disarm();
+                self.guard.disarm();
                 summary.disk_full = judged.disk_full.clone();
                 // Done: its branch landed and stays; its worktree is no longer needed.
-                if let (Some(_), Some(goal), Some(todo)) =
-                    (&worktree, &begun.goal, begun.record.todo)
+                if let (Some(_), Some(goal), Some(todo)) = (tree, &self.goal, self.record.todo)
                     && summary.todo_state == Some("done")
                     && let Err(e) = loopx_git::worktree::remove(req.project.root(), goal.id, todo)
                 {
@@ -194,7 +175,7 @@ impl Observed {
                     "its writeback could not be recorded: {}",
                     crate::errors::chain(&e)
                 );
-                let slice = begun.record.id.to_string();
+                let slice = self.record.id.to_string();
                 // Busy, or its database away for longer than the patience: passing, like busy.
                 let busy = matches!(
                     &e,
@@ -204,7 +185,7 @@ impl Observed {
                             | StoreError::CommitUnknown { .. }
                     )
                 );
-                match (begun.guard.interrupt(&reason), busy) {
+                match (self.guard.interrupt(&reason), busy) {
                     // The store only stayed busy: the next slice repairs the todo.
                     (Ok(()), true) => Err(e.into()),
                     // A full disk (or worse) would lose the next slice's work the same way.
@@ -227,21 +208,20 @@ fn reports_work_evidence(c: Option<&loopx_adapters::Classification>) -> bool {
     })
 }
 
-/// How a worktree goal's todo slice ended in git: its checkpoint and commit, and its landing
-/// when the agent reported the todo done, changed nothing it may not, and still holds it.
-fn worktree_end(
+/// A worktree goal's todo slice's landing on the goal's branch, when the agent reported the
+/// todo done, changed nothing it may not, and still holds it.
+fn landing(
     req: &RunOnce,
-    begun: &crate::slice::Begun,
-    judged: &loopx_domain::judge::Judged,
+    begun: &Begun,
+    judged: &Judged,
     (reported_done, commit): (bool, Option<&SliceCommit>),
     renewal: Option<&crate::renew::Renewal>,
-) -> Option<WorktreeEnd> {
-    let prepared = begun.tree.as_ref()?.as_ref().ok()?;
+) -> Option<Landing> {
     let goal = begun.goal.as_ref()?;
     let claimed_done = reported_done
         || (judged.outcome == Outcome::Completed
             && judged.classification.as_ref().is_some_and(|c| c.done));
-    let landing = match (commit, begun.record.todo, begun.record.epoch) {
+    match (commit, begun.record.todo, begun.record.epoch) {
         (Some(c), Some(todo), Some(epoch)) if claimed_done && c.changes.violations().is_empty() => {
             held_todo(req, todo, &begun.setup.agent.name, epoch).map(|title| {
                 let held = || renewal.is_none_or(|r| r.lost().is_none());
@@ -256,13 +236,7 @@ fn worktree_end(
             })
         }
         _ => None,
-    };
-    Some(WorktreeEnd {
-        checkpoint: prepared.checkpoint.clone(),
-        commit: commit.map_or_else(|| prepared.checkpoint.clone(), |c| c.head.clone()),
-        landing,
-        integration: loopx_git::worktree::integration_branch(goal.id),
-    })
+    }
 }
 
 /// The title of `todo` while `agent` still holds it under `epoch`: a slice that lost its
@@ -337,10 +311,10 @@ fn attempt(
     f: &Finished<'_>,
     now: Timestamp,
 ) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
-    let standing = match (f.todo, f.epoch) {
+    let standing = match (f.record.todo, f.record.epoch) {
         (Some(id), Some(epoch)) => store
             .read(|s| s.todo(id))?
-            .map(|t| t.claim_of(f.agent, epoch)),
+            .map(|t| t.claim_of(&f.record.agent, epoch)),
         _ => None,
     };
     let mut wb = writeback(f, standing == Some(ClaimStanding::Finished));
@@ -363,7 +337,7 @@ fn attempt(
                 op: Some(index),
                 error,
             }) if wb.parts[index].item.is_some() => {
-                tracing::warn!(slice = %f.slice, error = %error, "the kernel refused an item of the agent's report");
+                tracing::warn!(slice = %f.record.id, error = %error, "the kernel refused an item of the agent's report");
                 wb.drop_item(f, index, &error.to_string());
             }
             Err(BatchError {
@@ -380,7 +354,7 @@ fn attempt(
                 op: Some(index),
                 error,
             }) => {
-                tracing::error!(slice = %f.slice, error = %error, op = ?wb.parts[index].op, "the kernel refused loopx's own writeback");
+                tracing::error!(slice = %f.record.id, error = %error, op = ?wb.parts[index].op, "the kernel refused loopx's own writeback");
                 return essentials(store, actor, f, wb, now);
             }
             Err(BatchError { op: None, error }) => return Err(error),
@@ -395,7 +369,7 @@ fn lost(
     wb: Writeback,
     now: Timestamp,
 ) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
-    tracing::warn!(slice = %f.slice, "the slice's claim moved on; recording only its end and usage");
+    tracing::warn!(slice = %f.record.id, "the slice's claim moved on; recording only its end and usage");
     match apply_redacted(store, f, lost_claim(f), ACTOR, now).map_err(|e| e.error) {
         Ok(_) => Ok((wb, Vec::new(), "stale_epoch")),
         Err(KernelError::Conflict(Conflict::SliceEnded { .. })) => superseded(store, f, wb, now),
@@ -415,7 +389,7 @@ fn superseded(
     wb: Writeback,
     now: Timestamp,
 ) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
-    tracing::warn!(slice = %f.slice, "the slice was closed by recovery while its writeback waited; recording only its evidence and usage");
+    tracing::warn!(slice = %f.record.id, "the slice was closed by recovery while its writeback waited; recording only its evidence and usage");
     let ops = lost_claim(f)
         .into_iter()
         .filter(|op| !matches!(op, Op::SliceEnd { .. }))
@@ -490,36 +464,36 @@ fn summary(
         }
     }
     let applied_ok = result == "applied";
-    let landing = f.worktree.and_then(|w| w.landing.as_ref());
+    let landing = f.landing.as_ref();
     let redacted = |text: &str| match f.redactor {
         Some(redactor) => redactor.redact(text).into_owned(),
         None => text.to_owned(),
     };
-    let todo_state = match (f.todo, applied_ok, wb.todo_done) {
+    let todo_state = match (f.record.todo, applied_ok, wb.todo_done) {
         (None, _, _) => None,
         (Some(_), true, true) => Some("done"),
         (Some(_), true, false) => Some("released"),
         (Some(_), false, _) => Some("unchanged"),
     };
     SliceSummary {
-        id: f.slice,
-        agent: f.agent.clone(),
-        kind: f.kind.as_str(),
-        todo: f.todo,
-        epoch: f.epoch,
-        outcome: f.outcome,
-        reason: redacted(f.reason),
-        leftovers: f.leftovers,
-        exit: f.exit.clone(),
-        pid: f.pid,
-        started_at: f.started_at,
-        ended_at: f.ended_at,
-        duration_ms: u64::try_from(f.elapsed.as_millis()).unwrap_or(u64::MAX),
-        limit_secs: f.limit_secs,
+        id: f.record.id,
+        agent: f.record.agent.clone(),
+        kind: f.record.kind.as_str(),
+        todo: f.record.todo,
+        epoch: f.record.epoch,
+        outcome: f.judged.outcome,
+        reason: redacted(&f.judged.reason),
+        leftovers: f.judged.leftovers,
+        exit: f.judged.exit.clone(),
+        pid: f.end.pid,
+        started_at: f.record.started_at,
+        ended_at: f.end.at,
+        duration_ms: u64::try_from(f.end.elapsed.as_millis()).unwrap_or(u64::MAX),
+        limit_secs: f.record.limit_secs,
         tokens: f.quota.tokens,
         cost_usd: f.quota.cost_usd,
-        output_bytes: f.output_bytes,
-        log: f.log.to_owned(),
+        output_bytes: f.end.bytes,
+        log: f.log().to_owned(),
         report: wb.report,
         todo_state,
         new_todos,
@@ -527,10 +501,11 @@ fn summary(
         hold_until: wb.hold_until,
         goal_done,
         changed_files: f
+            .end
             .changes
             .unchecked
             .is_none()
-            .then(|| f.changes.files.clone()),
+            .then(|| f.end.changes.files.clone()),
         violations: wb.violations.clone(),
         violation_gate,
         landed: match landing {
@@ -572,6 +547,7 @@ mod tests {
 
     use super::*;
 
+    use loopx_domain::writeback::TestSlice;
     use loopx_kernel::model::PermissionLevel;
     use loopx_kernel::{AgentName, Project, Timestamp};
     use loopx_testkit::todo;
@@ -643,20 +619,14 @@ mod tests {
         (dir, project, store, agent, todo, slice, claim)
     }
 
-    /// What the supervisor observed of `slice`: 42 tokens spent over two seconds.
-    fn finished_on<'a>(agent: &'a AgentName, slice: SliceId, todo: Option<TodoId>) -> Finished<'a> {
-        Finished {
-            slice,
-            todo,
-            epoch: todo.map(|_| 1),
-            quota: QuotaRequest {
-                tokens: 42,
-                ..loopx_domain::writeback::unpaced_quota(agent)
-            },
-            started_at: T0,
-            ended_at: T0.plus(Duration::from_secs(2)),
-            ..loopx_domain::writeback::test_finished(agent)
-        }
+    /// What the supervisor observed of `slice`: over two seconds (42 tokens spent, as
+    /// `write_back_as_exec` writes it back).
+    fn finished_on(agent: &AgentName, slice: SliceId, todo: Option<TodoId>) -> TestSlice {
+        let mut t = loopx_domain::writeback::test_slice(agent);
+        (t.record.id, t.record.todo, t.record.epoch) = (slice, todo, todo.map(|_| 1));
+        t.record.started_at = T0;
+        t.end.at = T0.plus(Duration::from_secs(2));
+        t
     }
 
     #[test]
@@ -715,16 +685,20 @@ mod tests {
         );
     }
 
-    fn write_back_as_exec(
-        project: &Project,
-        finished: &Finished<'_>,
-    ) -> Result<SliceSummary, KernelError> {
+    fn write_back_as_exec(project: &Project, t: &TestSlice) -> Result<SliceSummary, KernelError> {
+        let finished = Finished {
+            quota: QuotaRequest {
+                tokens: 42,
+                ..loopx_domain::writeback::unpaced_quota(&t.record.agent)
+            },
+            ..t.finished()
+        };
         write_back(
             &crate::store_cache::StoreCache::default(),
             project,
             &*loopx_kernel::SystemClock::shared(Default::default()),
             "agent:exec",
-            finished,
+            &finished,
         )
     }
 
@@ -965,17 +939,12 @@ mod tests {
                     limit: None,
                     done,
                 };
-                let finished = Finished {
-                    slice,
-                    todo: Some(todo),
-                    epoch: Some(epoch),
-                    outcome,
-                    classification: Some(&classification),
-                    started_at: T0,
-                    ended_at: T0.plus(Duration::from_secs(2)),
-                    ..loopx_domain::writeback::test_finished(&agent)
-                };
-                let summary = write_back(&crate::store_cache::StoreCache::default(), &project, &*loopx_kernel::SystemClock::shared(Default::default()), "agent:exec", &finished)
+                let mut t = loopx_domain::writeback::test_slice(&agent);
+                (t.record.id, t.record.todo, t.record.epoch) = (slice, Some(todo), Some(epoch));
+                (t.judged.outcome, t.judged.classification) = (outcome, Some(classification));
+                t.record.started_at = T0;
+                t.end.at = T0.plus(Duration::from_secs(2));
+                let summary = write_back(&crate::store_cache::StoreCache::default(), &project, &*loopx_kernel::SystemClock::shared(Default::default()), "agent:exec", &t.finished())
                     .expect("the writeback lands");
                 prop_assert_eq!(summary.writeback, "applied");
                 let store = Store::open_read(&project).expect("store");

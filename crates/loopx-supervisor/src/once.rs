@@ -240,8 +240,7 @@ pub fn run_once(req: &RunOnce, on_step: &mut dyn FnMut(Step<'_>)) -> Result<Once
         let why = req.shutdown.reason().unwrap_or_default();
         return Ok(Once::Stopped { agent, why });
     };
-    let observed = launched.observe(req);
-    ended(req, decision, observed, on_step)
+    ended(req, decision, launched.observe(req), on_step)
 }
 
 /// The first half of [`run_once`]: the decision and, when it says run, the slice begun.
@@ -393,10 +392,14 @@ impl SimulatedSlice {
 fn ended(
     req: &RunOnce,
     decision: Decision,
-    observed: slice::Observed,
+    (begun, end, judged): (
+        slice::Begun,
+        loopx_domain::judge::AgentEnd,
+        loopx_domain::judge::Judged,
+    ),
     on_step: &mut dyn FnMut(Step<'_>),
 ) -> Result<Once, SupervisorError> {
-    let summary = observed.write_back(req)?;
+    let summary = begun.write_back(req, end, judged)?;
     on_step(Step::Ended(&summary));
     Ok(Once::Ran {
         decision,

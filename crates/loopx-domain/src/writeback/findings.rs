@@ -33,12 +33,12 @@ pub fn changes_line(c: &SliceChanges) -> String {
 
 /// The diff evidence, the violation evidence and its gate, in that order.
 pub fn ops(f: &Finished<'_>) -> Vec<Op> {
-    let c = f.changes;
+    let c = &f.end.changes;
     let mut ops = Vec::new();
     if !c.files.is_empty() {
         let summary = format!(
             "slice {} changed {}: {}",
-            f.slice,
+            f.record.id,
             files(c.files.len()),
             named(&c.files)
         );
@@ -53,7 +53,7 @@ pub fn ops(f: &Finished<'_>) -> Vec<Op> {
     // What the commit left out: the person and the next slice (whose prompt shows the todo's
     // evidence) hear of it.
     if let Some(said) = &c.left_out {
-        let summary = format!("slice {} {said}", f.slice);
+        let summary = format!("slice {} {said}", f.record.id);
         ops.push(Op::EvidenceAdd(evidence(
             f,
             EvidenceKind::Note,
@@ -68,8 +68,8 @@ pub fn ops(f: &Finished<'_>) -> Vec<Op> {
     // `slice s4 of agent `exec` changed 2 files outside the goal's scope`
     let changed = format!(
         "lice {} of agent `{}` changed {} {}",
-        f.slice,
-        f.agent,
+        f.record.id,
+        f.record.agent,
         files(bad.len()),
         violated(c)
     );
@@ -93,22 +93,22 @@ pub fn ops(f: &Finished<'_>) -> Vec<Op> {
 fn gate(f: &Finished<'_>, question: String, detail: &str) -> NewGate {
     // In a worktree the slice is one commit on its todo's branch: `rollback` undoes it, and
     // until then nobody builds on it. In the shared tree loopx can only tell the agent.
-    let (context, blocks, kind) = match (f.worktree, f.todo) {
-        (Some(end), Some(todo)) => (
+    let (context, blocks, kind) = match (f.branch(), f.record.todo) {
+        (Some((checkpoint, commit)), Some(todo)) => (
             format!(
                 "scope check of slice {} (agent `{}`) in {todo}'s worktree: its commit {} on \
                  {todo}'s branch. `rollback` puts the branch and the worktree back at {} (the \
                  commit before the slice); `keep` keeps them.\n{detail}",
-                f.slice,
-                f.agent,
-                loopx_git::worktree::short(&end.commit),
-                loopx_git::worktree::short(&end.checkpoint),
+                f.record.id,
+                f.record.agent,
+                loopx_git::worktree::short(commit),
+                loopx_git::worktree::short(checkpoint),
             ),
             Blocks::Todos(vec![todo]),
             GateKind::Rollback {
                 todo,
-                checkpoint: end.checkpoint.clone(),
-                commit: end.commit.clone(),
+                checkpoint: checkpoint.to_owned(),
+                commit: commit.to_owned(),
                 reported_done: claimed_done(f),
             },
         ),
@@ -118,21 +118,21 @@ fn gate(f: &Finished<'_>, question: String, detail: &str) -> NewGate {
             format!(
                 "scope check of slice {} (agent `{}`); loopx rolls nothing back itself: `keep` \
                  keeps the changes{}, `rollback` asks the next slice to undo them.\n{detail}",
-                f.slice,
-                f.agent,
+                f.record.id,
+                f.record.agent,
                 if claimed_done(f) {
                     " and marks the todo done, as the agent reported"
                 } else {
                     ""
                 }
             ),
-            f.todo.map_or_else(
-                || Blocks::Agent(f.agent.clone()),
+            f.record.todo.map_or_else(
+                || Blocks::Agent(f.record.agent.clone()),
                 |t| Blocks::Todos(vec![t]),
             ),
             GateKind::Scope {
-                todo: f.todo,
-                reported_done: f.todo.is_some() && claimed_done(f),
+                todo: f.record.todo,
+                reported_done: f.record.todo.is_some() && claimed_done(f),
             },
         ),
     };
@@ -166,7 +166,8 @@ fn violation_detail(c: &SliceChanges) -> String {
 /// Whether the slice said its todo is done: a `done` report (in its final block or through
 /// `loopx report done`), or the profile's `done_when`.
 pub fn claimed_done(f: &Finished<'_>) -> bool {
-    (f.outcome == loopx_adapters::Outcome::Completed && f.classification.is_some_and(|c| c.done))
+    (f.judged.outcome == loopx_adapters::Outcome::Completed
+        && f.judged.classification.as_ref().is_some_and(|c| c.done))
         || f.reported_done
 }
 
@@ -214,13 +215,12 @@ mod tests {
     use loopx_kernel::AgentName;
 
     use super::*;
-    use crate::writeback::test_finished;
+    use crate::writeback::{TestSlice, test_slice};
 
-    fn finished<'a>(agent: &'a AgentName, changes: &'a SliceChanges) -> Finished<'a> {
-        Finished {
-            changes,
-            ..test_finished(agent)
-        }
+    fn finished(agent: &AgentName, changes: &SliceChanges) -> TestSlice {
+        let mut t = test_slice(agent);
+        t.end.changes = changes.clone();
+        t
     }
 
     #[test]
@@ -231,7 +231,7 @@ mod tests {
             stat: " docs/a.md | 1 +\n".into(),
             ..SliceChanges::default()
         };
-        let ops = ops(&finished(&agent, &changes));
+        let ops = ops(&finished(&agent, &changes).finished());
         let [Op::EvidenceAdd(diff)] = ops.as_slice() else {
             panic!("one diff evidence: {ops:?}")
         };
@@ -250,7 +250,7 @@ mod tests {
             state_files: vec![".loopx/profiles/p.toml".into()],
             ..SliceChanges::default()
         };
-        let ops = ops(&finished(&agent, &changes));
+        let ops = ops(&finished(&agent, &changes).finished());
         let [_, Op::EvidenceAdd(violation), Op::GateAsk(gate)] = ops.as_slice() else {
             panic!("diff, violation, gate: {ops:?}")
         };
@@ -291,8 +291,8 @@ mod tests {
             outside: long,
             ..SliceChanges::default()
         };
-        let f = finished(&agent, &changes);
-        let gate = ops(&f).into_iter().find_map(|op| match op {
+        let t = finished(&agent, &changes);
+        let gate = ops(&t.finished()).into_iter().find_map(|op| match op {
             Op::GateAsk(g) => Some(g),
             _ => None,
         });
@@ -308,7 +308,7 @@ mod tests {
             unchecked: Some("the project is not in a git work tree".into()),
             ..SliceChanges::default()
         };
-        assert!(ops(&finished(&agent, &changes)).is_empty());
+        assert!(ops(&finished(&agent, &changes).finished()).is_empty());
         assert_eq!(
             changes_line(&changes),
             "changes: not checked (the project is not in a git work tree)\n"

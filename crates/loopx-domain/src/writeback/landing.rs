@@ -1,23 +1,24 @@
 //! What a worktree goal's landing writes: the todo's `land` evidence, and the gate that asks a
 //! person to rebase or drop a branch that conflicts with the goal's.
 
+use loopx_git::worktree::Prepared;
 use loopx_kernel::TodoId;
 use loopx_kernel::limits::{self, bounded, clip};
 use loopx_kernel::model::{Blocks, EvidenceKind, GateKind};
 use loopx_kernel::store::{NewGate, Op};
 
-use super::{Finished, WorktreeEnd, evidence};
+use super::{Finished, evidence};
 
 /// What a worktree goal's landing writes (its evidence, a gate for a conflict), and whether
 /// the todo landed. `wants` says whether it was asked to (the agent said done, nothing to
 /// roll back).
-pub(super) fn landing_ops(f: &Finished<'_>, end: &WorktreeEnd, wants: bool) -> (Vec<Op>, bool) {
+pub(super) fn landing_ops(f: &Finished<'_>, tree: &Prepared, wants: bool) -> (Vec<Op>, bool) {
     use loopx_git::worktree::{Landing, short};
-    let Some(todo) = f.todo else {
+    let Some(todo) = f.record.todo else {
         return (Vec::new(), true);
     };
-    let into = &end.integration;
-    let Some(landing) = end.landing.as_ref().filter(|_| wants) else {
+    let into = &loopx_git::worktree::integration_branch(tree.tree.goal);
+    let Some(landing) = f.landing.as_ref().filter(|_| wants) else {
         return (Vec::new(), false);
     };
     let land = |summary: String, detail: String| {

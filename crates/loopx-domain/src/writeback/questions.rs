@@ -22,10 +22,11 @@ pub fn spawn_gate(f: &Finished<'_>) -> Op {
     let question = bounded(
         &format!(
             "`{}` could not be started: {}{install}. Fix it, then answer `retry`?",
-            f.agent,
-            f.reason
+            f.record.agent,
+            f.judged
+                .reason
                 .strip_prefix("the agent could not be started: ")
-                .unwrap_or(f.reason)
+                .unwrap_or(&f.judged.reason)
         ),
         limits::QUESTION,
     );
@@ -35,13 +36,13 @@ pub fn spawn_gate(f: &Finished<'_>) -> Op {
         context: bounded(
             &format!(
                 "slice {} ended `spawn_failed`: {}\n`loopx doctor` checks every agent's profile and program; `loopx agent set {} --profile P` changes its profile.",
-                f.slice, f.reason, f.agent
+                f.record.id, f.judged.reason, f.record.agent
             ),
             limits::DETAIL,
         ),
-        blocks: Blocks::Agent(f.agent.clone()),
+        blocks: Blocks::Agent(f.record.agent.clone()),
         kind: GateKind::Spawn {
-            agent: f.agent.clone(),
+            agent: f.record.agent.clone(),
         },
     };
     // The reason is the launcher's words: should they make a question the kernel refuses,
@@ -49,7 +50,7 @@ pub fn spawn_gate(f: &Finished<'_>) -> Op {
     if gate.check().is_err() {
         gate.question = format!(
             "`{}` could not be started: fix its profile or install its CLI, then answer `retry`?",
-            f.agent
+            f.record.agent
         );
     }
     Op::GateAsk(gate)
@@ -68,7 +69,7 @@ pub fn login_gate(f: &Finished<'_>) -> Vec<Op> {
     let question = bounded(
         &format!(
             "`{}` is not logged in (account `{account}`): {fix}, then answer `retry`?",
-            f.agent
+            f.record.agent
         ),
         limits::QUESTION,
     );
@@ -79,7 +80,7 @@ pub fn login_gate(f: &Finished<'_>) -> Vec<Op> {
             reason: bounded(
                 &format!(
                     "`{}` is not logged in (slice {}): held until a person answers the login gate",
-                    f.agent, f.slice
+                    f.record.agent, f.record.id
                 ),
                 limits::SUMMARY,
             ),
@@ -89,10 +90,13 @@ pub fn login_gate(f: &Finished<'_>) -> Vec<Op> {
             question,
             options: vec!["retry".to_owned()],
             context: bounded(
-                &format!("slice {} ended `auth_failed`: {}", f.slice, f.reason),
+                &format!(
+                    "slice {} ended `auth_failed`: {}",
+                    f.record.id, f.judged.reason
+                ),
                 limits::DETAIL,
             ),
-            blocks: Blocks::Agent(f.agent.clone()),
+            blocks: Blocks::Agent(f.record.agent.clone()),
             kind: GateKind::Login { account },
         }),
     ]

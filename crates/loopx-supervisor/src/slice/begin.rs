@@ -24,7 +24,8 @@ pub const LEASE_MAX: Duration = Duration::from_secs(10 * 60);
 /// The wall-time limit of a probe: the first slice after a vendor hold ended.
 const PROBE_MAX_TIME: Duration = Duration::from_secs(5 * 60);
 
-/// A slice recorded as begun, and owned by its guard.
+/// A slice recorded as begun, and owned by its guard: the value every later stage carries
+/// on, to its writeback.
 #[derive(Debug)]
 pub(crate) struct Begun {
     pub setup: AgentSetup,
@@ -41,6 +42,9 @@ pub(crate) struct Begun {
     /// The todo's worktree, made ready (a worktree goal's todo slice), or why it could not be
     /// (then the slice is a failed spawn); `None` when the agent works in the project's tree.
     pub tree: Option<Result<loopx_git::worktree::Prepared, loopx_git::GitError>>,
+    /// The claim's renewal from the spawn (a todo slice's), until the agent ended or, for a
+    /// worktree goal, until its todo's landing is done.
+    pub renewal: Option<crate::renew::Renewal>,
 }
 
 /// Where the begin leads.
@@ -232,6 +236,7 @@ impl Decided {
             plan,
             guard,
             tree,
+            renewal: None,
         })))
     }
 }

@@ -21,8 +21,7 @@ use super::stream::{Spawned, observe, reached_ceiling, spawn};
 use crate::errors::SupervisorError;
 use crate::once::{RunOnce, Step};
 use crate::renew::Renewal;
-use loopx_domain::judge::{Judged, judge};
-use loopx_domain::judge::{ProcessEnd, Ran};
+use loopx_domain::judge::{AgentEnd, Judged, judge};
 use loopx_git::scope::{self, SliceChanges};
 use loopx_kernel::report::Reporter;
 use loopx_pty::LaunchSpec;
@@ -38,7 +37,6 @@ pub(crate) struct Launched {
     stdin: Option<Vec<u8>>,
     parser: Parser,
     before: scope::Before,
-    renewal: Option<Renewal>,
     /// Records the spawned process in the store, off the PTY's runtime.
     recorder: Option<JoinHandle<()>>,
     /// When it was spawned, on the supervisor's monotonic clock.
@@ -49,42 +47,6 @@ pub(crate) struct Launched {
     channel: Option<Channel>,
     /// The slice's private directory, removed once it ended (none when it could not be made).
     room: Option<Room>,
-}
-
-/// A slice whose agent has ended, with everything the writeback needs.
-#[derive(Debug)]
-pub(crate) struct Observed {
-    pub begun: Begun,
-    pub end: AgentEnd,
-    pub judged: Judged,
-    pub changes: SliceChanges,
-    /// What it spent (tokens, cost) over the time it ran, as the quota is charged.
-    pub spent: QuotaRequest,
-    /// The slice's commit in its todo's worktree (a worktree goal).
-    pub commit: Option<loopx_git::worktree::SliceCommit>,
-}
-
-/// How the agent ended, in a PTY or simulated: what it printed (parsed), its process, when,
-/// what it reported through the channel, and its claim.
-#[derive(Debug)]
-pub(crate) struct AgentEnd {
-    pub ran: Ran,
-    /// Its pid (none when it never spawned, or was simulated).
-    pub pid: Option<u32>,
-    /// What contained the agent (`Sandbox::describe`).
-    pub containment: &'static str,
-    /// What the agent wrote through the report channel: its todo done (in a worktree goal the
-    /// todo is finished when its branch lands, at the writeback), and other items.
-    pub reported: ChannelReports,
-    /// When it ended, on the wall clock.
-    pub at: Timestamp,
-    /// How long it ran, on the monotonic clock: a wall clock stepped meanwhile does not make
-    /// a slice look a day long.
-    pub elapsed: Duration,
-    /// Why its claim was lost, if it was.
-    pub lost: Option<String>,
-    /// The claim's renewal, still running until the todo's landing is done (a worktree goal).
-    pub renewal: Option<Renewal>,
 }
 
 impl Begun {
@@ -144,7 +106,7 @@ impl Begun {
             }
             _ => scope::capture(req.project.root(), self.scope()),
         };
-        let renewal = self.renewal(req);
+        self.renewal = self.renew(req);
         let started = req.world.clock.monotonic();
         let containment = spec.sandbox.describe();
         let (spawned, room, channel) = match prepared {
@@ -158,7 +120,6 @@ impl Begun {
             stdin,
             parser,
             before,
-            renewal,
             recorder: None,
             started,
             containment,
@@ -170,7 +131,7 @@ impl Begun {
     }
 
     /// The claim's renewal while the agent runs (a todo slice's).
-    fn renewal(&self, req: &RunOnce) -> Option<Renewal> {
+    fn renew(&self, req: &RunOnce) -> Option<Renewal> {
         let (epoch, todo) = self.record.epoch.zip(self.record.todo)?;
         Some(Renewal::start(
             req.world.stores.clone(),
@@ -197,7 +158,7 @@ impl Launched {
             channel.serve_slice(pid);
         }
         let control = spawned.slice.control();
-        if let Some(renewal) = &self.renewal {
+        if let Some(renewal) = &begun.renewal {
             renewal.stop_slice_if_lost(control.clone());
         }
         req.shutdown.register(begun.record.id.0, control);
@@ -255,7 +216,7 @@ impl Begun {
 
 impl Launched {
     /// Waits for the agent to end, then judges what happened.
-    pub(crate) fn observe(self, req: &RunOnce) -> Observed {
+    pub(crate) fn observe(self, req: &RunOnce) -> (Begun, AgentEnd, Judged) {
         let Launched {
             mut begun,
             runtime,
@@ -263,7 +224,6 @@ impl Launched {
             stdin,
             parser,
             before,
-            renewal,
             recorder,
             started,
             containment,
@@ -272,7 +232,7 @@ impl Launched {
         } = self;
         let pid = spawned.as_ref().ok().map(|s| s.slice.pid());
         let max_tokens = begun.plan.limits.max_tokens;
-        let ran = runtime.block_on(observe(
+        let mut end = runtime.block_on(observe(
             spawned,
             stdin,
             parser,
@@ -280,8 +240,9 @@ impl Launched {
             &req.world.clock,
         ));
         // The slice ended now, not after its bookkeeping (a busy store can hold that up).
-        let (at, elapsed) = ended_now(req, started);
-        let reported = channel.as_ref().map(Channel::reports).unwrap_or_default();
+        (end.at, end.elapsed) = ended_now(req, started);
+        (end.pid, end.containment) = (pid, containment);
+        end.reported = channel.as_ref().map(Channel::reports).unwrap_or_default();
         drop(channel);
         drop(room);
         req.shutdown.unregister(begun.record.id.0);
@@ -292,19 +253,9 @@ impl Launched {
         drop(begun.store.take());
         // A worktree slice keeps its claim renewed through its landing (a land check may run
         // for many minutes); any other slice's claim needs no renewing once its agent ended.
-        let (lost, renewal) = match &begun.tree {
-            Some(Ok(_)) => (renewal.as_ref().and_then(Renewal::lost), renewal),
-            _ => (renewal.and_then(Renewal::finish), None),
-        };
-        let end = AgentEnd {
-            ran,
-            pid,
-            containment,
-            reported,
-            at,
-            elapsed,
-            lost,
-            renewal,
+        end.lost = match &begun.tree {
+            Some(Ok(_)) => begun.renewal.as_ref().and_then(Renewal::lost),
+            _ => begun.renewal.take().and_then(Renewal::finish),
         };
         conclude(req, begun, end, &before)
     }
@@ -345,7 +296,7 @@ impl Begun {
         exit: loopx_pty::SliceExit,
         lost_claim: Option<String>,
         reported: ChannelReports,
-    ) -> Observed {
+    ) -> (Begun, AgentEnd, Judged) {
         let (before, started) = started;
         let clock = &req.world.clock;
         let log = slice_path(req, self.record.log.as_deref().unwrap_or_default());
@@ -367,30 +318,25 @@ impl Begun {
             true => loopx_pty::SliceExit::Stopped(loopx_pty::StopReason::Requested),
             false => exit,
         };
-        let end = ProcessEnd {
-            exit,
+        let (at, elapsed) = ended_now(req, started);
+        // A simulated agent runs in no process at all.
+        let end = AgentEnd {
+            exit: Ok(exit),
+            summary: parser.into_summary(),
+            stopped_for_refusal: refused,
+            stopped_at_ceiling: ceiling,
             leftovers: 0,
             bytes: u64::try_from(output.len()).unwrap_or(u64::MAX),
             capture_error: None,
             memory_limit_hit: None,
-        };
-        let ran = Ran {
-            end: Ok(end),
-            summary: parser.into_summary(),
-            stopped_for_refusal: refused,
-            stopped_at_ceiling: ceiling,
-        };
-        let (at, elapsed) = ended_now(req, started);
-        // A simulated agent runs in no process at all.
-        let end = AgentEnd {
-            ran,
             pid: None,
             containment: "simulated",
             reported,
             at,
             elapsed,
             lost: lost_claim,
-            renewal: None,
+            changes: SliceChanges::default(),
+            commit: None,
         };
         conclude(req, self, end, &before)
     }
@@ -413,14 +359,19 @@ pub(crate) fn jiff_time(at: Timestamp) -> jiff::Timestamp {
 
 /// What every slice's end shares, real or simulated: the log redacted, the outcome judged, the
 /// scope checked, the usage measured.
-fn conclude(req: &RunOnce, mut begun: Begun, end: AgentEnd, before: &scope::Before) -> Observed {
-    let ran = &end.ran;
+fn conclude(
+    req: &RunOnce,
+    mut begun: Begun,
+    mut end: AgentEnd,
+    before: &scope::Before,
+) -> (Begun, AgentEnd, Judged) {
     let log = slice_path(req, begun.record.log.as_deref().unwrap_or_default());
     if let Err(e) = redact_log(&log, &begun.redactor) {
         tracing::warn!(slice = %begun.record.id, error = %e, "cannot redact the slice log");
     }
-    let mut judged = judge(ran, &begun.setup.loaded.profile.done_when);
-    let (changes, commit) = begun.changes(req, before, &judged);
+    let mut judged = judge(&end, &begun.setup.loaded.profile.done_when);
+    (end.changes, end.commit) = begun.changes(req, before, &judged);
+    let changes = &end.changes;
     if judged.outcome == Outcome::Interrupted {
         if let Some(why) = &end.lost {
             judged.reason = format!("the slice was stopped: it lost its claim ({why})");
@@ -431,11 +382,7 @@ fn conclude(req: &RunOnce, mut begun: Begun, end: AgentEnd, before: &scope::Befo
     if let Some(said) = &changes.left_out {
         judged.reason = format!("{}; loopx {said}", judged.reason);
     }
-    let capture_error = ran
-        .end
-        .as_ref()
-        .ok()
-        .and_then(|e| e.capture_error.as_deref());
+    let capture_error = end.capture_error.as_deref();
     if let Some(why) = capture_error {
         judged.reason = format!("{}; its log was cut short ({why})", judged.reason);
     }
@@ -448,25 +395,23 @@ fn conclude(req: &RunOnce, mut begun: Begun, end: AgentEnd, before: &scope::Befo
         &work_dir,
         changes.unchecked.as_deref().or(capture_error),
     );
-    let bytes = ran.end.as_ref().map_or(0, |e| e.bytes);
-    let usage = ran.summary.usage();
-    let spent = begun.setup.quota_request(
-        usage.input.saturating_add(usage.output),
-        ran.summary.cost_usd.unwrap_or(0.0),
-        Some(loopx_domain::writeback::ran_between(end.at, end.elapsed)),
-    );
-    begun.guard.ran(judged.exit.clone(), bytes, spent.clone());
-    Observed {
-        begun,
-        end,
-        judged,
-        changes,
-        spent,
-        commit,
-    }
+    let spent = begun.spent(&end);
+    begun.guard.ran(judged.exit.clone(), end.bytes, spent);
+    (begun, end, judged)
 }
 
 impl Begun {
+    /// What the slice spent (tokens, cost) over the time its agent ran, as the quota is
+    /// charged.
+    pub(crate) fn spent(&self, end: &AgentEnd) -> QuotaRequest {
+        let usage = end.summary.usage();
+        self.setup.quota_request(
+            usage.input.saturating_add(usage.output),
+            end.summary.cost_usd.unwrap_or(0.0),
+            Some(loopx_domain::writeback::ran_between(end.at, end.elapsed)),
+        )
+    }
+
     /// What the slice changed: a worktree slice's work committed (and any change it made to
     /// the person's own tree named as one it may not make), any other slice's tree compared
     /// with `before` against the goal's scope.

@@ -3,7 +3,7 @@
 use loopx_adapters::{Parser, StreamSummary};
 use loopx_pty::{LaunchSpec, RunningSlice, SliceEvent, SliceEvents};
 
-use loopx_domain::judge::{ProcessEnd, Ran};
+use loopx_domain::judge::AgentEnd;
 
 use super::run::{is_refusal, jiff_time};
 
@@ -39,20 +39,13 @@ pub(crate) async fn observe(
     mut parser: Parser,
     max_tokens: Option<u64>,
     clock: &loopx_kernel::SharedClock,
-) -> Ran {
+) -> AgentEnd {
     let Spawned {
         mut slice,
         mut events,
     } = match spawned {
         Ok(spawned) => spawned,
-        Err(why) => {
-            return Ran {
-                end: Err(why),
-                summary: parser.into_summary(),
-                stopped_for_refusal: false,
-                stopped_at_ceiling: None,
-            };
-        }
+        Err(why) => return AgentEnd::new(Err(why), parser.into_summary()),
     };
     if let Some(bytes) = stdin
         && let Err(e) = slice.send_input(bytes)
@@ -99,15 +92,9 @@ pub(crate) async fn observe(
         }
     }
     parser.finish(jiff_time(clock.now()));
-    let end = slice
-        .wait()
-        .await
-        .map(ProcessEnd::from)
-        .map_err(|e| crate::errors::chain(&e));
-    Ran {
-        end,
-        summary: parser.into_summary(),
-        stopped_for_refusal,
-        stopped_at_ceiling,
-    }
+    let report = slice.wait().await.map_err(|e| crate::errors::chain(&e));
+    let mut end = AgentEnd::new(report, parser.into_summary());
+    end.stopped_for_refusal = stopped_for_refusal;
+    end.stopped_at_ceiling = stopped_at_ceiling;
+    end
 }
