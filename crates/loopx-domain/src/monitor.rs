@@ -5,10 +5,10 @@
 //!   in a share of the round), how many in one round, and when the next is ([`next_due`]).
 //! - What a check may do: its time limit (a tenth of the cadence, 10 s to 5 min, and at most
 //!   10 s for an agent's check) and output cap (64 KiB: more is a flood, and a failed poll);
-//!   its launch plan ([`check_plan`]): `sh -c CHECK` read-only and sandboxed, with loopx's base
-//!   environment allowlist plus, for a check a person gave a profile, that profile's allowlist,
-//!   secrets and sandbox settings (still read-only); an agent's check never has one, but runs
-//!   under its agent's resource limits ([`writer_resources`]).
+//!   its launch plan ([`plan`], [`check_spec`]): `sh -c CHECK` read-only and sandboxed, with
+//!   loopx's base environment allowlist plus, for a check a person gave a profile, that
+//!   profile's allowlist, secrets and sandbox settings (still read-only); an agent's check never
+//!   has one, but runs under its agent's resource limits.
 //! - The claim that keeps two supervisors from running one check at once ([`claim`]), the
 //!   files a person's check is pinned to ([`pinned`]), the record of what it saw ([`record`]),
 //!   and what that means for `loopx run` ([`PollSummary`]).

@@ -65,6 +65,17 @@ impl SupervisorError {
         }
     }
 
+    /// An error a person must fix (a broken profile or project setting): only such an error
+    /// holds the agent up for `--on-gate exit`.
+    pub fn needs_a_person(&self) -> bool {
+        matches!(
+            self,
+            SupervisorError::Agent(crate::agent::AgentError::Profile { .. })
+                | SupervisorError::Launch { .. }
+                | SupervisorError::ProjectConfig { .. }
+        )
+    }
+
     /// The store failed (not merely busy): a long-lived handle on it is reopened.
     pub fn is_store_failure(&self) -> bool {
         match self {

@@ -11,7 +11,7 @@
 //! A check runs in the same containment as a read-only slice: a PTY in a room of its own, the
 //! slice sandbox at `read-only` (its temp dir writable, `.loopx/` hidden), the resource limits,
 //! its whole process tree stopped at the end, under the time limit and output cap its plan
-//! ([`monitor::check_plan`]) gives it.
+//! ([`monitor::plan`]) gives it.
 
 use std::path::Path;
 use std::time::Duration;

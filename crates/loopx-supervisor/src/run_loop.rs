@@ -720,13 +720,7 @@ impl Coordinator<'_> {
             self.recover_at = Some(self.clock.monotonic() + RETRY_AFTER_ERROR);
         }
         let slot = &mut self.slots[idx];
-        // Only an error a person must fix holds the agent up for `--on-gate exit`.
-        slot.erring = matches!(
-            e,
-            SupervisorError::Agent(loopx_domain::agent::AgentError::Profile { .. })
-                | SupervisorError::Launch { .. }
-                | SupervisorError::ProjectConfig { .. }
-        );
+        slot.erring = e.needs_a_person();
         // A passing error that repeats every few seconds is shown once.
         let key = format!("error:{error}");
         if slot.shown.as_deref() != Some(key.as_str()) {
