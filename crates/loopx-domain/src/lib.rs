@@ -21,6 +21,15 @@
 //!   "Evidence that ages").
 //! - [`pin`]: the files a person's monitor check names, pinned by content, and whether they
 //!   changed since (`docs/monitors.md`).
+//! - [`monitor`]: polling a monitor — which are due and in what order, what a check may do (its
+//!   time limit, output cap, launch plan and environment), its claim and record, and what a
+//!   poll's result means (`docs/monitors.md`).
+//! - [`notify`]: which run event a person hears about, what it says, and that the notification
+//!   command runs only once a person approved its exact text.
+//! - [`recovery`]: which slice recorded as running is an orphan, why, and the record that
+//!   closes it (`docs/design/run-loop.md`, "Recovery").
+//! - [`run_end`]: what ends `loopx run`; [`run_error`]: why the supervisor could not run a
+//!   slice, and whether that stops the agent's loop.
 //! - [`presence`]: the `loopx run`s working on a project from this host.
 //! - [`process`]: which process is which across restarts, and whether a slice's supervisor
 //!   is gone.
@@ -42,8 +51,13 @@ pub mod decision;
 pub mod freshness;
 pub mod judge;
 pub mod land;
+pub mod monitor;
+pub mod notify;
 pub mod pin;
 pub mod presence;
 pub mod process;
 pub mod prompt;
+pub mod recovery;
+pub mod run_end;
+pub mod run_error;
 pub mod writeback;

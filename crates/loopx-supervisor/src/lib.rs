@@ -34,6 +34,14 @@
 //!    the slice and its usage are written; a busy or full store is retried. Then the guard is
 //!    disarmed.
 //!
+//! Around slices it polls monitors (`poll.rs`: each check in a slice's containment), runs the
+//! notification command (`notify.rs`) and closes the slices of dead supervisors (`recover.rs`:
+//! stops what is left of them and records them). What those do and mean — which monitors are
+//! due and what a check may do, which event is notified and whether the command is approved,
+//! which slice is an orphan, what ends a run, which error stops an agent's loop — are rules,
+//! and live in `loopx-domain` (`monitor`, `notify`, `recovery`, `run_end`, `run_error`); this
+//! crate runs them.
+//!
 //! The supervisor keeps one read-write store handle for its run (`store_cache.rs`: opening and
 //! closing redb costs four `fdatasync`s), and holds no transaction while an agent runs: other
 //! peers (`loopx status`, the agent's report channel) use the store meanwhile.

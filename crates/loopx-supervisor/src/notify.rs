@@ -1,16 +1,13 @@
 //! Notifications: `[notify] command` in `.loopx/loopx.toml` runs when a person should hear
 //! about something — a gate opened, an agent paused or resumed, a slice failed, the goal is
 //! done — with the event as one JSON object on its stdin (`docs/cli.md`, "Notifications").
+//! Which event calls for one, what it says, and that the command runs only once a person
+//! approved its exact text are `loopx_domain::notify`'s rules; this runs the command.
 //!
 //! The command is the user's own (`sh -c`, in the project root, with loopx's environment), so
 //! it may be slow or broken: each runs on a thread of its own, is killed after its timeout, and
 //! a failure is logged, never fatal. The loop waits for running notifications before it exits,
 //! so the last one ("goal done") is not lost.
-//!
-//! It runs outside every slice with loopx's whole environment, so it runs only once a person
-//! approved its exact text, like a `full` profile (`approval.rs`): a gate loopx opens, bound by
-//! the line `approval: notify sha256=HASH` in its context. A command an agent planted (or any
-//! edit) has another hash and waits for its own approval; until then nothing runs.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -18,30 +15,15 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use loopx_adapters::NotifyConfig;
+use loopx_domain::notify::News;
 use loopx_kernel::model::Gate;
-use loopx_kernel::{Project, Store, Timestamp};
-use serde::Serialize;
+use loopx_kernel::{Project, Timestamp};
 
 use crate::errors::SupervisorError;
 use crate::run_loop::RunEvent;
 
-/// Slice outcomes a person is not told about: work went fine, or another notification covers
-/// it (a usage limit pauses; a question opens a gate).
-const UNREMARKABLE: [&str; 4] = ["completed", "progress", "asked", "usage_limited"];
-
 /// What the command reads on stdin.
-#[derive(Debug, Serialize)]
-pub struct Notification<'a> {
-    /// `gate_opened`, `paused`, `resumed`, `slice_failed` or `goal_done`.
-    pub kind: &'static str,
-    /// The agent concerned, when one is.
-    pub agent: Option<&'a str>,
-    /// One line for a person: who needs what.
-    pub message: String,
-    pub project: String,
-    /// The loop's event, as `loopx run --json` prints it.
-    pub event: &'a RunEvent,
-}
+pub type Notification<'a> = loopx_domain::notify::Notification<'a, RunEvent>;
 
 /// The project's `loopx.toml`, or why it cannot be used.
 pub(crate) fn project_config(
@@ -89,37 +71,24 @@ impl Notifier {
     /// (or the last was withdrawn). `Ok(Some(gate))`: not approved yet (or denied), and the
     /// gate that says so.
     pub fn seek_approval(&mut self, now: Timestamp) -> Result<Option<Gate>, SupervisorError> {
-        use loopx_domain::approval::Verdict;
-        let store = Store::open(&self.project)?;
-        let gates = store.read(|s| s.gates())?;
-        match loopx_domain::approval::verdict_of(&gates, &self.approval_line()) {
-            Verdict::Approved => {
-                self.approved = true;
-                Ok(None)
-            }
-            Verdict::Open(gate) | Verdict::Denied(gate) => Ok(Some(gate)),
-            Verdict::Unasked => {
-                let ask = loopx_domain::approval::notify_approval_gate(&self.config);
-                Ok(Some(store.run(ask, loopx_domain::approval::ACTOR, now)?))
-            }
-        }
+        let gate = loopx_domain::notify::seek_approval(&self.project, &self.config, now)?;
+        self.approved |= gate.is_none();
+        Ok(gate)
     }
 
     /// Whether the command may run: approved before, or approved since (read again).
     fn may_run(&mut self) -> bool {
         if !self.approved {
-            let gates = Store::open_read(&self.project).and_then(|s| s.read(|s| s.gates()));
-            self.approved = gates.is_ok_and(|gates| {
-                loopx_domain::approval::verdict_of(&gates, &self.approval_line())
-                    == loopx_domain::approval::Verdict::Approved
-            });
+            self.approved = loopx_domain::notify::approved(&self.project, &self.config);
         }
         self.approved
     }
 
     /// Notifies about `event` if a person should hear about it and approved the command.
     pub fn notify(&mut self, event: &RunEvent) {
-        let Some(note) = notification(event, &self.root) else {
+        let Some(note) = news(event)
+            .and_then(|news| loopx_domain::notify::notification(news, event, &self.root))
+        else {
             return;
         };
         if !self.may_run() {
@@ -151,67 +120,45 @@ impl Notifier {
     }
 }
 
-/// The notification for `event`, if it calls for one.
-fn notification<'e>(event: &'e RunEvent, root: &std::path::Path) -> Option<Notification<'e>> {
-    let (kind, agent, message) = match event {
+/// `event` as the notification rule sees it, if it is one a person may hear about.
+fn news(event: &RunEvent) -> Option<News<'_>> {
+    Some(match event {
         RunEvent::Question {
             agent,
             gate,
             question,
             answer_with,
             ..
-        } => (
-            "gate_opened",
-            Some(agent.as_str()),
-            format!("{agent} needs an answer to {gate}: {question} ({answer_with})"),
-        ),
+        } => News::Question {
+            agent: agent.as_str(),
+            gate: *gate,
+            question,
+            answer_with,
+        },
         RunEvent::Paused {
             agent,
             until,
             reason,
-        } => {
-            let until = until.map_or_else(|| "a person resumes it".to_owned(), |u| u.to_string());
-            (
-                "paused",
-                Some(agent.as_str()),
-                format!("{agent} is paused until {until}: {reason}"),
-            )
-        }
-        RunEvent::Resumed { agent } => (
-            "resumed",
-            Some(agent.as_str()),
-            format!("{agent} resumed work"),
-        ),
-        RunEvent::SliceEnded(s) if s.goal_done => (
-            "goal_done",
-            Some(s.agent.as_str()),
-            format!(
-                "the goal is done ({} declared it in slice {})",
-                s.agent, s.id
-            ),
-        ),
-        RunEvent::SliceEnded(s) if !UNREMARKABLE.contains(&s.outcome.as_str()) => {
-            let on = s.todo.map(|t| format!(" on {t}")).unwrap_or_default();
-            (
-                "slice_failed",
-                Some(s.agent.as_str()),
-                format!(
-                    "{}'s slice {}{on} ended {}: {} (log {})",
-                    s.agent, s.id, s.outcome, s.reason, s.log
-                ),
-            )
-        }
+        } => News::Paused {
+            agent: agent.as_str(),
+            until: *until,
+            reason,
+        },
+        RunEvent::Resumed { agent } => News::Resumed {
+            agent: agent.as_str(),
+        },
+        RunEvent::SliceEnded(s) => News::SliceEnded {
+            agent: s.agent.as_str(),
+            slice: s.id,
+            todo: s.todo,
+            outcome: s.outcome.as_str(),
+            reason: &s.reason,
+            log: &s.log,
+            goal_done: s.goal_done,
+        },
         _ => return None,
-    };
-    Some(Notification {
-        kind,
-        agent,
-        message,
-        project: root.display().to_string(),
-        event,
     })
 }
-
 /// Runs the command with `json` on stdin, killing it (and what it started in its process
 /// group) after `timeout`, counted from the spawn: a command that never reads its stdin cannot
 /// hold the clock back.

@@ -1,26 +1,21 @@
 //! Recovery (`docs/design/run-loop.md`, "Recovery"): slices recorded as running whose
-//! supervisor is gone.
+//! supervisor is gone. Which are orphans, and why, is `loopx_domain::recovery`'s rule.
 //!
-//! Every slice records its supervisor's identity (pid, start time, boot id) in the same
-//! transaction that records it as started. A slice whose supervisor no longer runs — killed,
-//! crashed, or the machine rebooted — is an orphan: its agent may still run, re-parented to
-//! init, writing to a terminal nobody reads. Recovery stops what is left of it (the agent
-//! when pid *and* start time *and* boot id still match, plus every process carrying the
-//! slice's marker), records the slice `interrupted`, releases the claim so the todo can be
-//! taken again, and leaves evidence of what it did. The decision then sees an interrupted
-//! last slice on the todo and makes the next one a repair slice.
-//!
-//! A slice owned by a live supervisor — another `loopx run` on the same project — is left
-//! alone. A slice of this very process is an orphan too once no live worker owns it (its
-//! guard could not record its end: see `slice/guard.rs`). Two supervisors recovering the same
-//! orphan at once are harmless: the second one's interrupt is refused and it moves on.
+//! An orphan's agent may still run, re-parented to init, writing to a terminal nobody reads.
+//! Recovery stops what is left of it (the agent when pid *and* start time *and* boot id still
+//! match, plus every process carrying the slice's marker), records the slice `interrupted`,
+//! releases the claim so the todo can be taken again, and leaves evidence of what it did. The
+//! decision then sees an interrupted last slice on the todo and makes the next one a repair
+//! slice. Two supervisors recovering the same orphan at once are harmless: the second one's
+//! interrupt is refused and it moves on.
 
 use std::time::Duration;
 
+pub use loopx_domain::recovery::Recovered;
+use loopx_domain::recovery::{Orphan, Seer};
 use loopx_kernel::model::{ProcessIdentity, SliceRecord};
-use loopx_kernel::store::{Interrupt, Interrupted};
-use loopx_kernel::{Conflict, KernelError, Op, Project, Store, Timestamp};
-use serde::Serialize;
+use loopx_kernel::store::Interrupted;
+use loopx_kernel::{Conflict, KernelError, Op, Project, Store};
 
 use crate::errors::SupervisorError;
 use crate::once::World;
@@ -28,44 +23,6 @@ use crate::slice::{LiveSlices, is_alive, marker};
 
 /// How long an orphan's processes get between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(3);
-/// A slice recorded before supervisors were recorded counts as orphaned once it is this far
-/// past its own wall-time limit (no live supervisor lets a slice run that long).
-const UNOWNED_SLACK: Duration = Duration::from_secs(10 * 60);
-
-/// One orphaned slice, and what recovery did about it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Recovered {
-    pub slice: String,
-    pub agent: String,
-    pub todo: Option<String>,
-    /// The pid of the supervisor that ran it, when recorded.
-    pub supervisor_pid: Option<u32>,
-    /// Processes of the slice that were still running and were stopped.
-    pub stopped: Vec<u32>,
-    /// Processes that survived SIGKILL (normally none).
-    pub survivors: Vec<u32>,
-    /// Whether the todo's claim was released.
-    pub released: bool,
-}
-
-impl Recovered {
-    fn of(
-        slice: &SliceRecord,
-        owner: Option<&ProcessIdentity>,
-        swept: loopx_pty::OrphanSweep,
-        released: bool,
-    ) -> Recovered {
-        Recovered {
-            slice: slice.id.to_string(),
-            agent: slice.agent.to_string(),
-            todo: slice.todo.map(|t| t.to_string()),
-            supervisor_pid: owner.map(|o| o.pid),
-            stopped: swept.found,
-            survivors: swept.survivors,
-            released,
-        }
-    }
-}
 
 /// Finds and closes every orphaned slice of `project`, as this process.
 pub fn recover(project: &Project) -> Result<Vec<Recovered>, SupervisorError> {
@@ -73,12 +30,12 @@ pub fn recover(project: &Project) -> Result<Vec<Recovered>, SupervisorError> {
     recover_in(project, &World::real(Default::default(), wall))
 }
 
-/// Finds and closes every orphaned slice of `project`, as the supervisor `world.me`.
+/// Finds and closes every orphaned slice of `project`, as the supervisor `world.me`; which
+/// are orphans is `loopx_domain::recovery`'s rule.
 pub fn recover_in(project: &Project, world: &World) -> Result<Vec<Recovered>, SupervisorError> {
     let store = Store::open_read(project)?;
     // On a shared (PostgreSQL) store, peers on other hosts run slices too.
     let shared = store.is_postgres();
-    let now = world.clock.now();
     let running = store.read(|s| {
         s.running_slices()?
             .into_iter()
@@ -96,24 +53,24 @@ pub fn recover_in(project: &Project, world: &World) -> Result<Vec<Recovered>, Su
             .collect::<Result<Vec<_>, KernelError>>()
     })?;
     drop(store);
+    let seer = Seer {
+        me: &world.me,
+        shared,
+        now: world.clock.now(),
+        alive: &*world.alive,
+        abandoned: &|slice: &SliceRecord| LiveSlices::is_abandoned(project, slice.id),
+    };
     let mut out = Vec::new();
     for (owner, slice, claim) in running {
-        let why = match owner.as_ref() {
-            Some(owner) if shared && owner.boot_id != world.me.boot_id => {
-                another_hosts(owner, &slice, claim.as_ref(), now)
-            }
-            _ => orphaned(project, world, owner.as_ref(), &slice, now),
-        };
-        let Some(why) = why else {
+        let Some(orphan) =
+            loopx_domain::recovery::orphan(&seer, owner.as_ref(), &slice, claim.as_ref())
+        else {
             continue;
         };
-        let another_host = owner
-            .as_ref()
-            .is_some_and(|o| shared && o.boot_id != world.me.boot_id);
-        let closed = if another_host {
-            close_lapsed(project, world, owner.as_ref(), &slice, &why)?
+        let closed = if orphan.another_host {
+            close_lapsed(project, world, owner.as_ref(), &slice, &orphan)?
         } else {
-            close(project, world, owner.as_ref(), &slice, &why)?
+            close(project, world, owner.as_ref(), &slice, &orphan)?
         };
         if let Some(recovered) = closed {
             out.push(recovered);
@@ -122,65 +79,13 @@ pub fn recover_in(project: &Project, world: &World) -> Result<Vec<Recovered>, Su
     Ok(out)
 }
 
-/// Why `slice` is an orphan, if it is: its supervisor is gone, or it is this very process and
-/// no live worker owns the slice any more (its guard could not record the end).
-fn orphaned(
-    project: &Project,
-    world: &World,
-    owner: Option<&ProcessIdentity>,
-    slice: &SliceRecord,
-    now: Timestamp,
-) -> Option<String> {
-    match owner {
-        Some(owner) if *owner == world.me => LiveSlices::is_abandoned(project, slice.id).then(|| {
-            "its worker in this supervisor ended without recording it (the store could not be written)".to_owned()
-        }),
-        Some(owner) => (!(world.alive)(owner))
-            .then(|| format!("its supervisor (pid {}) is gone", owner.pid)),
-        None => {
-            let limit = Duration::from_secs(slice.limit_secs) + UNOWNED_SLACK;
-            (now >= slice.started_at.plus(limit)).then(|| {
-                "its supervisor was not recorded and it is long past its limit".to_owned()
-            })
-        }
-    }
-}
-
-/// Whether a slice of another host (or of this host before it rebooted: its boot differs too)
-/// is an orphan. Its processes cannot be seen from here, so this never guesses from them: a
-/// live supervisor renews its slice's claim every third of the lease, so the slice is gone
-/// once the claim's lease has run out on the store's clock (the database's, which every host
-/// keeps). A slice without a claim (a planning slice, or one whose todo was finished) is gone
-/// once it is well past its own wall-time limit, which no live supervisor lets it exceed.
-fn another_hosts(
-    owner: &ProcessIdentity,
-    slice: &SliceRecord,
-    claim: Option<&loopx_kernel::model::Lease>,
-    now: Timestamp,
-) -> Option<String> {
-    let host: String = owner.boot_id.chars().take(8).collect();
-    match claim {
-        Some(lease) => (!lease.is_live(now)).then(|| {
-            format!(
-                "its host ({host}…) stopped renewing its claim: the lease ended at {}",
-                lease.expires_at
-            )
-        }),
-        None => {
-            let limit = Duration::from_secs(slice.limit_secs) + UNOWNED_SLACK;
-            (now >= slice.started_at.plus(limit))
-                .then(|| format!("its host ({host}…) did not record its end, long past its limit"))
-        }
-    }
-}
-
 /// Stops the orphan's processes and records it; `None` when a peer recovered it first.
 fn close(
     project: &Project,
     world: &World,
     owner: Option<&ProcessIdentity>,
     slice: &SliceRecord,
-    why: &str,
+    orphan: &Orphan,
 ) -> Result<Option<Recovered>, SupervisorError> {
     let session = slice
         .process
@@ -199,31 +104,8 @@ fn close(
         .as_ref()
         .and_then(|log| std::fs::metadata(project.root().join(log)).ok())
         .map_or(0, |m| m.len());
-    let mut reason = why.to_owned();
-    if stopped_itself {
-        reason.push_str("; the slice stopped itself when its supervisor was lost");
-    }
-    if !swept.found.is_empty() {
-        reason.push_str(&format!(
-            "; {} leftover process(es) were stopped",
-            swept.found.len()
-        ));
-    }
-    if !swept.survivors.is_empty() {
-        reason.push_str(&format!(
-            "; {} survived SIGKILL: {:?}",
-            swept.survivors.len(),
-            swept.survivors
-        ));
-    }
-    let interrupt = Interrupt {
-        slice: slice.id,
-        reason,
-        exit: Some("supervisor gone".into()),
-        output_bytes,
-        // What the agent spent died with its supervisor.
-        usage: None,
-    };
+    let interrupt =
+        loopx_domain::recovery::interrupt(slice, &orphan.why, stopped_itself, &swept, output_bytes);
     let closed = world.stores.with(project, |store| {
         store.run(interrupt, "loopx:recovery", world.clock.now())
     });
@@ -243,15 +125,9 @@ fn close_lapsed(
     world: &World,
     owner: Option<&ProcessIdentity>,
     slice: &SliceRecord,
-    why: &str,
+    orphan: &Orphan,
 ) -> Result<Option<Recovered>, SupervisorError> {
-    let interrupt = Interrupt {
-        slice: slice.id,
-        reason: why.to_owned(),
-        exit: Some("host gone".into()),
-        output_bytes: 0,
-        usage: None,
-    };
+    let interrupt = loopx_domain::recovery::interrupt_lapsed(slice, &orphan.why);
     let lapsed = vec![Op::ClaimLapsed { slice: slice.id }];
     let closed = world.stores.with(project, |store| {
         store.run_after(lapsed, interrupt, "loopx:recovery", world.clock.now())
@@ -275,6 +151,8 @@ mod tests {
     use loopx_kernel::model::{PermissionLevel, SliceKind};
     use loopx_kernel::store::NewAgent;
     use loopx_kernel::store::{Applied, BeginSlice, NewGoal, NewSlice, QuotaRequest};
+
+    use loopx_kernel::Timestamp;
 
     use super::*;
 
@@ -378,60 +256,5 @@ mod tests {
             1,
             "now abandoned"
         );
-    }
-
-    fn record(limit_secs: u64, started_at: Timestamp) -> SliceRecord {
-        SliceRecord {
-            id: loopx_kernel::SliceId(7),
-            agent: "a".parse().expect("name"),
-            todo: Some(loopx_kernel::TodoId(1)),
-            epoch: Some(3),
-            kind: SliceKind::Work,
-            profile_hash: String::new(),
-            argv: vec![],
-            process: None,
-            started_at,
-            limit_secs,
-            ended_at: None,
-            outcome: None,
-            exit: None,
-            tokens: 0,
-            cost_usd: 0.0,
-            output_bytes: 0,
-            log: None,
-            leftovers: 0,
-            containment: String::new(),
-            log_sha256: String::new(),
-            seen: None,
-        }
-    }
-
-    #[test]
-    fn another_host_s_slice_is_closed_by_its_lapsed_lease_never_before() {
-        let owner = ProcessIdentity {
-            pid: 1,
-            start_ticks: 1,
-            boot_id: "host:elsewhere".into(),
-        };
-        let t0 = Timestamp(1_790_000_000_000);
-        let slice = record(600, t0);
-        let lease = loopx_kernel::model::Lease {
-            agent: "a".parse().expect("name"),
-            epoch: 3,
-            granted_at: t0,
-            expires_at: t0.plus(Duration::from_secs(240)),
-        };
-        // Renewed and live: left alone, whatever `/proc` here says about pid 1.
-        let live = t0.plus(Duration::from_secs(239));
-        assert_eq!(another_hosts(&owner, &slice, Some(&lease), live), None);
-        // Not renewed within the lease: closed, and the reason says so.
-        let lapsed = t0.plus(Duration::from_secs(240));
-        let why = another_hosts(&owner, &slice, Some(&lease), lapsed).expect("closed");
-        assert!(why.contains("stopped renewing its claim"), "{why}");
-        // Without a claim (a planning slice): only once well past its own limit.
-        let within = t0.plus(Duration::from_secs(600) + UNOWNED_SLACK - Duration::from_secs(1));
-        assert_eq!(another_hosts(&owner, &slice, None, within), None);
-        let past = t0.plus(Duration::from_secs(600) + UNOWNED_SLACK);
-        assert!(another_hosts(&owner, &slice, None, past).is_some());
     }
 }

@@ -34,6 +34,9 @@ use loopx_kernel::{AgentName, GateId, Project, SharedClock, SliceId, Store, Time
 use loopx_quota::{Decision, DecisionKind};
 use serde::Serialize;
 
+use loopx_domain::run_end::{AgentLoop, Standing};
+pub use loopx_domain::run_end::{EndReason, OnGate};
+
 use crate::commit::SliceSummary;
 use crate::errors::SupervisorError;
 use crate::event_order::{EventOrder, Owed};
@@ -58,16 +61,6 @@ fn recover_every(lease_max: Duration) -> Duration {
 /// How long a store that stayed busy, or another passing error, keeps an agent waiting.
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(5);
 
-/// What `--on-gate` says to do when a person must answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnGate {
-    /// Show the question once, keep the other agents working, wait for the answer.
-    #[default]
-    Wait,
-    /// Exit (with the "halted on a gate" code) once no agent can go on.
-    Exit,
-}
-
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct RunLoop {
@@ -83,25 +76,6 @@ pub struct RunLoop {
     pub shutdown: Arc<Shutdown>,
     /// The clock and the identity the supervisor runs with.
     pub world: World,
-}
-
-/// Why the loop ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EndReason {
-    /// Every agent's loop ended: the goal is done, paused, or missing.
-    Goal,
-    /// `--max-slices` slices ran.
-    MaxSlices,
-    /// `--for` passed.
-    Time,
-    /// `--on-gate exit`: a person must answer and no agent can go on.
-    Gate,
-    /// A signal asked loopx to stop.
-    Shutdown,
-    /// An agent's loop was stopped by an error that would not pass (a damaged store, a slice
-    /// whose end could not be recorded, a bug): see the errors.
-    Error,
 }
 
 /// One line of progress (`--json`: one JSON object per line; fields in `docs/cli.md`).
@@ -418,12 +392,6 @@ impl Coordinator<'_> {
                 && !self.poller.busy
                 && let Some((reason, detail)) = self.end(stopping, out_of_time)
             {
-                // An agent stopped by an error makes the whole run an error, however it ended.
-                let reason = if self.first_error.is_some() && reason != EndReason::Shutdown {
-                    EndReason::Error
-                } else {
-                    reason
-                };
                 order.push(&RunEvent::Finished {
                     reason,
                     slices: self.slices,
@@ -529,47 +497,24 @@ impl Coordinator<'_> {
         let _ = now;
     }
 
-    /// Whether the loop is over, once no worker runs.
+    /// Whether the loop is over, once no worker runs (`loopx_domain::run_end`'s rule).
     fn end(&self, stopping: bool, out_of_time: bool) -> Option<(EndReason, String)> {
-        if stopping {
-            let why = self.req.shutdown.reason().unwrap_or_default();
-            return Some((EndReason::Shutdown, format!("stopped by {why}")));
-        }
-        if self.slots.iter().all(|s| s.ended.is_some()) {
-            let reasons: BTreeSet<&str> = self
-                .slots
-                .iter()
-                .filter_map(|s| s.ended.as_deref())
-                .collect();
-            let detail = reasons.into_iter().collect::<Vec<_>>().join("; ");
-            // An agent stopped by an error is not "done", whatever the others did.
-            if self.first_error.is_some() {
-                return Some((EndReason::Error, detail));
-            }
-            return Some((EndReason::Goal, detail));
-        }
-        if out_of_time {
-            return Some((EndReason::Time, "the --for time is up".to_owned()));
-        }
-        if let Some(max) = self.req.max_slices
-            && self.slices >= max
-        {
-            return Some((EndReason::MaxSlices, format!("{max} slice(s) ran")));
-        }
-        if self.req.on_gate == OnGate::Exit {
-            let waiting: Vec<&Slot> = self.slots.iter().filter(|s| s.ended.is_none()).collect();
-            let stuck = waiting.iter().all(|s| {
-                s.erring || matches!(s.last, Some(DecisionKind::Ask | DecisionKind::Quiet))
-            });
-            let asked = waiting.iter().any(|s| s.last == Some(DecisionKind::Ask));
-            if stuck && asked {
-                return Some((
-                    EndReason::Gate,
-                    "a person must answer a gate, and no agent can go on until then".to_owned(),
-                ));
-            }
-        }
-        None
+        let standing = Standing {
+            stopping: stopping.then(|| self.req.shutdown.reason().unwrap_or_default()),
+            agents: (self.slots.iter())
+                .map(|s| AgentLoop {
+                    ended: s.ended.as_deref(),
+                    erring: s.erring,
+                    last: s.last,
+                })
+                .collect(),
+            errored: self.first_error.is_some(),
+            out_of_time,
+            slices: self.slices,
+            max_slices: self.req.max_slices,
+            on_gate: self.req.on_gate,
+        };
+        standing.end()
     }
 
     /// How long to block for the next message.
@@ -775,13 +720,7 @@ impl Coordinator<'_> {
             self.recover_at = Some(self.clock.monotonic() + RETRY_AFTER_ERROR);
         }
         let slot = &mut self.slots[idx];
-        // Only an error a person must fix holds the agent up for `--on-gate exit`.
-        slot.erring = matches!(
-            e,
-            SupervisorError::Agent(loopx_domain::agent::AgentError::Profile { .. })
-                | SupervisorError::Launch { .. }
-                | SupervisorError::ProjectConfig { .. }
-        );
+        slot.erring = e.needs_a_person();
         // A passing error that repeats every few seconds is shown once.
         let key = format!("error:{error}");
         if slot.shown.as_deref() != Some(key.as_str()) {
