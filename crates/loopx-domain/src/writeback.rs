@@ -1,8 +1,8 @@
 //! What a finished slice writes to the kernel, as one batch of operations
 //! (`docs/design/run-loop.md`, "A slice's life").
 //!
-//! Pure: the facts of the slice in, the [`Op`]s out. The caller applies them as one batch
-//! (`commit.rs`), so they all land or none does, and the todo's release (or finish) carries
+//! Pure: the facts of the slice in, the [`Op`]s out. They are applied as one batch ([`apply`],
+//! which also builds the slice's [`SliceSummary`]), so they all land or none does, and the todo's release (or finish) carries
 //! the claim's epoch: a slice whose claim moved on writes nothing under it.
 //!
 //! The agent's report is untrusted input, and one bad item in it must never cost the slice its
@@ -29,11 +29,15 @@ use loopx_kernel::store::{NewHold, SetGoalStatus};
 use loopx_kernel::time::short_duration;
 use loopx_kernel::{AgentName, Invalid, Timestamp};
 
+mod apply;
 pub mod findings;
 mod landing;
 pub mod questions;
+mod summary;
 use crate::judge::{AgentEnd, Judged};
+pub use apply::apply;
 use loopx_git::worktree::{Landing, Prepared};
+pub use summary::{LOOK_BACK, SliceSummary, limits_in_a_row, reports_work_evidence};
 
 /// How long an account is held after a usage limit that named no reset time; it doubles with
 /// each such limit in a row, up to [`MAX_UNKNOWN_RESET_BACKOFF`].

@@ -1,88 +1,22 @@
 //! The last stage: write back what the slice did, and the summary of the slice it yields.
 //!
-//! The batch is applied as a whole. When the kernel refuses one of the agent's items, that item
-//! is dropped (and noted as evidence) and the rest tried again; when the claim moved on, only
-//! what does not depend on it is written; when the store is busy or full, the whole batch is
-//! tried again for a while (the guard's patience). Only after the end is recorded is the
-//! slice's guard disarmed.
+//! What the batch holds, how it is applied and the summary it yields are the domain's
+//! (`loopx_domain::writeback`); here the slice's facts are gathered (its landing, its log's
+//! digest, its usage), and the whole batch is tried again for a while when the store is busy
+//! or full (the guard's patience). Only after the end is recorded is the slice's guard
+//! disarmed.
 
 use loopx_adapters::Outcome;
 use loopx_kernel::model::ClaimStanding;
-use loopx_kernel::store::{Applied, BatchError};
-use loopx_kernel::{
-    AgentName, Clock, Conflict, GateId, KernelError, Op, Project, SliceId, Store, StoreError,
-    Timestamp, TodoId,
-};
-use serde::Serialize;
+use loopx_kernel::{AgentName, Clock, KernelError, Project, SliceId, StoreError, TodoId};
 
 use crate::errors::SupervisorError;
 use crate::once::RunOnce;
-use crate::slice::{ACTOR, Begun, actor, patience, retrying};
+use crate::slice::{Begun, actor, patience, retrying};
 use loopx_domain::judge::{AgentEnd, Judged};
-use loopx_domain::writeback::{Finished, Item, Writeback, lost_claim, writeback};
+pub use loopx_domain::writeback::SliceSummary;
+use loopx_domain::writeback::{self, Finished};
 use loopx_git::worktree::{Landing, SliceCommit};
-
-/// One slice, as `loopx run --once --json` shows it (documented in `docs/cli.md`).
-#[derive(Debug, Clone, Serialize)]
-pub struct SliceSummary {
-    pub id: SliceId,
-    pub agent: AgentName,
-    pub kind: &'static str,
-    pub todo: Option<TodoId>,
-    pub epoch: Option<u64>,
-    pub outcome: loopx_adapters::Outcome,
-    pub reason: String,
-    /// Processes the agent left behind that loopx stopped after it exited.
-    pub leftovers: u32,
-    pub exit: Option<String>,
-    pub pid: Option<u32>,
-    pub started_at: loopx_kernel::Timestamp,
-    pub ended_at: loopx_kernel::Timestamp,
-    /// How long it ran, on the monotonic clock.
-    pub duration_ms: u64,
-    /// The wall-time limit it ran under, in seconds (a probe's is shorter than its profile's).
-    pub limit_secs: u64,
-    pub tokens: u64,
-    pub cost_usd: f64,
-    pub output_bytes: u64,
-    pub log: String,
-    /// `done`, `progress`, `blocked`, `malformed` or `none`.
-    pub report: &'static str,
-    /// `done` or `released` for a todo's slice (`unchanged` when the claim had moved on);
-    /// `None` for a planning slice.
-    pub todo_state: Option<&'static str>,
-    pub new_todos: Vec<TodoId>,
-    /// The gate the agent's question opened.
-    pub gate: Option<GateId>,
-    pub hold_until: Option<loopx_kernel::Timestamp>,
-    /// A planning slice declared the goal met, and the goal is now done.
-    pub goal_done: bool,
-    /// Files the slice changed (project-relative); `None` when they could not be checked.
-    pub changed_files: Option<Vec<String>>,
-    /// Changed files outside the goal's scope, or in `.loopx/`.
-    pub violations: Vec<String>,
-    /// The gate asking a person about the violations.
-    pub violation_gate: Option<GateId>,
-    /// The commit the todo landed as on the goal's branch (a worktree goal).
-    pub landed: Option<String>,
-    /// The gate asking a person about a branch that does not land (a conflict).
-    pub land_gate: Option<GateId>,
-    /// Why a todo its agent reported done did not land (`the land check exited 1`): it stays
-    /// open, and its next slice's prompt carries the check's output.
-    pub land_failed: Option<String>,
-    /// `applied`; `stale_epoch` when the claim moved on and only the end, loopx's evidence of
-    /// the slice and the quota usage were recorded; `refused` when the kernel refused loopx's
-    /// own part of the batch (a bug) and only the essentials were recorded; `superseded` when
-    /// recovery had already closed the slice (its claim lapsed while the writeback waited for
-    /// the store) and only loopx's evidence of it and its usage were recorded.
-    pub writeback: &'static str,
-    /// Items of the agent's report the kernel refused, each with why (each is also a `note`
-    /// evidence).
-    pub dropped: Vec<String>,
-    /// The disk was full at the slice's end (no space or no inodes), naming it and what to do:
-    /// the slice failed, and `loopx run` stops with this error.
-    pub disk_full: Option<String>,
-}
 
 impl Begun {
     /// Writes the slice back, its agent having ended as `end` says and the slice judged
@@ -110,7 +44,7 @@ impl Begun {
             &mut reported_done,
         );
         let tree = self.tree.as_ref().and_then(|t| t.as_ref().ok());
-        if reports_work_evidence(judged.classification.as_ref()) {
+        if writeback::reports_work_evidence(judged.classification.as_ref()) {
             let dir = tree.map_or_else(|| req.project.root().to_path_buf(), |p| p.tree.workdir());
             end.changes.work = loopx_git::work::mark_or_unknown(&dir);
         }
@@ -197,17 +131,6 @@ impl Begun {
     }
 }
 
-/// Whether the slice's report block carries evidence about the work (a test result, a diff):
-/// it is recorded with a mark of the tree the slice left.
-fn reports_work_evidence(c: Option<&loopx_adapters::Classification>) -> bool {
-    let report = c.and_then(|c| c.report.as_ref()?.as_ref().ok());
-    report.is_some_and(|r| {
-        r.evidence
-            .iter()
-            .any(|e| loopx_domain::writeback::kind_of(e.kind.as_deref()).speaks_about_work())
-    })
-}
-
 /// A worktree goal's todo slice's landing on the goal's branch, when the agent reported the
 /// todo done, changed nothing it may not, and still holds it.
 fn landing(
@@ -257,22 +180,14 @@ fn held_todo(req: &RunOnce, todo: TodoId, agent: &AgentName, epoch: u64) -> Opti
     }
 }
 
-/// How many of `agent`'s slices before `slice` ended `usage_limited` in a row: a limit that
-/// keeps coming back without a reset time backs off longer each time. A store that cannot be
-/// read counts none (the shortest backoff).
+/// How many of `agent`'s slices before `slice` ended `usage_limited` in a row
+/// ([`writeback::limits_in_a_row`]); a store that cannot be read counts none (the shortest
+/// backoff).
 fn limits_in_a_row(req: &RunOnce, agent: &AgentName, slice: SliceId) -> u32 {
-    const LOOK_BACK: usize = 64;
     let tail = req.world.stores.with(&req.project, |store| {
-        store.read(|s| s.slices_tail(LOOK_BACK))
+        store.read(|s| s.slices_tail(writeback::LOOK_BACK))
     });
-    let Ok(tail) = tail else { return 0 };
-    let in_a_row = tail
-        .iter()
-        .rev()
-        .filter(|s| s.agent == *agent && s.id != slice && s.outcome.is_some())
-        .take_while(|s| s.outcome == Some(Outcome::UsageLimited))
-        .count();
-    u32::try_from(in_a_row).unwrap_or(u32::MAX)
+    tail.map_or(0, |tail| writeback::limits_in_a_row(&tail, agent, slice))
 }
 
 /// Applies the writeback through the supervisor's handle, retrying while the store is busy or
@@ -284,244 +199,11 @@ pub(crate) fn write_back(
     actor: &str,
     f: &Finished<'_>,
 ) -> Result<SliceSummary, KernelError> {
-    let (wb, applied, result) = retrying(clock, patience(project), || {
-        stores.with(project, |store| attempt(store, actor, f, clock.now()))
-    })?;
-    Ok(summary(f, &wb, &applied, result))
-}
-
-/// The batch, redacted with the slice's redactor (which knows its profile's secret names).
-fn apply_redacted(
-    store: &Store,
-    f: &Finished<'_>,
-    ops: Vec<Op>,
-    actor: &str,
-    now: Timestamp,
-) -> Result<Vec<Applied>, BatchError> {
-    match f.redactor {
-        Some(redactor) => store.apply_batch_redacted(ops, actor, now, redactor),
-        None => store.apply_batch(ops, actor, now),
-    }
-}
-
-/// One try: the whole batch, less what the kernel refuses of the agent's items.
-fn attempt(
-    store: &Store,
-    actor: &str,
-    f: &Finished<'_>,
-    now: Timestamp,
-) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
-    let standing = match (f.record.todo, f.record.epoch) {
-        (Some(id), Some(epoch)) => store
-            .read(|s| s.todo(id))?
-            .map(|t| t.claim_of(&f.record.agent, epoch)),
-        _ => None,
-    };
-    let mut wb = writeback(f, standing == Some(ClaimStanding::Finished));
-    if matches!(
-        standing,
-        Some(ClaimStanding::Stale | ClaimStanding::NotHolder)
-    ) {
-        return lost(store, f, wb, now);
-    }
-    loop {
-        // Stamped when it commits, not when the agent ended: the ledger stays in time order
-        // (the slice's own times travel in its records).
-        match apply_redacted(store, f, wb.ops(), actor, now) {
-            Ok(applied) => return Ok((wb, applied, "applied")),
-            Err(BatchError {
-                op: Some(_),
-                error: KernelError::Conflict(Conflict::SliceEnded { .. }),
-            }) => return superseded(store, f, wb, now),
-            Err(BatchError {
-                op: Some(index),
-                error,
-            }) if wb.parts[index].item.is_some() => {
-                tracing::warn!(slice = %f.record.id, error = %error, "the kernel refused an item of the agent's report");
-                wb.drop_item(f, index, &error.to_string());
-            }
-            Err(BatchError {
-                op: Some(_),
-                error:
-                    KernelError::Conflict(
-                        Conflict::StaleEpoch { .. }
-                        | Conflict::NotHolder { .. }
-                        | Conflict::TodoState { .. },
-                    ),
-            }) => return lost(store, f, wb, now),
-            // loopx's own part refused: a bug in loopx. Keep what matters most.
-            Err(BatchError {
-                op: Some(index),
-                error,
-            }) => {
-                tracing::error!(slice = %f.record.id, error = %error, op = ?wb.parts[index].op, "the kernel refused loopx's own writeback");
-                return essentials(store, actor, f, wb, now);
-            }
-            Err(BatchError { op: None, error }) => return Err(error),
-        }
-    }
-}
-
-/// The claim moved on: record what does not depend on it, as loopx's own record.
-fn lost(
-    store: &Store,
-    f: &Finished<'_>,
-    wb: Writeback,
-    now: Timestamp,
-) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
-    tracing::warn!(slice = %f.record.id, "the slice's claim moved on; recording only its end and usage");
-    match apply_redacted(store, f, lost_claim(f), ACTOR, now).map_err(|e| e.error) {
-        Ok(_) => Ok((wb, Vec::new(), "stale_epoch")),
-        Err(KernelError::Conflict(Conflict::SliceEnded { .. })) => superseded(store, f, wb, now),
-        Err(e) => Err(e),
-    }
-}
-
-/// The slice's end is already recorded: recovery on a live host closed it once its claim
-/// lapsed by the store's clock (this supervisor could not reach its store, or write to it,
-/// for longer than the lease) and released its todo. That record stands; what the agent
-/// reported is not written, since its todo may already be another agent's. What is still
-/// true is: loopx's own evidence of the slice (its log's digest, its exit) and the usage it
-/// spent, which counts against its windows whoever closed it.
-fn superseded(
-    store: &Store,
-    f: &Finished<'_>,
-    wb: Writeback,
-    now: Timestamp,
-) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
-    tracing::warn!(slice = %f.record.id, "the slice was closed by recovery while its writeback waited; recording only its evidence and usage");
-    let ops = lost_claim(f)
-        .into_iter()
-        .filter(|op| !matches!(op, Op::SliceEnd { .. }))
-        .collect();
-    apply_redacted(store, f, ops, ACTOR, now).map_err(|e| e.error)?;
-    Ok((wb, Vec::new(), "superseded"))
-}
-
-/// The batch was refused for no reason the agent caused: the slice's end and evidence, its
-/// usage and any vendor hold, and the release or finish of its todo — else what `lost` writes.
-fn essentials(
-    store: &Store,
-    actor: &str,
-    f: &Finished<'_>,
-    wb: Writeback,
-    now: Timestamp,
-) -> Result<(Writeback, Vec<Applied>, &'static str), KernelError> {
-    let keep: Vec<Op> = wb
-        .ops()
-        .into_iter()
-        .enumerate()
-        .filter(|(i, op)| {
-            *i < 2
-                || matches!(
-                    op,
-                    Op::QuotaCharge(_) | Op::QuotaHold(_) | Op::TodoRelease(_) | Op::TodoFinish(_)
-                )
+    retrying(clock, patience(project), || {
+        stores.with(project, |store| {
+            writeback::apply(store, actor, f, clock.now())
         })
-        .map(|(_, op)| op)
-        .collect();
-    match apply_redacted(store, f, keep, actor, now).map_err(|e| e.error) {
-        Ok(_) => Ok((wb, Vec::new(), "refused")),
-        Err(KernelError::Store(e)) => Err(e.into()),
-        Err(_) => {
-            let (wb, applied, _) = lost(store, f, wb, now)?;
-            Ok((wb, applied, "refused"))
-        }
-    }
-}
-
-/// The slice as `run --once --json` shows it: every field from the slice's facts and what its
-/// writeback applied. Its texts that carry the agent's words (the reason, why a landing failed,
-/// what of its report was dropped) are redacted as the store's copies are: the summary is
-/// printed, and `loopx run` writes it to its log.
-fn summary(
-    f: &Finished<'_>,
-    wb: &Writeback,
-    applied: &[Applied],
-    result: &'static str,
-) -> SliceSummary {
-    let mut new_todos = Vec::new();
-    let mut gate = None;
-    let mut violation_gate = None;
-    let mut land_gate = None;
-    let mut goal_done = false;
-    for (part, record) in wb.parts.iter().zip(applied) {
-        match (&part.op, &part.item, record) {
-            (Op::TodoAdd(_), _, Applied::Todo(t)) => new_todos.push(t.id),
-            (Op::GateAsk(_), Some(Item::Question), Applied::Gate(g)) => {
-                gate = Some(g.id);
-            }
-            (Op::GateAsk(_), None, Applied::Gate(g)) => match g.kind {
-                loopx_kernel::model::GateKind::Land { .. } => land_gate = Some(g.id),
-                _ => violation_gate = Some(g.id),
-            },
-            (Op::GoalSetStatus(_), _, Applied::Goal(g)) => {
-                goal_done = g.status == loopx_kernel::model::GoalStatus::Done;
-            }
-            // Not the project's to let an agent end: the goal-met question.
-            (Op::GoalSetStatus(_), _, Applied::Gate(g)) => gate = Some(g.id),
-            _ => {}
-        }
-    }
-    let applied_ok = result == "applied";
-    let landing = f.landing.as_ref();
-    let redacted = |text: &str| match f.redactor {
-        Some(redactor) => redactor.redact(text).into_owned(),
-        None => text.to_owned(),
-    };
-    let todo_state = match (f.record.todo, applied_ok, wb.todo_done) {
-        (None, _, _) => None,
-        (Some(_), true, true) => Some("done"),
-        (Some(_), true, false) => Some("released"),
-        (Some(_), false, _) => Some("unchanged"),
-    };
-    SliceSummary {
-        id: f.record.id,
-        agent: f.record.agent.clone(),
-        kind: f.record.kind.as_str(),
-        todo: f.record.todo,
-        epoch: f.record.epoch,
-        outcome: f.judged.outcome,
-        reason: redacted(&f.judged.reason),
-        leftovers: f.judged.leftovers,
-        exit: f.judged.exit.clone(),
-        pid: f.end.pid,
-        started_at: f.record.started_at,
-        ended_at: f.end.at,
-        duration_ms: u64::try_from(f.end.elapsed.as_millis()).unwrap_or(u64::MAX),
-        limit_secs: f.record.limit_secs,
-        tokens: f.quota.tokens,
-        cost_usd: f.quota.cost_usd,
-        output_bytes: f.end.bytes,
-        log: f.log().to_owned(),
-        report: wb.report,
-        todo_state,
-        new_todos,
-        gate,
-        hold_until: wb.hold_until,
-        goal_done,
-        changed_files: f
-            .end
-            .changes
-            .unchecked
-            .is_none()
-            .then(|| f.end.changes.files.clone()),
-        violations: wb.violations.clone(),
-        violation_gate,
-        landed: match landing {
-            Some(Landing::Landed { commit, .. }) => Some(commit.clone()),
-            _ => None,
-        },
-        land_gate,
-        land_failed: match landing {
-            Some(Landing::CheckFailed { how, .. }) => Some(format!("the land check {how}")),
-            Some(Landing::Failed(why)) => Some(redacted(&loopx_kernel::limits::clip(why, 200))),
-            _ => None,
-        },
-        writeback: result,
-        dropped: wb.dropped.iter().map(|d| redacted(d)).collect(),
-        disk_full: None,
-    }
+    })
 }
 
 /// SHA-256 of a file, hex; empty when it cannot be read (a slice whose log was never written).
@@ -539,7 +221,8 @@ fn file_sha256(path: &std::path::Path) -> String {
 
 #[cfg(test)]
 mod tests {
-    use loopx_kernel::store::{ClaimTodo, NewAgent, ReleaseClaim};
+    use loopx_kernel::store::{Applied, ClaimTodo, NewAgent, ReleaseClaim};
+    use loopx_kernel::{Op, SliceId, Store, TodoId};
     use std::time::Duration;
 
     use loopx_kernel::model::SliceKind;
