@@ -24,6 +24,8 @@
 //! - [`monitor`]: polling a monitor — which are due and in what order, what a check may do (its
 //!   time limit, output cap, launch plan and environment), its claim and record, and what a
 //!   poll's result means (`docs/monitors.md`).
+//! - [`run_event`]: what `loopx run` shows as it goes, one event a line (the slice's summary
+//!   is [`writeback`]'s).
 //! - [`notify`]: which run event a person hears about, what it says, and that the notification
 //!   command runs only once a person approved its exact text.
 //! - [`recovery`]: which slice recorded as running is an orphan, why, and the record that
@@ -60,4 +62,5 @@ pub mod prompt;
 pub mod recovery;
 pub mod run_end;
 pub mod run_error;
+pub mod run_event;
 pub mod writeback;

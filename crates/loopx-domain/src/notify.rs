@@ -13,50 +13,20 @@
 
 use loopx_adapters::NotifyConfig;
 use loopx_kernel::model::Gate;
-use loopx_kernel::{GateId, KernelError, Project, SliceId, Store, Timestamp, TodoId};
+use loopx_kernel::{KernelError, Project, Store, Timestamp};
 use serde::Serialize;
 
 use crate::approval::{self, Verdict};
+use crate::run_event::RunEvent;
 
 /// Slice outcomes a person is not told about: work went fine, or another notification covers
 /// it (a usage limit pauses; a question opens a gate).
 const UNREMARKABLE: [&str; 4] = ["completed", "progress", "asked", "usage_limited"];
 
-/// A run event, as far as a notification needs it (the supervisor's events map to this).
-#[derive(Debug, Clone, Copy)]
-pub enum News<'a> {
-    /// A person must answer `gate`.
-    Question {
-        agent: &'a str,
-        gate: GateId,
-        question: &'a str,
-        answer_with: &'a str,
-    },
-    /// The agent waits (`until: None`: until a person resumes it).
-    Paused {
-        agent: &'a str,
-        until: Option<Timestamp>,
-        reason: &'a str,
-    },
-    Resumed {
-        agent: &'a str,
-    },
-    /// A slice ended, `outcome` as its record says.
-    SliceEnded {
-        agent: &'a str,
-        slice: SliceId,
-        todo: Option<TodoId>,
-        outcome: &'a str,
-        reason: &'a str,
-        log: &'a str,
-        goal_done: bool,
-    },
-}
-
 /// What the command reads on stdin: the notification, with the loop's `event` as `loopx run
 /// --json` prints it.
 #[derive(Debug, Serialize)]
-pub struct Notification<'a, E> {
+pub struct Notification<'a> {
     /// `gate_opened`, `paused`, `resumed`, `slice_failed` or `goal_done`.
     pub kind: &'static str,
     /// The agent concerned, when one is.
@@ -65,17 +35,12 @@ pub struct Notification<'a, E> {
     pub message: String,
     pub project: String,
     /// The loop's event, as `loopx run --json` prints it.
-    pub event: &'a E,
+    pub event: &'a RunEvent,
 }
 
-/// The notification for `news` (of the loop's `event`) in the project at `root`, if it calls
-/// for one.
-pub fn notification<'a, E>(
-    news: News<'a>,
-    event: &'a E,
-    root: &std::path::Path,
-) -> Option<Notification<'a, E>> {
-    let (kind, agent, message) = news.say()?;
+/// The notification for the loop's `event` in the project at `root`, if it calls for one.
+pub fn notification<'a>(event: &'a RunEvent, root: &std::path::Path) -> Option<Notification<'a>> {
+    let (kind, agent, message) = say(event)?;
     Some(Notification {
         kind,
         agent: Some(agent),
@@ -85,64 +50,56 @@ pub fn notification<'a, E>(
     })
 }
 
-impl<'a> News<'a> {
-    /// The notification's kind, the agent concerned and what it says; `None`: a person is not
-    /// told.
-    fn say(self) -> Option<(&'static str, &'a str, String)> {
-        Some(match self {
-            News::Question {
-                agent,
-                gate,
-                question,
-                answer_with,
-            } => (
-                "gate_opened",
-                agent,
-                format!("{agent} needs an answer to {gate}: {question} ({answer_with})"),
+/// The notification's kind, the agent concerned and what it says; `None`: a person is not
+/// told.
+fn say(event: &RunEvent) -> Option<(&'static str, &str, String)> {
+    Some(match event {
+        RunEvent::Question {
+            agent,
+            gate,
+            question,
+            answer_with,
+            ..
+        } => (
+            "gate_opened",
+            agent.as_str(),
+            format!("{agent} needs an answer to {gate}: {question} ({answer_with})"),
+        ),
+        RunEvent::Paused {
+            agent,
+            until,
+            reason,
+        } => {
+            let until = until.map_or_else(|| "a person resumes it".to_owned(), |u| u.to_string());
+            (
+                "paused",
+                agent.as_str(),
+                format!("{agent} is paused until {until}: {reason}"),
+            )
+        }
+        RunEvent::Resumed { agent } => ("resumed", agent.as_str(), format!("{agent} resumed work")),
+        RunEvent::SliceEnded(s) if s.goal_done => (
+            "goal_done",
+            s.agent.as_str(),
+            format!(
+                "the goal is done ({} declared it in slice {})",
+                s.agent, s.id
             ),
-            News::Paused {
-                agent,
-                until,
-                reason,
-            } => {
-                let until =
-                    until.map_or_else(|| "a person resumes it".to_owned(), |u| u.to_string());
-                (
-                    "paused",
-                    agent,
-                    format!("{agent} is paused until {until}: {reason}"),
-                )
-            }
-            News::Resumed { agent } => ("resumed", agent, format!("{agent} resumed work")),
-            News::SliceEnded {
-                agent,
-                slice,
-                goal_done: true,
-                ..
-            } => (
-                "goal_done",
-                agent,
-                format!("the goal is done ({agent} declared it in slice {slice})"),
-            ),
-            News::SliceEnded {
-                agent,
-                slice,
-                todo,
-                outcome,
-                reason,
-                log,
-                ..
-            } if !UNREMARKABLE.contains(&outcome) => {
-                let on = todo.map(|t| format!(" on {t}")).unwrap_or_default();
-                (
-                    "slice_failed",
-                    agent,
-                    format!("{agent}'s slice {slice}{on} ended {outcome}: {reason} (log {log})"),
-                )
-            }
-            News::SliceEnded { .. } => return None,
-        })
-    }
+        ),
+        RunEvent::SliceEnded(s) if !UNREMARKABLE.contains(&s.outcome.as_str()) => {
+            let on = s.todo.map(|t| format!(" on {t}")).unwrap_or_default();
+            let (agent, slice, outcome) = (&s.agent, s.id, s.outcome.as_str());
+            (
+                "slice_failed",
+                s.agent.as_str(),
+                format!(
+                    "{agent}'s slice {slice}{on} ended {outcome}: {} (log {})",
+                    s.reason, s.log
+                ),
+            )
+        }
+        _ => return None,
+    })
 }
 
 /// Whether a person approved the command `config`; opens the approval gate when none was asked

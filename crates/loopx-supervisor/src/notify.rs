@@ -15,15 +15,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use loopx_adapters::NotifyConfig;
-use loopx_domain::notify::News;
 use loopx_kernel::model::Gate;
 use loopx_kernel::{Project, Timestamp};
 
 use crate::errors::SupervisorError;
 use crate::run_loop::RunEvent;
 
-/// What the command reads on stdin.
-pub type Notification<'a> = loopx_domain::notify::Notification<'a, RunEvent>;
+pub use loopx_domain::notify::Notification;
 
 /// The project's `loopx.toml`, or why it cannot be used.
 pub(crate) fn project_config(
@@ -86,9 +84,7 @@ impl Notifier {
 
     /// Notifies about `event` if a person should hear about it and approved the command.
     pub fn notify(&mut self, event: &RunEvent) {
-        let Some(note) = news(event)
-            .and_then(|news| loopx_domain::notify::notification(news, event, &self.root))
-        else {
+        let Some(note) = loopx_domain::notify::notification(event, &self.root) else {
             return;
         };
         if !self.may_run() {
@@ -120,45 +116,6 @@ impl Notifier {
     }
 }
 
-/// `event` as the notification rule sees it, if it is one a person may hear about.
-fn news(event: &RunEvent) -> Option<News<'_>> {
-    Some(match event {
-        RunEvent::Question {
-            agent,
-            gate,
-            question,
-            answer_with,
-            ..
-        } => News::Question {
-            agent: agent.as_str(),
-            gate: *gate,
-            question,
-            answer_with,
-        },
-        RunEvent::Paused {
-            agent,
-            until,
-            reason,
-        } => News::Paused {
-            agent: agent.as_str(),
-            until: *until,
-            reason,
-        },
-        RunEvent::Resumed { agent } => News::Resumed {
-            agent: agent.as_str(),
-        },
-        RunEvent::SliceEnded(s) => News::SliceEnded {
-            agent: s.agent.as_str(),
-            slice: s.id,
-            todo: s.todo,
-            outcome: s.outcome.as_str(),
-            reason: &s.reason,
-            log: &s.log,
-            goal_done: s.goal_done,
-        },
-        _ => return None,
-    })
-}
 /// Runs the command with `json` on stdin, killing it (and what it started in its process
 /// group) after `timeout`, counted from the spawn: a command that never reads its stdin cannot
 /// hold the clock back.

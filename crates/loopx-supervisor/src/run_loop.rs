@@ -30,14 +30,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use loopx_kernel::{AgentName, GateId, Project, SharedClock, SliceId, Store, Timestamp, TodoId};
+use loopx_kernel::{AgentName, GateId, Project, SharedClock, SliceId, Store, Timestamp};
 use loopx_quota::{Decision, DecisionKind};
-use serde::Serialize;
 
 use loopx_domain::run_end::{AgentLoop, Standing};
 pub use loopx_domain::run_end::{EndReason, OnGate};
+pub use loopx_domain::run_event::RunEvent;
 
-use crate::commit::SliceSummary;
 use crate::errors::SupervisorError;
 use crate::event_order::{EventOrder, Owed};
 use crate::once::{Once, RunOnce, Step, World};
@@ -76,74 +75,6 @@ pub struct RunLoop {
     pub shutdown: Arc<Shutdown>,
     /// The clock and the identity the supervisor runs with.
     pub world: World,
-}
-
-/// One line of progress (`--json`: one JSON object per line; fields in `docs/cli.md`).
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum RunEvent {
-    /// The loop started.
-    Running {
-        agents: Vec<AgentName>,
-        pid: u32,
-    },
-    /// An orphaned slice of a dead supervisor was closed.
-    Recovered(Recovered),
-    SliceStarted {
-        agent: AgentName,
-        slice: SliceId,
-        kind: &'static str,
-        todo: Option<TodoId>,
-        log: String,
-    },
-    SliceEnded(Box<SliceSummary>),
-    /// The agent waits for quota or a vendor limit (`until: None`: until a person resumes).
-    Paused {
-        agent: AgentName,
-        until: Option<Timestamp>,
-        reason: String,
-    },
-    /// The agent runs again after a pause.
-    Resumed {
-        agent: AgentName,
-    },
-    /// A person must answer; shown once per gate.
-    Question {
-        agent: AgentName,
-        gate: GateId,
-        question: String,
-        options: Vec<String>,
-        answer_with: String,
-    },
-    /// loopx polled a monitor.
-    Polled(crate::poll::PollSummary),
-    /// Nothing for the agent to do now.
-    Quiet {
-        agent: AgentName,
-        reason: String,
-    },
-    /// The agent's loop ended (the goal is done or paused, or the agent cannot run).
-    AgentStopped {
-        agent: AgentName,
-        reason: String,
-    },
-    /// Something went wrong deciding for or running the agent; it tries again later.
-    AgentError {
-        agent: AgentName,
-        error: String,
-    },
-    /// A stop was requested; running slices are being stopped (`at_once`: killed, after a
-    /// second request).
-    Stopping {
-        reason: String,
-        at_once: bool,
-    },
-    /// The loop ended.
-    Finished {
-        reason: EndReason,
-        slices: u64,
-        detail: String,
-    },
 }
 
 /// How the loop ended.
