@@ -2,8 +2,9 @@
 //! (`docs/design/run-loop.md`, "A slice's life").
 //!
 //! Pure: the facts of the slice in, the [`Op`]s out. They are applied as one batch ([`apply`],
-//! which also builds the slice's [`SliceSummary`]), so they all land or none does, and the todo's release (or finish) carries
-//! the claim's epoch: a slice whose claim moved on writes nothing under it.
+//! which also builds the slice's [`SliceSummary`]), so they all land or none does, and the
+//! todo's release (or finish) carries the claim's epoch: a slice whose claim moved on writes
+//! nothing under it.
 //!
 //! The agent's report is untrusted input, and one bad item in it must never cost the slice its
 //! own record. Every item (a piece of evidence, a proposed todo, the question, a planning

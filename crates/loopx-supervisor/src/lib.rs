@@ -32,15 +32,16 @@
 //!    and a vendor hold, and the todo done or released. An item of the agent's report the
 //!    kernel refuses is dropped and noted; when the claim moved on only loopx's own record of
 //!    the slice and its usage are written; a busy or full store is retried. Then the guard is
-//!    disarmed.
+//!    disarmed. The batch, how it is applied and the slice's summary are the domain's; this
+//!    crate gathers the slice's facts and retries.
 //!
 //! Around slices it polls monitors (`poll.rs`: each check in a slice's containment), runs the
 //! notification command (`notify.rs`) and closes the slices of dead supervisors (`recover.rs`:
 //! stops what is left of them and records them). What those do and mean — which monitors are
 //! due and what a check may do, which event is notified and whether the command is approved,
 //! which slice is an orphan, what ends a run, which error stops an agent's loop — are rules,
-//! and live in `loopx-domain` (`monitor`, `notify`, `recovery`, `run_end`, `run_error`); this
-//! crate runs them.
+//! and live in `loopx-domain` (`monitor`, `notify`, `recovery`, `run_end`, `run_error`), as do
+//! the events a run shows (`run_event`); this crate runs them.
 //!
 //! The supervisor keeps one read-write store handle for its run (`store_cache.rs`: opening and
 //! closing redb costs four `fdatasync`s), and holds no transaction while an agent runs: other
