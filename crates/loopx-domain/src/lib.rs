@@ -15,6 +15,8 @@
 //! - [`decision`]: the decision's input, read from a snapshot of the store (the one builder of
 //!   it: the supervisor before a slice, `status`, `quota status` and the simulation all decide
 //!   through it); the decision itself is `loopx-quota`'s, pure.
+//! - [`ask`]: what loopx asks a person before a slice instead of running one — a goal past
+//!   its budget, a goal that may be met, a stalled todo — and which decisions go on to a slice.
 //! - [`approval`]: what runs only once a person approved its exact content — a `full` profile,
 //!   a project adapter, the notification command (`docs/permissions.md`).
 //! - [`freshness`]: whether evidence, a handoff or an answer still holds (`docs/goals.md`,
@@ -47,6 +49,7 @@
 pub mod agent;
 pub mod amendment;
 pub mod approval;
+pub mod ask;
 pub mod decision;
 pub mod freshness;
 pub mod judge;
