@@ -11,7 +11,7 @@ use loopx_kernel::model::{
     BUDGET_OPTIONS, Blocks, GOAL_MET_OPTIONS, GateKind, Goal, GoalStatus, STALL_OPTIONS, SliceKind,
 };
 use loopx_kernel::store::NewGate;
-use loopx_kernel::{KernelError, Store, Timestamp};
+use loopx_kernel::{KernelError, Store, Timestamp, TodoId};
 use loopx_quota::{Decision, DecisionKind};
 
 /// The slice a decision goes on to: `deliver` and `repair` only; every other decision ends
@@ -46,27 +46,29 @@ pub fn open_gate(
     decision: &mut Decision,
     now: Timestamp,
 ) -> Result<(), KernelError> {
-    let gate = if decision.over_budget() {
-        budget_gate(store, decision)?
-    } else if decision.goal_met() {
-        goal_met_gate(store, decision)?
+    let gate = if decision.over_budget() || decision.goal_met() {
+        let Some(goal) = store.read(|s| s.current_goal())? else {
+            return Ok(());
+        };
+        if decision.over_budget() {
+            budget_gate(store, decision, &goal)?
+        } else {
+            goal_met_gate(decision, &goal)
+        }
+    } else if let Some(id) = decision.stalled() {
+        stall_gate(store, decision, id)?
     } else {
-        stall_gate(store, decision)?
+        return Ok(());
     };
-    if let Some(gate) = gate {
-        let gate = store.run(gate, loopx_vocab::actor::LOOPX, now)?;
-        decision.gate_opened((gate.id, gate.question));
-    }
+    let gate = store.run(gate, loopx_vocab::actor::LOOPX, now)?;
+    decision.gate_opened((gate.id, gate.question));
     Ok(())
 }
 
 /// The gate a goal past its budget needs: what it spent since a todo was last done.
-fn budget_gate(store: &Store, decision: &Decision) -> Result<Option<NewGate>, KernelError> {
-    let Some(goal) = store.read(|s| s.current_goal())? else {
-        return Ok(None);
-    };
+fn budget_gate(store: &Store, decision: &Decision, goal: &Goal) -> Result<NewGate, KernelError> {
     let spent = store.read(|s| s.goal_spent(goal.id))?;
-    Ok(Some(NewGate {
+    Ok(NewGate {
         question: bounded(decision.reason(), QUESTION),
         options: BUDGET_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
         context: format!(
@@ -81,15 +83,12 @@ fn budget_gate(store: &Store, decision: &Decision) -> Result<Option<NewGate>, Ke
         ),
         blocks: Blocks::Global,
         kind: GateKind::Budget { goal: goal.id },
-    }))
+    })
 }
 
 /// The gate that asks whether the goal is met.
-fn goal_met_gate(store: &Store, decision: &Decision) -> Result<Option<NewGate>, KernelError> {
-    let Some(goal) = store.read(|s| s.current_goal())? else {
-        return Ok(None);
-    };
-    Ok(Some(NewGate {
+fn goal_met_gate(decision: &Decision, goal: &Goal) -> NewGate {
+    NewGate {
         question: bounded(
             &format!(
                 "Goal {} ({}) has no todo left, and its last planning slices proposed none: is it met?",
@@ -104,19 +103,16 @@ fn goal_met_gate(store: &Store, decision: &Decision) -> Result<Option<NewGate>, 
         ),
         blocks: Blocks::Global,
         kind: GateKind::GoalMet { goal: goal.id },
-    }))
+    }
 }
 
 /// The gate a stalled todo needs: retry it or drop it.
-fn stall_gate(store: &Store, decision: &Decision) -> Result<Option<NewGate>, KernelError> {
-    let Some(id) = decision.stalled() else {
-        return Ok(None);
-    };
+fn stall_gate(store: &Store, decision: &Decision, id: TodoId) -> Result<NewGate, KernelError> {
     let title = store
         .read(|s| s.todo(id))?
         .map(|t| t.title)
         .unwrap_or_default();
-    Ok(Some(NewGate {
+    Ok(NewGate {
         question: bounded(
             &format!(
                 "Todo {id} ({title}) has gone several slices without progress: retry it with a fresh budget of attempts, or drop it?"
@@ -130,5 +126,5 @@ fn stall_gate(store: &Store, decision: &Decision) -> Result<Option<NewGate>, Ker
         ),
         blocks: Blocks::Todos(vec![id]),
         kind: GateKind::Stall { todo: id },
-    }))
+    })
 }

@@ -30,6 +30,7 @@
 //!   command runs only once a person approved its exact text.
 //! - [`recovery`]: which slice recorded as running is an orphan, why, and the record that
 //!   closes it (`docs/design/run-loop.md`, "Recovery").
+//! - [`renewal`]: what a renewal of a slice's claim found, from the kernel's answer.
 //! - [`run_end`]: what ends `loopx run`; [`run_error`]: why the supervisor could not run a
 //!   slice, and whether that stops the agent's loop.
 //! - [`presence`]: the `loopx run`s working on a project from this host.
@@ -61,6 +62,7 @@ pub mod presence;
 pub mod process;
 pub mod prompt;
 pub mod recovery;
+pub mod renewal;
 pub mod run_end;
 pub mod run_error;
 pub mod writeback;
