@@ -15,6 +15,8 @@
 //! - [`decision`]: the decision's input, read from a snapshot of the store (the one builder of
 //!   it: the supervisor before a slice, `status`, `quota status` and the simulation all decide
 //!   through it); the decision itself is `loopx-quota`'s, pure.
+//! - [`ask`]: what loopx asks a person before a slice instead of running one — a goal past
+//!   its budget, a goal that may be met, a stalled todo — and which decisions go on to a slice.
 //! - [`approval`]: what runs only once a person approved its exact content — a `full` profile,
 //!   a project adapter, the notification command (`docs/permissions.md`).
 //! - [`freshness`]: whether evidence, a handoff or an answer still holds (`docs/goals.md`,
@@ -30,6 +32,7 @@
 //!   command runs only once a person approved its exact text.
 //! - [`recovery`]: which slice recorded as running is an orphan, why, and the record that
 //!   closes it (`docs/design/run-loop.md`, "Recovery").
+//! - [`renewal`]: what a renewal of a slice's claim found, from the kernel's answer.
 //! - [`run_end`]: what ends `loopx run`; [`run_error`]: why the supervisor could not run a
 //!   slice, and whether that stops the agent's loop.
 //! - [`presence`]: the `loopx run`s working on a project from this host.
@@ -49,6 +52,7 @@
 pub mod agent;
 pub mod amendment;
 pub mod approval;
+pub mod ask;
 pub mod decision;
 pub mod freshness;
 pub mod judge;
@@ -60,6 +64,7 @@ pub mod presence;
 pub mod process;
 pub mod prompt;
 pub mod recovery;
+pub mod renewal;
 pub mod run_end;
 pub mod run_error;
 pub mod run_event;

@@ -8,34 +8,19 @@
 //! ran `loopx report done` and went on working) is a success: renewing simply stops.
 //! A claim that could not be renewed before it runs out (the store stayed busy, or its
 //! database unreachable, for a whole lease) is lost too: the slice is stopped before a peer
-//! on another host may take the todo.
+//! on another host may take the todo. What a renewal's answer means is `loopx_domain::renewal`'s.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use loopx_kernel::store::Applied;
 use loopx_kernel::store::RenewClaim;
-use loopx_kernel::{AgentName, KernelError, Op, Project, SharedClock, TodoId};
+use loopx_kernel::{AgentName, Op, Project, SharedClock, TodoId};
 
 use crate::store_cache::StoreCache;
+pub use loopx_domain::renewal::Renewed;
 use loopx_pty::SliceControl;
-
-/// What one renewal found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Renewed {
-    /// The claim runs on.
-    Kept,
-    /// The agent finished the todo itself (`loopx report done`) and works on: its claim is
-    /// complete, nothing is left to renew.
-    Finished,
-    /// The kernel refused: the claim moved on, and the slice must stop.
-    Lost(String),
-    /// A busy or unreadable store: the claim still has two thirds of its time; try again at
-    /// the next turn.
-    Failed(String),
-}
 
 /// Renews `agent`'s claim on `todo` under `epoch` for `ttl`, once, through the supervisor's
 /// store handle.
@@ -55,12 +40,7 @@ pub(crate) fn renew_once(
         ttl,
     });
     let actor = loopx_vocab::actor::agent(agent.as_str());
-    match stores.with(project, |s| s.apply(op, &actor, clock.now())) {
-        Ok(Applied::Todo(todo)) if todo.state.is_final() => Renewed::Finished,
-        Ok(_) => Renewed::Kept,
-        Err(KernelError::Conflict(c)) => Renewed::Lost(c.to_string()),
-        Err(e) => Renewed::Failed(crate::errors::chain(&e)),
-    }
+    Renewed::of(stores.with(project, |s| s.apply(op, &actor, clock.now())))
 }
 
 #[derive(Debug, Default)]
