@@ -7,7 +7,7 @@ use std::time::Duration;
 use loopx_domain::decision::{DecisionState, SharedState};
 use loopx_kernel::model::{Agent, HoldSource, QuotaHold, Spend};
 use loopx_kernel::store::{
-    AgentChange, ChangeAgent, NewAgent, NewHold, NewSpend, QuotaRequest, RemoveAgent, Resume,
+    AgentChange, ChangeAgent, NewAgent, NewHold, NewSpend, RemoveAgent, Resume,
 };
 use loopx_kernel::time::relative;
 use loopx_kernel::{AgentName, Invalid, Timestamp};
@@ -158,15 +158,7 @@ impl App {
             let ran = u64::try_from(ran.as_millis()).unwrap_or(u64::MAX);
             (Timestamp(now.0.saturating_sub(ran)), now)
         });
-        let req = QuotaRequest {
-            agent: record.name.clone(),
-            account: view.account.clone(),
-            pacing: view.pacing,
-            windows: view.windows.clone(),
-            tokens: report.tokens,
-            cost_usd: report.cost_usd,
-            busy,
-        };
+        let req = loopx_domain::account::request(&view, report.tokens, report.cost_usd, busy);
         let new = if report.charge {
             NewSpend::Charge(req)
         } else {

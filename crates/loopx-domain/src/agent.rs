@@ -51,15 +51,7 @@ impl AgentSetup {
         cost_usd: f64,
         busy: Option<(Timestamp, Timestamp)>,
     ) -> QuotaRequest {
-        QuotaRequest {
-            agent: self.agent.name.clone(),
-            account: self.view.account.clone(),
-            pacing: self.view.pacing,
-            windows: self.view.windows.clone(),
-            tokens,
-            cost_usd,
-            busy,
-        }
+        crate::account::request(&self.view, tokens, cost_usd, busy)
     }
 }
 

@@ -10,8 +10,9 @@ use loopx_quota::{
     TodoView, WindowState,
 };
 
+use crate::account::{hold_views, pacing_tat, window_state};
 use loopx_kernel::model::{Blocks, TodoState};
-use loopx_kernel::store::{Snapshot, busy_intervals, hold_keys, hold_views};
+use loopx_kernel::store::{Snapshot, busy_intervals, hold_keys};
 use loopx_kernel::{AgentName, KernelError, Timestamp};
 
 /// How many recent slices the decision looks at (stall streaks, planning runs, repairs).
@@ -355,11 +356,11 @@ impl DecisionState {
             .filter(|h| keys.contains(&h.key))
             .cloned()
             .collect();
-        let pacing_tat = snap.pacing_tat(&name)?;
+        let pacing_tat = pacing_tat(snap, &name)?;
         let windows = agent
             .windows
             .iter()
-            .map(|l| snap.window_state(&agent.account, l))
+            .map(|l| window_state(snap, &agent.account, l))
             .collect::<Result<Vec<_>, KernelError>>()?;
         let holds = hold_views(&holds);
         let in_flight = shared.in_flight(snap, &agent)?;

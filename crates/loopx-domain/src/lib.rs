@@ -10,6 +10,8 @@
 //! kernel's records and the project's files; it runs no agent, owns no process and keeps no
 //! loop — that is the runtime's (`loopx-supervisor`).
 //!
+//! - [`account`]: an account's rules — the windows and pacing a spend is admitted against and
+//!   charged to, which the kernel runs inside the spend's write transaction.
 //! - [`agent`]: an agent as the decision sees it — its record, its loaded profile and the
 //!   quota model's view of both (the one builder of that view).
 //! - [`decision`]: the decision's input, read from a snapshot of the store (the one builder of
@@ -49,6 +51,7 @@
 //!   record, evidence and handoff, the agent's report item by item, the scope findings, the
 //!   quota charge and holds, the gates about the agent's CLI (`docs/design/run-loop.md`).
 
+pub mod account;
 pub mod agent;
 pub mod amendment;
 pub mod approval;
@@ -69,3 +72,7 @@ pub mod run_end;
 pub mod run_error;
 pub mod run_event;
 pub mod writeback;
+
+/// The quota model and the pure decision the rules are built on; re-exported so a caller
+/// names the same types the decision returns.
+pub use loopx_quota as quota;

@@ -790,11 +790,13 @@ pub fn unpaced_quota(agent: &AgentName) -> QuotaRequest {
     QuotaRequest {
         agent: agent.clone(),
         account: "demo".into(),
-        pacing: None,
-        windows: vec![],
         tokens: 0,
         cost_usd: 0.0,
         busy: None,
+        rules: std::sync::Arc::new(crate::account::AccountLimits {
+            pacing: None,
+            windows: vec![],
+        }),
     }
 }
 

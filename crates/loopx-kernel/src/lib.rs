@@ -22,6 +22,9 @@
 //!   refusal is itself recorded as an event.
 //! - A slice begins in one transaction (`Op::SliceBegin`: claim, quota admission, record) and
 //!   ends in one (its writeback, or `Op::SliceInterrupt`), so a refusal leaves nothing half done.
+//!   The kernel decides nothing about quota: a spend carries its account's rules
+//!   ([`store::AccountRules`], `loopx-domain`'s), run on the quota state of the spend's own
+//!   transaction ([`store::Ledger`]).
 //! - Every free text passes the [`Redactor`] before it is written, so the store file never holds
 //!   a credential.
 //! - [`marker`] names a slice in its agent's environment (`LOOPX_SLICE`), bound to the project.

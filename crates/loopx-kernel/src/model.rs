@@ -485,6 +485,14 @@ pub struct QuotaHold {
     pub set_at: Timestamp,
 }
 
+impl QuotaHold {
+    /// When the hold ends, as seen at `now` (`None`: until a person resumes;
+    /// [`loopx_vocab::kinds::hold_ends`] says what a clock that stepped back does).
+    pub fn ends(&self, now: Timestamp) -> Option<Timestamp> {
+        loopx_vocab::kinds::hold_ends(self.until.map(|t| t.0), self.set_at.0, now.0).map(Timestamp)
+    }
+}
+
 /// One recorded spend: a slice admitted, or usage charged after it ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Spend {

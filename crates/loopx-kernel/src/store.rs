@@ -26,7 +26,7 @@ pub(crate) mod tables;
 mod todo_index;
 mod writer;
 
-pub use apply::quota::{QuotaRequest, busy_intervals, hold_keys, hold_views};
+pub use apply::quota::{AccountRules, Ledger, QuotaRequest, busy_intervals, hold_keys};
 pub use apply::{
     AgentChange, AnswerChoice, AnswerGate, Applied, BatchError, BeginSlice, ChangeAgent, ClaimPoll,
     ClaimTodo, FinishTodo, Interrupt, NewAgent, NewEvidence, NewGate, NewGoal, NewHandoff, NewHold,

@@ -5,10 +5,10 @@ mod common;
 
 use common::{HUMAN, T0, fixture};
 use loopx_domain::decision::DecisionState;
+use loopx_domain::quota::{AgentView, DecisionKind};
 use loopx_kernel::model::{Outcome, PermissionLevel, SliceKind};
 use loopx_kernel::store::{AmendGoal, Amended, NewSlice, SliceEnd};
 use loopx_kernel::{KernelError, Op, SliceId, Timestamp};
-use loopx_quota::{AgentView, DecisionKind};
 
 fn at(minutes: u64) -> Timestamp {
     T0.plus(std::time::Duration::from_secs(60 * minutes))
@@ -31,7 +31,7 @@ fn planner() -> AgentView {
     }
 }
 
-fn decide(f: &common::Fixture, minute: u64) -> loopx_quota::Decision {
+fn decide(f: &common::Fixture, minute: u64) -> loopx_domain::quota::Decision {
     f.store
         .read(|s| DecisionState::read(s, planner(), at(minute)))
         .expect("read")

@@ -7,13 +7,13 @@ mod common;
 use std::time::Duration;
 
 use common::{HUMAN, T0, fixture};
+use loopx_domain::account::request;
 use loopx_domain::decision::DecisionState;
+use loopx_domain::quota::{AgentView, Pacing, WindowLimit};
 use loopx_kernel::model::HoldSource;
-use loopx_kernel::store::QuotaRequest;
 use loopx_kernel::store::Resume;
 use loopx_kernel::store::{NewGoal, NewHold};
 use loopx_kernel::{AgentName, Op, Store, Timestamp};
-use loopx_quota::{AgentView, Pacing, WindowLimit};
 use proptest::prelude::*;
 
 fn agent() -> AgentView {
@@ -66,10 +66,7 @@ proptest! {
         f.todo("Add retry to the HTTP client");
         let mut now = T0;
         for step in steps {
-            let req = |tokens, busy| QuotaRequest {
-                agent: name.clone(), account: "acct".into(), pacing: agent().pacing, windows: agent().windows,
-                tokens, cost_usd: 0.0, busy,
-            };
+            let req = |tokens, busy| request(&AgentView { name: name.clone(), ..agent() }, tokens, 0.0, busy);
             let op = match step {
                 Step::Admit { tokens } => Op::QuotaAdmit(req(tokens, None)),
                 Step::Charge { tokens, minutes } => {
@@ -103,18 +100,16 @@ fn spends_committed_out_of_clock_order_still_get_the_burst() {
     let f = fixture();
     f.goal();
     let name = f.agent("a");
-    let req = || QuotaRequest {
-        agent: name.clone(),
-        account: "acct".into(),
+    let paced = AgentView {
+        name,
         pacing: Some(Pacing {
             slices_per_hour: 6.0,
             burst: 2,
         }),
         windows: vec![],
-        tokens: 0,
-        cost_usd: 0.0,
-        busy: None,
+        ..agent()
     };
+    let req = || request(&paced, 0, 0.0, None);
     f.store
         .apply(Op::QuotaAdmit(req()), HUMAN, Timestamp(T0.0 + 40))
         .expect("the later clock commits first");
@@ -152,19 +147,22 @@ fn a_goal_past_its_share_of_the_hour_waits() {
         .decide();
     assert_eq!(
         before.kind(),
-        loopx_quota::DecisionKind::Deliver,
+        loopx_domain::quota::DecisionKind::Deliver,
         "{before:?}"
     );
     // Forty minutes of the last hour spent on the goal: over a quarter.
-    let charge = QuotaRequest {
-        agent: name,
-        account: "acct".into(),
+    let unlimited = AgentView {
+        name,
         pacing: None,
         windows: vec![],
-        tokens: 10,
-        cost_usd: 0.0,
-        busy: Some((Timestamp(now.0 - 40 * 60_000), now)),
+        ..agent()
     };
+    let charge = request(
+        &unlimited,
+        10,
+        0.0,
+        Some((Timestamp(now.0 - 40 * 60_000), now)),
+    );
     f.store
         .apply(Op::QuotaCharge(charge), HUMAN, now)
         .expect("charge");
@@ -173,7 +171,11 @@ fn a_goal_past_its_share_of_the_hour_waits() {
         .read(|s| DecisionState::read(s, agent(), now))
         .expect("read")
         .decide();
-    assert_eq!(after.kind(), loopx_quota::DecisionKind::Wait, "{after:?}");
+    assert_eq!(
+        after.kind(),
+        loopx_domain::quota::DecisionKind::Wait,
+        "{after:?}"
+    );
     assert!(after.reason().contains("25% share"), "{}", after.reason());
 }
 
@@ -197,15 +199,7 @@ fn a_running_slice_s_expected_spend_is_kept_for_it_on_its_account() {
         windows: vec![window],
         ..agent()
     };
-    let usage = |agent: &AgentName, tokens| QuotaRequest {
-        agent: agent.clone(),
-        account: "acct".into(),
-        pacing: None,
-        windows: vec![window],
-        tokens,
-        cost_usd: 0.0,
-        busy: None,
-    };
+    let usage = |agent: &AgentName, tokens| request(&view(agent), tokens, 0.0, None);
     let begin = |agent: &AgentName, minute: u64| {
         let todo = f.todo(&format!("{agent}'s work at minute {minute}"));
         let op = Op::SliceBegin(BeginSlice {
@@ -257,11 +251,18 @@ fn a_running_slice_s_expected_spend_is_kept_for_it_on_its_account() {
         let slice = begin(agent, minute + 1);
         end(agent, slice, tokens, minute + 2);
     }
-    assert_eq!(decide(&a, 7).kind(), loopx_quota::DecisionKind::Deliver);
+    assert_eq!(
+        decide(&a, 7).kind(),
+        loopx_domain::quota::DecisionKind::Deliver
+    );
     // b runs again: its 30 k are kept, and a's 25 k do not fit in the 5 k beside them.
     let running = begin(&b, 8);
     let waits = decide(&a, 9);
-    assert_eq!(waits.kind(), loopx_quota::DecisionKind::Wait, "{waits:?}");
+    assert_eq!(
+        waits.kind(),
+        loopx_domain::quota::DecisionKind::Wait,
+        "{waits:?}"
+    );
     assert!(
         waits
             .reason()
@@ -271,7 +272,10 @@ fn a_running_slice_s_expected_spend_is_kept_for_it_on_its_account() {
     );
     // b's slice spent 5 k: 30 k are left, room for a.
     end(&b, running, 5_000, 10);
-    assert_eq!(decide(&a, 11).kind(), loopx_quota::DecisionKind::Deliver);
+    assert_eq!(
+        decide(&a, 11).kind(),
+        loopx_domain::quota::DecisionKind::Deliver
+    );
 }
 
 fn minutes(n: u64) -> Timestamp {

@@ -7,6 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Fixture, HUMAN, T0, fixture};
+use loopx_domain::quota::Pacing;
 use loopx_kernel::model::{Blocks, EventKind, EvidenceKind, GateKind, GateState, Todo, TodoState};
 use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::Interrupt;
@@ -16,7 +17,6 @@ use loopx_kernel::store::{
 use loopx_kernel::store::{AnswerGate, ClaimTodo, NewAgent, ReleaseClaim, RenewClaim};
 use loopx_kernel::store::{NewGoal, NewHold, SetGoalStatus};
 use loopx_kernel::{AgentName, Conflict, KernelError, Op, SliceId, Timestamp, TodoId};
-use loopx_quota::Pacing;
 
 const TTL: Duration = Duration::from_secs(600);
 
@@ -25,7 +25,10 @@ fn begin(todo: Option<TodoId>, agent: &AgentName, pacing: Option<Pacing>) -> Op 
         claim_ttl: TTL,
         ..loopx_testkit::begin(agent, todo)
     };
-    begin.admit.pacing = pacing;
+    begin.admit.rules = std::sync::Arc::new(loopx_domain::account::AccountLimits {
+        pacing,
+        windows: vec![],
+    });
     Op::SliceBegin(begin)
 }
 

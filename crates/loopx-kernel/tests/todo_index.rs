@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use common::{HUMAN, T0, fixture};
 use loopx_domain::decision::DecisionState;
+use loopx_domain::quota::{AgentView, DecideInput, Decision, TodoView};
 use loopx_kernel::model::{Blocks, GateKind, TodoState};
 use loopx_kernel::store::FinishTodo;
 use loopx_kernel::store::{AnswerChoice, Applied, NewGate, NewTodo};
 use loopx_kernel::store::{AnswerGate, ClaimTodo, NewAgent, ReleaseClaim};
 use loopx_kernel::{AgentName, GateId, Op, Snapshot, Timestamp, TodoId, check_consistency};
-use loopx_quota::{AgentView, DecideInput, Decision, TodoView};
 use loopx_testkit::todo;
 use proptest::prelude::*;
 
@@ -226,7 +226,7 @@ proptest! {
                 for agent in agents() {
                     let state = DecisionState::read(s, agent.clone(), now)?;
                     let shared = &state.shared;
-                    let whole = loopx_quota::decide(&DecideInput {
+                    let whole = loopx_domain::quota::decide(&DecideInput {
                         now: now.0,
                         agent: &agent,
                         goal: shared.goal.as_ref(),

@@ -170,16 +170,10 @@ pub struct Hold {
 }
 
 impl Hold {
-    /// When the hold ends, as seen at `now` (`None`: until a person resumes). A hold set
-    /// "later" than `now` means the wall clock stepped back since: it then lasts at most as
-    /// long as it was set for, counted from `now`, instead of that long plus the step.
+    /// When the hold ends, as seen at `now` (`None`: until a person resumes; see
+    /// [`loopx_vocab::kinds::hold_ends`] for a clock that stepped back).
     pub fn ends(&self, now: Millis) -> Option<Millis> {
-        let until = self.until?;
-        if now < self.set_at {
-            Some(until.min(now.saturating_add(until.saturating_sub(self.set_at))))
-        } else {
-            Some(until)
-        }
+        loopx_vocab::kinds::hold_ends(self.until, self.set_at, now)
     }
 }
 

@@ -3,9 +3,9 @@
 //! `loopx-quota` is the quota model and the decision loopx makes before every slice
 //! (`docs/quota.md`). It does no I/O and never reads a clock: every function takes `now` (Unix
 //! milliseconds) and the state it needs, and returns new state for the caller to persist. The
-//! kernel stores that state (and applies spends inside its write transactions, so concurrent
-//! spends are serialised); the CLI and the supervisor build a [`DecideInput`] from the store and
-//! call [`decide`].
+//! kernel stores that state; `loopx-domain`'s account rules apply it to a spend inside the
+//! kernel's write transaction (so concurrent spends are serialised) and build the
+//! [`DecideInput`] the supervisor, the CLI and the simulation decide on.
 //!
 //! - [`pacing`]: per-agent slices per hour with a burst, on governor's GCRA, with the arrival
 //!   time persisted instead of held in memory (a restart does not reset it).
@@ -14,7 +14,7 @@
 //! - [`share`]: a goal's duty share of a rolling window of slice time.
 //! - [`decide`]: stop → ask → wait → repair → deliver → plan → quiet, with one human reason.
 //! - [`admission`]: the quota part of the decision (holds, share, pacing, windows), which the
-//!   kernel also runs as it records a spend.
+//!   account rules also run as the kernel records a spend.
 //! - [`expected`]: admission by expected cost: room in a window for what an agent's slices
 //!   usually and at most spend, beside the account's running slices.
 //! - [`budget`]: the most a goal may spend without a todo done.

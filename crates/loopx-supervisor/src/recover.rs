@@ -200,13 +200,8 @@ mod tests {
             },
             claim_ttl: Duration::from_secs(60),
             admit: QuotaRequest {
-                agent,
                 account: "acct".into(),
-                pacing: None,
-                windows: vec![],
-                tokens: 0,
-                cost_usd: 0.0,
-                busy: None,
+                ..loopx_domain::writeback::unpaced_quota(&agent)
             },
         };
         match store

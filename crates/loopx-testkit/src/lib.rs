@@ -122,11 +122,13 @@ pub fn begin(agent: &AgentName, todo: Option<TodoId>) -> BeginSlice {
         admit: QuotaRequest {
             agent: agent.clone(),
             account: "acct".into(),
-            pacing: None,
-            windows: vec![],
             tokens: 0,
             cost_usd: 0.0,
             busy: None,
+            rules: std::sync::Arc::new(loopx_domain::account::AccountLimits {
+                pacing: None,
+                windows: vec![],
+            }),
         },
     }
 }

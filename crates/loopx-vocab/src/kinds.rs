@@ -99,6 +99,19 @@ pub enum HoldSource {
 }
 spelled!(HoldSource, "hold source", [Vendor => "vendor", Manual => "manual"]);
 
+/// When a hold set at `set_at` until `until` ends, as seen at `now` (`None`: until a person
+/// resumes). A hold set "later" than `now` means the wall clock stepped back since: it then
+/// lasts at most as long as it was set for, counted from `now`, instead of that long plus the
+/// step. (Unix milliseconds.)
+pub fn hold_ends(until: Option<u64>, set_at: u64, now: u64) -> Option<u64> {
+    let until = until?;
+    if now < set_at {
+        Some(until.min(now.saturating_add(until.saturating_sub(set_at))))
+    } else {
+        Some(until)
+    }
+}
+
 /// Where a goal is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -365,21 +365,6 @@ impl<'a> Snapshot<'a> {
             .map_err(KernelError::from)
     }
 
-    /// The agent's pacing state (its theoretical arrival time), if it paced before.
-    pub fn pacing_tat(&self, agent: &crate::AgentName) -> Result<Option<u64>, KernelError> {
-        self.quota_value(&super::apply::quota::pacing_key(agent))
-    }
-
-    /// What `account` spent in the window `limit` describes (empty when nothing was spent).
-    pub fn window_state(
-        &self,
-        account: &str,
-        limit: &loopx_quota::WindowLimit,
-    ) -> Result<loopx_quota::WindowState, KernelError> {
-        self.quota_value(&super::apply::quota::window_key(account, limit))
-            .map(Option::unwrap_or_default)
-    }
-
     /// The account `agent` last spent on.
     pub fn agent_account(&self, agent: &crate::AgentName) -> Result<Option<String>, KernelError> {
         self.quota_value(&super::apply::quota::account_key(agent))

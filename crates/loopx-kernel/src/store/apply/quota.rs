@@ -1,44 +1,141 @@
-//! Quota transitions: admitting a slice, charging usage, holds.
+//! Quota transitions: recording a spend, holds.
 //!
-//! Admission runs `loopx_quota::admission` inside the write transaction, on the state as it is
-//! in that transaction: concurrent spends on one account are serialised by the store, so none
-//! is lost and none is admitted past the budget.
+//! What an account may spend is not the kernel's to say. A spend carries its account's rules
+//! ([`AccountRules`]: the windows and pacing of `loopx-domain`'s `account` module), and the
+//! kernel runs them inside the spend's write transaction, on a [`Ledger`] of the state as that
+//! transaction sees it: concurrent spends on one account are serialised by the store, so none
+//! is lost and none is admitted past the budget. The kernel records the spend, its event, the
+//! account the agent spent on, and the holds.
 
-use loopx_quota::{AgentView, DecideInput, GoalView, Pacing, Policy, WindowLimit, WindowState};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::op::Applied;
-use crate::errors::{Conflict, KernelError};
+use crate::errors::KernelError;
 use crate::ids::{AgentName, GoalId};
 use crate::model::{EventKind, HoldSource, QuotaHold, SliceRecord, Spend};
 use crate::store::tables::{self, counter};
 use crate::store::writer::Writer;
 use crate::time::Timestamp;
 
-/// One agent's quota settings and what it spends.
-#[derive(Debug, Clone, PartialEq)]
+/// A spend on one agent's account: an admission (a slice about to run) or usage charged.
+#[derive(Debug, Clone)]
 pub struct QuotaRequest {
     pub agent: AgentName,
     pub account: String,
-    pub pacing: Option<Pacing>,
-    pub windows: Vec<WindowLimit>,
     pub tokens: u64,
     pub cost_usd: f64,
     /// When the slice ran (for the goal's share), if it has.
     pub busy: Option<(Timestamp, Timestamp)>,
+    /// The account's rules, which admit the spend and keep the account's state.
+    pub rules: Arc<dyn AccountRules>,
 }
 
-pub(crate) fn pacing_key(agent: &AgentName) -> String {
-    format!("pacing/{agent}")
+impl PartialEq for QuotaRequest {
+    fn eq(&self, other: &Self) -> bool {
+        // Rules are plain settings behind the trait: equal when they print the same.
+        (
+            &self.agent,
+            &self.account,
+            self.tokens,
+            self.cost_usd,
+            self.busy,
+        ) == (
+            &other.agent,
+            &other.account,
+            other.tokens,
+            other.cost_usd,
+            other.busy,
+        ) && format!("{:?}", self.rules) == format!("{:?}", other.rules)
+    }
+}
+
+/// What an account may spend, and how a spend changes what it may spend next.
+pub trait AccountRules: std::fmt::Debug + Send + Sync {
+    /// Admits `spend` (when `admit`; a refusal is [`crate::errors::Conflict::QuotaBlocked`])
+    /// and charges it to the account's state on `ledger`, inside the spend's transaction.
+    fn charge(
+        &self,
+        ledger: &Ledger<'_>,
+        spend: &QuotaRequest,
+        admit: bool,
+    ) -> Result<(), KernelError>;
+}
+
+/// The quota state as one write transaction sees it, for [`AccountRules`].
+pub struct Ledger<'w> {
+    w: &'w Writer<'w>,
+    goal: Option<(GoalId, f64)>,
+    holds: Vec<QuotaHold>,
+}
+
+impl std::fmt::Debug for Ledger<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger")
+            .field("now", &self.w.now)
+            .field("goal", &self.goal)
+            .field("holds", &self.holds)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ledger<'_> {
+    /// The transaction's time.
+    pub fn now(&self) -> Timestamp {
+        self.w.now
+    }
+
+    /// The rules' own state under `key` (see `Snapshot::quota_value` to read it outside).
+    pub fn get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, KernelError> {
+        self.w.quota_get(key)
+    }
+
+    pub fn put<T: Serialize>(&self, key: &str, value: &T) -> Result<(), KernelError> {
+        self.w.quota_put(key, value)
+    }
+
+    /// The holds on the spending agent and its account.
+    pub fn holds(&self) -> &[QuotaHold] {
+        &self.holds
+    }
+
+    /// Forgets a hold (a vendor's, that ended and that this spend probed).
+    pub fn forget_hold(&self, key: &str) -> Result<(), KernelError> {
+        self.w.quota_remove(&hold_key(key)).map(drop)
+    }
+
+    /// The goal active in this transaction and its share: a `goal done` or `goal start`
+    /// committed while the caller prepared the spend must not leave it on a stale goal.
+    pub fn goal(&self) -> Option<(GoalId, f64)> {
+        self.goal
+    }
+
+    /// The active goal's slice time since `since`: charged spends, and running slices to now.
+    pub fn goal_busy(&self, since: Timestamp) -> Result<Vec<(u64, u64)>, KernelError> {
+        let running: Vec<SliceRecord> = self
+            .w
+            .running_ids()?
+            .into_iter()
+            .map(|id| {
+                self.w
+                    .require(tables::SLICES, id, "slice", crate::ids::SliceId(id))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(busy_intervals(
+            &self.w.spends_since(since)?,
+            &running,
+            self.goal.map(|(id, _)| id),
+            self.w.now,
+        ))
+    }
 }
 
 /// The account an agent last spent on: the decision reserves what a running slice is
 /// expected to spend on its agent's account, and the kernel does not read profiles.
 pub(crate) fn account_key(agent: &AgentName) -> String {
     format!("account/{agent}")
-}
-
-pub(crate) fn window_key(account: &str, limit: &WindowLimit) -> String {
-    format!("window/{account}/{}", limit.period_ms)
 }
 
 pub(crate) fn hold_key(key: &str) -> String {
@@ -48,20 +145,6 @@ pub(crate) fn hold_key(key: &str) -> String {
 /// The hold keys that apply to an agent: its account's and its own.
 pub fn hold_keys(agent: &AgentName, account: &str) -> [String; 2] {
     [account.to_owned(), format!("agent:{agent}")]
-}
-
-/// Converts kernel holds for `loopx_quota`.
-pub fn hold_views(holds: &[QuotaHold]) -> Vec<loopx_quota::Hold> {
-    holds
-        .iter()
-        .map(|h| loopx_quota::Hold {
-            key: h.key.clone(),
-            until: h.until.map(|t| t.0),
-            reason: h.reason.clone(),
-            source: h.source,
-            set_at: h.set_at.0,
-        })
-        .collect()
 }
 
 /// Slice time of the goal inside the share window: charged spends plus running slices.
@@ -87,34 +170,18 @@ pub(super) fn spend(
     admit: bool,
 ) -> Result<Applied, KernelError> {
     let now = w.now;
-    let tat: Option<u64> = w.quota_get(&pacing_key(&req.agent))?;
-    let states: Vec<WindowState> = req
-        .windows
-        .iter()
-        .map(|l| {
-            w.quota_get(&window_key(&req.account, l))
-                .map(Option::unwrap_or_default)
-        })
-        .collect::<Result<_, _>>()?;
     let keys = hold_keys(&req.agent, &req.account);
     if w.quota_get::<String>(&account_key(&req.agent))?.as_deref() != Some(req.account.as_str()) {
         w.quota_put(&account_key(&req.agent), &req.account)?;
     }
-    // The goal is the one active in this transaction: a `goal done` or `goal start` committed
-    // while the caller prepared the request must not leave the spend on a stale goal.
     let goal = super::budget::active_goal_record(w)?.map(|g| (g.id, g.share));
-    let holds: Vec<QuotaHold> = w
+    let holds = w
         .quota_holds()?
         .into_iter()
         .filter(|h| keys.contains(&h.key))
         .collect();
-    if admit {
-        admit_spend(w, &req, goal, tat, &states, &holds)?;
-    }
-    for (limit, state) in req.windows.iter().zip(&states) {
-        let charged = state.charged(limit, now.0, req.tokens, req.cost_usd);
-        w.quota_put(&window_key(&req.account, limit), &charged)?;
-    }
+    let ledger = Ledger { w, goal, holds };
+    req.rules.charge(&ledger, &req, admit)?;
     let seq = w.next_id(counter::SPEND)?;
     let record = Spend {
         seq,
@@ -137,130 +204,6 @@ pub(super) fn spend(
         cost_usd: req.cost_usd,
     })?;
     Ok(Applied::Spend(record))
-}
-
-/// Admits a spend: the decision's admission on the state of this transaction, then each
-/// window's room, then the agent's pacing; a vendor hold this slice has probed is forgotten.
-fn admit_spend(
-    w: &Writer<'_>,
-    req: &QuotaRequest,
-    goal: Option<(GoalId, f64)>,
-    tat: Option<u64>,
-    states: &[WindowState],
-    holds: &[QuotaHold],
-) -> Result<(), KernelError> {
-    quota_admission(w, req, goal, tat, states, holds)?;
-    let now = w.now;
-    for (limit, state) in req.windows.iter().zip(states) {
-        if let Err(until) = state.fits(limit, now.0, req.tokens, req.cost_usd) {
-            let reason = format!(
-                "a spend of {} tokens and ${:.2} does not fit in the window of {}",
-                req.tokens, req.cost_usd, req.account
-            );
-            return Err(Conflict::QuotaBlocked {
-                until: Some(Timestamp(until)),
-                reason,
-            }
-            .into());
-        }
-    }
-    if let Some(pacing) = req.pacing {
-        let next = loopx_quota::pacing_check(pacing, tat, now.0).unwrap_or(now.0);
-        w.quota_put(&pacing_key(&req.agent), &next)?;
-    }
-    // The vendor hold that ended has been probed by this slice: forget it.
-    for hold in hold_views(holds).iter().filter(|h| {
-        h.source == loopx_quota::HoldSource::Vendor && h.ends(now.0).is_some_and(|u| u <= now.0)
-    }) {
-        w.quota_remove(&hold_key(&hold.key))?;
-    }
-    Ok(())
-}
-
-/// `loopx_quota::admission` on a decision input holding only this agent and the active goal.
-fn quota_admission(
-    w: &Writer<'_>,
-    req: &QuotaRequest,
-    goal: Option<(GoalId, f64)>,
-    tat: Option<u64>,
-    states: &[WindowState],
-    holds: &[QuotaHold],
-) -> Result<(), KernelError> {
-    let now = w.now;
-    let policy = Policy::default();
-    let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));
-    // The goal's busy time matters only under a share below 1; reading the last hour's
-    // spends otherwise would cost every admission, under the write lock, a decode of each
-    // slice of the hour (tens of thousands with a fleet of agents).
-    let busy = match goal {
-        Some((_, share)) if share < 1.0 => {
-            let running: Vec<SliceRecord> = running_slices(w)?;
-            busy_intervals(
-                &w.spends_since(since)?,
-                &running,
-                goal.map(|(id, _)| id),
-                now,
-            )
-        }
-        _ => Vec::new(),
-    };
-    let (agent, goal) = admission_views(req, goal);
-    let input = DecideInput {
-        now: now.0,
-        agent: &agent,
-        goal: goal.as_ref(),
-        todos: &[],
-        gates: &[],
-        slices: &[],
-        holds: &hold_views(holds),
-        pacing_tat: tat,
-        windows: states,
-        in_flight: &[],
-        busy: &busy,
-        policy: &policy,
-    };
-    loopx_quota::admission(&input).map_err(|blocked| {
-        Conflict::QuotaBlocked {
-            until: blocked.until.map(Timestamp),
-            reason: blocked.reason,
-        }
-        .into()
-    })
-}
-
-/// The agent and the goal as the decision sees them, from the request's settings alone.
-fn admission_views(
-    req: &QuotaRequest,
-    goal: Option<(GoalId, f64)>,
-) -> (AgentView, Option<GoalView>) {
-    let agent = AgentView {
-        profile_file: None,
-        writes: true,
-        name: req.agent.clone(),
-        capabilities: vec![],
-        role: None,
-        account: req.account.clone(),
-        pacing: req.pacing,
-        windows: req.windows.clone(),
-    };
-    let goal = goal.map(|(id, share)| GoalView {
-        id,
-        status: loopx_vocab::GoalStatus::Active,
-        share,
-        spent: Default::default(),
-        plans_after: None,
-        revision: 1,
-        replan_after: None,
-    });
-    (agent, goal)
-}
-
-/// The running slices, from the running index (not a scan of every slice ever recorded).
-fn running_slices(w: &Writer<'_>) -> Result<Vec<SliceRecord>, KernelError> {
-    w.running_ids()?
-        .into_iter()
-        .map(|id| w.require(tables::SLICES, id, "slice", crate::ids::SliceId(id)))
-        .collect()
 }
 
 pub(super) fn hold(
@@ -287,9 +230,9 @@ pub(super) fn hold(
     // reset already seen): the stronger hold stays as it is, with its own reason and source.
     // A person's hold replaces whatever was there: they may know the limit is gone.
     let existing: Option<QuotaHold> = w.quota_get(&hold_key(&key))?;
-    let old_ends = |old: &QuotaHold| hold_views(std::slice::from_ref(old))[0].ends(w.now.0);
+    let old_ends = |old: &QuotaHold| old.ends(w.now);
     if let (Some(old), Some(new), HoldSource::Vendor) = (&existing, until, source)
-        && old_ends(old).is_none_or(|u| u >= new.0)
+        && old_ends(old).is_none_or(|u| u >= new)
     {
         return Ok(Applied::Hold(old.clone()));
     }
