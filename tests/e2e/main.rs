@@ -32,6 +32,7 @@ mod outcomes;
 mod output;
 mod permissions;
 mod profiles;
+mod projects;
 mod quota;
 mod report;
 mod run_loop;

@@ -20,6 +20,9 @@ pub const LOOPX: &str = env!("CARGO_BIN_EXE_loopx");
 #[derive(Debug)]
 pub struct Loopx {
     pub dir: tempfile::TempDir,
+    /// The person's state directory (`XDG_STATE_HOME`) for this test's commands: its
+    /// `loopx init` registers the project there, never in the real home's list.
+    pub state: tempfile::TempDir,
 }
 
 /// What one run printed and how it exited.
@@ -51,6 +54,7 @@ impl Loopx {
     pub fn empty() -> Loopx {
         Loopx {
             dir: tempfile::tempdir().expect("temp dir"),
+            state: tempfile::tempdir().expect("temp dir"),
         }
     }
 
@@ -160,6 +164,7 @@ impl Loopx {
             .env_remove("LOOPX_REPORT_SOCKET")
             .env_remove("LOOPX_LOG")
             .env("USER", "tester")
+            .env("XDG_STATE_HOME", self.state.path())
             .env("NO_COLOR", "1");
         cmd
     }

@@ -31,6 +31,7 @@ pub mod gate;
 pub mod goal;
 pub mod notify;
 pub mod projection;
+pub mod projects;
 pub mod quota;
 pub mod status;
 pub mod todo;

@@ -72,6 +72,9 @@ pub enum Command {
     /// Remove what finished goals left: their worktrees, their todos' branches, and their
     /// branches once merged into yours (`--all`: also unmerged ones).
     Clean(CleanArgs),
+    /// Every project you ran `loopx init` in, at a glance: its active goals, open questions,
+    /// running slices, monitors waiting and last activity (see docs/projects.md).
+    Projects(ProjectsArgs),
     /// The board in a browser: todos by state, questions first, live transcripts, and the
     /// same changes as the CLI (served on 127.0.0.1 with a token; see docs/board.md).
     Board(BoardArgs),
@@ -144,6 +147,7 @@ impl Command {
             Command::Diff(_) => "diff",
             Command::Doctor(_) => "doctor",
             Command::Clean(_) => "clean",
+            Command::Projects(_) => "projects",
             Command::Board(_) => "board",
             Command::Profile(_) => "profile",
             Command::Adapter(_) => "adapter",
@@ -169,6 +173,22 @@ pub struct CleanArgs {
     /// branches whose commits never landed, worktrees with uncommitted work.
     #[arg(long)]
     pub all: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ProjectsArgs {
+    #[command(subcommand)]
+    pub command: Option<ProjectsCommand>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ProjectsCommand {
+    /// Remove a project from the list (its files stay as they are; `loopx init` in it adds it
+    /// again).
+    Forget {
+        /// The project's directory, as `loopx projects` shows it.
+        path: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, clap::Args)]

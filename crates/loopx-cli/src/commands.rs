@@ -14,6 +14,7 @@ mod lark;
 mod log;
 mod notify;
 mod profile;
+mod projects;
 mod quota;
 mod report;
 mod run;
@@ -50,6 +51,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Diff(args) => todo::diff(ctx, args),
         Command::Doctor(args) => doctor::run(ctx, args.repair),
         Command::Clean(args) => clean::run(ctx, args),
+        Command::Projects(args) => projects::run(ctx, args),
         Command::Board(args) => board::run(ctx, args),
         Command::Profile(cmd) => profile::run(ctx, cmd),
         Command::Adapter(cmd) => profile::adapter(ctx, cmd),

@@ -24,6 +24,8 @@ pub struct Ctx {
     pub store: loopx_kernel::StoreSettings,
     /// `LOOPX_HOST_ID`: the host the supervisor records its processes on.
     pub host: loopx_domain::process::Host,
+    /// The person's registry of projects (`XDG_STATE_HOME`, `HOME`), if there is a place for it.
+    pub registry: Option<loopx_app::projects::Registry>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -65,6 +67,7 @@ impl Ctx {
             lease_max: None,
             store: loopx_kernel::StoreSettings::default(),
             host: loopx_domain::process::Host::default(),
+            registry: None,
         }
     }
 

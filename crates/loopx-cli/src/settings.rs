@@ -22,6 +22,9 @@ pub struct Settings {
     pub host_name: Option<String>,
     /// `LOOPX_GIT_TIMEOUT`: how long one git command may take.
     pub git_timeout: Option<Duration>,
+    /// `$XDG_STATE_HOME/loopx`, else `$HOME/.local/state/loopx`: the person's registry of
+    /// projects (`docs/projects.md`); none when neither is set.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 impl Settings {
@@ -64,6 +67,7 @@ impl Settings {
             ),
             host_name: text("LOOPX_HOST_ID").map(|id| id.trim().to_owned()),
             git_timeout: duration("LOOPX_GIT_TIMEOUT", Duration::ZERO, "a duration (like 20s)"),
+            state_dir: state_dir(text("XDG_STATE_HOME"), text("HOME")),
         }
     }
 
@@ -72,6 +76,7 @@ impl Settings {
     /// (`Ctx::world`).
     pub fn install(self, ctx: &mut crate::context::Ctx) {
         ctx.lease_max = self.lease_max;
+        ctx.registry = self.state_dir.map(loopx_app::projects::Registry::in_dir);
         ctx.store = loopx_kernel::StoreSettings {
             url: self.store_url,
             wait: self.store_wait.unwrap_or(loopx_kernel::store::DEFAULT_WAIT),
@@ -83,4 +88,17 @@ impl Settings {
             loopx_git::set_timeout(timeout);
         }
     }
+}
+
+/// Where the person's state lives: `$XDG_STATE_HOME/loopx`, else `$HOME/.local/state/loopx`
+/// (the XDG base directory rule: a relative `XDG_STATE_HOME` is ignored).
+fn state_dir(xdg: Option<String>, home: Option<String>) -> Option<std::path::PathBuf> {
+    let xdg = xdg
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_absolute());
+    let home = home
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .map(|h| h.join(".local/state"));
+    xdg.or(home).map(|dir| dir.join("loopx"))
 }

@@ -63,9 +63,10 @@ pub fn run(ctx: &mut Ctx, args: crate::args::InitArgs) -> Result<(), ExpectedErr
         }))) => (existing(ctx, &dir, &path)?, false, Vec::new()),
         Err(e) => return Err(e),
     };
+    let registered = register(ctx, &project)?;
     if ctx.json {
         let path = project.state_dir().display().to_string();
-        return ctx.json_out(&serde_json::json!({ "format_version": 1, "project": { "root": project.root().display().to_string(), "state_dir": path }, "created": created }));
+        return ctx.json_out(&serde_json::json!({ "format_version": 1, "project": { "root": project.root().display().to_string(), "state_dir": path }, "created": created, "registered": registered }));
     }
     if !created {
         return ctx.line(format!(
@@ -85,6 +86,23 @@ pub fn run(ctx: &mut Ctx, args: crate::args::InitArgs) -> Result<(), ExpectedErr
     ctx.line("      loopx agent add NAME --profile executor   (profiles: loopx profile list)")?;
     ctx.line("      loopx todo add \"TITLE\"")?;
     ctx.line("      loopx run                                 (watch it: loopx board)")
+}
+
+/// Adds the project to the person's list (`loopx projects`). A list that cannot be written
+/// is a warning and the project stands: the list is a convenience, the project is not.
+fn register(ctx: &mut Ctx, project: &Project) -> Result<bool, ExpectedError> {
+    let Some(registry) = ctx.registry.clone() else {
+        return Ok(false);
+    };
+    match registry.register(project.root(), loopx_kernel::Timestamp::now()) {
+        Ok(_) => Ok(true),
+        Err(e) => {
+            ctx.warn(format!(
+                "warning: the project is not in `loopx projects`: {e}"
+            ))?;
+            Ok(false)
+        }
+    }
 }
 
 /// The project that is already in `dir`, if it is whole; else what is wrong and what to do.
