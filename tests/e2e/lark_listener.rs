@@ -112,6 +112,11 @@ open("refused.txt", "w").write(str(refused))
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
     let mut trickle = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connected");
+    // Each read waits up to a second for the listener to answer or close: the client trickles
+    // a byte a second (the attack under test), with no fixed sleep.
+    trickle
+        .set_read_timeout(Some(std::time::Duration::from_secs(1)))
+        .expect("timeout");
     let began = std::time::Instant::now();
     let mut closed = false;
     for byte in b"POST /lark/callback HTTP/1.1\r\nHost: x\r\n"
@@ -119,18 +124,15 @@ open("refused.txt", "w").write(str(refused))
         .cycle()
         .take(30)
     {
-        if trickle.write_all(&[*byte]).is_err() {
-            closed = true;
-            break;
-        }
-        // A fixed wait on purpose: the client trickles a byte a second, the attack under test.
-        std::thread::sleep(std::time::Duration::from_secs(1));
-        trickle
-            .set_read_timeout(Some(std::time::Duration::from_millis(1)))
-            .expect("timeout");
         let mut answer = [0u8; 64];
-        if trickle.read(&mut answer).is_ok() {
-            closed = true;
+        closed = trickle.write_all(&[*byte]).is_err()
+            || !trickle.read(&mut answer).is_err_and(|e| {
+                matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                )
+            });
+        if closed {
             break;
         }
     }

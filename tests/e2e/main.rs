@@ -43,6 +43,7 @@ mod sim;
 mod soak;
 mod status_view;
 mod steer;
+mod store_config;
 mod store_files;
 mod try_offline;
 mod watch;

@@ -9,7 +9,7 @@ mod suggest;
 mod values;
 
 pub(crate) use checked::{Checked, Expected, take};
-pub(crate) use document::{Problems, parse_document};
+pub(crate) use document::{Problems, document_from_tree, parse_document};
 pub(crate) use suggest::did_you_mean;
 pub(crate) use values::{
     DurationText, SizeValue, parse_byte_size, parse_duration, serialize_duration,
@@ -119,58 +119,5 @@ pub(crate) fn read_named_file(
     Ok((name, text))
 }
 
-/// The largest configuration file loopx reads (a profile, an adapter, `loopx.toml`).
-pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
-/// Opens `path` for reading only if it is a regular file: a FIFO would block the reader
-/// forever and a device (a symlink to `/dev/zero`) would never end. The open itself does not
-/// block on a FIFO (`O_NONBLOCK`); the type is checked on the opened file, so a swap between a
-/// check and the open cannot sneak another kind in.
-pub fn open_regular(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let kind = file.metadata()?.file_type();
-    if kind.is_file() {
-        return Ok(file);
-    }
-    let what = if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_dir() {
-        "a directory"
-    } else {
-        "not a regular file"
-    };
-    Err(std::io::Error::new(
-        std::io::ErrorKind::InvalidInput,
-        format!(
-            "{} is {what}; loopx reads only regular files",
-            path.display()
-        ),
-    ))
-}
-
-/// Reads a regular file of at most `max` bytes as UTF-8 text (see [`open_regular`]).
-pub fn read_regular_text(path: &std::path::Path, max: u64) -> std::io::Result<String> {
-    use std::io::Read;
-    let file = open_regular(path)?;
-    let mut text = String::new();
-    file.take(max + 1).read_to_string(&mut text)?;
-    if text.len() as u64 > max {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!(
-                "{} is larger than {} KiB; loopx refuses files this large here",
-                path.display(),
-                max / 1024
-            ),
-        ));
-    }
-    Ok(text)
-}
+/// One reader of configuration files for every loopx crate (`loopx.toml` too).
+pub use loopx_kernel::toml_file::{MAX_CONFIG_BYTES, open_regular, read_regular_text};

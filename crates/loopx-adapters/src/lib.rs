@@ -10,6 +10,9 @@
 //!   Both load in two stages (`Raw*` serde shape with spans → validated types); every problem
 //!   of a file is collected and reported at once with `file:line:column`, the key and a hint
 //!   ([`InvalidConfig`]). A [`LoadedProfile`] carries a [`ContentHash`] over both files.
+//! - **`.loopx/loopx.toml`** ([`load_project_config`]) loads the same way. Every file is read
+//!   by the kernel's one reader of configuration files (`loopx_kernel::toml_file`: a regular
+//!   file of at most 1 MiB, parsed once), the one the store's lookup of `[store] url` uses.
 //! - [`render_launch`] turns profile + adapter + permission + prompt into a [`LaunchPlan`]
 //!   (program, argv, environment allowlist, secret names, prompt delivery) for the PTY crate.
 //! - [`Parser`] reads an agent's output incrementally (lines or bytes; `\r\n` and ANSI noise are

@@ -35,7 +35,9 @@ use loopx_vocab::EvidenceKind;
 use serde::Deserialize;
 
 use crate::adapter::{duration, duration_field};
-use crate::config::{Checked, DurationText, Problems, parse_document, take};
+use loopx_kernel::toml_file::{TomlFileError, read_toml};
+
+use crate::config::{Checked, DurationText, Problems, document_from_tree, parse_document, take};
 use crate::errors::{ConfigKind, LoadError};
 
 mod lark;
@@ -119,7 +121,8 @@ struct RawProject {
     evidence: Option<RawEvidence>,
     lark: Option<lark::RawLark>,
     goal: Option<RawGoal>,
-    /// Read by the kernel (`loopx_kernel::store::store_url`); checked here with the rest.
+    /// Read by the kernel (`loopx_kernel::store::store_url`); checked here with the rest, by
+    /// the same rule.
     store: Option<RawStore>,
 }
 
@@ -172,52 +175,61 @@ fn known_keys(path: &[&str]) -> &'static [&'static str] {
     }
 }
 
-/// Reads `<state_dir>/loopx.toml`; a missing file is the default (no notifications).
+/// Reads `<state_dir>/loopx.toml` with the one reader of configuration files, which the
+/// store's lookup of `[store] url` uses too; a missing file is the default (no notifications).
 pub fn load_project_config(state_dir: &Path) -> Result<ProjectConfig, LoadError> {
     let path = state_dir.join(PROJECT_CONFIG_FILE);
-    let text = match crate::config::read_regular_text(&path, crate::config::MAX_CONFIG_BYTES) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ProjectConfig::default()),
-        Err(source) => return Err(LoadError::Read { path, source }),
-    };
-    project_config_str(&path.display().to_string(), &text)
+    let file = path.display().to_string();
+    let found = read_toml(&path, |text, tree| {
+        let mut p = Problems::new(&file, text);
+        let raw = document_from_tree(&tree, known_keys, &mut p);
+        checked(raw, p)
+    });
+    match found {
+        Ok(found) => found.unwrap_or_else(|| Ok(ProjectConfig::default())),
+        Err(TomlFileError::Read { path, source }) => Err(LoadError::Read { path, source }),
+        Err(TomlFileError::Syntax {
+            span,
+            message,
+            text,
+            ..
+        }) => {
+            let mut p = Problems::new(&file, &text);
+            p.invalid_toml(span, &message);
+            checked(None, p)
+        }
+    }
 }
 
 /// Parses the text of a project config named `file` (for messages).
 pub fn project_config_str(file: &str, text: &str) -> Result<ProjectConfig, LoadError> {
     let mut p = Problems::new(file, text);
-    let raw: Option<RawProject> = parse_document(text, known_keys, &mut p);
-    let config = raw.map(|mut raw| {
-        if let Some(url) = raw.store.take().and_then(|s| take(s.url, "store.url", &mut p)) {
-            let (url, span) = url;
-            if !url.starts_with("postgres://") && !url.starts_with("postgresql://") {
-                p.push(
-                    span,
-                    Some("store.url"),
-                    "not a PostgreSQL URL".to_owned(),
-                    Some("postgres://USER@HOST:PORT/DB, or remove [store] to keep the state in .loopx/state.redb".to_owned()),
-                );
-            } else if loopx_vocab::url_password(&url).is_some() {
-                p.push(
-                    span,
-                    Some("store.url"),
-                    "holds a password".to_owned(),
-                    Some("give it in PGPASSWORD (or the whole URL in LOOPX_STORE_URL); this file may be shared".to_owned()),
-                );
+    let raw = parse_document(text, known_keys, &mut p);
+    checked(raw, p)
+}
+
+/// The settings of a parsed file, or every problem found in it.
+fn checked(raw: Option<RawProject>, mut p: Problems) -> Result<ProjectConfig, LoadError> {
+    let config = raw.map(|raw| {
+        let url = raw.store.and_then(|s| take(s.url, "store.url", &mut p));
+        if let Some((url, span)) = url {
+            // The store's lookup applies the same rule (`loopx_kernel::store::store_url`).
+            if let Some(problem) = loopx_vocab::store_url_problem(url.trim()) {
+                let (what, hint) = problem.words();
+                p.push(span, Some("store.url"), what, Some(hint.to_owned()));
             }
         }
-        raw
-    });
-    let config = config.map(|raw| ProjectConfig {
-        notify: raw.notify.and_then(|n| notify(n, &mut p)),
-        budget: raw.budget.map(|b| budget(b, &mut p)).unwrap_or_default(),
-        land_check: raw.land.and_then(|l| land(l, &mut p)),
-        evidence: raw
-            .evidence
-            .map(|e| evidence(e, &mut p))
-            .unwrap_or_default(),
-        lark: raw.lark.and_then(|l| lark::lark(l, &mut p)),
-        agents_close_goals: raw.goal.is_some_and(|g| agents_close(g, &mut p)),
+        ProjectConfig {
+            notify: raw.notify.and_then(|n| notify(n, &mut p)),
+            budget: raw.budget.map(|b| budget(b, &mut p)).unwrap_or_default(),
+            land_check: raw.land.and_then(|l| land(l, &mut p)),
+            evidence: raw
+                .evidence
+                .map(|e| evidence(e, &mut p))
+                .unwrap_or_default(),
+            lark: raw.lark.and_then(|l| lark::lark(l, &mut p)),
+            agents_close_goals: raw.goal.is_some_and(|g| agents_close(g, &mut p)),
+        }
     });
     p.finish(ConfigKind::Project, PROJECT_CONFIG_FILE, config)
         .map_err(LoadError::Invalid)

@@ -27,6 +27,9 @@
 //!   transaction ([`store::Ledger`]).
 //! - Every free text passes the [`Redactor`] before it is written, so the store file never holds
 //!   a credential.
+//! - [`toml_file`] is the one reader of configuration files (a regular file of at most 1 MiB,
+//!   parsed, errors with file and line): the store's lookup of `[store] url` (which reads no
+//!   other section) and `loopx-adapters`' loaders of profiles, adapters and `loopx.toml`.
 //! - [`marker`] names a slice in its agent's environment (`LOOPX_SLICE`), bound to the project.
 //! - [`check_consistency`] states the kernel's invariants; `loopx doctor` and the property tests
 //!   both use it.
@@ -50,6 +53,7 @@ pub mod report;
 pub mod scope;
 pub mod store;
 pub mod time;
+pub mod toml_file;
 
 pub use check::check_consistency;
 pub use errors::{Conflict, Invalid, KernelError, ProjectError, Refused, StoreError};

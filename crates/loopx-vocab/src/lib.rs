@@ -42,7 +42,7 @@ pub use outcome::{Next, Outcome, OutcomePolicy, Streak};
 pub use permission::PermissionLevel;
 pub use secrets::{CREDENTIAL_WORDS, credential_word, looks_like_credential};
 pub use terminal::{AnsiStripper, clean_text, strip_ansi, strip_escapes};
-pub use url::{percent_decoded, url_password};
+pub use url::{StoreUrlProblem, is_postgres_url, percent_decoded, store_url_problem, url_password};
 
 /// An error's message with its causes, one per line (`caused by: …`), each cause shown once:
 /// `transparent` variants forward `source()` to the inner error's source, so the chain starts

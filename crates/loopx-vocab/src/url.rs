@@ -1,6 +1,7 @@
 //! Reading URLs: `%XX` escapes, and the one rule for whether a PostgreSQL URL carries a
 //! password (the `loopx.toml` check refuses one; the store's messages hide it; the redactor
-//! hides its value in everything an agent prints).
+//! hides its value in everything an agent prints), and the one rule for a URL written down as a
+//! project's store ([`store_url_problem`]).
 
 /// `text` with its `%XX` escapes decoded; an invalid escape is kept as it is, and bytes that
 /// are not UTF-8 become U+FFFD.
@@ -33,6 +34,48 @@ pub fn url_password(url: &str) -> Option<String> {
         .map(|(_, value)| percent_decoded(value))
         .next_back();
     from_query.or(from_credentials)
+}
+
+/// Whether `url` names a PostgreSQL database (the one store backend a URL can name).
+pub fn is_postgres_url(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+/// What is wrong with `url` as a store written down for others to read (`[store] url` in
+/// `loopx.toml`, `loopx init --store`): it must name a PostgreSQL database, and carry no
+/// password, since the file may be shared and committed and loopx never stores a secret.
+/// `LOOPX_STORE_URL`, which lives in one host's environment, needs only the first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreUrlProblem {
+    NotPostgres,
+    Password,
+}
+
+impl StoreUrlProblem {
+    /// What is wrong ("… is not a PostgreSQL URL"), and what to do instead.
+    pub fn words(self) -> (&'static str, &'static str) {
+        match self {
+            StoreUrlProblem::NotPostgres => (
+                "is not a PostgreSQL URL",
+                "write postgres://USER@HOST:PORT/DB, or remove [store] to keep the state in .loopx/state.redb",
+            ),
+            StoreUrlProblem::Password => (
+                "holds a password",
+                "give it in PGPASSWORD (or the whole URL in LOOPX_STORE_URL on each host); this file may be shared",
+            ),
+        }
+    }
+}
+
+/// The rule for a store URL written down ([`StoreUrlProblem`]); `None` when it may be.
+pub fn store_url_problem(url: &str) -> Option<StoreUrlProblem> {
+    if !is_postgres_url(url) {
+        Some(StoreUrlProblem::NotPostgres)
+    } else if url_password(url).is_some() {
+        Some(StoreUrlProblem::Password)
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]

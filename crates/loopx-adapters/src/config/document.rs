@@ -39,7 +39,7 @@ impl Problems {
         help: Option<String>,
     ) {
         let start = span.start.min(self.text.len());
-        let (line, column) = line_column(&self.text, start);
+        let (line, column) = loopx_kernel::toml_file::line_column(&self.text, start);
         let len = span.end.saturating_sub(start).min(self.text.len() - start);
         self.list.push(Problem {
             file: self.file.clone(),
@@ -51,6 +51,16 @@ impl Problems {
             help,
             span: SourceSpan::new(start.into(), len),
         });
+    }
+
+    /// Record that the text is not TOML (`message` is the parser's).
+    pub(crate) fn invalid_toml(&mut self, span: Range<usize>, message: &str) {
+        self.push(
+            span,
+            None,
+            format!("invalid TOML: {}", message.trim()),
+            None,
+        );
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -80,18 +90,6 @@ impl Problems {
     }
 }
 
-/// 1-based line and character column of a byte offset.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, text[line_start..offset].chars().count() + 1)
-}
-
 /// Parse `text` into `R`, recording syntax errors, whole-table type errors and unknown keys.
 /// Leaf type errors are not recorded here: they live in the [`super::Checked`] values.
 pub(crate) fn parse_document<R: DeserializeOwned>(
@@ -99,24 +97,26 @@ pub(crate) fn parse_document<R: DeserializeOwned>(
     known: KnownKeys,
     problems: &mut Problems,
 ) -> Option<R> {
-    let tree = match DeTable::parse(text) {
-        Ok(tree) => tree,
+    match DeTable::parse(text) {
+        Ok(tree) => document_from_tree(&tree, known, problems),
         Err(err) => {
-            let span = err.span().unwrap_or(0..0);
-            problems.push(
-                span,
-                None,
-                format!("invalid TOML: {}", err.message().trim()),
-                None,
-            );
-            return None;
+            problems.invalid_toml(err.span().unwrap_or(0..0), err.message());
+            None
         }
-    };
+    }
+}
+
+/// [`parse_document`] of a tree already parsed ([`loopx_kernel::toml_file::read_toml`]).
+pub(crate) fn document_from_tree<R: DeserializeOwned>(
+    tree: &Spanned<DeTable<'_>>,
+    known: KnownKeys,
+    problems: &mut Problems,
+) -> Option<R> {
     let mut unknown: Vec<Vec<String>> = Vec::new();
     let deserializer = toml::Deserializer::from(tree.clone());
     let result = serde_ignored::deserialize(deserializer, |path| unknown.push(segments(&path)));
     for path in &unknown {
-        report_unknown(&tree, path, known, problems);
+        report_unknown(tree, path, known, problems);
     }
     match result {
         Ok(raw) => Some(raw),
@@ -197,21 +197,4 @@ fn locate_key(tree: &Spanned<DeTable<'_>>, path: &[String]) -> Option<Range<usiz
         value = Some(v);
     }
     None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn line_and_column_count_characters() {
-        let text = "a = 1\nbé = \"x\"\n";
-        assert_eq!(line_column(text, 0), (1, 1));
-        assert_eq!(line_column(text, 6), (2, 1));
-        let offset = text
-            .find('=')
-            .map(|_| text.rfind('=').expect("second '='"))
-            .expect("an '='");
-        assert_eq!(line_column(text, offset), (2, 4));
-    }
 }

@@ -139,16 +139,17 @@ pub(crate) fn create(ctx: &Ctx, dir: &std::path::Path) -> Result<Project, Expect
 /// `loopx.toml` for a project whose store is the PostgreSQL database at `url`. A password in
 /// the URL is refused: the file may be shared and committed, and loopx never stores a secret.
 fn store_config(url: &str) -> Result<String, ExpectedError> {
-    if !loopx_kernel::store::pg::is_postgres_url(url) {
+    if let Some(problem) = loopx_vocab::store_url_problem(url) {
+        let more = match problem {
+            loopx_vocab::StoreUrlProblem::NotPostgres => " (postgres://USER@HOST:PORT/DB)",
+            loopx_vocab::StoreUrlProblem::Password => {
+                ", which loopx would have to write into .loopx/loopx.toml\n(hint: give it in the environment instead: PGPASSWORD=… loopx init --store URL-WITHOUT-PASSWORD, or set the whole URL in LOOPX_STORE_URL on each host)"
+            }
+        };
         return Err(ExpectedError::Usage(format!(
-            "`--store {}` is not a PostgreSQL URL (postgres://USER@HOST:PORT/DB)",
-            loopx_kernel::store::pg::redact_url(url)
-        )));
-    }
-    if loopx_vocab::url_password(url).is_some() {
-        return Err(ExpectedError::Usage(format!(
-            "`--store {}` holds a password, which loopx would have to write into .loopx/loopx.toml\n(hint: give it in the environment instead: PGPASSWORD=… loopx init --store URL-WITHOUT-PASSWORD, or set the whole URL in LOOPX_STORE_URL on each host)",
-            loopx_kernel::store::pg::redact_url(url)
+            "`--store {}` {}{more}",
+            loopx_kernel::store::pg::redact_url(url),
+            problem.words().0
         )));
     }
     let quoted = serde_json::to_string(url).unwrap_or_default();

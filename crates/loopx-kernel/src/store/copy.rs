@@ -54,7 +54,7 @@ impl Store {
     /// reads the copy back and compares every table's rows. A database that already holds a
     /// loopx project is refused and left as it is.
     pub fn copy_to(&self, url: &str) -> Result<CopyReport, KernelError> {
-        if !super::pg::is_postgres_url(url) {
+        if !loopx_vocab::is_postgres_url(url) {
             return Err(StoreError::Config {
                 path: super::pg::redact_url(url).into(),
                 why: "`--to` takes a PostgreSQL URL (postgres://user@host:port/database)"

@@ -6,6 +6,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
 use redb::{
     Builder, ConcurrencyMode, Database, DatabaseError, ReadOnlyDatabase, ReadableDatabase,
     TransactionError, WriteTransaction,
@@ -18,6 +21,7 @@ use super::snapshot::Snapshot;
 use super::tables::{self, SCHEMA_KEY};
 use crate::errors::{KernelError, StoreError};
 use crate::project::Project;
+use crate::toml_file::{self, TomlFileError};
 
 /// The layout of tables and records this loopx reads and writes. Version 2 added the todo
 /// indexes (`store/todo_index.rs`): a version-1 store is upgraded at its first open, and a
@@ -183,61 +187,60 @@ impl WriteTxn {
 /// file in `.loopx/`.
 pub fn store_url(project: &Project) -> Result<Option<String>, KernelError> {
     if let Some(url) = &project.store_settings().url {
-        return checked_url(url, "the environment variable LOOPX_STORE_URL").map(Some);
-    }
-    let path = project.state_dir().join("loopx.toml");
-    let text = match fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(StoreError::io(&path, source).into()),
-    };
-    // Only `[store]` is read here; the rest of the file is checked where it is used. A file
-    // that does not parse is an error: guessing "no [store]" would quietly use a stale
-    // `.loopx/state.redb` of a project that moved to a database.
-    let doc = text
-        .parse::<toml::Table>()
-        .map_err(|e| StoreError::Config {
-            path: path.clone(),
-            why: format!(
-                "it does not parse, so where the store is cannot be told ({})",
-                e.message()
-            ),
-        })?;
-    let Some(store) = doc.get("store") else {
-        return Ok(None);
-    };
-    let Some(store) = store.as_table() else {
+        if loopx_vocab::is_postgres_url(url) {
+            return Ok(Some(url.clone()));
+        }
         return Err(StoreError::Config {
-            path,
-            why: "`store` must be a table: [store] with url = \"postgres://…\"".to_owned(),
+            path: PathBuf::from(super::pg::redact_url(url)),
+            why: "the environment variable LOOPX_STORE_URL is not a PostgreSQL URL (postgres://user@host:port/database); unset it to keep the store in .loopx/state.redb".to_owned(),
         }
         .into());
+    }
+    let path = project.state_dir().join("loopx.toml");
+    let at_line = |line: usize, why: String| -> KernelError {
+        let path = PathBuf::from(format!("{}:{line}", path.display()));
+        StoreError::Config { path, why }.into()
     };
-    match store.get("url") {
-        None => Ok(None),
-        Some(toml::Value::String(url)) => {
-            checked_url(url.trim(), &format!("`[store] url` in {}", path.display())).map(Some)
-        }
-        Some(_) => Err(StoreError::Config {
-            path,
-            why: "`[store] url` must be a string such as \"postgres://loopx@db.internal/loopx\""
-                .to_owned(),
-        }
-        .into()),
+    // The one reader of configuration files, so that a FIFO or a huge file is refused here as
+    // everywhere. A file that does not parse is an error: guessing "no [store]" would quietly
+    // use a stale `.loopx/state.redb` of a project that moved to a database.
+    match toml_file::read_toml(&path, |text, doc| file_url(text, &doc)) {
+        Ok(None) => Ok(None),
+        Ok(Some(found)) => found.map_err(|(line, why)| at_line(line, why)),
+        Err(TomlFileError::Read { source, .. }) => Err(StoreError::io(&path, source).into()),
+        Err(TomlFileError::Syntax { line, message, .. }) => Err(at_line(
+            line,
+            format!("it does not parse, so where the store is cannot be told ({message})"),
+        )),
     }
 }
 
-fn checked_url(url: &str, from: &str) -> Result<String, KernelError> {
-    if super::pg::is_postgres_url(url) {
-        return Ok(url.to_owned());
+/// The checked `[store] url` of a parsed `loopx.toml` (only `[store]` is read: the rest is
+/// checked where it is used); an error is its line and what is wrong.
+fn file_url(text: &str, doc: &Spanned<DeTable<'_>>) -> Result<Option<String>, (usize, String)> {
+    let line = |value: &Spanned<DeValue<'_>>| toml_file::line_column(text, value.span().start).0;
+    let Some(store) = doc.get_ref().get("store") else {
+        return Ok(None);
+    };
+    let DeValue::Table(table) = store.get_ref() else {
+        let why = "`store` must be a table: [store] with url = \"postgres://…\"";
+        return Err((line(store), why.to_owned()));
+    };
+    let Some(url) = table.get("url") else {
+        return Ok(None);
+    };
+    let DeValue::String(written) = url.get_ref() else {
+        let why = "`[store] url` must be a string such as \"postgres://loopx@db.internal/loopx\"";
+        return Err((line(url), why.to_owned()));
+    };
+    let written = written.trim();
+    match loopx_vocab::store_url_problem(written) {
+        None => Ok(Some(written.to_owned())),
+        Some(problem) => {
+            let (what, hint) = problem.words();
+            Err((line(url), format!("`[store] url` {what}\n(hint: {hint})")))
+        }
     }
-    Err(StoreError::Config {
-        path: PathBuf::from(super::pg::redact_url(url)),
-        why: format!(
-            "{from} is not a PostgreSQL URL (postgres://user@host:port/database); unset it to keep the store in .loopx/state.redb"
-        ),
-    }
-    .into())
 }
 
 impl std::fmt::Debug for WriteLock {

@@ -60,11 +60,6 @@ pub const LAYOUT_VERSION: i64 = MIGRATIONS.len() as i64;
 /// see exact times); beyond it, the database's clock wins.
 pub(crate) const TRUSTED_SKEW: Duration = Duration::from_secs(1);
 
-/// Whether `url` names a PostgreSQL store.
-pub fn is_postgres_url(url: &str) -> bool {
-    url.starts_with("postgres://") || url.starts_with("postgresql://")
-}
-
 /// `url` as shown in messages and `Store::path`: rebuilt from what the URL parses into (user,
 /// hosts, ports, database, options), so that no way of writing a password in it (`:` in the
 /// user part, `?password=`, percent-encoded, `/` or `@` inside it) survives.
