@@ -175,3 +175,40 @@ fn an_agent_inside_a_slice_cannot_list_or_forget_projects() {
         Some(1)
     );
 }
+
+#[test]
+fn status_all_shows_each_project_s_screen_and_says_which_cannot_be_shown() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let env = [("XDG_STATE_HOME", path(state.path()))];
+    let first = project_of(state.path());
+    assert_eq!(
+        first
+            .run_env(&["goal", "start", "Ship the client"], &env)
+            .code,
+        0
+    );
+    assert_eq!(first.run_env(&["todo", "add", "Add retries"], &env).code, 0);
+    let broken = project_of(state.path());
+    std::fs::write(broken.path().join(".loopx/loopx.toml"), "garbage [\n").expect("write");
+    let anywhere = Loopx::empty();
+    let all = anywhere.run_env(&["status", "--all"], &env);
+    assert_eq!(all.code, 0, "{all:?}");
+    let root = |l: &Loopx| path(&l.path().canonicalize().expect("root")).to_owned();
+    let at = |text: &str| {
+        all.stdout
+            .find(text)
+            .unwrap_or_else(|| panic!("{text}: {}", all.stdout))
+    };
+    assert!(at(&format!("== {}", root(&first))) < at("Goal g1 (active): Ship the client"));
+    assert!(at("Goal g1 (active)") < at("t1    [0] Add retries"));
+    assert!(at("t1    [0] Add retries") < at(&format!("== {}", root(&broken))));
+    assert!(all.stdout.contains("cannot be shown: "), "{}", all.stdout);
+    assert!(all.stdout.contains("loopx.toml:1"), "{}", all.stdout);
+
+    let json = anywhere
+        .run_env(&["status", "--all", "--json"], &env)
+        .json();
+    let projects = json["projects"].as_array().expect("a list");
+    assert_eq!(projects[0]["status"]["goal"]["id"], "g1", "{json}");
+    assert!(projects[1]["error"].is_string(), "{json}");
+}

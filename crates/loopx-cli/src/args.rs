@@ -61,8 +61,9 @@ pub enum Command {
     /// Register and list agents.
     #[command(subcommand)]
     Agent(AgentCommand),
-    /// What needs you, what runs, what waits, what is next.
-    Status,
+    /// What needs you, what runs, what waits, what is next (`--all`: in every project of
+    /// `loopx projects`).
+    Status(StatusArgs),
     /// The event history.
     Log(LogArgs),
     /// A worktree goal's todo: the diff of its branch against the goal's branch.
@@ -142,7 +143,7 @@ impl Command {
             Command::Evidence(_) => "evidence",
             Command::Handoff(_) => "handoff",
             Command::Agent(_) => "agent",
-            Command::Status => "status",
+            Command::Status(_) => "status",
             Command::Log(_) => "log",
             Command::Diff(_) => "diff",
             Command::Doctor(_) => "doctor",
@@ -171,6 +172,13 @@ pub struct CleanArgs {
     pub dry_run: bool,
     /// Also remove work found nowhere else: goal branches not merged into your branch, todo
     /// branches whose commits never landed, worktrees with uncommitted work.
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// Every project you ran `loopx init` in (`loopx projects`), one after another.
     #[arg(long)]
     pub all: bool,
 }

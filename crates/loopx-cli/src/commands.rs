@@ -46,7 +46,10 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Evidence(cmd) => evidence::run(ctx, cmd),
         Command::Handoff(args) => evidence::handoff(ctx, args),
         Command::Agent(cmd) => agent::run(ctx, cmd),
-        Command::Status => status::run(ctx),
+        Command::Status(args) => match args.all {
+            true => projects::status_all(ctx),
+            false => status::run(ctx),
+        },
         Command::Log(args) => log::run(ctx, args),
         Command::Diff(args) => todo::diff(ctx, args),
         Command::Doctor(args) => doctor::run(ctx, args.repair),

@@ -102,3 +102,45 @@ fn show(ctx: &mut Ctx, glance: &Glance, now: Timestamp) -> Result<(), ExpectedEr
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
+
+/// `loopx status --all`: each registered project's status screen in turn, headed by its path;
+/// a project gone or unreadable says so and the others are still shown.
+pub fn status_all(ctx: &mut Ctx) -> Result<(), ExpectedError> {
+    let registry = registry(ctx)?;
+    let listed = registry.list().map_err(reported)?;
+    let mut documents = Vec::new();
+    for (n, project) in listed.iter().enumerate() {
+        let root = project.root.display().to_string();
+        let status = match loopx_app::projects::glance(&project.root) {
+            Seen::Gone => Err("gone (moved or deleted)".to_owned()),
+            _ => {
+                ctx.set_project_dir(project.root.clone());
+                ctx.app()
+                    .and_then(|app| Ok(app.status()?))
+                    .map_err(|e| crate::errors::one_line(&e))
+            }
+        };
+        if ctx.json {
+            documents.push(match status {
+                Ok(status) => serde_json::json!({ "root": root, "status": status }),
+                Err(why) => serde_json::json!({ "root": root, "error": why }),
+            });
+            continue;
+        }
+        if n > 0 {
+            ctx.line("")?;
+        }
+        ctx.line(ctx.style.bold(&format!("== {root}")))?;
+        match status {
+            Ok(status) => crate::commands::status::render_screen(ctx, &status)?,
+            Err(why) => ctx.line(format!("cannot be shown: {why}"))?,
+        }
+    }
+    if ctx.json {
+        return ctx.json_out(&document("projects", &documents));
+    }
+    if listed.is_empty() {
+        return ctx.line("no projects yet\n(hint: `loopx init` in a project adds it here)");
+    }
+    Ok(())
+}

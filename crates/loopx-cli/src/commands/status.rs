@@ -18,6 +18,11 @@ pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     render(ctx, &status, ctx.now())
 }
 
+/// The screen of `loopx status`, for `status --all`.
+pub fn render_screen(ctx: &mut Ctx, status: &Status) -> Result<(), ExpectedError> {
+    render(ctx, status, ctx.now())
+}
+
 /// The screen, top to bottom: one function per section, each printing its own leading blank
 /// line (when it has one) so that a section left out leaves no gap.
 fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), ExpectedError> {
