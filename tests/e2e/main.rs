@@ -8,6 +8,7 @@ mod board;
 mod browser;
 mod checkpoints;
 mod concurrency;
+mod connect;
 mod containment;
 mod demo;
 mod demo_agent;

@@ -44,6 +44,9 @@ pub enum ColorChoice {
 pub enum Command {
     /// Create `.loopx/` in the current directory (or `--project DIR`).
     Init(InitArgs),
+    /// loopx in an existing repository in one step: `.loopx/` if absent, a profile for each
+    /// agent CLI on PATH (and whether it shows a login), `loopx projects`, `loopx doctor`.
+    Connect,
     /// Start, show and change goals.
     #[command(subcommand)]
     Goal(GoalCommand),
@@ -136,6 +139,7 @@ impl Command {
     pub fn name(&self) -> &'static str {
         match self {
             Command::Init(_) => "init",
+            Command::Connect => "connect",
             Command::Store(_) => "store",
             Command::Goal(_) => "goal",
             Command::Todo(_) => "todo",

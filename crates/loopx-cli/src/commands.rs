@@ -3,6 +3,7 @@
 mod agent;
 mod board;
 mod clean;
+mod connect;
 mod demo;
 mod doctor;
 mod evidence;
@@ -54,6 +55,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Diff(args) => todo::diff(ctx, args),
         Command::Doctor(args) => doctor::run(ctx, args.repair),
         Command::Clean(args) => clean::run(ctx, args),
+        Command::Connect => connect::run(ctx),
         Command::Projects(args) => projects::run(ctx, args),
         Command::Board(args) => board::run(ctx, args),
         Command::Profile(cmd) => profile::run(ctx, cmd),

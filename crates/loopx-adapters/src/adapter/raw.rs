@@ -11,6 +11,7 @@ use crate::config::{Checked, DurationText};
 pub(crate) struct RawAdapter {
     pub(crate) description: Option<Checked<String>>,
     pub(crate) login: Option<Checked<String>>,
+    pub(crate) login_files: Option<Checked<Vec<String>>>,
     pub(crate) install: Option<Checked<String>>,
     pub(crate) program: Option<Checked<String>>,
     pub(crate) args: Option<Checked<Vec<String>>>,
@@ -84,6 +85,7 @@ pub(crate) fn known_keys(path: &[&str]) -> &'static [&'static str] {
         [] => &[
             "description",
             "login",
+            "login_files",
             "install",
             "program",
             "args",

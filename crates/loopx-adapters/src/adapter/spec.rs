@@ -210,6 +210,9 @@ pub struct Adapter {
     pub description: String,
     /// How a person logs the CLI in, for the gate a failed login opens.
     pub login: Option<String>,
+    /// Where the CLI keeps a login once it is logged in (`~/…` or `$VAR/…`): `loopx connect`
+    /// says whether one is there. A sign, not a proof: the vendor may refuse it.
+    pub login_files: Vec<String>,
     /// How a person installs the CLI (`npm install -g @openai/codex`), named when its program
     /// is not on `PATH`.
     pub install: Option<String>,

@@ -96,6 +96,7 @@ fn validate(
 ) -> Option<Adapter> {
     let before = p.is_empty();
     let login = command_hint(raw.login, "login", p);
+    let login_files = take(raw.login_files, "login_files", p).map_or_else(Vec::new, |(v, _)| v);
     let install = command_hint(raw.install, "install", p);
     let description = take(raw.description, "description", p)
         .map(|(v, _)| v)
@@ -128,6 +129,7 @@ fn validate(
         name: name.to_owned(),
         description,
         login,
+        login_files,
         install,
         program,
         args: args?,

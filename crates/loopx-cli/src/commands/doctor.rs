@@ -9,14 +9,14 @@ use crate::errors::ExpectedError;
 use crate::exit_code;
 
 #[derive(Debug, Serialize)]
-struct Check {
-    name: &'static str,
-    ok: bool,
+pub(crate) struct Check {
+    pub(crate) name: &'static str,
+    pub(crate) ok: bool,
     /// Works, but less well than it could (e.g. slices without a full sandbox).
-    warning: bool,
-    detail: String,
+    pub(crate) warning: bool,
+    pub(crate) detail: String,
     #[serde(skip)]
-    code: u8,
+    pub(crate) code: u8,
 }
 
 impl Check {
@@ -76,7 +76,7 @@ pub fn run(ctx: &mut Ctx, repair: bool) -> Result<(), ExpectedError> {
 }
 
 /// The checks; only with `repair` is the store opened for writing (and so possibly repaired).
-fn checks(ctx: &Ctx, repair: bool) -> Vec<Check> {
+pub(crate) fn checks(ctx: &Ctx, repair: bool) -> Vec<Check> {
     let mut checks = vec![sandbox(), slice_cgroups()];
     let project = match ctx.project() {
         Ok(project) => project,

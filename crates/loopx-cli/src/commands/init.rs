@@ -56,13 +56,7 @@ pub fn run(ctx: &mut Ctx, args: crate::args::InitArgs) -> Result<(), ExpectedErr
         Some(url) => Some(store_config(url)?),
         None => None,
     };
-    let (project, created, found) = match create_with(ctx, &dir, config.as_deref()) {
-        Ok((project, found)) => (project, true, found),
-        Err(ExpectedError::Kernel(KernelError::Project(ProjectError::AlreadyInitialised {
-            path,
-        }))) => (existing(ctx, &dir, &path)?, false, Vec::new()),
-        Err(e) => return Err(e),
-    };
+    let (project, created, found) = create_or_existing(ctx, &dir, config.as_deref())?;
     let registered = register(ctx, &project)?;
     if ctx.json {
         let path = project.state_dir().display().to_string();
@@ -88,9 +82,40 @@ pub fn run(ctx: &mut Ctx, args: crate::args::InitArgs) -> Result<(), ExpectedErr
     ctx.line("      loopx run                                 (watch it: loopx board)")
 }
 
+/// A new project in `dir` (and the adapters it wrote a profile for), or the whole one that is
+/// there already (`false`: nothing was written).
+pub(crate) fn create_or_existing(
+    ctx: &Ctx,
+    dir: &std::path::Path,
+    config: Option<&str>,
+) -> Result<(Project, bool, Vec<String>), ExpectedError> {
+    match create_with(ctx, dir, config) {
+        Ok((project, found)) => Ok((project, true, found)),
+        Err(ExpectedError::Kernel(KernelError::Project(ProjectError::AlreadyInitialised {
+            path,
+        }))) => Ok((existing(ctx, dir, &path)?, false, Vec::new())),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes an executor profile for each agent CLI on `PATH` that has none in the project yet
+/// (a profile of that name is kept as it is); the adapters it wrote one for.
+pub(crate) fn add_cli_profiles(project: &Project) -> Result<Vec<String>, ExpectedError> {
+    let profiles = project.state_dir().join("profiles");
+    let mut written = Vec::new();
+    for adapter in installed_clis() {
+        let path = profiles.join(format!("{}.toml", adapter.name));
+        if path.symlink_metadata().is_err() {
+            write_private(&path, &installed_profile(&adapter))?;
+            written.push(adapter.name);
+        }
+    }
+    Ok(written)
+}
+
 /// Adds the project to the person's list (`loopx projects`). A list that cannot be written
 /// is a warning and the project stands: the list is a convenience, the project is not.
-fn register(ctx: &mut Ctx, project: &Project) -> Result<bool, ExpectedError> {
+pub(crate) fn register(ctx: &mut Ctx, project: &Project) -> Result<bool, ExpectedError> {
     let Some(registry) = ctx.registry.clone() else {
         return Ok(false);
     };
@@ -193,7 +218,7 @@ fn create_with(
 
 /// The built-in vendor adapters whose program is on `PATH`: a new project gets a profile for
 /// each agent CLI this machine already has.
-fn installed_clis() -> Vec<loopx_adapters::Adapter> {
+pub(crate) fn installed_clis() -> Vec<loopx_adapters::Adapter> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let catalog = loopx_adapters::AdapterCatalog::builtin();
     loopx_adapters::BUILTIN_ADAPTERS

@@ -1,0 +1,115 @@
+//! `loopx connect` in an existing repository: `.loopx/`, a profile for each agent CLI on PATH
+//! and whether it shows a login, the project in `loopx projects`, and `loopx doctor`.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use crate::support::Loopx;
+
+/// A `PATH` of `dir` and git alone: whatever agent CLIs this machine has stay out of sight.
+fn path_with(dir: &Path) -> String {
+    let git = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("git"))
+        .find(|g| g.is_file())
+        .expect("git on PATH");
+    std::os::unix::fs::symlink(&git, dir.join("git")).expect("link git");
+    dir.display().to_string()
+}
+
+/// Stand-ins for two installed agent CLIs (`claude`, `codex`), each answering `--version`.
+fn stand_ins(dir: &Path) {
+    for (program, version) in [("claude", "2.1.0"), ("codex", "codex-cli 0.171.0")] {
+        let path = dir.join(program);
+        std::fs::write(&path, format!("#!/bin/sh\necho '{version}'\n")).expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+}
+
+#[test]
+fn connect_writes_a_profile_per_cli_registers_and_runs_doctor() {
+    let loopx = Loopx::empty();
+    loopx_testkit::committed_repo(loopx.path(), &[("README.md", "# app\n")]);
+    let bin = tempfile::tempdir().expect("temp dir");
+    stand_ins(bin.path());
+    let home = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(home.path().join(".codex")).expect("dir");
+    std::fs::write(home.path().join(".codex/auth.json"), "{}").expect("write");
+    let path = path_with(bin.path());
+    let env = [
+        ("PATH", path.as_str()),
+        ("HOME", home.path().to_str().expect("utf-8")),
+        ("ANTHROPIC_API_KEY", ""),
+        ("CLAUDE_CODE_OAUTH_TOKEN", ""),
+        ("OPENAI_API_KEY", ""),
+        ("CODEX_API_KEY", ""),
+    ];
+    let connected = loopx.run_env(&["connect", "--json"], &env);
+    let doctor = loopx.run_env(&["doctor"], &env);
+    assert_eq!(connected.code, doctor.code, "{connected:?}\n{doctor:?}");
+    let json = connected.json();
+    let c = &json["connect"];
+    assert_eq!(c["created"], true, "{json}");
+    assert_eq!(c["registered"], true, "{json}");
+    assert_eq!(
+        c["profiles_written"],
+        serde_json::json!(["claude-code", "codex"])
+    );
+    assert_eq!(c["clis"][0]["login"]["seen"], "none", "{json}");
+    assert!(
+        c["clis"][0]["login"]["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("/login"))
+    );
+    assert_eq!(
+        c["clis"][1]["login"],
+        serde_json::json!({"seen": "file", "path": "~/.codex/auth.json"})
+    );
+    assert_eq!(c["doctor"]["ok"], doctor.code == 0, "{json}");
+    for name in ["claude-code", "codex"] {
+        let profile = loopx.path().join(format!(".loopx/profiles/{name}.toml"));
+        let checked = loopx.run_env(&["profile", "check", name], &env);
+        assert!(
+            profile.is_file() && checked.code == 0,
+            "{name}: {checked:?}"
+        );
+    }
+    let listed = loopx.run(&["projects", "--json"]).json();
+    let root = loopx.path().canonicalize().expect("root");
+    assert_eq!(
+        listed["projects"][0]["root"],
+        root.to_str().expect("utf-8"),
+        "{listed}"
+    );
+
+    // Again, with a key set and a profile a person changed: the profile is kept, the key seen.
+    let mine = loopx.path().join(".loopx/profiles/codex.toml");
+    let changed = std::fs::read_to_string(&mine)
+        .expect("read")
+        .replace("30m", "45m");
+    std::fs::write(&mine, &changed).expect("write");
+    let mut keyed = env.to_vec();
+    keyed[2] = ("ANTHROPIC_API_KEY", "sk-test");
+    let again = loopx.run_env(&["connect", "--json"], &keyed).json();
+    assert_eq!(again["connect"]["created"], false, "{again}");
+    assert_eq!(again["connect"]["profiles_written"], serde_json::json!([]));
+    assert_eq!(
+        again["connect"]["clis"][0]["login"],
+        serde_json::json!({"seen": "key", "variable": "ANTHROPIC_API_KEY"})
+    );
+    assert_eq!(std::fs::read_to_string(&mine).expect("read"), changed);
+    assert!(
+        !again.to_string().contains("sk-test"),
+        "the key's value is never shown"
+    );
+}
+
+#[test]
+fn connect_says_what_to_do_when_no_agent_cli_is_installed() {
+    let loopx = Loopx::empty();
+    let empty = tempfile::tempdir().expect("temp dir");
+    let path = path_with(empty.path());
+    let run = loopx.run_env(&["connect"], &[("PATH", path.as_str())]);
+    assert!(run.stdout.contains("No agent CLI found on PATH"), "{run:?}");
+    assert!(run.stdout.contains("Next:"), "{run:?}");
+    assert!(loopx.path().join(".loopx").is_dir());
+}
