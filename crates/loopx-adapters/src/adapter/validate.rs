@@ -98,9 +98,7 @@ fn validate(
     let login = command_hint(raw.login, "login", p);
     let login_files = take(raw.login_files, "login_files", p).map_or_else(Vec::new, |(v, _)| v);
     let install = command_hint(raw.install, "install", p);
-    let description = take(raw.description, "description", p)
-        .map(|(v, _)| v)
-        .unwrap_or_default();
+    let description = take(raw.description, "description", p).map_or_else(String::new, |(v, _)| v);
     let program = program(take(raw.program, "program", p), p);
     let output = output(take(raw.output, "output", p), p);
     let delivery = delivery(raw.prompt.and_then(|r| r.delivery), p);
