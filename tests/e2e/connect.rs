@@ -113,3 +113,181 @@ fn connect_says_what_to_do_when_no_agent_cli_is_installed() {
     assert!(run.stdout.contains("Next:"), "{run:?}");
     assert!(loopx.path().join(".loopx").is_dir());
 }
+
+/// A terminal a test types into: a tmux server of its own, one window of `cols`×40.
+struct Terminal {
+    socket: String,
+}
+
+impl Terminal {
+    fn start(command: &str) -> Terminal {
+        let socket = format!(
+            "loopx-e2e-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        )
+        .replace(['(', ')'], "");
+        let terminal = Terminal { socket };
+        let started = terminal
+            .tmux(&["new-session", "-d", "-x", "120", "-y", "40", command])
+            .expect("tmux runs: the guided start is tested in a real terminal (scripts/install-test-tools.sh installs tmux)");
+        assert!(started.status.success(), "{started:?}");
+        terminal
+    }
+
+    fn tmux(&self, args: &[&str]) -> std::io::Result<std::process::Output> {
+        std::process::Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+    }
+
+    fn screen(&self) -> String {
+        let out = self.tmux(&["capture-pane", "-p"]).expect("capture");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until the screen shows `text`, then types `keys` (tmux key names).
+    fn answer(&self, text: &str, keys: &[&str]) {
+        loopx_testkit::wait_for(text, std::time::Duration::from_secs(20), || {
+            self.screen().contains(text)
+        });
+        let mut args = vec!["send-keys"];
+        args.extend_from_slice(keys);
+        self.tmux(&args).expect("send-keys");
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+#[test]
+fn a_guided_start_in_a_terminal_starts_the_goal_it_was_told() {
+    let loopx = Loopx::empty();
+    loopx_testkit::committed_repo(
+        loopx.path(),
+        &[
+            ("src/lib.rs", "\n"),
+            ("tests/it.rs", "\n"),
+            ("README.md", "# app\n"),
+        ],
+    );
+    let bin = tempfile::tempdir().expect("temp dir");
+    stand_ins(bin.path());
+    let path = path_with(bin.path());
+    let home = tempfile::tempdir().expect("temp dir");
+    let env = [
+        ("PATH", path.as_str()),
+        ("HOME", home.path().to_str().expect("utf-8")),
+    ];
+    assert_eq!(
+        loopx.run_env(&["connect"], &env).code,
+        loopx.run_env(&["doctor"], &env).code
+    );
+    let command = format!(
+        "cd '{}' && env PATH='{path}' HOME='{}' XDG_STATE_HOME='{}' '{}' goal start --guided; echo \"exit=$?\"; sleep 60",
+        loopx.path().display(),
+        home.path().display(),
+        loopx.state.path().display(),
+        crate::support::LOOPX,
+    );
+    let terminal = Terminal::start(&command);
+    terminal.answer(
+        "What should the agents achieve?",
+        &["Add retries to the client", "Enter"],
+    );
+    // src is the first folder: picked, then accepted.
+    terminal.answer("Which folders may the agents change?", &["Space", "Enter"]);
+    terminal.answer("How much may an agent do?", &["Down", "Enter"]);
+    terminal.answer("Add an agent `claude-code`", &["y"]);
+    terminal.answer("Add an agent `codex`", &["n"]);
+    terminal.answer("How should the work begin?", &["Enter"]);
+    terminal.answer("A todo (empty: done)", &["Retry idempotent GETs", "Enter"]);
+    loopx_testkit::wait_for(
+        "the second todo's question",
+        std::time::Duration::from_secs(20),
+        || terminal.screen().matches("A todo (empty: done)").count() >= 2,
+    );
+    terminal.tmux(&["send-keys", "Enter"]).expect("send-keys");
+    terminal.answer("exit=0", &[]);
+    let screen = terminal.screen();
+    assert!(
+        screen.contains("Added agent claude-code (profile claude-code)"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("Added t1: Retry idempotent GETs"),
+        "{screen}"
+    );
+
+    let goal = loopx.ok(&["goal", "show", "--json"]).json();
+    assert_eq!(
+        goal["goal"]["objective"], "Add retries to the client",
+        "{goal}"
+    );
+    assert_eq!(
+        goal["goal"]["scope"],
+        serde_json::json!(["src/**"]),
+        "{goal}"
+    );
+    assert_eq!(goal["goal"]["permission"], "read-only", "{goal}");
+    let agents = loopx.ok(&["agent", "list", "--json"]).json();
+    let names: Vec<&str> = agents["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .filter_map(|a| a["name"].as_str())
+        .collect();
+    assert_eq!(names, ["claude-code"], "{agents}");
+    let todos = loopx.ok(&["todo", "list", "--json"]).json();
+    assert_eq!(
+        todos["todos"][0]["title"], "Retry idempotent GETs",
+        "{todos}"
+    );
+}
+
+#[test]
+fn a_guided_start_without_a_terminal_takes_its_answers_from_flags() {
+    let loopx = Loopx::empty();
+    loopx_testkit::committed_repo(loopx.path(), &[("src/lib.rs", "\n")]);
+    loopx.ok(&["init"]);
+    let asked = loopx.run(&["goal", "start", "--guided"]);
+    assert_eq!(asked.code, 2, "{asked:?}");
+    assert!(asked.stderr.contains("--goal-text"), "{}", asked.stderr);
+    let json = loopx
+        .ok(&[
+            "goal",
+            "start",
+            "--guided",
+            "--goal-text",
+            "Add retries",
+            "--add-agent",
+            "exec=demo",
+            "--todo",
+            "Retry GETs",
+            "--todo",
+            "Test it",
+            "--json",
+        ])
+        .json();
+    let guided = &json["guided"];
+    assert_eq!(guided["goal"]["objective"], "Add retries", "{json}");
+    assert_eq!(guided["goal"]["permission"], "workspace-write", "{json}");
+    assert_eq!(guided["agents_added"], serde_json::json!(["exec"]));
+    assert_eq!(guided["todos_added"][1]["title"], "Test it", "{json}");
+    loopx.ok(&["goal", "done"]);
+    let wrong = loopx.run(&[
+        "goal",
+        "start",
+        "--guided",
+        "--goal-text",
+        "x y z",
+        "--add-agent",
+        "exec",
+    ]);
+    assert_eq!(wrong.code, 2, "{wrong:?}");
+    assert!(wrong.stderr.contains("NAME=PROFILE"), "{}", wrong.stderr);
+}

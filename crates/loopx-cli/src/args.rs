@@ -181,6 +181,63 @@ pub struct CleanArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct StartArgs {
+    /// What the agents work towards (with `--guided`, asked for when left out).
+    #[arg(required_unless_present_any = ["guided", "goal_text"])]
+    pub objective: Option<String>,
+    /// The objective, as a flag (for `--guided` without a terminal).
+    #[arg(long = "goal-text", value_name = "TEXT", conflicts_with = "objective")]
+    pub goal_text: Option<String>,
+    /// A path glob the agents may change (repeatable; default: everything).
+    #[arg(long = "scope", value_name = "GLOB")]
+    pub scope: Vec<String>,
+    /// The most an agent may do: read-only, workspace-write (the default) or full.
+    #[arg(long, value_name = "LEVEL", value_parser = spelled(&PermissionLevel::ALL))]
+    pub permission: Option<PermissionLevel>,
+    /// The goal's duty share of a rolling window, 0..1 (0 pauses it).
+    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    pub share: f64,
+    /// Where agents work: `worktree` (a branch and worktree per todo; the default in a git
+    /// repository) or `shared` (the project's own tree; the only choice outside git).
+    #[arg(long, value_name = "MODE", value_parser = spelled(&IsolationMode::ALL))]
+    pub isolation: Option<IsolationMode>,
+    /// Start from the last commit although the work tree has uncommitted changes (they stay
+    /// in your checkout; the agents do not see them).
+    #[arg(long)]
+    pub from_head: bool,
+    /// Start the goal's branch from a finished goal's branch (`g1`: the tip of `loopx/g1`)
+    /// instead of your checkout, so its agents build on work you have not merged yet.
+    #[arg(long, value_name = "GOAL", conflicts_with = "from_head")]
+    pub from: Option<String>,
+    #[command(flatten)]
+    pub guided: GuidedArgs,
+}
+
+/// `goal start --guided`: what it asks for, each answerable by a flag (docs/goals.md).
+#[derive(Debug, clap::Args)]
+pub struct GuidedArgs {
+    /// Ask in the terminal for whatever the flags leave out: the objective, the scope (from
+    /// the repository's top-level folders), the permission, agents to add for the agent CLIs
+    /// `loopx connect` found, and first todos or a planning slice.
+    #[arg(long)]
+    pub guided: bool,
+    /// With `--guided`: add an agent on a profile first (`NAME=PROFILE`, repeatable).
+    #[arg(long = "add-agent", value_name = "NAME=PROFILE", requires = "guided")]
+    pub add_agents: Vec<String>,
+    /// With `--guided`: a first todo (repeatable).
+    #[arg(
+        long = "todo",
+        value_name = "TITLE",
+        requires = "guided",
+        conflicts_with = "plan"
+    )]
+    pub todos: Vec<String>,
+    /// With `--guided`: no first todos; the first slice plans them.
+    #[arg(long, requires = "guided")]
+    pub plan: bool,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct StatusArgs {
     /// Every project you ran `loopx init` in (`loopx projects`), one after another.
     #[arg(long)]
@@ -476,31 +533,7 @@ pub enum AdapterCommand {
 #[derive(Debug, Subcommand)]
 pub enum GoalCommand {
     /// Start a goal (only one goal is active at a time).
-    Start {
-        /// What the agents work towards.
-        objective: String,
-        /// A path glob the agents may change (repeatable; default: everything).
-        #[arg(long = "scope", value_name = "GLOB")]
-        scope: Vec<String>,
-        /// The most an agent may do: read-only, workspace-write or full.
-        #[arg(long, value_name = "LEVEL", default_value = "workspace-write", value_parser = spelled(&PermissionLevel::ALL))]
-        permission: PermissionLevel,
-        /// The goal's duty share of a rolling window, 0..1 (0 pauses it).
-        #[arg(long, value_name = "F", default_value_t = 1.0)]
-        share: f64,
-        /// Where agents work: `worktree` (a branch and worktree per todo; the default in a git
-        /// repository) or `shared` (the project's own tree; the only choice outside git).
-        #[arg(long, value_name = "MODE", value_parser = spelled(&IsolationMode::ALL))]
-        isolation: Option<IsolationMode>,
-        /// Start from the last commit although the work tree has uncommitted changes (they stay
-        /// in your checkout; the agents do not see them).
-        #[arg(long)]
-        from_head: bool,
-        /// Start the goal's branch from a finished goal's branch (`g1`: the tip of `loopx/g1`)
-        /// instead of your checkout, so its agents build on work you have not merged yet.
-        #[arg(long, value_name = "GOAL", conflicts_with = "from_head")]
-        from: Option<String>,
-    },
+    Start(StartArgs),
     /// Amend the current goal (a person's command): its objective, scope or permission. The
     /// goal gets a new revision; every slice after it is told the change, and the next one
     /// re-plans the open todos.

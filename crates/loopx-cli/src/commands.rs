@@ -10,6 +10,7 @@ mod evidence;
 mod gate;
 mod generate;
 mod goal;
+mod guided;
 mod init;
 mod lark;
 mod log;

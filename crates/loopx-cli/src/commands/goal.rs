@@ -6,11 +6,11 @@ use loopx_app::goal::{StartGoal, Started, merge_commands};
 use loopx_git::clean::Unmerged;
 use loopx_git::worktree::short;
 use loopx_kernel::GoalId;
-use loopx_kernel::model::{Goal, GoalRevision, GoalStatus, Isolation};
+use loopx_kernel::model::{Goal, GoalRevision, GoalStatus, Isolation, PermissionLevel};
 use loopx_kernel::store::{AmendGoal, Amended};
 
 use super::id;
-use crate::args::GoalCommand;
+use crate::args::{GoalCommand, StartArgs};
 use crate::context::Ctx;
 use crate::errors::ExpectedError;
 use crate::output::{document, views};
@@ -18,27 +18,7 @@ use crate::output::{document, views};
 pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
     let app = ctx.app()?;
     let (target, to) = match cmd {
-        GoalCommand::Start {
-            objective,
-            scope,
-            permission,
-            share,
-            isolation,
-            from_head,
-            from,
-        } => {
-            let from = from.as_deref().map(from_goal).transpose()?;
-            let start = StartGoal {
-                objective,
-                scope,
-                permission,
-                share,
-                isolation,
-                from_head,
-                from,
-            };
-            return started(ctx, app.start_goal(start)?);
-        }
+        GoalCommand::Start(args) => return start(ctx, &app, args),
         GoalCommand::Amend {
             objective,
             scope,
@@ -107,7 +87,30 @@ fn amended(ctx: &mut Ctx, amended: &Amended) -> Result<(), ExpectedError> {
 }
 
 /// A new goal, shown: where it starts, and what the person should know before its agents do.
-fn started(ctx: &mut Ctx, started: Started) -> Result<(), ExpectedError> {
+/// `loopx goal start`, guided or not.
+fn start(ctx: &mut Ctx, app: &App, args: StartArgs) -> Result<(), ExpectedError> {
+    let mut start = StartGoal {
+        objective: args.objective.or(args.goal_text).unwrap_or_default(),
+        scope: args.scope,
+        permission: args.permission.unwrap_or(PermissionLevel::WorkspaceWrite),
+        share: args.share,
+        isolation: args.isolation,
+        from_head: args.from_head,
+        from: args.from.as_deref().map(from_goal).transpose()?,
+    };
+    if !args.guided.guided {
+        return started(ctx, app.start_goal(start)?).map(drop);
+    }
+    let asked = super::guided::ask(ctx, app, &mut start, args.permission.is_some(), args.guided)?;
+    // With `--json` the guided start prints one document, the goal in it.
+    let goal = match (ctx.json, app.start_goal(start)?) {
+        (true, s) => s.goal,
+        (false, s) => started(ctx, s)?,
+    };
+    super::guided::carry_out(ctx, app, goal, asked)
+}
+
+fn started(ctx: &mut Ctx, started: Started) -> Result<Goal, ExpectedError> {
     show_goal(ctx, &started.goal, "Started")?;
     if let (Some(from), Some(base), false) = (started.from, started.goal.isolation.base(), ctx.json)
     {
@@ -124,7 +127,7 @@ fn started(ctx: &mut Ctx, started: Started) -> Result<(), ExpectedError> {
     for unmerged in &started.unmerged {
         warn_unmerged(ctx, &started.goal, unmerged)?;
     }
-    Ok(())
+    Ok(started.goal)
 }
 
 /// `loopx goal show`: the goal, its revisions, and how to merge a finished goal's work.
