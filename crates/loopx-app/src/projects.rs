@@ -67,9 +67,13 @@ impl Registry {
         self.dir.join("projects.json")
     }
 
-    /// The registered projects, oldest first (none before the first `loopx init`).
+    /// The registered projects, oldest first (none before the first `loopx init`). An entry
+    /// is listed once, by its path as written: a path written twice (a hand edit) once.
     pub fn list(&self) -> Result<Vec<Registered>, RegistryError> {
-        self.read()
+        let mut seen = std::collections::BTreeSet::new();
+        let mut projects = self.read()?;
+        projects.retain(|p| seen.insert(p.root.components().collect::<PathBuf>()));
+        Ok(projects)
     }
 
     /// Adds the project at `root`; `false` when it was registered already.
@@ -84,13 +88,17 @@ impl Registry {
         })
     }
 
-    /// Removes the project registered at `root` (as given, or as it resolves now); `false`
-    /// when none was.
+    /// Removes the project registered at `root` as written; only when none is, the one it
+    /// resolves to now (a symbolic link made since must not make it remove two). `false` when
+    /// none was.
     pub fn forget(&self, root: &Path) -> Result<bool, RegistryError> {
         let resolved = fs::canonicalize(root).ok();
         self.update(|projects| {
             let before = projects.len();
-            projects.retain(|p| p.root != root && Some(&p.root) != resolved.as_ref());
+            projects.retain(|p| p.root != root);
+            if projects.len() == before {
+                projects.retain(|p| Some(&p.root) != resolved.as_ref());
+            }
             projects.len() != before
         })
     }
@@ -145,13 +153,7 @@ impl Registry {
     ) -> Result<bool, RegistryError> {
         const HINT: &str = "check that the state directory is writable, or set XDG_STATE_HOME";
         create_private_dir(&self.dir).map_err(|e| self.error(e, HINT))?;
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.dir.join("projects.lock"))
-            .map_err(|e| self.error(e, HINT))?;
-        lock.lock().map_err(|e| self.error(e, HINT))?;
+        let _lock = self.lock().map_err(|e| self.error(e, HINT))?;
         let mut projects = self.read()?;
         if !change(&mut projects) {
             return Ok(false);
@@ -161,10 +163,14 @@ impl Registry {
             projects,
         };
         let text = serde_json::to_string_pretty(&file).map_err(|e| self.error(e, HINT))?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
         let tmp = self
             .dir
-            .join(format!("projects.json.{}.tmp", std::process::id()));
-        let written = fs::File::create(&tmp)
+            .join(format!("projects.json.{}.{nanos}.tmp", std::process::id()));
+        // A new file of ours, never one a planted link points at.
+        let written = private_file(&tmp, true)
             .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()))
             .and_then(|()| fs::rename(&tmp, self.path()));
         if let Err(e) = written {
@@ -175,13 +181,65 @@ impl Registry {
     }
 }
 
-/// The state directory holds paths of a person's projects: theirs alone to read.
+impl Registry {
+    /// The registry's lock: a regular file of ours (never through a link, never a FIFO, which
+    /// would block the open), held exclusively; a holder that keeps it past `LOCK_WAIT` is an
+    /// error, not a hang.
+    fn lock(&self) -> std::io::Result<fs::File> {
+        let file = private_file(&self.dir.join("projects.lock"), false)?;
+        if !file.metadata()?.is_file() {
+            return Err(std::io::Error::other("projects.lock is not a regular file"));
+        }
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(file),
+                Err(fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(fs::TryLockError::WouldBlock) => {
+                    return Err(std::io::Error::other(format!(
+                        "another loopx held projects.lock for over {}s",
+                        LOCK_WAIT.as_secs()
+                    )));
+                }
+                Err(fs::TryLockError::Error(e)) => return Err(e),
+            }
+        }
+    }
+}
+
+/// How long a registration waits for another to finish with the list.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// Opens (`new`: creates) a file of the registry's for writing, readable by its owner only; a
+/// symbolic link in its place is refused, and a FIFO does not block the open.
+fn private_file(path: &Path, new: bool) -> std::io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = fs::OpenOptions::new();
+    options
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    match new {
+        true => options.create_new(true),
+        false => options.create(true).truncate(false),
+    };
+    options.open(path)
+}
+
+/// The state directory holds paths of a person's projects: theirs alone to read (one left
+/// wider than that is narrowed).
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(dir)
+        .create(dir)?;
+    if fs::metadata(dir)?.permissions().mode() & 0o077 != 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
 }
 
 /// One project at a glance.
@@ -200,8 +258,12 @@ pub enum Seen {
     Read(Summary),
     /// Nothing of loopx is there any more: the project moved or was deleted.
     Gone,
-    /// Its store could not be read now (busy, damaged, a database out of reach).
+    /// Its store could not be read now (busy, damaged), or the entry names no project.
     Unreadable { why: String },
+    /// Its store is a PostgreSQL database, which a glance does not open: the person's
+    /// `PGPASSWORD` goes only to a database they open themselves (`loopx status` in the
+    /// project), never to a host a planted `loopx.toml` names.
+    Database { url: String },
 }
 
 /// What a project holds, for a person deciding where to look.
@@ -226,39 +288,45 @@ pub struct ActiveGoal {
     pub objective: String,
 }
 
-/// Each registered project at a glance, in the registry's order.
-pub fn glance_all(registry: &Registry) -> Result<Vec<Glance>, RegistryError> {
-    Ok(registry
-        .list()?
-        .into_iter()
-        .map(|p| Glance {
-            seen: glance(&p.root),
-            root: p.root,
-        })
-        .collect())
-}
-
 /// The project at `root` at a glance.
 pub fn glance(root: &Path) -> Seen {
+    if !root.is_absolute() {
+        return Seen::Unreadable {
+            why: "not an absolute path (was the list edited by hand?)".to_owned(),
+        };
+    }
     if !root.join(".loopx").is_dir() {
         return Seen::Gone;
     }
-    let read = Project::at(root)
-        .map_err(|e| e.to_string())
-        .and_then(|project| {
-            let project = project.with_store(StoreSettings {
-                wait: GLANCE_WAIT,
-                ..Default::default()
-            });
-            let store = Store::open_inspect(&project).map_err(|e| e.to_string())?;
-            store.read(summary).map_err(|e| e.to_string())
+    let read = Project::at(root).map_err(|e| why(&e)).and_then(|project| {
+        let project = project.with_store(StoreSettings {
+            wait: GLANCE_WAIT,
+            ..Default::default()
         });
+        match loopx_kernel::store::store_url(&project).map_err(|e| why(&e))? {
+            Some(url) => Ok(Err(loopx_kernel::store::pg::redact_url(&url))),
+            None => {
+                let store = Store::open_inspect(&project).map_err(|e| why(&e))?;
+                store.read(summary).map(Ok).map_err(|e| why(&e))
+            }
+        }
+    });
     match read {
-        Ok(summary) => Seen::Read(summary),
-        Err(why) => Seen::Unreadable {
-            why: loopx_vocab::strip_ansi(why.lines().next().unwrap_or_default()),
-        },
+        Ok(Ok(summary)) => Seen::Read(summary),
+        Ok(Err(url)) => Seen::Database { url },
+        Err(why) => Seen::Unreadable { why },
     }
+}
+
+/// An error and its causes on one line, without hints (they are about the project's own
+/// commands) or escape sequences.
+fn why(e: &dyn std::error::Error) -> String {
+    let text = loopx_vocab::render_error(e);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("(hint"))
+        .collect();
+    loopx_vocab::strip_ansi(&lines.join(": "))
 }
 
 fn summary(snap: &loopx_kernel::store::Snapshot<'_>) -> Result<Summary, loopx_kernel::KernelError> {

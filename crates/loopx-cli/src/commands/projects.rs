@@ -1,7 +1,9 @@
 //! `loopx projects [forget PATH]`: every project the person ran `loopx init` in, at a glance
 //! (`docs/projects.md`).
 
-use loopx_app::projects::{Glance, Registry, RegistryError, Seen, glance_all};
+use std::io::Write;
+
+use loopx_app::projects::{Glance, Registry, RegistryError, Seen, glance};
 use loopx_kernel::Timestamp;
 use loopx_kernel::time::short_duration;
 
@@ -51,30 +53,65 @@ fn reported(e: RegistryError) -> ExpectedError {
     }
 }
 
+/// Each project in turn, printed as soon as it is read: one slow project never hides the
+/// ones before it.
 fn list(ctx: &mut Ctx, registry: &Registry) -> Result<(), ExpectedError> {
-    let glances = glance_all(registry).map_err(reported)?;
+    let listed = registry.list().map_err(reported)?;
+    let none = listed.is_empty();
+    let now = Timestamp::now();
+    let mut glances = Vec::new();
+    for project in listed {
+        let seen = Glance {
+            seen: glance(&project.root),
+            root: project.root,
+        };
+        match ctx.json {
+            true => glances.push(seen),
+            false => {
+                show(ctx, &seen, now)?;
+                ctx.out.flush()?;
+            }
+        }
+    }
     if ctx.json {
         return ctx.json_out(&document("projects", &glances));
     }
-    if glances.is_empty() {
+    if none {
         return ctx.line("no projects yet\n(hint: `loopx init` in a project adds it here)");
-    }
-    let now = Timestamp::now();
-    for glance in &glances {
-        show(ctx, glance, now)?;
     }
     Ok(())
 }
 
+/// A registered path as a line shows it: a line break in it cannot start a line of its own.
+fn shown_path(root: &std::path::Path) -> String {
+    crate::output::views::one_line(&root.display().to_string())
+}
+
+/// `path` as one word for a shell: quoted unless it is plainly safe to paste.
+fn shell_word(path: &std::path::Path) -> String {
+    let text = path.display().to_string();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+,:@".contains(c);
+    match !text.is_empty() && text.chars().all(plain) {
+        true => text,
+        false => format!("'{}'", text.replace('\'', "'\\''")),
+    }
+}
+
 fn show(ctx: &mut Ctx, glance: &Glance, now: Timestamp) -> Result<(), ExpectedError> {
-    let root = glance.root.display();
+    let root = shown_path(&glance.root);
     let summary = match &glance.seen {
         Seen::Gone => {
             return ctx.line(format!(
-                "{root}: gone (moved or deleted; `loopx projects forget {root}` removes it)"
+                "{root}: gone (moved or deleted; `loopx projects forget {}` removes it)",
+                shown_path(std::path::Path::new(&shell_word(&glance.root)))
             ));
         }
         Seen::Unreadable { why } => return ctx.line(format!("{root}: cannot be read now: {why}")),
+        Seen::Database { url } => {
+            return ctx.line(format!(
+                "{root}: its store is the database {url}, which loopx opens only from the project (`loopx status` there)"
+            ));
+        }
         Seen::Read(summary) => summary,
     };
     let last = summary
@@ -110,10 +147,13 @@ pub fn status_all(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     let listed = registry.list().map_err(reported)?;
     let mut documents = Vec::new();
     for (n, project) in listed.iter().enumerate() {
-        let root = project.root.display().to_string();
-        let status = match loopx_app::projects::glance(&project.root) {
+        let status = match glance(&project.root) {
             Seen::Gone => Err("gone (moved or deleted)".to_owned()),
-            _ => {
+            Seen::Unreadable { why } => Err(why),
+            Seen::Database { url } => Err(format!(
+                "its store is the database {url}, which loopx opens only from the project (`loopx status` there)"
+            )),
+            Seen::Read(_) => {
                 ctx.set_project_dir(project.root.clone());
                 ctx.app()
                     .and_then(|app| Ok(app.status()?))
@@ -122,15 +162,15 @@ pub fn status_all(ctx: &mut Ctx) -> Result<(), ExpectedError> {
         };
         if ctx.json {
             documents.push(match status {
-                Ok(status) => serde_json::json!({ "root": root, "status": status }),
-                Err(why) => serde_json::json!({ "root": root, "error": why }),
+                Ok(status) => serde_json::json!({ "root": project.root, "status": status }),
+                Err(why) => serde_json::json!({ "root": project.root, "error": why }),
             });
             continue;
         }
         if n > 0 {
             ctx.line("")?;
         }
-        ctx.line(ctx.style.bold(&format!("== {root}")))?;
+        ctx.line(ctx.style.bold(&format!("== {}", shown_path(&project.root))))?;
         match status {
             Ok(status) => crate::commands::status::render_screen(ctx, &status)?,
             Err(why) => ctx.line(format!("cannot be shown: {why}"))?,

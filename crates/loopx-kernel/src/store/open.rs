@@ -845,7 +845,9 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// Refuses files redb would misread or silently rewrite, without writing a byte.
 fn precheck(path: &Path) -> Result<(), StoreError> {
-    let mut file = match fs::File::open(path) {
+    // A FIFO in the store's place would block the open for ever (and a device never end):
+    // only a regular file is a store.
+    let mut file = match crate::toml_file::open_regular(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(StoreError::Missing {
