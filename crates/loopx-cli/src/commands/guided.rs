@@ -102,6 +102,9 @@ fn ask_scope(ctx: &Ctx) -> Result<Vec<String>, ExpectedError> {
                 .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
                 .filter_map(|e| e.file_name().into_string().ok())
                 .filter(|name| !name.starts_with('.'))
+                // A name is printed as it is: one with a control character (an escape
+                // sequence an agent could have put there) is not offered; `--scope` names it.
+                .filter(|name| !name.chars().any(char::is_control))
                 .collect()
         })
         .unwrap_or_default();
