@@ -92,23 +92,28 @@ fn split_agent(spec: &str) -> Result<(String, String), ExpectedError> {
     }
 }
 
-/// The scope, from the project's top-level folders: none chosen is the whole project.
-fn ask_scope(ctx: &Ctx) -> Result<Vec<String>, ExpectedError> {
-    let root = ctx.project()?.root().to_path_buf();
-    let mut folders: Vec<String> = std::fs::read_dir(&root)
+/// The project's top-level folders a person may pick for the scope, sorted: not hidden ones,
+/// and not one whose name holds a control character (printed as it is, an escape sequence an
+/// agent put in a name would reach the terminal; `--scope` still names it).
+fn offered_folders(root: &std::path::Path) -> Vec<String> {
+    let mut folders: Vec<String> = std::fs::read_dir(root)
         .map(|entries| {
             entries
                 .filter_map(Result::ok)
                 .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
                 .filter_map(|e| e.file_name().into_string().ok())
                 .filter(|name| !name.starts_with('.'))
-                // A name is printed as it is: one with a control character (an escape
-                // sequence an agent could have put there) is not offered; `--scope` names it.
                 .filter(|name| !name.chars().any(char::is_control))
                 .collect()
         })
         .unwrap_or_default();
     folders.sort();
+    folders
+}
+
+/// The scope, from the project's top-level folders: none chosen is the whole project.
+fn ask_scope(ctx: &Ctx) -> Result<Vec<String>, ExpectedError> {
+    let folders = offered_folders(ctx.project()?.root());
     if folders.is_empty() {
         return Ok(Vec::new());
     }
@@ -263,4 +268,17 @@ pub fn carry_out(ctx: &mut Ctx, app: &App, goal: Goal, asked: Asked) -> Result<(
         ctx.line("No todos yet: the first slice of `loopx run` plans them.")?;
     }
     ctx.line("Next: loopx run                  (watch it: loopx board)")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_plain_visible_folders_are_offered() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for name in ["tests", "src", ".git", "\x1b[2Jevil", "docs\rfake"] {
+            std::fs::create_dir(dir.path().join(name)).expect("dir");
+        }
+        std::fs::write(dir.path().join("README.md"), "").expect("file");
+        assert_eq!(super::offered_folders(dir.path()), ["src", "tests"]);
+    }
 }
