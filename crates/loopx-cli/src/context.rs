@@ -24,6 +24,9 @@ pub struct Ctx {
     pub store: loopx_kernel::StoreSettings,
     /// `LOOPX_HOST_ID`: the host the supervisor records its processes on.
     pub host: loopx_domain::process::Host,
+    /// `LOOPX_GIT_TIMEOUT`: how long one git command may take; every project this process
+    /// opens carries it (`None`: the git layer's default).
+    pub git_timeout: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -65,6 +68,7 @@ impl Ctx {
             lease_max: None,
             store: loopx_kernel::StoreSettings::default(),
             host: loopx_domain::process::Host::default(),
+            git_timeout: None,
         }
     }
 
@@ -91,7 +95,8 @@ impl Ctx {
         };
         let project = project
             .map_err(loopx_kernel::KernelError::from)?
-            .with_store(self.store.clone());
+            .with_store(self.store.clone())
+            .with_git_timeout(self.git_timeout);
         tracing::debug!(root = %project.root().display(), "project");
         Ok(project)
     }

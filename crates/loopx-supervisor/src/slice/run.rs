@@ -104,7 +104,7 @@ impl Begun {
             Some(_) if spec.sandbox.landlock || spec.sandbox.seatbelt => {
                 scope::capture_state(req.project.root())
             }
-            _ => scope::capture(req.project.root(), self.scope()),
+            _ => scope::capture(req.git(), req.project.root(), self.scope()),
         };
         self.renewal = self.renew(req);
         let started = req.world.clock.monotonic();
@@ -280,7 +280,7 @@ impl Begun {
         let log = slice_path(req, self.record.log.as_deref().unwrap_or_default());
         create_private(&log);
         (
-            scope::capture(req.project.root(), self.scope()),
+            scope::capture(req.git(), req.project.root(), self.scope()),
             req.world.clock.monotonic(),
         )
     }
