@@ -69,9 +69,6 @@ impl From<String> for GitError {
 
 use std::time::Duration;
 
-/// How long one git command may take unless the surface said otherwise.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// How loopx runs git here: every command goes through [`Git::run`], stopped after `timeout`.
 /// Handed to whatever runs git, from the project it works in ([`Git::of`]), never set for
 /// the process.
@@ -83,7 +80,7 @@ pub struct Git {
 impl Default for Git {
     fn default() -> Self {
         Git {
-            timeout: DEFAULT_TIMEOUT,
+            timeout: Duration::from_secs(60),
         }
     }
 }

@@ -318,7 +318,7 @@ impl Git {
     ) -> Result<GitOutput, GitError> {
         let mut pause = Duration::from_millis(20);
         loop {
-            let out = run_once(self, dir, args, env)?;
+            let out = once(self, dir, args, env)?;
             if out.code == Some(0) || !half_made_worktree(&out.stderr) || pause > HALF_MADE_PATIENCE
             {
                 return Ok(out);
@@ -352,12 +352,8 @@ impl Git {
     }
 }
 
-fn run_once(
-    git: Git,
-    dir: &str,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> Result<GitOutput, GitError> {
+/// One try of [`Git::run`].
+fn once(git: Git, dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutput, GitError> {
     let what = args.first().copied().unwrap_or("");
     let mut command = Command::new(git_program());
     command

@@ -239,8 +239,8 @@ impl Project {
         &self.store
     }
 
-    /// The same project, each git command run in it stopped after `timeout` (`None`: git's
-    /// own default, `loopx_git::DEFAULT_TIMEOUT`).
+    /// The same project, each git command run in it stopped after `timeout` (`None`: a
+    /// minute, the git layer's default).
     pub fn with_git_timeout(mut self, timeout: Option<std::time::Duration>) -> Project {
         self.git_timeout = timeout;
         self

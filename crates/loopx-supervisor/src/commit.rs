@@ -16,6 +16,7 @@ use crate::slice::{Begun, actor, patience, retrying};
 use loopx_domain::judge::{AgentEnd, Judged};
 pub use loopx_domain::writeback::SliceSummary;
 use loopx_domain::writeback::{self, Finished};
+use loopx_git::Git;
 use loopx_git::worktree::{Landing, SliceCommit};
 
 impl Begun {
@@ -46,7 +47,7 @@ impl Begun {
         let tree = self.tree.as_ref().and_then(|t| t.as_ref().ok());
         if writeback::reports_work_evidence(judged.classification.as_ref()) {
             let dir = tree.map_or_else(|| req.project.root().to_path_buf(), |p| p.tree.workdir());
-            end.changes.work = loopx_git::work::mark_or_unknown(req.git(), &dir);
+            end.changes.work = loopx_git::work::mark_or_unknown(Git::of(&req.project), &dir);
         }
         let setup = &self.setup;
         let landing = landing(

@@ -31,13 +31,6 @@ pub struct RunOnce {
     pub world: World,
 }
 
-impl RunOnce {
-    /// How git runs in the project: its timeout travels with the project.
-    pub(crate) fn git(&self) -> loopx_git::Git {
-        loopx_git::Git::of(&self.project)
-    }
-}
-
 /// What a supervisor takes from the world around it: its clock, its own identity as slices
 /// record it, and whether another supervisor still runs. [`World::real`] in production; the
 /// simulation (`loopx sim`) gives a virtual clock and supervisors that die and restart.
