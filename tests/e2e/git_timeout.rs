@@ -9,6 +9,8 @@ use serde_json::Value;
 
 use crate::support::{Loopx, Run, committed_repo, hanging_git, script_agent};
 
+const SHORT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/sim/short.toml");
+
 /// Far below the hanging git's 30 s, far above a few 1 s timeouts on a loaded machine.
 const QUICK: Duration = Duration::from_secs(15);
 
@@ -28,6 +30,28 @@ fn with_hanging_git(loopx: &Loopx, args: &[&str]) -> Run {
     run
 }
 
+/// Insists that a slice's scope check (in the project `loopx PROJECT_ARGS` reads) said its
+/// git was stopped after 1 s.
+fn scope_check_stopped(loopx: &Loopx, project_args: &[&str]) {
+    let list = [
+        project_args,
+        &["evidence", "list", "--json", "--limit", "100"],
+    ]
+    .concat();
+    let evidence = loopx.ok(&list).json();
+    let stopped = evidence["evidence"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter(|e| e["kind"] == "slice")
+        .any(|e| {
+            e["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("`git rev-parse` did not finish in 1s and was stopped"))
+        });
+    assert!(stopped, "a slice's scope check was stopped: {evidence}");
+}
+
 #[test]
 fn run_once_stops_a_hanging_git_at_the_timeout() {
     let loopx = Loopx::new();
@@ -41,20 +65,7 @@ fn run_once_stops_a_hanging_git_at_the_timeout() {
     loopx.ok(&["todo", "add", "Tidy the README"]);
     let run = with_hanging_git(&loopx, &["run", "--once", "--json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let evidence = loopx
-        .ok(&["evidence", "list", "--json", "--limit", "100"])
-        .json();
-    let detail = evidence["evidence"]
-        .as_array()
-        .expect("a list")
-        .iter()
-        .find(|e| e["kind"] == "slice")
-        .map(|e| e["detail"].to_string())
-        .unwrap_or_else(|| panic!("the slice's evidence: {evidence}"));
-    assert!(
-        detail.contains("`git rev-parse` did not finish in 1s and was stopped"),
-        "{detail}"
-    );
+    scope_check_stopped(&loopx, &[]);
 }
 
 #[test]
@@ -109,10 +120,9 @@ fn status_of_a_worktree_goal_stops_a_hanging_git_at_the_timeout() {
     );
 }
 
-/// A `git` that hangs (2 min) when asked where the repository's common directory is (which
-/// only loopx's look for the repository a worktree goal needs asks), and is the real git
-/// otherwise; and a `PATH` with it first.
-fn git_hanging_on_the_repository() -> (tempfile::TempDir, String) {
+/// A `git` that hangs (2 min) when given `arg` (one only loopx's own git commands use), and is
+/// the real git otherwise; and a `PATH` with it first.
+fn git_hanging_on(arg: &str) -> (tempfile::TempDir, String) {
     let path = std::env::var("PATH").unwrap_or_default();
     let real = std::env::split_paths(&path)
         .map(|dir| dir.join("git"))
@@ -121,7 +131,7 @@ fn git_hanging_on_the_repository() -> (tempfile::TempDir, String) {
     let bin = tempfile::tempdir().expect("bin dir");
     let git = bin.path().join("git");
     let script = format!(
-        "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --git-common-dir ] && exec sleep 120; done\nexec '{}' \"$@\"\n",
+        "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = {arg} ] && exec sleep 120; done\nexec '{}' \"$@\"\n",
         real.display()
     );
     std::fs::write(&git, script).expect("fake git");
@@ -135,7 +145,9 @@ fn git_hanging_on_the_repository() -> (tempfile::TempDir, String) {
 fn the_demo_stops_a_hanging_git_at_the_timeout_and_works_in_its_own_tree() {
     let scratch = Loopx::empty();
     let dir = scratch.path().join("tour");
-    let (_bin, path) = git_hanging_on_the_repository();
+    // Where the repository's common directory is: asked only by loopx's look for the
+    // repository a worktree goal needs.
+    let (_bin, path) = git_hanging_on("--git-common-dir");
     let started = Instant::now();
     let run = scratch.run_env(
         &["demo", "--dir", dir.to_str().expect("utf-8")],
@@ -154,4 +166,29 @@ fn the_demo_stops_a_hanging_git_at_the_timeout_and_works_in_its_own_tree() {
         "worked in the shared tree: {}",
         run.stderr
     );
+}
+
+#[test]
+fn a_simulation_stops_a_hanging_git_at_the_timeout() {
+    let scratch = Loopx::empty();
+    let keep = scratch.path().join("kept");
+    let keep = keep.to_str().expect("utf-8");
+    // Absolute paths are asked for only by the scope check's first git of a slice (the
+    // simulation's own setup and commits never ask).
+    let (_bin, path) = git_hanging_on("--path-format=absolute");
+    let started = Instant::now();
+    let run = scratch.run_env(
+        &[
+            "sim", SHORT, "--seed", "2", "--hours", "1", "--keep", keep, "--json",
+        ],
+        &[("PATH", &path), ("LOOPX_GIT_TIMEOUT", "1s")],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    // The default minute would have passed at the first slice's scope check.
+    assert!(
+        started.elapsed() < Duration::from_secs(50),
+        "the simulation's git was stopped at the timeout, not after {:?}",
+        started.elapsed()
+    );
+    scope_check_stopped(&scratch, &["--project", keep]);
 }
