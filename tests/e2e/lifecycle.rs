@@ -591,25 +591,10 @@ fn issue_11_a_full_disk_is_named_never_done_and_recovered_once_there_is_room() {
     assert_eq!(t1["todo"]["state"], "done", "{t1}");
 }
 
-/// A directory holding a `git` that hangs, for the front of `PATH`.
-fn hanging_git() -> (tempfile::TempDir, String) {
-    let bin = tempfile::tempdir().expect("bin dir");
-    let git = bin.path().join("git");
-    std::fs::write(&git, "#!/bin/sh\nsleep 30\n").expect("fake git");
-    std::fs::set_permissions(&git, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-    let path = format!(
-        "{}:{}",
-        bin.path().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    (bin, path)
-}
-
 #[test]
 fn issue_11_a_hanging_git_costs_the_scope_check_not_the_loop() {
     let loopx = project("cat >/dev/null\necho fine", "max_time = \"20s\"");
-    let (_bin, path) = hanging_git();
+    let (_bin, path) = crate::support::hanging_git();
     let started = Instant::now();
     let run = loopx.run_env(
         &["run", "--max-slices", "1", "--json"],

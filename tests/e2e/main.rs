@@ -18,6 +18,7 @@ mod escape;
 mod first_hour;
 mod first_week;
 mod freshness;
+mod git_timeout;
 mod goal_base;
 mod goals;
 mod lark;

@@ -234,6 +234,21 @@ impl Loopx {
     }
 }
 
+/// A directory holding a `git` that hangs (30 s), and a `PATH` with it first.
+pub fn hanging_git() -> (tempfile::TempDir, String) {
+    let bin = tempfile::tempdir().expect("bin dir");
+    let git = bin.path().join("git");
+    std::fs::write(&git, "#!/bin/sh\nsleep 30\n").expect("fake git");
+    std::fs::set_permissions(&git, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (bin, path)
+}
+
 /// A project with a goal and the given demo agents.
 pub fn demo_project(agents: &[&str]) -> Loopx {
     let loopx = Loopx::new();

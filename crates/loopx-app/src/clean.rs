@@ -53,7 +53,7 @@ impl App {
             }
         }
         for goal in finished {
-            let found = survey(self.root(), goal, clean.all)
+            let found = survey(self.project(), goal, clean.all)
                 .map_err(|why| ConflictError::Survey { goal, why })?;
             cleaned.kept.extend(found.keep);
             for leftover in found.remove {
@@ -61,7 +61,7 @@ impl App {
                     cleaned.removed.push(leftover);
                     continue;
                 }
-                match remove(self.root(), &leftover) {
+                match remove(self.project(), &leftover) {
                     Ok(()) => cleaned.removed.push(leftover),
                     Err(e) => cleaned.failed.push(format!("{leftover}: {e}")),
                 }

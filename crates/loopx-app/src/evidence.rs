@@ -55,7 +55,7 @@ pub type JudgedHandoff = Judged<Handoff>;
 /// Judges evidence the one way (`loopx_domain::freshness`) for a read of the store.
 #[derive(Debug)]
 pub struct EvidenceJudge {
-    root: PathBuf,
+    project: loopx_kernel::Project,
     rules: EvidenceRules,
     now: Timestamp,
 }
@@ -67,7 +67,7 @@ impl EvidenceJudge {
         s: &Snapshot<'_>,
         evidence: Vec<Evidence>,
     ) -> Result<Vec<JudgedEvidence>, KernelError> {
-        let mut judge = Freshness::new(&self.root, &self.rules, self.now);
+        let mut judge = Freshness::new(&self.project, &self.rules, self.now);
         evidence
             .into_iter()
             .map(|evidence| {
@@ -83,7 +83,7 @@ impl EvidenceJudge {
         s: &Snapshot<'_>,
         handoff: Handoff,
     ) -> Result<JudgedHandoff, KernelError> {
-        let stale = Freshness::new(&self.root, &self.rules, self.now).handoff(s, &handoff)?;
+        let stale = Freshness::new(&self.project, &self.rules, self.now).handoff(s, &handoff)?;
         Ok(Judged::new(handoff, stale))
     }
 }
@@ -104,7 +104,7 @@ impl App {
         let files = file_refs(self.root(), &add.files)?;
         let work = self.read(|s| {
             Ok(loopx_domain::freshness::mark_for(
-                self.root(),
+                self.project(),
                 s,
                 add.kind,
                 add.todo,
@@ -146,7 +146,7 @@ impl App {
     /// A judge of evidence under `rules`, as things are now.
     pub fn evidence_judge(&self, rules: EvidenceRules) -> EvidenceJudge {
         EvidenceJudge {
-            root: self.root().to_path_buf(),
+            project: self.project().clone(),
             rules,
             now: self.now(),
         }

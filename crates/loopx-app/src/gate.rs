@@ -145,7 +145,7 @@ impl App {
         if !wants || g.state != GateState::Open {
             return Ok(None);
         }
-        loopx_git::worktree::roll_back(self.root(), todo.goal, todo.id, checkpoint, commit)
+        loopx_git::worktree::roll_back(self.project(), todo.goal, todo.id, checkpoint, commit)
             .map(Some)
             .map_err(|why| ConflictError::RollBack(why).into())
     }
@@ -189,7 +189,7 @@ impl App {
             return Ok(None);
         }
         Ok(Some(loopx_domain::land::land_kept(
-            self.root(),
+            self.project(),
             self.exe()?,
             &goal,
             &todo,
@@ -213,7 +213,7 @@ impl App {
             .flatten();
         if let Some((TodoState::Dropped, goal)) = found
             && goal.isolation.is_worktree()
-            && let Err(e) = loopx_git::worktree::remove(self.root(), goal.id, todo)
+            && let Err(e) = loopx_git::worktree::remove(self.project(), goal.id, todo)
         {
             tracing::warn!(%todo, error = %e, "cannot remove the todo's worktree");
         }

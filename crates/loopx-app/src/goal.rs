@@ -158,7 +158,7 @@ impl App {
             }
             return Ok((Isolation::Shared, None));
         }
-        let repo = match Repo::of(self.root()) {
+        let repo = match Repo::of(self.project()) {
             Ok(repo) => repo,
             Err(_) if asked.is_none() && from.is_none() => return Ok((Isolation::Shared, None)),
             Err(why) => return Err(UsageError::NeedsGit { from, why }.into()),

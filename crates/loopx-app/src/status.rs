@@ -4,7 +4,7 @@
 
 use loopx_kernel::model::{Gate, Goal, SliceRecord, Todo};
 use loopx_kernel::store::TodoCounts;
-use loopx_kernel::{Timestamp, TodoId};
+use loopx_kernel::{Project, Timestamp, TodoId};
 use serde::Serialize;
 
 use loopx_domain::decision::DecisionState;
@@ -261,9 +261,7 @@ impl App {
                 agents,
             ))
         })?;
-        let isolation = goal
-            .as_ref()
-            .map(|g| isolation_now(project.root(), g, &store));
+        let isolation = goal.as_ref().map(|g| isolation_now(project, g, &store));
         drop(store);
         let mut status = assemble(
             project.root().display().to_string(),
@@ -283,13 +281,13 @@ impl App {
     }
 }
 
-fn isolation_now(root: &std::path::Path, goal: &Goal, store: &loopx_kernel::Store) -> IsolationNow {
+fn isolation_now(project: &Project, goal: &Goal, store: &loopx_kernel::Store) -> IsolationNow {
     use loopx_kernel::model::Isolation;
     match &goal.isolation {
         Isolation::Shared => IsolationNow {
             mode: "shared",
             why: Some(
-                match loopx_git::worktree::in_git(root) {
+                match loopx_git::worktree::in_git(project.root()) {
                     true => "started with --isolation shared",
                     false => "the project is not a git repository",
                 }
@@ -300,7 +298,7 @@ fn isolation_now(root: &std::path::Path, goal: &Goal, store: &loopx_kernel::Stor
             merge_commands: Vec::new(),
         },
         Isolation::Worktree { .. } => {
-            let branches = loopx_git::worktree::branch_states(root, goal.id).unwrap_or_default();
+            let branches = loopx_git::worktree::branch_states(project, goal.id).unwrap_or_default();
             // Only the branches of open and claimed todos: a lookup each.
             let todo_branches = store
                 .read(|s| {

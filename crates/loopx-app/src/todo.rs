@@ -203,7 +203,7 @@ impl App {
             .apply_all(ops, &self.caller().actor, self.now())?;
         let (todo, next) = finished_and_next(tid, applied, with_next)?;
         if let Some((goal, _)) = &worktree_goal
-            && let Err(e) = worktree::remove(self.root(), goal.id, todo.id)
+            && let Err(e) = worktree::remove(self.project(), goal.id, todo.id)
         {
             tracing::warn!(todo = %todo.id, error = %e, "cannot remove the todo's worktree");
         }
@@ -268,9 +268,9 @@ impl App {
         todo: TodoId,
         title: &str,
     ) -> Result<Option<String>, AppError> {
-        let root = self.root();
+        let project = self.project();
         let branch = todo_branch(goal.id, todo);
-        if !Repo::of(root).is_ok_and(|repo| repo.has_branch(&branch)) {
+        if !Repo::of(project).is_ok_and(|repo| repo.has_branch(&branch)) {
             return Ok(None);
         }
         let rollback_open = self.read(|s| {
@@ -282,13 +282,13 @@ impl App {
         if rollback_open {
             return Err(ConflictError::RollbackAsked(todo).into());
         }
-        if worktree::has_uncommitted(root, goal.id, todo).unwrap_or(false) {
+        if worktree::has_uncommitted(project, goal.id, todo).unwrap_or(false) {
             return Err(ConflictError::UncommittedWork(todo).into());
         }
         let into = integration_branch(goal.id);
         let refused = |why: NotLanded| ConflictError::NotLanded { todo, why }.into();
         // No claim to lose: the kernel refuses the person's `done` if someone took the todo.
-        match loopx_domain::land::land_todo(root, self.exe()?, goal, todo, title, &|| true) {
+        match loopx_domain::land::land_todo(project, self.exe()?, goal, todo, title, &|| true) {
             Landing::Landed {
                 commit, commits, ..
             } => Ok(Some(format!(
@@ -370,7 +370,7 @@ impl App {
 
     /// Where a worktree goal's todo branch stands.
     pub fn branch_of(&self, todo: &Todo, goal: GoalId) -> Branch {
-        let states = worktree::branch_states(self.root(), goal).unwrap_or_default();
+        let states = worktree::branch_states(self.project(), goal).unwrap_or_default();
         let state = states.iter().find(|s| s.todo == todo.id);
         Branch {
             name: todo_branch(goal, todo.id),
@@ -395,7 +395,7 @@ impl App {
             return Err(UsageError::SharedTreeTodo(todo.id).into());
         };
         let text =
-            worktree::todo_diff(self.root(), goal.id, todo.id, stat).map_err(UsageError::Git)?;
+            worktree::todo_diff(self.project(), goal.id, todo.id, stat).map_err(UsageError::Git)?;
         Ok(Diff {
             branch: todo_branch(goal.id, todo.id),
             todo,

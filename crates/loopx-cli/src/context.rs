@@ -26,6 +26,9 @@ pub struct Ctx {
     pub host: loopx_domain::process::Host,
     /// The person's registry of projects (`XDG_STATE_HOME`, `HOME`), if there is a place for it.
     pub registry: Option<loopx_app::projects::Registry>,
+    /// `LOOPX_GIT_TIMEOUT`: how long one git command may take; every project this process
+    /// opens carries it (`None`: the git layer's default).
+    pub git_timeout: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -68,6 +71,7 @@ impl Ctx {
             store: loopx_kernel::StoreSettings::default(),
             host: loopx_domain::process::Host::default(),
             registry: None,
+            git_timeout: None,
         }
     }
 
@@ -94,7 +98,8 @@ impl Ctx {
         };
         let project = project
             .map_err(loopx_kernel::KernelError::from)?
-            .with_store(self.store.clone());
+            .with_store(self.store.clone())
+            .with_git_timeout(self.git_timeout);
         tracing::debug!(root = %project.root().display(), "project");
         Ok(project)
     }

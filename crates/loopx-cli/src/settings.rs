@@ -72,8 +72,8 @@ impl Settings {
     }
 
     /// Puts each setting in the command's context, before anything uses it: from there they
-    /// travel with every project it opens (`Ctx::project`) and with the supervisor's `World`
-    /// (`Ctx::world`).
+    /// travel with every project it opens (`Ctx::project`: the store's settings and git's
+    /// timeout) and with the supervisor's `World` (`Ctx::world`).
     pub fn install(self, ctx: &mut crate::context::Ctx) {
         ctx.lease_max = self.lease_max;
         ctx.registry = self.state_dir.map(loopx_app::projects::Registry::in_dir);
@@ -84,9 +84,7 @@ impl Settings {
             pools: Default::default(),
         };
         ctx.host = loopx_domain::process::Host::named(self.host_name.as_deref());
-        if let Some(timeout) = self.git_timeout {
-            loopx_git::set_timeout(timeout);
-        }
+        ctx.git_timeout = self.git_timeout;
     }
 }
 

@@ -25,11 +25,12 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use loopx_adapters::EvidenceRules;
+use loopx_git::Git;
 use loopx_kernel::model::{
     Blocks, Evidence, EvidenceKind, Gate, Goal, GoalStatus, Handoff, Isolation, WorkMark,
 };
 use loopx_kernel::scope::Scope;
-use loopx_kernel::{GoalId, KernelError, Snapshot, Timestamp, TodoId};
+use loopx_kernel::{GoalId, KernelError, Project, Snapshot, Timestamp, TodoId};
 use sha2::{Digest, Sha256};
 
 /// Where a todo's work is, for marks and comparisons.
@@ -49,6 +50,7 @@ type Compared = (Work, Vec<String>, String);
 #[derive(Debug)]
 pub struct Freshness<'a> {
     root: &'a Path,
+    git: Git,
     rules: &'a EvidenceRules,
     now: Timestamp,
     marks: BTreeMap<Work, Result<WorkMark, String>>,
@@ -57,9 +59,10 @@ pub struct Freshness<'a> {
 }
 
 impl<'a> Freshness<'a> {
-    pub fn new(root: &'a Path, rules: &'a EvidenceRules, now: Timestamp) -> Self {
+    pub fn new(project: &'a Project, rules: &'a EvidenceRules, now: Timestamp) -> Self {
         Freshness {
-            root,
+            root: project.root(),
+            git: Git::of(project),
             rules,
             now,
             marks: BTreeMap::new(),
@@ -226,7 +229,7 @@ impl<'a> Freshness<'a> {
         let now = self
             .marks
             .entry(work.clone())
-            .or_insert_with(|| mark_of(self.root, work))
+            .or_insert_with(|| mark_of(self.git, self.root, work))
             .clone();
         let result = now.and_then(|now| {
             let scope = Scope::recorded(scope);
@@ -234,7 +237,7 @@ impl<'a> Freshness<'a> {
                 Work::Tree(dir) => dir.as_path(),
                 Work::Branch(_) => self.root,
             };
-            loopx_git::work::changed_between(dir, then, &now, &|p| scope.contains(p))
+            loopx_git::work::changed_between(self.git, dir, then, &now, &|p| scope.contains(p))
                 .map_err(|e| e.to_string())
         });
         self.compared.insert(key, result.clone());
@@ -245,7 +248,7 @@ impl<'a> Freshness<'a> {
 /// The mark to record with new evidence about `todo`'s work (or the project's, for none):
 /// `None` for a kind that speaks about no work, or a tree git cannot read.
 pub fn mark_for(
-    root: &Path,
+    project: &Project,
     snap: &Snapshot<'_>,
     kind: EvidenceKind,
     todo: Option<TodoId>,
@@ -253,16 +256,17 @@ pub fn mark_for(
     if !kind.speaks_about_work() {
         return None;
     }
+    let (git, root) = (Git::of(project), project.root());
     let goal = match todo {
         Some(t) => snap.todo(t).ok()??.goal,
         None => {
-            return loopx_git::work::mark_or_unknown(root);
+            return loopx_git::work::mark_or_unknown(git, root);
         }
     };
     let goal = snap.goal(goal).ok()??;
     match work_of(root, &goal, todo) {
-        Work::Tree(dir) => loopx_git::work::mark_or_unknown(&dir),
-        Work::Branch(branch) => loopx_git::work::mark_at(root, &branch).ok(),
+        Work::Tree(dir) => loopx_git::work::mark_or_unknown(git, &dir),
+        Work::Branch(branch) => loopx_git::work::mark_at(git, root, &branch).ok(),
     }
 }
 
@@ -316,10 +320,10 @@ fn work_of(root: &Path, goal: &Goal, todo: Option<TodoId>) -> Work {
     }
 }
 
-fn mark_of(root: &Path, work: &Work) -> Result<WorkMark, String> {
+fn mark_of(git: Git, root: &Path, work: &Work) -> Result<WorkMark, String> {
     match work {
-        Work::Tree(dir) => loopx_git::work::mark(dir),
-        Work::Branch(branch) => loopx_git::work::mark_at(root, branch),
+        Work::Tree(dir) => loopx_git::work::mark(git, dir),
+        Work::Branch(branch) => loopx_git::work::mark_at(git, root, branch),
     }
     .map_err(|e| e.to_string())
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use loopx_kernel::model::{Goal, Todo};
 use loopx_kernel::store::FinishTodo;
-use loopx_kernel::{Op, TodoId};
+use loopx_kernel::{Op, Project, TodoId};
 use loopx_pty::{Sandbox, SandboxSupport};
 
 use loopx_git::worktree::{CheckRun, Landing, land};
@@ -21,13 +21,14 @@ const CHECK_OUTPUT: usize = 64 * 1024;
 /// project has one (run through `loopx_exe __exec`, contained like a slice).
 /// `held` says whether the todo is still its lander's, right before the goal's branch moves.
 pub fn land_todo(
-    root: &Path,
+    project: &Project,
     loopx_exe: &Path,
     goal: &Goal,
     todo: TodoId,
     title: &str,
     held: &dyn Fn() -> bool,
 ) -> Landing {
+    let root = project.root();
     let config =
         match loopx_adapters::load_project_config(&root.join(loopx_kernel::project::STATE_DIR)) {
             Ok(config) => config,
@@ -41,7 +42,7 @@ pub fn land_todo(
         timeout: c.timeout,
         run: &run,
     });
-    land(root, goal.id, todo, title, check.as_ref(), held)
+    land(project, goal.id, todo, title, check.as_ref(), held)
 }
 
 /// Lands a todo whose out-of-scope changes a person kept (`keep` on a rollback gate) after its
@@ -50,10 +51,10 @@ pub fn land_todo(
 /// done when it landed. When it does not land (a conflict, a failed check) the todo stays open
 /// and its next slice goes on. Git moves before the answer is recorded: should recording fail,
 /// answering again finds the branch landed already (nothing new to land) and finishes the todo.
-pub fn land_kept(root: &Path, loopx_exe: &Path, goal: &Goal, todo: &Todo) -> (String, Vec<Op>) {
+pub fn land_kept(project: &Project, exe: &Path, goal: &Goal, todo: &Todo) -> (String, Vec<Op>) {
     use loopx_git::worktree::integration_branch;
     use loopx_kernel::model::{EvidenceKind, TodoState};
-    let landing = land_todo(root, loopx_exe, goal, todo.id, &todo.title, &|| true);
+    let landing = land_todo(project, exe, goal, todo.id, &todo.title, &|| true);
     if !matches!(landing, Landing::Landed { .. } | Landing::Empty) {
         tracing::warn!(todo = %todo.id, ?landing, "a todo a person kept did not land");
     }

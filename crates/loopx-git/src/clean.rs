@@ -17,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
-use loopx_kernel::{GoalId, TodoId};
+use loopx_kernel::{GoalId, Project, TodoId};
 
 use crate::GitError;
 use crate::worktree::{
@@ -93,8 +93,8 @@ impl Leftovers {
 
 /// What finished goal `goal` left in the repository of `root`; with `all`, everything, work
 /// that is nowhere else included.
-pub fn survey(root: &Path, goal: GoalId, all: bool) -> Result<Leftovers, GitError> {
-    let repo = Repo::of(root)?;
+pub fn survey(project: &Project, goal: GoalId, all: bool) -> Result<Leftovers, GitError> {
+    let (root, repo) = (project.root(), Repo::of(project)?);
     let mut found = Leftovers::default();
     // A todo whose worktree stays keeps its branch: the work there is measured against it.
     let mut held = Vec::new();
@@ -107,7 +107,7 @@ pub fn survey(root: &Path, goal: GoalId, all: bool) -> Result<Leftovers, GitErro
     }
     for (todo, path) in seats(root, goal) {
         let uncommitted = match todo {
-            Some(todo) if !all => has_uncommitted(root, goal, todo).map_err(|e| e.to_string()),
+            Some(todo) if !all => has_uncommitted(project, goal, todo).map_err(|e| e.to_string()),
             _ => Ok(false),
         };
         if uncommitted != Ok(false) {
@@ -167,12 +167,12 @@ pub fn survey(root: &Path, goal: GoalId, all: bool) -> Result<Leftovers, GitErro
 
 /// Removes one leftover a [`survey`] found: a worktree and loopx's records of it, or a branch
 /// if it is still where it was found.
-pub fn remove(root: &Path, leftover: &Leftover) -> Result<(), GitError> {
+pub fn remove(project: &Project, leftover: &Leftover) -> Result<(), GitError> {
     match leftover {
-        Leftover::Worktree { goal, todo, .. } => remove_seat(root, *goal, *todo),
+        Leftover::Worktree { goal, todo, .. } => remove_seat(project, *goal, *todo),
         Leftover::Branch { name, head, .. } => {
             let reference = format!("refs/heads/{name}");
-            Repo::of(root)?
+            Repo::of(project)?
                 .git(&["update-ref", "-m", "loopx: clean", "-d", &reference, head])
                 .map(|_| ())
                 .map_err(|e| format!("cannot delete the branch {name}: {e}").into())

@@ -2,12 +2,17 @@
 //!
 //! # Theory of operation
 //!
-//! - **One runner.** Every git command loopx runs goes through [`scope::git_run`]: git found
-//!   on `PATH` once and spawned by its absolute path, with a cleared environment (no credential
+//! - **One runner.** Every git command loopx runs goes through [`Git::run`]: git found on
+//!   `PATH` once and spawned by its absolute path, with a cleared environment (no credential
 //!   of loopx's reaches a program git might start), the repository's own config unable to run a
 //!   program (`core.hooksPath`, `core.fsmonitor` and submodule recursion off), no prompt, no
-//!   optional lock, and a deadline ([`set_timeout`], a minute unless the surface says
-//!   otherwise). A git that hangs costs one check, never the supervisor its loop.
+//!   optional lock, and a deadline ([`Git::timeout`], a minute unless the surface says
+//!   otherwise). A git that hangs costs one check, never the supervisor its loop. The deadline
+//!   is a value, not a process-wide setting: the CLI puts `LOOPX_GIT_TIMEOUT` on every
+//!   [`loopx_kernel::Project`] it opens and [`Git::of`] reads it there. What works on the
+//!   project's repository takes the project; what reads another tree (a todo's worktree, the
+//!   scope check's) takes the [`Git`]; a [`worktree::Repo`] and a [`scope::Before`] keep the
+//!   one they were made with.
 //! - **Worktrees and landing** ([`worktree`]): each todo of a worktree goal is worked on its
 //!   own branch in its own worktree, each slice is a checkpoint and a commit, and a done todo
 //!   lands on the goal's integration branch with a compare-and-swap
@@ -41,7 +46,7 @@ pub enum GitError {
     /// git could not be started (not installed, no process to spare).
     #[error("cannot run git: {0}")]
     Spawn(String),
-    /// git did not finish within [`timeout`] and was stopped.
+    /// git did not finish within [`Git::timeout`] and was stopped.
     #[error("`git {command}` did not finish in {after} and was stopped")]
     TimedOut { command: String, after: String },
     /// git ran and failed, in its own words.
@@ -62,24 +67,29 @@ impl From<String> for GitError {
     }
 }
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
-/// How long one git command may take unless [`set_timeout`] said otherwise.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How loopx runs git here: every command goes through [`Git::run`], stopped after `timeout`.
+/// Handed to whatever runs git, from the project it works in ([`Git::of`]), never set for
+/// the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Git {
+    pub timeout: Duration,
+}
 
-static TIMEOUT: OnceLock<Duration> = OnceLock::new();
-
-/// Sets how long one git command may take, for this process, once (the surface reads it from
-/// its configuration at start). A later call is ignored: every command of a run has the same
-/// deadline.
-pub fn set_timeout(timeout: Duration) {
-    if !timeout.is_zero() {
-        let _ = TIMEOUT.set(timeout);
+impl Default for Git {
+    fn default() -> Self {
+        Git {
+            timeout: Duration::from_secs(60),
+        }
     }
 }
 
-/// How long one git command may take.
-pub fn timeout() -> Duration {
-    TIMEOUT.get().copied().unwrap_or(DEFAULT_TIMEOUT)
+impl Git {
+    /// Git as `project`'s surface was told to run it (`LOOPX_GIT_TIMEOUT`), else a minute.
+    pub fn of(project: &loopx_kernel::Project) -> Git {
+        project
+            .git_timeout()
+            .map_or_else(Git::default, |timeout| Git { timeout })
+    }
 }

@@ -30,7 +30,7 @@ use std::time::Duration;
 use loopx_kernel::project::STATE_DIR;
 use loopx_kernel::scope::Scope;
 
-use crate::GitError;
+use crate::{Git, GitError};
 
 /// What loopx writes in `.loopx/` itself during a slice (relative to `.loopx/`).
 /// `worktrees/` holds the todos' worktrees, each checked on its own (`worktree.rs`); `logs/`
@@ -58,6 +58,8 @@ pub struct Before {
 
 #[derive(Debug, Clone)]
 struct GitState {
+    /// How it was read, and how the state after is read.
+    git: Git,
     /// The work tree's top directory.
     top: String,
     /// The project root relative to `top` (`sub/dir/`, or empty).
@@ -134,8 +136,8 @@ impl SliceChanges {
 }
 
 /// The project's state before the slice; outside git, a walk of the goal's `scope` too.
-pub fn capture(root: &Path, scope: &[String]) -> Before {
-    let git = git_state(root, None);
+pub fn capture(git: Git, root: &Path, scope: &[String]) -> Before {
+    let git = git_state(git, root, None);
     let walked = git
         .is_err()
         .then(|| (scope.to_vec(), crate::walk::walk(root, scope)));
@@ -216,14 +218,6 @@ pub fn compare(root: &Path, before: &Before, scope: &[String]) -> SliceChanges {
     changes
 }
 
-/// Runs git in `dir` for at most [`crate::timeout`]; its stdout, or why it failed. A git that
-/// hangs (a lock another process holds, a prompt for credentials) costs the slice its scope
-/// check, never the supervisor its loop.
-pub fn git(dir: &str, args: &[&str]) -> Result<Vec<u8>, GitError> {
-    let out = git_run(dir, args, &[])?;
-    out.succeeded(args).map(|out| out.stdout)
-}
-
 /// `git` as found on `PATH`, once. Spawned by an absolute path, git starts through
 /// `posix_spawn`; by name, with the environment replaced, the standard library must `fork` the
 /// whole supervisor to search `PATH` in the child (measured: most of a slice's CPU at 32
@@ -286,27 +280,6 @@ const SAFE_CONFIG: &[&str] = &[
     "core.multiPackIndex=false",
 ];
 
-/// Runs git in `dir` with `env` added, for at most [`crate::timeout`]; how it ended, or why it
-/// could not run (or was stopped at the deadline).
-///
-/// A git that died because another worktree was half made is run again, a few times over a
-/// third of a second: `git worktree add` writes the new worktree's `commondir` after creating
-/// it empty, and any git that lists the worktrees meanwhile (another `worktree add`, a
-/// `branch -f`, a `worktree list`) dies on it ("failed to read .git/worktrees/t2/commondir").
-/// Two agents' worktrees made at once hit that. Such a git dies while reading, before it
-/// changes anything, so running it again is safe.
-pub fn git_run(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutput, GitError> {
-    let mut pause = Duration::from_millis(20);
-    loop {
-        let out = git_run_once(dir, args, env)?;
-        if out.code == Some(0) || !half_made_worktree(&out.stderr) || pause > HALF_MADE_PATIENCE {
-            return Ok(out);
-        }
-        std::thread::sleep(pause);
-        pause *= 2;
-    }
-}
-
 /// The longest pause before the last try of a git that met a half-made worktree (20, 40, 80
 /// and 160 ms: 300 ms in all).
 const HALF_MADE_PATIENCE: Duration = Duration::from_millis(160);
@@ -319,7 +292,68 @@ fn half_made_worktree(stderr: &str) -> bool {
         && stderr.contains("commondir")
 }
 
-fn git_run_once(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutput, GitError> {
+impl Git {
+    /// Runs git in `dir` for at most [`Git::timeout`]; its stdout, or why it failed. A git
+    /// that hangs (a lock another process holds, a prompt for credentials) costs the slice its
+    /// scope check, never the supervisor its loop.
+    pub fn stdout(self, dir: &str, args: &[&str]) -> Result<Vec<u8>, GitError> {
+        let out = self.run(dir, args, &[])?;
+        out.succeeded(args).map(|out| out.stdout)
+    }
+
+    /// Runs git in `dir` with `env` added, for at most [`Git::timeout`]; how it ended, or why
+    /// it could not run (or was stopped at the deadline).
+    ///
+    /// A git that died because another worktree was half made is run again, a few times over
+    /// a third of a second: `git worktree add` writes the new worktree's `commondir` after
+    /// creating it empty, and any git that lists the worktrees meanwhile (another `worktree
+    /// add`, a `branch -f`, a `worktree list`) dies on it ("failed to read
+    /// .git/worktrees/t2/commondir"). Two agents' worktrees made at once hit that. Such a git
+    /// dies while reading, before it changes anything, so running it again is safe.
+    pub fn run(
+        self,
+        dir: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<GitOutput, GitError> {
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let out = once(self, dir, args, env)?;
+            if out.code == Some(0) || !half_made_worktree(&out.stderr) || pause > HALF_MADE_PATIENCE
+            {
+                return Ok(out);
+            }
+            std::thread::sleep(pause);
+            pause *= 2;
+        }
+    }
+
+    /// The id of the empty tree (a repository without a commit yet compares against it).
+    pub(crate) fn empty_tree(self, top: &str) -> Result<String, GitError> {
+        let id = self.stdout(top, &["hash-object", "-t", "tree", "/dev/null"])?;
+        Ok(String::from_utf8_lossy(&id).trim().to_owned())
+    }
+
+    /// `git status` of the repository at `top`: (two-letter code, repository path) of every
+    /// changed, added, removed and untracked file; ignored files and submodules are left out.
+    pub(crate) fn status(self, top: &str) -> Result<Vec<(String, String)>, GitError> {
+        let raw = self.stdout(
+            top,
+            &[
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+                "--ignore-submodules=all",
+            ],
+        )?;
+        Ok(parse_status(&raw))
+    }
+}
+
+/// One try of [`Git::run`].
+fn once(git: Git, dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOutput, GitError> {
     let what = args.first().copied().unwrap_or("");
     let mut command = Command::new(git_program());
     command
@@ -345,7 +379,7 @@ fn git_run_once(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOut
         .env("GIT_TERMINAL_PROMPT", "0")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let timeout = crate::timeout();
+    let timeout = git.timeout;
     let out = loopx_pty::run_bounded(command, None, timeout)
         .map_err(|e| GitError::Spawn(e.to_string()))?;
     match out.status {
@@ -363,7 +397,7 @@ fn git_run_once(dir: &str, args: &[&str], env: &[(&str, &str)]) -> Result<GitOut
 
 /// The work tree's state. Where `core.excludesFile` points is asked again when a config file
 /// changed since `before`: an agent could point it at a file of its own.
-fn git_state(root: &Path, before: Option<&GitState>) -> Result<GitState, GitError> {
+fn git_state(git: Git, root: &Path, before: Option<&GitState>) -> Result<GitState, GitError> {
     let root = root.to_string_lossy();
     let where_args = [
         "rev-parse",
@@ -377,7 +411,7 @@ fn git_state(root: &Path, before: Option<&GitState>) -> Result<GitState, GitErro
     // One git for where the tree is and its HEAD; a repository without a commit yet fails
     // on `HEAD` and is asked again without it.
     let with_head: Vec<&str> = where_args.iter().copied().chain(["HEAD"]).collect();
-    let (where_, has_head) = match git(&root, &with_head) {
+    let (where_, has_head) = match git.stdout(&root, &with_head) {
         Ok(out) => (out, true),
         Err(GitError::Failed { stderr, .. }) if stderr.contains("not a git repository") => {
             return Err(GitError::NotARepository);
@@ -385,7 +419,7 @@ fn git_state(root: &Path, before: Option<&GitState>) -> Result<GitState, GitErro
         // A git that hung (or is missing) says so itself.
         Err(e @ (GitError::Spawn(_) | GitError::TimedOut { .. })) => return Err(e),
         Err(_) => (
-            git(&root, &where_args).map_err(|e| match e {
+            git.stdout(&root, &where_args).map_err(|e| match e {
                 GitError::Failed { .. } => GitError::NotARepository,
                 other => other,
             })?,
@@ -403,7 +437,8 @@ fn git_state(root: &Path, before: Option<&GitState>) -> Result<GitState, GitErro
         .filter(|_| has_head)
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty());
-    let status = status(&top)?
+    let status = git
+        .status(&top)?
         .into_iter()
         .filter_map(|(code, path)| {
             let project = project_path(&path, &prefix)?;
@@ -414,7 +449,7 @@ fn git_state(root: &Path, before: Option<&GitState>) -> Result<GitState, GitErro
     // An agent can hide a change from `git status`: flag the file skip-worktree or
     // assume-unchanged, or list a new file in `info/exclude`. Such files are fingerprinted
     // like the ones status lists, and the rules themselves are watched.
-    let listed = git(&top, &["ls-files", "-v", "-z"])?;
+    let listed = git.stdout(&top, &["ls-files", "-v", "-z"])?;
     let hidden = listed
         .split(|b| *b == 0)
         .filter(|e| e.len() > 2 && (e[0] == b'S' || e[0].is_ascii_lowercase()))
@@ -429,7 +464,7 @@ fn git_state(root: &Path, before: Option<&GitState>) -> Result<GitState, GitErro
     let configs = config_files(&top, &git_dir);
     let rule_files = match before {
         Some(before) if before.configs == configs => before.ignore_rules.keys().cloned().collect(),
-        _ => ignore_rule_files(&top, exclude),
+        _ => ignore_rule_files(git, &top, exclude),
     };
     let ignore_rules = rule_files
         .into_iter()
@@ -439,6 +474,7 @@ fn git_state(root: &Path, before: Option<&GitState>) -> Result<GitState, GitErro
         })
         .collect();
     Ok(GitState {
+        git,
         top,
         prefix,
         head,
@@ -472,9 +508,9 @@ fn config_files(top: &str, git_dir: &str) -> Vec<(String, Option<Fingerprint>)> 
 
 /// `info/exclude` of the repository (`exclude`, found with the work tree) and the user's
 /// `core.excludesFile`.
-fn ignore_rule_files(top: &str, exclude: String) -> Vec<String> {
+fn ignore_rule_files(git: Git, top: &str, exclude: String) -> Vec<String> {
     let mut files = vec![exclude];
-    if let Ok(out) = git(top, &["config", "--path", "core.excludesFile"]) {
+    if let Ok(out) = git.stdout(top, &["config", "--path", "core.excludesFile"]) {
         files.push(String::from_utf8_lossy(&out).trim().to_owned());
     }
     files.retain(|f| !f.is_empty());
@@ -486,7 +522,7 @@ fn git_changes(
     root: &Path,
     old: &GitState,
 ) -> Result<(Vec<String>, String, Vec<String>), GitError> {
-    let new = git_state(root, Some(old))?;
+    let new = git_state(old.git, root, Some(old))?;
     let rules = new
         .ignore_rules
         .iter()
@@ -508,10 +544,10 @@ fn git_changes(
     );
     let base = match &old.head {
         Some(head) => head.clone(),
-        None => empty_tree(&old.top)?,
+        None => old.git.empty_tree(&old.top)?,
     };
     if let Some(head) = new.head.as_ref().filter(|h| Some(*h) != old.head.as_ref()) {
-        let names = git(
+        let names = old.git.stdout(
             &old.top,
             &[
                 "diff",
@@ -560,7 +596,7 @@ fn diff_stat(
         "--",
     ];
     args.extend(specs.iter().map(String::as_str));
-    let mut stat = String::from_utf8_lossy(&git(&old.top, &args)?).into_owned();
+    let mut stat = String::from_utf8_lossy(&old.git.stdout(&old.top, &args)?).into_owned();
     for f in files {
         if new.status.get(f).is_some_and(|(code, _)| code == "??") {
             stat.push_str(&format!(" {f} (new, untracked)\n"));
@@ -575,29 +611,7 @@ fn diff_stat(
     Ok(stat)
 }
 
-fn empty_tree(top: &str) -> Result<String, GitError> {
-    let id = git(top, &["hash-object", "-t", "tree", "/dev/null"])?;
-    Ok(String::from_utf8_lossy(&id).trim().to_owned())
-}
-
 /// `XY path` entries of `git status --porcelain=v1 -z --no-renames`.
-/// `git status` of the repository at `top`: (two-letter code, repository path) of every
-/// changed, added, removed and untracked file; ignored files and submodules are left out.
-pub(crate) fn status(top: &str) -> Result<Vec<(String, String)>, GitError> {
-    let raw = git(
-        top,
-        &[
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--no-renames",
-            "--ignore-submodules=all",
-        ],
-    )?;
-    Ok(parse_status(&raw))
-}
-
 fn parse_status(raw: &[u8]) -> Vec<(String, String)> {
     raw.split(|b| *b == 0)
         .filter(|e| e.len() > 3)
@@ -736,7 +750,7 @@ pub(crate) mod tests {
     #[test]
     fn a_slice_sees_its_own_changes_commits_and_state_writes_only() {
         let (tmp, root) = repo();
-        let before = capture(&root, &[]);
+        let before = capture(Git::default(), &root, &[]);
         // The slice: edits a tracked file, writes an untracked one, edits an already dirty file,
         // commits one, writes outside the project, and writes a profile in `.loopx/`.
         write(&root, "docs/a.md", "a\nb\n");
@@ -777,12 +791,12 @@ pub(crate) mod tests {
     #[test]
     fn nothing_changed_is_nothing_and_no_git_is_unchecked() {
         let (_tmp, root) = repo();
-        let before = capture(&root, &[]);
+        let before = capture(Git::default(), &root, &[]);
         let changes = compare(&root, &before, &[]);
         assert_eq!(changes, SliceChanges::default());
 
         let plain = tempfile::tempdir().expect("temp dir");
-        let before = capture(plain.path(), &[]);
+        let before = capture(Git::default(), plain.path(), &[]);
         write(plain.path(), "a.txt", "a");
         write(plain.path(), ".loopx/adapters/x.toml", "a");
         let changes = compare(plain.path(), &before, &[]);

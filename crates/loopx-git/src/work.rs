@@ -13,22 +13,23 @@ use std::path::Path;
 
 use loopx_kernel::model::WorkMark;
 
-use crate::GitError;
-use crate::scope::{git, project_path, repo_path, status};
+use crate::scope::{project_path, repo_path};
+use crate::{Git, GitError};
 
 /// At most this many paths are named on one git command line.
 const PATHS_PER_CALL: usize = 200;
 
 /// Where the tree is: its top directory and the project's place in it.
 struct Place {
+    git: Git,
     top: String,
     prefix: String,
     head: Option<String>,
 }
 
-fn place(dir: &Path) -> Result<Place, GitError> {
+fn place(git: Git, dir: &Path) -> Result<Place, GitError> {
     let dir = dir.to_string_lossy();
-    let out = match git(
+    let out = match git.stdout(
         &dir,
         &["rev-parse", "--show-toplevel", "--show-prefix", "HEAD"],
     ) {
@@ -39,7 +40,7 @@ fn place(dir: &Path) -> Result<Place, GitError> {
         Err(e @ (GitError::Spawn(_) | GitError::TimedOut { .. })) => return Err(e),
         // No commit yet: `HEAD` does not resolve.
         Err(_) => (
-            git(&dir, &["rev-parse", "--show-toplevel", "--show-prefix"])?,
+            git.stdout(&dir, &["rev-parse", "--show-toplevel", "--show-prefix"])?,
             false,
         ),
     };
@@ -53,21 +54,27 @@ fn place(dir: &Path) -> Result<Place, GitError> {
         .filter(|_| has_head)
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty());
-    Ok(Place { top, prefix, head })
+    Ok(Place {
+        git,
+        top,
+        prefix,
+        head,
+    })
 }
 
 /// The tree at `dir` as it is now.
-pub fn mark(dir: &Path) -> Result<WorkMark, GitError> {
-    let place = place(dir)?;
+pub fn mark(git: Git, dir: &Path) -> Result<WorkMark, GitError> {
+    let place = place(git, dir)?;
     // Files outside the project and loopx's own state are never about the work: they are
     // neither hashed nor counted. Files the index is told to ignore (`update-index
     // --assume-unchanged`, `--skip-worktree`) are hashed as if changed: `git status` would not
     // show an edit to them.
-    let mut repo_paths: BTreeSet<String> = status(&place.top)?
+    let mut repo_paths: BTreeSet<String> = git
+        .status(&place.top)?
         .into_iter()
         .map(|(_, repo)| repo)
         .collect();
-    repo_paths.extend(hidden(&place.top)?);
+    repo_paths.extend(hidden(&place)?);
     let mut paths: Vec<(String, String)> = repo_paths
         .into_iter()
         .filter_map(|repo| Some((project_path(&repo, &place.prefix)?, repo)))
@@ -76,7 +83,7 @@ pub fn mark(dir: &Path) -> Result<WorkMark, GitError> {
     let overflow = paths.len() > WorkMark::MAX_DIRTY;
     paths.truncate(WorkMark::MAX_DIRTY);
     let repo_paths: Vec<String> = paths.iter().map(|(_, repo)| repo.clone()).collect();
-    let blobs = blob_ids(&place.top, &repo_paths)?;
+    let blobs = blob_ids(&place, &repo_paths)?;
     let dirty = paths
         .into_iter()
         .map(|(project, repo)| {
@@ -94,8 +101,8 @@ pub fn mark(dir: &Path) -> Result<WorkMark, GitError> {
 /// The mark to record with evidence about the tree at `dir`: `None` outside git (such evidence
 /// ages only by its pinned files and shelf life), and a mark that compares as unknown when git
 /// could not read the tree, so that the evidence counts as stale rather than fresh forever.
-pub fn mark_or_unknown(dir: &Path) -> Option<WorkMark> {
-    match mark(dir) {
+pub fn mark_or_unknown(git: Git, dir: &Path) -> Option<WorkMark> {
+    match mark(git, dir) {
         Ok(mark) => Some(mark),
         Err(GitError::NotARepository | GitError::Spawn(_)) => None,
         Err(e) => {
@@ -111,9 +118,9 @@ pub fn mark_or_unknown(dir: &Path) -> Option<WorkMark> {
 
 /// The tree as `rev` holds it, with nothing uncommitted (a worktree goal's branch after its
 /// todo's worktree was removed).
-pub fn mark_at(dir: &Path, rev: &str) -> Result<WorkMark, GitError> {
-    let place = place(dir)?;
-    let commit = git(&place.top, &["rev-parse", "--verify", "--quiet", rev])?;
+pub fn mark_at(git: Git, dir: &Path, rev: &str) -> Result<WorkMark, GitError> {
+    let place = place(git, dir)?;
+    let commit = git.stdout(&place.top, &["rev-parse", "--verify", "--quiet", rev])?;
     Ok(WorkMark {
         commit: Some(String::from_utf8_lossy(&commit).trim().to_owned()),
         dirty: vec![],
@@ -124,6 +131,7 @@ pub fn mark_at(dir: &Path, rev: &str) -> Result<WorkMark, GitError> {
 /// The project-relative files whose content differs between `then` and `now` (both marks of
 /// the tree at `dir`), of those `in_scope` accepts, sorted.
 pub fn changed_between(
+    git: Git,
     dir: &Path,
     then: &WorkMark,
     now: &WorkMark,
@@ -133,7 +141,7 @@ pub fn changed_between(
     if then == now && !then.overflow {
         return Ok(vec![]);
     }
-    let place = place(dir)?;
+    let place = place(git, dir)?;
     let mut candidates: BTreeSet<String> = then
         .dirty
         .iter()
@@ -170,23 +178,25 @@ fn committed_between(
     then: &WorkMark,
     now: &WorkMark,
 ) -> Result<Vec<String>, GitError> {
-    let empty = empty_tree(&place.top)?;
+    let empty = place.git.empty_tree(&place.top)?;
     let from = then.commit.as_deref().unwrap_or(&empty);
     let to = now.commit.as_deref().unwrap_or(&empty);
-    let names = git(
-        &place.top,
-        &[
-            "diff",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-renames",
-            "--name-only",
-            "-z",
-            from,
-            to,
-        ],
-    )
-    .map_err(|e| gone(e, from))?;
+    let names = place
+        .git
+        .stdout(
+            &place.top,
+            &[
+                "diff",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--no-renames",
+                "--name-only",
+                "-z",
+                from,
+                to,
+            ],
+        )
+        .map_err(|e| gone(e, from))?;
     Ok(names
         .split(|b| *b == 0)
         .filter(|n| !n.is_empty())
@@ -230,7 +240,10 @@ fn contents(
                 .collect();
             let mut args = vec!["ls-tree", "-r", "-z", "--full-tree", commit.as_str(), "--"];
             args.extend(specs.iter().map(String::as_str));
-            let out = git(&place.top, &args).map_err(|e| gone(e, commit))?;
+            let out = place
+                .git
+                .stdout(&place.top, &args)
+                .map_err(|e| gone(e, commit))?;
             for entry in out.split(|b| *b == 0).filter(|e| !e.is_empty()) {
                 let entry = String::from_utf8_lossy(entry);
                 // `<mode> <type> <id>\t<path>`
@@ -257,8 +270,8 @@ fn contents(
 
 /// Files the index hides from `git status`: assume-unchanged (a lowercase tag in `ls-files
 /// -v`) and skip-worktree (`S`).
-fn hidden(top: &str) -> Result<Vec<String>, GitError> {
-    let out = git(top, &["ls-files", "-v", "-z"])?;
+fn hidden(place: &Place) -> Result<Vec<String>, GitError> {
+    let out = place.git.stdout(&place.top, &["ls-files", "-v", "-z"])?;
     Ok(out
         .split(|b| *b == 0)
         .filter(|e| e.len() > 2)
@@ -272,12 +285,12 @@ fn hidden(top: &str) -> Result<Vec<String>, GitError> {
 /// filters applied, as for a commit). A symlink's is its target, and a file that cannot be read
 /// is named by its size and time: neither is hashed by git, which would follow the link or fail
 /// on the file and lose the whole mark.
-fn blob_ids(top: &str, paths: &[String]) -> Result<BTreeMap<String, String>, GitError> {
+fn blob_ids(place: &Place, paths: &[String]) -> Result<BTreeMap<String, String>, GitError> {
     use std::os::unix::fs::MetadataExt;
     let mut ids = BTreeMap::new();
     let mut present: Vec<&String> = Vec::new();
     for path in paths {
-        let full = Path::new(top).join(path.as_str());
+        let full = Path::new(&place.top).join(path.as_str());
         let Ok(meta) = std::fs::symlink_metadata(&full) else {
             continue;
         };
@@ -296,18 +309,13 @@ fn blob_ids(top: &str, paths: &[String]) -> Result<BTreeMap<String, String>, Git
     for chunk in present.chunks(PATHS_PER_CALL) {
         let mut args = vec!["hash-object", "--"];
         args.extend(chunk.iter().map(|p| p.as_str()));
-        let out = git(top, &args)?;
+        let out = place.git.stdout(&place.top, &args)?;
         let text = String::from_utf8_lossy(&out);
         for (path, id) in chunk.iter().zip(text.lines()) {
             ids.insert((*path).clone(), id.trim().to_owned());
         }
     }
     Ok(ids)
-}
-
-fn empty_tree(top: &str) -> Result<String, GitError> {
-    let id = git(top, &["hash-object", "-t", "tree", "/dev/null"])?;
-    Ok(String::from_utf8_lossy(&id).trim().to_owned())
 }
 
 #[cfg(test)]
@@ -327,15 +335,16 @@ mod tests {
     }
 
     fn changed(dir: &Path, then: &WorkMark) -> Vec<String> {
-        let now = mark(dir).expect("mark");
-        changed_between(dir, then, &now, &|p| p.starts_with("src/")).expect("compare")
+        let now = mark(Git::default(), dir).expect("mark");
+        changed_between(Git::default(), dir, then, &now, &|p| p.starts_with("src/"))
+            .expect("compare")
     }
 
     #[test]
     fn a_commit_of_the_content_the_evidence_saw_changes_nothing() {
         let dir = repo();
         std::fs::write(dir.path().join("src/lib.rs"), "two\n").expect("write");
-        let then = mark(dir.path()).expect("mark");
+        let then = mark(Git::default(), dir.path()).expect("mark");
         assert_eq!(then.dirty.len(), 1, "{then:?}");
         git_as_tester(dir.path(), &["commit", "-qam", "second"]);
         assert_eq!(changed(dir.path(), &then), Vec::<String>::new());
@@ -344,7 +353,7 @@ mod tests {
     #[test]
     fn a_later_edit_in_scope_is_named_committed_or_not_and_one_outside_is_not() {
         let dir = repo();
-        let then = mark(dir.path()).expect("mark");
+        let then = mark(Git::default(), dir.path()).expect("mark");
         std::fs::write(dir.path().join("README"), "changed\n").expect("write");
         assert_eq!(changed(dir.path(), &then), Vec::<String>::new());
         std::fs::write(dir.path().join("src/lib.rs"), "three\n").expect("write");
@@ -361,7 +370,7 @@ mod tests {
     #[test]
     fn an_edit_the_index_is_told_to_ignore_is_still_seen() {
         let dir = repo();
-        let then = mark(dir.path()).expect("mark");
+        let then = mark(Git::default(), dir.path()).expect("mark");
         for flag in ["--assume-unchanged", "--skip-worktree"] {
             git_as_tester(dir.path(), &["update-index", flag, "src/lib.rs"]);
             std::fs::write(dir.path().join("src/lib.rs"), format!("{flag}\n")).expect("write");
@@ -375,7 +384,7 @@ mod tests {
     fn a_dangling_symlink_or_an_unreadable_file_leaves_the_mark_whole() {
         let dir = repo();
         std::os::unix::fs::symlink("/nonexistent", dir.path().join("src/gone")).expect("link");
-        let then = mark(dir.path()).expect("a mark despite the dangling link");
+        let then = mark(Git::default(), dir.path()).expect("a mark despite the dangling link");
         std::fs::remove_file(dir.path().join("src/gone")).expect("remove");
         std::os::unix::fs::symlink("/elsewhere", dir.path().join("src/gone")).expect("link");
         assert_eq!(changed(dir.path(), &then), vec!["src/gone"]);
@@ -387,14 +396,15 @@ mod tests {
         for n in 0..=WorkMark::MAX_DIRTY {
             std::fs::write(dir.path().join(format!("src/f{n}.rs")), "x\n").expect("write");
         }
-        let then = mark(dir.path()).expect("mark");
+        let then = mark(Git::default(), dir.path()).expect("mark");
         assert!(then.overflow, "{} listed", then.dirty.len());
-        let now = mark(dir.path()).expect("mark");
-        let err = changed_between(dir.path(), &then, &now, &|_| true).expect_err("unknown");
+        let now = mark(Git::default(), dir.path()).expect("mark");
+        let err = changed_between(Git::default(), dir.path(), &then, &now, &|_| true)
+            .expect_err("unknown");
         assert!(err.to_string().contains("too many to compare"), "{err}");
         // Outside git there is no mark at all; a tree git cannot read is marked as unknown.
         let plain = tempfile::tempdir().expect("tempdir");
-        assert_eq!(mark_or_unknown(plain.path()), None);
+        assert_eq!(mark_or_unknown(Git::default(), plain.path()), None);
     }
 
     #[test]
@@ -405,8 +415,9 @@ mod tests {
             dirty: vec![],
             overflow: false,
         };
-        let now = mark(dir.path()).expect("mark");
-        let err = changed_between(dir.path(), &then, &now, &|_| true).expect_err("gone");
+        let now = mark(Git::default(), dir.path()).expect("mark");
+        let err =
+            changed_between(Git::default(), dir.path(), &then, &now, &|_| true).expect_err("gone");
         assert!(
             err.to_string().contains("no longer in the repository"),
             "{err}"

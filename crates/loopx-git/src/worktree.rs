@@ -28,11 +28,11 @@ use std::path::{Path, PathBuf};
 
 use loopx_kernel::model::{Goal, Isolation};
 use loopx_kernel::project::STATE_DIR;
-use loopx_kernel::{GoalId, TodoId};
+use loopx_kernel::{GoalId, Project, TodoId};
 
-use crate::GitError;
 use crate::checkpoint::{self, Bounds, LeftOut};
-use crate::scope::{GitOutput, git_run};
+use crate::scope::GitOutput;
+use crate::{Git, GitError};
 
 mod branches;
 mod commit;
@@ -108,13 +108,18 @@ pub struct Repo {
     pub common: PathBuf,
     /// Its object directory.
     pub objects: PathBuf,
+    /// How git runs on it.
+    pub git: Git,
 }
 
 impl Repo {
-    /// The repository `root` is in; why not when it is in none.
-    pub fn of(root: &Path) -> Result<Repo, GitError> {
+    /// The repository `project` is in, and git as its surface runs it; why not when it is in
+    /// none.
+    pub fn of(project: &Project) -> Result<Repo, GitError> {
+        let git = Git::of(project);
         let out = git_ok(
-            root,
+            git,
+            project.root(),
             &[
                 "rev-parse",
                 "--show-toplevel",
@@ -135,11 +140,12 @@ impl Repo {
             prefix,
             objects: PathBuf::from(&common).join("objects"),
             common: PathBuf::from(common),
+            git,
         })
     }
 
     pub(crate) fn git(&self, args: &[&str]) -> Result<String, GitError> {
-        git_ok(&self.top, args)
+        git_ok(self.git, &self.top, args)
     }
 
     /// The commit `name` names, if it names one.
@@ -157,12 +163,13 @@ impl Repo {
 
     /// Whether `ancestor` is `of` or an ancestor of it.
     fn contains(&self, of: &str, ancestor: &str) -> bool {
-        git_run(
-            &self.top.to_string_lossy(),
-            &["merge-base", "--is-ancestor", ancestor, of],
-            &[],
-        )
-        .is_ok_and(|out| out.code == Some(0))
+        self.git
+            .run(
+                &self.top.to_string_lossy(),
+                &["merge-base", "--is-ancestor", ancestor, of],
+                &[],
+            )
+            .is_ok_and(|out| out.code == Some(0))
     }
 
     /// Creates `branch` at `at` unless it exists (a peer may create it at the same moment);
@@ -264,7 +271,7 @@ impl Repo {
     /// The merge of two commits, without a checkout: its tree (with conflict markers in the
     /// files that conflict), and those files, project-relative (none: a clean merge).
     fn merge_tree(&self, ours: &str, theirs: &str) -> Result<(String, Vec<String>), GitError> {
-        let merged = git_run(
+        let merged = self.git.run(
             &self.top.to_string_lossy(),
             &[
                 "merge-tree",
@@ -327,8 +334,8 @@ impl Repo {
 }
 
 /// Runs git in `dir`; its stdout as text, or why it failed.
-fn git_ok(dir: &Path, args: &[&str]) -> Result<String, GitError> {
-    let out = git_run(&dir.to_string_lossy(), args, &[])?;
+fn git_ok(git: Git, dir: &Path, args: &[&str]) -> Result<String, GitError> {
+    let out = git.run(&dir.to_string_lossy(), args, &[])?;
     ok(args, out)
 }
 
@@ -376,11 +383,11 @@ impl Tree {
     }
 
     /// The todo's existing worktree, without creating anything.
-    pub fn find(root: &Path, goal: GoalId, todo: Option<TodoId>) -> Result<Option<Tree>, GitError> {
-        if !gitdir_record(root, goal, todo).exists() {
+    pub fn find(p: &Project, goal: GoalId, todo: Option<TodoId>) -> Result<Option<Tree>, GitError> {
+        if !gitdir_record(p.root(), goal, todo).exists() {
             return Ok(None);
         }
-        Tree::find_in(&Repo::of(root)?, root, goal, todo)
+        Tree::find_in(&Repo::of(p)?, p.root(), goal, todo)
     }
 
     /// [`Tree::find`] in a repository already found.
@@ -421,7 +428,7 @@ impl Tree {
             ("GIT_WORK_TREE", dir.as_ref()),
             ("GIT_INDEX_FILE", index.as_ref()),
         ];
-        ok(args, git_run(&dir, args, &env)?)
+        ok(args, self.repo.git.run(&dir, args, &env)?)
     }
 
     fn git(&self, args: &[&str]) -> Result<String, GitError> {
@@ -518,7 +525,7 @@ impl Tree {
             ("GIT_AUTHOR_NAME", name),
             ("GIT_AUTHOR_EMAIL", email),
         ];
-        let commit = ok(&["commit-tree"], git_run(&common, &args, &env)?)?;
+        let commit = ok(&["commit-tree"], self.repo.git.run(&common, &args, &env)?)?;
         Ok((commit.trim().to_owned(), left))
     }
 
@@ -611,7 +618,7 @@ pub struct Prepared {
 /// A planning slice (`todo` `None`) gets the goal's planning worktree at the newest
 /// integration head, whatever an earlier planning slice left there discarded.
 pub fn prepare(
-    root: &Path,
+    project: &Project,
     goal: &Goal,
     todo: Option<TodoId>,
     slice: &str,
@@ -620,7 +627,7 @@ pub fn prepare(
     let Isolation::Worktree { base } = &goal.isolation else {
         return Err(format!("goal {} works in the project's own tree", goal.id).into());
     };
-    let repo = Repo::of(root)?;
+    let (root, repo) = (project.root(), Repo::of(project)?);
     let integration = repo.ensure_branch(&integration_branch(goal.id), base)?;
     let Some(todo) = todo else {
         let tree = match Tree::find_in(&repo, root, goal.id, None)? {
@@ -778,13 +785,14 @@ fn relative(repo_path: &str, prefix: &str) -> String {
 }
 
 /// Removes a todo's worktree (done or dropped); its branch stays.
-pub fn remove(root: &Path, goal: GoalId, todo: TodoId) -> Result<(), GitError> {
-    remove_seat(root, goal, Some(todo))
+pub fn remove(project: &Project, goal: GoalId, todo: TodoId) -> Result<(), GitError> {
+    remove_seat(project, goal, Some(todo))
 }
 
 /// Removes a todo's worktree or (`None`) the goal's planning worktree, and loopx's records of
 /// it; no branch is touched.
-pub(crate) fn remove_seat(root: &Path, goal: GoalId, todo: Option<TodoId>) -> Result<(), GitError> {
+pub(crate) fn remove_seat(p: &Project, goal: GoalId, todo: Option<TodoId>) -> Result<(), GitError> {
+    let root = p.root();
     let dir = seat_dir(root, goal, todo);
     if let Some(link) = linked(root, goal, todo) {
         return Err(format!(
@@ -795,7 +803,7 @@ pub(crate) fn remove_seat(root: &Path, goal: GoalId, todo: Option<TodoId>) -> Re
     }
     let record = gitdir_record(root, goal, todo);
     if dir.exists() {
-        let repo = Repo::of(root)?;
+        let repo = Repo::of(p)?;
         let dir_text = dir.to_string_lossy().into_owned();
         if repo
             .git(&["worktree", "remove", "--force", &dir_text])
@@ -915,13 +923,14 @@ mod tests {
         let (t1, t2) = (TodoId(1), TodoId(2));
         let dir = repo_with(&[(t1, "one.txt"), (t2, "two.txt")]);
         let root = dir.path();
+        let project = Project::create(root).expect("a project in the repository");
         let checks = Cell::new(0);
         // t2 lands while t1's check runs: t1's compare-and-swap then fails, and t1 merges
         // again onto t2's landing instead of overwriting it.
         let run = |_: &Path, _: &str, _: &str, _: Duration| {
             checks.set(checks.get() + 1);
             if checks.get() == 1 {
-                let landed = land(root, GoalId(1), t2, "Two", None, &|| true);
+                let landed = land(&project, GoalId(1), t2, "Two", None, &|| true);
                 assert!(matches!(landed, Landing::Landed { .. }), "{landed:?}");
             }
             Ok((Some(0), String::new()))
@@ -931,7 +940,7 @@ mod tests {
             timeout: Duration::from_secs(60),
             run: &run,
         };
-        let landed = land(root, GoalId(1), t1, "One", Some(&check), &|| true);
+        let landed = land(&project, GoalId(1), t1, "One", Some(&check), &|| true);
         let Landing::Landed { commits, files, .. } = landed else {
             panic!("t1 lands: {landed:?}")
         };
@@ -946,7 +955,7 @@ mod tests {
         assert_eq!(files, "README\none.txt\ntwo.txt");
         // Landing again finds nothing new; the person's branch never moved.
         assert_eq!(
-            land(root, GoalId(1), t1, "One", None, &|| true),
+            land(&project, GoalId(1), t1, "One", None, &|| true),
             Landing::Empty
         );
         assert_eq!(git(root, &["rev-list", "--count", "main"]), "1");
@@ -957,8 +966,9 @@ mod tests {
         let t1 = TodoId(1);
         let dir = repo_with(&[(t1, "one.txt")]);
         let root = dir.path();
+        let project = Project::create(root).expect("a project in the repository");
         let before = git(root, &["rev-parse", "loopx/g1"]);
-        let landed = land(root, GoalId(1), t1, "One", None, &|| false);
+        let landed = land(&project, GoalId(1), t1, "One", None, &|| false);
         assert!(
             matches!(&landed, Landing::Failed(why) if why.contains("claim was lost")),
             "{landed:?}"
@@ -971,6 +981,7 @@ mod tests {
         let t1 = TodoId(1);
         let dir = repo_with(&[(t1, "one.txt")]);
         let root = dir.path();
+        let project = Project::create(root).expect("a project in the repository");
         let before = git(root, &["rev-parse", "loopx/g1"]);
         let run = |dir: &Path, _: &str, _: &str, _: Duration| {
             // The check sees the merge: the todo's file and the goal's.
@@ -982,7 +993,7 @@ mod tests {
             timeout: Duration::from_secs(60),
             run: &run,
         };
-        let landed = land(root, GoalId(1), t1, "One", Some(&check), &|| true);
+        let landed = land(&project, GoalId(1), t1, "One", Some(&check), &|| true);
         assert_eq!(
             landed,
             Landing::CheckFailed {

@@ -1,4 +1,4 @@
-//! A git run while another worktree is half made is run again (`git_run`): the git here fails
+//! A git run while another worktree is half made is run again (`Git::run`): the git here fails
 //! the way git 2.x does then, once, on its first run, and the second run is the real git's.
 //!
 //! The crate finds git on `PATH` once per process, so the test runs its own binary again
@@ -7,7 +7,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use loopx_git::scope::git;
+use loopx_git::Git;
 
 /// Set in the run of this binary that checks, to the repository.
 const INNER: &str = "LOOPX_GIT_TEST_REPO";
@@ -34,8 +34,9 @@ fn flaky_git(bin: &Path, real: &str) {
 fn a_git_that_met_a_half_made_worktree_is_run_again() {
     if let Some(repo) = std::env::var_os(INNER) {
         let dir = repo.to_string_lossy();
-        let out =
-            git(&dir, &["rev-parse", "--is-inside-work-tree"]).expect("run again, and passed");
+        let out = Git::default()
+            .stdout(&dir, &["rev-parse", "--is-inside-work-tree"])
+            .expect("run again, and passed");
         assert_eq!(String::from_utf8_lossy(&out).trim(), "true");
         return;
     }

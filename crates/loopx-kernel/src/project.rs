@@ -22,13 +22,16 @@ pub const STATE_DIR: &str = ".loopx";
 /// The store inside it.
 pub const STORE_FILE: &str = "state.redb";
 
-/// A project root and its state directory, and how this process reaches its store.
+/// A project root and its state directory, how this process reaches its store, and how long
+/// a git command it runs there may take.
 #[derive(Debug, Clone)]
 pub struct Project {
     root: PathBuf,
     /// `root/.loopx`; a staging directory while a new project is being built.
     state_dir: PathBuf,
     store: StoreSettings,
+    /// `LOOPX_GIT_TIMEOUT`, read once by the CLI; `None`: the git layer's own default.
+    git_timeout: Option<std::time::Duration>,
 }
 
 /// How this process reaches a project's store, as its surface was told (`LOOPX_STORE_URL`,
@@ -198,6 +201,7 @@ impl Project {
                 root,
                 state_dir: staging,
                 store: StoreSettings::default(),
+                git_timeout: None,
             },
             committed: false,
         };
@@ -220,6 +224,7 @@ impl Project {
             root,
             state_dir,
             store: StoreSettings::default(),
+            git_timeout: None,
         }
     }
 
@@ -232,6 +237,18 @@ impl Project {
     /// How this process reaches the project's store.
     pub fn store_settings(&self) -> &StoreSettings {
         &self.store
+    }
+
+    /// The same project, each git command run in it stopped after `timeout` (`None`: a
+    /// minute, the git layer's default).
+    pub fn with_git_timeout(mut self, timeout: Option<std::time::Duration>) -> Project {
+        self.git_timeout = timeout;
+        self
+    }
+
+    /// How long a git command run in this project may take, as the surface was told.
+    pub fn git_timeout(&self) -> Option<std::time::Duration> {
+        self.git_timeout
     }
 
     pub fn root(&self) -> &Path {

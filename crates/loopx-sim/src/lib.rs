@@ -70,6 +70,8 @@ pub struct Options {
     /// Run the timer baseline instead of loopx's monitors: every agent wakes this often to
     /// look (`--baseline timer:15m`).
     pub baseline: Option<Duration>,
+    /// `LOOPX_GIT_TIMEOUT`: how long one git command of the simulated project may take.
+    pub git_timeout: Option<Duration>,
 }
 
 /// Runs `plan` with `options`: the report says whether every invariant held.
@@ -90,7 +92,7 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
         }
     };
     let clock = Arc::new(VirtualClock::new(plan.start));
-    let project = setup::create(&dir, &plan, clock.now())?;
+    let project = setup::create(&dir, &plan, clock.now())?.with_git_timeout(options.git_timeout);
     let faults = Arc::new(std::sync::Mutex::new(faults::FaultState::new(
         &plan,
         options.seed,

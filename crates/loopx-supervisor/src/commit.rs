@@ -16,6 +16,7 @@ use crate::slice::{Begun, actor, patience, retrying};
 use loopx_domain::judge::{AgentEnd, Judged};
 pub use loopx_domain::writeback::SliceSummary;
 use loopx_domain::writeback::{self, Finished};
+use loopx_git::Git;
 use loopx_git::worktree::{Landing, SliceCommit};
 
 impl Begun {
@@ -46,7 +47,7 @@ impl Begun {
         let tree = self.tree.as_ref().and_then(|t| t.as_ref().ok());
         if writeback::reports_work_evidence(judged.classification.as_ref()) {
             let dir = tree.map_or_else(|| req.project.root().to_path_buf(), |p| p.tree.workdir());
-            end.changes.work = loopx_git::work::mark_or_unknown(&dir);
+            end.changes.work = loopx_git::work::mark_or_unknown(Git::of(&req.project), &dir);
         }
         let setup = &self.setup;
         let landing = landing(
@@ -98,7 +99,7 @@ impl Begun {
                 // Done: its branch landed and stays; its worktree is no longer needed.
                 if let (Some(_), Some(goal), Some(todo)) = (tree, &self.goal, self.record.todo)
                     && summary.todo_state == Some("done")
-                    && let Err(e) = loopx_git::worktree::remove(req.project.root(), goal.id, todo)
+                    && let Err(e) = loopx_git::worktree::remove(&req.project, goal.id, todo)
                 {
                     tracing::warn!(%todo, error = %e, "cannot remove a done todo's worktree");
                 }
@@ -149,7 +150,7 @@ fn landing(
             held_todo(req, todo, &begun.setup.agent.name, epoch).map(|title| {
                 let held = || renewal.is_none_or(|r| r.lost().is_none());
                 loopx_domain::land::land_todo(
-                    req.project.root(),
+                    &req.project,
                     &req.loopx_exe,
                     goal,
                     todo,

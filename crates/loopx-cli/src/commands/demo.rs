@@ -168,7 +168,7 @@ fn setup(ctx: &Ctx, project: &Project) -> Result<(), ExpectedError> {
                 scope: vec![],
                 permission: loopx_kernel::model::PermissionLevel::WorkspaceWrite,
                 share: 1.0,
-                isolation: isolation(project.root()),
+                isolation: isolation(project),
             }),
             agent("executor", "demo", "executor")?,
             agent("reviewer", "demo-reviewer", "reviewer")?,
@@ -181,7 +181,8 @@ fn setup(ctx: &Ctx, project: &Project) -> Result<(), ExpectedError> {
 
 /// The demo project is a git repository with one commit, so that each todo is worked in its
 /// own worktree, as in any git project; without git, the agents share the project's tree.
-fn isolation(dir: &std::path::Path) -> Isolation {
+fn isolation(project: &Project) -> Isolation {
+    let dir = project.root();
     let git = |args: &[&str]| {
         std::process::Command::new("git")
             .arg("-C")
@@ -215,7 +216,7 @@ fn isolation(dir: &std::path::Path) -> Isolation {
             "-m",
             "Start the demo project",
         ]);
-    let repo = loopx_git::worktree::Repo::of(dir);
+    let repo = loopx_git::worktree::Repo::of(project);
     match repo {
         Ok(repo) if made && repo.check_git_version().is_ok() => match repo.commit("HEAD") {
             Some(base) => {

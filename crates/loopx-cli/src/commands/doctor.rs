@@ -360,7 +360,7 @@ fn worktrees(project: &loopx_kernel::Project, store: &Store, repair: bool) -> Op
     let failed: Vec<String> = stale
         .iter()
         .filter_map(|(g, t, _)| {
-            worktree::remove(project.root(), *g, *t)
+            worktree::remove(project, *g, *t)
                 .err()
                 .map(|e| e.to_string())
         })

@@ -213,7 +213,8 @@ fn create_with(
         )?;
         found.push(adapter.name);
     }
-    Ok((staged.commit().map_err(KernelError::from)?, found))
+    let project = staged.commit().map_err(KernelError::from)?;
+    Ok((project.with_git_timeout(ctx.git_timeout), found))
 }
 
 /// The built-in vendor adapters whose program is on `PATH`: a new project gets a profile for

@@ -33,6 +33,7 @@ pub fn run(ctx: &mut Ctx, args: SimArgs) -> Result<(), ExpectedError> {
             keep: args.keep.clone(),
             name: name.clone(),
             baseline: None,
+            git_timeout: ctx.git_timeout,
         };
         let report =
             loopx_sim::run(&plan, &options).map_err(|e| ExpectedError::Config(e.to_string()))?;

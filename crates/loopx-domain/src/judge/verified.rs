@@ -107,7 +107,7 @@ fn missing(
         })
         .unwrap_or_default();
     read(&mut |s| {
-        let mut judge = Freshness::new(project.root(), rules, now);
+        let mut judge = Freshness::new(project, rules, now);
         let recorded = s.evidence_newest(LOOK_BACK, |e| e.todo == Some(todo))?;
         let mut missing = Vec::new();
         for kind in &rules.done_needs {

@@ -2,12 +2,10 @@
 //! branch, whether a worktree has uncommitted work, a todo's diff (`loopx status`, `loopx diff`,
 //! `loopx clean`).
 
-use std::path::Path;
-
-use loopx_kernel::{GoalId, TodoId};
+use loopx_kernel::{GoalId, Project, TodoId};
 
 use super::{Repo, Tree, git_ok, integration_branch, todo_branch};
-use crate::GitError;
+use crate::{Git, GitError};
 
 /// Where a todo's branch stands against the goal's integration branch.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -21,11 +19,15 @@ pub struct BranchState {
 }
 
 /// Every todo branch of `goal`, in one git command.
-pub fn branch_states(root: &Path, goal: GoalId) -> Result<Vec<BranchState>, GitError> {
+pub fn branch_states(project: &Project, goal: GoalId) -> Result<Vec<BranchState>, GitError> {
     let into = integration_branch(goal);
     let format = format!("--format=%(refname:short) %(ahead-behind:refs/heads/{into})");
     let pattern = format!("refs/heads/{into}-*");
-    let out = git_ok(root, &["for-each-ref", &format, &pattern])?;
+    let out = git_ok(
+        Git::of(project),
+        project.root(),
+        &["for-each-ref", &format, &pattern],
+    )?;
     let prefix = format!("{into}-");
     let mut states: Vec<BranchState> = out
         .lines()
@@ -49,8 +51,8 @@ pub fn branch_states(root: &Path, goal: GoalId) -> Result<Vec<BranchState>, GitE
 
 /// Whether a todo's worktree holds work not on its branch (a slice running, or one that was
 /// killed before its commit), read through an index of its own.
-pub fn has_uncommitted(root: &Path, goal: GoalId, todo: TodoId) -> Result<bool, GitError> {
-    let Some(tree) = Tree::find(root, goal, Some(todo))? else {
+pub fn has_uncommitted(project: &Project, goal: GoalId, todo: TodoId) -> Result<bool, GitError> {
+    let Some(tree) = Tree::find(project, goal, Some(todo))? else {
         return Ok(false);
     };
     let Some(head) = tree.repo.branch_head(&todo_branch(goal, todo)) else {
@@ -72,8 +74,8 @@ pub fn has_uncommitted(root: &Path, goal: GoalId, todo: TodoId) -> Result<bool, 
 
 /// The diff of a todo's work: its branch against where it forked from the integration
 /// branch, then what its worktree holds uncommitted (a slice running now).
-pub fn todo_diff(root: &Path, goal: GoalId, todo: TodoId, stat: bool) -> Result<String, GitError> {
-    let repo = Repo::of(root)?;
+pub fn todo_diff(p: &Project, goal: GoalId, todo: TodoId, stat: bool) -> Result<String, GitError> {
+    let repo = Repo::of(p)?;
     let branch = todo_branch(goal, todo);
     if !repo.has_branch(&branch) {
         return Err(
@@ -90,10 +92,8 @@ pub fn todo_diff(root: &Path, goal: GoalId, todo: TodoId, stat: bool) -> Result<
     }
     args.push(&range);
     let mut text = repo.git(&args)?;
-    if let (Some(tree), Some(head)) = (
-        Tree::find(root, goal, Some(todo))?,
-        repo.branch_head(&branch),
-    ) {
+    if let (Some(tree), Some(head)) = (Tree::find(p, goal, Some(todo))?, repo.branch_head(&branch))
+    {
         // An index of its own: a slice ending meanwhile uses loopx's.
         let index = tree
             .index

@@ -3,11 +3,9 @@
 //! branch and worktree back at a checkpoint when a person answers `rollback`
 //! (`docs/design/worktrees.md`).
 
-use std::path::Path;
-
 use loopx_kernel::project::STATE_DIR;
 use loopx_kernel::scope::Scope;
-use loopx_kernel::{GoalId, TodoId};
+use loopx_kernel::{GoalId, Project, TodoId};
 
 use super::{Prepared, Repo, Tree, relative, short, todo_branch};
 use crate::GitError;
@@ -128,13 +126,13 @@ fn changes_between(
 /// Puts a todo's branch and worktree back at `checkpoint`, undoing `commit` (the answer
 /// `rollback` to a violation gate); what was done, or why it could not be.
 pub fn roll_back(
-    root: &Path,
+    project: &Project,
     goal: GoalId,
     todo: TodoId,
     checkpoint: &str,
     commit: &str,
 ) -> Result<String, GitError> {
-    let repo = Repo::of(root)?;
+    let repo = Repo::of(project)?;
     let branch = todo_branch(goal, todo);
     let head = repo.branch_head(&branch);
     if head.as_deref() != Some(commit) {
@@ -144,7 +142,7 @@ pub fn roll_back(
             short(commit)
         ).into());
     }
-    if let Some(tree) = Tree::find(root, goal, Some(todo))? {
+    if let Some(tree) = Tree::find(project, goal, Some(todo))? {
         tree.switch(commit, checkpoint)?;
         tree.reset_agent_git(checkpoint)?;
     }

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use loopx_kernel::{GoalId, TodoId};
+use loopx_kernel::{GoalId, Project, TodoId};
 
 use super::{LAND_SUBJECT, LAND_TRIES, Repo, goal_dir, integration_branch, relative, todo_branch};
 use crate::GitError;
@@ -67,26 +67,26 @@ impl std::fmt::Debug for CheckRun<'_> {
 /// `held` is asked right before the goal's branch moves (after the check, which may take
 /// minutes): a todo whose claim was lost meanwhile lands nothing.
 pub fn land(
-    root: &Path,
+    project: &Project,
     goal: GoalId,
     todo: TodoId,
     title: &str,
     check: Option<&CheckRun<'_>>,
     held: &dyn Fn() -> bool,
 ) -> Landing {
-    try_land(root, goal, todo, title, check, held)
+    try_land(project, goal, todo, title, check, held)
         .unwrap_or_else(|e| Landing::Failed(e.to_string()))
 }
 
 fn try_land(
-    root: &Path,
+    project: &Project,
     goal: GoalId,
     todo: TodoId,
     title: &str,
     check: Option<&CheckRun<'_>>,
     held: &dyn Fn() -> bool,
 ) -> Result<Landing, GitError> {
-    let repo = Repo::of(root)?;
+    let repo = Repo::of(project)?;
     let integration = integration_branch(goal);
     let branch = todo_branch(goal, todo);
     let mut heads = repo.branch_heads(&[&integration, &branch])?;
@@ -120,7 +120,7 @@ fn try_land(
         );
         let commit = repo.merge_commit(&tree, &into, &theirs, &message)?;
         if let Some(check) = check
-            && let Some(failed) = run_check(root, &repo, goal, todo, &commit, check)?
+            && let Some(failed) = run_check(project.root(), &repo, goal, todo, &commit, check)?
         {
             return Ok(failed);
         }

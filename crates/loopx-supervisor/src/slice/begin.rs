@@ -62,7 +62,7 @@ impl Decided {
         let setup = &self.setup;
         let rules = crate::notify::project_config(&req.project)?.evidence;
         let now = req.world.clock.now();
-        let mut judge = loopx_domain::freshness::Freshness::new(req.project.root(), &rules, now);
+        let mut judge = loopx_domain::freshness::Freshness::new(&req.project, &rules, now);
         let values = self.store.read(|s| {
             let todo: Option<Todo> = match self.todo {
                 Some(id) => s.todo(id)?,
@@ -121,7 +121,7 @@ impl Decided {
         });
         match &self.goal {
             Some(goal) if goal.isolation.is_worktree() => Some(loopx_git::worktree::prepare(
-                req.project.root(),
+                &req.project,
                 goal,
                 record.todo,
                 &record.id.to_string(),

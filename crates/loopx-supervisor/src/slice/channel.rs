@@ -287,7 +287,8 @@ impl Serving {
             if let Op::EvidenceAdd(new) = op
                 && new.kind.speaks_about_work()
             {
-                new.work = loopx_git::work::mark_or_unknown(&self.work);
+                new.work =
+                    loopx_git::work::mark_or_unknown(loopx_git::Git::of(&self.project), &self.work);
             }
         }
         let written = retrying(&*self.clock, patience(&self.project), || {

@@ -22,6 +22,7 @@ use crate::errors::SupervisorError;
 use crate::once::{RunOnce, Step};
 use crate::renew::Renewal;
 use loopx_domain::judge::{AgentEnd, Judged, judge};
+use loopx_git::Git;
 use loopx_git::scope::{self, SliceChanges};
 use loopx_kernel::report::Reporter;
 use loopx_pty::LaunchSpec;
@@ -104,7 +105,7 @@ impl Begun {
             Some(_) if spec.sandbox.landlock || spec.sandbox.seatbelt => {
                 scope::capture_state(req.project.root())
             }
-            _ => scope::capture(req.project.root(), self.scope()),
+            _ => scope::capture(Git::of(&req.project), req.project.root(), self.scope()),
         };
         self.renewal = self.renew(req);
         let started = req.world.clock.monotonic();
@@ -280,7 +281,7 @@ impl Begun {
         let log = slice_path(req, self.record.log.as_deref().unwrap_or_default());
         create_private(&log);
         (
-            scope::capture(req.project.root(), self.scope()),
+            scope::capture(Git::of(&req.project), req.project.root(), self.scope()),
             req.world.clock.monotonic(),
         )
     }
