@@ -8,11 +8,7 @@ use crate::support::Loopx;
 
 /// A `PATH` of `dir` and git alone: whatever agent CLIs this machine has stay out of sight.
 fn path_with(dir: &Path) -> String {
-    let git = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|d| d.join("git"))
-        .find(|g| g.is_file())
-        .expect("git on PATH");
-    std::os::unix::fs::symlink(&git, dir.join("git")).expect("link git");
+    std::os::unix::fs::symlink(crate::support::real_git(), dir.join("git")).expect("link git");
     dir.display().to_string()
 }
 
@@ -290,4 +286,27 @@ fn a_guided_start_without_a_terminal_takes_its_answers_from_flags() {
     ]);
     assert_eq!(wrong.code, 2, "{wrong:?}");
     assert!(wrong.stderr.contains("NAME=PROFILE"), "{}", wrong.stderr);
+    // An agent that cannot be added stops the start before the goal exists: a name taken,
+    // a profile that does not load.
+    for (spec, words) in [("exec=demo", "exists already"), ("other=nosuch", "nosuch")] {
+        let args = [
+            "goal",
+            "start",
+            "--guided",
+            "--goal-text",
+            "Another goal",
+            "--add-agent",
+            spec,
+        ];
+        let refused = loopx.run(&args);
+        assert_ne!(refused.code, 0, "{refused:?}");
+        assert!(refused.stderr.contains(words), "{spec}: {}", refused.stderr);
+        let goals = loopx.ok(&["goal", "list", "--json"]).json();
+        let active = goals["goals"].as_array().expect("goals").iter();
+        assert_eq!(
+            active.filter(|g| g["status"] == "active").count(),
+            0,
+            "{goals}"
+        );
+    }
 }

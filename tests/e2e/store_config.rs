@@ -2,25 +2,7 @@
 //! read by one loader, with its limits, and its `[store] url` checked by one rule, whichever
 //! command opens the store.
 
-use std::process::{Command, Stdio};
-
-use crate::support::{Loopx, Run, SOON};
-
-/// Runs `cmd` and returns what it printed, or `None` (after killing it) if it was still running
-/// after `within`: a command stuck on a file that never ends must fail the test, not hang it.
-fn finished_within(mut cmd: Command, within: std::time::Duration) -> Option<Run> {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("loopx starts");
-    let exited = loopx_testkit::poll(within, || child.try_wait().expect("wait").map(|_| ()));
-    if exited.is_none() {
-        let _ = child.kill();
-    }
-    let output = child.wait_with_output().expect("output");
-    exited.map(|()| Run::from(output))
-}
+use crate::support::{Loopx, SOON, finished_within};
 
 /// Puts `text` in `.loopx/loopx.toml` as it is (no `[store]` of a test database kept).
 fn write_config(loopx: &Loopx, text: &str) {

@@ -234,6 +234,30 @@ impl Loopx {
     }
 }
 
+/// The real git: the first on this process's `PATH`.
+pub fn real_git() -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|dir| dir.join("git"))
+        .find(|git| git.is_file())
+        .expect("git on PATH")
+}
+
+/// Runs `cmd` (its output captured) until it exits or `within` passes; `None` when it did not
+/// finish in time (it is killed).
+pub fn finished_within(mut cmd: Command, within: Duration) -> Option<Run> {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("loopx starts");
+    let exited = loopx_testkit::poll(within, || child.try_wait().expect("wait").map(|_| ()));
+    if exited.is_none() {
+        let _ = child.kill();
+    }
+    let output = child.wait_with_output().expect("output");
+    exited.map(|()| Run::from(output))
+}
+
 /// A directory holding a `git` that hangs (30 s), and a `PATH` with it first.
 pub fn hanging_git() -> (tempfile::TempDir, String) {
     let bin = tempfile::tempdir().expect("bin dir");

@@ -170,9 +170,12 @@ impl Registry {
             .dir
             .join(format!("projects.json.{}.{nanos}.tmp", std::process::id()));
         // A new file of ours, never one a planted link points at.
+        self.remove_leftovers();
         let written = private_file(&tmp, true)
             .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()))
-            .and_then(|()| fs::rename(&tmp, self.path()));
+            .and_then(|()| fs::rename(&tmp, self.path()))
+            // The rename itself is durable once the directory is.
+            .and_then(|()| fs::File::open(&self.dir).and_then(|d| d.sync_all()));
         if let Err(e) = written {
             let _ = fs::remove_file(&tmp);
             return Err(self.error(e, HINT));
@@ -182,6 +185,21 @@ impl Registry {
 }
 
 impl Registry {
+    /// Removes the temporary files a writer killed mid-write left; under the lock, nobody else
+    /// is writing one.
+    fn remove_leftovers(&self) {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("projects.json.") && name.ends_with(".tmp") {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+
     /// The registry's lock: a regular file of ours (never through a link, never a FIFO, which
     /// would block the open), held exclusively; a holder that keeps it past `LOCK_WAIT` is an
     /// error, not a hang.
@@ -299,11 +317,14 @@ pub fn glance(root: &Path) -> Seen {
         return Seen::Gone;
     }
     let read = Project::at(root).map_err(|e| why(&e)).and_then(|project| {
+        // Only this disk's redb file is ever opened (`local_only`): a `loopx.toml` changed to
+        // name a database between the look and the open is refused by the open itself.
         let project = project.with_store(StoreSettings {
             wait: GLANCE_WAIT,
+            local_only: true,
             ..Default::default()
         });
-        match loopx_kernel::store::store_url(&project).map_err(|e| why(&e))? {
+        match loopx_kernel::store::configured_url(&project).map_err(|e| why(&e))? {
             Some(url) => Ok(Err(loopx_kernel::store::pg::redact_url(&url))),
             None => {
                 let store = Store::open_inspect(&project).map_err(|e| why(&e))?;

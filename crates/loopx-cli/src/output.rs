@@ -8,7 +8,7 @@ mod safe;
 mod style;
 pub mod views;
 
-pub use safe::safe_line;
+pub use safe::{needs_escape, safe_line};
 pub use style::Style;
 
 /// `{"format_version":1, key: value}`, serialized straight to the output: building a

@@ -82,6 +82,7 @@ impl Settings {
             wait: self.store_wait.unwrap_or(loopx_kernel::store::DEFAULT_WAIT),
             clock: loopx_kernel::WallClock::skewed(self.clock_skew_ms),
             pools: Default::default(),
+            local_only: false,
         };
         ctx.host = loopx_domain::process::Host::named(self.host_name.as_deref());
         ctx.git_timeout = self.git_timeout;

@@ -48,6 +48,10 @@ pub struct StoreSettings {
     pub clock: crate::time::WallClock,
     /// The PostgreSQL connections of this process, per URL: a command opens the store often.
     pub pools: crate::store::pg::Pools,
+    /// Only the redb file on this disk: a project whose store is a database is refused, never
+    /// connected to (`loopx projects` and `status --all` read projects anything could have put
+    /// in the person's list; their `PGPASSWORD` goes only where they open a project themselves).
+    pub local_only: bool,
 }
 
 impl Default for StoreSettings {
@@ -57,6 +61,7 @@ impl Default for StoreSettings {
             wait: crate::store::DEFAULT_WAIT,
             clock: crate::time::WallClock::default(),
             pools: crate::store::pg::Pools::default(),
+            local_only: false,
         }
     }
 }

@@ -38,7 +38,9 @@ pub use apply::{
     OPEN_PROPOSALS, OPEN_QUESTIONS, OPEN_TODOS, ReplanTodo, Replanning, TypedOp,
 };
 pub use copy::CopyReport;
-pub use open::{DEFAULT_WAIT, OpenOptions, SCHEMA_VERSION, Store, WriteLock, store_url};
+pub use open::{
+    DEFAULT_WAIT, OpenOptions, SCHEMA_VERSION, Store, WriteLock, configured_url, store_url,
+};
 pub use snapshot::{Snapshot, TodoCounts};
 
 pub(crate) use snapshot::TodoIndexRows;

@@ -281,3 +281,41 @@ fn a_running_slice_s_expected_spend_is_kept_for_it_on_its_account() {
 fn minutes(n: u64) -> Timestamp {
     T0.plus(Duration::from_secs(n * 60))
 }
+
+/// Rules that try to write a hold of their own, which only a person or a vendor's limit sets.
+#[derive(Debug)]
+struct Meddles;
+
+impl loopx_kernel::store::AccountRules for Meddles {
+    fn charge(
+        &self,
+        ledger: &loopx_kernel::store::Ledger<'_>,
+        _: &loopx_kernel::store::QuotaRequest,
+        _: bool,
+    ) -> Result<(), loopx_kernel::KernelError> {
+        ledger.put("hold/acct", &"until I say")
+    }
+}
+
+/// An account's rules keep their own state; the kernel's entries (the holds, the account an
+/// agent spent on) are not theirs to write, and a spend whose rules try is refused whole.
+#[test]
+fn account_rules_cannot_write_the_kernel_s_own_entries() {
+    let f = fixture();
+    f.goal();
+    f.agent("a");
+    let spend = loopx_kernel::store::QuotaRequest {
+        rules: std::sync::Arc::new(Meddles),
+        ..request(&agent(), 0, 0.0, None)
+    };
+    let refused = f
+        .store
+        .apply(Op::QuotaAdmit(spend), HUMAN, T0)
+        .expect_err("refused");
+    assert!(
+        refused.to_string().contains("the kernel's own quota entry"),
+        "{refused}"
+    );
+    let holds = f.store.read(|s| s.quota_holds()).expect("read");
+    assert!(holds.is_empty(), "{holds:?}");
+}

@@ -96,7 +96,7 @@ fn validate(
 ) -> Option<Adapter> {
     let before = p.is_empty();
     let login = command_hint(raw.login, "login", p);
-    let login_files = take(raw.login_files, "login_files", p).map_or_else(Vec::new, |(v, _)| v);
+    let login_files = login_files(raw.login_files, p);
     let install = command_hint(raw.install, "install", p);
     let description = take(raw.description, "description", p).map_or_else(String::new, |(v, _)| v);
     let program = program(take(raw.program, "program", p), p);
@@ -155,6 +155,26 @@ fn options(o: super::raw::RawOptions, p: &mut Problems) -> AdapterOptions {
         max_turns: fragment(o.max_turns, "options.max_turns", p),
         workdir: fragment(o.workdir, "options.workdir", p),
     }
+}
+
+/// `login_files`: each under the home (`~/…`) or a variable's directory (`$VAR/…`); a bare
+/// path would name a file of the project, which says nothing of a login.
+fn login_files(field: Option<Checked<Vec<String>>>, p: &mut Problems) -> Vec<String> {
+    let Some((files, span)) = take(field, "login_files", p) else {
+        return Vec::new();
+    };
+    if let Some(bad) = files
+        .iter()
+        .find(|f| !(f.starts_with("~/") || f.starts_with('$')))
+    {
+        p.push(
+            span,
+            Some("login_files"),
+            format!("`{bad}` is neither under the home (~/…) nor a variable's directory ($VAR/…)"),
+            Some("write where the CLI keeps its login, e.g. \"~/.codex/auth.json\"".to_owned()),
+        );
+    }
+    files
 }
 
 /// `login` or `install`: a command a person runs, when the adapter names one.

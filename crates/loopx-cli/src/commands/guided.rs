@@ -67,6 +67,7 @@ pub fn ask(
     if flags.add_agents.is_empty() && person {
         agents = ask_agents(app)?;
     }
+    can_add(app, &agents)?;
     let todos = match (flags.todos.is_empty(), flags.plan, person) {
         (false, _, _) | (true, true, _) | (true, false, false) => flags.todos,
         (true, false, true) => ask_todos()?,
@@ -78,6 +79,22 @@ fn prompt_failed(e: dialoguer::Error) -> ExpectedError {
     ExpectedError::Usage(format!(
         "the question could not be asked or answered ({e})\n(hint: answer it with a flag instead: `loopx goal start --help` lists them)"
     ))
+}
+
+/// Each agent can be added — a valid name no agent has, a profile that loads — checked
+/// before the goal starts, so that a guided start never stops half done.
+fn can_add(app: &App, agents: &[(String, String)]) -> Result<(), ExpectedError> {
+    let registered = app.agents()?;
+    for (name, profile) in agents {
+        let name: loopx_kernel::AgentName = id(name)?;
+        if registered.iter().any(|a| a.name == name) {
+            return Err(ExpectedError::Usage(format!(
+                "an agent named `{name}` exists already\n(hint: pick another name in `--add-agent NAME={profile}`)"
+            )));
+        }
+        app.profile(profile)?;
+    }
+    Ok(())
 }
 
 /// `NAME=PROFILE`.
@@ -93,8 +110,9 @@ fn split_agent(spec: &str) -> Result<(String, String), ExpectedError> {
 }
 
 /// The project's top-level folders a person may pick for the scope, sorted: not hidden ones,
-/// and not one whose name holds a control character (printed as it is, an escape sequence an
-/// agent put in a name would reach the terminal; `--scope` still names it).
+/// not one whose name a terminal must not see as it is (dialoguer prints names raw: an escape
+/// sequence or a bidi override an agent put in a name would reach it), and not one whose name
+/// a glob would read as a pattern. `--scope` still names any of them.
 fn offered_folders(root: &std::path::Path) -> Vec<String> {
     let mut folders: Vec<String> = std::fs::read_dir(root)
         .map(|entries| {
@@ -103,7 +121,11 @@ fn offered_folders(root: &std::path::Path) -> Vec<String> {
                 .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
                 .filter_map(|e| e.file_name().into_string().ok())
                 .filter(|name| !name.starts_with('.'))
-                .filter(|name| !name.chars().any(char::is_control))
+                .filter(|name| {
+                    !name.chars().any(|c| {
+                        c == '\n' || crate::output::needs_escape(c) || "*?[]{}".contains(c)
+                    })
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -164,7 +186,9 @@ fn ask_agents(app: &App) -> Result<Vec<(String, String)>, ExpectedError> {
     let mut agents = Vec::new();
     for adapter in super::init::installed_clis() {
         let profile = adapter.name;
-        let used = registered.iter().any(|a| a.profile == profile)
+        let used = registered
+            .iter()
+            .any(|a| a.profile == profile || a.name.as_str() == profile)
             || !app
                 .project()
                 .state_dir()
@@ -275,7 +299,15 @@ mod tests {
     #[test]
     fn only_plain_visible_folders_are_offered() {
         let dir = tempfile::tempdir().expect("temp dir");
-        for name in ["tests", "src", ".git", "\x1b[2Jevil", "docs\rfake"] {
+        for name in [
+            "tests",
+            "src",
+            ".git",
+            "\x1b[2Jevil",
+            "docs\rfake",
+            "a\u{202e}b",
+            "x[1]",
+        ] {
             std::fs::create_dir(dir.path().join(name)).expect("dir");
         }
         std::fs::write(dir.path().join("README.md"), "").expect("file");

@@ -99,15 +99,31 @@ pub(crate) fn create_or_existing(
 }
 
 /// Writes an executor profile for each agent CLI on `PATH` that has none in the project yet
-/// (a profile of that name is kept as it is); the adapters it wrote one for.
+/// (a profile of that name is kept as it is); the adapters it wrote one for. Each is written
+/// whole beside its place and linked in, which fails if a file appeared there meanwhile: a
+/// kill leaves no half-written profile that a later `connect` would keep.
 pub(crate) fn add_cli_profiles(project: &Project) -> Result<Vec<String>, ExpectedError> {
     let profiles = project.state_dir().join("profiles");
     let mut written = Vec::new();
     for adapter in installed_clis() {
         let path = profiles.join(format!("{}.toml", adapter.name));
-        if path.symlink_metadata().is_err() {
-            write_private(&path, &installed_profile(&adapter))?;
-            written.push(adapter.name);
+        if path.symlink_metadata().is_ok() {
+            continue;
+        }
+        let tmp = profiles.join(format!(".{}.toml.{}.tmp", adapter.name, std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        write_private(&tmp, &installed_profile(&adapter))?;
+        let linked = std::fs::hard_link(&tmp, &path);
+        let _ = std::fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => written.push(adapter.name),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(ExpectedError::Usage(format!(
+                    "cannot write `{}`: {e}",
+                    path.display()
+                )));
+            }
         }
     }
     Ok(written)
@@ -138,7 +154,8 @@ fn existing(
 ) -> Result<Project, ExpectedError> {
     let project = Project::at(dir)
         .map_err(KernelError::from)?
-        .with_store(ctx.store.clone());
+        .with_store(ctx.store.clone())
+        .with_git_timeout(ctx.git_timeout);
     match Store::open_read(&project) {
         Ok(_) => Ok(project),
         Err(KernelError::Store(e)) => Err(ExpectedError::Reported {

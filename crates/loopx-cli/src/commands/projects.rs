@@ -77,9 +77,20 @@ fn list(ctx: &mut Ctx, registry: &Registry) -> Result<(), ExpectedError> {
         return ctx.json_out(&document("projects", &glances));
     }
     if none {
-        return ctx.line("no projects yet\n(hint: `loopx init` in a project adds it here)");
+        return ctx.line(NO_PROJECTS);
     }
     Ok(())
+}
+
+const NO_PROJECTS: &str = "no projects yet\n(hint: `loopx init` in a project adds it here)";
+
+/// What a glance says of a project whose store is a database (a URL on one line: its parts
+/// are percent-decoded, so a planted one could hold a line break).
+fn on_database(url: &str) -> String {
+    format!(
+        "its store is the database {}, which loopx opens only from the project (`loopx status` there)",
+        crate::output::views::one_line(url)
+    )
 }
 
 /// A registered path as a line shows it: a line break in it cannot start a line of its own.
@@ -107,11 +118,7 @@ fn show(ctx: &mut Ctx, glance: &Glance, now: Timestamp) -> Result<(), ExpectedEr
             ));
         }
         Seen::Unreadable { why } => return ctx.line(format!("{root}: cannot be read now: {why}")),
-        Seen::Database { url } => {
-            return ctx.line(format!(
-                "{root}: its store is the database {url}, which loopx opens only from the project (`loopx status` there)"
-            ));
-        }
+        Seen::Database { url } => return ctx.line(format!("{root}: {}", on_database(url))),
         Seen::Read(summary) => summary,
     };
     let last = summary
@@ -144,16 +151,18 @@ fn plural(n: usize) -> &'static str {
 /// a project gone or unreadable says so and the others are still shown.
 pub fn status_all(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     let registry = registry(ctx)?;
+    ctx.store.url = None;
+    ctx.store.local_only = true;
     let listed = registry.list().map_err(reported)?;
     let mut documents = Vec::new();
     for (n, project) in listed.iter().enumerate() {
         let status = match glance(&project.root) {
             Seen::Gone => Err("gone (moved or deleted)".to_owned()),
             Seen::Unreadable { why } => Err(why),
-            Seen::Database { url } => Err(format!(
-                "its store is the database {url}, which loopx opens only from the project (`loopx status` there)"
-            )),
+            Seen::Database { url } => Err(on_database(&url)),
             Seen::Read(_) => {
+                // This disk's redb file only, whatever LOOPX_STORE_URL says or the project's
+                // `loopx.toml` says by now.
                 ctx.set_project_dir(project.root.clone());
                 ctx.app()
                     .and_then(|app| Ok(app.status()?))
@@ -177,10 +186,10 @@ pub fn status_all(ctx: &mut Ctx) -> Result<(), ExpectedError> {
         }
     }
     if ctx.json {
-        return ctx.json_out(&document("projects", &documents));
+        return ctx.json_out(&document("status_all", &documents));
     }
     if listed.is_empty() {
-        return ctx.line("no projects yet\n(hint: `loopx init` in a project adds it here)");
+        return ctx.line(NO_PROJECTS);
     }
     Ok(())
 }

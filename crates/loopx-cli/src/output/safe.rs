@@ -49,7 +49,7 @@ pub fn safe_line(text: &str, colour: bool) -> Cow<'_, str> {
 }
 
 /// Whether `c` must not reach a terminal as it is.
-fn needs_escape(c: char) -> bool {
+pub fn needs_escape(c: char) -> bool {
     match c {
         '\n' | '\t' => false,
         c if c.is_control() => true, // C0, DEL and C1 (U+0080..U+009F, e.g. the 8-bit CSI)

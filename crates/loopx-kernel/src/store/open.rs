@@ -186,6 +186,19 @@ impl WriteTxn {
 /// surface's `LOOPX_STORE_URL`), else `[store] url` in `.loopx/loopx.toml`; `None` is the redb
 /// file in `.loopx/`.
 pub fn store_url(project: &Project) -> Result<Option<String>, KernelError> {
+    if project.store_settings().local_only {
+        return match configured_url(project)? {
+            None => Ok(None),
+            Some(url) => Err(StoreError::Config {
+                path: project.state_dir().join("loopx.toml"),
+                why: format!(
+                    "its store is the database {}, which this command does not open (`loopx status` in the project does)",
+                    super::pg::redact_url(&url)
+                ),
+            }
+            .into()),
+        };
+    }
     if let Some(url) = &project.store_settings().url {
         if loopx_vocab::is_postgres_url(url) {
             return Ok(Some(url.clone()));
@@ -196,6 +209,11 @@ pub fn store_url(project: &Project) -> Result<Option<String>, KernelError> {
         }
         .into());
     }
+    configured_url(project)
+}
+
+/// The `[store] url` of the project's `loopx.toml`, checked; `None` when it names none.
+pub fn configured_url(project: &Project) -> Result<Option<String>, KernelError> {
     let path = project.state_dir().join("loopx.toml");
     let at_line = |line: usize, why: String| -> KernelError {
         let path = PathBuf::from(format!("{}:{line}", path.display()));

@@ -92,7 +92,15 @@ impl Ledger<'_> {
         self.w.quota_get(key)
     }
 
+    /// Writes the rules' own state under `key`; the kernel's own keys (the account an agent
+    /// spent on, the holds) are not theirs to write.
     pub fn put<T: Serialize>(&self, key: &str, value: &T) -> Result<(), KernelError> {
+        if key.starts_with("account/") || key.starts_with("hold/") {
+            return Err(crate::errors::Invalid::Other(format!(
+                "`{key}` is the kernel's own quota entry: an account's rules do not write it"
+            ))
+            .into());
+        }
         self.w.quota_put(key, value)
     }
 
