@@ -70,8 +70,6 @@ impl Loopx {
         loopx
     }
 
-    /// Writes `.loopx/loopx.toml`, keeping the `[store]` section `loopx init --store` wrote
-    /// (a test of settings must not move the project off its store).
     /// Lets the project's agents end its goal (`[goal] close = "agents"`), for a test of the
     /// loop's own course: by default an agent's "the goal is met" asks a person.
     pub fn agents_close_goals(&self) {
