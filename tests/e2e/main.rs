@@ -41,6 +41,7 @@ mod run_loop;
 mod run_once;
 mod run_output;
 mod scale;
+mod several_goals;
 mod sim;
 mod soak;
 mod status_view;

@@ -92,7 +92,7 @@ pub enum UsageError {
     SharedTreeTodo(TodoId),
     #[error("invalid cost `{0}`: a non-negative amount in US dollars")]
     InvalidCost(f64),
-    #[error("nothing to change: give --profile, --capability or --role")]
+    #[error("nothing to change: give --profile, --capability, --role or --goals")]
     NothingToChange,
     #[error("cannot find the loopx executable")]
     NoExecutable,

@@ -4,7 +4,7 @@
 
 use loopx_kernel::model::{Blocks, Gate, GateKind, GateState, ROLLBACK_OPTIONS, TodoState};
 use loopx_kernel::store::{AnswerChoice, AnswerGate, NewGate, WithdrawGate};
-use loopx_kernel::{GateId, Invalid, Op};
+use loopx_kernel::{GateId, GoalId, Invalid, Op};
 
 use crate::{App, AppError, ConflictError};
 
@@ -47,6 +47,22 @@ impl App {
             blocks,
             kind: GateKind::Question,
         })
+    }
+
+    /// Whether `gate` holds back work of `goal`: a gate on the goal, on one of its todos, or
+    /// on everything (a gate on an agent or on nothing is no goal's).
+    pub fn gate_holds_goal(&self, gate: &Gate, goal: GoalId) -> bool {
+        match &gate.blocks {
+            Blocks::Global => true,
+            Blocks::Goal(g) => *g == goal,
+            Blocks::Todos(todos) => todos.iter().any(|t| {
+                self.read(|s| s.todo(*t))
+                    .ok()
+                    .flatten()
+                    .is_some_and(|t| t.goal == goal)
+            }),
+            Blocks::Agent(_) | Blocks::Nothing => false,
+        }
     }
 
     /// The open gates, or every gate.

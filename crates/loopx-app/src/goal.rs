@@ -21,6 +21,8 @@ pub struct StartGoal {
     pub permission: PermissionLevel,
     /// The goal's share of the quota (0–1).
     pub share: f64,
+    /// Which active goal the agents serve first (higher first; 0 by default).
+    pub priority: i32,
     /// `None`: worktrees in a git repository, else shared.
     pub isolation: Option<IsolationMode>,
     /// Start from the last commit although the work tree has uncommitted changes.
@@ -63,6 +65,7 @@ impl App {
                 permission: start.permission,
                 share: start.share,
                 isolation: isolation.clone(),
+                priority: start.priority,
             },
             &self.caller().actor,
             self.now(),
@@ -137,7 +140,7 @@ impl App {
                 .into()
             }),
             None => self
-                .read(|s| s.current_goal())?
+                .read(|s| s.goal_meant())?
                 .ok_or_else(|| UsageError::NoCurrentGoal.into()),
         }
     }

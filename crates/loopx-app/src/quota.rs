@@ -158,7 +158,9 @@ impl App {
             let ran = u64::try_from(ran.as_millis()).unwrap_or(u64::MAX);
             (Timestamp(now.0.saturating_sub(ran)), now)
         });
-        let req = loopx_domain::account::request(&view, report.tokens, report.cost_usd, busy);
+        // The goal is the kernel's to resolve: the one active goal, else the spend is the
+        // account's alone.
+        let req = loopx_domain::account::request(&view, report.tokens, report.cost_usd, busy, None);
         let new = if report.charge {
             NewSpend::Charge(req)
         } else {
@@ -255,7 +257,7 @@ impl App {
             Some(profile) => Some(self.profile(profile)?),
             None => None,
         };
-        if change.profile.is_none() && change.capabilities.is_none() && change.role.is_none() {
+        if change == AgentChange::default() {
             return Err(UsageError::NothingToChange.into());
         }
         let agent = self.run(ChangeAgent { name, change })?;

@@ -441,7 +441,7 @@ fn claims(claimed: &[Todo], now: Timestamp) -> Vec<Claimed> {
 fn next_in_line(claimed: &[Todo], ready: &[Todo], gates: &[Gate], now: Timestamp) -> Vec<Next> {
     let gated = |todo: &Todo| {
         gates.iter().any(|g| {
-            g.blocks.blocks(None, Some(todo.id))
+            g.blocks.blocks(None, Some(todo.id), Some(todo.goal))
                 && !matches!(g.blocks, loopx_kernel::model::Blocks::Agent(_))
         })
     };

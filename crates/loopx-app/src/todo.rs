@@ -54,6 +54,8 @@ pub struct TodoQuery {
     pub state: Option<TodoState>,
     pub all: bool,
     pub page: Option<Page>,
+    /// Only this goal's todos.
+    pub goal: Option<GoalId>,
 }
 
 /// A page: todos added after `after`, at most `limit` (in the order they were added).
@@ -318,10 +320,18 @@ impl App {
                 Invalid::Other("`--limit 0` lists nothing: give 1 or more".to_owned()).into(),
             );
         }
-        let TodoQuery { state, all, page } = query;
-        let wanted = |todo: &Todo| match state {
-            Some(state) => todo.state == state,
-            None => all || !todo.state.is_final(),
+        let TodoQuery {
+            state,
+            all,
+            page,
+            goal,
+        } = query;
+        let wanted = |todo: &Todo| {
+            goal.is_none_or(|g| todo.goal == g)
+                && match state {
+                    Some(state) => todo.state == state,
+                    None => all || !todo.state.is_final(),
+                }
         };
         // Open and claimed todos come from the active index; finished ones need every todo.
         let finished_wanted = all || state.is_some_and(TodoState::is_final);

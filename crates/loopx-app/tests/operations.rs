@@ -24,6 +24,7 @@ fn project(dir: &Path) -> App {
 
 fn start(app: &App) {
     app.start_goal(StartGoal {
+        priority: 0,
         objective: "Tidy the docs".into(),
         scope: vec![],
         permission: PermissionLevel::WorkspaceWrite,
@@ -80,6 +81,7 @@ fn asking_for_worktrees_outside_git_is_refused_as_usage() {
     let app = project(dir.path());
     let refused = app
         .start_goal(StartGoal {
+            priority: 0,
             objective: "Tidy the docs".into(),
             scope: vec![],
             permission: PermissionLevel::WorkspaceWrite,

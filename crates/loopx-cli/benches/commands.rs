@@ -131,6 +131,7 @@ fn setup(dir: &Path) {
     std::fs::write(project.state_dir().join("profiles/executor.toml"), profile).expect("profile");
     let store = Store::create(&project, Timestamp::now(), ACTOR).expect("store");
     let mut setup = vec![Op::GoalStart(NewGoal {
+        priority: 0,
         id: None,
         objective: "Benchmark".into(),
         scope: vec!["src/**".into()],

@@ -44,6 +44,7 @@ fn main() {
     store
         .run(
             NewGoal {
+                priority: 0,
                 id: None,
                 objective: "Wait".into(),
                 scope: vec![],

@@ -197,6 +197,15 @@ pub struct StartArgs {
     /// The goal's duty share of a rolling window, 0..1 (0 pauses it).
     #[arg(long, value_name = "F", default_value_t = 1.0)]
     pub share: f64,
+    /// Which active goal the agents serve first: higher first (default 0). Goals of equal
+    /// priority take turns by their share.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub priority: i32,
     /// Where agents work: `worktree` (a branch and worktree per todo; the default in a git
     /// repository) or `shared` (the project's own tree; the only choice outside git).
     #[arg(long, value_name = "MODE", value_parser = spelled(&IsolationMode::ALL))]
@@ -532,7 +541,7 @@ pub enum AdapterCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum GoalCommand {
-    /// Start a goal (only one goal is active at a time).
+    /// Start a goal (several may be active; `--priority` says which the agents serve first).
     Start(StartArgs),
     /// Amend the current goal (a person's command): its objective, scope or permission. The
     /// goal gets a new revision; every slice after it is told the change, and the next one
@@ -562,20 +571,30 @@ pub enum GoalCommand {
         id: Option<String>,
     },
     /// Pause a goal: its agents stop starting slices.
-    Pause {
-        /// The goal (default: the current one).
-        id: Option<String>,
-    },
+    Pause(GoalPick),
     /// Resume a paused goal.
-    Resume {
-        /// The goal (default: the current one).
-        id: Option<String>,
-    },
+    Resume(GoalPick),
     /// Mark a goal done.
-    Done {
-        /// The goal (default: the current one).
-        id: Option<String>,
-    },
+    Done(GoalPick),
+}
+
+/// The goal a status change is about: `loopx goal pause g2` or `--goal g2`; none names the
+/// current one, and with several active the command asks which.
+#[derive(Debug, Args)]
+pub struct GoalPick {
+    /// The goal (default: the one active goal, else the newest paused one).
+    #[arg(value_name = "GOAL")]
+    pub id: Option<String>,
+    /// The goal, as every command that acts on one takes it.
+    #[arg(long = "goal", value_name = "GOAL", conflicts_with = "id")]
+    pub goal: Option<String>,
+}
+
+impl GoalPick {
+    /// The goal named either way.
+    pub fn named(self) -> Option<String> {
+        self.id.or(self.goal)
+    }
 }
 
 #[derive(Debug, Args)]
@@ -653,6 +672,9 @@ pub enum TodoCommand {
         /// At most this many todos, in the order they were added (page with `--after`).
         #[arg(long, value_name = "N")]
         limit: Option<usize>,
+        /// Only this goal's todos.
+        #[arg(long, value_name = "ID")]
+        goal: Option<String>,
         /// Only todos added after this one (`t120`), in the order they were added: give the
         /// last todo of a page to get the next.
         #[arg(long, value_name = "ID")]
@@ -780,12 +802,19 @@ pub enum GateCommand {
         /// Block every agent (the default outside a slice).
         #[arg(long)]
         global: bool,
+        /// Block one goal's work: the other active goals go on.
+        #[arg(long, value_name = "ID", conflicts_with_all = ["blocks", "agent", "global"])]
+        goal: Option<String>,
     },
     /// List open gates (`--all` for answered and withdrawn too).
     List {
         /// Show answered and withdrawn gates too.
         #[arg(long)]
         all: bool,
+        /// Only the gates that hold back this goal's work: its own, its todos', every global
+        /// one.
+        #[arg(long, value_name = "ID")]
+        goal: Option<String>,
     },
     /// Show one gate.
     Show {
@@ -919,6 +948,10 @@ pub enum AgentCommand {
         /// Its role.
         #[arg(long, value_name = "ROLE")]
         role: Option<String>,
+        /// The goals it works on, comma-separated (`g1,g3`); `all` for every goal (the
+        /// default).
+        #[arg(long, value_name = "GOALS")]
+        goals: Option<String>,
     },
     /// Remove an agent that runs no slice now; the todos it holds go back to open.
     Remove {

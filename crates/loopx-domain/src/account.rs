@@ -22,14 +22,17 @@ pub struct AccountLimits {
     pub windows: Vec<WindowLimit>,
 }
 
-/// A spend by the agent `view` describes: an admission (zero usage) or a charge.
+/// A spend by the agent `view` describes, for `goal`'s slice: an admission (zero usage) or a
+/// charge.
 pub fn request(
     view: &AgentView,
     tokens: u64,
     cost_usd: f64,
     busy: Option<(Timestamp, Timestamp)>,
+    goal: Option<loopx_kernel::GoalId>,
 ) -> QuotaRequest {
     QuotaRequest {
+        goal,
         agent: view.name.clone(),
         account: view.account.clone(),
         tokens,

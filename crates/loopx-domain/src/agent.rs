@@ -44,14 +44,15 @@ pub struct AgentSetup {
 }
 
 impl AgentSetup {
-    /// A quota request for this agent: an admission (zero usage) or a charge.
+    /// A quota request for this agent's slice on `goal`: an admission (zero usage) or a
+    /// charge.
     pub fn quota_request(
         &self,
-        tokens: u64,
-        cost_usd: f64,
+        (tokens, cost_usd): (u64, f64),
         busy: Option<(Timestamp, Timestamp)>,
+        goal: Option<loopx_kernel::GoalId>,
     ) -> QuotaRequest {
-        crate::account::request(&self.view, tokens, cost_usd, busy)
+        crate::account::request(&self.view, tokens, cost_usd, busy, goal)
     }
 }
 

@@ -39,15 +39,20 @@ pub fn needs_gate(decision: &Decision) -> bool {
     decision.kind() == DecisionKind::Ask && decision.gate().is_none()
 }
 
-/// Opens the gate a decision that [needs one](needs_gate) asks (a goal past its budget, a goal
-/// that may be met, a stalled todo), and shows it in the decision.
+/// Opens the gate a decision for `goal` that [needs one](needs_gate) asks (a goal past its
+/// budget, a goal that may be met, a stalled todo), and shows it in the decision.
 pub fn open_gate(
     store: &Store,
     decision: &mut Decision,
+    goal: Option<loopx_kernel::GoalId>,
     now: Timestamp,
 ) -> Result<(), KernelError> {
     let gate = if decision.over_budget() || decision.goal_met() {
-        let Some(goal) = store.read(|s| s.current_goal())? else {
+        let Some(goal) = goal
+            .map(|id| store.read(|s| s.goal(id)))
+            .transpose()?
+            .flatten()
+        else {
             return Ok(());
         };
         if decision.over_budget() {

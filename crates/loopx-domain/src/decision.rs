@@ -24,32 +24,60 @@ const FIRST_READ: usize = 32;
 /// How many of the goal's waiting todos the decision sees (to say what the agent waits on).
 const WAITING_SEEN: usize = 8;
 
-/// What every agent's decision reads alike: the goal, claimed and some waiting todos, open
-/// gates, recent slices, holds and the goal's busy time. Read once per snapshot and shared, so
-/// deciding for several agents (as `loopx status` does) reads them once. The open todos an
-/// agent could take are read per agent, from the ready index, as few as the answer needs
+/// What every agent's decision reads alike: each active goal's part ([`GoalPart`]), open
+/// gates, recent slices and holds. Read once per snapshot and shared, so deciding for several
+/// agents (as `loopx status` does) reads them once. The open todos an agent could take are
+/// read per agent, from the ready index, as few as the answer needs
 /// ([`DecisionState::for_agent`]).
 #[derive(Debug, Clone)]
 pub struct SharedState {
     pub now: Timestamp,
-    pub goal: Option<GoalView>,
-    /// The goal's claimed todos, the first few of its open todos that wait on another, and the
-    /// first ready todo of each role.
-    pub todos: Vec<TodoView>,
+    /// The active goals in the order agents serve them (priority, then the oldest); when none
+    /// is active, the goal shown (a finished one, so its agents stop with "goal g1 is done"),
+    /// or no part at all.
+    pub goals: Vec<GoalPart>,
     pub gates: Vec<GateView>,
     pub slices: Vec<SliceView>,
     pub holds: Vec<loopx_kernel::model::QuotaHold>,
-    pub busy: Vec<(u64, u64)>,
     pub policy: Policy,
-    /// The goal, by number, whose ready todos the agents read.
-    goal_id: Option<loopx_kernel::ids::GoalId>,
     /// Running slices' todos: `(todo, slice)`.
     running: Vec<(loopx_kernel::ids::TodoId, loopx_kernel::ids::SliceId)>,
     /// Running slices' agents, one entry per slice.
     running_agents: Vec<AgentName>,
+}
+
+/// One goal as every agent's decision sees it: the goal, its claimed and some waiting todos,
+/// and its busy time.
+#[derive(Debug, Clone)]
+pub struct GoalPart {
+    pub goal: GoalView,
+    pub priority: i32,
+    /// The goal's claimed todos, the first few of its open todos that wait on another, and the
+    /// first ready todo of each role.
+    pub todos: Vec<TodoView>,
+    /// Its slice time in the share window (read when its share limits, or when several goals
+    /// are weighed by it).
+    pub busy: Vec<(u64, u64)>,
     /// The goal lets its agents write: in a read-only goal nobody writes, so no agent is set
     /// apart from work for being read-only (`AgentView::writes`).
-    goal_writes: bool,
+    writes: bool,
+}
+
+impl GoalPart {
+    /// How much of its share the goal used in the share window: its busy time over its share
+    /// (a goal with share 0 never runs, so it ranks last).
+    fn share_used(&self, now: Timestamp, window_ms: u64) -> f64 {
+        let since = now.0.saturating_sub(window_ms);
+        let busy: u64 = self
+            .busy
+            .iter()
+            .map(|(a, b)| b.min(&now.0).saturating_sub(*a.max(&since)))
+            .sum();
+        match self.goal.share {
+            share if share > 0.0 => busy as f64 / share,
+            _ => f64::INFINITY,
+        }
+    }
 }
 
 impl SharedState {
@@ -75,14 +103,12 @@ impl SharedState {
     fn todos_for(
         &self,
         snap: &Snapshot<'_>,
+        part: &GoalPart,
         agent: &AgentView,
         limit: usize,
     ) -> Result<(Vec<TodoView>, bool), KernelError> {
-        let mut todos = self.todos.clone();
-        let Some(goal) = self.goal_id else {
-            return Ok((todos, false));
-        };
-        let (ready, horizon) = ready_for(snap, goal, agent, limit)?;
+        let mut todos = part.todos.clone();
+        let (ready, horizon) = ready_for(snap, part.goal.id, agent, limit)?;
         if let Some(horizon) = horizon {
             // A peer's expired claim it could take ranks among the ready todos: one past the
             // last read could come after todos not read yet. Its own claims come first
@@ -110,42 +136,47 @@ impl SharedState {
     /// Reads the shared part of the decision at `now`.
     pub fn read(snap: &Snapshot<'_>, now: Timestamp) -> Result<SharedState, KernelError> {
         let policy = Policy::default();
-        let goal = snap.goal_shown()?;
+        let mut goals = snap.active_goals()?;
+        if goals.is_empty() {
+            goals.extend(snap.goal_shown()?);
+        }
         let running = snap.running_slices()?;
         let running_todos: Vec<_> = running
             .iter()
             .filter_map(|s| Some((s.todo?, s.id)))
             .collect();
-        let todos = match &goal {
-            Some(goal) => goal_todos(snap, goal, &running_todos)?,
-            None => Vec::new(),
-        };
-        let gates = open_gates(snap)?;
-        let slices = recent_slices(snap)?;
+        // Only a share below 1 limits by busy time (`loopx_quota::share_wait`), and only
+        // several goals are weighed by it: otherwise the last hour's spends, one or two per
+        // slice, are not read at all.
+        let weighed = goals.len() > 1 || goals.iter().any(|g| g.share < 1.0);
         let since = Timestamp(now.0.saturating_sub(policy.share_window_ms));
-        // Only a share below 1 limits by busy time (`loopx_quota::share_wait`): otherwise the
-        // last hour's spends, one or two per slice, are not read at all.
-        let busy = match &goal {
-            Some(g) if g.share < 1.0 => {
-                busy_intervals(&snap.spends_since(since)?, &running, Some(g.id), now)
-            }
-            _ => Vec::new(),
+        let spends = match weighed {
+            true => snap.spends_since(since)?,
+            false => Vec::new(),
         };
-        let goal_view = goal.as_ref().map(|g| goal_view(snap, g)).transpose()?;
+        let parts = goals
+            .iter()
+            .map(|goal| {
+                Ok(GoalPart {
+                    goal: goal_view(snap, goal)?,
+                    priority: goal.priority,
+                    todos: goal_todos(snap, goal, &running_todos)?,
+                    busy: match weighed {
+                        true => busy_intervals(&spends, &running, Some(goal.id), now),
+                        false => Vec::new(),
+                    },
+                    writes: goal.permission != loopx_kernel::model::PermissionLevel::ReadOnly,
+                })
+            })
+            .collect::<Result<Vec<_>, KernelError>>()?;
         Ok(SharedState {
             now,
-            goal_id: goal.as_ref().map(|g| g.id),
-            goal_writes: goal
-                .as_ref()
-                .is_none_or(|g| g.permission != loopx_kernel::model::PermissionLevel::ReadOnly),
             running: running_todos,
             running_agents: running.into_iter().map(|s| s.agent).collect(),
-            goal: goal_view,
-            todos,
-            gates,
-            slices,
+            goals: parts,
+            gates: open_gates(snap)?,
+            slices: recent_slices(snap)?,
             holds: snap.quota_holds()?,
-            busy,
             policy,
         })
     }
@@ -190,6 +221,7 @@ fn open_gates(snap: &Snapshot<'_>) -> Result<Vec<GateView>, KernelError> {
                 Blocks::Global => GateBlocks::Global,
                 Blocks::Agent(a) => GateBlocks::Agent(a),
                 Blocks::Todos(ts) => GateBlocks::Todos(ts),
+                Blocks::Goal(goal) => GateBlocks::Goal(goal),
                 Blocks::Nothing => GateBlocks::Todos(Vec::new()),
             },
         })
@@ -311,7 +343,7 @@ fn ready_for(
 type Rank = (std::cmp::Reverse<i32>, u64);
 
 /// Everything `decide` reads for one agent: the shared state plus the agent's own quota state
-/// and the open todos it could take.
+/// and the open todos it could take, of the goal it was decided for.
 #[derive(Debug, Clone)]
 pub struct DecisionState {
     pub shared: std::sync::Arc<SharedState>,
@@ -321,10 +353,20 @@ pub struct DecisionState {
     pub windows: Vec<WindowState>,
     /// The agents with a slice running on this agent's account (`DecideInput::in_flight`).
     pub in_flight: Vec<AgentName>,
-    /// The shared todos and the agent's best ready ones: as many as the decision needed.
+    /// The goal the decision is for (the goal a planning slice plans), if any.
+    pub goal: Option<loopx_kernel::ids::GoalId>,
+    /// The goal's shared todos and the agent's best ready ones: as many as the decision needed.
     pub todos: Vec<TodoView>,
     /// The decision, made while reading (it says how many todos to read).
     decision: Decision,
+}
+
+/// The agent's own quota state, the same whichever goal it is decided for.
+struct AgentQuota {
+    holds: Vec<loopx_quota::Hold>,
+    pacing_tat: Option<u64>,
+    windows: Vec<WindowState>,
+    in_flight: Vec<AgentName>,
 }
 
 impl DecisionState {
@@ -341,13 +383,13 @@ impl DecisionState {
         )
     }
 
-    /// The state of one agent, on shared state read from the same snapshot.
+    /// The state of one agent, on shared state read from the same snapshot: decided for each
+    /// active goal it works on, and the goal chosen as [`choose`] says.
     pub fn for_agent(
         shared: std::sync::Arc<SharedState>,
         snap: &Snapshot<'_>,
-        mut agent: AgentView,
+        agent: AgentView,
     ) -> Result<DecisionState, KernelError> {
-        agent.writes |= !shared.goal_writes;
         let name: AgentName = agent.name.clone();
         let keys = hold_keys(&name, &agent.account);
         let holds: Vec<_> = shared
@@ -356,45 +398,47 @@ impl DecisionState {
             .filter(|h| keys.contains(&h.key))
             .cloned()
             .collect();
-        let pacing_tat = pacing_tat(snap, &name)?;
-        let windows = agent
-            .windows
+        let quota = AgentQuota {
+            pacing_tat: pacing_tat(snap, &name)?,
+            windows: agent
+                .windows
+                .iter()
+                .map(|l| window_state(snap, &agent.account, l))
+                .collect::<Result<Vec<_>, KernelError>>()?,
+            holds: hold_views(&holds),
+            in_flight: shared.in_flight(snap, &agent)?,
+        };
+        let kept_to = snap
+            .agent(name.as_str())?
+            .map(|a| a.goals)
+            .unwrap_or_default();
+        let parts: Vec<&GoalPart> = shared
+            .goals
             .iter()
-            .map(|l| window_state(snap, &agent.account, l))
-            .collect::<Result<Vec<_>, KernelError>>()?;
-        let holds = hold_views(&holds);
-        let in_flight = shared.in_flight(snap, &agent)?;
-        let mut limit = FIRST_READ;
-        loop {
-            let (todos, more) = shared.todos_for(snap, &agent, limit)?;
-            let input = DecideInput {
-                now: shared.now.0,
-                agent: &agent,
-                goal: shared.goal.as_ref(),
-                todos: &todos,
-                gates: &shared.gates,
-                slices: &shared.slices,
-                holds: &holds,
-                pacing_tat,
-                windows: &windows,
-                in_flight: &in_flight,
-                busy: &shared.busy,
-                policy: &shared.policy,
-            };
-            if let Some(decision) = loopx_quota::decide_prefix(&input, more) {
-                return Ok(DecisionState {
-                    shared,
-                    agent,
-                    holds,
-                    pacing_tat,
-                    windows,
-                    in_flight,
-                    todos,
-                    decision,
-                });
-            }
-            limit = limit.saturating_mul(8);
+            .filter(|p| kept_to.is_empty() || kept_to.contains(&p.goal.id))
+            .collect();
+        let mut each = Vec::with_capacity(parts.len().max(1));
+        for part in &parts {
+            each.push(decide_on(&shared, snap, &agent, &quota, Some(part))?);
         }
+        if parts.is_empty() {
+            each.push(decide_on(&shared, snap, &agent, &quota, None)?);
+        }
+        let chosen = choose(&shared, &parts, &each);
+        let (decision, todos) = each.swap_remove(chosen);
+        let goal = parts.get(chosen).map(|p| p.goal.id);
+        let agent = writer_view(agent, parts.get(chosen).copied());
+        Ok(DecisionState {
+            shared,
+            agent,
+            holds: quota.holds,
+            pacing_tat: quota.pacing_tat,
+            windows: quota.windows,
+            in_flight: quota.in_flight,
+            goal,
+            todos,
+            decision,
+        })
     }
 
     /// The decision.
@@ -402,3 +446,100 @@ impl DecisionState {
         self.decision.clone()
     }
 }
+
+/// The agent as a goal sees it: in a read-only goal nobody writes, so nobody is set apart
+/// from work for being read-only.
+fn writer_view(mut agent: AgentView, part: Option<&GoalPart>) -> AgentView {
+    agent.writes |= part.is_some_and(|p| !p.writes);
+    agent
+}
+
+/// The decision for `agent` on one goal's part (`None`: no goal at all), reading as many of
+/// its ready todos as the answer needs.
+fn decide_on(
+    shared: &SharedState,
+    snap: &Snapshot<'_>,
+    agent: &AgentView,
+    quota: &AgentQuota,
+    part: Option<&GoalPart>,
+) -> Result<(Decision, Vec<TodoView>), KernelError> {
+    let agent = writer_view(agent.clone(), part);
+    let mut limit = FIRST_READ;
+    loop {
+        let (todos, more) = match part {
+            Some(part) => shared.todos_for(snap, part, &agent, limit)?,
+            None => (Vec::new(), false),
+        };
+        let input = DecideInput {
+            now: shared.now.0,
+            agent: &agent,
+            goal: part.map(|p| &p.goal),
+            todos: &todos,
+            gates: &shared.gates,
+            slices: &shared.slices,
+            holds: &quota.holds,
+            pacing_tat: quota.pacing_tat,
+            windows: &quota.windows,
+            in_flight: &quota.in_flight,
+            busy: part.map_or(&[][..], |p| &p.busy),
+            policy: &shared.policy,
+        };
+        if let Some(decision) = loopx_quota::decide_prefix(&input, more) {
+            return Ok((decision, todos));
+        }
+        limit = limit.saturating_mul(8);
+    }
+}
+
+/// Which goal's decision the agent follows (an index into `each`, one per part): a question
+/// to open first (it costs no slice, and the person can answer while work goes on), then the
+/// slice of the goal with the highest priority, then the one that used least of its share,
+/// then the oldest todo (planning last); else the earliest wake; else the first goal's. A
+/// goal that waits (a question, a monitor, its budget) never holds back the others.
+fn choose(shared: &SharedState, parts: &[&GoalPart], each: &[(Decision, Vec<TodoView>)]) -> usize {
+    if each.len() < 2 {
+        return 0;
+    }
+    if let Some(ask) = each.iter().position(|(d, _)| crate::ask::needs_gate(d)) {
+        return ask;
+    }
+    let window = shared.policy.share_window_ms;
+    let runs = (0..each.len()).filter(|i| {
+        matches!(
+            each[*i].0,
+            Decision::Deliver { .. } | Decision::Repair { .. }
+        )
+    });
+    let rank = |i: &usize| {
+        let part = parts[*i];
+        let todo = each[*i].0.todo().map_or(u64::MAX, |(id, _)| id.0);
+        (
+            std::cmp::Reverse(part.priority),
+            OrderedShare(part.share_used(shared.now, window)),
+            todo,
+        )
+    };
+    if let Some(best) = runs.min_by(|a, b| {
+        rank(a)
+            .partial_cmp(&rank(b))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    }) {
+        return best;
+    }
+    let wakes = (0..each.len()).filter_map(|i| match &each[i].0 {
+        Decision::Wait {
+            until: Some(at), ..
+        } => Some((*at, i)),
+        _ => None,
+    });
+    if let Some((_, first)) = wakes.min() {
+        return first;
+    }
+    each.iter()
+        .position(|(d, _)| !matches!(d, Decision::Stop { .. }))
+        .unwrap_or(0)
+}
+
+/// A share used, ordered as a number (never NaN: busy time over a positive share, or infinity).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+struct OrderedShare(f64);

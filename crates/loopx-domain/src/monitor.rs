@@ -21,7 +21,7 @@ use loopx_adapters::{
     AdapterCatalog, DEFAULT_ENV_ALLOW, LaunchPlan, OutputFormat, PermissionLevel, PromptDelivery,
     ResourceLimits, SandboxMode, SandboxPolicy, StdinMode,
 };
-use loopx_kernel::model::{Agent, GoalStatus, Monitor, Pin, Todo, check_limit_ms, output_hash};
+use loopx_kernel::model::{Agent, Monitor, Pin, Todo, check_limit_ms, output_hash};
 use loopx_kernel::store::{ClaimPoll, RecordPoll, Snapshot};
 use loopx_kernel::{AgentName, GateId, KernelError, Project, Timestamp, TodoId};
 use loopx_pty::{EnvSpec, LaunchSpec, LogSpec, SliceExit};
@@ -148,12 +148,13 @@ pub fn by_an_agent(todo: &Todo) -> bool {
     loopx_vocab::Actor::of(&todo.created_by).is_agent()
 }
 
-/// The current goal's monitors that may be polled (every dependency finished).
+/// The active goals' monitors that may be polled (every dependency finished).
 pub fn monitors(s: &Snapshot<'_>) -> Result<Vec<Todo>, KernelError> {
-    match s.current_goal()? {
-        Some(goal) if goal.status == GoalStatus::Active => s.monitors(goal.id),
-        _ => Ok(Vec::new()),
+    let mut monitors = Vec::new();
+    for goal in s.active_goals()? {
+        monitors.extend(s.monitors(goal.id)?);
     }
+    Ok(monitors)
 }
 
 /// The monitors of `monitors` due at `now`, in the order a round polls them: a person's

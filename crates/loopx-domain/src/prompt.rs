@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use loopx_kernel::model::{Blocks, EvidenceKind, GateState, Goal, SliceKind, Todo};
+use loopx_kernel::model::{EvidenceKind, GateState, Goal, SliceKind, Todo};
 use loopx_kernel::{AgentName, KernelError, Snapshot};
 
 use crate::freshness::Freshness;
@@ -152,7 +152,11 @@ fn answered_gates(
     let mut gates: Vec<_> = snap
         .gates()?
         .into_iter()
-        .filter(|g| g.state == GateState::Answered && concerns(&g.blocks, p.agent, todo_id))
+        .filter(|g| {
+            g.state == GateState::Answered
+                && g.blocks
+                    .blocks(Some(p.agent), todo_id, p.goal.map(|g| g.id))
+        })
         .collect();
     gates.reverse();
     gates.truncate(ANSWERED_GATES);
@@ -233,16 +237,6 @@ fn judged(judgement: Result<Option<String>, KernelError>) -> Option<String> {
         tracing::warn!(error = %e, "cannot judge whether a record in the prompt is stale");
         None
     })
-}
-
-/// Whether an answered gate is context for this agent on this todo.
-fn concerns(blocks: &Blocks, agent: &AgentName, todo: Option<loopx_kernel::TodoId>) -> bool {
-    match blocks {
-        Blocks::Global => true,
-        Blocks::Agent(name) => name == agent,
-        Blocks::Todos(todos) => todo.is_some_and(|t| todos.contains(&t)),
-        Blocks::Nothing => false,
-    }
 }
 
 /// The task section: the todo's title first (agents read it as the task), then its detail,

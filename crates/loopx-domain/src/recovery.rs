@@ -195,6 +195,7 @@ mod tests {
 
     fn record(limit_secs: u64, started_at: Timestamp) -> SliceRecord {
         SliceRecord {
+            goal: None,
             id: loopx_kernel::SliceId(7),
             agent: "a".parse().expect("name"),
             todo: Some(loopx_kernel::TodoId(1)),

@@ -788,6 +788,7 @@ fn final_words(f: &Finished<'_>) -> Option<String> {
 #[cfg(any(test, feature = "fixtures"))]
 pub fn unpaced_quota(agent: &AgentName) -> QuotaRequest {
     QuotaRequest {
+        goal: None,
         agent: agent.clone(),
         account: "demo".into(),
         tokens: 0,
@@ -821,6 +822,7 @@ pub fn test_slice(agent: &AgentName) -> TestSlice {
     (end.bytes, end.containment) = (100, "session");
     (end.at, end.elapsed) = (Timestamp(3_000), std::time::Duration::from_secs(2));
     let record = loopx_kernel::model::SliceRecord {
+        goal: None,
         id: loopx_kernel::SliceId(4),
         agent: agent.clone(),
         todo: Some(loopx_kernel::TodoId(2)),

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use crate::errors::KernelError;
 use crate::ids::GoalId;
-use crate::model::{GateState, GoalStatus, Todo, TodoState};
+use crate::model::{GateState, Todo, TodoState};
 use crate::store::Snapshot;
 use crate::store::tables::counter;
 
@@ -14,14 +14,6 @@ pub fn check_consistency(snap: &Snapshot<'_>) -> Result<Vec<String>, KernelError
     let mut problems = Vec::new();
     let goals = snap.goals()?;
     let goal_ids: BTreeSet<_> = goals.iter().map(|g| g.id).collect();
-    if goals
-        .iter()
-        .filter(|g| g.status == GoalStatus::Active)
-        .count()
-        > 1
-    {
-        problems.push("more than one goal is active".to_owned());
-    }
     let todos = snap.todos()?;
     check_todos(&todos, &goal_ids, &mut problems);
     for gate in snap.gates()? {

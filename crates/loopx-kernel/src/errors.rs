@@ -220,10 +220,6 @@ pub enum Conflict {
         action: &'static str,
     },
     #[error(
-        "goal {goal} is already active\n(hint: finish or pause it first: `loopx goal done {goal}` or `loopx goal pause {goal}`)"
-    )]
-    ActiveGoal { goal: GoalId },
-    #[error(
         "another goal took id {expected} while this one was being prepared (it would be {next})\n(hint: run the command again)"
     )]
     GoalIdTaken { expected: GoalId, next: GoalId },
@@ -304,6 +300,13 @@ pub enum Invalid {
         given: String,
         /// `1 (keep) | 2 (rollback)`.
         options: String,
+    },
+    #[error(
+        "several goals are active ({goals}): name one with --goal\n(hint: `loopx goal list` shows them)"
+    )]
+    WhichGoal {
+        /// `g1, g2`.
+        goals: String,
     },
     #[error("{0}")]
     Other(String),

@@ -45,6 +45,9 @@ pub struct Goal {
     /// Its revision: 1 as started, one more at each amendment (`goal amend`). Added in record
     /// version 10 (a goal of an older loopx reads as revision 1).
     pub revision: u32,
+    /// Which active goal the agents serve first (higher first; `goal start --priority`).
+    /// Added in record version 16 (a goal of an older loopx reads as priority 0).
+    pub priority: i32,
 }
 
 /// The right of one agent to work on one todo until `expires_at`, fenced by `epoch`.
@@ -181,13 +184,22 @@ pub enum Blocks {
     /// No work: a decision a person must make that no agent waits for (an approval of the
     /// notification command). Appended in record version 5.
     Nothing,
+    /// One goal's work: what a budget, a goal-met question or a planning slice's question
+    /// holds back while other active goals go on. Appended in record version 16.
+    Goal(GoalId),
 }
 
 impl Blocks {
-    /// Whether this gate holds back `agent` working on `todo`.
-    pub fn blocks(&self, agent: Option<&AgentName>, todo: Option<TodoId>) -> bool {
+    /// Whether this gate holds back `agent` working on `todo` of `goal`.
+    pub fn blocks(
+        &self,
+        agent: Option<&AgentName>,
+        todo: Option<TodoId>,
+        goal: Option<GoalId>,
+    ) -> bool {
         match self {
             Blocks::Global => true,
+            Blocks::Goal(id) => goal == Some(*id),
             Blocks::Agent(name) => agent == Some(name),
             Blocks::Todos(todos) => todo.is_some_and(|t| todos.contains(&t)),
             Blocks::Nothing => false,
@@ -205,6 +217,7 @@ impl Blocks {
                 .collect::<Vec<_>>()
                 .join(", "),
             Blocks::Nothing => "no work".to_owned(),
+            Blocks::Goal(goal) => format!("goal {goal}"),
         }
     }
 }
@@ -426,6 +439,16 @@ pub struct Agent {
     pub capabilities: Vec<String>,
     pub role: Option<String>,
     pub added_at: Timestamp,
+    /// The goals it works on (`agent set NAME --goals g1,g3`); empty: every goal. Added in
+    /// record version 16 (an agent of an older loopx works on every goal).
+    pub goals: Vec<GoalId>,
+}
+
+impl Agent {
+    /// Whether it works on `goal`: every goal unless it was kept to some.
+    pub fn works_on(&self, goal: GoalId) -> bool {
+        self.goals.is_empty() || self.goals.contains(&goal)
+    }
 }
 
 /// Enough to recognise a process after a restart: a pid alone may have been reused.
@@ -471,6 +494,10 @@ pub struct SliceRecord {
     /// handoff it writes is stale once they changed, even when a person rewrote the todo while
     /// it ran. `None` for a slice without a todo, or one an older loopx began.
     pub seen: Option<TodoSeen>,
+    /// The goal it worked for: its todo's, or the goal a planning slice planned (record
+    /// version 16, its last field; `None` for a slice an older loopx began, whose goal is its
+    /// todo's or the one that was active).
+    pub goal: Option<GoalId>,
 }
 
 /// A hold on an account (every profile on it pauses) or on one agent (key `agent:<name>`).

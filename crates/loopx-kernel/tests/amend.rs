@@ -264,6 +264,7 @@ fn start_slice(
     minute: u64,
 ) -> SliceId {
     let new = NewSlice {
+        goal: None,
         agent: "a".parse().expect("a name"),
         todo: claim.map(|c| c.0),
         epoch: claim.map(|c| c.1),

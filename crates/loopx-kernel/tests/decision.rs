@@ -66,7 +66,7 @@ proptest! {
         f.todo("Add retry to the HTTP client");
         let mut now = T0;
         for step in steps {
-            let req = |tokens, busy| request(&AgentView { name: name.clone(), ..agent() }, tokens, 0.0, busy);
+            let req = |tokens, busy| request(&AgentView { name: name.clone(), ..agent() }, tokens, 0.0, busy, None);
             let op = match step {
                 Step::Admit { tokens } => Op::QuotaAdmit(req(tokens, None)),
                 Step::Charge { tokens, minutes } => {
@@ -109,7 +109,7 @@ fn spends_committed_out_of_clock_order_still_get_the_burst() {
         windows: vec![],
         ..agent()
     };
-    let req = || request(&paced, 0, 0.0, None);
+    let req = || request(&paced, 0, 0.0, None, None);
     f.store
         .apply(Op::QuotaAdmit(req()), HUMAN, Timestamp(T0.0 + 40))
         .expect("the later clock commits first");
@@ -162,6 +162,7 @@ fn a_goal_past_its_share_of_the_hour_waits() {
         10,
         0.0,
         Some((Timestamp(now.0 - 40 * 60_000), now)),
+        None,
     );
     f.store
         .apply(Op::QuotaCharge(charge), HUMAN, now)
@@ -199,11 +200,12 @@ fn a_running_slice_s_expected_spend_is_kept_for_it_on_its_account() {
         windows: vec![window],
         ..agent()
     };
-    let usage = |agent: &AgentName, tokens| request(&view(agent), tokens, 0.0, None);
+    let usage = |agent: &AgentName, tokens| request(&view(agent), tokens, 0.0, None, None);
     let begin = |agent: &AgentName, minute: u64| {
         let todo = f.todo(&format!("{agent}'s work at minute {minute}"));
         let op = Op::SliceBegin(BeginSlice {
             slice: NewSlice {
+                goal: None,
                 agent: agent.clone(),
                 todo: Some(todo),
                 epoch: None,
@@ -306,7 +308,7 @@ fn account_rules_cannot_write_the_kernel_s_own_entries() {
     f.agent("a");
     let spend = loopx_kernel::store::QuotaRequest {
         rules: std::sync::Arc::new(Meddles),
-        ..request(&agent(), 0, 0.0, None)
+        ..request(&agent(), 0, 0.0, None, None)
     };
     let refused = f
         .store

@@ -348,6 +348,7 @@ fn a_slice_names_its_files_after_the_id_it_is_given() {
     f.goal();
     let a = f.agent("a");
     let new = loopx_kernel::store::NewSlice {
+        goal: None,
         agent: a,
         todo: None,
         epoch: None,
@@ -479,6 +480,7 @@ fn slice(
     kind: loopx_kernel::model::SliceKind,
 ) -> loopx_kernel::store::NewSlice {
     loopx_kernel::store::NewSlice {
+        goal: None,
         agent,
         todo,
         epoch,

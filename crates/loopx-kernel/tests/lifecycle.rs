@@ -814,6 +814,7 @@ fn a_goal_start_that_expects_an_id_gets_it_or_is_refused() {
     let f = fixture();
     let start = |id: Option<GoalId>| {
         Op::GoalStart(NewGoal {
+            priority: 0,
             id,
             objective: "Ship it".into(),
             scope: vec![],

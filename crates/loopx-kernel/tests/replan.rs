@@ -25,6 +25,7 @@ fn start(f: &common::Fixture, agent: &str, kind: SliceKind, minute: u64) -> Slic
         .store
         .apply(
             Op::SliceStart(NewSlice {
+                goal: None,
                 agent: agent.parse().expect("a name"),
                 todo: None,
                 epoch: None,
@@ -292,6 +293,7 @@ fn a_continuation_is_held_for_its_agent_until_the_hold_lapses() {
     let begun = f.store.apply_all(
         vec![Op::SliceBegin(loopx_kernel::store::BeginSlice {
             slice: NewSlice {
+                goal: None,
                 agent: "a".parse().expect("a name"),
                 todo: Some(next.id),
                 epoch: None,

@@ -226,10 +226,11 @@ proptest! {
                 for agent in agents() {
                     let state = DecisionState::read(s, agent.clone(), now)?;
                     let shared = &state.shared;
+                    let part = shared.goals.first();
                     let whole = loopx_domain::quota::decide(&DecideInput {
                         now: now.0,
                         agent: &agent,
-                        goal: shared.goal.as_ref(),
+                        goal: part.map(|p| &p.goal),
                         todos: &full,
                         gates: &shared.gates,
                         slices: &shared.slices,
@@ -237,7 +238,7 @@ proptest! {
                         pacing_tat: state.pacing_tat,
                         windows: &state.windows,
                         in_flight: &state.in_flight,
-                        busy: &shared.busy,
+                        busy: part.map_or(&[][..], |p| &p.busy),
                         policy: &shared.policy,
                     });
                     assert_eq!(gist(&state.decide()), gist(&whole), "agent {} over {} todos", agent.name, full.len());

@@ -351,6 +351,7 @@ pub(crate) fn plain(text: &str) -> Value {
 fn holds(blocks: &Blocks, names: &Names) -> String {
     match blocks {
         Blocks::Global => "Until it is answered, every agent waits.".to_owned(),
+        Blocks::Goal(goal) => format!("Until it is answered, the work on goal {goal} waits."),
         Blocks::Agent(a) => format!(
             "Until it is answered, {} waits.",
             crate::words::actor(&loopx_vocab::actor::agent(a.as_str()))

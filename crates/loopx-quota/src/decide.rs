@@ -131,6 +131,8 @@ pub enum GateBlocks {
     Global,
     Agent(AgentName),
     Todos(Vec<TodoId>),
+    /// One goal's work: the decision for another goal goes on.
+    Goal(GoalId),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -511,6 +513,9 @@ fn gate_blocks(
             }
             GateBlocks::Agent(agent) if agent == name => {
                 return Some(ask(gate, format!("gate {} blocks {name}", gate.id)));
+            }
+            GateBlocks::Goal(goal) if input.goal.is_some_and(|g| g.id == *goal) => {
+                return Some(ask(gate, format!("gate {} blocks goal {goal}", gate.id)));
             }
             _ => {}
         }

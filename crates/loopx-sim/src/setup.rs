@@ -81,6 +81,7 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
         permission: PermissionLevel::WorkspaceWrite,
         share: 1.0,
         isolation: loopx_kernel::model::Isolation::Shared,
+        priority: 0,
     })];
     for agent in &scenario.agents {
         ops.push(Op::AgentAdd(NewAgent {

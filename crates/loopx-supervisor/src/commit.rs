@@ -259,6 +259,7 @@ mod tests {
         apply(
             &store,
             Op::GoalStart(NewGoal {
+                priority: 0,
                 id: None,
                 objective: "Ship".into(),
                 scope: vec![],
@@ -287,6 +288,7 @@ mod tests {
         });
         apply(&store, claim.clone());
         let new = NewSlice {
+            goal: None,
             agent: agent.clone(),
             todo: Some(todo.id),
             epoch: Some(1),
@@ -454,6 +456,7 @@ mod tests {
         // The work slice ends; then a planning slice runs and is recovered.
         recovered(&store, slice.id);
         let new = NewSlice {
+            goal: None,
             agent: agent.clone(),
             todo: None,
             epoch: None,
@@ -561,6 +564,7 @@ mod tests {
             apply(
                 &store,
                 Op::GoalStart(NewGoal {
+                    priority: 0,
                     id: None,
                     objective: "Ship".into(),
                     scope: vec![],
@@ -583,6 +587,7 @@ mod tests {
             };
             let begin = BeginSlice {
                 slice: NewSlice {
+                    goal: None,
                     agent: agent.clone(),
                     todo: Some(todo.id),
                     epoch: None,

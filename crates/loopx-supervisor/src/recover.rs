@@ -162,6 +162,7 @@ mod tests {
         store
             .apply(
                 Op::GoalStart(NewGoal {
+                    priority: 0,
                     id: None,
                     objective: "Ship".into(),
                     scope: vec![],
@@ -187,6 +188,7 @@ mod tests {
             .expect("agent");
         let begin = BeginSlice {
             slice: NewSlice {
+                goal: None,
                 agent: agent.clone(),
                 todo: None,
                 epoch: None,

@@ -79,6 +79,7 @@ pub fn todo(title: impl Into<String>) -> NewTodo {
 /// whole share, worked in the checkout itself.
 pub fn goal(objective: impl Into<String>) -> NewGoal {
     NewGoal {
+        priority: 0,
         id: None,
         objective: objective.into(),
         scope: vec![],
@@ -104,6 +105,7 @@ pub fn agent(name: &str, profile: &str) -> NewAgent {
 pub fn begin(agent: &AgentName, todo: Option<TodoId>) -> BeginSlice {
     BeginSlice {
         slice: NewSlice {
+            goal: None,
             agent: agent.clone(),
             todo,
             epoch: None,
@@ -120,6 +122,7 @@ pub fn begin(agent: &AgentName, todo: Option<TodoId>) -> BeginSlice {
         },
         claim_ttl: Duration::from_secs(600),
         admit: QuotaRequest {
+            goal: None,
             agent: agent.clone(),
             account: "acct".into(),
             tokens: 0,

@@ -35,11 +35,13 @@ pub fn run(ctx: &mut Ctx, cmd: AgentCommand) -> Result<(), ExpectedError> {
             profile,
             capabilities,
             role,
+            goals,
         } => {
             let change = AgentChange {
                 profile,
                 capabilities: (!capabilities.is_empty()).then_some(capabilities),
                 role,
+                goals: goals.as_deref().map(goal_list).transpose()?,
             };
             let changed = app.set_agent(id(&name)?, change, path.as_deref())?;
             shown(ctx, changed, "Changed")
@@ -83,4 +85,16 @@ fn shown(ctx: &mut Ctx, added: AgentAdded, verb: &str) -> Result<(), ExpectedErr
         )),
         None => Ok(()),
     }
+}
+
+/// `--goals g1,g3` as goal ids; `all` (or nothing between the commas) for every goal.
+fn goal_list(text: &str) -> Result<Vec<loopx_kernel::GoalId>, ExpectedError> {
+    if text.trim() == "all" {
+        return Ok(Vec::new());
+    }
+    text.split(',')
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+        .map(id::<loopx_kernel::GoalId>)
+        .collect()
 }

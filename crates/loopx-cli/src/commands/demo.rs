@@ -169,6 +169,7 @@ fn setup(ctx: &Ctx, project: &Project) -> Result<(), ExpectedError> {
                 permission: loopx_kernel::model::PermissionLevel::WorkspaceWrite,
                 share: 1.0,
                 isolation: isolation(project),
+                priority: 0,
             }),
             agent("executor", "demo", "executor")?,
             agent("reviewer", "demo-reviewer", "reviewer")?,

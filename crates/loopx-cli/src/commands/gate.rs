@@ -18,17 +18,25 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
             blocks,
             agent,
             global,
+            goal,
         } => {
+            let blocks = match goal {
+                Some(goal) => Some(Blocks::Goal(id(&goal)?)),
+                None => what_it_blocks(&blocks, agent, global)?,
+            };
             let gate = app.ask_gate(Ask {
                 question: ask.question,
                 options: ask.options,
                 context: ask.context,
-                blocks: what_it_blocks(&blocks, agent, global)?,
+                blocks,
             })?;
             show_opened(ctx, &gate)
         }
-        GateCommand::List { all } => {
-            let gates = app.gates(all)?;
+        GateCommand::List { all, goal } => {
+            let mut gates = app.gates(all)?;
+            if let Some(goal) = goal.as_deref().map(id).transpose()? {
+                gates.retain(|g| app.gate_holds_goal(g, goal));
+            }
             if ctx.json {
                 return ctx.json_out(&document("gates", &gates));
             }

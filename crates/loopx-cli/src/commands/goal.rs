@@ -40,9 +40,9 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
             let goal = app.goal(goal.as_deref().map(id::<GoalId>).transpose()?)?;
             return shown(ctx, &app, &goal);
         }
-        GoalCommand::Pause { id } => (id, GoalStatus::Paused),
-        GoalCommand::Resume { id } => (id, GoalStatus::Active),
-        GoalCommand::Done { id } => (id, GoalStatus::Done),
+        GoalCommand::Pause(pick) => (pick.named(), GoalStatus::Paused),
+        GoalCommand::Resume(pick) => (pick.named(), GoalStatus::Active),
+        GoalCommand::Done(pick) => (pick.named(), GoalStatus::Done),
     };
     let goal = target.as_deref().map(id::<GoalId>).transpose()?;
     let goal = app.set_goal_status(goal, to)?;
@@ -94,6 +94,7 @@ fn start(ctx: &mut Ctx, app: &App, args: StartArgs) -> Result<(), ExpectedError>
         scope: args.scope,
         permission: args.permission.unwrap_or(PermissionLevel::WorkspaceWrite),
         share: args.share,
+        priority: args.priority,
         isolation: args.isolation,
         from_head: args.from_head,
         from: args.from.as_deref().map(from_goal).transpose()?,

@@ -163,7 +163,7 @@ fn should_run_json<'a>(state: &'a DecisionState, d: &'a Decision) -> ShouldRun<'
         format_version: 1,
         decision: d.kind(),
         agent: &state.agent.name,
-        goal: state.shared.goal.as_ref().map(|g| g.id),
+        goal: state.goal,
         slice: d.slice(),
         todo: d.todo().map(|(id, title)| TodoRef { id, title }),
         gate: d.gate().map(|(id, question)| GateRef { id, question }),

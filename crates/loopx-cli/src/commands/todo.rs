@@ -47,6 +47,7 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
             all,
             limit,
             after,
+            goal,
         } => {
             let page = match (limit, after) {
                 (None, None) => None,
@@ -55,7 +56,12 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
                     limit,
                 }),
             };
-            let query = TodoQuery { state, all, page };
+            let query = TodoQuery {
+                state,
+                all,
+                page,
+                goal: goal.as_deref().map(id).transpose()?,
+            };
             let (todos, more) = app.todos(query)?;
             return list(ctx, query, todos, more);
         }
@@ -254,7 +260,9 @@ fn list(
     todos: Vec<Todo>,
     more: bool,
 ) -> Result<(), ExpectedError> {
-    let TodoQuery { state, all, page } = query;
+    let TodoQuery {
+        state, all, page, ..
+    } = query;
     if ctx.json {
         if page.is_some() {
             /// A page: the todos, and whether more follow the last of them.

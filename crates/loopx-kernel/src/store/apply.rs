@@ -16,6 +16,7 @@ mod replan;
 mod slice;
 mod todo;
 mod typed;
+mod which_goal;
 
 pub use agent::AgentChange;
 pub use caps::{OPEN_MONITORS, OPEN_PROPOSALS, OPEN_QUESTIONS, OPEN_TODOS};

@@ -51,6 +51,10 @@
 //! - 15: monitors gained `pins` (the files a person's check names, by content), their last
 //!   field: the monitor is not a todo's last field, so an older todo is decoded in its own
 //!   layout ([`TodoV14`]) and reads with no pins.
+//! - 16: goals gained `priority` and agents `goals` (the goals it works on), each its last
+//!   field: an older goal reads as priority 0, an older agent works on every goal, and an
+//!   older slice has no goal recorded (a zero byte appended; `SliceRecord::goal`). Gates may block one `Goal` (a variant appended, so older gates read
+//!   unchanged).
 
 use std::borrow::Cow;
 
@@ -66,7 +70,7 @@ use crate::model::{
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 15;
+pub(crate) const RECORD_VERSION: u8 = 16;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -91,7 +95,7 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
             owned.push(0);
             Cow::Owned(owned)
         }
-        Some((&(6..=14 | RECORD_VERSION), body)) => Cow::Borrowed(body),
+        Some((&(6..=15 | RECORD_VERSION), body)) => Cow::Borrowed(body),
         Some((&version @ 1..=5, body)) => up_to_v5(version, table, body)
             .and_then(|v5| Ok(Cow::Owned(upgrade_v5(table, &v5)?.into_owned())))
             .map_err(|e| failed(e.to_string()))?,
@@ -130,6 +134,16 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
         // a zero byte reads as 0 or `None` (a version-6 or -7 gate got its `reported_done`
         // byte above; postcard ignores what follows a complete value).
         ("gates" | "slices", ..13) => {
+            let mut owned = body.into_owned();
+            owned.push(0);
+            Cow::Owned(owned)
+        }
+        _ => body,
+    };
+    // A goal or agent before version 16 lacks `priority` or `goals`, its last field: a zero
+    // byte reads as priority 0 or no goals named (every goal).
+    let body = match (table, version) {
+        ("goals" | "agents" | "slices", ..16) => {
             let mut owned = body.into_owned();
             owned.push(0);
             Cow::Owned(owned)
@@ -289,6 +303,7 @@ impl From<GoalV5> for Goal {
             updated_at: g.updated_at,
             isolation: Isolation::Shared,
             revision: 1,
+            priority: 0,
         }
     }
 }
@@ -357,6 +372,7 @@ impl From<SliceV4> for SliceRecord {
             containment: String::new(),
             log_sha256: String::new(),
             seen: None,
+            goal: None,
         }
     }
 }
@@ -417,6 +433,7 @@ impl From<SliceV2> for SliceRecord {
             containment: String::new(),
             log_sha256: String::new(),
             seen: None,
+            goal: None,
         }
     }
 }
@@ -734,25 +751,68 @@ mod tests {
         assert!(read.monitor.is_none() && read.not_before.is_none());
     }
 
+    /// A goal as version 5 stored it, in today's layout.
+    fn shipping_goal() -> Goal {
+        Goal::from(GoalV5 {
+            id: GoalId(2),
+            objective: "Ship".into(),
+            scope: vec!["src/**".into()],
+            permission: PermissionLevel::WorkspaceWrite,
+            share: 1.0,
+            status: GoalStatus::Active,
+            created_at: Timestamp(1),
+            updated_at: Timestamp(2),
+        })
+    }
+
+    #[test]
+    fn version_15_goals_and_agents_read_without_what_16_added() {
+        let goal = Goal {
+            priority: 3,
+            ..shipping_goal()
+        };
+        let current = encode(&goal);
+        // Version 16 appended `priority` (zigzag 3 is the byte 6).
+        assert_eq!(current.last(), Some(&6));
+        let mut v15 = current[..current.len() - 1].to_vec();
+        v15[0] = 15;
+        let read: Goal = decode("goals", &v15).expect("a version-15 goal reads");
+        assert_eq!(
+            read,
+            Goal {
+                priority: 0,
+                ..goal
+            }
+        );
+        let agent = crate::model::Agent {
+            name: "exec".parse().expect("name"),
+            profile: "exec".into(),
+            capabilities: vec![],
+            role: None,
+            added_at: Timestamp(1),
+            goals: vec![GoalId(1)],
+        };
+        let current = encode(&agent);
+        let mut v15 = current[..current.len() - 2].to_vec();
+        v15[0] = 15;
+        let read: crate::model::Agent = decode("agents", &v15).expect("a version-15 agent reads");
+        assert!(
+            read.goals.is_empty() && read.works_on(GoalId(7)),
+            "{read:?}"
+        );
+    }
+
     #[test]
     fn a_version_9_goal_reads_as_revision_1() {
         let goal = Goal {
             revision: 4,
-            ..Goal::from(GoalV5 {
-                id: GoalId(2),
-                objective: "Ship".into(),
-                scope: vec!["src/**".into()],
-                permission: PermissionLevel::WorkspaceWrite,
-                share: 1.0,
-                status: GoalStatus::Active,
-                created_at: Timestamp(1),
-                updated_at: Timestamp(2),
-            })
+            ..shipping_goal()
         };
         let current = encode(&goal);
-        // Version 9 wrote the same fields without the last (`revision`, one byte here).
-        assert_eq!(current.last(), Some(&4));
-        let mut v9 = current[..current.len() - 1].to_vec();
+        // Version 9 wrote the same fields without the last two (`revision`, one byte here, and
+        // version 16's `priority`, a zero byte).
+        assert_eq!(&current[current.len() - 2..], &[4, 0]);
+        let mut v9 = current[..current.len() - 2].to_vec();
         v9[0] = 9;
         let read: Goal = decode("goals", &v9).expect("a version-9 goal reads");
         assert_eq!(
@@ -829,6 +889,7 @@ mod tests {
             answered_under: 0,
         };
         let slice = SliceRecord {
+            goal: None,
             id: SliceId(9),
             agent: "codex".parse().expect("a name"),
             todo: Some(TodoId(2)),
@@ -886,9 +947,9 @@ mod tests {
 
     #[test]
     fn a_newer_record_is_refused_by_name() {
-        let err = decode::<u64>("agents", &[16, 1]).expect_err("too new");
-        assert!(err.to_string().contains("record version 16"), "{err}");
-        for version in [3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+        let err = decode::<u64>("agents", &[17, 1]).expect_err("too new");
+        assert!(err.to_string().contains("record version 17"), "{err}");
+        for version in [3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16] {
             assert_eq!(
                 decode::<u64>("agents", &[version, 1]).expect("an older version reads"),
                 1,

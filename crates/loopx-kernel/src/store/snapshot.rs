@@ -111,16 +111,41 @@ impl<'a> Snapshot<'a> {
         self.scan(tables::GOALS, false, usize::MAX, |_| true)
     }
 
-    /// The goal commands act on by default: the active one, else the newest paused one.
-    pub fn current_goal(&self) -> Result<Option<Goal>, KernelError> {
-        let goals = self.scan::<Goal>(tables::GOALS, true, usize::MAX, |g| {
-            matches!(g.status, GoalStatus::Active | GoalStatus::Paused)
+    /// The active goals, the one agents serve first first: the highest `priority`, then the
+    /// oldest (the decision's order among goals of equal priority also weighs their share).
+    pub fn active_goals(&self) -> Result<Vec<Goal>, KernelError> {
+        let mut goals = self.scan::<Goal>(tables::GOALS, false, usize::MAX, |g| {
+            g.status == GoalStatus::Active
         })?;
-        Ok(goals
-            .iter()
-            .find(|g| g.status == GoalStatus::Active)
-            .or(goals.first())
-            .cloned())
+        goals.sort_by_key(|g| (std::cmp::Reverse(g.priority), g.id));
+        Ok(goals)
+    }
+
+    /// The goal a command that names none acts on: the one active goal, else the newest
+    /// paused one. With several active the person must say which
+    /// ([`crate::errors::Invalid::WhichGoal`]), as the kernel's own operations ask.
+    pub fn goal_meant(&self) -> Result<Option<Goal>, KernelError> {
+        let active = self.active_goals()?;
+        if active.len() > 1 {
+            let goals: Vec<String> = active.iter().map(|g| g.id.to_string()).collect();
+            return Err(crate::errors::Invalid::WhichGoal {
+                goals: goals.join(", "),
+            }
+            .into());
+        }
+        self.current_goal()
+    }
+
+    /// The goal a view shows first: the active one served first, else the newest paused one.
+    /// A command that acts on a goal it was not given asks which when several are active
+    /// (`loopx_app`'s `App::goal`); a view shows them all.
+    pub fn current_goal(&self) -> Result<Option<Goal>, KernelError> {
+        if let Some(first) = self.active_goals()?.into_iter().next() {
+            return Ok(Some(first));
+        }
+        Ok(self
+            .scan::<Goal>(tables::GOALS, true, 1, |g| g.status == GoalStatus::Paused)?
+            .pop())
     }
 
     /// The goal a view shows and the decision reads: the current one, else the newest, so that

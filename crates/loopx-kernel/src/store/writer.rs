@@ -25,6 +25,9 @@ pub(crate) struct Writer<'t> {
     /// met" later in the same batch is judged against the todos as they were before
     /// (`entities.rs`).
     pub(crate) replan_dropped: std::cell::Cell<usize>,
+    /// The goal of the slice this batch reports from (`Op::InSlice`): what an agent's report
+    /// item that names no goal is about, with several goals active.
+    pub(crate) slice_goal: std::cell::Cell<Option<crate::ids::GoalId>>,
 }
 
 impl<'t> Writer<'t> {
@@ -51,6 +54,7 @@ impl<'t> Writer<'t> {
             actor,
             db_now: None,
             replan_dropped: std::cell::Cell::new(0),
+            slice_goal: std::cell::Cell::new(None),
         })
     }
 

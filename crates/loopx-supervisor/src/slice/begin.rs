@@ -152,9 +152,10 @@ impl Decided {
                 limit_secs: plan.limits.max_time.as_secs(),
                 log: Some(slice_file(SLICE_PLACEHOLDER, "log")),
                 owner: Some(req.world.me.clone()),
+                goal: self.goal.as_ref().map(|g| g.id),
             },
             claim_ttl: lease_ttl(setup, req.world.lease_max),
-            admit: setup.quota_request(0, 0.0, None),
+            admit: setup.quota_request((0, 0.0), None, self.goal.as_ref().map(|g| g.id)),
         };
         let beginning = Beginning::start();
         let begun = self.store.run(begin, &actor(setup), req.world.clock.now());

@@ -85,7 +85,7 @@ pub(crate) fn decide(
     let mut decision = state.decide();
     if ask::needs_gate(&decision) {
         let store = req.world.stores.get(&req.project)?;
-        ask::open_gate(&store, &mut decision, now)?;
+        ask::open_gate(&store, &mut decision, state.goal, now)?;
     }
     on_step(Step::Decided {
         agent: &setup.agent.name,
@@ -98,7 +98,11 @@ pub(crate) fn decide(
             decision,
         })));
     };
-    let goal = store.read(|s| s.current_goal())?;
+    // The goal the decision chose among the active ones (the one a planning slice plans).
+    let goal = match state.goal {
+        Some(id) => store.read(|s| s.goal(id))?,
+        None => None,
+    };
     // A slice may begin: from here on the store is written through the supervisor's handle.
     let store = req.world.stores.get(&req.project)?;
     let permission = match approval::permission(&store, &setup, goal.as_ref(), now)? {

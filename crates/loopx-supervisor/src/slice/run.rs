@@ -407,9 +407,12 @@ impl Begun {
     pub(crate) fn spent(&self, end: &AgentEnd) -> QuotaRequest {
         let usage = end.summary.usage();
         self.setup.quota_request(
-            usage.input.saturating_add(usage.output),
-            end.summary.cost_usd.unwrap_or(0.0),
+            (
+                usage.input.saturating_add(usage.output),
+                end.summary.cost_usd.unwrap_or(0.0),
+            ),
             Some(loopx_domain::writeback::ran_between(end.at, end.elapsed)),
+            self.record.goal,
         )
     }
 

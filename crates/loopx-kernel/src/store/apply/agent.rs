@@ -13,6 +13,8 @@ pub struct AgentChange {
     pub profile: Option<String>,
     pub capabilities: Option<Vec<String>>,
     pub role: Option<String>,
+    /// The goals it works on; `Some(vec![])` lets it work on every goal again.
+    pub goals: Option<Vec<crate::ids::GoalId>>,
 }
 
 fn check(profile: &str, capabilities: &[String], role: Option<&String>) -> Result<(), Invalid> {
@@ -40,6 +42,7 @@ pub(super) fn add(
         capabilities,
         role,
         added_at: w.now,
+        goals: Vec::new(),
     };
     w.put_agent(&agent)?;
     w.event(EventKind::AgentAdded {
@@ -65,6 +68,14 @@ pub(super) fn set(
     }
     if let Some(role) = change.role {
         agent.role = Some(role);
+    }
+    if let Some(mut goals) = change.goals {
+        for goal in &goals {
+            w.require::<crate::model::Goal>(tables::GOALS, goal.0, "goal", *goal)?;
+        }
+        goals.sort();
+        goals.dedup();
+        agent.goals = goals;
     }
     check(&agent.profile, &agent.capabilities, agent.role.as_ref())?;
     w.put_agent(&agent)?;

@@ -259,16 +259,22 @@ pub(super) fn narrowed_answered(
 fn target(w: &Writer<'_>, goal: Option<crate::ids::GoalId>) -> Result<Goal, KernelError> {
     let goals: Vec<Goal> = w.all(tables::GOALS)?;
     let open = |g: &&Goal| matches!(g.status, GoalStatus::Active | GoalStatus::Paused);
-    let found = match goal {
-        Some(id) => goals.iter().find(|g| g.id == id).ok_or(Invalid::NotFound {
+    let current = match goal {
+        Some(_) => None,
+        None => super::which_goal::open_goal(w)?,
+    };
+    let found = match (goal, &current) {
+        (Some(id), _) => goals.iter().find(|g| g.id == id).ok_or(Invalid::NotFound {
             what: "goal",
             id: id.to_string(),
         })?,
-        None => goals.iter().rev().find(open).ok_or_else(|| {
-            Invalid::Other(
+        (None, Some(current)) => current,
+        (None, None) => {
+            return Err(Invalid::Other(
                 "there is no active or paused goal\n(hint: `loopx goal list`)".to_owned(),
             )
-        })?,
+            .into());
+        }
     };
     if !open(&found) {
         return Err(Invalid::Other(format!(
@@ -357,8 +363,11 @@ pub(super) fn proposal_asked(w: &Writer<'_>, mut new: NewGate) -> Result<NewGate
     else {
         return Ok(new);
     };
-    let goals: Vec<Goal> = w.all(tables::GOALS)?;
-    let Some(goal) = goals.into_iter().find(|g| g.status == GoalStatus::Active) else {
+    let active = super::which_goal::active_goal(w)?;
+    let Some(goal) = active
+        .map(|id| w.require::<Goal>(tables::GOALS, id.0, "goal", id))
+        .transpose()?
+    else {
         return Err(
             Invalid::Other("there is no active goal to propose a change to".to_owned()).into(),
         );

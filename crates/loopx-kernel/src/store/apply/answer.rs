@@ -6,8 +6,8 @@ use crate::errors::{Conflict, Invalid, KernelError, Refused};
 use crate::ids::GateId;
 use crate::limits;
 use crate::model::{
-    Answer, BUDGET_OPTIONS, Blocks, EventKind, GOAL_MET_OPTIONS, Gate, GateKind, GateState,
-    LAND_OPTIONS, ROLLBACK_OPTIONS, STALL_OPTIONS, Todo,
+    Answer, BUDGET_OPTIONS, EventKind, GOAL_MET_OPTIONS, Gate, GateKind, GateState, LAND_OPTIONS,
+    ROLLBACK_OPTIONS, STALL_OPTIONS,
 };
 use crate::store::tables;
 use crate::store::writer::Writer;
@@ -168,16 +168,6 @@ fn answer_follows(w: &Writer<'_>, gate: &Gate, chosen: Option<&str>) -> Result<(
 /// The revision of the goal `gate` is about (its first todo's, else the active one) as it is
 /// answered; 0 without a goal.
 fn answered_under(w: &Writer<'_>, gate: &Gate) -> Result<u32, KernelError> {
-    let todo = match &gate.blocks {
-        Blocks::Todos(todos) => match todos.first() {
-            Some(id) => w.get::<Todo>(tables::TODOS, id.0)?,
-            None => None,
-        },
-        _ => None,
-    };
-    let goal = match todo {
-        Some(todo) => Some(todo.goal),
-        None => super::budget::active_goal(w)?,
-    };
+    let goal = super::which_goal::gate_goal(w, gate)?;
     super::entities::revision_of(w, goal, None)
 }

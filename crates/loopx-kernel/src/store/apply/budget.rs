@@ -25,19 +25,6 @@ pub(crate) fn spent_key(goal: GoalId) -> String {
     format!("spent/{goal}")
 }
 
-/// The active goal, which a slice without a todo (planning) works for.
-pub(super) fn active_goal(w: &Writer<'_>) -> Result<Option<GoalId>, KernelError> {
-    Ok(active_goal_record(w)?.map(|g| g.id))
-}
-
-/// The goal active in this transaction, if any.
-pub(super) fn active_goal_record(w: &Writer<'_>) -> Result<Option<Goal>, KernelError> {
-    Ok(w.all::<Goal>(tables::GOALS)?
-        .into_iter()
-        .rev()
-        .find(|g| g.status == GoalStatus::Active))
-}
-
 /// Adds one ended slice to `goal`'s spending.
 pub(super) fn charge(
     w: &Writer<'_>,

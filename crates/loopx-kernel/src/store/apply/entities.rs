@@ -14,10 +14,9 @@ use crate::store::writer::Writer;
 pub(super) fn goal_start(
     w: &Writer<'_>,
     expected: Option<GoalId>,
-    objective: String,
-    scope: Vec<String>,
+    (objective, scope): (String, Vec<String>),
     permission: PermissionLevel,
-    share: f64,
+    (share, priority): (f64, i32),
     isolation: Isolation,
 ) -> Result<Applied, KernelError> {
     if let Isolation::Worktree { base } = &isolation
@@ -32,10 +31,7 @@ pub(super) fn goal_start(
     if !(0.0..=1.0).contains(&share) || share.is_nan() {
         return Err(Invalid::Other(format!("share `{share}` is outside 0..1\n(hint: 0.5 gives the goal half of the time; 0 pauses it)")).into());
     }
-    let goals: Vec<Goal> = w.all(tables::GOALS)?;
-    if let Some(active) = goals.iter().find(|g| g.status == GoalStatus::Active) {
-        return Err(Conflict::ActiveGoal { goal: active.id }.into());
-    }
+    // Several goals may be active at once: the decision chooses among them (`docs/goals.md`).
     let id = GoalId(w.next_id(counter::GOAL)?);
     if let Some(expected) = expected.filter(|e| *e != id) {
         return Err(Conflict::GoalIdTaken { expected, next: id }.into());
@@ -56,6 +52,7 @@ pub(super) fn goal_start(
         updated_at: w.now,
         isolation,
         revision: 1,
+        priority,
     };
     w.put(tables::GOALS, id.0, &goal)?;
     super::amend::put_revision(w, &goal, "", Vec::new())?;
@@ -109,7 +106,7 @@ pub(super) fn goal_set_status_by(
     }
     let target = match goal {
         Some(id) => w.require::<Goal>(tables::GOALS, id.0, "goal", id)?,
-        None => super::budget::active_goal(w)?
+        None => super::which_goal::active_goal(w)?
             .map(|id| w.require::<Goal>(tables::GOALS, id.0, "goal", id))
             .transpose()?
             .ok_or_else(|| Invalid::Other("there is no active goal".to_owned()))?,
@@ -140,8 +137,7 @@ pub(super) fn goal_set_status(
     goal: Option<GoalId>,
     to: GoalStatus,
 ) -> Result<Applied, KernelError> {
-    let goals: Vec<Goal> = w.all(tables::GOALS)?;
-    let target = status_target(&goals, goal)?;
+    let target = &status_target(w, goal)?;
     let action = match to {
         GoalStatus::Active => "resumed",
         GoalStatus::Paused => "paused",
@@ -161,13 +157,6 @@ pub(super) fn goal_set_status(
             action,
         }
         .into());
-    }
-    if to == GoalStatus::Active
-        && let Some(other) = goals
-            .iter()
-            .find(|g| g.status == GoalStatus::Active && g.id != target.id)
-    {
-        return Err(Conflict::ActiveGoal { goal: other.id }.into());
     }
     // An agent ends a goal only where the project lets it (`goal_set_status_by`), and never
     // over open work.
@@ -190,28 +179,39 @@ pub(super) fn goal_set_status(
     Ok(Applied::Goal(goal))
 }
 
-/// The goal a status change is about: the one named, else the active one, else a paused one.
-fn status_target(goals: &[Goal], goal: Option<GoalId>) -> Result<&Goal, KernelError> {
-    Ok(match goal {
-        Some(id) => goals.iter().find(|g| g.id == id).ok_or(Invalid::NotFound {
-            what: "goal",
-            id: id.to_string(),
-        })?,
-        None => goals
-            .iter()
-            .rev()
-            .find(|g| g.status == GoalStatus::Active)
-            .or_else(|| goals.iter().rev().find(|g| g.status == GoalStatus::Paused))
-            .ok_or_else(|| {
-                Invalid::Other(
-                    "there is no active or paused goal\n(hint: `loopx goal list`)".to_owned(),
-                )
-            })?,
-    })
+/// The goal a status change is about: the one named, else the current one
+/// ([`super::which_goal::open_goal`]).
+fn status_target(w: &Writer<'_>, goal: Option<GoalId>) -> Result<Goal, KernelError> {
+    match goal {
+        Some(id) => w.require(tables::GOALS, id.0, "goal", id),
+        None => super::which_goal::open_goal(w)?.ok_or_else(|| {
+            Invalid::Other(
+                "there is no active or paused goal\n(hint: `loopx goal list`)".to_owned(),
+            )
+            .into()
+        }),
+    }
+}
+
+/// What a gate asked as blocking every agent holds back when it is one goal's: a budget or
+/// goal-met gate's goal, or the goal of the slice an agent asks from. With several goals
+/// active, a question about g1 leaves g2's work running; a person's own question stays global.
+fn goal_scoped(w: &Writer<'_>, blocks: Blocks, kind: &GateKind) -> Blocks {
+    if blocks != Blocks::Global {
+        return blocks;
+    }
+    match kind {
+        GateKind::Budget { goal } | GateKind::GoalMet { goal } => Blocks::Goal(*goal),
+        _ => match w.slice_goal.get() {
+            Some(goal) if loopx_vocab::Actor::of(w.actor).is_agent() => Blocks::Goal(goal),
+            _ => blocks,
+        },
+    }
 }
 
 pub(super) fn gate_ask(w: &Writer<'_>, new: NewGate) -> Result<Applied, KernelError> {
-    let new = super::amend::proposal_asked(w, new)?;
+    let mut new = super::amend::proposal_asked(w, new)?;
+    new.blocks = goal_scoped(w, new.blocks, &new.kind);
     new.check()?;
     super::caps::admit_gate(w, &new.kind)?;
     if let Blocks::Todos(todos) = &new.blocks {
@@ -328,7 +328,7 @@ pub(crate) fn evidence_add(w: &Writer<'_>, new: NewEvidence) -> Result<Applied, 
             check_claim(w, &record, new.epoch)?;
             Some(record.goal)
         }
-        None => super::budget::active_goal(w)?,
+        None => super::which_goal::active_goal(w)?,
     };
     if let Some(slice) = new.slice {
         w.require::<SliceRecord>(tables::SLICES, slice.0, "slice", slice)?;
@@ -371,7 +371,7 @@ pub(super) fn handoff_add(w: &Writer<'_>, new: NewHandoff) -> Result<Applied, Ke
     }
     let goal = match &todo {
         Some(record) => Some(record.goal),
-        None => super::budget::active_goal(w)?,
+        None => super::which_goal::active_goal(w)?,
     };
     let revision = revision_of(w, goal, new.slice)?;
     let seen = match (&todo, new.slice) {

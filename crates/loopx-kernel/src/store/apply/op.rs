@@ -53,6 +53,8 @@ pub struct NewGoal {
     pub permission: PermissionLevel,
     pub share: f64,
     pub isolation: crate::model::Isolation,
+    /// Which active goal the agents serve first (higher first).
+    pub priority: i32,
 }
 
 /// A goal paused, resumed or done.
@@ -371,6 +373,9 @@ pub struct NewSlice {
     pub log: Option<String>,
     /// The supervisor running the slice, for recovery after it dies.
     pub owner: Option<ProcessIdentity>,
+    /// The goal a planning slice plans (a slice on a todo works for its todo's goal); `None`
+    /// with one goal active plans that one.
+    pub goal: Option<GoalId>,
 }
 
 /// Everything that begins a slice, in one transaction: the claim (unless the agent holds a
@@ -680,7 +685,15 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             permission,
             share,
             isolation,
-        }) => entities::goal_start(w, id, objective, scope, permission, share, isolation),
+            priority,
+        }) => entities::goal_start(
+            w,
+            id,
+            (objective, scope),
+            permission,
+            (share, priority),
+            isolation,
+        ),
         Op::GoalSetStatus(SetGoalStatus {
             goal,
             to,

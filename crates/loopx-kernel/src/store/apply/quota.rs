@@ -29,6 +29,8 @@ pub struct QuotaRequest {
     pub cost_usd: f64,
     /// When the slice ran (for the goal's share), if it has.
     pub busy: Option<(Timestamp, Timestamp)>,
+    /// The goal the slice works for; `None` with one goal active spends on that one.
+    pub goal: Option<GoalId>,
     /// The account's rules, which admit the spend and keep the account's state.
     pub rules: Arc<dyn AccountRules>,
 }
@@ -42,12 +44,14 @@ impl PartialEq for QuotaRequest {
             self.tokens,
             self.cost_usd,
             self.busy,
+            self.goal,
         ) == (
             &other.agent,
             &other.account,
             other.tokens,
             other.cost_usd,
             other.busy,
+            other.goal,
         ) && format!("{:?}", self.rules) == format!("{:?}", other.rules)
     }
 }
@@ -114,13 +118,13 @@ impl Ledger<'_> {
         self.w.quota_remove(&hold_key(key)).map(drop)
     }
 
-    /// The goal active in this transaction and its share: a `goal done` or `goal start`
-    /// committed while the caller prepared the spend must not leave it on a stale goal.
+    /// The spend's goal and its share, if that goal is active in this transaction: a `goal
+    /// done` committed while the caller prepared the spend must not leave it on a stale goal.
     pub fn goal(&self) -> Option<(GoalId, f64)> {
         self.goal
     }
 
-    /// The active goal's slice time since `since`: charged spends, and running slices to now.
+    /// The spend's goal's slice time since `since`: charged spends, and running slices to now.
     pub fn goal_busy(&self, since: Timestamp) -> Result<Vec<(u64, u64)>, KernelError> {
         let running: Vec<SliceRecord> = self
             .w
@@ -168,7 +172,14 @@ pub fn busy_intervals(
         .filter(|s| goal.is_none() || s.goal == goal)
         .filter_map(|s| s.busy.map(|(a, b)| (a.0, b.0)))
         .collect();
-    busy.extend(running.iter().map(|s| (s.started_at.0, now.0)));
+    // A running slice of another goal is not this goal's time (one an older loopx began
+    // recorded no goal: it counts).
+    busy.extend(
+        running
+            .iter()
+            .filter(|s| goal.is_none() || s.goal.is_none() || s.goal == goal)
+            .map(|s| (s.started_at.0, now.0)),
+    );
     busy
 }
 
@@ -182,7 +193,20 @@ pub(super) fn spend(
     if w.quota_get::<String>(&account_key(&req.agent))?.as_deref() != Some(req.account.as_str()) {
         w.quota_put(&account_key(&req.agent), &req.account)?;
     }
-    let goal = super::budget::active_goal_record(w)?.map(|g| (g.id, g.share));
+    let goal = match req.goal {
+        Some(goal) => Some(goal),
+        // Several goals active and none named: the spend is the account's, of no goal.
+        None => super::which_goal::active_goal(w).unwrap_or(None),
+    };
+    // The goal as this transaction sees it: one marked done or paused while the caller
+    // prepared the spend has no share to keep.
+    let goal = match goal {
+        Some(id) => w
+            .get::<crate::model::Goal>(tables::GOALS, id.0)?
+            .filter(|g| g.status == crate::model::GoalStatus::Active)
+            .map(|g| (g.id, g.share)),
+        None => None,
+    };
     let holds = w
         .quota_holds()?
         .into_iter()

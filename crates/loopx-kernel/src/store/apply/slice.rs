@@ -70,7 +70,11 @@ pub(super) fn start(w: &Writer<'_>, new: NewSlice) -> Result<SliceRecord, Kernel
     }
     let (todo_goal, seen) = held_todo(w, &new)?;
     refuse_overlap(w, &new)?;
-    refuse_inactive_goal(w, todo_goal)?;
+    let goal = match todo_goal.or(new.goal) {
+        Some(goal) => Some(goal),
+        None => super::which_goal::active_goal(w)?,
+    };
+    refuse_inactive_goal(w, goal)?;
     let id = SliceId(w.next_id(counter::SLICE)?);
     let named = |text: String| text.replace(super::op::SLICE_PLACEHOLDER, &id.to_string());
     let record = SliceRecord {
@@ -95,6 +99,7 @@ pub(super) fn start(w: &Writer<'_>, new: NewSlice) -> Result<SliceRecord, Kernel
         containment: String::new(),
         log_sha256: String::new(),
         seen,
+        goal,
     };
     w.put(tables::SLICES, id.0, &record)?;
     w.set_running(id.0, true)?;
@@ -137,17 +142,13 @@ fn held_todo(
     Ok((Some(todo.goal), Some(crate::model::TodoSeen::of(&todo))))
 }
 
-/// A slice works on an active goal: its todo's (`todo_goal`), or for a planning slice the
-/// current one. A decision taken just before a peer marked the goal done must not start
-/// another slice.
-fn refuse_inactive_goal(w: &Writer<'_>, todo_goal: Option<GoalId>) -> Result<(), KernelError> {
-    let goal: Option<Goal> = match todo_goal {
+/// A slice works on an active goal: its todo's, or the one a planning slice plans (else the
+/// newest, to say it is over). A decision taken just before a peer marked the goal done must
+/// not start another slice.
+fn refuse_inactive_goal(w: &Writer<'_>, goal: Option<GoalId>) -> Result<(), KernelError> {
+    let goal: Option<Goal> = match goal {
         Some(id) => Some(w.require(tables::GOALS, id.0, "goal", id)?),
-        None => {
-            let goals: Vec<Goal> = w.all(tables::GOALS)?;
-            let active = goals.iter().rev().find(|g| g.status == GoalStatus::Active);
-            active.or(goals.last()).cloned()
-        }
+        None => w.all::<Goal>(tables::GOALS)?.pop(),
     };
     match goal {
         Some(goal) if goal.status == GoalStatus::Active => Ok(()),
@@ -225,11 +226,7 @@ pub(super) fn end(w: &Writer<'_>, id: SliceId, end: SliceEnd) -> Result<SliceRec
     record.ended_at = Some(w.now);
     record.outcome = Some(end.outcome);
     record.leftovers = end.leftovers;
-    let goal = match record.todo {
-        Some(todo) => Some(w.require::<Todo>(tables::TODOS, todo.0, "todo", todo)?.goal),
-        None => super::budget::active_goal(w)?,
-    };
-    if let Some(goal) = goal {
+    if let Some(goal) = super::which_goal::slice_goal(w, &record)? {
         super::budget::charge(w, goal, end.tokens, end.cost_usd)?;
         super::amend::replanned(w, goal, &record)?;
     }
@@ -373,5 +370,7 @@ pub(super) fn in_slice(
         let current: Todo = w.require(tables::TODOS, todo.0, "todo", todo)?;
         super::todo::fence(&current, agent, epoch, "reported on")?;
     }
+    // What the rest of the report names no goal for is about this slice's goal.
+    w.slice_goal.set(super::which_goal::slice_goal(w, &record)?);
     Ok(Applied::Slice(record))
 }

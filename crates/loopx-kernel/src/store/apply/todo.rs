@@ -180,17 +180,12 @@ fn grant(
 }
 
 fn current_goal(w: &Writer<'_>) -> Result<crate::model::Goal, KernelError> {
-    let goals: Vec<crate::model::Goal> = w.all(tables::GOALS)?;
-    let open = |s| goals.iter().rev().find(|g| g.status == s).cloned();
-    open(GoalStatus::Active)
-        .or_else(|| open(GoalStatus::Paused))
-        .ok_or_else(|| {
-            Invalid::Other(
-                "there is no goal to add todos to\n(hint: `loopx goal start \"OBJECTIVE\"`)"
-                    .to_owned(),
-            )
-            .into()
-        })
+    super::which_goal::open_goal(w)?.ok_or_else(|| {
+        Invalid::Other(
+            "there is no goal to add todos to\n(hint: `loopx goal start \"OBJECTIVE\"`)".to_owned(),
+        )
+        .into()
+    })
 }
 
 /// A lease longer than a year is a typo, and its expiry would not print.
@@ -337,9 +332,10 @@ pub(super) fn refuse_gated(
     agent: &AgentName,
 ) -> Result<(), KernelError> {
     let gates: Vec<Gate> = w.all(tables::GATES)?;
+    let goal = w.get::<Todo>(tables::TODOS, id.0)?.map(|t| t.goal);
     if let Some(gate) = gates
         .iter()
-        .find(|g| g.state == GateState::Open && g.blocks.blocks(Some(agent), Some(id)))
+        .find(|g| g.state == GateState::Open && g.blocks.blocks(Some(agent), Some(id), goal))
     {
         return Err(Conflict::Gated {
             todo: id,

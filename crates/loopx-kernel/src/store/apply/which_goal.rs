@@ -1,0 +1,87 @@
+//! Which goal an operation is about when it names none.
+//!
+//! Several goals may be active at once (`docs/goals.md`). An agent's report item is about its
+//! slice's goal; otherwise the one active goal is meant; with several active and none named
+//! the caller must say which ([`Invalid::WhichGoal`]): loopx does not guess whose work a
+//! change is. One definition, so that `todo add`, `goal pause`, `goal amend`, an agent's
+//! question and a spend all resolve alike.
+
+use crate::errors::{Invalid, KernelError};
+use crate::ids::GoalId;
+use crate::model::{Goal, GoalStatus};
+use crate::store::tables;
+use crate::store::writer::Writer;
+
+/// The goal an operation that names none is about: the goal of the slice it reports from,
+/// else the one active goal. With several active and none named the caller must say which
+/// ([`Invalid::WhichGoal`]): loopx does not guess whose work a change is.
+pub(crate) fn active_goal(w: &Writer<'_>) -> Result<Option<GoalId>, KernelError> {
+    if let Some(goal) = w.slice_goal.get() {
+        return Ok(Some(goal));
+    }
+    let active: Vec<Goal> = w
+        .all::<Goal>(tables::GOALS)?
+        .into_iter()
+        .filter(|g| g.status == GoalStatus::Active)
+        .collect();
+    match active.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one.id)),
+        several => Err(which_goal(several.iter().map(|g| g.id))),
+    }
+}
+
+/// The error that asks the caller to name one of `goals`.
+pub(crate) fn which_goal(goals: impl Iterator<Item = GoalId>) -> KernelError {
+    let goals: Vec<String> = goals.map(|g| g.to_string()).collect();
+    Invalid::WhichGoal {
+        goals: goals.join(", "),
+    }
+    .into()
+}
+
+/// The goal a slice works for: the one it recorded, else its todo's, else (a slice an older
+/// loopx began) the one active goal.
+pub(crate) fn slice_goal(
+    w: &Writer<'_>,
+    slice: &crate::model::SliceRecord,
+) -> Result<Option<GoalId>, KernelError> {
+    if let Some(goal) = slice.goal {
+        return Ok(Some(goal));
+    }
+    match slice.todo {
+        Some(todo) => Ok(w
+            .get::<crate::model::Todo>(tables::TODOS, todo.0)?
+            .map(|t| t.goal)),
+        None => active_goal(w).or(Ok(None)),
+    }
+}
+
+/// The goal a change that names none is about, when it may be a paused one: the slice's goal,
+/// else the one active goal, else the newest paused one.
+pub(crate) fn open_goal(w: &Writer<'_>) -> Result<Option<Goal>, KernelError> {
+    if let Some(id) = active_goal(w)? {
+        return w.get(tables::GOALS, id.0);
+    }
+    Ok(w.all::<Goal>(tables::GOALS)?
+        .into_iter()
+        .rev()
+        .find(|g| g.status == GoalStatus::Paused))
+}
+
+/// The goal a gate is about: the goal it blocks, its todos' goal, the goal its kind names;
+/// else (a person's question to everyone) the one active goal, or none with several.
+pub(crate) fn gate_goal(
+    w: &Writer<'_>,
+    gate: &crate::model::Gate,
+) -> Result<Option<GoalId>, KernelError> {
+    use crate::model::{Blocks, GateKind};
+    match (&gate.blocks, &gate.kind) {
+        (Blocks::Goal(goal), _) => Ok(Some(*goal)),
+        (_, GateKind::Budget { goal } | GateKind::GoalMet { goal }) => Ok(Some(*goal)),
+        (Blocks::Todos(todos), _) if !todos.is_empty() => Ok(w
+            .get::<crate::model::Todo>(tables::TODOS, todos[0].0)?
+            .map(|t| t.goal)),
+        _ => active_goal(w).or(Ok(None)),
+    }
+}

@@ -1,0 +1,151 @@
+//! Several active goals in one project (`docs/goals.md`): one `loopx run` serves them all, by
+//! priority; a question about one goal leaves the other's work running; each goal's work lands
+//! on its own branch; ending one leaves the other active.
+
+use serde_json::Value;
+
+use crate::support::{LOOPX, Loopx, committed_repo, git, script_agent};
+
+/// A committed git project with two goals: g1 on `src/`, g2 on `docs/` with priority 1.
+fn two_goals() -> Loopx {
+    let loopx = Loopx::new();
+    committed_repo(loopx.path(), &[("src/a.txt", "a\n"), ("docs/b.txt", "b\n")]);
+    loopx.ok(&["goal", "start", "Edit the code", "--scope", "src/"]);
+    let second = loopx.ok(&[
+        "goal",
+        "start",
+        "Edit the docs",
+        "--scope",
+        "docs/",
+        "--priority",
+        "1",
+    ]);
+    assert!(second.stdout.contains("g2"), "{}", second.stdout);
+    loopx
+}
+
+/// An agent that appends its todo's id to a file of its todo's goal (t1 is g1's, on `src/`;
+/// the others g2's, on `docs/`, t3 on a file of its own so that the two land without a
+/// conflict), and reports it done.
+fn editor(loopx: &Loopx, name: &str) {
+    let script = format!(
+        "cat > /dev/null\n\
+         case \"$LOOPX_TODO\" in t1) file=src/a.txt ;; t3) file=docs/c.txt ;; *) file=docs/b.txt ;; esac\n\
+         echo \"$LOOPX_TODO\" >> \"$file\"\n\
+         '{LOOPX}' report done --summary edited > /dev/null"
+    );
+    script_agent(
+        loopx,
+        name,
+        &script,
+        "max_time = \"2m\"\nidle_timeout = \"1m\"",
+    );
+}
+
+fn should_run(loopx: &Loopx, agent: &str) -> Value {
+    loopx
+        .ok(&["quota", "should-run", "--agent", agent, "--json"])
+        .json()
+}
+
+fn goal_status(loopx: &Loopx, goal: &str) -> String {
+    let goals = loopx.ok(&["goal", "list", "--json"]).json();
+    goals["goals"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|g| g["id"] == goal)
+        .map(|g| g["status"].as_str().unwrap_or_default().to_owned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn two_goals_progress_under_one_run_and_a_question_on_one_leaves_the_other_working() {
+    let loopx = two_goals();
+    // Commands that need a goal ask which one while both are active.
+    let which = loopx.run(&["todo", "add", "Edit src/a.txt"]);
+    assert_ne!(which.code, 0);
+    assert!(
+        which.stderr.contains("several goals are active (g1, g2)")
+            && which.stderr.contains("--goal"),
+        "{}",
+        which.stderr
+    );
+    let which = loopx.run(&["goal", "pause"]);
+    assert!(which.stderr.contains("g1, g2"), "{}", which.stderr);
+    loopx.ok(&["todo", "add", "Edit src/a.txt", "--goal", "g1"]);
+    loopx.ok(&["todo", "add", "Edit docs/b.txt", "--goal", "g2"]);
+    loopx.ok(&["todo", "add", "Edit docs/c.txt", "--goal", "g2"]);
+    // One agent kept to each goal, one shared.
+    for name in ["ann", "bob", "cat"] {
+        editor(&loopx, name);
+    }
+    loopx.ok(&["agent", "set", "ann", "--goals", "g1"]);
+    loopx.ok(&["agent", "set", "bob", "--goals", "g2"]);
+    // The shared agent serves the goal of higher priority first, although g1's todo is older.
+    let cat = should_run(&loopx, "cat");
+    assert_eq!(
+        (
+            cat["decision"].as_str(),
+            cat["goal"].as_str(),
+            cat["todo"]["id"].as_str()
+        ),
+        (Some("deliver"), Some("g2"), Some("t2")),
+        "{cat}"
+    );
+    // A person's question about g1 holds back g1's work only.
+    loopx.ok(&["gate", "ask", "Tabs or spaces in src?", "--goal", "g1"]);
+    let ann = should_run(&loopx, "ann");
+    assert_eq!(ann["decision"], "ask", "{ann}");
+    let run = loopx.run(&["run", "--max-slices", "2"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(crate::support::todo_state(&loopx, "t1"), "open");
+    assert_eq!(
+        crate::support::todo_state(&loopx, "t2"),
+        "done",
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        crate::support::todo_state(&loopx, "t3"),
+        "done",
+        "{}",
+        run.stderr
+    );
+    // g2's work landed on g2's branch, each todo on its own branch first.
+    let docs = git(loopx.path(), &["show", "loopx/g2:docs/b.txt"]);
+    assert_eq!(docs, "b\nt2\n", "{}", run.stderr);
+    assert_eq!(git(loopx.path(), &["show", "loopx/g2:docs/c.txt"]), "t3\n");
+    assert!(git(loopx.path(), &["branch", "--list", "loopx/g2-t2"]).contains("loopx/g2-t2"));
+    // Answered, g1's work goes on; g2's agents have nothing left but to plan, so two slices
+    // later g1's todo is done, on g1's branch.
+    loopx.ok(&["gate", "answer", "q1", "tabs"]);
+    loopx.ok(&["agent", "set", "bob", "--goals", "g1"]);
+    loopx.ok(&["agent", "set", "cat", "--goals", "g1"]);
+    let run = loopx.run(&["run", "--max-slices", "1"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        crate::support::todo_state(&loopx, "t1"),
+        "done",
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        git(loopx.path(), &["show", "loopx/g1:src/a.txt"]),
+        "a\nt1\n"
+    );
+    assert_eq!(git(loopx.path(), &["show", "loopx/g1:docs/b.txt"]), "b\n");
+    // Ending g1 leaves g2 active, and then commands act on g2 without being told.
+    loopx.ok(&["goal", "done", "--goal", "g1"]);
+    assert_eq!(goal_status(&loopx, "g1"), "done");
+    assert_eq!(goal_status(&loopx, "g2"), "active");
+    loopx.ok(&["todo", "add", "Edit docs/b.txt"]);
+    let todos = loopx.ok(&["todo", "list", "--goal", "g2", "--json"]).json();
+    let ids: Vec<&str> = todos["todos"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["t4"], "{todos}");
+}
