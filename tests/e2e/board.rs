@@ -19,7 +19,7 @@ pub(crate) struct BoardProcess {
     /// Its standard input: a line asks for another address.
     ask: std::process::ChildStdin,
     printed: std::io::Lines<BufReader<std::process::ChildStdout>>,
-    url: String,
+    pub(crate) url: String,
     pub(crate) port: u16,
     code: String,
 }

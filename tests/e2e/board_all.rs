@@ -4,7 +4,10 @@
 
 use serde_json::Value;
 
+use std::time::Duration;
+
 use crate::board::BoardProcess;
+use crate::browser::{Browser, output_dir};
 use crate::projects::{path, project_of};
 use crate::support::Loopx;
 
@@ -33,15 +36,13 @@ fn glance_of(state: &std::path::Path, loopx: &Loopx) -> Value {
         .expect("registered")
 }
 
-#[test]
-fn the_all_board_serves_every_project_and_a_change_lands_in_its_own_store() {
-    let state = tempfile::tempdir().expect("temp dir");
-    let env = [("XDG_STATE_HOME", path(state.path()))];
-    let a = project_of(state.path());
-    let b = project_of(state.path());
+/// Two registered projects, goals "Ship A" and "Ship B", each with the same question open
+/// as q1: only the project's id tells them apart.
+fn two_asking(state: &std::path::Path) -> (Loopx, Loopx) {
+    let env = [("XDG_STATE_HOME", path(state))];
+    let (a, b) = (project_of(state), project_of(state));
     for (loopx, goal) in [(&a, "Ship A"), (&b, "Ship B")] {
         assert_eq!(loopx.run_env(&["goal", "start", goal], &env).code, 0);
-        // The same gate id in both: only the id of the project tells them apart.
         let asked = loopx.run_env(
             &[
                 "gate",
@@ -53,6 +54,14 @@ fn the_all_board_serves_every_project_and_a_change_lands_in_its_own_store() {
         );
         assert_eq!(asked.code, 0, "{asked:?}");
     }
+    (a, b)
+}
+
+#[test]
+fn the_all_board_serves_every_project_and_a_change_lands_in_its_own_store() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let env = [("XDG_STATE_HOME", path(state.path()))];
+    let (a, b) = two_asking(state.path());
     let gone = project_of(state.path());
     drop(gone);
 
@@ -272,4 +281,62 @@ fn planted_projects_are_shown_as_such_and_take_no_changes() {
     assert!(db.accept().is_err(), "nobody connected to the database");
     let todos = good.run_env(&["todo", "list", "--json"], &env);
     assert!(!todos.stdout.contains("Planted change"), "{todos:?}");
+}
+
+#[test]
+fn the_all_page_lists_the_projects_and_answers_the_chosen_one_s_question() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let env = [("XDG_STATE_HOME", path(state.path()))];
+    let (a, b) = two_asking(state.path());
+    let anywhere = Loopx::empty();
+    let board = BoardProcess::start_with(&anywhere, &["board", "--all", "--json"], &env);
+    let mut browser = Browser::start();
+    browser.open(&board.url);
+    let within = Duration::from_secs(20);
+    browser.wait_for(
+        "both projects listed, the first one's board shown",
+        r#"document.querySelectorAll('#project-list li[data-project]').length === 2
+            && document.getElementById('goal').textContent.includes('Ship A')
+            && document.querySelector('#gates [data-gate="q1"]')"#,
+        within,
+    );
+    assert_eq!(browser.eval("document.title"), "(2) loopx board --all");
+    let b_root =
+        serde_json::to_string(path(&b.path().canonicalize().expect("root"))).expect("JSON");
+    browser.eval(&format!(
+        "[...document.querySelectorAll('#project-list li')].find((li) => li.textContent.includes({b_root})).querySelector('button').click()"
+    ));
+    browser.wait_for(
+        "B's board",
+        r#"document.getElementById('goal').textContent.includes('Ship B')
+            && document.querySelector('#gates [data-gate="q1"] form')"#,
+        within,
+    );
+    browser.screenshot(&output_dir("board").join("board-all.png"));
+    // The CLI's answer command says which project it is run in.
+    let hint = browser.eval(
+        r#"[...document.querySelectorAll('#gates [data-gate="q1"] .meta')].pop().textContent"#,
+    );
+    assert!(
+        hint.as_str().is_some_and(|h| h.contains(&format!(
+            "or, in {}: loopx gate answer q1",
+            path(&b.path().canonicalize().expect("root"))
+        ))),
+        "{hint}"
+    );
+    browser.eval(
+        r#"(() => {
+            const gate = document.querySelector('#gates [data-gate="q1"]');
+            gate.querySelector('input').value = 'MIT';
+            gate.querySelector('form').requestSubmit();
+        })()"#,
+    );
+    browser.wait_for(
+        "B's question answered, A's still counted",
+        r#"!document.querySelector('#gates [data-gate="q1"]')
+            && document.title === '(1) loopx board --all'"#,
+        within,
+    );
+    assert_eq!(glance_of(state.path(), &b)["questions"], 0);
+    assert_eq!(glance_of(state.path(), &a)["questions"], 1);
 }

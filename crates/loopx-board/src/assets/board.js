@@ -140,7 +140,9 @@ function renderGates(s) {
         },
       }, input, el("button", { type: "submit" }, "Answer")));
     }
-    node.append(el("div", { class: "meta" }, "or: ", el("code", { text: answer_command })));
+    // With --all, the command is the project's: it says where to run it.
+    const where = all ? "or, in " + ((all.projects.find((p) => p.id === project) || {}).glance || {}).root + ": " : "or: ";
+    node.append(el("div", { class: "meta" }, where, el("code", { text: answer_command })));
     box.append(node);
     const was = typed.get(gate.id);
     if (was) {
