@@ -160,7 +160,7 @@ fn the_all_board_serves_every_project_and_a_change_lands_in_its_own_store() {
 }
 
 #[test]
-fn a_project_forgotten_while_the_board_serves_takes_no_more_changes() {
+fn the_list_is_read_again_while_the_board_serves_and_a_forgotten_project_takes_no_changes() {
     let state = tempfile::tempdir().expect("temp dir");
     let env = [("XDG_STATE_HOME", path(state.path()))];
     let a = project_of(state.path());
@@ -191,7 +191,16 @@ fn a_project_forgotten_while_the_board_serves_takes_no_more_changes() {
     assert!(
         !todos.stdout.contains("After it was forgotten"),
         "{todos:?}"
+    ); // One registered since the board started is served from the next state on.
+    let later = project_of(state.path());
+    let (_, body) = board.request(
+        &format!("GET /api/state HTTP/1.1\r\nX-Loopx-Session: {session}"),
+        "",
     );
+    let view: Value = serde_json::from_str(&body).expect("JSON");
+    let later_root = path(&later.path().canonicalize().expect("root")).to_owned();
+    assert_eq!(view["projects"].as_array().map(Vec::len), Some(1), "{view}");
+    assert_eq!(view["projects"][0]["glance"]["root"], later_root, "{view}");
 }
 
 /// A raw request given at most 20 s: a store that blocks its reader must not hang the board.
@@ -260,6 +269,12 @@ fn planted_projects_are_shown_as_such_and_take_no_changes() {
         shown[0]["glance"]["why"]
             .as_str()
             .is_some_and(|w| w.contains("FIFO")),
+        "{view}"
+    );
+    assert!(
+        shown[1]["glance"]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("symbolic link")),
         "{view}"
     );
     assert!(shown[3]["board"]["status"].is_object(), "{view}");
