@@ -255,30 +255,14 @@ impl Board {
                 events.send(": still here\n\n")?;
                 last_write = Instant::now();
             }
-            // Waits for news, looking every `CLOSED_CHECK` whether the page is still there:
-            // a closed stream ends its thread now, not at its next keep-alive.
             let until = Instant::now()
                 + match (&self.scope, running) {
                     (Scope::All(_), _) => ALL_REFRESH,
                     (Scope::One(_), true) => RUNNING_REFRESH,
                     (Scope::One(_), false) => KEEPALIVE,
                 };
-            loop {
-                if events.is_closed() {
-                    return Ok(());
-                }
-                let left = until.saturating_duration_since(Instant::now());
-                let step = left.min(CLOSED_CHECK);
-                let rang = match &listener {
-                    Some(listener) => listener.wait(step),
-                    None => {
-                        std::thread::sleep(step);
-                        false
-                    }
-                };
-                if left.is_zero() || rang {
-                    break;
-                }
+            if !wait_for_news(listener.as_ref(), events, until) {
+                return Ok(());
             }
             // Busy agents ring many times a second: the state is built again no sooner than
             // 4× what building it took (and 250 ms), so a big project's board stays a small
@@ -316,6 +300,33 @@ impl Board {
             );
         }
         json(200, &serde_json::json!({"session": self.session}))
+    }
+}
+
+/// Waits until `until` or the doorbell rings (`listener`; none with `--all`), looking every
+/// `CLOSED_CHECK` whether the page is still there; `false` when it is gone, so a closed stream
+/// ends its thread now, not at its next keep-alive.
+fn wait_for_news(
+    listener: Option<&loopx_kernel::doorbell::Listener>,
+    events: &loopx_http::Sender,
+    until: Instant,
+) -> bool {
+    loop {
+        if events.is_closed() {
+            return false;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        let step = left.min(CLOSED_CHECK);
+        let rang = match listener {
+            Some(listener) => listener.wait(step),
+            None => {
+                std::thread::sleep(step);
+                false
+            }
+        };
+        if left.is_zero() || rang {
+            return true;
+        }
     }
 }
 
