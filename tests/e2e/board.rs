@@ -14,20 +14,27 @@ use crate::browser::{Browser, output_dir};
 use crate::support::{Background, Loopx, demo_project};
 
 /// A `loopx board` in the background; killed when dropped.
-struct BoardProcess {
+pub(crate) struct BoardProcess {
     child: Child,
     /// Its standard input: a line asks for another address.
     ask: std::process::ChildStdin,
     printed: std::io::Lines<BufReader<std::process::ChildStdout>>,
-    url: String,
-    port: u16,
+    pub(crate) url: String,
+    pub(crate) port: u16,
     code: String,
 }
 
 impl BoardProcess {
     fn start(loopx: &Loopx) -> BoardProcess {
-        let mut child = loopx
-            .command(&["board", "--json"])
+        BoardProcess::start_with(loopx, &["board", "--json"], &[])
+    }
+
+    pub(crate) fn start_with(loopx: &Loopx, args: &[&str], env: &[(&str, &str)]) -> BoardProcess {
+        let mut command = loopx.command(args);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -79,7 +86,7 @@ impl BoardProcess {
         )
     }
 
-    fn session(&self) -> String {
+    pub(crate) fn session(&self) -> String {
         let (status, body) = self.trade(&self.code);
         assert_eq!(status, 200, "{body}");
         let answer: Value = serde_json::from_str(&body).expect("JSON");
@@ -87,29 +94,33 @@ impl BoardProcess {
     }
 
     /// A raw request; the status code and body.
-    fn request(&self, head: &str, body: &str) -> (u16, String) {
+    pub(crate) fn request(&self, head: &str, body: &str) -> (u16, String) {
         let (status, _, body) = self.request_full(head, body);
         (status, body)
     }
 
     fn request_full(&self, head: &str, body: &str) -> (u16, String, String) {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        let request = format!(
-            "{head}\r\nHost: 127.0.0.1:{}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.port,
-            body.len()
-        );
-        stream.write_all(request.as_bytes()).expect("send");
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).expect("read");
-        let status = answer
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-        (status, head.to_owned(), body.to_owned())
+        raw_request(self.port, head, body)
     }
+}
+
+/// A raw request to the board on `port`: the status code, head and body.
+pub(crate) fn raw_request(port: u16, head: &str, body: &str) -> (u16, String, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let request = format!(
+        "{head}\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read");
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (status, head.to_owned(), body.to_owned())
 }
 
 impl Drop for BoardProcess {

@@ -5,6 +5,7 @@ mod support;
 mod attacks;
 mod attacks_week;
 mod board;
+mod board_all;
 mod browser;
 mod checkpoints;
 mod concurrency;

@@ -6,14 +6,14 @@ use std::os::unix::fs::PermissionsExt;
 use crate::support::Loopx;
 
 /// A project whose commands share `state` (one person's state directory) with others.
-fn project_of(state: &std::path::Path) -> Loopx {
+pub(crate) fn project_of(state: &std::path::Path) -> Loopx {
     let loopx = Loopx::empty();
     let init = loopx.run_env(&["init"], &[("XDG_STATE_HOME", path(state))]);
     assert_eq!(init.code, 0, "{init:?}");
     loopx
 }
 
-fn path(p: &std::path::Path) -> &str {
+pub(crate) fn path(p: &std::path::Path) -> &str {
     p.to_str().expect("a UTF-8 path")
 }
 
@@ -215,8 +215,39 @@ fn status_all_shows_each_project_s_screen_and_says_which_cannot_be_shown() {
     assert!(projects[1]["error"].is_string(), "{json}");
 }
 
+/// A project whose store is a FIFO: a reader that opened it would block for ever.
+pub(crate) fn fifo_project() -> tempfile::TempDir {
+    let fifo = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(fifo.path().join(".loopx")).expect("dir");
+    let made = std::process::Command::new("mkfifo")
+        .arg(fifo.path().join(".loopx/state.redb"))
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    fifo
+}
+
+/// A project whose `loopx.toml` names a database, and that database: a listener that records
+/// whoever connects (with the person's PGPASSWORD, if it asked) — none may. Its URL too.
+pub(crate) fn database_project() -> (std::net::TcpListener, tempfile::TempDir, String) {
+    let db = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    db.set_nonblocking(true).expect("nonblocking");
+    let remote = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(remote.path().join(".loopx")).expect("dir");
+    let url = format!(
+        "postgres://victim@127.0.0.1:{}/x",
+        db.local_addr().expect("addr").port()
+    );
+    std::fs::write(
+        remote.path().join(".loopx/loopx.toml"),
+        format!("[store]\nurl = \"{url}\"\n"),
+    )
+    .expect("write");
+    (db, remote, url)
+}
+
 /// Writes the list by hand, as something with the person's rights might.
-fn plant(state: &std::path::Path, roots: &[&str]) {
+pub(crate) fn plant(state: &std::path::Path, roots: &[&str]) {
     let file = state.join("loopx/projects.json");
     std::fs::create_dir_all(file.parent().expect("dir")).expect("dir");
     let projects: Vec<_> = roots
@@ -246,27 +277,8 @@ fn bounded(state: &std::path::Path, dir: &std::path::Path, args: &[&str]) -> cra
 fn a_planted_entry_neither_hangs_the_list_nor_reaches_a_database() {
     let state = tempfile::tempdir().expect("temp dir");
     let good = project_of(state.path());
-    let fifo = tempfile::tempdir().expect("temp dir");
-    std::fs::create_dir(fifo.path().join(".loopx")).expect("dir");
-    let made = std::process::Command::new("mkfifo")
-        .arg(fifo.path().join(".loopx/state.redb"))
-        .status()
-        .expect("mkfifo");
-    assert!(made.success());
-    // A database that records whoever connects (with the person's PGPASSWORD, if it asked).
-    let db = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
-    db.set_nonblocking(true).expect("nonblocking");
-    let remote = tempfile::tempdir().expect("temp dir");
-    std::fs::create_dir(remote.path().join(".loopx")).expect("dir");
-    let url = format!(
-        "postgres://victim@127.0.0.1:{}/x",
-        db.local_addr().expect("addr").port()
-    );
-    std::fs::write(
-        remote.path().join(".loopx/loopx.toml"),
-        format!("[store]\nurl = \"{url}\"\n"),
-    )
-    .expect("write");
+    let fifo = fifo_project();
+    let (db, remote, url) = database_project();
     // A database whose name, percent-decoded, holds a line break and a line of its own.
     let forged_db = tempfile::tempdir().expect("temp dir");
     std::fs::create_dir(forged_db.path().join(".loopx")).expect("dir");

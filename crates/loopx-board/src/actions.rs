@@ -152,7 +152,7 @@ fn target(hold: Hold) -> Result<HoldTarget, AppError> {
     })
 }
 
-fn status_of(e: &AppError) -> u16 {
+pub(crate) fn status_of(e: &AppError) -> u16 {
     match e.class() {
         ErrorClass::Usage | ErrorClass::Config => 400,
         ErrorClass::Conflict => 409,

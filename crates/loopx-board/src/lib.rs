@@ -35,8 +35,14 @@
 //! - **Changes are the application layer's operations** (`actions.rs`), the ones the CLI's
 //!   commands call: the same validation, the same kernel operation and git work, the same
 //!   actor (`human:<user>`, fixed when the board starts).
+//! - **`--all`** (`all.rs`): the same listener, session and checks, serving every project in
+//!   the person's registry. The state is each project's glance and board; a change names its
+//!   project by id (`/api/projects/<id>/answer`) and goes to that project's store alone,
+//!   opened for it and closed after. With no doorbell for all of them, the stream looks every
+//!   [`ALL_REFRESH`].
 
 mod actions;
+pub mod all;
 mod http;
 mod state;
 
@@ -55,15 +61,24 @@ const MIN_REFRESH: Duration = Duration::from_millis(250);
 const KEEPALIVE: Duration = Duration::from_secs(15);
 /// How often a waiting stream looks whether its page closed it.
 const CLOSED_CHECK: Duration = Duration::from_millis(500);
+/// How often the stream of `--all` looks for changes in any project.
+const ALL_REFRESH: Duration = Duration::from_secs(2);
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const BOARD_JS: &str = include_str!("assets/board.js");
 const BOARD_CSS: &str = include_str!("assets/board.css");
 
+/// What a board serves.
+enum Scope {
+    /// One project: the operations, as the person who started the board.
+    One(loopx_app::App),
+    /// Every registered project (`--all`).
+    All(all::Projects),
+}
+
 /// A running board.
 pub struct Board {
-    /// The operations, as the person who started the board.
-    app: loopx_app::App,
+    scope: Scope,
     /// Codes printed and not yet traded for the session: each is good once.
     codes: Mutex<Vec<String>>,
     /// What a page holds once it traded a code.
@@ -85,10 +100,19 @@ impl std::fmt::Debug for Board {
 impl Board {
     /// Binds `127.0.0.1:port` (0: any free port) for the project `app` works on.
     pub fn bind(app: loopx_app::App, port: u16) -> std::io::Result<(Board, TcpListener)> {
+        Board::bind_scope(Scope::One(app), port)
+    }
+
+    /// Binds `127.0.0.1:port` for every project in the registry (`loopx board --all`).
+    pub fn bind_all(projects: all::Projects, port: u16) -> std::io::Result<(Board, TcpListener)> {
+        Board::bind_scope(Scope::All(projects), port)
+    }
+
+    fn bind_scope(scope: Scope, port: u16) -> std::io::Result<(Board, TcpListener)> {
         let listener = TcpListener::bind(("127.0.0.1", port))?;
         let port = listener.local_addr()?.port();
         let board = Board {
-            app,
+            scope,
             codes: Mutex::new(Vec::new()),
             session: new_secret()?,
             changing: Mutex::new(()),
@@ -161,9 +185,9 @@ impl Board {
         }
         match (request.method.as_str(), request.path.as_str()) {
             ("GET", path) => match path {
-                "/api/state" => match state::board(&self.app) {
+                "/api/state" => match self.state() {
                     Ok(state) => json(200, &state),
-                    Err(e) => json(503, &actions::error_body(&e)),
+                    Err(problem) => json(503, &problem),
                 },
                 "/api/stream" => {
                     let board = Arc::clone(self);
@@ -175,34 +199,50 @@ impl Board {
             },
             ("POST", path) => {
                 let _one_at_a_time = self.changing.lock().unwrap_or_else(PoisonError::into_inner);
-                let (status, body) = actions::act(&self.app, path, &request.body);
+                let (status, body) = match &self.scope {
+                    Scope::One(app) => actions::act(app, path, &request.body),
+                    Scope::All(projects) => all::act(projects, path, &request.body),
+                };
                 json(status, &body)
             }
             _ => text(405, "GET or POST only\n"),
         }
     }
 
+    /// The state the page shows: one project's board, or every registered project's.
+    fn state(&self) -> Result<serde_json::Value, serde_json::Value> {
+        match &self.scope {
+            Scope::One(app) => state::board(app).map_err(|e| actions::error_body(&e)),
+            Scope::All(projects) => all::state(projects),
+        }
+    }
+
     /// The live stream: the state now, then whenever it changed, until the page is gone.
     fn stream(&self, events: &mut loopx_http::Sender) -> std::io::Result<()> {
-        // Bound before the first read, so a commit in between still wakes us.
-        let listener = loopx_kernel::doorbell::Listener::bind(self.app.project());
+        // Bound before the first read, so a commit in between still wakes us. `--all` has
+        // no one doorbell: it looks every `ALL_REFRESH`.
+        let listener = match &self.scope {
+            Scope::One(app) => Some(loopx_kernel::doorbell::Listener::bind(app.project())),
+            Scope::All(_) => None,
+        };
         let mut sent = String::new();
         let mut last_write = Instant::now();
         loop {
             let built = Instant::now();
-            let (event, key, body, running) = match state::board(&self.app) {
+            let (event, key, body, running) = match self.state() {
                 Ok(mut state) => {
-                    let running = state["status"]["running"]
-                        .as_array()
-                        .is_some_and(|r| !r.is_empty());
+                    let running = match &self.scope {
+                        Scope::One(_) => state["status"]["running"]
+                            .as_array()
+                            .is_some_and(|r| !r.is_empty()),
+                        Scope::All(_) => true,
+                    };
                     // Sent when something but the clock changed.
-                    let now = state["now"].take();
-                    let key = state.to_string();
-                    state["now"] = now;
+                    let key = without_clock(&mut state);
                     ("state", key, state.to_string(), running)
                 }
-                Err(e) => {
-                    let body = actions::error_body(&e).to_string();
+                Err(problem) => {
+                    let body = problem.to_string();
                     ("problem", body.clone(), body, false)
                 }
             };
@@ -215,17 +255,14 @@ impl Board {
                 events.send(": still here\n\n")?;
                 last_write = Instant::now();
             }
-            // Waits for news, looking every `CLOSED_CHECK` whether the page is still there:
-            // a closed stream ends its thread now, not at its next keep-alive.
-            let until = Instant::now() + if running { RUNNING_REFRESH } else { KEEPALIVE };
-            loop {
-                if events.is_closed() {
-                    return Ok(());
-                }
-                let left = until.saturating_duration_since(Instant::now());
-                if left.is_zero() || listener.wait(left.min(CLOSED_CHECK)) {
-                    break;
-                }
+            let until = Instant::now()
+                + match (&self.scope, running) {
+                    (Scope::All(_), _) => ALL_REFRESH,
+                    (Scope::One(_), true) => RUNNING_REFRESH,
+                    (Scope::One(_), false) => KEEPALIVE,
+                };
+            if !wait_for_news(listener.as_ref(), events, until) {
+                return Ok(());
             }
             // Busy agents ring many times a second: the state is built again no sooner than
             // 4× what building it took (and 250 ms), so a big project's board stays a small
@@ -264,6 +301,68 @@ impl Board {
         }
         json(200, &serde_json::json!({"session": self.session}))
     }
+}
+
+/// Waits until `until` or the doorbell rings (`listener`; none with `--all`), looking every
+/// `CLOSED_CHECK` whether the page is still there; `false` when it is gone, so a closed stream
+/// ends its thread now, not at its next keep-alive.
+fn wait_for_news(
+    listener: Option<&loopx_kernel::doorbell::Listener>,
+    events: &loopx_http::Sender,
+    until: Instant,
+) -> bool {
+    loop {
+        if events.is_closed() {
+            return false;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        let step = left.min(CLOSED_CHECK);
+        let rang = match listener {
+            Some(listener) => listener.wait(step),
+            None => {
+                std::thread::sleep(step);
+                false
+            }
+        };
+        if left.is_zero() || rang {
+            return true;
+        }
+    }
+}
+
+/// The state as a key that changes when anything but the clock does (each project's clock
+/// too, with `--all`); the state keeps its clocks.
+fn without_clock(state: &mut serde_json::Value) -> String {
+    fn clocks(state: &mut serde_json::Value) -> Vec<&mut serde_json::Value> {
+        let mut clocks = Vec::new();
+        let Some(fields) = state.as_object_mut() else {
+            return clocks;
+        };
+        let mut projects = None;
+        for (key, value) in fields.iter_mut() {
+            match key.as_str() {
+                "now" => clocks.push(value),
+                "projects" => projects = value.as_array_mut(),
+                _ => {}
+            }
+        }
+        for project in projects.into_iter().flatten() {
+            if let Some(now) = project
+                .get_mut("board")
+                .and_then(|b| b.as_object_mut())
+                .and_then(|b| b.get_mut("now"))
+            {
+                clocks.push(now);
+            }
+        }
+        clocks
+    }
+    let taken: Vec<serde_json::Value> = clocks(state).into_iter().map(|c| c.take()).collect();
+    let key = state.to_string();
+    for (clock, now) in clocks(state).into_iter().zip(taken) {
+        *clock = now;
+    }
+    key
 }
 
 /// Compared in constant time: the code and the session are the only secrets between a page and

@@ -974,6 +974,10 @@ pub struct BoardArgs {
     /// The port on 127.0.0.1 (default: a free one).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
+    /// Every project you ran `loopx init` in (`loopx projects`), on one page; each change goes
+    /// to its own project's store.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Debug, clap::Args)]

@@ -8,6 +8,10 @@
 let session = sessionStorage.getItem("loopx-session");
 
 let state = null;
+// With `loopx board --all`: the whole view as last pushed, and the project shown (by id, as
+// the board names it; a change goes to /api/projects/<id>/…).
+let all = null;
+let project = sessionStorage.getItem("loopx-project");
 // The gates as last drawn: redrawn only when they change, so a half-typed answer survives
 // the pushes a running slice makes every second.
 let drawnGates = null;
@@ -49,6 +53,7 @@ function relative(at) {
 
 async function act(path, body) {
   const problem = document.getElementById("problem");
+  if (all) path = "/api/projects/" + encodeURIComponent(project || "") + path.slice("/api".length);
   try {
     const response = await fetch(path, {
       method: "POST",
@@ -135,7 +140,9 @@ function renderGates(s) {
         },
       }, input, el("button", { type: "submit" }, "Answer")));
     }
-    node.append(el("div", { class: "meta" }, "or: ", el("code", { text: answer_command })));
+    // With --all, the command is the project's: it says where to run it.
+    const where = all ? "or, in " + ((all.projects.find((p) => p.id === project) || {}).glance || {}).root + ": " : "or: ";
+    node.append(el("div", { class: "meta" }, where, el("code", { text: answer_command })));
     box.append(node);
     const was = typed.get(gate.id);
     if (was) {
@@ -317,6 +324,57 @@ function render(s) {
   tick();
 }
 
+// `--all`: each registered project as its glance found it, and the chosen one's board below.
+function renderAll(a) {
+  all = a;
+  const section = document.getElementById("projects");
+  section.hidden = false;
+  if (!a.projects.some((p) => p.id === project)) {
+    const first = a.projects.find((p) => p.board) || a.projects[0];
+    project = first ? first.id : null;
+  }
+  const list = document.getElementById("project-list");
+  list.replaceChildren();
+  let questions = 0;
+  for (const p of a.projects) {
+    const g = p.glance;
+    let summary;
+    if (g.state === "read") {
+      questions += g.questions;
+      summary = g.goals.length + (g.goals.length === 1 ? " active goal, " : " active goals, ") +
+        g.questions + (g.questions === 1 ? " question open, " : " questions open, ") + g.running + " running" +
+        (g.last_activity ? ", last activity " + relative(g.last_activity) : "") +
+        (g.goals.length ? " · " + g.goals.map((goal) => goal.id + " " + goal.objective).join(" · ") : "");
+    } else if (g.state === "gone") summary = "gone (moved or deleted; `loopx projects forget` removes it)";
+    else if (g.state === "database") summary = "its store is a database (" + g.url + "): `loopx board` in the project opens it";
+    else summary = "cannot be read now: " + g.why;
+    list.append(el("li", { "data-project": p.id, class: (p.id === project ? "selected " : "") + g.state },
+      el("button", { onclick: () => choose(p.id) }, el("strong", { text: g.root }), " " + summary)));
+  }
+  if (!a.projects.length) list.append(el("li", { class: "nothing", text: "No projects yet: `loopx init` in a project adds it here." }));
+  const chosen = a.projects.find((p) => p.id === project);
+  const note = document.getElementById("project-note");
+  document.querySelector("main").hidden = !(chosen && chosen.board);
+  note.hidden = !!(chosen && chosen.board);
+  if (chosen && chosen.board) {
+    render(chosen.board);
+  } else {
+    note.textContent = chosen
+      ? (chosen.problem ? chosen.problem.error : "This project's board cannot be shown here.")
+      : "";
+  }
+  if (chosen && chosen.problem) showProblem(chosen.problem.error);
+  document.title = (questions ? "(" + questions + ") " : "") + "loopx board --all";
+}
+
+function choose(id) {
+  project = id;
+  sessionStorage.setItem("loopx-project", id);
+  drawnGates = null;
+  document.getElementById("problem").hidden = true;
+  if (all) renderAll(all);
+}
+
 // The browser retries a dropped stream by itself, but not one the board refused (a restarted
 // board has a new session): then the page says what to do.
 function connect() {
@@ -339,7 +397,11 @@ function connect() {
     live.textContent = "○ reconnecting";
     setTimeout(connect, 2000);
   });
-  source.addEventListener("state", (e) => render(JSON.parse(e.data)));
+  source.addEventListener("state", (e) => {
+    const s = JSON.parse(e.data);
+    if (Array.isArray(s.projects)) renderAll(s);
+    else render(s);
+  });
   source.addEventListener("problem", (e) => {
     const problem = document.getElementById("problem");
     problem.textContent = JSON.parse(e.data).error;

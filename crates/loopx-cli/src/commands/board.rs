@@ -1,4 +1,4 @@
-//! `loopx board [--port N]`: serves the board until interrupted.
+//! `loopx board [--all] [--port N]`: serves the board until interrupted.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -9,11 +9,28 @@ use crate::errors::ExpectedError;
 use loopx_board::Board;
 
 pub fn run(ctx: &mut Ctx, args: BoardArgs) -> Result<(), ExpectedError> {
-    let app = ctx.app()?;
-    let project = app.project().clone();
-    // The store must open now: a board on a broken project says so here, not in the page.
-    app.read(|_| Ok(()))?;
-    let (board, listener) = Board::bind(app, args.port).map_err(|e| {
+    let (bound, serving) = match args.all {
+        true => {
+            let projects = all_projects(ctx)?;
+            let count = projects
+                .registry
+                .list()
+                .map_err(super::projects::reported)?
+                .len();
+            (
+                Board::bind_all(projects, args.port),
+                format!("every registered project ({count} now; `loopx projects` lists them)"),
+            )
+        }
+        false => {
+            let app = ctx.app()?;
+            let root = app.project().root().display().to_string();
+            // The store must open now: a board on a broken project says so here, not in the page.
+            app.read(|_| Ok(()))?;
+            (Board::bind(app, args.port), root)
+        }
+    };
+    let (board, listener) = bound.map_err(|e| {
         ExpectedError::Usage(format!(
             "cannot listen on 127.0.0.1:{}: {e}{}",
             args.port,
@@ -36,7 +53,7 @@ pub fn run(ctx: &mut Ctx, args: BoardArgs) -> Result<(), ExpectedError> {
     };
     let first = board.new_url()?;
     if !json {
-        ctx.line(format!("loopx board for {}", project.root().display()))?;
+        ctx.line(format!("loopx board for {serving}"))?;
     }
     ctx.flush()?;
     say(&mut std::io::stdout(), &first);
@@ -66,4 +83,12 @@ pub fn run(ctx: &mut Ctx, args: BoardArgs) -> Result<(), ExpectedError> {
     });
     board.serve(listener)?;
     Ok(())
+}
+
+/// The registry, and how `--all` opens one of its projects (as `status --all` does).
+fn all_projects(ctx: &Ctx) -> Result<loopx_board::all::Projects, ExpectedError> {
+    Ok(loopx_board::all::Projects {
+        registry: super::projects::registry(ctx)?,
+        open: super::projects::opener(ctx),
+    })
 }

@@ -38,7 +38,7 @@ pub fn run(ctx: &mut Ctx, args: ProjectsArgs) -> Result<(), ExpectedError> {
     }
 }
 
-fn registry(ctx: &Ctx) -> Result<Registry, ExpectedError> {
+pub(crate) fn registry(ctx: &Ctx) -> Result<Registry, ExpectedError> {
     ctx.registry.clone().ok_or_else(|| {
         ExpectedError::Usage(
             "neither XDG_STATE_HOME nor HOME is set (to an absolute path), so there is no list of projects\n(hint: set HOME, or XDG_STATE_HOME for the directory loopx keeps it in)".to_owned(),
@@ -46,7 +46,7 @@ fn registry(ctx: &Ctx) -> Result<Registry, ExpectedError> {
     })
 }
 
-fn reported(e: RegistryError) -> ExpectedError {
+pub(crate) fn reported(e: RegistryError) -> ExpectedError {
     ExpectedError::Reported {
         summary: e.to_string(),
         code: crate::exit_code::CONFIG,
@@ -151,8 +151,7 @@ fn plural(n: usize) -> &'static str {
 /// a project gone or unreadable says so and the others are still shown.
 pub fn status_all(ctx: &mut Ctx) -> Result<(), ExpectedError> {
     let registry = registry(ctx)?;
-    ctx.store.url = None;
-    ctx.store.local_only = true;
+    let open = opener(ctx);
     let listed = registry.list().map_err(reported)?;
     let mut documents = Vec::new();
     for (n, project) in listed.iter().enumerate() {
@@ -160,14 +159,9 @@ pub fn status_all(ctx: &mut Ctx) -> Result<(), ExpectedError> {
             Seen::Gone => Err("gone (moved or deleted)".to_owned()),
             Seen::Unreadable { why } => Err(why),
             Seen::Database { url } => Err(on_database(&url)),
-            Seen::Read(_) => {
-                // This disk's redb file only, whatever LOOPX_STORE_URL says or the project's
-                // `loopx.toml` says by now.
-                ctx.set_project_dir(project.root.clone());
-                ctx.app()
-                    .and_then(|app| Ok(app.status()?))
-                    .map_err(|e| crate::errors::one_line(&e))
-            }
+            Seen::Read(_) => open(&project.root)
+                .and_then(|app| app.status())
+                .map_err(|e| crate::errors::one_line(&e)),
         };
         if ctx.json {
             documents.push(match status {
@@ -192,4 +186,27 @@ pub fn status_all(ctx: &mut Ctx) -> Result<(), ExpectedError> {
         return ctx.line(NO_PROJECTS);
     }
     Ok(())
+}
+
+/// How `status --all` and `board --all` open a registered project: this disk's redb file only,
+/// whatever `LOOPX_STORE_URL` or the project's `loopx.toml` says by now, with the person who
+/// ran the command as actor.
+pub(crate) fn opener(ctx: &Ctx) -> loopx_board::all::Opener {
+    let mut store = ctx.store.clone();
+    store.url = None;
+    store.local_only = true;
+    let git_timeout = ctx.git_timeout;
+    let caller = loopx_app::Caller {
+        actor: ctx.actor(),
+        slice: crate::context::slice_id(),
+        slice_todo: None,
+    };
+    let exe = std::env::current_exe().ok();
+    Box::new(move |root| {
+        let project = loopx_kernel::Project::at(root)
+            .map_err(loopx_kernel::KernelError::from)?
+            .with_store(store.clone())
+            .with_git_timeout(git_timeout);
+        Ok(loopx_app::App::new(project, caller.clone(), exe.clone()))
+    })
 }
