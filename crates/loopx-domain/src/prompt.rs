@@ -97,7 +97,7 @@ pub fn prompt_values(
                 p.kind.as_str()
             )
         }
-        _ => task(p.todo, p.kind),
+        _ => task(p.todo, p.goal, p.kind),
     };
     let values = BTreeMap::from([
         ("agent", p.agent.to_string()),
@@ -241,12 +241,18 @@ fn judged(judgement: Result<Option<String>, KernelError>) -> Option<String> {
 
 /// The task section: the todo's title first (agents read it as the task), then its detail,
 /// then the slice kind.
-fn task(todo: Option<&Todo>, kind: SliceKind) -> String {
-    let body = match todo {
-        Some(todo) if todo.detail.trim().is_empty() => format!("{}: {}", todo.id, todo.title),
-        Some(todo) => format!("{}: {}\n\n{}", todo.id, todo.title, todo.detail.trim()),
-        None => "No todo is open. Propose the next todos as `next_todos`, or report `done` with \
-                 none when the goal is met."
+fn task(todo: Option<&Todo>, goal: Option<&Goal>, kind: SliceKind) -> String {
+    let body = match (todo, goal) {
+        (Some(todo), _) if todo.detail.trim().is_empty() => format!("{}: {}", todo.id, todo.title),
+        (Some(todo), _) => format!("{}: {}\n\n{}", todo.id, todo.title, todo.detail.trim()),
+        // A planning slice plans one goal, named: the project may have several active.
+        (None, Some(goal)) => format!(
+            "No todo of goal {} is open. Propose its next todos as `next_todos`, or report \
+             `done` with none when the goal is met.",
+            goal.id
+        ),
+        (None, None) => "No todo is open. Propose the next todos as `next_todos`, or report \
+                 `done` with none when the goal is met."
             .to_owned(),
     };
     let repair = if kind == SliceKind::Repair {

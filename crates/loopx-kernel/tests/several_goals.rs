@@ -1,0 +1,190 @@
+//! Several active goals: which one an agent's decision follows, and that a goal that waits
+//! never holds back another (`docs/goals.md`, "Several goals at once").
+
+#[path = "support/common.rs"]
+mod common;
+
+use std::time::Duration;
+
+use common::{HUMAN, T0, fixture};
+use loopx_domain::account::request;
+use loopx_domain::decision::DecisionState;
+use loopx_domain::quota::{AgentView, Decision, DecisionKind};
+use loopx_kernel::model::{Blocks, GateKind};
+use loopx_kernel::store::{AgentChange, ChangeAgent, NewGate, NewGoal, NewTodo};
+use loopx_kernel::{GoalId, Op, Timestamp, TodoId};
+
+fn view(name: &str) -> AgentView {
+    AgentView {
+        profile_file: None,
+        writes: true,
+        name: name.parse().expect("an agent name"),
+        capabilities: vec![],
+        role: None,
+        account: "acct".into(),
+        pacing: None,
+        windows: vec![],
+    }
+}
+
+/// Starts a goal with `priority` and `share` and gives it a todo.
+fn goal(f: &common::Fixture, objective: &str, priority: i32, share: f64) -> (GoalId, TodoId) {
+    let goal = f
+        .store
+        .run(
+            NewGoal {
+                priority,
+                share,
+                ..loopx_testkit::goal(objective)
+            },
+            HUMAN,
+            T0,
+        )
+        .expect("goal");
+    let todo = f
+        .store
+        .run(
+            NewTodo {
+                goal: Some(goal.id),
+                ..loopx_testkit::todo(format!("Work on {objective}"))
+            },
+            HUMAN,
+            T0,
+        )
+        .expect("todo");
+    (goal.id, todo.id)
+}
+
+/// What `agent` does now, and for which goal.
+fn decide(f: &common::Fixture, agent: &str, now: Timestamp) -> (Decision, Option<GoalId>) {
+    let state = f
+        .store
+        .read(|s| DecisionState::read(s, view(agent), now))
+        .expect("read");
+    (state.decide(), state.goal)
+}
+
+fn works_on(decision: &Decision) -> Option<TodoId> {
+    match decision.kind() {
+        DecisionKind::Deliver | DecisionKind::Repair => decision.todo().map(|(id, _)| *id),
+        _ => None,
+    }
+}
+
+#[test]
+fn the_goal_of_higher_priority_is_served_first_whatever_its_todos_age() {
+    let f = fixture();
+    let (_, older) = goal(&f, "the docs", 0, 1.0);
+    let (g2, newer) = goal(&f, "the release", 2, 1.0);
+    f.agent("a");
+    let (decision, goal) = decide(&f, "a", T0);
+    assert_eq!(
+        (works_on(&decision), goal),
+        (Some(newer), Some(g2)),
+        "{decision:?}"
+    );
+    assert_ne!(Some(older), works_on(&decision));
+}
+
+#[test]
+fn among_goals_of_equal_priority_the_one_that_used_least_of_its_share_goes_first() {
+    let f = fixture();
+    let (g1, t1) = goal(&f, "the docs", 0, 1.0);
+    let (g2, t2) = goal(&f, "the release", 0, 1.0);
+    let name = f.agent("a");
+    // Both unused: the older todo first.
+    assert_eq!(works_on(&decide(&f, "a", T0).0), Some(t1));
+    // Twenty minutes of the last hour went to g1: g2 is behind on its share.
+    let now = T0.plus(Duration::from_secs(3600));
+    let spent = request(
+        &view(name.as_str()),
+        10,
+        0.0,
+        Some((Timestamp(now.0 - 20 * 60_000), now)),
+        Some(g1),
+    );
+    f.store
+        .apply(Op::QuotaCharge(spent), HUMAN, now)
+        .expect("charge");
+    let (decision, goal) = decide(&f, "a", now);
+    assert_eq!(
+        (works_on(&decision), goal),
+        (Some(t2), Some(g2)),
+        "{decision:?}"
+    );
+}
+
+#[test]
+fn a_question_on_one_goal_leaves_the_other_goal_s_work_running() {
+    let f = fixture();
+    let (g1, _) = goal(&f, "the docs", 5, 1.0);
+    let (g2, t2) = goal(&f, "the release", 0, 1.0);
+    f.agent("a");
+    let kept = f.agent("kept");
+    f.store
+        .apply(
+            Op::GateAsk(NewGate {
+                question: "Should the docs use the new style guide?".into(),
+                options: vec![],
+                context: String::new(),
+                blocks: Blocks::Goal(g1),
+                kind: GateKind::Question,
+            }),
+            HUMAN,
+            T0,
+        )
+        .expect("ask");
+    // The shared agent goes on with g2, although g1 has the higher priority.
+    let (decision, goal) = decide(&f, "a", T0);
+    assert_eq!(
+        (works_on(&decision), goal),
+        (Some(t2), Some(g2)),
+        "{decision:?}"
+    );
+    // An agent kept to g1 waits on the question.
+    f.store
+        .apply(
+            Op::AgentSet(ChangeAgent {
+                name: kept,
+                change: AgentChange {
+                    goals: Some(vec![g1]),
+                    ..AgentChange::default()
+                },
+            }),
+            HUMAN,
+            T0,
+        )
+        .expect("keep");
+    let (decision, goal) = decide(&f, "kept", T0);
+    assert_eq!(
+        (decision.kind(), goal),
+        (DecisionKind::Ask, Some(g1)),
+        "{decision:?}"
+    );
+}
+
+#[test]
+fn a_goal_past_its_share_waits_while_the_other_goal_works() {
+    let f = fixture();
+    let (g1, _) = goal(&f, "the docs", 1, 0.25);
+    let (g2, t2) = goal(&f, "the release", 0, 1.0);
+    let name = f.agent("a");
+    let now = T0.plus(Duration::from_secs(3600));
+    // g1 had forty minutes of the hour: past its quarter.
+    let spent = request(
+        &view(name.as_str()),
+        10,
+        0.0,
+        Some((Timestamp(now.0 - 40 * 60_000), now)),
+        Some(g1),
+    );
+    f.store
+        .apply(Op::QuotaCharge(spent), HUMAN, now)
+        .expect("charge");
+    let (decision, goal) = decide(&f, "a", now);
+    assert_eq!(
+        (works_on(&decision), goal),
+        (Some(t2), Some(g2)),
+        "{decision:?}"
+    );
+}
