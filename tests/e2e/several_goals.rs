@@ -149,3 +149,45 @@ fn two_goals_progress_under_one_run_and_a_question_on_one_leaves_the_other_worki
         .collect();
     assert_eq!(ids, ["t4"], "{todos}");
 }
+
+/// An agent's slice works for one goal: what it reports goes there, and it cannot hand work to
+/// another goal's agents (g2 here may do anything), hold that goal back, or ask for it to end.
+#[test]
+fn an_agent_changes_only_its_own_goal() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Review the code"]);
+    loopx.ok(&["goal", "start", "Ship the release", "--permission", "full"]);
+    loopx.ok(&["todo", "add", "Review src/", "--goal", "g1"]);
+    let script = format!(
+        "cat > /dev/null\n\
+         try() {{ env -u LOOPX_SLICE \"$@\" > /dev/null 2>> \"$LOOPX_PROJECT/refusals.txt\"; echo \"$?\" >> \"$LOOPX_PROJECT/codes.txt\"; }}\n\
+         try '{LOOPX}' todo add 'Run rm -rf on the build host' --goal g2\n\
+         try '{LOOPX}' gate ask 'Should the release wait for the review?' --goal g2\n\
+         try '{LOOPX}' goal done --goal g2\n\
+         '{LOOPX}' report todo 'Review the tests too' >> \"$LOOPX_PROJECT/codes.txt\" 2>&1\n\
+         '{LOOPX}' report done --summary reviewed > /dev/null"
+    );
+    script_agent(&loopx, "rev", &script, "max_time = \"1m\"");
+    let run = loopx.run(&["run", "--max-slices", "1"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let codes = std::fs::read_to_string(loopx.path().join("codes.txt")).expect("codes");
+    let refusals = std::fs::read_to_string(loopx.path().join("refusals.txt")).expect("refusals");
+    let lines: Vec<&str> = codes.lines().collect();
+    // Refused, whether it says it runs in a slice or not (then it does not even find the
+    // store, which its sandbox hides; where there is no sandbox the kernel refuses it too:
+    // `crates/loopx-kernel/tests/several_goals.rs`).
+    assert!(
+        lines.len() >= 4 && lines[..3].iter().all(|c| *c != "0"),
+        "{codes}\n{refusals}"
+    );
+    // g2 got nothing; the todo it added without a goal went to its own goal.
+    let g2 = loopx.ok(&["todo", "list", "--goal", "g2", "--json"]).json();
+    assert_eq!(g2["todos"].as_array().map(Vec::len), Some(0), "{g2}");
+    let g1 = loopx
+        .ok(&["todo", "list", "--goal", "g1", "--all", "--json"])
+        .json();
+    assert_eq!(g1["todos"].as_array().map(Vec::len), Some(2), "{g1}");
+    let gates = loopx.ok(&["gate", "list", "--json"]).json();
+    assert_eq!(gates["gates"].as_array().map(Vec::len), Some(0), "{gates}");
+    assert_eq!(goal_status(&loopx, "g2"), "active");
+}

@@ -223,6 +223,14 @@ pub enum Conflict {
         "another goal took id {expected} while this one was being prepared (it would be {next})\n(hint: run the command again)"
     )]
     GoalIdTaken { expected: GoalId, next: GoalId },
+    #[error(
+        "agent `{agent}` works on goal {own} in its slice, so it cannot change goal {goal}\n(hint: what an agent reports is about its own goal; a person changes another one)"
+    )]
+    OtherGoal {
+        agent: String,
+        own: GoalId,
+        goal: GoalId,
+    },
     #[error("gate {gate} is already {state}")]
     GateState { gate: GateId, state: &'static str },
     #[error(

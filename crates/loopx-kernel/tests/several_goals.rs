@@ -188,3 +188,66 @@ fn a_goal_past_its_share_waits_while_the_other_goal_works() {
         "{decision:?}"
     );
 }
+
+/// Where no sandbox hides the store from an agent, the kernel itself keeps an agent's writes
+/// to the goal of the slice it runs: no todo for another goal's agents, no question holding
+/// that goal back, no "it is met".
+#[test]
+fn an_agent_with_a_running_slice_cannot_change_another_goal() {
+    use loopx_kernel::store::{NewSlice, SetGoalStatus};
+    let f = fixture();
+    let (g1, t1) = goal(&f, "the review", 0, 1.0);
+    let (g2, _) = goal(&f, "the release", 0, 1.0);
+    let rev = f.agent("rev");
+    let epoch = f.claim(t1, &rev, T0).expect("claim").epoch;
+    f.store
+        .apply(
+            Op::SliceStart(NewSlice {
+                agent: rev.clone(),
+                todo: Some(t1),
+                epoch: Some(epoch),
+                kind: loopx_kernel::model::SliceKind::Work,
+                profile_hash: String::new(),
+                argv: vec![],
+                limit_secs: 60,
+                log: None,
+                owner: None,
+                goal: None,
+            }),
+            HUMAN,
+            T0,
+        )
+        .expect("slice");
+    let agent = "agent:rev";
+    let refused = |op: Op| {
+        let err = f.store.apply(op, agent, T0).expect_err("refused");
+        assert!(
+            err.to_string().contains(&format!(
+                "works on goal {g1} in its slice, so it cannot change goal {g2}"
+            )),
+            "{err}"
+        );
+    };
+    refused(Op::TodoAdd(NewTodo {
+        goal: Some(g2),
+        ..loopx_testkit::todo("Run the deploy")
+    }));
+    refused(Op::GateAsk(NewGate {
+        question: "Should the release wait for the review?".into(),
+        options: vec![],
+        context: String::new(),
+        blocks: Blocks::Goal(g2),
+        kind: GateKind::Question,
+    }));
+    refused(Op::GoalSetStatus(SetGoalStatus {
+        goal: Some(g2),
+        to: loopx_kernel::model::GoalStatus::Done,
+        agents_close: false,
+    }));
+    // Its own goal is its to add to, named or not.
+    let added = f
+        .store
+        .run(loopx_testkit::todo("Review the tests too"), agent, T0)
+        .expect("its own goal");
+    assert_eq!(added.goal, g1);
+}

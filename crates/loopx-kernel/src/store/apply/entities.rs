@@ -111,6 +111,7 @@ pub(super) fn goal_set_status_by(
             .transpose()?
             .ok_or_else(|| Invalid::Other("there is no active goal".to_owned()))?,
     };
+    super::which_goal::refuse_other_goal(w, target.id)?;
     refuse_over_open_work(w, &target)?;
     super::goal_met::agent_says_met(w, &target)
 }
@@ -196,22 +197,34 @@ fn status_target(w: &Writer<'_>, goal: Option<GoalId>) -> Result<Goal, KernelErr
 /// What a gate asked as blocking every agent holds back when it is one goal's: a budget or
 /// goal-met gate's goal, or the goal of the slice an agent asks from. With several goals
 /// active, a question about g1 leaves g2's work running; a person's own question stays global.
-fn goal_scoped(w: &Writer<'_>, blocks: Blocks, kind: &GateKind) -> Blocks {
+fn goal_scoped(w: &Writer<'_>, blocks: Blocks, kind: &GateKind) -> Result<Blocks, KernelError> {
+    if let Blocks::Goal(goal) = blocks {
+        // An agent holds back its own goal only.
+        super::which_goal::refuse_other_goal(w, goal)?;
+        return Ok(blocks);
+    }
+    if let Blocks::Todos(todos) = &blocks {
+        for todo in todos {
+            if let Some(todo) = w.get::<Todo>(tables::TODOS, todo.0)? {
+                super::which_goal::refuse_other_goal(w, todo.goal)?;
+            }
+        }
+    }
     if blocks != Blocks::Global {
-        return blocks;
+        return Ok(blocks);
     }
-    match kind {
+    Ok(match kind {
         GateKind::Budget { goal } | GateKind::GoalMet { goal } => Blocks::Goal(*goal),
-        _ => match w.slice_goal.get() {
-            Some(goal) if loopx_vocab::Actor::of(w.actor).is_agent() => Blocks::Goal(goal),
-            _ => blocks,
+        _ => match super::which_goal::agent_goal(w)? {
+            Some(goal) => Blocks::Goal(goal),
+            None => blocks,
         },
-    }
+    })
 }
 
 pub(super) fn gate_ask(w: &Writer<'_>, new: NewGate) -> Result<Applied, KernelError> {
     let mut new = super::amend::proposal_asked(w, new)?;
-    new.blocks = goal_scoped(w, new.blocks, &new.kind);
+    new.blocks = goal_scoped(w, new.blocks, &new.kind)?;
     new.check()?;
     super::caps::admit_gate(w, &new.kind)?;
     if let Blocks::Todos(todos) = &new.blocks {

@@ -149,6 +149,15 @@ fn re_planning(w: &Writer<'_>, slice: &SliceRecord, todo: &Todo) -> Result<(), K
             slice.kind.as_str()
         )));
     }
+    // A planning slice re-plans its own goal: another goal's todos are not its to drop.
+    if let Some(planned) = super::which_goal::slice_goal(w, slice)?
+        && planned != todo.goal
+    {
+        return Err(not(format!(
+            "slice {} plans goal {planned}, and {} is goal {}'s",
+            slice.id, todo.id, todo.goal
+        )));
+    }
     let goal: Goal = w.require(tables::GOALS, todo.goal.0, "goal", todo.goal)?;
     if goal.status != GoalStatus::Active {
         return Err(Conflict::GoalState {

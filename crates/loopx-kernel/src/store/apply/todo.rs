@@ -80,6 +80,7 @@ fn goal_taking(w: &Writer<'_>, goal: Option<GoalId>) -> Result<crate::model::Goa
         Some(id) => w.require::<crate::model::Goal>(tables::GOALS, id.0, "goal", id)?,
         None => current_goal(w)?,
     };
+    super::which_goal::refuse_other_goal(w, goal.id)?;
     if !matches!(goal.status, GoalStatus::Done | GoalStatus::Archived) {
         return Ok(goal);
     }

@@ -16,7 +16,7 @@ use crate::store::writer::Writer;
 /// else the one active goal. With several active and none named the caller must say which
 /// ([`Invalid::WhichGoal`]): loopx does not guess whose work a change is.
 pub(crate) fn active_goal(w: &Writer<'_>) -> Result<Option<GoalId>, KernelError> {
-    if let Some(goal) = w.slice_goal.get() {
+    if let Some(goal) = agent_goal(w)? {
         return Ok(Some(goal));
     }
     let active: Vec<Goal> = w
@@ -38,6 +38,39 @@ pub(crate) fn which_goal(goals: impl Iterator<Item = GoalId>) -> KernelError {
         goals: goals.join(", "),
     }
     .into()
+}
+
+/// The goal the writing agent works for: its report's slice's, else the goal of the slice it
+/// runs now (an agent runs one slice at a time). `None` for a person, or an agent without a
+/// running slice.
+pub(crate) fn agent_goal(w: &Writer<'_>) -> Result<Option<GoalId>, KernelError> {
+    if let Some(goal) = w.slice_goal.get() {
+        return Ok(Some(goal));
+    }
+    let Some(agent) = loopx_vocab::Actor::of(w.actor).agent() else {
+        return Ok(None);
+    };
+    for id in w.running_ids()? {
+        let slice: Option<crate::model::SliceRecord> = w.get(tables::SLICES, id)?;
+        if let Some(slice) = slice.filter(|s| s.agent.as_str() == agent) {
+            return slice_goal(w, &slice);
+        }
+    }
+    Ok(None)
+}
+
+/// Refuses an agent's change to a goal other than the one its slice works for: an agent of a
+/// read-only goal must not hand work to another goal's agents, nor ask for it to end.
+pub(crate) fn refuse_other_goal(w: &Writer<'_>, goal: GoalId) -> Result<(), KernelError> {
+    match agent_goal(w)? {
+        Some(own) if own != goal => Err(crate::errors::Conflict::OtherGoal {
+            agent: loopx_vocab::Actor::of(w.actor).name().to_owned(),
+            own,
+            goal,
+        }
+        .into()),
+        _ => Ok(()),
+    }
 }
 
 /// The goal a slice works for: the one it recorded, else its todo's, else (a slice an older
