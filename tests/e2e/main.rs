@@ -36,6 +36,7 @@ mod permissions;
 mod profiles;
 mod projects;
 mod quota;
+mod quota_accounts;
 mod report;
 mod run_loop;
 mod run_once;

@@ -25,6 +25,8 @@ pub(crate) struct Writer<'t> {
     /// met" later in the same batch is judged against the todos as they were before
     /// (`entities.rs`).
     pub(crate) replan_dropped: std::cell::Cell<usize>,
+    /// The account book, when the project's ledger is shared (`account_book.rs`).
+    pub(crate) book: Option<&'t super::account_book::BookCell<'t>>,
 }
 
 impl<'t> Writer<'t> {
@@ -51,6 +53,7 @@ impl<'t> Writer<'t> {
             actor,
             db_now: None,
             replan_dropped: std::cell::Cell::new(0),
+            book: None,
         })
     }
 
@@ -177,6 +180,16 @@ impl<'t> Writer<'t> {
 
     pub(crate) fn quota_remove(&self, key: &str) -> Result<bool, KernelError> {
         self.kv.remove(tables::QUOTA, &Key::text(key))
+    }
+
+    /// The account book, opened (and created) if the project's ledger is shared.
+    pub(crate) fn account_book(
+        &self,
+    ) -> Result<Option<&'t super::account_book::AccountBook>, KernelError> {
+        match self.book {
+            Some(cell) => cell.get(true),
+            None => Ok(None),
+        }
     }
 
     /// Every hold, by key.

@@ -1,0 +1,408 @@
+//! The account book: one quota ledger per account, shared by every project of this user.
+//!
+//! Two projects on one subscription would each think they have the whole window, so what an
+//! account spent, and the holds on it, are kept in a per-user redb file (the surface names it,
+//! [`crate::project::StoreSettings::account_book`]; `docs/quota.md`, "One ledger per account").
+//! It is the kernel's quota table and meta table in a file of their own, opened the way the
+//! store is (`open.rs`: multi-writer redb, per operation, busy waits with a bound, panics of a
+//! damaged file contained), with its own format version. A spend runs its account's rules in
+//! the book's write transaction, begun inside the project's: the project is always locked
+//! first, so two projects never wait on each other in a circle. The book commits first; a
+//! project commit that fails after it leaves the account charged for a spend not recorded,
+//! which errs on the side of spending less.
+//!
+//! The book is soft state (windows roll, holds end) but never silently reset: a file that is
+//! not a regular file, is too large, is not redb, or is of a newer format is an error naming
+//! it, with a hint.
+
+use std::cell::OnceCell;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use redb::{Database, ReadableDatabase};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::codec::{decode, encode};
+use super::kv::{Key, KvRead, KvReadExt, KvWrite, meta_bytes};
+use super::open::{OpenOptions, Store, begin_redb_write, builder, open_retrying, shielded};
+use super::redb_kv::{RedbKv, Txn};
+use super::tables;
+use crate::errors::{KernelError, StoreError};
+use crate::model::QuotaHold;
+use crate::time::Timestamp;
+
+/// The book's format: its keys (`window/…`, `hold/…`, `spender/…`) and their records.
+pub const BOOK_VERSION: u64 = 1;
+const BOOK_VERSION_KEY: &str = "account_book_version";
+/// Far more than an account book grows to (a few records per account); a larger file is
+/// refused rather than read.
+const MAX_BOOK_LEN: u64 = 1 << 30;
+
+/// A project spending on an account, as the book records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spender {
+    pub account: String,
+    /// The project's root directory.
+    pub project: String,
+    pub spends: u64,
+    pub tokens: u64,
+    pub cost_usd: f64,
+    pub last_at: Timestamp,
+}
+
+/// One account of the book: the projects spending on it, its holds and its windows' state
+/// (`W`, the rules' own record, by the window's period in milliseconds).
+#[derive(Debug, Clone)]
+pub struct BookAccount<W> {
+    pub account: String,
+    pub projects: Vec<Spender>,
+    pub holds: Vec<QuotaHold>,
+    pub windows: Vec<(u64, W)>,
+}
+
+/// An open account book.
+pub struct AccountBook {
+    db: Database,
+    path: PathBuf,
+    wait: Duration,
+    /// The project this process spends for (its root), recorded with each spend.
+    project: String,
+}
+
+impl std::fmt::Debug for AccountBook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccountBook")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AccountBook {
+    /// Opens the book at `path`; when it does not exist it is created if `create`, else
+    /// `None` (a read never creates it).
+    pub fn open(
+        path: &Path,
+        wait: Duration,
+        project: &str,
+        create: bool,
+    ) -> Result<Option<AccountBook>, KernelError> {
+        shielded(path, || {
+            if !checked_place(path, create)? {
+                return Ok(None);
+            }
+            let db = open_retrying(path, &OpenOptions { wait }, |p| builder().create(p))?;
+            let book = AccountBook {
+                db,
+                path: path.to_path_buf(),
+                wait,
+                project: project.to_owned(),
+            };
+            book.check_version()?;
+            Ok(Some(book))
+        })
+    }
+
+    /// The book's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every account the book keeps, by name.
+    pub fn accounts<W: DeserializeOwned>(&self) -> Result<Vec<BookAccount<W>>, KernelError> {
+        self.read(|kv| {
+            let mut out = std::collections::BTreeMap::new();
+            for (_, spender) in values::<Spender>(kv, "spender/")? {
+                slot(&mut out, &spender.account.clone())
+                    .projects
+                    .push(spender);
+            }
+            for (_, hold) in values::<QuotaHold>(kv, "hold/")? {
+                slot(&mut out, &hold.key.clone()).holds.push(hold);
+            }
+            for (key, window) in values::<W>(kv, "window/")? {
+                let Some((account, period)) = key["window/".len()..].rsplit_once('/') else {
+                    continue;
+                };
+                if let Ok(period) = period.parse::<u64>() {
+                    slot(&mut out, account).windows.push((period, window));
+                }
+            }
+            Ok(out.into_values().collect())
+        })
+    }
+
+    /// Runs `f` on a snapshot of the book.
+    pub(crate) fn read<T>(
+        &self,
+        f: impl FnOnce(&dyn KvRead) -> Result<T, KernelError>,
+    ) -> Result<T, KernelError> {
+        shielded(&self.path, || {
+            let txn = self.db.begin_read().map_err(|e| self.redb(e))?;
+            f(&RedbKv {
+                txn: Txn::Read(txn),
+                path: &self.path,
+            })
+        })
+    }
+
+    /// Runs `f` in a write transaction of the book, committed when `f` succeeds.
+    pub(crate) fn write<T>(
+        &self,
+        f: impl FnOnce(&dyn KvWrite) -> Result<T, KernelError>,
+    ) -> Result<T, KernelError> {
+        shielded(&self.path, || {
+            let txn = begin_redb_write(&self.db, &self.path, self.wait)?;
+            let out = f(&RedbKv {
+                txn: Txn::Write(&txn),
+                path: &self.path,
+            });
+            match out {
+                Ok(value) => {
+                    txn.commit().map_err(|e| self.redb(e))?;
+                    Ok(value)
+                }
+                Err(e) => {
+                    txn.abort().map_err(|e| self.redb(e))?;
+                    Err(e)
+                }
+            }
+        })
+    }
+
+    /// Records that this project spent on `account`.
+    pub(crate) fn record_spender(
+        &self,
+        kv: &dyn KvWrite,
+        account: &str,
+        tokens: u64,
+        cost_usd: f64,
+        at: Timestamp,
+    ) -> Result<(), KernelError> {
+        let key = format!("spender/{account}/{}", self.project);
+        let mut spender = get::<Spender>(kv, &key)?.unwrap_or(Spender {
+            account: account.to_owned(),
+            project: self.project.clone(),
+            spends: 0,
+            tokens: 0,
+            cost_usd: 0.0,
+            last_at: at,
+        });
+        spender.spends = spender.spends.saturating_add(1);
+        spender.tokens = spender.tokens.saturating_add(tokens);
+        spender.cost_usd += cost_usd;
+        spender.last_at = at;
+        put(kv, &key, &spender)
+    }
+
+    fn redb(&self, e: impl Into<redb::Error>) -> KernelError {
+        super::open::redb_error(&self.path, e.into()).into()
+    }
+
+    /// Writes the format version into a new book; refuses a store of a project and a book of
+    /// a newer loopx.
+    fn check_version(&self) -> Result<(), KernelError> {
+        let corrupt = |why: &str| -> KernelError {
+            StoreError::Corrupt {
+                path: self.path.clone(),
+                why: why.to_owned(),
+            }
+            .into()
+        };
+        let (found, project) =
+            self.read(|kv| Ok((kv.meta(BOOK_VERSION_KEY)?, kv.meta(tables::SCHEMA_KEY)?)))?;
+        match found {
+            Some(BOOK_VERSION) => Ok(()),
+            Some(found) if found > BOOK_VERSION => Err(StoreError::TooNew {
+                path: self.path.clone(),
+                found,
+                supported: BOOK_VERSION,
+            }
+            .into()),
+            Some(found) => Err(corrupt(&format!("unknown account book version {found}"))),
+            None if project.is_some() => Err(corrupt(
+                "it is a project's store, not the account book (remove or move it; the per-user ledger is rebuilt as projects spend)",
+            )),
+            None => self.write(|kv| {
+                if kv.meta(BOOK_VERSION_KEY)?.is_none() {
+                    let key = Key::text(BOOK_VERSION_KEY);
+                    kv.put(tables::META, &key, &meta_bytes(BOOK_VERSION))?;
+                }
+                Ok(())
+            }),
+        }
+    }
+}
+
+fn slot<'m, W>(
+    accounts: &'m mut std::collections::BTreeMap<String, BookAccount<W>>,
+    account: &str,
+) -> &'m mut BookAccount<W> {
+    accounts
+        .entry(account.to_owned())
+        .or_insert_with(|| BookAccount {
+            account: account.to_owned(),
+            projects: Vec::new(),
+            holds: Vec::new(),
+            windows: Vec::new(),
+        })
+}
+
+/// Whether the book's place holds a file to open (`false`: none, and `create` is not asked).
+/// Only a regular file of reasonable size that starts as redb does is opened: a symbolic
+/// link, a FIFO (which would block the open for ever) or a foreign file is an error.
+fn checked_place(path: &Path, create: bool) -> Result<bool, StoreError> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                crate::project::ensure_private_dir(dir).map_err(|e| StoreError::io(dir, e))?;
+            }
+            // Created empty and private here (redb's create would follow a link and take the
+            // umask); a peer that created it first is as good.
+            let created = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(nix::libc::O_NOFOLLOW)
+                .open(path);
+            return match created {
+                Ok(_) => Ok(true),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    checked_place(path, false)
+                }
+                Err(e) => Err(StoreError::io(path, e)),
+            };
+        }
+        Err(e) => return Err(StoreError::io(path, e)),
+        Ok(meta) => meta,
+    };
+    let refuse = |why: String| StoreError::Corrupt {
+        path: path.to_path_buf(),
+        why: format!(
+            "{why}\n(hint: the account book is loopx's own per-user file: remove it and the shared ledger starts again as projects spend, or set `[quota] ledger = \"project\"` in loopx.toml)"
+        ),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(refuse("it is a symbolic link, not a file".to_owned()));
+    }
+    if !meta.is_file() {
+        return Err(refuse(
+            "it is not a regular file (a FIFO, a device or a directory)".to_owned(),
+        ));
+    }
+    if meta.len() > MAX_BOOK_LEN {
+        return Err(refuse(format!(
+            "it is {} bytes, far more than an account book",
+            meta.len()
+        )));
+    }
+    if meta.len() > 0 {
+        super::open::precheck_header(path).map_err(|e| refuse(e.to_string()))?;
+    }
+    Ok(true)
+}
+
+/// The record under `key` of the quota table of `kv`.
+pub(crate) fn get<T: DeserializeOwned>(
+    kv: &(impl KvRead + ?Sized),
+    key: &str,
+) -> Result<Option<T>, KernelError> {
+    kv.get(tables::QUOTA, &Key::text(key))?
+        .map(|bytes| decode("quota", &bytes))
+        .transpose()
+        .map_err(KernelError::from)
+}
+
+/// Writes `value` under `key` in the quota table of `kv`.
+pub(crate) fn put<T: Serialize>(kv: &dyn KvWrite, key: &str, value: &T) -> Result<(), KernelError> {
+    kv.put(tables::QUOTA, &Key::text(key), &encode(value))
+}
+
+/// The records whose keys start with `prefix` (which ends in `/`), with their keys.
+fn values<T: DeserializeOwned>(
+    kv: &dyn KvRead,
+    prefix: &str,
+) -> Result<Vec<(String, T)>, KernelError> {
+    let end = format!("{}0", &prefix[..prefix.len() - 1]);
+    let range = (
+        std::ops::Bound::Included(Key::text(prefix)),
+        std::ops::Bound::Excluded(Key::text(&end)),
+    );
+    let mut out = Vec::new();
+    kv.scan(tables::QUOTA, range, false, &mut |key, bytes| {
+        let Key::Text(key) = key else { return Ok(true) };
+        out.push((key, decode("quota", bytes)?));
+        Ok(true)
+    })?;
+    Ok(out)
+}
+
+/// The book of one store's operation or snapshot, opened when first needed: a project whose
+/// ledger is its own (or whose surface keeps no book) never reads `loopx.toml` for it.
+pub(crate) struct BookCell<'a> {
+    store: &'a Store,
+    opened: OnceCell<AccountBook>,
+}
+
+impl<'a> BookCell<'a> {
+    pub(crate) fn new(store: &'a Store) -> BookCell<'a> {
+        BookCell {
+            store,
+            opened: OnceCell::new(),
+        }
+    }
+
+    /// The book, if the project's ledger is shared (opened, and created when `create`).
+    pub(crate) fn get(&self, create: bool) -> Result<Option<&AccountBook>, KernelError> {
+        if let Some(book) = self.opened.get() {
+            return Ok(Some(book));
+        }
+        let Some(path) = book_path(self.store)? else {
+            return Ok(None);
+        };
+        let project = self.store.project().root().display().to_string();
+        let wait = self.store.project().store_settings().wait;
+        match AccountBook::open(&path, wait, &project, create)? {
+            Some(book) => Ok(Some(self.opened.get_or_init(|| book))),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Where the project's account ledger is shared: the surface's book, unless the store is a
+/// database (whose hosts do not share this user's file) or `loopx.toml` keeps the project's
+/// own ledger (`[quota] ledger = "project"`).
+fn book_path(store: &Store) -> Result<Option<PathBuf>, KernelError> {
+    let Some(path) = &store.project().store_settings().account_book else {
+        return Ok(None);
+    };
+    if store.is_postgres() {
+        return Ok(None);
+    }
+    match super::open::configured_ledger(store.project())? {
+        Ledger::Account => Ok(Some(path.clone())),
+        Ledger::Project => Ok(None),
+    }
+}
+
+/// Where a project keeps its accounts' quota state (`[quota] ledger` in `loopx.toml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ledger {
+    /// The per-user account book, shared by every project of this user (the default).
+    Account,
+    /// The project's own store, as before the book.
+    Project,
+}
+
+impl Ledger {
+    /// The setting as written: `"account"` or `"project"`.
+    pub fn parse(text: &str) -> Option<Ledger> {
+        match text {
+            "account" => Some(Ledger::Account),
+            "project" => Some(Ledger::Project),
+            _ => None,
+        }
+    }
+}
