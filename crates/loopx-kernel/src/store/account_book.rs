@@ -20,7 +20,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use redb::{Database, ReadableDatabase};
+use redb::{Database, DatabaseError, ReadOnlyDatabase, ReadableDatabase};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -62,9 +62,26 @@ pub struct BookAccount<W> {
     pub windows: Vec<(u64, W)>,
 }
 
+/// The book's handle: read-write for a change, read-only (which never modifies the file) for a
+/// read, as the store's (`open.rs`).
+enum BookDb {
+    Write(Database),
+    Read(ReadOnlyDatabase),
+    /// Only while the book is dropped.
+    Closed,
+}
+
+impl Drop for AccountBook {
+    fn drop(&mut self) {
+        // As the store's: redb can panic closing a damaged file, which is going away anyway.
+        let db = std::mem::replace(&mut self.db, BookDb::Closed);
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(db)));
+    }
+}
+
 /// An open account book.
 pub struct AccountBook {
-    db: Database,
+    db: BookDb,
     path: PathBuf,
     wait: Duration,
     /// The project this process spends for (its root), recorded with each spend.
@@ -92,7 +109,11 @@ impl AccountBook {
             if !checked_place(path, create)? {
                 return Ok(None);
             }
-            let db = open_retrying(path, &OpenOptions { wait }, |p| builder().create(p))?;
+            let options = OpenOptions { wait };
+            let db = match create {
+                true => BookDb::Write(open_retrying(path, &options, |p| builder().create(p))?),
+                false => open_to_read(path, &options)?,
+            };
             let book = AccountBook {
                 db,
                 path: path.to_path_buf(),
@@ -139,7 +160,12 @@ impl AccountBook {
         f: impl FnOnce(&dyn KvRead) -> Result<T, KernelError>,
     ) -> Result<T, KernelError> {
         shielded(&self.path, || {
-            let txn = self.db.begin_read().map_err(|e| self.redb(e))?;
+            let txn = match &self.db {
+                BookDb::Write(db) => db.begin_read(),
+                BookDb::Read(db) => db.begin_read(),
+                BookDb::Closed => return Err(super::open::read_only(&self.path)),
+            }
+            .map_err(|e| self.redb(e))?;
             f(&RedbKv {
                 txn: Txn::Read(txn),
                 path: &self.path,
@@ -153,7 +179,10 @@ impl AccountBook {
         f: impl FnOnce(&dyn KvWrite) -> Result<T, KernelError>,
     ) -> Result<T, KernelError> {
         shielded(&self.path, || {
-            let txn = begin_redb_write(&self.db, &self.path, self.wait)?;
+            let BookDb::Write(db) = &self.db else {
+                return Err(super::open::read_only(&self.path));
+            };
+            let txn = begin_redb_write(db, &self.path, self.wait)?;
             let out = f(&RedbKv {
                 txn: Txn::Write(&txn),
                 path: &self.path,
@@ -221,6 +250,8 @@ impl AccountBook {
             }
             .into()),
             Some(found) => Err(corrupt(&format!("unknown account book version {found}"))),
+            // A peer created the file and has not written its version yet: nothing in it.
+            None if matches!(self.db, BookDb::Read(_)) && project.is_none() => Ok(()),
             None if project.is_some() => Err(corrupt(
                 "it is a project's store, not the account book (remove or move it; the per-user ledger is rebuilt as projects spend)",
             )),
@@ -232,6 +263,20 @@ impl AccountBook {
                 Ok(())
             }),
         }
+    }
+}
+
+/// Opens the book to read it, never modifying the file; one that needs recovery after a crash
+/// is opened read-write, which repairs it (as the store's `open_read`).
+fn open_to_read(path: &Path, options: &OpenOptions) -> Result<BookDb, StoreError> {
+    match open_retrying(path, options, |p| builder().open_read_only(p)) {
+        Ok(db) => Ok(BookDb::Read(db)),
+        Err(StoreError::Open { source, .. }) if matches!(*source, DatabaseError::RepairAborted) => {
+            Ok(BookDb::Write(open_retrying(path, options, |p| {
+                builder().open(p)
+            })?))
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -404,5 +449,71 @@ impl Ledger {
             "project" => Some(Ledger::Project),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WAIT: Duration = Duration::from_secs(2);
+
+    fn open(path: &Path, create: bool) -> Result<Option<AccountBook>, KernelError> {
+        AccountBook::open(path, WAIT, "/p", create)
+    }
+
+    fn refusal(path: &Path) -> String {
+        open(path, true).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn a_read_never_creates_the_book_and_a_write_does_privately() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("loopx/accounts.redb");
+        assert!(open(&path, false).expect("read").is_none());
+        assert!(!path.exists());
+        open(&path, true).expect("create").expect("a book");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{mode:o}");
+        let book = open(&path, false).expect("read").expect("a book");
+        assert!(book.accounts::<u64>().expect("accounts").is_empty());
+    }
+
+    #[test]
+    fn a_book_of_a_newer_loopx_is_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("accounts.redb");
+        let book = open(&path, true).expect("create").expect("a book");
+        book.write(|kv| kv.put(tables::META, &Key::text(BOOK_VERSION_KEY), &meta_bytes(99)))
+            .expect("write");
+        drop(book);
+        let why = refusal(&path);
+        assert!(why.contains("newer than this loopx"), "{why}");
+    }
+
+    #[test]
+    fn what_is_not_a_book_is_refused_and_left_as_it_is() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("accounts.redb");
+        std::fs::write(&path, b"hello").expect("write");
+        assert!(refusal(&path).contains("redb header"));
+        assert_eq!(std::fs::read(&path).expect("read"), b"hello");
+
+        std::fs::remove_file(&path).expect("rm");
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRWXU).expect("fifo");
+        assert!(refusal(&path).contains("not a regular file"));
+
+        std::fs::remove_file(&path).expect("rm");
+        let huge = std::fs::File::create(&path).expect("create");
+        huge.set_len(MAX_BOOK_LEN + 1).expect("sparse");
+        assert!(refusal(&path).contains("far more than an account book"));
+
+        std::fs::remove_file(&path).expect("rm");
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, b"").expect("write");
+        std::os::unix::fs::symlink(&elsewhere, &path).expect("link");
+        assert!(refusal(&path).contains("symbolic link"));
+        assert!(std::fs::read(&elsewhere).expect("read").is_empty());
     }
 }
