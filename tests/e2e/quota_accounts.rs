@@ -2,6 +2,8 @@
 //! directory) spending on one account share its window and its holds, unless a project keeps
 //! its own ledger (`[quota] ledger = "project"`).
 
+use std::process::Stdio;
+
 use crate::support::{Loopx, test_database};
 
 /// A profile on the account `acct` with a 10,000-token window, agent `name` on it, a goal and
@@ -179,4 +181,49 @@ fn a_damaged_account_book_is_an_error_naming_it_and_left_alone() {
     assert_ne!(run.code, 0, "{}", run.stdout);
     assert!(run.stderr.contains("symbolic link"), "{}", run.stderr);
     assert_eq!(std::fs::read(&target).expect("read").len(), 0);
+}
+
+#[test]
+fn eight_processes_in_two_projects_never_overspend_their_account() {
+    if !shared_ledger_applies() {
+        return;
+    }
+    let (first, second) = two_projects("");
+    // Four processes in each project at once, spends of 3,000 known up front on one 10,000
+    // window: exactly three fit, whichever project they come from.
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            let (loopx, agent) = if i % 2 == 0 {
+                (&first, "a")
+            } else {
+                (&second, "b")
+            };
+            loopx
+                .command(&["quota", "spend", "--agent", agent, "--tokens", "3000"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    let mut admitted = 0;
+    for child in children {
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(0) => admitted += 1,
+            Some(5) => assert!(stderr.contains("quota says wait"), "{stderr}"),
+            other => panic!("exit {other:?}: {stderr}"),
+        }
+    }
+    assert_eq!(admitted, 3);
+    let all = first.ok(&["quota", "status", "--all", "--json"]).json();
+    assert_eq!(all["accounts"][0]["windows"][0]["tokens"], 9000, "{all:#}");
+    let spends: u64 = all["accounts"][0]["projects"]
+        .as_array()
+        .expect("projects")
+        .iter()
+        .map(|p| p["spends"].as_u64().expect("spends"))
+        .sum();
+    assert_eq!(spends, 3, "{all:#}");
 }

@@ -111,7 +111,7 @@ impl AccountBook {
             }
             let options = OpenOptions { wait };
             let db = match create {
-                true => BookDb::Write(open_retrying(path, &options, |p| builder().create(p))?),
+                true => BookDb::Write(open_retrying(path, &options, |p| builder().open(p))?),
                 false => open_to_read(path, &options)?,
             };
             let book = AccountBook {
@@ -301,33 +301,15 @@ fn checked_place(path: &Path, create: bool) -> Result<bool, StoreError> {
     let meta = match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Ok(false),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if let Some(dir) = path.parent() {
-                crate::project::ensure_private_dir(dir).map_err(|e| StoreError::io(dir, e))?;
-            }
-            // Created empty and private here (redb's create would follow a link and take the
-            // umask); a peer that created it first is as good.
-            let created = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(nix::libc::O_NOFOLLOW)
-                .open(path);
-            return match created {
-                Ok(_) => Ok(true),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    checked_place(path, false)
-                }
-                Err(e) => Err(StoreError::io(path, e)),
-            };
+            create_whole(path)?;
+            return checked_place(path, false);
         }
         Err(e) => return Err(StoreError::io(path, e)),
         Ok(meta) => meta,
     };
-    let refuse = |why: String| StoreError::Corrupt {
+    let refuse = |why: String| StoreError::Book {
         path: path.to_path_buf(),
-        why: format!(
-            "{why}\n(hint: the account book is loopx's own per-user file: remove it and the shared ledger starts again as projects spend, or set `[quota] ledger = \"project\"` in loopx.toml)"
-        ),
+        why,
     };
     if meta.file_type().is_symlink() {
         return Err(refuse("it is a symbolic link, not a file".to_owned()));
@@ -343,10 +325,70 @@ fn checked_place(path: &Path, create: bool) -> Result<bool, StoreError> {
             meta.len()
         )));
     }
-    if meta.len() > 0 {
-        super::open::precheck_header(path).map_err(|e| refuse(e.to_string()))?;
+    match super::open::precheck_header(path) {
+        Ok(_) => Ok(true),
+        Err(StoreError::Corrupt { why, .. }) => Err(refuse(why)),
+        Err(StoreError::Empty { .. }) => Err(refuse("it is empty".to_owned())),
+        Err(e) => Err(e),
     }
-    Ok(true)
+}
+
+/// Creates the book whole: made and versioned under a name of its own, private, then linked
+/// into place, so that a peer never opens a half-made file (nor creates a second one: the link
+/// of the slower is refused, and it opens the first's).
+fn create_whole(path: &Path) -> Result<(), StoreError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    crate::project::ensure_private_dir(dir).map_err(|e| StoreError::io(dir, e))?;
+    let name = format!(
+        ".accounts.{}.{:x}.new",
+        std::process::id(),
+        fastrand::u64(..)
+    );
+    let fresh = dir.join(name);
+    let made = (|| -> Result<(), KernelError> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&fresh)
+            .map_err(|e| StoreError::io(&fresh, e))?;
+        let db = builder().create(&fresh).map_err(|e| StoreError::Open {
+            path: fresh.clone(),
+            source: Box::new(e),
+        })?;
+        let txn = db
+            .begin_write()
+            .map_err(|e| super::open::redb_error(&fresh, e.into()))?;
+        {
+            let kv = RedbKv {
+                txn: Txn::Write(&txn),
+                path: &fresh,
+            };
+            kv.put(
+                tables::META,
+                &Key::text(BOOK_VERSION_KEY),
+                &meta_bytes(BOOK_VERSION),
+            )?;
+        }
+        txn.commit()
+            .map_err(|e| super::open::redb_error(&fresh, e.into()))?;
+        Ok(())
+    })();
+    let linked = made.and_then(|()| match std::fs::hard_link(&fresh, path) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            Err(StoreError::io(path, e).into())
+        }
+        _ => Ok(()),
+    });
+    let _ = std::fs::remove_file(&fresh);
+    linked.map_err(|e| match e {
+        KernelError::Store(e) => e,
+        other => StoreError::Book {
+            path: path.to_path_buf(),
+            why: other.to_string(),
+        },
+    })
 }
 
 /// The record under `key` of the quota table of `kv`.
