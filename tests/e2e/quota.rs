@@ -162,20 +162,7 @@ fn spend_at_once(loopx: &Loopx, n: usize, extra: &[&str]) -> usize {
                 .expect("spawn")
         })
         .collect();
-    let mut admitted = 0;
-    for child in children {
-        let out = child.wait_with_output().expect("wait");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        match out.status.code() {
-            Some(0) => admitted += 1,
-            Some(5) => assert!(
-                stderr.contains("quota says wait"),
-                "a clear refusal, not a misleading error: {stderr}"
-            ),
-            other => panic!("exit {other:?}: {stderr}"),
-        }
-    }
-    admitted
+    crate::support::count_admitted(children)
 }
 
 fn ledger(loopx: &Loopx) -> usize {

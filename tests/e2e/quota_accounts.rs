@@ -206,17 +206,7 @@ fn eight_processes_in_two_projects_never_overspend_their_account() {
                 .expect("spawn")
         })
         .collect();
-    let mut admitted = 0;
-    for child in children {
-        let out = child.wait_with_output().expect("wait");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        match out.status.code() {
-            Some(0) => admitted += 1,
-            Some(5) => assert!(stderr.contains("quota says wait"), "{stderr}"),
-            other => panic!("exit {other:?}: {stderr}"),
-        }
-    }
-    assert_eq!(admitted, 3);
+    assert_eq!(crate::support::count_admitted(children), 3);
     let all = first.ok(&["quota", "status", "--all", "--json"]).json();
     assert_eq!(all["accounts"][0]["windows"][0]["tokens"], 9000, "{all:#}");
     let spends: u64 = all["accounts"][0]["projects"]

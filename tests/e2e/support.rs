@@ -553,3 +553,23 @@ fn section(text: &str, name: &str) -> Option<String> {
     let end = rest.find("\n[").map_or(rest.len(), |i| i + 1);
     Some(format!("{name}{}\n", &rest[..end]))
 }
+
+/// Waits for spends started at once (`loopx quota spend` processes, stderr piped): how many
+/// were admitted, insisting every other one was refused with the conflict code and a clear
+/// refusal, not a misleading error.
+pub fn count_admitted(children: Vec<std::process::Child>) -> usize {
+    let mut admitted = 0;
+    for child in children {
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(0) => admitted += 1,
+            Some(5) => assert!(
+                stderr.contains("quota says wait"),
+                "a clear refusal, not a misleading error: {stderr}"
+            ),
+            other => panic!("exit {other:?}: {stderr}"),
+        }
+    }
+    admitted
+}
