@@ -217,3 +217,43 @@ fn eight_processes_in_two_projects_never_overspend_their_account() {
         .sum();
     assert_eq!(spends, 3, "{all:#}");
 }
+
+#[test]
+fn a_usage_limit_met_by_a_slice_in_one_project_holds_the_others_agents() {
+    if !shared_ledger_applies() {
+        return;
+    }
+    let first = Loopx::new();
+    let second = Loopx::beside(&first);
+    for loopx in [&first, &second] {
+        loopx.ok(&["goal", "start", "Write the demo notes"]);
+        loopx.ok(&[
+            "agent",
+            "add",
+            "exec",
+            "--profile",
+            "demo",
+            "--capability",
+            "demo",
+        ]);
+    }
+    first.ok(&["todo", "add", "Write the notes [demo:usage-limit]"]);
+    second.ok(&["todo", "add", "Write the other notes"]);
+    let run = first.run_once(&[("LOOPX_DEMO_RESET_SECS", "600")]);
+    assert_eq!(
+        run.json()["slice"]["outcome"],
+        "usage_limited",
+        "{}",
+        run.stderr
+    );
+    // The vendor's limit is the account's: the second project's agent on it waits too.
+    let decision = should_run(&second, "exec");
+    assert_eq!(decision["decision"], "wait", "{decision:#}");
+    assert!(
+        decision["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("usage limit reported by `exec`"),
+        "{decision:#}"
+    );
+}
