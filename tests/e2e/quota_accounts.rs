@@ -257,3 +257,26 @@ fn a_usage_limit_met_by_a_slice_in_one_project_holds_the_others_agents() {
         "{decision:#}"
     );
 }
+
+#[test]
+fn a_project_that_starts_sharing_its_ledger_brings_what_its_windows_spent() {
+    if !shared_ledger_applies() {
+        return;
+    }
+    let (first, second) = two_projects("[quota]\nledger = \"project\"\n");
+    first.ok(&[
+        "quota", "spend", "--agent", "a", "--charge", "--tokens", "8000", "--ran", "10m",
+    ]);
+    // The first project shares its ledger from now on: its 8,000 are the account's, and the
+    // second, sharing too, sees them.
+    for loopx in [&first, &second] {
+        loopx.write_config("");
+    }
+    let decision = should_run(&first, "a");
+    assert_eq!(decision["max_tokens"], 4500, "{decision:#}");
+    first.ok(&[
+        "quota", "spend", "--agent", "a", "--charge", "--tokens", "1000", "--ran", "1m",
+    ]);
+    let decision = should_run(&second, "b");
+    assert_eq!(decision["max_tokens"], 3500, "{decision:#}");
+}

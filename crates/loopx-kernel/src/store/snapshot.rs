@@ -78,12 +78,14 @@ impl<'a> Snapshot<'a> {
     }
 
     /// An account's quota state under `key` (see `Ledger::account_get`): in the account book
-    /// when the ledger is shared, else in the project's quota table.
+    /// when the ledger is shared (else, or while the book has none, in the project's).
     pub fn account_value<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, KernelError> {
-        match self.account_book()? {
-            Some(book) => book.read(|kv| super::account_book::get(kv, key)),
-            None => self.quota_value(key),
+        if let Some(book) = self.account_book()?
+            && let Some(found) = book.read(|kv| super::account_book::get(kv, key))?
+        {
+            return Ok(Some(found));
         }
+        self.quota_value(key)
     }
 
     /// The storage under this snapshot.

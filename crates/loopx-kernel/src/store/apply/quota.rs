@@ -109,12 +109,16 @@ impl Ledger<'_> {
     }
 
     /// The account's own state under `key`, shared by every project spending on the account
-    /// when the ledger is shared (see `Snapshot::account_value` to read it outside).
+    /// when the ledger is shared (see `Snapshot::account_value` to read it outside). State the
+    /// book does not have yet is the project's own, as it kept it before it shared its ledger:
+    /// a window half spent is not forgotten by the switch.
     pub fn account_get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, KernelError> {
-        match self.book {
-            Some(book) => account_book::get(book, key),
-            None => self.w.quota_get(key),
+        if let Some(book) = self.book
+            && let Some(found) = account_book::get(book, key)?
+        {
+            return Ok(Some(found));
         }
+        self.w.quota_get(key)
     }
 
     /// Writes the account's own state under `key` (where [`Self::account_get`] reads it).
