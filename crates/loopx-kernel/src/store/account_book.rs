@@ -110,17 +110,18 @@ impl AccountBook {
                 return Ok(None);
             }
             let options = OpenOptions { wait };
-            let db = match create {
-                true => BookDb::Write(open_retrying(path, &options, |p| builder().open(p))?),
-                false => open_to_read(path, &options)?,
-            };
-            let book = AccountBook {
-                db,
+            let mut book = AccountBook {
+                db: open_to_read(path, &options)?,
                 path: path.to_path_buf(),
                 wait,
                 project: project.to_owned(),
             };
+            // Checked read-only first: a file that is not a book is never opened read-write
+            // (which would rewrite redb's own state in it).
             book.check_version()?;
+            if create {
+                book.db = BookDb::Write(open_retrying(path, &options, |p| builder().open(p))?);
+            }
             Ok(Some(book))
         })
     }
@@ -229,13 +230,14 @@ impl AccountBook {
         super::open::redb_error(&self.path, e.into()).into()
     }
 
-    /// Writes the format version into a new book; refuses a store of a project and a book of
-    /// a newer loopx.
+    /// Refuses a book of a newer loopx, a project's store, and any other redb file: a book is
+    /// made whole, its version in it, before it is linked into place (`create_whole`), so a
+    /// file without one is not loopx's and is never written.
     fn check_version(&self) -> Result<(), KernelError> {
-        let corrupt = |why: &str| -> KernelError {
-            StoreError::Corrupt {
+        let refuse = |why: String| -> KernelError {
+            StoreError::Book {
                 path: self.path.clone(),
-                why: why.to_owned(),
+                why,
             }
             .into()
         };
@@ -249,19 +251,13 @@ impl AccountBook {
                 supported: BOOK_VERSION,
             }
             .into()),
-            Some(found) => Err(corrupt(&format!("unknown account book version {found}"))),
-            // A peer created the file and has not written its version yet: nothing in it.
-            None if matches!(self.db, BookDb::Read(_)) && project.is_none() => Ok(()),
-            None if project.is_some() => Err(corrupt(
-                "it is a project's store, not the account book (remove or move it; the per-user ledger is rebuilt as projects spend)",
+            Some(found) => Err(refuse(format!("unknown account book version {found}"))),
+            None if project.is_some() => Err(refuse(
+                "it is a project's store, not the account book".to_owned(),
             )),
-            None => self.write(|kv| {
-                if kv.meta(BOOK_VERSION_KEY)?.is_none() {
-                    let key = Key::text(BOOK_VERSION_KEY);
-                    kv.put(tables::META, &key, &meta_bytes(BOOK_VERSION))?;
-                }
-                Ok(())
-            }),
+            None => Err(refuse(
+                "it is a redb file without an account book version (not loopx's)".to_owned(),
+            )),
         }
     }
 }
@@ -532,6 +528,20 @@ mod tests {
         drop(book);
         let why = refusal(&path);
         assert!(why.contains("newer than this loopx"), "{why}");
+    }
+
+    #[test]
+    fn a_redb_file_that_is_not_a_book_is_refused_and_never_written() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("accounts.redb");
+        drop(builder().create(&path).expect("a foreign redb file"));
+        let before = std::fs::read(&path).expect("read");
+        let why = refusal(&path);
+        assert!(why.contains("without an account book version"), "{why}");
+        assert!(
+            std::fs::read(&path).expect("read") == before,
+            "the file changed"
+        );
     }
 
     #[test]
