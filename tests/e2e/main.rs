@@ -37,6 +37,7 @@ mod permissions;
 mod profiles;
 mod projects;
 mod quota;
+mod quota_accounts;
 mod report;
 mod run_loop;
 mod run_once;

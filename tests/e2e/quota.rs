@@ -162,20 +162,7 @@ fn spend_at_once(loopx: &Loopx, n: usize, extra: &[&str]) -> usize {
                 .expect("spawn")
         })
         .collect();
-    let mut admitted = 0;
-    for child in children {
-        let out = child.wait_with_output().expect("wait");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        match out.status.code() {
-            Some(0) => admitted += 1,
-            Some(5) => assert!(
-                stderr.contains("quota says wait"),
-                "a clear refusal, not a misleading error: {stderr}"
-            ),
-            other => panic!("exit {other:?}: {stderr}"),
-        }
-    }
-    admitted
+    crate::support::count_admitted(children)
 }
 
 fn ledger(loopx: &Loopx) -> usize {
@@ -236,8 +223,15 @@ fn charged_usage_is_never_refused_and_becomes_debt() {
 fn a_vendor_reset_never_shortens_a_persons_pause() {
     let loopx = project("");
     loopx.ok(&["quota", "pause", "--account", "shared"]);
-    // What a supervisor does with a parsed `resets_at`, through the kernel API.
-    let project = loopx_kernel::Project::at(loopx.path()).expect("project");
+    // What a supervisor does with a parsed `resets_at`, through the kernel API, with the
+    // person's account book as the CLI gives it.
+    let settings = loopx_kernel::StoreSettings {
+        account_book: Some(loopx.state.path().join("loopx/accounts.redb")),
+        ..Default::default()
+    };
+    let project = loopx_kernel::Project::at(loopx.path())
+        .expect("project")
+        .with_store(settings);
     let store = loopx_kernel::Store::open(&project).expect("store");
     let until = loopx_kernel::Timestamp::now().plus(std::time::Duration::from_secs(60));
     let op = loopx_kernel::Op::QuotaHold(NewHold {

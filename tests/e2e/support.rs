@@ -21,8 +21,9 @@ pub const LOOPX: &str = env!("CARGO_BIN_EXE_loopx");
 pub struct Loopx {
     pub dir: tempfile::TempDir,
     /// The person's state directory (`XDG_STATE_HOME`) for this test's commands: its
-    /// `loopx init` registers the project there, never in the real home's list.
-    pub state: tempfile::TempDir,
+    /// `loopx init` registers the project there, never in the real home's list. Shared by
+    /// the projects of one person ([`Loopx::beside`]).
+    pub state: std::sync::Arc<tempfile::TempDir>,
 }
 
 /// What one run printed and how it exited.
@@ -54,20 +55,34 @@ impl Loopx {
     pub fn empty() -> Loopx {
         Loopx {
             dir: tempfile::tempdir().expect("temp dir"),
-            state: tempfile::tempdir().expect("temp dir"),
+            state: std::sync::Arc::new(tempfile::tempdir().expect("temp dir")),
         }
+    }
+
+    /// Another project of the same person: its commands share `other`'s state directory
+    /// (their list of projects, their account book).
+    pub fn beside(other: &Loopx) -> Loopx {
+        Loopx {
+            dir: tempfile::tempdir().expect("temp dir"),
+            state: other.state.clone(),
+        }
+        .initialised()
     }
 
     /// A project with `loopx init` done. With `LOOPX_TEST_POSTGRES` set (a PostgreSQL URL;
     /// `.ci/run` starts a server), its store is a fresh schema of that database, made with
     /// `loopx init --store` as a user would: the same tests then run on the PostgreSQL backend.
     pub fn new() -> Loopx {
-        let loopx = Loopx::empty();
+        Loopx::empty().initialised()
+    }
+
+    /// This directory with `loopx init` done (on the test database, if there is one).
+    fn initialised(self) -> Loopx {
         match test_database() {
-            Some(url) => loopx.ok(&["init", "--store", &url]),
-            None => loopx.ok(&["init"]),
+            Some(url) => self.ok(&["init", "--store", &url]),
+            None => self.ok(&["init"]),
         };
-        loopx
+        self
     }
 
     /// Lets the project's agents end its goal (`[goal] close = "agents"`), for a test of the
@@ -537,4 +552,24 @@ fn section(text: &str, name: &str) -> Option<String> {
     let rest = &text[start + name.len()..];
     let end = rest.find("\n[").map_or(rest.len(), |i| i + 1);
     Some(format!("{name}{}\n", &rest[..end]))
+}
+
+/// Waits for spends started at once (`loopx quota spend` processes, stderr piped): how many
+/// were admitted, insisting every other one was refused with the conflict code and a clear
+/// refusal, not a misleading error.
+pub fn count_admitted(children: Vec<std::process::Child>) -> usize {
+    let mut admitted = 0;
+    for child in children {
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(0) => admitted += 1,
+            Some(5) => assert!(
+                stderr.contains("quota says wait"),
+                "a clear refusal, not a misleading error: {stderr}"
+            ),
+            other => panic!("exit {other:?}: {stderr}"),
+        }
+    }
+    admitted
 }

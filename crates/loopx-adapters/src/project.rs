@@ -124,6 +124,14 @@ struct RawProject {
     /// Read by the kernel (`loopx_kernel::store::store_url`); checked here with the rest, by
     /// the same rule.
     store: Option<RawStore>,
+    /// `[quota] ledger`, read by the kernel (`loopx_kernel::store::configured_ledger`);
+    /// checked here with the rest, by the same rule.
+    quota: Option<RawQuota>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawQuota {
+    ledger: Option<Checked<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -161,8 +169,9 @@ struct RawNotify {
 fn known_keys(path: &[&str]) -> &'static [&'static str] {
     match path {
         [] => &[
-            "notify", "budget", "land", "evidence", "store", "lark", "goal",
+            "notify", "budget", "land", "evidence", "store", "lark", "goal", "quota",
         ],
+        ["quota"] => &["ledger"],
         ["goal"] => &["close"],
         ["lark", rest @ ..] => lark::known_keys(rest),
         ["evidence"] => &["done_needs", "shelf_life", "decision_max_age"],
@@ -218,6 +227,17 @@ fn checked(raw: Option<RawProject>, mut p: Problems) -> Result<ProjectConfig, Lo
                 let (what, hint) = problem.words();
                 p.push(span, Some("store.url"), what, Some(hint.to_owned()));
             }
+        }
+        let ledger = raw.quota.and_then(|q| take(q.ledger, "quota.ledger", &mut p));
+        if let Some((ledger, span)) = ledger
+            && loopx_kernel::store::LedgerPlace::parse(ledger.trim()).is_none()
+        {
+            p.push(
+                span,
+                Some("quota.ledger"),
+                format!("`{ledger}` is not where a quota ledger is kept"),
+                Some("`ledger = \"account\"` (the default: one ledger per account, shared by your projects) or `ledger = \"project\"`".to_owned()),
+            );
         }
         ProjectConfig {
             notify: raw.notify.and_then(|n| notify(n, &mut p)),

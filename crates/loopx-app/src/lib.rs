@@ -22,6 +22,7 @@
 //!   which never wait on a writer), as a short-lived command does; the kernel's transaction is
 //!   the unit of consistency.
 
+pub mod accounts;
 pub mod board;
 pub mod clean;
 mod config;

@@ -246,18 +246,9 @@ fn private_file(path: &Path, new: bool) -> std::io::Result<fs::File> {
     options.open(path)
 }
 
-/// The state directory holds paths of a person's projects: theirs alone to read (one left
-/// wider than that is narrowed).
+/// The state directory holds paths of a person's projects: theirs alone to read.
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    if fs::metadata(dir)?.permissions().mode() & 0o077 != 0 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
+    loopx_kernel::project::ensure_private_dir(dir)
 }
 
 /// One project at a glance.

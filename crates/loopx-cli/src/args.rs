@@ -449,7 +449,12 @@ pub enum OnGateArg {
 #[derive(Debug, Subcommand)]
 pub enum QuotaCommand {
     /// Per agent and account: what is left, what holds, until when.
-    Status,
+    Status {
+        /// Every account of your shared ledger (the account book), with the projects
+        /// spending on it; needs no project.
+        #[arg(long)]
+        all: bool,
+    },
     /// What the agent should do now: deliver, repair, ask, wait, quiet or stop. Reads only.
     ShouldRun {
         /// The agent to decide for.

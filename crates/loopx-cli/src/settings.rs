@@ -76,6 +76,12 @@ impl Settings {
     /// timeout) and with the supervisor's `World` (`Ctx::world`).
     pub fn install(self, ctx: &mut crate::context::Ctx) {
         ctx.lease_max = self.lease_max;
+        // The person's state directory keeps their list of projects and their account book
+        // (each account's quota ledger, shared by their projects: `docs/quota.md`).
+        let account_book = self
+            .state_dir
+            .as_ref()
+            .map(|dir| dir.join(loopx_app::accounts::ACCOUNT_BOOK_FILE));
         ctx.registry = self.state_dir.map(loopx_app::projects::Registry::in_dir);
         ctx.store = loopx_kernel::StoreSettings {
             url: self.store_url,
@@ -83,6 +89,7 @@ impl Settings {
             clock: loopx_kernel::WallClock::skewed(self.clock_skew_ms),
             pools: Default::default(),
             local_only: false,
+            account_book,
         };
         ctx.host = loopx_domain::process::Host::named(self.host_name.as_deref());
         ctx.git_timeout = self.git_timeout;

@@ -3,7 +3,9 @@
 //! The kernel records a spend and runs these rules inside its write transaction
 //! ([`loopx_kernel::store::AccountRules`]), so concurrent spends on one account are
 //! serialised; the math is `loopx-quota`'s. The decision reads the same state through
-//! [`pacing_tat`] and [`window_state`], under the same keys.
+//! [`pacing_tat`] and [`window_state`], under the same keys. An account's windows are the
+//! account's (`Ledger::account_get`: in the per-user account book when the project shares its
+//! ledger, so every project on the account spends one budget); an agent's pacing is its own.
 
 use std::sync::Arc;
 
@@ -64,7 +66,7 @@ pub fn window_state(
     account: &str,
     limit: &WindowLimit,
 ) -> Result<WindowState, KernelError> {
-    snap.quota_value(&window_key(account, limit))
+    snap.account_value(&window_key(account, limit))
         .map(Option::unwrap_or_default)
 }
 
@@ -96,7 +98,7 @@ impl AccountRules for AccountLimits {
             .iter()
             .map(|l| {
                 ledger
-                    .get(&window_key(&spend.account, l))
+                    .account_get(&window_key(&spend.account, l))
                     .map(Option::unwrap_or_default)
             })
             .collect::<Result<_, _>>()?;
@@ -105,7 +107,7 @@ impl AccountRules for AccountLimits {
         }
         for (limit, state) in self.windows.iter().zip(&states) {
             let charged = state.charged(limit, now.0, spend.tokens, spend.cost_usd);
-            ledger.put(&window_key(&spend.account, limit), &charged)?;
+            ledger.account_put(&window_key(&spend.account, limit), &charged)?;
         }
         Ok(())
     }

@@ -56,6 +56,11 @@ pub enum StoreError {
         "state store `{path}` is not a loopx state store ({why})\n(hint: run `loopx doctor`; the file was left untouched)"
     )]
     Corrupt { path: PathBuf, why: String },
+    /// The person's account book (`store/account_book.rs`) cannot be used as it is.
+    #[error(
+        "account book `{path}` cannot be used: {why}\n(hint: it is loopx's own per-user file, left as it is: remove it and each account's ledger starts again as your projects spend, or set `[quota] ledger = \"project\"` in the project's .loopx/loopx.toml)"
+    )]
+    Book { path: PathBuf, why: String },
     #[error(
         "state store `{path}` is damaged: {why}\n(hint: `loopx doctor` shows what; the file was left as it is)"
     )]

@@ -24,7 +24,10 @@
 //!   ends in one (its writeback, or `Op::SliceInterrupt`), so a refusal leaves nothing half done.
 //!   The kernel decides nothing about quota: a spend carries its account's rules
 //!   ([`store::AccountRules`], `loopx-domain`'s), run on the quota state of the spend's own
-//!   transaction ([`store::Ledger`]).
+//!   transaction ([`store::Ledger`]). An account's own state and its holds live in the
+//!   person's account book when the surface names one ([`store::AccountBook`], shared by their
+//!   projects; `[quota] ledger = "project"` keeps them in the project), written inside the
+//!   project's transaction, project locked first.
 //! - Every free text passes the [`Redactor`] before it is written, so the store file never holds
 //!   a credential.
 //! - [`toml_file`] is the one reader of configuration files (a regular file of at most 1 MiB,

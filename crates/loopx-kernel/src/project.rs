@@ -52,6 +52,11 @@ pub struct StoreSettings {
     /// connected to (`loopx projects` and `status --all` read projects anything could have put
     /// in the person's list; their `PGPASSWORD` goes only where they open a project themselves).
     pub local_only: bool,
+    /// The person's account book (`$XDG_STATE_HOME/loopx/accounts.redb`, chosen by the
+    /// surface): each account's quota ledger, shared by every project of this user unless its
+    /// `loopx.toml` keeps its own (`[quota] ledger = "project"`). `None`: each project keeps its
+    /// own, as library code and simulations do.
+    pub account_book: Option<PathBuf>,
 }
 
 impl Default for StoreSettings {
@@ -62,6 +67,7 @@ impl Default for StoreSettings {
             clock: crate::time::WallClock::default(),
             pools: crate::store::pg::Pools::default(),
             local_only: false,
+            account_book: None,
         }
     }
 }
@@ -320,6 +326,20 @@ fn check_owner_and_mode(path: &Path, meta: &fs::Metadata) -> Result<(), ProjectE
             path: path.to_path_buf(),
             mode,
         });
+    }
+    Ok(())
+}
+
+/// Makes sure `dir` (and its parents) exists and is readable by its owner only: a person's
+/// state directory (their list of projects, their account book); one left wider than that is
+/// narrowed.
+pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    if fs::metadata(dir)?.permissions().mode() & 0o077 != 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
     }
     Ok(())
 }

@@ -12,6 +12,7 @@
 //!   on every open;
 //! - a missing, empty, truncated or foreign file is an error that leaves the file untouched.
 
+pub mod account_book;
 pub(crate) mod apply;
 mod codec;
 mod copy;
@@ -26,6 +27,7 @@ pub(crate) mod tables;
 mod todo_index;
 mod writer;
 
+pub use account_book::{AccountBook, BOOK_VERSION, BookAccount, Ledger as LedgerPlace, Spender};
 pub use apply::quota::{AccountRules, Ledger, QuotaRequest, busy_intervals, hold_keys};
 pub use apply::{
     AgentChange, AnswerChoice, AnswerGate, Applied, BatchError, BeginSlice, ChangeAgent, ClaimPoll,
@@ -39,7 +41,8 @@ pub use apply::{
 };
 pub use copy::CopyReport;
 pub use open::{
-    DEFAULT_WAIT, OpenOptions, SCHEMA_VERSION, Store, WriteLock, configured_url, store_url,
+    DEFAULT_WAIT, OpenOptions, SCHEMA_VERSION, Store, WriteLock, configured_ledger, configured_url,
+    store_url,
 };
 pub use snapshot::{Snapshot, TodoCounts};
 

@@ -20,9 +20,12 @@ use crate::errors::ExpectedError;
 use crate::output::{document, views};
 
 pub fn run(ctx: &mut Ctx, cmd: QuotaCommand) -> Result<(), ExpectedError> {
+    if let QuotaCommand::Status { all: true } = cmd {
+        return status_all(ctx);
+    }
     let app = ctx.app()?;
     match cmd {
-        QuotaCommand::Status => status(ctx, &app),
+        QuotaCommand::Status { .. } => status(ctx, &app),
         QuotaCommand::ShouldRun { agent } => should_run(ctx, &app, &id(&agent)?),
         QuotaCommand::Spend {
             agent,
@@ -210,6 +213,52 @@ fn status(ctx: &mut Ctx, app: &App) -> Result<(), ExpectedError> {
         ..
     } = status;
     render_status(ctx, &agents, &holds, &problems, ctx.now())
+}
+
+/// `quota status --all`: the accounts of the person's account book.
+fn status_all(ctx: &mut Ctx) -> Result<(), ExpectedError> {
+    let Some(book) = ctx.store.account_book.clone() else {
+        return Err(ExpectedError::Usage(
+            "neither XDG_STATE_HOME nor HOME is set (to an absolute path), so there is no account book\n(hint: set HOME, or XDG_STATE_HOME for the directory loopx keeps it in)".to_owned(),
+        ));
+    };
+    let status = loopx_app::accounts::accounts_status(&book, ctx.store.wait)?;
+    if ctx.json {
+        return ctx.json_out(&status);
+    }
+    if status.accounts.is_empty() {
+        return ctx.line(format!(
+            "No account in the shared ledger yet ({}): projects add theirs as they spend.",
+            status.book
+        ));
+    }
+    let style = ctx.style;
+    for account in &status.accounts {
+        ctx.line(style.bold(&format!("account {}", account.account)))?;
+        for p in &account.projects {
+            ctx.line(format!(
+                "  project {}: {} spends, {} tokens, ${:.2}, last {}",
+                p.project, p.spends, p.tokens, p.cost_usd, p.last_at
+            ))?;
+        }
+        for w in &account.windows {
+            let resets = w
+                .resets_at
+                .map(|t| format!(", resets {t}"))
+                .unwrap_or_default();
+            ctx.line(format!(
+                "  window {}s: {} tokens, ${:.2} spent{resets}",
+                w.period_secs, w.tokens, w.cost_usd
+            ))?;
+        }
+        for h in &account.holds {
+            let until = h
+                .until
+                .map_or("until resumed".to_owned(), |u| format!("until {u}"));
+            ctx.line(format!("  held {until}: {}", h.reason))?;
+        }
+    }
+    Ok(())
 }
 
 fn render_status(

@@ -214,21 +214,74 @@ pub fn store_url(project: &Project) -> Result<Option<String>, KernelError> {
 
 /// The `[store] url` of the project's `loopx.toml`, checked; `None` when it names none.
 pub fn configured_url(project: &Project) -> Result<Option<String>, KernelError> {
+    // A file that does not parse is an error: guessing "no [store]" would quietly use a stale
+    // `.loopx/state.redb` of a project that moved to a database.
+    read_setting(project, "where the store is", file_url).map(Option::flatten)
+}
+
+/// Where the project keeps its accounts' quota state: `[quota] ledger` of its `loopx.toml`
+/// (`"account"`, the per-user book, when it says nothing).
+pub fn configured_ledger(project: &Project) -> Result<super::account_book::Ledger, KernelError> {
+    let found = read_setting(project, "where its quota ledger is", file_ledger)?;
+    Ok(found
+        .flatten()
+        .unwrap_or(super::account_book::Ledger::Account))
+}
+
+/// One setting of the project's `loopx.toml`, read by `setting` from the parsed file (`None`
+/// when there is no file); an error names the file, the line and `what` cannot be told.
+fn read_setting<T>(
+    project: &Project,
+    what: &str,
+    setting: impl FnOnce(&str, &Spanned<DeTable<'_>>) -> Result<T, (usize, String)>,
+) -> Result<Option<T>, KernelError> {
     let path = project.state_dir().join("loopx.toml");
     let at_line = |line: usize, why: String| -> KernelError {
         let path = PathBuf::from(format!("{}:{line}", path.display()));
         StoreError::Config { path, why }.into()
     };
     // The one reader of configuration files, so that a FIFO or a huge file is refused here as
-    // everywhere. A file that does not parse is an error: guessing "no [store]" would quietly
-    // use a stale `.loopx/state.redb` of a project that moved to a database.
-    match toml_file::read_toml(&path, |text, doc| file_url(text, &doc)) {
+    // everywhere.
+    match toml_file::read_toml(&path, |text, doc| setting(text, &doc)) {
         Ok(None) => Ok(None),
-        Ok(Some(found)) => found.map_err(|(line, why)| at_line(line, why)),
+        Ok(Some(found)) => found.map(Some).map_err(|(line, why)| at_line(line, why)),
         Err(TomlFileError::Read { source, .. }) => Err(StoreError::io(&path, source).into()),
         Err(TomlFileError::Syntax { line, message, .. }) => Err(at_line(
             line,
-            format!("it does not parse, so where the store is cannot be told ({message})"),
+            format!("it does not parse, so {what} cannot be told ({message})"),
+        )),
+    }
+}
+
+/// The checked `[quota] ledger` of a parsed `loopx.toml`.
+fn file_ledger(
+    text: &str,
+    doc: &Spanned<DeTable<'_>>,
+) -> Result<Option<super::account_book::Ledger>, (usize, String)> {
+    let line = |value: &Spanned<DeValue<'_>>| toml_file::line_column(text, value.span().start).0;
+    let Some(quota) = doc.get_ref().get("quota") else {
+        return Ok(None);
+    };
+    let DeValue::Table(table) = quota.get_ref() else {
+        let why = "`quota` must be a table: [quota] with ledger = \"account\" or \"project\"";
+        return Err((line(quota), why.to_owned()));
+    };
+    let Some(ledger) = table.get("ledger") else {
+        return Ok(None);
+    };
+    match ledger.get_ref() {
+        DeValue::String(written) => match super::account_book::Ledger::parse(written.trim()) {
+            Some(found) => Ok(Some(found)),
+            None => Err((
+                line(ledger),
+                format!(
+                    "`[quota] ledger` is \"{written}\"\n(hint: \"account\" shares each account's ledger with this user's other projects; \"project\" keeps it in this project)"
+                ),
+            )),
+        },
+        _ => Err((
+            line(ledger),
+            "`[quota] ledger` must be the string \"account\" or \"project\"".to_owned(),
         )),
     }
 }
@@ -267,7 +320,7 @@ impl std::fmt::Debug for WriteLock {
     }
 }
 
-fn builder() -> Builder {
+pub(crate) fn builder() -> Builder {
     let mut builder = Builder::new();
     // Every process opens read-write: redb serialises write transactions across processes with
     // a byte-range lock, and readers never wait.
@@ -586,7 +639,8 @@ impl Store {
         f: impl FnOnce(&Snapshot<'_>) -> Result<T, KernelError>,
     ) -> Result<T, KernelError> {
         shielded(&self.path, || {
-            let snapshot = Snapshot::new(self.begin_read()?, &self.path);
+            let book = super::account_book::BookCell::new(self);
+            let snapshot = Snapshot::new(self.begin_read()?, &self.path).with_book(&book);
             f(&snapshot)
         })
     }
@@ -636,28 +690,15 @@ impl Store {
 
     /// Begins a write transaction, waiting with jittered backoff while another process writes.
     pub(crate) fn begin_write(&self) -> Result<WriteTxn, KernelError> {
-        let started = Instant::now();
-        let mut backoff = Backoff::new();
         let db = match &self.db {
             Handle::Write(db) => db,
             Handle::Pg(pg) => return pg.begin_write().map(WriteTxn::Pg),
             Handle::Read(_) | Handle::Closed => return Err(read_only(&self.path)),
         };
-        loop {
-            match db.try_begin_write() {
-                Ok(txn) => {
-                    return Ok(WriteTxn::Redb {
-                        txn,
-                        path: self.path.clone(),
-                    });
-                }
-                Err(TransactionError::WouldBlock) if started.elapsed() < self.options.wait => {
-                    backoff.sleep()
-                }
-                Err(TransactionError::WouldBlock) => return Err(busy(&self.path, started).into()),
-                Err(e) => return Err(self.redb(e)),
-            }
-        }
+        Ok(WriteTxn::Redb {
+            txn: begin_redb_write(db, &self.path, self.options.wait)?,
+            path: self.path.clone(),
+        })
     }
 
     fn initialise(&self, now: crate::time::Timestamp, actor: &str) -> Result<(), KernelError> {
@@ -728,6 +769,25 @@ impl Store {
     }
 }
 
+/// Begins a write transaction on `db` (the file `path`), waiting with jittered backoff while
+/// another process writes, at most `wait`.
+pub(crate) fn begin_redb_write(
+    db: &Database,
+    path: &Path,
+    wait: Duration,
+) -> Result<WriteTransaction, KernelError> {
+    let started = Instant::now();
+    let mut backoff = Backoff::new();
+    loop {
+        match db.try_begin_write() {
+            Ok(txn) => return Ok(txn),
+            Err(TransactionError::WouldBlock) if started.elapsed() < wait => backoff.sleep(),
+            Err(TransactionError::WouldBlock) => return Err(busy(path, started).into()),
+            Err(e) => return Err(redb_error(path, e.into()).into()),
+        }
+    }
+}
+
 /// A redb error as the store reports it: an I/O failure (a full disk) by name.
 pub(crate) fn redb_error(path: &Path, e: redb::Error) -> StoreError {
     match e {
@@ -759,7 +819,7 @@ pub(crate) fn read_only(path: &Path) -> KernelError {
 /// after the wait. The open runs on its own thread: redb's open blocks (without a timeout) while
 /// another process is inside a write transaction, and a stuck peer must become a clear error
 /// rather than a hung command.
-fn open_retrying<T: Send + 'static>(
+pub(crate) fn open_retrying<T: Send + 'static>(
     path: &Path,
     options: &OpenOptions,
     open: impl Fn(&Path) -> Result<T, DatabaseError> + Send + 'static,
@@ -863,6 +923,20 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// Refuses files redb would misread or silently rewrite, without writing a byte.
 fn precheck(path: &Path) -> Result<(), StoreError> {
+    let len = precheck_header(path)?;
+    // redb's smallest valid file holds the header page plus at least one region; anything
+    // shorter was cut off, and opening it read-write would "repair" it into something else.
+    if len < MIN_STORE_LEN {
+        return Err(StoreError::Corrupt {
+            path: path.to_path_buf(),
+            why: format!("it is truncated ({len} bytes)"),
+        });
+    }
+    Ok(())
+}
+
+/// Refuses what is not a regular, non-empty file that starts as redb does; its length.
+pub(crate) fn precheck_header(path: &Path) -> Result<u64, StoreError> {
     // A FIFO in the store's place would block the open for ever (and a device never end):
     // only a regular file is a store.
     let mut file = match crate::toml_file::open_regular(path) {
@@ -898,15 +972,7 @@ fn precheck(path: &Path) -> Result<(), StoreError> {
             why: "it does not start with a redb header".to_owned(),
         });
     }
-    // redb's smallest valid file holds the header page plus at least one region; anything
-    // shorter was cut off, and opening it read-write would "repair" it into something else.
-    if len < MIN_STORE_LEN {
-        return Err(StoreError::Corrupt {
-            path: path.to_path_buf(),
-            why: format!("it is truncated ({len} bytes)"),
-        });
-    }
-    Ok(())
+    Ok(len)
 }
 
 /// Measured: a fresh loopx store is about 1.6 MiB; anything under a few pages is cut off.

@@ -42,6 +42,8 @@ pub(crate) type CounterCheck = (&'static str, Option<u64>, u64);
 pub struct Snapshot<'a> {
     pub(super) kv: Box<dyn KvRead + 'a>,
     path: &'a Path,
+    /// The account book, when the project's ledger is shared (`account_book.rs`).
+    book: Option<&'a super::account_book::BookCell<'a>>,
 }
 
 impl std::fmt::Debug for Snapshot<'_> {
@@ -54,7 +56,36 @@ impl std::fmt::Debug for Snapshot<'_> {
 
 impl<'a> Snapshot<'a> {
     pub(crate) fn new(kv: Box<dyn KvRead + 'a>, path: &'a Path) -> Self {
-        Snapshot { kv, path }
+        Snapshot {
+            kv,
+            path,
+            book: None,
+        }
+    }
+
+    /// The same snapshot, reading accounts' quota state from `book` when the ledger is shared.
+    pub(crate) fn with_book(mut self, book: &'a super::account_book::BookCell<'a>) -> Self {
+        self.book = Some(book);
+        self
+    }
+
+    /// The account book, if the project's ledger is shared and the book exists.
+    fn account_book(&self) -> Result<Option<&'a super::account_book::AccountBook>, KernelError> {
+        match self.book {
+            Some(cell) => cell.get(false),
+            None => Ok(None),
+        }
+    }
+
+    /// An account's quota state under `key` (see `Ledger::account_get`): in the account book
+    /// when the ledger is shared (else, or while the book has none, in the project's).
+    pub fn account_value<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, KernelError> {
+        if let Some(book) = self.account_book()?
+            && let Some(found) = book.read(|kv| super::account_book::get(kv, key))?
+        {
+            return Ok(Some(found));
+        }
+        self.quota_value(key)
     }
 
     /// The storage under this snapshot.
@@ -397,7 +428,11 @@ impl<'a> Snapshot<'a> {
 
     /// Every hold, by key.
     pub fn quota_holds(&self) -> Result<Vec<crate::model::QuotaHold>, KernelError> {
-        super::reads::holds(&*self.kv)
+        let mut holds = super::reads::holds(&*self.kv)?;
+        if let Some(book) = self.account_book()? {
+            holds.extend(book.read(|kv| super::reads::holds(kv))?);
+        }
+        Ok(holds)
     }
 
     /// Spends at or after `since`, oldest first.

@@ -28,6 +28,8 @@ pub(crate) struct Writer<'t> {
     /// The goal of the slice this batch reports from (`Op::InSlice`): what an agent's report
     /// item that names no goal is about, with several goals active.
     pub(crate) slice_goal: std::cell::Cell<Option<crate::ids::GoalId>>,
+    /// The account book, when the project's ledger is shared (`account_book.rs`).
+    pub(crate) book: Option<&'t super::account_book::BookCell<'t>>,
 }
 
 impl<'t> Writer<'t> {
@@ -55,6 +57,7 @@ impl<'t> Writer<'t> {
             db_now: None,
             replan_dropped: std::cell::Cell::new(0),
             slice_goal: std::cell::Cell::new(None),
+            book: None,
         })
     }
 
@@ -181,6 +184,16 @@ impl<'t> Writer<'t> {
 
     pub(crate) fn quota_remove(&self, key: &str) -> Result<bool, KernelError> {
         self.kv.remove(tables::QUOTA, &Key::text(key))
+    }
+
+    /// The account book, opened (and created) if the project's ledger is shared.
+    pub(crate) fn account_book(
+        &self,
+    ) -> Result<Option<&'t super::account_book::AccountBook>, KernelError> {
+        match self.book {
+            Some(cell) => cell.get(true),
+            None => Ok(None),
+        }
     }
 
     /// Every hold, by key.

@@ -115,9 +115,7 @@ fn answer_follows(w: &Writer<'_>, gate: &Gate, chosen: Option<&str>) -> Result<(
         // Whoever answers has logged in (or wants the agent to try): the account may run.
         // A hold a person already lifted is not an error.
         GateKind::Login { account } => {
-            if w.quota_get::<crate::model::QuotaHold>(&super::quota::hold_key(account))?
-                .is_some()
-            {
+            if super::quota::held(w, account)? {
                 super::quota::resume(w, Some(account.clone()))?;
             }
         }

@@ -920,9 +920,11 @@ impl Store {
         let db_now = txn.db_now();
         let mut applied = Vec::with_capacity(ops.len());
         let mut failure = None;
+        let book = crate::store::account_book::BookCell::new(self);
         txn.with_kv(|kv| -> Result<(), BatchError> {
             let mut writer = Writer::new(kv, now, actor).map_err(whole)?;
             writer.db_now = db_now;
+            writer.book = Some(&book);
             for (index, op) in ops.iter().enumerate() {
                 match dispatch(&writer, op.clone()) {
                     Ok(record) => applied.push(record),

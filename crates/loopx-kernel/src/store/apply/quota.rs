@@ -6,6 +6,11 @@
 //! transaction sees it: concurrent spends on one account are serialised by the store, so none
 //! is lost and none is admitted past the budget. The kernel records the spend, its event, the
 //! account the agent spent on, and the holds.
+//!
+//! When the project's ledger is shared (`account_book.rs`), an account's own state (its
+//! windows: [`Ledger::account_get`]) and the holds on an account live in the per-user account
+//! book, and the rules run inside the book's write transaction too; an agent's own state (its
+//! pacing, its holds) stays in the project.
 
 use std::sync::Arc;
 
@@ -16,6 +21,8 @@ use super::op::Applied;
 use crate::errors::KernelError;
 use crate::ids::{AgentName, GoalId};
 use crate::model::{EventKind, HoldSource, QuotaHold, SliceRecord, Spend};
+use crate::store::account_book;
+use crate::store::kv::{Key, KvWrite};
 use crate::store::tables::{self, counter};
 use crate::store::writer::Writer;
 use crate::time::Timestamp;
@@ -73,6 +80,8 @@ pub struct Ledger<'w> {
     w: &'w Writer<'w>,
     goal: Option<(GoalId, f64)>,
     holds: Vec<QuotaHold>,
+    /// The account book's write transaction, when the ledger is shared.
+    book: Option<&'w dyn KvWrite>,
 }
 
 impl std::fmt::Debug for Ledger<'_> {
@@ -99,13 +108,30 @@ impl Ledger<'_> {
     /// Writes the rules' own state under `key`; the kernel's own keys (the account an agent
     /// spent on, the holds) are not theirs to write.
     pub fn put<T: Serialize>(&self, key: &str, value: &T) -> Result<(), KernelError> {
-        if key.starts_with("account/") || key.starts_with("hold/") {
-            return Err(crate::errors::Invalid::Other(format!(
-                "`{key}` is the kernel's own quota entry: an account's rules do not write it"
-            ))
-            .into());
-        }
+        rules_key(key)?;
         self.w.quota_put(key, value)
+    }
+
+    /// The account's own state under `key`, shared by every project spending on the account
+    /// when the ledger is shared (see `Snapshot::account_value` to read it outside). State the
+    /// book does not have yet is the project's own, as it kept it before it shared its ledger:
+    /// a window half spent is not forgotten by the switch.
+    pub fn account_get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, KernelError> {
+        if let Some(book) = self.book
+            && let Some(found) = account_book::get(book, key)?
+        {
+            return Ok(Some(found));
+        }
+        self.w.quota_get(key)
+    }
+
+    /// Writes the account's own state under `key` (where [`Self::account_get`] reads it).
+    pub fn account_put<T: Serialize>(&self, key: &str, value: &T) -> Result<(), KernelError> {
+        rules_key(key)?;
+        match self.book {
+            Some(book) => account_book::put(book, key, value),
+            None => self.w.quota_put(key, value),
+        }
     }
 
     /// The holds on the spending agent and its account.
@@ -115,6 +141,9 @@ impl Ledger<'_> {
 
     /// Forgets a hold (a vendor's, that ended and that this spend probed).
     pub fn forget_hold(&self, key: &str) -> Result<(), KernelError> {
+        if let Some(book) = self.book {
+            book.remove(tables::QUOTA, &Key::text(&hold_key(key)))?;
+        }
         self.w.quota_remove(&hold_key(key)).map(drop)
     }
 
@@ -142,6 +171,20 @@ impl Ledger<'_> {
             self.w.now,
         ))
     }
+}
+
+/// Refuses a key that is the kernel's own (`account/`, `hold/`, `spender/`) to the rules.
+fn rules_key(key: &str) -> Result<(), KernelError> {
+    if ["account/", "hold/", "spender/"]
+        .iter()
+        .any(|own| key.starts_with(own))
+    {
+        return Err(crate::errors::Invalid::Other(format!(
+            "`{key}` is the kernel's own quota entry: an account's rules do not write it"
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// The account an agent last spent on: the decision reserves what a running slice is
@@ -207,13 +250,34 @@ pub(super) fn spend(
             .map(|g| (g.id, g.share)),
         None => None,
     };
-    let holds = w
-        .quota_holds()?
-        .into_iter()
-        .filter(|h| keys.contains(&h.key))
-        .collect();
-    let ledger = Ledger { w, goal, holds };
-    req.rules.charge(&ledger, &req, admit)?;
+    let mut holds: Vec<QuotaHold> = w.quota_holds()?;
+    holds.retain(|h| keys.contains(&h.key));
+    match w.account_book()? {
+        None => {
+            let ledger = Ledger {
+                w,
+                goal,
+                holds,
+                book: None,
+            };
+            req.rules.charge(&ledger, &req, admit)?;
+        }
+        Some(book) => book.write(|kv| {
+            holds.extend(
+                super::super::reads::holds(kv)?
+                    .into_iter()
+                    .filter(|h| keys.contains(&h.key)),
+            );
+            let ledger = Ledger {
+                w,
+                goal,
+                holds,
+                book: Some(kv),
+            };
+            req.rules.charge(&ledger, &req, admit)?;
+            book.record_spender(kv, &req.account, req.tokens, req.cost_usd, now)
+        })?,
+    }
     let seq = w.next_id(counter::SPEND)?;
     let record = Spend {
         seq,
@@ -258,16 +322,6 @@ pub(super) fn hold(
         ))
         .into());
     }
-    // A vendor's reset never shortens a hold that lasts longer (a person's pause, or a later
-    // reset already seen): the stronger hold stays as it is, with its own reason and source.
-    // A person's hold replaces whatever was there: they may know the limit is gone.
-    let existing: Option<QuotaHold> = w.quota_get(&hold_key(&key))?;
-    let old_ends = |old: &QuotaHold| old.ends(w.now);
-    if let (Some(old), Some(new), HoldSource::Vendor) = (&existing, until, source)
-        && old_ends(old).is_none_or(|u| u >= new)
-    {
-        return Ok(Applied::Hold(old.clone()));
-    }
     let record = QuotaHold {
         key: key.clone(),
         until,
@@ -276,7 +330,19 @@ pub(super) fn hold(
         set_by: w.actor.to_owned(),
         set_at: w.now,
     };
-    w.quota_put(&hold_key(&key), &record)?;
+    // An account's hold is every project's on it when the ledger is shared; an agent's is its
+    // project's.
+    let book = match key.starts_with("agent:") {
+        true => None,
+        false => w.account_book()?,
+    };
+    let kept = match book {
+        Some(book) => book.write(|kv| keep_hold(kv, record.clone(), w.now))?,
+        None => keep_hold(w.kv, record.clone(), w.now)?,
+    };
+    if let Some(old) = kept {
+        return Ok(Applied::Hold(old));
+    }
     w.event(EventKind::QuotaHeld {
         key,
         until,
@@ -286,13 +352,49 @@ pub(super) fn hold(
     Ok(Applied::Hold(record))
 }
 
+/// Writes `record` unless a stronger hold is there: the one kept instead, if so. A vendor's
+/// reset never shortens a hold that lasts longer (a person's pause, or a later reset already
+/// seen): the stronger hold stays as it is, with its own reason and source. A person's hold
+/// replaces whatever was there: they may know the limit is gone.
+fn keep_hold(
+    kv: &dyn KvWrite,
+    record: QuotaHold,
+    now: Timestamp,
+) -> Result<Option<QuotaHold>, KernelError> {
+    let existing: Option<QuotaHold> = account_book::get(kv, &hold_key(&record.key))?;
+    if let (Some(old), Some(new), HoldSource::Vendor) = (&existing, record.until, record.source)
+        && old.ends(now).is_none_or(|u| u >= new)
+    {
+        return Ok(existing);
+    }
+    account_book::put(kv, &hold_key(&record.key), &record)?;
+    Ok(None)
+}
+
+/// Whether `key` is on hold, in the project or in the account book.
+pub(super) fn held(w: &Writer<'_>, key: &str) -> Result<bool, KernelError> {
+    Ok(all_holds(w)?.iter().any(|h| h.key == key))
+}
+
+/// The project's holds and, when the ledger is shared, the account book's.
+fn all_holds(w: &Writer<'_>) -> Result<Vec<QuotaHold>, KernelError> {
+    let mut holds = w.quota_holds()?;
+    if let Some(book) = w.account_book()? {
+        holds.extend(book.read(|kv| super::super::reads::holds(kv))?);
+    }
+    Ok(holds)
+}
+
 pub(super) fn resume(w: &Writer<'_>, key: Option<String>) -> Result<Applied, KernelError> {
-    let holds = w.quota_holds()?;
-    let keys: Vec<String> = holds
+    let holds = all_holds(w)?;
+    let mut keys: Vec<String> = holds
         .iter()
         .map(|h| h.key.clone())
         .filter(|k| key.as_ref().is_none_or(|want| want == k))
         .collect();
+    // A key held in the project and in the book (set before the ledger was shared) is one.
+    keys.sort();
+    keys.dedup();
     if keys.is_empty() {
         let what = key.map_or_else(
             || "nothing is on hold".to_owned(),
@@ -302,6 +404,14 @@ pub(super) fn resume(w: &Writer<'_>, key: Option<String>) -> Result<Applied, Ker
             "{what}\n(hint: `loopx quota status` shows the holds)"
         ))
         .into());
+    }
+    if let Some(book) = w.account_book()? {
+        book.write(|kv| {
+            for k in &keys {
+                kv.remove(tables::QUOTA, &Key::text(&hold_key(k)))?;
+            }
+            Ok(())
+        })?;
     }
     for k in &keys {
         w.quota_remove(&hold_key(k))?;
