@@ -249,8 +249,12 @@ pub struct GuidedArgs {
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
     /// Every project you ran `loopx init` in (`loopx projects`), one after another.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "goal")]
     pub all: bool,
+    /// Only this goal: its todos, its slices, the questions that hold it back (default: every
+    /// active goal).
+    #[arg(long, value_name = "GOAL")]
+    pub goal: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
