@@ -161,3 +161,26 @@ fn the_lark_table_has_each_goal_s_todos_and_a_goal_s_question_is_on_its_own_goal
     );
     assert_eq!(g2, "Edit the docs (g2): active");
 }
+
+#[test]
+fn log_goal_shows_only_the_events_about_that_goal() {
+    let loopx = Loopx::new();
+    two_goals(&loopx);
+    ask_about_g2(&loopx);
+    loopx.ok(&["todo", "drop", "t1"]);
+    let g1 = loopx.ok(&["log", "--goal", "g1"]).stdout;
+    for want in ["goal g1 started", "t1 added", "t1 dropped"] {
+        assert!(g1.contains(want), "{want:?} in {g1}");
+    }
+    for unwanted in ["goal g2", "t2 added", "gate q1", "project created"] {
+        assert!(!g1.contains(unwanted), "{unwanted:?} in {g1}");
+    }
+    let g2 = loopx.ok(&["log", "--goal", "g2", "-n", "2"]).stdout;
+    let lines: Vec<&str> = g2.lines().collect();
+    assert_eq!(lines.len(), 2, "the newest 2 of g2's: {g2}");
+    assert!(lines[0].contains("t2 added"), "{g2}");
+    assert!(lines[1].contains("gate q1 opened"), "{g2}");
+    let unknown = loopx.run(&["log", "--goal", "g9"]);
+    assert_ne!(unknown.code, 0);
+    assert!(unknown.stderr.contains("g9"), "{}", unknown.stderr);
+}

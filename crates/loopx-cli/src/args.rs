@@ -1004,6 +1004,10 @@ pub struct LogArgs {
     /// removed, control characters shown).
     #[arg(long, value_name = "ID")]
     pub slice: Option<String>,
+    /// Only the events about one goal: the goal's own, and those of its todos, its slices and
+    /// the gates that hold it back.
+    #[arg(long, value_name = "GOAL", conflicts_with = "slice")]
+    pub goal: Option<String>,
     /// With `--slice`: the recorded output byte for byte, escape sequences included.
     #[arg(long, requires = "slice")]
     pub raw: bool,
