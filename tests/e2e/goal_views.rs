@@ -110,25 +110,21 @@ fn the_board_shows_the_todos_of_both_active_goals_each_naming_its_goal() {
     );
     assert_eq!(code, 200, "{body}");
     let state: Value = serde_json::from_str(&body).expect("JSON");
-    let cards: Vec<(String, String)> = ["open", "blocked"]
-        .iter()
-        .flat_map(|c| {
-            state["columns"][c]["cards"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
+    let cards = |column: &str| -> Vec<(String, String)> {
+        (state["columns"][column]["cards"]
+            .as_array()
+            .into_iter()
+            .flatten())
         .map(|card| {
             let field = |k: &str| card[k].as_str().unwrap_or_default().to_owned();
             (field("goal"), field("title"))
         })
-        .collect();
-    for want in [("g1", "Fix the parser"), ("g2", "Write the guide")] {
-        assert!(
-            cards.contains(&(want.0.to_owned(), want.1.to_owned())),
-            "{want:?} in {cards:?}"
-        );
-    }
+        .collect()
+    };
+    let pair = |goal: &str, title: &str| (goal.to_owned(), title.to_owned());
+    assert_eq!(cards("open"), [pair("g1", "Fix the parser")]);
+    // The question on g2 holds back g2's todo.
+    assert_eq!(cards("blocked"), [pair("g2", "Write the guide")]);
     let goals = state["status"]["goals"].as_array().expect("the goals");
     assert_eq!(goals.len(), 2, "the header lists both goals");
 }
@@ -160,6 +156,9 @@ fn the_lark_table_has_each_goal_s_todos_and_a_goal_s_question_is_on_its_own_goal
         "Ship the retry client (g1): active; a question waits for a person"
     );
     assert_eq!(g2, "Edit the docs (g2): active");
+    let status = |todo: &str| crate::lark::status_on_board(&server, todo);
+    assert_eq!(status("t1").as_deref(), Some("Blocked by a question"));
+    assert_eq!(status("t2").as_deref(), Some("Open"));
 }
 
 #[test]
