@@ -21,6 +21,7 @@ mod first_week;
 mod freshness;
 mod git_timeout;
 mod goal_base;
+mod goal_views;
 mod goals;
 mod lark;
 mod lark_flowback;

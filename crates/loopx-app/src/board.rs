@@ -61,15 +61,16 @@ impl Column {
     }
 }
 
-/// The open gate that holds `todo` back, if one does: one blocking every agent, or one naming
-/// the todo.
+/// The open gate that holds `todo` back, if one does: one blocking every agent, one on the
+/// todo's goal (`gate ask --goal`), or one naming the todo.
 pub fn blocking_gate<'g>(todo: &Todo, gates: &'g [Gate]) -> Option<&'g Gate> {
     gates.iter().find(|g| {
         g.state == GateState::Open
             && match &g.blocks {
                 Blocks::Global => true,
+                Blocks::Goal(goal) => *goal == todo.goal,
                 Blocks::Todos(ids) => ids.contains(&todo.id),
-                _ => false,
+                Blocks::Agent(_) | Blocks::Nothing => false,
             }
     })
 }

@@ -49,20 +49,10 @@ impl App {
         })
     }
 
-    /// Whether `gate` holds back work of `goal`: a gate on the goal, on one of its todos, or
-    /// on everything (a gate on an agent or on nothing is no goal's).
+    /// Whether `gate` holds back work of `goal` ([`crate::history::gate_holds_goal`]).
     pub fn gate_holds_goal(&self, gate: &Gate, goal: GoalId) -> bool {
-        match &gate.blocks {
-            Blocks::Global => true,
-            Blocks::Goal(g) => *g == goal,
-            Blocks::Todos(todos) => todos.iter().any(|t| {
-                self.read(|s| s.todo(*t))
-                    .ok()
-                    .flatten()
-                    .is_some_and(|t| t.goal == goal)
-            }),
-            Blocks::Agent(_) | Blocks::Nothing => false,
-        }
+        self.read(|s| crate::history::gate_holds_goal(s, gate, goal))
+            .unwrap_or(false)
     }
 
     /// The open gates, or every gate.

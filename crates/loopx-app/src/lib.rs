@@ -30,6 +30,7 @@ mod error;
 pub mod evidence;
 pub mod gate;
 pub mod goal;
+pub mod history;
 pub mod notify;
 pub mod projection;
 pub mod projects;

@@ -12,10 +12,12 @@ use loopx_domain::decision::DecisionState;
 use crate::evidence::JudgedEvidence;
 
 mod first;
+mod goals;
 mod revision;
 
 use crate::{App, AppError};
-use first::{FirstTodos, first_todos, waits_on};
+use first::{FirstTodos, waits_on};
+pub use goals::GoalNow;
 pub use revision::RevisionNow;
 
 /// How many of the next todos and latest evidence the first screen shows.
@@ -25,7 +27,13 @@ const FIRST_SCREEN: usize = 5;
 pub struct Status {
     pub format_version: u32,
     pub project: String,
+    /// The goal shown first: the active goal agents serve first, else the newest paused or
+    /// finished one (`--goal`: the goal named). The sections below are about it, except that
+    /// the todos (claimed, waiting, monitors, next) are those of every goal in `goals`.
     pub goal: Option<Goal>,
+    /// Every goal shown: every active goal when several are (agents serve the first first),
+    /// else the one in `goal`; `--goal` names one.
+    pub goals: Vec<GoalNow>,
     /// The goal's revision once a person amended it: what changed, and whether the re-plan it
     /// calls for is still to come. `None` for a goal as started.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -224,6 +232,12 @@ impl App {
     /// The overview `loopx status` shows, read in one snapshot: what needs a person, what
     /// runs, what waits, what is next, the latest evidence, and what each agent would do now.
     pub fn status(&self) -> Result<Status, AppError> {
+        self.status_of(None)
+    }
+
+    /// The overview, narrowed to one goal when `only` names one (`status --goal`): its todos,
+    /// its slices and the questions that hold it back.
+    pub fn status_of(&self, only: Option<loopx_kernel::GoalId>) -> Result<Status, AppError> {
         let project = self.project();
         let now = self.now();
         let store = self.store_read()?;
@@ -238,31 +252,38 @@ impl App {
         let judge = self.evidence_judge(config.evidence);
         // Everything below reads a bounded number of records, whatever the number of todos:
         // the claimed ones, the first of the waiting and ready ones, counts kept as counters.
-        let (goal, revision, gates, running, todos, latest_evidence, agents) = store.read(|s| {
-            let counts = s.todo_counts()?;
-            let goal = s.goal_shown()?;
-            let gates = s.open_gates()?;
-            let revision = RevisionNow::read(s, goal.as_ref())?;
-            let todos = first_todos(s, goal.as_ref().map(|g| g.id), &gates, counts)?;
-            let running = running_now(s, now)?;
-            let agents = agents_now(s, &views, &budget, &running, now)?;
-            // A goal's own evidence: the one before it is done with.
-            let evidence = match &goal {
-                Some(goal) => s.goal_evidence_newest(goal, FIRST_SCREEN)?,
-                None => s.evidence_newest(FIRST_SCREEN, |_| true)?,
-            };
-            Ok((
-                goal,
-                revision,
-                gates,
-                running,
-                todos,
-                judge.all(s, evidence)?,
-                agents,
-            ))
-        })?;
+        let (goal, goals, revision, gates, running, todos, latest_evidence, agents) =
+            store.read(|s| {
+                let counts = s.todo_counts()?;
+                let shown = goals::goals_shown(s, only)?;
+                let goal = shown.first().cloned();
+                let gates = s.open_gates()?;
+                let revision = RevisionNow::read(s, goal.as_ref())?;
+                let (goals, todos) = goals::todos_of(s, &shown, &gates, counts, now)?;
+                let running = running_now(s, now)?;
+                let agents = agents_now(s, &views, &budget, &running, now)?;
+                // A goal's own evidence: the one before it is done with.
+                let evidence = match &goal {
+                    Some(goal) => s.goal_evidence_newest(goal, FIRST_SCREEN)?,
+                    None => s.evidence_newest(FIRST_SCREEN, |_| true)?,
+                };
+                Ok((
+                    goal,
+                    goals,
+                    revision,
+                    gates,
+                    running,
+                    todos,
+                    judge.all(s, evidence)?,
+                    agents,
+                ))
+            })?;
         let isolation = goal.as_ref().map(|g| isolation_now(project, g, &store));
         drop(store);
+        let (gates, running, todos) = match only {
+            Some(id) => self.narrowed(id, gates, running, todos),
+            None => (gates, running, todos),
+        };
         let mut status = assemble(
             project.root().display().to_string(),
             now,
@@ -273,11 +294,38 @@ impl App {
             latest_evidence,
             agents,
         );
+        status.goals = goals;
         status.isolation = isolation;
         status.revision = revision;
         status.problems = problems;
         status.projections = self.projection_health();
         Ok(status)
+    }
+}
+
+impl App {
+    /// What `status --goal` keeps: the questions that hold the goal back, its slices, its
+    /// claimed todos.
+    fn narrowed(
+        &self,
+        goal: loopx_kernel::GoalId,
+        gates: Vec<Gate>,
+        running: Vec<Running>,
+        mut todos: FirstTodos,
+    ) -> (Vec<Gate>, Vec<Running>, FirstTodos) {
+        let gates = (gates.into_iter())
+            .filter(|g| self.gate_holds_goal(g, goal))
+            .collect();
+        todos.claimed.retain(|t| t.goal == goal);
+        let claimed: Vec<_> = todos.claimed.iter().map(|t| t.id).collect();
+        let running = (running.into_iter())
+            .filter(|r| {
+                r.slice.goal == Some(goal)
+                    || (r.slice.goal.is_none()
+                        && r.slice.todo.is_some_and(|t| claimed.contains(&t)))
+            })
+            .collect();
+        (gates, running, todos)
     }
 }
 
@@ -356,6 +404,7 @@ fn assemble(
         format_version: 1,
         project,
         goal,
+        goals: Vec::new(),
         revision: None,
         needs_you: gates
             .into_iter()

@@ -1,5 +1,6 @@
 //! What the page shows: the application layer's status and quota snapshots (the documents
-//! `status --json` and `quota status --json` print), plus the cards by column, the newest
+//! `status --json` and `quota status --json` print), plus the cards by column (the todos of
+//! every goal `status` shows, each card naming its goal), the newest
 //! events and a live tail of each running slice's transcript.
 
 use std::collections::HashMap;
@@ -28,15 +29,12 @@ pub(crate) fn board(app: &App) -> Result<Value, AppError> {
     let now = app.now();
     // The rules' problems, if any, are in `status`'s; the cards go on without them.
     let judge = app.evidence_judge(app.evidence_rules().unwrap_or_default());
+    // The goals status shows: every active goal when several are, else the one goal.
+    let goals: Vec<loopx_kernel::GoalId> = status.goals.iter().map(|g| g.id).collect();
     let (columns, running, events) = app.read(|s| {
-        let goal = s.goal_shown()?;
-        let todos: Vec<Todo> = match &goal {
-            Some(goal) => s
-                .todos()?
-                .into_iter()
-                .filter(|t| t.goal == goal.id)
-                .collect(),
-            None => Vec::new(),
+        let todos: Vec<Todo> = match goals.is_empty() {
+            true => Vec::new(),
+            false => s.todos_where(|t| goals.contains(&t.goal))?,
         };
         let gates: Vec<Gate> = s.open_gates()?;
         let running = s.running_slices()?;
@@ -115,7 +113,7 @@ fn columns(
     let done: HashMap<TodoId, TodoState> = todos.iter().map(|t| (t.id, t.state)).collect();
     let mut cards: [Vec<Value>; COLUMNS.len()] = Default::default();
     for todo in todos {
-        let mut card = json!({"id": todo.id, "title": todo.title, "detail": todo.detail,
+        let mut card = json!({"id": todo.id, "goal": todo.goal, "title": todo.title, "detail": todo.detail,
             "priority": todo.priority, "epoch": todo.epoch, "role": todo.role,
             "needs": todo.needs, "updated_at": todo.updated_at});
         let column = match todo.state {

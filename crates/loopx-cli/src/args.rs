@@ -249,8 +249,12 @@ pub struct GuidedArgs {
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
     /// Every project you ran `loopx init` in (`loopx projects`), one after another.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "goal")]
     pub all: bool,
+    /// Only this goal: its todos, its slices, the questions that hold it back (default: every
+    /// active goal).
+    #[arg(long, value_name = "GOAL")]
+    pub goal: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -1005,6 +1009,10 @@ pub struct LogArgs {
     /// removed, control characters shown).
     #[arg(long, value_name = "ID")]
     pub slice: Option<String>,
+    /// Only the events about one goal: the goal's own, and those of its todos, its slices and
+    /// the gates that hold it back.
+    #[arg(long, value_name = "GOAL", conflicts_with = "slice")]
+    pub goal: Option<String>,
     /// With `--slice`: the recorded output byte for byte, escape sequences included.
     #[arg(long, requires = "slice")]
     pub raw: bool,

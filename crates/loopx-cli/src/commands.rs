@@ -50,7 +50,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Agent(cmd) => agent::run(ctx, cmd),
         Command::Status(args) => match args.all {
             true => projects::status_all(ctx),
-            false => status::run(ctx),
+            false => status::run(ctx, args.goal.as_deref()),
         },
         Command::Log(args) => log::run(ctx, args),
         Command::Diff(args) => todo::diff(ctx, args),

@@ -72,7 +72,8 @@ impl Names {
         self.todos.get(&id).map(|(_, goal)| *goal)
     }
 
-    /// The goal a gate is about: the one it names, its todo's, or the current goal.
+    /// The goal a gate is about: the one it names, its todo's, the goal it holds back
+    /// (`gate ask --goal`), or the current goal.
     pub fn goal_of(&self, gate: &Gate) -> Option<GoalId> {
         let todo = match &gate.kind {
             GateKind::Budget { goal }
@@ -90,7 +91,13 @@ impl Names {
             Blocks::Todos(todos) => todos.first().copied(),
             _ => None,
         });
-        todo.and_then(|t| self.goal_of_todo(t)).or(self.current)
+        let held = match gate.blocks {
+            Blocks::Goal(goal) => Some(goal),
+            _ => None,
+        };
+        (todo.and_then(|t| self.goal_of_todo(t)))
+            .or(held)
+            .or(self.current)
     }
 
     /// The todo a gate is about, if one.

@@ -53,16 +53,19 @@ pub(super) fn first_todos(
             first.waiting.push((todo, dep));
         }
     }
-    // A global gate holds back every todo; other gates name the todos they hold back: a few
-    // lookups, not a scan.
+    // A global gate holds back every todo, a goal's gate the goal's; other gates name the todos
+    // they hold back: a few lookups, not a scan.
     let named = named_in(gates);
     first.gated = gated_named(s, goal, gates, &named)?;
     first.ready = ready_first(s, goal, gates, FIRST_SCREEN + named.len())?;
-    let global = gates
-        .iter()
-        .find(|g| matches!(g.blocks, loopx_kernel::model::Blocks::Global));
+    let global = gates.iter().find(|g| match g.blocks {
+        loopx_kernel::model::Blocks::Global => true,
+        loopx_kernel::model::Blocks::Goal(id) => id == goal,
+        _ => false,
+    });
     if let Some(gate) = global {
-        // Nothing is next while a gate holds back everything: the first in line wait on it.
+        // Nothing is next while a gate holds back everything (or this whole goal): the first
+        // in line wait on it.
         first
             .gated
             .extend(first.ready.drain(..).map(|t| (t, gate.id)));

@@ -77,9 +77,13 @@ async function act(path, body) {
 
 function renderHeader(s) {
   const goal = s.status.goal;
-  document.getElementById("goal").textContent = goal
-    ? goal.id + " · " + goal.objective + " (" + goal.status + ")"
-    : "no goal yet";
+  const goals = s.status.goals || [];
+  // Several active goals: each, in the order agents serve them.
+  document.getElementById("goal").textContent = goals.length > 1
+    ? goals.map((g) => g.id + " · " + g.objective + " (priority " + g.priority + ")").join("  |  ")
+    : goal
+      ? goal.id + " · " + goal.objective + " (" + goal.status + ")"
+      : "no goal yet";
   const c = s.status.counts || {};
   const running = (s.status.running || []).length;
   document.getElementById("counts").textContent =
@@ -230,6 +234,7 @@ function card(todo, column, s) {
   const node = el("div", { class: "card", "data-todo": todo.id });
   node.append(el("div", { class: "title" }, el("span", { class: "id", text: todo.id }), todo.title));
   const meta = el("div", { class: "meta" });
+  if ((s.status.goals || []).length > 1) meta.append(el("span", { class: "chip", text: "goal " + todo.goal }));
   if (todo.priority) meta.append(el("span", { class: "chip", text: "priority " + todo.priority }));
   for (const wait of todo.waits_on || []) meta.append(el("span", { class: "chip", text: wait }));
   if (todo.gate) meta.append(el("span", { class: "chip gate-chip", text: "gate " + todo.gate.id + ": " + todo.gate.question }));

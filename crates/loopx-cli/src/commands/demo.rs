@@ -70,7 +70,7 @@ pub fn run(ctx: &mut Ctx, args: DemoArgs) -> Result<(), ExpectedError> {
     })?;
 
     say("");
-    super::status::run(ctx)?;
+    super::status::run(ctx, None)?;
     ctx.flush()?;
     // As the person can type them: `loopx` when that is this binary, else its path (a demo run
     // with `cargo run` from the clone has no `loopx` on PATH).

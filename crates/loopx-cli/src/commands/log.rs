@@ -1,4 +1,4 @@
-//! `loopx log [--follow] [-n N] [--slice ID]`.
+//! `loopx log [--follow] [-n N] [--slice ID | --goal ID]`.
 
 use std::time::Duration;
 
@@ -13,19 +13,26 @@ use crate::errors::ExpectedError;
 
 pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
     let slice: Option<SliceId> = args.slice.as_deref().map(id).transpose()?;
+    let about = match (slice, args.goal.as_deref().map(id).transpose()?) {
+        (Some(slice), _) => About::Slice(slice),
+        (None, Some(goal)) => About::Goal(goal),
+        (None, None) => About::All,
+    };
     let app = ctx.app()?;
+    if let About::Goal(goal) = about {
+        app.goal(Some(goal))?;
+    }
     let project = app.project().clone();
     // Bind before the first read, so that nothing committed in between is missed.
     let listener = args.follow.then(|| Listener::bind(&project));
-    let events = app.read(|s| {
-        if slice.is_some() {
-            let all = s.events_from(1, usize::MAX)?;
-            Ok(all
-                .into_iter()
-                .filter(|e| about_slice(e, slice))
-                .collect::<Vec<_>>())
-        } else {
-            s.events_tail(args.limit)
+    let events = app.read(|s| match about {
+        About::All => s.events_tail(args.limit),
+        // A slice's events are all shown; a goal's newest `limit`.
+        About::Slice(_) => about.keep(s, s.events_from(1, usize::MAX)?),
+        About::Goal(_) => {
+            let mut events = about.keep(s, s.events_from(1, usize::MAX)?)?;
+            events.drain(..events.len().saturating_sub(args.limit));
+            Ok(events)
         }
     })?;
     let recorded_sha = match slice {
@@ -68,29 +75,63 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
     if next == 1 {
         next = store_next(&app)?;
     }
-    follow_events(ctx, &app, &listener, slice, next, first)
+    follow_events(ctx, &app, &listener, about, next, first)
 }
 
-/// `--follow` without a running slice's output: prints each new event (about `slice`, if
-/// given) as it is committed, from `next` on, until interrupted.
+/// `--follow` without a running slice's output: prints each new event (`about` one slice or
+/// goal, if given) as it is committed, from `next` on, until interrupted.
 fn follow_events(
     ctx: &mut Ctx,
     app: &loopx_app::App,
     listener: &Listener,
-    slice: Option<SliceId>,
+    about: About,
     mut next: u64,
     mut first: bool,
 ) -> Result<(), ExpectedError> {
     loop {
         listener.wait(Duration::from_secs(1));
-        let fresh = app.read(|s| s.events_from(next, 10_000))?;
-        for event in fresh.iter().filter(|e| about_slice(e, slice)) {
+        let (fresh, last) = app.read(|s| {
+            let fresh = s.events_from(next, 10_000)?;
+            let last = fresh.last().map(|e| e.seq);
+            Ok((about.keep(s, fresh)?, last))
+        })?;
+        for event in &fresh {
             print_event(ctx, event, &mut first)?;
         }
-        if let Some(last) = fresh.last() {
-            next = last.seq + 1;
+        if let Some(last) = last {
+            next = last + 1;
         }
         ctx.flush()?;
+    }
+}
+
+/// Which events `log` shows.
+#[derive(Debug, Clone, Copy)]
+enum About {
+    All,
+    Slice(SliceId),
+    Goal(loopx_kernel::GoalId),
+}
+
+impl About {
+    /// The `events` about it, in order.
+    fn keep(
+        self,
+        s: &loopx_kernel::Snapshot<'_>,
+        events: Vec<Event>,
+    ) -> Result<Vec<Event>, loopx_kernel::KernelError> {
+        let mut kept = Vec::with_capacity(events.len());
+        for event in events {
+            let about = match self {
+                About::All => true,
+                About::Slice(slice) => about_slice(&event, slice),
+                About::Goal(goal) => loopx_app::history::event_about_goal(s, &event.kind, goal)?,
+            };
+            if about {
+                kept.push(event);
+            }
+        }
+        Ok(kept)
     }
 }
 
@@ -264,7 +305,7 @@ fn follow_slice(
             if let Some(last) = fresh.last() {
                 next = last.seq + 1;
             }
-            for event in fresh.iter().filter(|e| about_slice(e, Some(slice))) {
+            for event in fresh.iter().filter(|e| about_slice(e, slice)) {
                 ended |= matches!(event.kind, EventKind::SliceEnded { .. });
                 // Output first: the end is printed after what came before it.
                 if ended {
@@ -375,8 +416,7 @@ fn store_next(app: &loopx_app::App) -> Result<u64, ExpectedError> {
     Ok(app.read(|s| s.event_count())? + 1)
 }
 
-fn about_slice(event: &Event, slice: Option<SliceId>) -> bool {
-    let Some(wanted) = slice else { return true };
+fn about_slice(event: &Event, wanted: SliceId) -> bool {
     match &event.kind {
         EventKind::SliceStarted { slice, .. }
         | EventKind::SliceSpawned { slice, .. }

@@ -1,7 +1,7 @@
 //! `loopx status`: the application layer's snapshot ([`loopx_app::status::Status`]), as JSON or
 //! for a person.
 
-use loopx_app::status::{Claimed, Running, Status};
+use loopx_app::status::{Claimed, GoalNow, Next, Running, Status};
 use loopx_kernel::Timestamp;
 use loopx_kernel::TodoId;
 use loopx_kernel::time::short_duration;
@@ -10,8 +10,9 @@ use crate::context::Ctx;
 use crate::errors::ExpectedError;
 use crate::output::views;
 
-pub fn run(ctx: &mut Ctx) -> Result<(), ExpectedError> {
-    let status = ctx.app()?.status()?;
+pub fn run(ctx: &mut Ctx, goal: Option<&str>) -> Result<(), ExpectedError> {
+    let goal = goal.map(super::id).transpose()?;
+    let status = ctx.app()?.status_of(goal)?;
     if ctx.json {
         return ctx.json_out(&status);
     }
@@ -38,10 +39,23 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
     footer(ctx, status, now)
 }
 
-/// The goal's line, and its revision with what changed when it was amended.
+/// The goal's line, and its revision with what changed when it was amended; with several
+/// goals, a line each, served first first.
 fn goal_and_revision(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), ExpectedError> {
     let style = ctx.style;
+    if status.goals.len() > 1 {
+        ctx.line(style.bold(&format!("Goals ({} active)", status.goals.len())))?;
+        for goal in &status.goals {
+            ctx.line(format!(
+                "  {:<5} {}  {}",
+                goal.id.to_string(),
+                style.dim(&goal_standing(goal)),
+                views::one_line(&goal.objective)
+            ))?;
+        }
+    }
     match &status.goal {
+        _ if status.goals.len() > 1 => {}
         Some(goal) => ctx.line(format!(
             "{} {}",
             style.bold(&format!("Goal {} ({}):", goal.id, goal.status.as_str())),
@@ -52,8 +66,13 @@ fn goal_and_revision(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(
     let Some(revision) = &status.revision else {
         return Ok(());
     };
+    // With several goals shown, the revision is the first one's: name it.
+    let of = match (&status.goal, status.goals.len() > 1) {
+        (Some(goal), true) => format!(" of {}", goal.id),
+        _ => String::new(),
+    };
     ctx.line(format!(
-        "Revision {}: {}  {}",
+        "Revision {}{of}: {}  {}",
         revision.number,
         views::one_line(&revision.summary),
         style.dim(&format!(
@@ -69,6 +88,18 @@ fn goal_and_revision(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(
         ctx.line(style.yellow("  re-plan pending: the next planning slice re-plans the goal"))?;
     }
     Ok(())
+}
+
+/// Where a goal stands among the others: `priority 1, share 0.5; 2 next, 1 waiting, 1 claimed`.
+fn goal_standing(goal: &GoalNow) -> String {
+    format!(
+        "priority {}, share {}; {} next, {} waiting, {} claimed",
+        goal.priority,
+        goal.share,
+        goal.next.len(),
+        goal.waiting,
+        goal.claimed
+    )
 }
 
 /// Where the agents work (worktrees and their branches, or the shared tree), and a warning
@@ -306,9 +337,25 @@ fn next(ctx: &mut Ctx, status: &Status) -> Result<(), ExpectedError> {
         }
         None => {}
     }
-    for next in &status.next {
+    if status.goals.len() > 1 {
+        // Grouped by goal, in the order agents serve them.
+        for goal in status.goals.iter().filter(|g| !g.next.is_empty()) {
+            ctx.line(format!(
+                "  {} {}",
+                style.bold(&goal.id.to_string()),
+                views::one_line(&goal.objective)
+            ))?;
+            next_lines(ctx, &goal.next, "    ")?;
+        }
+        return Ok(());
+    }
+    next_lines(ctx, &status.next, "  ")
+}
+
+fn next_lines(ctx: &mut Ctx, next: &[Next], indent: &str) -> Result<(), ExpectedError> {
+    for next in next {
         ctx.line(format!(
-            "  {:<5} [{}] {}",
+            "{indent}{:<5} [{}] {}",
             next.todo.to_string(),
             next.priority,
             views::one_line(&next.title)
