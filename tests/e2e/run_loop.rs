@@ -616,3 +616,50 @@ fn a_slice_renews_its_claim_and_is_stopped_when_it_loses_it() {
     bg.signal(nix::sys::signal::Signal::SIGTERM);
     bg.finish();
 }
+
+/// What each agent waits on is recorded when it changes, not at every decision: a goal's
+/// history accounts for every second of an agent's time from these and its slices
+/// (`docs/history.md`). An agent that decides again and again on the same state writes once.
+#[test]
+fn what_an_agent_waits_on_is_recorded_when_it_changes() {
+    let loopx = demo_project(&["exec", "rev"]);
+    loopx.ok(&["todo", "add", "Write the notes"]);
+    // Two slices: one agent takes t1 while the other has nothing it could take, deciding
+    // again at each change the first makes; then the run ends.
+    let run = loopx.run(&["run", "--max-slices", "2"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let log = loopx.ok(&["log", "--json", "-n", "500"]).stdout;
+    let waits: Vec<Value> = log
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|e| e["kind"] == "agent_waits")
+        .map(|e| e["data"].clone())
+        .collect();
+    let states = |agent: &str| -> Vec<String> {
+        waits
+            .iter()
+            .filter(|e| e["agent"] == agent)
+            .map(|e| e["on"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let idle = waits
+        .iter()
+        .find(|e| e["on"] == "nothing")
+        .unwrap_or_else(|| panic!("nobody recorded waiting on nothing:\n{log}"));
+    assert_eq!(idle["goal"], "g1", "{idle}");
+    assert!(
+        idle["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("t1 is being worked on"),
+        "{idle}"
+    );
+    for agent in ["exec", "rev"] {
+        let states = states(agent);
+        assert_eq!(states.last().map(String::as_str), Some("stopped"), "{log}");
+        assert!(
+            states.windows(2).all(|w| w[0] != w[1]),
+            "{agent} recorded a state twice in a row: {states:?}"
+        );
+    }
+}

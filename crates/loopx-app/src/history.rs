@@ -74,6 +74,7 @@ pub fn event_about_goal(
                 None => Ok(false),
             }
         }
+        E::AgentWaits { goal: g, .. } => Ok(*g == Some(goal)),
         E::ProjectCreated
         | E::EvidenceAdded { todo: None, .. }
         | E::HandoffWritten { todo: None, .. }

@@ -71,7 +71,7 @@ const BOARD_CSS: &str = include_str!("assets/board.css");
 /// What a board serves.
 enum Scope {
     /// One project: the operations, as the person who started the board.
-    One(loopx_app::App),
+    One(Box<loopx_app::App>),
     /// Every registered project (`--all`).
     All(all::Projects),
 }
@@ -100,7 +100,7 @@ impl std::fmt::Debug for Board {
 impl Board {
     /// Binds `127.0.0.1:port` (0: any free port) for the project `app` works on.
     pub fn bind(app: loopx_app::App, port: u16) -> std::io::Result<(Board, TcpListener)> {
-        Board::bind_scope(Scope::One(app), port)
+        Board::bind_scope(Scope::One(Box::new(app)), port)
     }
 
     /// Binds `127.0.0.1:port` for every project in the registry (`loopx board --all`).

@@ -30,10 +30,10 @@ mod writer;
 pub use account_book::{AccountBook, BOOK_VERSION, BookAccount, Ledger as LedgerPlace, Spender};
 pub use apply::quota::{AccountRules, Ledger, QuotaRequest, busy_intervals, hold_keys};
 pub use apply::{
-    AgentChange, AnswerChoice, AnswerGate, Applied, BatchError, BeginSlice, ChangeAgent, ClaimPoll,
-    ClaimTodo, FinishTodo, Interrupt, NewAgent, NewEvidence, NewGate, NewGoal, NewHandoff, NewHold,
-    NewSlice, NewTodo, Op, RecordPoll, ReleaseClaim, RemoveAgent, RenewClaim, Resume,
-    SLICE_PLACEHOLDER, SetGoalStatus, SliceEnd, WithdrawGate,
+    AgentChange, AgentWaits, AnswerChoice, AnswerGate, Applied, BatchError, BeginSlice,
+    ChangeAgent, ClaimPoll, ClaimTodo, FinishTodo, Interrupt, NewAgent, NewEvidence, NewGate,
+    NewGoal, NewHandoff, NewHold, NewSlice, NewTodo, Op, RecordPoll, ReleaseClaim, RemoveAgent,
+    RenewClaim, Resume, SLICE_PLACEHOLDER, SetGoalStatus, SliceEnd, WithdrawGate,
 };
 pub use apply::{
     AmendGoal, Amended, Begun, CONTINUATION_HOLD, EditTodo, Interrupted, NewSpend, OPEN_MONITORS,

@@ -17,11 +17,13 @@ use crate::share::share_wait;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Blocked {
     pub until: Option<Millis>,
+    /// The binding constraint, in one word.
+    pub on: crate::WaitOn,
     pub reason: String,
 }
 
-/// What blocks a slice: until when (`None`: until a person resumes), and why.
-type Blocker = (Option<Millis>, String);
+/// What blocks a slice: until when (`None`: until a person resumes), which constraint, and why.
+type Blocker = (Option<Millis>, crate::WaitOn, String);
 
 /// The quota part of the decision: holds, the goal's share, pacing and windows. `Ok` when all
 /// of them allow a slice at `input.now`; otherwise the moment they all do, with the reason of
@@ -40,12 +42,13 @@ pub fn admission(input: &DecideInput<'_>) -> Result<(), Blocked> {
     // Indefinite blockers win; otherwise the latest time, since every constraint must allow it.
     let binding = blockers
         .iter()
-        .find(|(at, _)| at.is_none())
-        .or_else(|| blockers.iter().max_by_key(|(at, _)| *at));
+        .find(|(at, _, _)| at.is_none())
+        .or_else(|| blockers.iter().max_by_key(|(at, _, _)| *at));
     match binding {
         None => Ok(()),
-        Some((until, reason)) => Err(Blocked {
+        Some((until, on, reason)) => Err(Blocked {
             until: *until,
+            on: *on,
             reason: reason.clone(),
         }),
     }
@@ -56,6 +59,7 @@ fn hold_blocker(hold: &Hold, now: Millis) -> Option<Blocker> {
     match hold.ends(now) {
         None => Some((
             None,
+            crate::WaitOn::Hold,
             format!(
                 "{} is paused by a person ({}); `loopx quota resume` lifts it",
                 hold.key, hold.reason
@@ -63,6 +67,7 @@ fn hold_blocker(hold: &Hold, now: Millis) -> Option<Blocker> {
         )),
         Some(until) if until > now => Some((
             Some(until),
+            crate::WaitOn::Hold,
             format!("{} is on hold: {}", hold.key, hold.reason),
         )),
         Some(_) => None,
@@ -73,7 +78,11 @@ fn hold_blocker(hold: &Hold, now: Millis) -> Option<Blocker> {
 fn share_blocker(input: &DecideInput<'_>) -> Option<Blocker> {
     let goal = input.goal?;
     if goal.share <= 0.0 {
-        return Some((None, format!("goal {} has a share of 0 (paused)", goal.id)));
+        return Some((
+            None,
+            crate::WaitOn::Share,
+            format!("goal {} has a share of 0 (paused)", goal.id),
+        ));
     }
     let at = share_wait(
         input.busy,
@@ -83,6 +92,7 @@ fn share_blocker(input: &DecideInput<'_>) -> Option<Blocker> {
     )?;
     Some((
         Some(at),
+        crate::WaitOn::Share,
         format!(
             "goal {} used its {:.0}% share of the last hour",
             goal.id,
@@ -103,6 +113,7 @@ fn pacing_blocker(input: &DecideInput<'_>) -> Option<Blocker> {
         .unwrap_or_default();
     Some((
         Some(at),
+        crate::WaitOn::Pacing,
         format!(
             "{} is paced at {} slices an hour{set_in}",
             input.agent.name, pacing.slices_per_hour
@@ -120,13 +131,15 @@ fn window_blockers(input: &DecideInput<'_>) -> Vec<Blocker> {
             |(limit, state)| match state.exhausted_until(limit, input.now) {
                 Some(at) => Some((
                     Some(at),
+                    crate::WaitOn::Window,
                     format!(
                         "the {} window of {} is spent",
                         window_name(limit.period_ms),
                         input.agent.account
                     ),
                 )),
-                None => too_small(input, limit, *state, expected, reserved),
+                None => too_small(input, limit, *state, expected, reserved)
+                    .map(|(at, why)| (at, crate::WaitOn::Window, why)),
             },
         )
         .collect()

@@ -13,7 +13,7 @@
 //!    planning slices in a row proposed nothing → `ask` whether the goal is met (`goal_met`);
 //! 7. otherwise → `quiet`.
 
-pub use crate::decision::{AskAbout, Decision, DecisionKind, Run, TodoRef, Waiting};
+pub use crate::decision::{AskAbout, Decision, DecisionKind, Run, TodoRef, WaitOn, Waiting};
 use serde::Serialize;
 
 use crate::Millis;
@@ -254,6 +254,7 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
         return Some(Decision::Wait {
             until: Some(until),
             todo: Some((todo.id, todo.title.clone())),
+            on: WaitOn::Rest,
             reason: format!(
                 "{} ended {idle} slice(s) in a row without progress (its todo not done, and no `progress` report that moved something): trying it again later",
                 todo.id
@@ -267,6 +268,7 @@ pub fn decide_prefix(input: &DecideInput<'_>, more_todos: bool) -> Option<Decisi
         return Some(Decision::Wait {
             until: todo.rests_until,
             todo: Some((todo.id, todo.title.clone())),
+            on: WaitOn::Rest,
             reason: format!(
                 "{} rests until its --not-before time ({}), and nothing else can be taken now",
                 todo.id,
@@ -365,6 +367,7 @@ fn backoff_wait(input: &DecideInput<'_>) -> Option<Decision> {
     (until > input.now).then(|| {
         Decision::wait(
             Some(until),
+            WaitOn::Backoff,
             format!(
                 "{} ended {failed} slice(s) in a row with a temporary failure: backing off",
                 input.agent.name
@@ -576,7 +579,7 @@ fn stall_streak(slices: &[SliceView], todo: &TodoView) -> u32 {
 
 fn quota_wait(input: &DecideInput<'_>) -> Option<Decision> {
     let blocked = admission(input).err()?;
-    Some(Decision::wait(blocked.until, blocked.reason))
+    Some(Decision::wait(blocked.until, blocked.on, blocked.reason))
 }
 
 pub(crate) fn window_name(period_ms: Millis) -> String {

@@ -38,6 +38,8 @@ pub enum Decision {
     Wait {
         until: Option<Millis>,
         todo: Option<TodoRef>,
+        /// What it waits on, in one word (`window`, `pacing`, …).
+        on: WaitOn,
         reason: String,
     },
     /// Nothing to do now; decide again when something changes. `waiting_for`: the open work
@@ -225,11 +227,90 @@ impl Decision {
         }
     }
 
-    pub(crate) fn wait(until: Option<Millis>, reason: String) -> Decision {
+    pub(crate) fn wait(until: Option<Millis>, on: WaitOn, reason: String) -> Decision {
         Decision::Wait {
             until,
             todo: None,
+            on,
             reason,
+        }
+    }
+
+    /// What the agent does or waits on under this decision, in one word: the state its lane
+    /// of a goal's history shows (`docs/history.md`).
+    pub fn waiting_on(&self) -> WaitOn {
+        match self {
+            Decision::Deliver { .. } | Decision::Repair { .. } => WaitOn::Working,
+            Decision::Ask { .. } => WaitOn::Question,
+            Decision::Wait { on, .. } => *on,
+            Decision::Quiet {
+                waiting_for: Some(_),
+                ..
+            } => WaitOn::Monitor,
+            Decision::Quiet { .. } => WaitOn::Nothing,
+            Decision::Stop { .. } => WaitOn::Stopped,
+        }
+    }
+}
+
+/// What an agent is doing, or waiting on, between decisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitOn {
+    /// Running a slice.
+    Working,
+    /// A hold on its account or on it (a vendor's limit, a person's pause).
+    Hold,
+    /// Its goal used its share of the hour.
+    Share,
+    /// Its pacing.
+    Pacing,
+    /// A spent (or too small) quota window.
+    Window,
+    /// Backing off after temporary failures.
+    Backoff,
+    /// Every todo it could take rests (no progress, or `--not-before`).
+    Rest,
+    /// A question a person has to answer.
+    Question,
+    /// A monitor loopx polls.
+    Monitor,
+    /// Nothing it could do (no todo for it, or its slice runs elsewhere).
+    Nothing,
+    /// Its loop ended.
+    Stopped,
+}
+
+impl WaitOn {
+    /// Every state, in the order views list them.
+    pub const ALL: [WaitOn; 11] = [
+        WaitOn::Working,
+        WaitOn::Hold,
+        WaitOn::Share,
+        WaitOn::Pacing,
+        WaitOn::Window,
+        WaitOn::Backoff,
+        WaitOn::Rest,
+        WaitOn::Question,
+        WaitOn::Monitor,
+        WaitOn::Nothing,
+        WaitOn::Stopped,
+    ];
+
+    /// The word stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitOn::Working => "working",
+            WaitOn::Hold => "hold",
+            WaitOn::Share => "share",
+            WaitOn::Pacing => "pacing",
+            WaitOn::Window => "window",
+            WaitOn::Backoff => "backoff",
+            WaitOn::Rest => "rest",
+            WaitOn::Question => "question",
+            WaitOn::Monitor => "monitor",
+            WaitOn::Nothing => "nothing",
+            WaitOn::Stopped => "stopped",
         }
     }
 }

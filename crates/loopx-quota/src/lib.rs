@@ -39,7 +39,7 @@ pub use admission::{Blocked, admission};
 pub use budget::{Budget, Spending};
 pub use decide::{
     AgentView, AskAbout, DecideInput, Decision, DecisionKind, GateBlocks, GateView, GoalView, Hold,
-    HoldSource, Policy, Run, SliceKind, SliceView, TodoRef, TodoView, Waiting, decide,
+    HoldSource, Policy, Run, SliceKind, SliceView, TodoRef, TodoView, WaitOn, Waiting, decide,
     decide_prefix,
 };
 pub use loopx_vocab::{AgentName, GateId, GoalId, GoalStatus, SliceId, TodoId};

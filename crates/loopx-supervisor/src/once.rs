@@ -91,6 +91,8 @@ pub enum Step<'a> {
     Decided {
         agent: &'a AgentName,
         decision: &'a Decision,
+        /// The goal it was decided for (among the active ones).
+        goal: Option<loopx_kernel::GoalId>,
         now: Timestamp,
     },
     Claimed {

@@ -44,6 +44,7 @@ use crate::recover::Recovered;
 use crate::shutdown::Shutdown;
 
 mod threads;
+mod waits;
 
 /// How often an agent that is quiet, asked or held until resumed decides again even when
 /// nothing rang: a peer's lease may expire, and a doorbell may be unavailable.
@@ -91,8 +92,8 @@ pub struct RunEnd {
 /// What a worker or the outside world tells the coordinator.
 #[derive(Debug)]
 pub enum Msg {
-    /// The decision a worker made (it may go on to run a slice).
-    Decided(usize, Decision),
+    /// The decision a worker made (it may go on to run a slice), and the goal it was for.
+    Decided(usize, Decision, Option<loopx_kernel::GoalId>),
     /// Worker `idx`'s slice started.
     Started(usize, RunEvent),
     /// A worker finished.
@@ -221,6 +222,7 @@ pub fn run_loop_on(
         interrupted: false,
         poller: crate::poll::Poller::new(now),
         time_up: Arc::new(AtomicBool::new(false)),
+        waits: waits::Waits::default(),
     };
     coordinator.recover(emit);
     coordinator.run(emit)
@@ -278,6 +280,8 @@ struct Coordinator<'r> {
     poller: crate::poll::Poller,
     /// Set once `--for` ran out: a round of polls under way stops.
     time_up: Arc<AtomicBool>,
+    /// What each agent was last recorded waiting on.
+    waits: waits::Waits,
 }
 
 impl Coordinator<'_> {
@@ -323,6 +327,7 @@ impl Coordinator<'_> {
                 && !self.poller.busy
                 && let Some((reason, detail)) = self.end(stopping, out_of_time)
             {
+                let ended = format!("loopx run ended: {detail}");
                 order.push(&RunEvent::Finished {
                     reason,
                     slices: self.slices,
@@ -331,6 +336,12 @@ impl Coordinator<'_> {
                 // No worker is busy: nothing is owed, and everything is released.
                 self.release(&mut order, emit);
                 order.release_all(emit);
+                self.waits.stopped(
+                    (&self.req.world.stores, &self.req.project),
+                    self.slots.iter().map(|s| &s.name),
+                    &ended,
+                    self.clock.now(),
+                );
                 return Ok(RunEnd {
                     reason,
                     slices: self.slices,
@@ -489,8 +500,14 @@ impl Coordinator<'_> {
                     }
                 }
             }
-            Msg::Decided(idx, decision) => {
+            Msg::Decided(idx, decision, goal) => {
                 let slot = &mut self.slots[idx];
+                self.waits.decided(
+                    (&self.req.world.stores, &self.req.project),
+                    &slot.name,
+                    (&decision, goal),
+                    self.clock.now(),
+                );
                 // Any decision but `wait` ends a pause: the hold or the window is over.
                 if decision.kind() != DecisionKind::Wait && slot.paused {
                     slot.paused = false;

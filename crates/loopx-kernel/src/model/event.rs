@@ -198,6 +198,16 @@ pub enum EventKind {
         change: String,
         why: String,
     },
+    /// What an agent under `loopx run` waits on from now (record version 16): written when it
+    /// changes (a slice's own start and end are their events), so a goal's history accounts
+    /// for every second of the agent's time. `on` is one word (`window`, `question`, …;
+    /// `loopx_quota::WaitOn`), `goal` the goal its decision was for.
+    AgentWaits {
+        agent: AgentName,
+        on: String,
+        goal: Option<GoalId>,
+        reason: String,
+    },
 }
 
 impl EventKind {
@@ -236,6 +246,7 @@ impl EventKind {
             EventKind::TodoEdited { .. } => "todo_edited",
             EventKind::TodoReplanned { .. } => "todo_replanned",
             EventKind::ChangeRefused { .. } => "change_refused",
+            EventKind::AgentWaits { .. } => "agent_waits",
         }
     }
 
@@ -384,6 +395,9 @@ impl EventKind {
                 verdict.as_str(),
                 exit.map_or_else(|| "no exit".to_owned(), |c| format!("exit {c}"))
             ),
+            E::AgentWaits {
+                agent, on, reason, ..
+            } => format!("{agent} waits on {on}: {reason}"),
         }
     }
 }

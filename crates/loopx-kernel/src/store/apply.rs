@@ -23,10 +23,10 @@ pub use caps::{OPEN_MONITORS, OPEN_PROPOSALS, OPEN_QUESTIONS, OPEN_TODOS};
 pub use edit::EditTodo;
 pub use monitor::{ClaimPoll, RecordPoll};
 pub use op::{
-    AmendGoal, AnswerChoice, AnswerGate, Applied, BatchError, BeginSlice, ChangeAgent, ClaimTodo,
-    FinishTodo, Interrupt, NewAgent, NewEvidence, NewGate, NewGoal, NewHandoff, NewHold, NewSlice,
-    NewTodo, Op, ReleaseClaim, RemoveAgent, RenewClaim, Resume, SLICE_PLACEHOLDER, SetGoalStatus,
-    SliceEnd, WithdrawGate,
+    AgentWaits, AmendGoal, AnswerChoice, AnswerGate, Applied, BatchError, BeginSlice, ChangeAgent,
+    ClaimTodo, FinishTodo, Interrupt, NewAgent, NewEvidence, NewGate, NewGoal, NewHandoff, NewHold,
+    NewSlice, NewTodo, Op, ReleaseClaim, RemoveAgent, RenewClaim, Resume, SLICE_PLACEHOLDER,
+    SetGoalStatus, SliceEnd, WithdrawGate,
 };
 pub use replan::{ReplanTodo, Replanning};
 pub use todo::CONTINUATION_HOLD;

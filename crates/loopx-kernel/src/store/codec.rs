@@ -51,10 +51,10 @@
 //! - 15: monitors gained `pins` (the files a person's check names, by content), their last
 //!   field: the monitor is not a todo's last field, so an older todo is decoded in its own
 //!   layout ([`TodoV14`]) and reads with no pins.
-//! - 16: goals gained `priority` and agents `goals` (the goals it works on), each its last
-//!   field: an older goal reads as priority 0, an older agent works on every goal, and an
-//!   older slice has no goal recorded (a zero byte appended; `SliceRecord::goal`). Gates may block one `Goal` (a variant appended, so older gates read
-//!   unchanged).
+//! - 16: goals gained `priority`, agents `goals` (the goals it works on) and slices `goal`,
+//!   each its last field: an older goal reads as priority 0, an older agent works on every
+//!   goal, and an older slice has no goal recorded (a zero byte appended). Gates may block one
+//!   `Goal`, and events gained `agent_waits` (appended, so older records read unchanged).
 
 use std::borrow::Cow;
 

@@ -149,7 +149,7 @@ pub(super) fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
 /// The message a worker's step becomes, if the coordinator cares.
 pub(super) fn step_msg(idx: usize, step: &Step<'_>) -> Option<Msg> {
     match step {
-        Step::Decided { decision, .. } => Some(Msg::Decided(idx, (*decision).clone())),
+        Step::Decided { decision, goal, .. } => Some(Msg::Decided(idx, (*decision).clone(), *goal)),
         Step::Started {
             slice,
             kind,

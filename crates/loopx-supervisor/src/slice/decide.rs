@@ -90,6 +90,7 @@ pub(crate) fn decide(
     on_step(Step::Decided {
         agent: &setup.agent.name,
         decision: &decision,
+        goal: state.goal,
         now,
     });
     let Some(kind) = ask::slice(&decision) else {
@@ -111,6 +112,7 @@ pub(crate) fn decide(
             on_step(Step::Decided {
                 agent: &setup.agent.name,
                 decision: &decision,
+                goal: state.goal,
                 now,
             });
             return Ok(Next::Done(Box::new(Once::Decided {

@@ -12,6 +12,7 @@ pub(super) fn step_line(step: &Step<'_>, now: Timestamp) -> String {
             agent,
             decision,
             now,
+            ..
         } => format!("{agent}: {}", loopx_app::quota::describe(decision, *now)),
         Step::Claimed {
             agent,

@@ -126,3 +126,16 @@ fn registered(w: &Writer<'_>, name: &AgentName) -> Result<Agent, KernelError> {
         .into()
     })
 }
+
+/// Records what an agent under `loopx run` waits on from now: one event, written only when it
+/// changes (the supervisor keeps the last), so an idle day writes next to nothing.
+pub(super) fn waits(w: &Writer<'_>, waits: super::op::AgentWaits) -> Result<Applied, KernelError> {
+    crate::ids::check_id("state", &waits.on)?;
+    w.event(EventKind::AgentWaits {
+        agent: waits.agent,
+        on: waits.on,
+        goal: waits.goal,
+        reason: crate::limits::clip(&waits.reason, crate::limits::QUESTION),
+    })?;
+    Ok(Applied::Recorded)
+}

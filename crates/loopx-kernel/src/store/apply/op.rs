@@ -435,6 +435,8 @@ pub enum Op {
     AgentSet(ChangeAgent),
     /// A person removes an agent that runs no slice (`loopx agent remove`).
     AgentRemove(RemoveAgent),
+    /// What an agent under `loopx run` waits on from now: an event, nothing else.
+    AgentWaits(AgentWaits),
     SliceStart(NewSlice),
     SliceSpawned {
         slice: SliceId,
@@ -533,6 +535,16 @@ pub struct ChangeAgent {
     pub change: super::agent::AgentChange,
 }
 
+/// What an agent under `loopx run` waits on from now (`EventKind::AgentWaits`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentWaits {
+    pub agent: AgentName,
+    /// One word: `loopx_quota::WaitOn::as_str`.
+    pub on: String,
+    pub goal: Option<GoalId>,
+    pub reason: String,
+}
+
 /// A person removes an agent that runs no slice.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RemoveAgent {
@@ -575,6 +587,8 @@ pub enum Applied {
     },
     /// The keys whose holds were lifted.
     Resumed(Vec<String>),
+    /// An event recorded, nothing else changed.
+    Recorded,
 }
 
 impl Op {
@@ -668,6 +682,7 @@ impl Op {
             | Op::QuotaResume(_)
             | Op::PollClaim(_) => {}
             Op::QuotaHold(NewHold { reason, .. }) => r.redact_in_place(reason),
+            Op::AgentWaits(AgentWaits { reason, .. }) => r.redact_in_place(reason),
             Op::PollRecord(poll) => {
                 r.redact_in_place(&mut poll.tail);
                 opt(&mut poll.failed);
@@ -741,6 +756,7 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
         Op::TodoReplan(replan) => super::replan::apply(w, replan),
         Op::AgentSet(ChangeAgent { name, change }) => super::agent::set(w, name, change),
         Op::AgentRemove(RemoveAgent { name }) => super::agent::remove(w, name),
+        Op::AgentWaits(waits) => super::agent::waits(w, waits),
         Op::SliceStart(new) => slice::start(w, new).map(Applied::Slice),
         Op::SliceBegin(begin) => slice::begin(w, begin),
         Op::SliceSpawned {
