@@ -28,6 +28,7 @@ mod lark_flowback;
 mod lark_listener;
 mod lark_words;
 mod lifecycle;
+mod log_filters;
 mod logging;
 mod monitors;
 mod multi_host;

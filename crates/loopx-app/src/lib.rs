@@ -27,6 +27,7 @@ pub mod board;
 pub mod clean;
 mod config;
 mod error;
+pub mod event_filter;
 pub mod evidence;
 pub mod gate;
 pub mod goal;

@@ -1013,6 +1013,21 @@ pub struct LogArgs {
     /// the gates that hold it back.
     #[arg(long, value_name = "GOAL", conflicts_with = "slice")]
     pub goal: Option<String>,
+    /// Only the events by or about one agent.
+    #[arg(long, value_name = "NAME", conflicts_with = "slice")]
+    pub agent: Option<String>,
+    /// Only the events about one todo (and its slices).
+    #[arg(long, value_name = "ID", conflicts_with = "slice")]
+    pub todo: Option<String>,
+    /// Only events of this kind (repeatable; `slice` keeps every `slice_…` kind).
+    #[arg(long = "kind", value_name = "KIND", conflicts_with = "slice")]
+    pub kinds: Vec<String>,
+    /// Only events at or after this time: RFC 3339, or a duration ago (`2h`).
+    #[arg(long, value_name = "TIME", conflicts_with = "slice")]
+    pub since: Option<String>,
+    /// Only events at or before this time: RFC 3339, or a duration ago (`30m`).
+    #[arg(long, value_name = "TIME", conflicts_with = "slice")]
+    pub until: Option<String>,
     /// With `--slice`: the recorded output byte for byte, escape sequences included.
     #[arg(long, requires = "slice")]
     pub raw: bool,

@@ -1,7 +1,9 @@
-//! `loopx log [--follow] [-n N] [--slice ID | --goal ID]`.
+//! `loopx log [--follow] [-n N] [--slice ID | --goal ID --agent NAME --todo ID --kind KIND
+//! --since TIME --until TIME]`.
 
 use std::time::Duration;
 
+use loopx_app::event_filter::EventFilter;
 use loopx_kernel::doorbell::Listener;
 use loopx_kernel::model::Event;
 use loopx_kernel::{EventKind, SliceId};
@@ -13,23 +15,34 @@ use crate::errors::ExpectedError;
 
 pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
     let slice: Option<SliceId> = args.slice.as_deref().map(id).transpose()?;
-    let about = match (slice, args.goal.as_deref().map(id).transpose()?) {
-        (Some(slice), _) => About::Slice(slice),
-        (None, Some(goal)) => About::Goal(goal),
-        (None, None) => About::All,
+    let filter = filter(ctx.now(), &args)?;
+    let about = match slice {
+        Some(slice) => About::Slice(slice),
+        None if filter.is_empty() => About::All,
+        None => About::Some(Box::new(filter)),
     };
     let app = ctx.app()?;
-    if let About::Goal(goal) = about {
-        app.goal(Some(goal))?;
+    if let About::Some(filter) = &about {
+        if let Some(goal) = filter.goal {
+            app.goal(Some(goal))?;
+        }
+        if let Some(todo) = filter.todo {
+            app.read(|s| s.todo(todo))?.ok_or_else(|| {
+                ExpectedError::from(loopx_kernel::Invalid::NotFound {
+                    what: "todo",
+                    id: todo.to_string(),
+                })
+            })?;
+        }
     }
     let project = app.project().clone();
     // Bind before the first read, so that nothing committed in between is missed.
     let listener = args.follow.then(|| Listener::bind(&project));
-    let events = app.read(|s| match about {
+    let events = app.read(|s| match &about {
         About::All => s.events_tail(args.limit),
-        // A slice's events are all shown; a goal's newest `limit`.
+        // A slice's events are all shown; the newest `limit` of those a filter keeps.
         About::Slice(_) => about.keep(s, s.events_from(1, usize::MAX)?),
-        About::Goal(_) => {
+        About::Some(_) => {
             let mut events = about.keep(s, s.events_from(1, usize::MAX)?)?;
             events.drain(..events.len().saturating_sub(args.limit));
             Ok(events)
@@ -78,8 +91,8 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<(), ExpectedError> {
     follow_events(ctx, &app, &listener, about, next, first)
 }
 
-/// `--follow` without a running slice's output: prints each new event (`about` one slice or
-/// goal, if given) as it is committed, from `next` on, until interrupted.
+/// `--follow` without a running slice's output: prints each new event (those `about` keeps)
+/// as it is committed, from `next` on, until interrupted.
 fn follow_events(
     ctx: &mut Ctx,
     app: &loopx_app::App,
@@ -106,33 +119,72 @@ fn follow_events(
 }
 
 /// Which events `log` shows.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum About {
     All,
     Slice(SliceId),
-    Goal(loopx_kernel::GoalId),
+    /// Those a filter keeps (`--goal`, `--agent`, `--todo`, `--kind`, `--since`, `--until`).
+    Some(Box<EventFilter>),
 }
 
 impl About {
     /// The `events` about it, in order.
     fn keep(
-        self,
+        &self,
         s: &loopx_kernel::Snapshot<'_>,
         events: Vec<Event>,
     ) -> Result<Vec<Event>, loopx_kernel::KernelError> {
-        let mut kept = Vec::with_capacity(events.len());
-        for event in events {
-            let about = match self {
-                About::All => true,
-                About::Slice(slice) => about_slice(&event, slice),
-                About::Goal(goal) => loopx_app::history::event_about_goal(s, &event.kind, goal)?,
-            };
-            if about {
-                kept.push(event);
-            }
+        match self {
+            About::All => Ok(events),
+            About::Slice(slice) => Ok(events
+                .into_iter()
+                .filter(|e| about_slice(e, *slice))
+                .collect()),
+            About::Some(filter) => filter.keep(s, events),
         }
-        Ok(kept)
     }
+}
+
+/// The filter the flags ask for; an unknown kind or a time that does not parse is an error.
+fn filter(now: loopx_kernel::Timestamp, args: &LogArgs) -> Result<EventFilter, ExpectedError> {
+    let filter = EventFilter {
+        goal: args.goal.as_deref().map(id).transpose()?,
+        agent: args.agent.as_deref().map(id).transpose()?,
+        todo: args.todo.as_deref().map(id).transpose()?,
+        kinds: args.kinds.clone(),
+        since: args
+            .since
+            .as_deref()
+            .map(|t| moment(now, "--since", t))
+            .transpose()?,
+        until: args
+            .until
+            .as_deref()
+            .map(|t| moment(now, "--until", t))
+            .transpose()?,
+    };
+    if let Some(problem) = filter.unknown_kind() {
+        return Err(ExpectedError::Usage(problem));
+    }
+    Ok(filter)
+}
+
+/// `2026-12-07T09:00:00Z`, or a duration ago (`2h`).
+fn moment(
+    now: loopx_kernel::Timestamp,
+    flag: &str,
+    text: &str,
+) -> Result<loopx_kernel::Timestamp, ExpectedError> {
+    if let Some(at) = loopx_kernel::Timestamp::parse_rfc3339(text) {
+        return Ok(at);
+    }
+    super::duration(flag, text)
+        .map(|ago| loopx_kernel::Timestamp(now.0.saturating_sub(ago.as_millis() as u64)))
+        .map_err(|_| {
+            ExpectedError::Usage(format!(
+                "invalid time `{text}` for {flag}\n(hint: an RFC 3339 time like 2026-12-07T09:00:00Z, or a duration ago like 2h)"
+            ))
+        })
 }
 
 /// The sha256 `slice`'s log had when it ended (empty while it runs); an unknown slice is an

@@ -212,6 +212,43 @@ pub enum EventKind {
 
 impl EventKind {
     /// The snake_case name used in `--json` and `loopx log`.
+    /// Every kind's name, in the order the kinds were added (`loopx log --kind` checks against it).
+    pub const NAMES: &'static [&'static str] = &[
+        "project_created",
+        "goal_started",
+        "goal_status_changed",
+        "todo_added",
+        "todo_claimed",
+        "todo_renewed",
+        "todo_released",
+        "todo_done",
+        "todo_dropped",
+        "stale_epoch_refused",
+        "gate_opened",
+        "gate_answered",
+        "gate_withdrawn",
+        "gate_answer_refused",
+        "evidence_added",
+        "handoff_written",
+        "agent_added",
+        "slice_started",
+        "slice_spawned",
+        "slice_ended",
+        "quota_spent",
+        "quota_held",
+        "quota_resumed",
+        "todo_retried",
+        "budget_restarted",
+        "agent_changed",
+        "agent_removed",
+        "monitor_polled",
+        "goal_amended",
+        "todo_edited",
+        "todo_replanned",
+        "change_refused",
+        "agent_waits",
+    ];
+
     pub fn name(&self) -> &'static str {
         match self {
             EventKind::ProjectCreated => "project_created",
