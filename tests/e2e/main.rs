@@ -23,6 +23,7 @@ mod git_timeout;
 mod goal_base;
 mod goal_views;
 mod goals;
+mod handbacks;
 mod lark;
 mod lark_flowback;
 mod lark_listener;

@@ -65,6 +65,9 @@ pub struct ProjectConfig {
     /// `[goal] close = "agents"`: an agent's "the goal is met" ends the goal. By default
     /// (`"person"`) it asks a person, who ends it (`docs/goals.md`).
     pub agents_close_goals: bool,
+    /// `[limits] handbacks`: how many times agents of two roles may hand the same work back
+    /// and forth before a person is asked; `None`: the default (`docs/history.md`).
+    pub handbacks: Option<u32>,
 }
 
 /// `[evidence]` (`docs/goals.md`, "Evidence that ages").
@@ -127,6 +130,12 @@ struct RawProject {
     /// `[quota] ledger`, read by the kernel (`loopx_kernel::store::configured_ledger`);
     /// checked here with the rest, by the same rule.
     quota: Option<RawQuota>,
+    limits: Option<RawLimits>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawLimits {
+    handbacks: Option<Checked<u64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -169,8 +178,9 @@ struct RawNotify {
 fn known_keys(path: &[&str]) -> &'static [&'static str] {
     match path {
         [] => &[
-            "notify", "budget", "land", "evidence", "store", "lark", "goal", "quota",
+            "notify", "budget", "land", "evidence", "store", "lark", "goal", "quota", "limits",
         ],
+        ["limits"] => &["handbacks"],
         ["quota"] => &["ledger"],
         ["goal"] => &["close"],
         ["lark", rest @ ..] => lark::known_keys(rest),
@@ -249,10 +259,28 @@ fn checked(raw: Option<RawProject>, mut p: Problems) -> Result<ProjectConfig, Lo
                 .unwrap_or_default(),
             lark: raw.lark.and_then(|l| lark::lark(l, &mut p)),
             agents_close_goals: raw.goal.is_some_and(|g| agents_close(g, &mut p)),
+            handbacks: raw.limits.and_then(|l| handbacks(l, &mut p)),
         }
     });
     p.finish(ConfigKind::Project, PROJECT_CONFIG_FILE, config)
         .map_err(LoadError::Invalid)
+}
+
+/// `[limits] handbacks`: 1 to 100 rounds.
+fn handbacks(raw: RawLimits, p: &mut Problems) -> Option<u32> {
+    let (n, span) = take(raw.handbacks, "limits.handbacks", p)?;
+    match u32::try_from(n) {
+        Ok(n @ 1..=100) => Some(n),
+        _ => {
+            p.push(
+                span,
+                Some("limits.handbacks"),
+                format!("`handbacks = {n}` is out of range"),
+                Some("give how many times two roles may hand the same work back, 1 to 100 (default 4)".to_owned()),
+            );
+            None
+        }
+    }
 }
 
 /// `[goal] close`: who ends a goal, `"person"` (the default) or `"agents"`.

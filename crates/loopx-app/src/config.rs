@@ -5,7 +5,7 @@
 
 use loopx_adapters::{AdapterCatalog, LoadedProfile};
 use loopx_kernel::model::Agent;
-use loopx_quota::{AgentView, Budget};
+use loopx_quota::AgentView;
 
 use crate::{App, AppError, ConfigError};
 
@@ -40,14 +40,9 @@ impl App {
     }
 
     /// `.loopx/loopx.toml`, or its diagnostic.
-    fn project_config(&self) -> Result<loopx_adapters::ProjectConfig, AppError> {
+    pub(crate) fn project_config(&self) -> Result<loopx_adapters::ProjectConfig, AppError> {
         loopx_adapters::load_project_config(&self.project.state_dir())
             .map_err(|e| ConfigError::Project(e).into())
-    }
-
-    /// The project's budget (`[budget]` in `.loopx/loopx.toml`), as `loopx run` decides with it.
-    pub fn budget(&self) -> Result<Budget, AppError> {
-        self.project_config().map(|config| config.budget)
     }
 
     /// What an agent's `done` needs and how long evidence stays fresh (`[evidence]`).

@@ -176,9 +176,9 @@ impl App {
         let record = self.agent(agent)?;
         let view = self.agent_view(&record)?;
         let now = self.now();
-        let budget = self.budget()?;
+        let config = self.project_config()?;
         let state = store.read(|s| {
-            let shared = SharedState::read(s, now)?.with_budget(budget);
+            let shared = SharedState::read(s, now)?.under(&config);
             DecisionState::for_agent(Arc::new(shared), s, view)
         })?;
         let decision = state.decide();
@@ -199,10 +199,10 @@ impl App {
                 Err(e) => problems.push(e.to_string()),
             }
         }
-        let budget = self.config_or_problem(&mut problems).budget;
+        let config = self.config_or_problem(&mut problems);
         // One snapshot for every agent, with the shared part read once.
         let agents = store.read(|s| {
-            let shared = Arc::new(SharedState::read(s, now)?.with_budget(budget));
+            let shared = Arc::new(SharedState::read(s, now)?.under(&config));
             views
                 .into_iter()
                 .map(|view| {

@@ -248,8 +248,7 @@ impl App {
         // overview still shows what it can, and names it.
         let mut problems = Vec::new();
         let config = self.config_or_problem(&mut problems);
-        let budget = config.budget;
-        let judge = self.evidence_judge(config.evidence);
+        let judge = self.evidence_judge(config.evidence.clone());
         // Everything below reads a bounded number of records, whatever the number of todos:
         // the claimed ones, the first of the waiting and ready ones, counts kept as counters.
         let (goal, goals, revision, gates, running, todos, latest_evidence, agents) =
@@ -261,7 +260,7 @@ impl App {
                 let revision = RevisionNow::read(s, goal.as_ref())?;
                 let (goals, todos) = goals::todos_of(s, &shown, &gates, counts, now)?;
                 let running = running_now(s, now)?;
-                let agents = agents_now(s, &views, &budget, &running, now)?;
+                let agents = agents_now(s, &views, &config, &running, now)?;
                 // A goal's own evidence: the one before it is done with.
                 let evidence = match &goal {
                     Some(goal) => s.goal_evidence_newest(goal, FIRST_SCREEN)?,
@@ -515,7 +514,7 @@ fn next_in_line(claimed: &[Todo], ready: &[Todo], gates: &[Gate], now: Timestamp
 fn agents_now(
     snap: &loopx_kernel::Snapshot<'_>,
     views: &[(String, Result<loopx_quota::AgentView, String>)],
-    budget: &loopx_quota::Budget,
+    config: &loopx_adapters::ProjectConfig,
     running: &[Running],
     now: Timestamp,
 ) -> Result<Vec<AgentNow>, loopx_kernel::KernelError> {
@@ -523,9 +522,8 @@ fn agents_now(
     if views.is_empty() {
         return Ok(out);
     }
-    let shared = std::sync::Arc::new(
-        loopx_domain::decision::SharedState::read(snap, now)?.with_budget(budget.clone()),
-    );
+    let shared =
+        std::sync::Arc::new(loopx_domain::decision::SharedState::read(snap, now)?.under(config));
     for (name, view) in views {
         // The slice it runs now, if any: then its decision is what it would do next.
         let running = (running.iter())

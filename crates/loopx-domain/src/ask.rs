@@ -119,9 +119,14 @@ fn stall_gate(store: &Store, decision: &Decision, id: TodoId) -> Result<NewGate,
         .unwrap_or_default();
     Ok(NewGate {
         question: bounded(
-            &format!(
-                "Todo {id} ({title}) has gone several slices without progress: retry it with a fresh budget of attempts, or drop it?"
-            ),
+            &match decision.handed_back() {
+                true => format!(
+                    "Todo {id} ({title}) would be one more round of the same work handed back and forth: go on with it, or drop it?"
+                ),
+                false => format!(
+                    "Todo {id} ({title}) has gone several slices without progress: retry it with a fresh budget of attempts, or drop it?"
+                ),
+            },
             QUESTION,
         ),
         options: STALL_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),

@@ -126,10 +126,13 @@ impl SharedState {
         Ok((todos, horizon.is_some()))
     }
 
-    /// The same state, deciding under the project's budget (`[budget]` in `loopx.toml`, which
-    /// the kernel does not read).
-    pub fn with_budget(mut self, budget: loopx_quota::Budget) -> SharedState {
-        self.policy.budget = budget;
+    /// The same state, deciding under the project's rules (`[budget]` and `[limits]` in
+    /// `loopx.toml`, which the kernel does not read).
+    pub fn under(mut self, config: &loopx_adapters::ProjectConfig) -> SharedState {
+        self.policy.budget = config.budget.clone();
+        if let Some(handbacks) = config.handbacks {
+            self.policy.handbacks = handbacks;
+        }
         self
     }
 
@@ -485,6 +488,8 @@ fn decide_on(
             policy: &shared.policy,
         };
         if let Some(decision) = loopx_quota::decide_prefix(&input, more) {
+            // Work handed back and forth along a chain asks a person before one more round.
+            let decision = crate::handbacks::guard(snap, decision, shared.policy.handbacks)?;
             return Ok((decision, todos));
         }
         limit = limit.saturating_mul(8);

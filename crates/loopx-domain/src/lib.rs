@@ -58,6 +58,7 @@ pub mod approval;
 pub mod ask;
 pub mod decision;
 pub mod freshness;
+pub mod handbacks;
 pub mod judge;
 pub mod land;
 pub mod monitor;

@@ -47,6 +47,9 @@ pub struct Policy {
     pub max_backoff_ms: Millis,
     /// The most a goal may spend without a todo done (`[budget]` in `loopx.toml`).
     pub budget: Budget,
+    /// How many times agents of two roles may hand the same work back and forth (a chain of
+    /// successors alternating between them) before a person is asked (`[limits] handbacks`).
+    pub handbacks: u32,
 }
 
 impl Default for Policy {
@@ -60,6 +63,7 @@ impl Default for Policy {
             transient_backoff_ms: 30_000,
             max_backoff_ms: 10 * 60_000,
             budget: Budget::default(),
+            handbacks: 4,
         }
     }
 }

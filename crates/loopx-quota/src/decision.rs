@@ -84,6 +84,9 @@ pub enum AskAbout {
     OverBudget,
     /// No todo is left and planning proposes none: a goal-met gate should be opened.
     GoalMet,
+    /// Agents of two roles handed the todo's work back and forth `[limits] handbacks` times
+    /// (a chain of successors): a stall gate asks a person before another round.
+    HandedBack(TodoRef),
 }
 
 impl Decision {
@@ -165,11 +168,22 @@ impl Decision {
     pub fn stalled(&self) -> Option<TodoId> {
         match self {
             Decision::Ask {
-                about: AskAbout::Stalled((id, _)),
+                about: AskAbout::Stalled((id, _)) | AskAbout::HandedBack((id, _)),
                 ..
             } => Some(*id),
             _ => None,
         }
+    }
+
+    /// Whether the stall is one of work handed back and forth (a chain), not of one todo.
+    pub fn handed_back(&self) -> bool {
+        matches!(
+            self,
+            Decision::Ask {
+                about: AskAbout::HandedBack(_),
+                ..
+            }
+        )
     }
 
     /// Whether a budget gate should be opened.

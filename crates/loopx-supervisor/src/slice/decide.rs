@@ -77,9 +77,9 @@ pub(crate) fn decide(
     };
     let name = setup.agent.name.to_string();
     // The budget is the project's (`loopx.toml`), read at each decision so an edit counts.
-    let budget = crate::notify::project_config(&req.project)?.budget;
+    let config = crate::notify::project_config(&req.project)?;
     let state = store.read(|s| {
-        let shared = SharedState::read(s, now)?.with_budget(budget);
+        let shared = SharedState::read(s, now)?.under(&config);
         DecisionState::for_agent(std::sync::Arc::new(shared), s, setup.view.clone())
     })?;
     let mut decision = state.decide();
