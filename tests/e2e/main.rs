@@ -22,6 +22,7 @@ mod freshness;
 mod git_timeout;
 mod goal_base;
 mod goals;
+mod history;
 mod lark;
 mod lark_flowback;
 mod lark_listener;
