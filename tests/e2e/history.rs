@@ -223,7 +223,7 @@ fn a_goals_history_accounts_for_every_slice_and_token_and_draws_every_todo_with_
 }
 
 #[test]
-fn goal_history_refuses_a_bad_since_and_an_unknown_goal() {
+fn goal_history_refuses_a_bad_since_and_an_unknown_goal_and_asks_which_of_two_goals() {
     let loopx = Loopx::new();
     loopx.ok(&["goal", "start", "Write the notes"]);
     let bad = loopx.run(&["goal", "history", "--since", "yesterday"]);
@@ -236,6 +236,18 @@ fn goal_history_refuses_a_bad_since_and_an_unknown_goal() {
     let unknown = loopx.run(&["goal", "history", "g9"]);
     assert_ne!(unknown.code, 0);
     assert!(unknown.stderr.contains("g9"), "{}", unknown.stderr);
+    // With two goals active it asks which; a finished goal's history needs no id.
+    loopx.ok(&["goal", "start", "Check the notes"]);
+    let which = loopx.run(&["goal", "history"]);
+    assert!(
+        which.stderr.contains("several goals are active (g1, g2)"),
+        "{}",
+        which.stderr
+    );
+    loopx.ok(&["goal", "done", "g2"]);
+    loopx.ok(&["goal", "done", "g1"]);
+    let newest = loopx.ok(&["goal", "history", "--json"]).json();
+    assert_eq!(newest["goal"], "g2", "{newest:#}");
     // An hour back counts only what happened since: nothing ran yet.
     let since = loopx
         .ok(&["goal", "history", "--since", "1h", "--json"])

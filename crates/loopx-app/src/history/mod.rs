@@ -220,13 +220,20 @@ pub struct Records {
 }
 
 impl App {
-    /// The course of `goal` (default: the goal a command means), from `since` on.
+    /// The course of `goal` (default: the goal a command means, else the newest: a finished
+    /// goal's history is the one most often read), from `since` on.
     pub fn goal_history(
         &self,
         goal: Option<GoalId>,
         since: Option<Timestamp>,
     ) -> Result<GoalHistory, AppError> {
-        let goal = self.goal(goal)?;
+        let goal = match goal {
+            Some(id) => self.goal(Some(id))?,
+            None => match self.read(|s| Ok(s.goal_meant()?.or(s.goal_shown()?)))? {
+                Some(goal) => goal,
+                None => self.goal(None)?,
+            },
+        };
         let rules = self.evidence_rules()?;
         let now = self.now();
         let project = self.project.clone();

@@ -225,6 +225,7 @@ fn each_todo_has_its_parent_and_voiding_spreads_along_after_and_next() {
         line(2).stale_because.as_deref(),
         Some("e1 is stale (src/a.rs changed)")
     );
+    assert!(line(3).rests_on_stale);
     assert_eq!(line(3).stale_because.as_deref(), Some("after t2"));
     assert!(!line(4).rests_on_stale && !line(1).rests_on_stale);
     // t4 waits on t2 without being its successor: an `after` edge besides its parent.

@@ -141,7 +141,7 @@ fn lane_lines(lane: &Lane, each: bool, out: &mut Vec<String>) {
     if each {
         for s in &lane.slices {
             out.push(format!(
-                "    {:<6} {:<6} {:<5} {:<12} {:>6} {:>8} tok ${:.2}",
+                "    {:<6} {:<6} {:<5} {:<14} {:>6} {:>8} tok ${:.2}",
                 s.id.to_string(),
                 s.kind.as_str(),
                 s.todo.map(|t| t.to_string()).unwrap_or_else(|| "-".into()),
@@ -177,8 +177,8 @@ fn events(h: &GoalHistory, out: &mut Vec<String>) {
             "  {:<4} {} by {}: {} ({answered})",
             q.gate.to_string(),
             q.kind,
-            q.asked_by,
-            loopx_kernel::limits::clip(&q.question, 40)
+            loopx_kernel::limits::clip(&q.asked_by, 20),
+            loopx_kernel::limits::clip(q.question.trim(), 30)
         ));
     }
     for m in &h.monitors {
