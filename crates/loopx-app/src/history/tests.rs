@@ -262,3 +262,66 @@ fn graphs_escape_titles_and_mark_dead_ends_and_stale_work() {
     assert!(dot.trim_end().ends_with('}'));
     assert!("svg".parse::<GraphFormat>().is_err());
 }
+
+#[test]
+fn a_monitor_spans_first_poll_to_met_and_its_then_todo_and_a_replanned_drop_are_drawn() {
+    let mut r = records();
+    let mut monitor = todo(5, 40, "human:ann", TodoState::Done, &[]);
+    let spec = loopx_kernel::model::MonitorSpec {
+        check: "true".into(),
+        every_ms: MIN,
+        ..Default::default()
+    };
+    monitor.monitor = Some(Box::new(loopx_kernel::model::Monitor::new(spec, at(40))));
+    r.todos.push(monitor);
+    r.todos
+        .push(todo(6, 41, "human:ann", TodoState::Open, &[5]));
+    let polled = |seq, minutes| {
+        event(
+            seq,
+            minutes,
+            EventKind::MonitorPolled {
+                todo: TodoId(5),
+                verdict: loopx_kernel::model::PollVerdict::NotYet,
+                exit: Some(1),
+                polls: 1,
+            },
+        )
+    };
+    r.events.push(polled(4, 42));
+    r.events.push(polled(5, 45));
+    r.events.push(event(
+        6,
+        50,
+        EventKind::TodoDone {
+            todo: TodoId(5),
+            epoch: None,
+        },
+    ));
+    r.events.push(event(
+        7,
+        51,
+        EventKind::TodoReplanned {
+            todo: TodoId(4),
+            slice: SliceId(2),
+            dropped: true,
+            changed: vec![],
+            why: "no longer needed".into(),
+        },
+    ));
+    let h = build(&r);
+    let m = &h.monitors[0];
+    assert_eq!(
+        (m.todo, m.first_poll, m.met_at),
+        (TodoId(5), Some(at(42)), Some(at(50)))
+    );
+    let edge = |from: &str, to: &str| {
+        h.lineage
+            .edges
+            .iter()
+            .find(|e| e.from == from && e.to == to)
+            .map(|e| e.kind)
+    };
+    assert_eq!(edge("t5", "t6"), Some(EdgeKind::Then));
+    assert_eq!(edge("s2", "t4"), Some(EdgeKind::Dropped));
+}
