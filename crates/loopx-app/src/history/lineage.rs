@@ -115,6 +115,28 @@ pub(super) fn lineage(r: &Records, done: &BTreeMap<TodoId, Timestamp>) -> Lineag
             String::new(),
         );
     }
+    let (mut lines, todo_nodes) = todos(r, done, &mut g);
+    slices_and_evidence(r, &mut g);
+    replanned(r, &mut g);
+    mark_stale(r, &mut lines);
+    for (line, &at) in lines.iter().zip(&todo_nodes) {
+        g.nodes[at].dead_end = line.dead_end;
+        g.nodes[at].stale = line.rests_on_stale;
+    }
+    Lineage {
+        todos: lines,
+        nodes: g.nodes,
+        edges: g.edges,
+    }
+}
+
+/// A node per todo, each with the edge from its parent and from what it waits on; the lines of
+/// the todos, and where their nodes are.
+fn todos(
+    r: &Records,
+    done: &BTreeMap<TodoId, Timestamp>,
+    g: &mut Graph,
+) -> (Vec<TodoLine>, Vec<usize>) {
     let by_agent = slices_by_agent(&r.slices);
     let todo_ids: BTreeSet<TodoId> = r.todos.iter().map(|t| t.id).collect();
     let monitors: BTreeSet<TodoId> = r
@@ -158,7 +180,11 @@ pub(super) fn lineage(r: &Records, done: &BTreeMap<TodoId, Timestamp>) -> Lineag
             stale_because: None,
         });
     }
-    slices_and_evidence(r, &mut g);
+    (lines, todo_nodes)
+}
+
+/// The re-planning slices' edges to the todos they rewrote or dropped.
+fn replanned(r: &Records, g: &mut Graph) {
     for e in &r.events {
         if let EventKind::TodoReplanned {
             todo,
@@ -174,16 +200,6 @@ pub(super) fn lineage(r: &Records, done: &BTreeMap<TodoId, Timestamp>) -> Lineag
             };
             g.edge(&slice.to_string(), &todo.to_string(), kind);
         }
-    }
-    mark_stale(r, &mut lines);
-    for (line, &at) in lines.iter().zip(&todo_nodes) {
-        g.nodes[at].dead_end = line.dead_end;
-        g.nodes[at].stale = line.rests_on_stale;
-    }
-    Lineage {
-        todos: lines,
-        nodes: g.nodes,
-        edges: g.edges,
     }
 }
 
