@@ -325,3 +325,24 @@ fn a_monitor_spans_first_poll_to_met_and_its_then_todo_and_a_replanned_drop_are_
     assert_eq!(edge("t5", "t6"), Some(EdgeKind::Then));
     assert_eq!(edge("s2", "t4"), Some(EdgeKind::Dropped));
 }
+
+#[test]
+fn a_landing_hangs_off_the_slice_that_recorded_it() {
+    let mut r = records();
+    let mut land = evidence(2, 1, 10);
+    land.kind = EvidenceKind::Land;
+    land.slice = Some(SliceId(1));
+    land.summary = "t1 landed on loopx/g1 as 3d50e41".into();
+    r.evidence.push(land);
+    let h = build(&r);
+    assert_eq!(h.landings.len(), 1);
+    assert_eq!(h.landings[0].todo, Some(TodoId(1)));
+    let node = h.lineage.nodes.iter().find(|n| n.id == "e2").expect("e2");
+    assert_eq!(node.kind, super::NodeKind::Landing);
+    let landed = h
+        .lineage
+        .edges
+        .iter()
+        .any(|e| e.from == "s1" && e.to == "e2" && e.kind == EdgeKind::Landed);
+    assert!(landed);
+}
