@@ -11,13 +11,14 @@ use serde_json::Value;
 
 use crate::support::{LOOPX, Loopx, cli_stand_in};
 
-/// A Claude Code stand-in that works by its todo: on t1 it proposes a follow-up, on t2 it asks
+/// A Claude Code stand-in that works by its todo: on t1 it proposes a follow-up (for the
+/// asker), on t2 it asks
 /// a question first and finishes once answered, on anything else it finishes. Each slice
 /// spends 1,500 tokens.
 fn writer(loopx: &Loopx, name: &str) {
     let script = format!(
         r#"case "$LOOPX_TODO" in
-  t1) '{LOOPX}' report todo 'Follow up on a' > /dev/null; '{LOOPX}' report done --summary wrote-a > /dev/null ;;
+  t1) '{LOOPX}' report todo 'Follow up on a' --role asker > /dev/null; '{LOOPX}' report done --summary wrote-a > /dev/null ;;
   t2) if [ -f "$LOOPX_PROJECT/asked" ]; then '{LOOPX}' report done --summary wrote-b > /dev/null;
       else touch "$LOOPX_PROJECT/asked"; '{LOOPX}' report ask 'Markdown or plain text for b?' > /dev/null; fi ;;
   *) '{LOOPX}' report done --summary did-it > /dev/null ;;
@@ -93,14 +94,18 @@ fn dot_draws(text: &str) {
 fn a_goals_history_accounts_for_every_slice_and_token_and_draws_every_todo_with_its_parent() {
     let loopx = Loopx::new();
     loopx.ok(&["goal", "start", "Write the notes"]);
-    loopx.ok(&["todo", "add", "Write a"]);
-    loopx.ok(&["todo", "add", "Write b"]);
+    // Roles keep each agent to its own first todo, whatever the machine's load: ann writes
+    // t1, bob asks about t2 (and takes the follow-up ann proposes).
+    loopx.ok(&["todo", "add", "Write a", "--role", "writer"]);
+    loopx.ok(&["todo", "add", "Write b", "--role", "asker"]);
     loopx.ok(&["todo", "add", "Write c"]);
     loopx.ok(&["todo", "drop", "t3"]);
     // A person's todo no agent takes yet: it gets evidence and a `--next` successor.
     loopx.ok(&["todo", "add", "Review a", "--not-before", "3h"]);
     writer(&loopx, "ann");
     writer(&loopx, "bob");
+    loopx.ok(&["agent", "set", "ann", "--role", "writer"]);
+    loopx.ok(&["agent", "set", "bob", "--role", "asker"]);
     let run = loopx.run(&["run", "--max-slices", "2"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     loopx.ok(&["gate", "answer", "q1", "markdown"]);
