@@ -373,5 +373,6 @@ fn agents_at_work(fields: &mut JsonFields) {
     let notified = std::fs::read_to_string(loopx.path().join("notified.jsonl"))
         .expect("notifications were sent");
     fields.note("the notify command's stdin", &notified);
+    fields.ok(&loopx, &["goal", "history"]);
     fields.ok(&loopx, &["log", "-n", "1000"]);
 }

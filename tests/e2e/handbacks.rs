@@ -14,13 +14,15 @@ fn ping_pong() -> Loopx {
     );
     let rev = format!(
         "cat > /dev/null\n\
-         '{LOOPX}' report todo \"Fix what $LOOPX_TODO found\" --after \"$LOOPX_TODO\" > /dev/null\n\
+         '{LOOPX}' report todo \"Fix what $LOOPX_TODO found\" --role executor --after \"$LOOPX_TODO\" > /dev/null\n\
          '{LOOPX}' report done --summary reviewed > /dev/null"
     );
     script_agent(&loopx, "exec", &exec, "max_time = \"1m\"");
     script_agent(&loopx, "rev", &rev, "max_time = \"1m\"");
+    // Each takes only its role's todos: who works which round is fixed.
+    loopx.ok(&["agent", "set", "exec", "--role", "executor"]);
     loopx.ok(&["agent", "set", "rev", "--role", "reviewer"]);
-    loopx.ok(&["todo", "add", "Write the parser"]);
+    loopx.ok(&["todo", "add", "Write the parser", "--role", "executor"]);
     loopx
 }
 

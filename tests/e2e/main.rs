@@ -24,6 +24,7 @@ mod goal_base;
 mod goal_views;
 mod goals;
 mod handbacks;
+mod history;
 mod lark;
 mod lark_flowback;
 mod lark_listener;

@@ -4,7 +4,7 @@
 //!
 //! - **One function per operation.** Starting or changing a goal, adding, claiming, finishing
 //!   or dropping a todo, asking or answering a gate, adding an agent, holding or resuming
-//!   quota, the status snapshot, the decision for an agent: each is a method on [`App`] that
+//!   quota, the status snapshot, the course of a goal (`history`), the decision for an agent: each is a method on [`App`] that
 //!   takes typed input, validates it once, does the whole operation (the kernel's write and
 //!   the git work around it: landing a todo a person marks done, rolling a worktree back,
 //!   removing a finished todo's worktree) and returns a typed result. The CLI, the board and

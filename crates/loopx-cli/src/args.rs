@@ -579,6 +579,19 @@ pub enum GoalCommand {
         /// The goal (`g1`).
         id: Option<String>,
     },
+    /// The course of a goal (default: the one a command means): its agents' slices, what it
+    /// cost, how it progressed, and its lineage (docs/history.md).
+    History {
+        #[command(flatten)]
+        pick: GoalPick,
+        /// Only what happened from then on (RFC 3339, `2026-12-07T04:00:00Z`) or that long
+        /// ago (`6h`, `3d`).
+        #[arg(long, value_name = "TIME")]
+        since: Option<String>,
+        /// Print the lineage alone as a graph: `mermaid` (a flowchart) or `dot` (Graphviz).
+        #[arg(long, value_name = "FORMAT", value_parser = ["mermaid", "dot"])]
+        graph: Option<String>,
+    },
     /// Pause a goal: its agents stop starting slices.
     Pause(GoalPick),
     /// Resume a paused goal.

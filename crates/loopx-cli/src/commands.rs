@@ -11,6 +11,7 @@ mod gate;
 mod generate;
 mod goal;
 mod guided;
+mod history;
 mod init;
 mod lark;
 mod log;

@@ -1,4 +1,4 @@
-//! `loopx goal start|amend|list|show|pause|resume|done`: the application layer's goal
+//! `loopx goal start|amend|list|show|pause|resume|done` (`history` in `history.rs`): the application layer's goal
 //! operations, shown.
 
 use loopx_app::App;
@@ -39,6 +39,9 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
         GoalCommand::Show { id: goal } => {
             let goal = app.goal(goal.as_deref().map(id::<GoalId>).transpose()?)?;
             return shown(ctx, &app, &goal);
+        }
+        GoalCommand::History { pick, since, graph } => {
+            return super::history::run(ctx, &app, pick.named(), since, graph);
         }
         GoalCommand::Pause(pick) => (pick.named(), GoalStatus::Paused),
         GoalCommand::Resume(pick) => (pick.named(), GoalStatus::Active),
