@@ -122,11 +122,15 @@ fn lanes(r: &Records, counts: &impl Fn(Timestamp) -> bool) -> Vec<Lane> {
         .collect()
 }
 
+/// A moment an agent's state changed, and the wait for this goal it began, if one did
+/// (`on`, `reason`).
+type Mark = (Timestamp, Option<(String, String)>);
+
 /// Each agent's waits for the goal: from each state it recorded for this goal (not working,
 /// not stopped) to its next state or slice start, whichever goal that is for (or now).
 fn waits(r: &Records, counts: &impl Fn(Timestamp) -> bool) -> BTreeMap<String, Vec<Wait>> {
     // Per agent, in the log's order: (at, this goal's wait if it is one).
-    let mut marks: BTreeMap<String, Vec<(Timestamp, Option<(String, String)>)>> = BTreeMap::new();
+    let mut marks: BTreeMap<String, Vec<Mark>> = BTreeMap::new();
     for event in &r.events {
         match &event.kind {
             EventKind::AgentWaits {
