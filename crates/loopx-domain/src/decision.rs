@@ -11,7 +11,7 @@ use loopx_quota::{
 };
 
 use crate::account::{hold_views, pacing_tat, window_state};
-use loopx_kernel::model::{Blocks, TodoState};
+use loopx_kernel::model::{Blocks, GoalStatus, TodoState};
 use loopx_kernel::store::{Snapshot, busy_intervals, hold_keys};
 use loopx_kernel::{AgentName, KernelError, Timestamp};
 
@@ -425,7 +425,21 @@ impl DecisionState {
             each.push(decide_on(&shared, snap, &agent, &quota, Some(part))?);
         }
         if parts.is_empty() {
-            each.push(decide_on(&shared, snap, &agent, &quota, None)?);
+            let mut decision = decide_on(&shared, snap, &agent, &quota, None)?;
+            // Kept to goals none of which is active: say so, not "there is no active goal".
+            if !kept_to.is_empty()
+                && shared
+                    .goals
+                    .iter()
+                    .any(|p| p.goal.status == GoalStatus::Active)
+            {
+                let goals: Vec<String> = kept_to.iter().map(ToString::to_string).collect();
+                decision.0 = Decision::stop(format!(
+                    "{name} works on goal {} only, and none of them is active\n(hint: `loopx agent set {name} --goals all` lets it work on every goal)",
+                    goals.join(", ")
+                ));
+            }
+            each.push(decision);
         }
         let chosen = choose(&shared, &parts, &each);
         let (decision, todos) = each.swap_remove(chosen);

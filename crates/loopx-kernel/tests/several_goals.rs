@@ -251,3 +251,48 @@ fn an_agent_with_a_running_slice_cannot_change_another_goal() {
         .expect("its own goal");
     assert_eq!(added.goal, g1);
 }
+
+/// An agent kept to goals none of which is active any more stops, saying so (not "there is no
+/// active goal" while another goal is active).
+#[test]
+fn an_agent_kept_to_a_finished_goal_stops_saying_so() {
+    use loopx_kernel::store::SetGoalStatus;
+    let f = fixture();
+    let (g1, _) = goal(&f, "the docs", 0, 1.0);
+    let (_, t2) = goal(&f, "the release", 0, 1.0);
+    let kept = f.agent("kept");
+    f.agent("free");
+    f.store
+        .apply(
+            Op::AgentSet(ChangeAgent {
+                name: kept,
+                change: AgentChange {
+                    goals: Some(vec![g1]),
+                    ..AgentChange::default()
+                },
+            }),
+            HUMAN,
+            T0,
+        )
+        .expect("keep");
+    f.store
+        .apply(
+            Op::GoalSetStatus(SetGoalStatus {
+                goal: Some(g1),
+                to: loopx_kernel::model::GoalStatus::Done,
+                agents_close: false,
+            }),
+            HUMAN,
+            T0,
+        )
+        .expect("done");
+    let (decision, _) = decide(&f, "kept", T0);
+    assert_eq!(decision.kind(), DecisionKind::Stop, "{decision:?}");
+    assert!(
+        decision.reason().contains("works on goal g1 only"),
+        "{}",
+        decision.reason()
+    );
+    // The others go on with the goal left.
+    assert_eq!(works_on(&decide(&f, "free", T0).0), Some(t2));
+}
