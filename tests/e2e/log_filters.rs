@@ -79,6 +79,9 @@ fn the_log_keeps_one_agent_s_one_todo_s_or_some_kinds_of_events_in_a_time_range(
         "{}",
         bad.stderr
     );
+    let bad = loopx.run(&["log", "--since", "1h", "--until", "2h"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(bad.stderr.contains("is after --until"), "{}", bad.stderr);
     let bad = loopx.run(&["log", "--todo", "t99"]);
     assert_ne!(bad.code, 0);
     assert!(bad.stderr.contains("t99"), "{}", bad.stderr);

@@ -140,6 +140,24 @@ fn two_goals_progress_under_one_run_and_a_question_on_one_leaves_the_other_worki
     assert_eq!(goal_status(&loopx, "g1"), "done");
     assert_eq!(goal_status(&loopx, "g2"), "active");
     loopx.ok(&["todo", "add", "Edit docs/b.txt"]);
+    // `goal resume` means a paused goal, while another is active.
+    loopx.ok(&["goal", "pause", "g2"]);
+    loopx.ok(&["goal", "start", "Edit the tests", "--from-head"]);
+    let resumed = loopx.ok(&["goal", "resume"]);
+    assert!(resumed.stdout.contains("g2"), "{}", resumed.stdout);
+    loopx.ok(&["goal", "done", "g3"]);
+    // A goal that does not exist is an error, not an empty list.
+    for args in [
+        ["todo", "list", "--goal", "g9"],
+        ["gate", "list", "--goal", "g9"],
+    ] {
+        let unknown = loopx.run(&args);
+        assert_eq!(unknown.code, 2, "{args:?}: {}", unknown.stderr);
+        assert!(unknown.stderr.contains("g9"), "{}", unknown.stderr);
+    }
+    let none = loopx.run(&["agent", "set", "ann", "--goals", ","]);
+    assert_eq!(none.code, 2, "{}", none.stderr);
+    assert!(none.stderr.contains("--goals all"), "{}", none.stderr);
     let todos = loopx.ok(&["todo", "list", "--goal", "g2", "--json"]).json();
     let ids: Vec<&str> = todos["todos"]
         .as_array()
@@ -190,4 +208,48 @@ fn an_agent_changes_only_its_own_goal() {
     let gates = loopx.ok(&["gate", "list", "--json"]).json();
     assert_eq!(gates["gates"].as_array().map(Vec::len), Some(0), "{gates}");
     assert_eq!(goal_status(&loopx, "g2"), "active");
+}
+
+/// A planning slice plans one goal with several active: what it writes back (its evidence,
+/// its handoff, the todos it proposes) is that goal's, recorded after the slice ended.
+#[test]
+fn a_planning_slice_s_writeback_goes_to_the_goal_it_planned() {
+    let loopx = crate::support::demo_project(&["exec"]);
+    loopx.ok(&["todo", "add", "Write the notes"]);
+    loopx.ok(&["goal", "start", "Plan the release", "--priority", "1"]);
+    let run = loopx.run(&["run", "--max-slices", "1"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("started: plan"), "{}", run.stderr);
+    assert!(
+        !run.stderr
+            .lines()
+            .any(|l| l.starts_with("error") || l.contains("WARN")),
+        "{}",
+        run.stderr
+    );
+    let evidence = loopx.ok(&["evidence", "list", "--json"]).json();
+    let slice = evidence["evidence"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["kind"] == "slice" && e["slice"] == "s1")
+        .cloned();
+    assert!(
+        slice.is_some(),
+        "the planning slice's own record: {evidence}"
+    );
+    let history = loopx.ok(&["goal", "history", "g2", "--json"]).json();
+    let planned: Vec<&str> = history["lanes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|l| l["slices"].as_array().into_iter().flatten())
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(planned, ["s1"], "{history}");
+    // What it proposed is g2's; g1 still has only its own todo.
+    let g1 = loopx
+        .ok(&["todo", "list", "--goal", "g1", "--all", "--json"])
+        .json();
+    assert_eq!(g1["todos"].as_array().map(Vec::len), Some(1), "{g1}");
 }

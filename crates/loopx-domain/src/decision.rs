@@ -7,7 +7,7 @@
 
 use loopx_quota::{
     AgentView, DecideInput, Decision, GateBlocks, GateView, GoalView, Policy, SliceView, Spending,
-    TodoView, WindowState,
+    TodoView, WaitOn, WindowState,
 };
 
 use crate::account::{hold_views, pacing_tat, window_state};
@@ -58,6 +58,8 @@ pub struct GoalPart {
     /// Its slice time in the share window (read when its share limits, or when several goals
     /// are weighed by it).
     pub busy: Vec<(u64, u64)>,
+    /// A slice of it runs now.
+    running: bool,
     /// The goal lets its agents write: in a read-only goal nobody writes, so no agent is set
     /// apart from work for being read-only (`AgentView::writes`).
     writes: bool,
@@ -168,6 +170,7 @@ impl SharedState {
                         true => busy_intervals(&spends, &running, Some(goal.id), now),
                         false => Vec::new(),
                     },
+                    running: running.iter().any(|s| s.goal == Some(goal.id)),
                     writes: goal.permission != loopx_kernel::model::PermissionLevel::ReadOnly,
                 })
             })
@@ -504,9 +507,35 @@ fn decide_on(
         if let Some(decision) = loopx_quota::decide_prefix(&input, more) {
             // Work handed back and forth along a chain asks a person before one more round.
             let decision = crate::handbacks::guard(snap, decision, shared.policy.handbacks)?;
+            let decision = share_recheck(decision, part, shared.now);
             return Ok((decision, todos));
         }
         limit = limit.saturating_mul(8);
+    }
+}
+
+/// How long an agent whose goal is at its share waits for that goal's running slice before it
+/// looks again, if the slice's end (a change, which wakes it at once) has not come first.
+pub const SHARE_RECHECK_MS: u64 = 60_000;
+
+/// A goal at its share with a slice of it running: that slice adds as much busy time as the
+/// sliding window takes away, so the moment the share allows a slice, found as if it stopped
+/// now, is found again a little later at every decision (the simulation spun on it, 20
+/// decisions a second). Look again when it ends, or a minute later.
+fn share_recheck(decision: Decision, part: Option<&GoalPart>, now: Timestamp) -> Decision {
+    match decision {
+        Decision::Wait {
+            until: Some(until),
+            todo,
+            on: WaitOn::Share,
+            reason,
+        } if part.is_some_and(|p| p.running) => Decision::Wait {
+            until: Some(until.max(now.0.saturating_add(SHARE_RECHECK_MS))),
+            todo,
+            on: WaitOn::Share,
+            reason,
+        },
+        other => other,
     }
 }
 

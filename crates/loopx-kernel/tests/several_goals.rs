@@ -232,6 +232,22 @@ fn an_agent_with_a_running_slice_cannot_change_another_goal() {
         goal: Some(g2),
         ..loopx_testkit::todo("Run the deploy")
     }));
+    // Nor tie its own goal's todo to another goal's work.
+    let g2_todo = f
+        .store
+        .run(
+            NewTodo {
+                goal: Some(g2),
+                ..loopx_testkit::todo("Tag the release")
+            },
+            HUMAN,
+            T0,
+        )
+        .expect("a person's todo");
+    refused(Op::TodoAdd(NewTodo {
+        after: vec![g2_todo.id],
+        ..loopx_testkit::todo("Review after the tag")
+    }));
     refused(Op::GateAsk(NewGate {
         question: "Should the release wait for the review?".into(),
         options: vec![],
@@ -295,4 +311,63 @@ fn an_agent_kept_to_a_finished_goal_stops_saying_so() {
     );
     // The others go on with the goal left.
     assert_eq!(works_on(&decide(&f, "free", T0).0), Some(t2));
+}
+
+/// A goal at its share while a slice of it runs: the other agents look again when it ends (a
+/// change wakes them) or a minute later, not a few milliseconds later over and over (the
+/// simulation spun on it, 20 decisions a second).
+#[test]
+fn a_goal_at_its_share_with_a_slice_running_is_not_decided_over_and_over() {
+    use loopx_kernel::store::NewSlice;
+    let f = fixture();
+    let (_, t1) = goal(&f, "the docs", 0, 0.25);
+    f.store
+        .run(loopx_testkit::todo("Another page"), HUMAN, T0)
+        .expect("todo");
+    let a = f.agent("a");
+    let b = f.agent("b");
+    // An earlier slice, its last ten minutes still in the hour and leaving it now.
+    let now = T0.plus(Duration::from_secs(3 * 3600));
+    let minutes = |m: u64| Timestamp(now.0 - m * 60_000);
+    let earlier = request(
+        &view(b.as_str()),
+        10,
+        0.0,
+        Some((minutes(65), minutes(50))),
+        None,
+    );
+    f.store
+        .apply(Op::QuotaCharge(earlier), HUMAN, minutes(50))
+        .expect("charge");
+    // And a slice running for five minutes and a second: fifteen minutes and a second in the
+    // hour, so the share (a quarter hour) lets another slice start in a second, as if the
+    // running one stopped now; but it goes on.
+    let start = Timestamp(now.0 - 5 * 60_000 - 1_000);
+    let epoch = f.claim(t1, &a, start).expect("claim").epoch;
+    f.store
+        .apply(
+            Op::SliceStart(NewSlice {
+                agent: a,
+                todo: Some(t1),
+                epoch: Some(epoch),
+                kind: loopx_kernel::model::SliceKind::Work,
+                profile_hash: String::new(),
+                argv: vec![],
+                limit_secs: 3600,
+                log: None,
+                owner: None,
+                goal: None,
+            }),
+            HUMAN,
+            start,
+        )
+        .expect("slice");
+    let (decision, _) = decide(&f, "b", now);
+    assert_eq!(decision.kind(), DecisionKind::Wait, "{decision:?}");
+    let until = decision.wake_at().expect("a time");
+    assert!(
+        until >= now.0 + loopx_domain::decision::SHARE_RECHECK_MS,
+        "looks again in {} ms: {decision:?}",
+        until - now.0
+    );
 }

@@ -87,14 +87,21 @@ fn shown(ctx: &mut Ctx, added: AgentAdded, verb: &str) -> Result<(), ExpectedErr
     }
 }
 
-/// `--goals g1,g3` as goal ids; `all` (or nothing between the commas) for every goal.
+/// `--goals g1,g3` as goal ids; `all` for every goal.
 fn goal_list(text: &str) -> Result<Vec<loopx_kernel::GoalId>, ExpectedError> {
     if text.trim() == "all" {
         return Ok(Vec::new());
     }
-    text.split(',')
+    let goals: Vec<loopx_kernel::GoalId> = text
+        .split(',')
         .map(str::trim)
         .filter(|g| !g.is_empty())
         .map(id::<loopx_kernel::GoalId>)
-        .collect()
+        .collect::<Result<_, _>>()?;
+    if goals.is_empty() {
+        return Err(ExpectedError::Usage(format!(
+            "--goals `{text}` names no goal\n(hint: `--goals g1,g3` keeps the agent to those goals; `--goals all` lets it work on every goal)"
+        )));
+    }
+    Ok(goals)
 }

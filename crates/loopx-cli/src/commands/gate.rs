@@ -35,6 +35,8 @@ pub fn run(ctx: &mut Ctx, cmd: GateCommand) -> Result<(), ExpectedError> {
         GateCommand::List { all, goal } => {
             let mut gates = app.gates(all)?;
             if let Some(goal) = goal.as_deref().map(id).transpose()? {
+                // An unknown goal is an error, not an empty list.
+                app.goal(Some(goal))?;
                 gates.retain(|g| app.gate_holds_goal(g, goal));
             }
             if ctx.json {

@@ -166,6 +166,13 @@ fn filter(now: loopx_kernel::Timestamp, args: &LogArgs) -> Result<EventFilter, E
     if let Some(problem) = filter.unknown_kind() {
         return Err(ExpectedError::Usage(problem));
     }
+    if let (Some(since), Some(until)) = (filter.since, filter.until)
+        && since > until
+    {
+        return Err(ExpectedError::Usage(format!(
+            "--since ({since}) is after --until ({until}): no event is in between\n(hint: the earlier time goes to --since)"
+        )));
+    }
     Ok(filter)
 }
 

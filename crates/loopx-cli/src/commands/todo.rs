@@ -56,11 +56,16 @@ pub fn run(ctx: &mut Ctx, cmd: TodoCommand) -> Result<(), ExpectedError> {
                     limit,
                 }),
             };
+            let goal = goal.as_deref().map(id).transpose()?;
+            if goal.is_some() {
+                // An unknown goal is an error, not an empty list.
+                app.goal(goal)?;
+            }
             let query = TodoQuery {
                 state,
                 all,
                 page,
-                goal: goal.as_deref().map(id).transpose()?,
+                goal,
             };
             let (todos, more) = app.todos(query)?;
             return list(ctx, query, todos, more);

@@ -97,6 +97,11 @@ impl std::fmt::Debug for AccountBook {
 }
 
 impl AccountBook {
+    /// The project this handle writes for (its root, as the book names spenders).
+    pub(crate) fn project(&self) -> &str {
+        &self.project
+    }
+
     /// Opens the book at `path`; when it does not exist it is created if `create`, else
     /// `None` (a read never creates it).
     pub fn open(

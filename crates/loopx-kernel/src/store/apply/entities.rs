@@ -138,7 +138,7 @@ pub(super) fn goal_set_status(
     goal: Option<GoalId>,
     to: GoalStatus,
 ) -> Result<Applied, KernelError> {
-    let target = &status_target(w, goal)?;
+    let target = &status_target(w, goal, to)?;
     let action = match to {
         GoalStatus::Active => "resumed",
         GoalStatus::Paused => "paused",
@@ -182,9 +182,27 @@ pub(super) fn goal_set_status(
 
 /// The goal a status change is about: the one named, else the current one
 /// ([`super::which_goal::open_goal`]).
-fn status_target(w: &Writer<'_>, goal: Option<GoalId>) -> Result<Goal, KernelError> {
+fn status_target(
+    w: &Writer<'_>,
+    goal: Option<GoalId>,
+    to: GoalStatus,
+) -> Result<Goal, KernelError> {
     match goal {
         Some(id) => w.require(tables::GOALS, id.0, "goal", id),
+        // `goal resume` means a paused goal, whichever others are active.
+        None if to == GoalStatus::Active => {
+            let paused = w
+                .all::<Goal>(tables::GOALS)?
+                .into_iter()
+                .rev()
+                .find(|g| g.status == GoalStatus::Paused);
+            paused.ok_or_else(|| {
+                Invalid::Other(
+                    "there is no paused goal to resume\n(hint: `loopx goal list`)".to_owned(),
+                )
+                .into()
+            })
+        }
         None => super::which_goal::open_goal(w)?.ok_or_else(|| {
             Invalid::Other(
                 "there is no active or paused goal\n(hint: `loopx goal list`)".to_owned(),
@@ -333,6 +351,20 @@ pub(super) fn revision_of(
     Ok(number)
 }
 
+/// The goal of a record about no todo: its slice's (a planning slice's evidence and handoff),
+/// else the one the writer means.
+fn goal_of_slice_or_active(
+    w: &Writer<'_>,
+    slice: Option<crate::ids::SliceId>,
+) -> Result<Option<GoalId>, KernelError> {
+    if let Some(slice) = slice
+        && let Some(record) = w.get::<SliceRecord>(tables::SLICES, slice.0)?
+    {
+        return super::which_goal::slice_goal(w, &record);
+    }
+    super::which_goal::active_goal(w)
+}
+
 pub(crate) fn evidence_add(w: &Writer<'_>, new: NewEvidence) -> Result<Applied, KernelError> {
     new.check()?;
     let goal = match new.todo {
@@ -341,7 +373,7 @@ pub(crate) fn evidence_add(w: &Writer<'_>, new: NewEvidence) -> Result<Applied, 
             check_claim(w, &record, new.epoch)?;
             Some(record.goal)
         }
-        None => super::which_goal::active_goal(w)?,
+        None => goal_of_slice_or_active(w, new.slice)?,
     };
     if let Some(slice) = new.slice {
         w.require::<SliceRecord>(tables::SLICES, slice.0, "slice", slice)?;
@@ -384,7 +416,7 @@ pub(super) fn handoff_add(w: &Writer<'_>, new: NewHandoff) -> Result<Applied, Ke
     }
     let goal = match &todo {
         Some(record) => Some(record.goal),
-        None => super::which_goal::active_goal(w)?,
+        None => goal_of_slice_or_active(w, new.slice)?,
     };
     let revision = revision_of(w, goal, new.slice)?;
     let seen = match (&todo, new.slice) {

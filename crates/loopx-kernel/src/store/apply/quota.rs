@@ -337,7 +337,18 @@ pub(super) fn hold(
         false => w.account_book()?,
     };
     let kept = match book {
-        Some(book) => book.write(|kv| keep_hold(kv, record.clone(), w.now))?,
+        Some(book) => {
+            // Every project on the account reads it: say which project it came from (a forged
+            // usage limit in one project holds the others too; `docs/permissions.md`).
+            let record = QuotaHold {
+                reason: crate::limits::clip(
+                    &format!("{} (in project {})", record.reason, book.project()),
+                    crate::limits::SUMMARY,
+                ),
+                ..record.clone()
+            };
+            book.write(|kv| keep_hold(kv, record, w.now))?
+        }
         None => keep_hold(w.kv, record.clone(), w.now)?,
     };
     if let Some(old) = kept {

@@ -226,10 +226,14 @@ pub(super) fn end(w: &Writer<'_>, id: SliceId, end: SliceEnd) -> Result<SliceRec
     record.ended_at = Some(w.now);
     record.outcome = Some(end.outcome);
     record.leftovers = end.leftovers;
-    if let Some(goal) = super::which_goal::slice_goal(w, &record)? {
+    let goal = super::which_goal::slice_goal(w, &record)?;
+    if let Some(goal) = goal {
         super::budget::charge(w, goal, end.tokens, end.cost_usd)?;
         super::amend::replanned(w, goal, &record)?;
     }
+    // What the rest of the batch writes back for the slice (its evidence, handoff, proposed
+    // todos, question) is about the slice's goal, with several goals active.
+    w.slice_goal.set(goal);
     record.exit = end.exit;
     record.tokens = end.tokens;
     record.cost_usd = end.cost_usd;

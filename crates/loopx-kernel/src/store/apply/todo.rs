@@ -20,7 +20,9 @@ pub(super) fn add(w: &Writer<'_>, new: NewTodo) -> Result<Applied, KernelError> 
     super::caps::admit_todo(w, &new)?;
     let goal = goal_taking(w, new.goal)?;
     for dep in &new.after {
-        w.require::<Todo>(tables::TODOS, dep.0, "todo", dep)?;
+        let dep = w.require::<Todo>(tables::TODOS, dep.0, "todo", dep)?;
+        // An agent's todo waits on its own goal's work, not on another goal's.
+        super::which_goal::refuse_other_goal(w, dep.goal)?;
     }
     // `--after t3 --after t3` waits on t3 once.
     let mut after: Vec<TodoId> = Vec::with_capacity(new.after.len());

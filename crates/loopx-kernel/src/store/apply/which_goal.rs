@@ -62,6 +62,9 @@ pub(crate) fn agent_goal(w: &Writer<'_>) -> Result<Option<GoalId>, KernelError> 
 /// Refuses an agent's change to a goal other than the one its slice works for: an agent of a
 /// read-only goal must not hand work to another goal's agents, nor ask for it to end.
 pub(crate) fn refuse_other_goal(w: &Writer<'_>, goal: GoalId) -> Result<(), KernelError> {
+    if !loopx_vocab::Actor::of(w.actor).is_agent() {
+        return Ok(());
+    }
     match agent_goal(w)? {
         Some(own) if own != goal => Err(crate::errors::Conflict::OtherGoal {
             agent: loopx_vocab::Actor::of(w.actor).name().to_owned(),
