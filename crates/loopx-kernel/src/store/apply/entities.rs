@@ -328,7 +328,7 @@ pub(crate) fn evidence_add(w: &Writer<'_>, new: NewEvidence) -> Result<Applied, 
             check_claim(w, &record, new.epoch)?;
             Some(record.goal)
         }
-        None => super::which_goal::active_goal(w)?,
+        None => super::which_goal::record_goal(w, new.slice)?,
     };
     if let Some(slice) = new.slice {
         w.require::<SliceRecord>(tables::SLICES, slice.0, "slice", slice)?;
@@ -371,7 +371,7 @@ pub(super) fn handoff_add(w: &Writer<'_>, new: NewHandoff) -> Result<Applied, Ke
     }
     let goal = match &todo {
         Some(record) => Some(record.goal),
-        None => super::which_goal::active_goal(w)?,
+        None => super::which_goal::record_goal(w, new.slice)?,
     };
     let revision = revision_of(w, goal, new.slice)?;
     let seen = match (&todo, new.slice) {
