@@ -574,6 +574,36 @@ count = 3
     }
 
     #[test]
+    fn goals_carry_the_todos_and_bad_ones_are_named() {
+        let two = MINIMAL.replace(
+            "[todos]\ncount = 3\n",
+            "[[goal]]\npriority = 1\nshare = 0.6\ntodos = 2\nhold_per_day = 3\n\n[[goal]]\ntodos = 3\n",
+        );
+        let checked = Scenario::parse(&two, "g.toml").expect("reads");
+        assert_eq!(checked.scenario.todo_count(), 5);
+        assert_eq!(checked.scenario.goals[1].share, 1.0);
+        // `[todos]` beside goals must be their sum.
+        let both = format!("{two}\n[todos]\ncount = 5\n");
+        assert!(Scenario::parse(&both, "g.toml").is_ok());
+        let refused = |text: &str, key: &str| {
+            let msg = Scenario::parse(text, "g.toml")
+                .expect_err("refused")
+                .to_string();
+            assert!(msg.contains("g.toml") && msg.contains(key), "{msg}");
+        };
+        refused(&format!("{two}\n[todos]\ncount = 7\n"), "todos.count");
+        refused(&two.replace("share = 0.6", "share = 1.5"), "goal[0].share");
+        refused(&two.replace("todos = 3", "todos = 0"), "goal[1].todos");
+        refused(
+            &two.replace("hold_per_day = 3", "hold_per_day = -1"),
+            "goal[0].hold_per_day",
+        );
+        refused(&two.replace("priority = 1", "colour = 1"), "colour");
+        // Neither `[todos]` nor goals: the scenario says what it needs.
+        refused(&MINIMAL.replace("[todos]\ncount = 3\n", ""), "[[goal]]");
+    }
+
+    #[test]
     fn errors_name_the_file_and_the_key() {
         let text = MINIMAL.replace("account = \"acct\"", "account = \"other\"");
         let err = Scenario::parse(&text, "s.toml").expect_err("refused");
