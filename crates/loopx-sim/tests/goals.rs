@@ -36,8 +36,11 @@ macro_rules! seeds {
     };
 }
 
-// Seeds 1 to 4 run in `seeds_1_to_4_hold_goals_back`.
+// Seed 1 runs in `two_goals_01_holds_goals_back`.
 seeds!(
+    two_goals_02 = 2,
+    two_goals_03 = 3,
+    two_goals_04 = 4,
     two_goals_05 = 5,
     two_goals_06 = 6,
     two_goals_07 = 7,
@@ -56,10 +59,11 @@ seeds!(
     two_goals_20 = 20,
 );
 
-/// Seeds 1 to 4 hold, and in them a person's question held a goal back: the stretches
-/// `goal_not_stalled` judges happened.
+/// Seed 1 holds, and in it a person's question held a goal back: the stretches
+/// `goal_not_stalled` judges while a goal is held happened (while one is over its share, they
+/// happen in every seed).
 #[test]
-fn two_goals_seeds_1_to_4_hold_goals_back() {
-    let holds_asked: u64 = (1..=4).map(|seed| holds(seed).goal_holds).sum();
-    assert!(holds_asked > 0, "no goal was held back in seeds 1-4");
+fn two_goals_01_holds_goals_back() {
+    let report = holds(1);
+    assert!(report.goal_holds > 0, "{report}");
 }

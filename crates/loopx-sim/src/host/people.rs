@@ -1,6 +1,6 @@
 //! The simulated people: they look at the open gates now and then and answer them, amend the
-//! goal, edit and take back todos, and step the machine's clock — each through the real
-//! kernel operation a person's command makes.
+//! goal, edit and take back todos, hold back one of several goals with a question, and step
+//! the machine's clock — each through the real kernel operation a person's command makes.
 
 use super::*;
 use loopx_kernel::model::GateState;
@@ -131,6 +131,14 @@ impl SimHost {
         let rate = self.plan.scenario.goals[index].hold_per_day;
         self.schedule_rate(rate, Event::Hold { goal: index });
         let goal = self.goals[index];
+        let active = Store::open_read(&self.project)
+            .and_then(|s| s.read(|s| s.goal(goal)))
+            .ok()
+            .flatten()
+            .is_some_and(|g| g.status == loopx_kernel::model::GoalStatus::Active);
+        if !active {
+            return;
+        }
         let op = Op::GateAsk(loopx_kernel::store::NewGate {
             question: format!("Should goal {goal} go on as it is?"),
             options: vec![],
