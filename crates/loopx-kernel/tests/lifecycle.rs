@@ -914,3 +914,54 @@ fn a_view_shows_the_current_goal_else_the_newest_and_only_open_gates() {
     finish();
     assert_eq!(shown(), Some((2, GoalStatus::Done)), "the newest, not g1");
 }
+
+/// With several goals active, loopx's own writeback of a planning slice (evidence and a
+/// handoff that name the slice and no todo, with no `InSlice` guard) is about the slice's goal:
+/// the kernel does not refuse it for want of `--goal`, which left the slice running for ever
+/// (found by the simulation's two-goal scenario).
+#[test]
+fn a_planning_slices_writeback_is_about_its_goal_when_several_are_active() {
+    let f = fixture();
+    let agent = f.agent("a");
+    let mut goals = Vec::new();
+    for (objective, priority) in [("First", 1), ("Second", 0)] {
+        let new = NewGoal {
+            priority,
+            ..loopx_testkit::goal(objective)
+        };
+        match f.store.apply(Op::GoalStart(new), HUMAN, T0).expect("goal") {
+            Applied::Goal(g) => goals.push(g.id),
+            other => panic!("a goal, not {other:?}"),
+        }
+    }
+    let mut plan = loopx_testkit::begin(&agent, None);
+    plan.slice.goal = Some(goals[1]);
+    let (slice, _, _) = begun(&f, Op::SliceBegin(plan), T0);
+    let evidence = Op::EvidenceAdd(NewEvidence {
+        kind: EvidenceKind::Slice,
+        summary: "plan slice: completed".to_owned(),
+        detail: String::new(),
+        files: vec![],
+        todo: None,
+        slice: Some(slice),
+        epoch: None,
+        work: None,
+    });
+    let handoff = Op::HandoffAdd(NewHandoff {
+        todo: None,
+        done: "planned".to_owned(),
+        next: "work".to_owned(),
+        files: vec![],
+        questions: vec![],
+        slice: Some(slice),
+        epoch: None,
+    });
+    let applied = f
+        .store
+        .apply_all(vec![evidence, handoff], "loopx", T0)
+        .expect("the writeback is taken");
+    assert!(
+        matches!(applied[..], [Applied::Evidence(_), Applied::Handoff(_)]),
+        "{applied:?}"
+    );
+}

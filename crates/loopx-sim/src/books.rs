@@ -60,7 +60,9 @@ pub(crate) struct Books {
     pub evidence_before_edit: u64,
     /// The last slice before the goal's latest amendment, until the first slice after it
     /// began (which must plan).
-    pub replan_after: Option<u64>,
+    pub replan_after: Option<(loopx_kernel::GoalId, u64)>,
+    /// Questions a person asked that hold back one goal (`[[goal]] hold_per_day`).
+    pub holds_asked: u64,
     /// Slices launched as the planning slice that re-plans an amended goal: only they may
     /// drop or rewrite todos (`replanned_by_the_replanner`).
     pub replanners: BTreeSet<u64>,
@@ -124,6 +126,7 @@ impl Books {
             edits: 0,
             evidence_before_edit: 0,
             replan_after: None,
+            holds_asked: 0,
             replanners: BTreeSet::new(),
             forgeries_refused: 0,
             reports_refused: 0,

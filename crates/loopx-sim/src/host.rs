@@ -61,6 +61,9 @@ enum Event {
     Amend,
     /// A person commits a change to a file in the goal's scope.
     Edit,
+    /// A person asks a question that holds back one goal (`[[goal]] hold_per_day`): the index
+    /// of the goal in the scenario.
+    Hold { goal: usize },
     /// The wall clock steps.
     ClockStep,
     /// The supervisor is killed.
@@ -100,6 +103,11 @@ pub(crate) struct SimHost {
     /// The faults of everyone else's writes (agents' reports, people): busy or full only.
     others: Faults,
     pub books: Books,
+    /// The goals, in the scenario's order (one without `[[goal]]`).
+    pub goals: Vec<loopx_kernel::GoalId>,
+    /// Goals held back by a person's question (`[[goal]] hold_per_day`) or over their share,
+    /// and when each other goal began to stall ([`crate::stall`]).
+    pub stalls: crate::stall::Stalls,
     /// The scenario's agents by name: (account, index in the scenario).
     agents: BTreeMap<String, (String, usize)>,
     inbox: VecDeque<Msg>,
@@ -142,6 +150,7 @@ impl SimHost {
         clock: Arc<VirtualClock>,
         faults: SharedFaults,
         seed: u64,
+        goals: Vec<loopx_kernel::GoalId>,
     ) -> SimHost {
         let scenario = &plan.scenario;
         let agents = scenario
@@ -157,6 +166,8 @@ impl SimHost {
             .collect();
         let mut host = SimHost {
             books: Books::new(&plan),
+            goals,
+            stalls: crate::stall::Stalls::default(),
             clock,
             project,
             supervisor: faults_of(&faults, Writer::Supervisor),
@@ -190,6 +201,10 @@ impl SimHost {
         host.schedule_rate(amends, Event::Amend);
         let edits = host.plan.scenario.people.edit_per_day;
         host.schedule_rate(edits, Event::Edit);
+        for goal in 0..host.plan.scenario.goals.len() {
+            let rate = host.plan.scenario.goals[goal].hold_per_day;
+            host.schedule_rate(rate, Event::Hold { goal });
+        }
         host
     }
 
@@ -282,6 +297,7 @@ impl SimHost {
             Event::TakeBack => self.take_back(),
             Event::Amend => self.amend(),
             Event::Edit => self.edit()?,
+            Event::Hold { goal } => self.hold(goal),
             Event::ClockStep => self.clock_step(),
             Event::Kill if live => {
                 self.books.faults.kills += 1;
@@ -300,7 +316,8 @@ impl SimHost {
 
     /// The invariants that hold after every step.
     fn check(&mut self) -> Result<(), Halt> {
-        crate::invariants::after_step(self)
+        crate::invariants::after_step(self)?;
+        crate::stall::after_step(self)
     }
 
     fn end(&mut self, slice: u64, lost: Option<String>) -> Result<(), Halt> {
@@ -424,7 +441,7 @@ impl SimHost {
                     }
                     Forgery::OtherTodo => {
                         // Another todo that exists (the scenario's are t1 … tN).
-                        let count = u64::from(self.plan.scenario.todos.count);
+                        let count = u64::from(self.plan.scenario.todo_count());
                         who.claim = who.claim.map(|(t, e)| (TodoId(t.0 % count + 1), e));
                     }
                     // Only a lie once the slice's end is recorded: a supervisor killed before it
@@ -626,7 +643,9 @@ impl SimHost {
             return None;
         }
         let store = Store::open_read(&self.project).ok()?;
-        let (goal, todos) = store.read(|s| Ok((s.current_goal()?, s.todos()?))).ok()?;
+        let (goal, todos) = store
+            .read(|s| Ok((crate::invariants::goal_of(s, record)?, s.todos()?)))
+            .ok()?;
         let goal = goal?;
         let due = store
             .read(|s| s.goal_replan_after(goal.id))
@@ -756,6 +775,7 @@ impl Host for SimHost {
                 if let Err(halt) = crate::invariants::at_begin(self, &record) {
                     halt.raise(&self.supervisor);
                 }
+                self.stalls.began(record.goal);
                 let prompt = match &begun.plan().prompt_delivery {
                     loopx_adapters::PromptDelivery::File { contents, .. }
                     | loopx_adapters::PromptDelivery::Stdin { contents } => contents.clone(),

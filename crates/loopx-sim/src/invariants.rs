@@ -14,7 +14,8 @@
 //! | `backoff_kept` | after temporary failures in a row, an agent waits its backoff before the next slice |
 //! | `no_orphan_after_recovery` | after recovery, every slice recorded as running is one a live worker runs |
 //! | `acknowledged_kept` | every report the kernel acknowledged is in the store at the end |
-//! | `goal_completes` | when the scenario's agents can finish the goal, it is done by the end, or every todo is finished and a person is asked whether it is met |
+//! | `goal_completes` | when the scenario's agents can finish the goals, each is done by the end, or all its todos are finished and a person is asked whether it is met |
+//! | `goal_not_stalled` | with several goals, while one waits (a question holds it back, or it is over its share) another with a todo an idle, unheld agent could take gets a slice within the hour (`stall.rs`) |
 //! | `kernel_consistent` | `loopx_kernel::check_consistency` finds nothing (every 500 steps and at the end) |
 //! | `loop_ends_cleanly` | the run loop neither panics nor stops on an error |
 //! | `no_spin` | the run loop does not ask for work again and again with no time passing |
@@ -210,7 +211,7 @@ pub(crate) fn amendment_heard(
     prompt: &str,
 ) -> Result<(), Halt> {
     let goal = Store::open_read(&host.project)
-        .and_then(|s| s.read(|s| s.current_goal()))
+        .and_then(|s| s.read(|s| goal_of(s, record)))
         .ok()
         .flatten();
     if let Some(goal) = goal.filter(|g| g.revision > 1) {
@@ -227,8 +228,10 @@ pub(crate) fn amendment_heard(
             );
         }
     }
-    if let Some(after) = host.books.replan_after
+    // The first slice of the amended goal: another goal's slices go on meanwhile.
+    if let Some((amended, after)) = host.books.replan_after
         && record.id.0 > after
+        && record.goal.is_none_or(|g| g == amended)
     {
         host.books.replan_after = None;
         if record.kind != loopx_kernel::model::SliceKind::Plan {
@@ -245,6 +248,18 @@ pub(crate) fn amendment_heard(
         }
     }
     Ok(())
+}
+
+/// The goal `record` works for: the one it records, else (a slice of an older loopx) the
+/// current goal.
+pub(crate) fn goal_of(
+    snap: &loopx_kernel::store::Snapshot<'_>,
+    record: &SliceRecord,
+) -> Result<Option<loopx_kernel::model::Goal>, loopx_kernel::KernelError> {
+    match record.goal {
+        Some(id) => snap.goal(id),
+        None => snap.current_goal(),
+    }
 }
 
 /// When a slice begins.
@@ -555,29 +570,37 @@ pub(crate) fn at_end(host: &SimHost, expect_done: bool) -> Result<(), Halt> {
         );
     }
     if expect_done {
-        let goal = store.read(|s| s.current_goal()).ok().flatten();
-        let todos = store.read(|s| s.todos()).unwrap_or_default();
-        let open = todos.iter().filter(|t| !t.state.is_final()).count();
-        let active = goal.is_some_and(|g| g.status == loopx_kernel::model::GoalStatus::Active);
-        // The agents finished it and a person is asked whether it is met: only a person ends
-        // a goal, and the simulated people answer minutes to hours later.
-        let asked = store
-            .read(|s| s.gates())
-            .unwrap_or_default()
+        goal_completes(host, &store)?;
+    }
+    Ok(())
+}
+
+/// Every goal is done, or all its todos are finished and a person is asked whether it is met:
+/// only a person ends a goal, and the simulated people answer minutes to hours later.
+fn goal_completes(host: &SimHost, store: &Store) -> Result<(), Halt> {
+    use loopx_kernel::model::{GateKind, GateState, GoalStatus};
+    let goals = store.read(|s| s.goals()).unwrap_or_default();
+    let todos = store.read(|s| s.todos()).unwrap_or_default();
+    let gates = store.read(|s| s.gates()).unwrap_or_default();
+    for goal in &goals {
+        let open = todos
             .iter()
-            .any(|g| {
-                g.state == loopx_kernel::model::GateState::Open
-                    && matches!(g.kind, loopx_kernel::model::GateKind::GoalMet { .. })
-            });
-        let done = (!active || asked) && open == 0;
+            .filter(|t| t.goal == goal.id && !t.state.is_final())
+            .count();
+        let asked = gates.iter().any(|g| {
+            g.state == GateState::Open
+                && matches!(g.kind, GateKind::GoalMet { goal: id } if id == goal.id)
+        });
+        let done = (goal.status != GoalStatus::Active || asked) && open == 0;
         if !done {
+            let mine = todos.iter().filter(|t| t.goal == goal.id).count();
             return halt(
                 host,
                 "goal_completes",
                 format!(
-                    "after {:.1} simulated hours the goal is not done: {open} of {} todos are not finished",
+                    "after {:.1} simulated hours goal {} is not done: {open} of its {mine} todos are not finished",
                     host.clock.monotonic().as_secs_f64() / 3600.0,
-                    todos.len()
+                    goal.id,
                 ),
             );
         }

@@ -1,8 +1,8 @@
 //! # Theory of operation
 //!
 //! `loopx-sim` runs loopx's real run loop — the coordinator, the decision, the begin, the
-//! writeback, recovery, the kernel on a real redb file — for a goal of hundreds of hours in
-//! minutes, on a virtual clock, with simulated agents, people and faults, and checks its
+//! writeback, recovery, the kernel on a real redb file — for a goal (or several, each with its
+//! priority and share) of hundreds of hours in minutes, on a virtual clock, with simulated agents, people and faults, and checks its
 //! invariants after every step (`docs/design/simulation.md`).
 //!
 //! - **Time.** A [`VirtualClock`] is the supervisor's clock ([`loopx_supervisor::World`]): its
@@ -34,6 +34,7 @@ mod invariants;
 mod report;
 mod scenario;
 mod setup;
+mod stall;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -92,7 +93,8 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
         }
     };
     let clock = Arc::new(VirtualClock::new(plan.start));
-    let project = setup::create(&dir, &plan, clock.now())?.with_git_timeout(options.git_timeout);
+    let (project, goals) = setup::create(&dir, &plan, clock.now())?;
+    let project = project.with_git_timeout(options.git_timeout);
     let faults = Arc::new(std::sync::Mutex::new(faults::FaultState::new(
         &plan,
         options.seed,
@@ -103,6 +105,7 @@ pub fn run(plan: &Checked, options: &Options) -> Result<SimReport, SimError> {
         Arc::clone(&clock),
         Arc::clone(&faults),
         options.seed,
+        goals,
     );
     let mut restarts = fastrand::Rng::with_seed(options.seed ^ 0x5E57_A127);
     let names: Vec<AgentName> = plan
@@ -283,11 +286,24 @@ fn report(
         .as_ref()
         .and_then(|s| s.read(|s| s.todos()).ok())
         .unwrap_or_default();
-    let goal_active = store
+    let active: Vec<loopx_kernel::GoalId> = store
         .as_ref()
-        .and_then(|s| s.read(|s| s.current_goal()).ok())
-        .flatten()
-        .is_some_and(|g| g.status == loopx_kernel::model::GoalStatus::Active);
+        .and_then(|s| s.read(|s| s.active_goals()).ok())
+        .unwrap_or_default()
+        .iter()
+        .map(|g| g.id)
+        .collect();
+    let gates = store
+        .as_ref()
+        .and_then(|s| s.read(|s| s.gates()).ok())
+        .unwrap_or_default();
+    // Every active goal's todos are finished and a person is asked whether it is met.
+    let met_asked = |goal: &loopx_kernel::GoalId| {
+        gates.iter().any(|g| {
+            g.state == loopx_kernel::model::GateState::Open
+                && matches!(g.kind, loopx_kernel::model::GateKind::GoalMet { goal: id } if id == *goal)
+        })
+    };
     let (events, digest) = store.as_ref().map_or((0, 0), event_digest);
     let quota = books
         .ledger
@@ -306,15 +322,10 @@ fn report(
         hours: host.clock.monotonic().as_secs_f64() / 3600.0,
         hours_asked: plan.hours,
         ended,
-        goal_done: !goal_active && todos.iter().all(|t| t.state.is_final()),
-        goal_met_asked: goal_active
+        goal_done: active.is_empty() && todos.iter().all(|t| t.state.is_final()),
+        goal_met_asked: !active.is_empty()
             && todos.iter().all(|t| t.state.is_final())
-            && store.as_ref().is_some_and(|s| {
-                s.read(|s| s.gates()).unwrap_or_default().iter().any(|g| {
-                    g.state == loopx_kernel::model::GateState::Open
-                        && matches!(g.kind, loopx_kernel::model::GateKind::GoalMet { .. })
-                })
-            }),
+            && active.iter().all(met_asked),
         todos_done,
         todos: todos.len() as u64,
         slices: books.slices,
@@ -336,6 +347,7 @@ fn report(
         reports_refused: books.reports_refused,
         todos_taken_back: books.taken_back,
         goal_amendments: books.amendments,
+        goal_holds: books.holds_asked,
         todos_replanned: store
             .as_ref()
             .map_or(0, |s| crate::invariants::replanned(s).len() as u64),

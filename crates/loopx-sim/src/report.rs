@@ -46,6 +46,8 @@ pub struct SimReport {
     pub todos_taken_back: u64,
     /// Times a person amended the goal.
     pub goal_amendments: u64,
+    /// Questions a person asked that held back one goal (`[[goal]] hold_per_day`).
+    pub goal_holds: u64,
     /// Todos the planning slices after amendments dropped or rewrote.
     pub todos_replanned: u64,
     /// Commits a person made to a file in the goal's scope.
@@ -136,6 +138,9 @@ impl fmt::Display for SimReport {
             self.todos_replanned,
             self.files_changed
         )?;
+        if self.goal_holds > 0 {
+            writeln!(f, "goals held back by a question: {}", self.goal_holds)?;
+        }
         let x = &self.faults;
         writeln!(
             f,

@@ -19,7 +19,12 @@ pub struct Scenario {
     pub accounts: Vec<Account>,
     #[serde(rename = "agent")]
     pub agents: Vec<AgentSpec>,
-    pub todos: Todos,
+    /// Required without `[[goal]]`; with goals it may be left out (it is then their sum).
+    #[serde(default)]
+    pub todos: Option<Todos>,
+    /// Several active goals, each with its todos (`[[goal]]`); none: one goal with every todo.
+    #[serde(rename = "goal", default)]
+    pub goals: Vec<GoalSpec>,
     #[serde(default)]
     pub behaviour: Behaviour,
     #[serde(default)]
@@ -117,6 +122,25 @@ fn default_idle() -> String {
 #[serde(deny_unknown_fields)]
 pub struct Todos {
     pub count: u32,
+}
+
+/// One of several active goals (`[[goal]]`, issue 49): its priority and share (as `loopx goal
+/// start --priority --share` sets them), its todos, and how often a person's question holds
+/// it back (a gate blocking only this goal, answered after `[people] answer_after`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoalSpec {
+    #[serde(default)]
+    pub priority: i32,
+    #[serde(default = "default_share")]
+    pub share: f64,
+    pub todos: u32,
+    #[serde(default)]
+    pub hold_per_day: f64,
+}
+
+fn default_share() -> f64 {
+    1.0
 }
 
 /// Relative weights of what an agent does in a slice, and how long and how much it takes.
@@ -350,11 +374,12 @@ impl Scenario {
     /// The work: the todo count, and the experiments (how often their monitors look, and how
     /// long their jobs run).
     fn check_work(&self) -> Result<(Duration, [Duration; 2]), String> {
+        self.check_goals()?;
         let least = u32::from(self.experiments.is_none());
-        if self.todos.count < least || self.todos.count > 100_000 {
+        let count = self.todo_count();
+        if count < least || count > 100_000 {
             return Err(format!(
-                "`todos.count` = {} must be between {least} and 100000",
-                self.todos.count
+                "`todos.count` = {count} must be between {least} and 100000"
             ));
         }
         let Some(e) = &self.experiments else {
@@ -418,6 +443,64 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+}
+
+impl Scenario {
+    /// How many simulated todos there are in all (`[todos] count`, or the goals' sum).
+    pub fn todo_count(&self) -> u32 {
+        match &self.todos {
+            Some(todos) => todos.count,
+            None => self.goals.iter().map(|g| g.todos).sum(),
+        }
+    }
+
+    /// The `[[goal]]` sections: each with a share in [0, 1], a rate a person can keep, and
+    /// `[todos] count`, if given, their sum (or `[todos]` alone, without goals).
+    fn check_goals(&self) -> Result<(), String> {
+        if self.goals.is_empty() {
+            return match self.todos {
+                Some(_) => Ok(()),
+                None => Err(
+                    "a scenario needs `[todos] count`, or `[[goal]]` sections with their `todos`"
+                        .to_owned(),
+                ),
+            };
+        }
+        if self.goals.len() > 100 {
+            return Err(format!(
+                "{} `[[goal]]` sections: at most 100",
+                self.goals.len()
+            ));
+        }
+        for (i, g) in self.goals.iter().enumerate() {
+            if !(0.0..=1.0).contains(&g.share) {
+                return Err(format!(
+                    "`goal[{i}].share` = {} must be between 0 and 1",
+                    g.share
+                ));
+            }
+            if g.todos == 0 || g.todos > 100_000 {
+                return Err(format!(
+                    "`goal[{i}].todos` = {} must be between 1 and 100000",
+                    g.todos
+                ));
+            }
+            if !(0.0..=1_000.0).contains(&g.hold_per_day) {
+                return Err(format!(
+                    "`goal[{i}].hold_per_day` = {} must be between 0 and 1000",
+                    g.hold_per_day
+                ));
+            }
+        }
+        let sum: u64 = self.goals.iter().map(|g| u64::from(g.todos)).sum();
+        match &self.todos {
+            Some(todos) if u64::from(todos.count) != sum => Err(format!(
+                "`todos.count` = {} is not the sum of the goals' `todos` ({sum}): leave `[todos]` out with `[[goal]]`, or make it their sum",
+                todos.count
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -488,6 +571,36 @@ count = 3
         assert_eq!(checked.hours, 24.0);
         assert_eq!(checked.windows, vec![Duration::from_secs(5 * 3600)]);
         assert_eq!(checked.max_time, vec![Duration::from_secs(30 * 60)]);
+    }
+
+    #[test]
+    fn goals_carry_the_todos_and_bad_ones_are_named() {
+        let two = MINIMAL.replace(
+            "[todos]\ncount = 3\n",
+            "[[goal]]\npriority = 1\nshare = 0.6\ntodos = 2\nhold_per_day = 3\n\n[[goal]]\ntodos = 3\n",
+        );
+        let checked = Scenario::parse(&two, "g.toml").expect("reads");
+        assert_eq!(checked.scenario.todo_count(), 5);
+        assert_eq!(checked.scenario.goals[1].share, 1.0);
+        // `[todos]` beside goals must be their sum.
+        let both = format!("{two}\n[todos]\ncount = 5\n");
+        assert!(Scenario::parse(&both, "g.toml").is_ok());
+        let refused = |text: &str, key: &str| {
+            let msg = Scenario::parse(text, "g.toml")
+                .expect_err("refused")
+                .to_string();
+            assert!(msg.contains("g.toml") && msg.contains(key), "{msg}");
+        };
+        refused(&format!("{two}\n[todos]\ncount = 7\n"), "todos.count");
+        refused(&two.replace("share = 0.6", "share = 1.5"), "goal[0].share");
+        refused(&two.replace("todos = 3", "todos = 0"), "goal[1].todos");
+        refused(
+            &two.replace("hold_per_day = 3", "hold_per_day = -1"),
+            "goal[0].hold_per_day",
+        );
+        refused(&two.replace("priority = 1", "colour = 1"), "colour");
+        // Neither `[todos]` nor goals: the scenario says what it needs.
+        refused(&MINIMAL.replace("[todos]\ncount = 3\n", ""), "[[goal]]");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The simulated project: a real loopx project in a temporary directory, with a profile per
-//! agent (the shipped `claude-code` adapter, whose program is never run), the goal and its
-//! todos.
+//! agent (the shipped `claude-code` adapter, whose program is never run), the goal (or the
+//! scenario's `[[goal]]`s) and its todos.
 
 use std::path::Path;
 
@@ -8,7 +8,7 @@ use loopx_kernel::model::PermissionLevel;
 use loopx_kernel::store::NewAgent;
 use loopx_kernel::store::NewGoal;
 use loopx_kernel::store::NewTodo;
-use loopx_kernel::{Op, Project, Store, Timestamp};
+use loopx_kernel::{GoalId, Op, Project, Store, Timestamp};
 
 use crate::errors::SimError;
 use crate::scenario::Checked;
@@ -17,7 +17,12 @@ use crate::scenario::Checked;
 const PERSON: &str = "human:sim";
 
 /// Creates the project in `dir` at wall time `now`.
-pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Project, SimError> {
+/// Returns the project and its goals' ids, in the scenario's order.
+pub(crate) fn create(
+    dir: &Path,
+    plan: &Checked,
+    now: Timestamp,
+) -> Result<(Project, Vec<GoalId>), SimError> {
     let fail = |e: &dyn std::fmt::Display| SimError::Setup(e.to_string());
     let project = Project::create(dir).map_err(|e| fail(&e))?;
     let profiles = project.state_dir().join("profiles");
@@ -71,18 +76,37 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
         under_git(dir, &project).map_err(|e| fail(&e))?;
     }
     let store = Store::create(&project, now, PERSON).map_err(|e| fail(&e))?;
-    let mut ops = vec![Op::GoalStart(NewGoal {
-        id: None,
-        objective: "Finish every simulated todo".to_owned(),
-        scope: match edits {
-            true => vec!["src/**".to_owned()],
-            false => vec![],
-        },
-        permission: PermissionLevel::WorkspaceWrite,
-        share: 1.0,
-        isolation: loopx_kernel::model::Isolation::Shared,
-        priority: 0,
-    })];
+    let scope = match edits {
+        true => vec!["src/**".to_owned()],
+        false => vec![],
+    };
+    // Without `[[goal]]`: the one goal, every todo its.
+    let goals = match scenario.goals.is_empty() {
+        true => vec![(0, 1.0, scenario.todo_count())],
+        false => scenario
+            .goals
+            .iter()
+            .map(|g| (g.priority, g.share, g.todos))
+            .collect(),
+    };
+    let mut ops: Vec<Op> = goals
+        .iter()
+        .enumerate()
+        .map(|(i, &(priority, share, _))| {
+            Op::GoalStart(NewGoal {
+                id: None,
+                objective: match scenario.goals.is_empty() {
+                    true => "Finish every simulated todo".to_owned(),
+                    false => format!("Finish the simulated todos of goal {}", i + 1),
+                },
+                scope: scope.clone(),
+                permission: PermissionLevel::WorkspaceWrite,
+                share,
+                isolation: loopx_kernel::model::Isolation::Shared,
+                priority,
+            })
+        })
+        .collect();
     for agent in &scenario.agents {
         ops.push(Op::AgentAdd(NewAgent {
             name: agent.name.parse().map_err(|e| fail(&e))?,
@@ -91,18 +115,32 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
             role: None,
         }));
     }
-    store.apply_all(ops, PERSON, now).map_err(|e| fail(&e))?;
+    let applied = store.apply_all(ops, PERSON, now).map_err(|e| fail(&e))?;
+    let ids: Vec<GoalId> = applied
+        .iter()
+        .filter_map(|a| match a {
+            loopx_kernel::store::Applied::Goal(g) => Some(g.id),
+            _ => None,
+        })
+        .collect();
+    // With several goals every todo names its goal; with one, none does (as `todo add`).
+    let goal_of = |i: usize| (!scenario.goals.is_empty()).then(|| ids[i]);
     let experiments = scenario.experiments.as_ref().map_or(0, |e| e.count);
-    let todos: Vec<Op> = (1..=experiments)
+    let mut todos: Vec<Op> = (1..=experiments)
         .map(|n| {
             Op::TodoAdd(NewTodo {
+                goal: goal_of(0),
                 title: crate::experiments::run_title(n),
                 ..NewTodo::default()
             })
         })
-        .chain((1..=scenario.todos.count).map(|n| {
-            Op::TodoAdd(NewTodo {
-                goal: None,
+        .collect();
+    let mut n = 0;
+    for (i, &(_, _, count)) in goals.iter().enumerate() {
+        for _ in 0..count {
+            n += 1;
+            todos.push(Op::TodoAdd(NewTodo {
+                goal: goal_of(i),
                 title: format!("Simulated todo {n}"),
                 detail: String::new(),
                 priority: 0,
@@ -113,15 +151,15 @@ pub(crate) fn create(dir: &Path, plan: &Checked, now: Timestamp) -> Result<Proje
                 not_before: None,
                 then: vec![],
                 held_for: None,
-            })
-        }))
-        .collect();
+            }));
+        }
+    }
     for chunk in todos.chunks(1000) {
         store
             .apply_all(chunk.to_vec(), PERSON, now)
             .map_err(|e| fail(&e))?;
     }
-    Ok(project)
+    Ok((project, ids))
 }
 
 /// The file a person changes (`[people] edit_per_day`).

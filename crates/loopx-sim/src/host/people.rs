@@ -1,6 +1,6 @@
 //! The simulated people: they look at the open gates now and then and answer them, amend the
-//! goal, edit and take back todos, and step the machine's clock — each through the real
-//! kernel operation a person's command makes.
+//! goal, edit and take back todos, hold back one of several goals with a question, and step
+//! the machine's clock — each through the real kernel operation a person's command makes.
 
 use super::*;
 use loopx_kernel::model::GateState;
@@ -64,6 +64,7 @@ impl SimHost {
         let rate = self.plan.scenario.people.amend_per_day;
         self.schedule_rate(rate, Event::Amend);
         let (project, now) = (self.project.clone(), self.clock.now());
+        // The first active goal (with several, the one of the highest priority).
         let Some(goal) = Store::open_read(&project)
             .and_then(|s| s.read(|s| s.current_goal()))
             .ok()
@@ -82,13 +83,14 @@ impl SimHost {
         let op = Op::GoalAmend(loopx_kernel::store::AmendGoal {
             objective: Some(objective),
             why: "the simulation's person changed their mind".to_owned(),
+            goal: Some(goal.id),
             ..Default::default()
         });
         if let Ok(Applied::Amended { revision, .. }) =
             Self::others_store(&project, &self.others).and_then(|s| s.apply(op, "human:sim", now))
         {
             self.books.amendments += 1;
-            self.books.replan_after = Some(revision.after_slice);
+            self.books.replan_after = Some((goal.id, revision.after_slice));
         }
     }
 
@@ -121,6 +123,36 @@ impl SimHost {
         self.books.edits = n;
         self.books.evidence_before_edit = newest;
         Ok(())
+    }
+
+    /// A person asks a question about goal `index` of the scenario that holds back only that
+    /// goal (`Blocks::Goal`) until someone answers it, like any gate (`[people] answer_after`).
+    pub(super) fn hold(&mut self, index: usize) {
+        let rate = self.plan.scenario.goals[index].hold_per_day;
+        self.schedule_rate(rate, Event::Hold { goal: index });
+        let goal = self.goals[index];
+        let active = Store::open_read(&self.project)
+            .and_then(|s| s.read(|s| s.goal(goal)))
+            .ok()
+            .flatten()
+            .is_some_and(|g| g.status == loopx_kernel::model::GoalStatus::Active);
+        if !active {
+            return;
+        }
+        let op = Op::GateAsk(loopx_kernel::store::NewGate {
+            question: format!("Should goal {goal} go on as it is?"),
+            options: vec![],
+            context: "the simulation's person holds this goal back until they answer".to_owned(),
+            blocks: loopx_kernel::model::Blocks::Goal(goal),
+            kind: GateKind::Question,
+        });
+        let (project, now) = (self.project.clone(), self.clock.now());
+        if Self::others_store(&project, &self.others)
+            .and_then(|s| s.apply(op, "human:sim", now))
+            .is_ok()
+        {
+            self.books.holds_asked += 1;
+        }
     }
 
     pub(super) fn take_back(&mut self) {

@@ -14,6 +14,14 @@ impl SimHost {
             .expect("a scenario account")
     }
 
+    /// Whether the vendor refuses `account` now: a usage limit not yet reset, or logged out.
+    pub(crate) fn vendor_holds(&self, account: &str) -> bool {
+        let now = self.clock.true_now();
+        self.vendors
+            .get(account)
+            .is_some_and(|v| v.logged_out || v.limited_until.is_some_and(|until| until > now))
+    }
+
     /// Charges the vendor's own window (true time): full, the next slice meets the limit.
     pub(super) fn vendor_spend(&mut self, account: &str, tokens: u64) {
         let now = self.clock.true_now();

@@ -351,20 +351,6 @@ pub(super) fn revision_of(
     Ok(number)
 }
 
-/// The goal of a record about no todo: its slice's (a planning slice's evidence and handoff),
-/// else the one the writer means.
-fn goal_of_slice_or_active(
-    w: &Writer<'_>,
-    slice: Option<crate::ids::SliceId>,
-) -> Result<Option<GoalId>, KernelError> {
-    if let Some(slice) = slice
-        && let Some(record) = w.get::<SliceRecord>(tables::SLICES, slice.0)?
-    {
-        return super::which_goal::slice_goal(w, &record);
-    }
-    super::which_goal::active_goal(w)
-}
-
 pub(crate) fn evidence_add(w: &Writer<'_>, new: NewEvidence) -> Result<Applied, KernelError> {
     new.check()?;
     let goal = match new.todo {
@@ -373,7 +359,7 @@ pub(crate) fn evidence_add(w: &Writer<'_>, new: NewEvidence) -> Result<Applied, 
             check_claim(w, &record, new.epoch)?;
             Some(record.goal)
         }
-        None => goal_of_slice_or_active(w, new.slice)?,
+        None => super::which_goal::record_goal(w, new.slice)?,
     };
     if let Some(slice) = new.slice {
         w.require::<SliceRecord>(tables::SLICES, slice.0, "slice", slice)?;
@@ -416,7 +402,7 @@ pub(super) fn handoff_add(w: &Writer<'_>, new: NewHandoff) -> Result<Applied, Ke
     }
     let goal = match &todo {
         Some(record) => Some(record.goal),
-        None => goal_of_slice_or_active(w, new.slice)?,
+        None => super::which_goal::record_goal(w, new.slice)?,
     };
     let revision = revision_of(w, goal, new.slice)?;
     let seen = match (&todo, new.slice) {

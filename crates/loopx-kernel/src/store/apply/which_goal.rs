@@ -93,6 +93,22 @@ pub(crate) fn slice_goal(
     }
 }
 
+/// The goal a record that names no todo is about: its slice's goal (loopx's own writeback
+/// names the slice without an `InSlice` guard), else [`active_goal`].
+pub(crate) fn record_goal(
+    w: &Writer<'_>,
+    slice: Option<crate::ids::SliceId>,
+) -> Result<Option<GoalId>, KernelError> {
+    let record = match slice {
+        Some(id) => w.get::<crate::model::SliceRecord>(tables::SLICES, id.0)?,
+        None => None,
+    };
+    match record {
+        Some(record) => slice_goal(w, &record),
+        None => active_goal(w),
+    }
+}
+
 /// The goal a change that names none is about, when it may be a paused one: the slice's goal,
 /// else the one active goal, else the newest paused one.
 pub(crate) fn open_goal(w: &Writer<'_>) -> Result<Option<Goal>, KernelError> {
