@@ -127,6 +127,22 @@ fn the_board_shows_the_todos_of_both_active_goals_each_naming_its_goal() {
     assert_eq!(cards("blocked"), [pair("g2", "Write the guide")]);
     let goals = state["status"]["goals"].as_array().expect("the goals");
     assert_eq!(goals.len(), 2, "the header lists both goals");
+    // A todo added from the page names its goal; without one, the board says which it needs.
+    let add = |body: &str| {
+        board.request(
+            &format!(
+                "POST /api/todo/add HTTP/1.1\r\nX-Loopx-Session: {session}\r\nX-Loopx-Board: 1\r\nContent-Type: application/json"
+            ),
+            body,
+        )
+    };
+    let (code, body) = add(r#"{"title":"Proofread the guide","goal":"g2"}"#);
+    assert_eq!(code, 200, "{body}");
+    let todo: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(todo["todo"]["goal"], "g2", "{body}");
+    let (code, body) = add(r#"{"title":"Which goal is this for?"}"#);
+    assert_ne!(code, 200, "{body}");
+    assert!(body.contains("several goals are active"), "{body}");
 }
 
 #[test]

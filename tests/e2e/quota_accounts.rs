@@ -125,7 +125,12 @@ fn a_hold_on_an_account_in_one_project_holds_the_other() {
         "{decision:#}"
     );
     let all = second.ok(&["quota", "status", "--all", "--json"]).json();
-    assert_eq!(all["accounts"][0]["holds"][0]["reason"], "five_hour limit");
+    // Every project on the account reads it: it names the project it came from.
+    let root = std::fs::canonicalize(first.path()).expect("root");
+    assert_eq!(
+        all["accounts"][0]["holds"][0]["reason"],
+        format!("five_hour limit (in project {})", root.display()).as_str()
+    );
     // Lifted from the second project, it is lifted for the first.
     second.ok(&["quota", "resume", "--account", "acct"]);
     assert_eq!(should_run(&first, "a")["decision"], "deliver");
@@ -254,6 +259,14 @@ fn a_usage_limit_met_by_a_slice_in_one_project_holds_the_others_agents() {
             .as_str()
             .expect("reason")
             .contains("usage limit reported by `exec`"),
+        "{decision:#}"
+    );
+    let root = std::fs::canonicalize(first.path()).expect("root");
+    assert!(
+        decision["reason"]
+            .as_str()
+            .expect("reason")
+            .contains(&format!("(in project {})", root.display())),
         "{decision:#}"
     );
 }

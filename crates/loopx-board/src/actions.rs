@@ -31,6 +31,9 @@ struct AddTodo {
     detail: String,
     #[serde(default)]
     priority: i32,
+    /// The goal it is for (`g2`); none with one goal active.
+    #[serde(default)]
+    goal: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -120,12 +123,14 @@ fn run(app: &App, action: Action) -> Result<Value, AppError> {
             title,
             detail,
             priority,
+            goal,
         }) => doc(
             "todo",
             app.add_todo(NewTodo {
                 title,
                 detail,
                 priority,
+                goal: goal.as_deref().map(str::parse).transpose()?,
                 ..NewTodo::default()
             })?,
         ),

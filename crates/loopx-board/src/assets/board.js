@@ -75,9 +75,22 @@ async function act(path, body) {
   }
 }
 
+// The goal a todo added from the page is for: shown when several goals are active, keeping
+// the person's choice across refreshes while that goal is still active.
+function renderGoalPicker(goals) {
+  const picker = document.getElementById("add-goal");
+  const chosen = picker.value;
+  picker.replaceChildren(
+    ...goals.map((g) => el("option", { value: g.id, text: g.id + " · " + g.objective })),
+  );
+  picker.hidden = goals.length < 2;
+  if (goals.some((g) => g.id === chosen)) picker.value = chosen;
+}
+
 function renderHeader(s) {
   const goal = s.status.goal;
   const goals = s.status.goals || [];
+  renderGoalPicker(goals);
   // Several active goals: each, in the order agents serve them.
   document.getElementById("goal").textContent = goals.length > 1
     ? goals.map((g) => g.id + " · " + g.objective + " (priority " + g.priority + ")").join("  |  ")
@@ -418,7 +431,11 @@ document.getElementById("add-todo").addEventListener("submit", async (e) => {
   e.preventDefault();
   const title = document.getElementById("add-title");
   const priority = Number(document.getElementById("add-priority").value) || 0;
-  if (await act("/api/todo/add", { title: title.value, priority })) title.value = "";
+  const body = { title: title.value, priority };
+  // With several active goals the person says which; with one, the goal is the one.
+  const goal = document.getElementById("add-goal");
+  if (!goal.hidden && goal.value) body.goal = goal.value;
+  if (await act("/api/todo/add", body)) title.value = "";
 });
 
 function showProblem(text) {
