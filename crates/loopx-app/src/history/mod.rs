@@ -9,6 +9,7 @@
 mod about_goal;
 mod build;
 mod graph;
+mod html;
 mod lineage;
 mod read;
 
@@ -21,6 +22,7 @@ use serde::Serialize;
 pub use about_goal::{event_about_goal, gate_holds_goal};
 pub use build::build;
 pub use graph::{GraphFormat, render_graph};
+pub use html::{esc, render_html};
 pub use lineage::{EdgeKind, Lineage, LineageEdge, LineageNode, NodeKind, TodoLine};
 
 use crate::{App, AppError};
@@ -264,3 +266,5 @@ fn median(mut values: Vec<u64>) -> Option<u64> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_html;
