@@ -5,6 +5,8 @@
 //! One read of the store gathers the records of one goal, each table read once
 //! ([`Records::read`]); the rest is pure ([`build`]), so that every surface (the CLI, later the
 //! board) shows the same numbers and a 200-hour store answers in well under two seconds.
+//! The same history renders as text (the CLI), JSON, a graph language ([`render_graph`]) or
+//! one self-contained HTML page ([`render_html`]).
 
 mod about_goal;
 mod build;

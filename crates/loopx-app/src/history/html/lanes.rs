@@ -46,18 +46,18 @@ pub(super) fn lanes(h: &GoalHistory) -> String {
     };
     let mut notes = Vec::new();
     let rows = h.lanes.len() + 1;
-    let height = 30.0 + rows as f64 * ROW + 24.0;
+    let height = 30.0 + rows as f64 * ROW + 40.0;
     let mut svg = format!(
         "<div class=\"scroll\"><svg id=\"lanes-svg\" xmlns=\"http://www.w3.org/2000/svg\" \
          width=\"{WIDTH}\" height=\"{height}\" role=\"img\" aria-label=\"lanes\">"
     );
-    axis(&scale, height - 24.0, &mut svg);
+    axis(&scale, height - 40.0, &mut svg);
     for (i, lane) in h.lanes.iter().enumerate() {
         let y = 20.0 + i as f64 * ROW;
         lane_row(&scale, lane, y, &mut svg, &mut notes);
     }
     questions_row(h, &scale, 20.0 + h.lanes.len() as f64 * ROW, &mut svg);
-    marks(h, &scale, height - 24.0, &mut svg);
+    marks(h, &scale, height - 40.0, &mut svg);
     svg.push_str("</svg></div>\n");
     if h.lanes.is_empty() {
         notes.push("No slices in this span.".to_owned());
@@ -244,6 +244,15 @@ fn axis(scale: &Scale, y: f64, svg: &mut String) {
         "<g class=\"axis\"><line x1=\"{LEFT}\" x2=\"{}\" y1=\"{y:.0}\" y2=\"{y:.0}\"/>",
         WIDTH - 10.0
     );
+    // The ends, always labelled in full, so that even a run of seconds has a scale.
+    for (at, x, anchor) in [(scale.from, LEFT, "start"), (scale.to, WIDTH - 10.0, "end")] {
+        let _ = write!(
+            svg,
+            "<text x=\"{x:.0}\" y=\"{:.0}\" text-anchor=\"{anchor}\">{}</text>",
+            y + 30.0,
+            esc(&loopx_kernel::Timestamp(at).to_string())
+        );
+    }
     let mut at = scale.from.div_ceil(step) * step;
     while at <= scale.to {
         let x = scale.x(at);

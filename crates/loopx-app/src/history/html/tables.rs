@@ -7,7 +7,7 @@ use super::super::{Cost, GoalHistory, Progress, Spent};
 use super::{esc, ms, tokens};
 
 /// The by-todo table shows the costliest this many todos.
-const MAX_TODO_ROWS: usize = 40;
+const MAX_TODO_ROWS: usize = 20;
 /// The questions table shows the newest this many.
 const MAX_QUESTIONS: usize = 200;
 
@@ -33,7 +33,9 @@ pub(super) fn cost(c: &Cost) -> String {
         c.by_day.iter().map(|(k, s)| (k.as_str(), s)),
     );
     let mut by_todo: Vec<&(String, Spent)> = c.by_todo.iter().collect();
-    by_todo.sort_by(|a, b| b.1.cost_usd.total_cmp(&a.1.cost_usd));
+    // Dollars first; tokens where an agent reports no dollars.
+    by_todo
+        .sort_by(|a, b| (b.1.cost_usd.total_cmp(&a.1.cost_usd)).then(b.1.tokens.cmp(&a.1.tokens)));
     table(
         &mut out,
         "cost-todo",
