@@ -20,6 +20,10 @@ fn goal_history_html_writes_one_page_chromium_draws_with_lanes_lineage_and_a_cha
     let file_arg = file.to_str().expect("utf-8 path");
     let wrote = loopx.ok(&["goal", "history", "--html", file_arg]).stdout;
     assert!(wrote.starts_with("wrote "), "{wrote}");
+    let wrote = loopx
+        .ok(&["goal", "history", "--html", file_arg, "--json"])
+        .json();
+    assert_eq!(wrote["wrote"], file_arg, "{wrote}");
     let page = std::fs::read_to_string(&file).expect("the page");
 
     // Self-contained: no script, no link, no fetch; the agent's markup is text.
@@ -97,6 +101,16 @@ fn goal_history_html_writes_one_page_chromium_draws_with_lanes_lineage_and_a_cha
          .every(r => r.getBBox().width >= 1 && r.getBBox().height >= 1)",
     );
     assert_eq!(drawn, Value::Bool(true));
+    // Each SVG, as the file has it, is well-formed XML (Chromium's own XML parser says so).
+    for svg in page.split("<svg").skip(1) {
+        let svg = format!("<svg{}</svg>", svg.split("</svg>").next().expect("an end"));
+        let source = serde_json::to_string(&svg).expect("a JSON string");
+        let errors = browser.eval(&format!(
+            "new DOMParser().parseFromString({source}, 'image/svg+xml')\
+             .getElementsByTagName('parsererror').length"
+        ));
+        assert_eq!(errors, Value::from(0), "not well-formed: {svg}");
+    }
     browser.screenshot(&output_dir("history").join("history-page.png"));
 }
 
@@ -112,6 +126,7 @@ fn goal_history_html_names_a_file_it_cannot_write() {
         missing.to_str().expect("utf-8"),
     ]);
     assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(!missing.with_extension("html.partial").exists());
     assert!(
         out.stderr.contains("cannot write the history page to")
             && out.stderr.contains("no-such-dir"),
