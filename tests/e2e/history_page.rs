@@ -66,8 +66,8 @@ fn goal_history_html_writes_one_page_chromium_draws_with_lanes_lineage_and_a_cha
     );
     assert_eq!(
         count(&mut browser, "#lanes-svg g.lane"),
-        3,
-        "two agents and the questions"
+        4,
+        "two agents, the questions, the monitors"
     );
     assert_eq!(count(&mut browser, "#lineage-svg g.node") as usize, nodes);
     assert!(count(&mut browser, "#lineage-svg path.edge") >= nodes as u64 - 1);

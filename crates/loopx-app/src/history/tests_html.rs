@@ -5,7 +5,7 @@ use loopx_kernel::Timestamp;
 use loopx_kernel::model::TodoState;
 
 use super::tests::{at, records, slice, todo};
-use super::{Wait, build, render_html};
+use super::{MonitorSpan, Wait, build, render_html};
 
 const INJECTED: &str = "<script>alert(1)</script><img src=x onerror=alert(2)>";
 
@@ -21,8 +21,19 @@ fn the_page_escapes_what_agents_wrote_and_marks_dead_ends_and_stale_work() {
         on: "question\"><script>".into(),
         reason: INJECTED.into(),
     });
+    h.monitors.push(MonitorSpan {
+        todo: loopx_kernel::TodoId(9),
+        title: INJECTED.into(),
+        state: TodoState::Open,
+        polls: 3,
+        first_poll: Some(at(30)),
+        met_at: None,
+    });
     let page = render_html(&h);
     assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
+    // The monitor polls from its first poll on, still open: its span runs to now.
+    assert!(page.contains("<rect class=\"m-span\""), "{page}");
+    assert!(page.contains("t9 &lt;script&gt;"), "{page}");
     assert!(!page.contains("<script"), "{page}");
     assert!(!page.contains("<img"), "{page}");
     assert!(

@@ -45,7 +45,8 @@ pub(super) fn lanes(h: &GoalHistory) -> String {
         to: h.now.0.max(from + 1000),
     };
     let mut notes = Vec::new();
-    let rows = h.lanes.len() + 1;
+    // The agents, then the questions and the monitors.
+    let rows = h.lanes.len() + 2;
     let height = 30.0 + rows as f64 * ROW + 40.0;
     let mut svg = format!(
         "<div class=\"scroll\"><svg id=\"lanes-svg\" xmlns=\"http://www.w3.org/2000/svg\" \
@@ -57,6 +58,7 @@ pub(super) fn lanes(h: &GoalHistory) -> String {
         lane_row(&scale, lane, y, &mut svg, &mut notes);
     }
     questions_row(h, &scale, 20.0 + h.lanes.len() as f64 * ROW, &mut svg);
+    monitors_row(h, &scale, 20.0 + (h.lanes.len() + 1) as f64 * ROW, &mut svg);
     marks(h, &scale, height - 40.0, &mut svg);
     svg.push_str("</svg></div>\n");
     if h.lanes.is_empty() {
@@ -192,6 +194,30 @@ fn questions_row(h: &GoalHistory, scale: &Scale, y: f64, svg: &mut String) {
     svg.push_str("</g>");
 }
 
+/// Monitors as spans from their first poll to met (one still polling runs to now).
+fn monitors_row(h: &GoalHistory, scale: &Scale, y: f64, svg: &mut String) {
+    let _ = write!(
+        svg,
+        "<g class=\"lane\" id=\"lane-monitors\"><text class=\"lane-name\" x=\"4\" y=\"{:.0}\">monitors</text>",
+        y + 14.0
+    );
+    for m in &h.monitors {
+        let Some(first) = m.first_poll else { continue };
+        let x = scale.x(first.0);
+        let width = (scale.x(m.met_at.unwrap_or(h.now).0) - x).max(2.0);
+        let _ = write!(
+            svg,
+            "<rect class=\"m-span\" x=\"{x:.1}\" y=\"{y:.0}\" width=\"{width:.1}\" height=\"12\">\
+             <title>{} {}: {} polls, {}</title></rect>",
+            m.todo,
+            esc(&m.title),
+            m.polls,
+            esc(m.state.as_str())
+        );
+    }
+    svg.push_str("</g>");
+}
+
 /// Amendments and landings: a vertical line each across the lanes.
 fn marks(h: &GoalHistory, scale: &Scale, bottom: f64, svg: &mut String) {
     for a in &h.amendments {
@@ -283,7 +309,7 @@ fn axis(scale: &Scale, y: f64, svg: &mut String) {
 /// What the colours mean.
 fn legend() -> String {
     let mut out = String::from("<p class=\"legend\">");
-    let items: [(&str, &str); 12] = [
+    let items: [(&str, &str); 13] = [
         ("o-completed", "completed"),
         ("o-progress", "progress"),
         ("o-asked", "asked"),
@@ -296,6 +322,7 @@ fn legend() -> String {
         ("w-window", "waits: quota"),
         ("w-pacing", "waits: pacing / share"),
         ("w-nothing", "waits: nothing to do"),
+        ("m-span", "a monitor polling"),
     ];
     for (class, word) in items {
         let _ = write!(

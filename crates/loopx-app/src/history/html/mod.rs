@@ -117,7 +117,7 @@ td:first-child,th:first-child{text-align:left}
 .o-running{fill:#9cc3ff}.k-plan{stroke:#111;stroke-width:1.5}.k-repair{stroke:#e0218a;stroke-width:2}
 .wait{fill:#ccc}.w-question{fill:#c39bd3}.w-monitor{fill:#76c7c0}.w-window,.w-hold{fill:#f0b37e}
 .w-share,.w-pacing{fill:#f5d76e}.w-backoff,.w-rest{fill:#e6a0a0}.w-nothing{fill:#ddd}
-.q-span{fill:#c39bd3}.q-open{fill:#e8d6f0}.amend{stroke:#333;stroke-dasharray:3 2}.landing{stroke:#2e9d4a;stroke-width:2}
+.q-span{fill:#c39bd3}.m-span{fill:#76c7c0}.q-open{fill:#e8d6f0}.amend{stroke:#333;stroke-dasharray:3 2}.landing{stroke:#2e9d4a;stroke-width:2}
 .chart rect{fill:#4a7fd0}
 .node rect{fill:#fff;stroke:#555}.n-revision rect{fill:#f3f3f3}.n-todo rect{fill:#eef4ff}
 .n-slice rect{fill:#fff;rx:9}.n-evidence rect{fill:#f6fbef}.n-landing rect{fill:#dff3e3;stroke:#2e9d4a}
