@@ -166,56 +166,64 @@ fn slice_bar(scale: &Scale, s: &LaneSlice, y: f64, svg: &mut String) {
 
 /// Questions as spans from asked to answered (open ones run to now).
 fn questions_row(h: &GoalHistory, scale: &Scale, y: f64, svg: &mut String) {
-    let _ = write!(
-        svg,
-        "<g class=\"lane\" id=\"lane-questions\"><text class=\"lane-name\" x=\"4\" y=\"{:.0}\">questions</text>",
-        y + 14.0
-    );
+    row_start("questions", y, svg);
     for q in &h.questions {
-        let x = scale.x(q.asked_at.0);
-        let to = q.answered_at.unwrap_or(h.now).0;
-        let width = (scale.x(to) - x).max(2.0);
         let class = if q.answered_at.is_some() {
             "q-span"
         } else {
             "q-span q-open"
         };
-        let _ = write!(
-            svg,
-            "<rect class=\"{class}\" x=\"{x:.1}\" y=\"{y:.0}\" width=\"{width:.1}\" height=\"12\">\
-             <title>{} ({}) by {}: {} — {}</title></rect>",
+        let title = format!(
+            "{} ({}) by {}: {} — {}",
             q.gate,
-            esc(&q.kind),
-            esc(&q.asked_by),
-            esc(&loopx_kernel::limits::clip(&q.question, 200)),
-            esc(&q.state)
+            q.kind,
+            q.asked_by,
+            loopx_kernel::limits::clip(&q.question, 200),
+            q.state
         );
+        let to = q.answered_at.unwrap_or(h.now);
+        span(scale, class, (q.asked_at.0, to.0), y, &title, svg);
     }
     svg.push_str("</g>");
 }
 
 /// Monitors as spans from their first poll to met (one still polling runs to now).
 fn monitors_row(h: &GoalHistory, scale: &Scale, y: f64, svg: &mut String) {
-    let _ = write!(
-        svg,
-        "<g class=\"lane\" id=\"lane-monitors\"><text class=\"lane-name\" x=\"4\" y=\"{:.0}\">monitors</text>",
-        y + 14.0
-    );
+    row_start("monitors", y, svg);
     for m in &h.monitors {
         let Some(first) = m.first_poll else { continue };
-        let x = scale.x(first.0);
-        let width = (scale.x(m.met_at.unwrap_or(h.now).0) - x).max(2.0);
-        let _ = write!(
-            svg,
-            "<rect class=\"m-span\" x=\"{x:.1}\" y=\"{y:.0}\" width=\"{width:.1}\" height=\"12\">\
-             <title>{} {}: {} polls, {}</title></rect>",
+        let title = format!(
+            "{} {}: {} polls, {}",
             m.todo,
-            esc(&m.title),
+            m.title,
             m.polls,
-            esc(m.state.as_str())
+            m.state.as_str()
         );
+        let to = m.met_at.unwrap_or(h.now);
+        span(scale, "m-span", (first.0, to.0), y, &title, svg);
     }
     svg.push_str("</g>");
+}
+
+/// Opens a row of spans named `name` (one of ours, never the store's).
+fn row_start(name: &str, y: f64, svg: &mut String) {
+    let _ = write!(
+        svg,
+        "<g class=\"lane\" id=\"lane-{name}\"><text class=\"lane-name\" x=\"4\" y=\"{:.0}\">{name}</text>",
+        y + 14.0
+    );
+}
+
+/// One span of a row, `title` (escaped here) its tooltip.
+fn span(scale: &Scale, class: &str, (from, to): (u64, u64), y: f64, title: &str, svg: &mut String) {
+    let x = scale.x(from);
+    let width = (scale.x(to) - x).max(2.0);
+    let _ = write!(
+        svg,
+        "<rect class=\"{class}\" x=\"{x:.1}\" y=\"{y:.0}\" width=\"{width:.1}\" height=\"12\">\
+         <title>{}</title></rect>",
+        esc(title)
+    );
 }
 
 /// Amendments and landings: a vertical line each across the lanes.
