@@ -90,20 +90,21 @@ fn dot_draws(text: &str) {
     );
 }
 
-#[test]
-fn a_goals_history_accounts_for_every_slice_and_token_and_draws_every_todo_with_its_parent() {
-    let loopx = Loopx::new();
+/// g1 run by ann and bob: t1 done by ann (proposing t5), t2 asked about by bob (q1 answered),
+/// t3 titled `dropped` and dropped, t4 a person's, done on a test result gone stale, with its
+/// `--next` successor t6.
+pub(crate) fn two_agents_one_goal(loopx: &Loopx, dropped: &str) {
     loopx.ok(&["goal", "start", "Write the notes"]);
     // Roles keep each agent to its own first todo, whatever the machine's load: ann writes
     // t1, bob asks about t2 (and takes the follow-up ann proposes).
     loopx.ok(&["todo", "add", "Write a", "--role", "writer"]);
     loopx.ok(&["todo", "add", "Write b", "--role", "asker"]);
-    loopx.ok(&["todo", "add", "Write c"]);
+    loopx.ok(&["todo", "add", dropped]);
     loopx.ok(&["todo", "drop", "t3"]);
     // A person's todo no agent takes yet: it gets evidence and a `--next` successor.
     loopx.ok(&["todo", "add", "Review a", "--not-before", "3h"]);
-    writer(&loopx, "ann");
-    writer(&loopx, "bob");
+    writer(loopx, "ann");
+    writer(loopx, "bob");
     loopx.ok(&["agent", "set", "ann", "--role", "writer"]);
     loopx.ok(&["agent", "set", "bob", "--role", "asker"]);
     let run = loopx.run(&["run", "--max-slices", "2"]);
@@ -124,6 +125,12 @@ fn a_goals_history_accounts_for_every_slice_and_token_and_draws_every_todo_with_
     ]);
     loopx.ok(&["todo", "done", "t4", "--next", "Publish a"]);
     std::fs::write(loopx.path().join("notes.txt"), "a, changed\n").expect("write");
+}
+
+#[test]
+fn a_goals_history_accounts_for_every_slice_and_token_and_draws_every_todo_with_its_parent() {
+    let loopx = Loopx::new();
+    two_agents_one_goal(&loopx, "Write c");
     // t5 and t6 (t2 rests a while after a slice that did not finish it).
     let run = loopx.run(&["run", "--max-slices", "2"]);
     assert_eq!(run.code, 0, "{}", run.stderr);

@@ -25,6 +25,7 @@ mod goal_views;
 mod goals;
 mod handbacks;
 mod history;
+mod history_page;
 mod lark;
 mod lark_flowback;
 mod lark_listener;

@@ -591,6 +591,10 @@ pub enum GoalCommand {
         /// Print the lineage alone as a graph: `mermaid` (a flowchart) or `dot` (Graphviz).
         #[arg(long, value_name = "FORMAT", value_parser = ["mermaid", "dot"])]
         graph: Option<String>,
+        /// Write the whole history as one self-contained HTML page (inline SVG, no network,
+        /// no script) to FILE.
+        #[arg(long, value_name = "FILE", conflicts_with = "graph")]
+        html: Option<std::path::PathBuf>,
     },
     /// Pause a goal: its agents stop starting slices.
     Pause(GoalPick),

@@ -37,7 +37,7 @@ pub fn render_graph(lineage: &Lineage, format: GraphFormat) -> String {
     }
 }
 
-fn label(node: &LineageNode) -> String {
+pub(super) fn label(node: &LineageNode) -> String {
     let text = loopx_kernel::limits::clip(node.label.trim(), LABEL_CHARS);
     let mut label = format!("{}: {text}", node.id);
     if node.dead_end {
@@ -52,7 +52,7 @@ fn label(node: &LineageNode) -> String {
     label
 }
 
-fn edge_word(kind: EdgeKind) -> &'static str {
+pub(super) fn edge_word(kind: EdgeKind) -> &'static str {
     match kind {
         EdgeKind::Made => "made",
         EdgeKind::Proposed => "proposed",

@@ -5,10 +5,13 @@
 //! One read of the store gathers the records of one goal, each table read once
 //! ([`Records::read`]); the rest is pure ([`build`]), so that every surface (the CLI, later the
 //! board) shows the same numbers and a 200-hour store answers in well under two seconds.
+//! The same history renders as text (the CLI), JSON, a graph language ([`render_graph`]) or
+//! one self-contained HTML page ([`render_html`]).
 
 mod about_goal;
 mod build;
 mod graph;
+mod html;
 mod lineage;
 mod read;
 
@@ -21,6 +24,7 @@ use serde::Serialize;
 pub use about_goal::{event_about_goal, gate_holds_goal};
 pub use build::build;
 pub use graph::{GraphFormat, render_graph};
+pub use html::{esc, render_html};
 pub use lineage::{EdgeKind, Lineage, LineageEdge, LineageNode, NodeKind, TodoLine};
 
 use crate::{App, AppError};
@@ -264,3 +268,5 @@ fn median(mut values: Vec<u64>) -> Option<u64> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_html;

@@ -12,12 +12,12 @@ use super::{EdgeKind, GraphFormat, Records, build, median, render_graph};
 
 const MIN: u64 = 60_000;
 
-fn at(minutes: u64) -> Timestamp {
+pub(super) fn at(minutes: u64) -> Timestamp {
     // 2026-12-07T00:00:00Z, then minutes on.
     Timestamp(1_796_601_600_000 + minutes * MIN)
 }
 
-fn todo(id: u64, created: u64, by: &str, state: TodoState, after: &[u64]) -> Todo {
+pub(super) fn todo(id: u64, created: u64, by: &str, state: TodoState, after: &[u64]) -> Todo {
     Todo {
         id: TodoId(id),
         goal: GoalId(1),
@@ -41,7 +41,14 @@ fn todo(id: u64, created: u64, by: &str, state: TodoState, after: &[u64]) -> Tod
     }
 }
 
-fn slice(id: u64, agent: &str, todo: Option<u64>, from: u64, to: u64, tokens: u64) -> SliceRecord {
+pub(super) fn slice(
+    id: u64,
+    agent: &str,
+    todo: Option<u64>,
+    from: u64,
+    to: u64,
+    tokens: u64,
+) -> SliceRecord {
     SliceRecord {
         id: SliceId(id),
         agent: agent.parse().expect("agent"),
@@ -104,7 +111,7 @@ fn evidence(id: u64, todo: u64, minutes: u64) -> Evidence {
 /// A goal: t1 (a person's) done by ann's s1, which proposed t2; t2 done, its `--next`
 /// successor t3; t4 after t2 and dropped; a planning slice s2 by bob that changed nothing.
 /// t2's test result e1 is stale.
-fn records() -> Records {
+pub(super) fn records() -> Records {
     let done = |todo: u64| EventKind::TodoDone {
         todo: TodoId(todo),
         epoch: None,

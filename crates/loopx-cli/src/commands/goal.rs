@@ -40,8 +40,14 @@ pub fn run(ctx: &mut Ctx, cmd: GoalCommand) -> Result<(), ExpectedError> {
             let goal = app.goal(goal.as_deref().map(id::<GoalId>).transpose()?)?;
             return shown(ctx, &app, &goal);
         }
-        GoalCommand::History { pick, since, graph } => {
-            return super::history::run(ctx, &app, pick.named(), since, graph);
+        GoalCommand::History {
+            pick,
+            since,
+            graph,
+            html,
+        } => {
+            let show = super::history::Show { graph, html };
+            return super::history::run(ctx, &app, pick.named(), since, show);
         }
         GoalCommand::Pause(pick) => (pick.named(), GoalStatus::Paused),
         GoalCommand::Resume(pick) => (pick.named(), GoalStatus::Active),

@@ -1,10 +1,11 @@
 //! `loopx goal history`: the course of a goal (`loopx_app::history`), shown in 100 columns,
 //! as JSON, or its lineage as a graph.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use loopx_app::App;
-use loopx_app::history::{GoalHistory, GraphFormat, Lane, Spent, render_graph};
+use loopx_app::history::{GoalHistory, GraphFormat, Lane, Spent, render_graph, render_html};
 use loopx_kernel::model::Outcome;
 use loopx_kernel::time::short_duration;
 use loopx_kernel::{GoalId, Timestamp};
@@ -20,17 +21,28 @@ const WIDTH: usize = 100;
 /// A lane's bar shows its newest this many slices.
 const BAR_SLICES: usize = 80;
 
+/// How to show it besides the terminal view and `--json`.
+pub struct Show {
+    /// `--graph`: the lineage alone.
+    pub graph: Option<String>,
+    /// `--html FILE`: the page.
+    pub html: Option<PathBuf>,
+}
+
 pub fn run(
     ctx: &mut Ctx,
     app: &App,
     goal: Option<String>,
     since: Option<String>,
-    graph: Option<String>,
+    show: Show,
 ) -> Result<(), ExpectedError> {
     let goal = goal.as_deref().map(id::<GoalId>).transpose()?;
     let since = since.map(|t| since_time(ctx.now(), &t)).transpose()?;
     let history = app.goal_history(goal, since)?;
-    if let Some(format) = graph {
+    if let Some(path) = show.html {
+        return write_page(ctx, &history, &path);
+    }
+    if let Some(format) = show.graph {
         let format: GraphFormat = format.parse().map_err(ExpectedError::Usage)?;
         for line in render_graph(&history.lineage, format).lines() {
             ctx.line(line)?;
@@ -45,6 +57,30 @@ pub fn run(
         ctx.line(loopx_kernel::limits::clip(&line, WIDTH))?;
     }
     Ok(())
+}
+
+/// `--html FILE`: the page, written whole (to a temporary file renamed over FILE, so that a
+/// browser never reads half a page).
+fn write_page(ctx: &mut Ctx, history: &GoalHistory, path: &Path) -> Result<(), ExpectedError> {
+    let page = render_html(history);
+    let partial = path.with_extension("html.partial");
+    std::fs::write(&partial, &page)
+        .and_then(|()| std::fs::rename(&partial, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&partial);
+            ExpectedError::Usage(format!(
+                "cannot write the history page to {}: {e}\n(hint: name a file in a directory you can write to)",
+                path.display()
+            ))
+        })?;
+    if ctx.json {
+        return ctx.json_out(&serde_json::json!({"wrote": path, "bytes": page.len()}));
+    }
+    ctx.line(format!(
+        "wrote {} ({} KiB)",
+        path.display(),
+        page.len().div_ceil(1024)
+    ))
 }
 
 /// `--since`: an RFC 3339 time, or a duration back from now.
