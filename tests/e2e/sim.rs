@@ -57,3 +57,39 @@ fn a_broken_scenario_names_the_file_and_the_key() {
         run.stderr
     );
 }
+
+/// `--history FILE`: the simulated run's history page, as `goal history --html` writes it
+/// (`docs/history.md`), without keeping the project.
+#[test]
+fn a_simulation_draws_its_history_page() {
+    let loopx = Loopx::empty();
+    let page = loopx.path().join("arc.html");
+    let page_arg = page.to_str().expect("utf-8");
+    loopx.ok(&[
+        "sim",
+        SHORT,
+        "--seed",
+        "2",
+        "--hours",
+        "6",
+        "--history",
+        page_arg,
+    ]);
+    let html = std::fs::read_to_string(&page).expect("the page");
+    assert!(
+        html.starts_with("<!DOCTYPE html>"),
+        "{}",
+        &html[..80.min(html.len())]
+    );
+    for section in ["id=\"lanes\"", "id=\"cost\"", "id=\"lineage\""] {
+        assert!(html.contains(section), "no {section}");
+    }
+    assert!(html.contains("class=\"slice"), "slices are drawn");
+    let twice = loopx.run(&["sim", SHORT, "--seeds", "2", "--history", page_arg]);
+    assert_eq!(twice.code, 2, "{}", twice.stderr);
+    assert!(
+        twice.stderr.contains("--history draws one run"),
+        "{}",
+        twice.stderr
+    );
+}

@@ -437,6 +437,10 @@ pub struct SimArgs {
     /// Keep the simulated project in DIR, for `loopx status`, `loopx log`.
     #[arg(long, value_name = "DIR")]
     pub keep: Option<std::path::PathBuf>,
+    /// Write the history page of the simulated run's first goal to FILE (as `loopx goal
+    /// history --html` does): a 200-hour arc in one page.
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<std::path::PathBuf>,
     /// Also run a baseline on the same seed and compare (a scenario with `[experiments]`):
     /// `timer:15m` wakes each agent every 15 minutes to look, with no monitors.
     #[arg(long, value_name = "POLICY")]

@@ -61,7 +61,11 @@ pub fn run(
 
 /// `--html FILE`: the page, written whole (to a temporary file renamed over FILE, so that a
 /// browser never reads half a page).
-fn write_page(ctx: &mut Ctx, history: &GoalHistory, path: &Path) -> Result<(), ExpectedError> {
+pub(super) fn write_page(
+    ctx: &mut Ctx,
+    history: &GoalHistory,
+    path: &Path,
+) -> Result<(), ExpectedError> {
     let page = render_html(history);
     let partial = path.with_extension("html.partial");
     std::fs::write(&partial, &page)

@@ -25,12 +25,25 @@ pub fn run(ctx: &mut Ctx, args: SimArgs) -> Result<(), ExpectedError> {
     };
     let plan = plan.map_err(|e| ExpectedError::Config(e.to_string()))?;
     let baseline = checked_baseline(&args, &plan.scenario, &name)?;
+    // The history page reads the run's store after it: kept where asked, else for a moment.
+    let temp = match (&args.history, &args.keep) {
+        (Some(_), None) => Some(tempfile::tempdir().map_err(|e| {
+            ExpectedError::Usage(format!(
+                "cannot make a directory for the simulated project: {e}"
+            ))
+        })?),
+        _ => None,
+    };
+    let keep = args
+        .keep
+        .clone()
+        .or_else(|| temp.as_ref().map(|t| t.path().join("project")));
     let mut failed = Vec::new();
     for seed in args.seed..args.seed.saturating_add(args.seeds) {
         let options = Options {
             seed,
             hours: args.hours,
-            keep: args.keep.clone(),
+            keep: keep.clone(),
             name: name.clone(),
             baseline: None,
             git_timeout: ctx.git_timeout,
@@ -55,6 +68,9 @@ pub fn run(ctx: &mut Ctx, args: SimArgs) -> Result<(), ExpectedError> {
         }
         compare(ctx, &report, &other)?;
     }
+    if let (Some(page), Some(dir)) = (&args.history, &keep) {
+        history_page(ctx, dir, page)?;
+    }
     if let Some(dir) = &args.keep {
         ctx.line(format!("project kept in {}", dir.display()))?;
     }
@@ -65,6 +81,19 @@ pub fn run(ctx: &mut Ctx, args: SimArgs) -> Result<(), ExpectedError> {
             code: exit_code::INTERNAL,
         }),
     }
+}
+
+/// `--history FILE`: the page of the simulated project's first goal, from its store.
+fn history_page(
+    ctx: &mut Ctx,
+    dir: &std::path::Path,
+    page: &std::path::Path,
+) -> Result<(), ExpectedError> {
+    let project = loopx_kernel::Project::at(dir)
+        .map_err(|e| ExpectedError::Config(format!("the simulated project: {e}")))?;
+    let app = loopx_app::App::new(project, loopx_app::Caller::person("sim"), None);
+    let history = app.goal_history(Some(loopx_kernel::GoalId(1)), None)?;
+    super::history::write_page(ctx, &history, page)
 }
 
 /// Which seeds broke an invariant, and the command that replays one.
@@ -98,6 +127,11 @@ fn checked_baseline(
     if args.keep.is_some() && args.seeds > 1 {
         return Err(ExpectedError::Usage(
             "--keep keeps one run's project: use it with one seed".to_owned(),
+        ));
+    }
+    if args.history.is_some() && (args.seeds > 1 || args.baseline.is_some()) {
+        return Err(ExpectedError::Usage(
+            "--history draws one run: use it with one seed and no --baseline".to_owned(),
         ));
     }
     let baseline = args.baseline.as_deref().map(timer).transpose()?;
