@@ -91,6 +91,23 @@ fn history_page(
 ) -> Result<(), ExpectedError> {
     let project = loopx_kernel::Project::at(dir)
         .map_err(|e| ExpectedError::Config(format!("the simulated project: {e}")))?;
+    // The run's own end is the history's "now", not this machine's time: a simulated week
+    // may end before or after it.
+    let last = loopx_app::App::new(project.clone(), loopx_app::Caller::person("sim"), None)
+        .read(|s| s.events_tail(1))?
+        .pop()
+        .map(|e| e.at);
+    let project = match last {
+        Some(end) => {
+            let skew = end.0 as i64 - project.store_settings().clock.host_now().0 as i64;
+            let settings = loopx_kernel::StoreSettings {
+                clock: loopx_kernel::time::WallClock::skewed(skew),
+                ..project.store_settings().clone()
+            };
+            project.with_store(settings)
+        }
+        None => project,
+    };
     let app = loopx_app::App::new(project, loopx_app::Caller::person("sim"), None);
     let history = app.goal_history(Some(loopx_kernel::GoalId(1)), None)?;
     super::history::write_page(ctx, &history, page)
