@@ -184,7 +184,7 @@ pub enum Blocks {
     /// No work: a decision a person must make that no agent waits for (an approval of the
     /// notification command). Appended in record version 5.
     Nothing,
-    /// One goal's work: what a budget, a goal-met question or a planning slice's question
+    /// One goal's work: what a budget or goal-met question, or a person's `gate ask --goal`,
     /// holds back while other active goals go on. Appended in record version 16.
     Goal(GoalId),
 }

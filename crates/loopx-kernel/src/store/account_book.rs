@@ -73,6 +73,10 @@ enum BookDb {
 
 impl Drop for AccountBook {
     fn drop(&mut self) {
+        // A batch's writes not finished (a panic in the batch) are dropped, before the file.
+        if let Some(txn) = self.pending.get_mut().take() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(txn)));
+        }
         // As the store's: redb can panic closing a damaged file, which is going away anyway.
         let db = std::mem::replace(&mut self.db, BookDb::Closed);
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(db)));
@@ -86,6 +90,10 @@ pub struct AccountBook {
     wait: Duration,
     /// The project this process spends for (its root), recorded with each spend.
     project: String,
+    /// The write transaction of the project's batch under way: every write of the batch goes
+    /// into it, and it commits just before the project's own, or not at all
+    /// ([`AccountBook::finish`]), so a refused or retried batch leaves nothing in the book.
+    pending: std::cell::RefCell<Option<redb::WriteTransaction>>,
 }
 
 impl std::fmt::Debug for AccountBook {
@@ -120,6 +128,7 @@ impl AccountBook {
                 path: path.to_path_buf(),
                 wait,
                 project: project.to_owned(),
+                pending: std::cell::RefCell::new(None),
             };
             // Checked read-only first: a file that is not a book is never opened read-write
             // (which would rewrite redb's own state in it).
@@ -188,21 +197,29 @@ impl AccountBook {
             let BookDb::Write(db) = &self.db else {
                 return Err(super::open::read_only(&self.path));
             };
-            let txn = begin_redb_write(db, &self.path, self.wait)?;
-            let out = f(&RedbKv {
-                txn: Txn::Write(&txn),
-                path: &self.path,
-            });
-            match out {
-                Ok(value) => {
-                    txn.commit().map_err(|e| self.redb(e))?;
-                    Ok(value)
-                }
-                Err(e) => {
-                    txn.abort().map_err(|e| self.redb(e))?;
-                    Err(e)
-                }
+            let mut pending = self.pending.borrow_mut();
+            if pending.is_none() {
+                *pending = Some(begin_redb_write(db, &self.path, self.wait)?);
             }
+            let Some(txn) = pending.as_ref() else {
+                unreachable!("begun above")
+            };
+            f(&RedbKv {
+                txn: Txn::Write(txn),
+                path: &self.path,
+            })
+        })
+    }
+
+    /// Ends the batch's writes: commits them (`commit`, the project's batch about to commit)
+    /// or drops them (the batch refused). A book never written in the batch has nothing to do.
+    pub(crate) fn finish(&self, commit: bool) -> Result<(), KernelError> {
+        let Some(txn) = self.pending.borrow_mut().take() else {
+            return Ok(());
+        };
+        shielded(&self.path, || match commit {
+            true => txn.commit().map_err(|e| self.redb(e)),
+            false => txn.abort().map_err(|e| self.redb(e)),
         })
     }
 
@@ -442,6 +459,14 @@ impl<'a> BookCell<'a> {
         }
     }
 
+    /// Ends the batch's writes to the book, if it was opened: commits them, or drops them.
+    pub(crate) fn finish(&self, commit: bool) -> Result<(), KernelError> {
+        match self.opened.get() {
+            Some(book) => book.finish(commit),
+            None => Ok(()),
+        }
+    }
+
     /// The book, if the project's ledger is shared (opened, and created when `create`).
     pub(crate) fn get(&self, create: bool) -> Result<Option<&AccountBook>, KernelError> {
         if let Some(book) = self.opened.get() {
@@ -530,6 +555,7 @@ mod tests {
         let book = open(&path, true).expect("create").expect("a book");
         book.write(|kv| kv.put(tables::META, &Key::text(BOOK_VERSION_KEY), &meta_bytes(99)))
             .expect("write");
+        book.finish(true).expect("commit");
         drop(book);
         let why = refusal(&path);
         assert!(why.contains("newer than this loopx"), "{why}");

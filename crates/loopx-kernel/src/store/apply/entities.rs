@@ -213,7 +213,8 @@ fn status_target(
 }
 
 /// What a gate asked as blocking every agent holds back when it is one goal's: a budget or
-/// goal-met gate's goal, or the goal of the slice an agent asks from. With several goals
+/// goal-met gate's goal, or the goal of the slice an agent asks from (an agent's questions come
+/// blocking their todo or the agent itself; this covers any other way in). With several goals
 /// active, a question about g1 leaves g2's work running; a person's own question stays global.
 fn goal_scoped(w: &Writer<'_>, blocks: Blocks, kind: &GateKind) -> Result<Blocks, KernelError> {
     if let Blocks::Goal(goal) = blocks {

@@ -953,6 +953,12 @@ impl Store {
             Ok(())
         })?;
         let Some((index, err)) = failure else {
+            // The book's writes of the batch commit just before the project's own: a batch
+            // refused or failed leaves nothing in the book (nor does one the book refuses).
+            if let Err(e) = book.finish(true) {
+                txn.abort().map_err(whole)?;
+                return Err(whole(e));
+            }
             txn.commit().map_err(whole)?;
             if let Some(faults) = self.faults.as_ref().filter(|_| crash_after) {
                 faults.crash();
@@ -960,6 +966,7 @@ impl Store {
             crate::doorbell::ring(&self.project);
             return Ok(applied);
         };
+        book.finish(false).map_err(whole)?;
         txn.abort().map_err(whole)?;
         // Best effort: the audit record must never replace the refusal the caller needs to see
         // (a busy store here would turn a conflict into a store error).

@@ -239,7 +239,7 @@ pub(super) fn spend(
     let goal = match req.goal {
         Some(goal) => Some(goal),
         // Several goals active and none named: the spend is the account's, of no goal.
-        None => super::which_goal::active_goal(w).unwrap_or(None),
+        None => super::which_goal::active_goal_if_one(w)?,
     };
     // The goal as this transaction sees it: one marked done or paused while the caller
     // prepared the spend has no share to keep.
@@ -337,9 +337,9 @@ pub(super) fn hold(
         false => w.account_book()?,
     };
     let kept = match book {
-        Some(book) => {
-            // Every project on the account reads it: say which project it came from (a forged
-            // usage limit in one project holds the others too; `docs/permissions.md`).
+        Some(book) if source == HoldSource::Vendor => {
+            // Every project on the account reads it: say which project the limit was met in
+            // (a forged one in one project holds the others too; `docs/permissions.md`).
             let record = QuotaHold {
                 reason: crate::limits::clip(
                     &format!("{} (in project {})", record.reason, book.project()),
@@ -349,6 +349,7 @@ pub(super) fn hold(
             };
             book.write(|kv| keep_hold(kv, record, w.now))?
         }
+        Some(book) => book.write(|kv| keep_hold(kv, record.clone(), w.now))?,
         None => keep_hold(w.kv, record.clone(), w.now)?,
     };
     if let Some(old) = kept {

@@ -19,6 +19,26 @@ pub(crate) fn active_goal(w: &Writer<'_>) -> Result<Option<GoalId>, KernelError>
     if let Some(goal) = agent_goal(w)? {
         return Ok(Some(goal));
     }
+    the_one_active_goal(w)
+}
+
+/// [`active_goal`], where several goals active means none of them (a spend of no goal, a
+/// person's question to everyone): only that answer becomes `None`, a store error stays one.
+pub(crate) fn active_goal_if_one(w: &Writer<'_>) -> Result<Option<GoalId>, KernelError> {
+    none_if_several(active_goal(w))
+}
+
+fn none_if_several(
+    found: Result<Option<GoalId>, KernelError>,
+) -> Result<Option<GoalId>, KernelError> {
+    match found {
+        Err(KernelError::Invalid(Invalid::WhichGoal { .. })) => Ok(None),
+        found => found,
+    }
+}
+
+/// The one active goal, or none; several is [`Invalid::WhichGoal`]. Whoever writes.
+fn the_one_active_goal(w: &Writer<'_>) -> Result<Option<GoalId>, KernelError> {
     let active: Vec<Goal> = w
         .all::<Goal>(tables::GOALS)?
         .into_iter()
@@ -89,7 +109,8 @@ pub(crate) fn slice_goal(
         Some(todo) => Ok(w
             .get::<crate::model::Todo>(tables::TODOS, todo.0)?
             .map(|t| t.goal)),
-        None => active_goal(w).or(Ok(None)),
+        // Not `active_goal`, which asks the agent's running slice: that may be this one.
+        None => none_if_several(the_one_active_goal(w)),
     }
 }
 
@@ -134,6 +155,6 @@ pub(crate) fn gate_goal(
         (Blocks::Todos(todos), _) if !todos.is_empty() => Ok(w
             .get::<crate::model::Todo>(tables::TODOS, todos[0].0)?
             .map(|t| t.goal)),
-        _ => active_goal(w).or(Ok(None)),
+        _ => active_goal_if_one(w),
     }
 }
