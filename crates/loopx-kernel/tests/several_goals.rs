@@ -371,3 +371,32 @@ fn a_goal_at_its_share_with_a_slice_running_is_not_decided_over_and_over() {
         until - now.0
     );
 }
+
+/// An agent kept to some goals cannot claim another goal's todo, whoever asks the kernel (the
+/// decision never offers it one; a claim by hand is refused too).
+#[test]
+fn an_agent_kept_to_a_goal_cannot_claim_another_goal_s_todo() {
+    let f = fixture();
+    let (g1, t1) = goal(&f, "the docs", 0, 1.0);
+    let (_, t2) = goal(&f, "the release", 0, 1.0);
+    let kept = f.agent("kept");
+    f.store
+        .apply(
+            Op::AgentSet(ChangeAgent {
+                name: kept.clone(),
+                change: AgentChange {
+                    goals: Some(vec![g1]),
+                    ..AgentChange::default()
+                },
+            }),
+            HUMAN,
+            T0,
+        )
+        .expect("keep");
+    let refused = f.claim(t2, &kept, T0).expect_err("another goal's");
+    assert!(
+        refused.to_string().contains("works on goal g1 only"),
+        "{refused}"
+    );
+    f.claim(t1, &kept, T0).expect("its own goal's");
+}

@@ -257,12 +257,27 @@ pub(super) fn claim(
     Ok(todo)
 }
 
-/// A todo an agent takes needs no capability the agent lacks, and is for its role, if any.
+/// A todo an agent takes is of a goal it works on (`agent set --goals`), needs no capability
+/// the agent lacks, and is for its role, if any.
 fn check_fits(
     todo: &Todo,
     agent: &AgentName,
     registered: &crate::model::Agent,
 ) -> Result<(), KernelError> {
+    if !registered.works_on(todo.goal) {
+        return Err(Invalid::Other(format!(
+            "agent `{agent}` works on goal {} only, and {} is goal {}'s\n(hint: `loopx agent set {agent} --goals all` lets it work on every goal)",
+            registered
+                .goals
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            todo.id,
+            todo.goal
+        ))
+        .into());
+    }
     let missing: Vec<String> = todo
         .needs
         .iter()
