@@ -219,6 +219,11 @@ fn bounded_request(board: &BoardProcess, head: &str, body: &str) -> (u16, String
 
 #[test]
 fn planted_projects_are_shown_as_such_and_take_no_changes() {
+    // The planted stores are files where a project's redb store belongs: a run of the suite on
+    // PostgreSQL (`scripts/test-postgres.sh`) has no such file to plant.
+    if crate::support::test_database().is_some() {
+        return;
+    }
     let state = tempfile::tempdir().expect("temp dir");
     let env = [("XDG_STATE_HOME", path(state.path()))];
     let good = project_of(state.path());
