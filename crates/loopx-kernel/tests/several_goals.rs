@@ -55,6 +55,23 @@ fn goal(f: &common::Fixture, objective: &str, priority: i32, share: f64) -> (Goa
     (goal.id, todo.id)
 }
 
+/// A person keeps `agent` to `goal` (`agent set NAME --goals gN`).
+fn keep_to(f: &common::Fixture, agent: &loopx_kernel::AgentName, goal: GoalId) {
+    f.store
+        .apply(
+            Op::AgentSet(ChangeAgent {
+                name: agent.clone(),
+                change: AgentChange {
+                    goals: Some(vec![goal]),
+                    ..AgentChange::default()
+                },
+            }),
+            HUMAN,
+            T0,
+        )
+        .expect("keep");
+}
+
 /// What `agent` does now, and for which goal.
 fn decide(f: &common::Fixture, agent: &str, now: Timestamp) -> (Decision, Option<GoalId>) {
     let state = f
@@ -142,19 +159,7 @@ fn a_question_on_one_goal_leaves_the_other_goal_s_work_running() {
         "{decision:?}"
     );
     // An agent kept to g1 waits on the question.
-    f.store
-        .apply(
-            Op::AgentSet(ChangeAgent {
-                name: kept,
-                change: AgentChange {
-                    goals: Some(vec![g1]),
-                    ..AgentChange::default()
-                },
-            }),
-            HUMAN,
-            T0,
-        )
-        .expect("keep");
+    keep_to(&f, &kept, g1);
     let (decision, goal) = decide(&f, "kept", T0);
     assert_eq!(
         (decision.kind(), goal),
@@ -278,19 +283,7 @@ fn an_agent_kept_to_a_finished_goal_stops_saying_so() {
     let (_, t2) = goal(&f, "the release", 0, 1.0);
     let kept = f.agent("kept");
     f.agent("free");
-    f.store
-        .apply(
-            Op::AgentSet(ChangeAgent {
-                name: kept,
-                change: AgentChange {
-                    goals: Some(vec![g1]),
-                    ..AgentChange::default()
-                },
-            }),
-            HUMAN,
-            T0,
-        )
-        .expect("keep");
+    keep_to(&f, &kept, g1);
     f.store
         .apply(
             Op::GoalSetStatus(SetGoalStatus {
@@ -380,19 +373,7 @@ fn an_agent_kept_to_a_goal_cannot_claim_another_goal_s_todo() {
     let (g1, t1) = goal(&f, "the docs", 0, 1.0);
     let (_, t2) = goal(&f, "the release", 0, 1.0);
     let kept = f.agent("kept");
-    f.store
-        .apply(
-            Op::AgentSet(ChangeAgent {
-                name: kept.clone(),
-                change: AgentChange {
-                    goals: Some(vec![g1]),
-                    ..AgentChange::default()
-                },
-            }),
-            HUMAN,
-            T0,
-        )
-        .expect("keep");
+    keep_to(&f, &kept, g1);
     let refused = f.claim(t2, &kept, T0).expect_err("another goal's");
     assert!(
         refused.to_string().contains("works on goal g1 only"),
