@@ -1,7 +1,8 @@
 //! `loopx goal history --html FILE` (docs/history.md): a goal run by two agents, with a
 //! question, a dropped todo whose title is markup, and a todo resting on stale evidence, makes
-//! one self-contained page that a real Chromium draws: lanes, a chart, the lineage with its
-//! dead end and stale marks, and no markup of the agents' own.
+//! one self-contained page that a real Chromium draws: lanes, the charts (todos done, a
+//! metric with its bests so far), the lineage with its dead end and stale marks, and no markup
+//! of the agents' own.
 
 use serde_json::Value;
 
@@ -15,6 +16,15 @@ const INJECTED: &str = "<script>alert(1)</script><img src=x onerror=alert(2)>";
 fn goal_history_html_writes_one_page_chromium_draws_with_lanes_lineage_and_a_chart() {
     let loopx = Loopx::new();
     two_agents_one_goal(&loopx, INJECTED);
+    // Three measurements, the middle one no better: three dots, two of them bests so far.
+    loopx.write_config("[metrics.accuracy]\nbetter = \"higher\"\n");
+    for value in ["0.8", "0.78", "0.9"] {
+        let pair = format!("accuracy={value}");
+        let add = [
+            "evidence", "add", &pair, "--kind", "metric", "--unit", "%", "--todo", "t1",
+        ];
+        loopx.ok(&add);
+    }
     let history = loopx.ok(&["goal", "history", "--json"]).json();
     let file = loopx.path().join("history.html");
     let file_arg = file.to_str().expect("utf-8 path");
@@ -72,6 +82,12 @@ fn goal_history_html_writes_one_page_chromium_draws_with_lanes_lineage_and_a_cha
     assert_eq!(count(&mut browser, "#lineage-svg g.node") as usize, nodes);
     assert!(count(&mut browser, "#lineage-svg path.edge") >= nodes as u64 - 1);
     assert!(count(&mut browser, "#progress-chart rect.done-bar") >= 1);
+    assert_eq!(count(&mut browser, "svg.metric-chart circle.point"), 3);
+    assert_eq!(count(&mut browser, "svg.metric-chart circle.best"), 2);
+    assert_eq!(
+        count(&mut browser, "svg.metric-chart polyline.best-line"),
+        1
+    );
     assert_eq!(count(&mut browser, "script, img, iframe, object"), 0);
     assert_eq!(
         count(&mut browser, "#n-t3.dead"),
@@ -97,7 +113,7 @@ fn goal_history_html_writes_one_page_chromium_draws_with_lanes_lineage_and_a_cha
     );
     // The bars have a size: the lanes and the lineage are drawn, not just present.
     let drawn = browser.eval(
-        "[...document.querySelectorAll('#lanes-svg rect.slice, #lineage-svg g.node rect')]\
+        "[...document.querySelectorAll('#lanes-svg rect.slice, #lineage-svg g.node rect, svg.metric-chart circle')]\
          .every(r => r.getBBox().width >= 1 && r.getBBox().height >= 1)",
     );
     assert_eq!(drawn, Value::Bool(true));

@@ -33,6 +33,7 @@ mod lark_words;
 mod lifecycle;
 mod log_filters;
 mod logging;
+mod metrics;
 mod monitors;
 mod multi_host;
 mod notify_set;

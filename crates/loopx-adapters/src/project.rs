@@ -21,6 +21,10 @@
 //!
 //! [lark]            # the Lark (Feishu) board and questions (`lark.rs`, `docs/lark.md`)
 //! app_id = "cli_…"
+//!
+//! [metrics.accuracy] # which way a metric is better; a new best asks (`metrics.rs`)
+//! better = "higher"
+//! ask_on_best = true
 //! ```
 //!
 //! Loaded like profiles: every problem at once, with file, line and column, unknown keys with
@@ -41,7 +45,9 @@ use crate::config::{Checked, DurationText, Problems, document_from_tree, parse_d
 use crate::errors::{ConfigKind, LoadError};
 
 mod lark;
+mod metrics;
 pub use lark::{DEFAULT_LARK_BASE_URL, LarkBoard, LarkConfig, LarkQuestions};
+pub use metrics::MetricRule;
 
 /// The file's name inside `.loopx/`.
 pub const PROJECT_CONFIG_FILE: &str = "loopx.toml";
@@ -68,6 +74,8 @@ pub struct ProjectConfig {
     /// `[limits] handbacks`: how many times agents of two roles may hand the same work back
     /// and forth before a person is asked; `None`: the default (`docs/history.md`).
     pub handbacks: Option<u32>,
+    /// `[metrics.NAME]`: which way each metric is better, and whether a new best asks.
+    pub metrics: BTreeMap<String, MetricRule>,
 }
 
 /// `[evidence]` (`docs/goals.md`, "Evidence that ages").
@@ -131,6 +139,7 @@ struct RawProject {
     /// checked here with the rest, by the same rule.
     quota: Option<RawQuota>,
     limits: Option<RawLimits>,
+    metrics: Option<BTreeMap<String, metrics::RawMetric>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -179,7 +188,9 @@ fn known_keys(path: &[&str]) -> &'static [&'static str] {
     match path {
         [] => &[
             "notify", "budget", "land", "evidence", "store", "lark", "goal", "quota", "limits",
+            "metrics",
         ],
+        ["metrics", _] => &metrics::KEYS,
         ["limits"] => &["handbacks"],
         ["quota"] => &["ledger"],
         ["goal"] => &["close"],
@@ -260,6 +271,10 @@ fn checked(raw: Option<RawProject>, mut p: Problems) -> Result<ProjectConfig, Lo
             lark: raw.lark.and_then(|l| lark::lark(l, &mut p)),
             agents_close_goals: raw.goal.is_some_and(|g| agents_close(g, &mut p)),
             handbacks: raw.limits.and_then(|l| handbacks(l, &mut p)),
+            metrics: raw
+                .metrics
+                .map(|m| metrics::metrics(m, &mut p))
+                .unwrap_or_default(),
         }
     });
     p.finish(ConfigKind::Project, PROJECT_CONFIG_FILE, config)

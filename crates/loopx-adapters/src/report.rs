@@ -120,6 +120,10 @@ pub struct Report {
     /// Evidence.
     #[serde(default)]
     pub evidence: Vec<ReportEvidence>,
+    /// Measurements: `[{"name": "accuracy", "value": 0.913, "unit": "%"}]`, each recorded as
+    /// `metric` evidence on the slice's todo (`docs/history.md`, "Metrics").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<loopx_vocab::Metric>,
     /// What the next agent on this todo needs.
     #[serde(default)]
     pub handoff: Option<String>,

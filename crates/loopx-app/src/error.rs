@@ -39,6 +39,14 @@ pub enum AppError {
 /// Input the kernel never sees, refused.
 #[derive(Debug, thiserror::Error)]
 pub enum UsageError {
+    /// A measurement that does not read (`loopx report evidence metric`, `evidence add --kind
+    /// metric`).
+    #[error("{0}")]
+    Metric(#[from] loopx_vocab::BadMetric),
+    #[error(
+        "`--unit` is for metric evidence\n(hint: `--kind metric NAME=VALUE --unit U`, or leave out `--unit`)"
+    )]
+    UnitWithoutMetric,
     #[error("there is no current goal\n(hint: `loopx goal start \"OBJECTIVE\"`)")]
     NoCurrentGoal,
     #[error(

@@ -25,6 +25,39 @@ pub struct AddEvidence {
     pub todo: Option<TodoId>,
     /// The claim it is recorded under, when an agent records it by hand.
     pub epoch: Option<u64>,
+    /// A metric's unit (`%`): only with kind `metric`.
+    pub unit: Option<String>,
+}
+
+/// The summary and measurement of evidence of `kind` written as `text`: for `metric`, text
+/// that begins `NAME=VALUE` (words after it are a note: `accuracy=0.913 on the held-out
+/// set`), shown as `accuracy = 0.913 % — on the held-out set`; any other kind is its text and
+/// takes no unit. What `evidence add` and `report evidence` both read.
+pub fn measured(
+    kind: EvidenceKind,
+    text: &str,
+    unit: Option<&str>,
+) -> Result<(String, Option<loopx_vocab::Metric>), UsageError> {
+    if kind != EvidenceKind::Metric {
+        return match unit {
+            Some(_) => Err(UsageError::UnitWithoutMetric),
+            None => Ok((text.to_owned(), None)),
+        };
+    }
+    let text = text.trim();
+    let (name, after) = text.split_once('=').unwrap_or((text, ""));
+    let after = after.trim_start();
+    let (value, note) = after.split_once(char::is_whitespace).unwrap_or((after, ""));
+    let pair = match text.contains('=') {
+        true => format!("{name}={value}"),
+        false => text.to_owned(),
+    };
+    let metric = loopx_vocab::Metric::parse(&pair, unit)?;
+    let summary = match note.trim() {
+        "" => metric.to_string(),
+        note => format!("{metric} — {note}"),
+    };
+    Ok((summary, Some(metric)))
 }
 
 /// Evidence or a handoff as every surface shows it: with whether it still holds
@@ -101,6 +134,7 @@ pub struct WriteHandoff {
 
 impl App {
     pub fn add_evidence(&self, add: AddEvidence) -> Result<Evidence, AppError> {
+        let (summary, metric) = measured(add.kind, &add.summary, add.unit.as_deref())?;
         let files = file_refs(self.root(), &add.files)?;
         let work = self.read(|s| {
             Ok(loopx_domain::freshness::mark_for(
@@ -113,12 +147,13 @@ impl App {
         self.run(NewEvidence {
             epoch: add.epoch,
             kind: add.kind,
-            summary: add.summary,
+            summary,
             detail: add.detail,
             files,
             todo: add.todo,
             slice: self.slice_id(),
             work,
+            metric,
         })
     }
 

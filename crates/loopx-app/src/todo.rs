@@ -446,5 +446,6 @@ fn land_evidence(todo: TodoId, summary: &str) -> Op {
         slice: None,
         epoch: None,
         work: None,
+        metric: None,
     })
 }

@@ -227,6 +227,7 @@ fn pad_events(dir: &Path, events: u64) {
                     todo: None,
                     slice: None,
                     work: None,
+                    metric: None,
                 })
             })
             .collect();

@@ -272,12 +272,16 @@ where
 pub enum ReportCommand {
     /// Record evidence on the slice (and its todo).
     Evidence {
-        /// test, diff, note or artifact.
+        /// test, diff, note, artifact or metric.
         #[arg(value_parser = spelled(&EvidenceKind::AGENT))]
         kind: EvidenceKind,
-        /// What was shown, in one line (several words are joined with spaces).
+        /// What was shown, in one line (several words are joined with spaces); for a metric,
+        /// `NAME=VALUE` first (`accuracy=0.913 on the held-out set`).
         #[arg(required = true, value_name = "TEXT")]
         text: Vec<String>,
+        /// A metric's unit (`%`, `ms`).
+        #[arg(long, value_name = "U")]
+        unit: Option<String>,
         /// Longer detail.
         #[arg(long, default_value = "")]
         detail: String,
@@ -569,9 +573,13 @@ pub enum EvidenceCommand {
         /// The epoch of the claim this is written under (refused when stale).
         #[arg(long, value_name = "N", env = "LOOPX_EPOCH")]
         epoch: Option<u64>,
-        /// slice, test, diff, note, artifact, quota or violation.
+        /// slice, test, diff, note, artifact, quota, violation or metric (`NAME=VALUE` first in
+        /// the summary).
         #[arg(long, default_value = "note", value_parser = spelled(&EvidenceKind::PERSON))]
         kind: EvidenceKind,
+        /// A metric's unit (`%`, `ms`).
+        #[arg(long, value_name = "U")]
+        unit: Option<String>,
         /// Longer detail.
         #[arg(long, default_value = "")]
         detail: String,

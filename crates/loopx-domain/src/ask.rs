@@ -8,7 +8,8 @@
 
 use loopx_kernel::limits::{QUESTION, bounded};
 use loopx_kernel::model::{
-    BUDGET_OPTIONS, Blocks, GOAL_MET_OPTIONS, GateKind, Goal, GoalStatus, STALL_OPTIONS, SliceKind,
+    BEST_OPTIONS, BUDGET_OPTIONS, Blocks, GOAL_MET_OPTIONS, GateKind, Goal, GoalStatus,
+    STALL_OPTIONS, SliceKind,
 };
 use loopx_kernel::store::NewGate;
 use loopx_kernel::{KernelError, Store, Timestamp, TodoId};
@@ -40,7 +41,7 @@ pub fn needs_gate(decision: &Decision) -> bool {
 }
 
 /// Opens the gate a decision for `goal` that [needs one](needs_gate) asks (a goal past its
-/// budget, a goal that may be met, a stalled todo), and shows it in the decision.
+/// budget, a goal that may be met, a stalled todo, a new best), and shows it in the decision.
 pub fn open_gate(
     store: &Store,
     decision: &mut Decision,
@@ -62,6 +63,11 @@ pub fn open_gate(
         }
     } else if let Some(id) = decision.stalled() {
         stall_gate(store, decision, id)?
+    } else if let (Some(evidence), Some(goal)) = (decision.new_best(), goal) {
+        let Some(gate) = best_gate(store, decision, goal, evidence)? else {
+            return Ok(());
+        };
+        gate
     } else {
         return Ok(());
     };
@@ -109,6 +115,39 @@ fn goal_met_gate(decision: &Decision, goal: &Goal) -> NewGate {
         blocks: Blocks::Global,
         kind: GateKind::GoalMet { goal: goal.id },
     }
+}
+
+/// The gate a new best asks (`docs/history.md`, "Metrics"): promote it, keep exploring, or
+/// stop; `None` when the measurement is gone.
+fn best_gate(
+    store: &Store,
+    decision: &Decision,
+    goal: loopx_kernel::GoalId,
+    evidence: loopx_kernel::EvidenceId,
+) -> Result<Option<NewGate>, KernelError> {
+    let Some(best) = store.read(|s| s.evidence(evidence))? else {
+        return Ok(None);
+    };
+    let name = best.metric.as_ref().map_or("", |m| m.name.as_str());
+    Ok(Some(NewGate {
+        question: bounded(
+            &format!(
+                "Promote {}, the best so far?",
+                crate::metrics::measured_by(&best)
+            ),
+            QUESTION,
+        ),
+        options: BEST_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
+        context: format!(
+            "{}\nMeasured by {} at {} ({}).\n`promote` tells the goal's agents to build on it; `keep exploring` goes on; `stop` pauses the goal (end it with `loopx goal done`). Guidance goes in `--note`. [metrics.{name}] ask_on_best asked this.",
+            decision.reason(),
+            best.actor,
+            best.at,
+            best.id,
+        ),
+        blocks: Blocks::Goal(goal),
+        kind: GateKind::Best { goal, evidence },
+    }))
 }
 
 /// The gate a stalled todo needs: retry it or drop it.

@@ -40,6 +40,8 @@ pub struct SharedState {
     pub slices: Vec<SliceView>,
     pub holds: Vec<loopx_kernel::model::QuotaHold>,
     pub policy: Policy,
+    /// `[metrics]`: a new best of a metric that asks on one asks a person.
+    pub metrics: std::collections::BTreeMap<String, loopx_adapters::MetricRule>,
     /// Running slices' todos: `(todo, slice)`.
     running: Vec<(loopx_kernel::ids::TodoId, loopx_kernel::ids::SliceId)>,
     /// Running slices' agents, one entry per slice.
@@ -135,6 +137,7 @@ impl SharedState {
         if let Some(handbacks) = config.handbacks {
             self.policy.handbacks = handbacks;
         }
+        self.metrics = config.metrics.clone();
         self
     }
 
@@ -184,6 +187,7 @@ impl SharedState {
             slices: recent_slices(snap)?,
             holds: snap.quota_holds()?,
             policy,
+            metrics: Default::default(),
         })
     }
 }
@@ -507,6 +511,9 @@ fn decide_on(
         if let Some(decision) = loopx_quota::decide_prefix(&input, more) {
             // Work handed back and forth along a chain asks a person before one more round.
             let decision = crate::handbacks::guard(snap, decision, shared.policy.handbacks)?;
+            // A new best asks a person before the goal goes on.
+            let goal = part.map(|p| p.goal.id);
+            let decision = crate::metrics::guard(snap, decision, &shared.metrics, goal)?;
             let decision = share_recheck(decision, part, shared.now);
             return Ok((decision, todos));
         }

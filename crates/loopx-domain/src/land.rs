@@ -68,6 +68,7 @@ pub fn land_kept(project: &Project, exe: &Path, goal: &Goal, todo: &Todo) -> (St
         slice: None,
         epoch: None,
         work: None,
+        metric: None,
     })];
     if landed {
         ops.push(Op::TodoFinish(FinishTodo {

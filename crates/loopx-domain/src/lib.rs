@@ -45,6 +45,8 @@
 //! - [`prompt`]: what a slice's prompt says — the goal, the todo, its evidence and handoffs,
 //!   the questions answered for it.
 //! - [`amendment`]: what an amended goal tells its agents, and a re-planning slice's changes.
+//! - [`handbacks`]: work handed back and forth along a chain asks a person before one more
+//!   round; [`metrics`]: a metric's best so far, and the question a new best asks.
 //! - [`judge`]: a slice's outcome from its stream and exit, and the checks of the agent's word
 //!   against facts: a `progress` that moved nothing, a `done` without the proof it needs.
 //! - [`writeback`]: what a finished slice writes, as one batch of kernel operations — its
@@ -61,6 +63,7 @@ pub mod freshness;
 pub mod handbacks;
 pub mod judge;
 pub mod land;
+pub mod metrics;
 pub mod monitor;
 pub mod notify;
 pub mod pin;

@@ -30,6 +30,7 @@ pub const REPORT_PROTOCOL: &str = r#"When you stop, end your final message with 
 - status: `done` when the task is complete, `progress` when more remains, `blocked` when a person
   must decide; then ask one concrete question that ends with `?` and names the decision.
 - evidence: what you checked and how (kinds: test, diff, note, artifact).
+- metrics: numbers you measured, `[{"name":"accuracy","value":0.913,"unit":"%"}]`.
 - handoff: what the next agent on this task needs to know.
 - next_todos: work you propose; `role` names who should take it (e.g. `reviewer`). To wait on
   something slow that runs outside your slice (a training run on a cluster, CI; a process you

@@ -417,6 +417,13 @@ impl Writeback {
                     }
                     self.add_item(f, Op::EvidenceAdd(new), Item::Evidence);
                 }
+                // The kernel's check drops a measurement that does not read (a name that is
+                // none), with a note saying why.
+                for metric in r.metrics.iter().take(REPORT_ITEMS) {
+                    let mut new = evidence(f, EvidenceKind::Metric, &metric.to_string(), "");
+                    new.metric = Some(metric.clone());
+                    self.add_item(f, Op::EvidenceAdd(new), Item::Evidence);
+                }
                 question = r
                     .question
                     .as_ref()
@@ -659,6 +666,7 @@ pub fn evidence(f: &Finished<'_>, kind: EvidenceKind, summary: &str, detail: &st
         epoch: f.record.epoch,
         slice: Some(f.record.id),
         work: None,
+        metric: None,
     }
 }
 
@@ -909,6 +917,7 @@ mod tests {
             propose_goal: None,
             drop_todos: vec![],
             rewrite_todos: vec![],
+            metrics: vec![],
         }
     }
 

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId, SliceId, TodoId};
 use crate::time::Timestamp;
 pub use loopx_vocab::{
-    ErrorClass, EvidenceKind, GoalStatus, HoldSource, Isolation, Outcome, PermissionLevel,
-    SliceKind, TodoState,
+    Better, ErrorClass, EvidenceKind, GoalStatus, HoldSource, Isolation, Metric, Outcome,
+    PermissionLevel, SliceKind, TodoState,
 };
 
 mod aging;
@@ -305,6 +305,11 @@ pub enum GateKind {
     /// old scope and not the new one (record version 11). The gate blocks them: `keep` (the
     /// first option) lets agents take them again; `drop` drops every one still open.
     ScopeNarrowed { goal: GoalId, revision: u32 },
+    /// A measurement is the best so far of its metric in the goal, and `[metrics.NAME]
+    /// ask_on_best` asks a person about it (record version 17). `promote` (the first option)
+    /// and `keep exploring` change nothing in the store: the answer reaches the goal's next
+    /// prompts. `stop` pauses the goal. The gate blocks its goal.
+    Best { goal: GoalId, evidence: EvidenceId },
 }
 
 /// Who loopx's own gates are asked by.
@@ -328,6 +333,8 @@ pub const GOAL_MET_OPTIONS: [&str; 2] = ["done", "plan"];
 pub const PROPOSAL_OPTIONS: [&str; 2] = ["accept", "reject"];
 /// The options of a narrowed scope's question, in order.
 pub const NARROWED_OPTIONS: [&str; 2] = ["keep", "drop"];
+/// The options of a new best's question, in order.
+pub const BEST_OPTIONS: [&str; 3] = ["promote", "keep exploring", "stop"];
 
 /// A concrete question for a human.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -409,6 +416,9 @@ pub struct Evidence {
     /// (a kind that speaks about no work, a project outside git, an older record). The two
     /// fields are the last of evidence: an older record reads with both empty (`codec.rs`).
     pub work: Option<WorkMark>,
+    /// The measurement of `metric` evidence, and of no other kind (record version 17; an
+    /// older record reads `None`). Keep it last.
+    pub metric: Option<Metric>,
 }
 
 /// What the next agent on a todo needs to know.

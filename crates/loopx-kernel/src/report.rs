@@ -30,6 +30,9 @@ pub enum AgentReport {
         summary: String,
         detail: String,
         files: Vec<FileRef>,
+        /// `loopx report evidence metric NAME=VALUE`: the measurement.
+        #[serde(default)]
+        metric: Option<crate::model::Metric>,
     },
     /// `loopx report handoff`.
     Handoff {
@@ -146,6 +149,7 @@ impl Reporter {
             slice: Some(self.slice),
             epoch: self.epoch(),
             work: None,
+            metric: None,
         }
     }
 
@@ -164,7 +168,8 @@ impl Reporter {
                 summary,
                 detail,
                 files,
-            } => self.reported_evidence(kind, summary, detail, files)?,
+                metric,
+            } => self.reported_evidence(kind, summary, detail, files, metric)?,
             AgentReport::Handoff {
                 done,
                 next,
@@ -236,15 +241,17 @@ impl Reporter {
         summary: String,
         detail: String,
         files: Vec<crate::model::FileRef>,
+        metric: Option<crate::model::Metric>,
     ) -> Result<Op, ReportRefused> {
         if !kind.agent_may_report() {
             return Err(ReportRefused::usage(format!(
-                "evidence of kind `{}` is loopx's own; an agent reports test, diff, note or artifact",
+                "evidence of kind `{}` is loopx's own; an agent reports test, diff, note, artifact or metric",
                 kind.as_str()
             )));
         }
         let mut new = self.evidence(kind, summary, detail);
         new.files = files;
+        new.metric = metric;
         Ok(Op::EvidenceAdd(new))
     }
 
@@ -387,6 +394,7 @@ mod tests {
                 summary: "all clear".into(),
                 detail: String::new(),
                 files: vec![],
+                metric: None,
             })
             .expect_err("violation evidence is loopx's");
         assert_eq!(refused.class, loopx_vocab::ErrorClass::Usage);

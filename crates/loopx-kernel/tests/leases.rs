@@ -332,6 +332,7 @@ fn a_stale_holder_cannot_write_the_handoff_or_evidence() {
         slice: None,
         epoch: Some(1),
         work: None,
+        metric: None,
     };
     assert!(
         f.store

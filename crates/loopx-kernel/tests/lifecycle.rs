@@ -289,6 +289,7 @@ fn the_slice_that_finished_its_todo_may_renew_and_write_but_nothing_else() {
         slice: None,
         epoch: Some(1),
         work: None,
+        metric: None,
     };
     f.store
         .apply(Op::EvidenceAdd(evidence.clone()), "agent:a", T0)
@@ -946,6 +947,7 @@ fn a_planning_slices_writeback_is_about_its_goal_when_several_are_active() {
         slice: Some(slice),
         epoch: None,
         work: None,
+        metric: None,
     });
     let handoff = Op::HandoffAdd(NewHandoff {
         todo: None,

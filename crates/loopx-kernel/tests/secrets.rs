@@ -60,6 +60,7 @@ fn the_store_file_holds_no_secret_in_any_field() {
         todo: None,
         slice: None,
         work: None,
+        metric: None,
     };
     f.store
         .apply(Op::EvidenceAdd(evidence), HUMAN, T0)
@@ -111,6 +112,7 @@ fn evidence_pinned_by_no_sha256_is_refused() {
             todo: None,
             slice: None,
             work: None,
+            metric: None,
         };
         let err = f
             .store

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::{GateId, Millis, SliceKind, TodoId};
+use crate::{EvidenceId, GateId, Millis, SliceKind, TodoId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -87,6 +87,9 @@ pub enum AskAbout {
     /// Agents of two roles handed the todo's work back and forth `[limits] handbacks` times
     /// (a chain of successors): a stall gate asks a person before another round.
     HandedBack(TodoRef),
+    /// A measurement is its metric's best so far in the goal and `[metrics.NAME]
+    /// ask_on_best` is set: a best gate asks whether to promote it.
+    NewBest(EvidenceId),
 }
 
 impl Decision {
@@ -195,6 +198,17 @@ impl Decision {
                 ..
             }
         )
+    }
+
+    /// The measurement a best gate should be opened for.
+    pub fn new_best(&self) -> Option<EvidenceId> {
+        match self {
+            Decision::Ask {
+                about: AskAbout::NewBest(evidence),
+                ..
+            } => Some(*evidence),
+            _ => None,
+        }
     }
 
     /// Whether a goal-met gate should be opened.

@@ -42,7 +42,7 @@ pub use decide::{
     HoldSource, Policy, Run, SliceKind, SliceView, TodoRef, TodoView, WaitOn, Waiting, decide,
     decide_prefix,
 };
-pub use loopx_vocab::{AgentName, GateId, GoalId, GoalStatus, SliceId, TodoId};
+pub use loopx_vocab::{AgentName, EvidenceId, GateId, GoalId, GoalStatus, SliceId, TodoId};
 pub use outcome::{Next, Outcome, OutcomePolicy, Streak};
 pub use pacing::{Pacing, pacing_check};
 pub use share::share_wait;

@@ -466,6 +466,7 @@ impl SimHost {
             slice: Some(who.slice),
             epoch,
             work: None,
+            metric: None,
         };
         let op = match report {
             Report::Evidence | Report::Forged(_) => Op::EvidenceAdd(evidence("simulated evidence")),

@@ -160,10 +160,13 @@ pub enum EvidenceKind {
     Land,
     /// A monitor's check was met: its output (record version 9).
     Monitor,
+    /// A measurement, `accuracy = 0.913` ([`crate::Metric`]; record version 17).
+    Metric,
 }
 spelled!(EvidenceKind, "evidence kind", [
     Slice => "slice", Test => "test", Diff => "diff", Note => "note", Artifact => "artifact",
     Quota => "quota", Violation => "violation", Land => "land", Monitor => "monitor",
+    Metric => "metric",
 ]);
 
 impl EvidenceKind {
@@ -186,16 +189,17 @@ impl EvidenceKind {
 
     /// The kinds an agent may report; `slice`, `quota`, `violation` and `land` are loopx's own
     /// record of what it saw.
-    pub const AGENT: [EvidenceKind; 4] = [
+    pub const AGENT: [EvidenceKind; 5] = [
         EvidenceKind::Test,
         EvidenceKind::Diff,
         EvidenceKind::Note,
         EvidenceKind::Artifact,
+        EvidenceKind::Metric,
     ];
 
     /// The kinds a person may add by hand: all but `land`, which only loopx's own landing of a
     /// todo's branch writes (a land check's output is carried into the next prompt).
-    pub const PERSON: [EvidenceKind; 7] = [
+    pub const PERSON: [EvidenceKind; 8] = [
         EvidenceKind::Slice,
         EvidenceKind::Test,
         EvidenceKind::Diff,
@@ -203,6 +207,7 @@ impl EvidenceKind {
         EvidenceKind::Artifact,
         EvidenceKind::Quota,
         EvidenceKind::Violation,
+        EvidenceKind::Metric,
     ];
 
     /// Whether an agent may report evidence of this kind.

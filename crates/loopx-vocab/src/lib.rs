@@ -24,6 +24,7 @@
 pub mod actor;
 pub mod ids;
 pub mod kinds;
+pub mod metric;
 pub mod outcome;
 pub mod permission;
 pub mod secrets;
@@ -38,6 +39,7 @@ pub use kinds::{
     ErrorClass, EvidenceKind, GoalStatus, HoldSource, Isolation, IsolationMode, MonitorWords,
     SliceKind, Spelled, TodoState, UnknownWord,
 };
+pub use metric::{BadMetric, Better, Metric};
 pub use outcome::{Next, Outcome, OutcomePolicy, Streak};
 pub use permission::PermissionLevel;
 pub use secrets::{CREDENTIAL_WORDS, credential_word, looks_like_credential};

@@ -52,6 +52,7 @@ pub fn build(r: &Records) -> GoalHistory {
             })
             .collect(),
         lineage: lineage::lineage(r, &done),
+        metrics: super::metrics::series(r, &counts),
         lanes,
         questions,
     }
@@ -234,6 +235,7 @@ fn gate_kind(kind: &GateKind) -> &'static str {
         GateKind::Monitor { .. } => "monitor",
         GateKind::GoalProposal { .. } => "goal_proposal",
         GateKind::ScopeNarrowed { .. } => "scope_narrowed",
+        GateKind::Best { .. } => "best",
     }
 }
 

@@ -13,6 +13,7 @@ mod build;
 mod graph;
 mod html;
 mod lineage;
+mod metrics;
 mod read;
 
 use std::collections::BTreeMap;
@@ -55,6 +56,35 @@ pub struct GoalHistory {
     pub cost: Cost,
     pub progress: Progress,
     pub lineage: Lineage,
+    /// Each metric measured in the goal (`metric` evidence), by name.
+    pub metrics: Vec<MetricSeries>,
+}
+
+/// One metric's measurements in the goal, in the order taken.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricSeries {
+    pub name: String,
+    /// The first measurement's unit (empty: none).
+    pub unit: String,
+    /// Which way is better (`[metrics.NAME] better`); `None`: not said, so no best is marked.
+    pub better: Option<loopx_kernel::model::Better>,
+    pub points: Vec<MetricPoint>,
+}
+
+/// One measurement.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricPoint {
+    pub evidence: EvidenceId,
+    pub todo: Option<loopx_kernel::TodoId>,
+    pub slice: Option<loopx_kernel::SliceId>,
+    pub at: Timestamp,
+    pub value: f64,
+    /// Who recorded it (`agent:NAME`, a person).
+    pub by: String,
+    /// It beat every measurement before it (the first one does).
+    pub best: bool,
+    /// A person answered `promote` when asked about it (`ask_on_best`).
+    pub promoted: bool,
 }
 
 /// One agent's slices of the goal, in the order they started.
@@ -227,6 +257,8 @@ pub struct Records {
     pub events: Vec<Event>,
     /// The evidence of its done todos that is stale now, and why.
     pub stale: BTreeMap<EvidenceId, String>,
+    /// `[metrics]`: which way each metric is better.
+    pub metric_rules: BTreeMap<String, loopx_adapters::MetricRule>,
     pub now: Timestamp,
     pub since: Option<Timestamp>,
 }
@@ -246,10 +278,12 @@ impl App {
                 None => self.goal(None)?,
             },
         };
-        let rules = self.evidence_rules()?;
+        let config = self.project_config()?;
         let now = self.now();
         let project = self.project.clone();
-        let records = self.read(|s| Records::read(s, &project, &rules, goal, now, since))?;
+        let mut records =
+            self.read(|s| Records::read(s, &project, &config.evidence, goal, now, since))?;
+        records.metric_rules = config.metrics;
         Ok(build(&records))
     }
 }

@@ -69,6 +69,7 @@ impl Records {
             gates,
             events,
             stale,
+            metric_rules: BTreeMap::new(),
             now,
             since,
         })
@@ -86,7 +87,8 @@ fn gate_is_about(gate: &Gate, goal: &Goal, ours: &BTreeSet<TodoId>) -> bool {
         GateKind::Budget { goal: g }
         | GateKind::GoalMet { goal: g }
         | GateKind::GoalProposal { goal: g, .. }
-        | GateKind::ScopeNarrowed { goal: g, .. } => return *g == goal.id,
+        | GateKind::ScopeNarrowed { goal: g, .. }
+        | GateKind::Best { goal: g, .. } => return *g == goal.id,
         _ => None,
     };
     if let Some(todo) = named_todo {

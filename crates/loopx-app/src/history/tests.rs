@@ -105,6 +105,7 @@ fn evidence(id: u64, todo: u64, minutes: u64) -> Evidence {
         at: at(minutes),
         revision: 1,
         work: None,
+        metric: None,
     }
 }
 
@@ -159,6 +160,7 @@ pub(super) fn records() -> Records {
         stale: BTreeMap::from([(EvidenceId(1), "src/a.rs changed".to_owned())]),
         now: at(60),
         since: None,
+        metric_rules: Default::default(),
     }
 }
 

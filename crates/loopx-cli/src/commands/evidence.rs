@@ -19,6 +19,7 @@ pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
             todo,
             epoch,
             kind,
+            unit,
             detail,
             files,
         } => {
@@ -29,6 +30,7 @@ pub fn run(ctx: &mut Ctx, cmd: EvidenceCommand) -> Result<(), ExpectedError> {
                 files,
                 todo: todo.as_deref().map(id).transpose()?,
                 epoch,
+                unit,
             })?;
             show_evidence(ctx, &evidence)
         }

@@ -124,7 +124,7 @@ fn spent(s: &Spent) -> String {
     )
 }
 
-/// The whole view: the goal, its lanes, questions, cost, progress and lineage.
+/// The whole view: the goal, its lanes, questions, cost, progress, metrics and lineage.
 fn text(h: &GoalHistory) -> Vec<String> {
     let mut out = vec![format!(
         "Goal {} ({}): {}",
@@ -148,6 +148,7 @@ fn text(h: &GoalHistory) -> Vec<String> {
     events(h, &mut out);
     cost(h, &mut out);
     progress(h, &mut out);
+    metrics(h, &mut out);
     lineage(h, &mut out);
     out
 }
@@ -308,6 +309,39 @@ fn progress(h: &GoalHistory, out: &mut Vec<String>) {
             .map(|m| format!(", median {} to an answer", ms(m)))
             .unwrap_or_default()
     ));
+}
+
+/// A line per metric: how many measurements, the best so far and the last.
+fn metrics(h: &GoalHistory, out: &mut Vec<String>) {
+    if h.metrics.is_empty() {
+        return;
+    }
+    out.push(String::new());
+    out.push("Metrics".to_owned());
+    for m in &h.metrics {
+        let unit = match m.unit.as_str() {
+            "" => String::new(),
+            unit => format!(" {unit}"),
+        };
+        let on = |p: &loopx_app::history::MetricPoint| {
+            p.todo.map_or(String::new(), |t| format!(" on {t}"))
+        };
+        let best = m.points.iter().rfind(|p| p.best).map_or_else(
+            || "no direction set".to_owned(),
+            |p| {
+                let promoted = if p.promoted { ", promoted" } else { "" };
+                format!("best {}{unit}{} ({}{promoted})", p.value, on(p), p.evidence)
+            },
+        );
+        let last = m.points.last().map_or(String::new(), |p| {
+            format!(", last {}{unit}{}", p.value, on(p))
+        });
+        out.push(format!(
+            "  {}: {} measured, {best}{last}",
+            m.name,
+            m.points.len()
+        ));
+    }
 }
 
 fn lineage(h: &GoalHistory, out: &mut Vec<String>) {

@@ -52,16 +52,21 @@ fn report_of(ctx: &Ctx, cmd: ReportCommand) -> Result<AgentReport, ExpectedError
         ReportCommand::Evidence {
             kind,
             text,
+            unit,
             detail,
             files,
         } => {
             // Paths are shown relative to the project, as the agent sees it.
             let root = std::env::var_os("LOOPX_PROJECT").unwrap_or_else(|| ".".into());
+            let (summary, metric) =
+                loopx_app::evidence::measured(kind, &text.join(" "), unit.as_deref())
+                    .map_err(|e| ExpectedError::Usage(e.to_string()))?;
             AgentReport::Evidence {
                 kind,
-                summary: text.join(" "),
+                summary,
                 detail,
                 files: loopx_app::evidence::file_refs(std::path::Path::new(&root), &files)?,
+                metric,
             }
         }
         ReportCommand::Handoff(text) => AgentReport::Handoff {

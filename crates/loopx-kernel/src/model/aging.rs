@@ -122,6 +122,7 @@ mod tests {
             at: crate::time::Timestamp(0),
             revision: 1,
             work: None,
+            metric: None,
         };
         assert_eq!(e.diff_files().collect::<Vec<_>>(), files);
         e.kind = EvidenceKind::Note;

@@ -55,6 +55,9 @@
 //!   each its last field: an older goal reads as priority 0, an older agent works on every
 //!   goal, and an older slice has no goal recorded (a zero byte appended). Gates may block one
 //!   `Goal`, and events gained `agent_waits` (appended, so older records read unchanged).
+//! - 17: evidence gained `metric` (a measurement), its last field: older evidence reads with
+//!   none (a zero byte appended). Evidence gained the `metric` kind and gates the `best` kind
+//!   (appended, so older records read unchanged).
 
 use std::borrow::Cow;
 
@@ -70,7 +73,7 @@ use crate::model::{
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 16;
+pub(crate) const RECORD_VERSION: u8 = 17;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -95,7 +98,7 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
             owned.push(0);
             Cow::Owned(owned)
         }
-        Some((&(6..=15 | RECORD_VERSION), body)) => Cow::Borrowed(body),
+        Some((&(6..=16 | RECORD_VERSION), body)) => Cow::Borrowed(body),
         Some((&version @ 1..=5, body)) => up_to_v5(version, table, body)
             .and_then(|v5| Ok(Cow::Owned(upgrade_v5(table, &v5)?.into_owned())))
             .map_err(|e| failed(e.to_string()))?,
@@ -141,9 +144,10 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
         _ => body,
     };
     // A goal or agent before version 16 lacks `priority` or `goals`, its last field: a zero
-    // byte reads as priority 0 or no goals named (every goal).
+    // byte reads as priority 0 or no goals named (every goal). Evidence before version 17
+    // lacks `metric`, its last field: a zero byte reads as none.
     let body = match (table, version) {
-        ("goals" | "agents" | "slices", ..16) => {
+        ("goals" | "agents" | "slices", ..16) | ("evidence", ..17) => {
             let mut owned = body.into_owned();
             owned.push(0);
             Cow::Owned(owned)
@@ -825,6 +829,45 @@ mod tests {
     }
 
     #[test]
+    fn version_16_evidence_reads_without_a_measurement() {
+        use crate::ids::EvidenceId;
+        use crate::model::{Evidence, EvidenceKind};
+        let evidence = Evidence {
+            id: EvidenceId(3),
+            kind: EvidenceKind::Test,
+            summary: "3 passed".into(),
+            detail: String::new(),
+            files: vec![],
+            todo: Some(TodoId(2)),
+            slice: None,
+            actor: "agent:exec".into(),
+            at: Timestamp(5),
+            revision: 1,
+            work: None,
+            metric: None,
+        };
+        let current = encode(&evidence);
+        // Version 17 appended `metric` (`None` is the byte 0).
+        assert_eq!(current.last(), Some(&0));
+        let mut v16 = current[..current.len() - 1].to_vec();
+        v16[0] = 16;
+        let read: Evidence = decode("evidence", &v16).expect("version-16 evidence reads");
+        assert_eq!(read, evidence);
+        // And a measurement comes back as written.
+        let measured = Evidence {
+            kind: EvidenceKind::Metric,
+            metric: Some(crate::model::Metric {
+                name: "accuracy".into(),
+                value: 0.913,
+                unit: "%".into(),
+            }),
+            ..evidence
+        };
+        let read: Evidence = decode("evidence", &encode(&measured)).expect("reads");
+        assert_eq!(read, measured);
+    }
+
+    #[test]
     fn version_10_evidence_and_handoffs_read_with_nothing_recorded_of_their_age() {
         use crate::ids::{EvidenceId, HandoffId};
         use crate::model::{Evidence, EvidenceKind, Handoff};
@@ -840,6 +883,7 @@ mod tests {
             at: Timestamp(5),
             revision: 0,
             work: None,
+            metric: None,
         };
         let handoff = Handoff {
             id: HandoffId(1),
@@ -947,9 +991,9 @@ mod tests {
 
     #[test]
     fn a_newer_record_is_refused_by_name() {
-        let err = decode::<u64>("agents", &[17, 1]).expect_err("too new");
-        assert!(err.to_string().contains("record version 17"), "{err}");
-        for version in [3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16] {
+        let err = decode::<u64>("agents", &[18, 1]).expect_err("too new");
+        assert!(err.to_string().contains("record version 18"), "{err}");
+        for version in [3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17] {
             assert_eq!(
                 decode::<u64>("agents", &[version, 1]).expect("an older version reads"),
                 1,

@@ -356,6 +356,7 @@ impl Serving {
                 slice: Some(slice),
                 epoch: None,
                 work: None,
+                metric: None,
             });
         } else {
             tracing::debug!(%slice, %limit, "refused another report over the slice's budget");
@@ -385,6 +386,7 @@ impl Serving {
             slice: Some(r.slice),
             epoch: None,
             work: None,
+            metric: None,
         };
         self.record(evidence);
     }

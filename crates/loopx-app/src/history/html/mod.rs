@@ -7,6 +7,7 @@
 
 mod lanes;
 mod lineage;
+mod metrics;
 mod tables;
 
 use std::fmt::Write;
@@ -48,6 +49,12 @@ pub fn render_html(h: &GoalHistory) -> String {
         "progress",
         "Progress",
         &tables::progress(&h.progress),
+    );
+    section(
+        &mut out,
+        "metrics",
+        "Metrics",
+        &metrics::metrics(&h.metrics),
     );
     section(
         &mut out,
@@ -119,6 +126,8 @@ td:first-child,th:first-child{text-align:left}
 .w-share,.w-pacing{fill:#f5d76e}.w-backoff,.w-rest{fill:#e6a0a0}.w-nothing{fill:#ddd}
 .q-span{fill:#c39bd3}.m-span{fill:#76c7c0}.q-open{fill:#e8d6f0}.amend{stroke:#333;stroke-dasharray:3 2}.landing{stroke:#2e9d4a;stroke-width:2}
 .chart rect{fill:#4a7fd0}
+.metric-chart .point{fill:#4a7fd0;opacity:.75}.metric-chart .best{fill:#2e9d4a;opacity:1}
+.metric-chart .promoted{stroke:#111;stroke-width:2}.best-line{fill:none;stroke:#2e9d4a;stroke-width:1.5}
 .node rect{fill:#fff;stroke:#555}.n-revision rect{fill:#f3f3f3}.n-todo rect{fill:#eef4ff}
 .n-slice rect{fill:#fff;rx:9}.n-evidence rect{fill:#f6fbef}.n-landing rect{fill:#dff3e3;stroke:#2e9d4a}
 .node.dead rect{stroke-dasharray:4 3;stroke:#aaa;fill:#f7f7f7}.node.dead text{fill:#999}

@@ -155,6 +155,11 @@ fn answer_follows(w: &Writer<'_>, gate: &Gate, chosen: Option<&str>) -> Result<(
                 super::amend::proposal_accepted(w, gate)?;
             }
         }
+        // `promote` and `keep exploring` are words for the next prompts; `stop` pauses.
+        GateKind::Best { goal, .. } => {
+            let stop = chosen.is_some_and(|o| o == crate::model::BEST_OPTIONS[2]);
+            super::budget::answered_pause(w, *goal, stop)?;
+        }
         GateKind::ScopeNarrowed { .. } => {
             let drop = chosen.is_some_and(|o| o == crate::model::NARROWED_OPTIONS[1]);
             super::amend::narrowed_answered(w, gate, drop)?;

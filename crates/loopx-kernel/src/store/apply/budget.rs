@@ -62,14 +62,22 @@ pub(super) fn answered(
     pause: bool,
 ) -> Result<(), KernelError> {
     if pause {
+        return answered_pause(w, goal, true);
+    }
+    restart(w, goal)?;
+    w.event(EventKind::BudgetRestarted { goal, gate })?;
+    Ok(())
+}
+
+/// A person's answer that pauses `goal` (`pause` of a budget gate, `stop` of a new best's):
+/// an active goal is paused, any other is left as it is.
+pub(super) fn answered_pause(w: &Writer<'_>, goal: GoalId, pause: bool) -> Result<(), KernelError> {
+    if pause {
         let current: Goal = w.require(tables::GOALS, goal.0, "goal", goal)?;
         if current.status == GoalStatus::Active {
             super::entities::goal_set_status(w, Some(goal), GoalStatus::Paused)?;
         }
-        return Ok(());
     }
-    restart(w, goal)?;
-    w.event(EventKind::BudgetRestarted { goal, gate })?;
     Ok(())
 }
 

@@ -233,7 +233,9 @@ fn goal_scoped(w: &Writer<'_>, blocks: Blocks, kind: &GateKind) -> Result<Blocks
         return Ok(blocks);
     }
     Ok(match kind {
-        GateKind::Budget { goal } | GateKind::GoalMet { goal } => Blocks::Goal(*goal),
+        GateKind::Budget { goal } | GateKind::GoalMet { goal } | GateKind::Best { goal, .. } => {
+            Blocks::Goal(*goal)
+        }
         _ => match super::which_goal::agent_goal(w)? {
             Some(goal) => Blocks::Goal(goal),
             None => blocks,
@@ -255,9 +257,11 @@ pub(super) fn gate_ask(w: &Writer<'_>, new: NewGate) -> Result<Applied, KernelEr
         // The same stall, login or budget is asked about once: peers deciding at the same
         // moment all find the gate the first one opened.
         let open: Vec<Gate> = w.all(tables::GATES)?;
+        // A best is asked about once, whatever the answer was.
+        let once = matches!(new.kind, GateKind::Best { .. });
         if let Some(gate) = open
             .into_iter()
-            .find(|g| g.state == GateState::Open && g.kind == new.kind)
+            .find(|g| (once || g.state == GateState::Open) && g.kind == new.kind)
         {
             return Ok(Applied::Gate(gate));
         }
@@ -381,6 +385,7 @@ pub(crate) fn evidence_add(w: &Writer<'_>, new: NewEvidence) -> Result<Applied, 
         at: w.now,
         revision,
         work: new.work,
+        metric: new.metric,
     };
     w.put(tables::EVIDENCE, id.0, &evidence)?;
     w.event(EventKind::EvidenceAdded {

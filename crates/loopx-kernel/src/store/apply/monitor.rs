@@ -210,6 +210,7 @@ fn met(w: &Writer<'_>, todo: &Todo, polls: u64, tail: String) -> Result<Applied,
             slice: None,
             epoch: None,
             work: None,
+            metric: None,
         },
     )?;
     super::todo::finish(w, id, TodoState::Done, None, None)

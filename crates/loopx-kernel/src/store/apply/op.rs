@@ -8,8 +8,8 @@ use crate::ids::{AgentName, GateId, GoalId, SliceId, TodoId};
 use crate::limits;
 use crate::model::{
     Agent, Blocks, EventKind, Evidence, EvidenceKind, FileRef, Gate, GateKind, Goal, GoalStatus,
-    Handoff, Outcome, PermissionLevel, ProcessIdentity, SliceKind, SliceRecord, Todo, TodoState,
-    WorkMark,
+    Handoff, Metric, Outcome, PermissionLevel, ProcessIdentity, SliceKind, SliceRecord, Todo,
+    TodoState, WorkMark,
 };
 use crate::redact::Redactor;
 use crate::store::Store;
@@ -191,6 +191,8 @@ pub struct NewEvidence {
     /// The state of the work it speaks about, as the writer found it (the kernel sees no
     /// files); the goal's revision the kernel adds itself.
     pub work: Option<WorkMark>,
+    /// The measurement: `metric` evidence has one, no other kind does.
+    pub metric: Option<Metric>,
 }
 
 /// A new handoff note.
@@ -311,6 +313,22 @@ impl NewEvidence {
             "; put the rest in --detail",
         )?;
         limits::check_len("detail", &self.detail, limits::DETAIL)?;
+        match (&self.metric, self.kind == EvidenceKind::Metric) {
+            (Some(metric), true) => metric.check().map_err(|e| Invalid::Other(e.to_string()))?,
+            (None, true) => {
+                return Err(Invalid::Other(
+                    "metric evidence needs its measurement: `loopx report evidence metric NAME=VALUE`"
+                        .to_owned(),
+                ));
+            }
+            (Some(_), false) => {
+                return Err(Invalid::Other(format!(
+                    "{} evidence carries no measurement: record it as `metric`",
+                    self.kind
+                )));
+            }
+            (None, false) => {}
+        }
         if self.files.len() > limits::LIST_ITEMS {
             return Err(Invalid::TooLong {
                 field: "files",

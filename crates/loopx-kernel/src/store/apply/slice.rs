@@ -290,6 +290,7 @@ pub(super) fn interrupt(
             slice: Some(id),
             epoch: None,
             work: None,
+            metric: None,
         },
     )?;
     let mut released = false;

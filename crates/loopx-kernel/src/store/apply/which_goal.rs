@@ -151,7 +151,10 @@ pub(crate) fn gate_goal(
     use crate::model::{Blocks, GateKind};
     match (&gate.blocks, &gate.kind) {
         (Blocks::Goal(goal), _) => Ok(Some(*goal)),
-        (_, GateKind::Budget { goal } | GateKind::GoalMet { goal }) => Ok(Some(*goal)),
+        (
+            _,
+            GateKind::Budget { goal } | GateKind::GoalMet { goal } | GateKind::Best { goal, .. },
+        ) => Ok(Some(*goal)),
         (Blocks::Todos(todos), _) if !todos.is_empty() => Ok(w
             .get::<crate::model::Todo>(tables::TODOS, todos[0].0)?
             .map(|t| t.goal)),
