@@ -100,3 +100,32 @@ fn a_200_hour_store_makes_a_bounded_page_that_says_what_it_left_out() {
     );
     assert!(page.matches("class=\"node ").count() <= 5 * 80);
 }
+
+#[test]
+fn a_metric_chart_escapes_its_unit_and_draws_values_at_the_ends_of_f64() {
+    use super::{MetricPoint, MetricSeries};
+    let mut h = build(&records());
+    let point = |value: f64, best: bool| MetricPoint {
+        evidence: loopx_kernel::EvidenceId(1),
+        todo: Some(loopx_kernel::TodoId(1)),
+        slice: None,
+        at: at(10),
+        value,
+        by: "agent:exec".into(),
+        best,
+        promoted: false,
+    };
+    h.metrics.push(MetricSeries {
+        name: "accuracy".into(),
+        unit: "<b>%".into(),
+        better: Some(loopx_kernel::model::Better::Higher),
+        points: vec![point(-f64::MAX, true), point(f64::MAX, true)],
+    });
+    let page = render_html(&h);
+    assert!(page.contains("&lt;b&gt;%"), "{page}");
+    assert!(!page.contains("<b>"), "{page}");
+    let chart = &page[page.find("class=\"metric-chart\"").expect("a chart")..];
+    let chart = &chart[..chart.find("</svg>").expect("its end")];
+    assert!(!chart.contains("NaN") && !chart.contains("inf"), "{chart}");
+    assert_eq!(chart.matches("<circle").count(), 2, "{chart}");
+}

@@ -36,12 +36,13 @@ fn chart(out: &mut String, s: &MetricSeries) {
         (lo.min(p.value), hi.max(p.value))
     });
     let span_t = (last.at.0.saturating_sub(first.at.0)).max(1) as f64;
-    let span_v = if hi > lo { hi - lo } else { 1.0 };
+    // Halves, so that the span of values near the ends of f64 stays finite.
+    let span_v = if hi > lo { hi / 2.0 - lo / 2.0 } else { 1.0 };
     let x = |p: &MetricPoint| match points.len() {
         1 => LEFT + (WIDTH - LEFT) / 2.0,
         _ => LEFT + (p.at.0.saturating_sub(first.at.0)) as f64 / span_t * (WIDTH - LEFT - 10.0),
     };
-    let y = |v: f64| TOP + HEIGHT - (v - lo) / span_v * HEIGHT;
+    let y = |v: f64| TOP + HEIGHT - (v / 2.0 - lo / 2.0) / span_v * HEIGHT;
     let direction = s
         .better
         .map_or("which way is better is not set".to_owned(), |b| {
