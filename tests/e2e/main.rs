@@ -48,6 +48,7 @@ mod report;
 mod run_loop;
 mod run_once;
 mod run_output;
+mod say;
 mod scale;
 mod several_goals;
 mod sim;

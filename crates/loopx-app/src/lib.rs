@@ -36,6 +36,7 @@ pub mod notify;
 pub mod projection;
 pub mod projects;
 pub mod quota;
+pub mod say;
 pub mod status;
 pub mod todo;
 

@@ -116,10 +116,22 @@ pub enum Command {
     /// "Notifications").
     #[command(subcommand)]
     Notify(NotifyCommand),
+    /// Send a running agent a message: it heads the agent's next slice's prompt (see
+    /// docs/watch.md, "Messages").
+    Say(SayArgs),
     /// Print a shell completion script (`loopx completions bash > ~/.local/share/bash-completion/completions/loopx`).
     Completions(CompletionsArgs),
     /// Print the man page, loopx(1), in roff (`loopx man > ~/.local/share/man/man1/loopx.1`).
     Man,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SayArgs {
+    /// The agent (`exec`).
+    pub agent: String,
+    /// What to say (several words are joined with spaces).
+    #[arg(required = true, value_name = "TEXT")]
+    pub text: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -166,6 +178,7 @@ impl Command {
             Command::Report(_) => "report",
             Command::Lark(_) => "lark",
             Command::Notify(_) => "notify",
+            Command::Say(_) => "say",
             Command::Completions(_) => "completions",
             Command::Man => "man",
         }

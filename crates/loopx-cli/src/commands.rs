@@ -21,6 +21,7 @@ mod projects;
 mod quota;
 mod report;
 mod run;
+mod say;
 mod sim;
 mod status;
 mod store;
@@ -69,6 +70,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Report(cmd) => report::run(ctx, cmd),
         Command::Lark(cmd) => lark::run(ctx, cmd),
         Command::Notify(cmd) => notify::run(ctx, cmd),
+        Command::Say(args) => say::run(ctx, args),
         Command::Completions(args) => generate::completions(ctx, args),
         Command::Man => generate::man(ctx),
     }

@@ -114,6 +114,31 @@ pub fn prompt_values(
     Ok(values)
 }
 
+/// The person's messages to the agent (`loopx say`), to head its prompt whatever the
+/// profile's template holds; `None` without any.
+pub fn messages_note(messages: &[loopx_kernel::model::Message]) -> Option<String> {
+    if messages.is_empty() {
+        return None;
+    }
+    let notes: Vec<String> = messages
+        .iter()
+        .map(|m| {
+            let quoted: Vec<String> = m.text.lines().map(|l| format!("> {l}")).collect();
+            format!(
+                "A message to you from {} ({}, {}):\n{}",
+                m.by,
+                m.id,
+                m.at,
+                quoted.join("\n")
+            )
+        })
+        .collect();
+    Some(format!(
+        "{}\n(A person wrote this while you were away: take it into account in this slice.)",
+        notes.join("\n\n")
+    ))
+}
+
 /// The scope section: the goal's scope, and where the agent works when it is not the
 /// project's own tree (agents push, switch branches and commit by habit, and should know what
 /// loopx does with their work).

@@ -345,6 +345,10 @@ pub enum Refused {
     )]
     NotifyByAgent { actor: String },
     #[error(
+        "a message to an agent is a person's, and `{actor}` is not one\n(hint: an agent hands work on with `loopx report handoff` or `loopx report todo`)"
+    )]
+    SayByAgent { actor: String },
+    #[error(
         "finished goals' branches and worktrees are removed by a person, and `{actor}` is not one\n(hint: a person runs `loopx clean` in their own terminal)"
     )]
     CleanByAgent { actor: String },

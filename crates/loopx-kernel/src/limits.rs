@@ -9,6 +9,8 @@ use crate::errors::Invalid;
 pub const TITLE: usize = 200;
 pub const OBJECTIVE: usize = 2_000;
 pub const QUESTION: usize = 1_000;
+/// A person's message to an agent (`loopx say`).
+pub const MESSAGE: usize = 4_000;
 pub const SUMMARY: usize = 500;
 pub const DETAIL: usize = 16 * 1024;
 pub const OPTION: usize = 200;

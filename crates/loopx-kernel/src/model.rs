@@ -16,10 +16,12 @@ pub use loopx_vocab::{
 
 mod aging;
 mod event;
+mod message;
 mod monitor;
 mod revision;
 pub use aging::{TodoSeen, WorkMark, diff_detail};
 pub use event::{Event, EventKind};
+pub use message::Message;
 pub use monitor::{
     CHECK_LIMIT_MS, FAILURES_BEFORE_ASKING, MIN_EVERY_MS, Monitor, MonitorSpec, MonitorWords,
     OUTPUT_TAIL_BYTES, Observation, Pin, PollVerdict, check_limit_ms, output_hash,

@@ -36,8 +36,9 @@ pub use apply::{
     RenewClaim, Resume, SLICE_PLACEHOLDER, SetGoalStatus, SliceEnd, WithdrawGate,
 };
 pub use apply::{
-    AmendGoal, Amended, Begun, CONTINUATION_HOLD, EditTodo, Interrupted, NewSpend, OPEN_MONITORS,
-    OPEN_PROPOSALS, OPEN_QUESTIONS, OPEN_TODOS, ReplanTodo, Replanning, TypedOp,
+    AmendGoal, Amended, Begun, CONTINUATION_HOLD, EditTodo, Interrupted, NewMessage, NewSpend,
+    OPEN_MONITORS, OPEN_PROPOSALS, OPEN_QUESTIONS, OPEN_TODOS, ReplanTodo, Replanning, TypedOp,
+    WAITING_MESSAGES,
 };
 pub use copy::CopyReport;
 pub use open::{

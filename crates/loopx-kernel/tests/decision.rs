@@ -218,6 +218,7 @@ fn a_running_slice_s_expected_spend_is_kept_for_it_on_its_account() {
             },
             claim_ttl: Duration::from_secs(600),
             admit: usage(agent, 0),
+            messages: vec![],
         });
         match f.store.apply(op, HUMAN, minutes(minute)).expect("begins") {
             loopx_kernel::store::Applied::SliceBegun { slice, .. } => slice.id,

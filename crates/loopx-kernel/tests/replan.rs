@@ -306,6 +306,7 @@ fn a_continuation_is_held_for_its_agent_until_the_hold_lapses() {
             },
             claim_ttl: Duration::from_secs(600),
             admit: loopx_testkit::begin(&"a".parse().expect("a name"), None).admit,
+            messages: vec![],
         })],
         "agent:a",
         at(6),

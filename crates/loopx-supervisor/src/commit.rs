@@ -601,6 +601,7 @@ mod tests {
                 },
                 claim_ttl: Duration::from_secs(600),
                 admit: loopx_domain::writeback::unpaced_quota(&agent),
+                messages: vec![],
             };
             let Applied::SliceBegun { slice, .. } = apply(&store, Op::SliceBegin(begin)) else {
                 panic!("a slice")

@@ -205,6 +205,7 @@ mod tests {
                 account: "acct".into(),
                 ..loopx_domain::writeback::unpaced_quota(&agent)
             },
+            messages: vec![],
         };
         match store
             .apply(Op::SliceBegin(begin), "agent:a", Timestamp::now())

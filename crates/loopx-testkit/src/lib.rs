@@ -133,6 +133,7 @@ pub fn begin(agent: &AgentName, todo: Option<TodoId>) -> BeginSlice {
                 windows: vec![],
             }),
         },
+        messages: vec![],
     }
 }
 

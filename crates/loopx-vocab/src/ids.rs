@@ -130,6 +130,10 @@ numbered_id!(
     /// One bounded agent run: `s9`.
     SliceId, 's', "slice id"
 );
+numbered_id!(
+    /// A person's message to an agent (`loopx say`): `m4`.
+    MessageId, 'm', "message id"
+);
 
 /// A registered agent's name, chosen by a person (`exec`, `reviewer-2`).
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -33,7 +33,8 @@ pub mod url;
 
 pub use actor::Actor;
 pub use ids::{
-    AgentName, EvidenceId, GateId, GoalId, HandoffId, InvalidId, SliceId, TodoId, check_id,
+    AgentName, EvidenceId, GateId, GoalId, HandoffId, InvalidId, MessageId, SliceId, TodoId,
+    check_id,
 };
 pub use kinds::{
     ErrorClass, EvidenceKind, GoalStatus, HoldSource, Isolation, IsolationMode, MonitorWords,

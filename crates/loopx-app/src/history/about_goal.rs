@@ -63,7 +63,8 @@ pub fn event_about_goal(
         },
         E::SliceStarted { slice, .. }
         | E::SliceSpawned { slice, .. }
-        | E::SliceEnded { slice, .. } => {
+        | E::SliceEnded { slice, .. }
+        | E::MessageDelivered { slice, .. } => {
             // A slice of an older loopx has no goal of its own: its todo's is.
             match s.slice(*slice)? {
                 Some(record) => match (record.goal, record.todo) {
@@ -84,7 +85,9 @@ pub fn event_about_goal(
         | E::AgentRemoved { .. }
         | E::QuotaSpent { .. }
         | E::QuotaHeld { .. }
-        | E::QuotaResumed { .. } => Ok(false),
+        | E::QuotaResumed { .. }
+        // A message is to an agent, about no goal until a slice of one takes it.
+        | E::MessageSent { .. } => Ok(false),
     }
 }
 

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Blocks, EvidenceKind, GoalStatus, PermissionLevel, SliceKind};
-use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId, SliceId, TodoId};
+use crate::ids::{AgentName, EvidenceId, GateId, GoalId, HandoffId, MessageId, SliceId, TodoId};
 use crate::time::Timestamp;
 
 /// One recorded transition.
@@ -208,6 +208,20 @@ pub enum EventKind {
         goal: Option<GoalId>,
         reason: String,
     },
+    /// A person's message to an agent (`loopx say`, record version 17): it waits for the
+    /// agent's next slice.
+    MessageSent {
+        message: MessageId,
+        agent: AgentName,
+        text: String,
+    },
+    /// A message reached its agent: `how` is `prompt` (it headed the slice's prompt).
+    MessageDelivered {
+        message: MessageId,
+        agent: AgentName,
+        slice: SliceId,
+        how: String,
+    },
 }
 
 impl EventKind {
@@ -247,6 +261,8 @@ impl EventKind {
         "todo_replanned",
         "change_refused",
         "agent_waits",
+        "message_sent",
+        "message_delivered",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -284,6 +300,8 @@ impl EventKind {
             EventKind::TodoReplanned { .. } => "todo_replanned",
             EventKind::ChangeRefused { .. } => "change_refused",
             EventKind::AgentWaits { .. } => "agent_waits",
+            EventKind::MessageSent { .. } => "message_sent",
+            EventKind::MessageDelivered { .. } => "message_delivered",
         }
     }
 
@@ -435,6 +453,17 @@ impl EventKind {
             E::AgentWaits {
                 agent, on, reason, ..
             } => format!("{agent} waits on {on}: {reason}"),
+            E::MessageSent {
+                message,
+                agent,
+                text,
+            } => format!("message {message} to {agent}: {text}"),
+            E::MessageDelivered {
+                message,
+                agent,
+                slice,
+                how,
+            } => format!("message {message} reached {agent} in slice {slice} ({how})"),
         }
     }
 }

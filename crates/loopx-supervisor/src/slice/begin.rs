@@ -7,7 +7,7 @@ use std::time::Duration;
 use loopx_adapters::{LaunchContext, LaunchPlan, render_launch, render_prompt};
 use loopx_kernel::model::{SliceRecord, Todo};
 use loopx_kernel::store::{BeginSlice, NewSlice, SLICE_PLACEHOLDER};
-use loopx_kernel::{Conflict, KernelError};
+use loopx_kernel::{Conflict, KernelError, ids::MessageId};
 
 use super::decide::{Decided, How};
 use super::guard::{Beginning, SliceGuard};
@@ -57,8 +57,9 @@ pub(crate) enum Began {
 
 impl Decided {
     /// The slice's prompt: the profile's template filled from the store as it is now, headed by
-    /// the goal's amendment when there was one.
-    fn prompt(&self, req: &RunOnce) -> Result<String, SupervisorError> {
+    /// the person's messages to the agent and the goal's amendment when there were any; and
+    /// the messages it carries, which its begin takes.
+    fn prompt(&self, req: &RunOnce) -> Result<(String, Vec<MessageId>), SupervisorError> {
         let setup = &self.setup;
         let rules = crate::notify::project_config(&req.project)?.evidence;
         let now = req.world.clock.now();
@@ -88,17 +89,19 @@ impl Decided {
                 Some(goal) => loopx_domain::amendment::goal_change_note(s, goal)?,
                 None => None,
             };
-            Ok((values, note))
+            let messages = s.waiting_messages(&setup.agent.name)?;
+            Ok((values, note, messages))
         })?;
-        let (values, note) = values;
-        // An amended goal's change heads the prompt, whatever the profile's template holds.
-        Ok(match note {
-            Some(note) => format!(
-                "{note}\n\n{}",
-                render_prompt(&setup.loaded.profile.prompt_template, &values)
-            ),
-            None => render_prompt(&setup.loaded.profile.prompt_template, &values),
-        })
+        let (values, note, messages) = values;
+        // A person's messages, then an amended goal's change, head the prompt, whatever the
+        // profile's template holds.
+        let heads = [loopx_domain::prompt::messages_note(&messages), note];
+        let mut prompt: Vec<String> = heads.into_iter().flatten().collect();
+        prompt.push(render_prompt(
+            &setup.loaded.profile.prompt_template,
+            &values,
+        ));
+        Ok((prompt.join("\n\n"), messages.iter().map(|m| m.id).collect()))
     }
 
     /// A worktree goal's tree for the slice, made ready (`None`: the goal shares the person's
@@ -138,7 +141,7 @@ impl Decided {
         on_step: &mut dyn FnMut(Step<'_>),
     ) -> Result<Began, SupervisorError> {
         let setup = &self.setup;
-        let prompt = self.prompt(req)?;
+        let (prompt, messages) = self.prompt(req)?;
         let root = req.project.root();
         let plan = plan_for(req, setup, self.how, &prompt, SLICE_PLACEHOLDER, root)?;
         let begin = BeginSlice {
@@ -156,6 +159,7 @@ impl Decided {
             },
             claim_ttl: lease_ttl(setup, req.world.lease_max),
             admit: setup.quota_request((0, 0.0), None, self.goal.as_ref().map(|g| g.id)),
+            messages,
         };
         let beginning = Beginning::start();
         let begun = self.store.run(begin, &actor(setup), req.world.clock.now());

@@ -117,7 +117,7 @@ pub(super) fn remove(w: &Writer<'_>, name: AgentName) -> Result<Applied, KernelE
     Ok(Applied::Agent(agent))
 }
 
-fn registered(w: &Writer<'_>, name: &AgentName) -> Result<Agent, KernelError> {
+pub(super) fn registered(w: &Writer<'_>, name: &AgentName) -> Result<Agent, KernelError> {
     w.agent(name.as_str())?.ok_or_else(|| {
         Invalid::NotFound {
             what: "agent",

@@ -407,6 +407,8 @@ pub struct BeginSlice {
     pub claim_ttl: Duration,
     /// The admission against the agent's quota (its usage is charged after the slice).
     pub admit: super::quota::QuotaRequest,
+    /// The person's messages its prompt carries: they wait no longer.
+    pub messages: Vec<crate::ids::MessageId>,
 }
 
 /// What a finished slice did.
@@ -468,6 +470,8 @@ pub enum Op {
     },
     /// Claim, admit and record a slice at once (see [`BeginSlice`]).
     SliceBegin(BeginSlice),
+    /// A person's message to an agent (`loopx say`).
+    Say(super::message::NewMessage),
     SliceInterrupt(Interrupt),
     /// Refuses unless `slice` is running, runs `agent`, works under exactly this claim, and
     /// the claim's epoch is still current; writes nothing. The first operation of a batch an
@@ -598,6 +602,7 @@ pub enum Applied {
     },
     Spend(crate::model::Spend),
     Hold(crate::model::QuotaHold),
+    Message(crate::model::Message),
     /// A goal amended, and its new revision.
     Amended {
         goal: Goal,
@@ -701,6 +706,7 @@ impl Op {
             | Op::PollClaim(_) => {}
             Op::QuotaHold(NewHold { reason, .. }) => r.redact_in_place(reason),
             Op::AgentWaits(AgentWaits { reason, .. }) => r.redact_in_place(reason),
+            Op::Say(message) => r.redact_in_place(&mut message.text),
             Op::PollRecord(poll) => {
                 r.redact_in_place(&mut poll.tail);
                 opt(&mut poll.failed);
@@ -775,6 +781,7 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
         Op::AgentSet(ChangeAgent { name, change }) => super::agent::set(w, name, change),
         Op::AgentRemove(RemoveAgent { name }) => super::agent::remove(w, name),
         Op::AgentWaits(waits) => super::agent::waits(w, waits),
+        Op::Say(message) => super::message::send(w, message),
         Op::SliceStart(new) => slice::start(w, new).map(Applied::Slice),
         Op::SliceBegin(begin) => slice::begin(w, begin),
         Op::SliceSpawned {

@@ -20,6 +20,7 @@ pub(super) fn begin(w: &Writer<'_>, begin: BeginSlice) -> Result<Applied, Kernel
         mut slice,
         claim_ttl,
         admit,
+        messages,
     } = begin;
     if admit.agent != slice.agent {
         return Err(Invalid::Other(format!(
@@ -53,7 +54,9 @@ pub(super) fn begin(w: &Writer<'_>, begin: BeginSlice) -> Result<Applied, Kernel
         None => None,
     };
     super::quota::spend(w, admit, true)?;
+    let agent = slice.agent.clone();
     let record = start(w, slice)?;
+    super::message::delivered(w, &agent, record.id, &messages)?;
     Ok(Applied::SliceBegun {
         slice: record,
         took_claim,

@@ -106,6 +106,7 @@ typed!(NewAgent => Agent, AgentAdd, Agent);
 typed!(ChangeAgent => Agent, AgentSet, Agent);
 typed!(RemoveAgent => Agent, AgentRemove, Agent);
 typed!(Resume => Vec<String>, QuotaResume, Resumed);
+typed!(super::message::NewMessage => crate::model::Message, Say, Message);
 
 impl TypedOp for BeginSlice {
     type Output = Begun;
