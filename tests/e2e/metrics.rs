@@ -165,6 +165,14 @@ fn a_measurement_that_does_not_read_is_refused_naming_it() {
         "{}",
         unit.stderr
     );
+    // A measurement names the todo it measures: else no goal's history would show it.
+    let nowhere = loopx.run(&["evidence", "add", "accuracy=0.99", "--kind", "metric"]);
+    assert_eq!(nowhere.code, 2, "{}", nowhere.stderr);
+    assert!(
+        nowhere.stderr.contains("name the todo"),
+        "{}",
+        nowhere.stderr
+    );
     // A person's measurement is recorded with its unit.
     let ok = loopx
         .ok(&[
@@ -182,6 +190,26 @@ fn a_measurement_that_does_not_read_is_refused_naming_it() {
         .json();
     assert_eq!(ok["evidence"]["summary"], "latency = 120 ms");
     assert_eq!(ok["evidence"]["metric"]["value"], 120.0);
+    // Another unit is another series: 0.2 s is not compared with 120 ms.
+    loopx.ok(&[
+        "evidence",
+        "add",
+        "latency=0.2",
+        "--kind",
+        "metric",
+        "--unit",
+        "s",
+        "--todo",
+        "t1",
+    ]);
+    let history = loopx.ok(&["goal", "history", "--json"]).json();
+    let units: Vec<&str> = history["metrics"]
+        .as_array()
+        .expect("metrics")
+        .iter()
+        .map(|m| m["unit"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(units, ["ms", "s"], "{history}");
     loopx.write_config("[metrics.latency]\nbetter = \"faster\"\n");
     let config = loopx.run(&["goal", "history"]);
     assert!(

@@ -120,10 +120,12 @@ pub struct Report {
     /// Evidence.
     #[serde(default)]
     pub evidence: Vec<ReportEvidence>,
-    /// Measurements: `[{"name": "accuracy", "value": 0.913, "unit": "%"}]`, each recorded as
-    /// `metric` evidence on the slice's todo (`docs/history.md`, "Metrics").
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub metrics: Vec<loopx_vocab::Metric>,
+    /// Measurements: `[{"name": "accuracy", "value": 0.913, "unit": "%"}]` (or `{"accuracy":
+    /// 0.913}`), each recorded as `metric` evidence on the slice's todo (`docs/history.md`,
+    /// "Metrics"). Kept as the agent wrote it and read item by item ([`Report::measurements`]):
+    /// one item that does not read costs only itself, never the rest of the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<serde_json::Value>,
     /// What the next agent on this todo needs.
     #[serde(default)]
     pub handoff: Option<String>,
@@ -240,6 +242,33 @@ mod tests {
     }
 
     #[test]
+    fn a_metric_that_does_not_read_costs_only_itself() {
+        let block = |metrics: &str| {
+            let msg = format!(
+                "```loopx-report\n{{\"status\":\"done\",\"summary\":\"s\",\"next_todos\":[{{\"title\":\"t\"}}],\"metrics\":{metrics}}}\n```\n"
+            );
+            parse_report(&msg).expect("a block").expect("well formed")
+        };
+        let report = block(
+            r#"[{"name":"acc","value":0.9,"unit":"%"},{"name":"acc","value":"0.9"},{"name":"lat","value":3,"unit":null},{"name":"1x","value":1}]"#,
+        );
+        assert_eq!(report.next_todos.len(), 1, "the rest of the report is kept");
+        let (read, dropped) = report.measurements();
+        let shown: Vec<String> = read.iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["acc = 0.9 %", "lat = 3"]);
+        assert_eq!(dropped.len(), 2, "{dropped:?}");
+        assert!(dropped[1].1.contains("is not a name"), "{dropped:?}");
+        let (read, dropped) =
+            block(r#"{"acc":0.9,"loss":{"value":1.5,"unit":"nats"}}"#).measurements();
+        assert_eq!(read.len(), 2, "{dropped:?}");
+        for odd in ["null", "\"0.9\"", "5"] {
+            let (read, dropped) = block(odd).measurements();
+            assert!(read.is_empty(), "{odd}");
+            assert_eq!(dropped.len(), usize::from(odd != "null"), "{odd}");
+        }
+    }
+
+    #[test]
     fn reads_the_full_shape() {
         let msg = "Done.\n```loopx-report\n{\"status\":\"blocked\",\"summary\":\"s\",\"evidence\":[{\"kind\":\"test\",\"summary\":\"41 passed\"}],\"handoff\":\"h\",\"next_todos\":[{\"title\":\"t\",\"detail\":\"d\",\"role\":\"reviewer\"}],\"question\":{\"text\":\"Which?\",\"options\":[\"a\",\"b\"]}}\n```\n";
         let report = parse_report(msg).expect("a block").expect("well formed");
@@ -281,5 +310,70 @@ mod tests {
             parse_report(msg).expect("a block").expect("ok").summary,
             "cut"
         );
+    }
+}
+
+impl Report {
+    /// The measurements in `metrics`, each read on its own: those that read, and for each
+    /// that does not, what it was and why (the writeback notes it).
+    pub fn measurements(&self) -> (Vec<loopx_vocab::Metric>, Vec<(String, String)>) {
+        use serde_json::Value;
+        let mut read = Vec::new();
+        let mut dropped = Vec::new();
+        let mut one = |name: &str, item: &Value| {
+            let (value, unit) = match item {
+                Value::Object(fields) => (fields.get("value"), fields.get("unit")),
+                value => (Some(value), None),
+            };
+            let unit = match unit {
+                None | Some(Value::Null) => Some(""),
+                Some(Value::String(unit)) => Some(unit.as_str()),
+                Some(_) => None,
+            };
+            let metric = match (value.and_then(Value::as_f64), unit) {
+                (Some(value), Some(unit)) => loopx_vocab::Metric {
+                    name: name.to_owned(),
+                    value,
+                    unit: unit.to_owned(),
+                },
+                _ => {
+                    let why = "a metric is {\"name\": \"…\", \"value\": NUMBER, \"unit\": \"…\"}";
+                    dropped.push((clipped(item), why.to_owned()));
+                    return;
+                }
+            };
+            match metric.check() {
+                Ok(()) => read.push(metric),
+                Err(e) => dropped.push((clipped(item), e.to_string())),
+            }
+        };
+        match &self.metrics {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for item in items {
+                    let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+                    one(name, item);
+                }
+            }
+            Some(Value::Object(by_name)) => {
+                for (name, item) in by_name {
+                    one(name, item);
+                }
+            }
+            Some(other) => dropped.push((
+                clipped(other),
+                "`metrics` is a list of {\"name\", \"value\", \"unit\"} or an object of NAME: VALUE".to_owned(),
+            )),
+        }
+        (read, dropped)
+    }
+}
+
+/// A JSON value an agent wrote, short enough for a note.
+fn clipped(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(120) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
     }
 }

@@ -343,7 +343,7 @@ fn report(status: ReportStatus, summary: String, handoff: &str) -> Report {
         propose_goal: None,
         drop_todos: vec![],
         rewrite_todos: vec![],
-        metrics: vec![],
+        metrics: None,
     }
 }
 

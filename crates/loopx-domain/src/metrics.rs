@@ -5,6 +5,7 @@
 //! the goal goes on: promote it, keep exploring, or stop.
 //!
 //! One definition of "best so far" ([`records`]) serves the question and the history's chart.
+//! A series is one metric in one unit: loopx compares numbers, not quantities.
 //! The question is asked once per measurement (the kernel gives back the gate asked before,
 //! whatever its answer), and only about an agent's measurement beating an earlier one: the
 //! first measurement is the baseline, and a person's own is known to them.
@@ -95,12 +96,11 @@ pub fn guard(
             _ => None,
         })
         .collect();
-    for (name, rule) in rules.iter().filter(|(_, r)| r.ask_on_best) {
-        let series: Vec<&Evidence> = measured
-            .iter()
-            .filter(|e| e.metric.as_ref().is_some_and(|m| &m.name == name))
-            .collect();
-        let Some(new) = new_best(&series, rule.better) else {
+    for series in series(&measured) {
+        let Some(rule) = rules.get(series.name).filter(|r| r.ask_on_best) else {
+            continue;
+        };
+        let Some(new) = new_best(&series.measured, rule.better) else {
             continue;
         };
         if asked.contains(&new.best.id) {
@@ -113,6 +113,34 @@ pub fn guard(
         });
     }
     Ok(decision)
+}
+
+/// One metric in one unit, its measurements in the order taken.
+#[derive(Debug)]
+pub struct Series<'a> {
+    pub name: &'a str,
+    pub unit: &'a str,
+    pub measured: Vec<&'a Evidence>,
+}
+
+/// The series in `evidence` (in the order recorded), by name then unit: `120 ms` and `0.2 s`
+/// are two (a person reads the unit; loopx does not convert). What the question and the
+/// history both group by.
+pub fn series(evidence: &[Evidence]) -> Vec<Series<'_>> {
+    let mut by_key: BTreeMap<(&str, &str), Vec<&Evidence>> = BTreeMap::new();
+    for e in evidence {
+        if let Some(m) = e.metric.as_ref().filter(|_| e.kind == EvidenceKind::Metric) {
+            by_key.entry((&m.name, &m.unit)).or_default().push(e);
+        }
+    }
+    by_key
+        .into_iter()
+        .map(|((name, unit), measured)| Series {
+            name,
+            unit,
+            measured,
+        })
+        .collect()
 }
 
 /// The newest record of a series, when an agent measured it and it beat an earlier value.

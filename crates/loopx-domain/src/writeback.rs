@@ -417,11 +417,21 @@ impl Writeback {
                     }
                     self.add_item(f, Op::EvidenceAdd(new), Item::Evidence);
                 }
-                // The kernel's check drops a measurement that does not read (a name that is
-                // none), with a note saying why.
-                for metric in r.metrics.iter().take(REPORT_ITEMS) {
+                // Each measurement on its own: one that does not read is noted and dropped.
+                let (metrics, unread) = r.measurements();
+                for (item, why) in unread {
+                    self.note_dropped(f, &format!("the metric {item}"), &why);
+                }
+                if metrics.len() > REPORT_ITEMS {
+                    let what = format!(
+                        "{} metrics past the first {REPORT_ITEMS}",
+                        metrics.len() - REPORT_ITEMS
+                    );
+                    self.note_dropped(f, &what, "a report records at most that many");
+                }
+                for metric in metrics.into_iter().take(REPORT_ITEMS) {
                     let mut new = evidence(f, EvidenceKind::Metric, &metric.to_string(), "");
-                    new.metric = Some(metric.clone());
+                    new.metric = Some(metric);
                     self.add_item(f, Op::EvidenceAdd(new), Item::Evidence);
                 }
                 question = r
@@ -917,7 +927,7 @@ mod tests {
             propose_goal: None,
             drop_todos: vec![],
             rewrite_todos: vec![],
-            metrics: vec![],
+            metrics: None,
         }
     }
 

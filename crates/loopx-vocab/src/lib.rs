@@ -40,7 +40,7 @@ pub use kinds::{
     ErrorClass, EvidenceKind, GoalStatus, HoldSource, Isolation, IsolationMode, MonitorWords,
     SliceKind, Spelled, TodoState, UnknownWord,
 };
-pub use metric::{BadMetric, Better, Metric};
+pub use metric::{BadMetric, Better, Metric, show_value};
 pub use outcome::{Next, Outcome, OutcomePolicy, Streak};
 pub use permission::PermissionLevel;
 pub use secrets::{CREDENTIAL_WORDS, credential_word, looks_like_credential};

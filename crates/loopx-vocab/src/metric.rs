@@ -40,13 +40,13 @@ pub enum BadMetric {
     #[error("`{0}` is not NAME=VALUE: write it as `accuracy=0.913`")]
     NotAPair(String),
     #[error(
-        "metric name `{0}` is not a name: a letter, then up to {NAME_MAX} letters, digits, `_`, `-` or `.`"
+        "metric name `{0}` is not a name: a letter, then letters, digits, `_`, `-` or `.`, at most {NAME_MAX} in all"
     )]
     Name(String),
     #[error("metric value `{0}` is not a finite number: write it as `0.913`, `12`, `-3.5e2`")]
     Value(String),
     #[error(
-        "metric unit `{0}` is too long or has control characters: at most {UNIT_MAX} characters, e.g. `%` or `ms`"
+        "metric unit `{0}` is too long or has control or format characters: at most {UNIT_MAX} printable characters, e.g. `%` or `ms`"
     )]
     Unit(String),
 }
@@ -82,17 +82,39 @@ impl Metric {
         if !self.value.is_finite() {
             return Err(BadMetric::Value(self.value.to_string()));
         }
-        if self.unit.chars().count() > UNIT_MAX || self.unit.chars().any(char::is_control) {
-            return Err(BadMetric::Unit(clip(&self.unit)));
+        if self.unit.chars().count() > UNIT_MAX || self.unit.chars().any(unprintable) {
+            return Err(BadMetric::Unit(
+                clip(&self.unit).escape_default().to_string(),
+            ));
         }
         Ok(())
     }
 }
 
+/// A value as people read it: `0.913`, `12`, and in scientific notation when it would be long
+/// (`1e308`, `5e-324`).
+pub fn show_value(value: f64) -> String {
+    let magnitude = value.abs();
+    if value != 0.0 && !(1e-6..1e15).contains(&magnitude) {
+        return format!("{value:e}");
+    }
+    value.to_string()
+}
+
+/// A character a unit may not hold: a control character, or one that changes how the text
+/// around it reads without showing itself (bidirectional overrides, zero-width characters,
+/// line and paragraph separators): a unit is shown beside a question a person answers.
+fn unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+}
+
 impl fmt::Display for Metric {
     /// `accuracy = 0.913 %`, `loss = 1.2`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} = {}", self.name, self.value)?;
+        write!(f, "{} = {}", self.name, show_value(self.value))?;
         if !self.unit.is_empty() {
             write!(f, " {}", self.unit)?;
         }
@@ -168,6 +190,33 @@ mod tests {
         }
         let long = Metric::parse("a=1", Some("a very long unit indeed")).expect_err("unit");
         assert!(long.to_string().contains("metric unit"), "{long}");
+        for unit in [
+            "\u{202E}% 3=pots",
+            "m\u{200B}s",
+            "a\u{2028}b",
+            "\u{1b}[31m%",
+        ] {
+            let e = Metric::parse("a=1", Some(unit))
+                .expect_err(unit)
+                .to_string();
+            assert!(
+                e.contains("format characters") && !e.contains('\u{202E}'),
+                "{e}"
+            );
+        }
+        assert!(Metric::parse("t=20", Some("°C")).is_ok());
+        assert!(Metric::parse("t=20", Some("µs")).is_ok());
+    }
+
+    #[test]
+    fn a_long_value_shows_in_scientific_notation() {
+        assert_eq!(show_value(0.913), "0.913");
+        assert_eq!(show_value(120.0), "120");
+        assert_eq!(show_value(0.0), "0");
+        assert_eq!(show_value(f64::MAX), "1.7976931348623157e308");
+        assert_eq!(show_value(5e-324), "5e-324");
+        let m = Metric::parse("big=1e300", None).expect("reads");
+        assert_eq!(m.to_string(), "big = 1e300");
     }
 
     #[test]

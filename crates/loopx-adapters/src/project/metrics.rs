@@ -78,7 +78,7 @@ pub(super) fn metrics(
                     Some(&key),
                     format!("metric `{name}` does not say which way is better"),
                     Some(format!(
-                        "add `better = \"higher\"` or `better = \"lower\"` under [metrics.{name}]"
+                        "add `better = \"higher\"` or `better = \"lower\"` under [metrics.{name}] (a name with a dot is quoted: [metrics.\"val.loss\"])"
                     )),
                 );
                 continue;

@@ -2,14 +2,14 @@
 //! taken, the best so far marked by the one rule the question uses
 //! (`loopx_domain::metrics::records`), and the measurements a person promoted.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-use loopx_kernel::model::{EvidenceKind, GateKind, GateState};
+use loopx_kernel::model::{GateKind, GateState};
 use loopx_kernel::{EvidenceId, Timestamp};
 
 use super::{MetricPoint, MetricSeries, Records};
 
-/// One series per metric name, by name.
+/// One series per metric name and unit, by name then unit.
 pub(super) fn series(r: &Records, counts: &impl Fn(Timestamp) -> bool) -> Vec<MetricSeries> {
     let promoted: BTreeSet<EvidenceId> = r
         .gates
@@ -22,40 +22,43 @@ pub(super) fn series(r: &Records, counts: &impl Fn(Timestamp) -> bool) -> Vec<Me
             _ => None,
         })
         .collect();
-    let mut by_name: BTreeMap<&str, MetricSeries> = BTreeMap::new();
-    for e in r.evidence.iter().filter(|e| e.kind == EvidenceKind::Metric) {
-        let Some(metric) = &e.metric else { continue };
-        if !counts(e.at) {
-            continue;
-        }
-        let series = by_name
-            .entry(metric.name.as_str())
-            .or_insert_with(|| MetricSeries {
-                name: metric.name.clone(),
-                unit: metric.unit.clone(),
-                better: r.metric_rules.get(&metric.name).map(|rule| rule.better),
-                points: Vec::new(),
+    // The bests are found over every measurement; `--since` only shows fewer of them.
+    let mut out = Vec::new();
+    for series in loopx_domain::metrics::series(&r.evidence) {
+        let better = r.metric_rules.get(series.name).map(|rule| rule.better);
+        let values: Vec<f64> = series.measured.iter().map(|e| value(e)).collect();
+        let bests: BTreeSet<usize> = better
+            .map(|b| {
+                loopx_domain::metrics::records(&values, b)
+                    .into_iter()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let points: Vec<MetricPoint> = (series.measured.iter().enumerate())
+            .filter(|(_, e)| counts(e.at))
+            .map(|(i, e)| MetricPoint {
+                evidence: e.id,
+                todo: e.todo,
+                slice: e.slice,
+                at: e.at,
+                value: values[i],
+                by: e.actor.clone(),
+                best: bests.contains(&i),
+                promoted: promoted.contains(&e.id),
+            })
+            .collect();
+        if !points.is_empty() {
+            out.push(MetricSeries {
+                name: series.name.to_owned(),
+                unit: series.unit.to_owned(),
+                better,
+                points,
             });
-        series.points.push(MetricPoint {
-            evidence: e.id,
-            todo: e.todo,
-            slice: e.slice,
-            at: e.at,
-            value: metric.value,
-            by: e.actor.clone(),
-            best: false,
-            promoted: promoted.contains(&e.id),
-        });
-    }
-    let mut out: Vec<MetricSeries> = by_name.into_values().collect();
-    for series in &mut out {
-        let Some(better) = series.better else {
-            continue;
-        };
-        let values: Vec<f64> = series.points.iter().map(|p| p.value).collect();
-        for i in loopx_domain::metrics::records(&values, better) {
-            series.points[i].best = true;
         }
     }
     out
+}
+
+fn value(e: &loopx_kernel::model::Evidence) -> f64 {
+    e.metric.as_ref().map_or(f64::NAN, |m| m.value)
 }

@@ -60,11 +60,12 @@ pub struct GoalHistory {
     pub metrics: Vec<MetricSeries>,
 }
 
-/// One metric's measurements in the goal, in the order taken.
+/// One metric's measurements in one unit in the goal, in the order taken (`120 ms` and
+/// `0.2 s` are two series: loopx compares numbers, not quantities).
 #[derive(Debug, Clone, Serialize)]
 pub struct MetricSeries {
     pub name: String,
-    /// The first measurement's unit (empty: none).
+    /// Its measurements' unit (empty: none).
     pub unit: String,
     /// Which way is better (`[metrics.NAME] better`); `None`: not said, so no best is marked.
     pub better: Option<loopx_kernel::model::Better>,

@@ -128,4 +128,12 @@ fn a_metric_chart_escapes_its_unit_and_draws_values_at_the_ends_of_f64() {
     let chart = &chart[..chart.find("</svg>").expect("its end")];
     assert!(!chart.contains("NaN") && !chart.contains("inf"), "{chart}");
     assert_eq!(chart.matches("<circle").count(), 2, "{chart}");
+    // Two values a denormal apart: their span halves to nothing, and still draws.
+    h.metrics[0].points = vec![point(0.0, true), point(5e-324, true)];
+    let page = render_html(&h);
+    let chart = &page[page.find("class=\"metric-chart\"").expect("a chart")..];
+    assert!(
+        !chart[..chart.find("</svg>").expect("its end")].contains("NaN"),
+        "{chart}"
+    );
 }

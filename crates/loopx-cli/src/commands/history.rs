@@ -330,11 +330,12 @@ fn metrics(h: &GoalHistory, out: &mut Vec<String>) {
             || "no direction set".to_owned(),
             |p| {
                 let promoted = if p.promoted { ", promoted" } else { "" };
-                format!("best {}{unit}{} ({}{promoted})", p.value, on(p), p.evidence)
+                let value = loopx_vocab::show_value(p.value);
+                format!("best {value}{unit}{} ({}{promoted})", on(p), p.evidence)
             },
         );
         let last = m.points.last().map_or(String::new(), |p| {
-            format!(", last {}{unit}{}", p.value, on(p))
+            format!(", last {}{unit}{}", loopx_vocab::show_value(p.value), on(p))
         });
         out.push(format!(
             "  {}: {} measured, {best}{last}",

@@ -126,7 +126,7 @@ mod tests {
             propose_goal: None,
             drop_todos: vec![],
             rewrite_todos: vec![],
-            metrics: vec![],
+            metrics: None,
         }
     }
 

@@ -36,13 +36,18 @@ fn chart(out: &mut String, s: &MetricSeries) {
         (lo.min(p.value), hi.max(p.value))
     });
     let span_t = (last.at.0.saturating_sub(first.at.0)).max(1) as f64;
-    // Halves, so that the span of values near the ends of f64 stays finite.
-    let span_v = if hi > lo { hi / 2.0 - lo / 2.0 } else { 1.0 };
+    // In halves when the span overflows (values near the ends of f64); a span of nothing (one
+    // value, or two a denormal apart that halve to the same) draws on one line.
+    let scale = if (hi - lo).is_finite() { 1.0 } else { 0.5 };
+    let span_v = match hi * scale - lo * scale {
+        span if span > 0.0 && span.is_finite() => span,
+        _ => 1.0,
+    };
     let x = |p: &MetricPoint| match points.len() {
         1 => LEFT + (WIDTH - LEFT) / 2.0,
         _ => LEFT + (p.at.0.saturating_sub(first.at.0)) as f64 / span_t * (WIDTH - LEFT - 10.0),
     };
-    let y = |v: f64| TOP + HEIGHT - (v / 2.0 - lo / 2.0) / span_v * HEIGHT;
+    let y = |v: f64| TOP + HEIGHT - (v * scale - lo * scale) / span_v * HEIGHT;
     let direction = s
         .better
         .map_or("which way is better is not set".to_owned(), |b| {
@@ -150,7 +155,7 @@ fn by_todo(out: &mut String, s: &MetricSeries) {
 }
 
 fn point_title(s: &MetricSeries, p: &MetricPoint) -> String {
-    let mut title = format!("{} = {}", s.name, number(p.value));
+    let mut title = format!("{} = {}", s.name, loopx_vocab::show_value(p.value));
     if !s.unit.is_empty() {
         title.push_str(&format!(" {}", s.unit));
     }
@@ -166,10 +171,10 @@ fn point_title(s: &MetricSeries, p: &MetricPoint) -> String {
     title
 }
 
-/// A value to four decimals, as people write them (`0.913`, `12`); a small one in
-/// scientific notation (`1.2e-5`).
+/// A value to four decimals, as people write them (`0.913`, `12`); a very small or large
+/// one in scientific notation (`1.2e-5`, `1e300`).
 fn number(v: f64) -> String {
-    if v != 0.0 && v.abs() < 0.001 {
+    if v != 0.0 && !(0.001..1e15).contains(&v.abs()) {
         return format!("{v:.2e}");
     }
     let text = format!("{v:.4}");

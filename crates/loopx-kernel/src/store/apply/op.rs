@@ -314,6 +314,13 @@ impl NewEvidence {
         )?;
         limits::check_len("detail", &self.detail, limits::DETAIL)?;
         match (&self.metric, self.kind == EvidenceKind::Metric) {
+            // A measurement is of some todo's work, or of a slice's: else no goal's history
+            // would show it, and no question compare it.
+            (Some(_), true) if self.todo.is_none() && self.slice.is_none() => {
+                return Err(Invalid::Other(
+                    "a measurement is of a todo's work: name the todo (`--todo t3`)".to_owned(),
+                ));
+            }
             (Some(metric), true) => metric.check().map_err(|e| Invalid::Other(e.to_string()))?,
             (None, true) => {
                 return Err(Invalid::Other(
