@@ -226,6 +226,71 @@ fn head(text: &str) -> String {
     text[..end].to_owned()
 }
 
+impl Report {
+    /// The measurements in `metrics`, each read on its own: those that read, and for each
+    /// that does not, what it was and why (the writeback notes it).
+    pub fn measurements(&self) -> (Vec<loopx_vocab::Metric>, Vec<(String, String)>) {
+        use serde_json::Value;
+        let mut read = Vec::new();
+        let mut dropped = Vec::new();
+        let mut one = |name: &str, item: &Value| {
+            let (value, unit) = match item {
+                Value::Object(fields) => (fields.get("value"), fields.get("unit")),
+                value => (Some(value), None),
+            };
+            let unit = match unit {
+                None | Some(Value::Null) => Some(""),
+                Some(Value::String(unit)) => Some(unit.as_str()),
+                Some(_) => None,
+            };
+            let metric = match (value.and_then(Value::as_f64), unit) {
+                (Some(value), Some(unit)) => loopx_vocab::Metric {
+                    name: name.to_owned(),
+                    value,
+                    unit: unit.to_owned(),
+                },
+                _ => {
+                    let why = "a metric is {\"name\": \"…\", \"value\": NUMBER, \"unit\": \"…\"}";
+                    dropped.push((clipped(item), why.to_owned()));
+                    return;
+                }
+            };
+            match metric.check() {
+                Ok(()) => read.push(metric),
+                Err(e) => dropped.push((clipped(item), e.to_string())),
+            }
+        };
+        match &self.metrics {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for item in items {
+                    let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+                    one(name, item);
+                }
+            }
+            Some(Value::Object(by_name)) => {
+                for (name, item) in by_name {
+                    one(name, item);
+                }
+            }
+            Some(other) => dropped.push((
+                clipped(other),
+                "`metrics` is a list of {\"name\", \"value\", \"unit\"} or an object of NAME: VALUE".to_owned(),
+            )),
+        }
+        (read, dropped)
+    }
+}
+
+/// A JSON value an agent wrote, short enough for a note.
+fn clipped(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(120) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,70 +375,5 @@ mod tests {
             parse_report(msg).expect("a block").expect("ok").summary,
             "cut"
         );
-    }
-}
-
-impl Report {
-    /// The measurements in `metrics`, each read on its own: those that read, and for each
-    /// that does not, what it was and why (the writeback notes it).
-    pub fn measurements(&self) -> (Vec<loopx_vocab::Metric>, Vec<(String, String)>) {
-        use serde_json::Value;
-        let mut read = Vec::new();
-        let mut dropped = Vec::new();
-        let mut one = |name: &str, item: &Value| {
-            let (value, unit) = match item {
-                Value::Object(fields) => (fields.get("value"), fields.get("unit")),
-                value => (Some(value), None),
-            };
-            let unit = match unit {
-                None | Some(Value::Null) => Some(""),
-                Some(Value::String(unit)) => Some(unit.as_str()),
-                Some(_) => None,
-            };
-            let metric = match (value.and_then(Value::as_f64), unit) {
-                (Some(value), Some(unit)) => loopx_vocab::Metric {
-                    name: name.to_owned(),
-                    value,
-                    unit: unit.to_owned(),
-                },
-                _ => {
-                    let why = "a metric is {\"name\": \"…\", \"value\": NUMBER, \"unit\": \"…\"}";
-                    dropped.push((clipped(item), why.to_owned()));
-                    return;
-                }
-            };
-            match metric.check() {
-                Ok(()) => read.push(metric),
-                Err(e) => dropped.push((clipped(item), e.to_string())),
-            }
-        };
-        match &self.metrics {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(items)) => {
-                for item in items {
-                    let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
-                    one(name, item);
-                }
-            }
-            Some(Value::Object(by_name)) => {
-                for (name, item) in by_name {
-                    one(name, item);
-                }
-            }
-            Some(other) => dropped.push((
-                clipped(other),
-                "`metrics` is a list of {\"name\", \"value\", \"unit\"} or an object of NAME: VALUE".to_owned(),
-            )),
-        }
-        (read, dropped)
-    }
-}
-
-/// A JSON value an agent wrote, short enough for a note.
-fn clipped(value: &serde_json::Value) -> String {
-    let text = value.to_string();
-    match text.char_indices().nth(120) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text,
     }
 }
