@@ -36,6 +36,7 @@ mod logging;
 mod monitors;
 mod multi_host;
 mod notify_set;
+mod notify_webhook;
 mod outcomes;
 mod output;
 mod permissions;
