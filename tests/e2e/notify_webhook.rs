@@ -128,6 +128,31 @@ fn the_webhook_hears_a_pause_and_a_question_and_never_keeps_its_url() {
     );
 }
 
+#[test]
+fn the_webhook_hears_a_goal_waiting_to_be_closed() {
+    let (url, posts) = webhook_server();
+    let loopx = demo_project(&["exec"]);
+    with_webhook(&loopx);
+    loopx.ok(&["todo", "add", "Write the notes"]);
+    let run = loopx.run_env(&["run", "--on-gate", "exit"], &[(VAR, &url)]);
+    assert_eq!(
+        run.code,
+        i32::from(loopx_cli::exit_code::HALTED_ON_GATE),
+        "{}",
+        run.stderr
+    );
+    let notes: Vec<Value> = posts.try_iter().collect();
+    let asked: Vec<&str> = notes
+        .iter()
+        .filter(|n| n["kind"] == "gate_opened")
+        .filter_map(|n| n["text"].as_str())
+        .collect();
+    assert!(
+        matches!(asked.as_slice(), [text] if text.contains("goal") && text.contains("loopx gate answer q1")),
+        "{notes:#?}"
+    );
+}
+
 /// A run of three todos (a usage limit first: a pause and a resume to notify, then the goal
 /// done), with the webhook at `url`; how long it took.
 fn three_todos(url: Option<&str>) -> Duration {
