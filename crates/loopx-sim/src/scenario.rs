@@ -658,6 +658,28 @@ count = 3
     }
 
     #[test]
+    fn handbacks_need_a_share_a_limit_and_both_roles() {
+        let pairs = MINIMAL.replace(
+            "account = \"acct\"\n",
+            "account = \"acct\"\nrole = \"executor\"\n",
+        ) + "\n[[agent]]\nname = \"b\"\naccount = \"acct\"\nrole = \"reviewer\"\n\n[handbacks]\nback_percent = 60\n";
+        let checked = Scenario::parse(&pairs, "h.toml").expect("reads");
+        assert_eq!(checked.scenario.handbacks.map(|h| h.limit), Some(4));
+        let refused = |text: &str, key: &str| {
+            let msg = Scenario::parse(text, "h.toml")
+                .expect_err("refused")
+                .to_string();
+            assert!(msg.contains("h.toml") && msg.contains(key), "{msg}");
+        };
+        refused(&pairs.replace("= 60", "= 101"), "handbacks.back_percent");
+        refused(&format!("{pairs}limit = 0\n"), "handbacks.limit");
+        refused(
+            &pairs.replace("\"reviewer\"", "\"tester\""),
+            "role = \"reviewer\"",
+        );
+    }
+
+    #[test]
     fn errors_name_the_file_and_the_key() {
         let text = MINIMAL.replace("account = \"acct\"", "account = \"other\"");
         let err = Scenario::parse(&text, "s.toml").expect_err("refused");
