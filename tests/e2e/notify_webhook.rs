@@ -118,6 +118,13 @@ fn the_webhook_hears_a_pause_and_a_question_and_never_keeps_its_url() {
         "{asked}"
     );
     assert_eq!(notes[2]["agent"], "exec");
+    let shown = loopx.ok(&["notify", "show"]).stdout;
+    assert!(
+        shown.contains("No notification command")
+            && shown
+                .contains("the webhook whose URL is in LOOPX_TEST_WEBHOOK (not set in this shell)"),
+        "{shown}"
+    );
     // The URL is the person's secret: on no disk, in no output.
     let mut written = run.stderr.clone() + &run.stdout;
     every_file(loopx.path(), &mut written);
