@@ -37,6 +37,7 @@ mod metrics;
 mod monitors;
 mod multi_host;
 mod notify_set;
+mod notify_webhook;
 mod outcomes;
 mod output;
 mod permissions;

@@ -78,7 +78,7 @@ pub use profile::{
 };
 pub use project::{
     DEFAULT_LARK_BASE_URL, DEFAULT_NOTIFY_TIMEOUT, EvidenceRules, LandCheck, LarkBoard, LarkConfig,
-    LarkQuestions, MetricRule, NotifyConfig, PROJECT_CONFIG_FILE, ProjectConfig,
+    LarkQuestions, MetricRule, NotifyConfig, PROJECT_CONFIG_FILE, ProjectConfig, WebhookConfig,
     load_project_config, project_config_str,
 };
 pub use project_edit::{EditError, set_notify};

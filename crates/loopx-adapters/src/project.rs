@@ -5,6 +5,7 @@
 //! [notify]
 //! command = "notify-send loopx \"$(jq -r .message)\""
 //! timeout = "10s"
+//! webhook_env = "LOOPX_NOTIFY_WEBHOOK"   # the variable holding a Slack-compatible webhook URL
 //!
 //! [budget]          # the most a goal spends without a todo done, then a person is asked
 //! slices = 20
@@ -46,8 +47,10 @@ use crate::errors::{ConfigKind, LoadError};
 
 mod lark;
 mod metrics;
+mod notify;
 pub use lark::{DEFAULT_LARK_BASE_URL, LarkBoard, LarkConfig, LarkQuestions};
 pub use metrics::MetricRule;
+pub use notify::WebhookConfig;
 
 /// The file's name inside `.loopx/`.
 pub const PROJECT_CONFIG_FILE: &str = "loopx.toml";
@@ -60,6 +63,8 @@ const DEFAULT_LAND_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProjectConfig {
     pub notify: Option<NotifyConfig>,
+    /// `[notify] webhook_env`: the webhook the same notifications are posted to.
+    pub webhook: Option<WebhookConfig>,
     /// `[budget]`; unset limits nothing.
     pub budget: loopx_quota::Budget,
     /// `[land]`: the check a todo's branch must pass before it lands.
@@ -128,7 +133,7 @@ pub struct NotifyConfig {
 struct RawProject {
     notify: Option<RawNotify>,
     budget: Option<RawBudget>,
-    land: Option<RawNotify>,
+    land: Option<RawLand>,
     evidence: Option<RawEvidence>,
     lark: Option<lark::RawLark>,
     goal: Option<RawGoal>,
@@ -176,12 +181,23 @@ struct RawBudget {
     cost_usd: Option<Checked<f64>>,
 }
 
-/// `[notify]` and `[land]` share a shape: a command (`command`, `check`) and a timeout.
+/// `[land]`: a command (`check`, or `command`) and a timeout.
+#[derive(Debug, Deserialize)]
+struct RawLand {
+    #[serde(alias = "check")]
+    command: Option<Checked<String>>,
+    timeout: Option<Checked<DurationText>>,
+}
+
+/// `[notify]`: a command and its timeout, and a webhook.
 #[derive(Debug, Deserialize)]
 struct RawNotify {
     #[serde(alias = "check")]
     command: Option<Checked<String>>,
     timeout: Option<Checked<DurationText>>,
+    webhook_env: Option<Checked<String>>,
+    /// A URL in the file: refused by name, never echoed.
+    webhook: Option<toml::Value>,
 }
 
 fn known_keys(path: &[&str]) -> &'static [&'static str] {
@@ -198,7 +214,7 @@ fn known_keys(path: &[&str]) -> &'static [&'static str] {
         ["evidence"] => &["done_needs", "shelf_life", "decision_max_age"],
         ["evidence", "shelf_life"] => &EvidenceKind::NAMES,
         ["store"] => &["url"],
-        ["notify"] => &["command", "timeout"],
+        ["notify"] => &["command", "timeout", "webhook_env", "webhook"],
         ["land"] => &["check", "timeout"],
         ["budget"] => &["slices", "tokens", "cost_usd"],
         _ => &[],
@@ -260,8 +276,10 @@ fn checked(raw: Option<RawProject>, mut p: Problems) -> Result<ProjectConfig, Lo
                 Some("`ledger = \"account\"` (the default: one ledger per account, shared by your projects) or `ledger = \"project\"`".to_owned()),
             );
         }
+        let (notify, webhook) = raw.notify.map_or((None, None), |n| notify::notify(n, &mut p));
         ProjectConfig {
-            notify: raw.notify.and_then(|n| notify(n, &mut p)),
+            notify,
+            webhook,
             budget: raw.budget.map(|b| budget(b, &mut p)).unwrap_or_default(),
             land_check: raw.land.and_then(|l| land(l, &mut p)),
             evidence: raw
@@ -353,37 +371,7 @@ fn budget(raw: RawBudget, p: &mut Problems) -> loopx_quota::Budget {
     }
 }
 
-fn notify(raw: RawNotify, p: &mut Problems) -> Option<NotifyConfig> {
-    let timeout =
-        duration_field(raw.timeout, "notify.timeout", p).unwrap_or(DEFAULT_NOTIFY_TIMEOUT);
-    let (command, span) = match take(raw.command, "notify.command", p) {
-        Some(found) => found,
-        None => {
-            p.push(
-                0..0,
-                Some("notify.command"),
-                "`[notify]` needs a `command`",
-                Some(
-                    "for example `command = \"notify-send loopx \\\"$(jq -r .message)\\\"\"`"
-                        .into(),
-                ),
-            );
-            return None;
-        }
-    };
-    if command.trim().is_empty() {
-        p.push(
-            span,
-            Some("notify.command"),
-            "`notify.command` is empty",
-            None,
-        );
-        return None;
-    }
-    Some(NotifyConfig { command, timeout })
-}
-
-fn land(raw: RawNotify, p: &mut Problems) -> Option<LandCheck> {
+fn land(raw: RawLand, p: &mut Problems) -> Option<LandCheck> {
     let timeout = duration_field(raw.timeout, "land.timeout", p).unwrap_or(DEFAULT_LAND_TIMEOUT);
     let Some((command, span)) = take(raw.command, "land.check", p) else {
         p.push(

@@ -28,7 +28,8 @@ pub enum EditError {
     },
 }
 
-/// Sets `[notify]` in the project's `loopx.toml` to `notify` (removes the section for `None`),
+/// Sets `[notify]`'s command in the project's `loopx.toml` to `notify` (removes it for `None`,
+/// and the section when nothing else is in it),
 /// creating the file when there is none. Returns the settings as loaded from the new text.
 pub fn set_notify(
     state_dir: &Path,
@@ -50,17 +51,24 @@ pub fn set_notify(
             source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
         }
     })?;
+    // The command's keys only: a webhook set beside it (`webhook_env`) stays.
+    let mut table = match doc.remove("notify") {
+        Some(toml_edit::Item::Table(table)) => table,
+        _ => toml_edit::Table::new(),
+    };
     match notify {
         Some(notify) => {
-            let mut table = toml_edit::Table::new();
             table["command"] = toml_edit::value(notify.command.as_str());
             table["timeout"] =
                 toml_edit::value(humantime::format_duration(notify.timeout).to_string());
-            doc["notify"] = toml_edit::Item::Table(table);
         }
         None => {
-            doc.remove("notify");
+            table.remove("command");
+            table.remove("timeout");
         }
+    }
+    if !table.is_empty() {
+        doc["notify"] = toml_edit::Item::Table(table);
     }
     let new = doc.to_string();
     let config = project_config_str(&file, &new)?;
@@ -126,6 +134,21 @@ mod tests {
         let text = std::fs::read_to_string(&path).expect("read");
         assert!(!text.contains("notify"), "{text}");
         assert!(text.contains("slices = 20 # per todo"), "{text}");
+    }
+
+    #[test]
+    fn the_command_comes_and_goes_and_the_webhook_stays() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join(PROJECT_CONFIG_FILE);
+        std::fs::write(&path, "[notify]\nwebhook_env = \"HOOK\"\n").expect("write");
+        let config = set_notify(dir.path(), Some(&notify("true"))).expect("set");
+        assert_eq!(config.notify, Some(notify("true")));
+        assert_eq!(config.webhook.map(|w| w.env).as_deref(), Some("HOOK"));
+        let config = set_notify(dir.path(), None).expect("off");
+        assert_eq!(config.notify, None);
+        assert_eq!(config.webhook.map(|w| w.env).as_deref(), Some("HOOK"));
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(!text.contains("command"), "{text}");
     }
 
     #[test]

@@ -47,6 +47,8 @@ pub struct NotifyNow {
     pub timeout_secs: Option<u64>,
     /// Where its approval stands, in words.
     pub approval: Option<String>,
+    /// `[notify] webhook_env`: the variable that holds the webhook's URL.
+    pub webhook_env: Option<String>,
 }
 
 impl App {
@@ -54,11 +56,13 @@ impl App {
     pub fn notify_now(&self) -> Result<NotifyNow, AppError> {
         let config = loopx_adapters::load_project_config(&self.project().state_dir())
             .map_err(ConfigError::NotifyLoad)?;
+        let webhook_env = config.webhook.map(|w| w.env);
         let Some(notify) = config.notify else {
             return Ok(NotifyNow {
                 command: None,
                 timeout_secs: None,
                 approval: None,
+                webhook_env,
             });
         };
         let gates = self.read(|s| s.gates())?;
@@ -68,6 +72,7 @@ impl App {
             )),
             command: Some(notify.command),
             timeout_secs: Some(notify.timeout.as_secs()),
+            webhook_env,
         })
     }
 }

@@ -117,6 +117,9 @@ pub struct Setting {
     /// name in `drop_todos` and `rewrite_todos`, and whether this is the planning slice that
     /// re-plans (the only one whose are taken; any other slice's must be refused).
     pub replan: Option<Replan>,
+    /// With executor/reviewer pairs: the next round this slice's todo proposes once finished
+    /// (a `next_todos` entry, `handbacks.rs`).
+    pub handback: Option<serde_json::Value>,
 }
 
 /// What an agent may re-plan, where people amend the goal.
@@ -186,6 +189,12 @@ pub fn script(
             // before.
             let tested = !(setting.edits && setting.has_todo) || rng.u32(0..100) < TESTED_PERCENT;
             let mut report = final_report(status, proposed(setting, done), tested);
+            if let (true, true, Some(next)) = (done, setting.has_todo, &setting.handback) {
+                report["next_todos"]
+                    .as_array_mut()
+                    .expect("next_todos is a list")
+                    .push(next.clone());
+            }
             if let Some(replan) = &setting.replan {
                 replanned(&mut report, replan, done && setting.has_todo, rng);
             }
@@ -470,6 +479,7 @@ mod tests {
             max_tokens: None,
             edits: false,
             replan: None,
+            handback: None,
         };
         let behaviour = crate::scenario::Behaviour::default();
         let mut rng = fastrand::Rng::with_seed(7);

@@ -94,6 +94,8 @@ pub(crate) struct Books {
     pub orphans: u64,
     /// The last clock step, as a step number: checks spanning it are not judged.
     pub stepped_at: Option<u64>,
+    /// The rounds of the executor/reviewer chains (`[handbacks]`).
+    pub handbacks: crate::handbacks::HandbackBooks,
 }
 
 impl Books {
@@ -143,6 +145,7 @@ impl Books {
             last_decision: BTreeMap::new(),
             orphans: 0,
             stepped_at: None,
+            handbacks: Default::default(),
         }
     }
 

@@ -130,6 +130,9 @@ pub(crate) struct SimHost {
     /// Long experiments: the jobs agents started, and what waiting for them cost.
     pub experiments: crate::experiments::ExperimentBooks,
     rng_jobs: fastrand::Rng,
+    /// Whether a review hands a fix back (`[handbacks]`): drawn apart, so that the other
+    /// scenarios' seeds replay as before.
+    rng_handbacks: fastrand::Rng,
 }
 
 /// What a vendor knows of an account (on the true clock, which steps do not move).
@@ -188,6 +191,7 @@ impl SimHost {
             reported_done: BTreeSet::new(),
             experiments: crate::experiments::ExperimentBooks::default(),
             rng_jobs: fastrand::Rng::with_seed(seed ^ 0x10B5_0000),
+            rng_handbacks: fastrand::Rng::with_seed(seed ^ 0x8ACB_0000),
             plan,
         };
         host.schedule(Duration::ZERO, Event::PeopleLook);
@@ -571,6 +575,7 @@ impl SimHost {
             max_tokens: limits.max_tokens,
             edits: self.plan.scenario.people.edit_per_day > 0.0,
             replan: self.replan_for(&record),
+            handback: self.handback_for(&record),
         };
         if setting.replan.as_ref().is_some_and(|r| r.replanning) {
             self.books.replanners.insert(record.id.0);
@@ -663,6 +668,23 @@ impl SimHost {
             replanning: due && record.kind == loopx_kernel::model::SliceKind::Plan,
             open,
         })
+    }
+
+    /// With executor/reviewer pairs: the round `record`'s todo proposes once finished. A work
+    /// slice on a round past `[limits] handbacks` with no person asked breaks `handbacks_asked`.
+    fn handback_for(
+        &mut self,
+        record: &loopx_kernel::model::SliceRecord,
+    ) -> Option<serde_json::Value> {
+        let spec = self.plan.scenario.handbacks.as_ref()?;
+        let (limit, back_percent) = (spec.limit, spec.back_percent);
+        let todo = read_todo(&self.project, record.todo)?;
+        if let Err(why) = self.books.handbacks.began(record, &todo, limit) {
+            let now = self.clock.true_now();
+            crate::handbacks::halt(&self.books, now, why).raise(&self.supervisor);
+        }
+        let hands_back = self.rng_handbacks.u32(0..100) < back_percent;
+        crate::handbacks::successor(&todo, hands_back)
     }
 
     /// What a slice on `todo` does for an experiment, if it is an experiment's todo.

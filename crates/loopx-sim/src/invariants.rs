@@ -21,6 +21,7 @@
 //! | `no_spin` | the run loop does not ask for work again and again with no time passing |
 //! | `done_on_fresh_evidence` | where people change the code, an agent's slice finishes its todo as done only with a test result recorded after the last change (by the simulation's own books, not loopx's judgement) |
 //! | `amendment_heard` | once a person amended the goal, every slice's prompt starts with the revision it began under, and the first slice after an amendment plans |
+//! | `handbacks_asked` | with executor/reviewer pairs, no work slice begins a round of a chain `[limits] handbacks` rounds past its start (or past the round a person last answered about), by the simulation's own count (`handbacks.rs`) |
 //! | `replanned_by_the_replanner` | every todo dropped or rewritten by re-planning was changed by a slice the simulation launched as the planning slice after an amendment, and was an agent's (the re-planner tries a person's too); the others that tried were refused |
 
 use std::collections::BTreeMap;

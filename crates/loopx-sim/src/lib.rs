@@ -19,6 +19,8 @@
 //! - **Crashes.** A crash unwinds out of the run loop ([`loopx_kernel::fault::Crashed`]),
 //!   writing nothing on the way; the running agents are orphaned (their reports still come),
 //!   and after a delay the next supervisor — a new identity — starts, recovers, and goes on.
+//! - **Executor/reviewer pairs** (`handbacks.rs`): agents of two roles hand work back and
+//!   forth, a new todo each round, and the simulation counts the rounds on its own.
 //! - **Invariants** (`invariants.rs`) are checked after every step against the store and the
 //!   simulation's own books (`books.rs`); the first broken one halts the run, and the report
 //!   names it with its step, to replay with the same seed.
@@ -29,6 +31,7 @@ mod clock;
 mod errors;
 mod experiments;
 mod faults;
+mod handbacks;
 mod host;
 mod invariants;
 mod report;
@@ -53,7 +56,7 @@ pub use errors::SimError;
 pub use experiments::ExperimentsReport;
 pub use faults::FaultCounts;
 pub use invariants::Halt;
-pub use report::{AccountUse, SimReport};
+pub use report::{AccountUse, HandbacksReport, SimReport};
 pub use scenario::{Checked, Scenario};
 
 use crate::host::SimHost;
@@ -370,6 +373,10 @@ fn report(
                 .sum();
             host.experiments
                 .report(mode, books.slices, tokens, host.clock.true_now())
+        }),
+        handbacks: plan.scenario.handbacks.as_ref().map(|_| HandbacksReport {
+            asked_at_limit: books.handbacks.asked,
+            longest_chain: books.handbacks.longest,
         }),
         violation,
     }

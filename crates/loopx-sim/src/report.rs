@@ -60,8 +60,20 @@ pub struct SimReport {
     pub wall_ms: u64,
     /// Long experiments' figures (`[experiments]` scenarios).
     pub experiments: Option<crate::experiments::ExperimentsReport>,
+    /// Executor/reviewer chains (`[handbacks]` scenarios).
+    pub handbacks: Option<HandbacksReport>,
     /// The invariant that broke, if one did.
     pub violation: Option<Halt>,
+}
+
+/// What the executor/reviewer chains did (`[handbacks]`), by the simulation's own count.
+#[derive(Debug, Clone, Serialize)]
+pub struct HandbacksReport {
+    /// Stall questions a person answered about a round at the limit: chains that would have
+    /// gone on without one.
+    pub asked_at_limit: u64,
+    /// The most rounds one chain ran (a person's answers included).
+    pub longest_chain: u32,
 }
 
 /// One account's use of its window.
@@ -138,6 +150,13 @@ impl fmt::Display for SimReport {
             self.todos_replanned,
             self.files_changed
         )?;
+        if let Some(h) = &self.handbacks {
+            writeln!(
+                f,
+                "hand-backs: a person asked at the limit {} time(s); longest chain {} rounds",
+                h.asked_at_limit, h.longest_chain
+            )?;
+        }
         if self.goal_holds > 0 {
             writeln!(f, "goals held back by a question: {}", self.goal_holds)?;
         }

@@ -34,6 +34,27 @@ pub struct Scenario {
     /// Long experiments: agents start jobs that run for hours, and wait for them.
     #[serde(default)]
     pub experiments: Option<Experiments>,
+    /// Executor/reviewer pairs handing work back and forth (`handbacks.rs`).
+    #[serde(default)]
+    pub handbacks: Option<Handbacks>,
+}
+
+/// Executor/reviewer pairs (issue 50): the scenario's todos are the executors' (role
+/// `executor`); each one finished is followed by its review (role `reviewer`, after it), and a
+/// finished review hands a fix back to the executors in `back_percent` of cases, and so on.
+/// The agents take the role given in their `[[agent]] role`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Handbacks {
+    /// The share of finished reviews that hand a fix back, in percent.
+    pub back_percent: u32,
+    /// `[limits] handbacks` in the project's `loopx.toml` (loopx's default: 4).
+    #[serde(default = "default_handbacks")]
+    pub limit: u32,
+}
+
+fn default_handbacks() -> u32 {
+    4
 }
 
 /// Long experiments (issue 28): a todo per experiment, `Run experiment N`. The agent that runs
@@ -108,6 +129,10 @@ pub struct AgentSpec {
     /// Pacing (`[quota] slices_per_hour`), if any.
     #[serde(default)]
     pub slices_per_hour: Option<u32>,
+    /// The agent's role (`loopx agent set --role`): `executor` or `reviewer` with
+    /// `[handbacks]`.
+    #[serde(default)]
+    pub role: Option<String>,
 }
 
 fn default_max_time() -> String {
@@ -308,6 +333,7 @@ impl Scenario {
         let [max_time, idle] = self.check_agents().map_err(bad)?;
         let (monitor_every, job_hours) = self.check_work().map_err(bad)?;
         self.check_rates().map_err(bad)?;
+        self.check_handbacks().map_err(bad)?;
         let f = &self.faults;
         let answer_after = range("people.answer_after", &self.people.answer_after).map_err(bad)?;
         let restart_after = range("faults.restart_after", &f.restart_after).map_err(bad)?;
@@ -447,6 +473,34 @@ impl Scenario {
 }
 
 impl Scenario {
+    /// `[handbacks]`: a share, a limit loopx accepts, and an agent of each role to take them.
+    fn check_handbacks(&self) -> Result<(), String> {
+        use crate::handbacks::{EXECUTOR, REVIEWER};
+        let Some(h) = &self.handbacks else {
+            return Ok(());
+        };
+        if h.back_percent > 100 {
+            return Err(format!(
+                "`handbacks.back_percent` = {} is more than 100",
+                h.back_percent
+            ));
+        }
+        if !(1..=100).contains(&h.limit) {
+            return Err(format!(
+                "`handbacks.limit` = {} must be 1 to 100 (as `[limits] handbacks`)",
+                h.limit
+            ));
+        }
+        for role in [EXECUTOR, REVIEWER] {
+            if !self.agents.iter().any(|a| a.role.as_deref() == Some(role)) {
+                return Err(format!(
+                    "`[handbacks]` needs an `[[agent]]` with `role = \"{role}\"` to take its todos"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// How many simulated todos there are in all (`[todos] count`, or the goals' sum).
     pub fn todo_count(&self) -> u32 {
         match &self.todos {
@@ -601,6 +655,28 @@ count = 3
         refused(&two.replace("priority = 1", "colour = 1"), "colour");
         // Neither `[todos]` nor goals: the scenario says what it needs.
         refused(&MINIMAL.replace("[todos]\ncount = 3\n", ""), "[[goal]]");
+    }
+
+    #[test]
+    fn handbacks_need_a_share_a_limit_and_both_roles() {
+        let pairs = MINIMAL.replace(
+            "account = \"acct\"\n",
+            "account = \"acct\"\nrole = \"executor\"\n",
+        ) + "\n[[agent]]\nname = \"b\"\naccount = \"acct\"\nrole = \"reviewer\"\n\n[handbacks]\nback_percent = 60\n";
+        let checked = Scenario::parse(&pairs, "h.toml").expect("reads");
+        assert_eq!(checked.scenario.handbacks.map(|h| h.limit), Some(4));
+        let refused = |text: &str, key: &str| {
+            let msg = Scenario::parse(text, "h.toml")
+                .expect_err("refused")
+                .to_string();
+            assert!(msg.contains("h.toml") && msg.contains(key), "{msg}");
+        };
+        refused(&pairs.replace("= 60", "= 101"), "handbacks.back_percent");
+        refused(&format!("{pairs}limit = 0\n"), "handbacks.limit");
+        refused(
+            &pairs.replace("\"reviewer\"", "\"tester\""),
+            "role = \"reviewer\"",
+        );
     }
 
     #[test]

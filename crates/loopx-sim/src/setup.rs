@@ -75,6 +75,12 @@ pub(crate) fn create(
     if edits {
         under_git(dir, &project).map_err(|e| fail(&e))?;
     }
+    if let Some(h) = &scenario.handbacks {
+        let config = project.state_dir().join("loopx.toml");
+        let mut text = std::fs::read_to_string(&config).unwrap_or_default();
+        text.push_str(&format!("\n[limits]\nhandbacks = {}\n", h.limit));
+        std::fs::write(&config, text).map_err(|e| fail(&e))?;
+    }
     let store = Store::create(&project, now, PERSON).map_err(|e| fail(&e))?;
     let scope = match edits {
         true => vec!["src/**".to_owned()],
@@ -112,7 +118,7 @@ pub(crate) fn create(
             name: agent.name.parse().map_err(|e| fail(&e))?,
             profile: agent.name.clone(),
             capabilities: vec![],
-            role: None,
+            role: agent.role.clone(),
         }));
     }
     let applied = store.apply_all(ops, PERSON, now).map_err(|e| fail(&e))?;
@@ -135,6 +141,11 @@ pub(crate) fn create(
             })
         })
         .collect();
+    // With executor/reviewer pairs the scenario's todos are the executors' (`handbacks.rs`).
+    let role = scenario
+        .handbacks
+        .as_ref()
+        .map(|_| crate::handbacks::EXECUTOR.to_owned());
     let mut n = 0;
     for (i, &(_, _, count)) in goals.iter().enumerate() {
         for _ in 0..count {
@@ -146,7 +157,7 @@ pub(crate) fn create(
                 priority: 0,
                 needs: vec![],
                 after: vec![],
-                role: None,
+                role: role.clone(),
                 monitor: None,
                 not_before: None,
                 then: vec![],

@@ -36,7 +36,8 @@
 //!    crate gathers the slice's facts and retries.
 //!
 //! Around slices it polls monitors (`poll.rs`: each check in a slice's containment), runs the
-//! notification command (`notify.rs`) and closes the slices of dead supervisors (`recover.rs`:
+//! notification command and posts to the webhook (`notify.rs`, `notify/webhook.rs`: on a thread
+//! of its own, never waited for by the loop) and closes the slices of dead supervisors (`recover.rs`:
 //! stops what is left of them and records them). What those do and mean — which monitors are
 //! due and what a check may do, which event is notified and whether the command is approved,
 //! which slice is an orphan, what ends a run, which error stops an agent's loop — are rules,

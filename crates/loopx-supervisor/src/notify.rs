@@ -8,6 +8,9 @@
 //! it may be slow or broken: each runs on a thread of its own, is killed after its timeout, and
 //! a failure is logged, never fatal. The loop waits for running notifications before it exits,
 //! so the last one ("goal done") is not lost.
+//!
+//! The same notifications go to the webhook (`[notify] webhook_env`, `webhook.rs`), with the
+//! URL from the person's environment: it runs nothing, so it needs no approval.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -20,6 +23,8 @@ use loopx_kernel::{Project, Timestamp};
 
 use crate::errors::SupervisorError;
 use crate::run_loop::RunEvent;
+
+mod webhook;
 
 pub use loopx_domain::notify::Notification;
 
@@ -36,66 +41,112 @@ pub(crate) fn project_config(
     })
 }
 
-/// Runs the project's notification command.
+/// Runs the project's notification command, and posts to its webhook.
 #[derive(Debug)]
 pub struct Notifier {
-    config: NotifyConfig,
+    /// `[notify] command`, if set.
+    config: Option<NotifyConfig>,
     project: Project,
     root: PathBuf,
     running: Vec<JoinHandle<()>>,
     /// A person approved this exact command (checked again while not).
     approved: bool,
+    /// `[notify] webhook_env`: the variable's name, and the URL it holds (`None`: unset).
+    webhook_url: Option<(String, Option<String>)>,
+    /// The webhook's poster, started at the first notification.
+    webhook: Option<webhook::Webhook>,
 }
 
 impl Notifier {
-    /// The project's notifier, or `None` when `loopx.toml` sets no command.
+    /// The project's notifier, or `None` when `loopx.toml` sets neither a command nor a
+    /// webhook. A webhook variable that holds no http(s) URL is a configuration error.
     pub fn load(project: &Project) -> Result<Option<Notifier>, SupervisorError> {
         let config = project_config(project)?;
-        Ok(config.notify.map(|config| Notifier {
-            config,
+        let webhook_url = match &config.webhook {
+            Some(webhook) => {
+                let url = webhook
+                    .url(|name| std::env::var(name).ok())
+                    .map_err(|details| SupervisorError::ProjectConfig { details })?;
+                Some((webhook.env.clone(), url))
+            }
+            None => None,
+        };
+        if config.notify.is_none() && webhook_url.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(Notifier {
+            config: config.notify,
             project: project.clone(),
             root: project.root().to_path_buf(),
             running: Vec::new(),
             approved: false,
+            webhook_url,
+            webhook: None,
         }))
     }
 
-    /// The line that binds an approval to this command's exact text and timeout.
-    pub fn approval_line(&self) -> String {
-        loopx_domain::approval::notify_approval_line(&self.config)
+    /// Whether the notifications have a command (`[notify] command`).
+    pub fn has_command(&self) -> bool {
+        self.config.is_some()
     }
 
-    /// Whether a person approved this command; opens the approval gate when none was asked
+    /// Where the webhook stands: whether its URL is set, and that in words (never the URL);
+    /// `None` without one.
+    pub fn webhook_state(&self) -> Option<(bool, String)> {
+        self.webhook_url.as_ref().map(|(env, url)| match url {
+            Some(_) => (true, format!("notifications are posted to the webhook in {env}")),
+            None => (false, format!(
+                "no webhook: `[notify] webhook_env` names {env}, which is not set in loopx's environment"
+            )),
+        })
+    }
+
+    /// Whether a person approved the command; opens the approval gate when none was asked
     /// (or the last was withdrawn). `Ok(Some(gate))`: not approved yet (or denied), and the
-    /// gate that says so.
+    /// gate that says so. `Ok(None)` without a command too.
     pub fn seek_approval(&mut self, now: Timestamp) -> Result<Option<Gate>, SupervisorError> {
-        let gate = loopx_domain::notify::seek_approval(&self.project, &self.config, now)?;
+        let Some(config) = &self.config else {
+            return Ok(None);
+        };
+        let gate = loopx_domain::notify::seek_approval(&self.project, config, now)?;
         self.approved |= gate.is_none();
         Ok(gate)
     }
 
     /// Whether the command may run: approved before, or approved since (read again).
-    fn may_run(&mut self) -> bool {
+    fn may_run(&mut self, config: &NotifyConfig) -> bool {
         if !self.approved {
-            self.approved = loopx_domain::notify::approved(&self.project, &self.config);
+            self.approved = loopx_domain::notify::approved(&self.project, config);
         }
         self.approved
     }
 
-    /// Notifies about `event` if a person should hear about it and approved the command.
+    /// Notifies about `event` if a person should hear about it: posts it to the webhook, and
+    /// runs the command if a person approved it.
     pub fn notify(&mut self, event: &RunEvent) {
         let Some(note) = loopx_domain::notify::notification(event, &self.root) else {
             return;
         };
-        if !self.may_run() {
+        if let Some((_, Some(url))) = &self.webhook_url {
+            if self.webhook.is_none() {
+                self.webhook = webhook::Webhook::start(url.clone());
+            }
+            if let Some(webhook) = &self.webhook {
+                webhook.post(&note);
+            }
+        }
+        let Some(config) = self.config.clone() else {
+            return;
+        };
+        if !self.may_run(&config) {
             tracing::info!("the notification command is not approved yet; skipped");
             return;
         }
         let Ok(json) = serde_json::to_vec(&note) else {
             return;
         };
-        let command = self.config.command.clone();
-        let timeout = self.config.timeout;
+        let command = config.command;
+        let timeout = config.timeout;
         let root = self.root.clone();
         let kind = note.kind;
         self.running.retain(|t| !t.is_finished());
@@ -108,8 +159,12 @@ impl Notifier {
         }
     }
 
-    /// Waits for the notifications still running (each is bounded by its timeout).
+    /// Waits for the notifications still running (each command is bounded by its timeout,
+    /// the webhook by a short grace).
     pub fn finish(self) {
+        if let Some(webhook) = self.webhook {
+            webhook.finish();
+        }
         for thread in self.running {
             let _ = thread.join();
         }

@@ -122,7 +122,11 @@ pub(crate) fn checks(ctx: &Ctx, repair: bool) -> Vec<Check> {
         checks.push(check);
     }
     checks.push(match loopx_supervisor::Notifier::load(&project) {
-        Ok(Some(_)) => Check::pass("settings", "loopx.toml: notifications on"),
+        Ok(Some(notifier)) => match notifier.webhook_state() {
+            Some((false, webhook)) => Check::warn("settings", format!("loopx.toml: {webhook}")),
+            Some((true, webhook)) => Check::pass("settings", format!("loopx.toml: {webhook}")),
+            None => Check::pass("settings", "loopx.toml: notifications on"),
+        },
         Ok(None) => Check::pass("settings", "no notification command (loopx.toml)"),
         Err(e) => Check::fail("settings", ExpectedError::Supervisor(e)),
     });

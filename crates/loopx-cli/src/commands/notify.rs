@@ -39,9 +39,20 @@ fn show(ctx: &mut Ctx, now: &loopx_app::notify::NotifyNow) -> Result<(), Expecte
             "Notifications run `{command}` (killed after {}s): {}",
             now.timeout_secs.unwrap_or_default(),
             now.approval.as_deref().unwrap_or_default()
-        )),
+        ))?,
         None => ctx.line(
             "No notification command (set one: loopx notify set 'notify-send loopx \"$(jq -r .message)\"')",
-        ),
+        )?,
+    }
+    match &now.webhook_env {
+        // Whether it is set where `notify show` runs; `loopx run` reads its own environment.
+        Some(env) => ctx.line(format!(
+            "Notifications are posted to the webhook whose URL is in {env} ({} in this shell)",
+            match std::env::var_os(env).is_some_and(|v| !v.is_empty()) {
+                true => "set",
+                false => "not set",
+            }
+        )),
+        None => Ok(()),
     }
 }

@@ -5,7 +5,7 @@
 //! stderr (with `--json`, the loop's events as JSON lines on stdout, and `--once`'s one object
 //! at the end; shapes in `docs/cli.md`), and maps how the loop ended to an exit code.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use loopx_kernel::Timestamp;
@@ -102,6 +102,8 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
     }
     let mut notifier = notifier(&req.project)?;
     let lark = start_lark(ctx, &req.loopx_exe)?;
+    // A person watching the run in a terminal hears a question open (the line says which).
+    let bell = !json && std::io::stderr().is_terminal();
     let end = loopx_supervisor::run_loop(&req, &mut |event| {
         if let Some(notifier) = notifier.as_mut() {
             notifier.notify(event);
@@ -113,6 +115,9 @@ pub fn run(ctx: &mut Ctx, args: RunArgs) -> Result<(), ExpectedError> {
                 let _ = out.flush();
             }
         } else {
+            if bell && matches!(event, RunEvent::Question { .. }) {
+                ring();
+            }
             say(&event_line(event, req.world.clock.now()));
         }
     });
@@ -294,6 +299,9 @@ fn notifier(
     let Some(mut notifier) = loopx_supervisor::Notifier::load(project)? else {
         return Ok(None);
     };
+    if let Some((_, webhook)) = notifier.webhook_state() {
+        say(&webhook);
+    }
     match notifier.seek_approval(project.store_settings().clock.now())? {
         None => {}
         Some(gate) if gate.state == loopx_kernel::model::GateState::Open => say(&format!(
@@ -391,6 +399,13 @@ fn note_log(ctx: &Ctx, project: &loopx_kernel::Project, log: Option<&std::path::
     if let Some(note) = note.and_then(|(l, log)| l.held_back(project.root(), log)) {
         say(&note);
     }
+}
+
+/// The terminal's bell, on stderr (the line after it says why).
+fn ring() {
+    let mut err = std::io::stderr();
+    let _ = err.write_all(b"\x07");
+    let _ = err.flush();
 }
 
 fn say(line: &str) {

@@ -53,9 +53,23 @@ impl SimHost {
         let answered =
             Self::others_store(&project, &self.others).and_then(|s| s.apply(op, "human:sim", now));
         match answered {
-            Ok(_) => self.books.answered += 1,
+            Ok(_) => {
+                self.books.answered += 1;
+                self.stall_answered(&gate.kind);
+            }
             // A busy store: the person tries again in a minute.
             Err(_) => self.schedule(Duration::from_secs(60), Event::Answer { gate: id }),
+        }
+    }
+
+    /// A person's answer (`retry`) to a stall question on a round of an executor/reviewer chain
+    /// counts the chain's rounds afresh (`handbacks.rs`).
+    fn stall_answered(&mut self, kind: &GateKind) {
+        let (GateKind::Stall { todo }, Some(spec)) = (kind, &self.plan.scenario.handbacks) else {
+            return;
+        };
+        if let Some(todo) = read_todo(&self.project, Some(*todo)) {
+            self.books.handbacks.answered(&todo, spec.limit);
         }
     }
 
