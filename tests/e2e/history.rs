@@ -322,7 +322,7 @@ fn one_run_with_a_question_a_monitor_an_amendment_and_a_drop_is_accounted_for_to
         "--why",
         "the readers asked",
     ]);
-    run.wait_for("the monitor met", |e| {
+    run.saw_or_wait_for("the monitor met", |e| {
         e["event"] == "polled" && e["result"] == "met"
     });
     let (code, events) = run.finish();
