@@ -55,6 +55,8 @@ pub struct Freshness<'a> {
     now: Timestamp,
     marks: BTreeMap<Work, Result<WorkMark, String>>,
     compared: BTreeMap<Compared, Result<Vec<String>, String>>,
+    /// What git said in earlier comparisons (where a tree is, a file's id at a commit).
+    comparer: loopx_git::work::Comparer,
     goals: BTreeMap<GoalId, Option<Goal>>,
 }
 
@@ -67,6 +69,7 @@ impl<'a> Freshness<'a> {
             now,
             marks: BTreeMap::new(),
             compared: BTreeMap::new(),
+            comparer: loopx_git::work::Comparer::default(),
             goals: BTreeMap::new(),
         }
     }
@@ -237,7 +240,8 @@ impl<'a> Freshness<'a> {
                 Work::Tree(dir) => dir.as_path(),
                 Work::Branch(_) => self.root,
             };
-            loopx_git::work::changed_between(self.git, dir, then, &now, &|p| scope.contains(p))
+            (self.comparer)
+                .changed_between(self.git, dir, then, &now, &|p| scope.contains(p))
                 .map_err(|e| e.to_string())
         });
         self.compared.insert(key, result.clone());
