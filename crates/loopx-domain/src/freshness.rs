@@ -46,7 +46,8 @@ enum Work {
 type Compared = (Work, Vec<String>, String);
 
 /// Judges evidence against the tree as it is now; marks of the present are taken once per
-/// tree and comparisons once per recorded mark.
+/// tree, comparisons once per recorded mark, and the comparisons share what git said about
+/// the repository (`loopx_git::work::Comparer`).
 #[derive(Debug)]
 pub struct Freshness<'a> {
     root: &'a Path,
