@@ -157,6 +157,27 @@ fn the_all_board_serves_every_project_and_a_change_lands_in_its_own_store() {
             .contains("Should the project be MIT (a) or Apache-2.0 (b)?"),
         "{a_gates:?}"
     );
+    // The History page of B's goal, from B's store alone; a bad goal id, another project's id
+    // or no session is refused.
+    let history = |target: &str, session: &str| {
+        board.request(
+            &format!("GET {target} HTTP/1.1\r\nX-Loopx-Session: {session}"),
+            "",
+        )
+    };
+    let (status, page) = history(&format!("/api/projects/{b_id}/history/g1"), &session);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Ship B") && page.contains("<section id=\"lineage\">"));
+    assert!(!page.contains("Ship A"));
+    let bad = history(
+        &format!("/api/projects/{b_id}/history/..%2Fanswer"),
+        &session,
+    );
+    assert_eq!(bad.0, 400, "{bad:?}");
+    let other = history(&format!("/api/projects/{other_id}/history/g1"), &session);
+    assert_eq!(other.0, 404, "{other:?}");
+    let (status, _) = history(&format!("/api/projects/{b_id}/history/g1"), "");
+    assert_eq!(status, 401);
 }
 
 #[test]

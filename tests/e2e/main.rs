@@ -6,6 +6,7 @@ mod attacks;
 mod attacks_week;
 mod board;
 mod board_all;
+mod board_history;
 mod browser;
 mod checkpoints;
 mod concurrency;

@@ -1,5 +1,5 @@
-//! `loopx status` as a person reads it after an amendment, while work waits, and on a second
-//! goal.
+//! `loopx status` as a person reads it after an amendment, while work waits, on a second
+//! goal, and once a todo's evidence went stale.
 
 use crate::support::Loopx;
 
@@ -100,4 +100,68 @@ fn a_new_goal_s_status_lists_only_its_own_evidence() {
     let second = loopx.ok(&["status"]).stdout;
     assert!(second.contains("what the second goal found"), "{second}");
     assert!(!second.contains("first goal"), "{second}");
+}
+
+/// A todo done on a test result whose pinned file changes afterwards rests on stale evidence,
+/// and so does its `--next` successor (`goal history`'s definition): `status` counts both,
+/// names them and why, and leaves a todo done on fresh evidence out.
+#[test]
+fn status_counts_the_todos_resting_on_stale_evidence_with_a_next_successor() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Write the notes"]);
+    loopx.ok(&["todo", "add", "Check the notes"]);
+    loopx.ok(&["todo", "add", "Check the summary"]);
+    std::fs::write(loopx.path().join("notes.txt"), "a\n").expect("write");
+    std::fs::write(loopx.path().join("summary.txt"), "b\n").expect("write");
+    for (todo, file) in [("t1", "notes.txt"), ("t2", "summary.txt")] {
+        loopx.ok(&[
+            "evidence",
+            "add",
+            "read back",
+            "--kind",
+            "test",
+            "--todo",
+            todo,
+            "--file",
+            file,
+        ]);
+    }
+    loopx.ok(&["todo", "done", "t1", "--next", "Publish the notes"]);
+    loopx.ok(&["todo", "done", "t2"]);
+    let fresh = loopx.ok(&["status", "--json"]).json();
+    assert_eq!(fresh["rests_on_stale_total"], 0, "{fresh:#}");
+    assert_eq!(fresh["rests_on_stale"], serde_json::json!([]), "{fresh:#}");
+    assert!(!loopx.ok(&["status"]).stdout.contains("stale evidence"));
+
+    std::fs::write(loopx.path().join("notes.txt"), "a, changed\n").expect("write");
+    let stale = loopx.ok(&["status", "--json"]).json();
+    assert_eq!(stale["rests_on_stale_total"], 2, "{stale:#}");
+    let named: Vec<(&str, &str)> = stale["rests_on_stale"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|t| {
+            (
+                t["todo"].as_str().unwrap_or(""),
+                t["because"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(named.len(), 2, "{stale:#}");
+    assert_eq!(named[0].0, "t1", "{stale:#}");
+    assert!(named[0].1.contains("notes.txt"), "{stale:#}");
+    assert_eq!(named[1], ("t3", "after t1"), "{stale:#}");
+    // The same todos the history marks.
+    let history = loopx.ok(&["goal", "history", "--json"]).json();
+    let marked: Vec<&str> = history["lineage"]["todos"]
+        .as_array()
+        .expect("todos")
+        .iter()
+        .filter(|t| t["rests_on_stale"] == true)
+        .map(|t| t["todo"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(marked, ["t1", "t3"], "{history:#}");
+    let text = loopx.ok(&["status"]).stdout;
+    assert!(text.contains("Resting on stale evidence (2)"), "{text}");
+    assert!(text.contains("after t1"), "{text}");
 }

@@ -110,6 +110,12 @@ impl EvidenceJudge {
             .collect()
     }
 
+    /// The judgement itself, for a caller that judges many pieces one by one (the tree is
+    /// read once however many there are).
+    pub fn freshness(&self) -> Freshness<'_> {
+        Freshness::new(&self.project, &self.rules, self.now)
+    }
+
     /// A handoff, judged: whether its todo or goal changed since it was written.
     pub fn handoff(
         &self,

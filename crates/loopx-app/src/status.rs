@@ -14,11 +14,13 @@ use crate::evidence::JudgedEvidence;
 mod first;
 mod goals;
 mod revision;
+mod stale;
 
 use crate::{App, AppError};
 use first::{FirstTodos, waits_on};
 pub use goals::GoalNow;
 pub use revision::RevisionNow;
+pub use stale::RestsOnStale;
 
 /// How many of the next todos and latest evidence the first screen shows.
 const FIRST_SCREEN: usize = 5;
@@ -48,6 +50,11 @@ pub struct Status {
     pub waiting_total: u64,
     pub next: Vec<Next>,
     pub latest_evidence: Vec<JudgedEvidence>,
+    /// The first todos of the goals shown that rest on stale evidence: done on evidence that
+    /// is stale now, or after such a todo (`--after`, `--next`), as `goal history` marks them.
+    pub rests_on_stale: Vec<RestsOnStale>,
+    /// How many todos rest on stale evidence in all (`rests_on_stale` lists the first).
+    pub rests_on_stale_total: u64,
     pub counts: TodoCounts,
     /// What each registered agent would do now (the decision `quota should-run` prints).
     pub agents: Vec<AgentNow>,
@@ -250,14 +257,17 @@ impl App {
         let config = self.config_or_problem(&mut problems);
         let judge = self.evidence_judge(config.evidence.clone());
         // Everything below reads a bounded number of records, whatever the number of todos:
-        // the claimed ones, the first of the waiting and ready ones, counts kept as counters.
-        let (goal, goals, revision, gates, running, todos, latest_evidence, agents) =
+        // the claimed ones, the first of the waiting and ready ones, counts kept as counters;
+        // once a todo is done, the shown goals' todos and their done ones' evidence too (what
+        // rests on stale evidence: `stale.rs`).
+        let (goal, goals, revision, gates, running, todos, latest_evidence, agents, mut stale) =
             store.read(|s| {
                 let counts = s.todo_counts()?;
                 let shown = goals::goals_shown(s, only)?;
                 let goal = shown.first().cloned();
                 let gates = s.open_gates()?;
                 let revision = RevisionNow::read(s, goal.as_ref())?;
+                let stale = stale::rests_on_stale(s, &shown, &counts, &judge)?;
                 let (goals, todos) = goals::todos_of(s, &shown, &gates, counts, now)?;
                 let running = running_now(s, now)?;
                 let agents = agents_now(s, &views, &config, &running, now)?;
@@ -275,6 +285,7 @@ impl App {
                     todos,
                     judge.all(s, evidence)?,
                     agents,
+                    stale,
                 ))
             })?;
         let isolation = goal.as_ref().map(|g| isolation_now(project, g, &store));
@@ -294,6 +305,9 @@ impl App {
             agents,
         );
         status.goals = goals;
+        status.rests_on_stale_total = stale.len() as u64;
+        stale.truncate(FIRST_SCREEN);
+        status.rests_on_stale = stale;
         status.isolation = isolation;
         status.revision = revision;
         status.problems = problems;
@@ -419,6 +433,8 @@ fn assemble(
         waiting_total,
         next,
         latest_evidence,
+        rests_on_stale: Vec::new(),
+        rests_on_stale_total: 0,
         counts,
         agents,
         isolation: None,

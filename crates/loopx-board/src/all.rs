@@ -95,6 +95,24 @@ pub(crate) fn act(projects: &Projects, path: &str, body: &[u8]) -> (u16, Value) 
     }
 }
 
+/// The History page at `/api/projects/<id>/history/<goal>`, of that project alone.
+pub(crate) fn history(projects: &Projects, path: &str) -> loopx_http::Response {
+    let Some((id, goal)) = path
+        .strip_prefix("/api/projects/")
+        .and_then(|rest| rest.split_once("/history/"))
+    else {
+        return crate::http::text(404, "not found\n");
+    };
+    // The goal is checked before the project is opened.
+    if let Err((status, body)) = crate::history::goal_id(goal) {
+        return crate::http::json(status, &body);
+    }
+    match app_for(projects, id) {
+        Ok(app) => crate::history::page(&app, goal),
+        Err((status, body)) => crate::http::json(status, &body),
+    }
+}
+
 /// The project with `id` in the registry as it is now, opened.
 fn app_for(projects: &Projects, id: &str) -> Result<App, (u16, Value)> {
     let listed = projects.registry.list().map_err(|e| {

@@ -2,7 +2,7 @@
 //! (a slice's connection, a chunked body), and the headers every answer carries.
 
 use std::net::TcpStream;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use loopx_http::{Limits, Request, Response};
@@ -24,22 +24,37 @@ pub(crate) const LIMITS: Limits = Limits {
     shutdown_grace: Duration::from_secs(2),
 };
 
+/// The policy every answer carries: scripts and styles only from the board itself, and one
+/// inline stylesheet more, by its hash: the History page's (`loopx goal history --html`'s, the
+/// same text), which the page shows in a sandboxed frame that inherits this policy. No other
+/// inline style or script runs, so a title with markup stays text even if a bug rendered it as
+/// HTML.
+static CSP: LazyLock<String> = LazyLock::new(|| {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(loopx_app::history::page_style().as_bytes());
+    let history_style = base64::engine::general_purpose::STANDARD.encode(digest);
+    format!(
+        "default-src 'none'; script-src 'self'; style-src 'self' 'sha256-{history_style}'; \
+         connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
+         frame-ancestors 'none'"
+    )
+});
+
 /// Headers every answer carries: nothing cached, nothing framed, no referrer (the stream's
-/// address carries the session), scripts and styles only from the board itself.
-const SECURITY_HEADERS: [(&str, &str); 5] = [
-    ("cache-control", "no-store"),
-    ("x-content-type-options", "nosniff"),
-    ("referrer-policy", "no-referrer"),
-    ("x-frame-options", "DENY"),
-    (
-        "content-security-policy",
-        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
-         img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-    ),
-];
+/// address carries the session), and the policy above.
+fn security_headers() -> [(&'static str, &'static str); 5] {
+    [
+        ("cache-control", "no-store"),
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "no-referrer"),
+        ("x-frame-options", "DENY"),
+        ("content-security-policy", CSP.as_str()),
+    ]
+}
 
 pub(crate) fn respond(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Response {
-    Response::new(status, content_type, body).with_headers(&SECURITY_HEADERS)
+    Response::new(status, content_type, body).with_headers(&security_headers())
 }
 
 pub(crate) fn text(status: u16, body: &str) -> Response {
@@ -52,7 +67,7 @@ pub(crate) fn json(status: u16, body: &serde_json::Value) -> Response {
 
 /// A server-sent event stream written by `produce`.
 pub(crate) fn events(produce: impl FnOnce(loopx_http::Sender) + Send + 'static) -> Response {
-    Response::stream(200, "text/event-stream", produce).with_headers(&SECURITY_HEADERS)
+    Response::stream(200, "text/event-stream", produce).with_headers(&security_headers())
 }
 
 /// The board as `loopx-http` serves it.

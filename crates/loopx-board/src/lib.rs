@@ -32,6 +32,10 @@
 //!   opened, and again when the kernel's doorbell rings (every commit rings it) and the state
 //!   changed; while a slice runs it also looks every second, for the transcript tails and the
 //!   elapsed times. The page never polls.
+//! - **History** (`history.rs`): `/api/history/<goal>` is the page `loopx goal history --html`
+//!   writes, made by the same function, behind the session like every read; the goal is
+//!   parsed as a goal id before anything is read. The board's page shows it in a frame
+//!   without scripts; the policy allows that page's one inline stylesheet by its hash.
 //! - **Changes are the application layer's operations** (`actions.rs`), the ones the CLI's
 //!   commands call: the same validation, the same kernel operation and git work, the same
 //!   actor (`human:<user>`, fixed when the board starts).
@@ -43,6 +47,7 @@
 
 mod actions;
 pub mod all;
+mod history;
 mod http;
 mod state;
 
@@ -195,7 +200,7 @@ impl Board {
                         let _ = board.stream(&mut events);
                     })
                 }
-                _ => text(404, "not found\n"),
+                path => self.history(path),
             },
             ("POST", path) => {
                 let _one_at_a_time = self.changing.lock().unwrap_or_else(PoisonError::into_inner);
@@ -206,6 +211,18 @@ impl Board {
                 json(status, &body)
             }
             _ => text(405, "GET or POST only\n"),
+        }
+    }
+
+    /// The History page at `path` (`/api/history/<goal>`, with `--all`
+    /// `/api/projects/<id>/history/<goal>`), or 404 for any other path.
+    fn history(&self, path: &str) -> Response {
+        match &self.scope {
+            Scope::One(app) => match path.strip_prefix("/api/history/") {
+                Some(goal) => history::page(app, goal),
+                None => text(404, "not found\n"),
+            },
+            Scope::All(projects) => all::history(projects, path),
         }
     }
 

@@ -1,7 +1,8 @@
 //! What the page shows: the application layer's status and quota snapshots (the documents
 //! `status --json` and `quota status --json` print), plus the cards by column (the todos of
 //! every goal `status` shows, each card naming its goal), the newest
-//! events and a live tail of each running slice's transcript.
+//! events, a live tail of each running slice's transcript, and the goals the History page
+//! offers.
 
 use std::collections::HashMap;
 
@@ -58,9 +59,11 @@ pub(crate) fn board(app: &App) -> Result<Value, AppError> {
         .iter()
         .map(|slice| (slice.id.to_string(), Value::String(tail(project, slice))))
         .collect();
+    let history = crate::history::goals(app)?;
     Ok(json!({
         "now": now,
         "status": status,
+        "history": history,
         "quota": quota,
         "columns": columns,
         "tails": tails,

@@ -46,7 +46,8 @@ enum Work {
 type Compared = (Work, Vec<String>, String);
 
 /// Judges evidence against the tree as it is now; marks of the present are taken once per
-/// tree and comparisons once per recorded mark.
+/// tree, comparisons once per recorded mark, and the comparisons share what git said about
+/// the repository (`loopx_git::work::Comparer`).
 #[derive(Debug)]
 pub struct Freshness<'a> {
     root: &'a Path,
@@ -55,6 +56,8 @@ pub struct Freshness<'a> {
     now: Timestamp,
     marks: BTreeMap<Work, Result<WorkMark, String>>,
     compared: BTreeMap<Compared, Result<Vec<String>, String>>,
+    /// What git said in earlier comparisons (where a tree is, a file's id at a commit).
+    comparer: loopx_git::work::Comparer,
     goals: BTreeMap<GoalId, Option<Goal>>,
 }
 
@@ -67,6 +70,7 @@ impl<'a> Freshness<'a> {
             now,
             marks: BTreeMap::new(),
             compared: BTreeMap::new(),
+            comparer: loopx_git::work::Comparer::default(),
             goals: BTreeMap::new(),
         }
     }
@@ -237,7 +241,8 @@ impl<'a> Freshness<'a> {
                 Work::Tree(dir) => dir.as_path(),
                 Work::Branch(_) => self.root,
             };
-            loopx_git::work::changed_between(self.git, dir, then, &now, &|p| scope.contains(p))
+            (self.comparer)
+                .changed_between(self.git, dir, then, &now, &|p| scope.contains(p))
                 .map_err(|e| e.to_string())
         });
         self.compared.insert(key, result.clone());

@@ -28,7 +28,8 @@
 //!   compared before and after a slice.
 //! - **What evidence saw** ([`work`]): a mark of the tree (its commit and the content of every
 //!   uncommitted file) recorded with evidence, and the files whose content differs since, by
-//!   which evidence goes stale.
+//!   which evidence goes stale; many marks compared in one look at the present share what git
+//!   said (`work::Comparer`).
 //! - This crate knows goals and todos only by their ids and a goal's isolation; it writes
 //!   nothing to the kernel. The supervisor and the application layer turn what it did into
 //!   evidence and kernel operations.

@@ -20,6 +20,7 @@ use crate::{Git, GitError};
 const PATHS_PER_CALL: usize = 200;
 
 /// Where the tree is: its top directory and the project's place in it.
+#[derive(Debug, Clone)]
 struct Place {
     git: Git,
     top: String,
@@ -137,38 +138,140 @@ pub fn changed_between(
     now: &WorkMark,
     in_scope: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<String>, GitError> {
-    // The tree as it was: nothing to ask git (the common case, and the cheap one).
-    if then == now && !then.overflow {
-        return Ok(vec![]);
+    Comparer::default().changed_between(git, dir, then, now, in_scope)
+}
+
+/// Many marks compared with the present, sharing what git said: where each tree is, what
+/// differs between two commits, and a file's id at a commit. Judging every piece of a goal's
+/// evidence (`status`, `goal history`) then asks git a few times in all, not twice a piece
+/// (200 pieces each on its own tree state: 414 git processes before). The repository is taken
+/// not to change while one is used: one look at the present, as the caller's mark of now is.
+#[derive(Debug, Default)]
+pub struct Comparer {
+    places: BTreeMap<String, Place>,
+    /// `(from, to)` commits → the project's files that differ between them.
+    diffs: BTreeMap<(String, String), Vec<String>>,
+    /// `(commit, project path)` → the file's blob id in it; `None`: no such file there.
+    committed: BTreeMap<(String, String), Option<String>>,
+}
+
+impl Comparer {
+    /// [`changed_between`], with what git said before kept for the next comparison.
+    pub fn changed_between(
+        &mut self,
+        git: Git,
+        dir: &Path,
+        then: &WorkMark,
+        now: &WorkMark,
+        in_scope: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<String>, GitError> {
+        // The tree as it was: nothing to ask git (the common case, and the cheap one).
+        if then == now && !then.overflow {
+            return Ok(vec![]);
+        }
+        let place = self.place(git, dir)?;
+        let mut candidates: BTreeSet<String> = then
+            .dirty
+            .iter()
+            .chain(&now.dirty)
+            .map(|(path, _)| path.clone())
+            .collect();
+        if then.commit != now.commit {
+            candidates.extend(self.committed_between(&place, then, now)?);
+        }
+        candidates.retain(|path| in_scope(path));
+        if candidates.is_empty() && !then.overflow && !now.overflow {
+            return Ok(vec![]);
+        }
+        // More files differed than a mark lists: a change among the others cannot be told apart.
+        if then.overflow || now.overflow {
+            return Err(GitError::Unusable(format!(
+                "more than {} files differ from the commit, too many to compare",
+                WorkMark::MAX_DIRTY
+            )));
+        }
+        let paths: Vec<String> = candidates.iter().cloned().collect();
+        let then_ids = self.contents(&place, then, &paths)?;
+        let now_ids = self.contents(&place, now, &paths)?;
+        Ok(paths
+            .into_iter()
+            .filter(|path| then_ids.get(path) != now_ids.get(path))
+            .collect())
     }
-    let place = place(git, dir)?;
-    let mut candidates: BTreeSet<String> = then
-        .dirty
-        .iter()
-        .chain(&now.dirty)
-        .map(|(path, _)| path.clone())
-        .collect();
-    if then.commit != now.commit {
-        candidates.extend(committed_between(&place, then, now)?);
+
+    fn place(&mut self, git: Git, dir: &Path) -> Result<Place, GitError> {
+        let key = dir.to_string_lossy().into_owned();
+        if let Some(place) = self.places.get(&key) {
+            return Ok(place.clone());
+        }
+        let found = place(git, dir)?;
+        self.places.insert(key, found.clone());
+        Ok(found)
     }
-    candidates.retain(|path| in_scope(path));
-    if candidates.is_empty() && !then.overflow && !now.overflow {
-        return Ok(vec![]);
+
+    fn committed_between(
+        &mut self,
+        place: &Place,
+        then: &WorkMark,
+        now: &WorkMark,
+    ) -> Result<Vec<String>, GitError> {
+        let key = (
+            then.commit.clone().unwrap_or_default(),
+            now.commit.clone().unwrap_or_default(),
+        );
+        if let Some(known) = self.diffs.get(&key) {
+            return Ok(known.clone());
+        }
+        let names = committed_between(place, then, now)?;
+        self.diffs.insert(key, names.clone());
+        Ok(names)
     }
-    // More files differed than a mark lists: a change among the others cannot be told apart.
-    if then.overflow || now.overflow {
-        return Err(GitError::Unusable(format!(
-            "more than {} files differ from the commit, too many to compare",
-            WorkMark::MAX_DIRTY
-        )));
+
+    /// The blob id of each of `paths` (project-relative) as `mark` saw it: its uncommitted
+    /// content, else the committed one; absent for a file that did not exist.
+    fn contents(
+        &mut self,
+        place: &Place,
+        mark: &WorkMark,
+        paths: &[String],
+    ) -> Result<BTreeMap<String, String>, GitError> {
+        let dirty: BTreeMap<&str, &str> = mark
+            .dirty
+            .iter()
+            .map(|(p, id)| (p.as_str(), id.as_str()))
+            .collect();
+        let mut ids = BTreeMap::new();
+        if let Some(commit) = &mark.commit {
+            let committed: Vec<String> = paths
+                .iter()
+                .filter(|p| !dirty.contains_key(p.as_str()))
+                .cloned()
+                .collect();
+            let unknown: Vec<String> = (committed.iter())
+                .filter(|p| !self.committed.contains_key(&(commit.clone(), (*p).clone())))
+                .cloned()
+                .collect();
+            if !unknown.is_empty() {
+                let found = committed_ids(place, commit, &unknown)?;
+                for path in &unknown {
+                    let key = (commit.clone(), path.clone());
+                    self.committed.insert(key, found.get(path).cloned());
+                }
+            }
+            for path in committed {
+                if let Some(Some(id)) = self.committed.get(&(commit.clone(), path.clone())) {
+                    ids.insert(path, id.clone());
+                }
+            }
+        }
+        for (path, id) in dirty {
+            // An empty id: deleted then, like a file that never existed.
+            if !id.is_empty() {
+                ids.insert(path.to_owned(), id.to_owned());
+            }
+        }
+        Ok(ids)
     }
-    let paths: Vec<String> = candidates.iter().cloned().collect();
-    let then_ids = contents(&place, then, &paths)?;
-    let now_ids = contents(&place, now, &paths)?;
-    Ok(paths
-        .into_iter()
-        .filter(|path| then_ids.get(path) != now_ids.get(path))
-        .collect())
 }
 
 /// The project's files that differ between the commits of `then` and `now` (a commit made,
@@ -215,54 +318,37 @@ fn gone(e: GitError, commit: &str) -> GitError {
     }
 }
 
-/// The blob id of each of `paths` (project-relative) as `mark` saw it: its uncommitted content,
-/// else the committed one; absent for a file that did not exist.
-fn contents(
+/// The blob id of each of `paths` (project-relative) at `commit`; a file it does not have is
+/// left out.
+fn committed_ids(
     place: &Place,
-    mark: &WorkMark,
+    commit: &str,
     paths: &[String],
 ) -> Result<BTreeMap<String, String>, GitError> {
-    let dirty: BTreeMap<&str, &str> = mark
-        .dirty
-        .iter()
-        .map(|(p, id)| (p.as_str(), id.as_str()))
-        .collect();
     let mut ids = BTreeMap::new();
-    let committed: Vec<&String> = paths
-        .iter()
-        .filter(|p| !dirty.contains_key(p.as_str()))
-        .collect();
-    if let Some(commit) = &mark.commit {
-        for chunk in committed.chunks(PATHS_PER_CALL) {
-            let specs: Vec<String> = chunk
-                .iter()
-                .map(|p| format!(":(top,literal){}", repo_path(p, &place.prefix)))
-                .collect();
-            let mut args = vec!["ls-tree", "-r", "-z", "--full-tree", commit.as_str(), "--"];
-            args.extend(specs.iter().map(String::as_str));
-            let out = place
-                .git
-                .stdout(&place.top, &args)
-                .map_err(|e| gone(e, commit))?;
-            for entry in out.split(|b| *b == 0).filter(|e| !e.is_empty()) {
-                let entry = String::from_utf8_lossy(entry);
-                // `<mode> <type> <id>\t<path>`
-                let Some((meta, path)) = entry.split_once('\t') else {
-                    continue;
-                };
-                let Some(id) = meta.split(' ').nth(2) else {
-                    continue;
-                };
-                if let Some(project) = project_path(path, &place.prefix) {
-                    ids.insert(project, id.to_owned());
-                }
+    for chunk in paths.chunks(PATHS_PER_CALL) {
+        let specs: Vec<String> = chunk
+            .iter()
+            .map(|p| format!(":(top,literal){}", repo_path(p, &place.prefix)))
+            .collect();
+        let mut args = vec!["ls-tree", "-r", "-z", "--full-tree", commit, "--"];
+        args.extend(specs.iter().map(String::as_str));
+        let out = place
+            .git
+            .stdout(&place.top, &args)
+            .map_err(|e| gone(e, commit))?;
+        for entry in out.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+            let entry = String::from_utf8_lossy(entry);
+            // `<mode> <type> <id>\t<path>`
+            let Some((meta, path)) = entry.split_once('\t') else {
+                continue;
+            };
+            let Some(id) = meta.split(' ').nth(2) else {
+                continue;
+            };
+            if let Some(project) = project_path(path, &place.prefix) {
+                ids.insert(project, id.to_owned());
             }
-        }
-    }
-    for (path, id) in dirty {
-        // An empty id: deleted then, like a file that never existed.
-        if !id.is_empty() {
-            ids.insert(path.to_owned(), id.to_owned());
         }
     }
     Ok(ids)
@@ -338,6 +424,43 @@ mod tests {
         let now = mark(Git::default(), dir).expect("mark");
         changed_between(Git::default(), dir, then, &now, &|p| p.starts_with("src/"))
             .expect("compare")
+    }
+
+    /// One comparer judging marks of many tree states (uncommitted, committed, an older
+    /// commit) says of each what a comparison of its own says, in any order: what it keeps
+    /// from git is about the repository, never about one comparison.
+    #[test]
+    fn a_comparer_shared_by_many_marks_answers_as_each_alone() {
+        let dir = repo();
+        let path = dir.path();
+        let mut marks = vec![mark(Git::default(), path).expect("mark")];
+        std::fs::write(path.join("src/lib.rs"), "two\n").expect("write");
+        marks.push(mark(Git::default(), path).expect("mark"));
+        std::fs::write(path.join("src/new.rs"), "new\n").expect("write");
+        marks.push(mark(Git::default(), path).expect("mark"));
+        git_as_tester(path, &["add", "-A"]);
+        git_as_tester(path, &["commit", "-qm", "second"]);
+        marks.push(mark(Git::default(), path).expect("mark"));
+        std::fs::write(path.join("src/lib.rs"), "three\n").expect("write");
+        std::fs::remove_file(path.join("src/new.rs")).expect("rm");
+        let now = mark(Git::default(), path).expect("mark");
+        let in_src = |p: &str| p.starts_with("src/");
+        let alone: Vec<Vec<String>> = (marks.iter())
+            .map(|then| {
+                changed_between(Git::default(), path, then, &now, &in_src).expect("compare")
+            })
+            .collect();
+        assert_eq!(alone[0], ["src/lib.rs"], "{alone:?}");
+        assert_eq!(alone[2], ["src/lib.rs", "src/new.rs"], "{alone:?}");
+        let mut comparer = Comparer::default();
+        for order in [[0, 1, 2, 3], [3, 2, 1, 0]] {
+            for i in order {
+                let shared = comparer
+                    .changed_between(Git::default(), path, &marks[i], &now, &in_src)
+                    .expect("compare");
+                assert_eq!(shared, alone[i], "mark {i}");
+            }
+        }
     }
 
     #[test]

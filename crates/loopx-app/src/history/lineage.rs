@@ -3,7 +3,7 @@
 //! dropped todo stays, as a dead end; a todo done on evidence gone stale, and every todo that
 //! came after it, is marked as resting on stale evidence.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
 use loopx_kernel::model::{EventKind, EvidenceKind, SliceRecord, Todo, TodoState};
 use loopx_kernel::{Timestamp, TodoId};
@@ -298,41 +298,14 @@ fn running_at<'a>(slices: Option<&Vec<&'a SliceRecord>>, at: Timestamp) -> Optio
     slice.ended_at.is_none_or(|end| end >= at).then_some(slice)
 }
 
-/// Marks the done todos whose evidence went stale, then every todo after them, transitively
-/// (a dropped one is a dead end, and stays unmarked).
+/// Marks the todos that rest on stale evidence (`super::stale`: the one definition `status`
+/// uses too), with why.
 fn mark_stale(r: &Records, lines: &mut [TodoLine]) {
-    let index: BTreeMap<TodoId, usize> =
-        lines.iter().enumerate().map(|(i, l)| (l.todo, i)).collect();
-    let mut queue = VecDeque::new();
-    for e in &r.evidence {
-        let (Some(todo), Some(why)) = (e.todo, r.stale.get(&e.id)) else {
-            continue;
-        };
-        if let Some(&i) = index.get(&todo)
-            && !lines[i].rests_on_stale
-        {
-            lines[i].rests_on_stale = true;
-            lines[i].stale_because = Some(format!("{} is stale ({why})", e.id));
-            queue.push_back(todo);
-        }
-    }
-    let mut after: BTreeMap<TodoId, Vec<TodoId>> = BTreeMap::new();
-    for todo in &r.todos {
-        for dep in &todo.after {
-            after.entry(*dep).or_default().push(todo.id);
-        }
-    }
-    while let Some(from) = queue.pop_front() {
-        for next in after.get(&from).into_iter().flatten() {
-            // Dropped work rests on nothing: it is a dead end already.
-            if let Some(&i) = index.get(next)
-                && !lines[i].rests_on_stale
-                && !lines[i].dead_end
-            {
-                lines[i].rests_on_stale = true;
-                lines[i].stale_because = Some(format!("after {from}"));
-                queue.push_back(*next);
-            }
+    let resting = super::stale::resting_on_stale(&r.todos, &r.evidence, &r.stale);
+    for line in lines {
+        if let Some(why) = resting.get(&line.todo) {
+            line.rests_on_stale = true;
+            line.stale_because = Some(why.clone());
         }
     }
 }

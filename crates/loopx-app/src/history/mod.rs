@@ -3,8 +3,8 @@
 //! and slices to evidence and landings, all from the kernel's own records.
 //!
 //! One read of the store gathers the records of one goal, each table read once
-//! ([`Records::read`]); the rest is pure ([`build`]), so that every surface (the CLI, later the
-//! board) shows the same numbers and a 200-hour store answers in well under two seconds.
+//! ([`Records::read`]); the rest is pure ([`build`]), so that every surface (the CLI, the board's
+//! History page) shows the same numbers and a 200-hour store answers in well under two seconds.
 //! The same history renders as text (the CLI), JSON, a graph language ([`render_graph`]) or
 //! one self-contained HTML page ([`render_html`]).
 
@@ -15,6 +15,7 @@ mod html;
 mod lineage;
 mod metrics;
 mod read;
+mod stale;
 
 use std::collections::BTreeMap;
 
@@ -25,8 +26,9 @@ use serde::Serialize;
 pub use about_goal::{event_about_goal, gate_holds_goal};
 pub use build::build;
 pub use graph::{GraphFormat, render_graph};
-pub use html::{esc, render_html};
+pub use html::{esc, page_style, render_html};
 pub use lineage::{EdgeKind, Lineage, LineageEdge, LineageNode, NodeKind, TodoLine};
+pub use stale::{resting_on_stale, stale_evidence};
 
 use crate::{App, AppError};
 

@@ -1,10 +1,10 @@
 //! Gathering one goal's records: each table read once, in order, kept to the goal.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use loopx_adapters::EvidenceRules;
 use loopx_domain::freshness::Freshness;
-use loopx_kernel::model::{Blocks, Event, EventKind, Gate, GateKind, Goal, TodoState};
+use loopx_kernel::model::{Blocks, Event, EventKind, Gate, GateKind, Goal};
 use loopx_kernel::{KernelError, Project, SliceId, Snapshot, Timestamp, TodoId};
 
 use super::Records;
@@ -45,21 +45,8 @@ impl Records {
             .filter(|g| gate_is_about(g, &goal, &ours))
             .collect();
         let events = goal_events(s, &ours)?;
-        let done: BTreeSet<TodoId> = todos
-            .iter()
-            .filter(|t| t.state == TodoState::Done)
-            .map(|t| t.id)
-            .collect();
         let mut judge = Freshness::new(project, rules, now);
-        let mut stale = BTreeMap::new();
-        for e in evidence
-            .iter()
-            .filter(|e| e.todo.is_some_and(|t| done.contains(&t)))
-        {
-            if let Some(why) = judge.stale(s, e)? {
-                stale.insert(e.id, why);
-            }
-        }
+        let stale = super::stale::stale_evidence(s, &mut judge, &todos, &evidence)?;
         Ok(Records {
             goal,
             revisions,
@@ -69,7 +56,7 @@ impl Records {
             gates,
             events,
             stale,
-            metric_rules: BTreeMap::new(),
+            metric_rules: std::collections::BTreeMap::new(),
             now,
             since,
         })

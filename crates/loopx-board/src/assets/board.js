@@ -339,7 +339,38 @@ function render(s) {
   renderQuota(s);
   renderColumns(s);
   renderEvents(s);
+  renderHistoryGoals(s);
   tick();
+}
+
+// One button per goal, newest first; redrawn only when the goals change.
+function renderHistoryGoals(s) {
+  const list = document.getElementById("history-goals");
+  const goals = s.history || [];
+  const key = (all ? project : "") + JSON.stringify(goals);
+  if (list.dataset.key === key) return;
+  list.dataset.key = key;
+  list.replaceChildren(...goals.map((g) => el("li", {},
+    el("button", { "data-goal": g.id, onclick: () => showHistory(g.id) }, g.id + " · " + g.objective + " (" + g.status + ")"))));
+  if (!goals.length) list.append(el("li", { class: "nothing", text: "No goal yet." }));
+}
+
+// The page `loopx goal history --html` writes, fetched with the session and shown in a
+// sandboxed frame without scripts (its page has none; the frame allows none, and the board's
+// policy, which it inherits, none inline).
+async function showHistory(goal) {
+  let path = "/api/history/" + encodeURIComponent(goal);
+  if (all) path = "/api/projects/" + encodeURIComponent(project || "") + "/history/" + encodeURIComponent(goal);
+  const response = await fetch(path, { headers: { "X-Loopx-Session": session || "" } }).catch(() => null);
+  if (!response || !response.ok) {
+    const answer = response ? await response.json().catch(() => ({})) : {};
+    showProblem(answer.error || ("the history cannot be read: " + (response ? "HTTP " + response.status : "the board is not reachable")));
+    return;
+  }
+  const frame = document.getElementById("history-frame");
+  frame.srcdoc = await response.text();
+  frame.hidden = false;
+  frame.scrollIntoView();
 }
 
 // `--all`: each registered project as its glance found it, and the chosen one's board below.

@@ -36,6 +36,7 @@ fn render(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expected
     waiting(ctx, status, now)?;
     next(ctx, status)?;
     evidence(ctx, status, now)?;
+    rests_on_stale(ctx, status)?;
     footer(ctx, status, now)
 }
 
@@ -375,6 +376,30 @@ fn evidence(ctx: &mut Ctx, status: &Status, now: Timestamp) -> Result<(), Expect
         for line in views::judged_evidence_lines(ctx.style, e, now) {
             ctx.line(format!("  {line}"))?;
         }
+    }
+    Ok(())
+}
+
+/// The todos that rest on stale evidence (as `goal history` marks them), the first named.
+fn rests_on_stale(ctx: &mut Ctx, status: &Status) -> Result<(), ExpectedError> {
+    let total = status.rests_on_stale_total;
+    if total == 0 {
+        return Ok(());
+    }
+    let style = ctx.style;
+    ctx.line("")?;
+    ctx.line(style.bold(&format!("Resting on stale evidence ({total})")))?;
+    for todo in &status.rests_on_stale {
+        ctx.line(format!(
+            "  {:<5} {}  {}",
+            todo.todo.to_string(),
+            style.yellow(&views::one_line(&todo.because)),
+            views::one_line(&todo.title)
+        ))?;
+    }
+    let unshown = total.saturating_sub(status.rests_on_stale.len() as u64);
+    if unshown > 0 {
+        ctx.line(style.dim(&format!("  … and {unshown} more (loopx goal history)")))?;
     }
     Ok(())
 }

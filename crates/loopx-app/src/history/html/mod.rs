@@ -67,6 +67,13 @@ pub fn render_html(h: &GoalHistory) -> String {
     out
 }
 
+/// The page's one stylesheet, exactly as its `<style>` element holds it: a server that shows
+/// the page under a Content-Security-Policy allows this text by its hash (the board), never
+/// inline styles at large.
+pub fn page_style() -> &'static str {
+    CSS
+}
+
 fn section(out: &mut String, id: &str, title: &str, body: &str) {
     let _ = write!(
         out,
