@@ -387,6 +387,21 @@ fn every_request_needs_the_session_and_changes_need_the_board_s_header() {
     assert_eq!(status, 200, "{body}");
     let gate = loopx.ok(&["gate", "show", "q1", "--json"]).json();
     assert_eq!(gate["gate"]["answer"]["text"], "4", "{gate}");
+    // A message to an agent, as `loopx say` sends it: the person's, waiting for its next slice.
+    let (status, body) = board.request(
+        &format!("POST /api/say {post}"),
+        r#"{"agent":"exec","text":"Start with the intro"}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("\"id\":\"m1\"") && body.contains("human:tester"),
+        "{body}"
+    );
+    let (status, body) = board.request(
+        &format!("POST /api/say {post}"),
+        r#"{"agent":"nobody","text":"hello"}"#,
+    );
+    assert_eq!(status, 400, "{body}");
     let events = loopx.ok(&["log", "--json"]).stdout;
     let added = events
         .lines()

@@ -1,6 +1,6 @@
 //! The changes a person can make from the page, each one the application layer's operation,
 //! as the CLI's command makes it: answer a gate, add a todo, drop a todo, pause or resume an
-//! agent or an account. The answer is the record the CLI prints with `--json`. Nothing here
+//! agent or an account, send an agent a message (`loopx say`). The answer is the record the CLI prints with `--json`. Nothing here
 //! touches the store itself.
 
 use loopx_app::quota::HoldTarget;
@@ -46,6 +46,13 @@ struct DropTodo {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct Say {
+    agent: String,
+    text: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Hold {
     agent: Option<String>,
     account: Option<String>,
@@ -62,6 +69,7 @@ enum Action {
     DropTodo(DropTodo),
     Pause(Hold),
     Resume(Hold),
+    Say(Say),
 }
 
 /// Runs the action at `path` with the JSON `body`; the status and the JSON to send back.
@@ -105,6 +113,7 @@ fn action(path: &str, body: &[u8]) -> Result<Action, (u16, String)> {
         "/api/todo/drop" => Action::DropTodo(parse(body)?),
         "/api/pause" => Action::Pause(hold(body)?),
         "/api/resume" => Action::Resume(hold(body)?),
+        "/api/say" => Action::Say(parse(body)?),
         _ => return Err((404, format!("no action {path}"))),
     })
 }
@@ -145,6 +154,7 @@ fn run(app: &App, action: Action) -> Result<Value, AppError> {
         }
         Action::Pause(hold) => doc("hold", app.pause(&target(hold)?)?),
         Action::Resume(hold) => doc("resumed", app.resume(Some(&target(hold)?))?),
+        Action::Say(Say { agent, text }) => doc("message", app.say(agent.parse()?, text)?),
     })
 }
 

@@ -197,8 +197,14 @@ function renderAgents(s) {
       el("td", { text: now + (agent.todo ? " " + agent.todo : "") }),
       el("td", { class: "wake", "data-at": agent.wake_at || "", text: agent.wake_at ? relative(agent.wake_at) : "" }),
       el("td", { text: agent.summary }),
-      el("td", {}, button)));
+      el("td", {}, button, " ", el("button", { onclick: () => say(agent.agent) }, "Message"))));
   }
+}
+
+// A person's message heads the agent's next slice's prompt (`loopx say`).
+function say(agent) {
+  const text = window.prompt("Message to " + agent + " (it heads " + agent + "'s next slice's prompt):");
+  if (text && text.trim()) act("/api/say", { agent, text });
 }
 
 function renderQuota(s) {
