@@ -21,7 +21,9 @@ pub(crate) mod kv;
 pub(crate) mod open;
 pub mod pg;
 mod reads;
+mod redb_file;
 mod redb_kv;
+mod settings;
 mod snapshot;
 pub(crate) mod tables;
 mod todo_index;
@@ -41,10 +43,8 @@ pub use apply::{
     WAITING_MESSAGES,
 };
 pub use copy::CopyReport;
-pub use open::{
-    DEFAULT_WAIT, OpenOptions, SCHEMA_VERSION, Store, WriteLock, configured_ledger, configured_url,
-    store_url,
-};
+pub use open::{DEFAULT_WAIT, OpenOptions, SCHEMA_VERSION, Store, WriteLock};
+pub use settings::{configured_ledger, configured_url, store_url};
 pub use snapshot::{Snapshot, TodoCounts};
 
 pub(crate) use snapshot::TodoIndexRows;

@@ -494,7 +494,7 @@ fn book_path(store: &Store) -> Result<Option<PathBuf>, KernelError> {
     if store.is_postgres() {
         return Ok(None);
     }
-    match super::open::configured_ledger(store.project())? {
+    match super::settings::configured_ledger(store.project())? {
         Ledger::Account => Ok(Some(path.clone())),
         Ledger::Project => Ok(None),
     }

@@ -1,27 +1,27 @@
 //! Opening the store: checks that never modify a bad file, and waiting for a busy one.
 
 use std::fs;
-use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
-use toml::Spanned;
-use toml::de::{DeTable, DeValue};
+use std::time::Duration;
 
 use redb::{
     Builder, ConcurrencyMode, Database, DatabaseError, ReadOnlyDatabase, ReadableDatabase,
-    TransactionError, WriteTransaction,
+    WriteTransaction,
 };
 
 use super::kv::{KvRead, KvReadExt, KvWrite};
 use super::pg::PgStore;
+pub(crate) use super::redb_file::{
+    begin_redb_write, open_retrying, precheck, precheck_header, read_only, redb_error, shield,
+    shielded,
+};
 use super::redb_kv::{RedbKv, Txn};
+use super::settings::store_url;
 use super::snapshot::Snapshot;
 use super::tables::{self, SCHEMA_KEY};
 use crate::errors::{KernelError, StoreError};
 use crate::project::Project;
-use crate::toml_file::{self, TomlFileError};
 
 /// The layout of tables and records this loopx reads and writes. Version 2 added the todo
 /// indexes (`store/todo_index.rs`): a version-1 store is upgraded at its first open, and a
@@ -33,9 +33,6 @@ use crate::toml_file::{self, TomlFileError};
 pub const SCHEMA_VERSION: u64 = 3;
 /// The oldest layout this loopx opens (and upgrades).
 const OLDEST_SCHEMA: u64 = 1;
-
-/// redb's file signature (`tree_store/page_store/header.rs` in redb 4.6).
-const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
 
 /// How long to wait for a busy store.
 #[derive(Debug, Clone)]
@@ -178,138 +175,6 @@ impl WriteTxn {
         match txn.db_now() {
             Some(db) if now.since(db) > super::pg::TRUSTED_SKEW => db,
             _ => now,
-        }
-    }
-}
-
-/// Where a project's store is: the URL this process was given ([`set_url_override`], the
-/// surface's `LOOPX_STORE_URL`), else `[store] url` in `.loopx/loopx.toml`; `None` is the redb
-/// file in `.loopx/`.
-pub fn store_url(project: &Project) -> Result<Option<String>, KernelError> {
-    if project.store_settings().local_only {
-        return match configured_url(project)? {
-            None => Ok(None),
-            Some(url) => Err(StoreError::Config {
-                path: project.state_dir().join("loopx.toml"),
-                why: format!(
-                    "its store is the database {}, which this command does not open (`loopx status` in the project does)",
-                    super::pg::redact_url(&url)
-                ),
-            }
-            .into()),
-        };
-    }
-    if let Some(url) = &project.store_settings().url {
-        if loopx_vocab::is_postgres_url(url) {
-            return Ok(Some(url.clone()));
-        }
-        return Err(StoreError::Config {
-            path: PathBuf::from(super::pg::redact_url(url)),
-            why: "the environment variable LOOPX_STORE_URL is not a PostgreSQL URL (postgres://user@host:port/database); unset it to keep the store in .loopx/state.redb".to_owned(),
-        }
-        .into());
-    }
-    configured_url(project)
-}
-
-/// The `[store] url` of the project's `loopx.toml`, checked; `None` when it names none.
-pub fn configured_url(project: &Project) -> Result<Option<String>, KernelError> {
-    // A file that does not parse is an error: guessing "no [store]" would quietly use a stale
-    // `.loopx/state.redb` of a project that moved to a database.
-    read_setting(project, "where the store is", file_url).map(Option::flatten)
-}
-
-/// Where the project keeps its accounts' quota state: `[quota] ledger` of its `loopx.toml`
-/// (`"account"`, the per-user book, when it says nothing).
-pub fn configured_ledger(project: &Project) -> Result<super::account_book::Ledger, KernelError> {
-    let found = read_setting(project, "where its quota ledger is", file_ledger)?;
-    Ok(found
-        .flatten()
-        .unwrap_or(super::account_book::Ledger::Account))
-}
-
-/// One setting of the project's `loopx.toml`, read by `setting` from the parsed file (`None`
-/// when there is no file); an error names the file, the line and `what` cannot be told.
-fn read_setting<T>(
-    project: &Project,
-    what: &str,
-    setting: impl FnOnce(&str, &Spanned<DeTable<'_>>) -> Result<T, (usize, String)>,
-) -> Result<Option<T>, KernelError> {
-    let path = project.state_dir().join("loopx.toml");
-    let at_line = |line: usize, why: String| -> KernelError {
-        let path = PathBuf::from(format!("{}:{line}", path.display()));
-        StoreError::Config { path, why }.into()
-    };
-    // The one reader of configuration files, so that a FIFO or a huge file is refused here as
-    // everywhere.
-    match toml_file::read_toml(&path, |text, doc| setting(text, &doc)) {
-        Ok(None) => Ok(None),
-        Ok(Some(found)) => found.map(Some).map_err(|(line, why)| at_line(line, why)),
-        Err(TomlFileError::Read { source, .. }) => Err(StoreError::io(&path, source).into()),
-        Err(TomlFileError::Syntax { line, message, .. }) => Err(at_line(
-            line,
-            format!("it does not parse, so {what} cannot be told ({message})"),
-        )),
-    }
-}
-
-/// The checked `[quota] ledger` of a parsed `loopx.toml`.
-fn file_ledger(
-    text: &str,
-    doc: &Spanned<DeTable<'_>>,
-) -> Result<Option<super::account_book::Ledger>, (usize, String)> {
-    let line = |value: &Spanned<DeValue<'_>>| toml_file::line_column(text, value.span().start).0;
-    let Some(quota) = doc.get_ref().get("quota") else {
-        return Ok(None);
-    };
-    let DeValue::Table(table) = quota.get_ref() else {
-        let why = "`quota` must be a table: [quota] with ledger = \"account\" or \"project\"";
-        return Err((line(quota), why.to_owned()));
-    };
-    let Some(ledger) = table.get("ledger") else {
-        return Ok(None);
-    };
-    match ledger.get_ref() {
-        DeValue::String(written) => match super::account_book::Ledger::parse(written.trim()) {
-            Some(found) => Ok(Some(found)),
-            None => Err((
-                line(ledger),
-                format!(
-                    "`[quota] ledger` is \"{written}\"\n(hint: \"account\" shares each account's ledger with this user's other projects; \"project\" keeps it in this project)"
-                ),
-            )),
-        },
-        _ => Err((
-            line(ledger),
-            "`[quota] ledger` must be the string \"account\" or \"project\"".to_owned(),
-        )),
-    }
-}
-
-/// The checked `[store] url` of a parsed `loopx.toml` (only `[store]` is read: the rest is
-/// checked where it is used); an error is its line and what is wrong.
-fn file_url(text: &str, doc: &Spanned<DeTable<'_>>) -> Result<Option<String>, (usize, String)> {
-    let line = |value: &Spanned<DeValue<'_>>| toml_file::line_column(text, value.span().start).0;
-    let Some(store) = doc.get_ref().get("store") else {
-        return Ok(None);
-    };
-    let DeValue::Table(table) = store.get_ref() else {
-        let why = "`store` must be a table: [store] with url = \"postgres://…\"";
-        return Err((line(store), why.to_owned()));
-    };
-    let Some(url) = table.get("url") else {
-        return Ok(None);
-    };
-    let DeValue::String(written) = url.get_ref() else {
-        let why = "`[store] url` must be a string such as \"postgres://loopx@db.internal/loopx\"";
-        return Err((line(url), why.to_owned()));
-    };
-    let written = written.trim();
-    match loopx_vocab::store_url_problem(written) {
-        None => Ok(Some(written.to_owned())),
-        Some(problem) => {
-            let (what, hint) = problem.words();
-            Err((line(url), format!("`[store] url` {what}\n(hint: {hint})")))
         }
     }
 }
@@ -766,288 +631,5 @@ impl Store {
             }
             .into()),
         }
-    }
-}
-
-/// Begins a write transaction on `db` (the file `path`), waiting with jittered backoff while
-/// another process writes, at most `wait`.
-pub(crate) fn begin_redb_write(
-    db: &Database,
-    path: &Path,
-    wait: Duration,
-) -> Result<WriteTransaction, KernelError> {
-    let started = Instant::now();
-    let mut backoff = Backoff::new();
-    loop {
-        match db.try_begin_write() {
-            Ok(txn) => return Ok(txn),
-            Err(TransactionError::WouldBlock) if started.elapsed() < wait => backoff.sleep(),
-            Err(TransactionError::WouldBlock) => return Err(busy(path, started).into()),
-            Err(e) => return Err(redb_error(path, e.into()).into()),
-        }
-    }
-}
-
-/// A redb error as the store reports it: an I/O failure (a full disk) by name.
-pub(crate) fn redb_error(path: &Path, e: redb::Error) -> StoreError {
-    match e {
-        redb::Error::Io(source) => StoreError::io(path, source),
-        redb::Error::PreviousIo => StoreError::Reopen {
-            path: path.to_path_buf(),
-        },
-        // After a failed commit redb discards the handle's allocator state until a reopen
-        // rebuilds it (redb 4.6, `db.rs`); the file itself is intact.
-        redb::Error::Corrupted(why) if why.contains("reopen the database") => StoreError::Reopen {
-            path: path.to_path_buf(),
-        },
-        source => StoreError::Redb {
-            path: path.to_path_buf(),
-            source: Box::new(source),
-        },
-    }
-}
-
-pub(crate) fn read_only(path: &Path) -> KernelError {
-    StoreError::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::other("this store handle was opened read-only (a bug in loopx)"),
-    }
-    .into()
-}
-
-/// Opens with `open`, retrying while another process has the file exclusively, and gives up
-/// after the wait. The open runs on its own thread: redb's open blocks (without a timeout) while
-/// another process is inside a write transaction, and a stuck peer must become a clear error
-/// rather than a hung command.
-pub(crate) fn open_retrying<T: Send + 'static>(
-    path: &Path,
-    options: &OpenOptions,
-    open: impl Fn(&Path) -> Result<T, DatabaseError> + Send + 'static,
-) -> Result<T, StoreError> {
-    let started = Instant::now();
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let owned = path.to_path_buf();
-    let wait = options.wait;
-    std::thread::Builder::new()
-        .name("store-open".to_owned())
-        .spawn(move || {
-            let mut backoff = Backoff::new();
-            // redb panics on some damage; that is an answer too, not a busy store.
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                loop {
-                    match open(&owned) {
-                        Err(DatabaseError::DatabaseAlreadyOpen) if started.elapsed() < wait => {
-                            backoff.sleep()
-                        }
-                        other => break other,
-                    }
-                }
-            }))
-            .map_err(|payload| {
-                // Opening runs redb's code alone: a panic here is the file's, not a bug.
-                let _ = crate::panic_site::take();
-                panic_message(payload.as_ref())
-            });
-            let _ = tx.send(result);
-        })
-        .map_err(|source| StoreError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    let result = match rx.recv_timeout(options.wait + Duration::from_millis(50)) {
-        Ok(Ok(result)) => result,
-        Ok(Err(panicked)) => return Err(damaged_by_panic(path, &panicked)),
-        Err(_) => return Err(busy(path, started)),
-    };
-    result.map_err(|e| match e {
-        DatabaseError::DatabaseAlreadyOpen => busy(path, started),
-        DatabaseError::Storage(redb::StorageError::Io(source)) => StoreError::io(path, source),
-        DatabaseError::Storage(redb::StorageError::Corrupted(why)) => StoreError::Damaged {
-            path: path.to_path_buf(),
-            why,
-        },
-        DatabaseError::UpgradeRequired(version) => StoreError::Corrupt {
-            path: path.to_path_buf(),
-            why: format!("redb file format {version} needs an upgrade"),
-        },
-        source => StoreError::Open {
-            path: path.to_path_buf(),
-            source: Box::new(source),
-        },
-    })
-}
-
-/// Runs `f`, turning a panic inside redb (which panics on some damage instead of returning an
-/// error) into a `Damaged` error naming the file, and a panic in loopx's own code into a `Bug`
-/// naming its location (`panic_site`). A simulated crash (`fault`) unwinds on.
-pub(crate) fn shielded<T>(
-    path: &Path,
-    f: impl FnOnce() -> Result<T, KernelError>,
-) -> Result<T, KernelError> {
-    shield(path, f).unwrap_or_else(|damaged| Err(damaged.into()))
-}
-
-/// [`shielded`] for any result: `Err` only when `f` panicked.
-pub(crate) fn shield<T>(path: &Path, f: impl FnOnce() -> T) -> Result<T, StoreError> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(result) => Ok(result),
-        Err(payload) if payload.is::<crate::fault::Crashed>() => std::panic::resume_unwind(payload),
-        Err(payload) => {
-            let message = panic_message(payload.as_ref());
-            Err(match crate::panic_site::take() {
-                Some(site) if !site.in_engine() => StoreError::Bug {
-                    path: path.to_path_buf(),
-                    location: site.to_string(),
-                    message,
-                },
-                _ => damaged_by_panic(path, &message),
-            })
-        }
-    }
-}
-
-fn damaged_by_panic(path: &Path, message: &str) -> StoreError {
-    StoreError::Damaged {
-        path: path.to_path_buf(),
-        why: format!("its database engine gave up reading it ({message})"),
-    }
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".to_owned())
-}
-
-/// Refuses files redb would misread or silently rewrite, without writing a byte.
-fn precheck(path: &Path) -> Result<(), StoreError> {
-    let len = precheck_header(path)?;
-    // redb's smallest valid file holds the header page plus at least one region; anything
-    // shorter was cut off, and opening it read-write would "repair" it into something else.
-    if len < MIN_STORE_LEN {
-        return Err(StoreError::Corrupt {
-            path: path.to_path_buf(),
-            why: format!("it is truncated ({len} bytes)"),
-        });
-    }
-    Ok(())
-}
-
-/// Refuses what is not a regular, non-empty file that starts as redb does; its length.
-pub(crate) fn precheck_header(path: &Path) -> Result<u64, StoreError> {
-    // A FIFO in the store's place would block the open for ever (and a device never end):
-    // only a regular file is a store.
-    let mut file = match crate::toml_file::open_regular(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(StoreError::Missing {
-                path: path.to_path_buf(),
-            });
-        }
-        Err(source) => {
-            return Err(StoreError::Io {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
-    let len = file
-        .metadata()
-        .map_err(|source| StoreError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?
-        .len();
-    if len == 0 {
-        return Err(StoreError::Empty {
-            path: path.to_path_buf(),
-        });
-    }
-    let mut head = [0u8; REDB_MAGIC.len()];
-    if len < head.len() as u64 || file.read_exact(&mut head).is_err() || head != REDB_MAGIC {
-        return Err(StoreError::Corrupt {
-            path: path.to_path_buf(),
-            why: "it does not start with a redb header".to_owned(),
-        });
-    }
-    Ok(len)
-}
-
-/// Measured: a fresh loopx store is about 1.6 MiB; anything under a few pages is cut off.
-const MIN_STORE_LEN: u64 = 16 * 1024;
-
-fn busy(path: &Path, started: Instant) -> StoreError {
-    let holders = holders_of(path);
-    let holders = if holders.is_empty() {
-        String::new()
-    } else {
-        format!(" (open in {})", holders.join(", "))
-    };
-    StoreError::Busy {
-        path: path.to_path_buf(),
-        waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        holders,
-    }
-}
-
-/// The other processes that have `path` open: `pid 4242 (loopx run)`.
-pub(crate) fn holders_of(path: &Path) -> Vec<String> {
-    let me = std::process::id();
-    let Ok(target) = fs::canonicalize(path) else {
-        return Vec::new();
-    };
-    let Ok(procs) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    for entry in procs.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        let Ok(fds) = fs::read_dir(entry.path().join("fd")) else {
-            continue;
-        };
-        if fds
-            .flatten()
-            .any(|fd| fs::read_link(fd.path()).is_ok_and(|link| link == target))
-        {
-            let cmdline = fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            let cmd: Vec<String> = cmdline
-                .split(|b| *b == 0)
-                .filter(|part| !part.is_empty())
-                .take(3)
-                .map(|part| String::from_utf8_lossy(part).into_owned())
-                .collect();
-            found.push(format!("pid {pid} ({})", cmd.join(" ")));
-        }
-    }
-    found
-}
-
-/// Exponential backoff with full jitter, so that racing processes spread out.
-struct Backoff {
-    ceiling: Duration,
-}
-
-impl Backoff {
-    fn new() -> Self {
-        Backoff {
-            ceiling: Duration::from_micros(500),
-        }
-    }
-
-    fn sleep(&mut self) {
-        let nanos = u64::try_from(self.ceiling.as_nanos()).unwrap_or(u64::MAX);
-        std::thread::sleep(Duration::from_nanos(fastrand::u64(nanos / 4..=nanos)));
-        self.ceiling = (self.ceiling * 2).min(Duration::from_millis(25));
     }
 }
