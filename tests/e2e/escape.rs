@@ -320,3 +320,28 @@ fn a_fork_bomb_is_bounded_by_the_slice_s_process_limit() {
         "the slice started {started} children under a limit of 50"
     );
 }
+
+/// An agent's question printed to a person's terminal by `loopx run`, `gate list` and `status`
+/// cannot retitle the window, clear the screen or colour what follows: the kernel stores it
+/// without what a terminal would obey.
+#[test]
+fn an_agent_s_question_cannot_drive_the_person_s_terminal() {
+    let loopx = attacker(
+        &format!(
+            "'{}' report ask \"$(printf 'Should t1 proceed \\033]0;PWNED\\007 with the \\033[2J\\033[31mred plan (a) or the blue plan (b)?')\" --option a --option b > /dev/null",
+            crate::support::LOOPX
+        ),
+        "",
+    );
+    let run = loopx.run(&["run", "--max-slices", "1", "--on-gate", "exit"]);
+    assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
+    for args in [&["gate", "list"][..], &["status"], &["log"]] {
+        let out = loopx.ok(args);
+        assert!(
+            !out.stdout.contains('\u{1b}') && out.stdout.contains("proceed  with the red plan"),
+            "{args:?}: {:?}\nrun: {}",
+            out.stdout,
+            run.stderr
+        );
+    }
+}

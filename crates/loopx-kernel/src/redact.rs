@@ -133,8 +133,19 @@ impl Redactor {
         Cow::Owned(replaced.into_owned())
     }
 
-    /// Redacts in place.
+    /// Redacts a text an operation stores, in place, and drops what a terminal would obey:
+    /// escape sequences, control characters but newline and tab, bidirectional overrides.
+    /// Stored text is printed to people's terminals (`loopx run`, `gate list`, `status`,
+    /// `log`): an agent's question must not retitle the window or clear the screen.
     pub fn redact_in_place(&self, text: &mut String) {
+        let obeyed = |c: char| {
+            (c.is_control() && c != '\n' && c != '\t')
+                || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        };
+        if text.chars().any(obeyed) {
+            let stripped = loopx_vocab::strip_escapes(text.as_bytes());
+            *text = loopx_vocab::clean_text(stripped.as_bytes());
+        }
         if let Cow::Owned(clean) = self.redact(text) {
             *text = clean;
         }
@@ -174,6 +185,16 @@ mod tests {
             assert!(!clean.contains(&secret), "{secret:?} survived: {clean}");
             assert!(clean.starts_with("before [redacted:"), "{clean}");
         }
+    }
+
+    #[test]
+    fn stored_text_keeps_nothing_a_terminal_obeys() {
+        let mut text = "Proceed \u{1b}]0;PWNED\u{7} with \u{1b}[2J\u{1b}[31mred\u{1b}[0m?\r\nsecond\tline \u{202E}rev".to_owned();
+        Redactor::new().redact_in_place(&mut text);
+        assert_eq!(text, "Proceed  with red?\nsecond\tline rev");
+        let mut plain = "two\nlines\tand a tab".to_owned();
+        Redactor::new().redact_in_place(&mut plain);
+        assert_eq!(plain, "two\nlines\tand a tab");
     }
 
     #[test]

@@ -66,7 +66,7 @@ impl Webhook {
     /// Queues `note` to be posted; never waits.
     pub(crate) fn post(&self, note: &loopx_domain::notify::Notification<'_>) {
         let body = serde_json::json!({
-            "text": format!("loopx: {}", note.message),
+            "text": format!("loopx: {}", slack_text(&note.message)),
             "kind": note.kind,
             "agent": note.agent,
             "project": note.project,
@@ -167,5 +167,34 @@ impl Poster {
             text = text.replace(&path, "/<path>");
         }
         text
+    }
+}
+
+/// Text for a Slack-compatible `text` field: `&`, `<` and `>` escaped as Slack documents, so
+/// that an agent's question cannot ping the channel (`<!channel>`) or dress a link as a
+/// command (`<https://…|loopx gate answer q1 …>`); control characters dropped.
+fn slack_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c if c.is_control() && c != '\n' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod slack_tests {
+    #[test]
+    fn an_agent_s_words_cannot_ping_the_channel_or_dress_a_link() {
+        let text = super::slack_text("ask <!channel> & <https://evil.example|click>\u{1b}[2J");
+        assert_eq!(
+            text,
+            "ask &lt;!channel&gt; &amp; &lt;https://evil.example|click&gt;[2J"
+        );
     }
 }
