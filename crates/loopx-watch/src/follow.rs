@@ -1,0 +1,256 @@
+//! Filling the model: the store read through the application layer's snapshots (the `status`
+//! and `quota status` documents, `--goal` narrowing them as it narrows `status`), and each
+//! pane's screen from its slice's log.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use loopx_app::quota::QuotaStatus;
+use loopx_app::status::{MonitorNow, Status};
+use loopx_app::{App, AppError};
+use loopx_kernel::model::SliceRecord;
+use loopx_kernel::redact::Redactor;
+use loopx_kernel::time::{relative, short_duration};
+use loopx_kernel::{GoalId, SliceId, Timestamp};
+
+use crate::model::{Model, Pane, Question};
+use crate::screen::LiveScreen;
+
+/// What watch follows: the project, and a screen per slice with a pane.
+#[derive(Debug)]
+pub struct Follower {
+    app: App,
+    goal: Option<GoalId>,
+    screens: HashMap<String, LiveScreen>,
+    redactor: Redactor,
+}
+
+impl Follower {
+    pub fn new(app: App, goal: Option<GoalId>) -> Follower {
+        Follower {
+            app,
+            goal,
+            screens: HashMap::new(),
+            redactor: Redactor::for_process_env(&[]),
+        }
+    }
+
+    pub fn app(&self) -> &App {
+        &self.app
+    }
+
+    /// Reads the store into the model: questions, monitors, accounts, and the panes (a new
+    /// slice opens one, replacing its agent's last; a slice that ended keeps its pane).
+    pub fn read_store(&mut self, model: &mut Model) -> Result<(), AppError> {
+        let status = self.app.status_of(self.goal)?;
+        let quota = self.app.quota_status()?;
+        model.now = self.app.now();
+        model.questions = questions(&status);
+        model.monitors = status
+            .monitors
+            .iter()
+            .map(|m| monitor_line(m, model.now))
+            .collect();
+        model.accounts = account_lines(&quota, model.now);
+        self.panes(model, &status)?;
+        model.clamp();
+        Ok(())
+    }
+
+    fn panes(&mut self, model: &mut Model, status: &Status) -> Result<(), AppError> {
+        let selected = model.selected_pane().map(|p| p.agent.clone());
+        let running: Vec<&SliceRecord> = status.running.iter().map(|r| &r.slice).collect();
+        // Panes whose slice is no longer running: ended (the record says how).
+        let gone: Vec<String> = model
+            .panes
+            .iter()
+            .filter(|p| p.ended.is_none() && !running.iter().any(|r| r.id.to_string() == p.slice))
+            .map(|p| p.slice.clone())
+            .collect();
+        let (titles, ended) = self.app.read(|s| {
+            let mut titles = HashMap::new();
+            for slice in &running {
+                if let Some(todo) = slice.todo
+                    && let Some(t) = s.todo(todo)?
+                {
+                    titles.insert(slice.id, format!("{} {}", t.id, t.title));
+                }
+            }
+            let mut ended = HashMap::new();
+            for id in &gone {
+                let record = match id.parse::<SliceId>() {
+                    Ok(id) => s.slice(id)?,
+                    Err(_) => None,
+                };
+                ended.insert(id.clone(), record);
+            }
+            Ok((titles, ended))
+        })?;
+        for pane in model.panes.iter_mut() {
+            if let Some(record) = ended.get(&pane.slice) {
+                self.end_pane(pane, record.as_ref());
+            }
+        }
+        for slice in running {
+            if model.panes.iter().any(|p| p.slice == slice.id.to_string()) {
+                continue;
+            }
+            let todo = titles
+                .get(&slice.id)
+                .cloned()
+                .unwrap_or_else(|| format!("{} slice", slice.kind));
+            let pane = self.open_pane(slice, todo);
+            // The agent's next slice takes the place of its last.
+            match model.panes.iter().position(|p| p.agent == pane.agent) {
+                Some(i) => {
+                    self.screens.remove(&model.panes[i].slice);
+                    model.panes[i] = pane;
+                }
+                None => model.panes.push(pane),
+            }
+        }
+        // In agent order, so panes stay where they were as others come; the selection stays
+        // on its agent.
+        model.panes.sort_by(|a, b| a.agent.cmp(&b.agent));
+        if let Some(agent) = selected {
+            model.pane = model
+                .panes
+                .iter()
+                .position(|p| p.agent == agent)
+                .unwrap_or(0);
+        }
+        Ok(())
+    }
+
+    fn open_pane(&mut self, slice: &SliceRecord, todo: String) -> Pane {
+        let path = crate::screen::log_path(self.app.project(), &slice.id.to_string());
+        // The agent's adapter reads the tokens it reports; an unreadable profile only loses
+        // the count.
+        let profile = self
+            .app
+            .read(|s| s.agent(slice.agent.as_str()))
+            .ok()
+            .flatten()
+            .and_then(|a| self.app.profile(&a.profile).ok());
+        let tokens = profile.map(|p| loopx_adapters::Parser::for_adapter(&p.adapter));
+        self.screens
+            .insert(slice.id.to_string(), LiveScreen::new(path, tokens));
+        Pane {
+            agent: slice.agent.to_string(),
+            slice: slice.id.to_string(),
+            todo,
+            started_at: slice.started_at,
+            limit_secs: slice.limit_secs,
+            tokens: None,
+            ended: None,
+            screen: Vec::new(),
+            focus_row: 0,
+        }
+    }
+
+    /// The slice ended: its last output read, its outcome and its tokens as recorded.
+    fn end_pane(&mut self, pane: &mut Pane, record: Option<&SliceRecord>) {
+        if let Some(screen) = self.screens.get_mut(&pane.slice) {
+            while screen.read_new() {}
+            (pane.screen, pane.focus_row) = screen.lines(&self.redactor);
+        }
+        pane.ended = Some(
+            record
+                .and_then(|r| r.outcome)
+                .map_or("ended".to_owned(), |o| o.to_string()),
+        );
+        if let Some(r) = record.filter(|r| r.tokens > 0) {
+            pane.tokens = Some(r.tokens);
+        }
+    }
+
+    /// Reads what each running slice printed since the last look; whether a pane changed.
+    pub fn read_screens(&mut self, model: &mut Model) -> bool {
+        let mut changed = false;
+        for pane in model.panes.iter_mut().filter(|p| p.ended.is_none()) {
+            let Some(screen) = self.screens.get_mut(&pane.slice) else {
+                continue;
+            };
+            if screen.read_new() {
+                (pane.screen, pane.focus_row) = screen.lines(&self.redactor);
+                pane.tokens = screen.tokens().or(pane.tokens);
+                changed = true;
+            }
+        }
+        changed
+    }
+}
+
+fn questions(status: &Status) -> Vec<Question> {
+    status
+        .needs_you
+        .iter()
+        .map(|n| Question {
+            gate: n.gate.id,
+            question: loopx_vocab::clean_text(n.gate.question.as_bytes()),
+            options: n
+                .gate
+                .options
+                .iter()
+                .map(|o| loopx_vocab::clean_text(o.as_bytes()))
+                .collect(),
+            asked_by: n.gate.asked_by.clone(),
+        })
+        .collect()
+}
+
+/// `t4 CI is green · next poll in 30s · last: not yet (2m ago)`.
+fn monitor_line(m: &MonitorNow, now: Timestamp) -> String {
+    let next = match (m.next_poll, m.gate) {
+        (_, Some(gate)) => format!("waits on {gate}"),
+        (Some(at), None) => format!("next poll {}", relative(now, at)),
+        (None, None) => "not polled".to_owned(),
+    };
+    let last = match (m.last, m.last_at) {
+        (Some(v), Some(at)) => format!("last: {} ({})", v.as_str(), relative(now, at)),
+        _ => "not polled yet".to_owned(),
+    };
+    let title = loopx_vocab::clean_text(m.title.as_bytes());
+    format!("{} {title} · {next} · {last}", m.todo)
+}
+
+/// The holds first (a person may be the one to lift them), then each account's windows once
+/// (its agents share them).
+fn account_lines(quota: &QuotaStatus, now: Timestamp) -> Vec<String> {
+    let mut lines = Vec::new();
+    for hold in &quota.holds {
+        let until = hold.until.map_or("until resumed".to_owned(), |at| {
+            format!("ends {}", relative(now, at))
+        });
+        lines.push(format!("hold {} · {until} · by {}", hold.key, hold.set_by));
+    }
+    let mut seen = Vec::new();
+    for agent in &quota.agents {
+        if seen.contains(&agent.account) {
+            continue;
+        }
+        seen.push(agent.account.clone());
+        let windows: Vec<String> = agent
+            .windows
+            .iter()
+            .map(|w| {
+                let period = short_duration(Duration::from_secs(w.period_secs));
+                let left = match (w.tokens_left, w.cost_left_usd) {
+                    (Some(t), _) => format!("{t} tokens left"),
+                    (None, Some(usd)) => format!("${usd:.2} left"),
+                    (None, None) => "no limit".to_owned(),
+                };
+                let resets = w.resets_at.map_or(String::new(), |at| {
+                    format!(", resets {}", relative(now, at))
+                });
+                format!("{period} window: {left}{resets}")
+            })
+            .collect();
+        let windows = match windows.is_empty() {
+            true => "no windows".to_owned(),
+            false => windows.join(" · "),
+        };
+        lines.push(format!("{} · {windows}", agent.account));
+    }
+    lines
+}

@@ -1,0 +1,240 @@
+//! One slice's screen, re-emulated: its raw log read as it grows, fed to a `vt100` terminal of
+//! the slice's own size (the emulator the supervisor uses), and turned into styled lines with
+//! every secret the log may still hold redacted.
+//!
+//! A running slice's log is redacted in full only when the slice ends (a copy replaces the
+//! file); until then it holds what the agent printed, less the values loopx masked. So the
+//! screen's text is redacted each time it is shown: a screen with something to redact is shown
+//! as plain redacted text (its colours are lost, never a secret shown). The file is kept open:
+//! at the slice's end the copy replaces it under its name, and this reads on in the file the
+//! agent's output went into.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+
+use loopx_kernel::redact::Redactor;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+/// Where the supervisor writes a slice's output (as `loopx log --slice` and the board read it).
+pub fn log_path(project: &loopx_kernel::Project, slice: &str) -> PathBuf {
+    project
+        .state_dir()
+        .join("slices")
+        .join(format!("{slice}.log"))
+}
+
+/// The most read from a log in one look: a flood is emulated in steps, never all held.
+const READ_AT_ONCE: u64 = 4 << 20;
+
+/// A slice's log followed into a terminal emulator.
+pub struct LiveScreen {
+    path: PathBuf,
+    file: Option<File>,
+    offset: u64,
+    terminal: vt100::Parser,
+    /// The agent's stream read for the tokens it reports (its adapter's parser).
+    tokens: Option<loopx_adapters::Parser>,
+    buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for LiveScreen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveScreen")
+            .field("path", &self.path)
+            .field("offset", &self.offset)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LiveScreen {
+    /// Follows the log at `path` (it may not exist yet); `tokens` reads the agent's stream
+    /// for its usage, when its adapter is known.
+    pub fn new(path: PathBuf, tokens: Option<loopx_adapters::Parser>) -> LiveScreen {
+        let size = loopx_pty::TerminalSize::default();
+        LiveScreen {
+            path,
+            file: None,
+            offset: 0,
+            // No scrollback: the pane shows the screen, as the agent's terminal does.
+            terminal: vt100::Parser::new(size.rows, size.cols, 0),
+            tokens,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Reads what the log gained and feeds it to the terminal; whether anything came.
+    pub fn read_new(&mut self) -> bool {
+        if self.file.is_none() {
+            self.file = loopx_adapters::open_regular(&self.path).ok();
+        }
+        let Some(file) = &mut self.file else {
+            return false;
+        };
+        self.buf.clear();
+        let read = file
+            .seek(SeekFrom::Start(self.offset))
+            .and_then(|_| file.take(READ_AT_ONCE).read_to_end(&mut self.buf));
+        if read.is_err() || self.buf.is_empty() {
+            return false;
+        }
+        self.offset += self.buf.len() as u64;
+        self.terminal.process(&self.buf);
+        if let Some(parser) = &mut self.tokens {
+            parser.feed(&self.buf, jiff::Timestamp::now(), &mut |_| {});
+        }
+        true
+    }
+
+    /// Tokens the agent reported so far, when its stream says.
+    pub fn tokens(&self) -> Option<u64> {
+        let usage = self.tokens.as_ref()?.summary().usage();
+        let total = usage.input.saturating_add(usage.output);
+        (total > 0).then_some(total)
+    }
+
+    /// The screen as lines, redacted, and the row the agent last wrote near.
+    pub fn lines(&self, redactor: &Redactor) -> (Vec<Line<'static>>, usize) {
+        lines(self.terminal.screen(), redactor)
+    }
+}
+
+/// `screen` as styled lines, or as plain redacted text when something on it is a secret; and
+/// the row the agent last wrote near (its cursor, or below it the last row with text).
+pub fn lines(screen: &vt100::Screen, redactor: &Redactor) -> (Vec<Line<'static>>, usize) {
+    let (rows, cols) = screen.size();
+    let texts: Vec<String> = screen.rows(0, cols).collect();
+    let last_text = texts
+        .iter()
+        .rposition(|t| !t.trim().is_empty())
+        .unwrap_or(0);
+    let focus = usize::from(screen.cursor_position().0).max(last_text);
+    let whole = texts.join("\n");
+    let redacted = redact_screen(&whole, redactor);
+    if redacted != whole {
+        let plain = redacted
+            .lines()
+            .map(|l| Line::raw(loopx_vocab::clean_text(l.as_bytes())))
+            .collect();
+        return (plain, focus);
+    }
+    let styled = (0..rows).map(|row| styled_row(screen, row, cols)).collect();
+    (styled, focus)
+}
+
+/// The screen's text redacted. A private key whose first line scrolled off shows none of
+/// what is left of it: the redaction needs that line.
+fn redact_screen(text: &str, redactor: &Redactor) -> String {
+    let mut text = text.to_owned();
+    if let Some(end) = text.find("-----END")
+        && !text[..end].contains("-----BEGIN")
+    {
+        let after = text[end..].find('\n').map_or(text.len(), |i| end + i);
+        let rows = text[..after].matches('\n').count();
+        // As many rows as it covered, so the rows below stay where the agent put them.
+        let hidden = "[redacted: the rest of a key]".to_owned() + &"\n".repeat(rows);
+        text.replace_range(..after, &hidden);
+    }
+    redactor.redact(&text).into_owned()
+}
+
+/// One row of cells as spans of equal style.
+fn styled_row(screen: &vt100::Screen, row: u16, cols: u16) -> Line<'static> {
+    let mut spans: Vec<Span<'static>> = Vec::new();
+    let mut text = String::new();
+    let mut style = Style::default();
+    for col in 0..cols {
+        let Some(cell) = screen.cell(row, col) else {
+            continue;
+        };
+        if cell.is_wide_continuation() {
+            continue;
+        }
+        let here = cell_style(cell);
+        if here != style && !text.is_empty() {
+            spans.push(Span::styled(std::mem::take(&mut text), style));
+        }
+        style = here;
+        let contents = cell.contents();
+        // Control characters never reach the person's terminal: the emulator keeps printable
+        // text in cells, and anything else is shown as a space.
+        match contents.chars().all(|c| !c.is_control()) && !contents.is_empty() {
+            true => text.push_str(contents),
+            false => text.push(' '),
+        }
+    }
+    if !text.is_empty() {
+        spans.push(Span::styled(text, style));
+    }
+    Line::from(spans)
+}
+
+fn cell_style(cell: &vt100::Cell) -> Style {
+    let mut style = Style::default()
+        .fg(color(cell.fgcolor()))
+        .bg(color(cell.bgcolor()));
+    let flags = [
+        (cell.bold(), Modifier::BOLD),
+        (cell.dim(), Modifier::DIM),
+        (cell.italic(), Modifier::ITALIC),
+        (cell.underline(), Modifier::UNDERLINED),
+        (cell.inverse(), Modifier::REVERSED),
+    ];
+    for (on, modifier) in flags {
+        if on {
+            style = style.add_modifier(modifier);
+        }
+    }
+    style
+}
+
+fn color(c: vt100::Color) -> Color {
+    match c {
+        vt100::Color::Default => Color::Reset,
+        vt100::Color::Idx(i) => Color::Indexed(i),
+        vt100::Color::Rgb(r, g, b) => Color::Rgb(r, g, b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn screen_of(bytes: &[u8]) -> vt100::Parser {
+        let mut parser = vt100::Parser::new(6, 30, 0);
+        parser.process(bytes);
+        parser
+    }
+
+    fn text(lines: &[Line<'_>]) -> String {
+        lines
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn colours_and_cursor_moves_come_through_the_emulator() {
+        let parser = screen_of(b"\x1b[31mred\x1b[0m plain\x1b[3;5Hthere");
+        let (lines, focus) = lines(parser.screen(), &Redactor::new());
+        assert!(lines[0].to_string().starts_with("red plain"));
+        assert_eq!(lines[0].spans[0].style.fg, Some(Color::Indexed(1)));
+        assert!(lines[2].to_string().starts_with("    there"));
+        assert_eq!(focus, 2, "the cursor's row");
+    }
+
+    #[test]
+    fn a_secret_on_the_screen_is_redacted_and_a_key_cut_at_the_top_is_hidden() {
+        let parser = screen_of(b"token sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123\r\n");
+        let shown = text(&lines(parser.screen(), &Redactor::new()).0);
+        assert!(!shown.contains("abcdefghijklmnop"), "{shown}");
+        let parser = screen_of(
+            b"MIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX\r\n-----END RSA PRIVATE KEY-----\r\nafter\r\n",
+        );
+        let shown = text(&lines(parser.screen(), &Redactor::new()).0);
+        assert!(!shown.contains("MIIBOgIBAAJ"), "{shown}");
+        assert!(shown.contains("after"), "{shown}");
+    }
+}
