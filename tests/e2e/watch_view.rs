@@ -150,3 +150,44 @@ fn watch_needs_a_terminal_and_is_refused_inside_a_slice() {
     assert_eq!(inside.code, 6, "{inside:?}");
     assert!(inside.stderr.contains("person's command"), "{inside:?}");
 }
+
+#[test]
+fn an_ended_slice_keeps_its_screen_and_transcript_until_the_agents_next_slice_in_a_new_run() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Watch across runs"]);
+    printing_agent(&loopx, "alpha");
+    loopx.ok(&["todo", "add", "First part"]);
+    let mut run = Background::start(&loopx, &["--max-slices", "1"]);
+    run.wait_for("the slice's start", |e| e["event"] == "slice_started");
+    let terminal = watch_in_tmux(&loopx, 120, 40, "--goal g1");
+    terminal.wait_for("alpha's output", |s| s.contains("alpha at work"));
+
+    // The slice ends and `loopx run` with it: the pane keeps its last screen.
+    let stop = loopx.path().join("stop");
+    std::fs::write(&stop, "").expect("stop file");
+    let (code, _) = run.finish();
+    assert_eq!(code, 0);
+    terminal.wait_for("the ended slice's last screen", |s| {
+        s.contains("alpha · s1") && s.contains("ended: completed") && s.contains("alpha at work")
+    });
+    terminal.keys(&["t"]);
+    terminal.wait_for("its transcript", |s| {
+        s.contains("transcript of s1") && s.contains("alpha at work 0")
+    });
+    terminal.keys(&["Escape"]);
+    terminal.wait_for("the panes again", |s| s.contains("ended: completed"));
+
+    // A new `loopx run`: the agent's next slice takes the pane's place, followed live.
+    std::fs::remove_file(&stop).expect("stop file removed");
+    loopx.ok(&["todo", "add", "Second part"]);
+    let mut again = Background::start(&loopx, &["--max-slices", "1"]);
+    again.wait_for("the next slice's start", |e| e["event"] == "slice_started");
+    terminal.wait_for("the next slice in the pane", |s| {
+        s.contains("alpha · s2") && !s.contains("alpha · s1") && s.contains("alpha at work")
+    });
+    std::fs::write(&stop, "").expect("stop file");
+    let (code, _) = again.finish();
+    assert_eq!(code, 0);
+    terminal.keys(&["q"]);
+    terminal.wait_for("watch to exit", |s| s.contains("watch exited 0"));
+}

@@ -73,7 +73,10 @@ impl Follower {
                 if let Some(todo) = slice.todo
                     && let Some(t) = s.todo(todo)?
                 {
-                    titles.insert(slice.id, format!("{} {}", t.id, t.title));
+                    // An agent may have written the title: its control characters are shown,
+                    // never sent to the person's terminal.
+                    let title = loopx_vocab::clean_text(t.title.as_bytes());
+                    titles.insert(slice.id, format!("{} {title}", t.id));
                 }
             }
             let mut ended = HashMap::new();
