@@ -99,6 +99,7 @@ fn pane(i: usize) -> Pane {
         limit_secs: 1800,
         tokens: None,
         ended: None,
+        orphaned: false,
         screen: Vec::new(),
         focus_row: 0,
     }

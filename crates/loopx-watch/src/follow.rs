@@ -16,6 +16,11 @@ use loopx_kernel::{GoalId, SliceId, Timestamp};
 use crate::model::{Model, Pane, Question};
 use crate::screen::LiveScreen;
 
+/// The title of each running slice's todo, by slice.
+type Titles = HashMap<SliceId, String>;
+/// The record of each slice that ended (none: not found), by slice.
+type Ended = HashMap<String, Option<SliceRecord>>;
+
 /// What watch follows: the project, and a screen per slice with a pane.
 #[derive(Debug)]
 pub struct Follower {
@@ -67,32 +72,15 @@ impl Follower {
             .filter(|p| p.ended.is_none() && !running.iter().any(|r| r.id.to_string() == p.slice))
             .map(|p| p.slice.clone())
             .collect();
-        let (titles, ended) = self.app.read(|s| {
-            let mut titles = HashMap::new();
-            for slice in &running {
-                if let Some(todo) = slice.todo
-                    && let Some(t) = s.todo(todo)?
-                {
-                    // An agent may have written the title: its control characters are shown,
-                    // never sent to the person's terminal.
-                    let title = loopx_vocab::clean_text(t.title.as_bytes());
-                    titles.insert(slice.id, format!("{} {title}", t.id));
-                }
-            }
-            let mut ended = HashMap::new();
-            for id in &gone {
-                let record = match id.parse::<SliceId>() {
-                    Ok(id) => s.slice(id)?,
-                    Err(_) => None,
-                };
-                ended.insert(id.clone(), record);
-            }
-            Ok((titles, ended))
-        })?;
+        let (titles, ended) = self.read_slices(&running, &gone)?;
         for pane in model.panes.iter_mut() {
             if let Some(record) = ended.get(&pane.slice) {
                 self.end_pane(pane, record.as_ref());
             }
+            pane.orphaned = status
+                .running
+                .iter()
+                .any(|r| r.orphaned && r.slice.id.to_string() == pane.slice);
         }
         for slice in running {
             if model.panes.iter().any(|p| p.slice == slice.id.to_string()) {
@@ -125,6 +113,37 @@ impl Follower {
         Ok(())
     }
 
+    /// The titles of the running slices' todos (cleaned), and the records of the slices that
+    /// ended, in one snapshot.
+    fn read_slices(
+        &self,
+        running: &[&SliceRecord],
+        gone: &[String],
+    ) -> Result<(Titles, Ended), AppError> {
+        self.app.read(|s| {
+            let mut titles = HashMap::new();
+            for slice in running {
+                if let Some(todo) = slice.todo
+                    && let Some(t) = s.todo(todo)?
+                {
+                    // An agent may have written the title: its control characters are shown,
+                    // never sent to the person's terminal.
+                    let title = loopx_vocab::clean_text(t.title.as_bytes());
+                    titles.insert(slice.id, format!("{} {title}", t.id));
+                }
+            }
+            let mut ended = HashMap::new();
+            for id in gone {
+                let record = match id.parse::<SliceId>() {
+                    Ok(id) => s.slice(id)?,
+                    Err(_) => None,
+                };
+                ended.insert(id.clone(), record);
+            }
+            Ok((titles, ended))
+        })
+    }
+
     fn open_pane(&mut self, slice: &SliceRecord, todo: String) -> Pane {
         let path = crate::screen::log_path(self.app.project(), &slice.id.to_string());
         // The agent's adapter reads the tokens it reports; an unreadable profile only loses
@@ -146,6 +165,7 @@ impl Follower {
             limit_secs: slice.limit_secs,
             tokens: None,
             ended: None,
+            orphaned: false,
             screen: Vec::new(),
             focus_row: 0,
         }

@@ -88,6 +88,8 @@ pub struct Pane {
     pub tokens: Option<u64>,
     /// `Some(outcome)` once the slice ended: the last screen stays until the agent's next.
     pub ended: Option<String>,
+    /// Its `loopx run` is gone (the record says running; the next `loopx run` recovers it).
+    pub orphaned: bool,
     /// The agent's screen, re-emulated and redacted, one line per row.
     pub screen: Vec<Line<'static>>,
     /// The row the agent last wrote near (its cursor, or the last row with text): a pane

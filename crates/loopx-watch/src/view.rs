@@ -136,6 +136,10 @@ pub fn header(pane: &Pane, now: loopx_kernel::Timestamp) -> Line<'static> {
             format!("ended: {outcome}"),
             Style::new().fg(Color::DarkGray),
         )),
+        None if pane.orphaned => spans.push(Span::styled(
+            "its loopx run is gone (the next recovers it)",
+            Style::new().fg(Color::Red),
+        )),
         None => spans.push(Span::styled(
             format!("{elapsed}{limit}"),
             match over {

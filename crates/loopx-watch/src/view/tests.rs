@@ -20,6 +20,7 @@ fn pane(agent: &str, slice: &str, rows: &[&str]) -> Pane {
         limit_secs: 1800,
         tokens: Some(1234),
         ended: None,
+        orphaned: false,
         screen: rows.iter().map(|r| Line::raw((*r).to_owned())).collect(),
         focus_row: rows.len().saturating_sub(1),
     }
@@ -147,6 +148,10 @@ fn an_ended_slice_says_how_and_a_slice_past_its_limit_is_marked() {
     model.panes[1].started_at = Timestamp(NOW.0 - 1_900_000);
     let shown = screen(&model, 140, 30);
     assert!(shown.contains("ended: completed"), "{shown}");
+    model.panes[0].ended = None;
+    model.panes[0].orphaned = true;
+    let orphaned = screen(&model, 160, 30);
+    assert!(orphaned.contains("its loopx run is gone"), "{orphaned}");
     assert!(shown.contains("31:40/30m"), "{shown}");
 }
 
