@@ -152,7 +152,8 @@ fn watch_needs_a_terminal_and_is_refused_inside_a_slice() {
 }
 
 #[test]
-fn an_ended_slice_keeps_its_screen_and_transcript_until_the_agents_next_slice_in_a_new_run() {
+fn an_ended_slice_keeps_its_screen_until_the_agents_next_slice_in_a_new_run_and_a_lost_store_is_survived()
+ {
     let loopx = Loopx::new();
     loopx.ok(&["goal", "start", "Watch across runs"]);
     printing_agent(&loopx, "alpha");
@@ -176,6 +177,18 @@ fn an_ended_slice_keeps_its_screen_and_transcript_until_the_agents_next_slice_in
     });
     terminal.keys(&["Escape"]);
     terminal.wait_for("the panes again", |s| s.contains("ended: completed"));
+
+    // A store that cannot be read for a moment is said, and read again once it can.
+    let store = loopx.store_path();
+    let away = store.with_extension("away");
+    std::fs::rename(&store, &away).expect("store moved away");
+    terminal.wait_for("the store's trouble said", |s| {
+        s.contains("the store could not be read")
+    });
+    std::fs::rename(&away, &store).expect("store back");
+    terminal.wait_for("the store read again", |s| {
+        s.contains("the store is read again")
+    });
 
     // A new `loopx run`: the agent's next slice takes the pane's place, followed live.
     std::fs::remove_file(&stop).expect("stop file removed");

@@ -97,14 +97,13 @@ fn event_loop(
     let mut last_draw: Option<Instant> = None;
     let mut dirty = true;
     let mut store_due = true;
+    let mut store_failed = false;
     loop {
-        if store_due || last_store.is_none_or(|t| t.elapsed() >= STORE_EVERY) {
-            if let Err(e) = follower.read_store(model) {
-                model.warn(format!(
-                    "the store could not be read ({}); trying again",
-                    render_error(&e)
-                ));
-            }
+        // A ring (or a key's change) is read at most once a tick: several commits in a row
+        // are one read, and none is lost.
+        let since = last_store.map(|t| t.elapsed());
+        if since.is_none_or(|s| (store_due && s >= TICK) || s >= STORE_EVERY) {
+            read_store(&mut follower, model, &mut store_failed);
             last_store = Some(Instant::now());
             store_due = false;
             dirty = true;
@@ -139,10 +138,28 @@ fn event_loop(
                 terminal.draw(|f| view::draw(f, model))?;
                 last_draw = Some(Instant::now());
             }
-            // Several commits in a row are one read: at most one per tick.
-            Ok(Input::Bell) => store_due = last_store.is_none_or(|t| t.elapsed() >= TICK),
+            Ok(Input::Bell) => store_due = true,
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return Ok(()),
+        }
+    }
+}
+
+/// Reads the store into the model; a failure is said on screen (and the read again, once it
+/// works), never the end of `watch`: a `loopx run` restarting, a store being moved.
+fn read_store(follower: &mut Follower, model: &mut Model, failed: &mut bool) {
+    match follower.read_store(model) {
+        Ok(()) if *failed => {
+            *failed = false;
+            model.say("the store is read again");
+        }
+        Ok(()) => {}
+        Err(e) => {
+            *failed = true;
+            model.warn(format!(
+                "the store could not be read ({}); trying again",
+                render_error(&e)
+            ));
         }
     }
 }

@@ -135,16 +135,20 @@ impl Model {
     }
 
     pub fn say(&mut self, text: impl Into<String>) {
-        self.notice = Some(Notice {
-            text: text.into(),
-            error: false,
-        });
+        self.notice = Some(Notice::new(text.into(), false));
     }
 
+    /// An error's message, its hint included, on the one line above the keys.
     pub fn warn(&mut self, text: impl Into<String>) {
-        self.notice = Some(Notice {
-            text: text.into(),
-            error: true,
-        });
+        self.notice = Some(Notice::new(text.into(), true));
+    }
+}
+
+impl Notice {
+    fn new(text: String, error: bool) -> Notice {
+        Notice {
+            text: text.split('\n').collect::<Vec<_>>().join(" "),
+            error,
+        }
     }
 }
