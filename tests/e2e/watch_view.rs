@@ -204,3 +204,42 @@ fn an_ended_slice_keeps_its_screen_until_the_agents_next_slice_in_a_new_run_and_
     terminal.keys(&["q"]);
     terminal.wait_for("watch to exit", |s| s.contains("watch exited 0"));
 }
+
+#[test]
+fn watch_goal_shows_only_that_goals_slices_and_questions() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "First goal of two"]);
+    loopx.ok(&["goal", "start", "Second goal of two", "--priority", "1"]);
+    printing_agent(&loopx, "alpha");
+    printing_agent(&loopx, "bravo");
+    loopx.ok(&["todo", "add", "For the first", "--goal", "g1"]);
+    loopx.ok(&["todo", "add", "For the second", "--goal", "g2"]);
+    let mut run = Background::start(&loopx, &["--max-slices", "2"]);
+    for _ in 0..2 {
+        run.wait_for("a slice's start", |e| e["event"] == "slice_started");
+    }
+    loopx.ok(&[
+        "gate",
+        "ask",
+        "Should the first goal's work stop for a review (yes) or go on (no)?",
+        "--option",
+        "yes",
+        "--option",
+        "no",
+        "--goal",
+        "g1",
+    ]);
+    let terminal = watch_in_tmux(&loopx, 160, 40, "--goal g2");
+    let shown = terminal.wait_for("the second goal's slice", |s| {
+        s.contains("t2 For the second") && s.contains("at work")
+    });
+    assert!(shown.contains("goal g2"), "{shown}");
+    assert!(!shown.contains("t1 For the first"), "{shown}");
+    assert!(!shown.contains("first goal's work"), "{shown}");
+    assert!(shown.contains("1 running"), "{shown}");
+    terminal.keys(&["q"]);
+    terminal.wait_for("watch to exit", |s| s.contains("watch exited 0"));
+    std::fs::write(loopx.path().join("stop"), "").expect("stop file");
+    let (code, _) = run.finish();
+    assert_eq!(code, 0);
+}
