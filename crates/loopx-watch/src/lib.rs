@@ -13,8 +13,10 @@
 //!   ([`loopx_pty::TerminalSize`]), the emulator the supervisor uses, so a full-screen agent
 //!   looks as it does in its own terminal. What is shown is redacted again (the log is
 //!   redacted in full only when the slice ends) and never obeyed: cells become styled text.
-//!   The agent's adapter's parser reads the same bytes for the tokens it reports so far. A
-//!   new slice opens a pane; an ended one keeps its last screen until its agent's next slice.
+//!   The agent's adapter's parser reads the same bytes for the tokens it reports so far; an
+//!   adapter whose output is a structured stream (JSON events, no screen) is shown as its
+//!   live transcript instead, as `loopx log --follow` shows it. A new slice opens a pane; an
+//!   ended one keeps its last screen until its agent's next slice.
 //! - **The store through the application layer.** Questions, monitors, holds and windows are
 //!   the `status` and `quota status` snapshots (`--goal` narrows them as it narrows
 //!   `status`), read when the kernel's doorbell rings (every commit rings it) and every 2 s

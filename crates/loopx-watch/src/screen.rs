@@ -28,12 +28,29 @@ pub fn log_path(project: &loopx_kernel::Project, slice: &str) -> PathBuf {
 /// The most read from a log in one look: a flood is emulated in steps, never all held.
 const READ_AT_ONCE: u64 = 4 << 20;
 
-/// A slice's log followed into a terminal emulator.
+/// Transcript lines kept for a structured stream's pane: a few screens' worth.
+const TRANSCRIPT_LINES: usize = 200;
+
+/// What a pane makes of the bytes.
+enum Shown {
+    /// The agent's terminal, emulated.
+    Terminal(Box<vt100::Parser>),
+    /// A structured stream (Claude Code's stream-json, Codex's JSON, …) is not a screen
+    /// anyone reads: it is shown as its transcript, as `loopx log --follow` shows it.
+    Transcript {
+        live: loopx_adapters::transcript::LiveTranscript,
+        /// The start of a line not yet whole.
+        partial: Vec<u8>,
+        lines: std::collections::VecDeque<String>,
+    },
+}
+
+/// A slice's log followed into a terminal emulator (or its transcript).
 pub struct LiveScreen {
     path: PathBuf,
     file: Option<File>,
     offset: u64,
-    terminal: vt100::Parser,
+    shown: Shown,
     /// The agent's stream read for the tokens it reports (its adapter's parser).
     tokens: Option<loopx_adapters::Parser>,
     buf: Vec<u8>,
@@ -50,15 +67,27 @@ impl std::fmt::Debug for LiveScreen {
 
 impl LiveScreen {
     /// Follows the log at `path` (it may not exist yet); `tokens` reads the agent's stream
-    /// for its usage, when its adapter is known.
+    /// for its usage, when its adapter is known, and a structured stream's pane shows its
+    /// transcript.
     pub fn new(path: PathBuf, tokens: Option<loopx_adapters::Parser>) -> LiveScreen {
+        let structured = tokens
+            .as_ref()
+            .is_some_and(|p| p.summary().format != loopx_adapters::OutputFormat::Text);
         let size = loopx_pty::TerminalSize::default();
+        let shown = match structured {
+            true => Shown::Transcript {
+                live: Default::default(),
+                partial: Vec::new(),
+                lines: Default::default(),
+            },
+            // No scrollback: the pane shows the screen, as the agent's terminal does.
+            false => Shown::Terminal(Box::new(vt100::Parser::new(size.rows, size.cols, 0))),
+        };
         LiveScreen {
             path,
             file: None,
             offset: 0,
-            // No scrollback: the pane shows the screen, as the agent's terminal does.
-            terminal: vt100::Parser::new(size.rows, size.cols, 0),
+            shown,
             tokens,
             buf: Vec::new(),
         }
@@ -80,7 +109,14 @@ impl LiveScreen {
             return false;
         }
         self.offset += self.buf.len() as u64;
-        self.terminal.process(&self.buf);
+        match &mut self.shown {
+            Shown::Terminal(terminal) => terminal.process(&self.buf),
+            Shown::Transcript {
+                live,
+                partial,
+                lines,
+            } => transcribe(&self.buf, live, partial, lines),
+        }
         if let Some(parser) = &mut self.tokens {
             parser.feed(&self.buf, jiff::Timestamp::now(), &mut |_| {});
         }
@@ -96,7 +132,52 @@ impl LiveScreen {
 
     /// The screen as lines, redacted, and the row the agent last wrote near.
     pub fn lines(&self, redactor: &Redactor) -> (Vec<Line<'static>>, usize) {
-        lines(self.terminal.screen(), redactor)
+        match &self.shown {
+            Shown::Terminal(terminal) => lines(terminal.screen(), redactor),
+            Shown::Transcript { lines, .. } => {
+                let rows = usize::from(loopx_pty::TerminalSize::default().rows);
+                let last: Vec<&str> = lines
+                    .iter()
+                    .skip(lines.len().saturating_sub(rows))
+                    .map(String::as_str)
+                    .collect();
+                let text = redact_screen(&last.join("\n"), redactor);
+                let shown: Vec<Line<'static>> =
+                    text.lines().map(|l| Line::raw(l.to_owned())).collect();
+                let focus = shown.len().saturating_sub(1);
+                (shown, focus)
+            }
+        }
+    }
+}
+
+/// Whole lines of a structured stream into its transcript: each event as its transcript line,
+/// a plain line with its escape sequences stripped; control characters made visible.
+fn transcribe(
+    bytes: &[u8],
+    live: &mut loopx_adapters::transcript::LiveTranscript,
+    partial: &mut Vec<u8>,
+    lines: &mut std::collections::VecDeque<String>,
+) {
+    partial.extend_from_slice(bytes);
+    let Some(end) = partial.iter().rposition(|&b| b == b'\n') else {
+        return;
+    };
+    let whole: Vec<u8> = partial.drain(..=end).collect();
+    for line in String::from_utf8_lossy(&whole).lines() {
+        let plain = match line.trim_start().starts_with('{') {
+            true => line.to_owned(),
+            false => loopx_vocab::strip_escapes(line.as_bytes()),
+        };
+        let text = live.line(&plain);
+        lines.extend(
+            loopx_vocab::clean_text(text.as_bytes())
+                .lines()
+                .map(str::to_owned),
+        );
+    }
+    while lines.len() > TRANSCRIPT_LINES {
+        lines.pop_front();
     }
 }
 
@@ -213,6 +294,33 @@ mod tests {
             .map(|l| l.to_string())
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    #[test]
+    fn a_structured_stream_shows_its_transcript_and_its_tokens() {
+        let stream = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/streams/claude/captured-write-tool.jsonl"
+        ))
+        .expect("fixture");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s1.log");
+        std::fs::write(&path, &stream).expect("log");
+        let parser = loopx_adapters::Parser::new(loopx_adapters::OutputFormat::ClaudeStreamJson);
+        let mut screen = LiveScreen::new(path.clone(), Some(parser));
+        assert!(screen.read_new());
+        let shown = text(&screen.lines(&Redactor::new()).0);
+        assert!(shown.contains("→ Write(file_path=\"hello.txt\""), "{shown}");
+        assert!(!shown.contains("\"type\":\"assistant\""), "{shown}");
+        assert!(screen.tokens().is_some_and(|t| t > 0));
+        // A plain-text agent's pane is its terminal, escape sequences emulated.
+        std::fs::write(&path, b"\x1b[1mbold\x1b[0m text\r\n").expect("log");
+        let plain = loopx_adapters::Parser::new(loopx_adapters::OutputFormat::Text);
+        let mut screen = LiveScreen::new(path, Some(plain));
+        assert!(screen.read_new());
+        let (lines, _) = screen.lines(&Redactor::new());
+        assert!(lines[0].to_string().starts_with("bold text"));
+        assert_eq!(screen.tokens(), None);
     }
 
     #[test]
