@@ -243,3 +243,21 @@ fn watch_goal_shows_only_that_goals_slices_and_questions() {
     let (code, _) = run.finish();
     assert_eq!(code, 0);
 }
+
+#[test]
+fn watch_opened_after_a_run_shows_each_demo_agents_last_slice_as_its_transcript() {
+    let loopx = crate::support::demo_project(&["a", "b"]);
+    let (code, _) = Background::start(&loopx, &["--max-slices", "2"]).finish();
+    assert_eq!(code, 0);
+    let terminal = watch_in_tmux(&loopx, 160, 40, "");
+    let shown = terminal.wait_for("both agents' last slices", |s| {
+        s.contains(" a · s") && s.contains(" b · s") && s.matches("ended: ").count() == 2
+    });
+    // The demo agent prints Claude Code's stream-json: the pane reads as its transcript, with
+    // the tokens it reported; never the raw events.
+    assert!(shown.contains("● session"), "{shown}");
+    assert!(shown.contains("tokens"), "{shown}");
+    assert!(!shown.contains("\"type\":"), "{shown}");
+    terminal.keys(&["q"]);
+    terminal.wait_for("watch to exit", |s| s.contains("watch exited 0"));
+}

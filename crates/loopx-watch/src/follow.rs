@@ -16,10 +16,11 @@ use loopx_kernel::{GoalId, SliceId, Timestamp};
 use crate::model::{Model, Pane, Question};
 use crate::screen::LiveScreen;
 
-/// The title of each running slice's todo, by slice.
+/// The title of each pane's slice's todo, by slice.
 type Titles = HashMap<SliceId, String>;
-/// The record of each slice that ended (none: not found), by slice.
-type Ended = HashMap<String, Option<SliceRecord>>;
+
+/// The newest slices looked at for each agent's newest.
+const SLICES_SEEN: usize = 512;
 
 /// What watch follows: the project, and a screen per slice with a pane.
 #[derive(Debug)]
@@ -62,42 +63,40 @@ impl Follower {
         Ok(())
     }
 
+    /// A pane per agent, for its newest slice: running, or ended (its last screen stays until
+    /// the agent's next slice), so a slice shorter than a look at the store has one too.
     fn panes(&mut self, model: &mut Model, status: &Status) -> Result<(), AppError> {
         let selected = model.selected_pane().map(|p| p.agent.clone());
-        let running: Vec<&SliceRecord> = status.running.iter().map(|r| &r.slice).collect();
-        // Panes whose slice is no longer running: ended (the record says how).
-        let gone: Vec<String> = model
-            .panes
-            .iter()
-            .filter(|p| p.ended.is_none() && !running.iter().any(|r| r.id.to_string() == p.slice))
-            .map(|p| p.slice.clone())
-            .collect();
-        let (titles, ended) = self.read_slices(&running, &gone)?;
-        for pane in model.panes.iter_mut() {
-            if let Some(record) = ended.get(&pane.slice) {
-                self.end_pane(pane, record.as_ref());
-            }
+        let (newest, titles) = self.newest_slices(status)?;
+        for slice in newest {
+            let id = slice.id.to_string();
+            let agent = slice.agent.to_string();
+            let title = || {
+                titles
+                    .get(&slice.id)
+                    .cloned()
+                    .unwrap_or_else(|| format!("{} slice", slice.kind))
+            };
+            let i = match model.panes.iter().position(|p| p.agent == agent) {
+                Some(i) if model.panes[i].slice == id => i,
+                // The agent's next slice takes the place of its last.
+                Some(i) => {
+                    self.screens.remove(&model.panes[i].slice);
+                    model.panes[i] = self.open_pane(&slice, title());
+                    i
+                }
+                None => {
+                    model.panes.push(self.open_pane(&slice, title()));
+                    model.panes.len() - 1
+                }
+            };
+            let pane = &mut model.panes[i];
             pane.orphaned = status
                 .running
                 .iter()
-                .any(|r| r.orphaned && r.slice.id.to_string() == pane.slice);
-        }
-        for slice in running {
-            if model.panes.iter().any(|p| p.slice == slice.id.to_string()) {
-                continue;
-            }
-            let todo = titles
-                .get(&slice.id)
-                .cloned()
-                .unwrap_or_else(|| format!("{} slice", slice.kind));
-            let pane = self.open_pane(slice, todo);
-            // The agent's next slice takes the place of its last.
-            match model.panes.iter().position(|p| p.agent == pane.agent) {
-                Some(i) => {
-                    self.screens.remove(&model.panes[i].slice);
-                    model.panes[i] = pane;
-                }
-                None => model.panes.push(pane),
+                .any(|r| r.orphaned && r.slice.id == slice.id);
+            if slice.ended_at.is_some() && pane.ended.is_none() {
+                self.end_pane(pane, &slice);
             }
         }
         // In agent order, so panes stay where they were as others come; the selection stays
@@ -113,16 +112,23 @@ impl Follower {
         Ok(())
     }
 
-    /// The titles of the running slices' todos (cleaned), and the records of the slices that
-    /// ended, in one snapshot.
-    fn read_slices(
-        &self,
-        running: &[&SliceRecord],
-        gone: &[String],
-    ) -> Result<(Titles, Ended), AppError> {
+    /// Each agent's newest slice (of the goal, with `--goal`), and the titles of their todos
+    /// (cleaned), in one snapshot.
+    fn newest_slices(&self, status: &Status) -> Result<(Vec<SliceRecord>, Titles), AppError> {
+        let goal = self.goal;
         self.app.read(|s| {
+            let mut newest: HashMap<String, SliceRecord> = HashMap::new();
+            let tail = s.slices_tail(SLICES_SEEN)?;
+            let tail = tail
+                .into_iter()
+                .filter(|r| goal.is_none_or(|g| r.goal == Some(g)));
+            // Oldest first, the running ones (as `status` narrowed them) last: each agent ends
+            // with its newest.
+            for slice in tail.chain(status.running.iter().map(|r| r.slice.clone())) {
+                newest.insert(slice.agent.to_string(), slice);
+            }
             let mut titles = HashMap::new();
-            for slice in running {
+            for slice in newest.values() {
                 if let Some(todo) = slice.todo
                     && let Some(t) = s.todo(todo)?
                 {
@@ -132,15 +138,7 @@ impl Follower {
                     titles.insert(slice.id, format!("{} {title}", t.id));
                 }
             }
-            let mut ended = HashMap::new();
-            for id in gone {
-                let record = match id.parse::<SliceId>() {
-                    Ok(id) => s.slice(id)?,
-                    Err(_) => None,
-                };
-                ended.insert(id.clone(), record);
-            }
-            Ok((titles, ended))
+            Ok((newest.into_values().collect(), titles))
         })
     }
 
@@ -172,18 +170,15 @@ impl Follower {
     }
 
     /// The slice ended: its last output read, its outcome and its tokens as recorded.
-    fn end_pane(&mut self, pane: &mut Pane, record: Option<&SliceRecord>) {
+    fn end_pane(&mut self, pane: &mut Pane, record: &SliceRecord) {
         if let Some(screen) = self.screens.get_mut(&pane.slice) {
             while screen.read_new() {}
             (pane.screen, pane.focus_row) = screen.lines(&self.redactor);
+            pane.tokens = screen.tokens().or(pane.tokens);
         }
-        pane.ended = Some(
-            record
-                .and_then(|r| r.outcome)
-                .map_or("ended".to_owned(), |o| o.to_string()),
-        );
-        if let Some(r) = record.filter(|r| r.tokens > 0) {
-            pane.tokens = Some(r.tokens);
+        pane.ended = Some(record.outcome.map_or("ended".to_owned(), |o| o.to_string()));
+        if record.tokens > 0 {
+            pane.tokens = Some(record.tokens);
         }
     }
 

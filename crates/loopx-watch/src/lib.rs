@@ -15,8 +15,10 @@
 //!   redacted in full only when the slice ends) and never obeyed: cells become styled text.
 //!   The agent's adapter's parser reads the same bytes for the tokens it reports so far; an
 //!   adapter whose output is a structured stream (JSON events, no screen) is shown as its
-//!   live transcript instead, as `loopx log --follow` shows it. A new slice opens a pane; an
-//!   ended one keeps its last screen until its agent's next slice.
+//!   live transcript instead, as `loopx log --follow` shows it. Each agent has a pane for its
+//!   newest slice (of the slices' newest 512): a running one, or the last it ran, whose last
+//!   screen stays until the agent's next slice, so a slice shorter than a look at the store
+//!   is seen too. A log over 4 MiB is followed from its last MiB.
 //! - **The store through the application layer.** Questions, monitors, holds and windows are
 //!   the `status` and `quota status` snapshots (`--goal` narrows them as it narrows
 //!   `status`), read when the kernel's doorbell rings (every commit rings it) and every 2 s

@@ -10,8 +10,7 @@ use ratatui::text::Line;
 pub struct Model {
     /// The project's store clock's now: elapsed times and countdowns are seen from it.
     pub now: Timestamp,
-    /// One per running slice, and one per agent whose last slice ended while watching, in
-    /// agent order.
+    /// One per agent, for its newest slice (running or ended), in agent order.
     pub panes: Vec<Pane>,
     /// Open questions, oldest first.
     pub questions: Vec<Question>,

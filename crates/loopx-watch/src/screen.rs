@@ -25,6 +25,11 @@ pub fn log_path(project: &loopx_kernel::Project, slice: &str) -> PathBuf {
         .join(format!("{slice}.log"))
 }
 
+/// A log up to this size is emulated from its start when a pane opens on it.
+const WHOLE_LOG: u64 = 4 << 20;
+/// Of a larger one, the last this many bytes.
+const TAIL_OF_LOG: u64 = 1 << 20;
+
 /// The most read from a log in one look: a flood is emulated in steps, never all held.
 const READ_AT_ONCE: u64 = 4 << 20;
 
@@ -97,6 +102,16 @@ impl LiveScreen {
     pub fn read_new(&mut self) -> bool {
         if self.file.is_none() {
             self.file = loopx_adapters::open_regular(&self.path).ok();
+            // A log larger than a profile's default keeps (a raised `max_output`) is followed
+            // from near its end: emulating all of it first would hold the view up for seconds.
+            let len = self
+                .file
+                .as_ref()
+                .and_then(|f| f.metadata().ok())
+                .map_or(0, |m| m.len());
+            if len > WHOLE_LOG {
+                self.offset = len - TAIL_OF_LOG;
+            }
         }
         let Some(file) = &mut self.file else {
             return false;
