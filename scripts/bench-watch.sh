@@ -32,7 +32,8 @@ git init -q && git -c user.email=b@b -c user.name=b commit -q --allow-empty -m i
 "$loopx" init >/dev/null
 "$loopx" goal start "Flood the watch view" --isolation shared >/dev/null
 # 64 KiB of coloured numbered lines, printed 16 times a second: 1 MiB/s.
-for i in $(seq 1 1000); do printf '\033[3%dmline %d\033[0m compiling crate %d of the workspace, all is well\n' $((i % 7 + 1)) "$i" "$i"; done | head -c 65536 > chunk.txt
+for i in $(seq 1 1000); do printf '\033[3%dmline %d\033[0m compiling crate %d of the workspace, all is well\n' $((i % 7 + 1)) "$i" "$i"; done > lines.txt
+head -c 65536 lines.txt > chunk.txt
 for n in $(seq 1 8); do
     cat > "agent$n.sh" <<EOF
 #!/bin/sh
