@@ -237,9 +237,12 @@ fn monitor_line(m: &MonitorNow, now: Timestamp) -> String {
 fn account_lines(quota: &QuotaStatus, now: Timestamp) -> Vec<String> {
     let mut lines = Vec::new();
     for hold in &quota.holds {
-        let until = hold.until.map_or("until resumed".to_owned(), |at| {
-            format!("ends {}", relative(now, at))
-        });
+        // A hold whose end passed holds nothing, though its record stays until lifted.
+        let until = match hold.ends(now) {
+            None => "until resumed".to_owned(),
+            Some(end) if end <= now => continue,
+            Some(end) => format!("ends {}", relative(now, end)),
+        };
         lines.push(format!("hold {} · {until} · by {}", hold.key, hold.set_by));
     }
     let mut seen = Vec::new();
@@ -271,4 +274,44 @@ fn account_lines(quota: &QuotaStatus, now: Timestamp) -> Vec<String> {
         lines.push(format!("{} · {windows}", agent.account));
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loopx_kernel::model::QuotaHold;
+
+    fn hold(key: &str, until: Option<Timestamp>) -> QuotaHold {
+        QuotaHold {
+            key: key.to_owned(),
+            until,
+            reason: "a reason".to_owned(),
+            source: loopx_vocab::kinds::HoldSource::Manual,
+            set_by: "human:ana".to_owned(),
+            set_at: Timestamp(1_000),
+        }
+    }
+
+    #[test]
+    fn holds_in_force_come_first_and_a_hold_whose_end_passed_is_not_shown() {
+        let now = Timestamp(1_000_000);
+        let quota = QuotaStatus {
+            format_version: 1,
+            agents: Vec::new(),
+            holds: vec![
+                hold("agent:a", None),
+                hold("acct", Some(Timestamp(now.0 + 60_000))),
+                hold("old", Some(Timestamp(now.0 - 60_000))),
+            ],
+            problems: Vec::new(),
+        };
+        let lines = account_lines(&quota, now);
+        assert_eq!(
+            lines,
+            [
+                "hold agent:a · until resumed · by human:ana",
+                "hold acct · ends in 1m · by human:ana"
+            ]
+        );
+    }
 }
