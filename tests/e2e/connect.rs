@@ -4,7 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use crate::support::Loopx;
+use crate::support::{Loopx, Terminal};
 
 /// A `PATH` of `dir` and git alone: whatever agent CLIs this machine has stay out of sight.
 fn path_with(dir: &Path) -> String {
@@ -110,56 +110,6 @@ fn connect_says_what_to_do_when_no_agent_cli_is_installed() {
     assert!(loopx.path().join(".loopx").is_dir());
 }
 
-/// A terminal a test types into: a tmux server of its own, one window of `cols`×40.
-struct Terminal {
-    socket: String,
-}
-
-impl Terminal {
-    fn start(command: &str) -> Terminal {
-        let socket = format!(
-            "loopx-e2e-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        )
-        .replace(['(', ')'], "");
-        let terminal = Terminal { socket };
-        let started = terminal
-            .tmux(&["new-session", "-d", "-x", "120", "-y", "40", command])
-            .expect("tmux runs: the guided start is tested in a real terminal (scripts/install-test-tools.sh installs tmux)");
-        assert!(started.status.success(), "{started:?}");
-        terminal
-    }
-
-    fn tmux(&self, args: &[&str]) -> std::io::Result<std::process::Output> {
-        std::process::Command::new("tmux")
-            .args(["-L", &self.socket, "-f", "/dev/null"])
-            .args(args)
-            .output()
-    }
-
-    fn screen(&self) -> String {
-        let out = self.tmux(&["capture-pane", "-p"]).expect("capture");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Waits until the screen shows `text`, then types `keys` (tmux key names).
-    fn answer(&self, text: &str, keys: &[&str]) {
-        loopx_testkit::wait_for(text, std::time::Duration::from_secs(20), || {
-            self.screen().contains(text)
-        });
-        let mut args = vec!["send-keys"];
-        args.extend_from_slice(keys);
-        self.tmux(&args).expect("send-keys");
-    }
-}
-
-impl Drop for Terminal {
-    fn drop(&mut self) {
-        let _ = self.tmux(&["kill-server"]);
-    }
-}
-
 #[test]
 fn a_guided_start_in_a_terminal_starts_the_goal_it_was_told() {
     let loopx = Loopx::empty();
@@ -190,7 +140,7 @@ fn a_guided_start_in_a_terminal_starts_the_goal_it_was_told() {
         loopx.state.path().display(),
         crate::support::LOOPX,
     );
-    let terminal = Terminal::start(&command);
+    let terminal = Terminal::start(&command, 120, 40);
     terminal.answer(
         "What should the agents achieve?",
         &["Add retries to the client", "Enter"],

@@ -61,4 +61,5 @@ mod store_config;
 mod store_files;
 mod try_offline;
 mod watch;
+mod watch_view;
 mod worktrees;

@@ -573,3 +573,70 @@ pub fn count_admitted(children: Vec<std::process::Child>) -> usize {
     }
     admitted
 }
+
+/// A terminal a test types into: a tmux server of its own, one window of `cols`×`rows`
+/// running `command`.
+pub struct Terminal {
+    socket: String,
+}
+
+impl Terminal {
+    pub fn start(command: &str, cols: u16, rows: u16) -> Terminal {
+        let socket = format!(
+            "loopx-e2e-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        )
+        .replace(['(', ')'], "");
+        let terminal = Terminal { socket };
+        let (cols, rows) = (cols.to_string(), rows.to_string());
+        let started = terminal
+            .tmux(&["new-session", "-d", "-x", &cols, "-y", &rows, command])
+            .expect("tmux runs: terminal views are tested in a real terminal (scripts/install-test-tools.sh installs tmux)");
+        assert!(started.status.success(), "{started:?}");
+        terminal
+    }
+
+    pub fn tmux(&self, args: &[&str]) -> std::io::Result<std::process::Output> {
+        std::process::Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+    }
+
+    /// The screen as text (`capture-pane -p`).
+    pub fn screen(&self) -> String {
+        let out = self.tmux(&["capture-pane", "-p"]).expect("capture");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Types `keys` (tmux key names).
+    pub fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys"];
+        args.extend_from_slice(keys);
+        let sent = self.tmux(&args).expect("send-keys");
+        assert!(sent.status.success(), "{sent:?}");
+    }
+
+    /// Waits (20 s at most) until the screen shows what `want` accepts; that screen.
+    pub fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) -> String {
+        let mut last = String::new();
+        let seen = loopx_testkit::poll(Duration::from_secs(20), || {
+            last = self.screen();
+            want(&last).then(|| last.clone())
+        });
+        seen.unwrap_or_else(|| panic!("the screen did not show {what} within 20 s:\n{last}"))
+    }
+
+    /// Waits until the screen shows `text`, then types `keys` (tmux key names).
+    pub fn answer(&self, text: &str, keys: &[&str]) {
+        self.wait_for(text, |s| s.contains(text));
+        self.keys(keys);
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}

@@ -85,6 +85,9 @@ pub enum Command {
     /// The board in a browser: todos by state, questions first, live transcripts, and the
     /// same changes as the CLI (served on 127.0.0.1 with a token; see docs/board.md).
     Board(BoardArgs),
+    /// Every running agent's screen in this terminal, with the open questions, monitors and
+    /// accounts; answer, pause and resume with keys (see docs/watch.md).
+    Watch(WatchArgs),
     /// List, show and check agent profiles (`.loopx/profiles/*.toml`).
     #[command(subcommand)]
     Profile(ProfileCommand),
@@ -169,6 +172,7 @@ impl Command {
             Command::Clean(_) => "clean",
             Command::Projects(_) => "projects",
             Command::Board(_) => "board",
+            Command::Watch(_) => "watch",
             Command::Profile(_) => "profile",
             Command::Adapter(_) => "adapter",
             Command::Quota(_) => "quota",
@@ -714,6 +718,14 @@ pub struct BoardArgs {
     /// to its own project's store.
     #[arg(long)]
     pub all: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WatchArgs {
+    /// Only this goal's slices, the questions that hold it back and its monitors (default:
+    /// every active goal).
+    #[arg(long, value_name = "GOAL")]
+    pub goal: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -26,6 +26,7 @@ mod sim;
 mod status;
 mod store;
 mod todo;
+mod watch;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -61,6 +62,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), ExpectedError> {
         Command::Connect => connect::run(ctx),
         Command::Projects(args) => projects::run(ctx, args),
         Command::Board(args) => board::run(ctx, args),
+        Command::Watch(args) => watch::run(ctx, args),
         Command::Profile(cmd) => profile::run(ctx, cmd),
         Command::Adapter(cmd) => profile::adapter(ctx, cmd),
         Command::Quota(cmd) => quota::run(ctx, cmd),
