@@ -117,6 +117,9 @@ fn the_board_shows_a_goal_s_history_behind_its_session_and_refuses_a_bad_goal_id
             .querySelectorAll('#lineage-svg g.node.stale').length"#,
     );
     assert!(stale.as_u64().is_some_and(|n| n >= 2), "t4 and t6: {stale}");
+    // The agent's markup ran neither in the board's window nor in the frame's.
     assert_eq!(browser.eval("typeof window.__pwned"), "undefined");
+    let framed = "typeof document.getElementById('history-frame').contentWindow.__pwned";
+    assert_eq!(browser.eval(framed), "undefined");
     browser.screenshot(&output_dir("board-history").join("board-history.png"));
 }

@@ -96,3 +96,32 @@ fn say_is_a_person_s_command_to_an_agent_that_exists() {
     let waiting = loopx.ok(&["log", "--json", "--kind", "message_sent"]);
     assert!(waiting.stdout.trim().is_empty(), "{}", waiting.stdout);
 }
+
+#[test]
+fn a_message_a_slice_could_not_use_waits_again_and_one_for_a_removed_agent_goes_with_it() {
+    let loopx = one_agent();
+    loopx.ok(&["say", "exec", "Start with the README"]);
+    // The agent's program is gone: its slice cannot start it.
+    std::fs::remove_file(loopx.path().join("exec.sh")).expect("remove the program");
+    let run = loopx.run(&["run", "--max-slices", "1", "--on-gate", "exit"]);
+    assert!(
+        run.stderr.contains("spawn_failed") || run.stderr.contains("could not"),
+        "{}",
+        run.stderr
+    );
+    let returned = loopx
+        .ok(&["log", "--json", "--kind", "message_returned"])
+        .stdout;
+    assert!(returned.contains("\"message\":\"m1\""), "{returned}");
+    let delivered = loopx
+        .ok(&["log", "--json", "--kind", "message_delivered"])
+        .stdout;
+    assert!(delivered.trim().is_empty(), "{delivered}");
+    let again = loopx.ok(&["say", "exec", "And then the changelog"]).stdout;
+    assert!(again.contains("(2 wait for it now)"), "{again}");
+    // Removed, the agent's messages go with it: a new agent of that name starts with none.
+    loopx.ok(&["agent", "remove", "exec"]);
+    loopx.ok(&["agent", "add", "exec", "--profile", "exec"]);
+    let fresh = loopx.ok(&["say", "exec", "Hello"]).stdout;
+    assert!(!fresh.contains("wait for it now"), "{fresh}");
+}

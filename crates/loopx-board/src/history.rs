@@ -2,7 +2,9 @@
 //! same function (`loopx_app::history::render_html`), so the board and the CLI show one
 //! picture. It is data like `/api/state`, so it needs the session: the board's page fetches
 //! `/api/history/<goal>` (with `--all`, `/api/projects/<id>/history/<goal>`) with its header
-//! and shows the answer in a sandboxed frame (no script, no origin). The goal is read as a goal
+//! and shows the answer in a sandboxed frame without scripts (`sandbox="allow-same-origin"`,
+//! so that the page's own stylesheet applies and the tests can read the frame: adding
+//! `allow-scripts` to it would hand the frame the board's session). The goal is read as a goal
 //! id and nothing else: any other text is refused before the store is opened.
 
 use loopx_app::App;

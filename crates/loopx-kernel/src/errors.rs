@@ -246,6 +246,10 @@ pub enum Conflict {
         "agent `{agent}` is running slice {slice}\n(hint: remove it once the slice ended: stop its `loopx run`, or wait)"
     )]
     AgentBusy { agent: AgentName, slice: SliceId },
+    #[error(
+        "message {message} was taken by another slice since this prompt was made\n(hint: the prompt is made again without it)"
+    )]
+    MessageTaken { message: crate::ids::MessageId },
     #[error("{todo} needs {missing:?}, which `{agent}` does not have")]
     MissingCapability {
         todo: TodoId,

@@ -21,7 +21,7 @@ mod monitor;
 mod revision;
 pub use aging::{TodoSeen, WorkMark, diff_detail};
 pub use event::{Event, EventKind};
-pub use message::Message;
+pub use message::{Delivery, Message};
 pub use monitor::{
     CHECK_LIMIT_MS, FAILURES_BEFORE_ASKING, MIN_EVERY_MS, Monitor, MonitorSpec, MonitorWords,
     OUTPUT_TAIL_BYTES, Observation, Pin, PollVerdict, check_limit_ms, output_hash,
@@ -337,6 +337,22 @@ pub const PROPOSAL_OPTIONS: [&str; 2] = ["accept", "reject"];
 pub const NARROWED_OPTIONS: [&str; 2] = ["keep", "drop"];
 /// The options of a new best's question, in order.
 pub const BEST_OPTIONS: [&str; 3] = ["promote", "keep exploring", "stop"];
+
+/// What a person answered a new best's question: `(promote, stop)`; neither for `keep
+/// exploring`, or a gate of another kind or not answered. What the kernel carries out (`stop`
+/// pauses the goal) and what the history marks (a promoted measurement) read it here alone.
+pub fn best_answer(gate: &Gate) -> (bool, bool) {
+    let chosen = gate
+        .answer
+        .as_ref()
+        .and_then(|a| a.option)
+        .and_then(|n| usize::try_from(n).ok()?.checked_sub(1))
+        .and_then(|i| gate.options.get(i));
+    match (&gate.kind, chosen.map(String::as_str)) {
+        (GateKind::Best { .. }, Some(o)) => (o == BEST_OPTIONS[0], o == BEST_OPTIONS[2]),
+        _ => (false, false),
+    }
+}
 
 /// A concrete question for a human.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -64,7 +64,8 @@ pub fn event_about_goal(
         E::SliceStarted { slice, .. }
         | E::SliceSpawned { slice, .. }
         | E::SliceEnded { slice, .. }
-        | E::MessageDelivered { slice, .. } => {
+        | E::MessageDelivered { slice, .. }
+        | E::MessageReturned { slice, .. } => {
             // A slice of an older loopx has no goal of its own: its todo's is.
             match s.slice(*slice)? {
                 Some(record) => match (record.goal, record.todo) {

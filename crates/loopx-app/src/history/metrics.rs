@@ -14,9 +14,7 @@ pub(super) fn series(r: &Records, counts: &impl Fn(Timestamp) -> bool) -> Vec<Me
     let promoted: BTreeSet<EvidenceId> = r
         .gates
         .iter()
-        .filter(|g| g.state == GateState::Answered)
-        // Option 1 is `promote` (`BEST_OPTIONS`).
-        .filter(|g| g.answer.as_ref().and_then(|a| a.option) == Some(1))
+        .filter(|g| g.state == GateState::Answered && loopx_kernel::model::best_answer(g).0)
         .filter_map(|g| match g.kind {
             GateKind::Best { evidence, .. } => Some(evidence),
             _ => None,

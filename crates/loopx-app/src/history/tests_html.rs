@@ -137,3 +137,29 @@ fn a_metric_chart_escapes_its_unit_and_draws_values_at_the_ends_of_f64() {
         "{chart}"
     );
 }
+
+#[test]
+fn a_page_draws_at_most_fifty_metrics_and_says_how_many_are_left() {
+    use super::{MetricPoint, MetricSeries};
+    let mut h = build(&records());
+    for i in 0..60 {
+        h.metrics.push(MetricSeries {
+            name: format!("m{i}"),
+            unit: String::new(),
+            better: None,
+            points: vec![MetricPoint {
+                evidence: loopx_kernel::EvidenceId(i),
+                todo: None,
+                slice: None,
+                at: at(10),
+                value: 1.0,
+                by: "agent:exec".into(),
+                best: false,
+                promoted: false,
+            }],
+        });
+    }
+    let page = render_html(&h);
+    assert_eq!(page.matches("class=\"metric-chart\"").count(), 50);
+    assert!(page.contains("10 more metrics are not drawn"), "{page}");
+}

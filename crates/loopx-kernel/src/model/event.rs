@@ -215,12 +215,19 @@ pub enum EventKind {
         agent: AgentName,
         text: String,
     },
-    /// A message reached its agent: `how` is `prompt` (it headed the slice's prompt).
+    /// A message reached its agent: the slice's agent started with it (`how`: `prompt`).
     MessageDelivered {
         message: MessageId,
         agent: AgentName,
         slice: SliceId,
-        how: String,
+        how: super::Delivery,
+    },
+    /// A message taken by a slice that could not use it (its agent did not start, or could not
+    /// work: not logged in, out of quota) waits again for the agent's next slice.
+    MessageReturned {
+        message: MessageId,
+        agent: AgentName,
+        slice: SliceId,
     },
 }
 
@@ -263,6 +270,7 @@ impl EventKind {
         "agent_waits",
         "message_sent",
         "message_delivered",
+        "message_returned",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -302,6 +310,7 @@ impl EventKind {
             EventKind::AgentWaits { .. } => "agent_waits",
             EventKind::MessageSent { .. } => "message_sent",
             EventKind::MessageDelivered { .. } => "message_delivered",
+            EventKind::MessageReturned { .. } => "message_returned",
         }
     }
 
@@ -463,7 +472,17 @@ impl EventKind {
                 agent,
                 slice,
                 how,
-            } => format!("message {message} reached {agent} in slice {slice} ({how})"),
+            } => format!(
+                "message {message} reached {agent} in slice {slice} ({})",
+                how.as_str()
+            ),
+            E::MessageReturned {
+                message,
+                agent,
+                slice,
+            } => format!(
+                "message {message} waits for {agent} again (slice {slice} could not use it)"
+            ),
         }
     }
 }

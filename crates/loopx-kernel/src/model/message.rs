@@ -15,3 +15,19 @@ pub struct Message {
     pub by: String,
     pub at: Timestamp,
 }
+
+/// How a message reached its agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// It headed the prompt of the slice's agent as it started.
+    Prompt,
+}
+
+impl Delivery {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::Prompt => "prompt",
+        }
+    }
+}

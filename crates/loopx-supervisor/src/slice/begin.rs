@@ -298,6 +298,7 @@ fn lost_race(c: &Conflict) -> bool {
             | Conflict::TodoState { .. }
             | Conflict::Gated { .. }
             | Conflict::Waiting { .. }
+            | Conflict::MessageTaken { .. }
     )
 }
 

@@ -9,6 +9,8 @@ use super::esc;
 
 /// A chart draws at most this many measurements, the newest; a note says how many are left.
 const MAX_POINTS: usize = 2_000;
+/// The page draws at most this many metrics, the first by name; a note says how many are left.
+const MAX_SERIES: usize = 50;
 const WIDTH: f64 = 900.0;
 const HEIGHT: f64 = 170.0;
 const LEFT: f64 = 70.0;
@@ -19,35 +21,106 @@ pub(super) fn metrics(all: &[MetricSeries]) -> String {
         return "<p class=\"note\">No metric measured (<code>loopx report evidence metric NAME=VALUE</code>).</p>\n".to_owned();
     }
     let mut out = String::new();
-    for series in all {
+    // Agents name metrics: a page of a thousand charts helps nobody and costs the board.
+    for series in all.iter().take(MAX_SERIES) {
         chart(&mut out, series);
         by_todo(&mut out, series);
     }
+    if all.len() > MAX_SERIES {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{} more metrics are not drawn (<code>loopx goal history --json</code> has them all).</p>",
+            all.len() - MAX_SERIES
+        );
+    }
     out
+}
+
+/// Where a measurement is drawn: its time across, its value up.
+struct Plot {
+    first: u64,
+    span_t: f64,
+    single: bool,
+    lo: f64,
+    scale: f64,
+    span_v: f64,
+}
+
+impl Plot {
+    fn of(points: &[MetricPoint]) -> Option<Plot> {
+        let (first, last) = (points.first()?, points.last()?);
+        let (lo, hi) = points.iter().fold((f64::MAX, f64::MIN), |(lo, hi), p| {
+            (lo.min(p.value), hi.max(p.value))
+        });
+        // In halves when the span overflows (values near the ends of f64); a span of nothing
+        // (one value, or two a denormal apart that halve to the same) draws on one line.
+        let scale = if (hi - lo).is_finite() { 1.0 } else { 0.5 };
+        let span_v = match hi * scale - lo * scale {
+            span if span > 0.0 && span.is_finite() => span,
+            _ => 1.0,
+        };
+        Some(Plot {
+            first: first.at.0,
+            span_t: (last.at.0.saturating_sub(first.at.0)).max(1) as f64,
+            single: points.len() == 1,
+            lo,
+            scale,
+            span_v,
+        })
+    }
+
+    fn x(&self, p: &MetricPoint) -> f64 {
+        match self.single {
+            true => LEFT + (WIDTH - LEFT) / 2.0,
+            false => {
+                LEFT + p.at.0.saturating_sub(self.first) as f64 / self.span_t
+                    * (WIDTH - LEFT - 10.0)
+            }
+        }
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        TOP + HEIGHT - (v * self.scale - self.lo * self.scale) / self.span_v * HEIGHT
+    }
 }
 
 fn chart(out: &mut String, s: &MetricSeries) {
     let left_out = s.points.len().saturating_sub(MAX_POINTS);
     let points = &s.points[left_out..];
-    let (Some(first), Some(last)) = (points.first(), points.last()) else {
+    let Some(plot) = Plot::of(points) else {
         return;
     };
-    let (lo, hi) = points.iter().fold((f64::MAX, f64::MIN), |(lo, hi), p| {
-        (lo.min(p.value), hi.max(p.value))
-    });
-    let span_t = (last.at.0.saturating_sub(first.at.0)).max(1) as f64;
-    // In halves when the span overflows (values near the ends of f64); a span of nothing (one
-    // value, or two a denormal apart that halve to the same) draws on one line.
-    let scale = if (hi - lo).is_finite() { 1.0 } else { 0.5 };
-    let span_v = match hi * scale - lo * scale {
-        span if span > 0.0 && span.is_finite() => span,
-        _ => 1.0,
-    };
-    let x = |p: &MetricPoint| match points.len() {
-        1 => LEFT + (WIDTH - LEFT) / 2.0,
-        _ => LEFT + (p.at.0.saturating_sub(first.at.0)) as f64 / span_t * (WIDTH - LEFT - 10.0),
-    };
-    let y = |v: f64| TOP + HEIGHT - (v * scale - lo * scale) / span_v * HEIGHT;
+    let hi = points.iter().map(|p| p.value).fold(f64::MIN, f64::max);
+    header(out, s, hi, plot.lo);
+    if s.better.is_some() {
+        best_line(out, &plot, points);
+    }
+    for p in points {
+        let class = match (p.best, p.promoted) {
+            (_, true) => "point best promoted",
+            (true, false) => "point best",
+            (false, false) => "point",
+        };
+        let _ = write!(
+            out,
+            "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"{}\"><title>{}</title></circle>",
+            plot.x(p),
+            plot.y(p.value),
+            if p.best { 5 } else { 3 },
+            esc(&point_title(s, p)),
+        );
+    }
+    out.push_str("</svg>\n");
+    if left_out > 0 {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">The {left_out} oldest measurements are not drawn.</p>"
+        );
+    }
+}
+
+/// The chart's title, the start of its SVG and its axis with the highest and lowest values.
+fn header(out: &mut String, s: &MetricSeries, hi: f64, lo: f64) {
     let direction = s
         .better
         .map_or("which way is better is not set".to_owned(), |b| {
@@ -75,47 +148,28 @@ fn chart(out: &mut String, s: &MetricSeries) {
         TOP + HEIGHT,
         esc(&number(lo)),
     );
-    // The best so far, as a line that steps at each new best.
+}
+
+/// The best so far, as a line that steps at each new best.
+fn best_line(out: &mut String, plot: &Plot, points: &[MetricPoint]) {
     let mut steps = String::new();
     let mut best: Option<f64> = None;
     for p in points {
         if p.best {
             if let Some(b) = best {
-                let _ = write!(steps, "{:.1},{:.1} ", x(p), y(b));
+                let _ = write!(steps, "{:.1},{:.1} ", plot.x(p), plot.y(b));
             }
             best = Some(p.value);
         }
         if let Some(b) = best {
-            let _ = write!(steps, "{:.1},{:.1} ", x(p), y(b));
+            let _ = write!(steps, "{:.1},{:.1} ", plot.x(p), plot.y(b));
         }
     }
-    if s.better.is_some() && !steps.is_empty() {
+    if !steps.is_empty() {
         let _ = write!(
             out,
             "<polyline class=\"best-line\" points=\"{}\"/>",
             steps.trim_end()
-        );
-    }
-    for p in points {
-        let class = match (p.best, p.promoted) {
-            (_, true) => "point best promoted",
-            (true, false) => "point best",
-            (false, false) => "point",
-        };
-        let _ = write!(
-            out,
-            "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"{}\"><title>{}</title></circle>",
-            x(p),
-            y(p.value),
-            if p.best { 5 } else { 3 },
-            esc(&point_title(s, p)),
-        );
-    }
-    out.push_str("</svg>\n");
-    if left_out > 0 {
-        let _ = writeln!(
-            out,
-            "<p class=\"note\">The {left_out} oldest measurements are not drawn.</p>"
         );
     }
 }

@@ -122,6 +122,7 @@ table{border-collapse:collapse;margin:.4em 1.5em .8em 0;display:inline-table;ver
 caption{text-align:left;font-weight:600;padding-bottom:.2em}
 td,th{border-bottom:1px solid #e4e4e4;padding:2px 8px;text-align:right}
 td:first-child,th:first-child{text-align:left}
+td.words{text-align:left;white-space:pre-wrap}
 .scroll{overflow-x:auto}svg text{font:11px system-ui,sans-serif;fill:#222}
 .axis line{stroke:#ccc}.axis text{fill:#666}.lane-name{font-weight:600}
 .slice{fill:#888;stroke:none}.o-completed{fill:#2e9d4a}.o-progress{fill:#4a7fd0}

@@ -157,8 +157,8 @@ pub(super) fn questions(h: &GoalHistory) -> String {
         };
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td style=\"text-align:left;white-space:pre-wrap\">{}</td>\
-             <td>{}</td><td style=\"text-align:left\">{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"words\">{}</td>\
+             <td>{}</td><td class=\"words\">{}</td><td>{}</td></tr>",
             q.gate,
             esc(&q.kind),
             esc(&q.asked_at.to_string()),

@@ -113,6 +113,7 @@ pub(super) fn remove(w: &Writer<'_>, name: AgentName) -> Result<Applied, KernelE
         }
     }
     w.remove_agent(name.as_str())?;
+    super::message::forget(w, &name)?;
     w.event(EventKind::AgentRemoved { agent: name })?;
     Ok(Applied::Agent(agent))
 }

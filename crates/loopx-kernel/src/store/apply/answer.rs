@@ -157,7 +157,7 @@ fn answer_follows(w: &Writer<'_>, gate: &Gate, chosen: Option<&str>) -> Result<(
         }
         // `promote` and `keep exploring` are words for the next prompts; `stop` pauses.
         GateKind::Best { goal, .. } => {
-            let stop = chosen.is_some_and(|o| o == crate::model::BEST_OPTIONS[2]);
+            let (_, stop) = crate::model::best_answer(gate);
             super::budget::answered_pause(w, *goal, stop)?;
         }
         GateKind::ScopeNarrowed { .. } => {

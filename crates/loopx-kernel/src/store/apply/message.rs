@@ -1,12 +1,14 @@
 //! A person's messages to an agent (`loopx say`, `docs/watch.md`). A message waits for the
-//! agent's next slice, whose prompt it heads; that slice's begin takes it, in the same
-//! transaction, so a message reaches exactly one slice, or none if the begin is refused.
-//! Messages that wait live under one key per agent (`messages/NAME`), never more than
-//! [`WAITING`]; what was sent and when it arrived is in the events.
+//! agent's next slice, whose prompt it heads. That slice's begin takes it in the same
+//! transaction (a begin refused takes nothing); its spawn records it delivered; its end gives
+//! it back to wait again when the agent never started or could not work. So a message heads
+//! one slice's prompt at a time, and is not lost to a slice that could not read it. Messages
+//! that wait live under one key per agent (`messages/NAME`), never more than [`WAITING`], and
+//! a slice's under `messages-taken/SLICE` until it ends; the events say what happened.
 
-use crate::errors::{Invalid, KernelError, Refused};
+use crate::errors::{Conflict, Invalid, KernelError, Refused};
 use crate::ids::{AgentName, MessageId, SliceId};
-use crate::model::{EventKind, Message};
+use crate::model::{Delivery, EventKind, Message, Outcome};
 use crate::store::writer::Writer;
 
 use super::op::Applied;
@@ -69,9 +71,11 @@ pub(super) fn send(w: &Writer<'_>, new: NewMessage) -> Result<Applied, KernelErr
     Ok(Applied::Message(message))
 }
 
-/// `messages` reached `agent` in `slice`'s prompt: they wait no longer. One that no longer
-/// waits (a peer's begin took it) is left alone.
-pub(super) fn delivered(
+/// The slice's begin takes `messages` (its prompt carries them): they wait no longer, and are
+/// the slice's until it ends. One that no longer waits (a peer's begin took it since this
+/// prompt was made) refuses the begin, which is then made again with a fresh prompt: a
+/// message heads one slice's prompt, never two.
+pub(super) fn take(
     w: &Writer<'_>,
     agent: &AgentName,
     slice: SliceId,
@@ -81,21 +85,78 @@ pub(super) fn delivered(
         return Ok(());
     }
     let waiting: Vec<Message> = w.quota_get(&key(agent))?.unwrap_or_default();
+    if let Some(gone) = messages
+        .iter()
+        .find(|id| !waiting.iter().any(|m| m.id == **id))
+    {
+        return Err(Conflict::MessageTaken { message: *gone }.into());
+    }
     let (taken, kept): (Vec<Message>, Vec<Message>) =
         waiting.into_iter().partition(|m| messages.contains(&m.id));
-    match kept.is_empty() {
-        true => w.quota_remove(&key(agent)).map(drop)?,
-        false => w.quota_put(&key(agent), &kept)?,
-    }
+    put_waiting(w, agent, &kept)?;
+    w.quota_put(&taken_key(slice), &taken)
+}
+
+/// The slice's agent started: the messages its prompt carries reached it.
+pub(super) fn delivered(w: &Writer<'_>, slice: SliceId) -> Result<(), KernelError> {
+    let taken: Vec<Message> = w.quota_get(&taken_key(slice))?.unwrap_or_default();
     for message in taken {
         w.event(EventKind::MessageDelivered {
             message: message.id,
-            agent: agent.clone(),
+            agent: message.agent,
             slice,
-            how: "prompt".to_owned(),
+            how: Delivery::Prompt,
         })?;
     }
     Ok(())
+}
+
+/// The slice ended: its messages are settled. When its agent never started, or could not work
+/// (`spawn_failed`, `auth_failed`, `usage_limited`), they wait again, first, for the agent's
+/// next slice.
+pub(super) fn settled(
+    w: &Writer<'_>,
+    slice: &crate::model::SliceRecord,
+) -> Result<(), KernelError> {
+    let Some(taken) = w.quota_get::<Vec<Message>>(&taken_key(slice.id))? else {
+        return Ok(());
+    };
+    w.quota_remove(&taken_key(slice.id))?;
+    let unused = slice.process.is_none()
+        || matches!(
+            slice.outcome,
+            Some(Outcome::SpawnFailed | Outcome::AuthFailed | Outcome::UsageLimited)
+        );
+    if !unused || taken.is_empty() {
+        return Ok(());
+    }
+    let mut waiting: Vec<Message> = w.quota_get(&key(&slice.agent))?.unwrap_or_default();
+    for message in &taken {
+        w.event(EventKind::MessageReturned {
+            message: message.id,
+            agent: slice.agent.clone(),
+            slice: slice.id,
+        })?;
+    }
+    waiting.splice(0..0, taken);
+    put_waiting(w, &slice.agent, &waiting)
+}
+
+/// The agent was removed: what waited for it is dropped with it (a new agent of that name is
+/// another agent).
+pub(super) fn forget(w: &Writer<'_>, agent: &AgentName) -> Result<(), KernelError> {
+    w.quota_remove(&key(agent)).map(drop)
+}
+
+fn put_waiting(w: &Writer<'_>, agent: &AgentName, waiting: &[Message]) -> Result<(), KernelError> {
+    match waiting.is_empty() {
+        true => w.quota_remove(&key(agent)).map(drop),
+        false => w.quota_put(&key(agent), &waiting),
+    }
+}
+
+fn taken_key(slice: SliceId) -> String {
+    format!("messages-taken/{slice}")
 }
 
 impl crate::store::Snapshot<'_> {

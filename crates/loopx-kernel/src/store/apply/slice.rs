@@ -56,7 +56,7 @@ pub(super) fn begin(w: &Writer<'_>, begin: BeginSlice) -> Result<Applied, Kernel
     super::quota::spend(w, admit, true)?;
     let agent = slice.agent.clone();
     let record = start(w, slice)?;
-    super::message::delivered(w, &agent, record.id, &messages)?;
+    super::message::take(w, &agent, record.id, &messages)?;
     Ok(Applied::SliceBegun {
         slice: record,
         took_claim,
@@ -221,6 +221,7 @@ pub(super) fn spawned(
     record.containment = containment;
     w.put(tables::SLICES, id.0, &record)?;
     w.event(EventKind::SliceSpawned { slice: id, pid })?;
+    super::message::delivered(w, id)?;
     Ok(Applied::Slice(record))
 }
 
@@ -249,6 +250,7 @@ pub(super) fn end(w: &Writer<'_>, id: SliceId, end: SliceEnd) -> Result<SliceRec
         slice: id,
         outcome: end.outcome.to_string(),
     })?;
+    super::message::settled(w, &record)?;
     Ok(record)
 }
 
