@@ -118,6 +118,18 @@ fn watch_shows_both_agents_answers_a_question_with_keys_zooms_pauses_resizes_and
     terminal.keys(&["r"]);
     terminal.wait_for("the resume said", |s| s.contains("Resumed agent:bravo"));
 
+    // A message to the same pane's agent, written with keys: the person's, waiting for it.
+    terminal.keys(&["m"]);
+    terminal.wait_for("the message line", |s| s.contains("Message to bravo:"));
+    terminal.keys(&["-l", "look at t7 first"]);
+    terminal.keys(&["Enter"]);
+    terminal.wait_for("the message said", |s| s.contains("to bravo: it heads"));
+    let sent = loopx.ok(&["log", "--json", "--kind", "message_sent"]).stdout;
+    assert!(
+        sent.contains("\"actor\":\"human:tester\"") && sent.contains("look at t7 first"),
+        "{sent}"
+    );
+
     // A smaller window is drawn anew to its size.
     let resized = terminal
         .tmux(&["resize-window", "-x", "100", "-y", "30"])

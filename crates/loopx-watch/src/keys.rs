@@ -1,9 +1,6 @@
 //! The keys, written once: each mode's bindings are both what the footer shows and what a key
 //! press is matched against, so no key works unseen and none is shown that does nothing.
 //! [`press`] changes the model and says which operation, if any, the loop must run.
-//!
-//! A message to a running agent (`loopx say`) gets its binding here, in [`PANES`], once the
-//! operation exists: a [`Command::Say`] beside [`Command::Pause`], run by the loop.
 
 use loopx_kernel::GateId;
 use loopx_kernel::store::AnswerChoice;
@@ -23,6 +20,8 @@ pub enum Action {
     Pause,
     Resume,
     Transcript,
+    /// Write a message to the selected pane's agent.
+    Message,
     Quit,
     /// In an answer: type the note (or the answer in words).
     Note,
@@ -87,6 +86,7 @@ pub const PANES: &[Binding] = &[
     bind(&[KeyCode::Char('a')], "a", "answer", Action::Answer),
     bind(&[KeyCode::Char('p')], "p", "pause agent", Action::Pause),
     bind(&[KeyCode::Char('r')], "r", "resume agent", Action::Resume),
+    bind(&[KeyCode::Char('m')], "m", "message agent", Action::Message),
     bind(&[KeyCode::Char('t')], "t", "transcript", Action::Transcript),
     bind(&[KeyCode::Char('q')], "q", "quit", Action::Quit),
 ];
@@ -139,6 +139,7 @@ pub fn bindings(model: &Model) -> &'static [Binding] {
         Mode::Panes => PANES,
         Mode::Answer(draft) if draft.typing => TYPING,
         Mode::Answer(_) => ANSWER,
+        Mode::Message(_) => TYPING,
         Mode::Transcript(_) => TRANSCRIPT,
     }
 }
@@ -153,6 +154,11 @@ pub enum Command {
     },
     Pause(String),
     Resume(String),
+    /// A person's message to an agent (`loopx say`): it heads the agent's next slice's prompt.
+    Say {
+        agent: String,
+        text: String,
+    },
     /// Read the slice's transcript into [`Mode::Transcript`].
     Transcript(String),
     Quit,
@@ -168,6 +174,11 @@ pub fn press(model: &mut Model, key: KeyEvent, page: usize) -> Option<Command> {
     if let Mode::Answer(draft) = &mut model.mode
         && draft.typing
         && let Some(text) = typed(key, &mut draft.text)
+    {
+        return text;
+    }
+    if let Mode::Message(message) = &mut model.mode
+        && let Some(text) = typed(key, &mut message.text)
     {
         return text;
     }
@@ -205,7 +216,9 @@ fn act(model: &mut Model, action: Action, page: usize) -> Option<Command> {
         Action::NextQuestion => model.question = (model.question + 1) % questions,
         Action::PrevQuestion => model.question = (model.question + questions - 1) % questions,
         Action::Answer => start_answer(model),
-        Action::Pause | Action::Resume | Action::Transcript => return on_pane(model, action),
+        Action::Pause | Action::Resume | Action::Transcript | Action::Message => {
+            return on_pane(model, action);
+        }
         Action::Quit => return Some(Command::Quit),
         Action::Note => {
             if let Mode::Answer(draft) = &mut model.mode {
@@ -245,6 +258,13 @@ fn on_pane(model: &mut Model, action: Action) -> Option<Command> {
     match action {
         Action::Pause => Some(Command::Pause(pane.agent.clone())),
         Action::Resume => Some(Command::Resume(pane.agent.clone())),
+        Action::Message => {
+            model.mode = Mode::Message(crate::model::Message {
+                agent: pane.agent.clone(),
+                text: String::new(),
+            });
+            None
+        }
         _ if pane.ended.is_none() => {
             let slice = pane.slice.clone();
             model.warn(format!(
@@ -256,8 +276,18 @@ fn on_pane(model: &mut Model, action: Action) -> Option<Command> {
     }
 }
 
-/// The answer as drafted, or why it cannot be sent yet.
+/// The answer or the message as drafted, or why it cannot be sent yet.
 fn send(model: &mut Model) -> Option<Command> {
+    if let Mode::Message(message) = &model.mode {
+        let text = message.text.trim().to_owned();
+        if text.is_empty() {
+            model.warn("type the message first");
+            return None;
+        }
+        let agent = message.agent.clone();
+        model.mode = Mode::Panes;
+        return Some(Command::Say { agent, text });
+    }
     let Mode::Answer(draft) = &model.mode else {
         return None;
     };
@@ -379,5 +409,52 @@ mod tests {
         press(&mut model, key(KeyCode::Char('a')), 10);
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert_eq!(press(&mut model, ctrl_c, 10), Some(Command::Quit));
+    }
+
+    #[test]
+    fn a_message_to_the_selected_pane_s_agent_is_written_with_keys() {
+        let mut model = Model {
+            panes: vec![crate::model::Pane {
+                agent: "exec".to_owned(),
+                slice: "s1".to_owned(),
+                todo: "t1 Tidy".to_owned(),
+                started_at: loopx_kernel::Timestamp(0),
+                limit_secs: 60,
+                tokens: None,
+                ended: None,
+                orphaned: false,
+                screen: Vec::new(),
+                focus_row: 0,
+            }],
+            ..Model::default()
+        };
+        assert_eq!(press(&mut model, key(KeyCode::Char('m')), 10), None);
+        assert_eq!(
+            bindings(&model).len(),
+            TYPING.len(),
+            "every key is text now"
+        );
+        assert_eq!(
+            press(&mut model, key(KeyCode::Enter), 10),
+            None,
+            "nothing typed"
+        );
+        for c in "look at t7 first".chars() {
+            press(&mut model, key(KeyCode::Char(c)), 10);
+        }
+        let sent = press(&mut model, key(KeyCode::Enter), 10);
+        assert_eq!(
+            sent,
+            Some(Command::Say {
+                agent: "exec".to_owned(),
+                text: "look at t7 first".to_owned()
+            })
+        );
+        assert_eq!(model.mode, Mode::Panes);
+        assert!(
+            PANES
+                .iter()
+                .any(|b| b.action == Action::Message && b.label == "m")
+        );
     }
 }

@@ -184,6 +184,16 @@ fn execute(follower: &Follower, model: &mut Model, command: Command) -> bool {
         Command::Resume(agent) => hold_target(&agent)
             .and_then(|t| app.resume(Some(&t)))
             .map(|keys| format!("Resumed {}", keys.join(", "))),
+        Command::Say { agent, text } => agent
+            .parse()
+            .map_err(loopx_app::AppError::from)
+            .and_then(|agent| app.say(agent, text))
+            .map(|m| {
+                format!(
+                    "Message {} to {}: it heads {}'s next slice's prompt",
+                    m.id, m.agent, m.agent
+                )
+            }),
         Command::Transcript(slice) => {
             match transcript(app, &slice) {
                 Ok(t) => model.mode = Mode::Transcript(t),

@@ -49,6 +49,15 @@ pub enum Mode {
     Answer(Draft),
     /// A finished slice's transcript over the whole screen.
     Transcript(Transcript),
+    /// Writing a message to the selected pane's agent (`loopx say`).
+    Message(Message),
+}
+
+/// A message being written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub agent: String,
+    pub text: String,
 }
 
 /// An answer being put together.

@@ -181,6 +181,16 @@ fn strips(model: &Model) -> Vec<Line<'static>> {
     let mut lines = vec![heading("Questions", model.questions.len())];
     match &model.mode {
         Mode::Answer(draft) => lines.extend(crate::answer::lines(model, draft)),
+        Mode::Message(message) => lines.push(Line::from(vec![
+            Span::styled(
+                format!("Message to {}: ", message.agent),
+                Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(format!(
+                "{}▏  (it heads its next slice's prompt)",
+                message.text
+            )),
+        ])),
         _ if model.questions.is_empty() => lines.push(Line::raw("  none: nothing waits on you")),
         _ => lines.extend(question_lines(model)),
     }
