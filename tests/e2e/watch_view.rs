@@ -124,7 +124,9 @@ fn watch_shows_both_agents_answers_a_question_with_keys_zooms_pauses_resizes_and
     terminal.keys(&["-l", "look at t7 first"]);
     terminal.keys(&["Enter"]);
     terminal.wait_for("the message said", |s| s.contains("to bravo: it heads"));
-    let sent = loopx.ok(&["log", "--json", "--kind", "message_sent"]).stdout;
+    let sent = loopx
+        .ok(&["log", "--json", "--kind", "message_sent"])
+        .stdout;
     assert!(
         sent.contains("\"actor\":\"human:tester\"") && sent.contains("look at t7 first"),
         "{sent}"

@@ -11,6 +11,7 @@ mod entities;
 mod goal_met;
 mod message;
 mod monitor;
+mod new_evidence;
 mod op;
 pub mod quota;
 mod replan;
