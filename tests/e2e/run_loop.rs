@@ -626,7 +626,13 @@ fn what_an_agent_waits_on_is_recorded_when_it_changes() {
     loopx.ok(&["todo", "add", "Write the notes"]);
     // Two slices: one agent takes t1 while the other has nothing it could take, deciding
     // again at each change the first makes; then the run ends.
-    let run = loopx.run(&["run", "--max-slices", "2"]);
+    // The demo agent paces its lines, so t1's slice lasts long enough for the other agent to
+    // decide while it runs (unpaced, it could end before the other's first decision, which
+    // then plans instead of waiting).
+    let run = loopx.run_env(
+        &["run", "--max-slices", "2"],
+        &[("LOOPX_DEMO_DELAY_MS", "40")],
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let log = loopx.ok(&["log", "--json", "-n", "500"]).stdout;
     let waits: Vec<Value> = log
