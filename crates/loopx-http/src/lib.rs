@@ -1,5 +1,6 @@
 //! The one HTTP/1.1 server of loopx: the board, the Lark callback listener and the scripted
-//! model and Lark servers all serve through it.
+//! model and Lark servers all serve through it. And the one client configuration
+//! ([`client::agent`]) the Lark API and the webhook call out with.
 //!
 //! # Theory of operation
 //!
@@ -28,6 +29,7 @@
 //!   frees the port, closes connections still waiting for their head, and lets requests being
 //!   served finish within [`Limits::shutdown_grace`].
 
+pub mod client;
 mod conn;
 mod message;
 

@@ -99,23 +99,11 @@ impl std::fmt::Debug for Client {
 
 impl Client {
     pub fn new(base_url: &str, app_id: &str, secret: &str) -> Client {
-        let config = ureq::Agent::config_builder()
-            .timeout_global(Some(Duration::from_secs(30)))
-            .http_status_as_error(false);
-        // macOS: the system's TLS and trust store (the person's own certificate settings).
-        #[cfg(target_os = "macos")]
-        let config = config.tls_config(
-            ureq::tls::TlsConfig::builder()
-                .provider(ureq::tls::TlsProvider::NativeTls)
-                .root_certs(ureq::tls::RootCerts::PlatformVerifier)
-                .build(),
-        );
-        let config = config.build();
         Client {
             base_url: base_url.trim_end_matches('/').to_owned(),
             app_id: app_id.to_owned(),
             secret: secret.to_owned(),
-            agent: config.into(),
+            agent: loopx_http::client::agent(Duration::from_secs(30)),
             token: None,
             requests: 0,
         }

@@ -3,26 +3,13 @@
 //! goal that waits (a person's question holds it back, or it used its share) never stalls the
 //! other.
 
-use std::path::Path;
+mod common;
 
-use loopx_sim::{Options, Scenario, SimReport};
-
-fn run(seed: u64) -> SimReport {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/sim/two-goals.toml");
-    let plan = Scenario::load(&path).expect("the scenario reads");
-    let options = Options {
-        seed,
-        name: "tests/sim/two-goals.toml".to_owned(),
-        ..Options::default()
-    };
-    loopx_sim::run(&plan, &options).expect("the simulation runs")
-}
+use loopx_sim::SimReport;
 
 /// Every invariant holds and both goals are finished: not a vacuous pass.
 fn holds(seed: u64) -> SimReport {
-    let report = run(seed);
-    assert!(report.passed(), "{report}");
-    assert!(report.goal_done || report.goal_met_asked, "{report}");
+    let report = common::holds("two-goals.toml", seed);
     assert!(
         report.todos_done == report.todos && report.todos > 0,
         "{report}"

@@ -3,26 +3,12 @@
 //! start, or past the round a person last answered about (`handbacks_asked`, counted by the
 //! simulation from its own titles, not by loopx's guard), and every goal still gets done.
 
-use std::path::Path;
+mod common;
 
-use loopx_sim::{Options, Scenario, SimReport};
-
-fn run(seed: u64) -> SimReport {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/sim/handbacks.toml");
-    let plan = Scenario::load(&path).expect("the scenario reads");
-    let options = Options {
-        seed,
-        name: "tests/sim/handbacks.toml".to_owned(),
-        ..Options::default()
-    };
-    loopx_sim::run(&plan, &options).expect("the simulation runs")
-}
+use loopx_sim::SimReport;
 
 fn holds(seed: u64) -> SimReport {
-    let report = run(seed);
-    assert!(report.passed(), "{report}");
-    assert!(report.goal_done || report.goal_met_asked, "{report}");
-    report
+    common::holds("handbacks.toml", seed)
 }
 
 macro_rules! seeds {

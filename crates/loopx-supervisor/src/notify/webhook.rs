@@ -104,20 +104,9 @@ struct Poster {
 
 impl Poster {
     fn new(url: String) -> Poster {
-        let config = ureq::Agent::config_builder()
-            .timeout_global(Some(TIMEOUT))
-            .http_status_as_error(false);
-        // macOS: the system's TLS and trust store, as the Lark client.
-        #[cfg(target_os = "macos")]
-        let config = config.tls_config(
-            ureq::tls::TlsConfig::builder()
-                .provider(ureq::tls::TlsProvider::NativeTls)
-                .root_certs(ureq::tls::RootCerts::PlatformVerifier)
-                .build(),
-        );
         Poster {
             url,
-            agent: config.build().into(),
+            agent: loopx_http::client::agent(TIMEOUT),
         }
     }
 
