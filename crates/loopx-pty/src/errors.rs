@@ -75,7 +75,7 @@ pub enum SpawnError {
     },
     /// Resource limits were requested without a helper to apply them.
     #[error(
-        "resource limits were requested but the launch spec has no exec helper\n(hint: set `exec_helper` to the `loopx __exec` helper)"
+        "resource limits, a sandbox or a stdin other than the terminal were requested but the launch spec has no exec helper\n(hint: set `exec_helper` to the `loopx __exec` helper)"
     )]
     LimitsNeedHelper,
     /// An environment variable name or value that cannot be passed to `execve`.
@@ -144,8 +144,14 @@ pub enum InputError {
         slice: String,
     },
     /// The agent is not reading its input and the queue is full.
-    #[error("input queue of slice `{slice}` is full: the agent is not reading its terminal")]
+    #[error("input queue of slice `{slice}` is full: the agent is not reading its input")]
     Full {
+        /// The slice id.
+        slice: String,
+    },
+    /// The slice's stdin is not a pipe ([`Stdin::Pipe`](crate::Stdin::Pipe)), or it was closed.
+    #[error("slice `{slice}` has no open stdin pipe")]
+    NoPipe {
         /// The slice id.
         slice: String,
     },

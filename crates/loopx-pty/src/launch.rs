@@ -15,7 +15,7 @@ use portable_pty::{CommandBuilder, MasterPty, PtyPair, PtySize, native_pty_syste
 pub use env::{PROMPT_FILE_VAR, SLICE_MARKER_VAR};
 
 use crate::errors::SpawnError;
-use crate::spec::{LaunchSpec, PromptFile};
+use crate::spec::{LaunchSpec, PromptFile, Stdin};
 
 /// The argument replaced by the prompt file's path.
 pub const PROMPT_FILE_ARG: &str = "{prompt_file}";
@@ -27,6 +27,8 @@ pub(crate) struct Launched {
     pub(crate) reader: Box<dyn Read + Send>,
     /// Kept alive until the slice ends: dropping it sends a newline and EOF to the agent.
     pub(crate) writer: Box<dyn Write + Send>,
+    /// The agent's stdin when it is a pipe ([`Stdin::Pipe`]); dropping it is end-of-file.
+    pub(crate) stdin: Option<std::process::ChildStdin>,
     /// The session leader: pid = process group id = session id.
     pub(crate) pid: u32,
     /// The agent program after `PATH` resolution.
@@ -51,12 +53,9 @@ pub(crate) fn launch(spec: &LaunchSpec) -> Result<Launched, SpawnError> {
     let helped = uses_helper(spec);
     // Registered as an owned child at once: the reaper of adopted orphans must not take its
     // status from the waiter.
-    let pid = if helped {
+    let (stdin, pid) = if helped {
         let tty = pair.master.tty_name();
-        crate::children::spawn_owned(|| {
-            spawn_helper(&argv, &env, spec, tty.as_deref(), &program).map(|pid| ((), pid))
-        })?
-        .1
+        crate::children::spawn_owned(|| spawn_helper(&argv, &env, spec, tty.as_deref(), &program))?
     } else {
         let mut command = CommandBuilder::from_argv(argv);
         command.env_clear();
@@ -77,7 +76,7 @@ pub(crate) fn launch(spec: &LaunchSpec) -> Result<Launched, SpawnError> {
         // The child is reaped by pid (`waitpid`), not through portable-pty, whose `kill()`
         // only sends SIGHUP to the leader; dropping its handle neither kills nor waits.
         drop(child);
-        pid
+        (None, pid)
     };
     // Our copy of the slave must close, or the reader never sees EOF.
     drop(pair.slave);
@@ -85,6 +84,7 @@ pub(crate) fn launch(spec: &LaunchSpec) -> Result<Launched, SpawnError> {
         master: pair.master,
         reader,
         writer,
+        stdin,
         pid,
         program,
     })
@@ -118,23 +118,27 @@ fn open_pty(spec: &LaunchSpec, program: &Path) -> Result<Terminal, SpawnError> {
 /// A pseudo-terminal, its reader and its writer.
 type Terminal = (PtyPair, Box<dyn Read + Send>, Box<dyn Write + Send>);
 
-/// Whether the agent starts through the helper (`loopx __exec`): limits or a sandbox.
+/// Whether the agent starts through the helper (`loopx __exec`): limits, a sandbox, or a stdin
+/// other than the terminal (portable-pty's spawn gives the agent the terminal as all three
+/// standard streams).
 fn uses_helper(spec: &LaunchSpec) -> bool {
-    !spec.resources.is_empty() || !spec.sandbox.is_empty()
+    !spec.resources.is_empty() || !spec.sandbox.is_empty() || spec.stdin != Stdin::Terminal
 }
 
-/// Spawns the helper with the terminal as its standard streams and nothing else of ours: no
+/// Spawns the helper with the terminal as its output (and its input, unless the spec says
+/// otherwise) and nothing else of ours: no
 /// `pre_exec` hook, so that the standard library uses `posix_spawn` rather than `fork` (see
 /// `sandbox::become_session_leader`, which the helper runs first, for why). The helper makes
 /// itself the session leader, with the terminal as its controlling terminal, before anything
 /// else: its pid is the slice's process group and session, as with portable-pty's spawn.
+/// Returns the write end of the agent's stdin when it is a pipe.
 fn spawn_helper(
     argv: &[OsString],
     env: &std::collections::BTreeMap<OsString, OsString>,
     spec: &LaunchSpec,
     tty: Option<&std::path::Path>,
     program: &std::path::Path,
-) -> Result<u32, SpawnError> {
+) -> Result<(Option<std::process::ChildStdin>, u32), SpawnError> {
     let failed = |reason: String| SpawnError::Pty {
         action: "spawn",
         program: program.to_path_buf(),
@@ -149,8 +153,15 @@ fn spawn_helper(
             .open(tty)
             .map_err(|e| failed(format!("{}: {e}", tty.display())))
     };
-    let (stdin, stdout, stderr) = (open()?, open()?, open()?);
-    let child = std::process::Command::new(&argv[0])
+    let stdin = match spec.stdin {
+        Stdin::Terminal => std::process::Stdio::from(open()?),
+        Stdin::Null => std::process::Stdio::null(),
+        // Both ends are close-on-exec in loopx: no other child inherits the write end, so the
+        // agent sees end-of-file when the caller closes it.
+        Stdin::Pipe => std::process::Stdio::piped(),
+    };
+    let (stdout, stderr) = (open()?, open()?);
+    let mut child = std::process::Command::new(&argv[0])
         .args(&argv[1..])
         .env_clear()
         .envs(env)
@@ -162,7 +173,7 @@ fn spawn_helper(
         .map_err(|e| failed(e.to_string()))?;
     // Reaped by pid (`waitpid`) like any slice; std's handle neither kills nor waits when
     // dropped.
-    Ok(child.id())
+    Ok((child.stdin.take(), child.id()))
 }
 
 /// Turns the terminal's echo off before the agent starts, through the terminal device itself
@@ -208,7 +219,7 @@ fn pty_err<E: std::fmt::Display>(
 /// `[helper args --limit.. --] program args`, with `{prompt_file}` replaced.
 fn build_argv(spec: &LaunchSpec, program: &std::path::Path) -> Result<Vec<OsString>, SpawnError> {
     let mut argv = Vec::new();
-    if !spec.resources.is_empty() || !spec.sandbox.is_empty() {
+    if uses_helper(spec) {
         let helper = spec
             .exec_helper
             .as_ref()

@@ -9,8 +9,9 @@
 //! first: the program is resolved through the *slice's* `PATH` and must be executable, with an
 //! existing interpreter on its `#!` line; the working directory must exist. The environment is
 //! an allowlist ([`EnvSpec`]) plus `TERM` and the marker `LOOPX_SLICE=<id>`. The agent is a
-//! session leader (pid = process group = session id) whose stdin, stdout and stderr are the
-//! terminal, never a pipe. Resource limits ([`ResourceLimits`]) are applied by re-executing a
+//! session leader (pid = process group = session id) whose stdout and stderr are the terminal,
+//! never a pipe; its stdin is the terminal too, unless the spec asks for `/dev/null` or a pipe
+//! the caller writes structured input to ([`Stdin`]). Resource limits ([`ResourceLimits`]) are applied by re-executing a
 //! helper ([`exec_with_limits`], wired as `loopx __exec`) that calls `setrlimit` and then
 //! `execv`s the agent. A failed exec shows up as an exit within 200 ms with 127 or SIGABRT and
 //! is reported as [`SliceExit::SpawnFailed`].
@@ -84,6 +85,6 @@ pub use slice::{
     StopReason, spawn_slice,
 };
 pub use spec::{
-    EnvSpec, ExecHelper, LaunchSpec, LogSpec, PromptFile, SliceId, SliceLimits, TerminalSize,
+    EnvSpec, ExecHelper, LaunchSpec, LogSpec, PromptFile, SliceId, SliceLimits, Stdin, TerminalSize,
 };
 pub use sweep::{OrphanSweep, become_child_subreaper, stop_orphaned_slice};

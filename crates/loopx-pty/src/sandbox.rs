@@ -458,8 +458,9 @@ pub(crate) fn become_session_leader() -> Result<(), ExecError> {
     .map_err(|e| sandbox_err("unblock signals", e))?;
     nix::unistd::setsid().map_err(|e| sandbox_err("start a session", e))?;
     // SAFETY: TIOCSCTTY takes an integer argument (0: do not steal a terminal another session
-    // controls), and fd 0 is the slice's terminal, set up by the spawn.
-    if unsafe { nix::libc::ioctl(0, nix::libc::TIOCSCTTY as _, 0) } == -1 {
+    // controls), and fd 1 is the slice's terminal, set up by the spawn (fd 0 is too, unless
+    // the agent's stdin is `/dev/null` or a pipe).
+    if unsafe { nix::libc::ioctl(1, nix::libc::TIOCSCTTY as _, 0) } == -1 {
         return Err(sandbox_err(
             "take the slice's terminal as controlling terminal",
             nix::errno::Errno::last(),

@@ -130,6 +130,21 @@ pub struct PromptFile {
     pub contents: Vec<u8>,
 }
 
+/// What the agent's standard input is. Its output is always the terminal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Stdin {
+    /// The terminal, like its output (the default: agents see a terminal).
+    #[default]
+    Terminal,
+    /// `/dev/null`: for programs that would block reading an open stdin.
+    Null,
+    /// A pipe the caller writes to ([`SliceControl::write_stdin`](crate::SliceControl::write_stdin))
+    /// and closes ([`SliceControl::close_stdin`](crate::SliceControl::close_stdin)): for CLIs
+    /// that read structured input while they run. A terminal would not do: in canonical mode it
+    /// cuts a line at 4,095 bytes, and Claude Code refuses one as its stream-json input.
+    Pipe,
+}
+
 /// The terminal size the agent sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TerminalSize {
@@ -180,6 +195,8 @@ pub struct LaunchSpec {
     /// Whether the terminal echoes what is typed into it. Off when the caller types the
     /// prompt: the echo would come back as if the agent had said it.
     pub echo: bool,
+    /// What the agent's standard input is (not the terminal needs `exec_helper`).
+    pub stdin: Stdin,
 }
 
 impl LaunchSpec {
@@ -205,6 +222,7 @@ impl LaunchSpec {
             log: LogSpec::new(log),
             prompt: None,
             echo: true,
+            stdin: Stdin::Terminal,
         }
     }
 }

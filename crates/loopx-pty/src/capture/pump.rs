@@ -73,6 +73,37 @@ pub(crate) enum InputMsg {
     Close,
 }
 
+/// Where input goes: the terminal's writer thread, and the stdin pipe's when the agent's stdin
+/// is a pipe. Each writer thread owns its writer, so a write the agent does not read blocks
+/// that thread only.
+#[derive(Debug, Clone)]
+pub(crate) struct Inputs {
+    pub(crate) terminal: SyncSender<InputMsg>,
+    pub(crate) pipe: Option<Pipe>,
+}
+
+/// The stdin pipe's writer thread, and whether the caller closed it (what is written after
+/// that is refused, not queued behind the close).
+#[derive(Debug, Clone)]
+pub(crate) struct Pipe {
+    pub(crate) input: SyncSender<InputMsg>,
+    pub(crate) closed: Arc<AtomicBool>,
+}
+
+impl Inputs {
+    /// The slice is over: each writer thread drops its writer (a pipe's reader sees
+    /// end-of-file), also when its queue is full.
+    pub(crate) fn close(&self) {
+        let pipe = self.pipe.as_ref().map(|p| &p.input);
+        for input in std::iter::once(&self.terminal).chain(pipe) {
+            if input.try_send(InputMsg::Close).is_err() {
+                let input = input.clone();
+                tokio::task::spawn_blocking(move || input.send(InputMsg::Close));
+            }
+        }
+    }
+}
+
 pub(crate) struct Pump {
     pub(crate) reader: Box<dyn Read + Send>,
     pub(crate) log: CappedLog,

@@ -3,7 +3,6 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
 
 use super::report::{ChildStatus, SliceEvent, SliceExit, SliceReport, StopReason};
-use crate::capture::pump::{CaptureSummary, Chunk, InputMsg};
+use crate::capture::pump::{CaptureSummary, Chunk, Inputs};
 use crate::capture::screen::{Screen, ScreenSnapshot};
 use crate::spec::{LaunchSpec, SliceLimits};
 use crate::sweep::{Seen, SliceProcesses, SweepOutcome};
@@ -60,7 +59,7 @@ pub(crate) struct Control {
     pub(crate) events: Option<mpsc::Sender<SliceEvent>>,
     pub(crate) want_bytes: Arc<AtomicBool>,
     pub(crate) screen: Arc<Mutex<Screen>>,
-    pub(crate) input: SyncSender<InputMsg>,
+    pub(crate) input: Inputs,
     /// Tells every [`SliceControl`](crate::SliceControl) that the slice has ended.
     pub(crate) ended: Arc<AtomicBool>,
     /// Kept open until the end: closing the master hangs up the agent's terminal.
@@ -364,10 +363,7 @@ impl Control {
             None
         };
         self.ended.store(true, Ordering::SeqCst);
-        if self.input.try_send(InputMsg::Close).is_err() {
-            let input = self.input.clone();
-            tokio::task::spawn_blocking(move || input.send(InputMsg::Close));
-        }
+        self.input.close();
         self.guard.armed = false;
         // Its count of OOM kills goes with the cgroup: read it first.
         let memory_limit_hit = match self.spec.sandbox.cgroup.clone() {

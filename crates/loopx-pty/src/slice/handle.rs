@@ -14,7 +14,7 @@ use super::control::{Command, Control, KillGuard};
 use super::report::{ChildStatus, SliceEvent, SliceReport, StopReason};
 use crate::capture::CappedLog;
 use crate::capture::pump::{
-    CaptureSummary, Chunk, InputMsg, Pump, SCREEN_QUEUE, ScreenFeed, run_writer,
+    CaptureSummary, Chunk, InputMsg, Inputs, Pipe, Pump, SCREEN_QUEUE, ScreenFeed, run_writer,
 };
 use crate::capture::screen::Screen;
 use crate::errors::{InputError, SpawnError, WaitError};
@@ -74,7 +74,11 @@ pub fn spawn_slice(spec: LaunchSpec) -> Result<(RunningSlice, SliceEvents), Spaw
     let ended = Arc::new(AtomicBool::new(false));
     tracing::info!(slice = %spec.slice_id, pid = leader, program = %launched.program.display(), "agent spawned");
 
-    let threads = start_threads(&spec, leader, launched.reader, launched.writer, log)?;
+    let writers = Writers {
+        terminal: launched.writer,
+        stdin: launched.stdin,
+    };
+    let threads = start_threads(&spec, leader, launched.reader, writers, log)?;
     let (command_tx, command_rx) = mpsc::unbounded_channel();
     let (event_tx, event_rx) = mpsc::channel(EVENT_QUEUE);
     let (report_tx, report_rx) = oneshot::channel();
@@ -118,24 +122,30 @@ pub fn spawn_slice(spec: LaunchSpec) -> Result<(RunningSlice, SliceEvents), Spaw
     ))
 }
 
+/// What input is written with: the terminal's writer, and the stdin pipe when there is one.
+struct Writers {
+    terminal: Box<dyn std::io::Write + Send>,
+    stdin: Option<std::process::ChildStdin>,
+}
+
 /// The channels to the per-slice threads.
 struct Threads {
     exit: oneshot::Receiver<Option<ChildStatus>>,
-    input: SyncSender<InputMsg>,
+    input: Inputs,
     chunks: mpsc::Receiver<Chunk>,
     summary: oneshot::Receiver<CaptureSummary>,
     screen: Arc<Mutex<Screen>>,
     want_bytes: Arc<AtomicBool>,
 }
 
-/// Starts the waiter (reaps the leader by pid), the writer (owns the terminal's writer), the
-/// screen thread and the reader (capture). If one cannot start, the agent is killed before
-/// returning.
+/// Starts the waiter (reaps the leader by pid), the writers (one owns the terminal's writer,
+/// one the stdin pipe when there is one), the screen thread and the reader (capture). If one
+/// cannot start, the agent is killed before returning.
 fn start_threads(
     spec: &LaunchSpec,
     leader: i32,
     reader: Box<dyn std::io::Read + Send>,
-    writer: Box<dyn std::io::Write + Send>,
+    writers: Writers,
     log: CappedLog,
 ) -> Result<Threads, SpawnError> {
     let (exit_tx, exit) = oneshot::channel();
@@ -145,10 +155,25 @@ fn start_threads(
     .inspect_err(|_| abort_launch(leader, true))?;
 
     let (input, input_rx) = std::sync::mpsc::sync_channel(INPUT_QUEUE);
+    let terminal = writers.terminal;
     spawn_thread("write", &spec.slice_id, move || {
-        run_writer(writer, input_rx)
+        run_writer(terminal, input_rx)
     })
     .inspect_err(|_| abort_launch(leader, false))?;
+    let pipe = match writers.stdin {
+        Some(stdin) => {
+            let (pipe, pipe_rx) = std::sync::mpsc::sync_channel(INPUT_QUEUE);
+            spawn_thread("stdin", &spec.slice_id, move || {
+                run_writer(Box::new(stdin), pipe_rx)
+            })
+            .inspect_err(|_| abort_launch(leader, false))?;
+            Some(Pipe {
+                input: pipe,
+                closed: Arc::new(AtomicBool::new(false)),
+            })
+        }
+        None => None,
+    };
 
     let screen = Arc::new(Mutex::new(Screen::new(spec.size)));
     let want_bytes = Arc::new(AtomicBool::new(true));
@@ -177,7 +202,10 @@ fn start_threads(
     .inspect_err(|_| abort_launch(leader, false))?;
     Ok(Threads {
         exit,
-        input,
+        input: Inputs {
+            terminal: input,
+            pipe,
+        },
         chunks,
         summary,
         screen,
@@ -231,7 +259,7 @@ fn reap_leader(leader: i32) -> Option<ChildStatus> {
 pub struct SliceControl {
     slice_id: SliceId,
     commands: mpsc::UnboundedSender<Command>,
-    input: SyncSender<InputMsg>,
+    input: Inputs,
     /// Set before the report is sent: the writer thread may outlive the slice by a moment, so
     /// its open channel alone would accept input after the end.
     ended: Arc<AtomicBool>,
@@ -252,21 +280,49 @@ impl SliceControl {
     /// Types `bytes` into the agent's terminal (e.g. `b"y\r"`). Never blocks: fails with
     /// [`InputError::Full`] when the agent has not read earlier input.
     pub fn send_input(&self, bytes: impl Into<Vec<u8>>) -> Result<(), InputError> {
-        if self.ended.load(Ordering::SeqCst) {
-            return Err(InputError::Ended {
-                slice: self.slice_id.to_string(),
-            });
+        self.send(&self.input.terminal, InputMsg::Bytes(bytes.into()))
+    }
+
+    /// Writes `bytes` to the agent's stdin pipe ([`Stdin::Pipe`](crate::Stdin::Pipe)), in the
+    /// order of the calls. Never blocks: fails with [`InputError::Full`] when the agent has not
+    /// read earlier input, and with [`InputError::NoPipe`] when its stdin is no pipe or was
+    /// closed.
+    pub fn write_stdin(&self, bytes: impl Into<Vec<u8>>) -> Result<(), InputError> {
+        let pipe = self.open_pipe()?;
+        self.send(&pipe.input, InputMsg::Bytes(bytes.into()))
+    }
+
+    /// Closes the agent's stdin pipe after what was written before: it reads end-of-file.
+    /// Nothing can be written after it. Fails with [`InputError::Full`] when the agent has not
+    /// read earlier input; the pipe is then closed when the slice ends.
+    pub fn close_stdin(&self) -> Result<(), InputError> {
+        let pipe = self.open_pipe()?;
+        pipe.closed.store(true, Ordering::SeqCst);
+        self.send(&pipe.input, InputMsg::Close)
+    }
+
+    fn open_pipe(&self) -> Result<&Pipe, InputError> {
+        match &self.input.pipe {
+            Some(pipe) if !pipe.closed.load(Ordering::SeqCst) => Ok(pipe),
+            _ => Err(self.no_pipe()),
         }
-        self.input
-            .try_send(InputMsg::Bytes(bytes.into()))
-            .map_err(|err| match err {
-                TrySendError::Full(_) => InputError::Full {
-                    slice: self.slice_id.to_string(),
-                },
-                TrySendError::Disconnected(_) => InputError::Ended {
-                    slice: self.slice_id.to_string(),
-                },
-            })
+    }
+
+    fn no_pipe(&self) -> InputError {
+        InputError::NoPipe {
+            slice: self.slice_id.to_string(),
+        }
+    }
+
+    fn send(&self, to: &SyncSender<InputMsg>, msg: InputMsg) -> Result<(), InputError> {
+        let slice = self.slice_id.to_string();
+        if self.ended.load(Ordering::SeqCst) {
+            return Err(InputError::Ended { slice });
+        }
+        to.try_send(msg).map_err(|err| match err {
+            TrySendError::Full(_) => InputError::Full { slice },
+            TrySendError::Disconnected(_) => InputError::Ended { slice },
+        })
     }
 }
 

@@ -3,5 +3,6 @@
 mod capture;
 mod input;
 mod spawn;
+mod stdin;
 mod support;
 mod termination;
