@@ -1,7 +1,7 @@
 //! `loopx say AGENT TEXT` (docs/watch.md, "Messages"): a person's message heads the agent's
 //! next slice's prompt, once, and the log says who sent it and which slice it reached.
 
-use crate::support::{LOOPX, Loopx, script_agent};
+use crate::support::{Background, LOOPX, Loopx, cli_stand_in, script_agent};
 
 fn one_agent() -> Loopx {
     let loopx = Loopx::new();
@@ -124,4 +124,128 @@ fn a_message_a_slice_could_not_use_waits_again_and_one_for_a_removed_agent_goes_
     loopx.ok(&["agent", "add", "exec", "--profile", "exec"]);
     let fresh = loopx.ok(&["say", "exec", "Hello"]).stdout;
     assert!(!fresh.contains("wait for it now"), "{fresh}");
+}
+
+/// An agent on the claude-code adapter, whose program is a stand-in that reads its input as
+/// Claude Code does with `--input-format stream-json` (`tests/fixtures/agents/claude-stream-json.py`).
+fn live_agent(loopx: &Loopx, echo: bool) -> std::path::PathBuf {
+    let dir = loopx.path().join("stand-in");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let program = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/agents/claude-stream-json.py");
+    let script = format!(
+        "STAND_IN_DIR='{}' STAND_IN_ECHO={} WAIT_SECS=60 exec python3 '{}' \"$@\"",
+        dir.display(),
+        u8::from(echo),
+        program.display()
+    );
+    cli_stand_in(
+        loopx,
+        "exec",
+        "claude-code",
+        &script,
+        "[limits]\nmax_time = \"2m\"",
+    );
+    dir
+}
+
+fn events(loopx: &Loopx, kinds: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec!["log", "--json"];
+    for kind in kinds {
+        args.extend(["--kind", kind]);
+    }
+    loopx
+        .ok(&args)
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+fn wait_for_file(path: &std::path::Path) {
+    let found = loopx_testkit::poll(std::time::Duration::from_secs(60), || {
+        path.exists().then_some(())
+    });
+    assert!(found.is_some(), "{} never appeared", path.display());
+}
+
+#[test]
+fn a_message_reaches_a_running_claude_code_session_at_once_and_the_log_says_it_went_live() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs", "--isolation", "shared"]);
+    let dir = live_agent(&loopx, true);
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    let run = Background::start(&loopx, &["--max-slices", "1"]);
+    // The agent runs a tool; the person speaks meanwhile.
+    wait_for_file(&dir.join("in-tool"));
+    let said = loopx.ok(&["say", "exec", "Use tabs,\nnot spaces."]);
+    assert!(
+        said.stdout.contains("Message m1 to exec"),
+        "{}",
+        said.stdout
+    );
+    let (code, _) = run.finish();
+    assert_eq!(code, 0);
+    // The prompt went on stdin as the first line, never in argv; the pipe was closed after the
+    // last turn, so the agent ended on its own.
+    let prompt = std::fs::read_to_string(dir.join("prompt.txt")).expect("prompt");
+    assert!(prompt.contains("Tidy the README"), "{prompt}");
+    assert!(dir.join("closed").exists(), "stdin was never closed");
+    // The agent's answer in the same turn quotes the message.
+    let transcript = loopx.ok(&["log", "--slice", "s1"]).stdout;
+    assert!(
+        transcript.contains("Heard: A message to you from human:")
+            && transcript.contains("> Use tabs,")
+            && transcript.contains("> not spaces."),
+        "{transcript}"
+    );
+    let log = events(
+        &loopx,
+        &["message_sent", "message_delivered", "message_returned"],
+    );
+    let kinds: Vec<_> = log
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(kinds, ["message_sent", "message_delivered"], "{log:#?}");
+    assert_eq!(log[1]["data"]["slice"], "s1");
+    assert_eq!(log[1]["data"]["how"], "live");
+}
+
+#[test]
+fn a_message_a_running_session_never_took_heads_the_agent_s_next_prompt() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs", "--isolation", "shared"]);
+    // A CLI that never echoes its input: loopx cannot know the message reached it.
+    let dir = live_agent(&loopx, false);
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    loopx.ok(&["todo", "add", "Tidy the changelog"]);
+    let run = Background::start(&loopx, &["--max-slices", "1"]);
+    wait_for_file(&dir.join("in-tool"));
+    loopx.ok(&["say", "exec", "Start with the examples."]);
+    let (code, _) = run.finish();
+    assert_eq!(code, 0);
+    // The session still ended: loopx closed its stdin a turn later.
+    assert!(dir.join("closed").exists(), "stdin was never closed");
+    let log = events(&loopx, &["message_delivered", "message_returned"]);
+    let kinds: Vec<_> = log
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(kinds, ["message_returned"], "{log:#?}");
+    // Nobody speaks during the next slice's tool: it need not wait for anyone.
+    std::fs::write(dir.join("wait_secs"), "0").expect("reset");
+    let run = Background::start(&loopx, &["--max-slices", "1"]);
+    let (code, _) = run.finish();
+    assert_eq!(code, 0);
+    let prompt = std::fs::read_to_string(dir.join("prompt.txt")).expect("prompt");
+    assert!(
+        prompt.starts_with("A message to you from human:")
+            && prompt.contains("> Start with the examples."),
+        "{prompt}"
+    );
+    let log = events(&loopx, &["message_delivered"]);
+    assert_eq!(log.len(), 1, "{log:#?}");
+    assert_eq!(log[0]["data"]["how"], "prompt");
+    assert_eq!(log[0]["data"]["slice"], "s2");
 }

@@ -114,36 +114,43 @@ fn status_shows_a_bounded_first_screen_with_the_counts() {
 
 #[test]
 fn a_slice_record_keeps_an_argument_prompt_in_the_prompt_file() {
-    let loopx = Loopx::new();
-    loopx.ok(&["goal", "start", "Add retries"]);
-    // Claude Code takes its prompt as an argument; this stand-in reports done.
-    cli_stand_in(
-        &loopx,
-        "claude",
-        "claude-code",
-        r#"echo '{"type":"system","subtype":"init","session_id":"3f1e","model":"claude-sonnet-4-5","tools":[]}'
-echo '{"type":"result","subtype":"success","is_error":false,"result":"Done.\n```loopx-report\n{\"status\":\"done\",\"summary\":\"retries added\"}\n```","session_id":"3f1e","usage":{"input_tokens":10,"output_tokens":5}}'"#,
-        "",
-    );
-    loopx.ok(&["todo", "add", "Add retry to the HTTP client"]);
-    loopx.ok(&["run", "--max-slices", "1"]);
-    let project = loopx_kernel::Project::at(loopx.path()).expect("project");
-    let store = loopx_kernel::Store::open_read(&project).expect("store");
-    let slice = store
-        .read(|s| s.slice(loopx_kernel::SliceId(1)))
-        .expect("read")
-        .expect("s1");
-    let argv = slice.argv.join(" ");
-    assert!(
-        !argv.contains("Add retry to the HTTP client"),
-        "the record holds no prompt: {argv}"
-    );
-    assert!(argv.contains("{prompt: .loopx/slices/s1.prompt}"), "{argv}");
-    let file = loopx.path().join(".loopx/slices/s1.prompt");
-    let prompt = std::fs::read_to_string(&file).expect("the prompt file");
-    assert!(prompt.contains("Add retry to the HTTP client"), "{prompt}");
-    let mode = std::os::unix::fs::PermissionsExt::mode(
-        &std::fs::metadata(&file).expect("meta").permissions(),
-    );
-    assert_eq!(mode & 0o777, 0o600);
+    // Codex takes its prompt as an argument, Claude Code as the first line on its stdin.
+    let codex = r#"echo '{"type":"thread.started","thread_id":"3f1e"}'
+echo '{"type":"item.completed","item":{"id":"i1","type":"agent_message","text":"Done.\n```loopx-report\n{\"status\":\"done\",\"summary\":\"retries added\"}\n```"}}'
+echo '{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":0,"output_tokens":5}}'"#;
+    let claude = r#"echo '{"type":"system","subtype":"init","session_id":"3f1e","model":"claude-sonnet-4-5","tools":[]}'
+echo '{"type":"result","subtype":"success","is_error":false,"result":"Done.\n```loopx-report\n{\"status\":\"done\",\"summary\":\"retries added\"}\n```","session_id":"3f1e","usage":{"input_tokens":10,"output_tokens":5}}'"#;
+    for (adapter, script, by_argument) in [("codex", codex, true), ("claude-code", claude, false)] {
+        let loopx = Loopx::new();
+        loopx.ok(&["goal", "start", "Add retries"]);
+        cli_stand_in(&loopx, "agent", adapter, script, "");
+        loopx.ok(&["todo", "add", "Add retry to the HTTP client"]);
+        loopx.ok(&["run", "--max-slices", "1"]);
+        let project = loopx_kernel::Project::at(loopx.path()).expect("project");
+        let store = loopx_kernel::Store::open_read(&project).expect("store");
+        let slice = store
+            .read(|s| s.slice(loopx_kernel::SliceId(1)))
+            .expect("read")
+            .expect("s1");
+        let argv = slice.argv.join(" ");
+        assert!(
+            !argv.contains("Add retry to the HTTP client"),
+            "{adapter}: the record holds no prompt: {argv}"
+        );
+        assert_eq!(
+            argv.contains("{prompt: .loopx/slices/s1.prompt}"),
+            by_argument,
+            "{adapter}: {argv}"
+        );
+        let file = loopx.path().join(".loopx/slices/s1.prompt");
+        let prompt = std::fs::read_to_string(&file).expect("the prompt file");
+        assert!(
+            prompt.contains("Add retry to the HTTP client"),
+            "{adapter}: {prompt}"
+        );
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&file).expect("meta").permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600, "{adapter}");
+    }
 }

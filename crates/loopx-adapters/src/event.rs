@@ -35,6 +35,10 @@ pub enum UsageScope {
     Total,
     /// One turn; turns add up (Codex `turn.completed`).
     Turn,
+    /// All that answering one input cost (Claude `result`): it replaces the messages' usage
+    /// since the previous one, and adds to earlier ones (with stream-json input, each line a
+    /// person writes is answered with a `result` of its own; `crate::live`).
+    Answer,
     /// One message, repeated as it streams; the last value per id counts (Claude `assistant`).
     Message(String),
 }
@@ -205,8 +209,15 @@ pub enum AgentEvent {
         /// Whether the wording says it is temporary (server trouble, overload).
         transient: bool,
     },
-    /// The run's final event.
+    /// The run's final event (with input on a pipe, of one turn: a later line may start
+    /// another; `crate::live`).
     Finished(Finish),
+    /// The CLI took a line of its stream-json input, now (Claude Code's replay of it; see
+    /// [`crate::live`]).
+    InputUsed {
+        /// The `uuid` loopx gave the line.
+        uuid: String,
+    },
 }
 
 impl AgentEvent {
@@ -263,6 +274,8 @@ pub struct StreamSummary {
     #[serde(skip)]
     usage_turns: TokenUsage,
     #[serde(skip)]
+    usage_answers: TokenUsage,
+    #[serde(skip)]
     usage_messages: BTreeMap<String, TokenUsage>,
 }
 
@@ -287,6 +300,7 @@ impl StreamSummary {
             exit_codes: BTreeMap::new(),
             usage_total: None,
             usage_turns: TokenUsage::default(),
+            usage_answers: TokenUsage::default(),
             usage_messages: BTreeMap::new(),
         }
     }
@@ -296,6 +310,7 @@ impl StreamSummary {
     pub fn usage(&self) -> TokenUsage {
         self.usage_total.unwrap_or_else(|| {
             let mut sum = self.usage_turns;
+            sum.add(self.usage_answers);
             self.usage_messages.values().for_each(|u| sum.add(*u));
             sum
         })
@@ -313,6 +328,10 @@ impl StreamSummary {
             AgentEvent::Usage { usage, scope } => match scope {
                 UsageScope::Total => self.usage_total = Some(*usage),
                 UsageScope::Turn => self.usage_turns.add(*usage),
+                UsageScope::Answer => {
+                    self.usage_answers.add(*usage);
+                    self.usage_messages.clear();
+                }
                 UsageScope::Message(id) => {
                     self.usage_messages.insert(id.clone(), *usage);
                 }
@@ -341,6 +360,7 @@ impl StreamSummary {
                 }
                 self.finish = Some(finish.clone());
             }
+            AgentEvent::InputUsed { .. } => {}
         }
     }
 

@@ -70,6 +70,12 @@ pub const RECORDED_STREAMS: &[RecordedStream] = recorded! {
         Some(1), CAPTURED_NOW, Some("usage_limited"), Some("2026-11-30T04:20:06Z");
     ClaudeStreamJson "claude/captured-write-tool.jsonl",
         Some(0), CAPTURED_NOW, Some("completed"), None;
+    ClaudeStreamJson "claude/captured-live-two-turns.jsonl",
+        Some(0), CAPTURED_NOW, Some("completed"), None;
+    ClaudeStreamJson "claude/captured-live-injected.jsonl",
+        Some(0), CAPTURED_NOW, Some("completed"), None;
+    ClaudeStreamJson "claude/captured-live-reused-uuid.jsonl",
+        None, CAPTURED_NOW, Some("completed"), None;
     CodexJson "codex/exec-json-normal.jsonl",
         Some(0), SYNTHETIC_NOW, Some("completed"), None;
     CodexJson "codex/exec-json-usage-limit.jsonl",

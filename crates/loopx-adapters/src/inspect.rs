@@ -252,6 +252,7 @@ fn note(event: &AgentEvent, signals: &mut Vec<String>) {
         AgentEvent::Waiting { kind, .. } => format!("waiting:{kind:?}").to_lowercase(),
         AgentEvent::Error { .. } => "error".to_owned(),
         AgentEvent::Finished(f) => format!("finished:{:?}", f.kind).to_lowercase(),
+        AgentEvent::InputUsed { .. } => "input_used".to_owned(),
     };
     if !signals.contains(&name) {
         signals.push(name);

@@ -44,6 +44,12 @@ pub enum PromptDelivery {
         /// The prompt.
         contents: String,
     },
+    /// Write `contents` as the first stream-json line ([`crate::live::user_line`]) on a stdin
+    /// pipe that stays open for a person's messages.
+    StreamJson {
+        /// The prompt.
+        contents: String,
+    },
 }
 
 /// Everything needed to spawn one slice of an agent.
@@ -116,6 +122,9 @@ pub fn render_launch(
             contents: prompt.to_owned(),
         },
         PromptDeliveryKind::Stdin => PromptDelivery::Stdin {
+            contents: prompt.to_owned(),
+        },
+        PromptDeliveryKind::StreamJson => PromptDelivery::StreamJson {
             contents: prompt.to_owned(),
         },
     };

@@ -39,6 +39,7 @@ mod event;
 pub mod fixtures;
 pub mod inspect;
 mod launch;
+pub mod live;
 mod parse;
 mod permission;
 mod profile;

@@ -175,3 +175,28 @@ fn every_name_the_redactor_treats_as_secret_is_refused_outside_secrets() {
         }
     }
 }
+
+/// Live input needs Claude Code's stream (the only one that echoes what it took) and the
+/// agent's stdin for its pipe.
+#[test]
+fn stream_json_delivery_needs_claude_s_stream_and_its_own_stdin() {
+    let text = "program = \"x\"\nargs = [\"-p\"]\noutput = \"codex-json\"\n[prompt]\ndelivery = \"stream-json\"\n[process]\nstdin = \"null\"\n[permissions]\nfull = [\"-y\"]\n";
+    let err = match loopx_adapters::load_adapter_str("live", "adapters/live.toml", text) {
+        Err(LoadError::Invalid(err)) => err.one_line_each(),
+        Err(other) => panic!("expected an invalid-config error, got {other}"),
+        Ok(_) => panic!("adapter should be invalid"),
+    };
+    assert!(
+        err.contains("adapters/live.toml:7")
+            && err
+                .contains("`process.stdin` cannot be set with `prompt.delivery = \"stream-json\"`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("adapters/live.toml:5")
+            && err.contains("needs `output = \"claude-stream-json\"`"),
+        "{err}"
+    );
+    let fine = "program = \"x\"\nargs = [\"-p\"]\noutput = \"claude-stream-json\"\n[prompt]\ndelivery = \"stream-json\"\n[permissions]\nfull = [\"-y\"]\n";
+    assert!(loopx_adapters::load_adapter_str("live", "adapters/live.toml", fine).is_ok());
+}

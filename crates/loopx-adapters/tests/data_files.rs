@@ -152,7 +152,7 @@ fn an_adapter_that_leaks_a_bypass_below_full_is_refused() {
 }
 
 #[test]
-fn claude_launch_renders_flags_before_the_prompt() {
+fn claude_launch_renders_flags_and_takes_the_prompt_as_its_first_stream_json_line() {
     let loaded = load_profile_file(
         &repo().join("profiles/executor.toml"),
         &AdapterCatalog::builtin(),
@@ -170,9 +170,12 @@ fn claude_launch_renders_flags_before_the_prompt() {
         plan.args,
         [
             "-p",
+            "--input-format",
+            "stream-json",
             "--output-format",
             "stream-json",
             "--verbose",
+            "--replay-user-messages",
             "--permission-mode",
             "acceptEdits",
             "--allowedTools",
@@ -181,11 +184,15 @@ fn claude_launch_renders_flags_before_the_prompt() {
             "claude-sonnet-4-5",
             "--max-turns",
             "60",
-            "--",
-            "-fix {model} the bug"
         ]
     );
-    assert_eq!(plan.prompt_delivery, PromptDelivery::Argument);
+    // Never in argv, whatever it holds: it goes on stdin.
+    assert_eq!(
+        plan.prompt_delivery,
+        PromptDelivery::StreamJson {
+            contents: "-fix {model} the bug".into()
+        }
+    );
     assert!(
         plan.secret_env_names
             .contains(&"ANTHROPIC_API_KEY".to_owned())

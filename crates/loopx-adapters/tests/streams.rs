@@ -505,3 +505,45 @@ fn a_plain_text_agent_reporting_a_limit_or_a_login_is_read() {
         "asked"
     );
 }
+
+/// Each line of stream-json input is answered with a `result` of its own, whose `usage` is
+/// that answer's only (measured with Claude Code 2.1.197 against the scripted model server:
+/// 100/10, then 7/3); the cost is the process's so far.
+#[test]
+fn claude_answers_to_each_line_of_input_add_up() {
+    let s = summary_of(stream("claude/captured-live-two-turns.jsonl"));
+    let usage = s.usage();
+    assert_eq!((usage.input, usage.output), (107, 13));
+    assert_eq!(s.cost_usd, Some(0.00086));
+    assert_eq!(s.final_message.as_deref(), Some("second answer"));
+}
+
+fn used_inputs(path: &str) -> Vec<String> {
+    let stream = stream(path);
+    as_they_arrive(
+        "claude-code",
+        OutputFormat::ClaudeStreamJson,
+        &stream.contents[0].lines().collect::<Vec<_>>(),
+    )
+    .into_iter()
+    .filter_map(|e| match e {
+        AgentEvent::InputUsed { uuid } => Some(uuid),
+        _ => None,
+    })
+    .collect()
+}
+
+/// Claude echoes each line of its input as it uses it: the prompt at once, a line written
+/// while a tool ran after the tool's result. A line whose uuid was used before is echoed
+/// without a timestamp and never reaches the model: not used.
+#[test]
+fn claude_s_echoes_say_which_lines_of_its_input_it_used() {
+    assert_eq!(
+        used_inputs("claude/captured-live-injected.jsonl"),
+        ["aaaaaaaa-0000-4000-8000-000000000001", "loopx-inject-1"]
+    );
+    assert_eq!(
+        used_inputs("claude/captured-live-reused-uuid.jsonl"),
+        ["loopx-same"]
+    );
+}

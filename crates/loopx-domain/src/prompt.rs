@@ -120,23 +120,32 @@ pub fn messages_note(messages: &[loopx_kernel::model::Message]) -> Option<String
     if messages.is_empty() {
         return None;
     }
-    let notes: Vec<String> = messages
-        .iter()
-        .map(|m| {
-            let quoted: Vec<String> = m.text.lines().map(|l| format!("> {l}")).collect();
-            format!(
-                "A message to you from {} ({}, {}):\n{}",
-                m.by,
-                m.id,
-                m.at,
-                quoted.join("\n")
-            )
-        })
-        .collect();
+    let notes: Vec<String> = messages.iter().map(quoted).collect();
     Some(format!(
         "{}\n(A person wrote this while you were away: take it into account in this slice.)",
         notes.join("\n\n")
     ))
+}
+
+/// A person's message as it is written into the agent's running session (a CLI that takes
+/// input while it runs; `docs/watch.md`, "Messages"): headed as in a prompt.
+pub fn live_message_note(message: &loopx_kernel::model::Message) -> String {
+    format!(
+        "{}\n(A person wrote this while you were working: take it into account now.)",
+        quoted(message)
+    )
+}
+
+/// Who wrote a message, which and when, and its text quoted line by line.
+fn quoted(m: &loopx_kernel::model::Message) -> String {
+    let lines: Vec<String> = m.text.lines().map(|l| format!("> {l}")).collect();
+    format!(
+        "A message to you from {} ({}, {}):\n{}",
+        m.by,
+        m.id,
+        m.at,
+        lines.join("\n")
+    )
 }
 
 /// The scope section: the goal's scope, and where the agent works when it is not the

@@ -38,9 +38,9 @@ pub use apply::{
     RenewClaim, Resume, SLICE_PLACEHOLDER, SetGoalStatus, SliceEnd, WithdrawGate,
 };
 pub use apply::{
-    AmendGoal, Amended, Begun, CONTINUATION_HOLD, EditTodo, Interrupted, NewMessage, NewSpend,
-    OPEN_MONITORS, OPEN_PROPOSALS, OPEN_QUESTIONS, OPEN_TODOS, ReplanTodo, Replanning, TypedOp,
-    WAITING_MESSAGES,
+    AmendGoal, Amended, Begun, CONTINUATION_HOLD, EditTodo, Interrupted, LiveMessages, NewMessage,
+    NewSpend, OPEN_MONITORS, OPEN_PROPOSALS, OPEN_QUESTIONS, OPEN_TODOS, ReplanTodo, Replanning,
+    TypedOp, WAITING_MESSAGES,
 };
 pub use copy::CopyReport;
 pub use open::{DEFAULT_WAIT, OpenOptions, SCHEMA_VERSION, Store, WriteLock};

@@ -24,7 +24,7 @@ const LOOPX_VAR: &str = "LOOPX_REAL_CLIS_LOOPX";
 /// binaries as a user who cannot reach root's toolchain, right after the build).
 const BUILT_VAR: &str = "LOOPX_TEST_BUILT_LOOPX";
 /// The `netns_*` tests; the outer test insists that all of them ran and passed.
-const NETNS_TESTS: usize = 20;
+const NETNS_TESTS: usize = 21;
 /// Generous: each run takes 1–6 s here, but CI machines are shared and slow.
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -475,7 +475,8 @@ impl Project {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn loopx(&self, args: &[&str]) -> Output {
+    /// loopx with `args`, offline, in the project, with the project's environment.
+    fn command(&self, args: &[&str]) -> Command {
         let loopx = std::env::var_os(LOOPX_VAR).expect("the outer test passes the loopx binary");
         let bin = cli("claude").parent().expect("a bin dir").to_path_buf();
         let mut command = offline_command(
@@ -487,7 +488,18 @@ impl Project {
         command
             .args(args)
             .envs(self.env.iter().map(|(k, v)| (k, v)));
-        wait_with_deadline(command, RUN_TIMEOUT)
+        command
+    }
+
+    fn loopx(&self, args: &[&str]) -> Output {
+        wait_with_deadline(self.command(args), RUN_TIMEOUT)
+    }
+
+    /// Starts loopx and returns at once.
+    fn spawn(&self, args: &[&str]) -> std::process::Child {
+        let mut command = self.command(args);
+        command.stdout(Stdio::null()).stderr(Stdio::null());
+        command.spawn().expect("loopx starts")
     }
 
     /// Runs loopx, insisting on exit 0; its stdout.
@@ -618,6 +630,62 @@ fn netns_loopx_runs_claude_to_a_done_todo() {
         detail.contains("containment: namespaces+landlock"),
         "{detail}"
     );
+}
+
+/// `loopx say` while Claude Code runs a tool: the message goes into the running session (its
+/// stream-json input), reaches the model in the same turn, and is recorded delivered `live`
+/// when Claude echoes it; then loopx closes Claude's stdin and the slice ends on its own.
+#[test]
+#[ignore = "run inside `unshare -rn` by real_clis_in_netns"]
+fn netns_loopx_says_a_message_into_a_running_claude_session() {
+    let project = claude_project(script("claude-live.json"), "ANTHROPIC_API_KEY");
+    let mut run = project.spawn(&["run", "--once"]);
+    // The model asked for `sleep 8`: Claude runs it now.
+    let asked = poll(RUN_TIMEOUT, || (project.model_turns() >= 1).then_some(()));
+    assert!(asked.is_some(), "Claude never asked the model");
+    project.ok(&["say", "a", "Use tabs, not spaces."]);
+    let exited = poll(RUN_TIMEOUT, || run.try_wait().expect("wait"));
+    let Some(status) = exited else {
+        let _ = run.kill();
+        panic!(
+            "loopx run --once did not end: {:?}",
+            project.server.requests()
+        );
+    };
+    assert!(status.success(), "{status}");
+    // The model's next request carries the message, as Claude injects it mid-turn.
+    let requests = project.server.requests();
+    assert_eq!(project.model_turns(), 2, "{requests:?}");
+    let second = requests
+        .iter()
+        .filter(|r| matches!(r.answer, Answer::Turn { .. }))
+        .nth(1)
+        .expect("a second request")
+        .body
+        .to_string();
+    assert!(
+        second.contains("Use tabs, not spaces.") && second.contains("A message to you from human:"),
+        "{second}"
+    );
+    let log = project.ok(&["log", "--json", "--kind", "message_delivered"]);
+    let delivered: Value = serde_json::from_str(log.trim()).expect("one event");
+    assert_eq!(delivered["data"]["how"], "live", "{delivered}");
+    assert_eq!(delivered["data"]["slice"], "s1", "{delivered}");
+    assert_eq!(project.todo_state(), "done");
+}
+
+/// Calls `probe` until it gives a value, for at most `within`.
+fn poll<T>(within: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(value) = probe() {
+            return Some(value);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]

@@ -801,7 +801,8 @@ impl Host for SimHost {
                 self.stalls.began(record.goal);
                 let prompt = match &begun.plan().prompt_delivery {
                     loopx_adapters::PromptDelivery::File { contents, .. }
-                    | loopx_adapters::PromptDelivery::Stdin { contents } => contents.clone(),
+                    | loopx_adapters::PromptDelivery::Stdin { contents }
+                    | loopx_adapters::PromptDelivery::StreamJson { contents } => contents.clone(),
                     // The prompt is the last argument (`… -- PROMPT`).
                     loopx_adapters::PromptDelivery::Argument => {
                         begun.plan().args.last().cloned().unwrap_or_default()

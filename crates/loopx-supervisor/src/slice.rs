@@ -26,6 +26,7 @@ mod decide;
 mod disk;
 mod guard;
 mod launch;
+mod live;
 mod redact_log;
 mod run;
 mod stream;

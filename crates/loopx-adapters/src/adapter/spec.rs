@@ -79,6 +79,9 @@ pub enum PromptDeliveryKind {
     File,
     /// Written to the agent's stdin, then end-of-file.
     Stdin,
+    /// The first line of Claude Code's stream-json input, on a stdin pipe that stays open
+    /// while the agent works, so that a person's message can follow (`crate::live`).
+    StreamJson,
 }
 
 /// What the agent's stdin must be.

@@ -101,13 +101,21 @@ fn validate(
     let description = take(raw.description, "description", p).map_or_else(String::new, |(v, _)| v);
     let program = program(take(raw.program, "program", p), p);
     let output = output(take(raw.output, "output", p), p);
-    let delivery = delivery(raw.prompt.and_then(|r| r.delivery), p);
+    let (delivery, delivery_span) = delivery(raw.prompt.and_then(|r| r.delivery), p);
     let args = args(raw.args, delivery, p);
     let options = raw.options.map(|o| options(o, p));
     let permissions = permissions(raw.permissions, p);
     let health = health(raw.health, p);
     let (env_pass, env_secrets, env_set) = env(raw.env, p);
     let stdin = take(raw.process.and_then(|r| r.stdin), "process.stdin", p);
+    if delivery == Some(PromptDeliveryKind::StreamJson) {
+        live_input(
+            output,
+            stdin.as_ref().map(|(_, span)| span),
+            delivery_span,
+            p,
+        );
+    }
     let stdin = stdin.map_or(Some(StdinMode::Pty), |(v, span)| {
         let modes = [(StdinMode::Pty, "pty"), (StdinMode::Null, "null")];
         one_of(&v, &span, "process.stdin", &modes, p)
@@ -247,15 +255,45 @@ pub(crate) fn one_of<T: Copy>(
     None
 }
 
-fn delivery(field: Option<Checked<String>>, p: &mut Problems) -> Option<PromptDeliveryKind> {
+/// `prompt.delivery = "stream-json"` needs the one stream that acknowledges input (Claude
+/// Code's), and the agent's stdin for its pipe.
+fn live_input(
+    output: Option<OutputFormat>,
+    stdin: Option<&Range<usize>>,
+    span: Range<usize>,
+    p: &mut Problems,
+) {
+    if let Some(stdin) = stdin {
+        p.push(
+            stdin.clone(),
+            Some("process.stdin"),
+            "`process.stdin` cannot be set with `prompt.delivery = \"stream-json\"`: the agent's stdin is the pipe loopx writes the prompt and messages to",
+            Some("remove `process.stdin`".to_owned()),
+        );
+    }
+    if output.is_some_and(|o| o != OutputFormat::ClaudeStreamJson) {
+        p.push(
+            span,
+            Some("prompt.delivery"),
+            "`prompt.delivery = \"stream-json\"` needs `output = \"claude-stream-json\"`: loopx knows a message reached the agent by the echo in that stream",
+            Some("use `delivery = \"argument\"` for another CLI".to_owned()),
+        );
+    }
+}
+
+fn delivery(
+    field: Option<Checked<String>>,
+    p: &mut Problems,
+) -> (Option<PromptDeliveryKind>, Range<usize>) {
     let allowed = [
         (PromptDeliveryKind::Argument, "argument"),
         (PromptDeliveryKind::File, "file"),
         (PromptDeliveryKind::Stdin, "stdin"),
+        (PromptDeliveryKind::StreamJson, "stream-json"),
     ];
     match take(field, "prompt.delivery", p) {
-        Some((v, span)) => one_of(&v, &span, "prompt.delivery", &allowed, p),
-        None => Some(PromptDeliveryKind::Argument),
+        Some((v, span)) => (one_of(&v, &span, "prompt.delivery", &allowed, p), span),
+        None => (Some(PromptDeliveryKind::Argument), 0..0),
     }
 }
 
@@ -283,7 +321,7 @@ fn args(
     let needed = match delivery? {
         PromptDeliveryKind::Argument => Some("prompt"),
         PromptDeliveryKind::File => Some("prompt_file"),
-        PromptDeliveryKind::Stdin => None,
+        PromptDeliveryKind::Stdin | PromptDeliveryKind::StreamJson => None,
     };
     if let Some(needed) = needed.filter(|n| !uses(n)) {
         p.push(

@@ -16,8 +16,20 @@ pub(super) fn event(v: &Value, rules: &[SignalRule], now: Timestamp) -> Option<V
     let events = match str_at(v, "/type")? {
         "system" => system(v),
         "assistant" => assistant(v, rules, now),
-        // Tool results: never read for signals, since a tool can print any sentence.
-        "user" => Vec::new(),
+        // Tool results: never read for signals, since a tool can print any sentence. The echo
+        // of a line of loopx's stream-json input says the CLI took it (`crate::live`).
+        // An echo without a `timestamp` is of a line the CLI skipped (its uuid was used
+        // before), not used.
+        "user" => match (
+            v.at("/isReplay").and_then(Value::as_bool),
+            str_at(v, "/uuid"),
+            v.at("/timestamp"),
+        ) {
+            (Some(true), Some(uuid), Some(_)) => vec![AgentEvent::InputUsed {
+                uuid: uuid.to_owned(),
+            }],
+            _ => Vec::new(),
+        },
         "rate_limit_event" => rate_limit(v).into_iter().collect(),
         "result" => result(v, rules, now),
         _ => return None,
@@ -160,7 +172,7 @@ fn result(v: &Value, rules: &[SignalRule], now: Timestamp) -> Vec<AgentEvent> {
     if let Some(usage) = v.at("/usage").map(usage) {
         out.push(AgentEvent::Usage {
             usage,
-            scope: UsageScope::Total,
+            scope: UsageScope::Answer,
         });
     }
     if let Some(usd) = v.at("/total_cost_usd").and_then(Value::as_f64) {

@@ -215,7 +215,8 @@ pub enum EventKind {
         agent: AgentName,
         text: String,
     },
-    /// A message reached its agent: the slice's agent started with it (`how`: `prompt`).
+    /// A message reached its agent: the slice's agent started with it (`how`: `prompt`), or
+    /// its CLI took it while it ran (`live`).
     MessageDelivered {
         message: MessageId,
         agent: AgentName,
@@ -223,7 +224,8 @@ pub enum EventKind {
         how: super::Delivery,
     },
     /// A message taken by a slice that could not use it (its agent did not start, or could not
-    /// work: not logged in, out of quota) waits again for the agent's next slice.
+    /// work: not logged in, out of quota; or one written into its running session that the CLI
+    /// never took) waits again for the agent's next slice.
     MessageReturned {
         message: MessageId,
         agent: AgentName,

@@ -22,12 +22,16 @@ pub struct Message {
 pub enum Delivery {
     /// It headed the prompt of the slice's agent as it started.
     Prompt,
+    /// It was written into the slice's running session, and the agent's CLI took it (record
+    /// version 18).
+    Live,
 }
 
 impl Delivery {
     pub fn as_str(self) -> &'static str {
         match self {
             Delivery::Prompt => "prompt",
+            Delivery::Live => "live",
         }
     }
 }

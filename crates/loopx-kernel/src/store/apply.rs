@@ -23,7 +23,7 @@ mod which_goal;
 pub use agent::AgentChange;
 pub use caps::{OPEN_MONITORS, OPEN_PROPOSALS, OPEN_QUESTIONS, OPEN_TODOS};
 pub use edit::EditTodo;
-pub use message::{NewMessage, WAITING as WAITING_MESSAGES};
+pub use message::{LiveMessages, NewMessage, WAITING as WAITING_MESSAGES};
 pub use monitor::{ClaimPoll, RecordPoll};
 pub use op::{
     AgentWaits, AmendGoal, AnswerChoice, AnswerGate, Applied, BatchError, BeginSlice, ChangeAgent,

@@ -58,6 +58,8 @@
 //! - 17: evidence gained `metric` (a measurement), its last field: older evidence reads with
 //!   none (a zero byte appended). Evidence gained the `metric` kind and gates the `best` kind
 //!   (appended, so older records read unchanged).
+//! - 18: a message's delivery gained `live` (appended, so older records read unchanged); the
+//!   bump makes an older loopx refuse such an event by name instead of failing to decode it.
 
 use std::borrow::Cow;
 
@@ -73,7 +75,7 @@ use crate::model::{
 use crate::time::Timestamp;
 
 /// The encoding of every record this loopx writes.
-pub(crate) const RECORD_VERSION: u8 = 17;
+pub(crate) const RECORD_VERSION: u8 = 18;
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![RECORD_VERSION];
@@ -98,7 +100,7 @@ pub(crate) fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T
             owned.push(0);
             Cow::Owned(owned)
         }
-        Some((&(6..=16 | RECORD_VERSION), body)) => Cow::Borrowed(body),
+        Some((&(6..=17 | RECORD_VERSION), body)) => Cow::Borrowed(body),
         Some((&version @ 1..=5, body)) => up_to_v5(version, table, body)
             .and_then(|v5| Ok(Cow::Owned(upgrade_v5(table, &v5)?.into_owned())))
             .map_err(|e| failed(e.to_string()))?,
@@ -991,9 +993,9 @@ mod tests {
 
     #[test]
     fn a_newer_record_is_refused_by_name() {
-        let err = decode::<u64>("agents", &[18, 1]).expect_err("too new");
-        assert!(err.to_string().contains("record version 18"), "{err}");
-        for version in [3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17] {
+        let err = decode::<u64>("agents", &[19, 1]).expect_err("too new");
+        assert!(err.to_string().contains("record version 19"), "{err}");
+        for version in [3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18] {
             assert_eq!(
                 decode::<u64>("agents", &[version, 1]).expect("an older version reads"),
                 1,

@@ -48,9 +48,8 @@ pub(crate) fn contain(
     let helper = exec_helper(loopx_exe);
     spec.sandbox = sandbox(plan, project_root, tree, room, &spec.env, &helper)?;
     agent_git(spec, project_root, tree, room)?;
-    if !spec.resources.is_empty() || !spec.sandbox.is_empty() {
-        spec.exec_helper = Some(helper);
-    }
+    // Used for limits, a sandbox, or a stdin other than the terminal (`loopx_pty`'s choice).
+    spec.exec_helper = Some(helper);
     Ok(())
 }
 

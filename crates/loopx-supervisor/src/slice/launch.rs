@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use loopx_adapters::{LaunchPlan, PromptDelivery};
+use loopx_adapters::{LaunchPlan, PromptDelivery, StdinMode};
 use loopx_kernel::{AgentName, SliceId, TodoId};
 use loopx_pty::{EnvSpec, LaunchSpec, LogSpec, PromptFile, SliceLimits};
 
@@ -25,13 +25,25 @@ pub(crate) fn marker(project_root: &Path, slice: SliceId) -> loopx_pty::SliceId 
         .expect("a kernel slice id and hex digits are a valid marker")
 }
 
-/// The spec to spawn, and the bytes to type into the terminal when the prompt goes by stdin.
+/// What loopx writes to the agent once it started.
+#[derive(Debug)]
+pub(crate) enum FirstInput {
+    /// Nothing: the prompt is an argument or a file.
+    Nothing,
+    /// These bytes, typed into the terminal.
+    Typed(Vec<u8>),
+    /// The prompt, as the first line of the stream-json input on a stdin pipe that stays open
+    /// (`live.rs`).
+    Live(String),
+}
+
+/// The spec to spawn, and what to write to the agent once it started.
 pub(crate) fn launch_spec(
     plan: &LaunchPlan,
     env: &SliceEnv<'_>,
     log: PathBuf,
     redactor: &loopx_kernel::Redactor,
-) -> (LaunchSpec, Option<Vec<u8>>) {
+) -> (LaunchSpec, FirstInput) {
     let mut set: Vec<(String, OsString)> = plan
         .env_set
         .iter()
@@ -46,19 +58,26 @@ pub(crate) fn launch_spec(
     let mut inherit = plan.env_allowlist.clone();
     inherit.extend(plan.secret_env_names.iter().cloned());
     let limits = &plan.limits;
-    let (prompt, stdin) = match &plan.prompt_delivery {
-        PromptDelivery::Argument => (None, None),
+    let (prompt, first) = match &plan.prompt_delivery {
+        PromptDelivery::Argument => (None, FirstInput::Nothing),
         PromptDelivery::File { path, contents } => (
             Some(PromptFile {
                 path: path.clone(),
                 contents: contents.clone().into_bytes(),
             }),
-            None,
+            FirstInput::Nothing,
         ),
         // A terminal ends input with ^D at the start of a line.
-        PromptDelivery::Stdin { contents } => {
-            (None, Some(format!("{contents}\n\u{4}").into_bytes()))
-        }
+        PromptDelivery::Stdin { contents } => (
+            None,
+            FirstInput::Typed(format!("{contents}\n\u{4}").into_bytes()),
+        ),
+        PromptDelivery::StreamJson { contents } => (None, FirstInput::Live(contents.clone())),
+    };
+    let stdin = match (&first, plan.stdin) {
+        (FirstInput::Live(_), _) => loopx_pty::Stdin::Pipe,
+        (_, StdinMode::Null) => loopx_pty::Stdin::Null,
+        (_, StdinMode::Pty) => loopx_pty::Stdin::Terminal,
     };
     let spec = LaunchSpec {
         slice_id: marker(env.project_root, env.slice),
@@ -93,9 +112,10 @@ pub(crate) fn launch_spec(
         },
         prompt,
         // A prompt typed into the terminal must not come back as the agent's output.
-        echo: stdin.is_none(),
+        echo: !matches!(first, FirstInput::Typed(_)),
+        stdin,
     };
-    (spec, stdin)
+    (spec, first)
 }
 
 #[cfg(test)]

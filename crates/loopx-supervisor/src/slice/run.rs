@@ -15,7 +15,8 @@ use super::begin::{Begun, lease_ttl, slice_path};
 use super::channel::{Channel, ChannelReports};
 use super::contain::contain;
 use super::guard::{patience, retrying};
-use super::launch::{SliceEnv, launch_spec};
+use super::launch::{FirstInput, SliceEnv, launch_spec};
+use super::live::Mailroom;
 use super::redact_log::redact_log;
 use super::stream::{Spawned, observe, reached_ceiling, spawn};
 use crate::errors::SupervisorError;
@@ -35,7 +36,9 @@ pub(crate) struct Launched {
     /// The supervisor's runtime, which the agent's PTY is supervised on.
     runtime: tokio::runtime::Handle,
     spawned: Result<Spawned, String>,
-    stdin: Option<Vec<u8>>,
+    first: FirstInput,
+    /// Where its messages come from while it runs, when its agent takes input then.
+    mailroom: Mailroom,
     parser: Parser,
     before: scope::Before,
     /// Records the spawned process in the store, off the PTY's runtime.
@@ -73,7 +76,7 @@ impl Begun {
             todo: self.record.todo,
             epoch: self.record.epoch,
         };
-        let (mut spec, stdin) =
+        let (mut spec, first) =
             launch_spec(&self.plan, &env, slice_path(req, &log), &self.redactor);
         create_private(&spec.log.path);
         // A room, a sandbox or a channel that cannot be had is a failed spawn: it counts
@@ -114,11 +117,19 @@ impl Begun {
             Ok((room, channel)) => (spawn(&runtime, spec), Some(room), Some(channel)),
             Err(why) => (Err(why), None, None),
         };
+        let mailroom = Mailroom {
+            slice: self.record.id,
+            agent: self.setup.agent.name.clone(),
+            stores: req.world.stores.clone(),
+            project: req.project.clone(),
+            clock: req.world.clock.clone(),
+        };
         let mut launched = Launched {
             begun: self,
             runtime,
             spawned,
-            stdin,
+            first,
+            mailroom,
             parser,
             before,
             recorder: None,
@@ -222,7 +233,8 @@ impl Launched {
             mut begun,
             runtime,
             spawned,
-            stdin,
+            first,
+            mailroom,
             parser,
             before,
             recorder,
@@ -235,7 +247,7 @@ impl Launched {
         let max_tokens = begun.plan.limits.max_tokens;
         let mut end = runtime.block_on(observe(
             spawned,
-            stdin,
+            (first, mailroom),
             parser,
             max_tokens,
             &req.world.clock,

@@ -5,6 +5,8 @@ use loopx_pty::{LaunchSpec, RunningSlice, SliceEvent, SliceEvents};
 
 use loopx_domain::judge::AgentEnd;
 
+use super::launch::FirstInput;
+use super::live::{LiveInput, Mailroom};
 use super::run::{is_refusal, jiff_time};
 
 /// A spawned agent and its events.
@@ -23,6 +25,14 @@ pub(crate) fn spawn(runtime: &tokio::runtime::Handle, spec: LaunchSpec) -> Resul
         .map_err(|e| crate::errors::chain(&e))
 }
 
+/// Sleeps until `at` (forever when `None`: the branch is disabled then).
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The slice's token ceiling, once the usage the agent reported so far reached it.
 pub(crate) fn reached_ceiling(summary: &StreamSummary, max_tokens: Option<u64>) -> Option<u64> {
     let max = max_tokens?;
@@ -30,12 +40,13 @@ pub(crate) fn reached_ceiling(summary: &StreamSummary, max_tokens: Option<u64>) 
     (usage.input.saturating_add(usage.output) >= max).then_some(max)
 }
 
-/// Types `stdin` into the agent's terminal, feeds every output chunk to `parser` as it
-/// arrives (stopping the agent when the vendor refuses it, or when the usage it reports
-/// reaches `max_tokens`), and waits for the end and the sweep.
+/// Writes the agent its first input (and, when it takes input while it runs, the person's
+/// messages as they come: `live.rs`), feeds every output chunk to `parser` as it arrives
+/// (stopping the agent when the vendor refuses it, or when the usage it reports reaches
+/// `max_tokens`), and waits for the end and the sweep.
 pub(crate) async fn observe(
     spawned: Result<Spawned, String>,
-    stdin: Option<Vec<u8>>,
+    (first, mailroom): (FirstInput, Mailroom),
     mut parser: Parser,
     max_tokens: Option<u64>,
     clock: &loopx_kernel::SharedClock,
@@ -47,19 +58,47 @@ pub(crate) async fn observe(
         Ok(spawned) => spawned,
         Err(why) => return AgentEnd::new(Err(why), parser.into_summary()),
     };
-    if let Some(bytes) = stdin
-        && let Err(e) = slice.send_input(bytes)
-    {
-        tracing::warn!(error = %e, "could not type the prompt into the agent's terminal");
+    let mut live = None;
+    match first {
+        FirstInput::Nothing => {}
+        FirstInput::Typed(bytes) => {
+            if let Err(e) = slice.send_input(bytes) {
+                tracing::warn!(error = %e, "could not type the prompt into the agent's terminal");
+            }
+        }
+        FirstInput::Live(prompt) => {
+            live = Some(LiveInput::start(&prompt, mailroom, slice.control()))
+        }
     }
     let mut stopped_for_refusal = false;
     let mut stopped_at_ceiling = None;
-    while let Some(event) = events.next().await {
+    loop {
+        let event = match &mut live {
+            Some(input) => {
+                let close_at = input.close_at();
+                tokio::select! {
+                    event = events.next() => event,
+                    Some(taken) = input.taken() => {
+                        input.write(taken);
+                        continue;
+                    }
+                    () = sleep_until(close_at), if close_at.is_some() => {
+                        input.close();
+                        continue;
+                    }
+                }
+            }
+            None => events.next().await,
+        };
+        let Some(event) = event else { break };
         match event {
             SliceEvent::Output(bytes) => {
                 let mut refused = false;
                 parser.feed(&bytes, jiff_time(clock.now()), &mut |event| {
                     refused |= is_refusal(&event);
+                    if let Some(input) = &mut live {
+                        input.saw(&event);
+                    }
                 });
                 // The vendor refused the agent: nothing more will come of this slice, and a CLI
                 // can stay alive after it without ever finishing (Claude Code in streaming
@@ -92,6 +131,9 @@ pub(crate) async fn observe(
         }
     }
     parser.finish(jiff_time(clock.now()));
+    if let Some(input) = live {
+        input.finish().await;
+    }
     let report = slice.wait().await.map_err(|e| crate::errors::chain(&e));
     let mut end = AgentEnd::new(report, parser.into_summary());
     end.stopped_for_refusal = stopped_for_refusal;

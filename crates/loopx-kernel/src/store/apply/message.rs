@@ -5,6 +5,11 @@
 //! one slice's prompt at a time, and is not lost to a slice that could not read it. Messages
 //! that wait live under one key per agent (`messages/NAME`), never more than [`WAITING`], and
 //! a slice's under `messages-taken/SLICE` until it ends; the events say what happened.
+//!
+//! A slice whose agent takes input while it runs (Claude Code's stream-json) also takes what
+//! waits while it runs ([`LiveMessages::Take`]), for loopx to write into the session; each is
+//! delivered `live` when the CLI says it took it ([`LiveMessages::Used`]), and what it never
+//! took when the slice ends waits again, first (under `messages-live/SLICE` until then).
 
 use crate::errors::{Conflict, Invalid, KernelError, Refused};
 use crate::ids::{AgentName, MessageId, SliceId};
@@ -23,6 +28,17 @@ const NEXT: &str = "next_message";
 pub struct NewMessage {
     pub agent: AgentName,
     pub text: String,
+}
+
+/// What loopx does with a person's messages while a slice whose agent takes input runs. Only
+/// loopx does it, never an agent (one could mark a message delivered that it never read).
+#[derive(Debug, Clone, PartialEq)]
+pub enum LiveMessages {
+    /// Takes every message waiting for the running slice's agent, to write into its session
+    /// now (applied as [`Applied::Messages`]).
+    Take { slice: SliceId },
+    /// The slice's CLI took `message`: it is delivered, `live`.
+    Used { slice: SliceId, message: MessageId },
 }
 
 pub(crate) fn key(agent: &AgentName) -> String {
@@ -111,23 +127,75 @@ pub(super) fn delivered(w: &Writer<'_>, slice: SliceId) -> Result<(), KernelErro
     Ok(())
 }
 
+/// Live messages: a running slice takes what waits now, or its CLI took one of them.
+pub(super) fn live(w: &Writer<'_>, op: LiveMessages) -> Result<Applied, KernelError> {
+    if loopx_vocab::Actor::of(w.actor).is_agent() {
+        return Err(Refused::SayByAgent {
+            actor: w.actor.to_owned(),
+        }
+        .into());
+    }
+    match op {
+        LiveMessages::Take { slice } => {
+            let record = super::slice::running_slice(w, slice)?;
+            let waiting: Vec<Message> = w.quota_get(&key(&record.agent))?.unwrap_or_default();
+            if !waiting.is_empty() {
+                let mut live: Vec<Message> = w.quota_get(&live_key(slice))?.unwrap_or_default();
+                live.extend(waiting.iter().cloned());
+                w.quota_put(&live_key(slice), &live)?;
+                w.quota_remove(&key(&record.agent))?;
+            }
+            Ok(Applied::Messages(waiting))
+        }
+        LiveMessages::Used { slice, message } => {
+            let mut live: Vec<Message> = w.quota_get(&live_key(slice))?.unwrap_or_default();
+            // Taken once: a second echo of the line, or one after the slice ended, says nothing new.
+            let Some(at) = live.iter().position(|m| m.id == message) else {
+                return Ok(Applied::Recorded);
+            };
+            let used = live.remove(at);
+            match live.is_empty() {
+                true => w.quota_remove(&live_key(slice)).map(drop)?,
+                false => w.quota_put(&live_key(slice), &live)?,
+            }
+            w.event(EventKind::MessageDelivered {
+                message: used.id,
+                agent: used.agent,
+                slice,
+                how: Delivery::Live,
+            })?;
+            Ok(Applied::Recorded)
+        }
+    }
+}
+
 /// The slice ended: its messages are settled. When its agent never started, or could not work
-/// (`spawn_failed`, `auth_failed`, `usage_limited`), they wait again, first, for the agent's
-/// next slice.
+/// (`spawn_failed`, `auth_failed`, `usage_limited`), the ones its prompt carried wait again,
+/// first, for the agent's next slice; so do the ones written into its session that its CLI
+/// never took.
 pub(super) fn settled(
     w: &Writer<'_>,
     slice: &crate::model::SliceRecord,
 ) -> Result<(), KernelError> {
-    let Some(taken) = w.quota_get::<Vec<Message>>(&taken_key(slice.id))? else {
+    let taken = w.quota_get::<Vec<Message>>(&taken_key(slice.id))?;
+    let live = w.quota_get::<Vec<Message>>(&live_key(slice.id))?;
+    if taken.is_none() && live.is_none() {
         return Ok(());
-    };
+    }
     w.quota_remove(&taken_key(slice.id))?;
+    w.quota_remove(&live_key(slice.id))?;
     let unused = slice.process.is_none()
         || matches!(
             slice.outcome,
             Some(Outcome::SpawnFailed | Outcome::AuthFailed | Outcome::UsageLimited)
         );
-    if !unused || taken.is_empty() {
+    let mut taken = if unused {
+        taken.unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    taken.extend(live.unwrap_or_default());
+    if taken.is_empty() {
         return Ok(());
     }
     let mut waiting: Vec<Message> = w.quota_get(&key(&slice.agent))?.unwrap_or_default();
@@ -157,6 +225,10 @@ fn put_waiting(w: &Writer<'_>, agent: &AgentName, waiting: &[Message]) -> Result
 
 fn taken_key(slice: SliceId) -> String {
     format!("messages-taken/{slice}")
+}
+
+fn live_key(slice: SliceId) -> String {
+    format!("messages-live/{slice}")
 }
 
 impl crate::store::Snapshot<'_> {

@@ -400,6 +400,8 @@ pub enum Op {
     SliceBegin(BeginSlice),
     /// A person's message to an agent (`loopx say`).
     Say(super::message::NewMessage),
+    /// A running slice's messages, written into its session (loopx's own).
+    LiveMessages(super::message::LiveMessages),
     SliceInterrupt(Interrupt),
     /// Refuses unless `slice` is running, runs `agent`, works under exactly this claim, and
     /// the claim's epoch is still current; writes nothing. The first operation of a batch an
@@ -531,6 +533,8 @@ pub enum Applied {
     Spend(crate::model::Spend),
     Hold(crate::model::QuotaHold),
     Message(crate::model::Message),
+    /// Messages taken for a running slice (`LiveMessages::Take`).
+    Messages(Vec<crate::model::Message>),
     /// A goal amended, and its new revision.
     Amended {
         goal: Goal,
@@ -631,7 +635,8 @@ impl Op {
             | Op::QuotaAdmit(_)
             | Op::QuotaCharge(_)
             | Op::QuotaResume(_)
-            | Op::PollClaim(_) => {}
+            | Op::PollClaim(_)
+            | Op::LiveMessages(_) => {}
             Op::QuotaHold(NewHold { reason, .. }) => r.redact_in_place(reason),
             Op::AgentWaits(AgentWaits { reason, .. }) => r.redact_in_place(reason),
             Op::Say(message) => r.redact_in_place(&mut message.text),
@@ -710,6 +715,7 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
         Op::AgentRemove(RemoveAgent { name }) => super::agent::remove(w, name),
         Op::AgentWaits(waits) => super::agent::waits(w, waits),
         Op::Say(message) => super::message::send(w, message),
+        Op::LiveMessages(op) => super::message::live(w, op),
         Op::SliceStart(new) => slice::start(w, new).map(Applied::Slice),
         Op::SliceBegin(begin) => slice::begin(w, begin),
         Op::SliceSpawned {

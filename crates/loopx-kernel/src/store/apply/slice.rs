@@ -198,7 +198,7 @@ fn refuse_overlap(w: &Writer<'_>, new: &NewSlice) -> Result<(), KernelError> {
     Ok(())
 }
 
-fn running_slice(w: &Writer<'_>, id: SliceId) -> Result<SliceRecord, KernelError> {
+pub(super) fn running_slice(w: &Writer<'_>, id: SliceId) -> Result<SliceRecord, KernelError> {
     let record: SliceRecord = w.require(tables::SLICES, id.0, "slice", id)?;
     if record.ended_at.is_some() {
         return Err(Conflict::SliceEnded {
