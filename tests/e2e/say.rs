@@ -180,7 +180,8 @@ fn a_message_reaches_a_running_claude_code_session_at_once_and_the_log_says_it_w
     wait_for_file(&dir.join("in-tool"));
     let said = loopx.ok(&["say", "exec", "Use tabs,\nnot spaces."]);
     assert!(
-        said.stdout.contains("Message m1 to exec"),
+        said.stdout
+            .contains("Message m1 to exec: it goes into exec's running session"),
         "{}",
         said.stdout
     );
@@ -191,12 +192,21 @@ fn a_message_reaches_a_running_claude_code_session_at_once_and_the_log_says_it_w
     let prompt = std::fs::read_to_string(dir.join("prompt.txt")).expect("prompt");
     assert!(prompt.contains("Tidy the README"), "{prompt}");
     assert!(dir.join("closed").exists(), "stdin was never closed");
-    // The agent's answer in the same turn quotes the message.
+    // The transcript shows the message where the agent took it, after the tool's result, and
+    // the agent's answer in the same turn quotes it.
     let transcript = loopx.ok(&["log", "--slice", "s1"]).stdout;
+    let took = transcript
+        .find("» A message to you from human:")
+        .unwrap_or_else(|| panic!("{transcript}"));
+    let slept = transcript
+        .find("slept")
+        .unwrap_or_else(|| panic!("{transcript}"));
+    let heard = transcript
+        .find("Heard: A message to you from human:")
+        .unwrap_or_else(|| panic!("{transcript}"));
+    assert!(slept < took && took < heard, "{transcript}");
     assert!(
-        transcript.contains("Heard: A message to you from human:")
-            && transcript.contains("> Use tabs,")
-            && transcript.contains("> not spaces."),
+        transcript.contains("> Use tabs,") && transcript.contains("> not spaces."),
         "{transcript}"
     );
     let log = events(

@@ -277,6 +277,12 @@ impl Transcript {
         let Some(content) = event["message"]["content"].as_array() else {
             return;
         };
+        // A line of loopx's stream-json input (the prompt, a person's message), where Claude
+        // took it; one it skipped has no timestamp (`crate::live`).
+        if event["isReplay"].as_bool() == Some(true) && event.get("timestamp").is_some() {
+            let text: Vec<&str> = content.iter().map(|b| str_at(b, "text")).collect();
+            self.input(&text.concat());
+        }
         for block in content
             .iter()
             .filter(|b| str_at(b, "type") == "tool_result")
@@ -292,6 +298,19 @@ impl Transcript {
             };
             let failed = block["is_error"].as_bool() == Some(true);
             self.result(failed, if failed { "error" } else { "ok" }, &output);
+        }
+    }
+
+    /// Input the agent took while it ran: its first lines.
+    fn input(&mut self, text: &str) {
+        const SHOWN: usize = 4;
+        let lines: Vec<&str> = text.trim().lines().collect();
+        for (i, line) in lines.iter().take(SHOWN).enumerate() {
+            let mark = if i == 0 { "» " } else { "  " };
+            self.line(&format!("{mark}{}", clip_line(line, RESULT_CHARS)));
+        }
+        if lines.len() > SHOWN {
+            self.line(&format!("  … {} more lines", lines.len() - SHOWN));
         }
     }
 
@@ -484,6 +503,23 @@ mod tests {
         assert!(text.contains("Done."), "{text}");
         assert!(text.contains("· $0.2173"), "{text}");
         assert!(!text.contains("\"type\""), "no raw JSON: {text}");
+    }
+
+    /// A person's message shows where Claude took it: after the running tool's result.
+    #[test]
+    fn input_claude_took_while_it_ran_shows_where_it_took_it() {
+        let text = render(&fixture("claude/captured-live-injected.jsonl")).expect("a transcript");
+        let slept = text.find("  ← ok\n    slept").expect("the tool's result");
+        let injected = text
+            .find("» INJECTED: also check the README")
+            .expect("the message");
+        let done = text.find("done").expect("the answer");
+        assert!(slept < injected && injected < done, "{text}");
+        assert!(text.contains("» please sleep"), "the prompt: {text}");
+        let skipped =
+            render(&fixture("claude/captured-live-reused-uuid.jsonl")).expect("a transcript");
+        assert!(!skipped.contains("» same uuid second"), "{skipped}");
+        assert!(skipped.contains("» same uuid first"), "{skipped}");
     }
 
     #[test]

@@ -154,7 +154,7 @@ fn run(app: &App, action: Action) -> Result<Value, AppError> {
         }
         Action::Pause(hold) => doc("hold", app.pause(&target(hold)?)?),
         Action::Resume(hold) => doc("resumed", app.resume(Some(&target(hold)?))?),
-        Action::Say(Say { agent, text }) => doc("message", app.say(agent.parse()?, text)?),
+        Action::Say(Say { agent, text }) => doc("message", app.say(agent.parse()?, text)?.message),
     })
 }
 

@@ -119,7 +119,8 @@ pub enum Command {
     /// "Notifications").
     #[command(subcommand)]
     Notify(NotifyCommand),
-    /// Send a running agent a message: it heads the agent's next slice's prompt (see
+    /// Send an agent a message: into its running session when its CLI takes input while it runs
+    /// (Claude Code), else it heads the agent's next slice's prompt (see
     /// docs/watch.md, "Messages").
     Say(SayArgs),
     /// Print a shell completion script (`loopx completions bash > ~/.local/share/bash-completion/completions/loopx`).

@@ -154,7 +154,8 @@ pub enum Command {
     },
     Pause(String),
     Resume(String),
-    /// A person's message to an agent (`loopx say`): it heads the agent's next slice's prompt.
+    /// A person's message to an agent (`loopx say`): into its running session, or at its next
+    /// slice's prompt.
     Say {
         agent: String,
         text: String,

@@ -188,12 +188,7 @@ fn execute(follower: &Follower, model: &mut Model, command: Command) -> bool {
             .parse()
             .map_err(loopx_app::AppError::from)
             .and_then(|agent| app.say(agent, text))
-            .map(|m| {
-                format!(
-                    "Message {} to {}: it heads {}'s next slice's prompt",
-                    m.id, m.agent, m.agent
-                )
-            }),
+            .map(|said| said.sentence()),
         Command::Transcript(slice) => {
             match transcript(app, &slice) {
                 Ok(t) => model.mode = Mode::Transcript(t),

@@ -186,10 +186,7 @@ fn strips(model: &Model) -> Vec<Line<'static>> {
                 format!("Message to {}: ", message.agent),
                 Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
             ),
-            Span::raw(format!(
-                "{}▏  (it heads its next slice's prompt)",
-                message.text
-            )),
+            Span::raw(format!("{}▏  (Enter sends it)", message.text)),
         ])),
         _ if model.questions.is_empty() => lines.push(Line::raw("  none: nothing waits on you")),
         _ => lines.extend(question_lines(model)),

@@ -7,17 +7,9 @@ use crate::errors::ExpectedError;
 pub fn run(ctx: &mut Ctx, args: SayArgs) -> Result<(), ExpectedError> {
     let agent = super::id(&args.agent)?;
     let app = ctx.app()?;
-    let message = app.say(agent, args.text.join(" "))?;
-    let waiting = app.waiting_messages(&message.agent)?.len();
+    let said = app.say(agent, args.text.join(" "))?;
     if ctx.json {
-        return ctx.json_out(&crate::output::document("message", &message));
+        return ctx.json_out(&crate::output::document("message", &said.message));
     }
-    let more = match waiting {
-        1 => String::new(),
-        n => format!(" ({n} wait for it now)"),
-    };
-    ctx.line(format!(
-        "Message {} to {}: it heads {}'s next slice's prompt{more}",
-        message.id, message.agent, message.agent
-    ))
+    ctx.line(said.sentence())
 }
