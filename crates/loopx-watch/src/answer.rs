@@ -19,7 +19,7 @@ pub fn lines(model: &Model, draft: &Draft) -> Vec<Line<'static>> {
         Span::raw(q.question.clone()),
     ])];
     if !q.options.is_empty() {
-        let mut spans = vec![Span::raw("  press a number: ")];
+        let mut spans = vec![Span::raw("  type its number: ")];
         for (i, option) in q.options.iter().enumerate() {
             let n = i as u32 + 1;
             let style = match draft.option == Some(n) {

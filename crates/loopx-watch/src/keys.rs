@@ -183,8 +183,13 @@ pub fn press(model: &mut Model, key: KeyEvent, page: usize) -> Option<Command> {
     {
         return text;
     }
-    if let (Mode::Answer(draft), KeyCode::Char(c @ '1'..='9')) = (&mut model.mode, key.code) {
-        draft.option = Some(c as u32 - '0' as u32);
+    if let (Mode::Answer(draft), KeyCode::Char(c @ '0'..='9')) = (&mut model.mode, key.code) {
+        let count = model
+            .questions
+            .iter()
+            .find(|q| q.gate == draft.gate)
+            .map_or(0, |q| q.options.len());
+        draft.option = chosen(draft.option, c as u32 - '0' as u32, count);
         return None;
     }
     let action = bindings(model)
@@ -192,6 +197,19 @@ pub fn press(model: &mut Model, key: KeyEvent, page: usize) -> Option<Command> {
         .find(|b| b.keys.contains(&key.code))?
         .action;
     act(model, action, page)
+}
+
+/// The option chosen once `digit` is pressed after `before`, of `count` options: the digit
+/// joins the number chosen so far while that names an option (`1` then `2` is 12 of 12 or
+/// more), else it starts a new one; a digit that names no option changes nothing.
+fn chosen(before: Option<u32>, digit: u32, count: usize) -> Option<u32> {
+    let count = u32::try_from(count).unwrap_or(u32::MAX);
+    let joined = before.map(|n| n.saturating_mul(10).saturating_add(digit));
+    match joined {
+        Some(n) if n <= count => Some(n),
+        _ if (1..=count).contains(&digit) => Some(digit),
+        _ => before,
+    }
 }
 
 /// A key typed into a note: `Some(None)` when it was taken as text, `None` when it is a
@@ -365,6 +383,37 @@ mod tests {
             })
         );
         assert_eq!(model.mode, Mode::Panes);
+    }
+
+    /// Past nine options, digits join: 1 then 2 picks the twelfth of twelve.
+    #[test]
+    fn any_of_more_than_nine_options_can_be_chosen() {
+        let options: Vec<String> = (1..=12).map(|n| format!("o{n}")).collect();
+        let options: Vec<&str> = options.iter().map(String::as_str).collect();
+        let mut model = asked(&options);
+        press(&mut model, key(KeyCode::Char('a')), 10);
+        let option = |model: &Model| match &model.mode {
+            Mode::Answer(draft) => draft.option,
+            _ => None,
+        };
+        for (c, want) in [
+            ('1', 1),
+            ('2', 12),
+            ('3', 3),
+            ('0', 3),
+            ('1', 1),
+            ('0', 10),
+            ('9', 9),
+        ] {
+            press(&mut model, key(KeyCode::Char(c)), 10);
+            assert_eq!(option(&model), Some(want), "after {c}");
+        }
+        // With two options, a digit past them changes nothing.
+        let mut model = asked(&["yes", "no"]);
+        press(&mut model, key(KeyCode::Char('a')), 10);
+        press(&mut model, key(KeyCode::Char('2')), 10);
+        press(&mut model, key(KeyCode::Char('7')), 10);
+        assert_eq!(option(&model), Some(2));
     }
 
     #[test]
