@@ -352,6 +352,21 @@ fn run_once_polls_first_and_then_works_on_what_the_met_monitor_released() {
     assert_eq!(todo_state(&loopx, "t1"), "done");
 }
 
+/// A check's stdin is `/dev/null`: one that reads it reads end-of-file at once, and never
+/// waits on a terminal nobody types into.
+#[test]
+fn a_check_that_reads_its_stdin_reads_end_of_file() {
+    let loopx = demo_project(&["exec"]);
+    let check = "if [ -t 0 ]; then echo a terminal; exit 1; fi; cat; echo end of file";
+    monitor_and_follow_up(&loopx, check, "1h");
+    let run = loopx.ok(&["run", "--once"]);
+    assert!(
+        run.stderr.contains("monitor t1 polled: met (exit 0)"),
+        "{}",
+        run.stderr
+    );
+}
+
 /// A stop while a check runs stops the check and ends the run at once, not when the check
 /// would have ended.
 #[test]

@@ -1,5 +1,6 @@
-//! `loopx say AGENT TEXT` (docs/watch.md, "Messages"): a person's message heads the agent's
-//! next slice's prompt, once, and the log says who sent it and which slice it reached.
+//! `loopx say AGENT TEXT` (docs/watch.md, "Messages"): a person's message goes into a running
+//! Claude Code session (a stand-in that reads stream-json input as Claude does), or heads the
+//! agent's next slice's prompt, once; the log says who sent it, which slice it reached and how.
 
 use crate::support::{Background, LOOPX, Loopx, cli_stand_in, script_agent};
 
@@ -129,14 +130,18 @@ fn a_message_a_slice_could_not_use_waits_again_and_one_for_a_removed_agent_goes_
 /// An agent on the claude-code adapter, whose program is a stand-in that reads its input as
 /// Claude Code does with `--input-format stream-json` (`tests/fixtures/agents/claude-stream-json.py`).
 fn live_agent(loopx: &Loopx, echo: bool) -> std::path::PathBuf {
+    live_agent_env(loopx, &format!("STAND_IN_ECHO={}", u8::from(echo)))
+}
+
+/// [`live_agent`] with the stand-in's environment `env` (`NAME=VALUE …`).
+fn live_agent_env(loopx: &Loopx, env: &str) -> std::path::PathBuf {
     let dir = loopx.path().join("stand-in");
     std::fs::create_dir_all(&dir).expect("dir");
     let program = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/agents/claude-stream-json.py");
     let script = format!(
-        "STAND_IN_DIR='{}' STAND_IN_ECHO={} WAIT_SECS=60 exec python3 '{}' \"$@\"",
+        "STAND_IN_DIR='{}' {env} WAIT_SECS=60 exec python3 '{}' \"$@\"",
         dir.display(),
-        u8::from(echo),
         program.display()
     );
     cli_stand_in(
@@ -235,7 +240,7 @@ fn a_message_a_running_session_never_took_heads_the_agent_s_next_prompt() {
     loopx.ok(&["say", "exec", "Start with the examples."]);
     let (code, _) = run.finish();
     assert_eq!(code, 0);
-    // The session still ended: loopx closed its stdin a turn later.
+    // The session still ended: loopx closed its stdin when no echo came after the result.
     assert!(dir.join("closed").exists(), "stdin was never closed");
     let log = events(&loopx, &["message_delivered", "message_returned"]);
     let kinds: Vec<_> = log
@@ -243,8 +248,10 @@ fn a_message_a_running_session_never_took_heads_the_agent_s_next_prompt() {
         .map(|e| e["kind"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(kinds, ["message_returned"], "{log:#?}");
-    // Nobody speaks during the next slice's tool: it need not wait for anyone.
+    // Nobody speaks during the next slice's tool: it need not wait for anyone. This time the
+    // CLI echoes its input, as Claude Code does: the prompt it read delivers the message.
     std::fs::write(dir.join("wait_secs"), "0").expect("reset");
+    std::fs::write(dir.join("echo"), "1").expect("echo");
     let run = Background::start(&loopx, &["--max-slices", "1"]);
     let (code, _) = run.finish();
     assert_eq!(code, 0);
@@ -258,4 +265,34 @@ fn a_message_a_running_session_never_took_heads_the_agent_s_next_prompt() {
     assert_eq!(log.len(), 1, "{log:#?}");
     assert_eq!(log[0]["data"]["how"], "prompt");
     assert_eq!(log[0]["data"]["slice"], "s2");
+}
+
+/// A message written while the model answers without a tool waits in Claude's input and
+/// starts a turn of its own after the first answer: the session stays open for it, and the
+/// first answer's report still finishes the todo though the second has none.
+#[test]
+fn a_message_queued_for_a_next_turn_is_answered_and_the_first_answer_s_report_stands() {
+    let loopx = Loopx::new();
+    loopx.ok(&["goal", "start", "Tidy the docs", "--isolation", "shared"]);
+    let dir = live_agent_env(&loopx, "STAND_IN_QUEUE=1");
+    loopx.ok(&["todo", "add", "Tidy the README"]);
+    let run = Background::start(&loopx, &["--max-slices", "1"]);
+    wait_for_file(&dir.join("in-tool"));
+    loopx.ok(&["say", "exec", "Use tabs."]);
+    let (code, _) = run.finish();
+    assert_eq!(code, 0);
+    assert!(dir.join("closed").exists(), "stdin was never closed");
+    let transcript = loopx.ok(&["log", "--slice", "s1"]).stdout;
+    assert!(
+        transcript.contains("Next turn. Heard: A message to you from human:"),
+        "{transcript}"
+    );
+    let log = events(&loopx, &["message_delivered", "message_returned"]);
+    let kinds: Vec<_> = log
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(kinds, ["message_delivered"], "{log:#?}");
+    assert_eq!(log[0]["data"]["how"], "live");
+    assert_eq!(crate::support::todo_state(&loopx, "t1"), "done");
 }

@@ -89,7 +89,11 @@ pub fn classify_for(
     exit_code: Option<i32>,
     done_when: &DoneWhen,
 ) -> Classification {
-    let report = summary.final_message.as_deref().and_then(parse_report);
+    let report = summary
+        .final_message
+        .as_deref()
+        .and_then(parse_report)
+        .or_else(|| summary.reported_answer.as_deref().and_then(parse_report));
     let mut c = Classification {
         outcome: Outcome::Failed,
         reason: String::new(),

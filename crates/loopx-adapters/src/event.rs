@@ -263,6 +263,10 @@ pub struct StreamSummary {
     pub finish: Option<Finish>,
     /// The agent's last message (the report block is read from it).
     pub final_message: Option<String>,
+    /// The last answer (a successful final event's text) that held a report block. An agent
+    /// answers more than once when a person's message starts another turn (stream-json input,
+    /// `crate::live`); an answer to that message without a block does not take the report back.
+    pub reported_answer: Option<String>,
     /// Lines read.
     pub lines: u64,
     /// Lines that were not understood and skipped (non-JSON, unknown types, too long).
@@ -295,6 +299,7 @@ impl StreamSummary {
             errors: Vec::new(),
             finish: None,
             final_message: None,
+            reported_answer: None,
             lines: 0,
             skipped_lines: 0,
             exit_codes: BTreeMap::new(),
@@ -357,7 +362,14 @@ impl StreamSummary {
             AgentEvent::Finished(finish) => {
                 if let (FinishKind::Success, Some(text)) = (finish.kind, &finish.text) {
                     self.final_message = Some(text.clone());
+                    if crate::report::parse_report(text).is_some() {
+                        self.reported_answer = Some(text.clone());
+                    }
                 }
+                // An answer that said nothing of its usage keeps its messages' (a later answer's
+                // `Answer` usage would clear them).
+                let messages = std::mem::take(&mut self.usage_messages);
+                messages.values().for_each(|u| self.usage_answers.add(*u));
                 self.finish = Some(finish.clone());
             }
             AgentEvent::InputUsed { .. } => {}

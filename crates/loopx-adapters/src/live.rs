@@ -4,7 +4,27 @@
 //! `uuid` the CLI echoes back (`--replay-user-messages`) at the moment it uses the line, which
 //! is how loopx knows a message reached the agent ([`crate::AgentEvent::InputUsed`]).
 
-use serde_json::json;
+use serde_json::{Value, json};
+
+/// The flags of Claude Code's that live input needs and `args` lacks: loopx writes stream-json
+/// lines (`--input-format stream-json`), and knows one was used by its echo
+/// (`--replay-user-messages`). Without the first Claude would take the line as the prompt's
+/// text; without the second every message would wait for its echo in vain.
+pub fn missing_flags(args: &[String]) -> Vec<&'static str> {
+    let input = args
+        .windows(2)
+        .any(|w| w[0] == "--input-format" && w[1] == "stream-json")
+        || args.iter().any(|a| a == "--input-format=stream-json");
+    let echo = args.iter().any(|a| a == "--replay-user-messages");
+    let mut missing = Vec::new();
+    if !input {
+        missing.push("--input-format stream-json");
+    }
+    if !echo {
+        missing.push("--replay-user-messages");
+    }
+    missing
+}
 
 /// One user turn as a stdin line: the JSON object and its newline. JSON escapes every newline
 /// and control character inside `text`, so the line cannot be split or cut short.
@@ -21,18 +41,56 @@ pub fn user_line(text: &str, uuid: &str) -> Vec<u8> {
     bytes
 }
 
-/// The `uuid` of input number `n` of a slice (0: the prompt; then a message's number), in
-/// the UUID shape the CLI expects. `nonce` keeps two projects' slices of the same number (and
-/// a resumed session's earlier lines) apart.
-pub fn input_uuid(slice: u64, nonce: u32, n: u64) -> String {
+/// The `uuid` of the input line this stream event says the CLI used: an echo
+/// (`"isReplay": true`) with a `timestamp`. An echo without one is of a line the CLI skipped
+/// (its uuid was used before), not used.
+pub fn used_echo(event: &Value) -> Option<&str> {
+    let replay = event.get("isReplay").and_then(Value::as_bool) == Some(true);
+    let used = replay && event.get("timestamp").is_some();
+    used.then(|| event.get("uuid").and_then(Value::as_str))
+        .flatten()
+}
+
+/// A `uuid` for one input line: 122 random bits in the UUID shape (version 4), drawn from
+/// the operating system. Only loopx knows it until the line is written, so an agent that never
+/// read a line cannot echo it to have it counted as read.
+pub fn random_uuid() -> String {
+    let mut bytes = [0u8; 16];
+    fill_random(&mut bytes);
+    uuid_v4(bytes)
+}
+
+/// `bytes` in the shape of a version-4 UUID (the version and variant bits set), as Claude's
+/// session ids and event uuids look.
+pub fn uuid_v4(mut bytes: [u8; 16]) -> String {
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     format!(
-        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
-        slice & 0xffff_ffff,
-        (slice >> 32) & 0xffff,
-        nonce & 0xfff,
-        (nonce >> 12) & 0xfff,
-        n & 0xffff_ffff_ffff
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
     )
+}
+
+/// Random bytes from `/dev/urandom`; should it be unreadable, from the standard library's
+/// randomly keyed hasher, which is seeded from the operating system too.
+fn fill_random(bytes: &mut [u8; 16]) {
+    use std::io::Read;
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(bytes));
+    if read.is_err() {
+        use std::hash::BuildHasher;
+        let time = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+            let word = std::collections::hash_map::RandomState::new().hash_one((time, i));
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -53,16 +111,14 @@ mod tests {
     }
 
     #[test]
-    fn uuids_have_the_uuid_shape_and_differ_per_input_slice_and_nonce() {
-        let a = input_uuid(7, 0xabc_def, 0);
-        assert_eq!(a, "00000007-0000-4def-8abc-000000000000");
+    fn uuids_have_the_uuid_shape_and_never_repeat() {
         let shape = |u: &str| {
             u.split('-').map(str::len).collect::<Vec<_>>() == [8, 4, 4, 4, 12]
                 && u.chars().all(|c| c == '-' || c.is_ascii_hexdigit())
+                && u.as_bytes()[14] == b'4'
         };
-        assert!(shape(&a) && shape(&input_uuid(u64::MAX, u32::MAX, u64::MAX)));
-        assert_ne!(a, input_uuid(7, 0xabc_def, 1));
-        assert_ne!(a, input_uuid(8, 0xabc_def, 0));
-        assert_ne!(a, input_uuid(7, 0xabc_dee, 0));
+        let drawn: std::collections::BTreeSet<String> = (0..1000).map(|_| random_uuid()).collect();
+        assert_eq!(drawn.len(), 1000);
+        assert!(drawn.iter().all(|u| shape(u)), "{drawn:?}");
     }
 }

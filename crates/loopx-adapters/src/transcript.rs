@@ -279,7 +279,7 @@ impl Transcript {
         };
         // A line of loopx's stream-json input (the prompt, a person's message), where Claude
         // took it; one it skipped has no timestamp (`crate::live`).
-        if event["isReplay"].as_bool() == Some(true) && event.get("timestamp").is_some() {
+        if crate::live::used_echo(event).is_some() {
             let text: Vec<&str> = content.iter().map(|b| str_at(b, "text")).collect();
             self.input(&text.concat());
         }

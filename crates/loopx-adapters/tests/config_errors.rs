@@ -180,7 +180,7 @@ fn every_name_the_redactor_treats_as_secret_is_refused_outside_secrets() {
 /// agent's stdin for its pipe.
 #[test]
 fn stream_json_delivery_needs_claude_s_stream_and_its_own_stdin() {
-    let text = "program = \"x\"\nargs = [\"-p\"]\noutput = \"codex-json\"\n[prompt]\ndelivery = \"stream-json\"\n[process]\nstdin = \"null\"\n[permissions]\nfull = [\"-y\"]\n";
+    let text = "program = \"x\"\nargs = [\"-p\", \"--input-format\", \"stream-json\"]\noutput = \"codex-json\"\n[prompt]\ndelivery = \"stream-json\"\n[process]\nstdin = \"null\"\n[permissions]\nfull = [\"-y\"]\n";
     let err = match loopx_adapters::load_adapter_str("live", "adapters/live.toml", text) {
         Err(LoadError::Invalid(err)) => err.one_line_each(),
         Err(other) => panic!("expected an invalid-config error, got {other}"),
@@ -197,6 +197,11 @@ fn stream_json_delivery_needs_claude_s_stream_and_its_own_stdin() {
             && err.contains("needs `output = \"claude-stream-json\"`"),
         "{err}"
     );
-    let fine = "program = \"x\"\nargs = [\"-p\"]\noutput = \"claude-stream-json\"\n[prompt]\ndelivery = \"stream-json\"\n[permissions]\nfull = [\"-y\"]\n";
+    assert!(
+        err.contains("needs `--replay-user-messages` in `args`")
+            && !err.contains("needs `--input-format stream-json"),
+        "{err}"
+    );
+    let fine = "program = \"x\"\nargs = [\"--input-format=stream-json\", \"--replay-user-messages\"]\noutput = \"claude-stream-json\"\n[prompt]\ndelivery = \"stream-json\"\n[permissions]\nfull = [\"-y\"]\n";
     assert!(loopx_adapters::load_adapter_str("live", "adapters/live.toml", fine).is_ok());
 }

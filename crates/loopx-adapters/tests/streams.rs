@@ -547,3 +547,31 @@ fn claude_s_echoes_say_which_lines_of_its_input_it_used() {
         ["loopx-same"]
     );
 }
+
+/// The summary of Claude Code `lines`, as the supervisor folds them.
+fn claude_summary(lines: &[&str]) -> StreamSummary {
+    let adapter = adapter_for(OutputFormat::ClaudeStreamJson);
+    let mut parser = Parser::for_adapter(&adapter);
+    for line in lines {
+        parser.feed_line(line, Timestamp::UNIX_EPOCH);
+    }
+    parser.finish(Timestamp::UNIX_EPOCH);
+    parser.into_summary()
+}
+
+/// A person's message that starts another answer does not take back the report of the one
+/// before; an answer whose result says nothing of usage keeps its messages' usage.
+#[test]
+fn a_later_answer_without_a_report_keeps_the_earlier_report_and_every_answer_s_usage() {
+    let summary = claude_summary(&[
+        r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Done."}],"usage":{"input_tokens":100,"output_tokens":10}}}"#,
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"Done.\n```loopx-report\n{\"status\":\"done\",\"summary\":\"tidied\"}\n```"}"#,
+        r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"Noted: tabs."}],"usage":{"input_tokens":7,"output_tokens":3}}}"#,
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"Noted: tabs.","usage":{"input_tokens":7,"output_tokens":3}}"#,
+    ]);
+    let usage = summary.usage();
+    assert_eq!((usage.input, usage.output), (107, 13));
+    let verdict = loopx_adapters::classify(&summary, Some(0));
+    assert!(verdict.done, "{verdict:?}");
+    assert_eq!(summary.final_message.as_deref(), Some("Noted: tabs."));
+}

@@ -67,7 +67,12 @@ impl App {
     /// CLI takes input while it runs.
     pub fn route(&self, agent: &AgentName) -> Result<Route, AppError> {
         let (running, agents) = self.read(|s| {
-            let running = s.running_slices()?.iter().any(|r| &r.agent == agent);
+            let mut running = false;
+            for slice in s.running_slices()?.iter().filter(|r| &r.agent == agent) {
+                // A slice whose `loopx run` was killed takes nothing: the next run recovers it.
+                let owner = s.slice_owner(slice.id)?;
+                running |= !owner.is_some_and(|o| loopx_domain::process::owner_gone(&o));
+            }
             Ok((running, s.agents()?))
         })?;
         let live = running

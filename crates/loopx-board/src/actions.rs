@@ -154,7 +154,10 @@ fn run(app: &App, action: Action) -> Result<Value, AppError> {
         }
         Action::Pause(hold) => doc("hold", app.pause(&target(hold)?)?),
         Action::Resume(hold) => doc("resumed", app.resume(Some(&target(hold)?))?),
-        Action::Say(Say { agent, text }) => doc("message", app.say(agent.parse()?, text)?.message),
+        Action::Say(Say { agent, text }) => {
+            let said = app.say(agent.parse()?, text)?;
+            json!({ "format_version": 1, "message": said.message, "route": said.route })
+        }
     })
 }
 

@@ -311,18 +311,10 @@ impl<W: Write> Stream<W> {
 
     /// A version-4-shaped UUID (Claude's session ids and event uuids look like these).
     fn uuid(&mut self) -> String {
-        let mut b = self.next_bytes();
-        b[6] = (b[6] & 0x0f) | 0x40;
-        b[8] = (b[8] & 0x3f) | 0x80;
-        let hex = hex::encode(&b[..16]);
-        format!(
-            "{}-{}-{}-{}-{}",
-            &hex[..8],
-            &hex[8..12],
-            &hex[12..16],
-            &hex[16..20],
-            &hex[20..]
-        )
+        let bytes = self.next_bytes();
+        let mut first = [0u8; 16];
+        first.copy_from_slice(&bytes[..16]);
+        loopx_adapters::live::uuid_v4(first)
     }
 
     fn short_id(&mut self) -> String {

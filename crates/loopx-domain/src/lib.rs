@@ -63,6 +63,7 @@ pub mod freshness;
 pub mod handbacks;
 pub mod judge;
 pub mod land;
+pub mod launch;
 pub mod metrics;
 pub mod monitor;
 pub mod notify;

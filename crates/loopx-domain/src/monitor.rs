@@ -376,6 +376,8 @@ fn check_plan(
 /// secrets, and what it knows of its monitor.
 pub fn check_spec(spec: &mut LaunchSpec, todo: &Todo, monitor: &Monitor, plan: &LaunchPlan) {
     spec.args = plan.args.iter().map(OsString::from).collect();
+    // A check that reads its stdin reads end-of-file, never waits on a terminal.
+    spec.stdin = crate::launch::stdin(plan);
     let mut set = vec![("LOOPX_MONITOR", todo.id.to_string())];
     if let Some(last) = monitor.last() {
         let exit = last.exit.map_or_else(String::new, |c| c.to_string());

@@ -131,7 +131,7 @@ pub fn messages_note(messages: &[loopx_kernel::model::Message]) -> Option<String
 /// input while it runs; `docs/watch.md`, "Messages"): headed as in a prompt.
 pub fn live_message_note(message: &loopx_kernel::model::Message) -> String {
     format!(
-        "{}\n(A person wrote this while you were working: take it into account now.)",
+        "{}\n(A person wrote this while you were working: take it into account now. If it changes your report, end your answer with a new `loopx-report` block.)",
         quoted(message)
     )
 }

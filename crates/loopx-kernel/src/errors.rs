@@ -353,6 +353,10 @@ pub enum Refused {
     )]
     SayByAgent { actor: String },
     #[error(
+        "a person's messages are written into a running session by loopx's supervisor, and `{actor}` is not it\n(hint: a person sends one with `loopx say`)"
+    )]
+    LiveByOther { actor: String },
+    #[error(
         "finished goals' branches and worktrees are removed by a person, and `{actor}` is not one\n(hint: a person runs `loopx clean` in their own terminal)"
     )]
     CleanByAgent { actor: String },

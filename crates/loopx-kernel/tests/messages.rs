@@ -50,6 +50,24 @@ fn live(f: &common::Fixture, op: LiveMessages, actor: &str) -> Result<Vec<Messag
     }
 }
 
+/// loopx records that the slice's CLI took `message`.
+fn used(
+    f: &common::Fixture,
+    slice: SliceId,
+    message: MessageId,
+    how: Delivery,
+) -> Result<Vec<Message>, String> {
+    live(
+        f,
+        LiveMessages::Used {
+            slice,
+            message,
+            how,
+        },
+        "loopx",
+    )
+}
+
 fn end(f: &common::Fixture, slice: SliceId) {
     let end = SliceEnd {
         outcome: Outcome::Progress,
@@ -114,9 +132,9 @@ fn a_message_taken_while_a_slice_runs_is_delivered_live_once_its_cli_took_it() {
             .expect("read")
             .is_empty()
     );
-    live(&f, LiveMessages::Used { slice, message: m1 }, "loopx").expect("used");
+    used(&f, slice, m1, Delivery::Live).expect("used");
     // The CLI's echo seen twice says nothing new.
-    live(&f, LiveMessages::Used { slice, message: m1 }, "loopx").expect("used again");
+    used(&f, slice, m1, Delivery::Live).expect("used again");
     assert_eq!(deliveries(&f), [(m1, Delivery::Live)]);
     // m2 was written but never taken by the CLI: it waits again when the slice ends.
     end(&f, slice);
@@ -124,7 +142,7 @@ fn a_message_taken_while_a_slice_runs_is_delivered_live_once_its_cli_took_it() {
     let waiting = f.store.read(|s| s.waiting_messages(&a)).expect("read");
     assert_eq!(waiting.iter().map(|m| m.id).collect::<Vec<_>>(), [m2]);
     // After the end, an echo delivers nothing.
-    live(&f, LiveMessages::Used { slice, message: m2 }, "loopx").expect("late echo");
+    used(&f, slice, m2, Delivery::Live).expect("late echo");
     assert_eq!(deliveries(&f), [(m1, Delivery::Live)]);
 }
 
@@ -149,11 +167,24 @@ fn only_loopx_takes_or_delivers_live_and_only_for_a_running_slice() {
     let a = f.agent("a");
     let slice = start(&f, &a);
     let m1 = say(&f, &a, "Use tabs.");
-    let why = live(&f, LiveMessages::Take { slice }, "agent:a").expect_err("an agent");
-    assert!(why.contains("agent:a"), "{why}");
+    for actor in ["agent:a", HUMAN] {
+        let why = live(&f, LiveMessages::Take { slice }, actor).expect_err("not loopx");
+        assert!(why.contains(actor), "{why}");
+    }
     live(&f, LiveMessages::Take { slice }, "loopx").expect("take");
-    let why = live(&f, LiveMessages::Used { slice, message: m1 }, "agent:a").expect_err("an agent");
-    assert!(why.contains("agent:a"), "{why}");
+    for actor in ["agent:a", HUMAN] {
+        let why = live(
+            &f,
+            LiveMessages::Used {
+                slice,
+                message: m1,
+                how: Delivery::Live,
+            },
+            actor,
+        )
+        .expect_err("not loopx");
+        assert!(why.contains(actor), "{why}");
+    }
     assert!(deliveries(&f).is_empty());
     end(&f, slice);
     let why = live(&f, LiveMessages::Take { slice }, "loopx").expect_err("ended");
@@ -166,4 +197,122 @@ fn only_loopx_takes_or_delivers_live_and_only_for_a_running_slice() {
             .len(),
         1
     );
+}
+
+/// A slice begun with `messages` in its prompt.
+fn begin_with(f: &common::Fixture, agent: &AgentName, messages: Vec<MessageId>) -> SliceId {
+    let begin = loopx_kernel::store::BeginSlice {
+        messages,
+        ..loopx_testkit::begin(agent, None)
+    };
+    match f.store.apply(Op::SliceBegin(begin), "agent:a", T0) {
+        Ok(Applied::SliceBegun { slice, .. }) => slice.id,
+        other => panic!("a slice, not {other:?}"),
+    }
+}
+
+/// The slice's agent spawned (`prompt_read`: whether starting gave it the prompt).
+fn spawned(f: &common::Fixture, slice: SliceId, prompt_read: bool) {
+    let process = loopx_kernel::model::ProcessIdentity {
+        pid: 4242,
+        start_ticks: 99,
+        boot_id: "boot".into(),
+    };
+    let op = Op::SliceSpawned {
+        slice,
+        process,
+        containment: String::new(),
+        prompt_read,
+    };
+    f.store.apply(op, "agent:a", T0).expect("spawned");
+}
+
+fn begun_with(
+    f: &common::Fixture,
+    agent: &AgentName,
+    messages: Vec<MessageId>,
+    prompt_read: bool,
+) -> SliceId {
+    let slice = begin_with(f, agent, messages);
+    spawned(f, slice, prompt_read);
+    slice
+}
+
+/// A prompt read from a pipe is read when the CLI echoes it: its messages are delivered then,
+/// and wait again when it never did; a prompt given at the start delivers them at once.
+#[test]
+fn a_prompt_s_messages_are_delivered_when_the_agent_read_the_prompt() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let m1 = say(&f, &a, "Start with the README.");
+    let slice = begun_with(&f, &a, vec![m1], false);
+    assert!(deliveries(&f).is_empty(), "not before the echo");
+    used(&f, slice, m1, Delivery::Prompt).expect("echoed");
+    assert_eq!(deliveries(&f), [(m1, Delivery::Prompt)]);
+    end(&f, slice);
+    assert!(returned(&f).is_empty());
+
+    let m2 = say(&f, &a, "Then the changelog.");
+    let never = begun_with(&f, &a, vec![m2], false);
+    end(&f, never);
+    assert_eq!(returned(&f), [m2], "never read: it waits again");
+    let waiting = f.store.read(|s| s.waiting_messages(&a)).expect("read");
+    assert_eq!(waiting.iter().map(|m| m.id).collect::<Vec<_>>(), [m2]);
+
+    let at_start = begun_with(&f, &a, vec![m2], true);
+    assert_eq!(
+        deliveries(&f),
+        [(m1, Delivery::Prompt), (m2, Delivery::Prompt)]
+    );
+    end(&f, at_start);
+}
+
+/// Messages written into a running session and not read yet count toward the most one agent
+/// may have unread: an agent that never reads cannot gather more.
+#[test]
+fn messages_in_a_running_session_count_toward_the_limit() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let slice = start(&f, &a);
+    for n in 0..loopx_kernel::store::WAITING_MESSAGES {
+        say(&f, &a, &format!("note {n}"));
+    }
+    let taken = live(&f, LiveMessages::Take { slice }, "loopx").expect("take");
+    assert_eq!(taken.len(), loopx_kernel::store::WAITING_MESSAGES);
+    let op = Op::Say(NewMessage {
+        agent: a.clone(),
+        text: "one more".into(),
+    });
+    let why = f
+        .store
+        .apply(op, HUMAN, T0)
+        .expect_err("over the limit")
+        .to_string();
+    assert!(why.contains("20 messages to a are not read yet"), "{why}");
+    end(&f, slice);
+    assert_eq!(
+        f.store
+            .read(|s| s.waiting_messages(&a))
+            .expect("read")
+            .len(),
+        loopx_kernel::store::WAITING_MESSAGES
+    );
+}
+
+/// The prompt's echo may come before the spawn is recorded (the spawn is recorded on a thread
+/// of its own): its messages are delivered then all the same, once.
+#[test]
+fn a_prompt_echoed_before_its_spawn_was_recorded_delivers_its_messages_once() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let m1 = say(&f, &a, "Start with the README.");
+    let slice = begin_with(&f, &a, vec![m1]);
+    used(&f, slice, m1, Delivery::Prompt).expect("echoed");
+    spawned(&f, slice, false);
+    end(&f, slice);
+    assert_eq!(deliveries(&f), [(m1, Delivery::Prompt)]);
+    assert!(returned(&f).is_empty());
 }

@@ -77,7 +77,7 @@ pub enum SpawnError {
     #[error(
         "resource limits, a sandbox or a stdin other than the terminal were requested but the launch spec has no exec helper\n(hint: set `exec_helper` to the `loopx __exec` helper)"
     )]
-    LimitsNeedHelper,
+    NeedsHelper,
     /// An environment variable name or value that cannot be passed to `execve`.
     #[error("environment variable `{name}` has an empty name, `=` or a NUL byte")]
     BadEnv {

@@ -220,10 +220,7 @@ fn pty_err<E: std::fmt::Display>(
 fn build_argv(spec: &LaunchSpec, program: &std::path::Path) -> Result<Vec<OsString>, SpawnError> {
     let mut argv = Vec::new();
     if uses_helper(spec) {
-        let helper = spec
-            .exec_helper
-            .as_ref()
-            .ok_or(SpawnError::LimitsNeedHelper)?;
+        let helper = spec.exec_helper.as_ref().ok_or(SpawnError::NeedsHelper)?;
         validate::check_executable(&helper.program, &spec.cwd)?;
         argv.push(helper.program.clone().into_os_string());
         argv.extend(helper.args.iter().cloned());

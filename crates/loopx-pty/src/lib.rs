@@ -11,8 +11,8 @@
 //! an allowlist ([`EnvSpec`]) plus `TERM` and the marker `LOOPX_SLICE=<id>`. The agent is a
 //! session leader (pid = process group = session id) whose stdout and stderr are the terminal,
 //! never a pipe; its stdin is the terminal too, unless the spec asks for `/dev/null` or a pipe
-//! the caller writes structured input to ([`Stdin`]). Resource limits ([`ResourceLimits`]) are applied by re-executing a
-//! helper ([`exec_with_limits`], wired as `loopx __exec`) that calls `setrlimit` and then
+//! the caller writes structured input to ([`Stdin`]). Resource limits ([`ResourceLimits`]) are
+//! applied by re-executing a helper ([`exec_with_limits`], wired as `loopx __exec`) that calls `setrlimit` and then
 //! `execv`s the agent. A failed exec shows up as an exit within 200 ms with 127 or SIGABRT and
 //! is reported as [`SliceExit::SpawnFailed`].
 //!

@@ -23,7 +23,9 @@
 //! 3. **Launch** (`slice/run.rs`): the agent spawned through the adapter's plan in a PTY with
 //!    the plan's environment allowlist and limits (not when a stop was requested since); its
 //!    process identity recorded on a thread of its own; the claim renewed while it runs.
-//! 4. **Observe** (`slice/run.rs`): output chunks go to the adapter's parser as they arrive; the
+//! 4. **Observe** (`slice/run.rs`): output chunks go to the adapter's parser as they arrive
+//!    (for an agent that takes input while it runs, a mailbox thread writes a person's messages
+//!    into its session and records each delivered when the CLI echoes it: `slice/live.rs`); the
 //!    outcome comes from the stream first and the exit code last, except that limits loopx
 //!    enforced itself (wall time, idle, output cap, a stop) win over a stream that never
 //!    finished; the scope check compares the project with its state before the spawn.

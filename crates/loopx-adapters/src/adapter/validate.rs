@@ -112,6 +112,7 @@ fn validate(
         live_input(
             output,
             stdin.as_ref().map(|(_, span)| span),
+            args.as_deref(),
             delivery_span,
             p,
         );
@@ -260,9 +261,22 @@ pub(crate) fn one_of<T: Copy>(
 fn live_input(
     output: Option<OutputFormat>,
     stdin: Option<&Range<usize>>,
+    args: Option<&[String]>,
     span: Range<usize>,
     p: &mut Problems,
 ) {
+    let missing = args.map(crate::live::missing_flags).unwrap_or_default();
+    if !missing.is_empty() {
+        p.push(
+            span.clone(),
+            Some("args"),
+            format!(
+                "`prompt.delivery = \"stream-json\"` needs `{}` in `args`",
+                missing.join("` and `")
+            ),
+            Some("add them to `args`, as the shipped `claude-code` adapter does".to_owned()),
+        );
+    }
     if let Some(stdin) = stdin {
         p.push(
             stdin.clone(),

@@ -18,18 +18,12 @@ pub(super) fn event(v: &Value, rules: &[SignalRule], now: Timestamp) -> Option<V
         "assistant" => assistant(v, rules, now),
         // Tool results: never read for signals, since a tool can print any sentence. The echo
         // of a line of loopx's stream-json input says the CLI took it (`crate::live`).
-        // An echo without a `timestamp` is of a line the CLI skipped (its uuid was used
-        // before), not used.
-        "user" => match (
-            v.at("/isReplay").and_then(Value::as_bool),
-            str_at(v, "/uuid"),
-            v.at("/timestamp"),
-        ) {
-            (Some(true), Some(uuid), Some(_)) => vec![AgentEvent::InputUsed {
+        "user" => crate::live::used_echo(v)
+            .map(|uuid| AgentEvent::InputUsed {
                 uuid: uuid.to_owned(),
-            }],
-            _ => Vec::new(),
-        },
+            })
+            .into_iter()
+            .collect(),
         "rate_limit_event" => rate_limit(v).into_iter().collect(),
         "result" => result(v, rules, now),
         _ => return None,

@@ -201,9 +201,10 @@ function renderAgents(s) {
   }
 }
 
-// A person's message heads the agent's next slice's prompt (`loopx say`).
+// A person's message: into the agent's running Claude Code session, else it heads its next
+// slice's prompt (`loopx say`).
 function say(agent) {
-  const text = window.prompt("Message to " + agent + " (it heads " + agent + "'s next slice's prompt):");
+  const text = window.prompt("Message to " + agent + " (into its running Claude Code session, else its next slice's prompt):");
   if (text && text.trim()) act("/api/say", { agent, text });
 }
 

@@ -9,7 +9,11 @@ pub fn run(ctx: &mut Ctx, args: SayArgs) -> Result<(), ExpectedError> {
     let app = ctx.app()?;
     let said = app.say(agent, args.text.join(" "))?;
     if ctx.json {
-        return ctx.json_out(&crate::output::document("message", &said.message));
+        return ctx.json_out(&serde_json::json!({
+            "format_version": 1,
+            "message": said.message,
+            "route": said.route,
+        }));
     }
     ctx.line(said.sentence())
 }

@@ -52,7 +52,8 @@ pub(super) fn run_sandboxed(sandbox: &Sandbox, argv: &[CString]) -> Result<Infal
     if !sandbox.seatbelt {
         return exec(argv);
     }
-    let terminal = nix::unistd::ttyname(std::io::stdin())
+    // The slice's terminal is its output; its input may be a pipe or `/dev/null`.
+    let terminal = nix::unistd::ttyname(std::io::stdout())
         .ok()
         .map(|t| resolve(&t));
     let profile = resolved(sandbox)

@@ -161,17 +161,10 @@ fn start_threads(
     })
     .inspect_err(|_| abort_launch(leader, false))?;
     let pipe = match writers.stdin {
-        Some(stdin) => {
-            let (pipe, pipe_rx) = std::sync::mpsc::sync_channel(INPUT_QUEUE);
-            spawn_thread("stdin", &spec.slice_id, move || {
-                run_writer(Box::new(stdin), pipe_rx)
-            })
-            .inspect_err(|_| abort_launch(leader, false))?;
-            Some(Pipe {
-                input: pipe,
-                closed: Arc::new(AtomicBool::new(false)),
-            })
-        }
+        Some(stdin) => Some(
+            start_pipe_writer(stdin, &spec.slice_id)
+                .inspect_err(|_| abort_launch(leader, false))?,
+        ),
         None => None,
     };
 
@@ -210,6 +203,16 @@ fn start_threads(
         summary,
         screen,
         want_bytes,
+    })
+}
+
+/// The thread that owns the agent's stdin pipe: what is written to it is queued there.
+fn start_pipe_writer(stdin: std::process::ChildStdin, slice: &SliceId) -> Result<Pipe, SpawnError> {
+    let (input, pipe_rx) = std::sync::mpsc::sync_channel(INPUT_QUEUE);
+    spawn_thread("stdin", slice, move || run_writer(Box::new(stdin), pipe_rx))?;
+    Ok(Pipe {
+        input,
+        closed: Arc::new(AtomicBool::new(false)),
     })
 }
 
@@ -292,13 +295,25 @@ impl SliceControl {
         self.send(&pipe.input, InputMsg::Bytes(bytes.into()))
     }
 
-    /// Closes the agent's stdin pipe after what was written before: it reads end-of-file.
-    /// Nothing can be written after it. Fails with [`InputError::Full`] when the agent has not
-    /// read earlier input; the pipe is then closed when the slice ends.
+    /// Closes the agent's stdin pipe after what was written before: it reads end-of-file once
+    /// it has read that. Nothing can be written after it. Never blocks: while the agent has
+    /// not read earlier input, a thread of its own waits to queue the close.
     pub fn close_stdin(&self) -> Result<(), InputError> {
         let pipe = self.open_pipe()?;
         pipe.closed.store(true, Ordering::SeqCst);
-        self.send(&pipe.input, InputMsg::Close)
+        match self.send(&pipe.input, InputMsg::Close) {
+            Err(InputError::Full { .. }) => {
+                let input = pipe.input.clone();
+                std::thread::Builder::new()
+                    .name(format!("loopx-pty-close-{}", self.slice_id))
+                    .spawn(move || input.send(InputMsg::Close))
+                    .map(drop)
+                    .map_err(|_| InputError::Full {
+                        slice: self.slice_id.to_string(),
+                    })
+            }
+            sent => sent,
+        }
     }
 
     fn open_pipe(&self) -> Result<&Pipe, InputError> {

@@ -165,7 +165,7 @@ async fn limits_without_a_helper_are_refused() {
     let mut spec = spec(tmp.path(), "ok.sh", &[]);
     spec.resources.open_files = Some(64);
     let err = spawn_slice(spec).expect_err("limits need the helper");
-    assert!(matches!(err, SpawnError::LimitsNeedHelper), "{err:?}");
+    assert!(matches!(err, SpawnError::NeedsHelper), "{err:?}");
 }
 
 #[test]

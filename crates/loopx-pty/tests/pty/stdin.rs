@@ -97,3 +97,42 @@ async fn a_stdin_other_than_the_terminal_needs_the_helper() {
     let err = spawn_slice(spec).expect_err("no helper");
     assert!(err.to_string().contains("no exec helper"), "{err}");
 }
+
+/// A close asked for while the agent has not read what was written still comes, after it.
+#[tokio::test]
+async fn a_close_behind_a_full_queue_still_comes_after_what_was_written() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let script = tmp.path().join("slow.sh");
+    std::fs::write(&script, "#!/bin/sh\nsleep 1\nwc -c\n").expect("script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let mut spec = spec(tmp.path(), "ok.sh", &[]);
+    spec.program = script;
+    spec.stdin = Stdin::Pipe;
+    spec.exec_helper = Some(loopx_pty::ExecHelper {
+        program: exec_helper(),
+        args: vec![],
+    });
+    let (mut slice, events) = spawn_slice(spec).expect("spawn");
+    let control = slice.control();
+    let chunk = vec![b'x'; 64 * 1024];
+    let mut written = 0usize;
+    for _ in 0..10_000 {
+        match control.write_stdin(chunk.clone()) {
+            Ok(()) => written += chunk.len(),
+            Err(e) => {
+                assert!(e.to_string().contains("is full"), "{e}");
+                break;
+            }
+        }
+    }
+    control.close_stdin().expect("close behind a full queue");
+    drop(events);
+    let report = slice.wait().await.expect("report");
+    assert_eq!(report.exit, SliceExit::Exited(0));
+    assert!(
+        report.text.contains(&written.to_string()),
+        "{written}: {}",
+        report.text
+    );
+}

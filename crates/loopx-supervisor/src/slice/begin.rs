@@ -45,6 +45,8 @@ pub(crate) struct Begun {
     /// The claim's renewal from the spawn (a todo slice's), until the agent ended or, for a
     /// worktree goal, until its todo's landing is done.
     pub renewal: Option<crate::renew::Renewal>,
+    /// The person's messages its prompt carries.
+    pub messages: Vec<loopx_kernel::ids::MessageId>,
 }
 
 /// Where the begin leads.
@@ -159,7 +161,7 @@ impl Decided {
             },
             claim_ttl: lease_ttl(setup, req.world.lease_max),
             admit: setup.quota_request((0, 0.0), None, self.goal.as_ref().map(|g| g.id)),
-            messages,
+            messages: messages.clone(),
         };
         let beginning = Beginning::start();
         let begun = self.store.run(begin, &actor(setup), req.world.clock.now());
@@ -242,12 +244,13 @@ impl Decided {
             guard,
             tree,
             renewal: None,
+            messages,
         })))
     }
 }
 
 /// The command line as the slice record keeps it: the prompt, when an argument carries it
-/// (Claude Code's `-p PROMPT`), stands as a reference to the slice's prompt file, which is
+/// (Codex's `exec … PROMPT`), stands as a reference to the slice's prompt file, which is
 /// written for it. A record holding the whole prompt would make every read of recent slices
 /// (each decision reads 200) decode every prompt.
 fn recorded_argv(plan: &LaunchPlan, prompt: &str) -> Vec<String> {

@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use loopx_adapters::{LaunchPlan, PromptDelivery, StdinMode};
+use loopx_adapters::{LaunchPlan, PromptDelivery};
 use loopx_kernel::{AgentName, SliceId, TodoId};
 use loopx_pty::{EnvSpec, LaunchSpec, LogSpec, PromptFile, SliceLimits};
 
@@ -74,11 +74,6 @@ pub(crate) fn launch_spec(
         ),
         PromptDelivery::StreamJson { contents } => (None, FirstInput::Live(contents.clone())),
     };
-    let stdin = match (&first, plan.stdin) {
-        (FirstInput::Live(_), _) => loopx_pty::Stdin::Pipe,
-        (_, StdinMode::Null) => loopx_pty::Stdin::Null,
-        (_, StdinMode::Pty) => loopx_pty::Stdin::Terminal,
-    };
     let spec = LaunchSpec {
         slice_id: marker(env.project_root, env.slice),
         program: PathBuf::from(&plan.program),
@@ -113,7 +108,7 @@ pub(crate) fn launch_spec(
         prompt,
         // A prompt typed into the terminal must not come back as the agent's output.
         echo: !matches!(first, FirstInput::Typed(_)),
-        stdin,
+        stdin: loopx_domain::launch::stdin(plan),
     };
     (spec, first)
 }

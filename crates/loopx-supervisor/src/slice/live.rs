@@ -10,16 +10,17 @@
 //! (after the running tool) or starts the next one; a line after a turn's result starts the
 //! next turn.
 //!
-//! **When the session ends.** At a turn's result, loopx closes stdin (the CLI then ends) unless
-//! a message written during that turn has not been echoed yet: that one starts the next turn
-//! (Claude echoes it about a quarter of a second after the result). It closes at the result
-//! after that in any case, since by then the CLI has read every line written before, and when
-//! no echo came within [`ECHO_WAIT`] of the result: a CLI that never echoes cannot keep a
-//! slice open until its idle limit. A message taken in the moment stdin closes, or written but
-//! never echoed, waits again for the agent's next slice when this one ends (the kernel's
-//! `settled`).
+//! **When the session ends** (`live/turns.rs`). At a turn's result, loopx closes stdin (the
+//! CLI then ends) unless a message written during that turn has not been echoed yet: that one
+//! starts the next turn (Claude echoes it about a quarter of a second after the result), whose
+//! own result decides again. A line of an earlier turn never holds it open, and when no echo
+//! came within [`ECHO_WAIT`] of the result stdin closes anyway: a CLI that never echoes cannot
+//! keep a slice open until its idle limit. A message taken in the moment stdin closes, or
+//! written but never echoed, waits again for the agent's next slice when this one ends (the
+//! kernel's `settled`).
 
-use std::collections::HashMap;
+mod turns;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self as std_mpsc, RecvTimeoutError};
@@ -27,15 +28,16 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use loopx_adapters::AgentEvent;
-use loopx_adapters::live::{input_uuid, user_line};
+use loopx_adapters::live::{random_uuid, user_line};
 use loopx_kernel::ids::MessageId;
-use loopx_kernel::model::Message;
+use loopx_kernel::model::{Delivery, Message};
 use loopx_kernel::store::{Applied, LiveMessages};
 use loopx_kernel::{AgentName, Op, Project, SharedClock, SliceId};
-use loopx_pty::SliceControl;
+use loopx_pty::{SliceControl, SliceEvent, SliceEvents};
 use tokio::sync::mpsc;
 
 use crate::store_cache::StoreCache;
+use turns::{AtResult, Turns};
 
 /// How often the mailbox looks for waiting messages: a person sees a message go in within
 /// about a second, at the cost of one keyed read a second per such slice.
@@ -49,6 +51,8 @@ pub(crate) const ECHO_WAIT: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub(crate) struct Mailroom {
     pub slice: SliceId,
+    /// The messages the slice's prompt carries: delivered when the CLI echoes the prompt.
+    pub prompt_messages: Vec<MessageId>,
     pub agent: AgentName,
     pub stores: StoreCache,
     pub project: Project,
@@ -59,14 +63,9 @@ pub(crate) struct Mailroom {
 #[derive(Debug)]
 pub(crate) struct LiveInput {
     control: SliceControl,
-    slice: SliceId,
-    /// Keeps this slice's uuids apart from another project's slice of the same number, and
-    /// from a resumed session's earlier lines.
-    nonce: u32,
-    /// Lines of messages written whose echo has not come, by uuid.
-    pending: HashMap<String, MessageId>,
-    /// A line was written since the last result.
-    written_this_turn: bool,
+    /// The prompt line's uuid and the messages it carries, until its echo.
+    prompt: Option<(String, Vec<MessageId>)>,
+    turns: Turns,
     /// When stdin is closed unless an echo comes first (set at a result that left a message
     /// unread).
     close_at: Option<tokio::time::Instant>,
@@ -75,38 +74,43 @@ pub(crate) struct LiveInput {
 
 impl LiveInput {
     /// Writes the prompt as the first line and starts the mailbox.
-    pub(crate) fn start(prompt: &str, room: Mailroom, control: SliceControl) -> LiveInput {
-        let nonce = nonce(room.slice);
-        let first = user_line(prompt, &input_uuid(room.slice.0, nonce, 0));
-        if let Err(e) = control.write_stdin(first) {
+    pub(crate) fn start(prompt: &str, mut room: Mailroom, control: SliceControl) -> LiveInput {
+        let uuid = random_uuid();
+        if let Err(e) = control.write_stdin(user_line(prompt, &uuid)) {
             tracing::warn!(error = %e, "could not write the prompt to the agent's stdin");
         }
+        let carried = std::mem::take(&mut room.prompt_messages);
         LiveInput {
             control,
-            slice: room.slice,
-            nonce,
-            pending: HashMap::new(),
-            written_this_turn: false,
+            prompt: Some((uuid, carried)),
+            turns: Turns::default(),
             close_at: None,
             mailbox: Mailbox::start(room),
         }
     }
 
-    /// Messages the mailbox took, as they come; `None` once it stopped.
-    pub(crate) async fn taken(&mut self) -> Option<Vec<Message>> {
-        self.mailbox.taken.recv().await
+    /// The slice's next event; meanwhile, the messages the mailbox takes are written, and
+    /// stdin is closed when an echo it waited for did not come.
+    pub(crate) async fn next(&mut self, events: &mut SliceEvents) -> Option<SliceEvent> {
+        loop {
+            let close_at = self.close_at;
+            tokio::select! {
+                event = events.next() => return event,
+                Some(taken) = self.mailbox.taken.recv() => self.write(taken),
+                () = sleep_until(close_at), if close_at.is_some() => self.close(),
+            }
+        }
     }
 
     /// Writes each message as a line (once stdin is closed they wait for the next slice).
-    pub(crate) fn write(&mut self, messages: Vec<Message>) {
+    fn write(&mut self, messages: Vec<Message>) {
         for message in messages {
-            let uuid = input_uuid(self.slice.0, self.nonce, message.id.0);
+            let uuid = random_uuid();
             let line = user_line(&loopx_domain::prompt::live_message_note(&message), &uuid);
             match self.control.write_stdin(line) {
                 Ok(()) => {
                     tracing::info!(message = %message.id, "message written into the session");
-                    self.pending.insert(uuid, message.id);
-                    self.written_this_turn = true;
+                    self.turns.written(uuid, message.id);
                 }
                 Err(e) => {
                     tracing::info!(message = %message.id, error = %e, "message not written; it waits for the next slice")
@@ -120,8 +124,14 @@ impl LiveInput {
     pub(crate) fn saw(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::InputUsed { uuid } => {
-                if let Some(message) = self.pending.remove(uuid) {
-                    self.mailbox.used(message);
+                if let Some(message) = self.turns.echoed(uuid) {
+                    self.mailbox.used(message, Delivery::Live);
+                }
+                if self.prompt.as_ref().is_some_and(|(first, _)| first == uuid) {
+                    let (_, carried) = self.prompt.take().unwrap_or_default();
+                    for message in carried {
+                        self.mailbox.used(message, Delivery::Prompt);
+                    }
                 }
                 // A turn began: its own result decides.
                 self.close_at = None;
@@ -131,24 +141,19 @@ impl LiveInput {
                 while let Ok(taken) = self.mailbox.taken.try_recv() {
                     self.write(taken);
                 }
-                let unread = self.written_this_turn && !self.pending.is_empty();
-                self.written_this_turn = false;
-                match unread {
-                    true => self.close_at = Some(tokio::time::Instant::now() + ECHO_WAIT),
-                    false => self.close(),
+                match self.turns.result() {
+                    AtResult::WaitForEcho => {
+                        self.close_at = Some(tokio::time::Instant::now() + ECHO_WAIT);
+                    }
+                    AtResult::Close => self.close(),
                 }
             }
             _ => {}
         }
     }
 
-    /// When stdin is to be closed unless an echo comes first.
-    pub(crate) fn close_at(&self) -> Option<tokio::time::Instant> {
-        self.close_at
-    }
-
     /// Closes stdin: nothing more is taken or written, and the CLI ends after its pending work.
-    pub(crate) fn close(&mut self) {
+    fn close(&mut self) {
         self.close_at = None;
         self.mailbox.open.store(false, Ordering::SeqCst);
         if let Err(e) = self.control.close_stdin() {
@@ -164,10 +169,12 @@ impl LiveInput {
     }
 }
 
-fn nonce(slice: SliceId) -> u32 {
-    use std::hash::BuildHasher;
-    let hashed = std::collections::hash_map::RandomState::new().hash_one(slice.0);
-    (hashed & 0xff_ffff) as u32
+/// Sleeps until `at` (forever when `None`: the branch is disabled then).
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The thread that takes waiting messages and delivers the echoed ones.
@@ -175,7 +182,7 @@ fn nonce(slice: SliceId) -> u32 {
 struct Mailbox {
     /// Cleared when stdin is closed: nothing more is taken.
     open: Arc<AtomicBool>,
-    used: Option<std_mpsc::Sender<MessageId>>,
+    used: Option<std_mpsc::Sender<(MessageId, Delivery)>>,
     taken: mpsc::UnboundedReceiver<Vec<Message>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -201,9 +208,9 @@ impl Mailbox {
         }
     }
 
-    fn used(&self, message: MessageId) {
+    fn used(&self, message: MessageId, how: Delivery) {
         if let Some(used) = &self.used {
-            let _ = used.send(message);
+            let _ = used.send((message, how));
         }
     }
 
@@ -221,17 +228,18 @@ impl Mailbox {
 fn run(
     room: &Mailroom,
     open: &AtomicBool,
-    used: &std_mpsc::Receiver<MessageId>,
+    used: &std_mpsc::Receiver<(MessageId, Delivery)>,
     taken: &mpsc::UnboundedSender<Vec<Message>>,
 ) {
     let mut next_look = Instant::now() + POLL;
     loop {
         match used.recv_timeout(next_look.saturating_duration_since(Instant::now())) {
-            Ok(message) => apply(
+            Ok((message, how)) => apply(
                 room,
                 LiveMessages::Used {
                     slice: room.slice,
                     message,
+                    how,
                 },
             ),
             Err(RecvTimeoutError::Timeout) => {
@@ -270,11 +278,20 @@ fn take(room: &Mailroom) -> Option<Vec<Message>> {
     }
 }
 
+/// Records a message delivered, trying a few times: one not recorded waits again when the
+/// slice ends, and reaches the agent twice.
 fn apply(room: &Mailroom, op: LiveMessages) {
-    let op = Op::LiveMessages(op);
-    if let Err(e) = room.stores.with(&room.project, |s| {
-        s.apply(op, super::ACTOR, room.clock.now())
-    }) {
-        tracing::warn!(error = %e, "could not record a message delivered");
+    const TRIES: u32 = 3;
+    for attempt in 1..=TRIES {
+        let op = Op::LiveMessages(op.clone());
+        match room.stores.with(&room.project, |s| {
+            s.apply(op, super::ACTOR, room.clock.now())
+        }) {
+            Ok(_) => return,
+            Err(e) if attempt == TRIES => {
+                tracing::warn!(error = %e, "could not record a message delivered; it waits again when the slice ends");
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(200) * attempt),
+        }
     }
 }

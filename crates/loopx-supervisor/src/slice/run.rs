@@ -119,6 +119,7 @@ impl Begun {
         };
         let mailroom = Mailroom {
             slice: self.record.id,
+            prompt_messages: self.messages.clone(),
             agent: self.setup.agent.name.clone(),
             stores: req.world.stores.clone(),
             project: req.project.clone(),
@@ -174,10 +175,13 @@ impl Launched {
             renewal.stop_slice_if_lost(control.clone());
         }
         req.shutdown.register(begun.record.id.0, control);
+        // An agent that reads its prompt from stdin as stream-json has read it when its CLI
+        // echoes it: the messages the prompt carries are delivered then (`live.rs`).
+        let prompt_read = !matches!(self.first, FirstInput::Live(_));
         self.recorder = Some(record_spawned(
             req,
             begun.store.take(),
-            begun.record.id,
+            (begun.record.id, prompt_read),
             &begun.setup.agent.name,
             req.world.host.identity(pid),
             self.containment,
@@ -489,7 +493,7 @@ impl Begun {
 fn record_spawned(
     req: &RunOnce,
     store: Option<std::sync::Arc<Store>>,
-    slice: SliceId,
+    (slice, prompt_read): (SliceId, bool),
     agent: &AgentName,
     process: ProcessIdentity,
     containment: &str,
@@ -500,6 +504,7 @@ fn record_spawned(
         slice,
         process,
         containment: containment.to_owned(),
+        prompt_read,
     };
     let (project, clock, stores) = (
         req.project.clone(),

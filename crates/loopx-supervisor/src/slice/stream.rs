@@ -25,14 +25,6 @@ pub(crate) fn spawn(runtime: &tokio::runtime::Handle, spec: LaunchSpec) -> Resul
         .map_err(|e| crate::errors::chain(&e))
 }
 
-/// Sleeps until `at` (forever when `None`: the branch is disabled then).
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// The slice's token ceiling, once the usage the agent reported so far reached it.
 pub(crate) fn reached_ceiling(summary: &StreamSummary, max_tokens: Option<u64>) -> Option<u64> {
     let max = max_tokens?;
@@ -74,20 +66,7 @@ pub(crate) async fn observe(
     let mut stopped_at_ceiling = None;
     loop {
         let event = match &mut live {
-            Some(input) => {
-                let close_at = input.close_at();
-                tokio::select! {
-                    event = events.next() => event,
-                    Some(taken) = input.taken() => {
-                        input.write(taken);
-                        continue;
-                    }
-                    () = sleep_until(close_at), if close_at.is_some() => {
-                        input.close();
-                        continue;
-                    }
-                }
-            }
+            Some(input) => input.next(&mut events).await,
             None => events.next().await,
         };
         let Some(event) = event else { break };

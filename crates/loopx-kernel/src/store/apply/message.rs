@@ -31,14 +31,20 @@ pub struct NewMessage {
 }
 
 /// What loopx does with a person's messages while a slice whose agent takes input runs. Only
-/// loopx does it, never an agent (one could mark a message delivered that it never read).
+/// loopx's supervisor does it: an agent could mark a message delivered that it never read, and
+/// a person has `loopx say`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LiveMessages {
     /// Takes every message waiting for the running slice's agent, to write into its session
     /// now (applied as [`Applied::Messages`]).
     Take { slice: SliceId },
-    /// The slice's CLI took `message`: it is delivered, `live`.
-    Used { slice: SliceId, message: MessageId },
+    /// The slice's CLI took `message`: it is delivered, `how` (`live`; `prompt` for one its
+    /// prompt carried, when the CLI echoed the prompt).
+    Used {
+        slice: SliceId,
+        message: MessageId,
+        how: Delivery,
+    },
 }
 
 pub(crate) fn key(agent: &AgentName) -> String {
@@ -61,9 +67,11 @@ pub(super) fn send(w: &Writer<'_>, new: NewMessage) -> Result<Applied, KernelErr
         "; say it in parts, or amend the goal",
     )?;
     let mut waiting: Vec<Message> = w.quota_get(&key(&new.agent))?.unwrap_or_default();
-    if waiting.len() >= WAITING {
+    // Those written into a running session and not yet read count too: an agent that never
+    // reads its input must not gather more than the next prompt should carry.
+    if waiting.len() + in_sessions(w, &new.agent)? >= WAITING {
         return Err(Invalid::Other(format!(
-            "{WAITING} messages already wait for {}'s next slice\n(hint: wait until it takes them; `loopx log --kind message_delivered` shows when)",
+            "{WAITING} messages to {} are not read yet\n(hint: wait until it reads them; `loopx log --kind message_delivered` shows when)",
             new.agent
         ))
         .into());
@@ -85,6 +93,16 @@ pub(super) fn send(w: &Writer<'_>, new: NewMessage) -> Result<Applied, KernelErr
         text: message.text.clone(),
     })?;
     Ok(Applied::Message(message))
+}
+
+/// How many of `agent`'s messages its running slices hold, not yet read.
+fn in_sessions(w: &Writer<'_>, agent: &AgentName) -> Result<usize, KernelError> {
+    let mut held = 0;
+    for id in w.running_ids()? {
+        let live: Vec<Message> = w.quota_get(&live_key(SliceId(id)))?.unwrap_or_default();
+        held += live.iter().filter(|m| &m.agent == agent).count();
+    }
+    Ok(held)
 }
 
 /// The slice's begin takes `messages` (its prompt carries them): they wait no longer, and are
@@ -129,8 +147,8 @@ pub(super) fn delivered(w: &Writer<'_>, slice: SliceId) -> Result<(), KernelErro
 
 /// Live messages: a running slice takes what waits now, or its CLI took one of them.
 pub(super) fn live(w: &Writer<'_>, op: LiveMessages) -> Result<Applied, KernelError> {
-    if loopx_vocab::Actor::of(w.actor).is_agent() {
-        return Err(Refused::SayByAgent {
+    if loopx_vocab::Actor::of(w.actor) != loopx_vocab::Actor::Loopx {
+        return Err(Refused::LiveByOther {
             actor: w.actor.to_owned(),
         }
         .into());
@@ -147,26 +165,57 @@ pub(super) fn live(w: &Writer<'_>, op: LiveMessages) -> Result<Applied, KernelEr
             }
             Ok(Applied::Messages(waiting))
         }
-        LiveMessages::Used { slice, message } => {
-            let mut live: Vec<Message> = w.quota_get(&live_key(slice))?.unwrap_or_default();
-            // Taken once: a second echo of the line, or one after the slice ended, says nothing new.
-            let Some(at) = live.iter().position(|m| m.id == message) else {
+        LiveMessages::Used {
+            slice,
+            message,
+            how,
+        } => {
+            // Among those written into the session; or, when the prompt's echo came before its
+            // spawn was recorded, among those its prompt carries. Taken once: a second echo of
+            // the line, or one after the slice ended, says nothing new.
+            let used = match remove(w, &live_key(slice), message)? {
+                Some(used) => Some(used),
+                None => remove(w, &taken_key(slice), message)?,
+            };
+            let Some(used) = used else {
                 return Ok(Applied::Recorded);
             };
-            let used = live.remove(at);
-            match live.is_empty() {
-                true => w.quota_remove(&live_key(slice)).map(drop)?,
-                false => w.quota_put(&live_key(slice), &live)?,
-            }
             w.event(EventKind::MessageDelivered {
                 message: used.id,
                 agent: used.agent,
                 slice,
-                how: Delivery::Live,
+                how,
             })?;
             Ok(Applied::Recorded)
         }
     }
+}
+
+/// Removes `message` from the list under `key`, if it is there.
+fn remove(w: &Writer<'_>, key: &str, message: MessageId) -> Result<Option<Message>, KernelError> {
+    let mut list: Vec<Message> = w.quota_get(key)?.unwrap_or_default();
+    let Some(at) = list.iter().position(|m| m.id == message) else {
+        return Ok(None);
+    };
+    let removed = list.remove(at);
+    match list.is_empty() {
+        true => w.quota_remove(key).map(drop)?,
+        false => w.quota_put(key, &list)?,
+    }
+    Ok(Some(removed))
+}
+
+/// The slice's agent started, and reads its prompt from a pipe: the messages the prompt
+/// carries are delivered when its CLI echoes the prompt, and until then wait with the ones
+/// written into its session.
+pub(super) fn await_echo(w: &Writer<'_>, slice: SliceId) -> Result<(), KernelError> {
+    let Some(taken) = w.quota_get::<Vec<Message>>(&taken_key(slice))? else {
+        return Ok(());
+    };
+    w.quota_remove(&taken_key(slice))?;
+    let mut live: Vec<Message> = w.quota_get(&live_key(slice))?.unwrap_or_default();
+    live.splice(0..0, taken);
+    w.quota_put(&live_key(slice), &live)
 }
 
 /// The slice ended: its messages are settled. When its agent never started, or could not work

@@ -391,6 +391,11 @@ pub enum Op {
         process: ProcessIdentity,
         /// What contains the agent (see [`SliceRecord::containment`]).
         containment: String,
+        /// Whether starting gave the agent its prompt (an argument, a file, typed input): the
+        /// messages the prompt carries are delivered now. Not when its CLI reads the prompt as
+        /// stream-json from a pipe: they are delivered when it echoes the prompt
+        /// ([`LiveMessages::Used`](super::message::LiveMessages)), else wait again.
+        prompt_read: bool,
     },
     SliceEnd {
         slice: SliceId,
@@ -722,7 +727,8 @@ fn dispatch(w: &Writer<'_>, op: Op) -> Result<Applied, KernelError> {
             slice,
             process,
             containment,
-        } => slice::spawned(w, slice, process, containment),
+            prompt_read,
+        } => slice::spawned(w, slice, process, containment, prompt_read),
         Op::SliceEnd { slice, end } => slice::end(w, slice, end).map(Applied::Slice),
         Op::SliceInterrupt(Interrupt {
             slice,

@@ -214,6 +214,7 @@ pub(super) fn spawned(
     id: SliceId,
     process: ProcessIdentity,
     containment: String,
+    prompt_read: bool,
 ) -> Result<Applied, KernelError> {
     let mut record = running_slice(w, id)?;
     let pid = process.pid;
@@ -221,7 +222,10 @@ pub(super) fn spawned(
     record.containment = containment;
     w.put(tables::SLICES, id.0, &record)?;
     w.event(EventKind::SliceSpawned { slice: id, pid })?;
-    super::message::delivered(w, id)?;
+    match prompt_read {
+        true => super::message::delivered(w, id)?,
+        false => super::message::await_echo(w, id)?,
+    }
     Ok(Applied::Slice(record))
 }
 
