@@ -188,4 +188,17 @@ pub enum LaunchError {
     /// The prompt contains a NUL byte, which no argv element or file path convention can carry.
     #[error("the prompt contains a NUL byte")]
     NulInPrompt,
+    /// A stream-json launch whose final command line (the profile's `extra_args` included)
+    /// lacks what live input needs.
+    #[error(
+        "profile `{profile}` launches `{adapter}` with `prompt.delivery = \"stream-json\"` but without `{missing}`\n(hint: remove what overrides them from the profile's `extra_args`)"
+    )]
+    LiveInputFlags {
+        /// Profile name.
+        profile: String,
+        /// Adapter name.
+        adapter: String,
+        /// The flags missing, joined.
+        missing: String,
+    },
 }

@@ -109,6 +109,16 @@ pub fn render_launch(
         values.insert("max_turns", turns.to_string());
     }
     let args = arguments(loaded, level_flags, &values);
+    if adapter.prompt_delivery == PromptDeliveryKind::StreamJson {
+        let missing = crate::live::missing_flags(&args);
+        if !missing.is_empty() {
+            return Err(LaunchError::LiveInputFlags {
+                profile: profile.name.clone(),
+                adapter: adapter.name.clone(),
+                missing: missing.join("` and `"),
+            });
+        }
+    }
     let program = profile
         .program
         .as_deref()

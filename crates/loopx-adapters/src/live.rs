@@ -10,12 +10,19 @@ use serde_json::{Value, json};
 /// lines (`--input-format stream-json`), and knows one was used by its echo
 /// (`--replay-user-messages`). Without the first Claude would take the line as the prompt's
 /// text; without the second every message would wait for its echo in vain.
+/// Read as Claude reads its command line: only what comes before a `--` is a flag, and the
+/// last `--input-format` wins.
 pub fn missing_flags(args: &[String]) -> Vec<&'static str> {
-    let input = args
-        .windows(2)
-        .any(|w| w[0] == "--input-format" && w[1] == "stream-json")
-        || args.iter().any(|a| a == "--input-format=stream-json");
-    let echo = args.iter().any(|a| a == "--replay-user-messages");
+    let flags = args.split(|a| a == "--").next().unwrap_or_default();
+    let mut format = flags
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| match a.as_str() {
+            "--input-format" => flags.get(i + 1).map(String::as_str),
+            other => other.strip_prefix("--input-format="),
+        });
+    let input = format.next_back() == Some("stream-json");
+    let echo = flags.iter().any(|a| a == "--replay-user-messages");
     let mut missing = Vec::new();
     if !input {
         missing.push("--input-format stream-json");
@@ -108,6 +115,34 @@ mod tests {
         assert_eq!(back["message"]["content"][0]["text"], text.as_str());
         assert_eq!(back["uuid"], "u");
         assert_eq!(back["type"], "user");
+    }
+
+    #[test]
+    fn the_flags_count_as_claude_reads_them() {
+        let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let both = ["--input-format", "stream-json", "--replay-user-messages"];
+        assert!(missing_flags(&args(&both)).is_empty());
+        assert!(
+            missing_flags(&args(&[
+                "--input-format=stream-json",
+                "--replay-user-messages"
+            ]))
+            .is_empty()
+        );
+        // A later `--input-format` wins; after `--` nothing is a flag.
+        let overridden = [&both[..], &["--input-format", "text"]].concat();
+        assert_eq!(
+            missing_flags(&args(&overridden)),
+            ["--input-format stream-json"]
+        );
+        let after = [
+            "--input-format",
+            "stream-json",
+            "--",
+            "--replay-user-messages",
+        ];
+        assert_eq!(missing_flags(&args(&after)), ["--replay-user-messages"]);
+        assert_eq!(missing_flags(&args(&["-p"])).len(), 2);
     }
 
     #[test]

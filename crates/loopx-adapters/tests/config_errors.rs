@@ -205,3 +205,26 @@ fn stream_json_delivery_needs_claude_s_stream_and_its_own_stdin() {
     let fine = "program = \"x\"\nargs = [\"--input-format=stream-json\", \"--replay-user-messages\"]\noutput = \"claude-stream-json\"\n[prompt]\ndelivery = \"stream-json\"\n[permissions]\nfull = [\"-y\"]\n";
     assert!(loopx_adapters::load_adapter_str("live", "adapters/live.toml", fine).is_ok());
 }
+
+/// A profile cannot take back what live input needs from the adapter's command line.
+#[test]
+fn extra_args_cannot_undo_the_live_input_flags() {
+    let text = "adapter = \"claude-code\"\npermission = \"workspace-write\"\nextra_args = [\"--input-format\", \"text\"]\n";
+    let err = invalid("live", text).one_line_each();
+    assert!(
+        err.contains("profiles/live.toml:3")
+            && err
+                .contains("`extra_args` leaves `claude-code` without `--input-format stream-json`"),
+        "{err}"
+    );
+    let fine = "adapter = \"claude-code\"\npermission = \"workspace-write\"\nextra_args = [\"--add-dir\", \"../docs\"]\n";
+    assert!(
+        load_profile_str(
+            "live",
+            "profiles/live.toml",
+            fine,
+            &AdapterCatalog::builtin()
+        )
+        .is_ok()
+    );
+}

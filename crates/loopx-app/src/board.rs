@@ -1,7 +1,7 @@
 //! Where a todo stands on a board: the one classification the local board and the Lark board
 //! share, so that the two never disagree about what a card is.
 
-use loopx_kernel::model::{Blocks, Gate, GateState, SliceRecord, Todo, TodoState};
+use loopx_kernel::model::{Gate, GateState, SliceRecord, Todo, TodoState};
 
 /// A todo's place on a board.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -64,13 +64,7 @@ impl Column {
 /// The open gate that holds `todo` back, if one does: one blocking every agent, one on the
 /// todo's goal (`gate ask --goal`), or one naming the todo.
 pub fn blocking_gate<'g>(todo: &Todo, gates: &'g [Gate]) -> Option<&'g Gate> {
-    gates.iter().find(|g| {
-        g.state == GateState::Open
-            && match &g.blocks {
-                Blocks::Global => true,
-                Blocks::Goal(goal) => *goal == todo.goal,
-                Blocks::Todos(ids) => ids.contains(&todo.id),
-                Blocks::Agent(_) | Blocks::Nothing => false,
-            }
-    })
+    gates
+        .iter()
+        .find(|g| g.state == GateState::Open && g.blocks.holds_todo(todo.id, todo.goal))
 }

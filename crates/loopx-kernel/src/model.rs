@@ -208,6 +208,19 @@ impl Blocks {
         }
     }
 
+    /// Whether this gate holds back all of `goal`'s work, whoever would do it: a gate on
+    /// everything, or on the goal.
+    pub fn holds_whole_goal(&self, goal: GoalId) -> bool {
+        self.blocks(None, None, Some(goal))
+    }
+
+    /// Whether this gate holds back `todo` of `goal` whoever would work on it: a gate on
+    /// everything, on the goal, or naming the todo (a gate on one agent holds back that agent,
+    /// not the todo).
+    pub fn holds_todo(&self, todo: TodoId, goal: GoalId) -> bool {
+        self.blocks(None, Some(todo), Some(goal))
+    }
+
     /// `global`, `agent exec`, `t3, t4`.
     pub fn describe(&self) -> String {
         match self {
@@ -562,4 +575,30 @@ pub struct Spend {
     /// When the slice ran, for the goal's share.
     pub busy: Option<(Timestamp, Timestamp)>,
     pub at: Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_gate_holds_back_whoever_would_do_the_work() {
+        let cases = [
+            (Blocks::Global, true, true),
+            (Blocks::Goal(GoalId(2)), true, true),
+            (Blocks::Goal(GoalId(1)), false, false),
+            (Blocks::Todos(vec![TodoId(3)]), false, true),
+            (Blocks::Todos(vec![TodoId(4)]), false, false),
+            (Blocks::Agent("exec".parse().expect("name")), false, false),
+            (Blocks::Nothing, false, false),
+        ];
+        for (blocks, whole_goal, this_todo) in cases {
+            assert_eq!(blocks.holds_whole_goal(GoalId(2)), whole_goal, "{blocks:?}");
+            assert_eq!(
+                blocks.holds_todo(TodoId(3), GoalId(2)),
+                this_todo,
+                "{blocks:?}"
+            );
+        }
+    }
 }

@@ -316,3 +316,27 @@ fn a_prompt_echoed_before_its_spawn_was_recorded_delivers_its_messages_once() {
     assert_eq!(deliveries(&f), [(m1, Delivery::Prompt)]);
     assert!(returned(&f).is_empty());
 }
+
+/// Between a slice's begin and its agent's start, the messages its prompt carries are not read
+/// yet: they count too.
+#[test]
+fn messages_a_prompt_carries_count_until_the_agent_started() {
+    let f = fixture();
+    f.goal();
+    let a = f.agent("a");
+    let all: Vec<MessageId> = (0..loopx_kernel::store::WAITING_MESSAGES)
+        .map(|n| say(&f, &a, &format!("note {n}")))
+        .collect();
+    let slice = begin_with(&f, &a, all);
+    let op = || {
+        Op::Say(NewMessage {
+            agent: a.clone(),
+            text: "one more".into(),
+        })
+    };
+    let why = f.store.apply(op(), HUMAN, T0).expect_err("over the limit");
+    assert!(why.to_string().contains("are not read yet"), "{why}");
+    // Started with its prompt, the agent has them: there is room again.
+    spawned(&f, slice, true);
+    f.store.apply(op(), HUMAN, T0).expect("room again");
+}

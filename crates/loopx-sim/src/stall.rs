@@ -94,7 +94,7 @@ fn stalled(snap: &Snapshot<'_>, host: &SimHost) -> Result<Vec<(GoalId, String)>,
     let goals = snap.active_goals()?;
     let gates = snap.open_gates()?;
     let slices = snap.slices_tail(200)?;
-    let held = |g: &Goal| gates.iter().any(|gate| holds_goal(gate, g.id));
+    let held = |g: &Goal| gates.iter().any(|gate| gate.blocks.holds_whole_goal(g.id));
     let used = |g: &Goal| share_used(&slices, g, now);
     let waiting: Vec<(GoalId, &'static str)> = goals
         .iter()
@@ -130,11 +130,6 @@ fn stalled(snap: &Snapshot<'_>, host: &SimHost) -> Result<Vec<(GoalId, String)>,
         }
     }
     Ok(stalled)
-}
-
-/// Whether an open gate holds back all of `goal`'s work.
-fn holds_goal(gate: &Gate, goal: GoalId) -> bool {
-    matches!(gate.blocks, Blocks::Global) || gate.blocks == Blocks::Goal(goal)
 }
 
 /// How much of its share `goal` used in the last hour (1.0: all of it): its slices' time.

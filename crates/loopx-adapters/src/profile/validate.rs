@@ -60,7 +60,12 @@ fn check(
     if let Some(adapter) = &adapter {
         can_run(adapter, model.as_ref(), program.is_some(), p);
     }
-    let extra_args = extra_args(take(raw.extra_args, "extra_args", p), p);
+    let extra = take(raw.extra_args, "extra_args", p);
+    let extra_span = extra.as_ref().map(|(_, span)| span.clone());
+    let extra_args = extra_args(extra, p);
+    if let (Some(adapter), Some(extra), Some(span)) = (&adapter, &extra_args, extra_span) {
+        live_input_kept(adapter, extra, span, p);
+    }
     let workdir = workdir(take(raw.workdir, "workdir", p), p);
     let done_when = done_when(
         take(raw.done_when, "done_when", p),
@@ -129,6 +134,28 @@ fn can_run(
                 adapter.name
             ),
             Some("add e.g. `program = \"aider\"`".to_owned()),
+        );
+    }
+}
+
+/// An adapter that takes live input keeps what that needs after the profile's `extra_args`
+/// (they come after the adapter's own flags, and a later `--input-format` wins).
+fn live_input_kept(adapter: &Adapter, extra: &[String], span: Range<usize>, p: &mut Problems) {
+    if adapter.prompt_delivery != crate::adapter::PromptDeliveryKind::StreamJson {
+        return;
+    }
+    let combined: Vec<String> = adapter.args.iter().chain(extra).cloned().collect();
+    let missing = crate::live::missing_flags(&combined);
+    if !missing.is_empty() {
+        p.push(
+            span,
+            Some("extra_args"),
+            format!(
+                "`extra_args` leaves `{}` without `{}`, which a person's messages need",
+                adapter.name,
+                missing.join("` and `")
+            ),
+            Some("remove the `--input-format` or `--` from `extra_args`".to_owned()),
         );
     }
 }

@@ -7,9 +7,10 @@ use loopx_kernel::{EventKind, GoalId, KernelError, Snapshot, TodoId};
 /// Whether `gate` holds back work of `goal`: a gate on the goal, on one of its todos, or on
 /// everything (a gate on an agent or on nothing is no goal's).
 pub fn gate_holds_goal(s: &Snapshot<'_>, gate: &Gate, goal: GoalId) -> Result<bool, KernelError> {
+    if gate.blocks.holds_whole_goal(goal) {
+        return Ok(true);
+    }
     match &gate.blocks {
-        Blocks::Global => Ok(true),
-        Blocks::Goal(g) => Ok(*g == goal),
         Blocks::Todos(todos) => {
             for todo in todos {
                 if todo_of_goal(s, *todo, goal)? {
@@ -18,7 +19,7 @@ pub fn gate_holds_goal(s: &Snapshot<'_>, gate: &Gate, goal: GoalId) -> Result<bo
             }
             Ok(false)
         }
-        Blocks::Agent(_) | Blocks::Nothing => Ok(false),
+        _ => Ok(false),
     }
 }
 

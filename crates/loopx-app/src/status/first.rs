@@ -58,11 +58,7 @@ pub(super) fn first_todos(
     let named = named_in(gates);
     first.gated = gated_named(s, goal, gates, &named)?;
     first.ready = ready_first(s, goal, gates, FIRST_SCREEN + named.len())?;
-    let global = gates.iter().find(|g| match g.blocks {
-        loopx_kernel::model::Blocks::Global => true,
-        loopx_kernel::model::Blocks::Goal(id) => id == goal,
-        _ => false,
-    });
+    let global = gates.iter().find(|g| g.blocks.holds_whole_goal(goal));
     if let Some(gate) = global {
         // Nothing is next while a gate holds back everything (or this whole goal): the first
         // in line wait on it.

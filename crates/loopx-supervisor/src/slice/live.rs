@@ -124,31 +124,49 @@ impl LiveInput {
     pub(crate) fn saw(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::InputUsed { uuid } => {
+                let mut ours = false;
                 if let Some(message) = self.turns.echoed(uuid) {
                     self.mailbox.used(message, Delivery::Live);
+                    ours = true;
                 }
                 if self.prompt.as_ref().is_some_and(|(first, _)| first == uuid) {
                     let (_, carried) = self.prompt.take().unwrap_or_default();
                     for message in carried {
                         self.mailbox.used(message, Delivery::Prompt);
                     }
+                    ours = true;
                 }
-                // A turn began: its own result decides.
-                self.close_at = None;
-            }
-            AgentEvent::Finished(_) => {
-                // What the mailbox took meanwhile goes in first: it starts the next turn.
-                while let Ok(taken) = self.mailbox.taken.try_recv() {
-                    self.write(taken);
-                }
-                match self.turns.result() {
-                    AtResult::WaitForEcho => {
-                        self.close_at = Some(tokio::time::Instant::now() + ECHO_WAIT);
-                    }
-                    AtResult::Close => self.close(),
+                // A turn of ours began: its own result decides. An echo of a line loopx never
+                // wrote (an agent can print one) changes nothing.
+                if ours {
+                    self.close_at = None;
                 }
             }
+            AgentEvent::Finished(_) if self.prompt.is_some() => {
+                // Answered without echoing its prompt: the CLI does not echo its input (a
+                // profile without `--replay-user-messages`?), so no message will count as read.
+                tracing::warn!(
+                    "the agent answered without echoing its prompt: messages to it cannot be confirmed (is `--replay-user-messages` among its arguments?)"
+                );
+                self.prompt = None;
+                self.finished();
+            }
+            AgentEvent::Finished(_) => self.finished(),
             _ => {}
+        }
+    }
+
+    /// A turn's result: what the mailbox took meanwhile goes in first (it starts the next
+    /// turn), then the turn rule says whether stdin closes.
+    fn finished(&mut self) {
+        while let Ok(taken) = self.mailbox.taken.try_recv() {
+            self.write(taken);
+        }
+        match self.turns.result() {
+            AtResult::WaitForEcho => {
+                self.close_at = Some(tokio::time::Instant::now() + ECHO_WAIT);
+            }
+            AtResult::Close => self.close(),
         }
     }
 

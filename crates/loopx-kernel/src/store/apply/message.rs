@@ -14,6 +14,7 @@
 use crate::errors::{Conflict, Invalid, KernelError, Refused};
 use crate::ids::{AgentName, MessageId, SliceId};
 use crate::model::{Delivery, EventKind, Message, Outcome};
+use crate::store::tables;
 use crate::store::writer::Writer;
 
 use super::op::Applied;
@@ -71,7 +72,7 @@ pub(super) fn send(w: &Writer<'_>, new: NewMessage) -> Result<Applied, KernelErr
     // reads its input must not gather more than the next prompt should carry.
     if waiting.len() + in_sessions(w, &new.agent)? >= WAITING {
         return Err(Invalid::Other(format!(
-            "{WAITING} messages to {} are not read yet\n(hint: wait until it reads them; `loopx log --kind message_delivered` shows when)",
+            "{WAITING} messages to {} are not read yet\n(hint: wait until it reads them, `loopx log --kind message_delivered` shows when; if the `loopx run` running it was killed, the next `loopx run` gives them back first)",
             new.agent
         ))
         .into());
@@ -96,11 +97,21 @@ pub(super) fn send(w: &Writer<'_>, new: NewMessage) -> Result<Applied, KernelErr
 }
 
 /// How many of `agent`'s messages its running slices hold, not yet read.
+/// Those written into its session and not read yet, and those its prompt carries until its
+/// agent started (then they are delivered, or wait for the prompt's echo with the first).
 fn in_sessions(w: &Writer<'_>, agent: &AgentName) -> Result<usize, KernelError> {
     let mut held = 0;
     for id in w.running_ids()? {
-        let live: Vec<Message> = w.quota_get(&live_key(SliceId(id)))?.unwrap_or_default();
-        held += live.iter().filter(|m| &m.agent == agent).count();
+        let slice = SliceId(id);
+        let mut lists = vec![live_key(slice)];
+        let record: Option<crate::model::SliceRecord> = w.get(tables::SLICES, id)?;
+        if record.is_some_and(|r| r.process.is_none()) {
+            lists.push(taken_key(slice));
+        }
+        for list in lists {
+            let held_here: Vec<Message> = w.quota_get(&list)?.unwrap_or_default();
+            held += held_here.iter().filter(|m| &m.agent == agent).count();
+        }
     }
     Ok(held)
 }
