@@ -86,6 +86,23 @@ pub struct LaunchPlan {
     pub limits: SliceLimits,
 }
 
+/// A launch that takes live input keeps what that needs on its final command line.
+fn live_input_kept(loaded: &LoadedProfile, args: &[String]) -> Result<(), LaunchError> {
+    let adapter = &loaded.adapter;
+    if adapter.prompt_delivery != PromptDeliveryKind::StreamJson {
+        return Ok(());
+    }
+    let missing = crate::live::missing_flags(args);
+    match missing.is_empty() {
+        true => Ok(()),
+        false => Err(LaunchError::LiveInputFlags {
+            profile: loaded.profile.name.clone(),
+            adapter: adapter.name.clone(),
+            missing: missing.join("` and `"),
+        }),
+    }
+}
+
 /// Render the launch of `loaded` at `permission` with `prompt`.
 pub fn render_launch(
     loaded: &LoadedProfile,
@@ -109,16 +126,7 @@ pub fn render_launch(
         values.insert("max_turns", turns.to_string());
     }
     let args = arguments(loaded, level_flags, &values);
-    if adapter.prompt_delivery == PromptDeliveryKind::StreamJson {
-        let missing = crate::live::missing_flags(&args);
-        if !missing.is_empty() {
-            return Err(LaunchError::LiveInputFlags {
-                profile: profile.name.clone(),
-                adapter: adapter.name.clone(),
-                missing: missing.join("` and `"),
-            });
-        }
-    }
+    live_input_kept(loaded, &args)?;
     let program = profile
         .program
         .as_deref()

@@ -321,3 +321,19 @@ fn content_hash_changes_when_the_profile_changes() {
     assert_ne!(a.content_hash, b.content_hash);
     assert_ne!(a.content_hash, c.content_hash);
 }
+
+/// What live input needs is checked on the final command line too, whatever a profile built
+/// in code (not loaded from a checked file) adds.
+#[test]
+fn a_claude_launch_without_the_live_input_flags_is_refused() {
+    let mut loaded = load_profile_file(
+        &repo().join("profiles/executor.toml"),
+        &AdapterCatalog::builtin(),
+    )
+    .expect("loads");
+    loaded.profile.extra_args = vec!["--input-format".into(), "text".into()];
+    let err = render_launch(&loaded, PermissionLevel::WorkspaceWrite, "hi", &ctx())
+        .expect_err("refused");
+    assert!(matches!(err, LaunchError::LiveInputFlags { .. }), "{err}");
+    assert!(err.to_string().contains("--input-format stream-json"), "{err}");
+}

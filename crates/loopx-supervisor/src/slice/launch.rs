@@ -37,6 +37,27 @@ pub(crate) enum FirstInput {
     Live(String),
 }
 
+/// How the prompt reaches the agent: a file written before the spawn, or what is written to
+/// it once it started.
+fn prompt_input(delivery: &PromptDelivery) -> (Option<PromptFile>, FirstInput) {
+    match delivery {
+        PromptDelivery::Argument => (None, FirstInput::Nothing),
+        PromptDelivery::File { path, contents } => (
+            Some(PromptFile {
+                path: path.clone(),
+                contents: contents.clone().into_bytes(),
+            }),
+            FirstInput::Nothing,
+        ),
+        // A terminal ends input with ^D at the start of a line.
+        PromptDelivery::Stdin { contents } => (
+            None,
+            FirstInput::Typed(format!("{contents}\n\u{4}").into_bytes()),
+        ),
+        PromptDelivery::StreamJson { contents } => (None, FirstInput::Live(contents.clone())),
+    }
+}
+
 /// The spec to spawn, and what to write to the agent once it started.
 pub(crate) fn launch_spec(
     plan: &LaunchPlan,
@@ -58,22 +79,7 @@ pub(crate) fn launch_spec(
     let mut inherit = plan.env_allowlist.clone();
     inherit.extend(plan.secret_env_names.iter().cloned());
     let limits = &plan.limits;
-    let (prompt, first) = match &plan.prompt_delivery {
-        PromptDelivery::Argument => (None, FirstInput::Nothing),
-        PromptDelivery::File { path, contents } => (
-            Some(PromptFile {
-                path: path.clone(),
-                contents: contents.clone().into_bytes(),
-            }),
-            FirstInput::Nothing,
-        ),
-        // A terminal ends input with ^D at the start of a line.
-        PromptDelivery::Stdin { contents } => (
-            None,
-            FirstInput::Typed(format!("{contents}\n\u{4}").into_bytes()),
-        ),
-        PromptDelivery::StreamJson { contents } => (None, FirstInput::Live(contents.clone())),
-    };
+    let (prompt, first) = prompt_input(&plan.prompt_delivery);
     let spec = LaunchSpec {
         slice_id: marker(env.project_root, env.slice),
         program: PathBuf::from(&plan.program),

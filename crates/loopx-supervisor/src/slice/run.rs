@@ -117,14 +117,7 @@ impl Begun {
             Ok((room, channel)) => (spawn(&runtime, spec), Some(room), Some(channel)),
             Err(why) => (Err(why), None, None),
         };
-        let mailroom = Mailroom {
-            slice: self.record.id,
-            prompt_messages: self.messages.clone(),
-            agent: self.setup.agent.name.clone(),
-            stores: req.world.stores.clone(),
-            project: req.project.clone(),
-            clock: req.world.clock.clone(),
-        };
+        let mailroom = self.mailroom(req);
         let mut launched = Launched {
             begun: self,
             runtime,
@@ -141,6 +134,18 @@ impl Begun {
         };
         launched.watch(req, on_step);
         Ok(Some(launched))
+    }
+
+    /// Where the slice's messages come from while it runs.
+    fn mailroom(&self, req: &RunOnce) -> Mailroom {
+        Mailroom {
+            slice: self.record.id,
+            prompt_messages: self.messages.clone(),
+            agent: self.setup.agent.name.clone(),
+            stores: req.world.stores.clone(),
+            project: req.project.clone(),
+            clock: req.world.clock.clone(),
+        }
     }
 
     /// The claim's renewal while the agent runs (a todo slice's).

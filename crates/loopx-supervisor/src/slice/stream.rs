@@ -25,6 +25,20 @@ pub(crate) fn spawn(runtime: &tokio::runtime::Handle, spec: LaunchSpec) -> Resul
         .map_err(|e| crate::errors::chain(&e))
 }
 
+/// Writes the agent its first input; for one that takes input while it runs, its live session.
+fn write_first(slice: &RunningSlice, first: FirstInput, mailroom: Mailroom) -> Option<LiveInput> {
+    match first {
+        FirstInput::Nothing => None,
+        FirstInput::Typed(bytes) => {
+            if let Err(e) = slice.send_input(bytes) {
+                tracing::warn!(error = %e, "could not type the prompt into the agent's terminal");
+            }
+            None
+        }
+        FirstInput::Live(prompt) => Some(LiveInput::start(&prompt, mailroom, slice.control())),
+    }
+}
+
 /// The slice's token ceiling, once the usage the agent reported so far reached it.
 pub(crate) fn reached_ceiling(summary: &StreamSummary, max_tokens: Option<u64>) -> Option<u64> {
     let max = max_tokens?;
@@ -50,18 +64,7 @@ pub(crate) async fn observe(
         Ok(spawned) => spawned,
         Err(why) => return AgentEnd::new(Err(why), parser.into_summary()),
     };
-    let mut live = None;
-    match first {
-        FirstInput::Nothing => {}
-        FirstInput::Typed(bytes) => {
-            if let Err(e) = slice.send_input(bytes) {
-                tracing::warn!(error = %e, "could not type the prompt into the agent's terminal");
-            }
-        }
-        FirstInput::Live(prompt) => {
-            live = Some(LiveInput::start(&prompt, mailroom, slice.control()))
-        }
-    }
+    let mut live = write_first(&slice, first, mailroom);
     let mut stopped_for_refusal = false;
     let mut stopped_at_ceiling = None;
     loop {
