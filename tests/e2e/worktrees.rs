@@ -504,9 +504,12 @@ fn doctor_finds_a_stale_worktree_and_removes_it_on_request() {
 #[test]
 fn a_person_marking_a_todo_done_lands_it_first() {
     let loopx = git_project();
+    // t1 lands while t2 works: t1 waits a second before it ends, so that t2's worktree is
+    // made from the goal's branch before t1 lands (under load a slower begin of t2's slice once
+    // started from t1's work and had nothing to conflict with), and t2 works on past it.
     let body = r#"case "$LOOPX_TODO" in
-  t1) echo one > src/a.txt; done_ ;;
-  t2) sleep 1; echo two > src/a.txt ;;
+  t1) echo one > src/a.txt; sleep 1; done_ ;;
+  t2) sleep 3; echo two > src/a.txt ;;
   t3) echo three > src/b.txt ;;
 esac"#;
     two_peers(&loopx, body, ["Say one", "Say two"]);

@@ -332,8 +332,11 @@ fn a_claude_launch_without_the_live_input_flags_is_refused() {
     )
     .expect("loads");
     loaded.profile.extra_args = vec!["--input-format".into(), "text".into()];
-    let err = render_launch(&loaded, PermissionLevel::WorkspaceWrite, "hi", &ctx())
-        .expect_err("refused");
+    let err =
+        render_launch(&loaded, PermissionLevel::WorkspaceWrite, "hi", &ctx()).expect_err("refused");
     assert!(matches!(err, LaunchError::LiveInputFlags { .. }), "{err}");
-    assert!(err.to_string().contains("--input-format stream-json"), "{err}");
+    assert!(
+        err.to_string().contains("--input-format stream-json"),
+        "{err}"
+    );
 }

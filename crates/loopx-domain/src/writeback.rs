@@ -1177,13 +1177,20 @@ mod tests {
                 role: None,
                 ..ReportTodo::default()
             },
+            // An escape sequence alone is stored as nothing: blank too, not a refused batch.
+            ReportTodo {
+                title: "\u{1b}[31m\u{1b}[0m".into(),
+                detail: None,
+                role: None,
+                ..ReportTodo::default()
+            },
         ];
         let c = classified(Outcome::Progress, Some(Ok(r)));
         let wb = check(&c, "asked", false);
         let proposed = wb.parts.iter().filter(|p| p.item == Some(Item::Todo));
         assert_eq!(proposed.count(), 1, "a blank title is dropped");
         assert!(
-            notes(&wb)[0].contains("title is empty"),
+            notes(&wb)[0].contains("title is empty") && notes(&wb)[1].contains("title is empty"),
             "and noted: {:?}",
             notes(&wb)
         );

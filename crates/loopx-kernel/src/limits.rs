@@ -52,7 +52,8 @@ pub(crate) fn check_text(
     max: usize,
     hint: &'static str,
 ) -> Result<(), Invalid> {
-    if text.trim().is_empty() {
+    // Judged as it will be stored: escape sequences alone are no text.
+    if crate::redact::terminal_safe(text).trim().is_empty() {
         return Err(Invalid::Empty { field });
     }
     let len = text.chars().count();

@@ -138,17 +138,29 @@ impl Redactor {
     /// Stored text is printed to people's terminals (`loopx run`, `gate list`, `status`,
     /// `log`): an agent's question must not retitle the window or clear the screen.
     pub fn redact_in_place(&self, text: &mut String) {
-        let obeyed = |c: char| {
-            (c.is_control() && c != '\n' && c != '\t')
-                || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-        };
-        if text.chars().any(obeyed) {
-            let stripped = loopx_vocab::strip_escapes(text.as_bytes());
-            *text = loopx_vocab::clean_text(stripped.as_bytes());
+        if let Cow::Owned(safe) = terminal_safe(text) {
+            *text = safe;
         }
         if let Cow::Owned(clean) = self.redact(text) {
             *text = clean;
         }
+    }
+}
+
+/// `text` without what a terminal would obey (escape sequences, control characters but newline
+/// and tab, bidirectional overrides): what the kernel stores of an operation's text, and what
+/// its checks judge (a title of escape sequences alone is blank).
+pub(crate) fn terminal_safe(text: &str) -> Cow<'_, str> {
+    let obeyed = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    };
+    match text.chars().any(obeyed) {
+        true => {
+            let stripped = loopx_vocab::strip_escapes(text.as_bytes());
+            Cow::Owned(loopx_vocab::clean_text(stripped.as_bytes()))
+        }
+        false => Cow::Borrowed(text),
     }
 }
 

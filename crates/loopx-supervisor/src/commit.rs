@@ -637,7 +637,7 @@ mod tests {
                 t.end.at = T0.plus(Duration::from_secs(2));
                 let summary = write_back(&crate::store_cache::StoreCache::default(), &project, &*loopx_kernel::SystemClock::shared(Default::default()), "agent:exec", &t.finished())
                     .expect("the writeback lands");
-                prop_assert_eq!(summary.writeback, "applied");
+                prop_assert_eq!(summary.writeback, "applied", "{:?}", summary);
                 let store = Store::open_read(&project).expect("store");
                 let (record, todo, handoff, problems) = store
                     .read(|s| {

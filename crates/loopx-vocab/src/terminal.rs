@@ -52,6 +52,13 @@ impl AnsiStripper {
                 (State::Escape, b']' | b'P' | b'X' | b'^' | b'_') => State::String,
                 (State::Escape, 0x20..=0x2f) => State::EscapeIntermediate,
                 (State::Escape, 0x1b) => State::Escape,
+                // No escape goes on with a non-ASCII byte: the ESC alone is dropped, and the
+                // byte starts a character, kept whole (taking it would leave the rest of a
+                // UTF-8 sequence to decode as one replacement character per byte).
+                (State::Escape | State::EscapeIntermediate, 0x80..=0xff) => {
+                    out.push(byte);
+                    State::Ground
+                }
                 // Any other byte ends a two-byte escape (e.g. `ESC 7`, `ESC c`).
                 (State::Escape, _) => State::Ground,
                 (State::EscapeIntermediate, 0x20..=0x2f) => State::EscapeIntermediate,
@@ -136,6 +143,16 @@ mod tests {
         assert_eq!(strip(b"\x1bXsos string\x1b\\z"), "z");
         assert_eq!(strip(b"\x1b(Bz\x1b7\x1b8"), "z");
         assert_eq!(strip(b"line1\r\nline2\rover\x08\x07"), "line1\nline2\nover");
+    }
+
+    /// A lone ESC before a character of several bytes is dropped, and the character kept
+    /// whole: stripping never makes a text longer (the kernel checks a stored text's length
+    /// on what it stores).
+    #[test]
+    fn an_escape_before_a_multibyte_character_keeps_the_character() {
+        assert_eq!(strip("\u{1b}\u{10000}*=".as_bytes()), "\u{10000}*=");
+        assert_eq!(strip("a\u{1b}é".as_bytes()), "aé");
+        assert_eq!(strip("\u{1b}(✓".as_bytes()), "✓");
     }
 
     #[test]
