@@ -5,6 +5,15 @@ use loopx_pty::{SliceExit, Stdin, spawn_slice};
 
 use crate::support::{exec_helper, spec, wait_for_text};
 
+/// `spec` with `stdin`, through the helper that sets it up.
+fn with_stdin(spec: &mut loopx_pty::LaunchSpec, stdin: Stdin) {
+    spec.stdin = stdin;
+    spec.exec_helper = Some(loopx_pty::ExecHelper {
+        program: exec_helper(),
+        args: vec![],
+    });
+}
+
 /// A script that says what its streams are, then echoes every line it reads with its length.
 fn line_reader(dir: &std::path::Path) -> std::path::PathBuf {
     let script = dir.join("lines.sh");
@@ -27,11 +36,7 @@ async fn a_pipe_carries_whole_lines_in_order_and_its_close_is_end_of_file() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut spec = spec(tmp.path(), "ok.sh", &[]);
     spec.program = line_reader(tmp.path());
-    spec.stdin = Stdin::Pipe;
-    spec.exec_helper = Some(loopx_pty::ExecHelper {
-        program: exec_helper(),
-        args: vec![],
-    });
+    with_stdin(&mut spec, Stdin::Pipe);
     let (mut slice, mut events) = spawn_slice(spec).expect("spawn");
     let control = slice.control();
     let seen = wait_for_text(&mut events, "stdout=tty").await;
@@ -60,11 +65,7 @@ async fn a_null_stdin_reads_end_of_file_at_once_and_a_terminal_s_has_no_pipe() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut spec = spec(tmp.path(), "ok.sh", &[]);
     spec.program = line_reader(tmp.path());
-    spec.stdin = Stdin::Null;
-    spec.exec_helper = Some(loopx_pty::ExecHelper {
-        program: exec_helper(),
-        args: vec![],
-    });
+    with_stdin(&mut spec, Stdin::Null);
     let (mut slice, events) = spawn_slice(spec).expect("spawn");
     drop(events);
     let report = slice.wait().await.expect("report");
@@ -108,11 +109,7 @@ async fn a_close_behind_a_full_queue_still_comes_after_what_was_written() {
         .expect("chmod");
     let mut spec = spec(tmp.path(), "ok.sh", &[]);
     spec.program = script;
-    spec.stdin = Stdin::Pipe;
-    spec.exec_helper = Some(loopx_pty::ExecHelper {
-        program: exec_helper(),
-        args: vec![],
-    });
+    with_stdin(&mut spec, Stdin::Pipe);
     let (mut slice, events) = spawn_slice(spec).expect("spawn");
     let control = slice.control();
     let chunk = vec![b'x'; 64 * 1024];
